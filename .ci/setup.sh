@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# All set-up, safe to rerun: system packages (when root), the virtualenv, the operator twin and
+# Allure 3. `setup.sh run` is enough for `farm run`; `setup.sh test` adds what the tests need
+# (an OpenSSH server for the SSH lab, Chromium for the report test).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+purpose=${1:-run}
+
+need=()
+if [ "$purpose" = test ]; then
+  [ -x /usr/sbin/sshd ] || need+=(openssh-server)
+  command -v chromium >/dev/null || need+=(chromium)
+fi
+command -v node >/dev/null || need+=(nodejs npm)
+command -v g++ >/dev/null || need+=(g++)
+if [ ${#need[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "setup: installing ${need[*]}"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+  else
+    echo "setup: missing ${need[*]}; install them (e.g. sudo apt-get install ${need[*]})" >&2
+  fi
+fi
+
+[ -x .venv/bin/python ] || python3 -m venv .venv
+.venv/bin/python -m pip install -q --disable-pip-version-check -e '.[dev]'
+
+if [ -f reports/package-lock.json ]; then
+  (cd reports && npm ci --silent --no-audit --no-fund)
+fi
+
+.venv/bin/farm build --quiet
