@@ -1,0 +1,244 @@
+"""Deterministic case inputs (SPEC section 6): the same seed gives the same bytes on every host.
+
+Randomness comes only from PCG64 bit generators (numpy.random.PCG64), one per purpose, each seeded
+with SeedSequence([seed, stream]); values are derived from their raw 64-bit outputs by code in
+this module (uniforms from the top 53 bits, normals by Box-Muller), so they do not depend on the
+numpy version's sampling algorithms. A change in the bytes is caught by a pinned sha256 in the
+tests. Values are drawn in C order of the merged [d0, d1, d2] array, slab by slab, so the slab
+size does not change the result.
+
+y families are real forward outputs y = log_softmax(x) computed in float64 over the reduce axes
+and then rounded to the case dtype, except "arbitrary" (not a valid log-softmax).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator, Sequence
+
+import numpy as np
+
+from golden.contract import axes_consecutive, axes_in_range, merge_shape, normalize_axes
+from golden.dtypes import numpy_dtype, round_to
+from golden.reference import log_softmax_3d
+
+Y_DISTS = ("uniform", "normal", "peaked", "flat", "wide", "masked", "arbitrary")
+VALID_Y_DISTS = tuple(d for d in Y_DISTS if d != "arbitrary")
+DY_DISTS = ("normal", "uniform", "ones", "outliers")
+SPECIALS = ("none", "nan_dy", "inf_dy", "nan_y", "neginf_y")
+
+# How many positions a special injects into (fewer when the tensor is smaller).
+SPECIAL_COUNT = 3
+# Elements per generation slab.
+GEN_SLAB = 1 << 20
+
+# Stream ids: one PCG64 per purpose, so that e.g. changing dy_dist leaves y unchanged.
+_S_Y, _S_DY, _S_SPECIAL, _S_PARAMS, _S_ROW, _S_MASK, _S_OUTLIER = range(1, 8)
+
+_TWO_PI = 2.0 * np.pi
+
+
+class _Stream:
+    """Raw PCG64 output turned into floats and integers by fixed arithmetic."""
+
+    def __init__(self, seed: int, stream: int):
+        if int(seed) < 0:
+            raise ValueError(f"seed must be a non-negative integer, got {seed}")
+        self._bg = np.random.PCG64(np.random.SeedSequence([int(seed), stream]))
+
+    def raw(self, n: int) -> np.ndarray:
+        return self._bg.random_raw(n).astype(np.uint64, copy=False)
+
+    def uniform(self, n: int, lo: float = 0.0, hi: float = 1.0) -> np.ndarray:
+        """n float64 values in [lo, hi)."""
+        u = (self.raw(n) >> np.uint64(11)).astype(np.float64) * 2.0**-53
+        return lo + (hi - lo) * u
+
+    def normal(self, n: int) -> np.ndarray:
+        """n standard normal float64 values; element i uses raw draws 2i and 2i+1."""
+        r = self.raw(2 * n).reshape(n, 2) >> np.uint64(11)
+        u1 = 1.0 - r[:, 0].astype(np.float64) * 2.0**-53  # (0, 1]
+        u2 = r[:, 1].astype(np.float64) * 2.0**-53
+        return np.sqrt(-2.0 * np.log(u1)) * np.cos(_TWO_PI * u2)
+
+    def below(self, n: int, bound: int) -> np.ndarray:
+        """n integers in [0, bound) (modulo of 64 random bits; the bias is below 2^-40)."""
+        return (self.raw(n) % np.uint64(bound)).astype(np.int64)
+
+    def distinct_positions(self, k: int, n: int) -> np.ndarray:
+        """k distinct flat positions in [0, n), by a partial Fisher-Yates shuffle."""
+        k = min(k, n)
+        swaps: dict[int, int] = {}
+        picks = []
+        draws = self.raw(k)
+        for i in range(k):
+            j = i + int(draws[i] % np.uint64(n - i))
+            picks.append(swaps.get(j, j))
+            swaps[j] = swaps.get(i, i)
+        return np.array(picks, dtype=np.int64)
+
+
+def _gen_axes(shape: tuple[int, ...], axes: Sequence[int] | int) -> tuple[int, ...]:
+    """The axes y is generated over. Rejection cases may carry axes the operator must refuse
+    (empty, out of range, not consecutive); their tensors are still needed, so such axes fall
+    back to the last axis."""
+    if isinstance(axes, (int, np.integer)):
+        axes = (int(axes),)
+    axes = tuple(int(a) for a in axes)
+    rank = len(shape)
+    if axes and axes_in_range(axes, rank) and axes_consecutive(normalize_axes(axes, rank)):
+        return axes
+    return (-1,)
+
+
+def _row_slabs(d0: int, per_row: int) -> list[tuple[int, int]]:
+    step = max(1, GEN_SLAB // max(per_row, 1))
+    return [(r, min(r + step, d0)) for r in range(0, d0, step)]
+
+
+def _logits(
+    y_dist: str, seed: int, d0: int, d1: int, d2: int
+) -> Iterator[tuple[tuple[int, int], np.ndarray]]:
+    """Float64 y = log_softmax(x) (or the arbitrary y) slab by slab: ((r0, r1), y3)."""
+    main = _Stream(seed, _S_Y)
+    params = _Stream(seed, _S_PARAMS)
+    rowr = _Stream(seed, _S_ROW)
+    maskr = _Stream(seed, _S_MASK)
+    mean, sigma = params.uniform(1, -5.0, 5.0)[0], params.uniform(1, 0.1, 2.0)[0]
+    mask_p = params.uniform(1, 0.2, 0.8)[0]
+    for r0, r1 in _row_slabs(d0, d1 * d2):
+        rows = r1 - r0
+        m = rows * d1 * d2
+        shp = (rows, d1, d2)
+        if y_dist == "arbitrary":
+            yield (r0, r1), main.uniform(m, -10.0, 0.0).reshape(shp)
+            continue
+        if y_dist == "uniform":
+            x = main.uniform(m, -5.0, 5.0).reshape(shp)
+        elif y_dist == "normal":
+            x = (mean + sigma * main.normal(m)).reshape(shp)
+        elif y_dist == "peaked":
+            x = main.uniform(m, -2.0, 2.0).reshape(shp)
+            idx = rowr.below(rows * d2, d1).reshape(rows, d2)
+            height = np.log(d1) + rowr.uniform(rows * d2, 8.0, 16.0).reshape(rows, d2)
+            np.put_along_axis(x, idx[:, None, :], height[:, None, :], axis=1)
+        elif y_dist == "flat":
+            x = np.zeros(shp)
+        elif y_dist == "wide":
+            x = main.uniform(m, -1e4, 1e4).reshape(shp)
+        elif y_dist == "masked":
+            x = main.uniform(m, -5.0, 5.0).reshape(shp)
+            masked = maskr.uniform(m).reshape(shp) < mask_p
+            keep = rowr.below(rows * d2, d1).reshape(rows, d2)
+            np.put_along_axis(masked, keep[:, None, :], False, axis=1)
+            x[masked] = -np.inf
+        else:
+            raise ValueError(f"unknown y_dist {y_dist!r}; use one of: {', '.join(Y_DISTS)}")
+        yield (r0, r1), log_softmax_3d(x)
+
+
+def _dy(dy_dist: str, seed: int, n: int) -> np.ndarray:
+    s = _Stream(seed, _S_DY)
+    dy = np.empty(n, dtype=np.float64)
+    for a, b in _row_slabs(n, 1):
+        m = b - a
+        if dy_dist in ("normal", "outliers"):
+            dy[a:b] = s.normal(m)
+        elif dy_dist == "uniform":
+            dy[a:b] = s.uniform(m, -1.0, 1.0)
+        elif dy_dist == "ones":
+            dy[a:b] = 1.0
+        else:
+            raise ValueError(f"unknown dy_dist {dy_dist!r}; use one of: {', '.join(DY_DISTS)}")
+    if dy_dist == "outliers" and n:
+        k = max(1, n // 1000)
+        pos = _Stream(seed, _S_OUTLIER).distinct_positions(k, n)
+        dy[pos] *= 1000.0
+    return dy
+
+
+def make_inputs(
+    shape: Sequence[int],
+    dtype: str,
+    axes: Sequence[int] | int,
+    y_dist: str,
+    dy_dist: str,
+    special: str = "none",
+    seed: int = 0,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(dy, y) of `shape` in the case dtype (numpy_dtype(dtype)), deterministic from `seed`.
+
+    Works for rank 0 (a 0-d tensor is one element), empty shapes, and the dtypes only rejection
+    cases use (float64, int32, int64: values rounded, non-finite values become 0 for integers).
+    """
+    shape = tuple(int(d) for d in shape)
+    if any(d < 0 for d in shape):
+        raise ValueError(f"negative extent in shape {shape}")
+    if y_dist not in Y_DISTS:
+        raise ValueError(f"unknown y_dist {y_dist!r}; use one of: {', '.join(Y_DISTS)}")
+    if dy_dist not in DY_DISTS:
+        raise ValueError(f"unknown dy_dist {dy_dist!r}; use one of: {', '.join(DY_DISTS)}")
+    if special not in SPECIALS:
+        raise ValueError(f"unknown special {special!r}; use one of: {', '.join(SPECIALS)}")
+    dt = numpy_dtype(dtype)
+    n = int(np.prod(shape, dtype=np.int64))  # 1 for a 0-d tensor
+    if n == 0:
+        return np.zeros(shape, dtype=dt), np.zeros(shape, dtype=dt)
+
+    d0, d1, d2 = merge_shape(shape, _gen_axes(shape, axes))
+    y64 = np.empty((d0, d1, d2), dtype=np.float64)
+    for (r0, r1), part in _logits(y_dist, seed, d0, d1, d2):
+        y64[r0:r1] = part
+    y64 = y64.reshape(-1)
+    dy64 = _dy(dy_dist, seed, n)
+
+    if special != "none":
+        s = _Stream(seed, _S_SPECIAL)
+        pos = s.distinct_positions(SPECIAL_COUNT, n)
+        if special == "nan_dy":
+            dy64[pos] = np.nan
+        elif special == "inf_dy":
+            signs = np.where(s.below(len(pos), 2) == 0, np.inf, -np.inf)
+            dy64[pos] = signs
+        elif special == "nan_y":
+            y64[pos] = np.nan
+        elif special == "neginf_y":
+            y64[pos] = -np.inf
+
+    dy = round_to(dy64, dtype).reshape(shape)
+    y = round_to(y64, dtype).reshape(shape)
+    return dy, y
+
+
+def describe_array(a: np.ndarray) -> dict:
+    """Shape, dtype, min/max/mean over the finite values, NaN/inf counts, sha256 of the bytes."""
+    a = np.asarray(a)
+    a64 = a.astype(np.float64)
+    finite = a64[np.isfinite(a64)]
+    return {
+        "shape": list(a.shape),
+        "dtype": str(a.dtype),
+        "n": int(a.size),
+        "min": float(finite.min()) if finite.size else None,
+        "max": float(finite.max()) if finite.size else None,
+        "mean": float(finite.mean()) if finite.size else None,
+        "nan": int(np.isnan(a64).sum()),
+        "posinf": int(np.isposinf(a64).sum()),
+        "neginf": int(np.isneginf(a64).sum()),
+        "sha256": sha256_of(a),
+    }
+
+
+def describe_inputs(dy: np.ndarray, y: np.ndarray) -> dict:
+    """A short, JSON-serialisable description of a case's inputs for reproduction printouts."""
+    return {"dy": describe_array(dy), "y": describe_array(y)}
+
+
+def sha256_of(*arrays: np.ndarray) -> str:
+    """sha256 over the C-order bytes (and shapes) of the arrays."""
+    h = hashlib.sha256()
+    for a in arrays:
+        a = np.ascontiguousarray(a)
+        h.update(repr(a.shape).encode())
+        h.update(a.tobytes())
+    return h.hexdigest()

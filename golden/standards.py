@@ -1,0 +1,278 @@
+"""The four public precision standards (SPEC section 5), each a verdict with a readable reason.
+
+    judge("experimental", actual, golden, "float16")  -> Verdict(standard, passed, reason, metrics)
+
+Thresholds follow the dtype the result is judged as. A NaN/inf position that differs from the
+golden fails every standard. benchmark-ratio compares the result's errors with a third-party
+benchmark's errors (e.g. PyTorch on CPU, golden.benchmark.torch_benchmark) in the same dtype.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from golden.dtypes import (
+    DOUBLE_THOUSANDTH_TOL,
+    MIXED_MAX_ABS,
+    MIXED_MIN_OK_FRACTION,
+    REL_EPS,
+    SUPPORTED,
+    T,
+    dtype_name,
+)
+from golden.metrics import check_dtype, compute_metrics
+
+STANDARDS = ("experimental", "mixed-tolerance", "double-thousandth", "benchmark-ratio")
+DEFAULT_STANDARD = "experimental"
+LEVELS = ("L0", "L1", "L2")
+
+# benchmark-ratio limits on device/benchmark ratios, per level.
+RATIO_LIMITS = {
+    "L0": {"mare": 10.0, "mere": 2.0, "rmse": 2.0},
+    "L1": {"mare": 5.0, "mere": 1.5, "rmse": 1.5},
+    "L2": {"mare": 2.0, "mere": 1.2, "rmse": 1.2},
+}
+# The device's small-value error count may be at most this times max(benchmark count, 1).
+SMALL_COUNT_FACTOR = 2
+RATIO_EPS = REL_EPS  # ratios are device / (benchmark + 1e-7)
+
+
+class BenchmarkRequired(ValueError):
+    """benchmark-ratio was asked for without a benchmark result."""
+
+
+@dataclass
+class Verdict:
+    standard: str
+    passed: bool
+    reason: str
+    metrics: dict = field(repr=False)
+    level: str | None = None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _fmt_index(idx: list[int]) -> str:
+    return "(" + ", ".join(str(i) for i in idx) + ")" if idx else "()"
+
+
+def _worst_text(m: dict) -> str:
+    if not m.get("worst"):
+        return ""
+    w = m["worst"][0]
+    return (
+        f"; worst rel {w['rel_err']:.2e} at {_fmt_index(w['index'])}: "
+        f"actual {w['actual']:.6g} vs golden {w['golden']:.6g}"
+    )
+
+
+def _nonfinite_reason(name: str, m: dict) -> str:
+    first = m["nonfinite"][0] if m["nonfinite"] else None
+    where = (
+        f"; first at {_fmt_index(first['index'])}: actual {first['actual']:.6g}, "
+        f"golden {first['golden']:.6g}"
+        if first
+        else ""
+    )
+    return (
+        f"FAIL {name} {m['dtype']}: NaN/inf positions differ from the golden at "
+        f"{m['nonfinite_mismatch']} of {m['n']} elements ({m['nan_mismatch']} NaN, "
+        f"{m['inf_mismatch']} inf){where}"
+    )
+
+
+def _tag(passed: bool) -> str:
+    return "PASS" if passed else "FAIL"
+
+
+def _experimental(m: dict) -> tuple[bool, str]:
+    t = T[m["dtype"]]
+    ok_mere, ok_mare = m["mere"] < t, m["mare"] < 10 * t
+    passed = ok_mere and ok_mare
+    text = (
+        f"{_tag(passed)} experimental {m['dtype']}: "
+        f"MERE {m['mere']:.2e} {'<' if ok_mere else '>='} T {t:.2e}, "
+        f"MARE {m['mare']:.2e} {'<' if ok_mare else '>='} 10T {10 * t:.2e} (n={m['n_compared']})"
+    )
+    return passed, text + ("" if passed else _worst_text(m))
+
+
+def _mixed(m: dict) -> tuple[bool, str]:
+    dt = m["dtype"]
+    t, max_abs = T[dt], MIXED_MAX_ABS[dt]
+    frac = m["mixed_ok_fraction"]
+    ok_frac = frac >= MIXED_MIN_OK_FRACTION
+    ok_abs = m["max_abs"] <= max_abs
+    passed = ok_frac and ok_abs
+    text = (
+        f"{_tag(passed)} mixed-tolerance {dt}: {100 * frac:.2f}% of elements within "
+        f"|a-g| <= T+T|g| (T {t:.2e}; need >= {100 * MIXED_MIN_OK_FRACTION:.0f}%), "
+        f"max abs err {m['max_abs']:.2e} {'<=' if ok_abs else '>'} {max_abs:g} "
+        f"(n={m['n_compared']})"
+    )
+    return passed, text + ("" if passed else _worst_text(m))
+
+
+def _double_thousandth(m: dict) -> tuple[bool, str]:
+    dt = m["dtype"]
+    tol = DOUBLE_THOUSANDTH_TOL[dt]
+    allowed = m["n"] * tol
+    rel_bad, abs_bad = m["dt_rel_over"] > allowed, m["dt_abs_over"] > allowed
+    passed = not (rel_bad and abs_bad)
+    text = (
+        f"{_tag(passed)} double-thousandth {dt}: {m['dt_rel_over']} elements over rel tol "
+        f"{tol:g} ({'>' if rel_bad else '<='} n*tol {allowed:g}) and {m['dt_abs_over']} over "
+        f"abs tol {tol:g} ({'>' if abs_bad else '<='} n*tol {allowed:g}); fails only when both "
+        f"exceed (n={m['n']})"
+    )
+    return passed, text + ("" if passed else _worst_text(m))
+
+
+def _ratio(dev: float, bench: float) -> float:
+    return float(dev / (bench + RATIO_EPS))
+
+
+def benchmark_ratios(m: dict, bm: dict) -> dict:
+    """The device/benchmark ratios and small-value counts benchmark-ratio judges."""
+    return {
+        "mare": _ratio(m["mare"], bm["mare"]),
+        "mere": _ratio(m["mere"], bm["mere"]),
+        "rmse": _ratio(m["rmse"], bm["rmse"]),
+        "small_err_count": m["small_err_count"],
+        "small_err_count_benchmark": bm["small_err_count"],
+        "small_err_count_limit": SMALL_COUNT_FACTOR * max(bm["small_err_count"], 1),
+    }
+
+
+def _ratio_failures(r: dict, level: str) -> list[str]:
+    lim = RATIO_LIMITS[level]
+    bad = [f"{key.upper()} ratio {r[key]:.3g} > {lim[key]:g}" for key in ("mare", "mere", "rmse")
+           if r[key] > lim[key]]
+    if r["small_err_count"] > r["small_err_count_limit"]:
+        bad.append(
+            f"small-value errors {r['small_err_count']} > {r['small_err_count_limit']} "
+            f"(2 x max(benchmark {r['small_err_count_benchmark']}, 1))"
+        )
+    return bad
+
+
+def _benchmark_ratio(m: dict, bm: dict, level: str) -> tuple[bool, str, dict]:
+    r = benchmark_ratios(m, bm)
+    bad = _ratio_failures(r, level)
+    passed = not bad
+    levels_passed = [lv for lv in LEVELS if not _ratio_failures(r, lv)]
+    lim = RATIO_LIMITS[level]
+    summary = (
+        f"MARE ratio {r['mare']:.3g} (limit {lim['mare']:g}), "
+        f"MERE ratio {r['mere']:.3g} (limit {lim['mere']:g}), "
+        f"RMSE ratio {r['rmse']:.3g} (limit {lim['rmse']:g}), "
+        f"small-value errors {r['small_err_count']} (limit {r['small_err_count_limit']}); "
+        f"device MERE {m['mere']:.2e} vs benchmark {bm['mere']:.2e}"
+    )
+    head = f"{_tag(passed)} benchmark-ratio {level} {m['dtype']}: "
+    if bad:
+        text = head + "; ".join(bad) + " | " + summary + _worst_text(m)
+    else:
+        text = head + summary + f"; levels passed: {','.join(levels_passed) or 'none'}"
+    extra = {"ratios": r, "levels_passed": levels_passed, "benchmark": _strip(bm)}
+    return passed, text, extra
+
+
+def _strip(m: dict) -> dict:
+    """Benchmark metrics without the per-element lists (kept short in records)."""
+    return {k: v for k, v in m.items() if k not in ("worst", "nonfinite")}
+
+
+def _resolve_dtype(actual: np.ndarray, dtype: str | None) -> str:
+    """The dtype to judge as: the given one, which must agree with the result's own dtype when
+    that is one of the supported ones (a bf16 result is judged with bf16 thresholds)."""
+    own = None
+    try:
+        own = dtype_name(np.asarray(actual).dtype)
+    except ValueError:
+        pass
+    if dtype is None:
+        if own not in SUPPORTED:
+            raise ValueError(
+                f"cannot tell the dtype to judge a {np.asarray(actual).dtype} result as; pass dtype"
+            )
+        return own
+    check_dtype(dtype)
+    if own in SUPPORTED and own != dtype:
+        raise ValueError(
+            f"the result is {own} but was to be judged as {dtype}; thresholds follow the "
+            f"result's dtype, pass dtype={own!r}"
+        )
+    return dtype
+
+
+def judge(
+    standard: str,
+    actual: np.ndarray,
+    golden: np.ndarray,
+    dtype: str | None,
+    *,
+    benchmark: np.ndarray | None = None,
+    level: str = "L0",
+    metrics: dict | None = None,
+) -> Verdict:
+    """The verdict of one standard. `metrics` (from compute_metrics) saves recomputing them;
+    benchmark-ratio needs `benchmark`, the third-party result in the same dtype."""
+    if standard not in STANDARDS:
+        raise ValueError(f"unknown standard {standard!r}; use one of: {', '.join(STANDARDS)}")
+    if level not in LEVELS:
+        raise ValueError(f"unknown level {level!r}; use one of: {', '.join(LEVELS)}")
+    if standard == "benchmark-ratio" and benchmark is None:
+        raise BenchmarkRequired(
+            "benchmark-ratio needs the benchmark result (e.g. golden.benchmark.torch_benchmark "
+            "of the same inputs); pass benchmark="
+        )
+    dtype = _resolve_dtype(actual, dtype)
+    m = dict(metrics) if metrics is not None else compute_metrics(actual, golden, dtype)
+    if m.get("dtype") != dtype:
+        raise ValueError(f"metrics were computed for {m.get('dtype')}, not {dtype}")
+    lvl = level if standard == "benchmark-ratio" else None
+
+    if m["n"] == 0:
+        return Verdict(standard, True, f"PASS {standard} {dtype}: empty tensor (n=0), nothing to "
+                       "compare", m, lvl)
+    if not m["nonfinite_ok"]:
+        return Verdict(standard, False, _nonfinite_reason(standard, m), m, lvl)
+
+    if standard == "experimental":
+        passed, reason = _experimental(m)
+    elif standard == "mixed-tolerance":
+        passed, reason = _mixed(m)
+    elif standard == "double-thousandth":
+        passed, reason = _double_thousandth(m)
+    else:
+        bench, gshape = np.asarray(benchmark), np.asarray(golden).shape
+        if bench.shape != gshape:
+            raise ValueError(f"benchmark shape {bench.shape} differs from golden shape {gshape}")
+        bm = compute_metrics(bench, golden, dtype)
+        passed, reason, extra = _benchmark_ratio(m, bm, level)
+        m.update(extra)
+    return Verdict(standard, passed, reason, m, lvl)
+
+
+def judge_all(
+    actual: np.ndarray,
+    golden: np.ndarray,
+    dtype: str | None,
+    benchmark: np.ndarray | None = None,
+    *,
+    level: str = "L0",
+) -> dict[str, Verdict]:
+    """Every standard that can be judged (benchmark-ratio only with a benchmark), sharing one
+    metrics computation; for recording all metrics whichever standard gates the case."""
+    dtype = _resolve_dtype(actual, dtype)
+    m = compute_metrics(actual, golden, dtype)
+    out = {}
+    for std in STANDARDS:
+        if std == "benchmark-ratio" and benchmark is None:
+            continue
+        out[std] = judge(std, actual, golden, dtype, benchmark=benchmark, level=level, metrics=m)
+    return out
