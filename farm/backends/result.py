@@ -1,0 +1,18 @@
+"""What every backend returns for one call."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass
+class BackendResult:
+    status: int  # aclnn status: 0, 161001, 161002; -1 when the backend has none to give
+    reason: str | None  # golden.contract reason name, when the backend reports one
+    message: str
+    out: np.ndarray | None
+    workspace: int
+    tiling: dict | None
+    seconds: float  # the call alone: planning and running the operator

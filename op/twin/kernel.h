@@ -1,0 +1,43 @@
+// The twin's kernel: the three schedules as the Ascend C kernel runs them, one emulated vector
+// core at a time, each with its own Unified Buffer.
+#ifndef LSG_TWIN_KERNEL_H
+#define LSG_TWIN_KERNEL_H
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "lsg_types.h"
+
+namespace lsg::twin {
+
+struct KernelArgs {
+    const void* dy;  // contiguous [d0, d1, d2] in dtype
+    const void* y;
+    void* out;
+    int32_t dtype;
+    lsg_tiling_record tiling;
+};
+
+// One core's Unified Buffer: ub_bytes of storage carved into the tiling's equal blocks.
+class UnifiedBuffer {
+public:
+    UnifiedBuffer(int64_t ub_bytes, int64_t block_bytes)
+        : mem_(static_cast<size_t>(ub_bytes / 4)), block_floats_(block_bytes / 4) {}
+    float* block(int index) { return mem_.data() + index * block_floats_; }
+
+private:
+    std::vector<float> mem_;
+    int64_t block_floats_;
+};
+
+// Run the rows of core `core` (see lsg::core_rows) through its UB.
+void run_core(const KernelArgs& args, int64_t core, UnifiedBuffer& ub);
+
+// The kernel's reduction of one chunk: 64 fp32 lanes (one vector repeat) accumulated repeat by
+// repeat in `work`, then folded pairwise.  Exposed for tests.
+float reduce_sum(const float* x, int64_t n, float* work);
+
+}  // namespace lsg::twin
+
+#endif  // LSG_TWIN_KERNEL_H
