@@ -33,7 +33,9 @@ SPECIAL_COUNT = 3
 GEN_SLAB = 1 << 20
 
 # Stream ids: one PCG64 per purpose, so that e.g. changing dy_dist leaves y unchanged.
-_S_Y, _S_DY, _S_SPECIAL, _S_PARAMS, _S_ROW, _S_MASK, _S_OUTLIER = range(1, 8)
+# Each stream is read in C order of the rows, one kind of value per stream, so that slab
+# boundaries do not change what any element gets.
+_S_Y, _S_DY, _S_SPECIAL, _S_PARAMS, _S_ROW, _S_MASK, _S_OUTLIER, _S_HEIGHT = range(1, 9)
 
 _TWO_PI = 2.0 * np.pi
 
@@ -104,6 +106,7 @@ def _logits(
     params = _Stream(seed, _S_PARAMS)
     rowr = _Stream(seed, _S_ROW)
     maskr = _Stream(seed, _S_MASK)
+    heightr = _Stream(seed, _S_HEIGHT)
     mean, sigma = params.uniform(1, -5.0, 5.0)[0], params.uniform(1, 0.1, 2.0)[0]
     mask_p = params.uniform(1, 0.2, 0.8)[0]
     for r0, r1 in _row_slabs(d0, d1 * d2):
@@ -120,7 +123,7 @@ def _logits(
         elif y_dist == "peaked":
             x = main.uniform(m, -2.0, 2.0).reshape(shp)
             idx = rowr.below(rows * d2, d1).reshape(rows, d2)
-            height = np.log(d1) + rowr.uniform(rows * d2, 8.0, 16.0).reshape(rows, d2)
+            height = np.log(d1) + heightr.uniform(rows * d2, 8.0, 16.0).reshape(rows, d2)
             np.put_along_axis(x, idx[:, None, :], height[:, None, :], axis=1)
         elif y_dist == "flat":
             x = np.zeros(shp)

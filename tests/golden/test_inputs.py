@@ -1,0 +1,196 @@
+"""make_inputs: deterministic from the seed, and every family produces what it claims."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import golden.inputs as gi
+from golden.dtypes import numpy_dtype
+from golden.inputs import (
+    DY_DISTS,
+    SPECIAL_COUNT,
+    SPECIALS,
+    VALID_Y_DISTS,
+    Y_DISTS,
+    describe_inputs,
+    make_inputs,
+    sha256_of,
+)
+
+DTYPES = ("float32", "float16", "bfloat16")
+
+# Pinned bytes: if these change, inputs differ from those of earlier runs and other hosts
+# (a numpy, libm or code change). Update them only on purpose, and say so in the commit.
+PINNED_Y = {
+    "float32": "0c6f2ee260a1432d75df4bdd667bc00cebbb12c173c4f29d3e5639ca3c463a3f",
+    "float16": "6bffa2eb64f5a350ae00bf03e876d4074ee1c7c74fa906795e6d22885616391a",
+    "bfloat16": "b5fa7aa916b77f59d4224b1829dd868d86b02d4d6ef47804f22ba0ee06df072a",
+}
+PINNED_DY_SPECIALS = "80869a08737ff13704bd24f896f28337703e8ba30da37947f525f56a51213ca7"
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_pinned_sha256(dtype):
+    arrays = [a for yd in Y_DISTS for a in make_inputs((3, 5, 7), dtype, (1,), yd, "normal",
+                                                         seed=12345)]
+    assert sha256_of(*arrays) == PINNED_Y[dtype]
+
+
+def test_pinned_sha256_dy_and_specials():
+    arrays = [a for dd in DY_DISTS for sp in SPECIALS
+              for a in make_inputs((4, 33), "float16", -1, "normal", dd, sp, seed=7)]
+    assert sha256_of(*arrays) == PINNED_DY_SPECIALS
+
+
+def test_same_seed_same_bytes_other_seed_other_bytes():
+    args = ((6, 40, 3), "bfloat16", (1,), "normal", "normal", "nan_dy")
+    a, b = make_inputs(*args, seed=3), make_inputs(*args, seed=3)
+    assert a[0].tobytes() == b[0].tobytes() and a[1].tobytes() == b[1].tobytes()
+    c = make_inputs(*args, seed=4)
+    assert a[0].tobytes() != c[0].tobytes() and a[1].tobytes() != c[1].tobytes()
+
+
+def test_slab_size_does_not_change_bytes(monkeypatch):
+    cases = [((9, 17, 5), (1,), "peaked", "outliers", "inf_dy"),
+             ((9, 17, 5), (1,), "masked", "normal", "nan_y"),
+             ((3, 4, 5, 6), (1, 2), "normal", "uniform", "neginf_y")]
+    ref = [make_inputs(s, "float32", ax, yd, dd, sp, seed=5) for s, ax, yd, dd, sp in cases]
+    monkeypatch.setattr(gi, "GEN_SLAB", 13)
+    for (s, ax, yd, dd, sp), (dy, y) in zip(cases, ref, strict=True):
+        dy2, y2 = make_inputs(s, "float32", ax, yd, dd, sp, seed=5)
+        assert dy2.tobytes() == dy.tobytes() and y2.tobytes() == y.tobytes()
+
+
+def test_y_does_not_depend_on_dy_dist_or_dy_on_y_dist():
+    ys = {dd: make_inputs((5, 20), "float32", 1, "uniform", dd, seed=2)[1] for dd in DY_DISTS}
+    assert len({y.tobytes() for y in ys.values()}) == 1
+    dys = {yd: make_inputs((5, 20), "float32", 1, yd, "normal", seed=2)[0] for yd in Y_DISTS}
+    assert len({dy.tobytes() for dy in dys.values()}) == 1
+
+
+def _lse(y: np.ndarray, axes) -> np.ndarray:
+    dims = tuple(a % y.ndim for a in axes)
+    y64 = y.astype(np.float64)
+    return np.log(np.sum(np.exp(y64), axis=dims))
+
+
+@pytest.mark.parametrize("dtype,tol", [("float32", 1e-5), ("float16", 2e-3), ("bfloat16", 2e-2)])
+@pytest.mark.parametrize("y_dist", VALID_Y_DISTS)
+def test_valid_y_is_a_log_softmax(dtype, tol, y_dist):
+    for shape, axes in (((4, 200), (-1,)), ((3, 6, 7, 2), (1, 2)), ((2, 1, 5), (1,))):
+        dy, y = make_inputs(shape, dtype, axes, y_dist, "normal", seed=1)
+        assert dy.dtype == y.dtype == numpy_dtype(dtype) and y.shape == shape
+        y64 = y.astype(np.float64)
+        assert np.all(y64 <= 0)
+        assert np.all(np.abs(_lse(y, axes)) < tol), (y_dist, shape)
+
+
+def test_family_shapes_of_y():
+    n = 512
+    _, y = make_inputs((8, n), "float32", -1, "flat", "normal", seed=0)
+    assert np.all(y == np.float32(-np.log(n)))
+
+    _, y = make_inputs((16, n), "float32", -1, "masked", "normal", seed=0)
+    assert np.isneginf(y).any() and np.isfinite(y).any(axis=1).all()
+    assert 0.1 < np.isneginf(y).mean() < 0.9
+
+    _, y = make_inputs((16, n), "float32", -1, "peaked", "normal", seed=0)
+    assert np.all(np.exp(y.astype(np.float64)).max(axis=1) > 0.99)  # near one-hot
+
+    _, y = make_inputs((16, n), "float32", -1, "wide", "normal", seed=0)
+    assert np.mean(np.exp(y.astype(np.float64)) < 1e-30) > 0.9  # most exp underflow
+    assert y.min() < -5000
+
+    _, y = make_inputs((16, n), "float32", -1, "arbitrary", "normal", seed=0)
+    assert -10 <= y.min() and y.max() <= 0
+    assert np.abs(_lse(y, (-1,))).min() > 1  # not a log-softmax
+
+    ys = [make_inputs((16, n), "float32", -1, "normal", "normal", seed=s)[1] for s in range(2)]
+    assert ys[0].tobytes() != ys[1].tobytes()
+
+
+def test_no_reduce_valid_y_is_zero():
+    for y_dist in VALID_Y_DISTS:
+        _, y = make_inputs((5, 1, 3), "float16", (1,), y_dist, "normal", seed=1)
+        assert np.all(y == 0), y_dist
+    _, y = make_inputs((5, 1, 3), "float16", (1,), "arbitrary", "normal", seed=1)
+    assert np.all(y < 0)
+
+
+def test_dy_families():
+    shape = (50, 100)
+    dy, _ = make_inputs(shape, "float32", -1, "uniform", "normal", seed=0)
+    assert abs(dy.mean()) < 0.05 and abs(dy.std() - 1) < 0.05
+    dy, _ = make_inputs(shape, "float32", -1, "uniform", "uniform", seed=0)
+    assert -1 <= dy.min() < -0.99 and 0.99 < dy.max() < 1 and abs(dy.mean()) < 0.05
+    dy, _ = make_inputs(shape, "bfloat16", -1, "uniform", "ones", seed=0)
+    assert np.all(dy == 1)
+    base, _ = make_inputs(shape, "float32", -1, "uniform", "normal", seed=0)
+    out, _ = make_inputs(shape, "float32", -1, "uniform", "outliers", seed=0)
+    changed = np.flatnonzero(base != out)
+    assert changed.size == 5000 // 1000
+    np.testing.assert_allclose(out.flat[changed], base.flat[changed] * 1000, rtol=1e-6)
+    small, _ = make_inputs((3, 4), "float32", -1, "uniform", "outliers", seed=0)
+    assert np.count_nonzero(small != make_inputs((3, 4), "float32", -1, "uniform", "normal")[0]) == 1
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_specials(dtype):
+    shape = (6, 30)
+    dy0, y0 = make_inputs(shape, dtype, -1, "uniform", "normal", seed=2)
+    counts = {}
+    for sp in SPECIALS:
+        dy, y = make_inputs(shape, dtype, -1, "uniform", "normal", sp, seed=2)
+        d = describe_inputs(dy, y)
+        counts[sp] = (d["dy"]["nan"], d["dy"]["posinf"] + d["dy"]["neginf"], d["y"]["nan"],
+                      d["y"]["neginf"])
+        untouched = np.isfinite(dy.astype(np.float64)) & np.isfinite(y.astype(np.float64))
+        assert np.array_equal(dy[untouched], dy0[untouched])
+    k = SPECIAL_COUNT
+    assert counts == {"none": (0, 0, 0, 0), "nan_dy": (k, 0, 0, 0), "inf_dy": (0, k, 0, 0),
+                      "nan_y": (0, 0, k, 0), "neginf_y": (0, 0, 0, k)}
+    dy, _ = make_inputs((1,), dtype, -1, "uniform", "normal", "nan_dy", seed=2)
+    assert np.isnan(dy.astype(np.float64)).all()  # fewer positions than SPECIAL_COUNT
+
+
+def test_rank0_empty_and_rejection_dtypes():
+    dy, y = make_inputs((), "float16", (-1,), "normal", "normal", seed=1)
+    assert dy.shape == () == y.shape and float(y) == 0.0
+    dy, y = make_inputs((), "float32", 0, "arbitrary", "normal", seed=1)
+    assert -10 <= float(y) <= 0
+    for shape in ((0,), (3, 0, 2), (0, 4)):
+        dy, y = make_inputs(shape, "bfloat16", -1, "masked", "outliers", "nan_dy", seed=1)
+        assert dy.shape == shape == y.shape and dy.dtype == numpy_dtype("bfloat16")
+    for dtype in ("float64", "int32", "int64"):
+        dy, y = make_inputs((3, 4), dtype, (1,), "uniform", "normal", "nan_y", seed=1)
+        assert dy.dtype == y.dtype == np.dtype(dtype)
+    # axes the operator must reject still give tensors (generated over the last axis)
+    for axes in ((0, 2), (), (5,)):
+        dy, y = make_inputs((3, 4, 5), "float32", axes, "uniform", "normal", seed=1)
+        assert y.shape == (3, 4, 5) and np.all(np.abs(_lse(y, (-1,))) < 1e-5)
+    dy, y = make_inputs((2,) * 9, "float16", (-1,), "uniform", "normal", seed=1)  # rank 9
+    assert y.shape == (2,) * 9
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError, match="y_dist"):
+        make_inputs((2,), "float32", -1, "gauss", "normal")
+    with pytest.raises(ValueError, match="dy_dist"):
+        make_inputs((2,), "float32", -1, "normal", "gauss")
+    with pytest.raises(ValueError, match="special"):
+        make_inputs((2,), "float32", -1, "normal", "normal", "zero")
+    with pytest.raises(ValueError, match="float8"):
+        make_inputs((2,), "float8", -1, "normal", "normal")
+
+
+def test_describe_inputs_is_json():
+    dy, y = make_inputs((4, 8), "bfloat16", -1, "masked", "normal", "inf_dy", seed=3)
+    d = describe_inputs(dy, y)
+    json.dumps(d, allow_nan=False)
+    assert d["dy"]["dtype"] == "bfloat16" and d["y"]["neginf"] > 0 and d["dy"]["n"] == 32
+    assert d["y"]["max"] <= 0 and len(d["dy"]["sha256"]) == 64
+    e = describe_inputs(*make_inputs((0, 3), "float16", -1, "uniform", "normal"))
+    assert e["dy"]["min"] is None and e["dy"]["n"] == 0
