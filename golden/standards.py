@@ -56,7 +56,7 @@ class Verdict:
 
 
 def _fmt_index(idx: list[int]) -> str:
-    return "(" + ", ".join(str(i) for i in idx) + ")" if idx else "()"
+    return str(tuple(idx))
 
 
 def _worst_text(m: dict) -> str:
