@@ -140,24 +140,26 @@ def _logits(
         yield (r0, r1), log_softmax_3d(x)
 
 
-def _dy(dy_dist: str, seed: int, n: int) -> np.ndarray:
+def _dy_into(out: np.ndarray, dy_dist: str, seed: int, dtype: str) -> None:
+    """Fill the flat `out` (case dtype) with dy, slab by slab."""
+    n = out.size
     s = _Stream(seed, _S_DY)
-    dy = np.empty(n, dtype=np.float64)
+    outliers = np.zeros(0, dtype=np.int64)
+    if dy_dist == "outliers":
+        outliers = np.sort(_Stream(seed, _S_OUTLIER).distinct_positions(max(1, n // 1000), n))
     for a, b in _row_slabs(n, 1):
         m = b - a
         if dy_dist in ("normal", "outliers"):
-            dy[a:b] = s.normal(m)
+            part = s.normal(m)
         elif dy_dist == "uniform":
-            dy[a:b] = s.uniform(m, -1.0, 1.0)
+            part = s.uniform(m, -1.0, 1.0)
         elif dy_dist == "ones":
-            dy[a:b] = 1.0
+            part = np.ones(m)
         else:
             raise ValueError(f"unknown dy_dist {dy_dist!r}; use one of: {', '.join(DY_DISTS)}")
-    if dy_dist == "outliers" and n:
-        k = max(1, n // 1000)
-        pos = _Stream(seed, _S_OUTLIER).distinct_positions(k, n)
-        dy[pos] *= 1000.0
-    return dy
+        hit = outliers[(outliers >= a) & (outliers < b)] - a
+        part[hit] *= 1000.0
+        out[a:b] = round_to(part, dtype)
 
 
 def make_inputs(
@@ -173,6 +175,8 @@ def make_inputs(
 
     Works for rank 0 (a 0-d tensor is one element), empty shapes, and the dtypes only rejection
     cases use (float64, int32, int64: values rounded, non-finite values become 0 for integers).
+    Values are made in float64 and rounded once into the dtype, slab by slab, so memory stays a
+    small multiple of the output.
     """
     shape = tuple(int(d) for d in shape)
     if any(d < 0 for d in shape):
@@ -189,28 +193,27 @@ def make_inputs(
         return np.zeros(shape, dtype=dt), np.zeros(shape, dtype=dt)
 
     d0, d1, d2 = merge_shape(shape, _gen_axes(shape, axes))
-    y64 = np.empty((d0, d1, d2), dtype=np.float64)
+    y = np.empty((d0, d1, d2), dtype=dt)
     for (r0, r1), part in _logits(y_dist, seed, d0, d1, d2):
-        y64[r0:r1] = part
-    y64 = y64.reshape(-1)
-    dy64 = _dy(dy_dist, seed, n)
+        y[r0:r1] = round_to(part, dtype)
+    y = y.reshape(-1)
+    dy = np.empty(n, dtype=dt)
+    _dy_into(dy, dy_dist, seed, dtype)
 
     if special != "none":
         s = _Stream(seed, _S_SPECIAL)
         pos = s.distinct_positions(SPECIAL_COUNT, n)
         if special == "nan_dy":
-            dy64[pos] = np.nan
+            vals, target = np.full(len(pos), np.nan), dy
         elif special == "inf_dy":
-            signs = np.where(s.below(len(pos), 2) == 0, np.inf, -np.inf)
-            dy64[pos] = signs
+            vals, target = np.where(s.below(len(pos), 2) == 0, np.inf, -np.inf), dy
         elif special == "nan_y":
-            y64[pos] = np.nan
-        elif special == "neginf_y":
-            y64[pos] = -np.inf
+            vals, target = np.full(len(pos), np.nan), y
+        else:  # neginf_y
+            vals, target = np.full(len(pos), -np.inf), y
+        target[pos] = round_to(vals, dtype)
 
-    dy = round_to(dy64, dtype).reshape(shape)
-    y = round_to(y64, dtype).reshape(shape)
-    return dy, y
+    return dy.reshape(shape), y.reshape(shape)
 
 
 def describe_array(a: np.ndarray) -> dict:

@@ -48,6 +48,10 @@ def check_dtype(dtype: str) -> str:
     return dtype
 
 
+# Elements per chunk: metrics are accumulated chunk by chunk so memory stays bounded.
+CHUNK = 1 << 20
+
+
 def compute_metrics(actual: np.ndarray, golden: np.ndarray, dtype: str, k: int = 8) -> dict:
     """All metrics of `actual` (any float array, usually in the case dtype) against `golden`
     (float64), judged as dtype `dtype`."""
@@ -57,104 +61,129 @@ def compute_metrics(actual: np.ndarray, golden: np.ndarray, dtype: str, k: int =
     if actual.shape != golden.shape:
         raise ValueError(f"actual shape {actual.shape} differs from golden shape {golden.shape}")
     shape = actual.shape
-    a = to_float64(actual).reshape(-1)
-    g = to_float64(golden).reshape(-1)
-    n = int(a.size)
-
-    ca, cg = _classes(a), _classes(g)
-    mismatch = ca != cg
-    nan_mismatch = int(np.count_nonzero((ca == 1) != (cg == 1)))
-    inf_mismatch = int(np.count_nonzero(((ca >= 2) | (cg >= 2)) & mismatch))
-    n_mismatch = int(np.count_nonzero(mismatch))
-    nonfinite = []
-    for pos in np.flatnonzero(mismatch)[:k]:
-        nonfinite.append(
-            {
-                "index": _index(pos, shape),
-                "actual": float(a[pos]),
-                "golden": float(g[pos]),
-                "actual_class": _CLASS_NAMES[ca[pos]],
-                "golden_class": _CLASS_NAMES[cg[pos]],
-            }
-        )
-
-    both = (ca == 0) & (cg == 0)
-    where = np.flatnonzero(both)
-    av, gv = a[where], g[where]
-    m = int(where.size)
-
+    af, gf = actual.ravel(), golden.ravel()
+    n = int(af.size)
     t = T[dtype]
     tol = DOUBLE_THOUSANDTH_TOL[dtype]
     small_thr, small_bound = SMALL_THRESHOLD[dtype], SMALL_ERR_BOUND[dtype]
-    out = {
+
+    counts = dict.fromkeys(
+        ("nan_golden", "inf_golden", "nan_actual", "inf_actual", "nonfinite_mismatch",
+         "nan_mismatch", "inf_mismatch", "n_compared", "mixed_ok", "dt_rel_over", "dt_abs_over",
+         "small_n", "small_err_count"),
+        0,
+    )
+    rel_sum = sq_sum = ulp_sum = 0.0
+    max_abs = max_rel = 0.0
+    ulp_max = 0
+    nonfinite: list[dict] = []
+    cand: list[tuple[np.ndarray, ...]] = []  # per-chunk top-k candidates
+
+    for lo in range(0, n, CHUNK):
+        a = to_float64(af[lo : lo + CHUNK])
+        g = to_float64(gf[lo : lo + CHUNK])
+        ca, cg = _classes(a), _classes(g)
+        counts["nan_golden"] += int(np.count_nonzero(cg == 1))
+        counts["inf_golden"] += int(np.count_nonzero(cg >= 2))
+        counts["nan_actual"] += int(np.count_nonzero(ca == 1))
+        counts["inf_actual"] += int(np.count_nonzero(ca >= 2))
+        mismatch = ca != cg
+        bad = np.flatnonzero(mismatch)
+        if bad.size:
+            counts["nonfinite_mismatch"] += int(bad.size)
+            counts["nan_mismatch"] += int(np.count_nonzero((ca[bad] == 1) != (cg[bad] == 1)))
+            counts["inf_mismatch"] += int(np.count_nonzero((ca[bad] >= 2) | (cg[bad] >= 2)))
+            for pos in bad[: max(0, k - len(nonfinite))]:
+                nonfinite.append(
+                    {
+                        "index": _index(lo + pos, shape),
+                        "actual": float(a[pos]),
+                        "golden": float(g[pos]),
+                        "actual_class": _CLASS_NAMES[ca[pos]],
+                        "golden_class": _CLASS_NAMES[cg[pos]],
+                    }
+                )
+        both = (ca == 0) & (cg == 0)
+        if both.all():
+            where = None
+        else:
+            where = np.flatnonzero(both)
+            a, g = a[where], g[where]
+        m = int(a.size)
+        if m == 0:
+            continue
+        counts["n_compared"] += m
+        with np.errstate(over="ignore"):
+            err = np.abs(a - g)
+            absg = np.abs(g)
+            rel = err / (absg + REL_EPS)
+            sq_sum += float(np.sum(np.square(err)))
+        rel_sum += float(np.sum(rel))
+        max_abs = max(max_abs, float(err.max()))
+        max_rel = max(max_rel, float(rel.max()))
+        ulp = np.abs(ordinal(a, dtype) - ordinal(g, dtype))
+        ulp_max = max(ulp_max, int(ulp.max()))
+        ulp_sum += float(ulp.sum())
+        counts["mixed_ok"] += int(np.count_nonzero(err <= t + t * absg))
+        counts["dt_rel_over"] += int(np.count_nonzero(rel > tol))
+        counts["dt_abs_over"] += int(np.count_nonzero(err > tol))
+        small = absg < small_thr
+        counts["small_n"] += int(np.count_nonzero(small))
+        counts["small_err_count"] += int(np.count_nonzero(err[small] > small_bound))
+        if k > 0:
+            top = np.argpartition(rel, m - k)[m - k :] if k < m else np.arange(m)
+            flat = (top if where is None else where[top]) + lo
+            cand.append((rel[top], flat, a[top], g[top], err[top], ulp[top]))
+
+    worst = []
+    if cand:
+        rel_c, flat_c, a_c, g_c, err_c, ulp_c = (np.concatenate(x) for x in zip(*cand, strict=True))
+        order = np.lexsort((flat_c, -rel_c))[:k]  # largest first, ties by position
+        worst = [
+            {
+                "index": _index(flat_c[i], shape),
+                "actual": float(a_c[i]),
+                "golden": float(g_c[i]),
+                "abs_err": float(err_c[i]),
+                "rel_err": float(rel_c[i]),
+                "ulp": int(ulp_c[i]),
+            }
+            for i in order
+        ]
+
+    m = counts["n_compared"]
+    return {
         "dtype": dtype,
         "n": n,
         "n_compared": m,
-        "nan_golden": int(np.count_nonzero(cg == 1)),
-        "inf_golden": int(np.count_nonzero(cg >= 2)),
-        "nan_actual": int(np.count_nonzero(ca == 1)),
-        "inf_actual": int(np.count_nonzero(ca >= 2)),
-        "nonfinite_mismatch": n_mismatch,
-        "nan_mismatch": nan_mismatch,
-        "inf_mismatch": inf_mismatch,
-        "nonfinite_ok": n_mismatch == 0,
+        "nan_golden": counts["nan_golden"],
+        "inf_golden": counts["inf_golden"],
+        "nan_actual": counts["nan_actual"],
+        "inf_actual": counts["inf_actual"],
+        "nonfinite_mismatch": counts["nonfinite_mismatch"],
+        "nan_mismatch": counts["nan_mismatch"],
+        "inf_mismatch": counts["inf_mismatch"],
+        "nonfinite_ok": counts["nonfinite_mismatch"] == 0,
         "nonfinite": nonfinite,
+        "mere": rel_sum / m if m else 0.0,
+        "mare": max_rel,
+        "rmse": float(np.sqrt(sq_sum / m)) if m else 0.0,
+        "max_abs": max_abs,
+        "max_rel": max_rel,
+        "ulp_max": ulp_max,
+        "ulp_mean": ulp_sum / m if m else 0.0,
         "T": t,
+        "mixed_ok": counts["mixed_ok"],
+        "mixed_ok_fraction": counts["mixed_ok"] / m if m else 1.0,
         "double_thousandth_tol": tol,
+        "dt_rel_over": counts["dt_rel_over"],
+        "dt_abs_over": counts["dt_abs_over"],
         "small_threshold": small_thr,
         "small_err_bound": small_bound,
+        "small_n": counts["small_n"],
+        "small_err_count": counts["small_err_count"],
+        "worst": worst,
     }
-    if m == 0:
-        out.update(
-            mere=0.0, mare=0.0, rmse=0.0, max_abs=0.0, max_rel=0.0, ulp_max=0, ulp_mean=0.0,
-            mixed_ok=0, mixed_ok_fraction=1.0, dt_rel_over=0, dt_abs_over=0,
-            small_n=0, small_err_count=0, worst=[],
-        )
-        return out
-
-    with np.errstate(over="ignore"):
-        err = np.abs(av - gv)
-        absg = np.abs(gv)
-        rel = err / (absg + REL_EPS)
-        rmse = float(np.sqrt(np.mean(np.square(err))))
-    ulp = np.abs(ordinal(av, dtype) - ordinal(gv, dtype))
-    small = absg < small_thr
-    mixed_ok = int(np.count_nonzero(err <= t + t * absg))
-
-    kk = min(k, m)
-    if kk > 0:
-        top = np.argpartition(rel, m - kk)[m - kk :] if kk < m else np.arange(m)
-        top = top[np.lexsort((top, -rel[top]))]  # largest first, ties by position
-    else:
-        top = np.array([], dtype=np.int64)
-    worst = [
-        {
-            "index": _index(where[i], shape),
-            "actual": float(av[i]),
-            "golden": float(gv[i]),
-            "abs_err": float(err[i]),
-            "rel_err": float(rel[i]),
-            "ulp": int(ulp[i]),
-        }
-        for i in top
-    ]
-    out.update(
-        mere=float(np.mean(rel)),
-        mare=float(np.max(rel)),
-        rmse=rmse,
-        max_abs=float(np.max(err)),
-        max_rel=float(np.max(rel)),
-        ulp_max=int(np.max(ulp)),
-        ulp_mean=float(np.mean(ulp)),
-        mixed_ok=mixed_ok,
-        mixed_ok_fraction=mixed_ok / m,
-        dt_rel_over=int(np.count_nonzero(rel > tol)),
-        dt_abs_over=int(np.count_nonzero(err > tol)),
-        small_n=int(np.count_nonzero(small)),
-        small_err_count=int(np.count_nonzero(err[small] > small_bound)),
-        worst=worst,
-    )
-    return out
 
 
 def golden_in_dtype(golden: np.ndarray, dtype: str) -> np.ndarray:

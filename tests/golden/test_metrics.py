@@ -115,3 +115,23 @@ def test_plain_python_types():
 
     walk(m)
     assert json.loads(json.dumps(m)) == m
+
+
+def test_chunking_does_not_change_metrics(monkeypatch):
+    import golden.metrics as gm
+
+    rng = np.random.default_rng(5)
+    g = rng.standard_normal((13, 77))
+    a = round_to(g * (1 + 1e-3 * rng.standard_normal(g.shape)), "float16")
+    g[2, 5] = np.nan
+    a[2, 5] = np.nan
+    a[9, 70] = np.inf  # one mismatch in a later chunk
+    whole = compute_metrics(a, g, "float16", k=5)
+    monkeypatch.setattr(gm, "CHUNK", 64)
+    chunked = compute_metrics(a, g, "float16", k=5)
+    for key, value in whole.items():
+        if isinstance(value, float):
+            assert chunked[key] == pytest.approx(value, rel=1e-12), key
+        else:
+            assert chunked[key] == value, key
+    assert whole["nonfinite"][0]["index"] == [9, 70] and len(whole["worst"]) == 5
