@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Build the Ascend C LogSoftmaxGrad operator package.  Needs the CANN toolkit (msopgen, the
+# Ascend C compiler): it runs only where ASCEND_HOME_PATH points to one, and otherwise stops
+# with one clear message.  This project's CI has no CANN; there, only the CPU twin (op/) builds.
+#
+#   op/ascendc/build.sh [OUT_DIR]     (default: op/ascendc/build_out)
+#
+# Steps: msopgen generates the standard custom-operator project from log_softmax_grad.json; our
+# op_host, op_kernel and the shared tiling (op/tiling) replace its stubs; its build.sh compiles
+# for the compute units in LSG_COMPUTE_UNITS (default ascend910b;ascend310b) and makes the
+# custom_opp_*.run installer, which is copied to OUT_DIR.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+out=${1:-$here/build_out}
+
+if [ -z "${ASCEND_HOME_PATH:-}" ] || [ ! -d "${ASCEND_HOME_PATH}" ]; then
+  echo "op/ascendc/build.sh: needs the CANN toolkit, but ASCEND_HOME_PATH does not point to one (source <CANN>/set_env.sh first); the CPU twin builds without it: python -m farm.build --target twin" >&2
+  exit 2
+fi
+if ! command -v msopgen >/dev/null 2>&1; then
+  echo "op/ascendc/build.sh: msopgen not found on PATH although ASCEND_HOME_PATH=${ASCEND_HOME_PATH}; source ${ASCEND_HOME_PATH}/set_env.sh" >&2
+  exit 2
+fi
+
+units=${LSG_COMPUTE_UNITS:-ascend910b;ascend310b}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+project="$work/LogSoftmaxGrad"
+
+msopgen gen -i "$here/log_softmax_grad.json" -c ai_core-Ascend910B1 -lan cpp -out "$project" >/dev/null
+
+# Our sources over the generated stubs; the shared tiling beside op_host (it compiles *.cpp).
+rm -f "$project"/op_host/*.cpp "$project"/op_host/*.h "$project"/op_kernel/*.cpp
+cp "$here"/op_host/*.cpp "$here"/op_host/*.h "$project/op_host/"
+cp "$here"/../tiling/tiling.h "$here"/../tiling/tiling.cpp "$here"/../tiling/lsg_types.h \
+   "$here"/../tiling/soc_profiles.inc "$project/op_host/"
+cp "$here"/op_kernel/*.cpp "$project/op_kernel/"
+
+# Compute units and the CANN location are settings of the generated CMakePresets.json.
+python3 - "$project/CMakePresets.json" "$units" "$ASCEND_HOME_PATH" <<'PY'
+import json, sys
+path, units, cann = sys.argv[1:]
+presets = json.load(open(path))
+for preset in presets.get("configurePresets", []):
+    cache = preset.get("cacheVariables", {})
+    if "ASCEND_COMPUTE_UNIT" in cache:
+        cache["ASCEND_COMPUTE_UNIT"]["value"] = units
+    if "ASCEND_CANN_PACKAGE_PATH" in cache:
+        cache["ASCEND_CANN_PACKAGE_PATH"]["value"] = cann
+json.dump(presets, open(path, "w"), indent=4)
+PY
+
+(cd "$project" && bash build.sh)
+
+mkdir -p "$out"
+cp "$project"/build_out/custom_opp_*.run "$out/"
+echo "op/ascendc/build.sh: $(ls "$out"/custom_opp_*.run)"
