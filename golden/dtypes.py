@@ -148,7 +148,7 @@ def ordinal(x: np.ndarray, name: str) -> np.ndarray:
     sign_bit = np.array(1, dtype=b.dtype) << np.array(width - 1, dtype=b.dtype)
     neg = (b & sign_bit) != 0
     mag = (b & ~sign_bit).astype(np.int64)
-    return np.where(neg, -mag, mag)
+    return np.asarray(np.where(neg, -mag, mag))
 
 
 def ulp_distance(a: np.ndarray, b: np.ndarray, name: str) -> np.ndarray:
@@ -158,8 +158,7 @@ def ulp_distance(a: np.ndarray, b: np.ndarray, name: str) -> np.ndarray:
     b = np.asarray(b)
     nan = np.isnan(to_float64(a)) | np.isnan(to_float64(b))
     d = np.abs(ordinal(a, name) - ordinal(b, name)).astype(np.float64)
-    d[nan] = np.nan
-    return d
+    return np.where(nan, np.nan, d)
 
 
 def ulp_of(x: np.ndarray, name: str) -> np.ndarray:

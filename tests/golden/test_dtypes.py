@@ -125,3 +125,10 @@ def test_nudge_moves_by_whole_ulps(name):
     assert moved.dtype == numpy_dtype(name)
     np.testing.assert_array_equal(ulp_distance(moved, x, name), np.abs(steps))
     assert float(moved[0]) > 1.0 and float(moved[1]) < -1.0 and float(moved[2]) < 0.0
+
+
+def test_zero_dimensional_arrays():
+    assert float(round_to(np.array(1 + 2**-8 + 2**-40), "bfloat16")) == 1 + 2**-7
+    assert float(ulp_distance(np.array(1.0), np.array(1.0 + 2**-7), "bfloat16")) == 1.0
+    assert float(nudge(np.array(1.0), "float16", 1)) == 1 + 2**-10
+    assert round_to(2.5, "float32").shape == ()
