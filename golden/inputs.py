@@ -3,9 +3,16 @@
 Randomness comes only from PCG64 bit generators (numpy.random.PCG64), one per purpose, each seeded
 with SeedSequence([seed, stream]); values are derived from their raw 64-bit outputs by code in
 this module (uniforms from the top 53 bits, normals by Box-Muller), so they do not depend on the
-numpy version's sampling algorithms. A change in the bytes is caught by a pinned sha256 in the
-tests. Values are drawn in C order of the merged [d0, d1, d2] array, slab by slab, so the slab
-size does not change the result.
+numpy version's sampling algorithms. Values are drawn in C order of the merged [d0, d1, d2] array,
+slab by slab, so the slab size does not change the result.
+
+One residual platform dependence: Box-Muller and log_softmax use float64 log/exp/cos, which numpy
+computes with the platform's libm or its own SIMD code; these may differ in the last float64 bit
+between, say, x86-64 and aarch64. Rounding into the case dtype hides such a difference unless the
+value sits within one float64 ulp of a rounding midpoint (about 2^-29 of fp32 values, far fewer for
+fp16/bf16). The golden is always computed from the inputs actually generated, so verdicts are
+unaffected; the pinned sha256 in tests/golden/test_inputs.py shows whether a host reproduces the
+reference bytes.
 
 y families are real forward outputs y = log_softmax(x) computed in float64 over the reduce axes
 and then rounded to the case dtype, except "arbitrary" (not a valid log-softmax).
