@@ -1,0 +1,402 @@
+"""The pool of hosts: a TOML inventory, validated before anything starts.
+
+Format::
+
+    [defaults]                       # any host field except name; a host's own value wins
+    user = "root"
+    key = "~/.ssh/farm_ed25519"
+    known_hosts = "~/.ssh/known_hosts"
+
+    [[host]]
+    name = "a2-01"                   # unique
+    transport = "ssh"                # "ssh" (default) or "local"
+    address = "10.0.0.5"
+    port = 22
+    soc = "Ascend910B1"              # validated against golden.soc
+    devices = 8                      # >= 1
+    python = "python3"
+    workdir = "lsg-farm"             # ssh: relative to the remote home; local: to this file
+    host_key_policy = "strict"       # or "accept-new" (lab opt-in: record unknown keys)
+    tags = ["nightly"]
+
+    [[host]]
+    name = "emu-01"
+    transport = "local"              # the agent as a local subprocess (an emulated host)
+    soc = "Ascend310B1"
+    devices = 1
+    env = { LSG_EMULATED_SOC = "Ascend310B1", LSG_EMULATED_DEVICES = "1" }
+
+``env`` (local transport only) is the emulated host's *own* configuration, the counterpart of
+sshd's ``SetEnv`` on an SSH lab host: the agent reads its identity from it, and the health check
+compares that identity with ``soc``/``devices`` here.
+
+Every validation error is one :class:`~farm.errors.ConfigError` line that names the file, the
+host, the field and the fix.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - the farm runs on 3.11+, hosts only need the agent
+    import tomli as tomllib
+
+from farm.errors import ConfigError
+from golden.soc import UnknownSocError
+from golden.soc import profile as soc_profile
+
+TRANSPORTS = ("ssh", "local")
+HOST_KEY_POLICIES = ("strict", "accept-new")
+DEFAULT_SSH_WORKDIR = "lsg-farm"
+DEFAULT_CONNECT_TIMEOUT = 10.0
+
+_HOST_FIELDS = {
+    # field: (type(s), description used in messages)
+    "name": (str, "a unique host name"),
+    "transport": (str, '"ssh" or "local"'),
+    "address": (str, "a host name or IP address"),
+    "port": (int, "a TCP port 1-65535"),
+    "user": (str, "a login name"),
+    "key": (str, "a private key file path"),
+    "host_key_policy": (str, '"strict" or "accept-new"'),
+    "known_hosts": (str, "a known_hosts file path"),
+    "soc": (str, "an SoC name"),
+    "devices": (int, "a device count >= 1"),
+    "python": (str, "the python interpreter on the host"),
+    "workdir": (str, "a directory path on the host"),
+    "tags": (list, "a list of strings"),
+    "env": (dict, "a table of string values (local transport only)"),
+    "connect_timeout": ((int, float), "seconds > 0"),
+}
+
+
+@dataclass(frozen=True)
+class HostSpec:
+    """One host of the pool, as the inventory declares it."""
+
+    name: str
+    soc: str
+    devices: int
+    transport: str = "ssh"
+    address: str | None = None
+    port: int = 22
+    user: str | None = None
+    key: Path | None = None
+    host_key_policy: str = "strict"
+    known_hosts: Path | None = None
+    python: str = "python3"
+    workdir: str = DEFAULT_SSH_WORKDIR
+    tags: tuple[str, ...] = ()
+    env: tuple[tuple[str, str], ...] = ()
+    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT
+    source: Path | None = field(default=None, compare=False)
+
+    @property
+    def family(self) -> str:
+        return soc_profile(self.soc).family
+
+    @property
+    def env_dict(self) -> dict[str, str]:
+        return dict(self.env)
+
+    @property
+    def endpoint(self) -> str:
+        """``address:port`` for ssh hosts, ``local`` otherwise (for messages)."""
+        if self.transport == "local":
+            return "local"
+        return f"{self.address}:{self.port}"
+
+    def slots(self) -> list[Slot]:
+        return [Slot(self, d) for d in range(self.devices)]
+
+
+@dataclass(frozen=True)
+class Slot:
+    """One device of one host: the unit a case leases."""
+
+    host: HostSpec
+    device: int
+
+    @property
+    def id(self) -> str:
+        return f"{self.host.name}:{self.device}"
+
+    @property
+    def family(self) -> str:
+        return self.host.family
+
+    @property
+    def soc(self) -> str:
+        return self.host.soc
+
+    def __str__(self) -> str:
+        return self.id
+
+
+@dataclass(frozen=True)
+class Inventory:
+    hosts: tuple[HostSpec, ...]
+    source: Path | None = None
+
+    def slots(self, family: str | None = None) -> list[Slot]:
+        return [s for h in self.hosts for s in h.slots() if family is None or s.family == family]
+
+    def host(self, name: str) -> HostSpec:
+        for h in self.hosts:
+            if h.name == name:
+                return h
+        known = ", ".join(h.name for h in self.hosts) or "(none)"
+        raise ConfigError(f"{self._where()}: no host named {name!r}; hosts: {known}")
+
+    def families(self) -> list[str]:
+        return sorted({h.family for h in self.hosts})
+
+    def with_tags(self, tags: Iterable[str]) -> Inventory:
+        want = set(tags)
+        return Inventory(tuple(h for h in self.hosts if want <= set(h.tags)), self.source)
+
+    def _where(self) -> str:
+        return f"inventory {self.source}" if self.source else "inventory"
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def load_inventory(path: str | os.PathLike[str]) -> Inventory:
+    """Read and validate a TOML inventory. Raises ConfigError with one clear line."""
+    path = Path(path)
+    where = f"inventory {path}"
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise ConfigError(
+            f"{where}: file not found; pass an existing inventory (e.g. lab/inventory.toml from "
+            "'farm lab up'), or omit it to use the embedded local pool"
+        ) from None
+    except OSError as exc:
+        raise ConfigError(f"{where}: cannot read: {exc.strerror}") from None
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise ConfigError(f"{where}: not UTF-8 text; save the inventory as UTF-8") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{where}: malformed TOML: {exc}; fix the syntax there") from None
+    return inventory_from_dict(data, source=path)
+
+
+def inventory_from_dict(data: Mapping[str, Any], *, source: Path | None = None) -> Inventory:
+    where = f"inventory {source}" if source else "inventory"
+    base = source.parent.absolute() if source else Path.cwd()
+    unknown_top = sorted(set(data) - {"defaults", "host"})
+    if unknown_top:
+        raise ConfigError(
+            f"{where}: unknown top-level key {unknown_top[0]!r}; use [defaults] and [[host]] only"
+        )
+    defaults = data.get("defaults", {})
+    if not isinstance(defaults, dict):
+        raise ConfigError(f"{where}: [defaults] must be a table")
+    _check_fields(where, "[defaults]", defaults)
+    if "name" in defaults:
+        raise ConfigError(f"{where}: [defaults]: field \"name\" cannot have a default; name hosts")
+    hosts_raw = data.get("host", [])
+    if not isinstance(hosts_raw, list) or not all(isinstance(h, dict) for h in hosts_raw):
+        raise ConfigError(f"{where}: hosts must be an array of tables written [[host]]")
+    if not hosts_raw:
+        raise ConfigError(f"{where}: no [[host]] entries; declare at least one host")
+    hosts: list[HostSpec] = []
+    seen: dict[str, int] = {}
+    for index, raw in enumerate(hosts_raw):
+        label = f"[[host]] #{index + 1}"
+        name = raw.get("name")
+        if isinstance(name, str) and name:
+            label = f'host "{name}"'
+        _check_fields(where, label, raw)
+        merged = {**defaults, **raw}
+        spec = _host_from_fields(where, label, merged, base, source)
+        if spec.name in seen:
+            raise ConfigError(
+                f'{where}: host "{spec.name}": duplicate name (also host #{seen[spec.name] + 1}); '
+                "host names must be unique"
+            )
+        seen[spec.name] = index
+        hosts.append(spec)
+    return Inventory(tuple(hosts), source)
+
+
+def _check_fields(where: str, label: str, table: Mapping[str, Any]) -> None:
+    for key, value in table.items():
+        if key not in _HOST_FIELDS:
+            known = ", ".join(_HOST_FIELDS)
+            raise ConfigError(f"{where}: {label}: unknown field {key!r}; known fields: {known}")
+        types, desc = _HOST_FIELDS[key]
+        if isinstance(value, bool) or not isinstance(value, types):
+            raise ConfigError(
+                f'{where}: {label}: field "{key}": expected {desc}, got {type(value).__name__} '
+                f"{value!r}"
+            )
+
+
+def _host_from_fields(
+    where: str, label: str, f: Mapping[str, Any], base: Path, source: Path | None
+) -> HostSpec:
+    def fail(fld: str, msg: str) -> ConfigError:
+        return ConfigError(f'{where}: {label}: field "{fld}": {msg}')
+
+    name = f.get("name")
+    if not name:
+        raise ConfigError(f'{where}: {label}: missing field "name"; give every host a unique name')
+    if any(c.isspace() or c in "/\\:" for c in name):
+        raise fail("name", f"{name!r} must not contain spaces, slashes or colons")
+    transport = f.get("transport", "ssh")
+    if transport not in TRANSPORTS:
+        raise fail("transport", f"{transport!r} is not a transport; use one of: ssh, local")
+    if "soc" not in f:
+        raise ConfigError(f'{where}: {label}: missing field "soc"; e.g. soc = "Ascend910B1"')
+    try:
+        soc_profile(f["soc"])
+    except UnknownSocError as exc:
+        raise fail("soc", str(exc)) from None
+    if "devices" not in f:
+        raise ConfigError(f'{where}: {label}: missing field "devices"; the host\'s device count')
+    devices = f["devices"]
+    if devices < 1:
+        raise fail("devices", f"{devices} devices; a host needs at least 1")
+    tags = f.get("tags", [])
+    if not all(isinstance(t, str) and t for t in tags):
+        raise fail("tags", "every tag must be a non-empty string")
+    timeout = float(f.get("connect_timeout", DEFAULT_CONNECT_TIMEOUT))
+    if timeout <= 0:
+        raise fail("connect_timeout", f"{timeout} must be > 0 seconds")
+    python = f.get("python", "python3")
+    if not python:
+        raise fail("python", "empty; name the interpreter, e.g. python3")
+
+    common = dict(
+        name=name,
+        soc=f["soc"],
+        devices=devices,
+        transport=transport,
+        python=python,
+        tags=tuple(tags),
+        connect_timeout=timeout,
+        source=source,
+    )
+
+    if transport == "local":
+        env = f.get("env", {})
+        for k, v in env.items():
+            if not isinstance(v, str):
+                raise fail("env", f"value of {k} must be a string, got {v!r}")
+        workdir = f.get("workdir")
+        workdir_path = _resolve(workdir, base) if workdir else base / ".lsg-hosts" / name
+        return HostSpec(
+            **common, workdir=str(workdir_path), env=tuple(sorted(env.items()))
+        )
+
+    # ssh
+    if "env" in f:
+        raise fail(
+            "env",
+            "only the local transport takes env; an SSH host declares its identity itself "
+            "(sshd SetEnv or host.toml in its workdir)",
+        )
+    address = f.get("address")
+    if not address:
+        raise ConfigError(f'{where}: {label}: missing field "address"; the SSH host to reach')
+    port = f.get("port", 22)
+    if not 1 <= port <= 65535:
+        raise fail("port", f"{port} is out of range; use a TCP port 1-65535")
+    user = f.get("user")
+    if not user:
+        raise ConfigError(f'{where}: {label}: missing field "user"; the SSH login name')
+    key_raw = f.get("key")
+    if not key_raw:
+        raise ConfigError(
+            f'{where}: {label}: missing field "key"; the private key file for SSH key auth'
+        )
+    key = _resolve(key_raw, base)
+    if not key.is_file():
+        raise fail("key", f"key file {key} does not exist; create it (ssh-keygen -t ed25519) or "
+                    "fix the path")
+    policy = f.get("host_key_policy", "strict")
+    if policy not in HOST_KEY_POLICIES:
+        raise fail("host_key_policy", f"{policy!r}; use \"strict\" (known_hosts only) or "
+                   "\"accept-new\" (lab opt-in: record unknown keys)")
+    known_hosts = _resolve(f.get("known_hosts", "~/.ssh/known_hosts"), base)
+    if policy == "strict" and not known_hosts.is_file():
+        raise fail(
+            "known_hosts",
+            f"{known_hosts} does not exist and host_key_policy is strict; record the host key "
+            f"(ssh-keyscan -p {port} {address} >> {known_hosts}) or opt in with "
+            'host_key_policy = "accept-new"',
+        )
+    workdir = f.get("workdir", DEFAULT_SSH_WORKDIR)
+    if not workdir or workdir.startswith("~"):
+        raise fail("workdir", f"{workdir!r}; use an absolute path or one relative to the remote "
+                   "home (no ~)")
+    return HostSpec(
+        **common,
+        address=address,
+        port=port,
+        user=user,
+        key=key,
+        host_key_policy=policy,
+        known_hosts=known_hosts,
+        workdir=workdir,
+    )
+
+
+def _resolve(value: str, base: Path) -> Path:
+    p = Path(os.path.expanduser(value))
+    return p if p.is_absolute() else (base / p)
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+# The embedded default pool: emulated hosts on this machine, no SSH and no file needed.
+_DEFAULT_POOL = (
+    ("emu-a2-01", "Ascend910B1", 2),
+    ("emu-a2-02", "Ascend910B1", 2),
+    ("emu-310b-01", "Ascend310B1", 1),
+)
+
+
+def default_inventory(workroot: str | os.PathLike[str]) -> Inventory:
+    """The embedded default pool over the local transport: two Ascend910B1 hosts with two devices
+    each and one Ascend310B1 with one device, each with its own work directory under
+    ``workroot``. Each emulated host declares its identity through its env (like sshd SetEnv)."""
+    root = Path(workroot).absolute()
+    hosts = tuple(
+        HostSpec(
+            name=name,
+            soc=soc,
+            devices=devices,
+            transport="local",
+            python=sys.executable,
+            workdir=str(root / name),
+            tags=("emulated", "default"),
+            env=(("LSG_EMULATED_DEVICES", str(devices)), ("LSG_EMULATED_SOC", soc)),
+        )
+        for name, soc, devices in _DEFAULT_POOL
+    )
+    return Inventory(hosts, None)
+
+
+__all__ = [
+    "HOST_KEY_POLICIES",
+    "TRANSPORTS",
+    "HostSpec",
+    "Inventory",
+    "Slot",
+    "default_inventory",
+    "inventory_from_dict",
+    "load_inventory",
+]
