@@ -1,0 +1,571 @@
+"""The run store: every run and every case result, in one SQLite file.
+
+One row per run (its metadata, exit code and summary counts), one row per (run, case) with the
+columns the comparisons query plus the full result record as JSON, and one baseline per tier.
+
+The schema is versioned: `MIGRATIONS[i]` takes a database from version i to i+1, and opening an
+older file runs the missing steps in one transaction each. Never edit a released migration; add
+one.
+
+Run metadata (`begin_run(meta)`), all keys optional except `tier`:
+
+    run_id          "20261129-151200-smoke-ab12" (made from the start time and tier if absent)
+    tier            "smoke" | "nightly" | "full" | ...
+    package_version, package_sha256   the operator package under test
+                    (a nested {"package": {"version", "sha256"}} is accepted too)
+    target          what the package was built for (e.g. "twin", "ascendc")
+    git_commit
+    inventory       [{"name": host, "soc": "Ascend910B3", "family": "ascend910b"}, ...]
+                    or {host: soc}
+    backend         "twin" | "torch" | ...
+    farm_version
+    started_at      ISO 8601 (now if absent); ended_at / exit_code are set by finish_run
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import math
+import os
+import secrets
+import sqlite3
+import statistics
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+
+DEFAULT_STORE = Path("runs") / "farm.sqlite"
+
+METRIC_COLUMNS = ("mere", "mare", "rmse", "max_abs")
+TIMING_COLUMNS = ("backend_s", "golden_s", "total_s", "wall_s")
+
+
+def default_store_path() -> Path:
+    """$FARM_STORE, else runs/farm.sqlite under the current directory."""
+    return Path(os.environ.get("FARM_STORE") or DEFAULT_STORE)
+
+
+def history_path_for(store_path: str | os.PathLike, tier: str) -> Path:
+    """Where Allure 3's history JSONL for a tier lives: beside the run store."""
+    safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in str(tier)) or "default"
+    return Path(store_path).resolve().parent / f"allure-history-{safe}.jsonl"
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).astimezone().isoformat(timespec="seconds")
+
+
+def _jsonable(obj):
+    """json.dumps default: numpy scalars and arrays, tuples, sets, paths."""
+    if hasattr(obj, "tolist"):
+        return obj.tolist()
+    if hasattr(obj, "item"):
+        return obj.item()
+    if isinstance(obj, (set, frozenset)):
+        return sorted(obj)
+    if isinstance(obj, os.PathLike):
+        return os.fspath(obj)
+    raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
+
+
+def dumps(obj) -> str:
+    return json.dumps(obj, default=_jsonable, separators=(",", ":"), sort_keys=True)
+
+
+def _num(x) -> float | None:
+    """A finite float for a metric column, else None (SQLite stores NaN as NULL anyway)."""
+    if x is None or isinstance(x, bool):
+        return None
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return None
+    return v if math.isfinite(v) else None
+
+
+# --------------------------------------------------------------------------- schema migrations
+
+
+def _script(db: sqlite3.Connection, sql: str) -> None:
+    """Run DDL statement by statement (executescript would COMMIT the migration's transaction)."""
+    for stmt in sql.split(";"):
+        if stmt.strip():
+            db.execute(stmt)
+
+
+def _m1_initial(db: sqlite3.Connection) -> None:
+    _script(
+        db,
+        """
+        CREATE TABLE runs (
+            run_id          TEXT PRIMARY KEY,
+            tier            TEXT NOT NULL,
+            package_version TEXT,
+            package_sha256  TEXT,
+            target          TEXT,
+            git_commit      TEXT,
+            backend         TEXT,
+            farm_version    TEXT,
+            started_at      TEXT NOT NULL,
+            ended_at        TEXT,
+            exit_code       INTEGER,
+            meta_json       TEXT NOT NULL
+        );
+        CREATE TABLE results (
+            run_id      TEXT NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE,
+            case_id     TEXT NOT NULL,
+            family      TEXT,
+            dtype       TEXT,
+            schedule    TEXT,
+            outcome     TEXT NOT NULL,
+            category    TEXT,
+            mere        REAL,
+            mare        REAL,
+            rmse        REAL,
+            max_abs     REAL,
+            host        TEXT,
+            attempts    INTEGER,
+            record_json TEXT NOT NULL,
+            PRIMARY KEY (run_id, case_id)
+        );
+        CREATE TABLE baselines (
+            tier   TEXT PRIMARY KEY,
+            run_id TEXT NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE,
+            set_at TEXT NOT NULL
+        );
+        CREATE INDEX runs_tier_started ON runs(tier, started_at);
+        """
+    )
+
+
+def _m2_counts_timings_inventory(db: sqlite3.Connection) -> None:
+    """v2: per-run summary counts and inventory; timings and more record fields as columns."""
+    for col in ("n_total", "n_passed", "n_failed", "n_broken"):
+        db.execute(f"ALTER TABLE runs ADD COLUMN {col} INTEGER NOT NULL DEFAULT 0")
+    db.execute("ALTER TABLE runs ADD COLUMN inventory_json TEXT NOT NULL DEFAULT '[]'")
+    for col in TIMING_COLUMNS:
+        db.execute(f"ALTER TABLE results ADD COLUMN {col} REAL")
+    for col in ("api", "layout", "expect_kind", "soc", "slot"):
+        db.execute(f"ALTER TABLE results ADD COLUMN {col} TEXT")
+    db.execute("ALTER TABLE results ADD COLUMN status INTEGER")
+    # Backfill the new columns from what v1 already kept.
+    rows = db.execute("SELECT run_id, case_id, record_json FROM results").fetchall()
+    updates = []
+    for run_id, case_id, rec_json in rows:
+        rec = json.loads(rec_json)
+        t = rec.get("timings") or {}
+        updates.append(
+            (
+                *(_num(t.get(c)) for c in TIMING_COLUMNS),
+                rec.get("api"), rec.get("layout"), (rec.get("expect") or {}).get("kind"),
+                rec.get("soc"), rec.get("slot"), rec.get("status"), run_id, case_id,
+            )
+        )
+    db.executemany(
+        "UPDATE results SET backend_s=?, golden_s=?, total_s=?, wall_s=?, api=?, layout=?,"
+        " expect_kind=?, soc=?, slot=?, status=? WHERE run_id=? AND case_id=?",
+        updates,
+    )
+    for (run_id, meta_json) in db.execute("SELECT run_id, meta_json FROM runs").fetchall():
+        inv = _inventory(json.loads(meta_json).get("inventory"))
+        db.execute("UPDATE runs SET inventory_json=? WHERE run_id=?", (dumps(inv), run_id))
+        _refresh_counts(db, run_id)
+
+
+def _m3_compare_indexes(db: sqlite3.Connection) -> None:
+    """v3: indexes for the comparison and trend queries."""
+    _script(
+        db,
+        """
+        CREATE INDEX IF NOT EXISTS results_case ON results(case_id, run_id);
+        CREATE INDEX IF NOT EXISTS results_run_outcome ON results(run_id, outcome);
+        CREATE INDEX IF NOT EXISTS results_run_family_dtype ON results(run_id, family, dtype);
+        CREATE INDEX IF NOT EXISTS runs_tier_ended ON runs(tier, ended_at);
+        """
+    )
+
+
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
+    _m1_initial,
+    _m2_counts_timings_inventory,
+    _m3_compare_indexes,
+]
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def schema_version(db: sqlite3.Connection) -> int:
+    has = db.execute(
+        "SELECT 1 FROM sqlite_master WHERE type='table' AND name='schema_version'"
+    ).fetchone()
+    if not has:
+        return 0
+    row = db.execute("SELECT MAX(version) FROM schema_version").fetchone()
+    return int(row[0] or 0)
+
+
+def migrate(db: sqlite3.Connection, target: int = SCHEMA_VERSION) -> int:
+    """Bring `db` forward to `target`, one transaction per step. Returns the version reached."""
+    db.execute(
+        "CREATE TABLE IF NOT EXISTS schema_version ("
+        " version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)"
+    )
+    db.commit()
+    current = schema_version(db)
+    if current > SCHEMA_VERSION:
+        raise RuntimeError(
+            f"run store schema v{current} is newer than this farm (v{SCHEMA_VERSION}); upgrade"
+        )
+    for version in range(current, target):
+        try:
+            db.execute("BEGIN IMMEDIATE")
+            # Another process may have migrated meanwhile.
+            if schema_version(db) > version:
+                db.rollback()
+                continue
+            MIGRATIONS[version](db)
+            db.execute(
+                "INSERT INTO schema_version(version, applied_at) VALUES (?, ?)",
+                (version + 1, _now()),
+            )
+            db.commit()
+        except BaseException:
+            db.rollback()
+            raise
+    return schema_version(db)
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _inventory(inv) -> list[dict]:
+    """Inventory as a list of {"name", "soc", ...} whatever form it came in."""
+    if not inv:
+        return []
+    if isinstance(inv, Mapping):
+        out = []
+        for name, v in inv.items():
+            if isinstance(v, Mapping):
+                out.append({"name": str(name), **dict(v)})
+            else:
+                out.append({"name": str(name), "soc": v})
+        return out
+    out = []
+    for h in inv:
+        if isinstance(h, Mapping):
+            d = dict(h)
+            d.setdefault("name", d.get("host") or d.get("id") or "")
+            out.append(d)
+        else:
+            out.append({"name": str(h)})
+    return out
+
+
+def _refresh_counts(db: sqlite3.Connection, run_id: str) -> None:
+    row = db.execute(
+        "SELECT COUNT(*), SUM(outcome='passed'), SUM(outcome='failed'), SUM(outcome='broken')"
+        " FROM results WHERE run_id=?",
+        (run_id,),
+    ).fetchone()
+    db.execute(
+        "UPDATE runs SET n_total=?, n_passed=?, n_failed=?, n_broken=? WHERE run_id=?",
+        (row[0] or 0, row[1] or 0, row[2] or 0, row[3] or 0, run_id),
+    )
+
+
+_RESULT_COLUMNS = (
+    "run_id", "case_id", "family", "dtype", "schedule", "api", "layout", "expect_kind",
+    "outcome", "category", "status", "mere", "mare", "rmse", "max_abs", "host", "soc", "slot",
+    "attempts", "backend_s", "golden_s", "total_s", "wall_s", "record_json",
+)
+_INSERT_RESULT = (
+    f"INSERT OR REPLACE INTO results ({', '.join(_RESULT_COLUMNS)})"
+    f" VALUES ({', '.join('?' for _ in _RESULT_COLUMNS)})"
+)
+
+
+def _result_row(run_id: str, rec: Mapping) -> tuple:
+    if not rec.get("case_id"):
+        raise ValueError("a result record needs a case_id")
+    if rec.get("outcome") not in ("passed", "failed", "broken"):
+        raise ValueError(f"{rec.get('case_id')}: outcome must be passed|failed|broken, "
+                         f"not {rec.get('outcome')!r}")
+    m = rec.get("metrics") or {}
+    t = rec.get("timings") or {}
+    attempts = rec.get("attempts")
+    return (
+        run_id, str(rec["case_id"]), rec.get("family"), rec.get("dtype"), rec.get("schedule"),
+        rec.get("api"), rec.get("layout"), (rec.get("expect") or {}).get("kind"),
+        rec["outcome"], rec.get("category"), rec.get("status"),
+        *(_num(m.get(c)) for c in METRIC_COLUMNS),
+        rec.get("host"), rec.get("soc"), rec.get("slot"),
+        int(attempts) if attempts is not None else None,
+        *(_num(t.get(c)) for c in TIMING_COLUMNS),
+        dumps(rec),
+    )
+
+
+def _run_dict(row: sqlite3.Row) -> dict:
+    meta = json.loads(row["meta_json"])
+    d = dict(meta)
+    d.update(
+        run_id=row["run_id"], tier=row["tier"], package_version=row["package_version"],
+        package_sha256=row["package_sha256"], target=row["target"], git_commit=row["git_commit"],
+        backend=row["backend"], farm_version=row["farm_version"], started_at=row["started_at"],
+        ended_at=row["ended_at"], exit_code=row["exit_code"],
+        inventory=json.loads(row["inventory_json"]),
+        counts={"total": row["n_total"], "passed": row["n_passed"], "failed": row["n_failed"],
+                "broken": row["n_broken"]},
+    )
+    d["finished"] = row["ended_at"] is not None
+    d["green"] = bool(
+        d["finished"] and row["exit_code"] == 0 and row["n_total"] > 0
+        and row["n_failed"] == 0 and row["n_broken"] == 0
+    )
+    return d
+
+
+# --------------------------------------------------------------------------- the store
+
+
+class RunStore:
+    """A SQLite run store. One instance per process (or thread); cheap to open."""
+
+    def __init__(self, path: str | os.PathLike = None, timeout: float = 60.0):
+        self.path = Path(path) if path is not None else default_store_path()
+        if str(self.path) != ":memory:":
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.db = sqlite3.connect(str(self.path), timeout=timeout, isolation_level=None)
+        self.db.row_factory = sqlite3.Row
+        self.db.execute("PRAGMA foreign_keys=ON")
+        if str(self.path) != ":memory:":
+            self.db.execute("PRAGMA journal_mode=WAL")  # readers do not block the writer
+        self.db.execute("PRAGMA synchronous=NORMAL")
+        self.version = migrate(self.db)
+
+    # context manager / lifetime
+    def close(self) -> None:
+        self.db.close()
+
+    def __enter__(self) -> RunStore:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def _tx(self):
+        return _Tx(self.db)
+
+    # ---- runs
+
+    def begin_run(self, meta: Mapping) -> str:
+        """Record the start of a run and return its run_id."""
+        meta = dict(meta)
+        tier = str(meta.get("tier") or "adhoc")
+        started = str(meta.get("started_at") or meta.get("start") or _now())
+        run_id = meta.get("run_id")
+        if not run_id:
+            stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+            run_id = f"{stamp}-{tier}-{secrets.token_hex(2)}"
+        pkg = meta.get("package") or {}
+        meta.update(run_id=run_id, tier=tier, started_at=started)
+        inventory = _inventory(meta.get("inventory"))
+        with self._tx():
+            self.db.execute(
+                "INSERT INTO runs (run_id, tier, package_version, package_sha256, target,"
+                " git_commit, backend, farm_version, started_at, meta_json, inventory_json)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                (
+                    run_id, tier, meta.get("package_version") or pkg.get("version"),
+                    meta.get("package_sha256") or pkg.get("sha256"), meta.get("target"),
+                    meta.get("git_commit"), meta.get("backend"), meta.get("farm_version"),
+                    started, dumps(meta), dumps(inventory),
+                ),
+            )
+        return run_id
+
+    def add_results(self, run_id: str, records: Iterable[Mapping]) -> int:
+        """Write records in one transaction. A case written again replaces its earlier row."""
+        rows = [_result_row(run_id, r) for r in records]
+        with self._tx():
+            if not self.db.execute("SELECT 1 FROM runs WHERE run_id=?", (run_id,)).fetchone():
+                raise KeyError(f"unknown run {run_id!r}: call begin_run first")
+            self.db.executemany(_INSERT_RESULT, rows)
+            _refresh_counts(self.db, run_id)
+        return len(rows)
+
+    def finish_run(self, run_id: str, exit_code: int, ended_at: str | None = None) -> None:
+        with self._tx():
+            cur = self.db.execute(
+                "UPDATE runs SET ended_at=?, exit_code=? WHERE run_id=?",
+                (ended_at or _now(), int(exit_code), run_id),
+            )
+            if cur.rowcount != 1:
+                raise KeyError(f"unknown run {run_id!r}")
+            _refresh_counts(self.db, run_id)
+
+    def runs(self, limit: int | None = 20, tier: str | None = None) -> list[dict]:
+        """Newest first."""
+        sql = "SELECT * FROM runs"
+        args: list = []
+        if tier is not None:
+            sql += " WHERE tier=?"
+            args.append(tier)
+        sql += " ORDER BY started_at DESC, rowid DESC"
+        if limit is not None:
+            sql += " LIMIT ?"
+            args.append(int(limit))
+        return [_run_dict(r) for r in self.db.execute(sql, args)]
+
+    def get_run(self, run_id: str) -> dict | None:
+        row = self.db.execute("SELECT * FROM runs WHERE run_id=?", (run_id,)).fetchone()
+        return _run_dict(row) if row else None
+
+    def latest_run(self, tier: str | None = None, finished: bool = False) -> dict | None:
+        sql = "SELECT * FROM runs WHERE 1=1"
+        args: list = []
+        if tier is not None:
+            sql += " AND tier=?"
+            args.append(tier)
+        if finished:
+            sql += " AND ended_at IS NOT NULL"
+        row = self.db.execute(sql + " ORDER BY started_at DESC, rowid DESC LIMIT 1",
+                              args).fetchone()
+        return _run_dict(row) if row else None
+
+    def results(self, run_id: str) -> list[dict]:
+        """Full records of a run, ordered by case_id."""
+        return [
+            json.loads(r[0])
+            for r in self.db.execute(
+                "SELECT record_json FROM results WHERE run_id=? ORDER BY case_id", (run_id,)
+            )
+        ]
+
+    def result_rows(self, run_id: str) -> list[dict]:
+        """The queried columns only (no record JSON): fast for comparisons of large runs."""
+        cols = [c for c in _RESULT_COLUMNS if c != "record_json"]
+        return [
+            dict(r)
+            for r in self.db.execute(
+                f"SELECT {', '.join(cols)} FROM results WHERE run_id=? ORDER BY case_id",
+                (run_id,),
+            )
+        ]
+
+    # ---- baselines
+
+    def set_baseline(self, tier: str, run_id: str) -> None:
+        if self.get_run(run_id) is None:
+            raise KeyError(f"unknown run {run_id!r}")
+        with self._tx():
+            self.db.execute(
+                "INSERT OR REPLACE INTO baselines(tier, run_id, set_at) VALUES (?,?,?)",
+                (tier, run_id, _now()),
+            )
+
+    def clear_baseline(self, tier: str) -> None:
+        with self._tx():
+            self.db.execute("DELETE FROM baselines WHERE tier=?", (tier,))
+
+    def explicit_baseline(self, tier: str) -> str | None:
+        row = self.db.execute("SELECT run_id FROM baselines WHERE tier=?", (tier,)).fetchone()
+        return row[0] if row else None
+
+    def baseline_for(self, tier: str, exclude_run_id: str | None = None) -> str | None:
+        """The baseline run of a tier.
+
+        The explicit baseline (set_baseline) when there is one and it is not the run being
+        compared; else the newest fully green finished run of the same tier (exit code 0, at least
+        one result, none failed or broken), excluding `exclude_run_id` and, when that run is
+        known, anything that started after it.
+        """
+        explicit = self.explicit_baseline(tier)
+        if explicit and explicit != exclude_run_id:
+            return explicit
+        sql = (
+            "SELECT run_id FROM runs WHERE tier=? AND ended_at IS NOT NULL AND exit_code=0"
+            " AND n_total>0 AND n_failed=0 AND n_broken=0"
+        )
+        args: list = [tier]
+        if exclude_run_id:
+            sql += " AND run_id<>?"
+            args.append(exclude_run_id)
+            ref = self.db.execute(
+                "SELECT started_at, rowid FROM runs WHERE run_id=?", (exclude_run_id,)
+            ).fetchone()
+            if ref:
+                sql += " AND (started_at < ? OR (started_at = ? AND rowid < ?))"
+                args += [ref[0], ref[0], ref[1]]
+        row = self.db.execute(sql + " ORDER BY started_at DESC, rowid DESC LIMIT 1",
+                              args).fetchone()
+        return row[0] if row else None
+
+    # ---- trends
+
+    def metric_series(self, tier: str, n_runs: int = 20) -> list[dict]:
+        """Per (run, family, dtype) precision summary for the last n finished runs, oldest first.
+
+        Each point: run_id, started_at, family, dtype, n, passed, failed, broken, pass_rate,
+        mere_median, mere_max, mare_median, mare_max, rmse_max, max_abs_max (None where no case
+        of that group had metrics).
+        """
+        run_rows = self.db.execute(
+            "SELECT run_id, started_at FROM runs WHERE tier=? AND ended_at IS NOT NULL"
+            " ORDER BY started_at DESC, rowid DESC LIMIT ?",
+            (tier, int(n_runs)),
+        ).fetchall()
+        run_rows = list(reversed(run_rows))
+        points = []
+        for run_id, started in run_rows:
+            groups: dict[tuple, dict] = defaultdict(
+                lambda: {"n": 0, "passed": 0, "failed": 0, "broken": 0,
+                         **{m: [] for m in METRIC_COLUMNS}}
+            )
+            for fam, dt, outcome, *vals in self.db.execute(
+                "SELECT family, dtype, outcome, mere, mare, rmse, max_abs FROM results"
+                " WHERE run_id=?",
+                (run_id,),
+            ):
+                g = groups[(fam, dt)]
+                g["n"] += 1
+                if outcome in ("passed", "failed", "broken"):
+                    g[outcome] += 1
+                for m, v in zip(METRIC_COLUMNS, vals, strict=True):
+                    if v is not None:
+                        g[m].append(v)
+            for (fam, dt), g in sorted(groups.items(), key=lambda kv: (str(kv[0][0]),
+                                                                       str(kv[0][1]))):
+                points.append(
+                    {
+                        "run_id": run_id, "started_at": started, "family": fam, "dtype": dt,
+                        "n": g["n"], "passed": g["passed"], "failed": g["failed"],
+                        "broken": g["broken"],
+                        "pass_rate": g["passed"] / g["n"] if g["n"] else None,
+                        "mere_median": statistics.median(g["mere"]) if g["mere"] else None,
+                        "mere_max": max(g["mere"]) if g["mere"] else None,
+                        "mare_median": statistics.median(g["mare"]) if g["mare"] else None,
+                        "mare_max": max(g["mare"]) if g["mare"] else None,
+                        "rmse_max": max(g["rmse"]) if g["rmse"] else None,
+                        "max_abs_max": max(g["max_abs"]) if g["max_abs"] else None,
+                    }
+                )
+        return points
+
+
+class _Tx:
+    """BEGIN IMMEDIATE ... COMMIT (ROLLBACK on error) on an autocommit connection."""
+
+    def __init__(self, db: sqlite3.Connection):
+        self.db = db
+
+    def __enter__(self):
+        self.db.execute("BEGIN IMMEDIATE")
+        return self.db
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is None:
+            self.db.execute("COMMIT")
+        else:
+            self.db.execute("ROLLBACK")
+        return False

@@ -1,0 +1,59 @@
+// Allure 3 configuration of the LogSoftmaxGrad farm.
+//
+// farm/report.py runs `allure generate` with this file and passes the per-run values through
+// environment variables, so that one static file serves every tier and every run:
+//   FARM_ALLURE_NAME                report name                 (default "LogSoftmaxGrad farm")
+//   FARM_ALLURE_OUTPUT              output directory            (default ./out/latest)
+//   FARM_ALLURE_HISTORY             history JSONL, kept beside the run store; unset: no history
+//   FARM_ALLURE_HISTORY_LIMIT       history entries kept        (default 30)
+//   FARM_ALLURE_GLOBAL_ATTACHMENTS  JSON list of files shown as the report's global attachments
+//                                   (the regression summary and the trend plot)
+// categories.json and quality-gate.json beside this file are shared with the Python side
+// (farm/allure_glue.py CATEGORIES, farm/report.py quality_gate).
+import { readFileSync } from "node:fs";
+import { defineConfig } from "allure";
+
+const env = process.env;
+const readJson = (name) => JSON.parse(readFileSync(new URL(`./${name}`, import.meta.url), "utf8"));
+
+// One Allure environment per SoC family, chosen by the `family` label that
+// farm.allure_glue.annotate() sets. Names must not contain "/".
+const FAMILIES = {
+  ascend910b: "Atlas A2 (ascend910b)",
+  ascend310b: "Atlas 200I-500 A2 (ascend310b)",
+};
+const hasLabel = (labels, name, value) => labels.some((l) => l.name === name && l.value === value);
+const environments = Object.fromEntries(
+  Object.entries(FAMILIES).map(([id, name]) => [
+    id,
+    { name, matcher: ({ labels }) => hasLabel(labels, "family", id) },
+  ]),
+);
+
+const globalAttachments = env.FARM_ALLURE_GLOBAL_ATTACHMENTS
+  ? JSON.parse(env.FARM_ALLURE_GLOBAL_ATTACHMENTS)
+  : [];
+
+export default defineConfig({
+  name: env.FARM_ALLURE_NAME || "LogSoftmaxGrad farm",
+  output: env.FARM_ALLURE_OUTPUT || "./out/latest",
+  ...(env.FARM_ALLURE_HISTORY ? { historyPath: env.FARM_ALLURE_HISTORY } : {}),
+  historyLimit: Number(env.FARM_ALLURE_HISTORY_LIMIT || 30),
+  environments,
+  // Allure 2 style rules (messageRegex/matchedStatuses); Allure 3 reads them as compatibility
+  // matchers. Failure messages start with "[<category>] " (farm.allure_glue.CATEGORY_PREFIXES).
+  categories: { rules: readJson("categories.json") },
+  // `allure quality-gate` and `allure run` use this; farm/report.py evaluates the same rules.
+  qualityGate: { rules: [readJson("quality-gate.json")] },
+  globalAttachments,
+  plugins: {
+    awesome: {
+      options: {
+        reportName: env.FARM_ALLURE_NAME || "LogSoftmaxGrad farm",
+        reportLanguage: "en",
+        singleFile: false,
+        groupBy: ["feature", "story"],
+      },
+    },
+  },
+});
