@@ -1,0 +1,165 @@
+"""One case on this host: make the inputs from the seed, run the operator, judge the result.
+
+Runs inside the agent, so it imports only numpy, ml_dtypes, golden/ and the backends. What goes
+back is one small record: metrics, verdicts, a histogram of errors, never the tensors.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+
+from farm.agent.outcome import classify
+from farm.plots_data import golden_free_histogram
+from golden import dtypes, inputs, metrics, reference, standards
+
+
+def make_call_inputs(case: dict) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """dy and y as the case describes them, with its perturbations (other dtype, other shape)."""
+    shape = tuple(case["shape"])
+    dy, y = inputs.make_inputs(
+        shape, case["dtype"], _generation_axes(case), case["y_dist"], case["dy_dist"],
+        case["special"], case["seed"],
+    )
+    if case.get("y_shape") is not None:
+        y_shape = tuple(case["y_shape"])
+        _, y = inputs.make_inputs(
+            y_shape, case["dtype"], _generation_axes(case, y_shape), case["y_dist"],
+            case["dy_dist"], "none", case["seed"],
+        )
+    if case.get("y_dtype"):
+        y = dtypes.round_to(dtypes.to_float64(y), case["y_dtype"])
+    if case["layout"] == "strided":
+        dy, y = strided_view(dy), strided_view(y)
+    missing = case.get("missing")
+    return (None if missing == "dy" else dy), (None if missing == "y" else y)
+
+
+def _generation_axes(case: dict, shape: tuple[int, ...] | None = None) -> tuple[int, ...]:
+    """The reduce axes for generating y; an invalid axis list falls back to the last axis so
+    that rejection cases still get well-formed data."""
+    shape = tuple(case["shape"]) if shape is None else shape
+    n = max(len(shape), 1)
+    axes = tuple(a + n if a < 0 else a for a in case["axes"])
+    if axes and all(0 <= a < n for a in axes) and sorted(axes) == list(
+        range(min(axes), max(axes) + 1)
+    ):
+        return axes
+    return (n - 1,)
+
+
+def strided_view(a: np.ndarray) -> np.ndarray:
+    """The same values as a non-contiguous view: every other element of a wider buffer."""
+    if a.ndim == 0:
+        return a
+    wide = np.empty(a.shape[:-1] + (2 * a.shape[-1],), dtype=a.dtype)
+    wide[..., ::2] = a
+    wide[..., 1::2] = a.dtype.type(0)
+    return wide[..., ::2]
+
+
+def run_case(case: dict, backend: str, device: int, identity) -> dict:
+    started = time.perf_counter()
+    dy, y = make_call_inputs(case)
+    out_dtype = case.get("out_dtype") or case["dtype"]
+    out_shape = tuple(case["out_shape"]) if case.get("out_shape") is not None else None
+    run = _backend(backend)
+    result = run(
+        dy, y, tuple(case["axes"]), identity.soc,
+        out_dtype=out_dtype, out_shape=out_shape, missing=case.get("missing"),
+        api=case["api"], device=device,
+    )
+    backend_s = result.seconds
+
+    record = {
+        "case_id": case["id"],
+        "status": result.status,
+        "reason": result.reason,
+        "op_message": result.message,
+        "workspace": result.workspace,
+        "tiling": result.tiling,
+        "metrics": None,
+        "standards": {},
+        "verdict": None,
+    }
+    golden_s = 0.0
+    expect = case["expect"]
+    if result.status == 0 and result.out is not None and dy is not None and y is not None:
+        golden_started = time.perf_counter()
+        record.update(_judge(case, dy, y, result.out, expect))
+        golden_s = time.perf_counter() - golden_started
+    outcome, category, message = classify(expect, record)
+    record.update(
+        outcome=outcome,
+        category=category,
+        message=message,
+        host=identity.host,
+        soc=identity.soc,
+        timings={
+            "backend_s": backend_s,
+            "golden_s": golden_s,
+            "total_s": time.perf_counter() - started,
+        },
+    )
+    return record
+
+
+def _judge(case: dict, dy, y, out, expect: dict) -> dict:
+    dtype = case["dtype"]
+    if out.dtype != dtypes.numpy_dtype(dtype) or out.shape != dy.shape:
+        # The contract says out has dy's dtype and shape; anything else cannot be judged.
+        return {"verdict": {"standard": expect.get("standard"), "passed": False,
+                            "reason": f"output is {out.dtype}{list(out.shape)}, expected "
+                                      f"{dtype}{list(dy.shape)}"}}
+    golden = reference.log_softmax_grad(dy, y, case["axes"])
+    standard = expect.get("standard") or standards.DEFAULT_STANDARD
+    level = expect.get("level") or "L0"
+    benchmark = None
+    if standard == "benchmark-ratio":
+        from golden.benchmark import torch_benchmark
+
+        benchmark = torch_benchmark(dy, y, case["axes"], dtype)
+    verdicts = standards.judge_all(out, golden, dtype, benchmark, level=level)
+    gate = verdicts[standard]
+    m = gate.metrics
+    m["hist"] = golden_free_histogram(_relative_errors(out, golden))
+    return {
+        "metrics": _plain(m),
+        "standards": {name: {"passed": v.passed, "reason": v.reason} for name, v in verdicts.items()},
+        "verdict": {"standard": standard, "level": gate.level, "passed": gate.passed,
+                    "reason": gate.reason},
+    }
+
+
+def _relative_errors(out: np.ndarray, golden: np.ndarray) -> np.ndarray:
+    a = dtypes.to_float64(out).reshape(-1)
+    g = np.asarray(golden, dtype=np.float64).reshape(-1)
+    finite = np.isfinite(a) & np.isfinite(g)
+    return np.abs(a[finite] - g[finite]) / (np.abs(g[finite]) + dtypes.REL_EPS)
+
+
+def _plain(value):
+    """JSON-safe: NaN and inf become strings, numpy scalars become Python numbers."""
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    return value
+
+
+def _backend(name: str):
+    if name == "twin":
+        from farm.backends.twin import run_call
+
+        return run_call
+    if name == "torch":
+        from farm.backends.torch_backend import run_call
+
+        return run_call
+    raise ValueError(f"unknown backend {name!r}; use 'twin' or 'torch'")

@@ -1,0 +1,49 @@
+"""The taxonomy of one case's outcome, from what was expected and what the operator did.
+
+Product failures (precision, a wrong acceptance or rejection, a wrong status, a crash) are final;
+only the orchestrator decides about infrastructure errors, which never reach this function.
+"""
+
+from __future__ import annotations
+
+PASSED, FAILED = "passed", "failed"
+CATEGORIES = (
+    "precision",
+    "unexpected_acceptance",
+    "unexpected_rejection",
+    "wrong_status",
+    "crash",
+    "infrastructure",
+)
+
+
+def tagged(category: str, text: str) -> str:
+    """Failure messages start with their category in brackets; Allure's categories match it."""
+    return f"[{category}] {text}"
+
+
+def classify(expect: dict, record: dict) -> tuple[str, str | None, str]:
+    status, reason = record["status"], record["reason"]
+    if expect["kind"] == "reject":
+        want = f"{expect['reason']} ({expect['status']})"
+        if status == 0:
+            return FAILED, "unexpected_acceptance", tagged(
+                "unexpected_acceptance", f"accepted a call the contract rejects: expected {want}"
+            )
+        if status != expect["status"] or (reason is not None and reason != expect["reason"]):
+            return FAILED, "wrong_status", tagged(
+                "wrong_status",
+                f"rejected with {reason} ({status}), expected {want}: {record['op_message']}",
+            )
+        return PASSED, None, f"rejected as expected: {reason} ({status})"
+    if status != 0:
+        return FAILED, "unexpected_rejection", tagged(
+            "unexpected_rejection",
+            f"rejected a valid call with {reason} ({status}): {record['op_message']}",
+        )
+    verdict = record["verdict"]
+    if verdict is None:
+        return FAILED, "crash", tagged("crash", "the operator returned success but no output")
+    if not verdict["passed"]:
+        return FAILED, "precision", tagged("precision", verdict["reason"])
+    return PASSED, None, verdict["reason"]

@@ -1,0 +1,198 @@
+"""Run one case on a slot of its family, with the farm's retry rules, and make its one record.
+
+Product failures come back from the agent as verdicts and are final. Infrastructure errors
+(connection lost, timeout, protocol) are retried on another slot of the same family, at most
+twice; a host with repeated infrastructure errors is quarantined for the rest of the run. An agent
+that dies of a fatal signal while running a case is an operator crash, a product failure.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from farm.agent.outcome import tagged
+from farm.errors import ConnectionLost, InfraError
+from farm.leases import LeaseTimeout, RunState, lease
+
+MAX_RETRIES = 2
+CRASH_MARKERS = ("Fatal Python error", "Segmentation fault", "Aborted", "AddressSanitizer")
+
+
+@dataclass(frozen=True)
+class SlotInfo:
+    id: str
+    host: str
+    family: str
+    soc: str
+    device: int
+
+
+class NoHealthySlot(InfraError):
+    pass
+
+
+def case_timeout(case, base: float) -> float:
+    """Generous for big tensors: the base plus a microsecond per element, twice over."""
+    return base + 2e-6 * case.numel
+
+
+class Dispatcher:
+    """One per worker process. `open_channel(slot)` gives a persistent agent channel."""
+
+    def __init__(
+        self,
+        slots: list[SlotInfo],
+        open_channel: Callable[[SlotInfo], object],
+        state: RunState,
+        lock_dir,
+        backend: str,
+        base_timeout: float = 60.0,
+    ):
+        self.slots = {s.id: s for s in slots}
+        self.open_channel = open_channel
+        self.state = state
+        self.lock_dir = lock_dir
+        self.backend = backend
+        self.base_timeout = base_timeout
+        self._channels: dict[str, object] = {}
+
+    def close(self) -> None:
+        for channel in self._channels.values():
+            try:
+                channel.close()
+            except Exception:  # closing a dead channel is not news
+                pass
+        self._channels.clear()
+
+    # -- choosing slots -------------------------------------------------------------------
+
+    def _candidates(self, family: str, preferred: str | None, tried: list[str]) -> list[SlotInfo]:
+        quarantined = self.state.quarantined()
+        healthy = [s for s in self.slots.values() if s.family == family and s.host not in quarantined]
+        fresh = [s for s in healthy if s.id not in tried]
+        # Another slot first; the same slot again only when the family has no other.
+        pool = fresh or healthy
+        pool.sort(key=lambda s: (s.id != preferred, s.host in {self.slots[t].host for t in tried}, s.id))
+        return pool
+
+    # -- running --------------------------------------------------------------------------
+
+    def run(self, case, preferred: str | None = None) -> dict:
+        started = time.perf_counter()
+        tried: list[str] = []
+        errors: list[str] = []
+        payload = case.to_dict()
+        while True:
+            candidates = self._candidates(case.family, preferred, tried)
+            if not candidates:
+                why = "; ".join(f"{h}: {r}" for h, r in self.state.quarantined().items())
+                detail = f" (quarantined: {why})" if why else ""
+                return self._broken(case, tried, errors, started,
+                                    f"no healthy slot of family {case.family}{detail}")
+            slot = candidates[0]
+            tried.append(slot.id)
+            try:
+                with lease(self.lock_dir, slot.id, timeout=case_timeout(case, self.base_timeout)):
+                    record = self._attempt(slot, payload, case)
+            except LeaseTimeout as exc:
+                errors.append(str(exc))
+            except InfraError as exc:
+                self._drop(slot)
+                crash = _crash_text(exc)
+                if crash is not None:
+                    return self._crash(case, slot, tried, started, crash)
+                errors.append(f"{slot.id}: {exc}")
+                self.state.record_infra_error(slot.host, str(exc))
+            else:
+                record.update(slot=slot.id, attempts=len(tried), infra_errors=errors)
+                record["timings"]["wall_s"] = time.perf_counter() - started
+                return record
+            if len(tried) > MAX_RETRIES:
+                return self._broken(case, tried, errors, started,
+                                    f"gave up after {len(tried)} attempts")
+
+    def _attempt(self, slot: SlotInfo, payload: dict, case) -> dict:
+        channel = self._channels.get(slot.id)
+        if channel is None:
+            channel = self._channels[slot.id] = self.open_channel(slot)
+        reply = channel.request(
+            {"op": "run-case", "case": payload, "backend": self.backend, "device": slot.device},
+            timeout=case_timeout(case, self.base_timeout),
+        )
+        return _with_case(dict(reply["result"]), case)
+
+    def _drop(self, slot: SlotInfo) -> None:
+        channel = self._channels.pop(slot.id, None)
+        if channel is not None:
+            try:
+                channel.close()
+            except Exception:
+                pass
+
+    def _broken(self, case, tried, errors, started, summary: str) -> dict:
+        detail = "; ".join(errors[-3:])
+        message = tagged("infrastructure", summary + (f": {detail}" if detail else ""))
+        return _with_case(
+            {
+                "outcome": "broken",
+                "category": "infrastructure",
+                "message": message,
+                "status": None,
+                "reason": None,
+                "op_message": "",
+                "metrics": None,
+                "standards": {},
+                "verdict": None,
+                "tiling": None,
+                "host": self.slots[tried[-1]].host if tried else None,
+                "soc": self.slots[tried[-1]].soc if tried else None,
+                "slot": tried[-1] if tried else None,
+                "attempts": len(tried),
+                "infra_errors": errors,
+                "timings": {"wall_s": time.perf_counter() - started},
+            },
+            case,
+        )
+
+    def _crash(self, case, slot: SlotInfo, tried, started, crash: str) -> dict:
+        record = self._broken(case, tried, [], started, "")
+        record.update(
+            outcome="failed",
+            category="crash",
+            message=tagged("crash", f"the agent died running this case on {slot.id}: {crash}"),
+        )
+        return record
+
+
+def _crash_text(exc: InfraError) -> str | None:
+    """The fatal-signal line an agent left on stderr when it died, if that is what happened."""
+    if not isinstance(exc, ConnectionLost):
+        return None
+    tail = getattr(exc, "stderr_tail", "") or ""
+    for line in tail.splitlines():
+        if any(marker in line for marker in CRASH_MARKERS):
+            return line.strip()
+    return None
+
+
+def _with_case(record: dict, case) -> dict:
+    """Every record carries the case's own description, so a record stands alone."""
+    record.update(
+        case_id=case.id,
+        family=case.family,
+        dtype=case.dtype,
+        shape=list(case.shape),
+        axes=list(case.axes),
+        api=case.api,
+        schedule=case.schedule,
+        y_dist=case.y_dist,
+        dy_dist=case.dy_dist,
+        special=case.special,
+        layout=case.layout,
+        seed=case.seed,
+        expect=case.expectation(),
+        origin=case.origin,
+    )
+    return record

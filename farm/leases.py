@@ -1,0 +1,112 @@
+"""Slots shared by pytest-xdist workers: exclusive leases, balanced assignment, run-wide state.
+
+Workers are separate processes, so everything they share lives in files of the run directory:
+a lock file per slot (fcntl, released by the kernel if a worker dies) and a small JSON state of
+infrastructure errors and mid-run quarantines, updated under its own lock.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import time
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+CASE_OVERHEAD_ELEMENTS = 20_000  # a case's fixed cost, in output elements, for balancing
+
+
+def assign_slots(cases: Iterable, slots_by_family: dict[str, list[str]]) -> dict[str, str]:
+    """case id -> preferred slot id, balancing the estimated cost within each family.
+
+    Greedy longest-first onto the least-loaded slot: deterministic, so every xdist worker
+    computes the same assignment from the same plan.
+    """
+    out: dict[str, str] = {}
+    by_family: dict[str, list] = {}
+    for case in cases:
+        by_family.setdefault(case.family, []).append(case)
+    for family, members in by_family.items():
+        slots = slots_by_family.get(family) or []
+        if not slots:
+            continue
+        load = {slot: 0 for slot in slots}
+        for case in sorted(members, key=lambda c: (-c.numel, c.id)):
+            slot = min(slots, key=lambda s: (load[s], s))
+            load[slot] += case.numel + CASE_OVERHEAD_ELEMENTS
+            out[case.id] = slot
+    return out
+
+
+class LeaseTimeout(TimeoutError):
+    pass
+
+
+@contextlib.contextmanager
+def lease(lock_dir: Path, slot_id: str, timeout: float) -> Iterator[None]:
+    """Hold slot `slot_id` exclusively across worker processes."""
+    lock_dir.mkdir(parents=True, exist_ok=True)
+    path = lock_dir / (slot_id.replace(":", "_").replace("/", "_") + ".lock")
+    deadline = time.monotonic() + timeout
+    with open(path, "a+") as fh:
+        while True:
+            try:
+                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise LeaseTimeout(f"slot {slot_id} stayed busy for {timeout:.0f} s") from None
+                time.sleep(0.005)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+class RunState:
+    """Infrastructure errors per host and hosts quarantined during this run."""
+
+    def __init__(self, path: Path, quarantine_after: int = 3):
+        self.path = Path(path)
+        self.quarantine_after = quarantine_after
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[dict]:
+        with open(self.path.with_suffix(".lock"), "a+") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                state = json.loads(self.path.read_text()) if self.path.exists() else {}
+            except json.JSONDecodeError:
+                state = {}
+            state.setdefault("infra_errors", {})
+            state.setdefault("quarantined", {})
+            yield state
+            tmp = self.path.with_suffix(".tmp")
+            tmp.write_text(json.dumps(state, indent=1, sort_keys=True))
+            os.replace(tmp, self.path)
+
+    def read(self) -> dict:
+        with self._locked() as state:
+            return json.loads(json.dumps(state))
+
+    def quarantined(self) -> dict[str, str]:
+        return self.read()["quarantined"]
+
+    def record_infra_error(self, host: str, message: str) -> bool:
+        """Count an infrastructure error; True when the host has just been quarantined."""
+        with self._locked() as state:
+            errors = state["infra_errors"].setdefault(host, [])
+            errors.append(message)
+            if host not in state["quarantined"] and len(errors) >= self.quarantine_after:
+                state["quarantined"][host] = (
+                    f"{len(errors)} infrastructure errors during the run; last: {message}"
+                )
+                return True
+            return False
+
+    def quarantine(self, host: str, reason: str) -> None:
+        with self._locked() as state:
+            state["quarantined"].setdefault(host, reason)
