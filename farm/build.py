@@ -269,10 +269,11 @@ def libasan_path() -> str:
 
 
 def sanitize_check(matrix: str | None = None, build_dir: str | Path | None = None,
-                   timeout: float = 600) -> SanitizeReport:
+                   timeout: float = 600, overflow_probe: bool = False) -> SanitizeReport:
     """Build the twin with LSG_SANITIZE=ON and drive it from a Python subprocess with libasan
     preloaded.  The calls are a fixed representative set, plus every case of `matrix` (a tier of
-    suites.matrix) when given."""
+    suites.matrix) when given.  overflow_probe adds one call that lies about a buffer's size, to
+    show that the harness reports what the sanitizers find (the report is then not ok)."""
     lib = build_twin(build_dir, sanitize=True)
     env = {
         **os.environ,
@@ -283,6 +284,7 @@ def sanitize_check(matrix: str | None = None, build_dir: str | Path | None = Non
         "PYTHONPATH": str(ROOT),
     }
     cmd = [sys.executable, "-m", "farm.build", "--drive"] + (["--matrix", matrix] if matrix else [])
+    cmd += ["--overflow-probe"] if overflow_probe else []
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
     output = proc.stdout + proc.stderr
     found = re.search(r"sanitize driver: (\d+) calls", output)
@@ -336,7 +338,18 @@ def _matrix_calls(tier: str) -> Iterator[tuple[str, dict]]:
         )
 
 
-def _drive(tier: str | None) -> int:
+def _overflow_probe() -> None:
+    """Run the twin on a tensor that claims 2000 elements of a 1000-element buffer."""
+    import numpy as np
+
+    from farm.backends import twin
+
+    buf = np.zeros(1000, dtype=np.float32)  # 4000 bytes: its own malloc, which ASan guards
+    lie = np.lib.stride_tricks.as_strided(buf, shape=(2000,), strides=(4,))
+    twin.run(lie, lie, (-1,), "Ascend910B1", threads=1)
+
+
+def _drive(tier: str | None, overflow_probe: bool = False) -> int:
     """The subprocess side of sanitize_check: make each call's inputs and run it."""
     import numpy as np
 
@@ -359,6 +372,8 @@ def _drive(tier: str | None) -> int:
                           out_shape=kw.get("out_shape"), missing=kw.get("missing"),
                           strided=kw.get("strided", False), threads=kw.get("threads", 0))
         print(f"{label}: {result.status} {result.reason}", flush=True)
+    if overflow_probe:
+        _overflow_probe()
     print(f"sanitize driver: {len(calls)} calls", flush=True)
     return 0
 
@@ -378,9 +393,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--matrix", help="with --sanitize-check: also run this tier's cases")
     parser.add_argument("--quiet", action="store_true", help="print only errors")
     parser.add_argument("--drive", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--overflow-probe", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.drive:
-        return _drive(args.matrix)
+        return _drive(args.matrix, args.overflow_probe)
     try:
         if args.sanitize_check:
             report = sanitize_check(args.matrix)

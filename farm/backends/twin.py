@@ -115,9 +115,14 @@ def find_library() -> Path:
     )
 
 
+def load(library: str | Path | None = None) -> ctypes.CDLL:
+    """The library at `library`, else the one find_library() finds; loaded once per path."""
+    return _load(str(Path(library) if library else find_library()))
+
+
 @cache
-def load(path: str | None = None) -> ctypes.CDLL:
-    lib = ctypes.CDLL(str(path or find_library()))
+def _load(path: str) -> ctypes.CDLL:
+    lib = ctypes.CDLL(path)
     p, i32, i64, u64 = ctypes.POINTER, ctypes.c_int32, ctypes.c_int64, ctypes.c_uint64
     lib.lsg_version.restype = ctypes.c_char_p
     lib.lsg_build_info.restype = ctypes.c_char_p
@@ -140,16 +145,18 @@ def load(path: str | None = None) -> ctypes.CDLL:
     return lib
 
 
-def version(lib: ctypes.CDLL | None = None) -> str:
-    return (lib or load()).lsg_version().decode()
+def version(library: str | Path | None = None) -> str:
+    return load(library).lsg_version().decode()
 
 
-def build_info(lib: ctypes.CDLL | None = None) -> str:
-    return (lib or load()).lsg_build_info().decode()
+def build_info(library: str | Path | None = None) -> str:
+    """How the library was built, e.g. "plant_bug=;sanitize=0"."""
+    return load(library).lsg_build_info().decode()
 
 
-def soc_profiles(lib: ctypes.CDLL | None = None) -> list[dict[str, Any]]:
-    lib = lib or load()
+def soc_profiles(library: str | Path | None = None) -> list[dict[str, Any]]:
+    """The SoC table compiled into the library."""
+    lib = load(library)
     out = []
     for i in range(lib.lsg_soc_count()):
         rec = SocProfileC()
@@ -271,9 +278,11 @@ def plan(
     axes: Sequence[int],
     out: np.ndarray | Spec | None,
     soc: str,
+    *,
+    library: str | Path | None = None,
 ) -> PlanResult:
     """Check a call and return its tiling, without running it.  None = a missing tensor."""
-    lib = load()
+    lib = load(library)
     status, rid, message, ws, handle = _plan(lib, dy, y, axes, out, soc)
     tiling = None
     if handle:
@@ -324,6 +333,7 @@ def run(
     strided: bool = False,
     threads: int = 0,
     out: np.ndarray | None = None,
+    library: str | Path | None = None,
 ) -> TwinResult:
     """Run the operator on the twin.
 
@@ -331,8 +341,9 @@ def run(
     missing: "dy", "y", "out" (or several) to pass as NULL tensors.
     strided: copy dy and y into non-contiguous views and write a non-contiguous out.
     out: a caller's output array (any strides), instead of a fresh NaN-filled one.
+    library: a liblsg_twin.so other than the one find_library() finds.
     """
-    lib = load()
+    lib = load(library)
     missing = {missing} if isinstance(missing, str) else set(missing or ())
     unknown = missing - {"dy", "y", "out"}
     if unknown:
@@ -362,9 +373,9 @@ def run(
     return TwinResult(status, reason_name(rid), message, out, ws, tiling, seconds)
 
 
-def convert(src: np.ndarray, dst_dtype: Any) -> np.ndarray:
+def convert(src: np.ndarray, dst_dtype: Any, *, library: str | Path | None = None) -> np.ndarray:
     """The twin's own fp32 <-> fp16/bf16 conversion (for tests of its rounding)."""
-    lib = load()
+    lib = load(library)
     src = np.ascontiguousarray(src)
     dst = np.empty(src.shape, dtype=dst_dtype)
     rc = lib.lsg_convert(
