@@ -38,8 +38,8 @@ def test_soc_table_matches_golden(twin_lib):
     assert [p["name"] for p in got] == list(PROFILES)
     for p in got:
         ref = PROFILES[p["name"]]
-        assert (p["family"], p["vector_cores"], p["ub_bytes"], p["block_bytes"], p["bf16_cast"]) == (
-            ref.family, ref.vector_cores, ref.ub_bytes, ref.block_bytes, ref.bf16_cast)
+        fields = ("family", "vector_cores", "ub_bytes", "block_bytes", "bf16_cast")
+        assert {f: p[f] for f in fields} == {f: getattr(ref, f) for f in fields}
 
 
 def test_version_and_build_info(twin_lib):

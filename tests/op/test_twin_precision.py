@@ -80,7 +80,9 @@ def test_rank0_and_rank8(twin_lib, dtype):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("shape, axes", [((3, 1, 70), (1,)), ((4, 9830), (-1,)), ((3, 5, 40), (1,))])
+@pytest.mark.parametrize("shape, axes", [
+    ((3, 1, 70), (1,)), ((4, 9830), (-1,)), ((3, 5, 40), (1,)),
+])
 def test_strided_views(twin_lib, dtype, shape, axes):
     dy, y = make_inputs(shape, dtype, axes, "uniform", "normal", seed=5)
     result = check(dy, y, axes, strided=True)
