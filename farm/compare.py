@@ -332,6 +332,14 @@ def _sections(c: Comparison, limit: int | None):
     return out
 
 
+def plain_table(hdr: Sequence[str], rows: Sequence[Sequence], indent: str = "  ") -> list[str]:
+    """Rows of a left-aligned plain-text table."""
+    table = [list(hdr)] + [["" if v is None else str(v) for v in r] for r in rows]
+    widths = [max(len(r[i]) for r in table) for i in range(len(hdr))]
+    return [indent + "  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip()
+            for r in table]
+
+
 def to_text(c: Comparison, limit: int | None = 50) -> str:
     """Plain text, for files and logs."""
     lines = [_verdict(c), ""]
@@ -339,10 +347,7 @@ def to_text(c: Comparison, limit: int | None = 50) -> str:
         if not rows:
             continue
         lines.append(title)
-        table = [hdr] + [["" if v is None else str(v) for v in r] for r in rows]
-        widths = [max(len(r[i]) for r in table) for i in range(len(hdr))]
-        for r in table:
-            lines.append("  " + "  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)))
+        lines += plain_table(hdr, rows)
         lines.append("")
     return "\n".join(lines).rstrip() + "\n"
 
@@ -439,26 +444,33 @@ def main_runs(argv: Sequence[str] | None = None) -> int:
     if args.json:
         print(json.dumps(runs, indent=2, sort_keys=True))
         return 0
-    from rich.console import Console
-    from rich.table import Table
-
-    t = Table(title="Runs (newest first)", title_justify="left")
-    for h in ("run", "tier", "started", "ended", "exit", "cases", "passed", "failed", "broken",
-              "package", "commit", "baseline"):
-        t.add_column(h)
+    hdr = ("run", "tier", "started", "ended", "exit", "cases", "passed", "failed", "broken",
+           "package", "commit", "baseline")
+    rows = []
     for r in runs:
         c = r["counts"]
-        t.add_row(
+        rows.append([
             r["run_id"], r["tier"], r["started_at"] or "", r["ended_at"] or "(running)",
             "" if r["exit_code"] is None else str(r["exit_code"]), str(c["total"]),
             str(c["passed"]), str(c["failed"]), str(c["broken"]),
             f"{r.get('package_version') or ''} {(r.get('package_sha256') or '')[:12]}".strip(),
             (r.get("git_commit") or "")[:12],
             "yes" if baselines.get(r["tier"]) == r["run_id"] else "",
-        )
-    Console().print(t)
+        ])
     if not runs:
         print("no runs recorded yet")
+    elif sys.stdout.isatty():
+        from rich.console import Console
+        from rich.table import Table
+
+        t = Table(title="Runs (newest first)", title_justify="left")
+        for h in hdr:
+            t.add_column(h, no_wrap=h == "run")
+        for row in rows:
+            t.add_row(*row)
+        Console().print(t)
+    else:  # pipes and logs get every character of the run ids
+        print("\n".join(plain_table(hdr, rows, indent="")))
     return 0
 
 
@@ -550,8 +562,8 @@ def main_compare(argv: Sequence[str] | None = None) -> int:
             print(f"farm compare: {exc.args[0]}", file=sys.stderr)
             return 2
     fmt = args.format
-    if fmt == "rich" and args.output:
-        fmt = "text"
+    if fmt == "rich" and (args.output or not sys.stdout.isatty()):
+        fmt = "text"  # rich truncates cells to the terminal width; files and pipes get it all
     if fmt == "rich":
         render_rich(comp, limit=limit)
     else:
