@@ -304,6 +304,7 @@ def _driver_calls() -> Iterator[tuple[str, dict]]:
         ((), (-1,)),                 # rank 0
         ((2, 1, 2, 1, 3, 1, 2, 2), (2, 3, 4)),  # rank 8, an axis list
         ((0, 5), (-1,)), ((4, 0, 3), (1,)),     # empty
+        ((1 << 40, 1 << 40, 0), (2,)),          # empty, with a merged extent past int64
     ]
     for soc in ("Ascend910B1", "Ascend310B1"):
         for dtype in ("float32", "float16", "bfloat16"):

@@ -195,10 +195,6 @@ class PlanResult:
     workspace: int
     tiling: dict[str, Any] | None  # None when rejected
 
-    @property
-    def reason_id(self) -> int:
-        return _reason_id(self.reason)
-
 
 @dataclass(frozen=True)
 class TwinResult:
@@ -209,13 +205,6 @@ class TwinResult:
     workspace: int
     tiling: dict[str, Any] | None
     seconds: float
-
-
-def _reason_id(name: str) -> int:
-    for rid, n in {**REASON_BY_ID, **TWIN_REASONS}.items():
-        if n == name:
-            return rid
-    raise KeyError(name)
 
 
 def _dtype_code(dtype: Any) -> int:

@@ -55,9 +55,12 @@ int64_t checked_numel(const std::vector<int64_t>& shape) {
     return n;
 }
 
+// Product of dims[begin, end), saturating at INT64_MAX: only an empty tensor (whose element
+// count is 0) can have a partial product that overflows, and its merged extents are only reported.
 int64_t prod(const std::vector<int64_t>& dims, size_t begin, size_t end) {
     int64_t p = 1;
-    for (size_t i = begin; i < end; ++i) p *= dims[i];
+    for (size_t i = begin; i < end; ++i)
+        if (__builtin_mul_overflow(p, dims[i], &p)) return kMaxInt64;
     return p;
 }
 
@@ -123,8 +126,6 @@ const char* schedule_name(int32_t schedule) {
         default: return "UNKNOWN";
     }
 }
-
-int64_t numel(const std::vector<int64_t>& shape) { return prod(shape, 0, shape.size()); }
 
 bool is_contiguous(const std::vector<int64_t>& shape, const std::vector<int64_t>& strides) {
     if (strides.empty()) return true;

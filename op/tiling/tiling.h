@@ -79,7 +79,6 @@ int dtype_size(int32_t dtype);  // bytes; 0 for codes the operator does not know
 const char* dtype_name(int32_t dtype);
 const char* schedule_name(int32_t schedule);
 bool is_contiguous(const std::vector<int64_t>& shape, const std::vector<int64_t>& strides);
-int64_t numel(const std::vector<int64_t>& shape);  // 1 for rank 0
 
 }  // namespace lsg
 

@@ -194,3 +194,9 @@ def test_empty_plans_nothing(tile, shape, axes):
     t = tile(shape, axes, strides=tuple(2 for _ in shape))
     assert t["is_empty"] and t["workspace_bytes"] == 0
     assert (t["cores_used"], t["chunk_count"], t["tail_elems"]) == (0, 0, 0)
+
+
+def test_empty_with_huge_extents(tile):
+    # Accepted and planned without overflow: the merged d0 saturates, nothing runs.
+    t = tile((1 << 40, 1 << 40, 0), (2,))
+    assert t["is_empty"] and (t["d0"], t["d1"], t["d2"]) == ((1 << 63) - 1, 0, 1)
