@@ -22,7 +22,9 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
+from farm.backends.result import BackendResult
 from golden.contract import REASON_BY_ID
+from golden.dtypes import numpy_dtype
 
 LIB_NAME = "liblsg_twin.so"
 ROOT = Path(__file__).resolve().parents[2]
@@ -196,15 +198,9 @@ class PlanResult:
     tiling: dict[str, Any] | None  # None when rejected
 
 
-@dataclass(frozen=True)
-class TwinResult:
-    status: int
-    reason: str
-    message: str
-    out: np.ndarray | None  # None when rejected
-    workspace: int
-    tiling: dict[str, Any] | None
-    seconds: float
+# What run() returns: status, reason (a golden.contract name), message, out (None when rejected),
+# workspace, tiling (None when rejected), seconds (planning and running).
+TwinResult = BackendResult
 
 
 def _dtype_code(dtype: Any) -> int:
@@ -311,8 +307,8 @@ def _as_strided(a: np.ndarray) -> np.ndarray:
 
 
 def run(
-    dy: np.ndarray,
-    y: np.ndarray,
+    dy: np.ndarray | None,
+    y: np.ndarray | None,
     axes: Sequence[int],
     soc: str,
     *,
@@ -326,6 +322,7 @@ def run(
 ) -> TwinResult:
     """Run the operator on the twin.
 
+    dy, y: None is a missing tensor.
     out_dtype / out_shape: the output tensor's (default: dy's), to provoke mismatches.
     missing: "dy", "y", "out" (or several) to pass as NULL tensors.
     strided: copy dy and y into non-contiguous views and write a non-contiguous out.
@@ -337,22 +334,25 @@ def run(
     unknown = missing - {"dy", "y", "out"}
     if unknown:
         raise ValueError(f"missing: unknown tensor names {sorted(unknown)}")
+    missing |= {name for name, t in (("dy", dy), ("y", y)) if t is None}
     if strided:
-        dy, y = _as_strided(dy), _as_strided(y)
+        dy, y = (None if t is None else _as_strided(t) for t in (dy, y))
     if out is None:
+        like = dy if dy is not None else y
         out = _make_out(
-            dy.shape if out_shape is None else tuple(out_shape),
-            dy.dtype if out_dtype is None else out_dtype,
+            (() if like is None else like.shape) if out_shape is None else tuple(out_shape),
+            (np.float32 if like is None else like.dtype) if out_dtype is None else out_dtype,
             strided,
         )
     args = [None if name in missing else t for name, t in (("dy", dy), ("y", y), ("out", out))]
+    start = time.perf_counter()
     status, rid, message, ws, handle = _plan(lib, args[0], args[1], axes, args[2], soc)
     if not handle:
-        return TwinResult(status, reason_name(rid), message, None, ws, None, 0.0)
+        seconds = time.perf_counter() - start
+        return TwinResult(status, reason_name(rid), message, None, ws, None, seconds)
     try:
         tiling = _tiling(lib, handle)
         workspace = np.empty(ws, dtype=np.uint8) if ws else None
-        start = time.perf_counter()
         rc = lib.lsg_run(None if workspace is None else workspace.ctypes.data, ws, handle, threads)
         seconds = time.perf_counter() - start
     finally:
@@ -360,6 +360,15 @@ def run(
     if rc != 0:
         raise TwinError(f"lsg_run failed with status {rc} after planning succeeded")
     return TwinResult(status, reason_name(rid), message, out, ws, tiling, seconds)
+
+
+def run_call(dy, y, axes, soc, *, out_dtype, out_shape=None, missing=None, api="dim", device=0):
+    """The agent's backend entry (farm.agent.execute): out_dtype is a case dtype name.  The twin
+    takes the one-dim form as a one-axis list, and has no devices."""
+    del api, device
+    if isinstance(out_dtype, str):
+        out_dtype = numpy_dtype(out_dtype)
+    return run(dy, y, axes, soc, out_dtype=out_dtype, out_shape=out_shape, missing=missing)
 
 
 def convert(src: np.ndarray, dst_dtype: Any, *, library: str | Path | None = None) -> np.ndarray:

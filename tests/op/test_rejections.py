@@ -99,6 +99,19 @@ def test_bf16_rejected_on_310b_only(twin_lib, shape):
             assert twin.run(dy, dy.copy(), (-1,), soc).status == 0
 
 
+def test_agent_entry_run_call(twin_lib):
+    # farm.agent.execute's form: None for a missing input, dtype names, the api and device.
+    dy = arr((4, 6))
+    got = twin.run_call(None, dy, (-1,), "Ascend910B1", out_dtype="float32", missing="dy")
+    assert (got.status, got.reason) == (161001, "null_tensor")
+    got = twin.run_call(dy, dy, (-1,), "Ascend310B1", out_dtype="float16", api="axes", device=3)
+    assert (got.status, got.reason) == (161002, "dtype_mismatch")
+    got = twin.run_call(dy, dy, (-1,), "Ascend310B1", out_dtype="float32", out_shape=(4, 6))
+    assert (got.status, got.reason, got.out.shape, got.tiling["soc_name"]) == (
+        0, "ok", (4, 6), "Ascend310B1")
+    assert got.seconds > 0
+
+
 def test_unknown_soc(twin_lib):
     result = twin.plan(arr((2, 3)), arr((2, 3)), (-1,), arr((2, 3)), "Ascend999")
     assert (result.status, result.reason) == (561000, "unknown_soc")
