@@ -173,20 +173,20 @@ def deploy(transport: Transport, host: HostSpec | None, files: Iterable[Path]) -
         if present and (unpacked or not archive):
             action = "skipped"
         else:
+            action = "unpacked" if present else "uploaded"
             if not present:
                 transport.put_file(local, remote)
-                got = transport.sha256_remote(remote)
-                if got != sha:
-                    raise DeployError(
-                        f"host {host.name}: {local.name} arrived corrupted at {remote} (sha256 "
-                        f"{got or 'missing'}, expected {sha}); check the host's disk and rerun",
-                        host=host.name,
-                    )
-                action = "uploaded"
-            else:
-                action = "unpacked"
+            # Verify on the host (for archives in the same command as the unpack).
             if archive:
-                transport.unpack_remote(remote, dest, sha)
+                got = transport.unpack_remote(remote, dest, sha)
+            else:
+                got = transport.sha256_remote(remote)
+            if got != sha:
+                raise DeployError(
+                    f"host {host.name}: {local.name} arrived corrupted at {remote} (sha256 "
+                    f"{got or 'missing'}, expected {sha}); check the host's disk and rerun",
+                    host=host.name,
+                )
         report.files.append(
             DeployedFile(
                 name=local.name,

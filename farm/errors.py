@@ -41,9 +41,15 @@ class ConfigError(FarmError):
 
 
 class InfraError(FarmError):
-    """An infrastructure error: retryable on another slot of the same family."""
+    """An infrastructure error: retryable on another slot of the same family.
+
+    ``stderr_tail``: where the error is about an agent process (ConnectionLost, AgentTimeout),
+    the last of what it wrote to stderr, so that the dispatcher can tell an operator crash (a
+    fatal signal line) from a lost host.
+    """
 
     retryable = True
+    stderr_tail: str = ""
 
 
 class HostUnreachable(InfraError):

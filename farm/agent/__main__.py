@@ -8,6 +8,7 @@ stderr instead of corrupting the replies.
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import os
 import sys
 
@@ -23,6 +24,9 @@ def main(argv: list[str] | None = None) -> int:
         "farm.agent.server:echo_executor is a test-only echo)",
     )
     args = parser.parse_args(argv)
+    # A crash in native code (the twin library) leaves "Fatal Python error: Segmentation fault"
+    # and a traceback on stderr; the orchestrator reads it to call the case an operator crash.
+    faulthandler.enable()
     if args.twin_lib:
         os.environ["LSG_TWIN_LIB"] = args.twin_lib
 

@@ -75,7 +75,8 @@ elif cmd == "unpack":
         os.remove(m)
     got = sha(archive)
     if got != expect:
-        sys.exit("sha256 of %s is %s, expected %s" % (archive, got, expect))
+        print(json.dumps({"unpacked": None, "sha256": got}))
+        sys.exit(0)
     with tarfile.open(archive, "r:*") as t:
         members = t.getmembers()
         for x in members:
@@ -89,7 +90,7 @@ elif cmd == "unpack":
     with open(m + ".tmp", "w") as f:
         f.write(expect + "\n")
     os.replace(m + ".tmp", m)
-    print(json.dumps({"unpacked": expect}))
+    print(json.dumps({"unpacked": expect, "sha256": got}))
 else:
     sys.exit("unknown helper command %r" % cmd)
 """.replace("MARKER", repr(UNPACKED_MARKER))
@@ -157,11 +158,21 @@ class Channel(ABC):
         """Why the other end went away (exit status, stderr tail), for messages."""
         return ""
 
+    def stderr_tail(self) -> str:
+        """The last few KB the agent wrote to stderr (where the transport can see it)."""
+        return ""
+
     # -- requests -------------------------------------------------------------------------------
 
     def request(self, msg: dict[str, Any], timeout: float = DEFAULT_TIMEOUT) -> dict[str, Any]:
         """Send one request (``msg`` has ``op`` and its fields; ``seq`` is assigned here) and
-        return the reply, ``ok: false`` replies included (see :func:`protocol.raise_for_error`)."""
+        return the agent's ``ok: true`` reply.
+
+        An ``ok: false`` reply raises (:func:`protocol.raise_for_error`): ProtocolError for a
+        refused request (bad-request, unknown-op, version), AgentError for an agent-side failure
+        (e.g. the executor raised). Those leave the channel usable; a timeout, EOF or garbage
+        breaks it. ConnectionLost and AgentTimeout carry ``stderr_tail``, the agent's last
+        stderr output (a crash's fatal-signal line is there)."""
         fields = {k: v for k, v in msg.items() if k not in ("op", "seq")}
         op = msg.get("op")
         with self._lock:
@@ -184,9 +195,17 @@ class Channel(ABC):
                 if isinstance(exc, ProtocolError) and not str(exc).startswith("host "):
                     exc.message = f"{self.where}: {exc.message}"
                     exc.args = (exc.message,)
+                if isinstance(exc, (ConnectionLost, AgentTimeout)):
+                    exc.stderr_tail = self.stderr_tail()
                 self._break(str(exc))
                 raise
-            return reply
+        if not reply["ok"]:
+            try:
+                protocol.raise_for_error(reply, where=f"agent on {self.where}")
+            except InfraError as exc:
+                exc.host = self.host.name
+                raise
+        return reply
 
     def _read_line(self, deadline: float, op: str, seq: int, timeout: float) -> bytes:
         while True:
@@ -238,15 +257,17 @@ class Channel(ABC):
     # -- the protocol's requests ----------------------------------------------------------------
 
     def handshake(self, timeout: float = HANDSHAKE_TIMEOUT) -> dict[str, Any]:
-        reply = self.request(
-            {
-                "op": "hello",
-                "protocol": protocol.PROTOCOL_VERSION,
-                "farm_version": protocol.FARM_VERSION,
-            },
-            timeout,
-        )
+        """hello: check that the agent speaks our protocol version. Any failure breaks the
+        channel (and the transports close it)."""
         try:
+            reply = self.request(
+                {
+                    "op": "hello",
+                    "protocol": protocol.PROTOCOL_VERSION,
+                    "farm_version": protocol.FARM_VERSION,
+                },
+                timeout,
+            )
             protocol.check_hello_reply(reply, where=f"agent on {self.where}")
         except InfraError as exc:
             exc.host = self.host.name
@@ -257,8 +278,7 @@ class Channel(ABC):
         return reply
 
     def identify(self, timeout: float = DEFAULT_TIMEOUT) -> dict[str, Any]:
-        reply = self.request({"op": "identify"}, timeout)
-        return self._ok(reply)
+        return self.request({"op": "identify"}, timeout)
 
     def run_case(
         self, case: dict[str, Any], backend: str, device: int, timeout: float = DEFAULT_TIMEOUT
@@ -268,7 +288,7 @@ class Channel(ABC):
         reply = self.request(
             {"op": "run-case", "case": case, "backend": backend, "device": device}, timeout
         )
-        return self._ok(reply)["result"]
+        return reply["result"]
 
     def shutdown(self, timeout: float = 5.0) -> None:
         """Ask the agent to exit, then close. Best effort: never raises."""
@@ -279,13 +299,6 @@ class Channel(ABC):
             pass
         finally:
             self.close()
-
-    def _ok(self, reply: dict[str, Any]) -> dict[str, Any]:
-        try:
-            return protocol.raise_for_error(reply, where=f"agent on {self.where}")
-        except InfraError as exc:
-            exc.host = self.host.name
-            raise
 
     def close(self) -> None:
         with self._lock:
@@ -359,9 +372,11 @@ class Transport(ABC):
         """{"sha256": of archive or None, "unpacked": sha256 recorded in dest's marker or None}."""
         return self._helper("status", archive, dest)
 
-    def unpack_remote(self, archive: str, dest: str, sha256: str) -> None:
-        """Verify and unpack a tar archive on the host into dest; writes the unpacked marker."""
-        self._helper("unpack", archive, dest, sha256)
+    def unpack_remote(self, archive: str, dest: str, sha256: str) -> str | None:
+        """Verify a tar archive on the host and unpack it into dest (the marker is written
+        last). Returns the archive's sha256 on the host; where that is not ``sha256`` nothing is
+        unpacked and the caller decides (deploy raises DeployError)."""
+        return self._helper("unpack", archive, dest, sha256)["sha256"]
 
     def __enter__(self) -> Transport:
         return self

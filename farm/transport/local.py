@@ -106,8 +106,9 @@ class LocalChannel(Channel):
                 proc.stdin.close()
         except OSError:
             pass
+        # After an error the agent is presumably stuck: little grace before killing it.
         try:
-            proc.wait(timeout=2.0)
+            proc.wait(timeout=0.2 if self._broken else 2.0)
         except subprocess.TimeoutExpired:
             # A stopped (SIGSTOP) or hung agent: kill it.
             try:

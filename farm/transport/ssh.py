@@ -258,6 +258,11 @@ class SSHTransport(Transport):
                 look_for_keys=False,
             )
         except BaseException as exc:
+            # paramiko sometimes reports a symptom ("No existing session") of an error its
+            # transport thread saved (e.g. the banner timeout): map the cause.
+            saved = getattr(client.get_transport(), "saved_exception", None)
+            if isinstance(exc, paramiko.SSHException) and isinstance(saved, Exception):
+                exc = saved
             client.close()
             raise self._map_connect_error(exc) from None
         transport = client.get_transport()
@@ -311,10 +316,12 @@ class SSHTransport(Transport):
             )
         if isinstance(exc, paramiko.SSHException):
             text = str(exc)
-            if "banner" in text.lower():
+            # "No existing session": paramiko gave up waiting for the negotiation (timeout)
+            # before its transport thread reported why.
+            if "banner" in text.lower() or "no existing session" in text.lower():
                 return HostUnreachable(
-                    f"{where}: no SSH banner within {host.connect_timeout:g}s (not an SSH server, "
-                    f"or sshd is stopped/overloaded); {fix}",
+                    f"{where}: no SSH banner or key exchange within {host.connect_timeout:g}s "
+                    f"(not an SSH server, or sshd is stopped/overloaded); {fix}",
                     host=host.name,
                 )
             return HostUnreachable(f"{where}: SSH negotiation failed: {text}", host=host.name)
