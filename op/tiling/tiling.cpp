@@ -17,12 +17,12 @@ const SocProfile kSocs[] = {
 };
 
 // UB blocks per schedule.  Every path double-buffers dy (2 blocks) and has one block each for y
-// and out; the reduce paths add one for the reduction (REDUCE_TAIL: ReduceSum's work buffer,
-// REDUCE_MID: the column accumulator), as the seed plans; the streaming NO_REDUCE path
-// double-buffers y and out too.
+// and out.  REDUCE_TAIL adds ReduceSum's work buffer (5, as the seed plans); REDUCE_MID adds a
+// partial and a total column sum (6: lines are summed in groups, see op/twin/kernel.cpp); the
+// streaming NO_REDUCE path double-buffers y and out too (6).
 constexpr int kBlocksNoReduce = 6;
 constexpr int kBlocksReduceTail = 5;
-constexpr int kBlocksReduceMid = 5;
+constexpr int kBlocksReduceMid = 6;
 
 constexpr int64_t kMaxInt64 = std::numeric_limits<int64_t>::max();
 

@@ -15,6 +15,8 @@ namespace lsg::twin {
 
 namespace {
 
+constexpr int64_t kMidGroupLines = 64;  // REDUCE_MID: lines summed into one partial sum
+
 // ---- data movement (DataCopy + Cast) -------------------------------------------------------
 
 // Copy n elements at element offset `at` of gm into block `dst` as fp32.  A 2-byte dtype lands
@@ -128,22 +130,30 @@ void reduce_tail_row(const KernelArgs& a, int64_t row, UnifiedBuffer& ub, int64_
 }
 
 // REDUCE_MID: a row group is d1 lines of d2 columns; the columns are chunked, and each column
-// chunk is reduced over the d1 lines side by side.  Blocks: dy x2, acc, y, out.
+// chunk is reduced over the d1 lines side by side.  The lines are summed in groups of
+// kMidGroupLines into a partial sum that is then added to the total, so that the rounding error
+// grows with (group + d1 / group) additions rather than with d1.  Blocks: dy x2, part, acc, y, out.
 void reduce_mid_row(const KernelArgs& a, int64_t row, UnifiedBuffer& ub, int64_t& ping) {
     const lsg_tiling_record& t = a.tiling;
     const int64_t base = row * t.d1 * t.d2;
-    float* acc = ub.block(2);
-    float* y = ub.block(3);
-    float* out = ub.block(4);
+    float* part = ub.block(2);
+    float* acc = ub.block(3);
+    float* y = ub.block(4);
+    float* out = ub.block(5);
     for (int64_t c = 0; c < t.chunk_count; ++c) {
         const int64_t n = elems_of_chunk(t, c, a.dtype);
         const int64_t col = c * t.block_elems;
         // Pass 1: acc[j] = sum over the d1 lines of dy[line, col + j].
         std::fill(acc, acc + n, 0.0f);  // Duplicate(acc, 0)
-        for (int64_t line = 0; line < t.d1; ++line, ++ping) {
-            float* dy = ub.block(static_cast<int>(ping & 1));
-            copy_in(dy, a.dy, base + line * t.d2 + col, n, a.dtype, t.block_elems);
-            for (int64_t j = 0; j < n; ++j) acc[j] = acc[j] + dy[j];  // Add(acc, acc, dy)
+        for (int64_t first = 0; first < t.d1; first += kMidGroupLines) {
+            const int64_t last = std::min(t.d1, first + kMidGroupLines);
+            std::fill(part, part + n, 0.0f);  // Duplicate(part, 0)
+            for (int64_t line = first; line < last; ++line, ++ping) {
+                float* dy = ub.block(static_cast<int>(ping & 1));
+                copy_in(dy, a.dy, base + line * t.d2 + col, n, a.dtype, t.block_elems);
+                for (int64_t j = 0; j < n; ++j) part[j] = part[j] + dy[j];  // Add(part, part, dy)
+            }
+            for (int64_t j = 0; j < n; ++j) acc[j] = acc[j] + part[j];  // Add(acc, acc, part)
         }
         // Pass 2: out = dy - exp(y) * acc, line by line.
         for (int64_t line = 0; line < t.d1; ++line, ++ping) {

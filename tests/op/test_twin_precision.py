@@ -67,6 +67,18 @@ def test_multi_chunk_rows(twin_lib, soc, dtype, shape, axes, chunks):
     assert result.tiling["chunk_count"] == chunks
 
 
+@pytest.mark.parametrize("soc, shape, seed", [
+    ("Ascend310B1", (1, 9824, 3), 767234174),  # the smoke case 310b_f32_1x9824x3_d1_...
+    ("Ascend910B1", (1, 50000, 4), 0),
+    ("Ascend910B1", (1, 50000, 4), 2),
+])
+def test_reduce_mid_long_columns(twin_lib, soc, shape, seed):
+    # Summing the d1 lines one by one in fp32 fails these (MARE 2.1e-3, 1.4e-2, 5.6e-3 against
+    # 10T = 1.2e-3); the kernel sums them in groups of 64 lines (MARE below 7.2e-4).
+    dy, y = make_inputs(shape, "float32", (1,), "uniform", "normal", seed=seed)
+    check(dy, y, (1,), soc)
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_rank0_and_rank8(twin_lib, dtype):
     for axes in ((-1,), (0,)):

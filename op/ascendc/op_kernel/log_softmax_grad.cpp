@@ -4,8 +4,8 @@
 //   0 NO_REDUCE   (d1 == 1)  out = dy * (1 - exp(y)), elementwise over rows of d2
 //   1 REDUCE_TAIL (d2 == 1)  each row of d1 elements: pass 1 sums dy, pass 2 writes out
 //   2 REDUCE_MID             each row group of d1 lines x d2 columns: the columns are chunked,
-//                            a column chunk is summed over the d1 lines side by side (pass 1),
-//                            then every line of the chunk is written (pass 2)
+//                            a column chunk is summed over the d1 lines side by side, in groups
+//                            of MID_GROUP_LINES lines (pass 1), then every line is written (pass 2)
 // Rows (d0) are split over cores, the first bigCores cores taking one row more.  A row (or
 // column range) longer than one UB block is processed in chunks of blockElems; the last chunk
 // holds tailElems, moved with DataCopyPad so that a tail that is not a multiple of 32 bytes is
@@ -22,6 +22,7 @@ namespace {
 constexpr int32_t BUFFER_NUM = 2;        // double buffering
 constexpr int64_t REDUCE_DST_FLOATS = 8;  // one 32-byte block for ReduceSum's result
 constexpr int64_t REDUCE_WORK_AT = 64;    // ReduceSum's scratch starts one repeat (256 B) in
+constexpr int64_t MID_GROUP_LINES = 64;   // REDUCE_MID: lines summed into one partial sum
 
 template <typename T>
 class KernelLogSoftmaxGrad {
@@ -44,7 +45,8 @@ public:
         outGm_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(out));
 
         // The UB plan of op/tiling (ub_blocks_for): NO_REDUCE 6 blocks (dy, y, out double-
-        // buffered); the reduce schedules 5 (dy double-buffered, a reduce block, y, out).
+        // buffered); REDUCE_TAIL 5 (dy x2, ReduceSum's block, y, out); REDUCE_MID 6 (dy x2, the
+        // partial and the total column sums, y, out).
         const uint32_t bytes = static_cast<uint32_t>(t_.blockBytes);
         const int32_t yOutBuffers = schedule == 0 ? BUFFER_NUM : 1;
         pipe_.InitBuffer(dyQue_, BUFFER_NUM, bytes);
@@ -52,6 +54,9 @@ public:
         pipe_.InitBuffer(outQue_, yOutBuffers, bytes);
         if (schedule != 0) {
             pipe_.InitBuffer(reduceBuf_, bytes);
+        }
+        if (schedule == 2) {
+            pipe_.InitBuffer(partBuf_, bytes);
         }
     }
 
@@ -127,19 +132,26 @@ public:
 
     __aicore__ inline void ProcessReduceMid() {
         LocalTensor<float> acc = reduceBuf_.Get<float>();
+        LocalTensor<float> part = partBuf_.Get<float>();
         for (int64_t row = rowStart_; row < rowStart_ + rowCount_; ++row) {
             const int64_t base = row * t_.d1 * t_.d2;
             for (int64_t c = 0; c < t_.chunkCount; ++c) {
                 const int64_t n = ChunkLen(c);
                 const int64_t col = c * t_.blockElems;
-                // Pass 1: acc[j] = sum over the d1 lines of dy[line, col + j].
+                // Pass 1: acc[j] = sum over the d1 lines of dy[line, col + j], a group of lines
+                // at a time, so that rounding grows with group + d1 / group additions, not d1.
                 Duplicate(acc, 0.0f, n);
-                for (int64_t line = 0; line < t_.d1; ++line) {
-                    CopyIn(dyQue_, dyGm_, base + line * t_.d2 + col, n);
-                    LocalTensor<T> dyRaw = dyQue_.template DeQue<T>();
-                    LocalTensor<float> dy = ToFloat(dyRaw, n);
-                    Add(acc, acc, dy, n);
-                    dyQue_.FreeTensor(dyRaw);
+                for (int64_t first = 0; first < t_.d1; first += MID_GROUP_LINES) {
+                    const int64_t last = first + MID_GROUP_LINES < t_.d1 ? first + MID_GROUP_LINES : t_.d1;
+                    Duplicate(part, 0.0f, n);
+                    for (int64_t line = first; line < last; ++line) {
+                        CopyIn(dyQue_, dyGm_, base + line * t_.d2 + col, n);
+                        LocalTensor<T> dyRaw = dyQue_.template DeQue<T>();
+                        LocalTensor<float> dy = ToFloat(dyRaw, n);
+                        Add(part, part, dy, n);
+                        dyQue_.FreeTensor(dyRaw);
+                    }
+                    Add(acc, acc, part, n);
                 }
                 // Pass 2: out = dy - exp(y) * acc, line by line.
                 for (int64_t line = 0; line < t_.d1; ++line) {
@@ -211,7 +223,8 @@ private:
     TQue<QuePosition::VECIN, 1> dyQue_;
     TQue<QuePosition::VECIN, 1> yQue_;
     TQue<QuePosition::VECOUT, 1> outQue_;
-    TBuf<QuePosition::VECCALC> reduceBuf_;  // REDUCE_TAIL: ReduceSum; REDUCE_MID: column sums
+    TBuf<QuePosition::VECCALC> reduceBuf_;  // REDUCE_TAIL: ReduceSum; REDUCE_MID: total sums
+    TBuf<QuePosition::VECCALC> partBuf_;    // REDUCE_MID: partial sums of a group of lines
     GlobalTensor<T> dyGm_;
     GlobalTensor<T> yGm_;
     GlobalTensor<T> outGm_;
