@@ -81,7 +81,13 @@ class LabHost:
 
 
 def sshd_path() -> str | None:
-    """The sshd binary, or None if OpenSSH server is not installed."""
+    """The sshd binary, or None if OpenSSH server is not installed.
+
+    ``FARM_SSHD`` overrides the location (an absolute path; sshd must be started by one).
+    """
+    override = os.environ.get("FARM_SSHD")
+    if override:
+        return override if os.path.isabs(override) and os.access(override, os.X_OK) else None
     if os.access(SSHD, os.X_OK):
         return SSHD
     found = shutil.which("sshd")
@@ -293,8 +299,9 @@ class Lab:
         """
         sshd = sshd_path()
         if sshd is None:
+            where = os.environ.get("FARM_SSHD") or SSHD
             raise ConfigError(
-                f"lab: OpenSSH server not found at {SSHD}; install it (apt-get install "
+                f"lab: OpenSSH server not found at {where}; install it (apt-get install "
                 "openssh-server) to run the SSH lab, or use the embedded local pool"
             )
         if hosts < 1 and not layout:

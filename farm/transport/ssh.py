@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 import fcntl
+import logging
 import os
 import posixpath
 import socket
@@ -50,6 +51,10 @@ from farm.transport.base import (
     describe_exit,
     remote_command,
 )
+
+# paramiko logs transport failures at ERROR; the farm reports them as its own errors (with the
+# host and the fix), so they are not printed again unless the application configures logging.
+logging.getLogger("paramiko").addHandler(logging.NullHandler())
 
 KEEPALIVE_S = 15
 SFTP_TIMEOUT = 120.0

@@ -28,7 +28,8 @@ def ssh_required() -> bool:
 def require_sshd() -> None:
     if sshd_path() is not None:
         return
-    msg = "OpenSSH server (/usr/sbin/sshd) is not installed: apt-get install openssh-server"
+    where = os.environ.get("FARM_SSHD") or "/usr/sbin/sshd"
+    msg = f"OpenSSH server ({where}) is not installed: apt-get install openssh-server"
     if ssh_required():
         pytest.fail(f"{msg} (FARM_REQUIRE_SSH is set: the SSH lab tests must run)", pytrace=False)
     pytest.skip(msg)

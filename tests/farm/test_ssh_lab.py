@@ -212,3 +212,72 @@ def test_lab_refuses_to_start_when_a_port_is_taken(ssh_lab, tmp_path, monkeypatc
         monkeypatch.setattr(lab_mod, "START_TIMEOUT", 1.0)
         with pytest.raises(lab_mod.ConfigError, match=r"lab host a2-01: sshd did not come up"):
             lab_mod.Lab(tmp_path / "lab2").up(1)
+
+
+def test_lab_cli_up_status_down(tmp_path, capsys):
+    from farm.lab import Lab, lab_down, lab_up, main
+
+    root = tmp_path / "cli-lab"
+    assert main(["up", "--hosts", "1", "--root", str(root)]) == 0
+    assert f"inventory {root / 'inventory.toml'}" in capsys.readouterr().out
+    assert Lab(root).running() == {"a2-01": True}
+    assert main(["status", "--root", str(root)]) == 0
+    assert "running=yes" in capsys.readouterr().out
+    assert main(["down", "--root", str(root)]) == 0
+    assert Lab(root).running() == {"a2-01": False}
+    inv = lab_up(root, hosts=4)  # the default layout cycles
+    assert [(h.name, h.soc) for h in inv.hosts] == [
+        ("a2-01", "Ascend910B1"), ("a2-02", "Ascend910B1"), ("a200-01", "Ascend310B1"),
+        ("a2-03", "Ascend910B1")]
+    lab_down(root)
+    assert not any(Lab(root).running().values())
+
+
+@pytest.mark.parametrize("required, outcome", [("1", "error"), ("", "skipped")])
+def test_missing_sshd_skips_unless_required(tmp_path, required, outcome):
+    """CI sets FARM_REQUIRE_SSH=1: then a machine without sshd fails the SSH tests."""
+    import os
+    import subprocess
+
+    from tests.farm.conftest import REPO
+
+    env = {**os.environ, "FARM_SSHD": str(tmp_path / "no-sshd"), "FARM_REQUIRE_SSH": required}
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
+         "tests/farm/test_ssh_lab.py::test_lab_writes_an_inventory_with_strict_host_keys"],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=120,
+    )
+    assert f"1 {outcome}" in proc.stdout, proc.stdout[-1500:]
+    if required:
+        assert proc.returncode != 0 and "FARM_REQUIRE_SSH is set" in proc.stdout
+    else:
+        assert proc.returncode == 0
+
+
+def test_real_case_over_ssh_with_the_deployed_op_package(deployed_lab, agent_bundle):
+    """The whole path: bundle + op package deployed over SFTP, the agent told where the twin
+    library is, the real executor (farm.agent.execute) judging one smoke case per family."""
+    import os
+
+    from farm.deploy import deploy_all, find_op_package
+    from farm.errors import ConfigError
+    from suites.matrix import expand
+
+    try:
+        package = find_op_package()
+    except ConfigError as exc:
+        if os.environ.get("FARM_REQUIRE_ALL", "") not in ("", "0"):
+            pytest.fail(f"{exc} (FARM_REQUIRE_ALL=1)")
+        pytest.skip(str(exc))
+    _, inventory, sha = deployed_lab
+    cases = expand("smoke")
+    for name in ("a2-01", "a200-01"):
+        host = inventory.host(name)
+        case = next(c for c in cases if c.family == host.family and c.accepted)
+        with open_transport(host) as t:
+            _, twin = deploy_all(t, bundle=agent_bundle[0], op_package=package)
+            with start_agent(t, sha, twin_lib=twin) as ch:
+                assert "twin" in ch.identify()["backends"]
+                record = ch.run_case(case.to_dict(), "twin", 0, timeout=60)
+        assert record["case_id"] == case.id and record["soc"] == host.soc
+        assert record["outcome"] == "passed", record.get("message")

@@ -187,3 +187,15 @@ def test_remote_command_quotes_every_word():
     words = shlex.split(cmd)
     assert words[:5] == ["cd", "/srv/lsg farm/versions/abc", "&&", "exec", "python3"]
     assert words[4:] == argv
+
+
+def test_agent_of_another_protocol_version_is_refused(local_host):
+    other = (
+        "import sys, json\n"
+        "req = json.loads(sys.stdin.readline())\n"
+        "print(json.dumps({'seq': req['seq'], 'ok': True, 'protocol': 2}), flush=True)\n"
+        "sys.stdin.read()\n"
+    )
+    with open_transport(local_host) as t:
+        with pytest.raises(ProtocolError, match="speaks protocol 2.*redeploy the agent bundle"):
+            t.open_channel([sys.executable, "-c", other], timeout=5)
