@@ -142,7 +142,7 @@ class Slot:
 
 @dataclass(frozen=True)
 class Inventory:
-    hosts: tuple[HostSpec, ...]
+    hosts: list[HostSpec]
     source: Path | None = None
 
     def slots(self, family: str | None = None) -> list[Slot]:
@@ -160,7 +160,7 @@ class Inventory:
 
     def with_tags(self, tags: Iterable[str]) -> Inventory:
         want = set(tags)
-        return Inventory(tuple(h for h in self.hosts if want <= set(h.tags)), self.source)
+        return Inventory([h for h in self.hosts if want <= set(h.tags)], self.source)
 
     def _where(self) -> str:
         return f"inventory {self.source}" if self.source else "inventory"
@@ -227,7 +227,7 @@ def inventory_from_dict(data: Mapping[str, Any], *, source: Path | None = None) 
             )
         seen[spec.name] = index
         hosts.append(spec)
-    return Inventory(tuple(hosts), source)
+    return Inventory(hosts, source)
 
 
 def _check_fields(where: str, label: str, table: Mapping[str, Any]) -> None:
@@ -374,7 +374,7 @@ def default_inventory(workroot: str | os.PathLike[str]) -> Inventory:
     each and one Ascend310B1 with one device, each with its own work directory under
     ``workroot``. Each emulated host declares its identity through its env (like sshd SetEnv)."""
     root = Path(workroot).absolute()
-    hosts = tuple(
+    hosts = [
         HostSpec(
             name=name,
             soc=soc,
@@ -386,7 +386,7 @@ def default_inventory(workroot: str | os.PathLike[str]) -> Inventory:
             env=(("LSG_EMULATED_DEVICES", str(devices)), ("LSG_EMULATED_SOC", soc)),
         )
         for name, soc, devices in _DEFAULT_POOL
-    )
+    ]
     return Inventory(hosts, None)
 
 
