@@ -2,9 +2,10 @@
 lsg_executor_tiling), against expectations worked out by hand from SPEC section 3.
 
 UB blocks: NO_REDUCE 6 (dy, y, out double-buffered), REDUCE_TAIL 5 (dy x2, ReduceSum's block, y,
-out), REDUCE_MID 6 (dy x2, partial and total column sums, y, out).  Block bytes = UB / blocks aligned down to 32; elements = bytes / 4 for
-every dtype (fp32 compute; 2-byte data goes in the back half), for 2-byte dtypes aligned down to
-16 so that the back half starts on a 32-byte boundary:
+out), REDUCE_MID 6 (dy x2, partial and total column sums, y, out).  Block bytes = UB / blocks
+aligned down to 32; elements = bytes / 4 for every dtype (fp32 compute; 2-byte data goes in the
+back half), for 2-byte dtypes aligned down to 16 so that the back half starts on a 32-byte
+boundary:
 
     Ascend910B*  UB 196608: /6 = 32768 -> 8192 elems;  /5 = 39321.6 -> 39296 -> 9824 elems
     Ascend310B1  UB 253952: /6 = 42325.3 -> 42304 -> 10576; /5 = 50790.4 -> 50784 -> 12696
