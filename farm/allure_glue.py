@@ -302,7 +302,7 @@ def environment_properties(run_meta: Mapping) -> dict[str, str]:
         "run.tier": run_meta.get("tier"),
         "package.version": run_meta.get("package_version") or pkg.get("version"),
         "package.sha256": run_meta.get("package_sha256") or pkg.get("sha256"),
-        "target": run_meta.get("target"),
+        "target": run_meta.get("target") or pkg.get("target"),
         "backend": run_meta.get("backend"),
         "git.commit": run_meta.get("git_commit"),
         "farm.version": run_meta.get("farm_version"),

@@ -219,12 +219,19 @@ def quality_gate(results_dir: str | os.PathLike, rules: Mapping | None = None,
 # --------------------------------------------------------------------------- farm report
 
 
-def default_results_dir(store_path: Path, run_id: str) -> Path:
-    return Path(store_path).resolve().parent / run_id / "allure-results"
+def run_dir_of(run: Mapping, store_path: Path) -> Path:
+    """The run's directory: its recorded run_dir, else <store dir>/<run_id>."""
+    if run.get("run_dir"):
+        return Path(run["run_dir"])
+    return Path(store_path).resolve().parent / run["run_id"]
 
 
-def default_report_dir(store_path: Path, run_id: str) -> Path:
-    return Path(store_path).resolve().parent / run_id / "report"
+def default_results_dir(run: Mapping, store_path: Path) -> Path:
+    return run_dir_of(run, store_path) / "allure-results"
+
+
+def default_report_dir(run: Mapping, store_path: Path) -> Path:
+    return run_dir_of(run, store_path) / "report"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -238,9 +245,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="farm report", description=main.__doc__)
     p.add_argument("run", nargs="?", help="default: the newest run")
     p.add_argument("--store", default=None, help="default: $FARM_STORE or runs/farm.sqlite")
-    p.add_argument("--results",
-                   help="allure-results dir (default: <store dir>/<run>/allure-results)")
-    p.add_argument("--out", help="report dir (default: <store dir>/<run>/report)")
+    p.add_argument("--results", help="allure-results dir (default: <run dir>/allure-results,"
+                   " the run dir being the run's recorded run_dir, else <store dir>/<run>)")
+    p.add_argument("--out", help="report dir (default: <run dir>/report)")
     p.add_argument("--baseline", help="baseline run (default: the tier's baseline)")
     p.add_argument("--drift-factor", type=float, default=DEFAULT_DRIFT_FACTOR)
     p.add_argument("--trend-runs", type=int, default=20)
@@ -263,8 +270,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"farm report: {exc.args[0]}", file=sys.stderr)
             return 2
         series = store.metric_series(tier, args.trend_runs)
-    results = Path(args.results) if args.results else default_results_dir(store_path, run_id)
-    out = Path(args.out) if args.out else default_report_dir(store_path, run_id)
+    results = Path(args.results) if args.results else default_results_dir(run, store_path)
+    out = Path(args.out) if args.out else default_report_dir(run, store_path)
     history = None if args.no_history else history_path_for(store_path, tier)
     try:
         code, index = generate(results, out, history, report_name=f"LogSoftmaxGrad {tier} {run_id}",

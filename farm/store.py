@@ -13,10 +13,12 @@ Run metadata (`begin_run(meta)`), all keys optional except `tier`:
     tier            "smoke" | "nightly" | "full" | ...
     package_version, package_sha256   the operator package under test
                     (a nested {"package": {"version", "sha256"}} is accepted too)
-    target          what the package was built for (e.g. "twin", "ascendc")
+    target          what the package was built for (e.g. "twin", "ascendc"; or package.target)
     git_commit
     inventory       [{"name": host, "soc": "Ascend910B3", "family": "ascend910b"}, ...]
-                    or {host: soc}
+                    or {host: soc}, or the plan's slots ({"host", "soc", "family", ...}; one
+                    entry per host is kept)
+    run_dir         where the run writes (farm report looks for <run_dir>/allure-results)
     backend         "twin" | "torch" | ...
     farm_version
     started_at      ISO 8601 (now if absent); ended_at / exit_code are set by finish_run
@@ -250,14 +252,16 @@ def _inventory(inv) -> list[dict]:
             else:
                 out.append({"name": str(name), "soc": v})
         return out
-    out = []
-    for h in inv:
+    out, seen = [], set()
+    for h in inv:  # hosts, or slots (several per host: the first one names the host)
         if isinstance(h, Mapping):
             d = dict(h)
-            d.setdefault("name", d.get("host") or d.get("id") or "")
-            out.append(d)
+            d["name"] = str(d.get("name") or d.get("host") or d.get("id") or "")
         else:
-            out.append({"name": str(h)})
+            d = {"name": str(h)}
+        if d["name"] not in seen:
+            seen.add(d["name"])
+            out.append(d)
     return out
 
 
@@ -377,7 +381,8 @@ class RunStore:
                 " VALUES (?,?,?,?,?,?,?,?,?,?,?)",
                 (
                     run_id, tier, meta.get("package_version") or pkg.get("version"),
-                    meta.get("package_sha256") or pkg.get("sha256"), meta.get("target"),
+                    meta.get("package_sha256") or pkg.get("sha256"),
+                    meta.get("target") or pkg.get("target"),
                     meta.get("git_commit"), meta.get("backend"), meta.get("farm_version"),
                     started, dumps(meta), dumps(inventory),
                 ),

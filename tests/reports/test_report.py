@@ -63,14 +63,15 @@ def three_runs(tmp_path_factory):
     with RunStore(store_path) as store:
         for n in (1, 2, 3):
             recs = _records(n)
-            meta = {**RUN_META, "started_at": f"2026-11-2{n}T10:00:00+00:00"}
+            meta = {**RUN_META, "started_at": f"2026-11-2{n}T10:00:00+00:00",
+                    "run_dir": str(work / f"run{n}")}
             run_id = store.begin_run(meta)
-            results = run_allure_session(work / run_id, recs, name="session")
+            results = run_allure_session(work, recs, name=f"run{n}")  # <run_dir>/allure-results
             glue.write_results_extras(results, store.get_run(run_id))
             store.add_results(run_id, recs)
             store.finish_run(run_id, 0 if all(r["outcome"] == "passed" for r in recs) else 1)
             comp = cmp.compare(store, run_id)
-            out = work / run_id / "report"
+            out = work / f"run{n}" / "report"
             code, index = report.generate(
                 results, out, history, report_name=f"smoke {run_id}", comparison=comp,
                 trend_series=store.metric_series("smoke", 10), run_meta=store.get_run(run_id))
@@ -168,9 +169,9 @@ def test_farm_report_command(three_runs, tmp_path, capsys):
     text = capsys.readouterr().out
     assert f"report: {out / 'index.html'}" in text and "quality gate: maxFailures" in text
     assert (out / "index.html").is_file()
-    args = ["--store", store, "--results", str(r1["results"]), "--out", str(out),
-            "--no-history"]
-    assert report.main([r1["run_id"], *args]) == 0
+    # A green run, without --results/--out: the run's recorded run_dir is used.
+    assert report.main([r1["run_id"], "--store", store, "--no-history"]) == 0
+    assert (r1["results"].parent / "report" / "index.html").is_file()
     assert report.main(["nope", "--store", store]) == 2
     assert report.main([r1["run_id"], "--store", store, "--results",
                         str(tmp_path / "none")]) == 2
@@ -221,9 +222,13 @@ def _text(browser) -> str:
     return re.sub(r"\s+", " ", browser.eval("document.body.innerText"))
 
 
-def test_a_person_sees_the_report(three_runs, tmp_path):
+@pytest.fixture
+def chromium():
+    return need_chromium()  # before three_runs: a skip costs nothing
+
+
+def test_a_person_sees_the_report(chromium, three_runs, tmp_path):
     """Open the last report in headless Chromium, as a person would, and look."""
-    chromium = need_chromium()
     out = three_runs["runs"][-1]["out"]
     watched = _test_results(out)[(WATCHED, "ascend910b")]
     ARTIFACTS.mkdir(parents=True, exist_ok=True)

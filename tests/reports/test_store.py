@@ -61,6 +61,19 @@ def test_round_trip_keeps_every_field(store):
     assert rows["c"]["status"] == 161002 and rows["a"]["host"] == "emu-a2-0"
 
 
+def test_inventory_from_plan_slots_keeps_one_entry_per_host(store):
+    slots = [{"id": f"a2-0:{d}", "host": "a2-0", "family": "ascend910b", "soc": "Ascend910B3",
+              "device": d} for d in range(4)]
+    slots.append({"id": "310-0:0", "host": "310-0", "family": "ascend310b", "soc": "Ascend310B1",
+                  "device": 0})
+    run_id = store.begin_run({"tier": "smoke", "inventory": slots,
+                              "package": {"version": "1.2", "sha256": "ff", "target": "twin"}})
+    run = store.get_run(run_id)
+    assert [(h["name"], h["soc"]) for h in run["inventory"]] == [("a2-0", "Ascend910B3"),
+                                                                ("310-0", "Ascend310B1")]
+    assert (run["package_version"], run["package_sha256"], run["target"]) == ("1.2", "ff", "twin")
+
+
 def test_run_id_is_generated_from_tier_and_time(store):
     run_id = store.begin_run({"tier": "nightly"})
     assert "-nightly-" in run_id and len(run_id.split("-")[0]) == 8
