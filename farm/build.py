@@ -338,18 +338,24 @@ def _plan_only_calls() -> Iterator[tuple[str, tuple]]:
     yield "all missing", (None, None, (), None, "Ascend310B1")
 
 
-def _matrix_calls(tier: str) -> Iterator[tuple[str, dict]]:
+def _run_matrix(tier: str) -> int:
+    """Every case of a suites.matrix tier, with the inputs the agent makes and its backend call."""
+    from farm.agent.execute import make_call_inputs
+    from farm.backends import twin
     from golden.soc import representative_soc
     from suites import matrix
 
-    for case in matrix.expand(tier):
-        yield case.id, dict(
-            shape=case.shape, dtype=case.dtype, axes=case.axes,
-            soc=representative_soc(case.family).name, strided=case.layout == "strided",
-            y_dist=case.y_dist, dy_dist=case.dy_dist, special=case.special, seed=case.seed,
-            y_dtype=case.y_dtype, y_shape=case.y_shape, out_dtype=case.out_dtype,
-            out_shape=case.out_shape, missing=case.missing,
+    cases = matrix.expand(tier)
+    for case in cases:
+        c = case.to_dict()
+        dy, y = make_call_inputs(c)
+        result = twin.run_call(
+            dy, y, case.axes, representative_soc(case.family).name,
+            out_dtype=case.out_dtype or case.dtype, out_shape=case.out_shape,
+            missing=case.missing, api=case.api,
         )
+        print(f"{case.id}: {result.status} {result.reason}", flush=True)
+    return len(cases)
 
 
 def _overflow_probe() -> None:
@@ -365,8 +371,6 @@ def _overflow_probe() -> None:
 
 def _drive(tier: str | None, overflow_probe: bool = False) -> int:
     """The subprocess side of sanitize_check: make each call's inputs and run it."""
-    import numpy as np
-
     from farm.backends import twin
     from golden.dtypes import numpy_dtype
     from golden.inputs import make_inputs
@@ -374,24 +378,18 @@ def _drive(tier: str | None, overflow_probe: bool = False) -> int:
     plans = list(_plan_only_calls())
     for label, args in plans:
         print(f"{label}: {twin.plan(*args).reason}", flush=True)
-    calls = list(_driver_calls()) + (list(_matrix_calls(tier)) if tier else [])
+    calls = list(_driver_calls())
     for label, kw in calls:
-        shape, dtype, axes = kw["shape"], kw["dtype"], kw["axes"]
-        dy, y = make_inputs(shape, dtype, axes, kw.get("y_dist", "uniform"),
-                            kw.get("dy_dist", "normal"), kw.get("special", "none"),
-                            kw.get("seed", 1))
-        if kw.get("y_dtype"):
-            y = y.astype(numpy_dtype(kw["y_dtype"]))
-        if kw.get("y_shape") is not None:
-            y = np.zeros(kw["y_shape"], dtype=y.dtype)
+        dy, y = make_inputs(kw["shape"], kw["dtype"], kw["axes"], "uniform", "normal", seed=1)
         out_dtype = numpy_dtype(kw["out_dtype"]) if kw.get("out_dtype") else None
-        result = twin.run(dy, y, axes, kw["soc"], out_dtype=out_dtype,
+        result = twin.run(dy, y, kw["axes"], kw["soc"], out_dtype=out_dtype,
                           out_shape=kw.get("out_shape"), missing=kw.get("missing"),
                           strided=kw.get("strided", False), threads=kw.get("threads", 0))
         print(f"{label}: {result.status} {result.reason}", flush=True)
+    count = len(plans) + len(calls) + (_run_matrix(tier) if tier else 0)
     if overflow_probe:
         _overflow_probe()
-    print(f"sanitize driver: {len(plans) + len(calls)} calls", flush=True)
+    print(f"sanitize driver: {count} calls", flush=True)
     return 0
 
 
