@@ -238,10 +238,16 @@ def annotate(record: Mapping, *, plot_one_in: int = PLOT_SAMPLE_ONE_IN) -> None:
             allure.attach(table, name="worst elements.csv",
                           attachment_type=allure.attachment_type.CSV)
     if wants_plot(record, plot_one_in):
-        from farm.plots import error_histogram_png
+        try:
+            from farm.plots import error_histogram_png
 
-        allure.attach(error_histogram_png(record), name="error distribution.png",
-                      attachment_type=allure.attachment_type.PNG)
+            png = error_histogram_png(record)
+        except Exception as exc:  # noqa: BLE001 - a plot must never change a case's verdict
+            allure.attach(f"plot failed: {type(exc).__name__}: {exc}", name="plot error",
+                          attachment_type=allure.attachment_type.TEXT)
+        else:
+            allure.attach(png, name="error distribution.png",
+                          attachment_type=allure.attachment_type.PNG)
 
 
 def _tuple_str(x) -> str:

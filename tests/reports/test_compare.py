@@ -203,3 +203,12 @@ def test_cli_commands(store, tmp_path, capsys):
 def test_compare_on_empty_store(tmp_path, capsys):
     assert cmp.main_compare(["--store", str(tmp_path / "empty.sqlite")]) == 2
     assert cmp.main_runs(["--store", str(tmp_path / "empty.sqlite")]) == 0
+
+
+def test_compare_rows_accepts_full_records():
+    base = [record("a", metrics={"mere": 1e-4}, dtype="float16"), record("b")]
+    run = [record("a", metrics={"mere": 5e-4}, dtype="float16"), failed("b")]
+    c = cmp.compare_rows(run, base, run_id="r", baseline_id="b0")
+    assert [(d.case_id, d.metric) for d in c.drift] == [("a", "mere")]
+    assert [x.case_id for x in c.new_failures] == ["b"]
+    assert cmp.compare_rows(run, None).baseline_id is None
