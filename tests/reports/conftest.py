@@ -171,6 +171,8 @@ def run_allure_session(workdir, records, name="run") -> Path:
     env = dict(os.environ, FARM_TEST_RECORDS=str(d / "records.json"),
                PYTHONPATH=str(REPO_ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""),
                MPLBACKEND="Agg")
+    env.pop("PYTEST_ADDOPTS", None)  # the outer run's options (-n, --alluredir) are not ours
+    env.pop("PYTEST_PLUGINS", None)
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
          "-p", "no:randomly", f"--alluredir={results}", "--rootdir", str(d),
