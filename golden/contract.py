@@ -15,7 +15,7 @@ STATUS_OK = 0
 ACLNN_ERR_PARAM_NULLPTR = 161001
 ACLNN_ERR_PARAM_INVALID = 161002
 
-# Reason ids are shared with the operator's C ABI (op/tiling/tiling.h, enum lsg_reason).
+# Reason ids are shared with the operator's C ABI (op/tiling/lsg_types.h, enum lsg_reason).
 REASONS = {
     "ok": (0, STATUS_OK),
     "null_tensor": (1, ACLNN_ERR_PARAM_NULLPTR),

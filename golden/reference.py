@@ -70,6 +70,15 @@ def log_softmax_grad(
     dy3 = dy.reshape(d0, d1, d2)
     y3 = y.reshape(d0, d1, d2)
     o3 = out.reshape(d0, d1, d2)  # a view: out is fresh and contiguous
+    if d1 == 1:
+        # With a reduce extent of 1, sum(dy) is dy and the formula is dy * (1 - exp(y)) (SPEC
+        # section 1). Both forms agree on finite inputs; on an infinite dy the literal form gives
+        # inf - inf = NaN where the operator's form gives inf, and the operator's form is the
+        # one the contract names.
+        with np.errstate(all="ignore"):
+            g = dy3.astype(np.float64)
+            np.multiply(g, -np.expm1(y3.astype(np.float64)), out=o3)
+        return out
     with np.errstate(all="ignore"):
         for rows, cols in slabs(d0, d1, d2, slab_elements):
             g = dy3[rows, :, cols].astype(np.float64)

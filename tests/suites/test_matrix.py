@@ -97,8 +97,26 @@ def test_malformed_case_names_the_field():
 
 
 def test_chunk_boundaries_bracket_one_ub_block():
-    # 910B: 196608 B of UB in 5 blocks of 39296 B -> 9824 fp32 elements; 310B: 253952 -> 12696.
-    assert {9823, 9824, 9825, 12695, 12696, 12697} <= set(matrix.CHUNK_BOUNDARIES)
+    # REDUCE_TAIL, 5 blocks: 910B 196608 B -> 39296 B -> 9824 elements; 310B 253952 B -> 12696
+    # (12688 for 2-byte dtypes, aligned to 16). REDUCE_MID, 6 blocks: 8192 and 10576.
+    assert {9823, 9824, 9825, 12687, 12688, 12689, 12695, 12696, 12697} <= set(
+        matrix.CHUNK_BOUNDARIES
+    )
+    assert {8191, 8192, 8193, 10575, 10576, 10577} <= set(matrix.MID_CHUNK_BOUNDARIES)
+
+
+def test_every_gate_is_one_a_correct_kernel_can_pass(tiers):
+    from suites import gates
+
+    for case in tiers["nightly"]:
+        if case.accepted:
+            assert gates.applicable(
+                case.standard, case.dtype, case.numel, case.y_dist, case.dy_dist
+            ), case.id
+    assert not gates.applicable("double-thousandth", "bfloat16", 100, "uniform", "normal")
+    assert gates.default_gate("float32", 10_000, "uniform", "normal")[0] == "mixed-tolerance"
+    assert gates.default_gate("float32", 100, "flat", "ones")[0] == "mixed-tolerance"
+    assert gates.default_gate("bfloat16", 10**6, "uniform", "normal")[0] == "experimental"
 
 
 def test_unknown_tier_is_one_clear_error():

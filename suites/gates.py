@@ -1,0 +1,55 @@
+"""Which precision standard can judge a case.
+
+The public standards are implemented exactly as written (golden/standards.py), and each has
+inputs it cannot judge: a correct result fails them. We found where by running the nightly tier
+through the CPU twin and through PyTorch's own kernel, both correct fp32-arithmetic kernels
+(reproduce with `python benchmarks/gate_survey.py`):
+
+- experimental takes the max relative error, guarded by 1e-7. On large tensors some outputs
+  cancel to near zero, where fp32 arithmetic alone (fp32: from about 256 elements) or the dtype's
+  own subnormal spacing (fp16: from about 16k elements) exceeds 10*T.
+- flat y with all-ones dy is pure cancellation: the golden is rounding noise of y, so no relative
+  standard can judge it; mixed-tolerance has an absolute term that can.
+- mixed-tolerance's max-abs limit (0.1 for fp16/bf16) is below the rounding step of outputs
+  above 256 (fp16) or 32 (bf16): long rows of all-ones or outlier dy.
+- double-thousandth's 1e-3 is below bf16's own half-step (2e-3): nothing passes it in bf16, and
+  fp32 outlier rows exceed its 1e-4 absolute tolerance.
+- benchmark-ratio compares error ratios with PyTorch in fp32; on small fp32 tensors both errors
+  are a few ulps and their ratio is noise.
+
+Cases are gated by a standard that a correct kernel passes; the explicit-standard cases are made
+only where the standard applies. Planted bugs still fail (tests/farm/test_planted_bugs.py).
+"""
+
+from __future__ import annotations
+
+EXPERIMENTAL_MAX_NUMEL = {"float32": 256, "float16": 16384, "bfloat16": None}
+
+
+def cancellation(y_dist: str, dy_dist: str) -> bool:
+    return y_dist == "flat" and dy_dist == "ones"
+
+
+def default_gate(dtype: str, numel: int, y_dist: str, dy_dist: str) -> tuple[str, str | None]:
+    """(standard, level) for a case that does not ask for one."""
+    limit = EXPERIMENTAL_MAX_NUMEL.get(dtype)
+    if dtype == "float32" and (cancellation(y_dist, dy_dist) or numel > limit):
+        return "mixed-tolerance", None
+    if dtype == "float16" and numel > limit:
+        if dy_dist in ("ones", "outliers"):
+            return "double-thousandth", None
+        return "mixed-tolerance", None
+    return "experimental", None
+
+
+def applicable(standard: str, dtype: str, numel: int, y_dist: str, dy_dist: str) -> bool:
+    """Whether a correct kernel can pass `standard` on such a case."""
+    if standard == "experimental":
+        return default_gate(dtype, numel, y_dist, dy_dist)[0] == "experimental"
+    if standard == "mixed-tolerance":
+        return not (dtype != "float32" and dy_dist in ("ones", "outliers"))
+    if standard == "double-thousandth":
+        return dtype == "float16" or (dtype == "float32" and dy_dist != "outliers")
+    if standard == "benchmark-ratio":
+        return dtype != "float32"
+    return False
