@@ -52,17 +52,27 @@ def _rx(*cats: str) -> str:
 
 
 CATEGORIES = [
-    {"name": "Precision failure", "messageRegex": _rx("precision"),
-     "matchedStatuses": ["failed"]},
-    {"name": "Unexpected acceptance", "messageRegex": _rx("unexpected_acceptance"),
-     "matchedStatuses": ["failed"]},
-    {"name": "Unexpected rejection or wrong status",
-     "messageRegex": _rx("unexpected_rejection", "wrong_status"),
-     "matchedStatuses": ["failed"]},
-    {"name": "Operator crash", "messageRegex": _rx("crash"),
-     "matchedStatuses": ["failed", "broken"]},
-    {"name": "Infrastructure", "messageRegex": _rx("infrastructure"),
-     "matchedStatuses": ["broken", "failed"]},
+    {"name": "Precision failure", "messageRegex": _rx("precision"), "matchedStatuses": ["failed"]},
+    {
+        "name": "Unexpected acceptance",
+        "messageRegex": _rx("unexpected_acceptance"),
+        "matchedStatuses": ["failed"],
+    },
+    {
+        "name": "Unexpected rejection or wrong status",
+        "messageRegex": _rx("unexpected_rejection", "wrong_status"),
+        "matchedStatuses": ["failed"],
+    },
+    {
+        "name": "Operator crash",
+        "messageRegex": _rx("crash"),
+        "matchedStatuses": ["failed", "broken"],
+    },
+    {
+        "name": "Infrastructure",
+        "messageRegex": _rx("infrastructure"),
+        "matchedStatuses": ["broken", "failed"],
+    },
 ]
 
 EPIC = "LogSoftmaxGrad"
@@ -77,8 +87,9 @@ _NAN_INF_WORDS = ("nan", "inf")
 
 def failure_message(record: Mapping) -> str:
     """The one-line failure message: the category prefix, then the record's message."""
-    cat = record.get("category") or ("infrastructure" if record.get("outcome") == "broken"
-                                     else "precision")
+    cat = record.get("category") or (
+        "infrastructure" if record.get("outcome") == "broken" else "precision"
+    )
     prefix = CATEGORY_PREFIXES.get(cat, f"[{cat}] ")
     msg = " ".join(str(record.get("message") or "").split())  # one line
     return prefix + (msg or f"{record.get('case_id', '?')} {record.get('outcome', '')}").strip()
@@ -154,11 +165,37 @@ def _json_default(o):
 
 
 def metrics_json(record: Mapping) -> str:
-    keep = ("case_id", "family", "dtype", "shape", "axes", "api", "schedule", "expect",
-            "outcome", "category", "message", "status", "reason", "op_message", "metrics",
-            "standards", "tiling", "host", "soc", "slot", "seed", "attempts", "timings")
-    return json.dumps({k: record.get(k) for k in keep if k in record}, indent=2,
-                      default=_json_default, sort_keys=False)
+    keep = (
+        "case_id",
+        "family",
+        "dtype",
+        "shape",
+        "axes",
+        "api",
+        "schedule",
+        "expect",
+        "outcome",
+        "category",
+        "message",
+        "status",
+        "reason",
+        "op_message",
+        "metrics",
+        "standards",
+        "tiling",
+        "host",
+        "soc",
+        "slot",
+        "seed",
+        "attempts",
+        "timings",
+    )
+    return json.dumps(
+        {k: record.get(k) for k in keep if k in record},
+        indent=2,
+        default=_json_default,
+        sort_keys=False,
+    )
 
 
 def worst_csv(record: Mapping) -> str | None:
@@ -171,8 +208,9 @@ def worst_csv(record: Mapping) -> str | None:
     for i, e in enumerate(worst, 1):
         idx = e.get("index")
         idx_s = "(" + ", ".join(str(int(x)) for x in idx) + ")" if idx is not None else ""
-        w.writerow([i, idx_s, *(_fmt(e.get(k)) for k in ("actual", "golden", "abs_err",
-                                                         "rel_err"))])
+        w.writerow(
+            [i, idx_s, *(_fmt(e.get(k)) for k in ("actual", "golden", "abs_err", "rel_err"))]
+        )
     return buf.getvalue()
 
 
@@ -230,24 +268,30 @@ def annotate(record: Mapping, *, plot_one_in: int = PLOT_SAMPLE_ONE_IN) -> None:
         dyn.parameter(f"time {k}", _fmt(v), excluded=True)
     dyn.description(_description(record))
 
-    allure.attach(metrics_json(record), name="metrics.json",
-                  attachment_type=allure.attachment_type.JSON)
+    allure.attach(
+        metrics_json(record), name="metrics.json", attachment_type=allure.attachment_type.JSON
+    )
     if record.get("outcome") != "passed":
         table = worst_csv(record)
         if table:
-            allure.attach(table, name="worst elements.csv",
-                          attachment_type=allure.attachment_type.CSV)
+            allure.attach(
+                table, name="worst elements.csv", attachment_type=allure.attachment_type.CSV
+            )
     if wants_plot(record, plot_one_in):
         try:
             from farm.plots import error_histogram_png
 
             png = error_histogram_png(record)
         except Exception as exc:  # noqa: BLE001 - a plot must never change a case's verdict
-            allure.attach(f"plot failed: {type(exc).__name__}: {exc}", name="plot error",
-                          attachment_type=allure.attachment_type.TEXT)
+            allure.attach(
+                f"plot failed: {type(exc).__name__}: {exc}",
+                name="plot error",
+                attachment_type=allure.attachment_type.TEXT,
+            )
         else:
-            allure.attach(png, name="error distribution.png",
-                          attachment_type=allure.attachment_type.PNG)
+            allure.attach(
+                png, name="error distribution.png", attachment_type=allure.attachment_type.PNG
+            )
 
 
 def _tuple_str(x) -> str:
@@ -262,7 +306,8 @@ def _description(record: Mapping) -> str:
         want = f"expect rejection: {exp.get('reason')} (status {exp.get('status')})"
     else:
         want = f"expect precision: {exp.get('standard')}" + (
-            f" {exp['level']}" if exp.get("level") else "")
+            f" {exp['level']}" if exp.get("level") else ""
+        )
     got = f"got status {record.get('status')}"
     if record.get("reason"):
         got += f", reason {record['reason']}"
@@ -332,28 +377,43 @@ def executor_info(run_meta: Mapping | None = None, env: Mapping | None = None) -
         server = env.get("GITHUB_SERVER_URL", "https://github.com")
         repo = env.get("GITHUB_REPOSITORY", "")
         run_url = f"{server}/{repo}/actions/runs/{env.get('GITHUB_RUN_ID', '')}"
-        return {"name": "GitHub Actions", "type": "github", "url": f"{server}/{repo}",
-                "buildOrder": _int(env.get("GITHUB_RUN_NUMBER")),
-                "buildName": f"{env.get('GITHUB_WORKFLOW', 'workflow')} #"
-                             f"{env.get('GITHUB_RUN_NUMBER', '')} ({name})",
-                "buildUrl": run_url, "reportName": f"LogSoftmaxGrad farm {name}"}
+        return {
+            "name": "GitHub Actions",
+            "type": "github",
+            "url": f"{server}/{repo}",
+            "buildOrder": _int(env.get("GITHUB_RUN_NUMBER")),
+            "buildName": f"{env.get('GITHUB_WORKFLOW', 'workflow')} #"
+            f"{env.get('GITHUB_RUN_NUMBER', '')} ({name})",
+            "buildUrl": run_url,
+            "reportName": f"LogSoftmaxGrad farm {name}",
+        }
     if env.get("GITLAB_CI") or env.get("CI_JOB_URL") or env.get("CI_PIPELINE_ID"):
-        return {"name": "GitLab CI", "type": "gitlab", "url": env.get("CI_PROJECT_URL", ""),
-                "buildOrder": _int(env.get("CI_PIPELINE_IID") or env.get("CI_PIPELINE_ID")),
-                "buildName": f"{env.get('CI_JOB_NAME', 'job')} #{env.get('CI_JOB_ID', '')}"
-                             f" ({name})",
-                "buildUrl": env.get("CI_JOB_URL") or env.get("CI_PIPELINE_URL", ""),
-                "reportName": f"LogSoftmaxGrad farm {name}"}
+        return {
+            "name": "GitLab CI",
+            "type": "gitlab",
+            "url": env.get("CI_PROJECT_URL", ""),
+            "buildOrder": _int(env.get("CI_PIPELINE_IID") or env.get("CI_PIPELINE_ID")),
+            "buildName": f"{env.get('CI_JOB_NAME', 'job')} #{env.get('CI_JOB_ID', '')} ({name})",
+            "buildUrl": env.get("CI_JOB_URL") or env.get("CI_PIPELINE_URL", ""),
+            "reportName": f"LogSoftmaxGrad farm {name}",
+        }
     if env.get("BUILD_URL") or env.get("JENKINS_URL"):
-        return {"name": "Jenkins", "type": "jenkins", "url": env.get("JENKINS_URL", ""),
-                "buildOrder": _int(env.get("BUILD_NUMBER")),
-                "buildName": f"{env.get('JOB_NAME', 'job')} #{env.get('BUILD_NUMBER', '')}"
-                             f" ({name})",
-                "buildUrl": env.get("BUILD_URL", ""),
-                "reportName": f"LogSoftmaxGrad farm {name}"}
+        return {
+            "name": "Jenkins",
+            "type": "jenkins",
+            "url": env.get("JENKINS_URL", ""),
+            "buildOrder": _int(env.get("BUILD_NUMBER")),
+            "buildName": f"{env.get('JOB_NAME', 'job')} #{env.get('BUILD_NUMBER', '')} ({name})",
+            "buildUrl": env.get("BUILD_URL", ""),
+            "reportName": f"LogSoftmaxGrad farm {name}",
+        }
     ci = "CI" if env.get("CI") else "local"
-    return {"name": ci, "type": ci.lower(), "buildName": str(name),
-            "reportName": f"LogSoftmaxGrad farm {name}"}
+    return {
+        "name": ci,
+        "type": ci.lower(),
+        "buildName": str(name),
+        "reportName": f"LogSoftmaxGrad farm {name}",
+    }
 
 
 def _int(x):

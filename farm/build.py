@@ -66,8 +66,9 @@ def cmake_executable() -> str:
 
         return str(Path(cmake.CMAKE_BIN_DIR) / "cmake")
     except ImportError as exc:
-        raise BuildError("cmake not found: install it (apt-get install cmake, or pip install "
-                         "cmake)") from exc
+        raise BuildError(
+            "cmake not found: install it (apt-get install cmake, or pip install cmake)"
+        ) from exc
 
 
 @contextmanager
@@ -91,8 +92,9 @@ def _run(cmd: list[str], what: str, cwd: Path = ROOT, env: dict | None = None) -
     return output
 
 
-def build_twin(build_dir: str | Path | None = None, plant_bug: str = "",
-               sanitize: bool = False) -> Path:
+def build_twin(
+    build_dir: str | Path | None = None, plant_bug: str = "", sanitize: bool = False
+) -> Path:
     """Configure and build op/ (tiling + twin) with CMake; returns the path of liblsg_twin.so.
 
     Incremental: a second call on the same directory only rebuilds what changed.
@@ -104,11 +106,25 @@ def build_twin(build_dir: str | Path | None = None, plant_bug: str = "",
     cmake = cmake_executable()
     env = {**os.environ, "LC_ALL": "C"}
     with _locked(build_dir):
-        _run([cmake, "-S", str(OP_DIR), "-B", str(build_dir), "-DCMAKE_BUILD_TYPE=Release",
-              f"-DLSG_PLANT_BUG={plant_bug}", f"-DLSG_SANITIZE={'ON' if sanitize else 'OFF'}"],
-             "cmake configure", env=env)
-        _run([cmake, "--build", str(build_dir), "-j", str(os.cpu_count() or 2)],
-             "cmake build", env=env)
+        _run(
+            [
+                cmake,
+                "-S",
+                str(OP_DIR),
+                "-B",
+                str(build_dir),
+                "-DCMAKE_BUILD_TYPE=Release",
+                f"-DLSG_PLANT_BUG={plant_bug}",
+                f"-DLSG_SANITIZE={'ON' if sanitize else 'OFF'}",
+            ],
+            "cmake configure",
+            env=env,
+        )
+        _run(
+            [cmake, "--build", str(build_dir), "-j", str(os.cpu_count() or 2)],
+            "cmake build",
+            env=env,
+        )
     lib = build_dir / LIB_NAME
     if not lib.exists():
         raise BuildError(f"the build finished but {lib} is missing")
@@ -125,14 +141,21 @@ def soc_profiles() -> list[dict]:
     )
     text = (OP_DIR / "tiling" / "soc_profiles.inc").read_text()
     return [
-        {"name": m[1], "family": m[2], "vector_cores": int(m[3]), "ub_bytes": int(m[4]),
-         "block_bytes": int(m[5]), "bf16_cast": m[6] == "true"}
+        {
+            "name": m[1],
+            "family": m[2],
+            "vector_cores": int(m[3]),
+            "ub_bytes": int(m[4]),
+            "block_bytes": int(m[5]),
+            "bf16_cast": m[6] == "true",
+        }
         for m in pattern.finditer(text)
     ]
 
 
 def git_state() -> dict:
     """The commit of the sources and whether op/ differs from it."""
+
     def git(*args: str) -> str | None:
         try:
             proc = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True)
@@ -163,9 +186,10 @@ def write_archive(path: Path, files: dict[str, bytes]) -> Path:
             tar.addfile(info, io.BytesIO(files[name]))
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as out, gzip.GzipFile(
-        filename="", mode="wb", fileobj=out, mtime=0, compresslevel=9
-    ) as gz:
+    with (
+        open(tmp, "wb") as out,
+        gzip.GzipFile(filename="", mode="wb", fileobj=out, mtime=0, compresslevel=9) as gz,
+    ):
         gz.write(raw.getvalue())
     tmp.replace(path)
     return path
@@ -196,21 +220,27 @@ def _ascend_files() -> dict[str, bytes]:
     out = ROOT / "build" / "ascend"
     if out.exists():
         shutil.rmtree(out)
-    proc = subprocess.run(["bash", str(OP_DIR / "ascendc" / "build.sh"), str(out)], cwd=ROOT,
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        ["bash", str(OP_DIR / "ascendc" / "build.sh"), str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     if proc.returncode != 0:
         lines = (proc.stderr.strip() or proc.stdout.strip() or "no output").splitlines()
         raise BuildError(f"op/ascendc/build.sh failed: {lines[-1]}")
-    files = {
-        str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()
-    }
+    files = {str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
     if not files:
         raise BuildError(f"op/ascendc/build.sh succeeded but left nothing in {out}")
     return files
 
 
-def build_package(target: str = "twin", out_dir: str | Path = "dist/op", plant_bug: str = "",
-                  build_dir: str | Path | None = None) -> Path:
+def build_package(
+    target: str = "twin",
+    out_dir: str | Path = "dist/op",
+    plant_bug: str = "",
+    build_dir: str | Path | None = None,
+) -> Path:
     """Build the operator for `target` and write its archive; returns the archive's path.
 
     twin: the CPU twin (build_dir defaults to build/twin, where the twin backend looks).
@@ -260,16 +290,19 @@ def _sanitizer_report(output: str) -> bool:
 
 def libasan_path() -> str:
     compiler = os.environ.get("CXX") or shutil.which("g++") or "gcc"
-    proc = subprocess.run([compiler, "-print-file-name=libasan.so"], capture_output=True,
-                          text=True)
+    proc = subprocess.run([compiler, "-print-file-name=libasan.so"], capture_output=True, text=True)
     path = proc.stdout.strip()
     if proc.returncode != 0 or not os.path.isabs(path) or not os.path.exists(path):
         raise BuildError(f"libasan.so not found through {compiler} -print-file-name")
     return os.path.realpath(path)
 
 
-def sanitize_check(matrix: str | None = None, build_dir: str | Path | None = None,
-                   timeout: float = 600, overflow_probe: bool = False) -> SanitizeReport:
+def sanitize_check(
+    matrix: str | None = None,
+    build_dir: str | Path | None = None,
+    timeout: float = 600,
+    overflow_probe: bool = False,
+) -> SanitizeReport:
     """Build the twin with LSG_SANITIZE=ON and drive it from a Python subprocess with libasan
     preloaded.  The calls are a fixed representative set, plus every case of `matrix` (a tier of
     suites.matrix) when given.  overflow_probe adds one call that lies about a buffer's size, to
@@ -295,23 +328,27 @@ def _driver_calls() -> Iterator[tuple[str, dict]]:
     """(label, keyword arguments of farm.backends.twin.run) over schedules, dtypes, chunking,
     ranks, strided views, empty tensors, threads and every rejection, on both families."""
     shapes = [
-        ((3, 1, 70), (1,)),          # NO_REDUCE
-        ((2, 20000), (-1,)),         # REDUCE_TAIL, 3 chunks with a tail
-        ((50, 37), (-1,)),           # REDUCE_TAIL, more rows than cores
-        ((2, 7, 33), (1,)),          # REDUCE_MID
-        ((1, 3, 20001), (1,)),       # REDUCE_MID, chunked columns with a tail
-        ((3, 9000), (0,)),           # REDUCE_MID, d0 = 1
-        ((), (-1,)),                 # rank 0
+        ((3, 1, 70), (1,)),  # NO_REDUCE
+        ((2, 20000), (-1,)),  # REDUCE_TAIL, 3 chunks with a tail
+        ((50, 37), (-1,)),  # REDUCE_TAIL, more rows than cores
+        ((2, 7, 33), (1,)),  # REDUCE_MID
+        ((1, 3, 20001), (1,)),  # REDUCE_MID, chunked columns with a tail
+        ((3, 9000), (0,)),  # REDUCE_MID, d0 = 1
+        ((), (-1,)),  # rank 0
         ((2, 1, 2, 1, 3, 1, 2, 2), (2, 3, 4)),  # rank 8, an axis list
-        ((0, 5), (-1,)), ((4, 0, 3), (1,)),     # empty
+        ((0, 5), (-1,)),
+        ((4, 0, 3), (1,)),  # empty
     ]
     for soc in ("Ascend910B1", "Ascend310B1"):
         for dtype in ("float32", "float16", "bfloat16"):
             for shape, axes in shapes:
                 for strided in (False, True):
-                    yield (f"{soc} {dtype} {shape} {axes} strided={strided}",
-                           dict(shape=shape, dtype=dtype, axes=axes, soc=soc, strided=strided,
-                                threads=2))
+                    yield (
+                        f"{soc} {dtype} {shape} {axes} strided={strided}",
+                        dict(
+                            shape=shape, dtype=dtype, axes=axes, soc=soc, strided=strided, threads=2
+                        ),
+                    )
         bad = dict(shape=(4, 6), dtype="float32", axes=(-1,), soc=soc)
         yield f"{soc} missing", {**bad, "missing": "out"}
         yield f"{soc} int32", {**bad, "dtype": "int32"}
@@ -331,8 +368,10 @@ def _plan_only_calls() -> Iterator[tuple[str, tuple]]:
     huge_empty = Spec((1 << 40, 1 << 40, 0), "float32")
     negative = Spec((2, -3), "float32")
     ok = Spec((2, 3), "float32")
-    yield "empty, merged extent past int64", (huge_empty, huge_empty, (2,), huge_empty,
-                                              "Ascend910B1")
+    yield (
+        "empty, merged extent past int64",
+        (huge_empty, huge_empty, (2,), huge_empty, "Ascend910B1"),
+    )
     yield "negative extent", (negative, negative, (-1,), negative, "Ascend910B1")
     yield "unknown SoC", (ok, ok, (-1,), ok, "Ascend999")
     yield "all missing", (None, None, (), None, "Ascend310B1")
@@ -350,9 +389,14 @@ def _run_matrix(tier: str) -> int:
         c = case.to_dict()
         dy, y = make_call_inputs(c)
         result = twin.run_call(
-            dy, y, case.axes, representative_soc(case.family).name,
-            out_dtype=case.out_dtype or case.dtype, out_shape=case.out_shape,
-            missing=case.missing, api=case.api,
+            dy,
+            y,
+            case.axes,
+            representative_soc(case.family).name,
+            out_dtype=case.out_dtype or case.dtype,
+            out_shape=case.out_shape,
+            missing=case.missing,
+            api=case.api,
         )
         print(f"{case.id}: {result.status} {result.reason}", flush=True)
     return len(cases)
@@ -382,9 +426,17 @@ def _drive(tier: str | None, overflow_probe: bool = False) -> int:
     for label, kw in calls:
         dy, y = make_inputs(kw["shape"], kw["dtype"], kw["axes"], "uniform", "normal", seed=1)
         out_dtype = numpy_dtype(kw["out_dtype"]) if kw.get("out_dtype") else None
-        result = twin.run(dy, y, kw["axes"], kw["soc"], out_dtype=out_dtype,
-                          out_shape=kw.get("out_shape"), missing=kw.get("missing"),
-                          strided=kw.get("strided", False), threads=kw.get("threads", 0))
+        result = twin.run(
+            dy,
+            y,
+            kw["axes"],
+            kw["soc"],
+            out_dtype=out_dtype,
+            out_shape=kw.get("out_shape"),
+            missing=kw.get("missing"),
+            strided=kw.get("strided", False),
+            threads=kw.get("threads", 0),
+        )
         print(f"{label}: {result.status} {result.reason}", flush=True)
     count = len(plans) + len(calls) + (_run_matrix(tier) if tier else 0)
     if overflow_probe:
@@ -401,10 +453,17 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="farm build", description=main.__doc__)
     parser.add_argument("--target", choices=TARGETS, default="twin")
     parser.add_argument("--out", default="dist/op", help="directory of the archive")
-    parser.add_argument("--plant-bug", choices=PLANT_BUGS, default="",
-                        help="build a twin with a known bug (for testing the farm)")
-    parser.add_argument("--sanitize-check", action="store_true",
-                        help="build the twin with ASan/UBSan and drive it; no package")
+    parser.add_argument(
+        "--plant-bug",
+        choices=PLANT_BUGS,
+        default="",
+        help="build a twin with a known bug (for testing the farm)",
+    )
+    parser.add_argument(
+        "--sanitize-check",
+        action="store_true",
+        help="build the twin with ASan/UBSan and drive it; no package",
+    )
     parser.add_argument("--matrix", help="with --sanitize-check: also run this tier's cases")
     parser.add_argument("--quiet", action="store_true", help="print only errors")
     parser.add_argument("--drive", action="store_true", help=argparse.SUPPRESS)
@@ -427,8 +486,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"farm build: {exc}", file=sys.stderr)
         return 1
     if not args.quiet:
-        print(f"{path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}  "
-              f"sha256 {sha256_bytes(path.read_bytes())}")
+        print(
+            f"{path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}  "
+            f"sha256 {sha256_bytes(path.read_bytes())}"
+        )
     return 0
 
 

@@ -1,4 +1,5 @@
-"""`farm`: the command line. Thin: each subcommand hands over to the module that does the work."""
+"""`farm`: the command line. Thin: each subcommand hands its arguments to the module that does
+the work, so `farm X --help` is that module's own help."""
 
 from __future__ import annotations
 
@@ -11,14 +12,21 @@ from rich.console import Console
 from rich.table import Table
 
 
-def _cmd_cases(args) -> int:
+def cmd_cases(argv: list[str]) -> int:
     from suites import matrix, summary
+
+    parser = argparse.ArgumentParser(prog="farm cases", description="the cases of a tier")
+    parser.add_argument("--tier", default="smoke", help="smoke | nightly | full")
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--summary", action="store_true", help="coverage counts")
+    group.add_argument("--json", action="store_true", help="every case as JSON")
+    args = parser.parse_args(argv)
 
     started = time.perf_counter()
     cases = matrix.expand(args.tier)
     elapsed = time.perf_counter() - started
     if args.json:
-        json.dump([c.to_dict() for c in cases], sys.stdout, indent=None)
+        json.dump([c.to_dict() for c in cases], sys.stdout)
         sys.stdout.write("\n")
         return 0
     console = Console()
@@ -40,27 +48,139 @@ def _cmd_cases(args) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="farm", description="Precision and regression test farm for LogSoftmaxGrad"
-    )
-    sub = parser.add_subparsers(dest="command", required=True)
+def cmd_run(argv: list[str]) -> int:
+    from farm import runner
 
-    cases = sub.add_parser("cases", help="list the cases of a tier, or its coverage")
-    cases.add_argument("--tier", default="smoke", help="smoke | nightly | full")
-    group = cases.add_mutually_exclusive_group()
-    group.add_argument("--summary", action="store_true", help="coverage counts")
-    group.add_argument("--json", action="store_true", help="every case as JSON")
-    cases.set_defaults(func=_cmd_cases)
-    return parser
+    parser = argparse.ArgumentParser(
+        prog="farm run",
+        description="build, health-check, deploy, run a tier, store and report. Exit 0: all "
+        "passed; 1: product failures; 2: degraded or incomplete by infrastructure.",
+    )
+    parser.add_argument("--tier", default="smoke", help="smoke | nightly | full (default smoke)")
+    parser.add_argument("--inventory", help="TOML inventory (default: the embedded local pool)")
+    parser.add_argument("--backend", default="twin", choices=("twin", "torch"))
+    parser.add_argument(
+        "--plant-bug",
+        default="",
+        choices=("", "tail", "seed_noreduce"),
+        help="run an operator built with a known bug (to see the farm catch it)",
+    )
+    parser.add_argument("--jobs", type=int, help="pytest-xdist workers (default: one per slot)")
+    parser.add_argument(
+        "--case-timeout",
+        type=float,
+        default=60.0,
+        help="seconds for a small case; grows with its size (default 60)",
+    )
+    parser.add_argument("--no-report", action="store_true", help="skip the HTML report")
+    parser.add_argument("--no-progress", action="store_true", help="no live progress display")
+    parser.add_argument("pytest_args", nargs="*", help="after --: passed to pytest (e.g. -k)")
+    args = parser.parse_args(argv)
+    return runner.run(
+        args.tier,
+        args.inventory,
+        args.backend,
+        plant_bug=args.plant_bug,
+        jobs=args.jobs,
+        case_timeout=args.case_timeout,
+        report=not args.no_report,
+        extra_pytest=args.pytest_args,
+        progress=not args.no_progress,
+    )
+
+
+def cmd_hosts(argv: list[str]) -> int:
+    from farm import health, session
+
+    parser = argparse.ArgumentParser(prog="farm hosts", description="the pool and its health")
+    parser.add_argument("--inventory", help="TOML inventory (default: the embedded local pool)")
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="deploy and health-check every host now (updates the quarantine)",
+    )
+    args = parser.parse_args(argv)
+    inventory = session.load_pool(args.inventory)
+    healths = None
+    if args.check:
+        plan = session.prepare_pool(args.inventory, run_dir=session.STATE_DIR / "last-check")
+        healths = {
+            name: health.HostHealth(host=name, state=health.BAD, reasons=[why])
+            for name, why in plan.unhealthy.items()
+        }
+        healths.update(
+            {
+                name: health.HostHealth(host=name, state=health.GOOD, reasons=[])
+                for name in plan.hosts
+            }
+        )
+    rows = health.host_rows(inventory, session.STATE_DIR, healths)
+    table = Table(title="pool" + (" (just checked)" if args.check else ""))
+    columns = ("host", "transport", "address", "soc", "devices", "tags", "state", "reason", "since")
+    for column in columns:
+        table.add_column(column, overflow="fold")
+    colour = {"good": "green", "bad": "red"}
+    for row in rows:
+        state = row["state"]
+        table.add_row(
+            *[
+                f"[{colour.get(state, 'white')}]{state}[/]" if c == "state" else row[c]
+                for c in columns
+            ]
+        )
+    Console().print(table)
+    return 0
+
+
+def cmd_repro(argv: list[str]) -> int:
+    from farm import repro
+
+    return repro.main(argv)
+
+
+def _delegate(module: str, function: str = "main"):
+    def run(argv: list[str]) -> int:
+        import importlib
+
+        return getattr(importlib.import_module(module), function)(argv)
+
+    return run
+
+
+COMMANDS = {
+    "run": (cmd_run, "run a tier on the pool, store the results, write the report"),
+    "cases": (cmd_cases, "list the cases of a tier, or its coverage (--summary)"),
+    "hosts": (cmd_hosts, "the pool and its health (--check to check now)"),
+    "repro": (cmd_repro, "rerun one case and print its inputs, tiling and metrics"),
+    "build": (_delegate("farm.build"), "build the operator package (dist/op)"),
+    "lab": (_delegate("farm.lab"), "start or stop the local SSH lab (up | down | status)"),
+    "report": (_delegate("farm.report"), "write the HTML report of a run"),
+    "runs": (_delegate("farm.compare", "main_runs"), "list the runs in the store"),
+    "baseline": (_delegate("farm.compare", "main_baseline"), "set or show the baseline run"),
+    "compare": (_delegate("farm.compare", "main_compare"), "regressions of a run vs baseline"),
+}
+
+
+def usage() -> str:
+    width = max(map(len, COMMANDS))
+    lines = ["usage: farm COMMAND [ARGS]  (farm COMMAND --help for more)", "", "commands:"]
+    lines += [f"  {name:<{width}}  {text}" for name, (_, text) in COMMANDS.items()]
+    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
     from farm.errors import FarmError
 
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if not argv or argv[0] in ("-h", "--help"):
+        print(usage())
+        return 0 if argv else 2
+    command, rest = argv[0], argv[1:]
+    if command not in COMMANDS:
+        print(f"farm: unknown command {command!r}\n\n{usage()}", file=sys.stderr)
+        return 2
     try:
-        return args.func(args)
+        return COMMANDS[command][0](rest)
     except (FarmError, ValueError) as exc:
         Console(stderr=True).print(f"[bold red]error:[/] {exc}", highlight=False)
         return 2

@@ -57,8 +57,9 @@ def resolve_noise_floor(noise_floor=None) -> dict[str, dict[str, float]]:
         if isinstance(v, Mapping):
             for m, x in v.items():
                 if m not in METRIC_COLUMNS:
-                    raise ValueError(f"unknown metric {m!r} in noise floor; "
-                                     f"one of {METRIC_COLUMNS}")
+                    raise ValueError(
+                        f"unknown metric {m!r} in noise floor; one of {METRIC_COLUMNS}"
+                    )
                 cur[m] = float(x)
         else:
             for m in METRIC_COLUMNS:
@@ -193,8 +194,13 @@ def compare_rows(
     if drift_factor <= 0:
         raise ValueError("drift_factor must be positive")
     floors = resolve_noise_floor(noise_floor)
-    comp = Comparison(run_id=run_id, baseline_id=baseline_id if base_rows is not None else None,
-                      drift_factor=float(drift_factor), noise_floor=floors, strict=strict)
+    comp = Comparison(
+        run_id=run_id,
+        baseline_id=baseline_id if base_rows is not None else None,
+        drift_factor=float(drift_factor),
+        noise_floor=floors,
+        strict=strict,
+    )
     run_rows = [_flat(r) for r in run_rows]
     comp.per_dtype = _summaries(run_rows)
     if base_rows is None:
@@ -207,8 +213,15 @@ def compare_rows(
     comp.missing_in_baseline = sorted(set(run) - set(base))
     for cid in sorted(set(run) & set(base)):
         a, b = run[cid], base[cid]
-        change = CaseChange(cid, a.get("family"), a.get("dtype"), b["outcome"], a["outcome"],
-                            a.get("category"), b.get("category"))
+        change = CaseChange(
+            cid,
+            a.get("family"),
+            a.get("dtype"),
+            b["outcome"],
+            a["outcome"],
+            a.get("category"),
+            b.get("category"),
+        )
         if a["outcome"] == "failed":
             if b["outcome"] == "passed":
                 comp.new_failures.append(change)
@@ -227,8 +240,9 @@ def compare_rows(
             floor = _floor(floors, a.get("dtype"), m)
             if va > drift_factor * vb and va > floor:
                 ratio = va / vb if vb > 0 else float("inf")
-                comp.drift.append(Drift(cid, a.get("family"), a.get("dtype"), m, vb, va, ratio,
-                                        floor))
+                comp.drift.append(
+                    Drift(cid, a.get("family"), a.get("dtype"), m, vb, va, ratio, floor)
+                )
     return comp
 
 
@@ -266,9 +280,15 @@ def compare(
     elif store.get_run(baseline_id) is None:
         raise KeyError(f"unknown baseline run {baseline_id!r}")
     base_rows = store.result_rows(baseline_id) if baseline_id else None
-    return compare_rows(store.result_rows(run_id), base_rows, run_id=run_id,
-                        baseline_id=baseline_id, drift_factor=drift_factor,
-                        noise_floor=noise_floor, strict=strict)
+    return compare_rows(
+        store.result_rows(run_id),
+        base_rows,
+        run_id=run_id,
+        baseline_id=baseline_id,
+        drift_factor=drift_factor,
+        noise_floor=noise_floor,
+        strict=strict,
+    )
 
 
 # --------------------------------------------------------------------------- rendering
@@ -296,39 +316,101 @@ def _verdict(c: Comparison) -> str:
 
 def _sections(c: Comparison, limit: int | None):
     """(title, header, rows) tables shared by every renderer."""
+
     def cut(items):
         return items if limit is None else items[:limit]
 
     change_hdr = ["case", "family", "dtype", "baseline", "now", "category"]
 
     def change_rows(items):
-        return [[x.case_id, x.family, x.dtype, x.baseline_outcome, x.outcome, x.category or ""]
-                for x in cut(items)]
+        return [
+            [x.case_id, x.family, x.dtype, x.baseline_outcome, x.outcome, x.category or ""]
+            for x in cut(items)
+        ]
 
     out = []
     if c.baseline_id is not None:
-        out.append((f"New failures ({len(c.new_failures)})", change_hdr,
-                    change_rows(c.new_failures)))
-        out.append((f"Precision drift ({len(c.drift)}; factor {c.drift_factor:g})",
-                    ["case", "family", "dtype", "metric", "baseline", "now", "ratio", "floor"],
-                    [[d.case_id, d.family, d.dtype, d.metric, _g(d.baseline), _g(d.value),
-                      "inf" if d.ratio == float("inf") else f"{d.ratio:.2f}", _g(d.floor)]
-                     for d in cut(c.drift)]))
-        out.append((f"Missing from the run ({len(c.missing_in_run)})", ["case"],
-                    [[x] for x in cut(c.missing_in_run)]))
-        out.append((f"Newly broken, not verified ({len(c.new_broken)})", change_hdr,
-                    change_rows(c.new_broken)))
+        out.append(
+            (f"New failures ({len(c.new_failures)})", change_hdr, change_rows(c.new_failures))
+        )
+        out.append(
+            (
+                f"Precision drift ({len(c.drift)}; factor {c.drift_factor:g})",
+                ["case", "family", "dtype", "metric", "baseline", "now", "ratio", "floor"],
+                [
+                    [
+                        d.case_id,
+                        d.family,
+                        d.dtype,
+                        d.metric,
+                        _g(d.baseline),
+                        _g(d.value),
+                        "inf" if d.ratio == float("inf") else f"{d.ratio:.2f}",
+                        _g(d.floor),
+                    ]
+                    for d in cut(c.drift)
+                ],
+            )
+        )
+        out.append(
+            (
+                f"Missing from the run ({len(c.missing_in_run)})",
+                ["case"],
+                [[x] for x in cut(c.missing_in_run)],
+            )
+        )
+        out.append(
+            (
+                f"Newly broken, not verified ({len(c.new_broken)})",
+                change_hdr,
+                change_rows(c.new_broken),
+            )
+        )
         out.append((f"Fixed ({len(c.fixed)})", change_hdr, change_rows(c.fixed)))
-        out.append((f"Still failing ({len(c.still_failing)})", change_hdr,
-                    change_rows(c.still_failing)))
-        out.append((f"New in the run ({len(c.missing_in_baseline)})", ["case"],
-                    [[x] for x in cut(c.missing_in_baseline)]))
-    out.append(("Per family and dtype",
-                ["family", "dtype", "cases", "passed", "failed", "broken", "pass rate",
-                 "MERE median", "MERE max", "MARE median", "MARE max"],
-                [[s.family, s.dtype, s.n, s.passed, s.failed, s.broken, _pct(s.pass_rate),
-                  _g(s.mere_median), _g(s.mere_max), _g(s.mare_median), _g(s.mare_max)]
-                 for s in c.per_dtype]))
+        out.append(
+            (f"Still failing ({len(c.still_failing)})", change_hdr, change_rows(c.still_failing))
+        )
+        out.append(
+            (
+                f"New in the run ({len(c.missing_in_baseline)})",
+                ["case"],
+                [[x] for x in cut(c.missing_in_baseline)],
+            )
+        )
+    out.append(
+        (
+            "Per family and dtype",
+            [
+                "family",
+                "dtype",
+                "cases",
+                "passed",
+                "failed",
+                "broken",
+                "pass rate",
+                "MERE median",
+                "MERE max",
+                "MARE median",
+                "MARE max",
+            ],
+            [
+                [
+                    s.family,
+                    s.dtype,
+                    s.n,
+                    s.passed,
+                    s.failed,
+                    s.broken,
+                    _pct(s.pass_rate),
+                    _g(s.mere_median),
+                    _g(s.mere_max),
+                    _g(s.mare_median),
+                    _g(s.mare_max),
+                ]
+                for s in c.per_dtype
+            ],
+        )
+    )
     return out
 
 
@@ -336,8 +418,10 @@ def plain_table(hdr: Sequence[str], rows: Sequence[Sequence], indent: str = "  "
     """Rows of a left-aligned plain-text table."""
     table = [list(hdr)] + [["" if v is None else str(v) for v in r] for r in rows]
     widths = [max(len(r[i]) for r in table) for i in range(len(hdr))]
-    return [indent + "  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip()
-            for r in table]
+    return [
+        indent + "  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip()
+        for r in table
+    ]
 
 
 def to_text(c: Comparison, limit: int | None = 50) -> str:
@@ -411,8 +495,9 @@ def to_html(c: Comparison, limit: int | None = 200, trend_png_name: str | None =
             continue
         parts.append("<table><tr>" + "".join(f"<th>{e(h)}</th>" for h in hdr) + "</tr>")
         for r in rows:
-            parts.append("<tr>" + "".join(f"<td>{e('' if v is None else str(v))}</td>"
-                                          for v in r) + "</tr>")
+            parts.append(
+                "<tr>" + "".join(f"<td>{e('' if v is None else str(v))}</td>" for v in r) + "</tr>"
+            )
         parts.append("</table>")
     parts.append("</body></html>")
     return "\n".join(parts)
@@ -422,8 +507,9 @@ def to_html(c: Comparison, limit: int | None = 200, trend_png_name: str | None =
 
 
 def _store_arg(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--store", default=None,
-                   help="run store (default: $FARM_STORE or runs/farm.sqlite)")
+    p.add_argument(
+        "--store", default=None, help="run store (default: $FARM_STORE or runs/farm.sqlite)"
+    )
 
 
 def _open(args) -> RunStore:
@@ -444,19 +530,39 @@ def main_runs(argv: Sequence[str] | None = None) -> int:
     if args.json:
         print(json.dumps(runs, indent=2, sort_keys=True))
         return 0
-    hdr = ("run", "tier", "started", "ended", "exit", "cases", "passed", "failed", "broken",
-           "package", "commit", "baseline")
+    hdr = (
+        "run",
+        "tier",
+        "started",
+        "ended",
+        "exit",
+        "cases",
+        "passed",
+        "failed",
+        "broken",
+        "package",
+        "commit",
+        "baseline",
+    )
     rows = []
     for r in runs:
         c = r["counts"]
-        rows.append([
-            r["run_id"], r["tier"], r["started_at"] or "", r["ended_at"] or "(running)",
-            "" if r["exit_code"] is None else str(r["exit_code"]), str(c["total"]),
-            str(c["passed"]), str(c["failed"]), str(c["broken"]),
-            f"{r.get('package_version') or ''} {(r.get('package_sha256') or '')[:12]}".strip(),
-            (r.get("git_commit") or "")[:12],
-            "yes" if baselines.get(r["tier"]) == r["run_id"] else "",
-        ])
+        rows.append(
+            [
+                r["run_id"],
+                r["tier"],
+                r["started_at"] or "",
+                r["ended_at"] or "(running)",
+                "" if r["exit_code"] is None else str(r["exit_code"]),
+                str(c["total"]),
+                str(c["passed"]),
+                str(c["failed"]),
+                str(c["broken"]),
+                f"{r.get('package_version') or ''} {(r.get('package_sha256') or '')[:12]}".strip(),
+                (r.get("git_commit") or "")[:12],
+                "yes" if baselines.get(r["tier"]) == r["run_id"] else "",
+            ]
+        )
     if not runs:
         print("no runs recorded yet")
     elif sys.stdout.isatty():
@@ -537,12 +643,16 @@ def main_compare(argv: Sequence[str] | None = None) -> int:
     p.add_argument("run", nargs="?", help="default: the newest finished run")
     p.add_argument("--baseline", help="default: the tier's explicit baseline, else last green")
     p.add_argument("--drift-factor", type=float, default=DEFAULT_DRIFT_FACTOR)
-    p.add_argument("--noise-floor", action="append", metavar="SPEC",
-                   help="a number for every dtype, or DTYPE=X, or DTYPE:METRIC=X; repeatable")
-    p.add_argument("--strict", action="store_true",
-                   help="count cases broken by infrastructure as regressions")
-    p.add_argument("--format", choices=("rich", "text", "json", "markdown", "html"),
-                   default="rich")
+    p.add_argument(
+        "--noise-floor",
+        action="append",
+        metavar="SPEC",
+        help="a number for every dtype, or DTYPE=X, or DTYPE:METRIC=X; repeatable",
+    )
+    p.add_argument(
+        "--strict", action="store_true", help="count cases broken by infrastructure as regressions"
+    )
+    p.add_argument("--format", choices=("rich", "text", "json", "markdown", "html"), default="rich")
     p.add_argument("--output", "-o", help="write the rendering to this file instead of stdout")
     p.add_argument("--limit", type=int, default=50, help="rows per table (0: all)")
     args = p.parse_args(argv)
@@ -556,8 +666,14 @@ def main_compare(argv: Sequence[str] | None = None) -> int:
                 return 2
             run_id = latest["run_id"]
         try:
-            comp = compare(store, run_id, args.baseline, args.drift_factor,
-                           _parse_floor(args.noise_floor), strict=args.strict)
+            comp = compare(
+                store,
+                run_id,
+                args.baseline,
+                args.drift_factor,
+                _parse_floor(args.noise_floor),
+                strict=args.strict,
+            )
         except KeyError as exc:
             print(f"farm compare: {exc.args[0]}", file=sys.stderr)
             return 2
@@ -567,9 +683,12 @@ def main_compare(argv: Sequence[str] | None = None) -> int:
     if fmt == "rich":
         render_rich(comp, limit=limit)
     else:
-        text = {"text": lambda: to_text(comp, limit), "json": comp.to_json,
-                "markdown": lambda: to_markdown(comp, limit),
-                "html": lambda: to_html(comp, limit)}[fmt]()
+        text = {
+            "text": lambda: to_text(comp, limit),
+            "json": comp.to_json,
+            "markdown": lambda: to_markdown(comp, limit),
+            "html": lambda: to_html(comp, limit),
+        }[fmt]()
         if args.output:
             with open(args.output, "w", encoding="utf-8") as f:
                 f.write(text)

@@ -44,8 +44,7 @@ BUNDLE_PATHS = (
     "farm/backends",
     "golden",
 )
-BUNDLE_REQUIRED = ("farm/__init__.py", "farm/errors.py", "farm/protocol.py", "farm/agent",
-                   "golden")
+BUNDLE_REQUIRED = ("farm/__init__.py", "farm/errors.py", "farm/protocol.py", "farm/agent", "golden")
 BUNDLE_PREFIX = "lsg-agent"
 _ENTRY_MTIME = 946684800  # 2000-01-01: fixed, so identical sources give identical bytes
 _ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar")
@@ -205,8 +204,9 @@ def deploy(transport: Transport, host: HostSpec | None, files: Iterable[Path]) -
 # The operator package (dist/op/*.tar.gz, built by farm/build.py)
 
 
-def find_op_package(dist: str | os.PathLike[str] = REPO_ROOT / "dist" / "op",
-                    target: str = "twin") -> Path:
+def find_op_package(
+    dist: str | os.PathLike[str] = REPO_ROOT / "dist" / "op", target: str = "twin"
+) -> Path:
     """The newest op package for ``target`` in ``dist``."""
     found = sorted(Path(dist).glob(f"*-{target}*.tar.gz"), key=lambda p: p.stat().st_mtime)
     if not found:

@@ -12,7 +12,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from farm.agent.outcome import tagged
 from farm.errors import ConnectionLost, InfraError
 from farm.leases import LeaseTimeout, RunState, lease
 
@@ -70,11 +69,15 @@ class Dispatcher:
 
     def _candidates(self, family: str, preferred: str | None, tried: list[str]) -> list[SlotInfo]:
         quarantined = self.state.quarantined()
-        healthy = [s for s in self.slots.values() if s.family == family and s.host not in quarantined]
+        healthy = [
+            s for s in self.slots.values() if s.family == family and s.host not in quarantined
+        ]
         fresh = [s for s in healthy if s.id not in tried]
         # Another slot first; the same slot again only when the family has no other.
         pool = fresh or healthy
-        pool.sort(key=lambda s: (s.id != preferred, s.host in {self.slots[t].host for t in tried}, s.id))
+        pool.sort(
+            key=lambda s: (s.id != preferred, s.host in {self.slots[t].host for t in tried}, s.id)
+        )
         return pool
 
     # -- running --------------------------------------------------------------------------
@@ -89,8 +92,9 @@ class Dispatcher:
             if not candidates:
                 why = "; ".join(f"{h}: {r}" for h, r in self.state.quarantined().items())
                 detail = f" (quarantined: {why})" if why else ""
-                return self._broken(case, tried, errors, started,
-                                    f"no healthy slot of family {case.family}{detail}")
+                return self._broken(
+                    case, tried, errors, started, f"no healthy slot of family {case.family}{detail}"
+                )
             slot = candidates[0]
             tried.append(slot.id)
             try:
@@ -110,18 +114,18 @@ class Dispatcher:
                 record["timings"]["wall_s"] = time.perf_counter() - started
                 return record
             if len(tried) > MAX_RETRIES:
-                return self._broken(case, tried, errors, started,
-                                    f"gave up after {len(tried)} attempts")
+                return self._broken(
+                    case, tried, errors, started, f"gave up after {len(tried)} attempts"
+                )
 
     def _attempt(self, slot: SlotInfo, payload: dict, case) -> dict:
         channel = self._channels.get(slot.id)
         if channel is None:
             channel = self._channels[slot.id] = self.open_channel(slot)
-        reply = channel.request(
-            {"op": "run-case", "case": payload, "backend": self.backend, "device": slot.device},
-            timeout=case_timeout(case, self.base_timeout),
+        result = channel.run_case(
+            payload, self.backend, slot.device, case_timeout(case, self.base_timeout)
         )
-        return _with_case(dict(reply["result"]), case)
+        return _with_case(dict(result), case)
 
     def _drop(self, slot: SlotInfo) -> None:
         channel = self._channels.pop(slot.id, None)
@@ -133,7 +137,7 @@ class Dispatcher:
 
     def _broken(self, case, tried, errors, started, summary: str) -> dict:
         detail = "; ".join(errors[-3:])
-        message = tagged("infrastructure", summary + (f": {detail}" if detail else ""))
+        message = summary + (f": {detail}" if detail else "")
         return _with_case(
             {
                 "outcome": "broken",
@@ -161,7 +165,7 @@ class Dispatcher:
         record.update(
             outcome="failed",
             category="crash",
-            message=tagged("crash", f"the agent died running this case on {slot.id}: {crash}"),
+            message=(f"the agent died running this case on {slot.id}: {crash}"),
         )
         return record
 

@@ -57,8 +57,9 @@ class HostHealth:
         return asdict(self)
 
 
-def identity_problems(host: HostSpec, ident: Mapping[str, Any],
-                      expected_bundle_sha: str | None = None) -> list[str]:
+def identity_problems(
+    host: HostSpec, ident: Mapping[str, Any], expected_bundle_sha: str | None = None
+) -> list[str]:
     """What is wrong with a host's reported identity, one fix-naming line each."""
     name = host.name
     reasons: list[str] = []
@@ -172,7 +173,12 @@ def check_pool(
     with ThreadPoolExecutor(max_workers=max(1, min(max_workers, len(hosts) or 1))) as pool:
         futures = {
             h.name: pool.submit(
-                check_host, h, transport_factory, expected_bundle_sha, canary, bundle=bundle,
+                check_host,
+                h,
+                transport_factory,
+                expected_bundle_sha,
+                canary,
+                bundle=bundle,
                 **kwargs,
             )
             for h in hosts
@@ -282,8 +288,19 @@ class Quarantine:
             return host in data["hosts"]
 
 
-HOST_COLUMNS = ("host", "transport", "address", "soc", "family", "devices", "tags", "state",
-                "quarantined", "reason", "since")
+HOST_COLUMNS = (
+    "host",
+    "transport",
+    "address",
+    "soc",
+    "family",
+    "devices",
+    "tags",
+    "state",
+    "quarantined",
+    "reason",
+    "since",
+)
 
 
 def host_rows(

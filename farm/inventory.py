@@ -204,7 +204,7 @@ def inventory_from_dict(data: Mapping[str, Any], *, source: Path | None = None) 
         raise ConfigError(f"{where}: [defaults] must be a table")
     _check_fields(where, "[defaults]", defaults)
     if "name" in defaults:
-        raise ConfigError(f"{where}: [defaults]: field \"name\" cannot have a default; name hosts")
+        raise ConfigError(f'{where}: [defaults]: field "name" cannot have a default; name hosts')
     hosts_raw = data.get("host", [])
     if not isinstance(hosts_raw, list) or not all(isinstance(h, dict) for h in hosts_raw):
         raise ConfigError(f"{where}: hosts must be an array of tables written [[host]]")
@@ -296,9 +296,7 @@ def _host_from_fields(
                 raise fail("env", f"value of {k} must be a string, got {v!r}")
         workdir = f.get("workdir")
         workdir_path = _resolve(workdir, base) if workdir else base / ".lsg-hosts" / name
-        return HostSpec(
-            **common, workdir=str(workdir_path), env=tuple(sorted(env.items()))
-        )
+        return HostSpec(**common, workdir=str(workdir_path), env=tuple(sorted(env.items())))
 
     # ssh
     if "env" in f:
@@ -323,12 +321,17 @@ def _host_from_fields(
         )
     key = _resolve(key_raw, base)
     if not key.is_file():
-        raise fail("key", f"key file {key} does not exist; create it (ssh-keygen -t ed25519) or "
-                    "fix the path")
+        raise fail(
+            "key",
+            f"key file {key} does not exist; create it (ssh-keygen -t ed25519) or fix the path",
+        )
     policy = f.get("host_key_policy", "strict")
     if policy not in HOST_KEY_POLICIES:
-        raise fail("host_key_policy", f"{policy!r}; use \"strict\" (known_hosts only) or "
-                   "\"accept-new\" (lab opt-in: record unknown keys)")
+        raise fail(
+            "host_key_policy",
+            f'{policy!r}; use "strict" (known_hosts only) or '
+            '"accept-new" (lab opt-in: record unknown keys)',
+        )
     known_hosts = _resolve(f.get("known_hosts", "~/.ssh/known_hosts"), base)
     if policy == "strict" and not known_hosts.is_file():
         raise fail(
@@ -339,8 +342,10 @@ def _host_from_fields(
         )
     workdir = f.get("workdir", DEFAULT_SSH_WORKDIR)
     if not workdir or workdir.startswith("~"):
-        raise fail("workdir", f"{workdir!r}; use an absolute path or one relative to the remote "
-                   "home (no ~)")
+        raise fail(
+            "workdir",
+            f"{workdir!r}; use an absolute path or one relative to the remote home (no ~)",
+        )
     return HostSpec(
         **common,
         address=address,

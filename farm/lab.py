@@ -651,8 +651,11 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="cmd", required=True)
     up = sub.add_parser("up", help="start N sshd hosts and write <root>/inventory.toml")
     up.add_argument("--hosts", type=int, default=3, help="number of hosts (default 3)")
-    for p in (up, sub.add_parser("down", help="stop the lab's sshd instances"),
-              sub.add_parser("status", help="show the lab's hosts")):
+    for p in (
+        up,
+        sub.add_parser("down", help="stop the lab's sshd instances"),
+        sub.add_parser("status", help="show the lab's hosts"),
+    ):
         p.add_argument("--root", default=str(DEFAULT_ROOT), help="lab directory (default ./lab)")
     args = parser.parse_args(argv)
     lab = Lab(args.root)

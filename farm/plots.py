@@ -71,17 +71,38 @@ def error_histogram_png(record_or_metrics: Mapping, dtype: str | None = None) ->
         edges = [float(e) for e in hist["edges"]]
         counts = [int(c) for c in hist["counts"]]
         widths = [b - a for a, b in zip(edges[:-1], edges[1:], strict=True)]
-        ax.bar(edges[:-1], counts, width=widths, align="edge", color="#4477aa",
-               edgecolor="#223355", linewidth=0.4, label="elements")
+        ax.bar(
+            edges[:-1],
+            counts,
+            width=widths,
+            align="edge",
+            color="#4477aa",
+            edgecolor="#223355",
+            linewidth=0.4,
+            label="elements",
+        )
         zeros = int(hist.get("zeros", 0) or 0)
         if zeros:
             w = widths[0] if widths else 0.25
-            ax.bar([edges[0] - 1.5 * w], [zeros], width=w, align="edge", color="#999999",
-                   label=f"exact (error 0): {zeros}")
+            ax.bar(
+                [edges[0] - 1.5 * w],
+                [zeros],
+                width=w,
+                align="edge",
+                color="#999999",
+                label=f"exact (error 0): {zeros}",
+            )
         nonfinite = int(hist.get("nonfinite", 0) or 0)
         if nonfinite:
-            ax.text(0.99, 0.95, f"NaN/inf positions: {nonfinite}", transform=ax.transAxes,
-                    ha="right", va="top", fontsize=8)
+            ax.text(
+                0.99,
+                0.95,
+                f"NaN/inf positions: {nonfinite}",
+                transform=ax.transAxes,
+                ha="right",
+                va="top",
+                fontsize=8,
+            )
         ax.set_ylabel("elements")
         if any(c > 0 for c in counts) and max(counts) / max(1, min(c for c in counts if c)) > 1e3:
             ax.set_yscale("log")
@@ -98,17 +119,37 @@ def error_histogram_png(record_or_metrics: Mapping, dtype: str | None = None) ->
     for name, style in (("mere", ":"), ("mare", "-.")):
         v = _finite_positive(metrics.get(name)) if isinstance(metrics, Mapping) else None
         if v is not None:
-            ax.axvline(math.log10(v), color="#555555", linestyle=style, linewidth=1.2,
-                       label=f"{name.upper()} {v:.3g}")
+            ax.axvline(
+                math.log10(v),
+                color="#555555",
+                linestyle=style,
+                linewidth=1.2,
+                label=f"{name.upper()} {v:.3g}",
+            )
             drew = True
     if t is not None:
-        ax.axvline(math.log10(t), color="#228833", linewidth=1.6,
-                   label=f"T ({dtype}) = 2^{round(math.log2(t))}")
-        ax.axvline(math.log10(10 * t), color="#ee7733", linewidth=1.2, linestyle="--",
-                   label="10·T (MARE limit)")
+        ax.axvline(
+            math.log10(t),
+            color="#228833",
+            linewidth=1.6,
+            label=f"T ({dtype}) = 2^{round(math.log2(t))}",
+        )
+        ax.axvline(
+            math.log10(10 * t),
+            color="#ee7733",
+            linewidth=1.2,
+            linestyle="--",
+            label="10·T (MARE limit)",
+        )
     if not drew:
-        ax.text(0.5, 0.5, "no error metrics in this record", transform=ax.transAxes,
-                ha="center", va="center")
+        ax.text(
+            0.5,
+            0.5,
+            "no error metrics in this record",
+            transform=ax.transAxes,
+            ha="center",
+            va="center",
+        )
     ax.set_xlabel("log10(relative error)  |a-g| / (|g| + 1e-7)")
     ax.set_title(f"Error distribution {title}".strip(), fontsize=10)
     handles, labels = ax.get_legend_handles_labels()
@@ -156,20 +197,31 @@ def trend_png(series: Sequence[Mapping] | Mapping) -> bytes:
             drew[k] = True
         for dt, t in THRESHOLDS.items():
             if any(d == dt for _, d in lines):
-                ax.axhline(t if metric == "mere" else 10 * t, color="#999999", linewidth=0.8,
-                           linestyle="--")
+                ax.axhline(
+                    t if metric == "mere" else 10 * t,
+                    color="#999999",
+                    linewidth=0.8,
+                    linestyle="--",
+                )
         if drew[k]:
             ax.set_yscale("log")
             ax.legend(fontsize=7, loc="upper left", ncol=3)
         else:
-            ax.text(0.5, 0.5, "no precision results yet", transform=ax.transAxes,
-                    ha="center", va="center")
+            ax.text(
+                0.5,
+                0.5,
+                "no precision results yet",
+                transform=ax.transAxes,
+                ha="center",
+                va="center",
+            )
         ax.set_ylabel(f"{metric.upper()} (median, band to max)")
         ax.grid(True, alpha=0.3)
     axes[1].set_xticks(range(len(runs)))
     axes[1].set_xticklabels([r[-24:] for r in runs], rotation=30, ha="right", fontsize=7)
     axes[0].set_xticks(range(len(runs)))
     axes[0].set_xticklabels([])
-    axes[0].set_title("Precision trend per family and dtype (dashed: T for MERE, 10·T for MARE)",
-                      fontsize=10)
+    axes[0].set_title(
+        "Precision trend per family and dtype (dashed: T for MERE, 10·T for MARE)", fontsize=10
+    )
     return _png(fig)

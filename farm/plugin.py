@@ -30,13 +30,17 @@ class InfrastructureBroken(Exception):
 
 def pytest_addoption(parser):
     group = parser.getgroup("farm", "LogSoftmaxGrad test farm")
-    group.addoption("--farm-inventory", metavar="FILE", help="TOML inventory (default: embedded pool)")
+    group.addoption(
+        "--farm-inventory", metavar="FILE", help="TOML inventory (default: embedded pool)"
+    )
     group.addoption("--farm-tier", default="smoke", help="smoke | nightly | full (default smoke)")
     group.addoption("--farm-backend", default="twin", help="twin | torch (default twin)")
     group.addoption("--farm-run-dir", metavar="DIR", help="where this run's records go")
     group.addoption("--farm-plan", metavar="FILE", help="a pool plan prepared by `farm run`")
     group.addoption(
-        "--farm-case-timeout", type=float, default=60.0,
+        "--farm-case-timeout",
+        type=float,
+        default=60.0,
         help="seconds an agent may take for a small case (grows with size; default 60)",
     )
 
@@ -53,6 +57,7 @@ def _active(config) -> bool:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config):
+    config.addinivalue_line("markers", "xdist_group(name): keeps a slot's cases on one worker")
     if not _active(config):
         return
     worker = getattr(config, "workerinput", None)
@@ -169,8 +174,11 @@ def farm_run(request, farm_dispatcher):
         record = farm_dispatcher.run(case, preferred)
         farm_dispatcher.records.write(record)
         request.node.user_properties.extend(
-            [("farm_host", record.get("host")), ("farm_outcome", record["outcome"]),
-             ("farm_category", record.get("category"))]
+            [
+                ("farm_host", record.get("host")),
+                ("farm_outcome", record["outcome"]),
+                ("farm_category", record.get("category")),
+            ]
         )
         _annotate(record)
         return record
@@ -187,7 +195,10 @@ def _annotate(record: dict) -> None:
 
 
 def check_record(record: dict) -> None:
-    """The assertion every suite makes: product failures fail, infrastructure is broken."""
+    """The assertion every suite makes: product failures fail, infrastructure is broken. The
+    message starts with the category in brackets, which Allure's categories match."""
+    from farm.allure_glue import failure_message
+
     if record["outcome"] == "broken":
-        raise InfrastructureBroken(record["message"])
-    assert record["outcome"] == "passed", record["message"]
+        raise InfrastructureBroken(failure_message(record))
+    assert record["outcome"] == "passed", failure_message(record)

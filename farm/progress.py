@@ -42,7 +42,9 @@ class LiveProgress:
         self._total(len(ids))
 
     def pytest_sessionstart(self, session):
-        self.live = Live(self._render(), console=self.console, refresh_per_second=4, transient=False)
+        self.live = Live(
+            self._render(), console=self.console, refresh_per_second=4, transient=False
+        )
         self.live.start()
 
     def pytest_runtest_logreport(self, report):
@@ -83,7 +85,10 @@ class LiveProgress:
         for host in sorted(self.per_host):
             c = self.per_host[host]
             hosts.add_row(
-                host, str(sum(c.values())), str(c["failed"]), str(c["broken"]),
+                host,
+                str(sum(c.values())),
+                str(c["failed"]),
+                str(c["broken"]),
                 self.last_case.get(host, ""),
             )
         return Group(self.progress, hosts)

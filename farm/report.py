@@ -64,8 +64,9 @@ def allure_available(reports_dir: Path = REPORTS_DIR) -> bool:
 # --------------------------------------------------------------------------- summary files
 
 
-def write_summary_files(dest: Path, comparison=None, trend_png: bytes | None = None,
-                        run_meta: Mapping | None = None) -> list[Path]:
+def write_summary_files(
+    dest: Path, comparison=None, trend_png: bytes | None = None, run_meta: Mapping | None = None
+) -> list[Path]:
     """The run-level attachments: regression summary (HTML, Markdown, JSON) and trend PNG."""
     from farm import compare as cmp
 
@@ -78,8 +79,10 @@ def write_summary_files(dest: Path, comparison=None, trend_png: bytes | None = N
     if comparison is not None:
         page = cmp.to_html(comparison)
         if trend_png:
-            img = ("<h3>Precision trend</h3><p><img alt='precision trend' style='max-width:100%'"
-                   " src='data:image/png;base64," + base64.b64encode(trend_png).decode() + "'></p>")
+            img = (
+                "<h3>Precision trend</h3><p><img alt='precision trend' style='max-width:100%'"
+                " src='data:image/png;base64," + base64.b64encode(trend_png).decode() + "'></p>"
+            )
             page = page.replace("</body>", img + "</body>")
         p = dest / "regression-summary.html"
         p.write_text(page, encoding="utf-8")
@@ -134,8 +137,9 @@ def generate(
             from farm.plots import trend_png
 
             trend = trend_png(trend_series)
-        attachments = [str(p) for p in write_summary_files(work / "summary", comparison, trend,
-                                                           run_meta)]
+        attachments = [
+            str(p) for p in write_summary_files(work / "summary", comparison, trend, run_meta)
+        ]
         attachments += [str(Path(p).resolve()) for p in extra_attachments]
         env = dict(os.environ)
         env.update(
@@ -152,9 +156,20 @@ def generate(
         else:
             env.pop("FARM_ALLURE_HISTORY", None)
         proc = subprocess.run(
-            [*cmd, "generate", str(results_dir), "-c", str(Path(reports_dir) / "allurerc.mjs"),
-             "--output", str(staging)],
-            cwd=str(reports_dir), env=env, capture_output=True, text=True, timeout=timeout,
+            [
+                *cmd,
+                "generate",
+                str(results_dir),
+                "-c",
+                str(Path(reports_dir) / "allurerc.mjs"),
+                "--output",
+                str(staging),
+            ],
+            cwd=str(reports_dir),
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
         )
         index = staging / "index.html"
         if proc.returncode != 0 or not index.is_file():
@@ -191,8 +206,9 @@ def read_results(results_dir: str | os.PathLike) -> list[dict]:
     return list(latest.values())
 
 
-def quality_gate(results_dir: str | os.PathLike, rules: Mapping | None = None,
-                 reports_dir: Path = REPORTS_DIR) -> tuple[int, list[str]]:
+def quality_gate(
+    results_dir: str | os.PathLike, rules: Mapping | None = None, reports_dir: Path = REPORTS_DIR
+) -> tuple[int, list[str]]:
     """Evaluate Allure-3-style gate rules on allure results: (0 | 1, failed rule messages).
 
     Rules: maxFailures (failed + broken tests allowed), minTestsCount, successRate (0..1,
@@ -205,8 +221,10 @@ def quality_gate(results_dir: str | os.PathLike, rules: Mapping | None = None,
     passed = sum(r.get("status") == "passed" for r in trs)
     msgs = []
     if "maxFailures" in rules and failures > int(rules["maxFailures"]):
-        msgs.append(f"maxFailures: {failures} failed or broken tests exceed the allowed "
-                    f"{int(rules['maxFailures'])}")
+        msgs.append(
+            f"maxFailures: {failures} failed or broken tests exceed the allowed "
+            f"{int(rules['maxFailures'])}"
+        )
     if "minTestsCount" in rules and total < int(rules["minTestsCount"]):
         msgs.append(f"minTestsCount: {total} tests, fewer than {int(rules['minTestsCount'])}")
     if "successRate" in rules:
@@ -245,23 +263,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="farm report", description=main.__doc__)
     p.add_argument("run", nargs="?", help="default: the newest run")
     p.add_argument("--store", default=None, help="default: $FARM_STORE or runs/farm.sqlite")
-    p.add_argument("--results", help="allure-results dir (default: <run dir>/allure-results,"
-                   " the run dir being the run's recorded run_dir, else <store dir>/<run>)")
+    p.add_argument(
+        "--results",
+        help="allure-results dir (default: <run dir>/allure-results,"
+        " the run dir being the run's recorded run_dir, else <store dir>/<run>)",
+    )
     p.add_argument("--out", help="report dir (default: <run dir>/report)")
     p.add_argument("--baseline", help="baseline run (default: the tier's baseline)")
     p.add_argument("--drift-factor", type=float, default=DEFAULT_DRIFT_FACTOR)
     p.add_argument("--trend-runs", type=int, default=20)
     p.add_argument("--no-history", action="store_true")
-    p.add_argument("--no-regression-gate", action="store_true",
-                   help="exit 0 on regressions (the Allure quality gate still applies)")
+    p.add_argument(
+        "--no-regression-gate",
+        action="store_true",
+        help="exit 0 on regressions (the Allure quality gate still applies)",
+    )
     args = p.parse_args(argv)
 
     store_path = Path(args.store) if args.store else default_store_path()
     with RunStore(store_path) as store:
         run = store.get_run(args.run) if args.run else store.latest_run()
         if run is None:
-            print(f"farm report: {'unknown run ' + repr(args.run) if args.run else 'no runs'}",
-                  file=sys.stderr)
+            print(
+                f"farm report: {'unknown run ' + repr(args.run) if args.run else 'no runs'}",
+                file=sys.stderr,
+            )
             return 2
         run_id, tier = run["run_id"], run["tier"]
         try:
@@ -274,8 +300,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     out = Path(args.out) if args.out else default_report_dir(run, store_path)
     history = None if args.no_history else history_path_for(store_path, tier)
     try:
-        code, index = generate(results, out, history, report_name=f"LogSoftmaxGrad {tier} {run_id}",
-                               comparison=comp, trend_series=series, run_meta=run)
+        code, index = generate(
+            results,
+            out,
+            history,
+            report_name=f"LogSoftmaxGrad {tier} {run_id}",
+            comparison=comp,
+            trend_series=series,
+            run_meta=run,
+        )
     except (ReportToolMissing, FileNotFoundError) as exc:
         print(f"farm report: {exc}", file=sys.stderr)
         return 2

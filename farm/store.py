@@ -137,7 +137,7 @@ def _m1_initial(db: sqlite3.Connection) -> None:
             set_at TEXT NOT NULL
         );
         CREATE INDEX runs_tier_started ON runs(tier, started_at);
-        """
+        """,
     )
 
 
@@ -160,8 +160,14 @@ def _m2_counts_timings_inventory(db: sqlite3.Connection) -> None:
         updates.append(
             (
                 *(_num(t.get(c)) for c in TIMING_COLUMNS),
-                rec.get("api"), rec.get("layout"), (rec.get("expect") or {}).get("kind"),
-                rec.get("soc"), rec.get("slot"), rec.get("status"), run_id, case_id,
+                rec.get("api"),
+                rec.get("layout"),
+                (rec.get("expect") or {}).get("kind"),
+                rec.get("soc"),
+                rec.get("slot"),
+                rec.get("status"),
+                run_id,
+                case_id,
             )
         )
     db.executemany(
@@ -169,7 +175,7 @@ def _m2_counts_timings_inventory(db: sqlite3.Connection) -> None:
         " expect_kind=?, soc=?, slot=?, status=? WHERE run_id=? AND case_id=?",
         updates,
     )
-    for (run_id, meta_json) in db.execute("SELECT run_id, meta_json FROM runs").fetchall():
+    for run_id, meta_json in db.execute("SELECT run_id, meta_json FROM runs").fetchall():
         inv = _inventory(json.loads(meta_json).get("inventory"))
         db.execute("UPDATE runs SET inventory_json=? WHERE run_id=?", (dumps(inv), run_id))
         _refresh_counts(db, run_id)
@@ -184,7 +190,7 @@ def _m3_compare_indexes(db: sqlite3.Connection) -> None:
         CREATE INDEX IF NOT EXISTS results_run_outcome ON results(run_id, outcome);
         CREATE INDEX IF NOT EXISTS results_run_family_dtype ON results(run_id, family, dtype);
         CREATE INDEX IF NOT EXISTS runs_tier_ended ON runs(tier, ended_at);
-        """
+        """,
     )
 
 
@@ -278,9 +284,30 @@ def _refresh_counts(db: sqlite3.Connection, run_id: str) -> None:
 
 
 _RESULT_COLUMNS = (
-    "run_id", "case_id", "family", "dtype", "schedule", "api", "layout", "expect_kind",
-    "outcome", "category", "status", "mere", "mare", "rmse", "max_abs", "host", "soc", "slot",
-    "attempts", "backend_s", "golden_s", "total_s", "wall_s", "record_json",
+    "run_id",
+    "case_id",
+    "family",
+    "dtype",
+    "schedule",
+    "api",
+    "layout",
+    "expect_kind",
+    "outcome",
+    "category",
+    "status",
+    "mere",
+    "mare",
+    "rmse",
+    "max_abs",
+    "host",
+    "soc",
+    "slot",
+    "attempts",
+    "backend_s",
+    "golden_s",
+    "total_s",
+    "wall_s",
+    "record_json",
 )
 _INSERT_RESULT = (
     f"INSERT OR REPLACE INTO results ({', '.join(_RESULT_COLUMNS)})"
@@ -292,17 +319,29 @@ def _result_row(run_id: str, rec: Mapping) -> tuple:
     if not rec.get("case_id"):
         raise ValueError("a result record needs a case_id")
     if rec.get("outcome") not in ("passed", "failed", "broken"):
-        raise ValueError(f"{rec.get('case_id')}: outcome must be passed|failed|broken, "
-                         f"not {rec.get('outcome')!r}")
+        raise ValueError(
+            f"{rec.get('case_id')}: outcome must be passed|failed|broken, "
+            f"not {rec.get('outcome')!r}"
+        )
     m = rec.get("metrics") or {}
     t = rec.get("timings") or {}
     attempts = rec.get("attempts")
     return (
-        run_id, str(rec["case_id"]), rec.get("family"), rec.get("dtype"), rec.get("schedule"),
-        rec.get("api"), rec.get("layout"), (rec.get("expect") or {}).get("kind"),
-        rec["outcome"], rec.get("category"), rec.get("status"),
+        run_id,
+        str(rec["case_id"]),
+        rec.get("family"),
+        rec.get("dtype"),
+        rec.get("schedule"),
+        rec.get("api"),
+        rec.get("layout"),
+        (rec.get("expect") or {}).get("kind"),
+        rec["outcome"],
+        rec.get("category"),
+        rec.get("status"),
         *(_num(m.get(c)) for c in METRIC_COLUMNS),
-        rec.get("host"), rec.get("soc"), rec.get("slot"),
+        rec.get("host"),
+        rec.get("soc"),
+        rec.get("slot"),
         int(attempts) if attempts is not None else None,
         *(_num(t.get(c)) for c in TIMING_COLUMNS),
         dumps(rec),
@@ -313,18 +352,32 @@ def _run_dict(row: sqlite3.Row) -> dict:
     meta = json.loads(row["meta_json"])
     d = dict(meta)
     d.update(
-        run_id=row["run_id"], tier=row["tier"], package_version=row["package_version"],
-        package_sha256=row["package_sha256"], target=row["target"], git_commit=row["git_commit"],
-        backend=row["backend"], farm_version=row["farm_version"], started_at=row["started_at"],
-        ended_at=row["ended_at"], exit_code=row["exit_code"],
+        run_id=row["run_id"],
+        tier=row["tier"],
+        package_version=row["package_version"],
+        package_sha256=row["package_sha256"],
+        target=row["target"],
+        git_commit=row["git_commit"],
+        backend=row["backend"],
+        farm_version=row["farm_version"],
+        started_at=row["started_at"],
+        ended_at=row["ended_at"],
+        exit_code=row["exit_code"],
         inventory=json.loads(row["inventory_json"]),
-        counts={"total": row["n_total"], "passed": row["n_passed"], "failed": row["n_failed"],
-                "broken": row["n_broken"]},
+        counts={
+            "total": row["n_total"],
+            "passed": row["n_passed"],
+            "failed": row["n_failed"],
+            "broken": row["n_broken"],
+        },
     )
     d["finished"] = row["ended_at"] is not None
     d["green"] = bool(
-        d["finished"] and row["exit_code"] == 0 and row["n_total"] > 0
-        and row["n_failed"] == 0 and row["n_broken"] == 0
+        d["finished"]
+        and row["exit_code"] == 0
+        and row["n_total"] > 0
+        and row["n_failed"] == 0
+        and row["n_broken"] == 0
     )
     return d
 
@@ -380,11 +433,17 @@ class RunStore:
                 " git_commit, backend, farm_version, started_at, meta_json, inventory_json)"
                 " VALUES (?,?,?,?,?,?,?,?,?,?,?)",
                 (
-                    run_id, tier, meta.get("package_version") or pkg.get("version"),
+                    run_id,
+                    tier,
+                    meta.get("package_version") or pkg.get("version"),
                     meta.get("package_sha256") or pkg.get("sha256"),
                     meta.get("target") or pkg.get("target"),
-                    meta.get("git_commit"), meta.get("backend"), meta.get("farm_version"),
-                    started, dumps(meta), dumps(inventory),
+                    meta.get("git_commit"),
+                    meta.get("backend"),
+                    meta.get("farm_version"),
+                    started,
+                    dumps(meta),
+                    dumps(inventory),
                 ),
             )
         return run_id
@@ -434,8 +493,9 @@ class RunStore:
             args.append(tier)
         if finished:
             sql += " AND ended_at IS NOT NULL"
-        row = self.db.execute(sql + " ORDER BY started_at DESC, rowid DESC LIMIT 1",
-                              args).fetchone()
+        row = self.db.execute(
+            sql + " ORDER BY started_at DESC, rowid DESC LIMIT 1", args
+        ).fetchone()
         return _run_dict(row) if row else None
 
     def results(self, run_id: str) -> list[dict]:
@@ -502,8 +562,9 @@ class RunStore:
             if ref:
                 sql += " AND (started_at < ? OR (started_at = ? AND rowid < ?))"
                 args += [ref[0], ref[0], ref[1]]
-        row = self.db.execute(sql + " ORDER BY started_at DESC, rowid DESC LIMIT 1",
-                              args).fetchone()
+        row = self.db.execute(
+            sql + " ORDER BY started_at DESC, rowid DESC LIMIT 1", args
+        ).fetchone()
         return row[0] if row else None
 
     # ---- trends
@@ -524,8 +585,13 @@ class RunStore:
         points = []
         for run_id, started in run_rows:
             groups: dict[tuple, dict] = defaultdict(
-                lambda: {"n": 0, "passed": 0, "failed": 0, "broken": 0,
-                         **{m: [] for m in METRIC_COLUMNS}}
+                lambda: {
+                    "n": 0,
+                    "passed": 0,
+                    "failed": 0,
+                    "broken": 0,
+                    **{m: [] for m in METRIC_COLUMNS},
+                }
             )
             for fam, dt, outcome, *vals in self.db.execute(
                 "SELECT family, dtype, outcome, mere, mare, rmse, max_abs FROM results"
@@ -539,12 +605,18 @@ class RunStore:
                 for m, v in zip(METRIC_COLUMNS, vals, strict=True):
                     if v is not None:
                         g[m].append(v)
-            for (fam, dt), g in sorted(groups.items(), key=lambda kv: (str(kv[0][0]),
-                                                                       str(kv[0][1]))):
+            for (fam, dt), g in sorted(
+                groups.items(), key=lambda kv: (str(kv[0][0]), str(kv[0][1]))
+            ):
                 points.append(
                     {
-                        "run_id": run_id, "started_at": started, "family": fam, "dtype": dt,
-                        "n": g["n"], "passed": g["passed"], "failed": g["failed"],
+                        "run_id": run_id,
+                        "started_at": started,
+                        "family": fam,
+                        "dtype": dt,
+                        "n": g["n"],
+                        "passed": g["passed"],
+                        "failed": g["failed"],
                         "broken": g["broken"],
                         "pass_rate": g["passed"] / g["n"] if g["n"] else None,
                         "mere_median": statistics.median(g["mere"]) if g["mere"] else None,

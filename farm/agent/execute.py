@@ -13,21 +13,31 @@ import numpy as np
 
 from farm.agent.outcome import classify
 from farm.plots_data import golden_free_histogram
-from golden import dtypes, inputs, metrics, reference, standards
+from golden import dtypes, inputs, reference, standards
 
 
 def make_call_inputs(case: dict) -> tuple[np.ndarray | None, np.ndarray | None]:
     """dy and y as the case describes them, with its perturbations (other dtype, other shape)."""
     shape = tuple(case["shape"])
     dy, y = inputs.make_inputs(
-        shape, case["dtype"], _generation_axes(case), case["y_dist"], case["dy_dist"],
-        case["special"], case["seed"],
+        shape,
+        case["dtype"],
+        _generation_axes(case),
+        case["y_dist"],
+        case["dy_dist"],
+        case["special"],
+        case["seed"],
     )
     if case.get("y_shape") is not None:
         y_shape = tuple(case["y_shape"])
         _, y = inputs.make_inputs(
-            y_shape, case["dtype"], _generation_axes(case, y_shape), case["y_dist"],
-            case["dy_dist"], "none", case["seed"],
+            y_shape,
+            case["dtype"],
+            _generation_axes(case, y_shape),
+            case["y_dist"],
+            case["dy_dist"],
+            "none",
+            case["seed"],
         )
     if case.get("y_dtype"):
         y = dtypes.round_to(dtypes.to_float64(y), case["y_dtype"])
@@ -43,8 +53,10 @@ def _generation_axes(case: dict, shape: tuple[int, ...] | None = None) -> tuple[
     shape = tuple(case["shape"]) if shape is None else shape
     n = max(len(shape), 1)
     axes = tuple(a + n if a < 0 else a for a in case["axes"])
-    if axes and all(0 <= a < n for a in axes) and sorted(axes) == list(
-        range(min(axes), max(axes) + 1)
+    if (
+        axes
+        and all(0 <= a < n for a in axes)
+        and sorted(axes) == list(range(min(axes), max(axes) + 1))
     ):
         return axes
     return (n - 1,)
@@ -67,9 +79,15 @@ def run_case(case: dict, backend: str, device: int, identity) -> dict:
     out_shape = tuple(case["out_shape"]) if case.get("out_shape") is not None else None
     run = _backend(backend)
     result = run(
-        dy, y, tuple(case["axes"]), identity.soc,
-        out_dtype=out_dtype, out_shape=out_shape, missing=case.get("missing"),
-        api=case["api"], device=device,
+        dy,
+        y,
+        tuple(case["axes"]),
+        identity.soc,
+        out_dtype=out_dtype,
+        out_shape=out_shape,
+        missing=case.get("missing"),
+        api=case["api"],
+        device=device,
     )
     backend_s = result.seconds
 
@@ -110,9 +128,14 @@ def _judge(case: dict, dy, y, out, expect: dict) -> dict:
     dtype = case["dtype"]
     if out.dtype != dtypes.numpy_dtype(dtype) or out.shape != dy.shape:
         # The contract says out has dy's dtype and shape; anything else cannot be judged.
-        return {"verdict": {"standard": expect.get("standard"), "passed": False,
-                            "reason": f"output is {out.dtype}{list(out.shape)}, expected "
-                                      f"{dtype}{list(dy.shape)}"}}
+        return {
+            "verdict": {
+                "standard": expect.get("standard"),
+                "passed": False,
+                "reason": f"output is {out.dtype}{list(out.shape)}, expected "
+                f"{dtype}{list(dy.shape)}",
+            }
+        }
     golden = reference.log_softmax_grad(dy, y, case["axes"])
     standard = expect.get("standard") or standards.DEFAULT_STANDARD
     level = expect.get("level") or "L0"
@@ -127,9 +150,15 @@ def _judge(case: dict, dy, y, out, expect: dict) -> dict:
     m["hist"] = golden_free_histogram(_relative_errors(out, golden))
     return {
         "metrics": _plain(m),
-        "standards": {name: {"passed": v.passed, "reason": v.reason} for name, v in verdicts.items()},
-        "verdict": {"standard": standard, "level": gate.level, "passed": gate.passed,
-                    "reason": gate.reason},
+        "standards": {
+            name: {"passed": v.passed, "reason": v.reason} for name, v in verdicts.items()
+        },
+        "verdict": {
+            "standard": standard,
+            "level": gate.level,
+            "passed": gate.passed,
+            "reason": gate.reason,
+        },
     }
 
 

@@ -122,7 +122,7 @@ def declared_identity(
             data = _read_host_toml(path, problems)
             soc = data.get("soc") if isinstance(data.get("soc"), str) else None
             if soc is None:
-                problems.append(f"{path}: no soc = \"...\" declared")
+                problems.append(f'{path}: no soc = "..." declared')
             devices = _parse_devices(str(data.get("devices", 1)), f"{path}: devices", problems)
             fault = _parse_fault(data.get("fault"), f"{path}: fault", problems)
             return Declared(soc, devices, HOST_FILE, fault, tuple(problems))
@@ -265,9 +265,9 @@ def available_backends(deps: dict[str, str | None]) -> tuple[str, ...]:
     return tuple(backends)
 
 
-def gather(workdir: str | os.PathLike[str] | None = None, declared: Declared | None = None) -> (
-    Identity
-):
+def gather(
+    workdir: str | os.PathLike[str] | None = None, declared: Declared | None = None
+) -> Identity:
     """The full identity reported by ``identify``."""
     if declared is None:
         declared = declared_identity(workdir)

@@ -17,33 +17,32 @@ CATEGORIES = (
 )
 
 
-def tagged(category: str, text: str) -> str:
-    """Failure messages start with their category in brackets; Allure's categories match it."""
-    return f"[{category}] {text}"
-
-
 def classify(expect: dict, record: dict) -> tuple[str, str | None, str]:
     status, reason = record["status"], record["reason"]
     if expect["kind"] == "reject":
         want = f"{expect['reason']} ({expect['status']})"
         if status == 0:
-            return FAILED, "unexpected_acceptance", tagged(
-                "unexpected_acceptance", f"accepted a call the contract rejects: expected {want}"
+            return (
+                FAILED,
+                "unexpected_acceptance",
+                (f"accepted a call the contract rejects: expected {want}",),
             )
         if status != expect["status"] or (reason is not None and reason != expect["reason"]):
-            return FAILED, "wrong_status", tagged(
+            return (
+                FAILED,
                 "wrong_status",
-                f"rejected with {reason} ({status}), expected {want}: {record['op_message']}",
+                (f"rejected with {reason} ({status}), expected {want}: {record['op_message']}",),
             )
         return PASSED, None, f"rejected as expected: {reason} ({status})"
     if status != 0:
-        return FAILED, "unexpected_rejection", tagged(
+        return (
+            FAILED,
             "unexpected_rejection",
-            f"rejected a valid call with {reason} ({status}): {record['op_message']}",
+            (f"rejected a valid call with {reason} ({status}): {record['op_message']}",),
         )
     verdict = record["verdict"]
     if verdict is None:
-        return FAILED, "crash", tagged("crash", "the operator returned success but no output")
+        return FAILED, "crash", "the operator returned success but no output"
     if not verdict["passed"]:
-        return FAILED, "precision", tagged("precision", verdict["reason"])
+        return FAILED, "precision", verdict["reason"]
     return PASSED, None, verdict["reason"]

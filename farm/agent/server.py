@@ -90,8 +90,11 @@ class AgentServer:
         self.replies += 1
 
     def _inject(self, fault: Fault, data: bytes, seq: int | None) -> None:
-        print(f"lsg-agent: injecting test fault {fault} (reply {self.replies + 1})",
-              file=self.log, flush=True)
+        print(
+            f"lsg-agent: injecting test fault {fault} (reply {self.replies + 1})",
+            file=self.log,
+            flush=True,
+        )
         if fault.kind == "crash-after":
             os._exit(70)
         if fault.kind == "hang-after":

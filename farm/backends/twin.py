@@ -64,23 +64,42 @@ class LsgTensor(ctypes.Structure):
 
 
 class TilingRecord(ctypes.Structure):
-    _fields_ = [
-        (name, ctypes.c_int32)
-        for name in (
-            "schedule", "key", "is_small_shape", "is_contiguous", "is_empty",
-            "cores_used", "big_cores", "ub_blocks",
-        )
-    ] + [
-        (name, ctypes.c_int64)
-        for name in (
-            "d0", "d1", "d2", "rows", "rows_per_big_core", "rows_per_small_core", "row_len",
-            "block_bytes", "block_elems", "chunk_count", "tail_elems",
-        )
-    ] + [
-        ("workspace_bytes", ctypes.c_uint64),
-        ("schedule_name", ctypes.c_char * 16),
-        ("soc_name", ctypes.c_char * 32),
-    ]
+    _fields_ = (
+        [
+            (name, ctypes.c_int32)
+            for name in (
+                "schedule",
+                "key",
+                "is_small_shape",
+                "is_contiguous",
+                "is_empty",
+                "cores_used",
+                "big_cores",
+                "ub_blocks",
+            )
+        ]
+        + [
+            (name, ctypes.c_int64)
+            for name in (
+                "d0",
+                "d1",
+                "d2",
+                "rows",
+                "rows_per_big_core",
+                "rows_per_small_core",
+                "row_len",
+                "block_bytes",
+                "block_elems",
+                "chunk_count",
+                "tail_elems",
+            )
+        ]
+        + [
+            ("workspace_bytes", ctypes.c_uint64),
+            ("schedule_name", ctypes.c_char * 16),
+            ("soc_name", ctypes.c_char * 32),
+        ]
+    )
 
     def as_dict(self) -> dict[str, Any]:
         out = {}
@@ -132,8 +151,17 @@ def _load(path: str) -> ctypes.CDLL:
     lib.lsg_soc_get.argtypes = [i32, p(SocProfileC)]
     lib.lsg_soc_get.restype = i32
     lib.lsg_get_workspace_size.argtypes = [
-        p(LsgTensor), p(LsgTensor), p(i64), i32, p(LsgTensor), ctypes.c_char_p,
-        p(u64), p(ctypes.c_void_p), p(i32), ctypes.c_char_p, ctypes.c_size_t,
+        p(LsgTensor),
+        p(LsgTensor),
+        p(i64),
+        i32,
+        p(LsgTensor),
+        ctypes.c_char_p,
+        p(u64),
+        p(ctypes.c_void_p),
+        p(i32),
+        ctypes.c_char_p,
+        ctypes.c_size_t,
     ]
     lib.lsg_get_workspace_size.restype = i32
     lib.lsg_executor_tiling.argtypes = [ctypes.c_void_p, p(TilingRecord)]
@@ -164,11 +192,16 @@ def soc_profiles(library: str | Path | None = None) -> list[dict[str, Any]]:
         rec = SocProfileC()
         if lib.lsg_soc_get(i, ctypes.byref(rec)) != 0:
             raise TwinError(f"lsg_soc_get({i}) failed")
-        out.append({
-            "name": rec.name.decode(), "family": rec.family.decode(),
-            "vector_cores": rec.vector_cores, "ub_bytes": rec.ub_bytes,
-            "block_bytes": rec.block_bytes, "bf16_cast": bool(rec.bf16_cast),
-        })
+        out.append(
+            {
+                "name": rec.name.decode(),
+                "family": rec.family.decode(),
+                "vector_cores": rec.vector_cores,
+                "ub_bytes": rec.ub_bytes,
+                "block_bytes": rec.block_bytes,
+                "bf16_cast": bool(rec.bf16_cast),
+            }
+        )
     return out
 
 
@@ -228,10 +261,13 @@ class _Descriptor:
         self._shape = (ctypes.c_int64 * max(rank, 1))(*shape)
         self._strides = None if strides is None else (ctypes.c_int64 * max(rank, 1))(*strides)
         self.c = LsgTensor(
-            data, code, rank,
+            data,
+            code,
+            rank,
             ctypes.cast(self._shape, ctypes.POINTER(ctypes.c_int64)),
-            None if self._strides is None else ctypes.cast(
-                self._strides, ctypes.POINTER(ctypes.c_int64)),
+            None
+            if self._strides is None
+            else ctypes.cast(self._strides, ctypes.POINTER(ctypes.c_int64)),
         )
 
 
@@ -244,8 +280,17 @@ def _plan(lib, dy, y, axes, out, soc):
     ws, handle, reason = ctypes.c_uint64(0), ctypes.c_void_p(None), ctypes.c_int32(-1)
     msg = ctypes.create_string_buffer(1024)
     status = lib.lsg_get_workspace_size(
-        ptrs[0], ptrs[1], c_axes, len(axes), ptrs[2], soc.encode(),
-        ctypes.byref(ws), ctypes.byref(handle), ctypes.byref(reason), msg, len(msg),
+        ptrs[0],
+        ptrs[1],
+        c_axes,
+        len(axes),
+        ptrs[2],
+        soc.encode(),
+        ctypes.byref(ws),
+        ctypes.byref(handle),
+        ctypes.byref(reason),
+        msg,
+        len(msg),
     )
     return status, reason.value, msg.value.decode(), ws.value, handle.value
 

@@ -241,9 +241,7 @@ class SSHTransport(Transport):
             try:
                 client.get_host_keys().load(str(known))
             except (OSError, paramiko.SSHException, ValueError) as exc:
-                raise ConfigError(
-                    f"{self.where}: cannot read known_hosts {known}: {exc}"
-                ) from None
+                raise ConfigError(f"{self.where}: cannot read known_hosts {known}: {exc}") from None
         if host.host_key_policy == "accept-new":
             client.set_missing_host_key_policy(AcceptNewHostKeyPolicy(host))
         else:
@@ -316,9 +314,7 @@ class SSHTransport(Transport):
                 f"{where}: connection refused; is sshd running? {fix}", host=host.name
             )
         if isinstance(exc, OSError):
-            return HostUnreachable(
-                f"{where}: {exc.strerror or exc}; {fix}", host=host.name
-            )
+            return HostUnreachable(f"{where}: {exc.strerror or exc}; {fix}", host=host.name)
         if isinstance(exc, paramiko.SSHException):
             text = str(exc)
             # "No existing session": paramiko gave up waiting for the negotiation (timeout)

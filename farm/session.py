@@ -1,0 +1,207 @@
+"""Preparing a pool for a run, and reaching its agents again from the workers.
+
+prepare_pool: build nothing, decide everything. Every host of the inventory is deployed to and
+checked in parallel (reachable, identity, dependencies, a canary case with a known answer); the
+persistent quarantine is updated; the plan lists the healthy slots.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import secrets
+import subprocess
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from farm import deploy, health
+from farm.errors import FarmError
+from farm.inventory import HostSpec, Inventory, default_inventory, load_inventory
+from farm.plan import Plan
+from farm.transport import open_transport
+from golden import soc
+from suites.case import Case
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+RUNS_DIR = Path(os.environ.get("FARM_RUNS", REPO_ROOT / "runs"))
+STATE_DIR = RUNS_DIR / "state"  # quarantine, agent bundle: kept from run to run
+EMBEDDED_WORKROOT = RUNS_DIR / "hosts"  # work directories of the embedded emulated hosts
+
+
+def new_run_id(tier: str) -> str:
+    stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    return f"{stamp}-{tier}-{secrets.token_hex(2)}"
+
+
+def load_pool(inventory_path: str | os.PathLike | None) -> Inventory:
+    if inventory_path:
+        return load_inventory(inventory_path)
+    return default_inventory(EMBEDDED_WORKROOT)
+
+
+def _pool_source(inventory_path) -> dict:
+    if inventory_path:
+        return {"source": str(Path(inventory_path).resolve())}
+    return {"source": "embedded", "workroot": str(EMBEDDED_WORKROOT)}
+
+
+def _reload_pool(source: dict) -> Inventory:
+    if source["source"] == "embedded":
+        return default_inventory(source["workroot"])
+    return load_inventory(source["source"])
+
+
+def git_commit() -> str:
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True, timeout=10
+        )
+        return out.stdout.strip() if out.returncode == 0 else ""
+    except OSError:
+        return ""
+
+
+# -- the canary ------------------------------------------------------------------------------
+
+CANARY_TIMEOUT = 60.0
+
+
+def canary_cases(family: str) -> list[Case]:
+    """Two calls with known answers: for a valid y and reduce extent 1 the exact answer is 0
+    (dy * (1 - exp(0))), and a small reduce case that any correct kernel passes."""
+    return [
+        Case(family, "float32", (4, 1, 8), (1,), y_dist="uniform", origin="canary"),
+        Case(family, "float16", (3, 33), (-1,), origin="canary"),
+    ]
+
+
+def make_canary(backend: str):
+    def canary(channel, identity) -> str | None:
+        family = soc.family_of(identity.get("soc", ""))
+        for case in canary_cases(family):
+            record = channel.run_case(case.to_dict(), backend, 0, CANARY_TIMEOUT)
+            if record.get("outcome") != "passed":
+                return f"canary {case.id}: {record.get('message')}"
+            if case.schedule == "NO_REDUCE" and (record.get("metrics") or {}).get("max_abs") != 0:
+                return f"canary {case.id}: expected exactly 0, max abs {record['metrics']}"
+        return None
+
+    return canary
+
+
+# -- preparing ------------------------------------------------------------------------------
+
+
+def _prepare_host(host: HostSpec, bundle: Path, bundle_sha: str, package: Path | None, canary):
+    """Deploy, then check. Never raises for a host problem: it becomes a reason."""
+    twin_lib = None
+    try:
+        transport = open_transport(host)
+        try:
+            _, twin_lib = deploy.deploy_all(transport, bundle=bundle, op_package=package)
+        finally:
+            transport.close()
+    except FarmError as exc:
+        return health.HostHealth(host=host.name, state=health.BAD, reasons=[str(exc)]), None
+    checked = health.check_host(
+        host, open_transport, bundle_sha, canary, twin_lib=twin_lib, timeout=CANARY_TIMEOUT
+    )
+    return checked, twin_lib
+
+
+def prepare_pool(
+    inventory_path: str | os.PathLike | None = None,
+    tier: str = "smoke",
+    backend: str = "twin",
+    run_dir: str | os.PathLike | None = None,
+    case_timeout: float = 60.0,
+    *,
+    package: Path | None = None,
+    run_id: str | None = None,
+    state_dir: Path = STATE_DIR,
+    on_host=None,
+) -> Plan:
+    """Health-check and deploy every host; return the saved plan of healthy slots."""
+    inventory = load_pool(inventory_path)
+    run_id = run_id or new_run_id(tier)
+    run_dir = Path(run_dir) if run_dir else RUNS_DIR / run_id
+    package = package or deploy.find_op_package()
+    bundle, bundle_sha = deploy.make_agent_bundle(state_dir / "bundle")
+    canary = make_canary(backend)
+    quarantine = health.Quarantine(state_dir)
+
+    hosts, slots, unhealthy = {}, [], {}
+    with ThreadPoolExecutor(max_workers=max(1, min(8, len(inventory.hosts)))) as pool:
+        futures = {
+            h.name: pool.submit(_prepare_host, h, bundle, bundle_sha, package, canary)
+            for h in inventory.hosts
+        }
+        for spec in inventory.hosts:
+            checked, twin_lib = futures[spec.name].result()
+            quarantine.record(checked)
+            if on_host is not None:
+                on_host(spec, checked)
+            if not checked.good:
+                unhealthy[spec.name] = "; ".join(checked.reasons)
+                continue
+            hosts[spec.name] = {"bundle_sha": bundle_sha, "twin_lib": twin_lib}
+            slots += [
+                {
+                    "id": s.id,
+                    "host": spec.name,
+                    "family": s.family,
+                    "soc": s.soc,
+                    "device": s.device,
+                }
+                for s in spec.slots()
+            ]
+
+    manifest = deploy.package_manifest(package) if package else {}
+    plan = Plan(
+        run_id=run_id,
+        run_dir=run_dir,
+        tier=tier,
+        backend=backend,
+        inventory=_pool_source(inventory_path),
+        slots=slots,
+        hosts=hosts,
+        unhealthy=unhealthy,
+        case_timeout=case_timeout,
+        package={
+            "file": str(package) if package else "",
+            "version": manifest.get("version", ""),
+            "target": manifest.get("target", ""),
+            "sha256": deploy.sha256_file(package) if package else "",
+        },
+        git_commit=git_commit(),
+    )
+    plan.save()
+    return plan
+
+
+# -- reaching agents from a worker ---------------------------------------------------------
+
+
+def open_channel_factory(plan: Plan):
+    """slot -> a fresh agent channel on the slot's host; one SSH connection per host, reused."""
+    inventory = _reload_pool(plan.inventory)
+    transports: dict[str, object] = {}
+
+    def open_channel(slot):
+        spec = inventory.host(slot.host)
+        info = plan.hosts[slot.host]
+        transport = transports.get(slot.host)
+        if transport is None:
+            transport = transports[slot.host] = open_transport(spec)
+        try:
+            return deploy.start_agent(transport, info["bundle_sha"], twin_lib=info["twin_lib"])
+        except FarmError:
+            # The connection itself may be what broke: the next attempt starts afresh.
+            transports.pop(slot.host, None)
+            try:
+                transport.close()
+            except Exception:
+                pass
+            raise
+
+    return open_channel
