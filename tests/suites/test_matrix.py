@@ -116,7 +116,8 @@ def test_every_gate_is_one_a_correct_kernel_can_pass(tiers):
     assert not gates.applicable("double-thousandth", "bfloat16", 100, "uniform", "normal")
     assert gates.default_gate("float32", 10_000, "uniform", "normal")[0] == "mixed-tolerance"
     assert gates.default_gate("float32", 100, "flat", "ones")[0] == "mixed-tolerance"
-    assert gates.default_gate("bfloat16", 10**6, "uniform", "normal")[0] == "experimental"
+    assert gates.default_gate("bfloat16", 10**6, "uniform", "normal") == ("benchmark-ratio", "L0")
+    assert gates.default_gate("bfloat16", 1000, "uniform", "normal")[0] == "experimental"
 
 
 def test_unknown_tier_is_one_clear_error():
