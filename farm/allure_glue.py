@@ -199,18 +199,28 @@ def metrics_json(record: Mapping) -> str:
 
 
 def worst_csv(record: Mapping) -> str | None:
-    worst = (record.get("metrics") or {}).get("worst") or []
-    if not worst:
+    """The worst elements as CSV: first the positions whose NaN/inf class differs from the
+    golden's (metrics["nonfinite"]; their errors are blank, being undefined), then the finite
+    elements with the largest relative errors (metrics["worst"]). None when there is neither.
+
+    A kernel that leaves a whole row unwritten has only the first kind: without them the table
+    of such a failure would be empty."""
+    metrics = record.get("metrics") or {}
+    nonfinite = [e for e in (metrics.get("nonfinite") or []) if isinstance(e, Mapping)]
+    worst = [e for e in (metrics.get("worst") or []) if isinstance(e, Mapping)]
+    if not nonfinite and not worst:
         return None
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(["rank", "index", "actual", "golden", "abs_err", "rel_err"])
-    for i, e in enumerate(worst, 1):
+    rows = [(e, ("actual", "golden")) for e in nonfinite]
+    rows += [(e, ("actual", "golden", "abs_err", "rel_err")) for e in worst]
+    for i, (e, keys) in enumerate(rows, 1):
         idx = e.get("index")
         idx_s = "(" + ", ".join(str(int(x)) for x in idx) + ")" if idx is not None else ""
-        w.writerow(
-            [i, idx_s, *(_fmt(e.get(k)) for k in ("actual", "golden", "abs_err", "rel_err"))]
-        )
+        values = [_fmt(e.get(k)) if k in keys else "" for k in ("actual", "golden", "abs_err",
+                                                                "rel_err")]
+        w.writerow([i, idx_s, *values])
     return buf.getvalue()
 
 
@@ -257,8 +267,16 @@ def annotate(record: Mapping, *, plot_one_in: int = PLOT_SAMPLE_ONE_IN) -> None:
         dyn.parameter("special", str(record["special"]))
     if record.get("layout") not in (None, "contiguous"):
         dyn.parameter("layout", str(record["layout"]))
+    # The suites parametrize on the Case object: allure-pytest adds it as a non-excluded "case"
+    # parameter showing the Case repr, and the history id takes its original value. Show the case
+    # id instead: allure-pytest then changes only the displayed value, never the history id nor
+    # `excluded`. (A test without that argument gets "case" as a new, excluded parameter.)
+    dyn.parameter("case", case_id, excluded=True)
     # Shown, but not identity.
-    dyn.parameter("host", str(record.get("host", "")), excluded=True)
+    dyn.parameter("host", host_name(record), excluded=True)
+    hostname = record.get("hostname") or record.get("host")
+    if hostname and str(hostname) != host_name(record):
+        dyn.parameter("hostname", str(hostname), excluded=True)
     dyn.parameter("seed", str(record.get("seed", "")), excluded=True)
     if record.get("slot"):
         dyn.parameter("slot", str(record["slot"]), excluded=True)
@@ -292,6 +310,17 @@ def annotate(record: Mapping, *, plot_one_in: int = PLOT_SAMPLE_ONE_IN) -> None:
             allure.attach(
                 png, name="error distribution.png", attachment_type=allure.attachment_type.PNG
             )
+
+
+def host_name(record: Mapping) -> str:
+    """The pool host that ran the case, by its inventory name (as in environment.properties).
+
+    The slot ("<host>:<device>") names it; the record's "host" is what the agent reported, which
+    for emulated hosts sharing one machine is that machine's hostname for all of them."""
+    slot = str(record.get("slot") or "")
+    if ":" in slot:
+        return slot.rsplit(":", 1)[0]
+    return str(record.get("host") or "")
 
 
 def _tuple_str(x) -> str:

@@ -52,6 +52,17 @@ def _split(record_or_metrics: Mapping) -> tuple[Mapping, str | None, str]:
     return metrics, dtype, title
 
 
+def _nonfinite_mismatch(metrics) -> int:
+    """Positions whose NaN/inf class differs from the golden's (golden/metrics.py counts them
+    apart: they are not in the relative errors, hence not in the histogram)."""
+    if not isinstance(metrics, Mapping):
+        return 0
+    try:
+        return int(metrics.get("nonfinite_mismatch") or 0)
+    except (TypeError, ValueError):
+        return 0
+
+
 def error_histogram_png(record_or_metrics: Mapping, dtype: str | None = None) -> bytes:
     """Distribution of log10(relative error) for one case, with the dtype threshold T marked.
 
@@ -106,7 +117,7 @@ def error_histogram_png(record_or_metrics: Mapping, dtype: str | None = None) ->
         ax.set_ylabel("elements")
         if any(c > 0 for c in counts) and max(counts) / max(1, min(c for c in counts if c)) > 1e3:
             ax.set_yscale("log")
-        drew = True
+        drew = any(c > 0 for c in counts) or zeros > 0
     elif isinstance(metrics, Mapping) and metrics:
         worst = metrics.get("worst") or []
         rel = [_finite_positive(w.get("rel_err")) for w in worst if isinstance(w, Mapping)]
@@ -141,11 +152,26 @@ def error_histogram_png(record_or_metrics: Mapping, dtype: str | None = None) ->
             linestyle="--",
             label="10·T (MARE limit)",
         )
+    mismatch = _nonfinite_mismatch(metrics)
+    if mismatch:
+        n = metrics.get("n")
+        ax.text(
+            0.5,
+            0.62,
+            f"NaN/inf positions differing from the golden: {mismatch:,}"
+            + (f" of {int(n):,} elements" if isinstance(n, (int, float)) else ""),
+            transform=ax.transAxes,
+            ha="center",
+            va="center",
+            fontsize=10,
+            color="#cc3311",
+            fontweight="bold",
+        )
     if not drew:
         ax.text(
             0.5,
             0.5,
-            "no error metrics in this record",
+            "no finite element to compare" if mismatch else "no error metrics in this record",
             transform=ax.transAxes,
             ha="center",
             va="center",

@@ -194,10 +194,31 @@ def _m3_compare_indexes(db: sqlite3.Connection) -> None:
     )
 
 
+def _m4_no_metrics_without_compared_elements(db: sqlite3.Connection) -> None:
+    """v4: no MERE/MARE/RMSE/max_abs for a result that compared no element (an empty tensor, or
+    an output whose every position has the wrong NaN/inf class): golden/metrics reports 0.0
+    there, which is no measurement, and pulled the trend medians and drift baselines to 0."""
+    rows = db.execute(
+        "SELECT run_id, case_id, record_json FROM results WHERE mere IS NOT NULL"
+        " OR mare IS NOT NULL OR rmse IS NOT NULL OR max_abs IS NOT NULL"
+    ).fetchall()
+    nulls = [
+        (run_id, case_id)
+        for run_id, case_id, rec_json in rows
+        if not _has_measurement(json.loads(rec_json).get("metrics") or {})
+    ]
+    db.executemany(
+        "UPDATE results SET mere=NULL, mare=NULL, rmse=NULL, max_abs=NULL"
+        " WHERE run_id=? AND case_id=?",
+        nulls,
+    )
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _m1_initial,
     _m2_counts_timings_inventory,
     _m3_compare_indexes,
+    _m4_no_metrics_without_compared_elements,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -271,6 +292,13 @@ def _inventory(inv) -> list[dict]:
     return out
 
 
+def _has_measurement(metrics: Mapping) -> bool:
+    """Whether the error metrics measured anything: golden/metrics says how many elements it
+    compared (n_compared); 0 compared elements give MERE = MARE = 0.0, which is no result."""
+    n = metrics.get("n_compared") if isinstance(metrics, Mapping) else None
+    return n is None or (_num(n) or 0) > 0
+
+
 def _refresh_counts(db: sqlite3.Connection, run_id: str) -> None:
     row = db.execute(
         "SELECT COUNT(*), SUM(outcome='passed'), SUM(outcome='failed'), SUM(outcome='broken')"
@@ -324,6 +352,8 @@ def _result_row(run_id: str, rec: Mapping) -> tuple:
             f"not {rec.get('outcome')!r}"
         )
     m = rec.get("metrics") or {}
+    if not _has_measurement(m):
+        m = {}
     t = rec.get("timings") or {}
     attempts = rec.get("attempts")
     return (
