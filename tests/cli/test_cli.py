@@ -1,0 +1,114 @@
+"""The command line as a user meets it: farm cases, farm repro, farm hosts, errors."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from suites import matrix
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def farm(*args, env_extra=None, timeout=300):
+    env = {**os.environ, "COLUMNS": "200", **(env_extra or {})}
+    return subprocess.run(
+        [sys.executable, "-m", "farm.cli", *args],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("runs")
+    return {"FARM_RUNS": str(root), "FARM_STORE": str(root / "farm.sqlite")}
+
+
+def test_cases_summary_shows_coverage():
+    out = farm("cases", "--tier", "smoke", "--summary")
+    assert out.returncode == 0, out.stderr
+    for heading in ("rank", "dtype", "schedule", "family", "expectation", "rejection reason"):
+        assert heading in out.stdout
+    assert "bf16_unsupported_on_soc (161002)" in out.stdout
+    assert f"{len(matrix.expand('smoke')):,}" in out.stdout
+
+
+def test_cases_json_is_every_case_with_its_expectation():
+    out = farm("cases", "--tier", "smoke", "--json")
+    cases = json.loads(out.stdout)
+    assert [c["id"] for c in cases] == [c.id for c in matrix.expand("smoke")]
+    rejected = [c for c in cases if c["expect"]["kind"] == "reject"]
+    assert rejected and all(c["expect"]["status"] in (161001, 161002) for c in rejected)
+
+
+def test_unknown_tier_and_command_are_one_clear_line():
+    out = farm("cases", "--tier", "weekly")
+    assert out.returncode == 2
+    assert "unknown tier 'weekly'; use one of: smoke, nightly, full" in out.stderr
+    out = farm("frobnicate")
+    assert out.returncode == 2 and "unknown command 'frobnicate'" in out.stderr
+
+
+def test_repro_gives_the_same_numbers_on_every_host_of_the_family(runs):
+    case_id = _smoke_case(family="ascend910b", dtype="float16", shape=(3, 17))
+    records = []
+    for host in ("emu-a2-01", "emu-a2-02"):
+        out = farm("repro", case_id, "--host", host, "--json", env_extra=runs)
+        assert out.returncode == 0, out.stderr
+        records.append(json.loads(out.stdout))
+    a, b = records
+    assert a["record"]["host"] == "emu-a2-01" and b["record"]["host"] == "emu-a2-02"
+    assert a["inputs"] == b["inputs"] and a["inputs"]["dy"]["shape"] == [3, 17]
+    for key in ("mere", "mare", "rmse", "max_abs", "ulp_max"):
+        assert a["record"]["metrics"][key] == b["record"]["metrics"][key]
+    assert a["record"]["tiling"] == b["record"]["tiling"]
+    assert a["record"]["tiling"]["schedule_name"] == "REDUCE_TAIL"
+
+
+def _smoke_case(**want):
+    return next(
+        c.id for c in matrix.expand("smoke") if all(getattr(c, k) == v for k, v in want.items())
+    )
+
+
+def test_repro_prints_inputs_tiling_and_metrics(runs):
+    out = farm("repro", "310b_bf16_3x17_d-1_y.uniform_dy.normal", env_extra=runs)
+    # bf16 on the 310B family: the expected rejection is the pass.
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "bf16_unsupported_on_soc" in out.stdout and "161002" in out.stdout
+    mid = _smoke_case(family="ascend910b", schedule="REDUCE_MID", layout="contiguous")
+    out = farm("repro", mid, env_extra=runs)
+    assert out.returncode == 0, out.stdout + out.stderr
+    for text in ("tiling record", "REDUCE_MID", "metrics", "mere", "worst elements", "passed"):
+        assert text in out.stdout
+
+
+def test_repro_refuses_a_host_of_the_wrong_family(runs):
+    case = _smoke_case(family="ascend910b", schedule="REDUCE_TAIL")
+    out = farm("repro", case, "--host", "emu-310b-01", env_extra=runs)
+    assert out.returncode == 2
+    assert "pick a host of that family" in out.stderr
+
+
+def test_hosts_check_shows_a_healthy_embedded_pool(runs):
+    out = farm("hosts", "--check", env_extra=runs)
+    assert out.returncode == 0, out.stderr
+    for host in ("emu-a2-01", "emu-a2-02", "emu-310b-01"):
+        assert host in out.stdout
+    assert "good" in out.stdout and "bad" not in out.stdout
+
+
+def test_bad_inventory_is_one_clear_message(tmp_path, runs):
+    bad = tmp_path / "inventory.toml"
+    bad.write_text('[[host]]\nname = "x"\naddress = "127.0.0.1"\nsoc = "Ascend910X"\n')
+    out = farm("run", "--inventory", str(bad), "--no-report", env_extra=runs)
+    assert out.returncode == 2
+    assert "Ascend910X" in out.stderr and '"x"' in out.stderr
+    assert not list(Path(runs["FARM_RUNS"]).glob("*-smoke-*"))
