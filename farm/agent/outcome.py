@@ -25,20 +25,20 @@ def classify(expect: dict, record: dict) -> tuple[str, str | None, str]:
             return (
                 FAILED,
                 "unexpected_acceptance",
-                (f"accepted a call the contract rejects: expected {want}",),
+                f"accepted a call the contract rejects: expected {want}",
             )
         if status != expect["status"] or (reason is not None and reason != expect["reason"]):
             return (
                 FAILED,
                 "wrong_status",
-                (f"rejected with {reason} ({status}), expected {want}: {record['op_message']}",),
+                f"rejected with {reason} ({status}), expected {want}: {record['op_message']}",
             )
         return PASSED, None, f"rejected as expected: {reason} ({status})"
     if status != 0:
         return (
             FAILED,
             "unexpected_rejection",
-            (f"rejected a valid call with {reason} ({status}): {record['op_message']}",),
+            f"rejected a valid call with {reason} ({status}): {record['op_message']}",
         )
     verdict = record["verdict"]
     if verdict is None:

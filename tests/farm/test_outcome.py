@@ -1,0 +1,43 @@
+"""The outcome taxonomy: every combination of expectation and operator behaviour."""
+
+from farm.agent.outcome import classify
+
+REJECT = {"kind": "reject", "reason": "bf16_unsupported_on_soc", "status": 161002}
+PRECISION = {"kind": "precision", "standard": "experimental", "level": None}
+
+
+def record(status, reason, verdict=None, message="msg"):
+    return {"status": status, "reason": reason, "verdict": verdict, "op_message": message}
+
+
+def test_expected_rejection_passes():
+    assert classify(REJECT, record(161002, "bf16_unsupported_on_soc"))[:2] == ("passed", None)
+
+
+def test_acceptance_of_a_rejected_call_is_unexpected_acceptance():
+    outcome, category, message = classify(REJECT, record(0, "ok"))
+    assert (outcome, category) == ("failed", "unexpected_acceptance")
+    assert (
+        message == "accepted a call the contract rejects: expected bf16_unsupported_on_soc (161002)"
+    )
+
+
+def test_other_status_or_reason_is_wrong_status():
+    assert classify(REJECT, record(161001, "null_tensor"))[1] == "wrong_status"
+    assert classify(REJECT, record(161002, "dtype_mismatch"))[1] == "wrong_status"
+    # A backend that reports no reason (torch_npu) is judged on the status alone.
+    assert classify(REJECT, record(161002, None))[0] == "passed"
+
+
+def test_rejection_of_a_valid_call_is_unexpected_rejection():
+    outcome, category, message = classify(PRECISION, record(161002, "shape_mismatch", None, "x"))
+    assert (outcome, category) == ("failed", "unexpected_rejection")
+    assert "shape_mismatch (161002): x" in message
+
+
+def test_precision_verdict_decides_accepted_calls():
+    good = {"passed": True, "reason": "PASS experimental"}
+    bad = {"passed": False, "reason": "FAIL experimental: MARE 1 >= 10T"}
+    assert classify(PRECISION, record(0, "ok", good)) == ("passed", None, "PASS experimental")
+    assert classify(PRECISION, record(0, "ok", bad)) == ("failed", "precision", bad["reason"])
+    assert classify(PRECISION, record(0, "ok", None))[1] == "crash"
