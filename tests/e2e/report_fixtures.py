@@ -1,0 +1,321 @@
+"""Three real `farm run`s of a slice of the smoke tier, shared by the report end-to-end tests.
+
+Run 1 builds the real operator, run 2 the operator with the planted tail bug
+(`farm run --plant-bug tail`: the last chunk of a row is computed in whole 32-byte blocks only,
+its unaligned remainder never written), run 3 the real one again. All three go into one run store
+and one Allure history file in a temporary directory (FARM_RUNS / FARM_STORE), never runs/.
+Each run ends by generating its own report, as `farm run` does.
+
+What run 2 must break is derived here independently of the farm: every selected case is run
+in-process through farm.backends.twin with the good library and with the tail-bug library, and a
+case is *expected to regress* when the two outputs differ (bit for bit, NaN-aware). The farm's own
+verdicts, comparison and report are then checked against that set.
+
+The slice (`farm run --tier smoke -- -k ...`) is chosen to hold, on both SoC families: cases the
+tail bug breaks with finite errors (3x17, a REDUCE_TAIL row of 17 elements) and with every element
+unwritten (2x3x4x2 on dim -2), cases it cannot touch (1x32000 rows are whole 32-byte blocks), a
+case the operator must reject (normal_no.dy: dy missing) and passes sampled for a plot.
+
+The runs are made once per test session (a module-level cache: the three test modules share them)
+and take about a minute and a half on two cores.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import http.server
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+ARTIFACTS = REPO_ROOT / "reports" / "artifacts"
+
+# pytest -k words, each matched (case-insensitively) as a substring of the test ids.
+SLICE = ("3x17_d-1", "1x32000_d1", "2x3x4x2_d-2", "normal_no.dy")
+K_EXPR = " or ".join(SLICE)
+# The SoC of each family in the embedded pool (farm.inventory's default pool).
+POOL_SOC = {"ascend910b": "Ascend910B1", "ascend310b": "Ascend310B1"}
+POOL_HOSTS = {
+    "emu-a2-01": "Ascend910B1 (ascend910b)",
+    "emu-a2-02": "Ascend910B1 (ascend910b)",
+    "emu-310b-01": "Ascend310B1 (ascend310b)",
+}
+# CI variables for executor.json (farm.allure_glue.executor_info reads GitHub's first).
+CI_ENV = {
+    "GITHUB_ACTIONS": "true",
+    "GITHUB_SERVER_URL": "https://github.example",
+    "GITHUB_REPOSITORY": "lsg/farm",
+    "GITHUB_WORKFLOW": "e2e",
+}
+RUN_TIMEOUT = 600
+
+REQUIRE_ALL = os.environ.get("FARM_REQUIRE_ALL", "") not in ("", "0")
+
+
+def need(condition: bool, what: str) -> None:
+    """Skip (locally) or fail (FARM_REQUIRE_ALL=1, as CI sets it) when a tool is missing."""
+    if condition:
+        return
+    if REQUIRE_ALL:
+        pytest.fail(f"{what} is required (FARM_REQUIRE_ALL=1)")
+    pytest.skip(f"{what} is not available")
+
+
+def need_allure() -> None:
+    from farm.report import REPORTS_DIR, allure_available
+
+    need(
+        allure_available(REPORTS_DIR),
+        f"node and {REPORTS_DIR / 'node_modules'} (run `npm ci` in reports/)",
+    )
+
+
+def need_chromium() -> str:
+    path = next(
+        (
+            p
+            for p in map(
+                shutil.which,
+                ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable"),
+            )
+            if p
+        ),
+        None,
+    )
+    need(path is not None, "chromium (apt-get install chromium)")
+    return path
+
+
+# --------------------------------------------------------------------------- the runs
+
+
+@dataclass
+class FarmRun:
+    n: int
+    run_id: str
+    run_dir: Path
+    code: int
+    output: str
+    summary: dict
+
+    @property
+    def results(self) -> Path:
+        return self.run_dir / "allure-results"
+
+    @property
+    def report(self) -> Path:
+        return self.run_dir / "report"
+
+
+@dataclass
+class Runs:
+    root: Path
+    store: Path
+    env: dict
+    selected: list  # the Case objects of the slice
+    expected: set  # case ids the tail bug must break (derived from the twin directly)
+    runs: list = field(default_factory=list)
+
+    @property
+    def history(self) -> Path:
+        from farm.store import history_path_for
+
+        return history_path_for(self.store, "smoke")
+
+    def farm(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            farm_command(*args),
+            cwd=str(REPO_ROOT),
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+
+
+def farm_command(*args: str) -> list[str]:
+    """The `farm` console script of this interpreter's environment, else `python -m farm.cli`."""
+    script = Path(sys.executable).with_name("farm")
+    if script.is_file():
+        return [str(script), *args]
+    return [sys.executable, "-m", "farm.cli", *args]
+
+
+def selected_cases() -> list:
+    """The smoke cases `-k K_EXPR` selects: those whose id contains one of the SLICE words."""
+    from suites import matrix
+
+    return [
+        c for c in matrix.expand("smoke") if any(w.lower() in c.id.lower() for w in SLICE)
+    ]
+
+
+def tail_bug_breaks(cases) -> set[str]:
+    """Case ids whose output on the tail-bug twin differs from the real twin's (NaN-aware, bit
+    for bit), each run on its family's SoC with the inputs the agent makes from the case."""
+    from farm import build
+    from farm.agent.execute import make_call_inputs
+    from farm.backends import twin
+
+    good = build.build_twin(build.default_build_dir())
+    bad = build.build_twin(build.default_build_dir("tail"), plant_bug="tail")
+    assert twin.build_info(bad).startswith("plant_bug=tail;")
+    broken = set()
+    for case in cases:
+        d = case.to_dict()
+        dy, y = make_call_inputs(d)
+        outs = []
+        for lib in (good, bad):
+            r = twin.run(
+                dy,
+                y,
+                tuple(case.axes),
+                POOL_SOC[case.family],
+                out_dtype=twin.numpy_dtype(d.get("out_dtype") or case.dtype),
+                out_shape=d.get("out_shape"),
+                missing=d.get("missing"),
+                library=lib,
+            )
+            outs.append((r.status, None if r.out is None else np.ascontiguousarray(r.out)))
+        (sa, a), (sb, b) = outs
+        same = sa == sb and (
+            (a is None and b is None)
+            or (a is not None and b is not None and a.tobytes() == b.tobytes())
+        )
+        if not same:
+            broken.add(case.id)
+    return broken
+
+
+def _run_env(root: Path) -> dict:
+    env = dict(os.environ)
+    # The outer pytest's options and plugins are not the inner run's.
+    for k in ("PYTEST_ADDOPTS", "PYTEST_PLUGINS", "PYTEST_XDIST_WORKER", "COLUMNS"):
+        env.pop(k, None)
+    env.update(
+        FARM_RUNS=str(root / "runs"),
+        FARM_STORE=str(root / "runs" / "farm.sqlite"),
+        MPLBACKEND="Agg",
+        NO_COLOR="1",
+        **CI_ENV,
+    )
+    return env
+
+
+def _one_run(runs: Runs, n: int, plant_bug: str) -> FarmRun:
+    from farm.store import RunStore
+
+    env = dict(runs.env, GITHUB_RUN_ID=str(9000 + n), GITHUB_RUN_NUMBER=str(n))
+    args = ["run", "--tier", "smoke", "--no-progress"]
+    if plant_bug:
+        args += ["--plant-bug", plant_bug]
+    proc = subprocess.run(
+        farm_command(*args, "--", "-k", K_EXPR),
+        cwd=str(REPO_ROOT),
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT,
+    )
+    output = proc.stdout + proc.stderr
+    with RunStore(runs.store) as store:
+        latest = store.latest_run(tier="smoke")
+    known = {r.run_id for r in runs.runs}
+    assert latest is not None and latest["run_id"] not in known, (
+        f"run {n} recorded no new run in the store (exit {proc.returncode}):\n{output[-4000:]}"
+    )
+    run_dir = Path(latest["run_dir"])
+    summary_path = run_dir / "summary.json"
+    summary = json.loads(summary_path.read_text()) if summary_path.is_file() else {}
+    return FarmRun(n, latest["run_id"], run_dir, proc.returncode, output, summary)
+
+
+_CACHE: dict[str, Runs] = {}
+
+
+def make_runs(tmp_path_factory) -> Runs:
+    """Runs 1 (good), 2 (tail bug), 3 (good) of the slice: made once per session."""
+    if "runs" in _CACHE:
+        return _CACHE["runs"]
+    need_allure()  # each run ends by generating its report
+    root = tmp_path_factory.mktemp("e2e-report")
+    cases = selected_cases()
+    runs = Runs(
+        root=root,
+        store=root / "runs" / "farm.sqlite",
+        env=_run_env(root),
+        selected=cases,
+        expected=tail_bug_breaks(cases),
+    )
+    for n, bug in ((1, ""), (2, "tail"), (3, "")):
+        runs.runs.append(_one_run(runs, n, bug))
+    _CACHE["runs"] = runs
+    return runs
+
+
+# --------------------------------------------------------------------------- reading results
+
+
+def allure_results(results_dir: Path) -> dict[str, dict]:
+    """The allure-results of a farm run by case id (the Allure test name is the case id)."""
+    out = {}
+    for f in Path(results_dir).glob("*-result.json"):
+        r = json.loads(f.read_text())
+        out[r["name"]] = r
+    return out
+
+
+def report_tests(report_dir: Path) -> dict[str, dict]:
+    """The report's per-test data files (data/test-results/*.json) by case id."""
+    out = {}
+    for f in (Path(report_dir) / "data" / "test-results").glob("*.json"):
+        tr = json.loads(f.read_text())
+        out[tr["name"]] = tr
+    return out
+
+
+def global_attachment(report_dir: Path, name: str) -> Path:
+    """A global attachment of a report (the regression summary, the trend) by its name."""
+    globals_ = json.loads((Path(report_dir) / "widgets" / "globals.json").read_text())
+    att = next(a for a in globals_["attachments"] if a["name"] == name)
+    return Path(report_dir) / "data" / "attachments" / f"{att['id']}{att['ext']}"
+
+
+def param(result: dict, name: str) -> dict | None:
+    return next((p for p in result.get("parameters", []) if p["name"] == name), None)
+
+
+def labels(result: dict, name: str) -> list[str]:
+    return [lab["value"] for lab in result.get("labels", []) if lab["name"] == name]
+
+
+# --------------------------------------------------------------------------- serving a report
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+@contextlib.contextmanager
+def serve(directory: Path):
+    """A report over HTTP on 127.0.0.1 (it loads its data with fetch: file:// will not do)."""
+    handler = functools.partial(_QuietHandler, directory=str(directory))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    t = threading.Thread(target=httpd.serve_forever, daemon=True)
+    t.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
