@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from farm.errors import ConnectionLost, InfraError
-from farm.leases import LeaseTimeout, RunState, lease
+from farm.leases import LeaseTimeout, RunState, lease_any
 
 MAX_RETRIES = 2
 CRASH_MARKERS = ("Fatal Python error", "Segmentation fault", "Aborted", "AddressSanitizer")
@@ -86,6 +86,7 @@ class Dispatcher:
         started = time.perf_counter()
         tried: list[str] = []
         errors: list[str] = []
+        waits = 0  # lease timeouts: every candidate slot stayed busy
         payload = case.to_dict()
         while True:
             candidates = self._candidates(case.family, preferred, tried)
@@ -95,12 +96,19 @@ class Dispatcher:
                 return self._broken(
                     case, tried, errors, started, f"no healthy slot of family {case.family}{detail}"
                 )
-            slot = candidates[0]
-            tried.append(slot.id)
+            # Any free slot of the best candidates: the preferred one first, then the others
+            # on hosts this case has not failed on yet.
+            tried_hosts = {self.slots[t].host for t in tried}
+            first = candidates[0].host in tried_hosts
+            wanted = [s.id for s in candidates if (s.host in tried_hosts) == first]
+            timeout = case_timeout(case, self.base_timeout)
             try:
-                with lease(self.lock_dir, slot.id, timeout=case_timeout(case, self.base_timeout)):
+                with lease_any(self.lock_dir, wanted, timeout=timeout) as slot_id:
+                    slot = self.slots[slot_id]
+                    tried.append(slot.id)
                     record = self._attempt(slot, payload, case)
             except LeaseTimeout as exc:
+                waits += 1
                 errors.append(str(exc))
             except InfraError as exc:
                 self._drop(slot)
@@ -110,12 +118,17 @@ class Dispatcher:
                 errors.append(f"{slot.id}: {exc}")
                 self.state.record_infra_error(slot.host, str(exc))
             else:
-                record.update(slot=slot.id, attempts=len(tried), infra_errors=errors)
+                # The agent reports its machine's hostname; the record names the inventory host
+                # (what the quarantine, `farm hosts` and the report speak of).
+                record["machine"] = record.get("host")
+                record.update(
+                    host=slot.host, slot=slot.id, attempts=len(tried), infra_errors=errors
+                )
                 record["timings"]["wall_s"] = time.perf_counter() - started
                 return record
-            if len(tried) > MAX_RETRIES:
+            if len(tried) + waits > MAX_RETRIES:
                 return self._broken(
-                    case, tried, errors, started, f"gave up after {len(tried)} attempts"
+                    case, tried, errors, started, f"gave up after {len(tried) + waits} attempts"
                 )
 
     def _attempt(self, slot: SlotInfo, payload: dict, case) -> dict:

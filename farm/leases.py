@@ -47,22 +47,53 @@ class LeaseTimeout(TimeoutError):
 @contextlib.contextmanager
 def lease(lock_dir: Path, slot_id: str, timeout: float) -> Iterator[None]:
     """Hold slot `slot_id` exclusively across worker processes."""
+    with lease_any(lock_dir, [slot_id], timeout):
+        yield
+
+
+@contextlib.contextmanager
+def lease_any(lock_dir: Path, slot_ids: list[str], timeout: float) -> Iterator[str]:
+    """Hold one of `slot_ids` exclusively: the first free one in the given order, waiting up to
+    `timeout` for any of them. Yields the slot id held.
+
+    Waiting on several slots at once matters when a host is lost mid-run: its workers' cases
+    move to the family's other slots, and queueing them all on one of those (while another is
+    free) starves them into lease timeouts."""
+    if not slot_ids:
+        raise ValueError("lease_any needs at least one slot")
     lock_dir.mkdir(parents=True, exist_ok=True)
-    path = lock_dir / (slot_id.replace(":", "_").replace("/", "_") + ".lock")
     deadline = time.monotonic() + timeout
-    with open(path, "a+") as fh:
-        while True:
-            try:
-                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    handles = [open(_lock_path(lock_dir, s), "a+") for s in slot_ids]
+    held = None
+    try:
+        while held is None:
+            for slot_id, fh in zip(slot_ids, handles, strict=True):
+                try:
+                    fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    continue
+                held = (slot_id, fh)
                 break
-            except BlockingIOError:
+            else:
                 if time.monotonic() > deadline:
-                    raise LeaseTimeout(f"slot {slot_id} stayed busy for {timeout:.0f} s") from None
+                    busy = ", ".join(slot_ids)
+                    raise LeaseTimeout(
+                        f"slot {busy} stayed busy for {timeout:.0f} s"
+                        if len(slot_ids) == 1
+                        else f"slots {busy} all stayed busy for {timeout:.0f} s"
+                    )
                 time.sleep(0.005)
         try:
-            yield
+            yield held[0]
         finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+            fcntl.flock(held[1], fcntl.LOCK_UN)
+    finally:
+        for fh in handles:
+            fh.close()
+
+
+def _lock_path(lock_dir: Path, slot_id: str) -> Path:
+    return lock_dir / (slot_id.replace(":", "_").replace("/", "_") + ".lock")
 
 
 class RunState:

@@ -2,9 +2,10 @@
 
 The controller (the process without xdist's `workerinput`) prepares the pool once: health checks,
 quarantine, deploy. It writes a plan file that every worker reads, so all of them see the same
-healthy slots and compute the same case-to-slot assignment (xdist `loadgroup` keeps each slot's
-cases on one worker). Each case item then runs through the worker's Dispatcher and asserts the
-verdict; its record goes to the run's records directory and to Allure.
+healthy slots and compute the same case-to-slot assignment (the farm's xdist scheduler,
+:func:`_make_slot_scheduling`, keeps each slot's cases on one worker). Each case item then runs
+through the worker's Dispatcher and asserts the verdict; its record goes to the run's records
+directory and to Allure.
 """
 
 from __future__ import annotations
@@ -57,7 +58,6 @@ def _active(config) -> bool:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config):
-    config.addinivalue_line("markers", "xdist_group(name): keeps a slot's cases on one worker")
     if not _active(config):
         return
     worker = getattr(config, "workerinput", None)
@@ -88,6 +88,12 @@ class _XdistHooks:
     def pytest_configure_node(self, node):
         node.workerinput["farm_plan"] = str(self.plan.path)
 
+    @pytest.hookimpl(optionalhook=True, tryfirst=True)
+    def pytest_xdist_make_scheduler(self, config, log):
+        if config.getvalue("dist") in ("load", "loadgroup"):
+            return _make_slot_scheduling(config, log, self.plan)
+        return None
+
 
 def pytest_generate_tests(metafunc):
     if "case" not in metafunc.fixturenames or PLAN not in metafunc.config.stash:
@@ -102,21 +108,67 @@ def pytest_generate_tests(metafunc):
     metafunc.parametrize("case", cases, ids=[c.id for c in cases])
 
 
-def pytest_collection_modifyitems(config, items):
+def pytest_collection_finish(session):
+    """Each case's preferred slot, from the final selection (after -k, -m, --lf deselect).
+
+    The assignment depends only on the selected cases and the plan, so every xdist worker and
+    the controller's :class:`SlotScheduling` compute the same one."""
+    config = session.config
     if PLAN not in config.stash:
         return
-    plan = config.stash[PLAN]
-    cases = [item.callspec.params["case"] for item in items if _has_case(item)]
-    assignment = assign_slots(cases, plan.slots_by_family())
+    items = [item for item in session.items if _has_case(item)]
+    assignment = assign_slots(
+        [item.callspec.params["case"] for item in items], config.stash[PLAN].slots_by_family()
+    )
     for item in items:
-        if _has_case(item):
-            case = item.callspec.params["case"]
-            slot = assignment.get(case.id, f"no-slot-{case.family}")
-            item.add_marker(pytest.mark.xdist_group(slot))
-            item.stash[_PREFERRED] = slot
+        case = item.callspec.params["case"]
+        item.stash[_PREFERRED] = assignment.get(case.id, f"no-slot-{case.family}")
 
 
 _PREFERRED = pytest.StashKey[str]()
+
+
+def case_id_of(nodeid: str) -> str | None:
+    """The case id of a suite item's node id (``...::test_x[<case id>]``), else None."""
+    head, sep, rest = nodeid.rpartition("[")
+    if not sep or "]" not in rest:
+        return None
+    return rest[: rest.rindex("]")]
+
+
+def _slot_groups(plan: plan_mod.Plan, nodeids: list[str]) -> dict[str, str]:
+    """node id -> the slot its case prefers (what the workers compute from the same items)."""
+    from suites import matrix
+
+    by_id = {c.id: c for c in matrix.expand(plan.tier)}
+    cases = {n: by_id.get(case_id_of(n) or "") for n in nodeids}
+    assignment = assign_slots([c for c in cases.values() if c is not None], plan.slots_by_family())
+    return {
+        n: assignment.get(c.id, f"no-slot-{c.family}") if c is not None else n
+        for n, c in cases.items()
+    }
+
+
+def _make_slot_scheduling(config, log, plan):
+    from xdist.scheduler import LoadScopeScheduling
+
+    class SlotScheduling(LoadScopeScheduling):
+        """xdist scheduling by slot: all the cases that prefer one slot go to one worker, so
+        workers do not queue on each other's leases. (xdist's own loadgroup relies on rewriting
+        node ids, which pytest 9 no longer allows, so the farm groups here instead.)"""
+
+        _groups: dict[str, str] = {}
+
+        def schedule(self):
+            if self.collection is None and self.registered_collections:
+                collected = list(next(iter(self.registered_collections.values())))
+                self._groups = _slot_groups(plan, collected)
+            super().schedule()
+
+        def _split_scope(self, nodeid: str) -> str:
+            return self._groups.get(nodeid, nodeid)
+
+    return SlotScheduling(config, log)
 
 
 def _has_case(item) -> bool:

@@ -11,6 +11,7 @@ import json
 from collections import Counter
 from pathlib import Path
 
+import pytest
 from rich.console import Console
 from rich.table import Table
 
@@ -134,8 +135,6 @@ def run(
     console: Console | None = None,
     progress: bool = True,
 ) -> int:
-    import pytest
-
     from farm import build
     from farm.leases import RunState
     from farm.progress import LiveProgress
@@ -177,10 +176,18 @@ def run(
 
     workers = jobs or max(1, len(plan.slots))
     errors = CollectionErrors(console)
-    plugins = [errors] + ([LiveProgress(console=console, title=tier)] if progress else [])
+    selection = Selection()
+    plugins = [errors, selection]
+    plugins += [LiveProgress(console=console, title=tier)] if progress else []
     pytest_code = pytest.main(pytest_args(plan, workers, extra_pytest or []), plugins=plugins)
-    if errors.errors or pytest_code not in (0, 1):
+    pytest_broke = bool(errors.errors) or pytest_code not in (0, 1)
+    if pytest_code == pytest.ExitCode.NO_TESTS_COLLECTED:
+        console.print(f"[red]no case of tier {tier} matched the selection {extra_pytest}[/]")
+    elif pytest_broke:
         console.print(f"[red]pytest could not run the suites (exit {pytest_code})[/]")
+    if selection.case_ids is not None and not errors.errors:
+        # The run's cases are those pytest selected (-k, -m, --lf deselect the others).
+        cases = [c for c in cases if c.id in selection.case_ids]
 
     records, notes = collect_records(plan.run_dir, cases)
     for note in notes:
@@ -189,7 +196,7 @@ def run(
     for host, why in quarantined.items():
         session.health.Quarantine(session.STATE_DIR).add(host, why)
         console.print(f"[red]quarantined during the run:[/] {host}: {why}")
-    code = exit_code(records, plan, quarantined)
+    code = EXIT_INFRA if pytest_broke else exit_code(records, plan, quarantined)
     with RunStore(store_path) as store:
         store.add_results(plan.run_id, records)
         store.finish_run(plan.run_id, code)
@@ -281,6 +288,27 @@ def print_summary(console: Console, records, plan: Plan, code: int, summary_path
     console.print(f"summary  {summary_path}")
     console.print(f"allure   {plan.run_dir / 'allure-results'}")
     console.print(f"junit    {plan.run_dir / 'junit.xml'}")
+
+
+class Selection:
+    """The case ids pytest selected: from the session (no xdist) or from the first worker's
+    collection (xdist: every worker collects the same items)."""
+
+    def __init__(self):
+        self.case_ids: set[str] | None = None
+
+    def pytest_collection_finish(self, session):
+        self._take(item.nodeid for item in session.items)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node, ids):
+        if self.case_ids is None:
+            self._take(ids)
+
+    def _take(self, nodeids) -> None:
+        from farm.plugin import case_id_of
+
+        self.case_ids = {cid for cid in map(case_id_of, nodeids) if cid is not None}
 
 
 class CollectionErrors:
