@@ -218,8 +218,9 @@ def worst_csv(record: Mapping) -> str | None:
     for i, (e, keys) in enumerate(rows, 1):
         idx = e.get("index")
         idx_s = "(" + ", ".join(str(int(x)) for x in idx) + ")" if idx is not None else ""
-        values = [_fmt(e.get(k)) if k in keys else "" for k in ("actual", "golden", "abs_err",
-                                                                "rel_err")]
+        values = [
+            _fmt(e.get(k)) if k in keys else "" for k in ("actual", "golden", "abs_err", "rel_err")
+        ]
         w.writerow([i, idx_s, *values])
     return buf.getvalue()
 

@@ -320,13 +320,21 @@ def _sections(c: Comparison, limit: int | None):
     def cut(items):
         return items if limit is None else items[:limit]
 
+    def more(rows, items, width):
+        """A last row that says how many were left out, so a cut table never looks whole."""
+        left = len(items) - len(rows) if limit is not None else 0
+        if left > 0:
+            rows.append([f"... and {left} more"] + [""] * (width - 1))
+        return rows
+
     change_hdr = ["case", "family", "dtype", "baseline", "now", "category"]
 
     def change_rows(items):
-        return [
+        rows = [
             [x.case_id, x.family, x.dtype, x.baseline_outcome, x.outcome, x.category or ""]
             for x in cut(items)
         ]
+        return more(rows, items, len(change_hdr))
 
     out = []
     if c.baseline_id is not None:
@@ -352,11 +360,12 @@ def _sections(c: Comparison, limit: int | None):
                 ],
             )
         )
+        more(out[-1][2], c.drift, len(out[-1][1]))
         out.append(
             (
                 f"Missing from the run ({len(c.missing_in_run)})",
                 ["case"],
-                [[x] for x in cut(c.missing_in_run)],
+                more([[x] for x in cut(c.missing_in_run)], c.missing_in_run, 1),
             )
         )
         out.append(
@@ -374,7 +383,7 @@ def _sections(c: Comparison, limit: int | None):
             (
                 f"New in the run ({len(c.missing_in_baseline)})",
                 ["case"],
-                [[x] for x in cut(c.missing_in_baseline)],
+                more([[x] for x in cut(c.missing_in_baseline)], c.missing_in_baseline, 1),
             )
         )
     out.append(

@@ -244,10 +244,16 @@ def trend_png(series: Sequence[Mapping] | Mapping) -> bytes:
         ax.set_ylabel(f"{metric.upper()} (median, band to max)")
         ax.grid(True, alpha=0.3)
     axes[1].set_xticks(range(len(runs)))
-    axes[1].set_xticklabels([r[-24:] for r in runs], rotation=30, ha="right", fontsize=7)
+    axes[1].set_xticklabels([_run_label(r) for r in runs], rotation=30, ha="right", fontsize=7)
     axes[0].set_xticks(range(len(runs)))
     axes[0].set_xticklabels([])
     axes[0].set_title(
         "Precision trend per family and dtype (dashed: T for MERE, 10·T for MARE)", fontsize=10
     )
     return _png(fig)
+
+
+def _run_label(run_id: str, width: int = 32) -> str:
+    """A run id for an axis: whole when it fits (the farm's are 26 characters), else its end."""
+    run_id = str(run_id)
+    return run_id if len(run_id) <= width else "…" + run_id[-(width - 1) :]

@@ -155,9 +155,7 @@ def selected_cases() -> list:
     """The smoke cases `-k K_EXPR` selects: those whose id contains one of the SLICE words."""
     from suites import matrix
 
-    return [
-        c for c in matrix.expand("smoke") if any(w.lower() in c.id.lower() for w in SLICE)
-    ]
+    return [c for c in matrix.expand("smoke") if any(w.lower() in c.id.lower() for w in SLICE)]
 
 
 def tail_bug_breaks(cases) -> set[str]:
