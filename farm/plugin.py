@@ -66,15 +66,23 @@ def pytest_configure(config):
     elif config.getoption("farm_plan"):
         plan = plan_mod.Plan.load(Path(config.getoption("farm_plan")))
     else:
+        from farm import build
+        from farm.errors import FarmError
         from farm.session import prepare_pool
 
-        plan = prepare_pool(
-            inventory_path=config.getoption("farm_inventory"),
-            tier=config.getoption("farm_tier"),
-            backend=config.getoption("farm_backend"),
-            run_dir=config.getoption("farm_run_dir"),
-            case_timeout=config.getoption("farm_case_timeout"),
-        )
+        try:
+            # Without a package, prepare_pool builds the real one as `farm run` does.
+            plan = prepare_pool(
+                inventory_path=config.getoption("farm_inventory"),
+                tier=config.getoption("farm_tier"),
+                backend=config.getoption("farm_backend"),
+                run_dir=config.getoption("farm_run_dir"),
+                case_timeout=config.getoption("farm_case_timeout"),
+                require_healthy=True,
+            )
+        except (FarmError, build.BuildError, ValueError) as exc:
+            # A bad inventory, SoC, key or tier, or no healthy host: one line, not a traceback.
+            raise pytest.UsageError(f"farm: {exc}") from None
     config.stash[PLAN] = plan
     if worker is None:
         config.pluginmanager.register(_XdistHooks(plan), "farm-xdist")

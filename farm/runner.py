@@ -164,6 +164,7 @@ def run(
             case_timeout=case_timeout,
             package=package,
             on_host=show_host,
+            require_healthy=True,
         )
     families_without = sorted({c.family for c in cases} - set(plan.slots_by_family()))
     for family in families_without:

@@ -127,6 +127,7 @@ class Farm:
 
     def __init__(self, root: Path):
         self.root = root
+        root.mkdir(parents=True, exist_ok=True)
         self.runs = root / "runs"
         self.store = root / "farm.sqlite"
 

@@ -1,0 +1,60 @@
+"""A product failure is final: `farm run --plant-bug` fails exactly the cases the bug breaks, on
+the first attempt, as precision failures, exit 1, and no host is blamed (quarantined) for it.
+
+Which cases a bug breaks follows from the matrix's own design:
+
+* ``tail`` drops the unaligned remainder of a row's last UB chunk. The chunk-row cases 2x9824
+  fill whole UB blocks (9824 elements is one block of the REDUCE_TAIL plan, suites/matrix.py),
+  2x9825 leave a one-element tail: those fail, the others pass.
+* ``seed_noreduce`` computes the seed's ``(dy - 1) * exp(y)`` on the no-reduce path. For
+  4x1x33 reduced over its extent-1 axis with a valid y (= 0), the right answer is 0 and the
+  planted one dy - 1: every accepted case fails. The bf16 case on Ascend310B is still rejected,
+  as it must be, and passes.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.e2e.conftest import select
+
+PLANTED = {
+    # bug: (-k expression, which of its accepted cases must fail)
+    "tail": ("x98", lambda c: "x9825_" in c.id),
+    "seed_noreduce": ("4x1x33", lambda c: True),
+}
+
+
+@pytest.mark.parametrize("bug", sorted(PLANTED))
+def test_planted_bug_fails_its_cases_once_as_precision(farm, bug):
+    k, breaks = PLANTED[bug]
+    cases = select(k)
+    must_fail = {c.id for c in cases if c.accepted and breaks(c)}
+    assert must_fail and len(must_fail) < len(cases)
+
+    result = farm.run_tier("--jobs", "2", "--plant-bug", bug, k=k)
+
+    assert result.code == 1, result.text  # product failures, nothing degraded
+    records = result.assert_one_result_per_case(cases)
+    failed = {cid for cid, r in records.items() if r["outcome"] == "failed"}
+    assert failed == must_fail
+    for cid, r in records.items():
+        # Never retried: one attempt, no infrastructure error on the way.
+        assert (r["attempts"], r["infra_errors"]) == (1, []), cid
+        if cid in must_fail:
+            assert r["category"] == "precision" and r["verdict"]["passed"] is False, r
+            assert r["message"].startswith("FAIL"), r["message"]
+        else:
+            assert r["outcome"] == "passed", r
+    assert result.summary["categories"] == {"precision": len(must_fail)}
+    # A wrong operator is not a bad host: the canary does not quarantine anyone for it.
+    assert result.summary["unhealthy_hosts"] == {}
+    assert result.summary["quarantined_during_run"] == {}
+    assert result.quarantine() == {}
+    assert all(row["state"] != "bad" for row in farm.hosts().values())
+
+    # The planted build is now the newest archive in dist/op; a plain `pytest suites/` still
+    # tests the real operator (it builds it, as farm run does), so the same cases pass there.
+    proc = farm.pytest("suites/", "-k", k, "-p", "no:xdist", "-q")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert f"{len(cases)} passed" in proc.stdout
