@@ -16,8 +16,8 @@ tail bug breaks with finite errors (3x17, a REDUCE_TAIL row of 17 elements) and 
 unwritten (2x3x4x2 on dim -2), cases it cannot touch (1x32000 rows are whole 32-byte blocks), a
 case the operator must reject (normal_no.dy: dy missing) and passes sampled for a plot.
 
-The runs are made once per test session (a module-level cache: the three test modules share them)
-and take about a minute and a half on two cores.
+The runs are made once per test session, shared by the three test modules (and by pytest-xdist
+workers, see make_runs), and take about a minute and a half on two cores.
 """
 
 from __future__ import annotations
@@ -242,11 +242,51 @@ _CACHE: dict[str, Runs] = {}
 
 
 def make_runs(tmp_path_factory) -> Runs:
-    """Runs 1 (good), 2 (tail bug), 3 (good) of the slice: made once per session."""
+    """Runs 1 (good), 2 (tail bug), 3 (good) of the slice: made once per test session.
+
+    Each run ends by generating its report; without node and reports/node_modules it has none,
+    and the tests that read reports skip (or fail, with FARM_REQUIRE_ALL=1: need_allure).
+
+    Once per session even under pytest-xdist (CI runs `pytest -n 2`): the first worker to get
+    here makes them in a directory all the session's workers share, under a file lock; the
+    others wait for it and read what it wrote (runs.json), or its error."""
     if "runs" in _CACHE:
         return _CACHE["runs"]
-    need_allure()  # each run ends by generating its report
-    root = tmp_path_factory.mktemp("e2e-report")
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    root = shared / "e2e-report"
+    with _locked(shared / "e2e-report.lock"):
+        done, failed = root / "runs.json", root / "error.txt"
+        if failed.is_file():
+            pytest.fail(f"making the runs failed (in another worker):\n{failed.read_text()}")
+        if done.is_file():
+            runs = _load(json.loads(done.read_text()))
+        else:
+            shutil.rmtree(root, ignore_errors=True)
+            root.mkdir(parents=True)
+            try:
+                runs = _make(root)
+            except BaseException as exc:
+                failed.write_text(f"{type(exc).__name__}: {exc}")
+                raise
+            done.write_text(json.dumps(_dump(runs)))
+    _CACHE["runs"] = runs
+    return runs
+
+
+@contextlib.contextmanager
+def _locked(path: Path):
+    import fcntl
+
+    with open(path, "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _make(root: Path) -> Runs:
     cases = selected_cases()
     runs = Runs(
         root=root,
@@ -257,7 +297,39 @@ def make_runs(tmp_path_factory) -> Runs:
     )
     for n, bug in ((1, ""), (2, "tail"), (3, "")):
         runs.runs.append(_one_run(runs, n, bug))
-    _CACHE["runs"] = runs
+    return runs
+
+
+def _dump(runs: Runs) -> dict:
+    return {
+        "root": str(runs.root),
+        "selected": [c.id for c in runs.selected],
+        "expected": sorted(runs.expected),
+        "runs": [
+            {
+                "n": r.n,
+                "run_id": r.run_id,
+                "run_dir": str(r.run_dir),
+                "code": r.code,
+                "output": r.output,
+                "summary": r.summary,
+            }
+            for r in runs.runs
+        ],
+    }
+
+
+def _load(data: dict) -> Runs:
+    root = Path(data["root"])
+    by_id = {c.id: c for c in selected_cases()}
+    runs = Runs(
+        root=root,
+        store=root / "runs" / "farm.sqlite",
+        env=_run_env(root),
+        selected=[by_id[cid] for cid in data["selected"]],
+        expected=set(data["expected"]),
+    )
+    runs.runs = [FarmRun(**dict(r, run_dir=Path(r["run_dir"]))) for r in data["runs"]]
     return runs
 
 

@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from .report_fixtures import allure_results, make_runs, report_tests
+from .report_fixtures import allure_results, make_runs, need_allure, report_tests
 
 BROKEN = "910b_f16_3x17_d-1_y.uniform_dy.normal"  # the tail bug breaks it (derived, checked)
 STEADY = "910b_f32_1x32000_d1_y.uniform_dy.uniform_mixed-tolerance"  # whole blocks: untouched
@@ -19,6 +19,7 @@ REJECTED = "310b_f32_3x5_d-1_y.uniform_dy.normal_no.dy"  # must be rejected, eve
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
+    need_allure()  # the history is Allure's
     runs = make_runs(tmp_path_factory)
     assert BROKEN in runs.expected and STEADY not in runs.expected
     assert REJECTED in {c.id for c in runs.selected} and REJECTED not in runs.expected

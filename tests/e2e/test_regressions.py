@@ -29,6 +29,7 @@ from .report_fixtures import (
     global_attachment,
     labels,
     make_runs,
+    need_allure,
     param,
     report_tests,
 )
@@ -137,6 +138,7 @@ def test_farm_runs_lists_the_three_runs(runs):
 
 
 def test_report_shows_the_regressed_cases(runs):
+    need_allure()
     r2 = runs.runs[1]
     tests = report_tests(r2.report)
     assert set(tests) == {c.id for c in runs.selected}
@@ -155,6 +157,7 @@ def test_report_shows_the_regressed_cases(runs):
 
 
 def test_report_carries_the_comparison(runs):
+    need_allure()
     r1, r2, _ = runs.runs
     page = global_attachment(r2.report, "regression-summary.html").read_text()
     assert "REGRESSIONS" in page and f"vs baseline {r1.run_id}" in page
@@ -169,6 +172,7 @@ def test_report_carries_the_comparison(runs):
 
 def test_report_has_the_trend_of_the_last_runs(runs):
     """MERE/MARE per dtype and family over the runs so far: run 3's report plots three runs."""
+    need_allure()
     r3 = runs.runs[2]
     png = global_attachment(r3.report, "precision-trend.png").read_bytes()
     assert png.startswith(b"\x89PNG") and len(png) > 20_000
@@ -319,8 +323,6 @@ def test_environment_executor_and_junit(runs):
     base = f"{CI_ENV['GITHUB_SERVER_URL']}/{CI_ENV['GITHUB_REPOSITORY']}"
     assert executor["buildUrl"] == f"{base}/actions/runs/9002"
     assert r2.run_id in executor["buildName"]
-    index = (r2.report / "index.html").read_text()
-    assert f'"buildUrl":"{base}/actions/runs/9002"' in index  # the report shows the executor
     # JUnit XML beside the allure results: one test per case, the failures the same.
     junit = r2.results.parent / "junit.xml"
     suite = ET.parse(junit).getroot().find("testsuite")
@@ -332,3 +334,12 @@ def test_environment_executor_and_junit(runs):
         if tc.find("failure") is not None
     }
     assert failed == runs.expected
+
+
+def test_report_shows_the_executor(runs):
+    need_allure()
+    r2 = runs.runs[1]
+    base = f"{CI_ENV['GITHUB_SERVER_URL']}/{CI_ENV['GITHUB_REPOSITORY']}"
+    index = (r2.report / "index.html").read_text()
+    assert f'"buildUrl":"{base}/actions/runs/9002"' in index
+    assert '"name":"GitHub Actions"' in index

@@ -15,7 +15,14 @@ import pytest
 
 from tests.reports.cdp import Browser
 
-from .report_fixtures import ARTIFACTS, make_runs, need_chromium, report_tests, serve
+from .report_fixtures import (
+    ARTIFACTS,
+    make_runs,
+    need_allure,
+    need_chromium,
+    report_tests,
+    serve,
+)
 
 BROKEN = "910b_f16_3x17_d-1_y.uniform_dy.normal"
 
@@ -43,7 +50,8 @@ DECODED_IMAGE = (
 
 @pytest.fixture(scope="module")
 def chromium():
-    return need_chromium()  # before the runs: a skip costs nothing
+    need_allure()  # before the runs: a skip costs nothing
+    return need_chromium()
 
 
 @pytest.fixture(scope="module")
