@@ -118,6 +118,8 @@ def error_histogram_png(record_or_metrics: Mapping, dtype: str | None = None) ->
         if any(c > 0 for c in counts) and max(counts) / max(1, min(c for c in counts if c)) > 1e3:
             ax.set_yscale("log")
         drew = any(c > 0 for c in counts) or zeros > 0
+        if not drew:
+            ax.set_ylim(0, 1)  # no element to count: an empty axis, not one around zero
     elif isinstance(metrics, Mapping) and metrics:
         worst = metrics.get("worst") or []
         rel = [_finite_positive(w.get("rel_err")) for w in worst if isinstance(w, Mapping)]
