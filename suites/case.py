@@ -52,7 +52,7 @@ class Case:
     out_shape: tuple[int, ...] | None = None
     missing: str | None = None
     # Which section of a matrix produced the case; not part of the identity.
-    origin: str = field(default="", compare=False)
+    origin: str = field(default="", compare=False, repr=False)
 
     def __post_init__(self):
         problems = []
