@@ -24,9 +24,14 @@ SUITE_FILES = ("suites/test_precision.py", "suites/test_rejection.py")
 EXIT_OK, EXIT_PRODUCT, EXIT_INFRA = 0, 1, 2
 
 
-def collect_records(run_dir: Path, cases: list[Case]) -> tuple[list[dict], list[str]]:
+def collect_records(
+    run_dir: Path, cases: list[Case], drop_missing: bool = False
+) -> tuple[list[dict], list[str]]:
     """Exactly one record per case: the workers' records, and a broken record for any case that
-    has none (a worker died). Returns the records and notes about duplicates or strays."""
+    has none (a worker died). Returns the records and notes about duplicates or strays.
+
+    ``drop_missing``: the session was stopped on purpose (-x, --maxfail): cases without a record
+    were never run, and are left out of the run instead of counted as lost."""
     by_id: dict[str, dict] = {}
     notes: list[str] = []
     for path in sorted((run_dir / "records").glob("*.jsonl")):
@@ -45,6 +50,11 @@ def collect_records(run_dir: Path, cases: list[Case]) -> tuple[list[dict], list[
     for stray in sorted(set(by_id) - wanted):
         notes.append(f"record for {stray}, which is not in the tier; ignored")
         del by_id[stray]
+    if drop_missing:
+        not_run = [c for c in cases if c.id not in by_id]
+        if not_run:
+            notes.append(f"{len(not_run)} selected case(s) not run: pytest stopped early (-x)")
+        cases = [c for c in cases if c.id in by_id]
     for case in cases:
         if case.id not in by_id:
             by_id[case.id] = lost_record(case)
@@ -181,16 +191,19 @@ def run(
     plugins = [errors, selection]
     plugins += [LiveProgress(console=console, title=tier)] if progress else []
     pytest_code = pytest.main(pytest_args(plan, workers, extra_pytest or []), plugins=plugins)
-    pytest_broke = bool(errors.errors) or pytest_code not in (0, 1)
+    # -x / --maxfail stop the session on purpose (with xdist pytest then says "interrupted").
+    stopped = selection.stopped_on_failure
+    pytest_broke = bool(errors.errors) or (pytest_code not in (0, 1) and not stopped)
     if pytest_code == pytest.ExitCode.NO_TESTS_COLLECTED:
         console.print(f"[red]no case of tier {tier} matched the selection {extra_pytest}[/]")
     elif pytest_broke:
         console.print(f"[red]pytest could not run the suites (exit {pytest_code})[/]")
-    if selection.case_ids is not None and not errors.errors:
-        # The run's cases are those pytest selected (-k, -m, --lf deselect the others).
-        cases = [c for c in cases if c.id in selection.case_ids]
+    if not errors.errors:
+        # The run's cases are those pytest selected (-k, -m, --lf deselect the others); none
+        # when pytest stopped before collecting (a usage error, say).
+        cases = [c for c in cases if c.id in (selection.case_ids or ())]
 
-    records, notes = collect_records(plan.run_dir, cases)
+    records, notes = collect_records(plan.run_dir, cases, drop_missing=stopped)
     for note in notes:
         console.print(f"[yellow]note:[/] {note}")
     quarantined = RunState(plan.state_path).quarantined() if plan.state_path.exists() else {}
@@ -293,10 +306,24 @@ def print_summary(console: Console, records, plan: Plan, code: int, summary_path
 
 class Selection:
     """The case ids pytest selected: from the session (no xdist) or from the first worker's
-    collection (xdist: every worker collects the same items)."""
+    collection (xdist: every worker collects the same items); and whether -x stopped it."""
 
     def __init__(self):
         self.case_ids: set[str] | None = None
+        self.maxfail = 0
+        self.failures = 0
+
+    @property
+    def stopped_on_failure(self) -> bool:
+        """-x / --maxfail N was given and reached: pytest stopped the session on purpose."""
+        return self.maxfail > 0 and self.failures >= self.maxfail
+
+    def pytest_configure(self, config):
+        self.maxfail = config.getoption("maxfail", 0) or 0
+
+    def pytest_runtest_logreport(self, report):
+        if report.failed:
+            self.failures += 1
 
     def pytest_collection_finish(self, session):
         self._take(item.nodeid for item in session.items)

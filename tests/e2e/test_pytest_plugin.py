@@ -70,14 +70,14 @@ def compare(tmp_path, k: str, inventory: tuple[str, ...], plugin_inventory: tupl
 
 def test_embedded_pool_same_cases_and_verdicts_as_farm_run(tmp_path):
     """No inventory: both use the embedded local pool."""
-    records = compare(tmp_path, "f16 and d1", (), ())
+    records = compare(tmp_path, "f32 and d0", (), ())
     hosts = {r["host"] for r in records.values()}
     assert hosts <= {"emu-a2-01", "emu-a2-02", "emu-310b-01"} and "emu-310b-01" in hosts
 
 
 def test_lab_same_cases_and_verdicts_as_farm_run(tmp_path, lab, lab_inventory):
     """Over the SSH lab; the subset holds bf16 cases of both families (rejected on 310B)."""
-    k = "bf16 and d-1"
+    k = "bf16 and d0"
     records = compare(
         tmp_path, k, ("--inventory", lab_inventory), ("--farm-inventory", lab_inventory)
     )
