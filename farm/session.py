@@ -2,8 +2,8 @@
 
 prepare_pool: decide everything (building the operator package only when not given one). Every
 host of the inventory is deployed to and checked in parallel (reachable, identity, dependencies,
-a canary case with a known answer); the persistent quarantine is updated; the plan lists the
-healthy slots.
+canary cases run end to end); the persistent quarantine is updated; the plan lists the healthy
+slots.
 """
 
 from __future__ import annotations
