@@ -804,6 +804,23 @@ def main(argv: list[str] | None = None) -> int:
                         if base and farm:
                             print(f"\n{path} / ssh-per-case: {farm / base:.1f}x")
                             out.setdefault("ratios", {})[path] = farm / base
+                    # The whole `farm run` (other cases: the full tier, and in parallel) against
+                    # the same baseline, for scale.
+                    for r_jobs in ("default", "1"):
+                        runs = [
+                            r
+                            for r in out.get("farm_run", [])
+                            if r["pool"] == "lab" and str(r["jobs"]) == r_jobs
+                        ]
+                        for key, what in (
+                            ("cases_per_s", "whole command"),
+                            ("cases_per_s_session", "pytest session"),
+                        ):
+                            farm = median_of(runs, key)
+                            if base and farm:
+                                label = f"lab: farm run --jobs {r_jobs} ({what})"
+                                print(f"\n{label} / ssh-per-case: {farm / base:.1f}x")
+                                out.setdefault("ratios", {})[label] = farm / base
                 if "profile" in sections:
                     prof = {}
                     for pname in pools:
