@@ -48,7 +48,11 @@ class Dispatcher:
         lock_dir,
         backend: str,
         base_timeout: float = 60.0,
+        left_out: dict[str, dict[str, str]] | None = None,
     ):
+        """``left_out``: family -> {host: reason} for the hosts the health check kept out of
+        the run, so that a family without a healthy slot says why."""
+        self.left_out = left_out or {}
         self.slots = {s.id: s for s in slots}
         self.open_channel = open_channel
         self.state = state
@@ -93,6 +97,8 @@ class Dispatcher:
             if not candidates:
                 why = "; ".join(f"{h}: {r}" for h, r in self.state.quarantined().items())
                 detail = f" (quarantined: {why})" if why else ""
+                left = "; ".join(f"{h}: {r}" for h, r in self.left_out.get(case.family, {}).items())
+                detail += f" (failed the health check: {left})" if left else ""
                 return self._broken(
                     case, tried, errors, started, f"no healthy slot of family {case.family}{detail}"
                 )

@@ -192,10 +192,16 @@ def farm_plan(request) -> plan_mod.Plan:
 
 @pytest.fixture(scope="session")
 def farm_dispatcher(request, farm_plan):
-    from farm.session import open_channel_factory
+    from farm.session import _reload_pool, open_channel_factory
 
     worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    left_out: dict[str, dict[str, str]] = {}
+    if farm_plan.unhealthy:
+        inventory = _reload_pool(farm_plan.inventory)
+        for host, why in farm_plan.unhealthy.items():
+            left_out.setdefault(inventory.host(host).family, {})[host] = why
     dispatcher = Dispatcher(
+        left_out=left_out,
         slots=farm_plan.slot_infos(),
         open_channel=open_channel_factory(farm_plan),
         state=RunState(farm_plan.state_path, farm_plan.quarantine_after),

@@ -91,6 +91,7 @@ def test_soc_mismatch_quarantines_and_its_family_stops_cleanly(
         if r["family"] == "ascend310b":
             assert (r["outcome"], r["category"], r["attempts"]) == ("broken", "infrastructure", 0)
             assert r["message"].startswith("no healthy slot of family ascend310b"), r
+            assert "failed the health check: a200-01: SoC mismatch" in r["message"], r
         else:
             assert r["outcome"] == "passed" and r["host"] in ("a2-01", "a2-02"), r
     assert set(result.quarantine()) == {"a200-01"}
