@@ -185,9 +185,15 @@ class Farm:
         args = ["run", "--tier", "smoke", "--no-report", "--no-progress", *options]
         return self.start(*args, *(["--", "-k", k] if k else []))
 
-    def pytest(self, *args: str, timeout: float = RUN_TIMEOUT) -> subprocess.CompletedProcess:
+    def pytest(
+        self, *args: str, timeout: float = RUN_TIMEOUT, cache: bool = False
+    ) -> subprocess.CompletedProcess:
+        """`pytest ARGS` in the repository; with `cache`, pytest's cache (--lf) lives under this
+        farm's root, not in the checkout."""
+        options = ["-o", f"cache_dir={self.root / 'pytest-cache'}"] if cache else []
+        options += [] if cache else ["-p", "no:cacheprovider"]
         proc = subprocess.run(
-            [sys.executable, "-m", "pytest", "-p", "no:randomly", "-p", "no:cacheprovider", *args],
+            [sys.executable, "-m", "pytest", "-p", "no:randomly", *options, *args],
             cwd=REPO,
             env=self.env,
             capture_output=True,

@@ -15,6 +15,9 @@ Which cases a bug breaks follows from the matrix's own design:
 
 from __future__ import annotations
 
+import json
+import re
+
 import pytest
 
 from tests.e2e.conftest import select
@@ -54,11 +57,42 @@ def test_planted_bug_fails_its_cases_once_as_precision(farm, bug):
     assert result.quarantine() == {}
     assert all(row["state"] != "bad" for row in farm.hosts().values())
 
+    if bug == "tail":
+        pytest_selection_on_the_planted_pool(farm, result, k, must_fail)
+
     # The planted build is now the newest archive in dist/op; a plain `pytest suites/` still
     # tests the real operator (it builds it, as farm run does), so the same cases pass there.
     proc = farm.pytest("suites/", "-k", k, "-p", "no:xdist", "-q")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert f"{len(cases)} passed" in proc.stdout
+
+
+def pytest_selection_on_the_planted_pool(farm, result, k, must_fail):
+    """pytest's own -x and --lf on the farm's suites: `pytest suites/ --farm-plan` on the pool
+    the planted run prepared (its own run directory), the failures being real ones."""
+    plan = json.loads((result.run_dir / "plan.json").read_text())
+    plan["run_dir"] = str(farm.root / "pytest-run")
+    path = farm.root / "plan.json"
+    path.write_text(json.dumps(plan))
+    base = ("suites/", "--farm-plan", str(path), "-k", k, "-p", "no:xdist", "-q")
+
+    def outcome(proc) -> dict[str, int]:
+        """The summary line's counts of passed and failed items (-k deselects the rest)."""
+        counts = re.findall(r"(\d+) (passed|failed)", proc.stdout.splitlines()[-1])
+        return {word: int(n) for n, word in counts}
+
+    # -x: the session stops at the first failure.
+    stop = farm.pytest(*base, "-x", "-rf", cache=True)
+    assert stop.returncode == 1, stop.stdout[-2000:]
+    assert outcome(stop)["failed"] == 1  # (cases before it may have passed)
+    assert "stopping after 1 failures" in stop.stdout
+    (failed_id,) = re.findall(r"FAILED \S+\[(\S+)\]", stop.stdout)
+    assert failed_id in must_fail
+    # --lf: exactly the case that failed last time runs again, and fails again.
+    last_failed = farm.pytest(*base, "--lf", "-rf", cache=True)
+    assert last_failed.returncode == 1, last_failed.stdout[-2000:]
+    assert outcome(last_failed) == {"failed": 1}
+    assert re.findall(r"FAILED \S+\[(\S+)\]", last_failed.stdout) == [failed_id]
 
 
 def test_stop_at_first_failure_is_not_an_infrastructure_problem(farm):
