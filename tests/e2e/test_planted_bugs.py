@@ -22,6 +22,7 @@ import pytest
 
 from tests.e2e.conftest import select
 
+
 @pytest.fixture(scope="module", autouse=True)
 def real_package_newest_afterwards():
     """Planted runs leave their archive as the newest in dist/op, which `farm.deploy.
