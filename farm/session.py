@@ -72,8 +72,7 @@ CANARY_TIMEOUT = 60.0
 
 
 def canary_cases(family: str) -> list[Case]:
-    """Two calls with known answers: for a valid y and reduce extent 1 the exact answer is 0
-    (dy * (1 - exp(0))), and a small reduce case that any correct kernel passes."""
+    """A no-reduce and a reduce call, small enough to cost nothing."""
     return [
         Case(family, "float32", (4, 1, 8), (1,), y_dist="uniform", origin="canary"),
         Case(family, "float16", (3, 33), (-1,), origin="canary"),
@@ -81,10 +80,13 @@ def canary_cases(family: str) -> list[Case]:
 
 
 def make_canary(backend: str):
-    """The canary proves the *host* can run the operator end to end: inputs made, the backend
-    loaded and called, the result judged and sent back. It does not judge the operator: a wrong
-    answer is a product failure, which the run's own cases report (exit 1). Quarantining every
-    host for it would turn a product bug into an infrastructure error (exit 2, nothing run)."""
+    """The canary proves the *host* can run the operator end to end, with a known answer: the
+    inputs it makes from the case's seed must be the bytes this machine makes (numpy, ml_dtypes
+    and the generators behave), and the call must come back judged. It does not judge the
+    operator: a wrong answer is a product failure, which the run's own cases report (exit 1);
+    quarantining every host for it would turn a product bug into an infrastructure error."""
+    from farm.agent.execute import make_call_inputs
+    from golden.inputs import sha256_of
 
     def canary(channel, identity) -> str | None:
         family = soc.family_of(identity.get("soc", ""))
@@ -95,6 +97,13 @@ def make_canary(backend: str):
                 "failed",
             ):
                 return f"canary {case.id}: no judged result came back: {record.get('message')}"
+            known = sha256_of(*make_call_inputs(case.to_dict()))
+            if record.get("inputs_sha256") != known:
+                return (
+                    f"canary {case.id}: the host made other inputs from the same seed "
+                    f"(sha256 {str(record.get('inputs_sha256'))[:12]}, expected {known[:12]}); "
+                    "check its numpy and ml_dtypes versions against this machine's"
+                )
         return None
 
     return canary
