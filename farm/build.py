@@ -185,7 +185,7 @@ def write_archive(path: Path, files: dict[str, bytes]) -> Path:
             info.uname = info.gname = ""
             tar.addfile(info, io.BytesIO(files[name]))
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")  # two builds at once must not mix
     with (
         open(tmp, "wb") as out,
         gzip.GzipFile(filename="", mode="wb", fileobj=out, mtime=0, compresslevel=9) as gz,

@@ -207,8 +207,11 @@ def deploy(transport: Transport, host: HostSpec | None, files: Iterable[Path]) -
 def find_op_package(
     dist: str | os.PathLike[str] = REPO_ROOT / "dist" / "op", target: str = "twin"
 ) -> Path:
-    """The newest op package for ``target`` in ``dist``."""
-    found = sorted(Path(dist).glob(f"*-{target}*.tar.gz"), key=lambda p: p.stat().st_mtime)
+    """The newest op package for ``target`` in ``dist``, never one with a planted bug."""
+    found = sorted(
+        (p for p in Path(dist).glob(f"*-{target}*.tar.gz") if "-bug-" not in p.name),
+        key=lambda p: p.stat().st_mtime,
+    )
     if not found:
         raise ConfigError(f"no {target} operator package in {dist}; run 'farm build' first")
     return found[-1]

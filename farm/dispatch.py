@@ -14,8 +14,10 @@ from dataclasses import dataclass
 
 from farm.errors import ConnectionLost, InfraError
 from farm.leases import LeaseTimeout, RunState, lease_any
+from farm.records import broken_record, with_case
 
 MAX_RETRIES = 2
+AGENT_STARTUP_ALLOWANCE = 30.0  # seconds
 CRASH_MARKERS = ("Fatal Python error", "Segmentation fault", "Aborted", "AddressSanitizer")
 
 
@@ -139,12 +141,14 @@ class Dispatcher:
 
     def _attempt(self, slot: SlotInfo, payload: dict, case) -> dict:
         channel = self._channels.get(slot.id)
+        timeout = case_timeout(case, self.base_timeout)
         if channel is None:
             channel = self._channels[slot.id] = self.open_channel(slot)
-        result = channel.run_case(
-            payload, self.backend, slot.device, case_timeout(case, self.base_timeout)
-        )
-        return _with_case(dict(result), case)
+            # A new agent imports numpy, the twin (and torch for benchmark-ratio) on its first
+            # case; that is start-up, not the case being slow.
+            timeout += AGENT_STARTUP_ALLOWANCE
+        result = channel.run_case(payload, self.backend, slot.device, timeout)
+        return with_case(dict(result), case)
 
     def _drop(self, slot: SlotInfo) -> None:
         channel = self._channels.pop(slot.id, None)
@@ -156,27 +160,16 @@ class Dispatcher:
 
     def _broken(self, case, tried, errors, started, summary: str) -> dict:
         detail = "; ".join(errors[-3:])
-        message = summary + (f": {detail}" if detail else "")
-        return _with_case(
-            {
-                "outcome": "broken",
-                "category": "infrastructure",
-                "message": message,
-                "status": None,
-                "reason": None,
-                "op_message": "",
-                "metrics": None,
-                "standards": {},
-                "verdict": None,
-                "tiling": None,
-                "host": self.slots[tried[-1]].host if tried else None,
-                "soc": self.slots[tried[-1]].soc if tried else None,
-                "slot": tried[-1] if tried else None,
-                "attempts": len(tried),
-                "infra_errors": errors,
-                "timings": {"wall_s": time.perf_counter() - started},
-            },
+        last = self.slots[tried[-1]] if tried else None
+        return broken_record(
             case,
+            summary + (f": {detail}" if detail else ""),
+            host=last.host if last else None,
+            soc=last.soc if last else None,
+            slot=last.id if last else None,
+            attempts=len(tried),
+            infra_errors=errors,
+            timings={"wall_s": time.perf_counter() - started},
         )
 
     def _crash(self, case, slot: SlotInfo, tried, started, crash: str) -> dict:
@@ -184,7 +177,7 @@ class Dispatcher:
         record.update(
             outcome="failed",
             category="crash",
-            message=(f"the agent died running this case on {slot.id}: {crash}"),
+            message=f"the agent died running this case on {slot.id}: {crash}",
         )
         return record
 
@@ -198,24 +191,3 @@ def _crash_text(exc: InfraError) -> str | None:
         if any(marker in line for marker in CRASH_MARKERS):
             return line.strip()
     return None
-
-
-def _with_case(record: dict, case) -> dict:
-    """Every record carries the case's own description, so a record stands alone."""
-    record.update(
-        case_id=case.id,
-        family=case.family,
-        dtype=case.dtype,
-        shape=list(case.shape),
-        axes=list(case.axes),
-        api=case.api,
-        schedule=case.schedule,
-        y_dist=case.y_dist,
-        dy_dist=case.dy_dist,
-        special=case.special,
-        layout=case.layout,
-        seed=case.seed,
-        expect=case.expectation(),
-        origin=case.origin,
-    )
-    return record

@@ -17,6 +17,7 @@ from rich.table import Table
 
 from farm import session
 from farm.plan import Plan
+from farm.records import broken_record
 from suites import matrix
 from suites.case import Case
 
@@ -62,43 +63,7 @@ def collect_records(
 
 
 def lost_record(case: Case) -> dict:
-    data = case.to_dict()
-    return {
-        "case_id": case.id,
-        **{
-            k: data[k]
-            for k in (
-                "family",
-                "dtype",
-                "shape",
-                "axes",
-                "api",
-                "schedule",
-                "y_dist",
-                "dy_dist",
-                "special",
-                "layout",
-                "seed",
-                "expect",
-                "origin",
-            )
-        },
-        "outcome": "broken",
-        "category": "infrastructure",
-        "message": ("no result came back for this case (its worker died)"),
-        "status": None,
-        "reason": None,
-        "op_message": "",
-        "metrics": None,
-        "standards": {},
-        "verdict": None,
-        "tiling": None,
-        "host": None,
-        "soc": None,
-        "slot": None,
-        "attempts": 0,
-        "timings": {},
-    }
+    return broken_record(case, "no result came back for this case (its worker died)")
 
 
 def exit_code(records: list[dict], plan: Plan, quarantined_mid_run: dict) -> int:
