@@ -182,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return COMMANDS[command][0](rest)
     except (FarmError, ValueError) as exc:
-        Console(stderr=True).print(f"[bold red]error:[/] {exc}", highlight=False)
+        Console(stderr=True, soft_wrap=True).print(f"[bold red]error:[/] {exc}", highlight=False)
         return 2
 
 

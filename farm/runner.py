@@ -115,7 +115,7 @@ def run(
     from farm.progress import LiveProgress
     from farm.store import RunStore, default_store_path
 
-    console = console or Console(stderr=True)
+    console = console or Console(stderr=True, soft_wrap=True)  # messages stay one line
     cases = matrix.expand(tier)  # a bad tier stops here, before anything starts
     session.load_pool(inventory)  # so does a bad inventory
     console.print(f"[bold]farm run[/] tier {tier}: {len(cases):,} cases, backend {backend}")
