@@ -26,7 +26,7 @@ import pytest
 
 from farm.lab import Lab
 from suites import matrix
-from tests.farm.conftest import require_sshd
+from tests.requirements import need_sshd
 
 REPO = Path(__file__).resolve().parents[2]
 RUN_TIMEOUT = 600  # a hung run fails the test instead of hanging CI
@@ -263,7 +263,7 @@ def farm(tmp_path) -> Farm:
 
 @pytest.fixture(scope="session")
 def lab(tmp_path_factory):
-    require_sshd()
+    need_sshd()
     lab = Lab(tmp_path_factory.mktemp("e2e-lab"))
     lab.up(3)
     try:

@@ -37,6 +37,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.requirements import need, need_allure, need_chromium  # noqa: F401  (re-exported)
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO_ROOT / "reports" / "artifacts"
 
@@ -58,43 +60,6 @@ CI_ENV = {
     "GITHUB_WORKFLOW": "e2e",
 }
 RUN_TIMEOUT = 600
-
-REQUIRE_ALL = os.environ.get("FARM_REQUIRE_ALL", "") not in ("", "0")
-
-
-def need(condition: bool, what: str) -> None:
-    """Skip (locally) or fail (FARM_REQUIRE_ALL=1, as CI sets it) when a tool is missing."""
-    if condition:
-        return
-    if REQUIRE_ALL:
-        pytest.fail(f"{what} is required (FARM_REQUIRE_ALL=1)")
-    pytest.skip(f"{what} is not available")
-
-
-def need_allure() -> None:
-    from farm.report import REPORTS_DIR, allure_available
-
-    need(
-        allure_available(REPORTS_DIR),
-        f"node and {REPORTS_DIR / 'node_modules'} (run `npm ci` in reports/)",
-    )
-
-
-def need_chromium() -> str:
-    path = next(
-        (
-            p
-            for p in map(
-                shutil.which,
-                ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable"),
-            )
-            if p
-        ),
-        None,
-    )
-    need(path is not None, "chromium (apt-get install chromium)")
-    return path
-
 
 # --------------------------------------------------------------------------- the runs
 

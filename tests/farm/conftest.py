@@ -6,33 +6,19 @@ then a missing sshd is a failure, not a skip.
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
 import pytest
 
 from farm.deploy import deploy, make_agent_bundle
-from farm.lab import Lab, sshd_path
+from farm.lab import Lab
 from farm.transport import open_transport
+from tests.requirements import need_sshd
 
 REPO = Path(__file__).resolve().parents[2]
 ECHO = "farm.agent.server:echo_executor"
 FAKE = "tests.farm.fake_executor:run"
-
-
-def ssh_required() -> bool:
-    return os.environ.get("FARM_REQUIRE_SSH", "").strip() not in ("", "0", "false", "no")
-
-
-def require_sshd() -> None:
-    if sshd_path() is not None:
-        return
-    where = os.environ.get("FARM_SSHD") or "/usr/sbin/sshd"
-    msg = f"OpenSSH server ({where}) is not installed: apt-get install openssh-server"
-    if ssh_required():
-        pytest.fail(f"{msg} (FARM_REQUIRE_SSH is set: the SSH lab tests must run)", pytrace=False)
-    pytest.skip(msg)
 
 
 @pytest.fixture(scope="session")
@@ -42,7 +28,7 @@ def agent_bundle(tmp_path_factory) -> tuple[Path, str]:
 
 @pytest.fixture(scope="session")
 def ssh_lab(tmp_path_factory):
-    require_sshd()
+    need_sshd()
     lab = Lab(tmp_path_factory.mktemp("lab"))
     lab.up(3)
     try:

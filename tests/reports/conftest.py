@@ -9,45 +9,12 @@ from __future__ import annotations
 import copy
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
-from farm.report import REPO_ROOT, REPORTS_DIR, allure_available
-
-REQUIRE_ALL = os.environ.get("FARM_REQUIRE_ALL", "") not in ("", "0")
-
-
-def need(condition: bool, what: str) -> None:
-    """Skip (locally) or fail (FARM_REQUIRE_ALL=1) when a tool is missing."""
-    if condition:
-        return
-    if REQUIRE_ALL:
-        pytest.fail(f"{what} is required (FARM_REQUIRE_ALL=1)")
-    pytest.skip(f"{what} is not available")
-
-
-def need_allure() -> None:
-    need(allure_available(REPORTS_DIR),
-         f"node and {REPORTS_DIR / 'node_modules'} (run `npm ci` in reports/)")
-
-
-def chromium_path() -> str | None:
-    for name in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable"):
-        p = shutil.which(name)
-        if p:
-            return p
-    return None
-
-
-def need_chromium() -> str:
-    path = chromium_path()
-    need(path is not None, "chromium (apt-get install chromium)")
-    return path
-
+from farm.report import REPO_ROOT
+from tests.requirements import need, need_allure, need_chromium  # noqa: F401  (re-exported)
 
 BASE = {
     "case_id": "c0",
@@ -70,20 +37,41 @@ BASE = {
     "reason": None,
     "op_message": "",
     "metrics": {
-        "n": 4096, "mere": 1e-7, "mare": 1e-6, "rmse": 1e-7, "max_abs": 1e-6,
-        "max_rel": 1e-6, "ulp_max": 1, "ulp_mean": 0.2, "nan_inf_ok": True,
+        "n": 4096,
+        "mere": 1e-7,
+        "mare": 1e-6,
+        "rmse": 1e-7,
+        "max_abs": 1e-6,
+        "max_rel": 1e-6,
+        "ulp_max": 1,
+        "ulp_mean": 0.2,
+        "nan_inf_ok": True,
         "worst": [
-            {"index": [0, 5], "actual": 0.5, "golden": 0.4999999, "abs_err": 1e-7,
-             "rel_err": 2e-7},
-            {"index": [3, 17], "actual": -1.25, "golden": -1.2499998, "abs_err": 2e-7,
-             "rel_err": 1.6e-7},
+            {"index": [0, 5], "actual": 0.5, "golden": 0.4999999, "abs_err": 1e-7, "rel_err": 2e-7},
+            {
+                "index": [3, 17],
+                "actual": -1.25,
+                "golden": -1.2499998,
+                "abs_err": 2e-7,
+                "rel_err": 1.6e-7,
+            },
         ],
-        "hist": {"edges": [-10.0, -9.0, -8.0, -7.0, -6.0, -5.0],
-                 "counts": [10, 200, 3000, 800, 86], "zeros": 0, "nonfinite": 0, "n": 4096},
+        "hist": {
+            "edges": [-10.0, -9.0, -8.0, -7.0, -6.0, -5.0],
+            "counts": [10, 200, 3000, 800, 86],
+            "zeros": 0,
+            "nonfinite": 0,
+            "n": 4096,
+        },
     },
     "standards": {"experimental": {"passed": True, "reason": "ok"}},
-    "tiling": {"schedule": "REDUCE_TAIL", "key": 769, "cores_used": 4, "rows_per_core": 1,
-               "chunks": 1},
+    "tiling": {
+        "schedule": "REDUCE_TAIL",
+        "key": 769,
+        "cores_used": 4,
+        "rows_per_core": 1,
+        "chunks": 1,
+    },
     "host": "emu-a2-0",
     "soc": "Ascend910B3",
     "slot": "emu-a2-0:0",
@@ -111,10 +99,17 @@ def failed(case_id: str, category: str = "precision", **over) -> dict:
 
 
 def rejected_ok(case_id: str, **over) -> dict:
-    return record(case_id, expect={"kind": "reject", "reason": "dtype_mismatch",
-                                   "status": 161002},
-                  status=161002, reason="dtype_mismatch", metrics=None, tiling=None,
-                  schedule="REDUCE_TAIL", message="rejected as expected", **over)
+    return record(
+        case_id,
+        expect={"kind": "reject", "reason": "dtype_mismatch", "status": 161002},
+        status=161002,
+        reason="dtype_mismatch",
+        metrics=None,
+        tiling=None,
+        schedule="REDUCE_TAIL",
+        message="rejected as expected",
+        **over,
+    )
 
 
 RUN_META = {
@@ -134,7 +129,7 @@ RUN_META = {
 
 # --------------------------------------------------------------------------- allure sessions
 
-_SESSION_TEST = '''
+_SESSION_TEST = """
 import json
 import os
 
@@ -157,7 +152,7 @@ def test_case(key):
     if rec["outcome"] == "broken":
         raise InfrastructureBroken(failure_message(rec))
     assert rec["outcome"] == "passed", failure_message(rec)
-'''
+"""
 
 
 def run_allure_session(workdir, records, name="run") -> Path:
@@ -168,16 +163,36 @@ def run_allure_session(workdir, records, name="run") -> Path:
     (d / "records.json").write_text(json.dumps(records))
     (d / "test_synthetic_cases.py").write_text(_SESSION_TEST)
     results = d / "allure-results"
-    env = dict(os.environ, FARM_TEST_RECORDS=str(d / "records.json"),
-               PYTHONPATH=str(REPO_ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""),
-               MPLBACKEND="Agg")
+    env = dict(
+        os.environ,
+        FARM_TEST_RECORDS=str(d / "records.json"),
+        PYTHONPATH=str(REPO_ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""),
+        MPLBACKEND="Agg",
+    )
     env.pop("PYTEST_ADDOPTS", None)  # the outer run's options (-n, --alluredir) are not ours
     env.pop("PYTEST_PLUGINS", None)
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
-         "-p", "no:randomly", f"--alluredir={results}", "--rootdir", str(d),
-         str(d / "test_synthetic_cases.py")],
-        cwd=str(d), env=env, capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "no:xdist",
+            "-p",
+            "no:randomly",
+            f"--alluredir={results}",
+            "--rootdir",
+            str(d),
+            str(d / "test_synthetic_cases.py"),
+        ],
+        cwd=str(d),
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     n_bad = sum(r["outcome"] != "passed" for r in records)
     if n_bad == 0:
