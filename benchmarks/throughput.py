@@ -62,6 +62,8 @@ import sys
 import tempfile
 import time
 import xml.etree.ElementTree as ET
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -427,45 +429,65 @@ def ssh_argv(spec, remote: str) -> list[str]:
     ]  # fmt: skip
 
 
-def time_oneshot(pool: Pool, cases: list, via: str) -> dict:
-    """One fresh process per case: via "ssh" (ssh client -> sshd -> python) or "local"."""
+def time_oneshot(pool: Pool, cases: list, via: str, parallel: int = 1) -> dict:
+    """One fresh process per case: via "ssh" (ssh client -> sshd -> python) or "local".
+
+    ``parallel`` > 1: that many at once, the cases spread over every slot of their family (as the
+    farm spreads them), for comparison with a parallel `farm run`."""
     from farm.deploy import versions_dir
 
-    walls, over, over_backend, process, imports = [], [], [], [], []
-    t0 = time.perf_counter()
+    slots: dict[str, list] = {}
+    for slot in pool.plan.slot_infos():
+        slots.setdefault(slot.family, []).append(slot)
+    turn: dict[str, int] = {}
+    jobs = []
     for case in cases:
-        slot = pool.slot_of[case.family]
+        if parallel > 1:
+            family = slots[case.family]
+            slot = family[turn.get(case.family, 0) % len(family)]
+            turn[case.family] = turn.get(case.family, 0) + 1
+        else:
+            slot = pool.slot_of[case.family]
         spec = pool.inventory.host(slot.host)
         argv, remote = oneshot_command(pool, slot, declare=via != "ssh")
         if via == "ssh":
             cmd, cwd = ssh_argv(spec, remote), None
         else:
             cmd, cwd = argv, versions_dir(spec, pool.plan.hosts[slot.host]["bundle_sha"])
-        payload = json.dumps(case.to_dict())
+        jobs.append((case, cmd, cwd))
+
+    def one(job) -> tuple[float, dict]:
+        case, cmd, cwd = job
         s = time.perf_counter()
-        proc = subprocess.run(cmd, cwd=cwd, input=payload, capture_output=True, text=True)
+        proc = subprocess.run(
+            cmd, cwd=cwd, input=json.dumps(case.to_dict()), capture_output=True, text=True
+        )
         wall = time.perf_counter() - s
         if proc.returncode != 0:
             raise RuntimeError(f"{via} one-shot of {case.id} failed: {proc.stderr[-2000:]}")
         rec = json.loads(proc.stdout.strip().splitlines()[-1])
         if rec["outcome"] != "passed":
             raise RuntimeError(f"{via} one-shot of {case.id}: {rec['outcome']} {rec['message']}")
-        walls.append(wall)
-        over.append(wall - rec["timings"]["total_s"])
-        over_backend.append(wall - rec["timings"]["backend_s"])
-        process.append(rec["timings"]["process_s"])
-        imports.append(rec["timings"]["imports_s"])
+        return wall, rec
+
+    t0 = time.perf_counter()
+    if parallel > 1:
+        with ThreadPoolExecutor(max_workers=parallel) as ex:
+            results = list(ex.map(one, jobs))
+    else:
+        results = [one(job) for job in jobs]
     elapsed = time.perf_counter() - t0
     return {
         "via": via,
+        "parallel": parallel,
         "cases": len(cases),
         "elapsed_s": elapsed,
         "cases_per_s": len(cases) / elapsed,
-        "wall": stats(walls),
-        "overhead_wall_minus_total": stats(over),
-        "overhead_wall_minus_backend": stats(over_backend),
-        "in_process_s": stats(process),
-        "imports_s": stats(imports),
+        "wall": stats([w for w, _ in results]),
+        "overhead_wall_minus_total": stats([w - r["timings"]["total_s"] for w, r in results]),
+        "overhead_wall_minus_backend": stats([w - r["timings"]["backend_s"] for w, r in results]),
+        "in_process_s": stats([r["timings"]["process_s"] for _, r in results]),
+        "imports_s": stats([r["timings"]["imports_s"] for _, r in results]),
     }
 
 
@@ -726,6 +748,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cases", type=int, default=100, help="N for the compare section")
     parser.add_argument("--repeat", type=int, default=3, help="repetitions (medians reported)")
     parser.add_argument("--echo", type=int, default=300, help="echo round trips per repeat")
+    parser.add_argument(
+        "--baseline-parallel",
+        type=int,
+        default=0,
+        help="concurrency of the parallel ssh-per-case baseline (default: the lab's slot count)",
+    )
+    parser.add_argument(
+        "--paths",
+        default="",
+        help="compare only the rows whose label contains one of these (comma-separated)",
+    )
     parser.add_argument("--lab-hosts", type=int, default=3)
     parser.add_argument("--json", type=Path, help="write every raw figure here")
     parser.add_argument("--work", type=Path, help="work directory (default: a new temporary one)")
@@ -733,6 +766,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     sections = [s for s in args.sections.split(",") if s]
     pools = [p for p in args.pools.split(",") if p]
+    paths = [p for p in args.paths.split(",") if p]
     for s in sections:
         if s not in SECTIONS:
             parser.error(f"unknown section {s!r}")
@@ -779,22 +813,39 @@ def main(argv: list[str] | None = None) -> int:
                     for rep in range(args.repeat):
                         for pname, pool in prepared.items():
                             say(f"compare on {pname} (repeat {rep + 1}/{args.repeat})")
+                            par = args.baseline_parallel or len(pool.plan.slots)
+                            todo = []
                             if pname == "lab":
-                                rows.setdefault("lab: ssh-per-case", []).append(
-                                    time_oneshot(pool, cases, "ssh")
-                                )
-                                rows.setdefault("lab: python-per-case (no ssh)", []).append(
-                                    time_oneshot(pool, cases, "local")
-                                )
-                            rows.setdefault(f"{pname}: channel", []).append(
-                                time_channel(pool, cases)
-                            )
-                            rows.setdefault(f"{pname}: dispatch", []).append(
-                                time_dispatch(pool, cases, work / f"dispatch-{pname}-{rep}")
-                            )
-                            rows.setdefault(f"{pname}: echo (no executor)", []).append(
-                                time_echo(pool, args.echo, 4000)
-                            )
+                                todo += [
+                                    (
+                                        "lab: ssh-per-case",
+                                        partial(time_oneshot, pool, cases, "ssh"),
+                                    ),
+                                    (
+                                        f"lab: ssh-per-case, {par} in parallel",
+                                        partial(time_oneshot, pool, cases, "ssh", par),
+                                    ),
+                                    (
+                                        "lab: python-per-case (no ssh)",
+                                        partial(time_oneshot, pool, cases, "local"),
+                                    ),
+                                ]
+                            run_dir = work / f"dispatch-{pname}-{rep}"
+                            todo += [
+                                (f"{pname}: channel", partial(time_channel, pool, cases)),
+                                (
+                                    f"{pname}: dispatch",
+                                    partial(time_dispatch, pool, cases, run_dir),
+                                ),
+                                (
+                                    f"{pname}: echo (no executor)",
+                                    partial(time_echo, pool, args.echo, 4000),
+                                ),
+                            ]
+                            for label, fn in todo:
+                                if paths and not any(p in label for p in paths):
+                                    continue
+                                rows.setdefault(label, []).append(fn())
                     out["compare"] = rows
                     print(f"\n## {len(cases)} cases of {args.tier}, one at a time\n")
                     print(table_compare(rows))
@@ -805,7 +856,11 @@ def main(argv: list[str] | None = None) -> int:
                             print(f"\n{path} / ssh-per-case: {farm / base:.1f}x")
                             out.setdefault("ratios", {})[path] = farm / base
                     # The whole `farm run` (other cases: the full tier, and in parallel) against
-                    # the same baseline, for scale.
+                    # the sequential and the parallel baselines, for scale.
+                    pbase = [k for k in rows if k.startswith("lab: ssh-per-case, ")]
+                    bases = {"ssh-per-case": base}
+                    if pbase:
+                        bases[pbase[0][5:]] = median_of(rows[pbase[0]], "cases_per_s")
                     for r_jobs in ("default", "1"):
                         runs = [
                             r
@@ -817,10 +872,11 @@ def main(argv: list[str] | None = None) -> int:
                             ("cases_per_s_session", "pytest session"),
                         ):
                             farm = median_of(runs, key)
-                            if base and farm:
-                                label = f"lab: farm run --jobs {r_jobs} ({what})"
-                                print(f"\n{label} / ssh-per-case: {farm / base:.1f}x")
-                                out.setdefault("ratios", {})[label] = farm / base
+                            for bname, bvalue in bases.items():
+                                if bvalue and farm:
+                                    label = f"lab: farm run --jobs {r_jobs} ({what}) / {bname}"
+                                    print(f"\n{label}: {farm / bvalue:.1f}x")
+                                    out.setdefault("ratios", {})[label] = farm / bvalue
                 if "profile" in sections:
                     prof = {}
                     for pname in pools:
