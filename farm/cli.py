@@ -65,7 +65,11 @@ def cmd_run(argv: list[str]) -> int:
         choices=("", "tail", "seed_noreduce"),
         help="run an operator built with a known bug (to see the farm catch it)",
     )
-    parser.add_argument("--jobs", type=int, help="pytest-xdist workers (default: one per slot)")
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        help="pytest-xdist workers (default: one per slot, at most one per core for local pools)",
+    )
     parser.add_argument(
         "--case-timeout",
         type=float,

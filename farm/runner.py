@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import os
 from collections import Counter
 from pathlib import Path
 
@@ -73,6 +74,18 @@ def exit_code(records: list[dict], plan: Plan, quarantined_mid_run: dict) -> int
     return EXIT_PRODUCT if outcomes["failed"] else EXIT_OK
 
 
+def default_workers(pool, slots: int) -> int:
+    """One worker per slot; but when every host is this machine (emulated or on loopback), the
+    workers, agents and sshds share its cores, and more workers than cores only slow it down
+    (benchmarks/RESULTS.md: 2 workers beat 5 on 2 cores)."""
+    local = all(
+        h.transport == "local" or (h.address or "").startswith(("127.", "localhost"))
+        for h in pool.hosts
+    )
+    cap = (os.cpu_count() or 1) if local else slots
+    return max(1, min(slots, cap))
+
+
 def pytest_args(plan: Plan, workers: int, extra: list[str]) -> list[str]:
     results = plan.run_dir / "allure-results"
     args = [str(session.REPO_ROOT / f) for f in SUITE_FILES]
@@ -117,7 +130,7 @@ def run(
 
     console = console or Console(stderr=True, soft_wrap=True)  # messages stay one line
     cases = matrix.expand(tier)  # a bad tier stops here, before anything starts
-    session.load_pool(inventory)  # so does a bad inventory
+    pool = session.load_pool(inventory)  # so does a bad inventory
     console.print(f"[bold]farm run[/] tier {tier}: {len(cases):,} cases, backend {backend}")
 
     with console.status("building the operator package"):
@@ -150,7 +163,7 @@ def run(
     with RunStore(store_path) as store:
         store.begin_run(run_meta(plan, started))
 
-    workers = jobs or max(1, len(plan.slots))
+    workers = jobs or default_workers(pool, len(plan.slots))
     errors = CollectionErrors(console)
     selection = Selection()
     plugins = [errors, selection]
