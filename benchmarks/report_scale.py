@@ -200,7 +200,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = [
         ("nightly run (farm run --no-report)", _s(figures["nightly_run_s"])),
         ("cases in the report", f"{rep['cases']:,}"),
-        ("farm report (median of %d)" % len(rep["report_s"]), _s(rep["report_s_median"])),
+        (f"farm report (median of {len(rep['report_s'])})", _s(rep["report_s_median"])),
         ("report size", f"{rep['report_bytes'] / 2**20:.1f} MiB in {rep['report_files']:,} files"),
         (
             "allure-results size",

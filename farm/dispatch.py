@@ -148,7 +148,7 @@ class Dispatcher:
             # case; that is start-up, not the case being slow.
             timeout += AGENT_STARTUP_ALLOWANCE
         result = channel.run_case(payload, self.backend, slot.device, timeout)
-        return with_case(dict(result), case)
+        return with_case(dict(result), case, payload)
 
     def _drop(self, slot: SlotInfo) -> None:
         channel = self._channels.pop(slot.id, None)

@@ -19,9 +19,10 @@ CASE_FIELDS = (
 )
 
 
-def with_case(record: dict, case) -> dict:
-    """Every record carries the case's own description, so a record stands alone."""
-    data = case.to_dict()
+def with_case(record: dict, case, data: dict | None = None) -> dict:
+    """Every record carries the case's own description, so a record stands alone. `data` is
+    case.to_dict() when the caller already has it."""
+    data = data or case.to_dict()
     record.update(case_id=case.id, **{k: data[k] for k in CASE_FIELDS})
     return record
 

@@ -23,14 +23,11 @@ workers, see make_runs), and take about a minute and a half on two cores.
 from __future__ import annotations
 
 import contextlib
-import functools
-import http.server
 import json
 import os
 import shutil
 import subprocess
 import sys
-import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -335,22 +332,3 @@ def labels(result: dict, name: str) -> list[str]:
 
 
 # --------------------------------------------------------------------------- serving a report
-
-
-class _QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
-
-
-@contextlib.contextmanager
-def serve(directory: Path):
-    """A report over HTTP on 127.0.0.1 (it loads its data with fetch: file:// will not do)."""
-    handler = functools.partial(_QuietHandler, directory=str(directory))
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    t = threading.Thread(target=httpd.serve_forever, daemon=True)
-    t.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()

@@ -13,7 +13,7 @@ import re
 
 import pytest
 
-from tests.reports.cdp import Browser
+from tests.reports.cdp import Browser, serve
 
 from .report_fixtures import (
     ARTIFACTS,
@@ -21,7 +21,6 @@ from .report_fixtures import (
     need_allure,
     need_chromium,
     report_tests,
-    serve,
 )
 
 BROKEN = "910b_f16_3x17_d-1_y.uniform_dy.normal"

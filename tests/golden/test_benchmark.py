@@ -5,20 +5,25 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from golden.benchmark import torch_benchmark
 from golden.dtypes import SUPPORTED, numpy_dtype, round_to
 from golden.inputs import make_inputs
 from golden.reference import log_softmax_grad
 from golden.standards import judge
 
-pytest.importorskip("torch")
-from golden.benchmark import torch_benchmark  # noqa: E402
-
 
 @pytest.mark.parametrize("dtype", SUPPORTED)
 @pytest.mark.parametrize(
     "shape,axes",
-    [((6, 300), (-1,)), ((3, 17, 5), (1,)), ((2, 3, 4, 5, 6), (1, 2, 3)), ((4, 1, 3), (1,)),
-     ((), (0,)), ((5,), (-1,)), ((2, 1, 2, 1, 2, 1, 2, 3), (-2, -1))],
+    [
+        ((6, 300), (-1,)),
+        ((3, 17, 5), (1,)),
+        ((2, 3, 4, 5, 6), (1, 2, 3)),
+        ((4, 1, 3), (1,)),
+        ((), (0,)),
+        ((5,), (-1,)),
+        ((2, 1, 2, 1, 2, 1, 2, 3), (-2, -1)),
+    ],
 )
 def test_close_to_golden_in_the_case_dtype(dtype, shape, axes):
     dy, y = make_inputs(shape, dtype, axes, "normal", "normal", seed=6)

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch  # a dev dependency: the independent float64 implementation
 
 from golden.contract import normalize_axes
 from golden.inputs import make_inputs
 from golden.reference import check_axes, log_softmax, log_softmax_grad, seed_wrong_no_reduce
-
-torch = pytest.importorskip("torch")
 
 
 def _random_case(rng: np.random.Generator, rank: int):
@@ -99,15 +98,20 @@ def test_torch_backward_kernel_agrees_on_merged_shape():
     t = torch._log_softmax_backward_data(
         torch.tensor(dy.reshape(3, 120, 2)), torch.tensor(y.reshape(3, 120, 2)), 1, torch.float64
     ).numpy()
-    np.testing.assert_allclose(log_softmax_grad(dy, y, axes), t.reshape(shape), rtol=1e-12,
-                               atol=1e-14)
+    np.testing.assert_allclose(
+        log_softmax_grad(dy, y, axes), t.reshape(shape), rtol=1e-12, atol=1e-14
+    )
 
 
 @pytest.mark.parametrize("budget", [1, 7, 64, 1000])
 def test_slab_size_does_not_change_result(budget):
     rng = np.random.default_rng(2)
-    for shape, axes in (((5, 33, 7), (1,)), ((4, 3, 50), (-1,)), ((1, 2000, 3), (1,)),
-                        ((6, 2, 3, 4), (1, 2))):
+    for shape, axes in (
+        ((5, 33, 7), (1,)),
+        ((4, 3, 50), (-1,)),
+        ((1, 2000, 3), (1,)),
+        ((6, 2, 3, 4), (1, 2)),
+    ):
         dy, y = rng.standard_normal(shape), -rng.uniform(0, 5, shape)
         np.testing.assert_array_equal(  # bit for bit
             log_softmax_grad(dy, y, axes, slab_elements=budget), log_softmax_grad(dy, y, axes)
@@ -115,9 +119,13 @@ def test_slab_size_does_not_change_result(budget):
 
 
 def test_sums_to_zero_over_reduce_axes_for_valid_y():
-    for shape, axes, y_dist in (((4, 300), (-1,), "uniform"), ((3, 5, 6, 2), (1, 2), "normal"),
-                                ((2, 64, 3), (1,), "masked"), ((8, 100), (1,), "peaked"),
-                                ((2, 50), (1,), "wide")):
+    for shape, axes, y_dist in (
+        ((4, 300), (-1,), "uniform"),
+        ((3, 5, 6, 2), (1, 2), "normal"),
+        ((2, 64, 3), (1,), "masked"),
+        ((8, 100), (1,), "peaked"),
+        ((2, 50), (1,), "wide"),
+    ):
         dy, y = make_inputs(shape, "float64", axes, y_dist, "normal", seed=9)
         out = log_softmax_grad(dy, y, axes)
         dims = tuple(normalize_axes(axes, len(shape)))
@@ -151,8 +159,9 @@ def test_equivariant_under_moving_and_permuting_axes():
     swapped = log_softmax_grad(dy.transpose(0, 2, 1, 3), y.transpose(0, 2, 1, 3), (1, 2))
     np.testing.assert_allclose(swapped, multi.transpose(0, 2, 1, 3), rtol=1e-13, atol=1e-14)
     # non-contiguous inputs are read correctly
-    np.testing.assert_allclose(log_softmax_grad(dy[:, :, ::2], y[:, :, ::2], (1,)),
-                               base[:, :, ::2], rtol=1e-13, atol=1e-14)
+    np.testing.assert_allclose(
+        log_softmax_grad(dy[:, :, ::2], y[:, :, ::2], (1,)), base[:, :, ::2], rtol=1e-13, atol=1e-14
+    )
 
 
 def test_nan_and_inf_propagate():
@@ -176,8 +185,13 @@ def test_seed_wrong_no_reduce_differs_from_golden():
 
 @pytest.mark.parametrize(
     "shape,axes,msg",
-    [((2, 3), (), "empty"), ((2, 3), (2,), "out of range"), ((2, 3, 4), (0, 2), "consecutive"),
-     ((2, 3), (1, 1), "consecutive"), ((), (1,), "out of range")],
+    [
+        ((2, 3), (), "empty"),
+        ((2, 3), (2,), "out of range"),
+        ((2, 3, 4), (0, 2), "consecutive"),
+        ((2, 3), (1, 1), "consecutive"),
+        ((), (1,), "out of range"),
+    ],
 )
 def test_rejects_axes_the_contract_rejects(shape, axes, msg):
     with pytest.raises(ValueError, match=msg):

@@ -7,16 +7,28 @@ WebSocket library is needed. Enough to open a page, evaluate JavaScript, click a
 from __future__ import annotations
 
 import base64
+import contextlib
+import functools
+import http.server
 import json
 import os
 import select
 import subprocess
+import threading
 import time
 from pathlib import Path
 
-FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--disable-dev-shm-usage")
+FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+)
 
 
 class CdpError(RuntimeError):
@@ -27,10 +39,21 @@ class Browser:
     def __init__(self, binary: str, profile: Path, width: int = 1400, height: int = 1800):
         # Chromium reads commands on fd 3 and writes on fd 4: a shell moves our pipes there.
         self.proc = subprocess.Popen(
-            ["sh", "-c", 'exec "$@" 3<&0 4>&1 </dev/null >/dev/null 2>/dev/null', "sh",
-             binary, *FLAGS, f"--user-data-dir={profile}", f"--window-size={width},{height}",
-             "--remote-debugging-pipe", "about:blank"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0,
+            [
+                "sh",
+                "-c",
+                'exec "$@" 3<&0 4>&1 </dev/null >/dev/null 2>/dev/null',
+                "sh",
+                binary,
+                *FLAGS,
+                f"--user-data-dir={profile}",
+                f"--window-size={width},{height}",
+                "--remote-debugging-pipe",
+                "about:blank",
+            ],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            bufsize=0,
         )
         self._w = self.proc.stdin.fileno()
         self._r = self.proc.stdout.fileno()
@@ -62,8 +85,13 @@ class Browser:
         raw, self._buf = self._buf.split(b"\0", 1)
         return json.loads(raw)
 
-    def call(self, method: str, params: dict | None = None, timeout: float = 30.0,
-             session: str | None = ...) -> dict:
+    def call(
+        self,
+        method: str,
+        params: dict | None = None,
+        timeout: float = 30.0,
+        session: str | None = ...,
+    ) -> dict:
         sid = self.session if session is ... else session
         mid = self._send(method, params, sid)
         deadline = time.monotonic() + timeout
@@ -79,16 +107,19 @@ class Browser:
     # -- convenience
     def open(self, url: str) -> None:
         target = self.call("Target.createTarget", {"url": "about:blank"}, session=None)
-        att = self.call("Target.attachToTarget", {"targetId": target["targetId"],
-                                                  "flatten": True}, session=None)
+        att = self.call(
+            "Target.attachToTarget", {"targetId": target["targetId"], "flatten": True}, session=None
+        )
         self.session = att["sessionId"]
         self.call("Page.enable")
         self.call("Runtime.enable")
         self.call("Page.navigate", {"url": url})
 
     def eval(self, expression: str):
-        res = self.call("Runtime.evaluate", {"expression": expression, "returnByValue": True,
-                                             "awaitPromise": True})
+        res = self.call(
+            "Runtime.evaluate",
+            {"expression": expression, "returnByValue": True, "awaitPromise": True},
+        )
         if "exceptionDetails" in res:
             raise CdpError(f"JS error: {res['exceptionDetails']}")
         return res.get("result", {}).get("value")
@@ -104,8 +135,9 @@ class Browser:
             time.sleep(poll)
 
     def screenshot(self, path: Path) -> None:
-        data = self.call("Page.captureScreenshot", {"format": "png", "captureBeyondViewport":
-                                                    True})["data"]
+        data = self.call(
+            "Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True}
+        )["data"]
         Path(path).write_bytes(base64.b64decode(data))
 
     def close(self) -> None:
@@ -125,3 +157,20 @@ class Browser:
     def __exit__(self, *exc) -> None:
         self.close()
 
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+@contextlib.contextmanager
+def serve(directory: Path):
+    """A report over HTTP on 127.0.0.1 (it loads its data with fetch: file:// will not do)."""
+    handler = functools.partial(_QuietHandler, directory=str(directory))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()

@@ -4,12 +4,8 @@ a headless Chromium looking at the result the way a person would."""
 
 from __future__ import annotations
 
-import contextlib
-import functools
-import http.server
 import json
 import re
-import threading
 from pathlib import Path
 
 import pytest
@@ -19,7 +15,7 @@ from farm import compare as cmp
 from farm import report
 from farm.store import RunStore, history_path_for
 
-from .cdp import Browser
+from .cdp import Browser, serve
 from .conftest import (
     RUN_META,
     failed,
@@ -36,11 +32,19 @@ WATCHED = "prec-f16-mid"  # passes in run 1, fails in runs 2 and 3
 
 def _records(n: int) -> list[dict]:
     """Run n (1, 2, 3) of a tiny two-family matrix."""
-    watched = (record(WATCHED, dtype="float16", schedule="REDUCE_MID",
-                      metrics={"mere": 2e-4, "mare": 9e-4}) if n == 1 else
-               failed(WATCHED, dtype="float16", schedule="REDUCE_MID",
-                      message="experimental: MARE 3.1e-2 >= 10T (9.8e-3)",
-                      metrics={"mere": 4e-3, "mare": 3.1e-2}))
+    watched = (
+        record(
+            WATCHED, dtype="float16", schedule="REDUCE_MID", metrics={"mere": 2e-4, "mare": 9e-4}
+        )
+        if n == 1
+        else failed(
+            WATCHED,
+            dtype="float16",
+            schedule="REDUCE_MID",
+            message="experimental: MARE 3.1e-2 >= 10T (9.8e-3)",
+            metrics={"mere": 4e-3, "mare": 3.1e-2},
+        )
+    )
     recs = [
         record("prec-f32-tail"),
         record("prec-f32-tail", family="ascend310b", host="emu-310-0", soc="Ascend310B1"),
@@ -63,8 +67,11 @@ def three_runs(tmp_path_factory):
     with RunStore(store_path) as store:
         for n in (1, 2, 3):
             recs = _records(n)
-            meta = {**RUN_META, "started_at": f"2026-11-2{n}T10:00:00+00:00",
-                    "run_dir": str(work / f"run{n}")}
+            meta = {
+                **RUN_META,
+                "started_at": f"2026-11-2{n}T10:00:00+00:00",
+                "run_dir": str(work / f"run{n}"),
+            }
             run_id = store.begin_run(meta)
             results = run_allure_session(work, recs, name=f"run{n}")  # <run_dir>/allure-results
             glue.write_results_extras(results, store.get_run(run_id))
@@ -73,10 +80,24 @@ def three_runs(tmp_path_factory):
             comp = cmp.compare(store, run_id)
             out = work / f"run{n}" / "report"
             code, index = report.generate(
-                results, out, history, report_name=f"smoke {run_id}", comparison=comp,
-                trend_series=store.metric_series("smoke", 10), run_meta=store.get_run(run_id))
-            runs.append({"run_id": run_id, "results": results, "out": out, "index": index,
-                         "code": code, "comparison": comp})
+                results,
+                out,
+                history,
+                report_name=f"smoke {run_id}",
+                comparison=comp,
+                trend_series=store.metric_series("smoke", 10),
+                run_meta=store.get_run(run_id),
+            )
+            runs.append(
+                {
+                    "run_id": run_id,
+                    "results": results,
+                    "out": out,
+                    "index": index,
+                    "code": code,
+                    "comparison": comp,
+                }
+            )
     return {"work": work, "store": store_path, "history": history, "runs": runs}
 
 
@@ -122,8 +143,9 @@ def test_history_is_carried_across_three_runs(three_runs):
 
 def test_report_has_environments_categories_and_run_summary(three_runs):
     out = three_runs["runs"][-1]["out"]
-    envs = {e["id"]: e["name"] for e in json.loads((out / "widgets" / "environments.json")
-                                                   .read_text())}
+    envs = {
+        e["id"]: e["name"] for e in json.loads((out / "widgets" / "environments.json").read_text())
+    }
     assert envs["ascend910b"] == "Atlas A2 (ascend910b)"
     assert envs["ascend310b"] == "Atlas 200I-500 A2 (ascend310b)"
     watched = _test_results(out)[(WATCHED, "ascend910b")]
@@ -152,8 +174,7 @@ def test_quality_gate(three_runs):
     r1, _, r3 = three_runs["runs"]
     assert report.quality_gate(r1["results"]) == (0, [])
     code, msgs = report.quality_gate(r3["results"])
-    assert code == 1 and msgs == [
-        "maxFailures: 1 failed or broken tests exceed the allowed 0"]
+    assert code == 1 and msgs == ["maxFailures: 1 failed or broken tests exceed the allowed 0"]
     assert report.quality_gate(r3["results"], {"maxFailures": 1})[0] == 0
     code, msgs = report.quality_gate(r3["results"], {"minTestsCount": 10, "successRate": 0.9})
     assert code == 1 and len(msgs) == 2
@@ -163,8 +184,7 @@ def test_farm_report_command(three_runs, tmp_path, capsys):
     r1, _, r3 = three_runs["runs"]
     store = str(three_runs["store"])
     out = tmp_path / "rep"
-    args = ["--store", store, "--results", str(r3["results"]), "--out", str(out),
-            "--no-history"]
+    args = ["--store", store, "--results", str(r3["results"]), "--out", str(out), "--no-history"]
     assert report.main([r3["run_id"], *args]) == 1  # a failure and a regression
     text = capsys.readouterr().out
     assert f"report: {out / 'index.html'}" in text and "quality gate: maxFailures" in text
@@ -173,8 +193,7 @@ def test_farm_report_command(three_runs, tmp_path, capsys):
     assert report.main([r1["run_id"], "--store", store, "--no-history"]) == 0
     assert (r1["results"].parent / "report" / "index.html").is_file()
     assert report.main(["nope", "--store", store]) == 2
-    assert report.main([r1["run_id"], "--store", store, "--results",
-                        str(tmp_path / "none")]) == 2
+    assert report.main([r1["run_id"], "--store", store, "--results", str(tmp_path / "none")]) == 2
 
 
 def test_generate_keeps_the_old_report_when_allure_fails(three_runs, tmp_path):
@@ -183,8 +202,7 @@ def test_generate_keeps_the_old_report_when_allure_fails(three_runs, tmp_path):
     (out / "index.html").write_text("old")
     bad = tmp_path / "bad-results"
     bad.mkdir()
-    code, _ = report.generate(bad, out, None,
-                              reports_dir=_broken_reports_dir(tmp_path))
+    code, _ = report.generate(bad, out, None, reports_dir=_broken_reports_dir(tmp_path))
     assert code != 0 and (out / "index.html").read_text() == "old"
 
 
@@ -198,24 +216,6 @@ def _broken_reports_dir(tmp_path: Path) -> Path:
 
 
 # --------------------------------------------------------------------------- the browser
-
-
-@contextlib.contextmanager
-def _serve(directory: Path):
-    handler = functools.partial(_QuietHandler, directory=str(directory))
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    t = threading.Thread(target=httpd.serve_forever, daemon=True)
-    t.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-
-
-class _QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
 
 
 def _text(browser) -> str:
@@ -232,7 +232,7 @@ def test_a_person_sees_the_report(chromium, three_runs, tmp_path):
     out = three_runs["runs"][-1]["out"]
     watched = _test_results(out)[(WATCHED, "ascend910b")]
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    with _serve(out) as base, Browser(chromium, tmp_path / "profile") as browser:
+    with serve(out) as base, Browser(chromium, tmp_path / "profile") as browser:
         browser.open(f"{base}/index.html")
         browser.wait_for("document.body && document.body.innerText.includes('Environment: \"')")
         main = _text(browser)
@@ -255,11 +255,14 @@ def test_a_person_sees_the_report(chromium, three_runs, tmp_path):
         clicked = browser.eval(
             "(() => { const hits = [...document.querySelectorAll('*')].filter(e =>"
             " e.children.length === 0 && e.textContent.trim() === 'error distribution.png');"
-            " hits.forEach(e => e.click()); return hits.length; })()")
+            " hits.forEach(e => e.click()); return hits.length; })()"
+        )
         assert clicked == 1
         size = browser.wait_for(
             "[...document.images].filter(i => i.complete && i.naturalWidth > 200)"
-            ".map(i => [i.naturalWidth, i.naturalHeight])[0]", timeout=20)
+            ".map(i => [i.naturalWidth, i.naturalHeight])[0]",
+            timeout=20,
+        )
         assert size[0] > 200 and size[1] > 100  # the error-distribution PNG, decoded
         browser.screenshot(ARTIFACTS / "report-failed-case.png")
     assert (ARTIFACTS / "report-overview.png").stat().st_size > 10_000
