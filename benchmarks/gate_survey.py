@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import collections
 
-from farm.backends import twin
+from farm.agent.backends import twin
 from golden import benchmark, inputs, reference, soc, standards
 from suites import gates, matrix
 

@@ -62,7 +62,7 @@ def _tree_size(path: Path) -> tuple[int, int]:
 
 
 def nightly_run(work: Path, store: Path, reuse: bool) -> tuple[dict, float | None]:
-    from farm.store import RunStore
+    from farm.results.store import RunStore
 
     if reuse and store.is_file():
         with RunStore(store) as s:
@@ -115,8 +115,8 @@ def time_report(work: Path, store: Path, run: dict, repeat: int) -> dict:
 
 
 def time_compare(work: Path, store: Path, run: dict, repeat: int, perturb: bool) -> dict:
-    from farm import compare as cmp
-    from farm.store import RunStore
+    from farm.results import compare as cmp
+    from farm.results.store import RunStore
 
     bench_store = work / "compare-bench.sqlite"
     for suffix in ("", "-wal", "-shm"):
@@ -156,7 +156,7 @@ def time_compare(work: Path, store: Path, run: dict, repeat: int, perturb: bool)
         cli.append(time.perf_counter() - t)
         assert proc.returncode in (0, 1), proc.stderr
     t = time.perf_counter()
-    subprocess.run([sys.executable, "-c", "import farm.compare"], cwd=ROOT, check=True)
+    subprocess.run([sys.executable, "-c", "import farm.results.compare"], cwd=ROOT, check=True)
     import_s = time.perf_counter() - t
     return {
         "rows_per_run": len(rows),
@@ -212,7 +212,10 @@ def main(argv: list[str] | None = None) -> int:
         ("result_rows (one run's query)", _s(cmp_["result_rows_s_median"])),
         ("compare() of two runs, in process", _s(cmp_["compare_in_process_s_median"])),
         ("`farm compare` CLI, whole command", _s(cmp_["farm_compare_cli_s_median"])),
-        ("  of which python + import farm.compare", _s(cmp_["python_import_farm_compare_s"])),
+        (
+            "  of which python + import farm.results.compare",
+            _s(cmp_["python_import_farm_compare_s"]),
+        ),
     ]
     print(f"report_scale on {figures['machine']}, run {figures['run_id']}\n")
     print("| measure | value |\n|---|---|")

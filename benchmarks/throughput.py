@@ -9,7 +9,7 @@ Sections (``--sections``, comma-separated):
 
 ``farm-run``
     ``farm run --tier T --no-report --no-progress [--inventory I] [--jobs J]`` as a subprocess,
-    on the embedded pool and on an SSH lab (``farm.lab.lab_up`` into a temporary directory), with
+    on the embedded pool and on an SSH lab (``farm.pool.lab.lab_up`` into a temporary directory), with
     ``FARM_RUNS`` and ``FARM_STORE`` in that directory so the developer's ``runs/`` is untouched.
     From the run's records (``<run>/records/*.jsonl``) and its ``junit.xml``: cases/s (over the
     whole command, and over the pytest session), and per case
@@ -236,28 +236,29 @@ class Pool:
     """A prepared pool (deployed, health-checked) and how to reach its agents in-process."""
 
     def __init__(self, name: str, inventory: Path | None, tier: str, work: Path) -> None:
-        from farm import build, session
+        from farm import build
+        from farm.run import prepare
 
         self.name = name
         self.inventory_path = inventory
         started = time.perf_counter()
         package = build.build_package()
-        self.plan = session.prepare_pool(
+        self.plan = prepare.prepare_pool(
             inventory, tier, "twin", run_dir=work / f"compare-{name}", package=package
         )
         self.prepare_s = time.perf_counter() - started
         if self.plan.unhealthy:
             raise RuntimeError(f"pool {name}: unhealthy hosts {self.plan.unhealthy}")
-        self.inventory = session.load_pool(inventory)
-        self.open_channel = session.open_channel_factory(self.plan)
+        self.inventory = prepare.load_pool(inventory)
+        self.open_channel = prepare.open_channel_factory(self.plan)
         # the first slot of each family: where the sequential comparisons run
         self.slot_of = {}
         for slot in self.plan.slot_infos():
             self.slot_of.setdefault(slot.family, slot)
 
     def echo_channel(self, slot):
-        from farm import deploy
-        from farm.transport import open_transport
+        from farm.pool import deploy
+        from farm.pool.transport import open_transport
 
         info = self.plan.hosts[slot.host]
         transport = open_transport(self.inventory.host(slot.host))
@@ -303,9 +304,9 @@ def time_channel(pool: Pool, cases: list) -> dict:
 
 
 def make_dispatcher(pool: Pool, run_dir: Path):
-    from farm.dispatch import Dispatcher
-    from farm.leases import RunState
-    from farm.plugin import RecordWriter
+    from farm.run.dispatch import Dispatcher
+    from farm.run.leases import RunState
+    from farm.run.plugin import RecordWriter
 
     run_dir.mkdir(parents=True, exist_ok=True)
     dispatcher = Dispatcher(
@@ -386,7 +387,7 @@ def oneshot_command(pool: Pool, slot, declare: bool) -> tuple[list, str]:
 
     ``declare``: pass the host's declared identity in the environment (a local run has no sshd
     SetEnv to give it); over ssh the host declares itself."""
-    from farm.deploy import versions_dir
+    from farm.pool.deploy import versions_dir
 
     spec = pool.inventory.host(slot.host)
     info = pool.plan.hosts[slot.host]
@@ -434,7 +435,7 @@ def time_oneshot(pool: Pool, cases: list, via: str, parallel: int = 1) -> dict:
 
     ``parallel`` > 1: that many at once, the cases spread over every slot of their family (as the
     farm spreads them), for comparison with a parallel `farm run`."""
-    from farm.deploy import versions_dir
+    from farm.pool.deploy import versions_dir
 
     slots: dict[str, list] = {}
     for slot in pool.plan.slot_infos():
@@ -493,9 +494,9 @@ def time_oneshot(pool: Pool, cases: list, via: str, parallel: int = 1) -> dict:
 
 def micro_costs(pool: Pool, cases: list, run_dir: Path, reps: int = 300) -> dict:
     """What the dispatch path adds around Channel.run_case, piece by piece (orchestrator side)."""
-    from farm import protocol
-    from farm.leases import RunState, lease
-    from farm.plugin import RecordWriter
+    from farm.agent import protocol
+    from farm.run.leases import RunState, lease
+    from farm.run.plugin import RecordWriter
 
     case = cases[len(cases) // 2]
     slot = pool.slot_of[case.family]
@@ -535,7 +536,7 @@ def micro_costs(pool: Pool, cases: list, run_dir: Path, reps: int = 300) -> dict
     }  # fmt: skip
     writer.close()
     try:
-        from farm import allure_glue  # noqa: F401  (outside pytest annotate has no test to fill)
+        from farm.results import allure_glue  # noqa: F401  (outside pytest annotate has no test to fill)
     except ImportError:
         pass
     return out
@@ -547,31 +548,31 @@ def micro_costs(pool: Pool, cases: list, run_dir: Path, reps: int = 300) -> dict
 PROFILE_POINTS = (
     ("whole command", "farm/cli.py", "cmd_run"),
     ("build package", "farm/build.py", "build_package"),
-    ("prepare pool (health, deploy, canaries)", "farm/session.py", "prepare_pool"),
+    ("prepare pool (health, deploy, canaries)", "farm/run/prepare.py", "prepare_pool"),
     ("pytest session", "_pytest/main.py", "wrap_session"),
     ("pytest item protocol (all items)", "_pytest/runner.py", "runtestprotocol"),
     ("pytest_runtest_setup", "_pytest/runner.py", "pytest_runtest_setup"),
     ("test call (all items)", "_pytest/runner.py", "pytest_runtest_call"),
     ("pytest_runtest_teardown", "_pytest/runner.py", "pytest_runtest_teardown"),
-    ("farm_run fixture (dispatch + record + allure)", "farm/plugin.py", "run"),
-    ("Dispatcher.run", "farm/dispatch.py", "run"),
-    ("Dispatcher._attempt (channel open + request)", "farm/dispatch.py", "_attempt"),
-    ("Channel.request (send, wait, receive, decode)", "farm/transport/base.py", "request"),
-    ("SSH channel open (agent start + hello)", "farm/transport/ssh.py", "open_channel"),
-    ("local channel open (agent start + hello)", "farm/transport/local.py", "open_channel"),
-    ("Dispatcher._candidates (run-state read)", "farm/dispatch.py", "_candidates"),
-    ("leases.lease_any", "farm/leases.py", "lease_any"),
-    ("leases.lease", "farm/leases.py", "lease"),
-    ("RunState.read", "farm/leases.py", "read"),
+    ("farm_run fixture (dispatch + record + allure)", "farm/run/plugin.py", "run"),
+    ("Dispatcher.run", "farm/run/dispatch.py", "run"),
+    ("Dispatcher._attempt (channel open + request)", "farm/run/dispatch.py", "_attempt"),
+    ("Channel.request (send, wait, receive, decode)", "farm/pool/transport/base.py", "request"),
+    ("SSH channel open (agent start + hello)", "farm/pool/transport/ssh.py", "open_channel"),
+    ("local channel open (agent start + hello)", "farm/pool/transport/local.py", "open_channel"),
+    ("Dispatcher._candidates (run-state read)", "farm/run/dispatch.py", "_candidates"),
+    ("leases.lease_any", "farm/run/leases.py", "lease_any"),
+    ("leases.lease", "farm/run/leases.py", "lease"),
+    ("RunState.read", "farm/run/leases.py", "read"),
     ("Case.to_dict", "suites/case.py", "to_dict"),
-    ("RecordWriter.write", "farm/plugin.py", "write"),
-    ("allure annotate", "farm/allure_glue.py", "annotate"),
-    ("allure plots (PNG)", "farm/plots.py", "error_histogram_png"),
+    ("RecordWriter.write", "farm/run/plugin.py", "write"),
+    ("allure annotate", "farm/results/allure_glue.py", "annotate"),
+    ("allure plots (PNG)", "farm/results/plots.py", "error_histogram_png"),
     ("allure-pytest logfinish (result file)", "allure_pytest/listener.py",
      "pytest_runtest_logfinish"),
     ("allure-pytest fixture finalizers", "allure_pytest/listener.py",
      "pytest_fixture_post_finalizer"),
-    ("run store add_results", "farm/store.py", "add_results"),
+    ("run store add_results", "farm/results/store.py", "add_results"),
 )  # fmt: skip
 
 
@@ -660,7 +661,7 @@ def table_profile(p: dict) -> str:
 
 @contextlib.contextmanager
 def lab(work: Path, hosts: int):
-    from farm.lab import lab_down, lab_up
+    from farm.pool.lab import lab_down, lab_up
 
     root = work / "lab"
     say(f"lab up: {hosts} sshd hosts under {root}")

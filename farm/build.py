@@ -30,7 +30,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from farm.paths import REPO_ROOT as ROOT
+
 OP_DIR = ROOT / "op"
 LIB_NAME = "liblsg_twin.so"
 PACKAGE_NAME = "logsoftmaxgrad"
@@ -51,7 +52,7 @@ def op_version() -> str:
 
 
 def default_build_dir(plant_bug: str = "", sanitize: bool = False) -> Path:
-    """build/twin for the real library (where farm.backends.twin looks), else a variant dir."""
+    """build/twin for the real library (where farm.agent.backends.twin looks), else a variant dir."""
     name = "twin" + (f"-{plant_bug}" if plant_bug else "") + ("-sanitize" if sanitize else "")
     return ROOT / "build" / name
 
@@ -325,7 +326,7 @@ def sanitize_check(
 
 
 def _driver_calls() -> Iterator[tuple[str, dict]]:
-    """(label, keyword arguments of farm.backends.twin.run) over schedules, dtypes, chunking,
+    """(label, keyword arguments of farm.agent.backends.twin.run) over schedules, dtypes, chunking,
     ranks, strided views, empty tensors, threads and every rejection, on both families."""
     shapes = [
         ((3, 1, 70), (1,)),  # NO_REDUCE
@@ -363,7 +364,7 @@ def _driver_calls() -> Iterator[tuple[str, dict]]:
 
 def _plan_only_calls() -> Iterator[tuple[str, tuple]]:
     """Descriptors numpy cannot make, or that never get as far as running: plan() arguments."""
-    from farm.backends.twin import Spec
+    from farm.agent.backends.twin import Spec
 
     huge_empty = Spec((1 << 40, 1 << 40, 0), "float32")
     negative = Spec((2, -3), "float32")
@@ -379,8 +380,8 @@ def _plan_only_calls() -> Iterator[tuple[str, tuple]]:
 
 def _run_matrix(tier: str) -> int:
     """Every case of a suites.matrix tier, with the inputs the agent makes and its backend call."""
+    from farm.agent.backends import twin
     from farm.agent.execute import make_call_inputs
-    from farm.backends import twin
     from golden.soc import representative_soc
     from suites import matrix
 
@@ -406,7 +407,7 @@ def _overflow_probe() -> None:
     """Run the twin on a tensor that claims 2000 elements of a 1000-element buffer."""
     import numpy as np
 
-    from farm.backends import twin
+    from farm.agent.backends import twin
 
     buf = np.zeros(1000, dtype=np.float32)  # 4000 bytes: its own malloc, which ASan guards
     lie = np.lib.stride_tricks.as_strided(buf, shape=(2000,), strides=(4,))
@@ -415,7 +416,7 @@ def _overflow_probe() -> None:
 
 def _drive(tier: str | None, overflow_probe: bool = False) -> int:
     """The subprocess side of sanitize_check: make each call's inputs and run it."""
-    from farm.backends import twin
+    from farm.agent.backends import twin
     from golden.dtypes import numpy_dtype
     from golden.inputs import make_inputs
 

@@ -49,7 +49,7 @@ def cmd_cases(argv: list[str]) -> int:
 
 
 def cmd_run(argv: list[str]) -> int:
-    from farm import runner
+    from farm.run import runner
 
     parser = argparse.ArgumentParser(
         prog="farm run",
@@ -94,7 +94,9 @@ def cmd_run(argv: list[str]) -> int:
 
 
 def cmd_hosts(argv: list[str]) -> int:
-    from farm import health, session
+    from farm import paths
+    from farm.pool import health
+    from farm.run import prepare
 
     parser = argparse.ArgumentParser(prog="farm hosts", description="the pool and its health")
     parser.add_argument("--inventory", help="TOML inventory (default: the embedded local pool)")
@@ -104,10 +106,10 @@ def cmd_hosts(argv: list[str]) -> int:
         help="deploy and health-check every host now (updates the quarantine)",
     )
     args = parser.parse_args(argv)
-    inventory = session.load_pool(args.inventory)
+    inventory = prepare.load_pool(args.inventory)
     healths = None
     if args.check:
-        plan = session.prepare_pool(args.inventory, run_dir=session.STATE_DIR / "last-check")
+        plan = prepare.prepare_pool(args.inventory, run_dir=paths.STATE_DIR / "last-check")
         healths = {
             name: health.HostHealth(host=name, state=health.BAD, reasons=[why])
             for name, why in plan.unhealthy.items()
@@ -118,7 +120,7 @@ def cmd_hosts(argv: list[str]) -> int:
                 for name in plan.hosts
             }
         )
-    rows = health.host_rows(inventory, session.STATE_DIR, healths)
+    rows = health.host_rows(inventory, paths.STATE_DIR, healths)
     table = Table(title="pool" + (" (just checked)" if args.check else ""))
     columns = ("host", "transport", "address", "soc", "devices", "tags", "state", "reason", "since")
     for column in columns:
@@ -137,7 +139,7 @@ def cmd_hosts(argv: list[str]) -> int:
 
 
 def cmd_repro(argv: list[str]) -> int:
-    from farm import repro
+    from farm.run import repro
 
     return repro.main(argv)
 
@@ -157,11 +159,17 @@ COMMANDS = {
     "hosts": (cmd_hosts, "the pool and its health (--check to check now)"),
     "repro": (cmd_repro, "rerun one case and print its inputs, tiling and metrics"),
     "build": (_delegate("farm.build"), "build the operator package (dist/op)"),
-    "lab": (_delegate("farm.lab"), "start or stop the local SSH lab (up | down | status)"),
-    "report": (_delegate("farm.report"), "write the HTML report of a run"),
-    "runs": (_delegate("farm.compare", "main_runs"), "list the runs in the store"),
-    "baseline": (_delegate("farm.compare", "main_baseline"), "set or show the baseline run"),
-    "compare": (_delegate("farm.compare", "main_compare"), "regressions of a run vs baseline"),
+    "lab": (_delegate("farm.pool.lab"), "start or stop the local SSH lab (up | down | status)"),
+    "report": (_delegate("farm.results.report"), "write the HTML report of a run"),
+    "runs": (_delegate("farm.results.compare", "main_runs"), "list the runs in the store"),
+    "baseline": (
+        _delegate("farm.results.compare", "main_baseline"),
+        "set or show the baseline run",
+    ),
+    "compare": (
+        _delegate("farm.results.compare", "main_compare"),
+        "regressions of a run vs baseline",
+    ),
 }
 
 
@@ -173,7 +181,7 @@ def usage() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from farm.errors import FarmError
+    from farm.agent.errors import FarmError
 
     argv = sys.argv[1:] if argv is None else list(argv)
     if not argv or argv[0] in ("-h", "--help"):

@@ -1,55 +1,35 @@
-"""The farm's error taxonomy (ARCHITECTURE.md, "Error taxonomy", after LAVA).
+"""The orchestrator's errors: every one a :class:`FarmError` with a one-line message.
 
-Two kinds of trouble, never mixed:
-
-* a *product* failure (a precision failure, a wrong acceptance or rejection, a wrong status code,
-  the operator crashing) is a verdict in a result record, never an exception of this module and
-  never retried;
-* an *infrastructure* error (:class:`InfraError`: the host is unreachable, auth fails, deploy or
-  protocol breaks, the agent does not answer in time) may be retried on another slot of the same
-  SoC family and counts towards quarantining the host.
-
-:class:`ConfigError` is raised before anything starts (bad inventory, unknown SoC, missing key
-file) and is never retried: a person must fix the configuration.
-
-Every message is one line for people: it names the thing (file, host, address, field) and the fix.
-
-This module is shipped to hosts inside the agent bundle: standard library only.
+The roots (:class:`FarmError`, :class:`InfraError`) and the wire's errors live with the agent
+(``farm/agent/errors.py``), which ships to hosts; this module adds what only the orchestrator
+raises. ``farm`` prints any FarmError as one line and exits with its ``exit_code`` (2: nothing
+here is a product failure).
 """
 
 from __future__ import annotations
 
-
-class FarmError(Exception):
-    """Base of every error the farm raises on purpose.
-
-    ``host`` names the inventory host the error is about, where there is one (the dispatcher uses
-    it to count infrastructure errors per host).
-    """
-
-    def __init__(self, message: str, *, host: str | None = None) -> None:
-        super().__init__(message)
-        self.message = message
-        self.host = host
-
-    def __str__(self) -> str:
-        return self.message
+from farm.agent.errors import FarmError, InfraError
 
 
 class ConfigError(FarmError):
-    """The farm's configuration is wrong (inventory, SoC name, key file): fix it, then rerun."""
+    """The farm's configuration is wrong (inventory, SoC name, key file): fix it, then rerun.
+    Raised before anything starts, never retried."""
 
 
-class InfraError(FarmError):
-    """An infrastructure error: retryable on another slot of the same family.
+class UsageError(FarmError):
+    """A command line, a case selection or a store request that cannot be done as asked."""
 
-    ``stderr_tail``: where the error is about an agent process (ConnectionLost, AgentTimeout),
-    the last of what it wrote to stderr, so that the dispatcher can tell an operator crash (a
-    fatal signal line) from a lost host.
-    """
 
-    retryable = True
-    stderr_tail: str = ""
+class BuildError(FarmError):
+    """Building the operator package failed; the message names the step and shows its output."""
+
+
+class ToolMissing(FarmError):
+    """A tool the farm needs is not installed (Allure 3, node, cmake); the message says how."""
+
+
+class StoreError(FarmError):
+    """The run store cannot be used (schema newer than this farm, not a farm store, read-only)."""
 
 
 class HostUnreachable(InfraError):
@@ -76,30 +56,5 @@ class AgentTimeout(InfraError):
     """The agent (or a command on the host) did not answer within the timeout."""
 
 
-class ProtocolError(InfraError):
-    """The agent sent something that is not a valid reply (malformed, oversize, wrong seq, wrong
-    version, unknown op). The channel is unusable afterwards."""
-
-
-class AgentError(InfraError):
-    """The agent answered, but reported that it failed to do the request for a reason that is not
-    a product verdict (e.g. the executor raised an unexpected exception)."""
-
-
 class DeployError(InfraError):
     """A file could not be uploaded, verified or unpacked on a host."""
-
-
-__all__ = [
-    "AgentError",
-    "AgentTimeout",
-    "AuthError",
-    "ConfigError",
-    "ConnectionLost",
-    "DeployError",
-    "FarmError",
-    "HostKeyError",
-    "HostUnreachable",
-    "InfraError",
-    "ProtocolError",
-]

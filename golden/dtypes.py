@@ -79,8 +79,7 @@ def _require_float_format(name: str) -> tuple[int, int]:
         return _FORMAT[name]
     except KeyError:
         raise ValueError(
-            f"dtype {name!r} is not a floating-point case dtype; use one of: "
-            f"{', '.join(_FORMAT)}"
+            f"dtype {name!r} is not a floating-point case dtype; use one of: {', '.join(_FORMAT)}"
         ) from None
 
 

@@ -68,9 +68,21 @@ def compute_metrics(actual: np.ndarray, golden: np.ndarray, dtype: str, k: int =
     small_thr, small_bound = SMALL_THRESHOLD[dtype], SMALL_ERR_BOUND[dtype]
 
     counts = dict.fromkeys(
-        ("nan_golden", "inf_golden", "nan_actual", "inf_actual", "nonfinite_mismatch",
-         "nan_mismatch", "inf_mismatch", "n_compared", "mixed_ok", "dt_rel_over", "dt_abs_over",
-         "small_n", "small_err_count"),
+        (
+            "nan_golden",
+            "inf_golden",
+            "nan_actual",
+            "inf_actual",
+            "nonfinite_mismatch",
+            "nan_mismatch",
+            "inf_mismatch",
+            "n_compared",
+            "mixed_ok",
+            "dt_rel_over",
+            "dt_abs_over",
+            "small_n",
+            "small_err_count",
+        ),
         0,
     )
     rel_sum = sq_sum = ulp_sum = 0.0

@@ -149,8 +149,11 @@ def benchmark_ratios(m: dict, bm: dict) -> dict:
 
 def _ratio_failures(r: dict, level: str) -> list[str]:
     lim = RATIO_LIMITS[level]
-    bad = [f"{key.upper()} ratio {r[key]:.3g} > {lim[key]:g}" for key in ("mare", "mere", "rmse")
-           if r[key] > lim[key]]
+    bad = [
+        f"{key.upper()} ratio {r[key]:.3g} > {lim[key]:g}"
+        for key in ("mare", "mere", "rmse")
+        if r[key] > lim[key]
+    ]
     if r["small_err_count"] > r["small_err_count_limit"]:
         bad.append(
             f"small-value errors {r['small_err_count']} > {r['small_err_count_limit']} "
@@ -237,8 +240,13 @@ def judge(
     lvl = level if standard == "benchmark-ratio" else None
 
     if m["n"] == 0:
-        return Verdict(standard, True, f"PASS {standard} {dtype}: empty tensor (n=0), nothing to "
-                       "compare", m, lvl)
+        return Verdict(
+            standard,
+            True,
+            f"PASS {standard} {dtype}: empty tensor (n=0), nothing to compare",
+            m,
+            lvl,
+        )
     if not m["nonfinite_ok"]:
         return Verdict(standard, False, _nonfinite_reason(standard, m), m, lvl)
 

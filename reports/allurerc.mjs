@@ -1,6 +1,6 @@
 // Allure 3 configuration of the LogSoftmaxGrad farm.
 //
-// farm/report.py runs `allure generate` with this file and passes the per-run values through
+// farm/results/report.py runs `allure generate` with this file and passes the per-run values through
 // environment variables, so that one static file serves every tier and every run:
 //   FARM_ALLURE_NAME                report name                 (default "LogSoftmaxGrad farm")
 //   FARM_ALLURE_OUTPUT              output directory            (default ./out/latest)
@@ -9,7 +9,7 @@
 //   FARM_ALLURE_GLOBAL_ATTACHMENTS  JSON list of files shown as the report's global attachments
 //                                   (the regression summary and the trend plot)
 // categories.json and quality-gate.json beside this file are shared with the Python side
-// (farm/allure_glue.py CATEGORIES, farm/report.py quality_gate).
+// (farm/results/allure_glue.py CATEGORIES, farm/results/report.py quality_gate).
 import { readFileSync } from "node:fs";
 import { defineConfig } from "allure";
 
@@ -17,7 +17,7 @@ const env = process.env;
 const readJson = (name) => JSON.parse(readFileSync(new URL(`./${name}`, import.meta.url), "utf8"));
 
 // One Allure environment per SoC family, chosen by the `family` label that
-// farm.allure_glue.annotate() sets. Names must not contain "/".
+// farm.results.allure_glue.annotate() sets. Names must not contain "/".
 const FAMILIES = {
   ascend910b: "Atlas A2 (ascend910b)",
   ascend310b: "Atlas 200I-500 A2 (ascend310b)",
@@ -41,9 +41,9 @@ export default defineConfig({
   historyLimit: Number(env.FARM_ALLURE_HISTORY_LIMIT || 30),
   environments,
   // Allure 2 style rules (messageRegex/matchedStatuses); Allure 3 reads them as compatibility
-  // matchers. Failure messages start with "[<category>] " (farm.allure_glue.CATEGORY_PREFIXES).
+  // matchers. Failure messages start with "[<category>] " (farm.results.allure_glue.CATEGORY_PREFIXES).
   categories: { rules: readJson("categories.json") },
-  // `allure quality-gate` and `allure run` use this; farm/report.py evaluates the same rules.
+  // `allure quality-gate` and `allure run` use this; farm/results/report.py evaluates the same rules.
   qualityGate: { rules: [readJson("quality-gate.json")] },
   globalAttachments,
   plugins: {

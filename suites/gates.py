@@ -18,7 +18,7 @@ through the CPU twin and through PyTorch's own kernel, both correct fp32-arithme
   are a few ulps and their ratio is noise.
 
 Cases are gated by a standard that a correct kernel passes; the explicit-standard cases are made
-only where the standard applies. Planted bugs still fail (tests/farm/test_planted_bugs.py).
+only where the standard applies. Planted bugs still fail (tests/op/test_planted_bugs.py).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Calls the contract accepts: the result is judged against the float64 golden under the case's
 precision standard, and the tiling the operator planned is checked against the design."""
 
-from farm.plugin import check_record
+from farm.run.plugin import check_record
 from suites.tiling import check_tiling
 
 

@@ -1,7 +1,7 @@
 """Calls the contract rejects: the operator must refuse them with the right status and reason,
 before any kernel runs (bf16 on the Ascend310B family among them)."""
 
-from farm.plugin import check_record
+from farm.run.plugin import check_record
 
 
 def FARM_SELECT(case):  # noqa: N802  (read by the farm plugin)

@@ -11,8 +11,8 @@ import time
 
 import numpy as np
 
+from farm.agent.histogram import golden_free_histogram
 from farm.agent.outcome import classify
-from farm.plots_data import golden_free_histogram
 from golden import dtypes, inputs, reference, standards
 
 
@@ -187,11 +187,11 @@ def _plain(value):
 
 def _backend(name: str):
     if name == "twin":
-        from farm.backends.twin import run_call
+        from farm.agent.backends.twin import run_call
 
         return run_call
     if name == "torch":
-        from farm.backends.torch_backend import run_call
+        from farm.agent.backends.torch_backend import run_call
 
         return run_call
     raise ValueError(f"unknown backend {name!r}; use 'twin' or 'torch'")

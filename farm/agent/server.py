@@ -18,8 +18,8 @@ import traceback
 from collections.abc import Callable
 from typing import Any, BinaryIO
 
-from farm import protocol
-from farm.agent import AGENT_VERSION
+from farm import __version__
+from farm.agent import protocol
 from farm.agent.identity import Declared, Fault, Identity, declared_identity, gather
 
 Executor = Callable[[dict, str, int, Identity], dict]
@@ -148,7 +148,7 @@ class AgentServer:
     def _handle(self, req: dict) -> str | None:
         op, seq = req["op"], req["seq"]
         if op == "hello":
-            self._reply(seq, protocol=protocol.PROTOCOL_VERSION, agent_version=AGENT_VERSION)
+            self._reply(seq, protocol=protocol.PROTOCOL_VERSION, agent_version=__version__)
         elif op == "identify":
             self._reply(seq, **self.identity().to_wire())
         elif op == "run-case":

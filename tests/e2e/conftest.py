@@ -7,7 +7,7 @@ once per session; a test that breaks a host names it in ``broken_hosts`` and it 
 (thawed, restarted, declared identity = inventory, nothing hidden) afterwards.
 
 SSH tests skip without sshd, unless FARM_REQUIRE_SSH is set: then they fail
-(tests/farm/conftest.py).
+(tests/pool/conftest.py).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from farm.lab import Lab
+from farm.pool.lab import Lab
 from suites import matrix
 from tests.requirements import need_sshd
 

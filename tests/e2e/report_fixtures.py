@@ -7,7 +7,7 @@ and one Allure history file in a temporary directory (FARM_RUNS / FARM_STORE), n
 Each run ends by generating its own report, as `farm run` does.
 
 What run 2 must break is derived here independently of the farm: every selected case is run
-in-process through farm.backends.twin with the good library and with the tail-bug library, and a
+in-process through farm.agent.backends.twin with the good library and with the tail-bug library, and a
 case is *expected to regress* when the two outputs differ (bit for bit, NaN-aware). The farm's own
 verdicts, comparison and report are then checked against that set.
 
@@ -42,14 +42,14 @@ ARTIFACTS = REPO_ROOT / "reports" / "artifacts"
 # pytest -k words, each matched (case-insensitively) as a substring of the test ids.
 SLICE = ("3x17_d-1", "1x32000_d1", "2x3x4x2_d-2", "normal_no.dy")
 K_EXPR = " or ".join(SLICE)
-# The SoC of each family in the embedded pool (farm.inventory's default pool).
+# The SoC of each family in the embedded pool (farm.pool.inventory's default pool).
 POOL_SOC = {"ascend910b": "Ascend910B1", "ascend310b": "Ascend310B1"}
 POOL_HOSTS = {
     "emu-a2-01": "Ascend910B1 (ascend910b)",
     "emu-a2-02": "Ascend910B1 (ascend910b)",
     "emu-310b-01": "Ascend310B1 (ascend310b)",
 }
-# CI variables for executor.json (farm.allure_glue.executor_info reads GitHub's first).
+# CI variables for executor.json (farm.results.allure_glue.executor_info reads GitHub's first).
 CI_ENV = {
     "GITHUB_ACTIONS": "true",
     "GITHUB_SERVER_URL": "https://github.example",
@@ -90,7 +90,7 @@ class Runs:
 
     @property
     def history(self) -> Path:
-        from farm.store import history_path_for
+        from farm.results.store import history_path_for
 
         return history_path_for(self.store, "smoke")
 
@@ -124,8 +124,8 @@ def tail_bug_breaks(cases) -> set[str]:
     """Case ids whose output on the tail-bug twin differs from the real twin's (NaN-aware, bit
     for bit), each run on its family's SoC with the inputs the agent makes from the case."""
     from farm import build
+    from farm.agent.backends import twin
     from farm.agent.execute import make_call_inputs
-    from farm.backends import twin
 
     good = build.build_twin(build.default_build_dir())
     bad = build.build_twin(build.default_build_dir("tail"), plant_bug="tail")
@@ -173,7 +173,7 @@ def _run_env(root: Path) -> dict:
 
 
 def _one_run(runs: Runs, n: int, plant_bug: str) -> FarmRun:
-    from farm.store import RunStore
+    from farm.results.store import RunStore
 
     env = dict(runs.env, GITHUB_RUN_ID=str(9000 + n), GITHUB_RUN_NUMBER=str(n))
     args = ["run", "--tier", "smoke", "--no-progress"]

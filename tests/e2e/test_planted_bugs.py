@@ -25,7 +25,7 @@ from tests.e2e.conftest import select
 
 @pytest.fixture(scope="module", autouse=True)
 def real_package_newest_afterwards():
-    """Planted runs leave their archive as the newest in dist/op, which `farm.deploy.
+    """Planted runs leave their archive as the newest in dist/op, which `farm.pool.deploy.
     find_op_package` (used by other tests) would take for the operator: rebuild the real one."""
     yield
     from farm import build

@@ -18,8 +18,8 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from farm.allure_glue import CATEGORIES, plot_sampled
-from farm.store import RunStore
+from farm.results.allure_glue import CATEGORIES, plot_sampled
+from farm.results.store import RunStore
 
 from .report_fixtures import (
     CI_ENV,

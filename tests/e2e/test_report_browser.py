@@ -1,5 +1,5 @@
 """The reports of real `farm run`s, opened in headless Chromium (DevTools protocol over a pipe,
-tests/reports/cdp.py) and read the way a person reads them: the number of cases, both SoC
+tests/results/cdp.py) and read the way a person reads them: the number of cases, both SoC
 families as environments, the regression summary, a failed case with its error-distribution plot,
 and a case's history over the three runs. Screenshots are left in reports/artifacts/ (ignored by
 git) for CI to keep as artifacts.
@@ -13,7 +13,7 @@ import re
 
 import pytest
 
-from tests.reports.cdp import Browser, serve
+from tests.results.cdp import Browser, serve
 
 from .report_fixtures import (
     ARTIFACTS,

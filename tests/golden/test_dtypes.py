@@ -107,8 +107,11 @@ def test_ordinal_and_ulp_distance():
     assert ordinal(np.array([2.0**-149, -(2.0**-149)]), "float32").tolist() == [1, -1]
     fp16_max = ordinal(np.array([65504.0]), "float16")[0]
     assert ordinal(np.array([np.inf]), "float16")[0] == fp16_max + 1
-    d = ulp_distance(np.array([1.0, -2.0**-24, 1.0, np.nan]),
-                     np.array([1.0 + 2**-10, 2.0**-24, 1.0 + 2**-12, 1.0]), "float16")
+    d = ulp_distance(
+        np.array([1.0, -(2.0**-24), 1.0, np.nan]),
+        np.array([1.0 + 2**-10, 2.0**-24, 1.0 + 2**-12, 1.0]),
+        "float16",
+    )
     np.testing.assert_array_equal(d[:3], [1, 2, 0])
     assert np.isnan(d[3])
     np.testing.assert_array_equal(

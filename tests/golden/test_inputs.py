@@ -34,14 +34,19 @@ PINNED_DY_SPECIALS = "80869a08737ff13704bd24f896f28337703e8ba30da37947f525f56a51
 
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_pinned_sha256(dtype):
-    arrays = [a for yd in Y_DISTS for a in make_inputs((3, 5, 7), dtype, (1,), yd, "normal",
-                                                         seed=12345)]
+    arrays = [
+        a for yd in Y_DISTS for a in make_inputs((3, 5, 7), dtype, (1,), yd, "normal", seed=12345)
+    ]
     assert sha256_of(*arrays) == PINNED_Y[dtype]
 
 
 def test_pinned_sha256_dy_and_specials():
-    arrays = [a for dd in DY_DISTS for sp in SPECIALS
-              for a in make_inputs((4, 33), "float16", -1, "normal", dd, sp, seed=7)]
+    arrays = [
+        a
+        for dd in DY_DISTS
+        for sp in SPECIALS
+        for a in make_inputs((4, 33), "float16", -1, "normal", dd, sp, seed=7)
+    ]
     assert sha256_of(*arrays) == PINNED_DY_SPECIALS
 
 
@@ -54,9 +59,11 @@ def test_same_seed_same_bytes_other_seed_other_bytes():
 
 
 def test_slab_size_does_not_change_bytes(monkeypatch):
-    cases = [((9, 17, 5), (1,), "peaked", "outliers", "inf_dy"),
-             ((9, 17, 5), (1,), "masked", "normal", "nan_y"),
-             ((3, 4, 5, 6), (1, 2), "normal", "uniform", "neginf_y")]
+    cases = [
+        ((9, 17, 5), (1,), "peaked", "outliers", "inf_dy"),
+        ((9, 17, 5), (1,), "masked", "normal", "nan_y"),
+        ((3, 4, 5, 6), (1, 2), "normal", "uniform", "neginf_y"),
+    ]
     ref = [make_inputs(s, "float32", ax, yd, dd, sp, seed=5) for s, ax, yd, dd, sp in cases]
     monkeypatch.setattr(gi, "GEN_SLAB", 13)
     for (s, ax, yd, dd, sp), (dy, y) in zip(cases, ref, strict=True):
@@ -146,13 +153,22 @@ def test_specials(dtype):
     for sp in SPECIALS:
         dy, y = make_inputs(shape, dtype, -1, "uniform", "normal", sp, seed=2)
         d = describe_inputs(dy, y)
-        counts[sp] = (d["dy"]["nan"], d["dy"]["posinf"] + d["dy"]["neginf"], d["y"]["nan"],
-                      d["y"]["neginf"])
+        counts[sp] = (
+            d["dy"]["nan"],
+            d["dy"]["posinf"] + d["dy"]["neginf"],
+            d["y"]["nan"],
+            d["y"]["neginf"],
+        )
         untouched = np.isfinite(dy.astype(np.float64)) & np.isfinite(y.astype(np.float64))
         assert np.array_equal(dy[untouched], dy0[untouched])
     k = SPECIAL_COUNT
-    assert counts == {"none": (0, 0, 0, 0), "nan_dy": (k, 0, 0, 0), "inf_dy": (0, k, 0, 0),
-                      "nan_y": (0, 0, k, 0), "neginf_y": (0, 0, 0, k)}
+    assert counts == {
+        "none": (0, 0, 0, 0),
+        "nan_dy": (k, 0, 0, 0),
+        "inf_dy": (0, k, 0, 0),
+        "nan_y": (0, 0, k, 0),
+        "neginf_y": (0, 0, 0, k),
+    }
     dy, _ = make_inputs((1,), dtype, -1, "uniform", "normal", "nan_dy", seed=2)
     assert np.isnan(dy.astype(np.float64)).all()  # fewer positions than SPECIAL_COUNT
 

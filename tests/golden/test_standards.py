@@ -16,8 +16,9 @@ from golden.standards import LEVELS, STANDARDS, BenchmarkRequired, Verdict, judg
 JUDGED = ("experimental", "mixed-tolerance", "double-thousandth")
 
 
-def _case(dtype, shape=(32, 257), axes=(-1,), y_dist="uniform", dy_dist="uniform", seed=3,
-          special="none"):
+def _case(
+    dtype, shape=(32, 257), axes=(-1,), y_dist="uniform", dy_dist="uniform", seed=3, special="none"
+):
     dy, y = make_inputs(shape, dtype, axes, y_dist, dy_dist, special, seed=seed)
     return dy, y, log_softmax_grad(dy, y, axes)
 
@@ -67,8 +68,9 @@ def test_seed_wrong_no_reduce_formula_fails_every_standard():
         assert "MERE" in judge("experimental", wrong, g, dtype).reason
         # and with an arbitrary y the two formulas differ too
         dy, y, g = _case(dtype, shape=(16, 1, 8), axes=(1,), y_dist="arbitrary", dy_dist="normal")
-        assert not judge("experimental", round_to(seed_wrong_no_reduce(dy, y), dtype), g,
-                         dtype).passed
+        assert not judge(
+            "experimental", round_to(seed_wrong_no_reduce(dy, y), dtype), g, dtype
+        ).passed
         assert judge("experimental", round_to(g, dtype), g, dtype).passed
 
 

@@ -10,7 +10,7 @@ from farm import build
 
 @pytest.fixture(scope="session")
 def twin_lib():
-    """The real twin, where farm.backends.twin finds it (build/twin)."""
+    """The real twin, where farm.agent.backends.twin finds it (build/twin)."""
     return build.build_twin(build.default_build_dir())
 
 

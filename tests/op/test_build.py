@@ -12,7 +12,7 @@ import tarfile
 import pytest
 
 from farm import build
-from farm.backends import twin
+from farm.agent.backends import twin
 from golden.soc import PROFILES
 
 
@@ -32,7 +32,8 @@ def test_package_is_reproducible_and_its_manifest_true(tmp_path):
         members = tar.getmembers()
     assert [m.name for m in members] == sorted(m.name for m in members)
     assert {(m.mtime, m.uid, m.gid, m.mode, m.uname, m.gname) for m in members} == {
-        (0, 0, 0, 0o644, "", "")}
+        (0, 0, 0, 0o644, "", "")
+    }
 
     files = build.read_archive(a)
     manifest = json.loads(files.pop("manifest.json"))
@@ -43,7 +44,10 @@ def test_package_is_reproducible_and_its_manifest_true(tmp_path):
         assert entry["sha256"] == hashlib.sha256(data).hexdigest()
         assert entry["bytes"] == len(data)
     assert (manifest["name"], manifest["version"], manifest["target"]) == (
-        "logsoftmaxgrad", build.op_version(), "twin")
+        "logsoftmaxgrad",
+        build.op_version(),
+        "twin",
+    )
     assert re.fullmatch(r"[0-9a-f]{40}", manifest["git_commit"])
     assert [p["name"] for p in manifest["soc_profiles"]] == list(PROFILES)
     assert manifest["plant_bug"] == ""

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from farm.backends import twin
+from farm.agent.backends import twin
 from golden.inputs import make_inputs
 from golden.reference import log_softmax_grad, seed_wrong_no_reduce
 from golden.standards import judge
@@ -45,12 +45,15 @@ def test_seed_bug_leaves_reduce_schedules_alone(seed_noreduce_lib):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("shape, axes", [
-    ((3, 9824 + 11), (-1,)),   # REDUCE_TAIL, a tail of 11 after one full block
-    ((3, 37), (-1,)),          # one chunk that is itself an unaligned tail
-    ((1, 3, 9824 + 5), (1,)),  # REDUCE_MID, chunked columns
-    ((2, 1, 8192 + 3), (1,)),  # NO_REDUCE
-])
+@pytest.mark.parametrize(
+    "shape, axes",
+    [
+        ((3, 9824 + 11), (-1,)),  # REDUCE_TAIL, a tail of 11 after one full block
+        ((3, 37), (-1,)),  # one chunk that is itself an unaligned tail
+        ((1, 3, 9824 + 5), (1,)),  # REDUCE_MID, chunked columns
+        ((2, 1, 8192 + 3), (1,)),  # NO_REDUCE
+    ],
+)
 def test_unaligned_tail_bug_is_caught(twin_lib, tail_lib, dtype, shape, axes):
     dy, y = make_inputs(shape, dtype, axes, "uniform", "normal", seed=3)
     assert verdict(twin_lib, dy, y, axes)[0].passed

@@ -9,7 +9,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from farm.backends import twin
+from farm.agent.backends import twin
 from golden import contract
 from golden.soc import PROFILES
 
@@ -26,8 +26,13 @@ NAMES = {
     "dim_out_of_range": "is out of range",
     "axes_not_consecutive": "consecutive",
 }
-NP = {"float32": np.float32, "float16": np.float16, "bfloat16": ml_dtypes.bfloat16,
-      "int32": np.int32, "float64": np.float64}
+NP = {
+    "float32": np.float32,
+    "float16": np.float16,
+    "bfloat16": ml_dtypes.bfloat16,
+    "int32": np.int32,
+    "float64": np.float64,
+}
 
 
 def arr(shape, dtype="float32"):
@@ -108,7 +113,11 @@ def test_agent_entry_run_call(twin_lib):
     assert (got.status, got.reason) == (161002, "dtype_mismatch")
     got = twin.run_call(dy, dy, (-1,), "Ascend310B1", out_dtype="float32", out_shape=(4, 6))
     assert (got.status, got.reason, got.out.shape, got.tiling["soc_name"]) == (
-        0, "ok", (4, 6), "Ascend310B1")
+        0,
+        "ok",
+        (4, 6),
+        "Ascend310B1",
+    )
     assert got.seconds > 0
 
 
@@ -154,14 +163,21 @@ def test_check_order_matches_contract(twin_lib, soc):
         y_shape = shape if d["y_shape"] is None else shape[::-1] + (1,)
         dtype, out_dtype = d["dtype"], d["out_dtype"] or d["dtype"]
         call = contract.Call(
-            dy_shape=shape, dy_dtype=dtype,
-            y_shape=None if d["missing"] == "y" else y_shape, y_dtype=dtype,
-            out_shape=None if d["missing"] == "out" else shape, out_dtype=out_dtype,
-            axes=d["axes"], bf16_cast=PROFILES[soc].bf16_cast,
+            dy_shape=shape,
+            dy_dtype=dtype,
+            y_shape=None if d["missing"] == "y" else y_shape,
+            y_dtype=dtype,
+            out_shape=None if d["missing"] == "out" else shape,
+            out_dtype=out_dtype,
+            axes=d["axes"],
+            bf16_cast=PROFILES[soc].bf16_cast,
         )
         want = contract.expected_outcome(call)
-        spec = {"dy": twin.Spec(shape, NP[dtype]), "y": twin.Spec(y_shape, NP[dtype]),
-                "out": twin.Spec(shape, NP[out_dtype])}
+        spec = {
+            "dy": twin.Spec(shape, NP[dtype]),
+            "y": twin.Spec(y_shape, NP[dtype]),
+            "out": twin.Spec(shape, NP[out_dtype]),
+        }
         if d["missing"]:
             spec[d["missing"]] = None
         got = twin.plan(spec["dy"], spec["y"], d["axes"], spec["out"], soc)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import pytest
 
-from farm.backends import twin
+from farm.agent.backends import twin
 from golden import contract
 from golden.soc import PROFILES
 
@@ -89,18 +89,21 @@ def test_merge_and_schedule(tile, shape, axes, merged, schedule):
     assert contract.schedule(shape, axes) == schedule
 
 
-@pytest.mark.parametrize("soc, rows, used, big, per_big, per_small", [
-    ("Ascend910B1", 48, 48, 0, 1, 1),     # exactly the core count
-    ("Ascend910B1", 100, 48, 4, 3, 2),    # 100 = 48 * 2 + 4
-    ("Ascend910B1", 47, 47, 0, 1, 1),     # fewer rows than cores
-    ("Ascend910B1", 1, 1, 0, 1, 1),
-    ("Ascend910B3", 40, 40, 0, 1, 1),
-    ("Ascend910B3", 100, 40, 20, 3, 2),   # 100 = 40 * 2 + 20
-    ("Ascend910B3", 81, 40, 1, 3, 2),     # 81 = 40 * 2 + 1
-    ("Ascend910B4", 120, 40, 0, 3, 3),
-    ("Ascend310B1", 1, 1, 0, 1, 1),
-    ("Ascend310B1", 100, 1, 0, 100, 100),  # one core takes every row
-])
+@pytest.mark.parametrize(
+    "soc, rows, used, big, per_big, per_small",
+    [
+        ("Ascend910B1", 48, 48, 0, 1, 1),  # exactly the core count
+        ("Ascend910B1", 100, 48, 4, 3, 2),  # 100 = 48 * 2 + 4
+        ("Ascend910B1", 47, 47, 0, 1, 1),  # fewer rows than cores
+        ("Ascend910B1", 1, 1, 0, 1, 1),
+        ("Ascend910B3", 40, 40, 0, 1, 1),
+        ("Ascend910B3", 100, 40, 20, 3, 2),  # 100 = 40 * 2 + 20
+        ("Ascend910B3", 81, 40, 1, 3, 2),  # 81 = 40 * 2 + 1
+        ("Ascend910B4", 120, 40, 0, 3, 3),
+        ("Ascend310B1", 1, 1, 0, 1, 1),
+        ("Ascend310B1", 100, 1, 0, 100, 100),  # one core takes every row
+    ],
+)
 def test_core_split(tile, soc, rows, used, big, per_big, per_small):
     t = tile((rows, 19), (-1,), soc)
     assert t["rows"] == rows
@@ -109,20 +112,23 @@ def test_core_split(tile, soc, rows, used, big, per_big, per_small):
     assert big * per_big + (used - big) * per_small == rows
 
 
-@pytest.mark.parametrize("soc, dtype, schedule_shape, blocks, block_bytes, elems", [
-    ("Ascend910B1", "float32", ((4, 1, 5), (1,)), 6, 32768, 8192),
-    ("Ascend910B1", "float16", ((4, 1, 5), (1,)), 6, 32768, 8192),
-    ("Ascend910B1", "bfloat16", ((4, 1, 5), (1,)), 6, 32768, 8192),
-    ("Ascend910B1", "float32", ((4, 5), (1,)), 5, 39296, 9824),
-    ("Ascend910B1", "float16", ((4, 5), (1,)), 5, 39296, 9824),
-    ("Ascend910B1", "bfloat16", ((4, 5, 3), (1,)), 6, 32768, 8192),
-    ("Ascend910B3", "float32", ((4, 5, 3), (1,)), 6, 32768, 8192),
-    ("Ascend310B1", "float32", ((4, 1, 5), (1,)), 6, 42304, 10576),
-    ("Ascend310B1", "float16", ((4, 1, 5), (1,)), 6, 42304, 10576),
-    ("Ascend310B1", "float32", ((4, 5), (1,)), 5, 50784, 12696),
-    ("Ascend310B1", "float16", ((4, 5), (1,)), 5, 50784, 12688),
-    ("Ascend310B1", "float16", ((4, 5, 3), (1,)), 6, 42304, 10576),
-])
+@pytest.mark.parametrize(
+    "soc, dtype, schedule_shape, blocks, block_bytes, elems",
+    [
+        ("Ascend910B1", "float32", ((4, 1, 5), (1,)), 6, 32768, 8192),
+        ("Ascend910B1", "float16", ((4, 1, 5), (1,)), 6, 32768, 8192),
+        ("Ascend910B1", "bfloat16", ((4, 1, 5), (1,)), 6, 32768, 8192),
+        ("Ascend910B1", "float32", ((4, 5), (1,)), 5, 39296, 9824),
+        ("Ascend910B1", "float16", ((4, 5), (1,)), 5, 39296, 9824),
+        ("Ascend910B1", "bfloat16", ((4, 5, 3), (1,)), 6, 32768, 8192),
+        ("Ascend910B3", "float32", ((4, 5, 3), (1,)), 6, 32768, 8192),
+        ("Ascend310B1", "float32", ((4, 1, 5), (1,)), 6, 42304, 10576),
+        ("Ascend310B1", "float16", ((4, 1, 5), (1,)), 6, 42304, 10576),
+        ("Ascend310B1", "float32", ((4, 5), (1,)), 5, 50784, 12696),
+        ("Ascend310B1", "float16", ((4, 5), (1,)), 5, 50784, 12688),
+        ("Ascend310B1", "float16", ((4, 5, 3), (1,)), 6, 42304, 10576),
+    ],
+)
 def test_ub_plan(tile, soc, dtype, schedule_shape, blocks, block_bytes, elems):
     t = tile(*schedule_shape, soc, dtype)
     assert (t["ub_blocks"], t["block_bytes"], t["block_elems"]) == (blocks, block_bytes, elems)
@@ -132,17 +138,24 @@ def test_ub_plan(tile, soc, dtype, schedule_shape, blocks, block_bytes, elems):
 
 
 # The exact row length where one block stops being enough, and just past it.
-@pytest.mark.parametrize("soc, dtype, cap", [
-    ("Ascend910B1", "float32", 9824),
-    ("Ascend910B1", "float16", 9824),
-    ("Ascend910B1", "bfloat16", 9824),
-    ("Ascend310B1", "float32", 12696),
-    ("Ascend310B1", "float16", 12688),
-])
+@pytest.mark.parametrize(
+    "soc, dtype, cap",
+    [
+        ("Ascend910B1", "float32", 9824),
+        ("Ascend910B1", "float16", 9824),
+        ("Ascend910B1", "bfloat16", 9824),
+        ("Ascend310B1", "float32", 12696),
+        ("Ascend310B1", "float16", 12688),
+    ],
+)
 def test_chunking_boundary_reduce_tail(tile, soc, dtype, cap):
     at = tile((2, cap), (-1,), soc, dtype)
     assert (at["row_len"], at["chunk_count"], at["tail_elems"], at["is_small_shape"]) == (
-        cap, 1, cap, True)
+        cap,
+        1,
+        cap,
+        True,
+    )
     assert at["key"] == 1 | 1 << 8 | 1 << 9  # 769, as the public implementation names it
     past = tile((2, cap + 1), (-1,), soc, dtype)
     assert (past["chunk_count"], past["tail_elems"], past["is_small_shape"]) == (2, 1, False)
@@ -159,7 +172,11 @@ def test_chunking_boundary_reduce_mid_runs_along_d2(tile):
     assert (t["row_len"], t["chunk_count"], t["tail_elems"]) == (8192, 1, 8192)
     t = tile((2, 3, 8193), (1,))
     assert (t["schedule_name"], t["row_len"], t["chunk_count"], t["tail_elems"]) == (
-        "REDUCE_MID", 8193, 2, 1)
+        "REDUCE_MID",
+        8193,
+        2,
+        1,
+    )
     assert t["key"] == 2 | 1 << 9
 
 

@@ -8,7 +8,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from farm.backends import twin
+from farm.agent.backends import twin
 from golden.inputs import make_inputs
 from golden.reference import log_softmax_grad
 from golden.standards import judge
@@ -32,13 +32,16 @@ def check(dy, y, axes, soc="Ascend910B1", **kw):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("shape, axes, schedule", [
-    ((3, 1, 70), (1,), "NO_REDUCE"),
-    ((5, 300), (-1,), "REDUCE_TAIL"),
-    ((2, 7, 33), (1,), "REDUCE_MID"),
-    ((60, 5, 7), (1,), "REDUCE_MID"),   # more rows than cores: big and small cores
-    ((100, 19), (-1,), "REDUCE_TAIL"),
-])
+@pytest.mark.parametrize(
+    "shape, axes, schedule",
+    [
+        ((3, 1, 70), (1,), "NO_REDUCE"),
+        ((5, 300), (-1,), "REDUCE_TAIL"),
+        ((2, 7, 33), (1,), "REDUCE_MID"),
+        ((60, 5, 7), (1,), "REDUCE_MID"),  # more rows than cores: big and small cores
+        ((100, 19), (-1,), "REDUCE_TAIL"),
+    ],
+)
 def test_schedules(twin_lib, dtype, shape, axes, schedule):
     dy, y = make_inputs(shape, dtype, axes, "uniform", "normal", seed=3)
     result = check(dy, y, axes)
@@ -52,26 +55,32 @@ def test_tail_lengths(twin_lib, dtype, n):
     check(dy, y, (-1,))
 
 
-@pytest.mark.parametrize("soc, dtype, shape, axes, chunks", [
-    ("Ascend910B1", "float32", (2, 9825), (-1,), 2),
-    ("Ascend910B1", "float16", (2, 2 * 9824 + 3), (-1,), 3),
-    ("Ascend910B1", "bfloat16", (1, 3 * 9824), (-1,), 3),
-    ("Ascend310B1", "float16", (2, 12689), (-1,), 2),
-    ("Ascend310B1", "float32", (1, 3, 12697), (1,), 2),
-    ("Ascend910B1", "bfloat16", (1, 3, 9833), (1,), 2),
-    ("Ascend910B1", "float32", (2, 1, 8200), (1,), 2),
-])
+@pytest.mark.parametrize(
+    "soc, dtype, shape, axes, chunks",
+    [
+        ("Ascend910B1", "float32", (2, 9825), (-1,), 2),
+        ("Ascend910B1", "float16", (2, 2 * 9824 + 3), (-1,), 3),
+        ("Ascend910B1", "bfloat16", (1, 3 * 9824), (-1,), 3),
+        ("Ascend310B1", "float16", (2, 12689), (-1,), 2),
+        ("Ascend310B1", "float32", (1, 3, 12697), (1,), 2),
+        ("Ascend910B1", "bfloat16", (1, 3, 9833), (1,), 2),
+        ("Ascend910B1", "float32", (2, 1, 8200), (1,), 2),
+    ],
+)
 def test_multi_chunk_rows(twin_lib, soc, dtype, shape, axes, chunks):
     dy, y = make_inputs(shape, dtype, axes, "uniform", "outliers", seed=7)
     result = check(dy, y, axes, soc)
     assert result.tiling["chunk_count"] == chunks
 
 
-@pytest.mark.parametrize("soc, shape, seed", [
-    ("Ascend310B1", (1, 9824, 3), 767234174),  # the smoke case 310b_f32_1x9824x3_d1_...
-    ("Ascend910B1", (1, 50000, 4), 0),
-    ("Ascend910B1", (1, 50000, 4), 2),
-])
+@pytest.mark.parametrize(
+    "soc, shape, seed",
+    [
+        ("Ascend310B1", (1, 9824, 3), 767234174),  # the smoke case 310b_f32_1x9824x3_d1_...
+        ("Ascend910B1", (1, 50000, 4), 0),
+        ("Ascend910B1", (1, 50000, 4), 2),
+    ],
+)
 def test_reduce_mid_long_columns(twin_lib, soc, shape, seed):
     # Summing the d1 lines one by one in fp32 fails these (MARE 2.1e-3, 1.4e-2, 5.6e-3 against
     # 10T = 1.2e-3); the kernel sums them in groups of 64 lines (MARE below 7.2e-4).
@@ -92,9 +101,14 @@ def test_rank0_and_rank8(twin_lib, dtype):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("shape, axes", [
-    ((3, 1, 70), (1,)), ((4, 9830), (-1,)), ((3, 5, 40), (1,)),
-])
+@pytest.mark.parametrize(
+    "shape, axes",
+    [
+        ((3, 1, 70), (1,)),
+        ((4, 9830), (-1,)),
+        ((3, 5, 40), (1,)),
+    ],
+)
 def test_strided_views(twin_lib, dtype, shape, axes):
     dy, y = make_inputs(shape, dtype, axes, "uniform", "normal", seed=5)
     result = check(dy, y, axes, strided=True)
@@ -117,8 +131,9 @@ def test_transposed_and_reversed_inputs(twin_lib):
     check(dy[::-1], y[::-1], (-1,))  # negative strides
 
 
-@pytest.mark.parametrize("shape, axes", [((0, 5), (-1,)), ((4, 0, 3), (1,)), ((3, 0), (0,)),
-                                         ((0,), (0,))])
+@pytest.mark.parametrize(
+    "shape, axes", [((0, 5), (-1,)), ((4, 0, 3), (1,)), ((3, 0), (0,)), ((0,), (0,))]
+)
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_empty_tensors(twin_lib, shape, axes, dtype):
     dy, y = make_inputs(shape, dtype, axes, "uniform", "normal")
@@ -160,14 +175,28 @@ def test_conversions_match_ml_dtypes(twin_lib, name, dtype):
     widened = twin.convert(every, np.float32)
     np.testing.assert_array_equal(widened.view(np.uint32), every.astype(np.float32).view(np.uint32))
     rng = np.random.default_rng(0)
-    bits = np.concatenate([
-        rng.integers(0, 1 << 32, 200_000, dtype=np.uint64).astype(np.uint32),
-        # halfway cases, subnormal and overflow boundaries of the narrow type
-        every.astype(np.float32).view(np.uint32) + np.uint32(1 << 12),
-        every.astype(np.float32).view(np.uint32) + np.uint32(1 << 15),
-        np.array([0x477FF000, 0x477FEFFF, 0x477FF001, 0x7F7FFFFF, 0x33000000, 0x33000001,
-                  0x7F800001, 0xFFC00000, 0x7F7F8000], dtype=np.uint32),
-    ])
+    bits = np.concatenate(
+        [
+            rng.integers(0, 1 << 32, 200_000, dtype=np.uint64).astype(np.uint32),
+            # halfway cases, subnormal and overflow boundaries of the narrow type
+            every.astype(np.float32).view(np.uint32) + np.uint32(1 << 12),
+            every.astype(np.float32).view(np.uint32) + np.uint32(1 << 15),
+            np.array(
+                [
+                    0x477FF000,
+                    0x477FEFFF,
+                    0x477FF001,
+                    0x7F7FFFFF,
+                    0x33000000,
+                    0x33000001,
+                    0x7F800001,
+                    0xFFC00000,
+                    0x7F7F8000,
+                ],
+                dtype=np.uint32,
+            ),
+        ]
+    )
     src = bits.view(np.float32)
     got = twin.convert(src, dtype).view(np.uint16)
     with np.errstate(over="ignore", invalid="ignore"):

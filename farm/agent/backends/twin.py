@@ -1,0 +1,429 @@
+"""The CPU twin of the operator, through ctypes (op/twin/lsg_twin.h).
+
+`plan` checks a call and returns the operator's own tiling; `run` also executes it on numpy
+arrays, with the output pre-filled with NaN so that an unwritten region cannot pass.
+
+The library is found at, in order: $LSG_TWIN_LIB; build/twin/liblsg_twin.so under the repository
+(what `farm.build.build_twin("build/twin")` writes); package/lib/liblsg_twin.so beside farm/
+(where a deployed operator package is unpacked).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+
+from farm.agent.backends.result import BackendResult
+from golden.contract import REASON_BY_ID
+from golden.dtypes import numpy_dtype
+
+LIB_NAME = "liblsg_twin.so"
+ROOT = Path(__file__).resolve().parents[3]  # the checkout (or the unpacked bundle)
+
+# ACL dtype codes (enum lsg_dtype in op/tiling/lsg_types.h).
+DTYPE_CODES: dict[np.dtype, int] = {
+    np.dtype(np.float32): 0,
+    np.dtype(np.float16): 1,
+    np.dtype(np.int8): 2,
+    np.dtype(np.int32): 3,
+    np.dtype(np.uint8): 4,
+    np.dtype(np.int16): 6,
+    np.dtype(np.uint16): 7,
+    np.dtype(np.uint32): 8,
+    np.dtype(np.int64): 9,
+    np.dtype(np.uint64): 10,
+    np.dtype(np.float64): 11,
+    np.dtype(np.bool_): 12,
+    np.dtype(ml_dtypes.bfloat16): 27,
+}
+# The twin's own reasons, outside golden/contract.py (enum lsg_reason).
+TWIN_REASONS = {100: "unknown_soc", 101: "invalid_argument", 102: "internal"}
+
+
+class TwinError(RuntimeError):
+    """The library is missing or a run failed after planning succeeded."""
+
+
+class LsgTensor(ctypes.Structure):
+    _fields_ = [
+        ("data", ctypes.c_void_p),
+        ("dtype", ctypes.c_int32),
+        ("rank", ctypes.c_int32),
+        ("shape", ctypes.POINTER(ctypes.c_int64)),
+        ("strides", ctypes.POINTER(ctypes.c_int64)),
+    ]
+
+
+class TilingRecord(ctypes.Structure):
+    _fields_ = (
+        [
+            (name, ctypes.c_int32)
+            for name in (
+                "schedule",
+                "key",
+                "is_small_shape",
+                "is_contiguous",
+                "is_empty",
+                "cores_used",
+                "big_cores",
+                "ub_blocks",
+            )
+        ]
+        + [
+            (name, ctypes.c_int64)
+            for name in (
+                "d0",
+                "d1",
+                "d2",
+                "rows",
+                "rows_per_big_core",
+                "rows_per_small_core",
+                "row_len",
+                "block_bytes",
+                "block_elems",
+                "chunk_count",
+                "tail_elems",
+            )
+        ]
+        + [
+            ("workspace_bytes", ctypes.c_uint64),
+            ("schedule_name", ctypes.c_char * 16),
+            ("soc_name", ctypes.c_char * 32),
+        ]
+    )
+
+    def as_dict(self) -> dict[str, Any]:
+        out = {}
+        for name, _ in self._fields_:
+            value = getattr(self, name)
+            out[name] = value.decode() if isinstance(value, bytes) else int(value)
+        for flag in ("is_small_shape", "is_contiguous", "is_empty"):
+            out[flag] = bool(out[flag])
+        return out
+
+
+class SocProfileC(ctypes.Structure):
+    _fields_ = [
+        ("name", ctypes.c_char * 32),
+        ("family", ctypes.c_char * 16),
+        ("vector_cores", ctypes.c_int32),
+        ("block_bytes", ctypes.c_int32),
+        ("ub_bytes", ctypes.c_int64),
+        ("bf16_cast", ctypes.c_int32),
+        ("reserved", ctypes.c_int32),
+    ]
+
+
+def find_library() -> Path:
+    env = os.environ.get("LSG_TWIN_LIB")
+    if env:
+        return Path(env)
+    for candidate in (ROOT / "build" / "twin" / LIB_NAME, ROOT / "package" / "lib" / LIB_NAME):
+        if candidate.exists():
+            return candidate
+    raise TwinError(
+        f"{LIB_NAME} not found: build it with `python -m farm.build --target twin` "
+        "(writes build/twin), or set LSG_TWIN_LIB"
+    )
+
+
+def load(library: str | Path | None = None) -> ctypes.CDLL:
+    """The library at `library`, else the one find_library() finds; loaded once per path."""
+    return _load(str(Path(library) if library else find_library()))
+
+
+@cache
+def _load(path: str) -> ctypes.CDLL:
+    lib = ctypes.CDLL(path)
+    p, i32, i64, u64 = ctypes.POINTER, ctypes.c_int32, ctypes.c_int64, ctypes.c_uint64
+    lib.lsg_version.restype = ctypes.c_char_p
+    lib.lsg_build_info.restype = ctypes.c_char_p
+    lib.lsg_soc_count.restype = i32
+    lib.lsg_soc_get.argtypes = [i32, p(SocProfileC)]
+    lib.lsg_soc_get.restype = i32
+    lib.lsg_get_workspace_size.argtypes = [
+        p(LsgTensor),
+        p(LsgTensor),
+        p(i64),
+        i32,
+        p(LsgTensor),
+        ctypes.c_char_p,
+        p(u64),
+        p(ctypes.c_void_p),
+        p(i32),
+        ctypes.c_char_p,
+        ctypes.c_size_t,
+    ]
+    lib.lsg_get_workspace_size.restype = i32
+    lib.lsg_executor_tiling.argtypes = [ctypes.c_void_p, p(TilingRecord)]
+    lib.lsg_executor_tiling.restype = i32
+    lib.lsg_run.argtypes = [ctypes.c_void_p, u64, ctypes.c_void_p, i32]
+    lib.lsg_run.restype = i32
+    lib.lsg_executor_destroy.argtypes = [ctypes.c_void_p]
+    lib.lsg_executor_destroy.restype = None
+    lib.lsg_convert.argtypes = [i32, ctypes.c_void_p, i32, ctypes.c_void_p, i64]
+    lib.lsg_convert.restype = i32
+    return lib
+
+
+def version(library: str | Path | None = None) -> str:
+    return load(library).lsg_version().decode()
+
+
+def build_info(library: str | Path | None = None) -> str:
+    """How the library was built, e.g. "plant_bug=;sanitize=0"."""
+    return load(library).lsg_build_info().decode()
+
+
+def soc_profiles(library: str | Path | None = None) -> list[dict[str, Any]]:
+    """The SoC table compiled into the library."""
+    lib = load(library)
+    out = []
+    for i in range(lib.lsg_soc_count()):
+        rec = SocProfileC()
+        if lib.lsg_soc_get(i, ctypes.byref(rec)) != 0:
+            raise TwinError(f"lsg_soc_get({i}) failed")
+        out.append(
+            {
+                "name": rec.name.decode(),
+                "family": rec.family.decode(),
+                "vector_cores": rec.vector_cores,
+                "ub_bytes": rec.ub_bytes,
+                "block_bytes": rec.block_bytes,
+                "bf16_cast": bool(rec.bf16_cast),
+            }
+        )
+    return out
+
+
+def reason_name(reason_id: int) -> str:
+    return REASON_BY_ID.get(reason_id) or TWIN_REASONS.get(reason_id, f"reason_{reason_id}")
+
+
+@dataclass(frozen=True)
+class Spec:
+    """A tensor by shape and dtype only, for planning without data.
+
+    dtype: anything np.dtype takes, or an int ACL code (e.g. an unsupported one).
+    strides: in elements; None = contiguous.
+    """
+
+    shape: tuple[int, ...]
+    dtype: Any
+    strides: tuple[int, ...] | None = None
+
+
+@dataclass(frozen=True)
+class PlanResult:
+    status: int
+    reason: str
+    message: str
+    workspace: int
+    tiling: dict[str, Any] | None  # None when rejected
+
+
+# What run() returns: status, reason (a golden.contract name), message, out (None when rejected),
+# workspace, tiling (None when rejected), seconds (planning and running).
+TwinResult = BackendResult
+
+
+def _dtype_code(dtype: Any) -> int:
+    if isinstance(dtype, (int, np.integer)):
+        return int(dtype)
+    dt = np.dtype(dtype)
+    if dt not in DTYPE_CODES:
+        raise ValueError(f"dtype {dt} has no ACL code here; pass the int code instead")
+    return DTYPE_CODES[dt]
+
+
+class _Descriptor:
+    """Keeps the ctypes arrays of one lsg_tensor alive."""
+
+    def __init__(self, t: np.ndarray | Spec):
+        if isinstance(t, np.ndarray):
+            shape, code, data = t.shape, _dtype_code(t.dtype), t.ctypes.data or None
+            if t.size and t.ndim and any(s % t.itemsize for s in t.strides):
+                raise ValueError("array strides are not whole elements")
+            strides = None if t.flags.c_contiguous else tuple(s // t.itemsize for s in t.strides)
+        else:
+            shape, code, data = tuple(t.shape), _dtype_code(t.dtype), None
+            strides = None if t.strides is None else tuple(t.strides)
+        rank = len(shape)
+        self._shape = (ctypes.c_int64 * max(rank, 1))(*shape)
+        self._strides = None if strides is None else (ctypes.c_int64 * max(rank, 1))(*strides)
+        self.c = LsgTensor(
+            data,
+            code,
+            rank,
+            ctypes.cast(self._shape, ctypes.POINTER(ctypes.c_int64)),
+            None
+            if self._strides is None
+            else ctypes.cast(self._strides, ctypes.POINTER(ctypes.c_int64)),
+        )
+
+
+def _plan(lib, dy, y, axes, out, soc):
+    """Phase one.  Returns (status, reason id, message, workspace, executor handle or None)."""
+    descs = [None if t is None else _Descriptor(t) for t in (dy, y, out)]
+    ptrs = [None if d is None else ctypes.pointer(d.c) for d in descs]
+    axes = tuple(int(a) for a in axes)
+    c_axes = (ctypes.c_int64 * max(len(axes), 1))(*axes)
+    ws, handle, reason = ctypes.c_uint64(0), ctypes.c_void_p(None), ctypes.c_int32(-1)
+    msg = ctypes.create_string_buffer(1024)
+    status = lib.lsg_get_workspace_size(
+        ptrs[0],
+        ptrs[1],
+        c_axes,
+        len(axes),
+        ptrs[2],
+        soc.encode(),
+        ctypes.byref(ws),
+        ctypes.byref(handle),
+        ctypes.byref(reason),
+        msg,
+        len(msg),
+    )
+    return status, reason.value, msg.value.decode(), ws.value, handle.value
+
+
+def _tiling(lib, handle) -> dict[str, Any]:
+    rec = TilingRecord()
+    if lib.lsg_executor_tiling(handle, ctypes.byref(rec)) != 0:
+        raise TwinError("lsg_executor_tiling failed")
+    return rec.as_dict()
+
+
+def plan(
+    dy: np.ndarray | Spec | None,
+    y: np.ndarray | Spec | None,
+    axes: Sequence[int],
+    out: np.ndarray | Spec | None,
+    soc: str,
+    *,
+    library: str | Path | None = None,
+) -> PlanResult:
+    """Check a call and return its tiling, without running it.  None = a missing tensor."""
+    lib = load(library)
+    status, rid, message, ws, handle = _plan(lib, dy, y, axes, out, soc)
+    tiling = None
+    if handle:
+        try:
+            tiling = _tiling(lib, handle)
+        finally:
+            lib.lsg_executor_destroy(handle)
+    return PlanResult(status, reason_name(rid), message, ws, tiling)
+
+
+def strided_view(shape: Sequence[int], dtype: Any, fill: float = np.nan) -> np.ndarray:
+    """A non-contiguous view of `shape` (every other element along the last axis of extent > 1),
+    its buffer filled with `fill`.  Contiguous only when it has fewer than two elements."""
+    shape = tuple(shape)
+    axis = next((i for i in reversed(range(len(shape))) if shape[i] > 1), None)
+    if axis is None:
+        return np.full(shape, fill, dtype=dtype)
+    big = list(shape)
+    big[axis] *= 2
+    index = [slice(None)] * len(shape)
+    index[axis] = slice(None, None, 2)
+    return np.full(big, fill, dtype=dtype)[tuple(index)]
+
+
+def _make_out(shape, dtype, strided: bool) -> np.ndarray:
+    dt = np.dtype(dtype)
+    fill = np.nan if dt.kind == "f" or dt == np.dtype(ml_dtypes.bfloat16) else -1
+    if strided:
+        return strided_view(shape, dt, fill)
+    return np.full(shape, fill, dtype=dt)
+
+
+def _as_strided(a: np.ndarray) -> np.ndarray:
+    view = strided_view(a.shape, a.dtype)
+    view[...] = a
+    return view
+
+
+def run(
+    dy: np.ndarray | None,
+    y: np.ndarray | None,
+    axes: Sequence[int],
+    soc: str,
+    *,
+    out_dtype: Any = None,
+    out_shape: Sequence[int] | None = None,
+    missing: str | Iterable[str] | None = None,
+    strided: bool = False,
+    threads: int = 0,
+    out: np.ndarray | None = None,
+    library: str | Path | None = None,
+) -> TwinResult:
+    """Run the operator on the twin.
+
+    dy, y: None is a missing tensor.
+    out_dtype / out_shape: the output tensor's (default: dy's), to provoke mismatches.
+    missing: "dy", "y", "out" (or several) to pass as NULL tensors.
+    strided: copy dy and y into non-contiguous views and write a non-contiguous out.
+    out: a caller's output array (any strides), instead of a fresh NaN-filled one.
+    library: a liblsg_twin.so other than the one find_library() finds.
+    """
+    lib = load(library)
+    missing = {missing} if isinstance(missing, str) else set(missing or ())
+    unknown = missing - {"dy", "y", "out"}
+    if unknown:
+        raise ValueError(f"missing: unknown tensor names {sorted(unknown)}")
+    missing |= {name for name, t in (("dy", dy), ("y", y)) if t is None}
+    if strided:
+        dy, y = (None if t is None else _as_strided(t) for t in (dy, y))
+    if out is None:
+        like = dy if dy is not None else y
+        out = _make_out(
+            (() if like is None else like.shape) if out_shape is None else tuple(out_shape),
+            (np.float32 if like is None else like.dtype) if out_dtype is None else out_dtype,
+            strided,
+        )
+    args = [None if name in missing else t for name, t in (("dy", dy), ("y", y), ("out", out))]
+    start = time.perf_counter()
+    status, rid, message, ws, handle = _plan(lib, args[0], args[1], axes, args[2], soc)
+    if not handle:
+        seconds = time.perf_counter() - start
+        return TwinResult(status, reason_name(rid), message, None, ws, None, seconds)
+    try:
+        tiling = _tiling(lib, handle)
+        workspace = np.empty(ws, dtype=np.uint8) if ws else None
+        rc = lib.lsg_run(None if workspace is None else workspace.ctypes.data, ws, handle, threads)
+        seconds = time.perf_counter() - start
+    finally:
+        lib.lsg_executor_destroy(handle)
+    if rc != 0:
+        raise TwinError(f"lsg_run failed with status {rc} after planning succeeded")
+    return TwinResult(status, reason_name(rid), message, out, ws, tiling, seconds)
+
+
+def run_call(dy, y, axes, soc, *, out_dtype, out_shape=None, missing=None, api="dim", device=0):
+    """The agent's backend entry (farm.agent.execute): out_dtype is a case dtype name.  The twin
+    takes the one-dim form as a one-axis list, and has no devices."""
+    del api, device
+    if isinstance(out_dtype, str):
+        out_dtype = numpy_dtype(out_dtype)
+    return run(dy, y, axes, soc, out_dtype=out_dtype, out_shape=out_shape, missing=missing)
+
+
+def convert(src: np.ndarray, dst_dtype: Any, *, library: str | Path | None = None) -> np.ndarray:
+    """The twin's own fp32 <-> fp16/bf16 conversion (for tests of its rounding)."""
+    lib = load(library)
+    src = np.ascontiguousarray(src)
+    dst = np.empty(src.shape, dtype=dst_dtype)
+    rc = lib.lsg_convert(
+        _dtype_code(src.dtype), src.ctypes.data, _dtype_code(dst.dtype), dst.ctypes.data, src.size
+    )
+    if rc != 0:
+        raise ValueError(f"lsg_convert {src.dtype} -> {dst.dtype} is not supported")
+    return dst

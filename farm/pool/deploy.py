@@ -1,0 +1,301 @@
+"""Deploy to hosts: the agent bundle and the operator package, content-addressed.
+
+Layout on a host (``<workdir>`` from the inventory)::
+
+    <workdir>/versions/<sha256>/<file name>     an uploaded file (agent bundle, op package, ...)
+    <workdir>/versions/<sha256>/...             its unpacked contents (tar archives)
+    <workdir>/versions/<sha256>/.lsg-unpacked   written last by the unpack, holds the sha256
+
+A directory never changes once unpacked (its name is its content's hash), so agents of several
+orchestrator workers can share it, and redeploying identical files costs one status command.
+
+The agent runs as ``<python> -m farm.agent --workdir <workdir> [--twin-lib <path>]`` with the
+bundle's directory as its working directory (so ``farm``/``golden`` come from the bundle).
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import json
+import os
+import posixpath
+import tarfile
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from farm.errors import ConfigError, DeployError
+from farm.paths import DIST_DIR, REPO_ROOT
+from farm.pool.inventory import HostSpec
+from farm.pool.transport.base import HANDSHAKE_TIMEOUT, Channel, Transport
+
+# What ships to a host: the agent package and the maths, nothing else (farm/__init__.py only makes
+# `farm` a package there). Everything under these paths that is Python goes in.
+BUNDLE_PATHS = ("farm/__init__.py", "farm/agent", "golden")
+BUNDLE_PREFIX = "lsg-agent"
+_ENTRY_MTIME = 946684800  # 2000-01-01: fixed, so identical sources give identical bytes
+_ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar")
+
+
+def sha256_file(path: str | os.PathLike[str]) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def bundle_files(root: Path = REPO_ROOT) -> dict[str, Path]:
+    """Archive name -> source file, for the agent bundle."""
+    files: dict[str, Path] = {}
+    for rel in BUNDLE_PATHS:
+        src = root / rel
+        if src.is_file():
+            files[rel] = src
+        elif src.is_dir():
+            for p in sorted(src.rglob("*.py")):
+                if "__pycache__" not in p.parts:
+                    files[p.relative_to(root).as_posix()] = p
+        else:
+            raise ConfigError(f"agent bundle: {src} is missing; run from a complete checkout")
+    return files
+
+
+def make_agent_bundle(
+    out_dir: str | os.PathLike[str], *, root: str | os.PathLike[str] | None = None
+) -> tuple[Path, str]:
+    """Write the agent bundle (a deterministic tar.gz: byte-identical for identical sources) into
+    ``out_dir`` as ``lsg-agent-<sha12>.tar.gz``; return (path, sha256)."""
+    root = Path(root) if root is not None else REPO_ROOT
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w", format=tarfile.USTAR_FORMAT) as tar:
+        for name, src in sorted(bundle_files(root).items()):
+            data = src.read_bytes()
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            info.mtime = _ENTRY_MTIME
+            info.mode = 0o644
+            info.uid = info.gid = 0
+            info.uname = info.gname = ""
+            tar.addfile(info, io.BytesIO(data))
+    packed = io.BytesIO()
+    with gzip.GzipFile(filename="", mode="wb", fileobj=packed, mtime=0, compresslevel=9) as gz:
+        gz.write(raw.getvalue())
+    data = packed.getvalue()
+    sha = hashlib.sha256(data).hexdigest()
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"{BUNDLE_PREFIX}-{sha[:12]}.tar.gz"
+    if not (path.is_file() and sha256_file(path) == sha):
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp.write_bytes(data)
+        tmp.replace(path)
+    return path, sha
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DeployedFile:
+    name: str
+    sha256: str
+    remote_path: str
+    remote_dir: str
+    action: str  # "uploaded", "unpacked" (file was there, unpack was not) or "skipped"
+    bytes: int
+    seconds: float
+
+
+@dataclass
+class DeployReport:
+    host: str
+    files: list[DeployedFile] = field(default_factory=list)
+
+    @property
+    def uploaded(self) -> list[str]:
+        return [f.name for f in self.files if f.action == "uploaded"]
+
+    @property
+    def skipped(self) -> list[str]:
+        return [f.name for f in self.files if f.action == "skipped"]
+
+    def remote_dir(self, name_or_sha: str) -> str:
+        for f in self.files:
+            if name_or_sha in (f.name, f.sha256):
+                return f.remote_dir
+        raise KeyError(name_or_sha)
+
+    def summary(self) -> str:
+        parts = [f"{f.name} {f.action}" for f in self.files]
+        return f"host {self.host}: " + (", ".join(parts) or "nothing to deploy")
+
+
+def versions_dir(host: HostSpec, sha256: str) -> str:
+    return posixpath.join(host.workdir, "versions", sha256)
+
+
+def _is_archive(name: str) -> bool:
+    return name.endswith(_ARCHIVE_SUFFIXES)
+
+
+def deploy(transport: Transport, host: HostSpec | None, files: Iterable[Path]) -> DeployReport:
+    """Upload each file into ``<workdir>/versions/<sha256>/`` (skipped where the host already
+    has it, verified by sha256 after upload) and unpack archives there."""
+    host = host or transport.host
+    report = DeployReport(host.name)
+    for local in files:
+        local = Path(local)
+        if not local.is_file():
+            raise ConfigError(f"deploy to host {host.name}: {local} does not exist; build it first")
+        start = time.monotonic()
+        sha = sha256_file(local)
+        dest = versions_dir(host, sha)
+        remote = posixpath.join(dest, local.name)
+        archive = _is_archive(local.name)
+        status = transport.remote_status(remote, dest)
+        present = status.get("sha256") == sha
+        unpacked = status.get("unpacked") == sha
+        if present and (unpacked or not archive):
+            action = "skipped"
+        else:
+            action = "unpacked" if present else "uploaded"
+            if not present:
+                transport.put_file(local, remote)
+            # Verify on the host (for archives in the same command as the unpack).
+            if archive:
+                got = transport.unpack_remote(remote, dest, sha)
+            else:
+                got = transport.sha256_remote(remote)
+            if got != sha:
+                raise DeployError(
+                    f"host {host.name}: {local.name} arrived corrupted at {remote} (sha256 "
+                    f"{got or 'missing'}, expected {sha}); check the host's disk and rerun",
+                    host=host.name,
+                )
+        report.files.append(
+            DeployedFile(
+                name=local.name,
+                sha256=sha,
+                remote_path=remote,
+                remote_dir=dest,
+                action=action,
+                bytes=local.stat().st_size,
+                seconds=time.monotonic() - start,
+            )
+        )
+    return report
+
+
+# ---------------------------------------------------------------------------------------------
+# The operator package (dist/op/*.tar.gz, built by farm/build.py)
+
+
+def find_op_package(dist: str | os.PathLike[str] = DIST_DIR, target: str = "twin") -> Path:
+    """The newest op package for ``target`` in ``dist``, never one with a planted bug."""
+    found = sorted(
+        (p for p in Path(dist).glob(f"*-{target}*.tar.gz") if "-bug-" not in p.name),
+        key=lambda p: p.stat().st_mtime,
+    )
+    if not found:
+        raise ConfigError(f"no {target} operator package in {dist}; run 'farm build' first")
+    return found[-1]
+
+
+def package_manifest(package: str | os.PathLike[str]) -> dict:
+    try:
+        with tarfile.open(package, "r:*") as tar:
+            member = tar.extractfile("manifest.json")
+            assert member is not None
+            return json.loads(member.read())
+    except (KeyError, AssertionError, tarfile.TarError, ValueError, OSError) as exc:
+        raise ConfigError(
+            f"operator package {package}: no readable manifest.json ({exc}); rebuild it with "
+            "'farm build'"
+        ) from None
+
+
+def package_twin_lib(package: str | os.PathLike[str]) -> str | None:
+    """The twin library's path inside an op package (from its manifest), or None."""
+    manifest = package_manifest(package)
+    for entry in manifest.get("files", []):
+        path = entry.get("path", "") if isinstance(entry, dict) else str(entry)
+        if path.startswith("lib/") and ".so" in posixpath.basename(path):
+            return path
+    return None
+
+
+def twin_lib_on_host(report: DeployReport, package: str | os.PathLike[str]) -> str | None:
+    """Where the twin library of a deployed op package lies on the host (for LSG_TWIN_LIB)."""
+    rel = package_twin_lib(package)
+    if rel is None:
+        return None
+    return posixpath.join(report.remote_dir(Path(package).name), rel)
+
+
+# ---------------------------------------------------------------------------------------------
+# Starting an agent from a deployed bundle
+
+
+def agent_argv(
+    host: HostSpec, *, twin_lib: str | None = None, executor: str | None = None
+) -> list[str]:
+    argv = [host.python, "-m", "farm.agent", "--workdir", host.workdir]
+    if twin_lib:
+        argv += ["--twin-lib", twin_lib]
+    if executor:
+        argv += ["--executor", executor]
+    return argv
+
+
+def start_agent(
+    transport: Transport,
+    bundle_sha: str,
+    *,
+    twin_lib: str | None = None,
+    executor: str | None = None,
+    timeout: float = HANDSHAKE_TIMEOUT,
+) -> Channel:
+    """Start an agent from the deployed bundle ``bundle_sha`` and handshake with it."""
+    host = transport.host
+    return transport.open_channel(
+        agent_argv(host, twin_lib=twin_lib, executor=executor),
+        cwd=versions_dir(host, bundle_sha),
+        timeout=timeout,
+    )
+
+
+def deploy_all(
+    transport: Transport,
+    *,
+    bundle: Path,
+    op_package: Path | None = None,
+    extra: Sequence[Path] = (),
+) -> tuple[DeployReport, str | None]:
+    """Deploy the agent bundle (+ op package); return the report and the host's LSG_TWIN_LIB."""
+    files = [bundle] + ([op_package] if op_package else []) + list(extra)
+    report = deploy(transport, transport.host, files)
+    twin = twin_lib_on_host(report, op_package) if op_package else None
+    return report, twin
+
+
+__all__ = [
+    "BUNDLE_PATHS",
+    "DeployReport",
+    "DeployedFile",
+    "agent_argv",
+    "bundle_files",
+    "deploy",
+    "deploy_all",
+    "find_op_package",
+    "make_agent_bundle",
+    "package_manifest",
+    "package_twin_lib",
+    "sha256_file",
+    "start_agent",
+    "twin_lib_on_host",
+    "versions_dir",
+]

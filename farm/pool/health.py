@@ -1,0 +1,357 @@
+"""Host health checks and the quarantine (after LAVA's device health states).
+
+:func:`check_host` answers one question per host: may cases run here? It checks, in order, that
+the host is reachable (and, given a bundle, that the agent is deployed), that an agent starts and
+handshakes, that the host's own declared identity matches the inventory (SoC, device count), that
+numpy and ml_dtypes import, that the agent runs the expected bundle, and finally an optional
+*canary* (e.g. one known case). Every problem found is one reason that names the host and the fix;
+the host is ``good`` when there are none.
+
+The :class:`Quarantine` is a JSON file in a state directory. A bad check (or repeated
+infrastructure errors during a run) puts a host there with the reason and the time; it stays until
+a later check passes. :func:`host_rows` gives ``farm hosts`` its table.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from farm.agent.errors import FarmError
+from farm.pool.deploy import deploy, sha256_file, start_agent
+from farm.pool.inventory import HostSpec, Inventory
+from farm.pool.transport import HANDSHAKE_TIMEOUT, Channel, Transport, open_transport
+
+GOOD, BAD, UNKNOWN = "good", "bad", "unknown"
+QUARANTINE_FILE = "quarantine.json"
+INFRA_ERROR_THRESHOLD = 3
+
+TransportFactory = Callable[[HostSpec], Transport]
+# canary(channel, identity) -> None when fine, or a reason; an exception is a reason too.
+Canary = Callable[[Channel, dict], "str | None"]
+
+
+@dataclass
+class HostHealth:
+    host: str
+    state: str  # "good" | "bad"
+    reasons: list[str] = field(default_factory=list)
+    identity: dict[str, Any] | None = None
+    checked_at: float = field(default_factory=time.time)
+    seconds: float = 0.0
+
+    @property
+    def good(self) -> bool:
+        return self.state == GOOD
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def identity_problems(
+    host: HostSpec, ident: Mapping[str, Any], expected_bundle_sha: str | None = None
+) -> list[str]:
+    """What is wrong with a host's reported identity, one fix-naming line each."""
+    name = host.name
+    reasons: list[str] = []
+    source = ident.get("source", "?")
+    soc = ident.get("soc")
+    if soc is None:
+        detail = "; ".join(ident.get("problems") or []) or "no declaration found"
+        reasons.append(f"host {name} declares no SoC ({detail})")
+    elif soc != host.soc:
+        reasons.append(
+            f"SoC mismatch: host {name} declares {soc} (from {source}) but the inventory says "
+            f"{host.soc}; fix the inventory or the host's declaration"
+        )
+    devices = ident.get("devices")
+    if soc is not None and devices != host.devices:
+        reasons.append(
+            f"device count mismatch: host {name} declares {devices} device(s) (from {source}) but "
+            f"the inventory says {host.devices}; fix the inventory or the host's declaration"
+        )
+    for problem in ident.get("problems") or []:
+        if soc is not None:
+            reasons.append(f"host {name}: {problem}")
+    python = ident.get("python") or host.python
+    for module in ident.get("missing") or []:
+        reasons.append(
+            f"missing python module {module} on host {name}: pip install {module} on host {name} "
+            f"(for {python.split()[0]})"
+        )
+    got = ident.get("bundle")
+    if expected_bundle_sha and got != expected_bundle_sha:
+        reasons.append(
+            f"host {name} runs agent bundle {str(got)[:12]} but {expected_bundle_sha[:12]} is "
+            "expected; redeploy the agent"
+        )
+    return reasons
+
+
+def check_host(
+    host: HostSpec,
+    transport_factory: TransportFactory = open_transport,
+    expected_bundle_sha: str | None = None,
+    canary: Canary | None = None,
+    *,
+    bundle: Path | None = None,
+    twin_lib: str | None = None,
+    executor: str | None = None,
+    timeout: float = HANDSHAKE_TIMEOUT,
+) -> HostHealth:
+    """Check one host; never raises for a host problem (it becomes a reason).
+
+    ``bundle``: deploy this agent bundle first (skipped when the host has it); its sha256 is the
+    expected one unless ``expected_bundle_sha`` says otherwise. Without a bundle, the agent must
+    already be deployed under ``expected_bundle_sha``.
+    """
+    if expected_bundle_sha is None:
+        if bundle is None:
+            raise ValueError("check_host needs expected_bundle_sha or bundle")
+        expected_bundle_sha = sha256_file(bundle)
+    start = time.monotonic()
+    reasons: list[str] = []
+    identity: dict[str, Any] | None = None
+    channel: Channel | None = None
+    transport: Transport | None = None
+    try:
+        transport = transport_factory(host)
+        if bundle is not None:
+            deploy(transport, host, [bundle])
+        channel = start_agent(
+            transport, expected_bundle_sha, twin_lib=twin_lib, executor=executor, timeout=timeout
+        )
+        identity = channel.identify(timeout)
+        identity.pop("seq", None)
+        identity.pop("ok", None)
+        reasons += identity_problems(host, identity, expected_bundle_sha)
+        if canary is not None and not reasons:
+            try:
+                verdict = canary(channel, identity)
+            except Exception as exc:  # the canary's own failure is a reason
+                verdict = f"{exc.__class__.__name__}: {exc}"
+            if verdict:
+                reasons.append(f"canary failed on host {host.name}: {verdict}")
+    except FarmError as exc:
+        reasons.append(str(exc))
+    finally:
+        if channel is not None:
+            channel.shutdown()
+        if transport is not None:
+            transport.close()
+    return HostHealth(
+        host=host.name,
+        state=BAD if reasons else GOOD,
+        reasons=reasons,
+        identity=identity,
+        seconds=time.monotonic() - start,
+    )
+
+
+def check_pool(
+    hosts: Iterable[HostSpec],
+    transport_factory: TransportFactory = open_transport,
+    expected_bundle_sha: str | None = None,
+    canary: Canary | None = None,
+    *,
+    bundle: Path | None = None,
+    state_dir: str | os.PathLike[str] | None = None,
+    max_workers: int = 8,
+    **kwargs: Any,
+) -> dict[str, HostHealth]:
+    """Check hosts in parallel; record the outcomes in the quarantine when state_dir is given."""
+    hosts = list(hosts)
+    with ThreadPoolExecutor(max_workers=max(1, min(max_workers, len(hosts) or 1))) as pool:
+        futures = {
+            h.name: pool.submit(
+                check_host,
+                h,
+                transport_factory,
+                expected_bundle_sha,
+                canary,
+                bundle=bundle,
+                **kwargs,
+            )
+            for h in hosts
+        }
+        results = {name: f.result() for name, f in futures.items()}
+    if state_dir is not None:
+        q = Quarantine(state_dir)
+        for health in results.values():
+            q.record(health)
+    return results
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def _now_iso(ts: float | None = None) -> str:
+    return datetime.fromtimestamp(time.time() if ts is None else ts, timezone.utc).isoformat(
+        timespec="seconds"
+    )
+
+
+class Quarantine:
+    """Persistent host quarantine: ``<state_dir>/quarantine.json``, safe across processes.
+
+    Format: ``{"version": 1, "hosts": {name: {"reason", "since", "updated"}},
+    "infra_errors": {name: {"count", "last", "at"}}}``.
+    """
+
+    def __init__(self, state_dir: str | os.PathLike[str]) -> None:
+        self.dir = Path(state_dir)
+        self.path = self.dir / QUARANTINE_FILE
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[dict[str, Any]]:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        with open(self.dir / (QUARANTINE_FILE + ".lock"), "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            data = self._read()
+            before = json.dumps(data, sort_keys=True)
+            yield data
+            if json.dumps(data, sort_keys=True) != before:
+                tmp = self.path.with_name(f".{QUARANTINE_FILE}.{os.getpid()}.tmp")
+                tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+                tmp.replace(self.path)
+
+    def _read(self) -> dict[str, Any]:
+        try:
+            data = json.loads(self.path.read_text())
+        except FileNotFoundError:
+            data = {}
+        except (OSError, ValueError):
+            # A damaged file must not keep hosts out forever, nor crash the run: start afresh.
+            data = {}
+        if not isinstance(data, dict):
+            data = {}
+        data.setdefault("version", 1)
+        data.setdefault("hosts", {})
+        data.setdefault("infra_errors", {})
+        return data
+
+    def entries(self) -> dict[str, dict[str, Any]]:
+        return dict(self._read()["hosts"])
+
+    def is_quarantined(self, host: str) -> bool:
+        return host in self._read()["hosts"]
+
+    def reason(self, host: str) -> str | None:
+        entry = self._read()["hosts"].get(host)
+        return entry["reason"] if entry else None
+
+    def add(self, host: str, reason: str) -> None:
+        with self._locked() as data:
+            now = _now_iso()
+            entry = data["hosts"].get(host)
+            if entry is None:
+                data["hosts"][host] = {"reason": reason, "since": now, "updated": now}
+            else:
+                entry.update(reason=reason, updated=now)
+
+    def release(self, host: str) -> None:
+        with self._locked() as data:
+            data["hosts"].pop(host, None)
+            data["infra_errors"].pop(host, None)
+
+    def record(self, health: HostHealth) -> None:
+        """A bad check quarantines the host; a good one releases it."""
+        if health.good:
+            self.release(health.host)
+        else:
+            self.add(health.host, "; ".join(health.reasons) or "health check failed")
+
+    def note_infra_error(
+        self, host: str, message: str, threshold: int = INFRA_ERROR_THRESHOLD
+    ) -> bool:
+        """Count an infrastructure error on a host; quarantine it at ``threshold``. Returns
+        whether the host is quarantined now."""
+        with self._locked() as data:
+            now = _now_iso()
+            errs = data["infra_errors"].setdefault(host, {"count": 0})
+            errs.update(count=errs["count"] + 1, last=message, at=now)
+            if errs["count"] >= threshold and host not in data["hosts"]:
+                data["hosts"][host] = {
+                    "reason": f"{errs['count']} infrastructure errors, last: {message}",
+                    "since": now,
+                    "updated": now,
+                }
+            return host in data["hosts"]
+
+
+HOST_COLUMNS = (
+    "host",
+    "transport",
+    "address",
+    "soc",
+    "family",
+    "devices",
+    "tags",
+    "state",
+    "quarantined",
+    "reason",
+    "since",
+)
+
+
+def host_rows(
+    inventory: Inventory,
+    state_dir: str | os.PathLike[str] | None = None,
+    healths: Mapping[str, HostHealth] | None = None,
+) -> list[dict[str, str]]:
+    """One row per host for ``farm hosts`` (keys: :data:`HOST_COLUMNS`, all strings).
+
+    ``state`` is this check's outcome where ``healths`` has the host, else ``bad`` for a
+    quarantined host and ``unknown`` otherwise.
+    """
+    entries = Quarantine(state_dir).entries() if state_dir is not None else {}
+    rows = []
+    for h in inventory.hosts:
+        q = entries.get(h.name)
+        checked = (healths or {}).get(h.name)
+        if checked is not None:
+            state = checked.state
+            reason = "; ".join(checked.reasons)
+        else:
+            state = BAD if q else UNKNOWN
+            reason = q["reason"] if q else ""
+        rows.append(
+            {
+                "host": h.name,
+                "transport": h.transport,
+                "address": h.endpoint,
+                "soc": h.soc,
+                "family": h.family,
+                "devices": str(h.devices),
+                "tags": ",".join(h.tags),
+                "state": state,
+                "quarantined": "yes" if q else "no",
+                "reason": reason,
+                "since": q["since"] if q else "",
+            }
+        )
+    return rows
+
+
+__all__ = [
+    "BAD",
+    "GOOD",
+    "HOST_COLUMNS",
+    "UNKNOWN",
+    "Canary",
+    "HostHealth",
+    "Quarantine",
+    "check_host",
+    "check_pool",
+    "host_rows",
+    "identity_problems",
+]

@@ -1,0 +1,694 @@
+"""An SSH lab on this machine: real OpenSSH sshd instances on loopback, for the SSH transport.
+
+``farm lab up [--hosts N] [--root lab]`` starts N sshd instances, each on its own loopback
+address 127.0.0.2, 127.0.0.3, ... (where the OS cannot bind those, all on 127.0.0.1) and a free
+port, with
+
+* its own generated host key (ed25519), recorded in ``<root>/known_hosts``, so the lab inventory
+  uses the ``strict`` host-key policy;
+* one generated user key (``<root>/keys/user_ed25519``) in every host's own authorized_keys;
+* its own declared identity through sshd_config
+  ``SetEnv LSG_EMULATED_SOC=... LSG_EMULATED_DEVICES=...``
+  (default N=3: two Ascend910B1 with 2 devices, one Ascend310B1 with 1);
+* ``StrictModes no``, ``UsePAM no``, public-key auth only, logging into ``hosts/<name>/sshd.log``;
+* a python for the host, ``hosts/<name>/bin/python``: a wrapper that runs this farm's python
+  (``sys.executable``). It exists so a test can take a package away from one host (below);
+* a work directory ``hosts/<name>/work``;
+
+and writes ``<root>/inventory.toml`` (accepted by :func:`farm.pool.inventory.load_inventory`).
+``farm lab down`` stops them. It runs as root (login as root; creates /run/sshd if needed) or as a
+normal user (sshd then only lets that user in, which is who the inventory names).
+
+For fault tests: :meth:`Lab.kill_host` (SIGKILL of the host's sshd and every session and agent
+under it), :meth:`Lab.freeze_host`/:meth:`Lab.thaw_host` (SIGSTOP/SIGCONT of the same tree),
+:meth:`Lab.declare` to make a host *declare* another SoC or device count than the inventory
+says, or an agent fault (``LSG_EMULATED_FAULT``, test-only), and :meth:`Lab.hide_module`, which
+*emulates* a missing package: the host's python wrapper puts a directory first on PYTHONPATH in
+which the module's import raises ImportError. The package is still installed; only that host's
+python cannot import it. :meth:`Lab.reset_host` undoes all of it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from farm.errors import ConfigError
+from farm.pool.inventory import Inventory, load_inventory
+from golden.soc import UnknownSocError
+from golden.soc import profile as soc_profile
+
+SSHD = "/usr/sbin/sshd"
+DEFAULT_ROOT = Path("lab")
+STATE_FILE = "lab.json"
+# (name prefix, SoC, devices) of the default layout, cycled for N > 3.
+LAYOUT = (("a2", "Ascend910B1", 2), ("a2", "Ascend910B1", 2), ("a200", "Ascend310B1", 1))
+START_TIMEOUT = 10.0
+
+
+@dataclass
+class LabHost:
+    name: str
+    soc: str  # what the inventory says
+    devices: int
+    address: str
+    port: int
+    dir: str
+    declared_soc: str = ""  # what the host itself declares (SetEnv); = soc unless changed
+    declared_devices: int = 0
+    fault: str | None = None
+    hidden: list[str] = field(default_factory=list)
+    pid: int | None = None
+
+    def __post_init__(self) -> None:
+        self.declared_soc = self.declared_soc or self.soc
+        self.declared_devices = self.declared_devices or self.devices
+
+    @property
+    def path(self) -> Path:
+        return Path(self.dir)
+
+
+def sshd_path() -> str | None:
+    """The sshd binary, or None if OpenSSH server is not installed.
+
+    ``FARM_SSHD`` overrides the location (an absolute path; sshd must be started by one).
+    """
+    override = os.environ.get("FARM_SSHD")
+    if override:
+        return override if os.path.isabs(override) and os.access(override, os.X_OK) else None
+    if os.access(SSHD, os.X_OK):
+        return SSHD
+    found = shutil.which("sshd")
+    return found if found and os.path.isabs(found) else None
+
+
+def sshd_version(sshd: str) -> tuple[int, int]:
+    proc = subprocess.run([sshd, "-V"], capture_output=True, text=True, check=False)
+    m = re.search(r"OpenSSH_(\d+)\.(\d+)", proc.stdout + proc.stderr)
+    return (int(m[1]), int(m[2])) if m else (0, 0)
+
+
+def _can_bind(address: str) -> bool:
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.bind((address, 0))
+        return True
+    except OSError:
+        return False
+
+
+def _free_port(address: str) -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((address, 0))
+        return s.getsockname()[1]
+
+
+def _ed25519_pair() -> tuple[bytes, bytes]:
+    """(OpenSSH private key, "ssh-ed25519 AAAA..." public line)."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    key = Ed25519PrivateKey.generate()
+    private = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.OpenSSH,
+        serialization.NoEncryption(),
+    )
+    public = key.public_key().public_bytes(
+        serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH
+    )
+    return private, public
+
+
+def _write_private(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.exists():
+        path.unlink()
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+
+
+def _key_pair(path: Path, comment: str) -> str:
+    """Create path (private) and path.pub unless both exist; return the public line."""
+    pub = path.with_name(path.name + ".pub")
+    if not (path.is_file() and pub.is_file()):
+        private, public = _ed25519_pair()
+        _write_private(path, private)
+        pub.write_bytes(public + f" {comment}\n".encode())
+    return pub.read_text().strip()
+
+
+def _cfg_path(p: Path | str) -> str:
+    s = str(p)
+    if '"' in s:
+        raise ConfigError(f"lab: path {s!r} contains a double quote; choose another lab root")
+    return f'"{s}"' if any(c.isspace() for c in s) else s
+
+
+def _toml_str(s: str) -> str:
+    return json.dumps(s)  # a JSON string is a valid TOML basic string
+
+
+# ---------------------------------------------------------------------------------------------
+# processes
+
+
+def _children_map() -> dict[int, list[int]]:
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                stat = f.read().decode("ascii", "replace")
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        children.setdefault(ppid, []).append(int(entry))
+    return children
+
+
+def process_tree(pid: int) -> list[int]:
+    """pid and all its descendants (Linux /proc), parents first."""
+    children = _children_map()
+    tree, todo = [], [pid]
+    while todo:
+        p = todo.pop(0)
+        tree.append(p)
+        todo.extend(children.get(p, []))
+    return tree
+
+
+def _alive(pid: int | None) -> bool:
+    if not pid:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:  # a zombie is not alive
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except OSError:
+        return True
+
+
+def _signal_all(pids: list[int], sig: int) -> None:
+    for p in pids:
+        try:
+            os.kill(p, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def _wait_gone(pid: int, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not _alive(pid):
+            return True
+        time.sleep(0.02)
+    return not _alive(pid)
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+class Lab:
+    """An SSH lab under ``root``. State lives in ``<root>/lab.json``."""
+
+    def __init__(self, root: str | os.PathLike[str] = DEFAULT_ROOT) -> None:
+        self.root = Path(root).absolute()
+        self.hosts: dict[str, LabHost] = {}
+        self.user = getpass.getuser()
+        self.python = sys.executable
+        self.sshd = sshd_path() or SSHD
+        state = self.root / STATE_FILE
+        if state.is_file():
+            self._load(state)
+
+    # -- state ----------------------------------------------------------------------------------
+
+    @property
+    def inventory_path(self) -> Path:
+        return self.root / "inventory.toml"
+
+    @property
+    def known_hosts(self) -> Path:
+        return self.root / "known_hosts"
+
+    @property
+    def user_key(self) -> Path:
+        return self.root / "keys" / "user_ed25519"
+
+    def _load(self, path: Path) -> None:
+        data = json.loads(path.read_text())
+        self.user = data.get("user", self.user)
+        self.python = data.get("python", self.python)
+        self.sshd = data.get("sshd", self.sshd)
+        self.hosts = {h["name"]: LabHost(**h) for h in data.get("hosts", [])}
+
+    def _save(self) -> None:
+        data = {
+            "version": 1,
+            "user": self.user,
+            "python": self.python,
+            "sshd": self.sshd,
+            "hosts": [asdict(h) for h in self.hosts.values()],
+        }
+        tmp = self.root / (STATE_FILE + ".tmp")
+        tmp.write_text(json.dumps(data, indent=2) + "\n")
+        tmp.replace(self.root / STATE_FILE)
+
+    def host(self, name: str) -> LabHost:
+        try:
+            return self.hosts[name]
+        except KeyError:
+            known = ", ".join(self.hosts) or "(none: run farm lab up)"
+            raise ConfigError(f"lab {self.root}: no host {name!r}; lab hosts: {known}") from None
+
+    def inventory(self) -> Inventory:
+        return load_inventory(self.inventory_path)
+
+    # -- up / down ------------------------------------------------------------------------------
+
+    def up(
+        self,
+        hosts: int = 3,
+        *,
+        layout: list[tuple[str, str, int]] | None = None,
+        python: str | None = None,
+    ) -> Inventory:
+        """Start the lab (stopping a previous one under the same root) and return its inventory.
+
+        ``layout``: explicit (name, soc, devices) per host instead of the default cycle.
+        """
+        sshd = sshd_path()
+        if sshd is None:
+            where = os.environ.get("FARM_SSHD") or SSHD
+            raise ConfigError(
+                f"lab: OpenSSH server not found at {where}; install it (apt-get install "
+                "openssh-server) to run the SSH lab, or use the embedded local pool"
+            )
+        if hosts < 1 and not layout:
+            raise ConfigError(f"lab: --hosts {hosts}; the lab needs at least 1 host")
+        if self.hosts:
+            self.down()
+        self.sshd = sshd
+        self.python = python or sys.executable
+        self.user = getpass.getuser()
+        if os.geteuid() == 0:
+            # Privilege separation chroots into /run/sshd (the Debian service would create it).
+            os.makedirs("/run/sshd", mode=0o755, exist_ok=True)
+        if layout is None:
+            counts: dict[str, int] = {}
+            layout = []
+            for i in range(hosts):
+                prefix, soc, devices = LAYOUT[i % len(LAYOUT)]
+                counts[prefix] = counts.get(prefix, 0) + 1
+                layout.append((f"{prefix}-{counts[prefix]:02d}", soc, devices))
+        for name, soc, _ in layout:
+            try:
+                soc_profile(soc)
+            except UnknownSocError as exc:
+                raise ConfigError(f"lab host {name}: {exc}") from None
+
+        self.root.mkdir(parents=True, exist_ok=True)
+        user_pub = _key_pair(self.user_key, f"farm-lab-user@{self.user}")
+        use_distinct = _can_bind("127.0.0.2")
+        self.hosts = {}
+        known_lines = []
+        for i, (name, soc, devices) in enumerate(layout):
+            address = f"127.0.0.{2 + i}" if use_distinct and i < 250 else "127.0.0.1"
+            hdir = self.root / "hosts" / name
+            (hdir / "work").mkdir(parents=True, exist_ok=True)
+            host_pub = _key_pair(hdir / "ssh_host_ed25519_key", f"farm-lab-host-{name}")
+            (hdir / "authorized_keys").write_text(user_pub + "\n")
+            h = LabHost(name, soc, devices, address, _free_port(address), str(hdir))
+            self.hosts[name] = h
+            key_type, key_b64 = host_pub.split()[:2]
+            known_lines.append(f"[{address}]:{h.port} {key_type} {key_b64}\n")
+        self.known_hosts.write_text("".join(known_lines))
+        self._write_inventory()
+        self._save()
+        try:
+            for h in self.hosts.values():
+                self._write_host_files(h)
+                self._start(h)
+        except BaseException:
+            self.down()
+            raise
+        self._save()
+        return self.inventory()
+
+    def down(self) -> None:
+        """Stop every sshd of the lab (and its sessions and agents). Files stay."""
+        for h in self.hosts.values():
+            self._stop(h, kill_sessions=True)
+        if self.hosts and self.root.is_dir():
+            self._save()
+
+    def running(self) -> dict[str, bool]:
+        return {name: _alive(h.pid) for name, h in self.hosts.items()}
+
+    # -- files ----------------------------------------------------------------------------------
+
+    def _write_inventory(self) -> None:
+        lines = [
+            "# Written by `farm lab up`: SSH hosts emulated on loopback by real sshd instances.",
+            "# Regenerated on every `farm lab up`; edit farm/pool/lab.py instead.",
+            "[defaults]",
+            'transport = "ssh"',
+            f"user = {_toml_str(self.user)}",
+            f"key = {_toml_str(str(self.user_key))}",
+            'host_key_policy = "strict"',
+            f"known_hosts = {_toml_str(str(self.known_hosts))}",
+            "connect_timeout = 5.0",
+            "",
+        ]
+        for h in self.hosts.values():
+            lines += [
+                "[[host]]",
+                f"name = {_toml_str(h.name)}",
+                f"address = {_toml_str(h.address)}",
+                f"port = {h.port}",
+                f"soc = {_toml_str(h.soc)}",
+                f"devices = {h.devices}",
+                f"python = {_toml_str(str(h.path / 'bin' / 'python'))}",
+                f"workdir = {_toml_str(str(h.path / 'work'))}",
+                'tags = ["lab"]',
+                "",
+            ]
+        self.inventory_path.write_text("\n".join(lines))
+
+    def _sshd_config(self, h: LabHost) -> str:
+        env = f"LSG_EMULATED_SOC={h.declared_soc} LSG_EMULATED_DEVICES={h.declared_devices}"
+        if h.fault:
+            env += f" LSG_EMULATED_FAULT={h.fault}"
+        lines = [
+            f"# farm lab host {h.name}: generated by farm/pool/lab.py",
+            f"ListenAddress {h.address}:{h.port}",
+            f"HostKey {_cfg_path(h.path / 'ssh_host_ed25519_key')}",
+            f"PidFile {_cfg_path(h.path / 'sshd.pid')}",
+            f"AuthorizedKeysFile {_cfg_path(h.path / 'authorized_keys')}",
+            f"AllowUsers {self.user}",
+            "AuthenticationMethods publickey",
+            "PubkeyAuthentication yes",
+            "PasswordAuthentication no",
+            "KbdInteractiveAuthentication no",
+            "PermitRootLogin prohibit-password",
+            "UsePAM no",
+            "StrictModes no",
+            "PermitUserEnvironment no",
+            f"SetEnv {env}",
+            "Subsystem sftp internal-sftp",
+            "LogLevel VERBOSE",
+            "PrintMotd no",
+            "PrintLastLog no",
+            "UseDNS no",
+            "X11Forwarding no",
+            "AllowTcpForwarding no",
+            "AllowAgentForwarding no",
+            "PermitTunnel no",
+            "MaxSessions 64",
+            "MaxStartups 64:30:128",
+        ]
+        if sshd_version(self.sshd) >= (9, 8):
+            # Killed sessions are part of the fault tests: do not penalize the client for them.
+            lines.append("PerSourcePenalties no")
+        return "\n".join(lines) + "\n"
+
+    def _write_host_files(self, h: LabHost) -> None:
+        (h.path / "sshd_config").write_text(self._sshd_config(h))
+        hide = h.path / "hide"
+        if hide.exists():
+            shutil.rmtree(hide)
+        script = ["#!/bin/sh", f"# python of farm lab host {h.name}: runs the farm's python."]
+        if h.hidden:
+            for module in h.hidden:
+                (hide / module).mkdir(parents=True)
+                message = (
+                    f"{module} is hidden on farm lab host {h.name}: the lab emulates a missing "
+                    "package (farm.pool.lab.Lab.hide_module)"
+                )
+                (hide / module / "__init__.py").write_text(f"raise ImportError({message!r})\n")
+            script.append(
+                f"# EMULATED missing package(s): {', '.join(h.hidden)} (installed, but hidden)"
+            )
+            script.append(f"PYTHONPATH={_sh(str(hide))}${{PYTHONPATH:+:$PYTHONPATH}}")
+            script.append("export PYTHONPATH")
+        script.append(f'exec {_sh(self.python)} "$@"')
+        wrapper = h.path / "bin" / "python"
+        wrapper.parent.mkdir(parents=True, exist_ok=True)
+        wrapper.write_text("\n".join(script) + "\n")
+        wrapper.chmod(0o755)
+
+    # -- processes ------------------------------------------------------------------------------
+
+    def _start(self, h: LabHost) -> None:
+        cfg = h.path / "sshd_config"
+        log = h.path / "sshd.log"
+        test = subprocess.run(
+            [self.sshd, "-t", "-f", str(cfg)], capture_output=True, text=True, check=False
+        )
+        if test.returncode != 0:
+            raise ConfigError(
+                f"lab host {h.name}: sshd rejects {cfg}: {(test.stderr or test.stdout).strip()}"
+            )
+        pidfile = h.path / "sshd.pid"
+        pidfile.unlink(missing_ok=True)
+        subprocess.run(
+            [self.sshd, "-f", str(cfg), "-E", str(log)],
+            check=False,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + START_TIMEOUT
+        while time.monotonic() < deadline:
+            pid = _read_pid(pidfile)
+            if pid and _banner(h.address, h.port):
+                h.pid = pid
+                return
+            time.sleep(0.02)
+        tail = log.read_text(errors="replace").strip().splitlines()[-3:] if log.exists() else []
+        raise ConfigError(
+            f"lab host {h.name}: sshd did not come up on {h.address}:{h.port} within "
+            f"{START_TIMEOUT:g}s; {log}: {' | '.join(tail) or 'empty'}"
+        )
+
+    def _stop(self, h: LabHost, *, kill_sessions: bool) -> None:
+        pid = h.pid or _read_pid(h.path / "sshd.pid")
+        if pid and _alive(pid) and _is_sshd(pid):
+            tree = process_tree(pid)
+            _signal_all(tree, signal.SIGCONT)  # a frozen host must be able to die
+            if kill_sessions:
+                _signal_all(tree, signal.SIGKILL)
+            else:
+                os.kill(pid, signal.SIGTERM)
+            if not _wait_gone(pid, 3.0):
+                _signal_all([pid], signal.SIGKILL)
+                _wait_gone(pid, 2.0)
+        h.pid = None
+
+    def start_host(self, name: str) -> None:
+        """(Re)start a host's sshd with its current configuration (e.g. after kill_host)."""
+        h = self.host(name)
+        self._stop(h, kill_sessions=False)
+        self._write_host_files(h)
+        self._start(h)
+        self._save()
+
+    def kill_host(self, name: str) -> None:
+        """SIGKILL the host's sshd and everything under it (sessions, agents): a crashed host."""
+        h = self.host(name)
+        pid = h.pid
+        if pid and _alive(pid):
+            _signal_all(process_tree(pid), signal.SIGKILL)
+            _wait_gone(pid, 3.0)
+        h.pid = None
+        self._save()
+
+    def freeze_host(self, name: str) -> None:
+        """SIGSTOP the host's sshd and everything under it: a hung host (connections stay open)."""
+        h = self.host(name)
+        if not (h.pid and _alive(h.pid)):
+            raise ConfigError(f"lab host {name} is not running; start_host({name!r}) first")
+        _signal_all([h.pid], signal.SIGSTOP)  # the listener first: no new children meanwhile
+        for _ in range(2):
+            _signal_all(process_tree(h.pid), signal.SIGSTOP)
+
+    def thaw_host(self, name: str) -> None:
+        h = self.host(name)
+        if h.pid and _alive(h.pid):
+            _signal_all(process_tree(h.pid), signal.SIGCONT)
+
+    def declare(
+        self,
+        name: str,
+        *,
+        soc: str | None = None,
+        devices: int | None = None,
+        fault: str | None = None,
+    ) -> None:
+        """Change what the host *declares* about itself (its sshd SetEnv) and restart its sshd.
+
+        ``soc``/``devices`` other than the inventory's make an identity mismatch; ``fault`` is a
+        test-only agent fault such as ``"crash-after:2"`` or ``"corrupt-reply-after:2"`` (see
+        farm/agent/identity.py). New sessions see the change; running ones keep the old one.
+        """
+        h = self.host(name)
+        if soc is not None:
+            h.declared_soc = soc
+        if devices is not None:
+            h.declared_devices = devices
+        h.fault = fault
+        self.start_host(name)
+
+    def hide_module(self, name: str, module: str = "ml_dtypes") -> None:
+        """Emulate a missing python package on one host: its python can no longer import
+        ``module`` (the package stays installed; the wrapper shadows it). No restart needed."""
+        h = self.host(name)
+        if module not in h.hidden:
+            h.hidden.append(module)
+        self._write_host_files(h)
+        self._save()
+
+    def reset_host(self, name: str) -> None:
+        """Back to normal: declared identity = inventory, no fault, nothing hidden, running."""
+        h = self.host(name)
+        h.declared_soc, h.declared_devices, h.fault, h.hidden = h.soc, h.devices, None, []
+        self.start_host(name)
+
+    def status_rows(self) -> list[dict[str, str]]:
+        rows = []
+        for h in self.hosts.values():
+            declared = f"{h.declared_soc}x{h.declared_devices}"
+            rows.append(
+                {
+                    "host": h.name,
+                    "address": f"{h.address}:{h.port}",
+                    "soc": f"{h.soc}x{h.devices}",
+                    "declares": declared + (f" fault={h.fault}" if h.fault else ""),
+                    "hidden": ",".join(h.hidden),
+                    "running": "yes" if _alive(h.pid) else "no",
+                }
+            )
+        return rows
+
+
+def _sh(s: str) -> str:
+    import shlex
+
+    return shlex.quote(s)
+
+
+def _read_pid(path: Path) -> int | None:
+    try:
+        return int(path.read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def _is_sshd(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/comm") as f:
+            return f.read().strip().startswith("sshd")
+    except OSError:
+        return True  # no /proc: trust the pid file
+
+
+def _banner(address: str, port: int, timeout: float = 1.0) -> bool:
+    try:
+        with socket.create_connection((address, port), timeout=timeout) as s:
+            s.settimeout(timeout)
+            return s.recv(64).startswith(b"SSH-")
+    except OSError:
+        return False
+
+
+# ---------------------------------------------------------------------------------------------
+# module-level API
+
+
+def lab_up(root: str | os.PathLike[str] = DEFAULT_ROOT, hosts: int = 3, **kwargs) -> Inventory:
+    return Lab(root).up(hosts, **kwargs)
+
+
+def lab_down(root: str | os.PathLike[str] = DEFAULT_ROOT) -> None:
+    Lab(root).down()
+
+
+def kill_host(name: str, root: str | os.PathLike[str] = DEFAULT_ROOT) -> None:
+    Lab(root).kill_host(name)
+
+
+def freeze_host(name: str, root: str | os.PathLike[str] = DEFAULT_ROOT) -> None:
+    Lab(root).freeze_host(name)
+
+
+def thaw_host(name: str, root: str | os.PathLike[str] = DEFAULT_ROOT) -> None:
+    Lab(root).thaw_host(name)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``farm lab up [--hosts N] [--root DIR]`` | ``farm lab down`` | ``farm lab status``."""
+    parser = argparse.ArgumentParser(prog="farm lab", description="SSH lab on loopback")
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    up = sub.add_parser("up", help="start N sshd hosts and write <root>/inventory.toml")
+    up.add_argument("--hosts", type=int, default=3, help="number of hosts (default 3)")
+    for p in (
+        up,
+        sub.add_parser("down", help="stop the lab's sshd instances"),
+        sub.add_parser("status", help="show the lab's hosts"),
+    ):
+        p.add_argument("--root", default=str(DEFAULT_ROOT), help="lab directory (default ./lab)")
+    args = parser.parse_args(argv)
+    lab = Lab(args.root)
+    try:
+        if args.cmd == "up":
+            inv = lab.up(args.hosts)
+            for row in lab.status_rows():
+                print(f"  {row['host']:<10} {row['address']:<18} {row['soc']}")
+            print(f"lab up: {len(inv.hosts)} host(s); inventory {lab.inventory_path}")
+        elif args.cmd == "down":
+            lab.down()
+            print(f"lab down: {lab.root}")
+        else:
+            if not lab.hosts:
+                print(f"no lab under {lab.root}; run farm lab up")
+                return 1
+            for row in lab.status_rows():
+                print("  " + "  ".join(f"{k}={v}" for k, v in row.items() if v))
+    except ConfigError as exc:
+        print(f"farm lab: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+__all__ = [
+    "Lab",
+    "LabHost",
+    "freeze_host",
+    "kill_host",
+    "lab_down",
+    "lab_up",
+    "main",
+    "process_tree",
+    "sshd_path",
+    "thaw_host",
+]

@@ -1,0 +1,475 @@
+"""Allure annotations for one case, and the run-level files of an allure-results directory.
+
+`annotate(record)` is called from inside the running pytest test of a case (the farm's pytest
+plugin calls it once per case, before asserting the verdict). It sets labels, parameters and
+attachments through allure.dynamic / allure.attach.
+
+Identity in Allure (ARCHITECTURE "Allure identity"): the SoC family is a *non-excluded* parameter,
+so the same case on the two families never merges into one history entry; host, seed and timings
+are *excluded* parameters (shown, but not part of the history id). The `family` label selects the
+Allure 3 environment (reports/allurerc.mjs).
+
+Severity (a property of the case, not of its outcome, so that it is stable in history):
+  critical  rejection cases (the parameter-check contract, wrong acceptance is silent corruption)
+            and cases with NaN/inf inputs (the positions must match exactly)
+  normal    every other case
+
+Failure messages: the plugin makes the failure message start with `failure_message(record)`'s
+prefix "[<category>] " (CATEGORY_PREFIXES); Allure's categories match on that prefix, with or
+without the exception type pytest/allure-pytest put in front ("AssertionError: ", "Failed: ").
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+# The category of a failed record -> the prefix its failure message must start with.
+CATEGORY_PREFIXES = {
+    "precision": "[precision] ",
+    "unexpected_acceptance": "[unexpected_acceptance] ",
+    "unexpected_rejection": "[unexpected_rejection] ",
+    "wrong_status": "[wrong_status] ",
+    "crash": "[crash] ",
+    "infrastructure": "[infrastructure] ",
+}
+
+# Allure categories (Allure 2 categories.json format; Allure 3 reads the same keys as its
+# compatibility form). reports/categories.json is this list written out (a test keeps them equal).
+# The regex allows an exception-type prefix such as "AssertionError: " before the category prefix;
+# [\s\S]* makes it work both as Allure 2's full match and Allure 3's search.
+_TYPE = r"^(?:[\w.]+: )?"
+
+
+def _rx(*cats: str) -> str:
+    alts = "|".join(c for c in cats)
+    return _TYPE + r"\[(?:" + alts + r")\] [\s\S]*"
+
+
+CATEGORIES = [
+    {"name": "Precision failure", "messageRegex": _rx("precision"), "matchedStatuses": ["failed"]},
+    {
+        "name": "Unexpected acceptance",
+        "messageRegex": _rx("unexpected_acceptance"),
+        "matchedStatuses": ["failed"],
+    },
+    {
+        "name": "Unexpected rejection or wrong status",
+        "messageRegex": _rx("unexpected_rejection", "wrong_status"),
+        "matchedStatuses": ["failed"],
+    },
+    {
+        "name": "Operator crash",
+        "messageRegex": _rx("crash"),
+        "matchedStatuses": ["failed", "broken"],
+    },
+    {
+        "name": "Infrastructure",
+        "messageRegex": _rx("infrastructure"),
+        "matchedStatuses": ["broken", "failed"],
+    },
+]
+
+EPIC = "LogSoftmaxGrad"
+ENVIRONMENT_LABEL = "family"
+FAMILY_NAMES = {
+    "ascend910b": "Atlas A2 (ascend910b)",
+    "ascend310b": "Atlas 200I-500 A2 (ascend310b)",
+}
+PLOT_SAMPLE_ONE_IN = 20
+_NAN_INF_WORDS = ("nan", "inf")
+
+
+def failure_message(record: Mapping) -> str:
+    """The one-line failure message: the category prefix, then the record's message."""
+    cat = record.get("category") or (
+        "infrastructure" if record.get("outcome") == "broken" else "precision"
+    )
+    prefix = CATEGORY_PREFIXES.get(cat, f"[{cat}] ")
+    msg = " ".join(str(record.get("message") or "").split())  # one line
+    return prefix + (msg or f"{record.get('case_id', '?')} {record.get('outcome', '')}").strip()
+
+
+# --------------------------------------------------------------------------- classification
+
+
+def is_rejection(record: Mapping) -> bool:
+    return (record.get("expect") or {}).get("kind") == "reject"
+
+
+def has_special_values(record: Mapping) -> bool:
+    special = str(record.get("special") or "").lower()
+    dists = f"{record.get('y_dist') or ''} {record.get('dy_dist') or ''}".lower()
+    return special not in ("", "none") or any(w in dists for w in _NAN_INF_WORDS)
+
+
+def handles_nan_inf(record: Mapping) -> bool:
+    text = " ".join(str(record.get(k) or "") for k in ("special", "y_dist", "dy_dist")).lower()
+    return any(w in text for w in _NAN_INF_WORDS) or "mask" in text
+
+
+def features(record: Mapping) -> list[str]:
+    """Allure features of a case, most specific last. Every case has at least one."""
+    out = ["rejection" if is_rejection(record) else "precision"]
+    suite = str(record.get("suite") or "")
+    case_id = str(record.get("case_id") or "")
+    if suite == "tiling" or case_id.startswith("tiling") or record.get("feature") == "tiling":
+        out.append("tiling")
+    if has_special_values(record):
+        out.append("special values")
+    if record.get("layout") == "strided":
+        out.append("strided")
+    if record.get("schedule") == "EMPTY" or 0 in (record.get("shape") or []):
+        out.append("empty")
+    return out
+
+
+def story(record: Mapping) -> str:
+    if is_rejection(record):
+        return str((record.get("expect") or {}).get("reason") or "rejection")
+    return str(record.get("schedule") or "unknown schedule")
+
+
+def severity(record: Mapping) -> str:
+    if is_rejection(record) or handles_nan_inf(record):
+        return "critical"
+    return "normal"
+
+
+def plot_sampled(case_id: str, one_in: int = PLOT_SAMPLE_ONE_IN) -> bool:
+    """Deterministic 1-in-N sample of cases by a hash of the id (stable across runs and hosts)."""
+    h = hashlib.sha256(str(case_id).encode("utf-8")).digest()
+    return int.from_bytes(h[:8], "big") % max(1, one_in) == 0
+
+
+def wants_plot(record: Mapping, one_in: int = PLOT_SAMPLE_ONE_IN) -> bool:
+    if not record.get("metrics"):
+        return False
+    return record.get("outcome") != "passed" or plot_sampled(record.get("case_id", ""), one_in)
+
+
+# --------------------------------------------------------------------------- attachments
+
+
+def _json_default(o):
+    if hasattr(o, "tolist"):
+        return o.tolist()
+    if hasattr(o, "item"):
+        return o.item()
+    return str(o)
+
+
+def metrics_json(record: Mapping) -> str:
+    keep = (
+        "case_id",
+        "family",
+        "dtype",
+        "shape",
+        "axes",
+        "api",
+        "schedule",
+        "expect",
+        "outcome",
+        "category",
+        "message",
+        "status",
+        "reason",
+        "op_message",
+        "metrics",
+        "standards",
+        "tiling",
+        "host",
+        "soc",
+        "slot",
+        "seed",
+        "attempts",
+        "timings",
+    )
+    return json.dumps(
+        {k: record.get(k) for k in keep if k in record},
+        indent=2,
+        default=_json_default,
+        sort_keys=False,
+    )
+
+
+def worst_csv(record: Mapping) -> str | None:
+    """The worst elements as CSV: first the positions whose NaN/inf class differs from the
+    golden's (metrics["nonfinite"]; their errors are blank, being undefined), then the finite
+    elements with the largest relative errors (metrics["worst"]). None when there is neither.
+
+    A kernel that leaves a whole row unwritten has only the first kind: without them the table
+    of such a failure would be empty."""
+    metrics = record.get("metrics") or {}
+    nonfinite = [e for e in (metrics.get("nonfinite") or []) if isinstance(e, Mapping)]
+    worst = [e for e in (metrics.get("worst") or []) if isinstance(e, Mapping)]
+    if not nonfinite and not worst:
+        return None
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["rank", "index", "actual", "golden", "abs_err", "rel_err"])
+    rows = [(e, ("actual", "golden")) for e in nonfinite]
+    rows += [(e, ("actual", "golden", "abs_err", "rel_err")) for e in worst]
+    for i, (e, keys) in enumerate(rows, 1):
+        idx = e.get("index")
+        idx_s = "(" + ", ".join(str(int(x)) for x in idx) + ")" if idx is not None else ""
+        values = [
+            _fmt(e.get(k)) if k in keys else "" for k in ("actual", "golden", "abs_err", "rel_err")
+        ]
+        w.writerow([i, idx_s, *values])
+    return buf.getvalue()
+
+
+def _fmt(v) -> str:
+    if v is None:
+        return ""
+    try:
+        return f"{float(v):.9g}"
+    except (TypeError, ValueError):
+        return str(v)
+
+
+def annotate(record: Mapping, *, plot_one_in: int = PLOT_SAMPLE_ONE_IN) -> None:
+    """Label, parametrise and attach one case's result in the running Allure test."""
+    import allure
+
+    dyn = allure.dynamic
+    case_id = str(record.get("case_id", ""))
+    family = str(record.get("family", ""))
+    dyn.title(case_id)
+    dyn.epic(EPIC)
+    dyn.feature(*features(record))
+    dyn.story(story(record))
+    dyn.severity(severity(record))
+    dyn.label(ENVIRONMENT_LABEL, family)
+    if record.get("soc"):
+        dyn.label("soc", str(record["soc"]))
+    tags = [t for t in (family, record.get("dtype"), record.get("schedule")) if t]
+    if tags:
+        dyn.tag(*[str(t) for t in tags])
+
+    # Identity: these parameters make the history id (family included, on purpose).
+    dyn.parameter("family", family)
+    dyn.parameter("dtype", str(record.get("dtype", "")))
+    dyn.parameter("shape", _tuple_str(record.get("shape")))
+    axes = record.get("axes")
+    if record.get("api") == "dim" and axes is not None and len(axes) == 1:
+        dyn.parameter("dim", str(axes[0]))
+    else:
+        dyn.parameter("axes", _tuple_str(axes))
+    dyn.parameter("y_dist", str(record.get("y_dist", "")))
+    dyn.parameter("dy_dist", str(record.get("dy_dist", "")))
+    if record.get("special") not in (None, "", "none"):
+        dyn.parameter("special", str(record["special"]))
+    if record.get("layout") not in (None, "contiguous"):
+        dyn.parameter("layout", str(record["layout"]))
+    # The suites parametrize on the Case object: allure-pytest adds it as a non-excluded "case"
+    # parameter showing the Case repr, and the history id takes its original value. Show the case
+    # id instead: allure-pytest then changes only the displayed value, never the history id nor
+    # `excluded`. (A test without that argument gets "case" as a new, excluded parameter.)
+    dyn.parameter("case", case_id, excluded=True)
+    # Shown, but not identity.
+    dyn.parameter("host", host_name(record), excluded=True)
+    hostname = record.get("hostname") or record.get("host")
+    if hostname and str(hostname) != host_name(record):
+        dyn.parameter("hostname", str(hostname), excluded=True)
+    dyn.parameter("seed", str(record.get("seed", "")), excluded=True)
+    if record.get("slot"):
+        dyn.parameter("slot", str(record["slot"]), excluded=True)
+    if record.get("attempts") is not None:
+        dyn.parameter("attempts", str(record["attempts"]), excluded=True)
+    for k, v in (record.get("timings") or {}).items():
+        dyn.parameter(f"time {k}", _fmt(v), excluded=True)
+    dyn.description(_description(record))
+
+    allure.attach(
+        metrics_json(record), name="metrics.json", attachment_type=allure.attachment_type.JSON
+    )
+    if record.get("outcome") != "passed":
+        table = worst_csv(record)
+        if table:
+            allure.attach(
+                table, name="worst elements.csv", attachment_type=allure.attachment_type.CSV
+            )
+    if wants_plot(record, plot_one_in):
+        try:
+            from farm.results.plots import error_histogram_png
+
+            png = error_histogram_png(record)
+        except Exception as exc:  # noqa: BLE001 - a plot must never change a case's verdict
+            allure.attach(
+                f"plot failed: {type(exc).__name__}: {exc}",
+                name="plot error",
+                attachment_type=allure.attachment_type.TEXT,
+            )
+        else:
+            allure.attach(
+                png, name="error distribution.png", attachment_type=allure.attachment_type.PNG
+            )
+
+
+def host_name(record: Mapping) -> str:
+    """The pool host that ran the case, by its inventory name (as in environment.properties).
+
+    The slot ("<host>:<device>") names it; the record's "host" is what the agent reported, which
+    for emulated hosts sharing one machine is that machine's hostname for all of them."""
+    slot = str(record.get("slot") or "")
+    if ":" in slot:
+        return slot.rsplit(":", 1)[0]
+    return str(record.get("host") or "")
+
+
+def _tuple_str(x) -> str:
+    if x is None:
+        return ""
+    return "(" + ", ".join(str(v) for v in x) + ("," if len(x) == 1 else "") + ")"
+
+
+def _description(record: Mapping) -> str:
+    exp = record.get("expect") or {}
+    if exp.get("kind") == "reject":
+        want = f"expect rejection: {exp.get('reason')} (status {exp.get('status')})"
+    else:
+        want = f"expect precision: {exp.get('standard')}" + (
+            f" {exp['level']}" if exp.get("level") else ""
+        )
+    got = f"got status {record.get('status')}"
+    if record.get("reason"):
+        got += f", reason {record['reason']}"
+    lines = [f"**{want}**; {got}.", ""]
+    if record.get("message"):
+        lines.append(str(record["message"]))
+    if record.get("op_message"):
+        lines += ["", f"operator message: `{record['op_message']}`"]
+    t = record.get("tiling")
+    if t:
+        lines += ["", "tiling: " + ", ".join(f"{k}={v}" for k, v in t.items())]
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- run-level files
+
+
+def _props_escape(s: str, key: bool = False) -> str:
+    out = []
+    for ch in str(s):
+        if ch in "\\":
+            out.append("\\\\")
+        elif ch == "\n":
+            out.append("\\n")
+        elif ch == "\r":
+            out.append("\\r")
+        elif ch == "\t":
+            out.append("\\t")
+        elif key and ch in " =:#!":
+            out.append("\\" + ch)
+        elif ord(ch) > 0x7E or ord(ch) < 0x20:
+            out.append(f"\\u{ord(ch):04x}")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def environment_properties(run_meta: Mapping) -> dict[str, str]:
+    pkg = run_meta.get("package") or {}
+    props = {
+        "operator": EPIC,
+        "run.id": run_meta.get("run_id"),
+        "run.tier": run_meta.get("tier"),
+        "package.version": run_meta.get("package_version") or pkg.get("version"),
+        "package.sha256": run_meta.get("package_sha256") or pkg.get("sha256"),
+        "target": run_meta.get("target") or pkg.get("target"),
+        "backend": run_meta.get("backend"),
+        "git.commit": run_meta.get("git_commit"),
+        "farm.version": run_meta.get("farm_version"),
+    }
+    from farm.results.store import _inventory
+
+    for h in _inventory(run_meta.get("inventory")):
+        desc = str(h.get("soc") or "?")
+        if h.get("family"):
+            desc += f" ({h['family']})"
+        props[f"host.{h.get('name')}"] = desc
+    return {k: str(v) for k, v in props.items() if v not in (None, "")}
+
+
+def executor_info(run_meta: Mapping | None = None, env: Mapping | None = None) -> dict:
+    """executor.json from the CI's variables (GitHub Actions, GitLab, Jenkins), else local."""
+    env = os.environ if env is None else env
+    run_meta = run_meta or {}
+    name = run_meta.get("run_id") or "farm run"
+    if env.get("GITHUB_ACTIONS") or env.get("GITHUB_RUN_ID"):
+        server = env.get("GITHUB_SERVER_URL", "https://github.com")
+        repo = env.get("GITHUB_REPOSITORY", "")
+        run_url = f"{server}/{repo}/actions/runs/{env.get('GITHUB_RUN_ID', '')}"
+        return {
+            "name": "GitHub Actions",
+            "type": "github",
+            "url": f"{server}/{repo}",
+            "buildOrder": _int(env.get("GITHUB_RUN_NUMBER")),
+            "buildName": f"{env.get('GITHUB_WORKFLOW', 'workflow')} #"
+            f"{env.get('GITHUB_RUN_NUMBER', '')} ({name})",
+            "buildUrl": run_url,
+            "reportName": f"LogSoftmaxGrad farm {name}",
+        }
+    if env.get("GITLAB_CI") or env.get("CI_JOB_URL") or env.get("CI_PIPELINE_ID"):
+        return {
+            "name": "GitLab CI",
+            "type": "gitlab",
+            "url": env.get("CI_PROJECT_URL", ""),
+            "buildOrder": _int(env.get("CI_PIPELINE_IID") or env.get("CI_PIPELINE_ID")),
+            "buildName": f"{env.get('CI_JOB_NAME', 'job')} #{env.get('CI_JOB_ID', '')} ({name})",
+            "buildUrl": env.get("CI_JOB_URL") or env.get("CI_PIPELINE_URL", ""),
+            "reportName": f"LogSoftmaxGrad farm {name}",
+        }
+    if env.get("BUILD_URL") or env.get("JENKINS_URL"):
+        return {
+            "name": "Jenkins",
+            "type": "jenkins",
+            "url": env.get("JENKINS_URL", ""),
+            "buildOrder": _int(env.get("BUILD_NUMBER")),
+            "buildName": f"{env.get('JOB_NAME', 'job')} #{env.get('BUILD_NUMBER', '')} ({name})",
+            "buildUrl": env.get("BUILD_URL", ""),
+            "reportName": f"LogSoftmaxGrad farm {name}",
+        }
+    ci = "CI" if env.get("CI") else "local"
+    return {
+        "name": ci,
+        "type": ci.lower(),
+        "buildName": str(name),
+        "reportName": f"LogSoftmaxGrad farm {name}",
+    }
+
+
+def _int(x):
+    try:
+        return int(x)
+    except (TypeError, ValueError):
+        return None
+
+
+def write_results_extras(results_dir: str | os.PathLike, run_meta: Mapping) -> list[Path]:
+    """Write categories.json, environment.properties and executor.json into results_dir."""
+    d = Path(results_dir)
+    d.mkdir(parents=True, exist_ok=True)
+    written = []
+    p = d / "categories.json"
+    p.write_text(json.dumps(CATEGORIES, indent=2) + "\n", encoding="utf-8")
+    written.append(p)
+    p = d / "environment.properties"
+    props = environment_properties(run_meta)
+    p.write_text(
+        "".join(f"{_props_escape(k, key=True)}={_props_escape(v)}\n" for k, v in props.items()),
+        encoding="utf-8",
+    )
+    written.append(p)
+    p = d / "executor.json"
+    info = {k: v for k, v in executor_info(run_meta).items() if v not in (None, "")}
+    p.write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
+    written.append(p)
+    return written

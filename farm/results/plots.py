@@ -1,0 +1,261 @@
+"""PNG plots for the report: a case's error distribution and the per-dtype trend over runs.
+
+matplotlib runs headless (Agg) and every function returns PNG bytes, so a caller can attach them
+to Allure or write them to a file. The agent never imports this module (see farm/agent/histogram.py).
+"""
+
+from __future__ import annotations
+
+import io
+import math
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+from matplotlib.figure import Figure  # noqa: E402  (after selecting the backend)
+
+from farm.agent.histogram import THRESHOLDS  # noqa: E402
+
+_DPI = 80
+
+
+def _png(fig: Figure) -> bytes:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=_DPI, bbox_inches="tight")
+    return buf.getvalue()
+
+
+def _finite_positive(x) -> float | None:
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return None
+    return v if math.isfinite(v) and v > 0 else None
+
+
+def _split(record_or_metrics: Mapping) -> tuple[Mapping, str | None, str]:
+    """(metrics, dtype, title) from a result record or a bare metrics dict."""
+    if "metrics" in record_or_metrics or "case_id" in record_or_metrics:
+        metrics = record_or_metrics.get("metrics") or {}
+        dtype = record_or_metrics.get("dtype")
+        title = str(record_or_metrics.get("case_id", ""))
+        fam = record_or_metrics.get("family")
+        if fam:
+            title = f"{title} [{fam}]"
+    else:
+        metrics = record_or_metrics
+        dtype = metrics.get("dtype")
+        title = ""
+    return metrics, dtype, title
+
+
+def _nonfinite_mismatch(metrics) -> int:
+    """Positions whose NaN/inf class differs from the golden's (golden/metrics.py counts them
+    apart: they are not in the relative errors, hence not in the histogram)."""
+    if not isinstance(metrics, Mapping):
+        return 0
+    try:
+        return int(metrics.get("nonfinite_mismatch") or 0)
+    except (TypeError, ValueError):
+        return 0
+
+
+def error_histogram_png(record_or_metrics: Mapping, dtype: str | None = None) -> bytes:
+    """Distribution of log10(relative error) for one case, with the dtype threshold T marked.
+
+    Uses metrics["hist"] (as made by farm.agent.histogram.golden_free_histogram) when the record has
+    one; otherwise it draws what the record does carry: the worst elements' relative errors and the
+    MERE/MARE lines. Raises nothing for a record without metrics: the plot then says so.
+    """
+    metrics, rec_dtype, title = _split(record_or_metrics)
+    dtype = dtype or rec_dtype
+    t = THRESHOLDS.get(str(dtype)) if dtype else None
+
+    fig = Figure(figsize=(7.0, 3.6))
+    ax = fig.add_subplot(1, 1, 1)
+    hist = metrics.get("hist") if isinstance(metrics, Mapping) else None
+    drew = False
+    if hist and hist.get("edges") and hist.get("counts"):
+        edges = [float(e) for e in hist["edges"]]
+        counts = [int(c) for c in hist["counts"]]
+        widths = [b - a for a, b in zip(edges[:-1], edges[1:], strict=True)]
+        ax.bar(
+            edges[:-1],
+            counts,
+            width=widths,
+            align="edge",
+            color="#4477aa",
+            edgecolor="#223355",
+            linewidth=0.4,
+            label="elements",
+        )
+        zeros = int(hist.get("zeros", 0) or 0)
+        if zeros:
+            w = widths[0] if widths else 0.25
+            ax.bar(
+                [edges[0] - 1.5 * w],
+                [zeros],
+                width=w,
+                align="edge",
+                color="#999999",
+                label=f"exact (error 0): {zeros}",
+            )
+        nonfinite = int(hist.get("nonfinite", 0) or 0)
+        if nonfinite:
+            ax.text(
+                0.99,
+                0.95,
+                f"NaN/inf positions: {nonfinite}",
+                transform=ax.transAxes,
+                ha="right",
+                va="top",
+                fontsize=8,
+            )
+        ax.set_ylabel("elements")
+        if any(c > 0 for c in counts) and max(counts) / max(1, min(c for c in counts if c)) > 1e3:
+            ax.set_yscale("log")
+        drew = any(c > 0 for c in counts) or zeros > 0
+        if not drew:
+            ax.set_ylim(0, 1)  # no element to count: an empty axis, not one around zero
+    elif isinstance(metrics, Mapping) and metrics:
+        worst = metrics.get("worst") or []
+        rel = [_finite_positive(w.get("rel_err")) for w in worst if isinstance(w, Mapping)]
+        rel = [r for r in rel if r is not None]
+        if rel:
+            xs = [math.log10(r) for r in rel]
+            ax.scatter(xs, range(1, len(xs) + 1), color="#cc3311", s=18, label="worst elements")
+            ax.set_ylabel("rank among worst")
+            drew = True
+    for name, style in (("mere", ":"), ("mare", "-.")):
+        v = _finite_positive(metrics.get(name)) if isinstance(metrics, Mapping) else None
+        if v is not None:
+            ax.axvline(
+                math.log10(v),
+                color="#555555",
+                linestyle=style,
+                linewidth=1.2,
+                label=f"{name.upper()} {v:.3g}",
+            )
+            drew = True
+    if t is not None:
+        ax.axvline(
+            math.log10(t),
+            color="#228833",
+            linewidth=1.6,
+            label=f"T ({dtype}) = 2^{round(math.log2(t))}",
+        )
+        ax.axvline(
+            math.log10(10 * t),
+            color="#ee7733",
+            linewidth=1.2,
+            linestyle="--",
+            label="10·T (MARE limit)",
+        )
+    mismatch = _nonfinite_mismatch(metrics)
+    if mismatch:
+        n = metrics.get("n")
+        ax.text(
+            0.5,
+            0.62,
+            f"NaN/inf positions differing from the golden: {mismatch:,}"
+            + (f" of {int(n):,} elements" if isinstance(n, (int, float)) else ""),
+            transform=ax.transAxes,
+            ha="center",
+            va="center",
+            fontsize=10,
+            color="#cc3311",
+            fontweight="bold",
+        )
+    if not drew:
+        ax.text(
+            0.5,
+            0.5,
+            "no finite element to compare" if mismatch else "no error metrics in this record",
+            transform=ax.transAxes,
+            ha="center",
+            va="center",
+        )
+    ax.set_xlabel("log10(relative error)  |a-g| / (|g| + 1e-7)")
+    ax.set_title(f"Error distribution {title}".strip(), fontsize=10)
+    handles, labels = ax.get_legend_handles_labels()
+    if handles:
+        ax.legend(fontsize=7, loc="upper left")
+    ax.grid(True, alpha=0.3)
+    return _png(fig)
+
+
+def trend_png(series: Sequence[Mapping] | Mapping) -> bytes:
+    """MERE and MARE per dtype and family over the last runs (log scale).
+
+    `series` is RunStore.metric_series(...): a list of points {"run_id", "started_at", "family",
+    "dtype", "mere_median", "mere_max", "mare_median", "mare_max", ...} (or a dict with "points").
+    Each (family, dtype) is one line of medians; the max is drawn as a thin band above it.
+    """
+    points = series.get("points", []) if isinstance(series, Mapping) else list(series)
+    runs: list[str] = []
+    for p in points:
+        if p["run_id"] not in runs:
+            runs.append(p["run_id"])
+    x_of = {r: i for i, r in enumerate(runs)}
+    lines: dict[tuple[str, str], list[Mapping]] = defaultdict(list)
+    for p in points:
+        lines[(str(p.get("family")), str(p.get("dtype")))].append(p)
+
+    fig = Figure(figsize=(9.0, 5.2))
+    axes = [fig.add_subplot(2, 1, 1), fig.add_subplot(2, 1, 2)]
+    drew = [False, False]
+    for k, metric in enumerate(("mere", "mare")):
+        ax = axes[k]
+        for (fam, dt), pts in sorted(lines.items()):
+            xs, med, mx = [], [], []
+            for p in pts:
+                m = _finite_positive(p.get(f"{metric}_median"))
+                if m is None:
+                    continue
+                xs.append(x_of[p["run_id"]])
+                med.append(m)
+                mx.append(_finite_positive(p.get(f"{metric}_max")) or m)
+            if not xs:
+                continue
+            (line,) = ax.plot(xs, med, marker="o", markersize=3, label=f"{fam} {dt}")
+            ax.fill_between(xs, med, mx, color=line.get_color(), alpha=0.12)
+            drew[k] = True
+        for dt, t in THRESHOLDS.items():
+            if any(d == dt for _, d in lines):
+                ax.axhline(
+                    t if metric == "mere" else 10 * t,
+                    color="#999999",
+                    linewidth=0.8,
+                    linestyle="--",
+                )
+        if drew[k]:
+            ax.set_yscale("log")
+            ax.legend(fontsize=7, loc="upper left", ncol=3)
+        else:
+            ax.text(
+                0.5,
+                0.5,
+                "no precision results yet",
+                transform=ax.transAxes,
+                ha="center",
+                va="center",
+            )
+        ax.set_ylabel(f"{metric.upper()} (median, band to max)")
+        ax.grid(True, alpha=0.3)
+    axes[1].set_xticks(range(len(runs)))
+    axes[1].set_xticklabels([_run_label(r) for r in runs], rotation=30, ha="right", fontsize=7)
+    axes[0].set_xticks(range(len(runs)))
+    axes[0].set_xticklabels([])
+    axes[0].set_title(
+        "Precision trend per family and dtype (dashed: T for MERE, 10·T for MARE)", fontsize=10
+    )
+    return _png(fig)
+
+
+def _run_label(run_id: str, width: int = 32) -> str:
+    """A run id for an axis: whole when it fits (the farm's are 26 characters), else its end."""
+    run_id = str(run_id)
+    return run_id if len(run_id) <= width else "…" + run_id[-(width - 1) :]

@@ -1,0 +1,330 @@
+"""Allure 3 report generation, with history carried from run to run, and the quality gate.
+
+`generate()` runs the Allure 3 CLI installed in reports/node_modules (`npm ci` in reports/):
+
+    allure generate RESULTS -c reports/allurerc.mjs --output OUT
+
+Per-run settings travel in environment variables that reports/allurerc.mjs reads (see there).
+History: Allure 3 appends one JSON line per generated report to the history file (kept beside the
+run store, one per tier: farm.results.store.history_path_for) and reads it back on the next generate, so
+each case's History tab shows its earlier runs.
+
+Two details of Allure 3.x matter here:
+  - it never cleans the output directory, and it flattens its plugin's directory into the output
+    only when that directory is the only one there; so every report is generated into a fresh
+    directory that then replaces OUT;
+  - `allure quality-gate` crashes on Node 20 (3.15+ use Iterator helpers; Node >= 22 needed),
+    so the gate that decides the exit code is evaluated here from the same rules
+    (reports/quality-gate.json), on the allure-results files themselves.
+
+The regression summary and the precision trend are added as the report's *global attachments*
+(Allure 3's "Global Attachments" tab), so they do not count as test cases.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from farm.paths import REPO_ROOT
+
+REPORTS_DIR = REPO_ROOT / "reports"
+
+
+class ReportToolMissing(RuntimeError):
+    """The Allure CLI (reports/node_modules) or node is not installed."""
+
+
+def allure_command(reports_dir: Path = REPORTS_DIR) -> list[str]:
+    """The command that runs the pinned Allure 3 CLI."""
+    cli = Path(reports_dir) / "node_modules" / "allure" / "cli.js"
+    node = shutil.which("node")
+    if node is None:
+        raise ReportToolMissing("node is not installed (Node.js 20+ is needed for Allure 3)")
+    if not cli.is_file():
+        raise ReportToolMissing(f"{cli} is missing: run `npm ci` in {reports_dir}")
+    return [node, str(cli)]
+
+
+def allure_available(reports_dir: Path = REPORTS_DIR) -> bool:
+    try:
+        allure_command(reports_dir)
+    except ReportToolMissing:
+        return False
+    return True
+
+
+# --------------------------------------------------------------------------- summary files
+
+
+def write_summary_files(
+    dest: Path, comparison=None, trend_png: bytes | None = None, run_meta: Mapping | None = None
+) -> list[Path]:
+    """The run-level attachments: regression summary (HTML, Markdown, JSON) and trend PNG."""
+    from farm.results import compare as cmp
+
+    dest.mkdir(parents=True, exist_ok=True)
+    files: list[Path] = []
+    if trend_png:
+        p = dest / "precision-trend.png"
+        p.write_bytes(trend_png)
+        files.append(p)
+    if comparison is not None:
+        page = cmp.to_html(comparison)
+        if trend_png:
+            img = (
+                "<h3>Precision trend</h3><p><img alt='precision trend' style='max-width:100%'"
+                " src='data:image/png;base64," + base64.b64encode(trend_png).decode() + "'></p>"
+            )
+            page = page.replace("</body>", img + "</body>")
+        p = dest / "regression-summary.html"
+        p.write_text(page, encoding="utf-8")
+        files.append(p)
+        p = dest / "regression-summary.md"
+        p.write_text(cmp.to_markdown(comparison), encoding="utf-8")
+        files.append(p)
+        p = dest / "regression-summary.json"
+        p.write_text(comparison.to_json(), encoding="utf-8")
+        files.append(p)
+    if run_meta:
+        p = dest / "run.json"
+        p.write_text(json.dumps(dict(run_meta), indent=2, default=str), encoding="utf-8")
+        files.append(p)
+    return files
+
+
+# --------------------------------------------------------------------------- generate
+
+
+def generate(
+    results_dir: str | os.PathLike,
+    out_dir: str | os.PathLike,
+    history_path: str | os.PathLike | None,
+    *,
+    report_name: str | None = None,
+    comparison=None,
+    trend_series: Sequence[Mapping] | None = None,
+    run_meta: Mapping | None = None,
+    extra_attachments: Sequence[str | os.PathLike] = (),
+    history_limit: int = 30,
+    reports_dir: Path = REPORTS_DIR,
+    timeout: float = 600,
+) -> tuple[int, Path]:
+    """Generate the Allure 3 report of `results_dir` into `out_dir` (replaced).
+
+    Returns (exit code of the Allure CLI, path of index.html). A non-zero code, or no
+    index.html, means the report was not produced; out_dir is then left as it was.
+    `history_path=None` generates without history.
+    """
+    results_dir = Path(results_dir).resolve()
+    out_dir = Path(out_dir).resolve()
+    if not results_dir.is_dir():
+        raise FileNotFoundError(f"no allure results at {results_dir}")
+    cmd = allure_command(reports_dir)
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}-", dir=out_dir.parent))
+    try:
+        staging = work / "report"
+        trend = None
+        if trend_series:
+            from farm.results.plots import trend_png
+
+            trend = trend_png(trend_series)
+        attachments = [
+            str(p) for p in write_summary_files(work / "summary", comparison, trend, run_meta)
+        ]
+        attachments += [str(Path(p).resolve()) for p in extra_attachments]
+        env = dict(os.environ)
+        env.update(
+            FARM_ALLURE_OUTPUT=str(staging),
+            FARM_ALLURE_NAME=report_name or "LogSoftmaxGrad farm",
+            FARM_ALLURE_HISTORY_LIMIT=str(int(history_limit)),
+            FARM_ALLURE_GLOBAL_ATTACHMENTS=json.dumps(attachments),
+            NO_COLOR="1",
+        )
+        if history_path:
+            hp = Path(history_path).resolve()
+            hp.parent.mkdir(parents=True, exist_ok=True)
+            env["FARM_ALLURE_HISTORY"] = str(hp)
+        else:
+            env.pop("FARM_ALLURE_HISTORY", None)
+        proc = subprocess.run(
+            [
+                *cmd,
+                "generate",
+                str(results_dir),
+                "-c",
+                str(Path(reports_dir) / "allurerc.mjs"),
+                "--output",
+                str(staging),
+            ],
+            cwd=str(reports_dir),
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+        index = staging / "index.html"
+        if proc.returncode != 0 or not index.is_file():
+            sys.stderr.write(proc.stdout[-4000:] + proc.stderr[-4000:])
+            return (proc.returncode or 1), out_dir / "index.html"
+        if out_dir.exists():
+            shutil.rmtree(out_dir)
+        staging.rename(out_dir)
+        return 0, out_dir / "index.html"
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+# --------------------------------------------------------------------------- quality gate
+
+
+def load_gate_rules(reports_dir: Path = REPORTS_DIR) -> dict:
+    p = Path(reports_dir) / "quality-gate.json"
+    return json.loads(p.read_text(encoding="utf-8")) if p.is_file() else {"maxFailures": 0}
+
+
+def read_results(results_dir: str | os.PathLike) -> list[dict]:
+    """The final attempt of every test in an allure-results directory (one per historyId)."""
+    latest: dict[str, dict] = {}
+    for f in Path(results_dir).glob("*-result.json"):
+        try:
+            r = json.loads(f.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        key = r.get("historyId") or r.get("uuid") or f.name
+        prev = latest.get(key)
+        if prev is None or (r.get("stop") or 0) >= (prev.get("stop") or 0):
+            latest[key] = r
+    return list(latest.values())
+
+
+def quality_gate(
+    results_dir: str | os.PathLike, rules: Mapping | None = None, reports_dir: Path = REPORTS_DIR
+) -> tuple[int, list[str]]:
+    """Evaluate Allure-3-style gate rules on allure results: (0 | 1, failed rule messages).
+
+    Rules: maxFailures (failed + broken tests allowed), minTestsCount, successRate (0..1,
+    passed / all). Retries of a test count once (its last attempt).
+    """
+    rules = dict(load_gate_rules(reports_dir) if rules is None else rules)
+    trs = read_results(results_dir)
+    total = len(trs)
+    failures = sum(r.get("status") in ("failed", "broken") for r in trs)
+    passed = sum(r.get("status") == "passed" for r in trs)
+    msgs = []
+    if "maxFailures" in rules and failures > int(rules["maxFailures"]):
+        msgs.append(
+            f"maxFailures: {failures} failed or broken tests exceed the allowed "
+            f"{int(rules['maxFailures'])}"
+        )
+    if "minTestsCount" in rules and total < int(rules["minTestsCount"]):
+        msgs.append(f"minTestsCount: {total} tests, fewer than {int(rules['minTestsCount'])}")
+    if "successRate" in rules:
+        rate = passed / total if total else 0.0
+        if rate < float(rules["successRate"]):
+            msgs.append(f"successRate: {rate:.4f} below {float(rules['successRate'])}")
+    return (1 if msgs else 0), msgs
+
+
+# --------------------------------------------------------------------------- farm report
+
+
+def run_dir_of(run: Mapping, store_path: Path) -> Path:
+    """The run's directory: its recorded run_dir, else <store dir>/<run_id>."""
+    if run.get("run_dir"):
+        return Path(run["run_dir"])
+    return Path(store_path).resolve().parent / run["run_id"]
+
+
+def default_results_dir(run: Mapping, store_path: Path) -> Path:
+    return run_dir_of(run, store_path) / "allure-results"
+
+
+def default_report_dir(run: Mapping, store_path: Path) -> Path:
+    return run_dir_of(run, store_path) / "report"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`farm report [RUN]`: Allure report of a run with history, regression summary and trend.
+
+    Exit code: 0 when the quality gate passes and there is no regression against the baseline,
+    1 otherwise, 2 when the report could not be generated (tools missing, no results)."""
+    from farm.results.compare import DEFAULT_DRIFT_FACTOR, compare, to_text
+    from farm.results.store import RunStore, default_store_path, history_path_for
+
+    p = argparse.ArgumentParser(prog="farm report", description=main.__doc__)
+    p.add_argument("run", nargs="?", help="default: the newest run")
+    p.add_argument("--store", default=None, help="default: $FARM_STORE or runs/farm.sqlite")
+    p.add_argument(
+        "--results",
+        help="allure-results dir (default: <run dir>/allure-results,"
+        " the run dir being the run's recorded run_dir, else <store dir>/<run>)",
+    )
+    p.add_argument("--out", help="report dir (default: <run dir>/report)")
+    p.add_argument("--baseline", help="baseline run (default: the tier's baseline)")
+    p.add_argument("--drift-factor", type=float, default=DEFAULT_DRIFT_FACTOR)
+    p.add_argument("--trend-runs", type=int, default=20)
+    p.add_argument("--no-history", action="store_true")
+    p.add_argument(
+        "--no-regression-gate",
+        action="store_true",
+        help="exit 0 on regressions (the Allure quality gate still applies)",
+    )
+    args = p.parse_args(argv)
+
+    store_path = Path(args.store) if args.store else default_store_path()
+    with RunStore(store_path) as store:
+        run = store.get_run(args.run) if args.run else store.latest_run()
+        if run is None:
+            print(
+                f"farm report: {'unknown run ' + repr(args.run) if args.run else 'no runs'}",
+                file=sys.stderr,
+            )
+            return 2
+        run_id, tier = run["run_id"], run["tier"]
+        try:
+            comp = compare(store, run_id, args.baseline, args.drift_factor)
+        except KeyError as exc:
+            print(f"farm report: {exc.args[0]}", file=sys.stderr)
+            return 2
+        series = store.metric_series(tier, args.trend_runs)
+    results = Path(args.results) if args.results else default_results_dir(run, store_path)
+    out = Path(args.out) if args.out else default_report_dir(run, store_path)
+    history = None if args.no_history else history_path_for(store_path, tier)
+    try:
+        code, index = generate(
+            results,
+            out,
+            history,
+            report_name=f"LogSoftmaxGrad {tier} {run_id}",
+            comparison=comp,
+            trend_series=series,
+            run_meta=run,
+        )
+    except (ReportToolMissing, FileNotFoundError) as exc:
+        print(f"farm report: {exc}", file=sys.stderr)
+        return 2
+    if code != 0:
+        print(f"farm report: allure generate failed with exit code {code}", file=sys.stderr)
+        return 2
+    print(f"report: {index}")
+    sys.stdout.write(to_text(comp, limit=20))
+    gate, msgs = quality_gate(results)
+    for m in msgs:
+        print(f"quality gate: {m}")
+    if gate == 0:
+        print("quality gate: passed")
+    if gate:
+        return 1
+    if comp.has_regressions and not args.no_regression_gate:
+        return 1
+    return 0

@@ -1,0 +1,61 @@
+"""The pool plan of one run: what the controller decided before the workers start.
+
+Written once as JSON into the run directory; every xdist worker loads the same file, so all of
+them agree on the healthy slots, where the bundle was deployed on each host, and the timeouts.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from farm.run.dispatch import SlotInfo
+
+
+@dataclass
+class Plan:
+    run_id: str
+    run_dir: Path
+    tier: str
+    backend: str
+    inventory: dict  # how to reach hosts again: {"source": path | "embedded", "workroot": ...}
+    slots: list[dict]  # healthy slots only: id, host, family, soc, device
+    hosts: dict[str, dict]  # per healthy host: deployed directories and agent environment
+    unhealthy: dict[str, str] = field(default_factory=dict)  # host -> why
+    case_timeout: float = 60.0
+    quarantine_after: int = 3
+    package: dict = field(default_factory=dict)  # version, sha256, target, file
+    git_commit: str = ""
+
+    @property
+    def path(self) -> Path:
+        return self.run_dir / "plan.json"
+
+    @property
+    def state_path(self) -> Path:
+        return self.run_dir / "state.json"
+
+    def slot_infos(self) -> list[SlotInfo]:
+        return [SlotInfo(**s) for s in self.slots]
+
+    def slots_by_family(self) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {}
+        for s in self.slots:
+            out.setdefault(s["family"], []).append(s["id"])
+        return out
+
+    def save(self) -> Path:
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        data = asdict(self)
+        data["run_dir"] = str(self.run_dir)
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(data, indent=1, sort_keys=True))
+        tmp.replace(self.path)
+        return self.path
+
+    @classmethod
+    def load(cls, path: Path) -> Plan:
+        data = json.loads(Path(path).read_text())
+        data["run_dir"] = Path(data["run_dir"])
+        return cls(**data)

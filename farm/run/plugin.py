@@ -1,0 +1,271 @@
+"""The farm as a pytest plugin: `pytest suites/ -n N [--farm-inventory FILE]`.
+
+The controller (the process without xdist's `workerinput`) prepares the pool once: health checks,
+quarantine, deploy. It writes a plan file that every worker reads, so all of them see the same
+healthy slots and compute the same case-to-slot assignment (the farm's xdist scheduler,
+:func:`_make_slot_scheduling`, keeps each slot's cases on one worker). Each case item then runs
+through the worker's Dispatcher and asserts the verdict; its record goes to the run's records
+directory and to Allure.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from farm.paths import REPO_ROOT
+from farm.run import plan as plan_mod
+from farm.run.dispatch import Dispatcher
+from farm.run.leases import RunState, assign_slots
+
+PLAN = pytest.StashKey[plan_mod.Plan]()
+DISPATCHER = pytest.StashKey[Dispatcher]()
+SUITES_DIR = REPO_ROOT / "suites"
+
+
+class InfrastructureBroken(Exception):
+    """Raised for a case the pool could not run: Allure shows it as broken, not failed."""
+
+
+def pytest_addoption(parser):
+    group = parser.getgroup("farm", "LogSoftmaxGrad test farm")
+    group.addoption(
+        "--farm-inventory", metavar="FILE", help="TOML inventory (default: embedded pool)"
+    )
+    group.addoption("--farm-tier", default="smoke", help="smoke | nightly | full (default smoke)")
+    group.addoption("--farm-backend", default="twin", help="twin | torch (default twin)")
+    group.addoption("--farm-run-dir", metavar="DIR", help="where this run's records go")
+    group.addoption("--farm-plan", metavar="FILE", help="a pool plan prepared by `farm run`")
+    group.addoption(
+        "--farm-case-timeout",
+        type=float,
+        default=60.0,
+        help="seconds an agent may take for a small case (grows with size; default 60)",
+    )
+
+
+def _active(config) -> bool:
+    if config.getoption("farm_plan") or config.getoption("farm_inventory"):
+        return True
+    for arg in config.args:
+        path = Path(str(arg).split("::")[0]).resolve()
+        if path == SUITES_DIR or SUITES_DIR in path.parents:
+            return True
+    return False
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config):
+    if not _active(config):
+        return
+    worker = getattr(config, "workerinput", None)
+    if worker is not None:
+        plan = plan_mod.Plan.load(Path(worker["farm_plan"]))
+    elif config.getoption("farm_plan"):
+        plan = plan_mod.Plan.load(Path(config.getoption("farm_plan")))
+    else:
+        from farm import build
+        from farm.agent.errors import FarmError
+        from farm.run.prepare import prepare_pool
+
+        try:
+            # Without a package, prepare_pool builds the real one as `farm run` does.
+            plan = prepare_pool(
+                inventory_path=config.getoption("farm_inventory"),
+                tier=config.getoption("farm_tier"),
+                backend=config.getoption("farm_backend"),
+                run_dir=config.getoption("farm_run_dir"),
+                case_timeout=config.getoption("farm_case_timeout"),
+                require_healthy=True,
+            )
+        except (FarmError, build.BuildError, ValueError) as exc:
+            # A bad inventory, SoC, key or tier, or no healthy host: one line, not a traceback.
+            raise pytest.UsageError(f"farm: {exc}") from None
+    config.stash[PLAN] = plan
+    if worker is None:
+        config.pluginmanager.register(_XdistHooks(plan), "farm-xdist")
+
+
+class _XdistHooks:
+    def __init__(self, plan):
+        self.plan = plan
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node):
+        node.workerinput["farm_plan"] = str(self.plan.path)
+
+    @pytest.hookimpl(optionalhook=True, tryfirst=True)
+    def pytest_xdist_make_scheduler(self, config, log):
+        if config.getvalue("dist") in ("load", "loadgroup"):
+            return _make_slot_scheduling(config, log, self.plan)
+        return None
+
+
+def pytest_generate_tests(metafunc):
+    if "case" not in metafunc.fixturenames or PLAN not in metafunc.config.stash:
+        return
+    if SUITES_DIR not in Path(metafunc.module.__file__).resolve().parents:
+        return
+    from suites import matrix
+
+    plan = metafunc.config.stash[PLAN]
+    select = getattr(metafunc.module, "FARM_SELECT", None)
+    cases = [c for c in matrix.expand(plan.tier) if select is None or select(c)]
+    metafunc.parametrize("case", cases, ids=[c.id for c in cases])
+
+
+def pytest_collection_finish(session):
+    """Each case's preferred slot, from the final selection (after -k, -m, --lf deselect).
+
+    The assignment depends only on the selected cases and the plan, so every xdist worker and
+    the controller's :class:`SlotScheduling` compute the same one."""
+    config = session.config
+    if PLAN not in config.stash:
+        return
+    items = [item for item in session.items if _has_case(item)]
+    assignment = assign_slots(
+        [item.callspec.params["case"] for item in items], config.stash[PLAN].slots_by_family()
+    )
+    for item in items:
+        case = item.callspec.params["case"]
+        item.stash[_PREFERRED] = assignment.get(case.id, f"no-slot-{case.family}")
+
+
+_PREFERRED = pytest.StashKey[str]()
+
+
+def case_id_of(nodeid: str) -> str | None:
+    """The case id of a suite item's node id (``...::test_x[<case id>]``), else None."""
+    head, sep, rest = nodeid.rpartition("[")
+    if not sep or "]" not in rest:
+        return None
+    return rest[: rest.rindex("]")]
+
+
+def _slot_groups(plan: plan_mod.Plan, nodeids: list[str]) -> dict[str, str]:
+    """node id -> the slot its case prefers (what the workers compute from the same items)."""
+    from suites import matrix
+
+    by_id = {c.id: c for c in matrix.expand(plan.tier)}
+    cases = {n: by_id.get(case_id_of(n) or "") for n in nodeids}
+    assignment = assign_slots([c for c in cases.values() if c is not None], plan.slots_by_family())
+    return {
+        n: assignment.get(c.id, f"no-slot-{c.family}") if c is not None else n
+        for n, c in cases.items()
+    }
+
+
+def _make_slot_scheduling(config, log, plan):
+    from xdist.scheduler import LoadScopeScheduling
+
+    class SlotScheduling(LoadScopeScheduling):
+        """xdist scheduling by slot: all the cases that prefer one slot go to one worker, so
+        workers do not queue on each other's leases. (xdist's own loadgroup relies on rewriting
+        node ids, which pytest 9 no longer allows, so the farm groups here instead.)"""
+
+        _groups: dict[str, str] = {}
+
+        def schedule(self):
+            if self.collection is None and self.registered_collections:
+                collected = list(next(iter(self.registered_collections.values())))
+                self._groups = _slot_groups(plan, collected)
+            super().schedule()
+
+        def _split_scope(self, nodeid: str) -> str:
+            return self._groups.get(nodeid, nodeid)
+
+    return SlotScheduling(config, log)
+
+
+def _has_case(item) -> bool:
+    return hasattr(item, "callspec") and "case" in item.callspec.params
+
+
+@pytest.fixture(scope="session")
+def farm_plan(request) -> plan_mod.Plan:
+    if PLAN not in request.config.stash:
+        pytest.fail("the farm plugin is not active: run pytest on suites/ or pass --farm-inventory")
+    return request.config.stash[PLAN]
+
+
+@pytest.fixture(scope="session")
+def farm_dispatcher(request, farm_plan):
+    from farm.run.prepare import _reload_pool, open_channel_factory
+
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    left_out: dict[str, dict[str, str]] = {}
+    if farm_plan.unhealthy:
+        inventory = _reload_pool(farm_plan.inventory)
+        for host, why in farm_plan.unhealthy.items():
+            left_out.setdefault(inventory.host(host).family, {})[host] = why
+    dispatcher = Dispatcher(
+        left_out=left_out,
+        slots=farm_plan.slot_infos(),
+        open_channel=open_channel_factory(farm_plan),
+        state=RunState(farm_plan.state_path, farm_plan.quarantine_after),
+        lock_dir=farm_plan.run_dir / "locks",
+        backend=farm_plan.backend,
+        base_timeout=farm_plan.case_timeout,
+    )
+    records = RecordWriter(farm_plan.run_dir / "records" / f"{worker}.jsonl")
+    dispatcher.records = records
+    yield dispatcher
+    dispatcher.close()
+    records.close()
+
+
+class RecordWriter:
+    """Append-only JSON lines, flushed per record so a killed worker loses nothing written."""
+
+    def __init__(self, path: Path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._fh = open(path, "a", encoding="utf-8")
+
+    def write(self, record: dict) -> None:
+        self._fh.write(json.dumps(record, allow_nan=False, default=str) + "\n")
+        self._fh.flush()
+
+    def close(self) -> None:
+        self._fh.close()
+
+
+@pytest.fixture
+def farm_run(request, farm_dispatcher):
+    """Run a case on the pool; returns its final record (already stored and annotated)."""
+
+    def run(case) -> dict:
+        preferred = request.node.stash.get(_PREFERRED, None)
+        record = farm_dispatcher.run(case, preferred)
+        farm_dispatcher.records.write(record)
+        request.node.user_properties.extend(
+            [
+                ("farm_host", record.get("host")),
+                ("farm_outcome", record["outcome"]),
+                ("farm_category", record.get("category")),
+            ]
+        )
+        _annotate(record)
+        return record
+
+    return run
+
+
+def _annotate(record: dict) -> None:
+    try:
+        from farm.results import allure_glue
+    except ImportError:  # allure-pytest missing: the run still counts, the report is poorer
+        return
+    allure_glue.annotate(record)
+
+
+def check_record(record: dict) -> None:
+    """The assertion every suite makes: product failures fail, infrastructure is broken. The
+    message starts with the category in brackets, which Allure's categories match."""
+    from farm.results.allure_glue import failure_message
+
+    if record["outcome"] == "broken":
+        raise InfrastructureBroken(failure_message(record))
+    assert record["outcome"] == "passed", failure_message(record)

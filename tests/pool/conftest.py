@@ -1,0 +1,78 @@
+"""Fixtures for the farm's plumbing tests: the agent bundle and a real SSH lab on loopback.
+
+SSH tests need OpenSSH's sshd. Without it they skip, unless FARM_REQUIRE_SSH is set (CI sets it):
+then a missing sshd is a failure, not a skip.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from farm.pool.deploy import deploy, make_agent_bundle
+from farm.pool.lab import Lab
+from farm.pool.transport import open_transport
+from tests.requirements import need_sshd
+
+REPO = Path(__file__).resolve().parents[2]
+ECHO = "farm.agent.server:echo_executor"
+FAKE = "tests.pool.fake_executor:run"
+
+
+@pytest.fixture(scope="session")
+def agent_bundle(tmp_path_factory) -> tuple[Path, str]:
+    return make_agent_bundle(tmp_path_factory.mktemp("dist"))
+
+
+@pytest.fixture(scope="session")
+def ssh_lab(tmp_path_factory):
+    need_sshd()
+    lab = Lab(tmp_path_factory.mktemp("lab"))
+    lab.up(3)
+    try:
+        yield lab
+    finally:
+        lab.down()
+
+
+@pytest.fixture(scope="session")
+def lab_inventory(ssh_lab):
+    return ssh_lab.inventory()
+
+
+@pytest.fixture(scope="session")
+def deployed_lab(ssh_lab, lab_inventory, agent_bundle):
+    """The lab with the agent bundle deployed on every host; yields (lab, inventory, sha)."""
+    path, sha = agent_bundle
+    for host in lab_inventory.hosts:
+        with open_transport(host) as t:
+            deploy(t, host, [path])
+    return ssh_lab, lab_inventory, sha
+
+
+@pytest.fixture
+def restore_lab_host(ssh_lab):
+    """Names registered here are reset (running, declared identity = inventory) after the test."""
+    names: list[str] = []
+    yield names
+    for name in names:
+        ssh_lab.thaw_host(name)
+        ssh_lab.reset_host(name)
+
+
+@pytest.fixture
+def local_host(tmp_path):
+    """A local-transport emulated host (Ascend910B1 x2) running this interpreter."""
+    from farm.pool.inventory import HostSpec
+
+    return HostSpec(
+        name="emu-t",
+        soc="Ascend910B1",
+        devices=2,
+        transport="local",
+        python=sys.executable,
+        workdir=str(tmp_path / "emu-t"),
+        env=(("LSG_EMULATED_DEVICES", "2"), ("LSG_EMULATED_SOC", "Ascend910B1")),
+    )

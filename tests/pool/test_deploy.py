@@ -1,0 +1,209 @@
+"""Deploy: a deterministic, self-contained agent bundle; content-addressed upload that skips what
+the host has, verifies what it sends, and unpacks archives."""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from farm.errors import DeployError
+from farm.pool.deploy import (
+    BUNDLE_PATHS,
+    agent_argv,
+    bundle_files,
+    deploy,
+    deploy_all,
+    make_agent_bundle,
+    sha256_file,
+    start_agent,
+    twin_lib_on_host,
+    versions_dir,
+)
+from farm.pool.transport import open_transport
+from farm.pool.transport.local import LocalTransport
+from tests.pool.conftest import ECHO, REPO
+
+
+def copy_sources(dest: Path) -> Path:
+    for rel in BUNDLE_PATHS:
+        if (REPO / rel).is_dir():
+            shutil.copytree(REPO / rel, dest / rel, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(REPO / rel, dest / rel)
+    return dest
+
+
+def test_bundle_is_byte_identical_for_identical_sources(tmp_path):
+    p1, sha1 = make_agent_bundle(tmp_path / "a")
+    p2, sha2 = make_agent_bundle(tmp_path / "b", root=copy_sources(tmp_path / "src"))
+    assert sha1 == sha2 and p1.read_bytes() == p2.read_bytes()
+    assert p1.name == f"lsg-agent-{sha1[:12]}.tar.gz" and sha256_file(p1) == sha1
+    with tarfile.open(p1) as tar:
+        members = tar.getmembers()
+    names = [m.name for m in members]
+    assert names == sorted(names)
+    for needed in (
+        "farm/__init__.py",
+        "farm/agent/errors.py",
+        "farm/agent/protocol.py",
+        "farm/agent/__main__.py",
+        "farm/agent/server.py",
+        "farm/agent/identity.py",
+        "golden/soc.py",
+    ):
+        assert needed in names
+    assert not any("__pycache__" in n or n.endswith(".pyc") for n in names)
+    # Exactly farm/agent and golden (and farm/__init__.py): nothing of the orchestrator.
+    assert all(n == "farm/__init__.py" or n.startswith(("farm/agent/", "golden/")) for n in names)
+    assert {(m.mtime, m.uid, m.gid, m.uname, m.mode) for m in members} == {
+        (946684800, 0, 0, "", 0o644)
+    }
+    header = p1.read_bytes()[:10]
+    assert header[:2] == b"\x1f\x8b" and header[4:8] == b"\0\0\0\0"  # gzip mtime 0
+
+
+def test_bundle_changes_when_a_source_changes(tmp_path):
+    src = copy_sources(tmp_path / "src")
+    _, before = make_agent_bundle(tmp_path / "out", root=src)
+    (src / "golden" / "soc.py").write_text((src / "golden" / "soc.py").read_text() + "\n# x\n")
+    _, after = make_agent_bundle(tmp_path / "out", root=src)
+    assert before != after
+
+
+def test_bundle_is_self_contained(tmp_path, agent_bundle):
+    """Everything the agent and the executor import comes from the bundle (an editable install
+    of the farm on this machine must not hide a file missing from it)."""
+    path, _ = agent_bundle
+    with tarfile.open(path) as tar:
+        tar.extractall(tmp_path, filter="data")
+    probe = (
+        "import sys, json\n"
+        "import farm.agent.__main__, farm.agent.server, farm.agent.identity\n"
+        "import farm.agent.execute\n"
+        "mods = {n: getattr(m, '__file__', None) for n, m in sys.modules.items()\n"
+        "        if n.split('.')[0] in ('farm', 'golden')}\n"
+        "heavy = [n for n in ('paramiko', 'rich', 'pytest') if n in sys.modules]\n"
+        "print(json.dumps({'mods': mods, 'heavy': heavy}))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    outside = {
+        n: f
+        for n, f in out["mods"].items()
+        if f and not Path(f).resolve().is_relative_to(tmp_path.resolve())
+    }
+    assert outside == {}, f"imported from outside the bundle (add them to BUNDLE_PATHS): {outside}"
+    assert out["heavy"] == []
+
+
+def test_bundle_files_lists_only_python_sources():
+    files = bundle_files()
+    assert all(name.endswith(".py") for name in files)
+    assert "farm/agent/server.py" in files and "golden/soc.py" in files
+
+
+def fake_op_package(path: Path, payload: bytes) -> Path:
+    files = {"lib/liblsg_twin.so": payload, "include/lsg.h": b"/* h */\n"}
+    manifest = {
+        "name": "logsoftmaxgrad",
+        "target": "twin",
+        "files": [{"path": p, "bytes": len(b)} for p, b in sorted(files.items())],
+    }
+    files["manifest.json"] = json.dumps(manifest).encode()
+    with tarfile.open(path, "w:gz") as tar:
+        for name, data in sorted(files.items()):
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return path
+
+
+def test_local_deploy_skips_then_reuploads_after_a_change(local_host, tmp_path, agent_bundle):
+    bundle, sha = agent_bundle
+    with open_transport(local_host) as t:
+        first = deploy(t, local_host, [bundle])
+        assert first.uploaded == [bundle.name] and first.skipped == []
+        dest = Path(versions_dir(local_host, sha))
+        assert (dest / ".lsg-unpacked").read_text().strip() == sha
+        assert (dest / "farm" / "agent" / "server.py").is_file()
+        again = deploy(t, local_host, [bundle])
+        assert again.skipped == [bundle.name] and again.uploaded == []
+        # An interrupted unpack is redone without a new upload.
+        (dest / ".lsg-unpacked").unlink()
+        assert deploy(t, local_host, [bundle]).files[0].action == "unpacked"
+        # The agent runs from the deployed bundle and says so.
+        with start_agent(t, sha, executor=ECHO) as ch:
+            assert ch.identify()["bundle"] == sha
+        # A changed file is a new version.
+        changed = tmp_path / "changed"
+        changed.mkdir()
+        src = copy_sources(tmp_path / "src")
+        (src / "farm" / "agent" / "server.py").write_text(
+            (src / "farm" / "agent" / "server.py").read_text() + "\n# changed\n"
+        )
+        bundle2, sha2 = make_agent_bundle(changed, root=src)
+        report = deploy(t, local_host, [bundle2, bundle])
+        assert [f.action for f in report.files] == ["uploaded", "skipped"]
+        assert Path(report.remote_dir(sha2)).name == sha2
+
+
+class CorruptingTransport(LocalTransport):
+    def put_file(self, local, remote):
+        super().put_file(local, remote)
+        with open(remote, "ab") as f:
+            f.write(b"bitrot")
+
+
+def test_a_corrupted_upload_is_a_deploy_error(local_host, agent_bundle):
+    bundle, _ = agent_bundle
+    with pytest.raises(DeployError) as info:
+        deploy(CorruptingTransport(local_host), local_host, [bundle])
+    msg = str(info.value)
+    assert msg.startswith(f"host emu-t: {bundle.name} arrived corrupted at ") and "expected" in msg
+
+
+def test_ssh_deploy_of_agent_and_op_package(deployed_lab, tmp_path, agent_bundle):
+    lab, inventory, sha = deployed_lab
+    host = inventory.host("a200-01")
+    bundle, _ = agent_bundle
+    pkg = fake_op_package(tmp_path / "logsoftmaxgrad-0.1.0-twin.tar.gz", b"\x7fELF fake v1")
+    with open_transport(host) as t:
+        report, twin = deploy_all(t, bundle=bundle, op_package=pkg)
+        assert [f.action for f in report.files] == ["skipped", "uploaded"]
+        assert twin == f"{report.remote_dir(pkg.name)}/lib/liblsg_twin.so"
+        assert t.sha256_remote(twin) is not None
+        again, _ = deploy_all(t, bundle=bundle, op_package=pkg)
+        assert [f.action for f in again.files] == ["skipped", "skipped"]
+        # A rebuilt package (new bytes) is uploaded next to the old one.
+        pkg2 = fake_op_package(tmp_path / "logsoftmaxgrad-0.1.0-twin.tar.gz", b"\x7fELF fake v2")
+        report2, twin2 = deploy_all(t, bundle=bundle, op_package=pkg2)
+        assert [f.action for f in report2.files] == ["skipped", "uploaded"] and twin2 != twin
+        assert twin_lib_on_host(report2, pkg2) == twin2
+        # The agent is told where the library lies.
+        with start_agent(t, sha, twin_lib=twin2, executor=ECHO) as ch:
+            assert "twin" in ch.identify()["backends"]
+
+
+def test_agent_argv_is_a_list_of_words(local_host):
+    argv = agent_argv(local_host, twin_lib="/x y/lib.so", executor="m:f")
+    assert argv[1:] == [
+        "-m",
+        "farm.agent",
+        "--workdir",
+        local_host.workdir,
+        "--twin-lib",
+        "/x y/lib.so",
+        "--executor",
+        "m:f",
+    ]

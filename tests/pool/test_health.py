@@ -1,0 +1,177 @@
+"""Health checks name what is wrong with a host; the quarantine remembers it until a check
+passes."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+from farm.pool.health import (
+    BAD,
+    GOOD,
+    HOST_COLUMNS,
+    HostHealth,
+    Quarantine,
+    check_host,
+    check_pool,
+    host_rows,
+)
+from farm.pool.inventory import default_inventory
+from farm.pool.lab import _free_port
+from farm.pool.transport import open_transport
+from tests.pool.conftest import ECHO
+
+
+def test_good_local_host(local_host, agent_bundle):
+    bundle, sha = agent_bundle
+    health = check_host(local_host, open_transport, sha, bundle=bundle)
+    assert (health.state, health.reasons) == (GOOD, [])
+    assert health.identity["soc"] == "Ascend910B1" and health.identity["bundle"] == sha
+
+
+def test_mismatched_soc_and_devices_are_named(local_host, agent_bundle):
+    bundle, sha = agent_bundle
+    liar = dataclasses.replace(
+        local_host, env=(("LSG_EMULATED_DEVICES", "1"), ("LSG_EMULATED_SOC", "Ascend310B1"))
+    )
+    health = check_host(liar, open_transport, sha, bundle=bundle)
+    assert health.state == BAD
+    assert health.reasons == [
+        "SoC mismatch: host emu-t declares Ascend310B1 (from env) but the inventory says "
+        "Ascend910B1; fix the inventory or the host's declaration",
+        "device count mismatch: host emu-t declares 1 device(s) (from env) but the inventory "
+        "says 2; fix the inventory or the host's declaration",
+    ]
+
+
+def test_undeclared_identity_and_wrong_bundle(local_host, agent_bundle):
+    bundle, sha = agent_bundle
+    anonymous = dataclasses.replace(local_host, env=())
+    health = check_host(anonymous, open_transport, sha, bundle=bundle)
+    assert health.state == BAD and "declares no SoC" in health.reasons[0]
+    assert "LSG_EMULATED_SOC" in health.reasons[0]
+    other = check_host(local_host, open_transport, "f" * 64)
+    assert other.state == BAD and "not found" in other.reasons[0]  # that bundle is not deployed
+
+
+def test_canary_decides_last(local_host, agent_bundle):
+    bundle, sha = agent_bundle
+
+    def canary_ok(channel, identity):
+        result = channel.run_case({"id": "canary"}, "twin", 0)
+        return None if result["verdict"] == "pass" else "canary case failed"
+
+    def canary_bad(channel, identity):
+        raise RuntimeError("golden mismatch on the canary case")
+
+    good = check_host(local_host, open_transport, sha, canary_ok, bundle=bundle, executor=ECHO)
+    assert good.state == GOOD
+    bad = check_host(local_host, open_transport, sha, canary_bad, bundle=bundle, executor=ECHO)
+    assert bad.reasons == [
+        "canary failed on host emu-t: RuntimeError: golden mismatch on the canary case"
+    ]
+
+
+def test_ssh_mismatched_soc_is_reported_by_name(deployed_lab, restore_lab_host, agent_bundle):
+    lab, inventory, sha = deployed_lab
+    host = inventory.host("a2-02")
+    restore_lab_host.append(host.name)
+    lab.declare(host.name, soc="Ascend310B1")  # its sshd now says so; the inventory does not
+    health = check_host(host, open_transport, sha)
+    assert health.state == BAD
+    assert health.reasons == [
+        "SoC mismatch: host a2-02 declares Ascend310B1 (from env) but the inventory says "
+        "Ascend910B1; fix the inventory or the host's declaration"
+    ]
+
+
+def test_ssh_missing_dependency_is_reported_by_name(deployed_lab, restore_lab_host):
+    lab, inventory, sha = deployed_lab
+    host = inventory.host("a200-01")
+    restore_lab_host.append(host.name)
+    lab.hide_module(host.name, "ml_dtypes")  # emulated: the package is hidden from that python
+    health = check_host(host, open_transport, sha)
+    assert health.state == BAD
+    assert health.identity["missing"] == ["ml_dtypes"]
+    assert health.reasons == [
+        f"missing python module ml_dtypes on host a200-01: pip install ml_dtypes on host a200-01 "
+        f"(for {lab.python})"
+    ]
+    lab.reset_host(host.name)
+    assert check_host(host, open_transport, sha).state == GOOD
+
+
+def test_ssh_unreachable_host_is_bad_with_the_reason(lab_inventory, agent_bundle):
+    _, sha = agent_bundle
+    port = _free_port("127.0.0.250")
+    ghost = dataclasses.replace(
+        lab_inventory.hosts[0], name="ghost", address="127.0.0.250", port=port
+    )
+    health = check_host(ghost, open_transport, sha)
+    assert health.state == BAD and health.identity is None
+    assert health.reasons == [
+        f"host ghost (127.0.0.250:{port}): connection refused; is sshd "
+        "running? check address/port in the inventory"
+    ]
+
+
+def test_quarantine_until_a_check_passes(tmp_path):
+    q = Quarantine(tmp_path / "state")
+    assert q.entries() == {} and not q.is_quarantined("a2-01")
+    q.record(HostHealth("a2-01", BAD, ["SoC mismatch: ..."]))
+    assert q.is_quarantined("a2-01") and q.reason("a2-01") == "SoC mismatch: ..."
+    since = q.entries()["a2-01"]["since"]
+    q.record(HostHealth("a2-01", BAD, ["still wrong"]))
+    assert q.entries()["a2-01"]["since"] == since and q.reason("a2-01") == "still wrong"
+    # Survives a new process (it is a file) ...
+    assert Quarantine(tmp_path / "state").is_quarantined("a2-01")
+    # ... until a check passes.
+    q.record(HostHealth("a2-01", GOOD, []))
+    assert not q.is_quarantined("a2-01")
+
+
+def test_repeated_infra_errors_quarantine_a_host(tmp_path):
+    q = Quarantine(tmp_path)
+    assert not q.note_infra_error("a2-01", "AgentTimeout: no reply", threshold=3)
+    assert not q.note_infra_error("a2-01", "ConnectionLost: reset", threshold=3)
+    assert q.note_infra_error("a2-01", "ConnectionLost: reset again", threshold=3)
+    assert q.reason("a2-01") == "3 infrastructure errors, last: ConnectionLost: reset again"
+    q.release("a2-01")
+    assert not q.note_infra_error("a2-01", "one more", threshold=3)  # the count restarted
+
+
+def test_damaged_quarantine_file_does_not_crash(tmp_path):
+    (tmp_path / "quarantine.json").write_text("{not json")
+    q = Quarantine(tmp_path)
+    assert q.entries() == {}
+    q.add("h", "r")
+    assert json.loads((tmp_path / "quarantine.json").read_text())["hosts"]["h"]["reason"] == "r"
+
+
+def test_check_pool_and_host_rows(tmp_path, agent_bundle):
+    bundle, sha = agent_bundle
+    inv = default_inventory(tmp_path / "hosts")
+    state = tmp_path / "state"
+    Quarantine(state).add("emu-a2-02", "was bad yesterday")
+    results = check_pool(inv.hosts, open_transport, sha, bundle=bundle, state_dir=state)
+    assert {name: h.state for name, h in results.items()} == {
+        "emu-a2-01": GOOD,
+        "emu-a2-02": GOOD,
+        "emu-310b-01": GOOD,
+    }
+    assert Quarantine(state).entries() == {}  # released by the passing check
+
+    Quarantine(state).add("emu-310b-01", "SoC mismatch: ...")
+    rows = host_rows(inv, state)
+    assert [tuple(r) for r in rows] == [HOST_COLUMNS] * 3
+    by = {r["host"]: r for r in rows}
+    assert by["emu-310b-01"]["state"] == "bad" and by["emu-310b-01"]["quarantined"] == "yes"
+    assert by["emu-310b-01"]["reason"] == "SoC mismatch: ..." and by["emu-310b-01"]["since"]
+    assert by["emu-a2-01"]["state"] == "unknown" and by["emu-a2-01"]["family"] == "ascend910b"
+    assert by["emu-a2-01"]["devices"] == "2" and by["emu-a2-01"]["address"] == "local"
+    fresh = host_rows(inv, state, results)
+    assert {r["host"]: r["state"] for r in fresh} == {
+        "emu-a2-01": "good",
+        "emu-a2-02": "good",
+        "emu-310b-01": "good",
+    }

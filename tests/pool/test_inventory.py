@@ -1,0 +1,186 @@
+"""The inventory: a valid file loads into hosts and slots; every mistake is one clear line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from farm.errors import ConfigError
+from farm.pool.inventory import default_inventory, load_inventory
+
+
+@pytest.fixture
+def keys(tmp_path: Path) -> Path:
+    (tmp_path / "id_ed25519").write_text("not really a key, but it exists\n")
+    (tmp_path / "known_hosts").write_text("")
+    return tmp_path
+
+
+def write(dirpath: Path, text: str) -> Path:
+    path = dirpath / "inventory.toml"
+    path.write_text(text)
+    return path
+
+
+GOOD = """
+[defaults]
+user = "farm"
+key = "id_ed25519"
+known_hosts = "known_hosts"
+tags = ["nightly"]
+
+[[host]]
+name = "a2-01"
+address = "10.0.0.5"
+port = 2222
+soc = "Ascend910B1"
+devices = 8
+
+[[host]]
+name = "a200-01"
+address = "10.0.0.6"
+soc = "Ascend310B1"
+devices = 1
+python = "/opt/py/bin/python3"
+workdir = "/srv/lsg"
+tags = ["edge"]
+
+[[host]]
+name = "emu"
+transport = "local"
+soc = "Ascend910B4"
+devices = 2
+env = { LSG_EMULATED_SOC = "Ascend910B4", LSG_EMULATED_DEVICES = "2" }
+"""
+
+
+def test_valid_inventory_loads_with_defaults_and_slots(keys):
+    inv = load_inventory(write(keys, GOOD))
+    a2, a200, emu = inv.hosts
+    assert (a2.name, a2.address, a2.port, a2.user, a2.devices) == (
+        "a2-01",
+        "10.0.0.5",
+        2222,
+        "farm",
+        8,
+    )
+    assert a2.key == keys / "id_ed25519"  # relative to the inventory file
+    assert a2.known_hosts == keys / "known_hosts"
+    assert a2.host_key_policy == "strict" and a2.transport == "ssh"
+    assert a2.tags == ("nightly",) and a200.tags == ("edge",)
+    assert a200.port == 22 and a200.python == "/opt/py/bin/python3" and a200.workdir == "/srv/lsg"
+    assert a2.workdir == "lsg-farm"
+    assert emu.transport == "local" and emu.env_dict["LSG_EMULATED_SOC"] == "Ascend910B4"
+    assert Path(emu.workdir).is_absolute()
+    assert a2.family == "ascend910b" and a200.family == "ascend310b"
+    assert inv.families() == ["ascend310b", "ascend910b"]
+    slots = inv.slots()
+    assert len(slots) == 8 + 1 + 2
+    assert slots[0].id == "a2-01:0" and slots[7].id == "a2-01:7" and slots[8].id == "a200-01:0"
+    assert [s.id for s in inv.slots("ascend310b")] == ["a200-01:0"]
+    assert inv.host("emu") is emu
+    with pytest.raises(ConfigError, match="no host named 'nope'"):
+        inv.host("nope")
+
+
+def test_key_path_expands_tilde(keys, monkeypatch):
+    monkeypatch.setenv("HOME", str(keys))
+    text = GOOD.replace('key = "id_ed25519"', 'key = "~/id_ed25519"')
+    assert load_inventory(write(keys, text)).hosts[0].key == keys / "id_ed25519"
+
+
+def test_default_inventory_is_the_embedded_local_pool(tmp_path):
+    inv = default_inventory(tmp_path)
+    assert [(h.name, h.soc, h.devices, h.transport) for h in inv.hosts] == [
+        ("emu-a2-01", "Ascend910B1", 2, "local"),
+        ("emu-a2-02", "Ascend910B1", 2, "local"),
+        ("emu-310b-01", "Ascend310B1", 1, "local"),
+    ]
+    assert [s.id for s in inv.slots()] == [
+        "emu-a2-01:0",
+        "emu-a2-01:1",
+        "emu-a2-02:0",
+        "emu-a2-02:1",
+        "emu-310b-01:0",
+    ]
+    for h in inv.hosts:  # each declares its own identity, and has its own work directory
+        assert h.env_dict == {"LSG_EMULATED_SOC": h.soc, "LSG_EMULATED_DEVICES": str(h.devices)}
+        assert Path(h.workdir).parent == tmp_path.absolute()
+
+
+def host_block(**fields) -> str:
+    base = {
+        "name": '"a2-01"',
+        "address": '"127.0.0.2"',
+        "soc": '"Ascend910B1"',
+        "devices": "2",
+        "user": '"root"',
+        "key": '"id_ed25519"',
+        "known_hosts": '"known_hosts"',
+    }
+    base.update(fields)
+    body = "\n".join(f"{k} = {v}" for k, v in base.items() if v is not None)
+    return f"[[host]]\n{body}\n"
+
+
+BAD = {
+    "malformed": ("[[host]\nname = 'x'\n", ["malformed TOML", "fix the syntax"]),
+    "unknown_soc": (
+        host_block(soc='"Ascend910X"'),
+        ['host "a2-01"', 'field "soc"', "'Ascend910X'", "Ascend910B1", "Ascend310B1"],
+    ),
+    "missing_key_file": (
+        host_block(key='"nope_ed25519"'),
+        ['host "a2-01"', 'field "key"', "nope_ed25519", "does not exist", "ssh-keygen"],
+    ),
+    "duplicate_host": (
+        host_block() + host_block(address='"127.0.0.3"'),
+        ['host "a2-01"', "duplicate name", "unique"],
+    ),
+    "port_zero": (host_block(port="0"), ['host "a2-01"', 'field "port"', "1-65535"]),
+    "port_high": (host_block(port="70000"), ['field "port"', "70000", "1-65535"]),
+    "port_string": (host_block(port='"22"'), ['field "port"', "expected a TCP port", "str"]),
+    "no_devices": (host_block(devices="0"), ['field "devices"', "at least 1"]),
+    "unknown_field": (
+        host_block(sock='"x"'),
+        ['host "a2-01"', "unknown field 'sock'", "known fields"],
+    ),
+    "no_hosts": ("[defaults]\nuser = 'x'\n", ["no [[host]] entries"]),
+    "bad_transport": (host_block(transport='"telnet"'), ['field "transport"', "ssh, local"]),
+    "bad_policy": (host_block(host_key_policy='"yolo"'), ['field "host_key_policy"', "accept-new"]),
+    "strict_without_known_hosts": (
+        host_block(known_hosts='"absent_known_hosts"'),
+        ['field "known_hosts"', "absent_known_hosts", "ssh-keyscan -p 22 127.0.0.2", "accept-new"],
+    ),
+    "env_on_ssh": (host_block(env='{ A = "1" }'), ['field "env"', "local transport"]),
+    "missing_soc": (host_block(soc=None), ['host "a2-01"', 'missing field "soc"']),
+    "missing_address": (host_block(address=None), ['missing field "address"']),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_each_mistake_is_one_clear_line(keys, case):
+    text, needles = BAD[case]
+    path = write(keys, text)
+    with pytest.raises(ConfigError) as info:
+        load_inventory(path)
+    msg = str(info.value)
+    assert "\n" not in msg, msg
+    assert msg.startswith(f"inventory {path}: "), msg
+    for needle in needles:
+        assert needle in msg, (needle, msg)
+
+
+def test_accept_new_does_not_need_an_existing_known_hosts(keys):
+    text = host_block(known_hosts='"lab/new_known_hosts"', host_key_policy='"accept-new"')
+    host = load_inventory(write(keys, text)).hosts[0]
+    assert host.host_key_policy == "accept-new"
+    assert host.known_hosts == keys / "lab" / "new_known_hosts"
+
+
+def test_missing_file_and_defaults_name(tmp_path, keys):
+    with pytest.raises(ConfigError, match="file not found"):
+        load_inventory(tmp_path / "absent.toml")
+    with pytest.raises(ConfigError, match='"name" cannot have a default'):
+        load_inventory(write(keys, '[defaults]\nname = "x"\n' + host_block()))

@@ -1,0 +1,313 @@
+"""The SSH transport against a real lab of OpenSSH sshd instances on loopback."""
+
+from __future__ import annotations
+
+import dataclasses
+import socket
+import sys
+import time
+
+import pytest
+
+from farm.agent.errors import InfraError, ProtocolError
+from farm.errors import AuthError, ConnectionLost, HostKeyError, HostUnreachable
+from farm.pool.deploy import start_agent
+from farm.pool.lab import _ed25519_pair, _free_port, _write_private
+from farm.pool.transport import open_transport
+from farm.pool.transport.ssh import SSHTransport
+from tests.pool.conftest import ECHO
+
+
+def test_lab_writes_an_inventory_with_strict_host_keys(ssh_lab, lab_inventory):
+    hosts = lab_inventory.hosts
+    assert [(h.name, h.soc, h.devices) for h in hosts] == [
+        ("a2-01", "Ascend910B1", 2),
+        ("a2-02", "Ascend910B1", 2),
+        ("a200-01", "Ascend310B1", 1),
+    ]
+    assert len({(h.address, h.port) for h in hosts}) == 3
+    assert all(h.address.startswith("127.") for h in hosts)
+    assert all(h.host_key_policy == "strict" and h.transport == "ssh" for h in hosts)
+    known = ssh_lab.known_hosts.read_text().splitlines()
+    assert sorted(line.split()[0] for line in known) == sorted(
+        f"[{h.address}]:{h.port}" for h in hosts
+    )
+    assert all(ssh_lab.running().values())
+    # Each host's python is a wrapper running the farm's own interpreter.
+    assert sys.executable in open(hosts[0].python).read()
+
+
+def test_identify_each_host_and_run_a_fake_case(deployed_lab):
+    _, inventory, sha = deployed_lab
+    for host in inventory.hosts:
+        with open_transport(host) as t:
+            assert isinstance(t, SSHTransport)
+            with start_agent(t, sha, executor=ECHO) as ch:
+                ident = ch.identify()
+                # From the host's own sshd SetEnv, and the agent runs from the deployed bundle.
+                assert (ident["soc"], ident["devices"], ident["source"]) == (
+                    host.soc,
+                    host.devices,
+                    "env",
+                )
+                assert ident["bundle"] == sha and ident["missing"] == []
+                for device in range(host.devices):
+                    case = {"id": f"{host.name}-{device}", "dims": [-1], "note": "it's $(x); `y`"}
+                    result = ch.run_case(case, "twin", device)
+                    assert result["echo"] == case
+                    assert (result["device"], result["soc"]) == (device, host.soc)
+
+
+def test_commands_reach_the_host_exactly_as_argv(lab_inventory, tmp_path):
+    host = lab_inventory.hosts[0]
+    with open_transport(host) as t:
+        words = ["a b", "$(id)", "'q'", "; echo pwned", "*", "\\n"]
+        rc, out, err = t.run_argv(["printf", "%s|"] + words)
+        assert (rc, out) == (0, "|".join(words) + "|")
+        rc, out, _ = t.run_argv(["sh", "-c", "exit 7"])
+        assert rc == 7
+        rc, out, _ = t.run_argv(["pwd"], cwd=host.workdir)
+        assert out.strip() == host.workdir
+
+
+def test_unknown_host_key_is_rejected_under_strict_policy(lab_inventory, tmp_path):
+    empty = tmp_path / "known_hosts"
+    empty.write_text("")
+    host = dataclasses.replace(lab_inventory.hosts[0], known_hosts=empty)
+    with open_transport(host) as t:
+        with pytest.raises(HostKeyError) as info:
+            t.run_argv(["true"])
+    msg = str(info.value)
+    assert isinstance(info.value, AuthError)
+    assert msg.startswith(f"host {host.name} ({host.address}:{host.port}): host key ssh-ed25519 ")
+    assert "SHA256:" in msg and "strict" in msg and "accept-new" in msg and "ssh-keyscan" in msg
+    assert empty.read_text() == ""  # nothing recorded
+
+
+def test_accept_new_records_unknown_keys_only_when_opted_in(ssh_lab, lab_inventory, tmp_path):
+    host = lab_inventory.hosts[1]
+    recorded = tmp_path / "sub" / "known_hosts"
+    opted_in = dataclasses.replace(host, host_key_policy="accept-new", known_hosts=recorded)
+    with open_transport(opted_in) as t:
+        assert t.run_argv(["true"])[0] == 0
+    line = recorded.read_text()
+    lab_line = next(
+        x
+        for x in ssh_lab.known_hosts.read_text().splitlines()
+        if x.startswith(f"[{host.address}]:{host.port} ")
+    )
+    assert line.split()[:3] == lab_line.split()[:3]
+    # The recorded key now satisfies the strict policy.
+    strict = dataclasses.replace(host, known_hosts=recorded)
+    with open_transport(strict) as t:
+        assert t.run_argv(["true"])[0] == 0
+
+
+def test_changed_host_key_is_refused_even_with_accept_new(ssh_lab, lab_inventory, tmp_path):
+    a, b = lab_inventory.hosts[0], lab_inventory.hosts[1]
+    b_key = next(
+        x
+        for x in ssh_lab.known_hosts.read_text().splitlines()
+        if x.startswith(f"[{b.address}]:{b.port} ")
+    )
+    wrong = tmp_path / "known_hosts"
+    wrong.write_text(f"[{a.address}]:{a.port} " + " ".join(b_key.split()[1:]) + "\n")
+    host = dataclasses.replace(a, host_key_policy="accept-new", known_hosts=wrong)
+    with open_transport(host) as t:
+        with pytest.raises(HostKeyError, match="host key CHANGED"):
+            t.run_argv(["true"])
+
+
+def test_wrong_user_key_is_an_auth_error(lab_inventory, tmp_path):
+    private, _ = _ed25519_pair()
+    _write_private(tmp_path / "other_ed25519", private)
+    host = dataclasses.replace(lab_inventory.hosts[0], key=tmp_path / "other_ed25519")
+    with open_transport(host) as t:
+        with pytest.raises(AuthError, match=r"user '.+' was refused with key .*authorized_keys"):
+            t.run_argv(["true"])
+
+
+def test_unreachable_address_fails_fast(lab_inventory):
+    port = _free_port("127.0.0.250")  # bound, then closed: nothing listens there
+    host = dataclasses.replace(
+        lab_inventory.hosts[0], name="ghost", address="127.0.0.250", port=port
+    )
+    start = time.monotonic()
+    with open_transport(host) as t:
+        with pytest.raises(HostUnreachable) as info:
+            start_agent(t, "0" * 64)
+    assert time.monotonic() - start < 2.0
+    assert str(info.value) == (
+        f"host ghost (127.0.0.250:{port}): connection refused; is sshd running? check "
+        "address/port in the inventory"
+    )
+
+
+def test_killed_host_gives_connection_lost(deployed_lab, restore_lab_host):
+    lab, inventory, sha = deployed_lab
+    host = inventory.host("a2-02")
+    restore_lab_host.append(host.name)
+    with open_transport(host) as t:
+        ch = start_agent(t, sha, executor=ECHO)
+        assert ch.run_case({"id": 1}, "twin", 0)["device"] == 0
+        lab.kill_host(host.name)
+        start = time.monotonic()
+        with pytest.raises(ConnectionLost) as info:
+            ch.run_case({"id": 2}, "twin", 0, timeout=10)
+        assert time.monotonic() - start < 3.0
+        assert str(info.value).startswith(f"host a2-02 ({host.address}:{host.port}): ")
+        assert info.value.host == "a2-02"
+        # A new connection finds nobody listening.
+        with pytest.raises(HostUnreachable, match="connection refused"):
+            start_agent(t, sha, executor=ECHO)
+        # The host comes back; the same transport reconnects.
+        lab.start_host(host.name)
+        with start_agent(t, sha, executor=ECHO) as ch2:
+            assert ch2.identify()["soc"] == host.soc
+
+
+def test_frozen_host_gives_agent_timeout_within_the_timeout(deployed_lab, restore_lab_host):
+    lab, inventory, sha = deployed_lab
+    host = inventory.host("a2-02")
+    restore_lab_host.append(host.name)
+    with open_transport(host) as t:
+        ch = start_agent(t, sha, executor=ECHO)
+        lab.freeze_host(host.name)
+        start = time.monotonic()
+        with pytest.raises(InfraError) as info:
+            ch.run_case({"id": 1}, "twin", 0, timeout=1.5)
+        elapsed = time.monotonic() - start
+        assert type(info.value).__name__ == "AgentTimeout", info.value
+        assert 1.4 <= elapsed < 2.5, elapsed
+        assert "no reply to run-case" in str(info.value)
+    # A new connection to the frozen host: TCP connects, no SSH banner comes.
+    quick = dataclasses.replace(host, connect_timeout=1.0)
+    start = time.monotonic()
+    with open_transport(quick) as t:
+        with pytest.raises(HostUnreachable, match="no SSH banner"):
+            t.run_argv(["true"])
+    assert time.monotonic() - start < 2.5
+    lab.thaw_host(host.name)
+    with open_transport(host) as t:
+        assert t.run_argv(["true"])[0] == 0
+
+
+@pytest.mark.parametrize(
+    "fault, error, needle",
+    [
+        ("corrupt-reply-after:2", ProtocolError, "malformed JSON"),
+        ("crash-after:2", ConnectionLost, "exit status 70"),
+    ],
+)
+def test_declared_agent_fault_over_ssh(deployed_lab, restore_lab_host, fault, error, needle):
+    lab, inventory, sha = deployed_lab
+    host = inventory.host("a200-01")
+    restore_lab_host.append(host.name)
+    lab.declare(host.name, fault=fault)
+    with open_transport(host) as t:
+        ch = start_agent(t, sha, executor=ECHO)
+        ch.identify()
+        with pytest.raises(error, match=needle):
+            ch.run_case({"id": 1}, "twin", 0, timeout=5)
+
+
+def test_lab_refuses_to_start_when_a_port_is_taken(ssh_lab, tmp_path, monkeypatch):
+    """sshd failing to start is reported with its log, not as a hang."""
+    import farm.pool.lab as lab_mod
+
+    with socket.socket() as blocker:
+        blocker.bind(("127.0.0.2", 0))
+        blocker.listen(1)
+        taken = blocker.getsockname()[1]
+        monkeypatch.setattr(lab_mod, "_free_port", lambda address: taken)
+        monkeypatch.setattr(lab_mod, "START_TIMEOUT", 1.0)
+        with pytest.raises(lab_mod.ConfigError, match=r"lab host a2-01: sshd did not come up"):
+            lab_mod.Lab(tmp_path / "lab2").up(1)
+
+
+def test_lab_cli_up_status_down(tmp_path, capsys):
+    from farm.pool.lab import Lab, lab_down, lab_up, main
+
+    root = tmp_path / "cli-lab"
+    assert main(["up", "--hosts", "1", "--root", str(root)]) == 0
+    assert f"inventory {root / 'inventory.toml'}" in capsys.readouterr().out
+    assert Lab(root).running() == {"a2-01": True}
+    assert main(["status", "--root", str(root)]) == 0
+    assert "running=yes" in capsys.readouterr().out
+    assert main(["down", "--root", str(root)]) == 0
+    assert Lab(root).running() == {"a2-01": False}
+    inv = lab_up(root, hosts=4)  # the default layout cycles
+    assert [(h.name, h.soc) for h in inv.hosts] == [
+        ("a2-01", "Ascend910B1"),
+        ("a2-02", "Ascend910B1"),
+        ("a200-01", "Ascend310B1"),
+        ("a2-03", "Ascend910B1"),
+    ]
+    lab_down(root)
+    assert not any(Lab(root).running().values())
+
+
+@pytest.mark.parametrize("required, outcome", [("1", "error"), ("", "skipped")])
+def test_missing_sshd_skips_unless_required(tmp_path, required, outcome):
+    """CI sets FARM_REQUIRE_SSH=1: then a machine without sshd fails the SSH tests."""
+    import os
+    import subprocess
+
+    from tests.pool.conftest import REPO
+
+    env = {
+        **os.environ,
+        "FARM_SSHD": str(tmp_path / "no-sshd"),
+        "FARM_REQUIRE_SSH": required,
+        "FARM_REQUIRE_ALL": "",
+    }
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "no:xdist",
+            "tests/pool/test_ssh_lab.py::test_lab_writes_an_inventory_with_strict_host_keys",
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert f"1 {outcome}" in proc.stdout, proc.stdout[-1500:]
+    if required:
+        assert proc.returncode != 0 and "FARM_REQUIRE_SSH is set" in proc.stdout
+    else:
+        assert proc.returncode == 0
+
+
+def test_real_case_over_ssh_with_the_deployed_op_package(deployed_lab, agent_bundle):
+    """The whole path: bundle + op package deployed over SFTP, the agent told where the twin
+    library is, the real executor (farm.agent.execute) judging one smoke case per family."""
+    from farm.errors import ConfigError
+    from farm.pool.deploy import deploy_all, find_op_package
+    from suites.matrix import expand
+    from tests.requirements import need
+
+    try:
+        package = find_op_package()
+    except ConfigError as exc:
+        package = None
+        need(False, str(exc))
+    _, inventory, sha = deployed_lab
+    cases = expand("smoke")
+    for name in ("a2-01", "a200-01"):
+        host = inventory.host(name)
+        case = next(c for c in cases if c.family == host.family and c.accepted)
+        with open_transport(host) as t:
+            _, twin = deploy_all(t, bundle=agent_bundle[0], op_package=package)
+            with start_agent(t, sha, twin_lib=twin) as ch:
+                assert "twin" in ch.identify()["backends"]
+                record = ch.run_case(case.to_dict(), "twin", 0, timeout=60)
+        assert record["case_id"] == case.id and record["soc"] == host.soc
+        assert record["outcome"] == "passed", record.get("message")

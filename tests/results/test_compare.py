@@ -1,0 +1,248 @@
+"""Regression comparison on synthetic runs: exactly the regressed cases are named."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from farm.results import compare as cmp
+from farm.results.store import RunStore
+
+from .conftest import RUN_META, failed, record, rejected_ok
+
+F16_T = 2.0**-10
+F32_T = 2.0**-13
+
+
+@pytest.fixture
+def store(tmp_path):
+    with RunStore(tmp_path / "farm.sqlite") as s:
+        yield s
+
+
+def _run(store, recs, started, exit_code=0, tier="smoke"):
+    run_id = store.begin_run({**RUN_META, "tier": tier, "started_at": started})
+    store.add_results(run_id, recs)
+    store.finish_run(run_id, exit_code)
+    return run_id
+
+
+def _baseline_and_run(store):
+    base = [
+        record("keep"),
+        record("newfail"),
+        failed("fixed"),
+        failed("still"),
+        record("gone"),
+        record("brk"),
+        # float16, MERE 1e-4 -> 3e-4: ratio 3 > 1.5 and 3e-4 > T/16 (6.1e-5): drift
+        record("drift16", dtype="float16", metrics={"mere": 1e-4, "mare": 5e-4}),
+        # float32, MERE 1e-8 -> 1e-6: ratio 100 but 1e-6 < T/16 (7.6e-6): noise, no drift
+        record("noise32", metrics={"mere": 1e-8}),
+        # float32, max_abs 1e-5 -> 1.4e-5: above the floor but ratio 1.4 < 1.5: no drift
+        record("small32", metrics={"max_abs": 1e-5}),
+        # float32 MARE 0 -> 1e-4: infinite ratio, above floor: drift
+        record("zero32", metrics={"mare": 0.0}),
+        rejected_ok("rej"),
+    ]
+    run = [
+        record("keep"),
+        failed("newfail", category="unexpected_acceptance"),
+        record("fixed"),
+        failed("still"),
+        record("brk", outcome="broken", category="infrastructure", metrics=None),
+        record("drift16", dtype="float16", metrics={"mere": 3e-4, "mare": 5e-4}),
+        record("noise32", metrics={"mere": 1e-6}),
+        record("small32", metrics={"max_abs": 1.4e-5}),
+        record("zero32", metrics={"mare": 1e-4}),
+        rejected_ok("rej"),
+        record("added"),
+    ]
+    b = _run(store, base, "2026-11-01T10:00:00+00:00", exit_code=1)
+    r = _run(store, run, "2026-11-02T10:00:00+00:00", exit_code=1)
+    return b, r
+
+
+def test_compare_names_exactly_the_regressed_cases(store):
+    b, r = _baseline_and_run(store)
+    c = cmp.compare(store, r, b)
+    assert c.baseline_id == b and c.run_id == r
+    assert [x.case_id for x in c.new_failures] == ["newfail"]
+    assert c.new_failures[0].category == "unexpected_acceptance"
+    assert [x.case_id for x in c.fixed] == ["fixed"]
+    assert [x.case_id for x in c.still_failing] == ["still"]
+    assert [x.case_id for x in c.new_broken] == ["brk"]
+    assert [(d.case_id, d.metric) for d in c.drift] == [("drift16", "mere"), ("zero32", "mare")]
+    d16 = c.drift[0]
+    assert d16.ratio == pytest.approx(3.0) and d16.floor == pytest.approx(F16_T / 16)
+    assert c.drift[1].ratio == float("inf")
+    assert c.missing_in_run == ["gone"] and c.missing_in_baseline == ["added"]
+    assert c.has_regressions
+    assert c.regressed_cases == ["drift16", "gone", "newfail", "zero32"]
+
+
+def test_drift_factor_and_floor_are_configurable(store):
+    b, r = _baseline_and_run(store)
+    c = cmp.compare(store, r, b, drift_factor=1.3)  # now 1.4x is drift too
+    assert ("small32", "max_abs") in {(d.case_id, d.metric) for d in c.drift}
+    c = cmp.compare(store, r, b, noise_floor={"float32": {"mere": 1e-7}})
+    assert ("noise32", "mere") in {(d.case_id, d.metric) for d in c.drift}
+    c = cmp.compare(store, r, b, noise_floor=1.0)  # a floor above everything: no drift at all
+    assert c.drift == []
+    c = cmp.compare(store, r, b, drift_factor=4.0)
+    assert [(d.case_id, d.metric) for d in c.drift] == [("zero32", "mare")]
+
+
+def test_strict_counts_broken_cases(store):
+    b, r = _baseline_and_run(store)
+    c = cmp.compare(store, r, b, strict=True)
+    assert "brk" in c.regressed_cases
+
+
+def test_identical_runs_have_no_regressions(store):
+    recs = [record("a"), failed("b"), rejected_ok("c")]
+    b = _run(store, recs, "2026-11-01T10:00:00+00:00", exit_code=1)
+    r = _run(store, recs, "2026-11-02T10:00:00+00:00", exit_code=1)
+    c = cmp.compare(store, r, b)
+    assert not c.has_regressions and c.regressed_cases == []
+    assert [x.case_id for x in c.still_failing] == ["b"]
+
+
+def test_default_baseline_is_last_green_and_none_without_one(store):
+    g = _run(store, [record("a"), record("b")], "2026-11-01T10:00:00+00:00")
+    r = _run(store, [record("a"), failed("b")], "2026-11-02T10:00:00+00:00", exit_code=1)
+    c = cmp.compare(store, r)
+    assert c.baseline_id == g and [x.case_id for x in c.new_failures] == ["b"]
+    c = cmp.compare(store, g)  # the first green run has nothing before it
+    assert c.baseline_id is None and not c.has_regressions
+    assert c.per_dtype[0].n == 2
+
+
+def test_per_dtype_summaries(store):
+    recs = [
+        record("a", metrics={"mere": 1e-7, "mare": 1e-6}),
+        record("b", metrics={"mere": 3e-7, "mare": 4e-6}),
+        failed("c", metrics={"mere": 2e-6, "mare": 2e-3}),
+        record("d", dtype="float16", metrics={"mere": 2e-4, "mare": 1e-3}),
+        record(
+            "e",
+            dtype="float16",
+            family="ascend310b",
+            outcome="broken",
+            category="infrastructure",
+            metrics=None,
+        ),
+        rejected_ok("f", dtype="bfloat16", family="ascend310b"),
+    ]
+    r = _run(store, recs, "2026-11-02T10:00:00+00:00", exit_code=1)
+    c = cmp.compare(store, r)
+    by = {(s.family, s.dtype): s for s in c.per_dtype}
+    assert set(by) == {
+        ("ascend910b", "float32"),
+        ("ascend910b", "float16"),
+        ("ascend310b", "float16"),
+        ("ascend310b", "bfloat16"),
+    }
+    f32 = by[("ascend910b", "float32")]
+    assert (f32.n, f32.passed, f32.failed, f32.broken) == (3, 2, 1, 0)
+    assert f32.pass_rate == pytest.approx(2 / 3)
+    assert f32.mere_median == pytest.approx(3e-7) and f32.mere_max == pytest.approx(2e-6)
+    assert f32.mare_median == pytest.approx(4e-6) and f32.mare_max == pytest.approx(2e-3)
+    e = by[("ascend310b", "float16")]
+    assert (e.n, e.broken, e.pass_rate, e.mere_median) == (1, 1, 0.0, None)
+    assert by[("ascend310b", "bfloat16")].pass_rate == 1.0
+
+
+def test_renderings_name_the_regressions(store):
+    b, r = _baseline_and_run(store)
+    c = cmp.compare(store, r, b)
+    text = cmp.to_text(c)
+    assert "REGRESSIONS" in text and "newfail" in text and "drift16" in text
+    md = cmp.to_markdown(c)
+    assert "### New failures (1)" in md and "| newfail |" in md
+    html = cmp.to_html(c)
+    assert "<td>newfail</td>" in html and "REGRESSIONS" in html
+    data = json.loads(c.to_json())
+    assert data["has_regressions"] and data["regressed_cases"] == c.regressed_cases
+    assert data["drift"][1]["ratio"] == float("inf") or data["drift"][1]["ratio"] > 1e300
+    from io import StringIO
+
+    from rich.console import Console
+
+    buf = StringIO()
+    cmp.render_rich(c, Console(file=buf, width=160, force_terminal=False))
+    assert "newfail" in buf.getvalue() and "Per family and dtype" in buf.getvalue()
+
+
+def test_cli_commands(store, tmp_path, capsys):
+    b, r = _baseline_and_run(store)
+    path = str(store.path)
+    assert cmp.main_runs(["--store", path]) == 0
+    out = capsys.readouterr().out
+    assert b in out and r in out
+    assert cmp.main_runs(["--store", path, "--json"]) == 0
+    assert {x["run_id"] for x in json.loads(capsys.readouterr().out)} == {b, r}
+
+    # The baseline run was red, so without an explicit baseline there is none.
+    assert cmp.main_compare(["--store", path, "--format", "text"]) == 0
+    assert "no baseline" in capsys.readouterr().out
+    assert cmp.main_baseline(["--store", path, "set", b]) == 0
+    assert cmp.main_baseline(["--store", path, "show"]) == 0
+    assert f"smoke: {b} (explicit)" in capsys.readouterr().out
+    assert cmp.main_compare(["--store", path, "--format", "text"]) == 1  # latest run vs b
+    assert "newfail" in capsys.readouterr().out
+    out_file = tmp_path / "cmp.json"
+    assert (
+        cmp.main_compare(
+            ["--store", path, r, "--baseline", b, "--format", "json", "-o", str(out_file)]
+        )
+        == 1
+    )
+    assert json.loads(out_file.read_text())["regressed_cases"] == [
+        "drift16",
+        "gone",
+        "newfail",
+        "zero32",
+    ]
+    capsys.readouterr()
+    assert (
+        cmp.main_compare(
+            [
+                "--store",
+                path,
+                r,
+                "--baseline",
+                b,
+                "--drift-factor",
+                "2",
+                "--noise-floor",
+                "float32:mare=1",
+                "--format",
+                "json",
+            ]
+        )
+        == 1
+    )
+    data = json.loads(capsys.readouterr().out)
+    assert [d["case_id"] for d in data["drift"]] == ["drift16"]  # zero32 now under its floor
+    assert data["drift_factor"] == 2.0
+    assert cmp.main_compare(["--store", path, b, "--baseline", b, "--format", "text"]) == 0
+    assert cmp.main_compare(["--store", path, "nope"]) == 2
+    assert cmp.main_baseline(["--store", path, "set", "nope"]) == 2
+    assert cmp.main_baseline(["--store", path, "clear", "--tier", "smoke"]) == 0
+    assert cmp.main_compare(["--store", path]) == 0  # rich output path, no baseline again
+
+
+def test_compare_on_empty_store(tmp_path, capsys):
+    assert cmp.main_compare(["--store", str(tmp_path / "empty.sqlite")]) == 2
+    assert cmp.main_runs(["--store", str(tmp_path / "empty.sqlite")]) == 0
+
+
+def test_compare_rows_accepts_full_records():
+    base = [record("a", metrics={"mere": 1e-4}, dtype="float16"), record("b")]
+    run = [record("a", metrics={"mere": 5e-4}, dtype="float16"), failed("b")]
+    c = cmp.compare_rows(run, base, run_id="r", baseline_id="b0")
+    assert [(d.case_id, d.metric) for d in c.drift] == [("a", "mere")]
+    assert [x.case_id for x in c.new_failures] == ["b"]
+    assert cmp.compare_rows(run, None).baseline_id is None

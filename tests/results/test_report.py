@@ -1,0 +1,269 @@
+"""Allure 3 report generation: three consecutive runs through the store, the glue and
+`allure generate`, with history carried in the JSONL beside the run store; the quality gate; and
+a headless Chromium looking at the result the way a person would."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from farm.results import allure_glue as glue
+from farm.results import compare as cmp
+from farm.results import report
+from farm.results.store import RunStore, history_path_for
+
+from .cdp import Browser, serve
+from .conftest import (
+    RUN_META,
+    failed,
+    need_allure,
+    need_chromium,
+    record,
+    rejected_ok,
+    run_allure_session,
+)
+
+ARTIFACTS = report.REPO_ROOT / "reports" / "artifacts"
+WATCHED = "prec-f16-mid"  # passes in run 1, fails in runs 2 and 3
+
+
+def _records(n: int) -> list[dict]:
+    """Run n (1, 2, 3) of a tiny two-family matrix."""
+    watched = (
+        record(
+            WATCHED, dtype="float16", schedule="REDUCE_MID", metrics={"mere": 2e-4, "mare": 9e-4}
+        )
+        if n == 1
+        else failed(
+            WATCHED,
+            dtype="float16",
+            schedule="REDUCE_MID",
+            message="experimental: MARE 3.1e-2 >= 10T (9.8e-3)",
+            metrics={"mere": 4e-3, "mare": 3.1e-2},
+        )
+    )
+    recs = [
+        record("prec-f32-tail"),
+        record("prec-f32-tail", family="ascend310b", host="emu-310-0", soc="Ascend310B1"),
+        watched,
+        rejected_ok("rej-bf16-310", family="ascend310b", dtype="bfloat16"),
+    ]
+    if n == 3:
+        recs.append(record("prec-f32-new", metrics={"mere": 1.2e-7}))
+    return recs
+
+
+@pytest.fixture(scope="module")
+def three_runs(tmp_path_factory):
+    """Runs 1..3 of tier smoke: results in the store, allure-results, a report each."""
+    need_allure()
+    work = tmp_path_factory.mktemp("report")
+    store_path = work / "runs" / "farm.sqlite"
+    history = history_path_for(store_path, "smoke")
+    runs = []
+    with RunStore(store_path) as store:
+        for n in (1, 2, 3):
+            recs = _records(n)
+            meta = {
+                **RUN_META,
+                "started_at": f"2026-11-2{n}T10:00:00+00:00",
+                "run_dir": str(work / f"run{n}"),
+            }
+            run_id = store.begin_run(meta)
+            results = run_allure_session(work, recs, name=f"run{n}")  # <run_dir>/allure-results
+            glue.write_results_extras(results, store.get_run(run_id))
+            store.add_results(run_id, recs)
+            store.finish_run(run_id, 0 if all(r["outcome"] == "passed" for r in recs) else 1)
+            comp = cmp.compare(store, run_id)
+            out = work / f"run{n}" / "report"
+            code, index = report.generate(
+                results,
+                out,
+                history,
+                report_name=f"smoke {run_id}",
+                comparison=comp,
+                trend_series=store.metric_series("smoke", 10),
+                run_meta=store.get_run(run_id),
+            )
+            runs.append(
+                {
+                    "run_id": run_id,
+                    "results": results,
+                    "out": out,
+                    "index": index,
+                    "code": code,
+                    "comparison": comp,
+                }
+            )
+    return {"work": work, "store": store_path, "history": history, "runs": runs}
+
+
+def _test_results(out: Path) -> dict:
+    """The report's per-test data files, by (name, family)."""
+    got = {}
+    for f in (out / "data" / "test-results").glob("*.json"):
+        tr = json.loads(f.read_text())
+        fam = next(p["value"] for p in tr["parameters"] if p["name"] == "family")
+        got[(tr["name"], fam.strip("'"))] = tr
+    return got
+
+
+def test_each_run_generates_a_report(three_runs):
+    for r in three_runs["runs"]:
+        assert r["code"] == 0 and r["index"].is_file()
+        assert r["index"] == r["out"] / "index.html"
+        assert (r["out"] / "data" / "test-results").is_dir()
+    summary = json.loads((three_runs["runs"][-1]["out"] / "summary.json").read_text())
+    assert summary["stats"]["total"] == 5 and summary["stats"]["failed"] == 1
+
+
+def test_history_is_carried_across_three_runs(three_runs):
+    lines = three_runs["history"].read_text().splitlines()
+    assert len(lines) == 3
+    points = [json.loads(x) for x in lines]
+    last = _test_results(three_runs["runs"][-1]["out"])
+    watched = last[(WATCHED, "ascend910b")]
+    hid = watched["historyId"]
+    # The JSONL holds the case in each of the three runs, with its status then.
+    assert [p["testResults"][hid]["status"] for p in points] == ["passed", "failed", "failed"]
+    # The report of run 3 shows the case now plus its two earlier runs: three entries.
+    assert watched["status"] == "failed"
+    assert [h["status"] for h in watched["history"]] == ["failed", "passed"]
+    # The two families of one case are two histories.
+    a = last[("prec-f32-tail", "ascend910b")]
+    b = last[("prec-f32-tail", "ascend310b")]
+    assert a["historyId"] != b["historyId"] and len(a["history"]) == len(b["history"]) == 2
+    assert a["environment"] == "Atlas A2 (ascend910b)"
+    assert b["environment"] == "Atlas 200I-500 A2 (ascend310b)"
+    assert last[("prec-f32-new", "ascend910b")]["history"] == []
+
+
+def test_report_has_environments_categories_and_run_summary(three_runs):
+    out = three_runs["runs"][-1]["out"]
+    envs = {
+        e["id"]: e["name"] for e in json.loads((out / "widgets" / "environments.json").read_text())
+    }
+    assert envs["ascend910b"] == "Atlas A2 (ascend910b)"
+    assert envs["ascend310b"] == "Atlas 200I-500 A2 (ascend310b)"
+    watched = _test_results(out)[(WATCHED, "ascend910b")]
+    assert [c["name"] for c in watched["categories"]] == ["Precision failure"]
+    globals_ = json.loads((out / "widgets" / "globals.json").read_text())
+    names = {a["name"] for a in globals_["attachments"]}
+    assert {"regression-summary.html", "precision-trend.png", "regression-summary.md"} <= names
+    html = next(a for a in globals_["attachments"] if a["name"] == "regression-summary.html")
+    page = (out / "data" / "attachments" / f"{html['id']}{html['ext']}").read_text()
+    assert "REGRESSIONS" in page and f"<td>{WATCHED}</td>" in page
+    assert "data:image/png;base64," in page  # the trend, inline
+    env_widget = json.loads((out / "widgets" / "allure_environment.json").read_text())
+    assert {"name": "package.sha256", "values": ["ab" * 32]} in env_widget
+
+
+def test_comparisons_along_the_runs(three_runs):
+    r1, r2, r3 = three_runs["runs"]
+    assert r1["comparison"].baseline_id is None
+    assert r2["comparison"].baseline_id == r1["run_id"]
+    assert r2["comparison"].regressed_cases == [WATCHED]
+    assert r3["comparison"].baseline_id == r1["run_id"]  # run 2 was red
+    assert r3["comparison"].missing_in_baseline == ["prec-f32-new"]
+
+
+def test_quality_gate(three_runs):
+    r1, _, r3 = three_runs["runs"]
+    assert report.quality_gate(r1["results"]) == (0, [])
+    code, msgs = report.quality_gate(r3["results"])
+    assert code == 1 and msgs == ["maxFailures: 1 failed or broken tests exceed the allowed 0"]
+    assert report.quality_gate(r3["results"], {"maxFailures": 1})[0] == 0
+    code, msgs = report.quality_gate(r3["results"], {"minTestsCount": 10, "successRate": 0.9})
+    assert code == 1 and len(msgs) == 2
+
+
+def test_farm_report_command(three_runs, tmp_path, capsys):
+    r1, _, r3 = three_runs["runs"]
+    store = str(three_runs["store"])
+    out = tmp_path / "rep"
+    args = ["--store", store, "--results", str(r3["results"]), "--out", str(out), "--no-history"]
+    assert report.main([r3["run_id"], *args]) == 1  # a failure and a regression
+    text = capsys.readouterr().out
+    assert f"report: {out / 'index.html'}" in text and "quality gate: maxFailures" in text
+    assert (out / "index.html").is_file()
+    # A green run, without --results/--out: the run's recorded run_dir is used.
+    assert report.main([r1["run_id"], "--store", store, "--no-history"]) == 0
+    assert (r1["results"].parent / "report" / "index.html").is_file()
+    assert report.main(["nope", "--store", store]) == 2
+    assert report.main([r1["run_id"], "--store", store, "--results", str(tmp_path / "none")]) == 2
+
+
+def test_generate_keeps_the_old_report_when_allure_fails(three_runs, tmp_path):
+    out = tmp_path / "kept"
+    out.mkdir()
+    (out / "index.html").write_text("old")
+    bad = tmp_path / "bad-results"
+    bad.mkdir()
+    code, _ = report.generate(bad, out, None, reports_dir=_broken_reports_dir(tmp_path))
+    assert code != 0 and (out / "index.html").read_text() == "old"
+
+
+def _broken_reports_dir(tmp_path: Path) -> Path:
+    """A reports/ dir whose allurerc.mjs throws, with the real node_modules."""
+    d = tmp_path / "broken-reports"
+    d.mkdir()
+    (d / "node_modules").symlink_to(report.REPORTS_DIR / "node_modules")
+    (d / "allurerc.mjs").write_text("throw new Error('broken config');\n")
+    return d
+
+
+# --------------------------------------------------------------------------- the browser
+
+
+def _text(browser) -> str:
+    return re.sub(r"\s+", " ", browser.eval("document.body.innerText"))
+
+
+@pytest.fixture
+def chromium():
+    return need_chromium()  # before three_runs: a skip costs nothing
+
+
+def test_a_person_sees_the_report(chromium, three_runs, tmp_path):
+    """Open the last report in headless Chromium, as a person would, and look."""
+    out = three_runs["runs"][-1]["out"]
+    watched = _test_results(out)[(WATCHED, "ascend910b")]
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with serve(out) as base, Browser(chromium, tmp_path / "profile") as browser:
+        browser.open(f"{base}/index.html")
+        browser.wait_for("document.body && document.body.innerText.includes('Environment: \"')")
+        main = _text(browser)
+        browser.screenshot(ARTIFACTS / "report-overview.png")
+
+        # The overview: five cases, one failed, both families as environments, the summary.
+        assert re.search(r"Results 5\b", main) and re.search(r"Total 5\b", main), main[:1500]
+        assert re.search(r"Failed 1\b", main) and re.search(r"Passed 4\b", main)
+        assert 'Environment: "Atlas A2 (ascend910b)"' in main
+        assert 'Environment: "Atlas 200I-500 A2 (ascend310b)"' in main
+        assert "Global Attachments 5" in main and "package.sha256" in main
+
+        # The failed case: message, category, history, and its plot once its row is opened.
+        browser.call("Page.navigate", {"url": f"{base}/index.html#{watched['id']}"})
+        browser.wait_for("document.body.innerText.includes('error distribution.png')")
+        case = _text(browser)
+        assert WATCHED in case and "[precision] experimental: MARE" in case
+        assert "Category: Precision failure" in case
+        assert re.search(r"History 2\b", case)  # + this run: the case's three runs
+        clicked = browser.eval(
+            "(() => { const hits = [...document.querySelectorAll('*')].filter(e =>"
+            " e.children.length === 0 && e.textContent.trim() === 'error distribution.png');"
+            " hits.forEach(e => e.click()); return hits.length; })()"
+        )
+        assert clicked == 1
+        size = browser.wait_for(
+            "[...document.images].filter(i => i.complete && i.naturalWidth > 200)"
+            ".map(i => [i.naturalWidth, i.naturalHeight])[0]",
+            timeout=20,
+        )
+        assert size[0] > 200 and size[1] > 100  # the error-distribution PNG, decoded
+        browser.screenshot(ARTIFACTS / "report-failed-case.png")
+    assert (ARTIFACTS / "report-overview.png").stat().st_size > 10_000
+    assert (ARTIFACTS / "report-failed-case.png").stat().st_size > 10_000

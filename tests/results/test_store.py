@@ -1,0 +1,307 @@
+"""The SQLite run store: round trip, idempotent writes, migrations, baselines, trends."""
+
+from __future__ import annotations
+
+import json
+import math
+import sqlite3
+import time
+
+import numpy as np
+import pytest
+
+from farm.results.store import SCHEMA_VERSION, RunStore, history_path_for, schema_version
+
+from .conftest import RUN_META, failed, record, rejected_ok
+
+
+@pytest.fixture
+def store(tmp_path):
+    with RunStore(tmp_path / "farm.sqlite") as s:
+        yield s
+
+
+def _run(store, tier="smoke", records=(), exit_code=0, started_at=None, **meta):
+    m = {**RUN_META, "tier": tier, **meta}
+    if started_at:
+        m["started_at"] = started_at
+    run_id = store.begin_run(m)
+    if records:
+        store.add_results(run_id, records)
+    if exit_code is not None:
+        store.finish_run(run_id, exit_code)
+    return run_id
+
+
+def test_round_trip_keeps_every_field(store):
+    recs = [record("a"), failed("b", dtype="float16"), rejected_ok("c", family="ascend310b")]
+    recs[0]["metrics"]["mere"] = np.float32(1.5e-7)  # numpy scalars from the golden side
+    recs[0]["shape"] = np.array([4, 1024])
+    run_id = _run(store, records=recs, exit_code=1, run_id="20261129-151200-smoke-ab12")
+    assert run_id == "20261129-151200-smoke-ab12"
+
+    got = {r["case_id"]: r for r in store.results(run_id)}
+    assert set(got) == {"a", "b", "c"}
+    assert got["a"]["shape"] == [4, 1024]
+    assert got["a"]["metrics"]["mere"] == pytest.approx(1.5e-7)
+    assert got["b"] == json.loads(json.dumps(recs[1]))  # everything else verbatim
+    assert got["c"]["expect"] == {"kind": "reject", "reason": "dtype_mismatch", "status": 161002}
+
+    run = store.get_run(run_id)
+    assert run["tier"] == "smoke" and run["exit_code"] == 1 and run["finished"]
+    assert run["package_sha256"] == "ab" * 32 and run["git_commit"].startswith("0123")
+    assert run["counts"] == {"total": 3, "passed": 2, "failed": 1, "broken": 0}
+    assert [h["soc"] for h in run["inventory"]] == ["Ascend910B3", "Ascend310B1"]
+    assert not run["green"]
+
+    rows = {r["case_id"]: r for r in store.result_rows(run_id)}
+    assert rows["b"]["dtype"] == "float16" and rows["b"]["outcome"] == "failed"
+    assert rows["b"]["category"] == "precision" and rows["a"]["wall_s"] == 0.03
+    assert rows["c"]["mere"] is None and rows["c"]["expect_kind"] == "reject"
+    assert rows["c"]["status"] == 161002 and rows["a"]["host"] == "emu-a2-0"
+
+
+def test_inventory_from_plan_slots_keeps_one_entry_per_host(store):
+    slots = [
+        {
+            "id": f"a2-0:{d}",
+            "host": "a2-0",
+            "family": "ascend910b",
+            "soc": "Ascend910B3",
+            "device": d,
+        }
+        for d in range(4)
+    ]
+    slots.append(
+        {
+            "id": "310-0:0",
+            "host": "310-0",
+            "family": "ascend310b",
+            "soc": "Ascend310B1",
+            "device": 0,
+        }
+    )
+    run_id = store.begin_run(
+        {
+            "tier": "smoke",
+            "inventory": slots,
+            "package": {"version": "1.2", "sha256": "ff", "target": "twin"},
+        }
+    )
+    run = store.get_run(run_id)
+    assert [(h["name"], h["soc"]) for h in run["inventory"]] == [
+        ("a2-0", "Ascend910B3"),
+        ("310-0", "Ascend310B1"),
+    ]
+    assert (run["package_version"], run["package_sha256"], run["target"]) == ("1.2", "ff", "twin")
+
+
+def test_run_id_is_generated_from_tier_and_time(store):
+    run_id = store.begin_run({"tier": "nightly"})
+    assert "-nightly-" in run_id and len(run_id.split("-")[0]) == 8
+    assert store.get_run(run_id)["ended_at"] is None
+    assert store.runs(limit=5)[0]["run_id"] == run_id
+
+
+def test_non_finite_metric_is_stored_as_null(store):
+    r = record("nan", metrics={"mere": float("nan"), "mare": float("inf")})
+    run_id = _run(store, records=[r])
+    row = store.result_rows(run_id)[0]
+    assert row["mere"] is None and row["mare"] is None
+    assert math.isnan(store.results(run_id)[0]["metrics"]["mere"])
+
+
+def test_second_write_of_a_case_replaces_it(store):
+    run_id = _run(store, exit_code=None)
+    store.add_results(run_id, [failed("x"), record("y")])
+    store.add_results(run_id, [record("x", attempts=2)])  # retried on another slot
+    store.add_results(run_id, [record("x", attempts=2)])  # and written twice
+    store.finish_run(run_id, 0)
+    res = store.results(run_id)
+    assert [r["case_id"] for r in res] == ["x", "y"]
+    assert res[0]["outcome"] == "passed" and res[0]["attempts"] == 2
+    assert store.get_run(run_id)["counts"] == {"total": 2, "passed": 2, "failed": 0, "broken": 0}
+    n = store.db.execute("SELECT COUNT(*) FROM results WHERE run_id=?", (run_id,)).fetchone()[0]
+    assert n == 2
+
+
+def test_bad_records_are_refused_and_nothing_is_half_written(store):
+    run_id = _run(store, exit_code=None)
+    with pytest.raises(ValueError):
+        store.add_results(run_id, [record("ok"), record("bad", outcome="skipped")])
+    assert store.results(run_id) == []
+    with pytest.raises(KeyError):
+        store.add_results("no-such-run", [record("ok")])
+
+
+def test_bulk_write_is_fast(store):
+    run_id = _run(store, exit_code=None)
+    recs = [record(f"case-{i:05d}", dtype=("float16", "float32")[i % 2]) for i in range(5000)]
+    t0 = time.perf_counter()
+    store.add_results(run_id, recs)
+    assert time.perf_counter() - t0 < 10  # one transaction; typically well under a second
+    assert store.get_run(run_id)["counts"]["total"] == 5000
+
+
+V1_DDL = """
+CREATE TABLE schema_version (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL);
+INSERT INTO schema_version VALUES (1, '2026-01-01T00:00:00+00:00');
+CREATE TABLE runs (run_id TEXT PRIMARY KEY, tier TEXT NOT NULL, package_version TEXT,
+  package_sha256 TEXT, target TEXT, git_commit TEXT, backend TEXT, farm_version TEXT,
+  started_at TEXT NOT NULL, ended_at TEXT, exit_code INTEGER, meta_json TEXT NOT NULL);
+CREATE TABLE results (run_id TEXT NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE,
+  case_id TEXT NOT NULL, family TEXT, dtype TEXT, schedule TEXT, outcome TEXT NOT NULL,
+  category TEXT, mere REAL, mare REAL, rmse REAL, max_abs REAL, host TEXT, attempts INTEGER,
+  record_json TEXT NOT NULL, PRIMARY KEY (run_id, case_id));
+CREATE TABLE baselines (tier TEXT PRIMARY KEY, run_id TEXT NOT NULL, set_at TEXT NOT NULL);
+CREATE INDEX runs_tier_started ON runs(tier, started_at);
+"""
+
+
+def test_v1_database_is_migrated_on_open(tmp_path):
+    """A store written by the first release (frozen DDL above) opens, migrated and backfilled."""
+    path = tmp_path / "old.sqlite"
+    db = sqlite3.connect(path)
+    db.executescript(V1_DDL)
+    meta = {**RUN_META, "run_id": "r1", "tier": "smoke"}
+    db.execute(
+        "INSERT INTO runs VALUES ('r1','smoke','0.0.9',NULL,'twin',NULL,'twin','0.0.9',"
+        "'2026-01-01T00:00:00+00:00','2026-01-01T00:10:00+00:00',0,?)",
+        (json.dumps(meta),),
+    )
+    for rec in (record("a"), record("b", timings={"wall_s": 2.5}), failed("c")):
+        db.execute(
+            "INSERT INTO results VALUES ('r1',?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (
+                rec["case_id"],
+                rec["family"],
+                rec["dtype"],
+                rec["schedule"],
+                rec["outcome"],
+                rec["category"],
+                1e-7,
+                1e-6,
+                1e-7,
+                1e-6,
+                rec["host"],
+                1,
+                json.dumps(rec),
+            ),
+        )
+    db.execute("INSERT INTO baselines VALUES ('smoke','r1','2026-01-01T00:11:00+00:00')")
+    db.commit()
+    db.close()
+
+    with RunStore(path) as store:
+        assert store.version == SCHEMA_VERSION == schema_version(store.db)
+        run = store.get_run("r1")
+        assert run["counts"] == {"total": 3, "passed": 2, "failed": 1, "broken": 0}
+        assert [h["name"] for h in run["inventory"]] == ["emu-a2-0", "emu-310-0"]
+        rows = {r["case_id"]: r for r in store.result_rows("r1")}
+        assert rows["b"]["wall_s"] == 2.5 and rows["a"]["api"] == "dim"
+        assert store.explicit_baseline("smoke") == "r1"
+        indexes = {
+            r[0] for r in store.db.execute("SELECT name FROM sqlite_master WHERE type='index'")
+        }
+        assert {"results_case", "results_run_outcome"} <= indexes
+        # The migrated store takes new writes.
+        store.add_results("r1", [record("d")])
+        assert store.get_run("r1")["counts"]["total"] == 4
+    with RunStore(path) as again:  # opening a current store changes nothing
+        assert again.version == SCHEMA_VERSION
+
+
+def test_newer_schema_is_refused(tmp_path):
+    path = tmp_path / "future.sqlite"
+    RunStore(path).close()
+    db = sqlite3.connect(path)
+    db.execute("INSERT INTO schema_version VALUES (?, 'later')", (SCHEMA_VERSION + 1,))
+    db.commit()
+    db.close()
+    with pytest.raises(RuntimeError, match="newer"):
+        RunStore(path)
+
+
+def test_baseline_last_green_of_the_same_tier(store):
+    t = "2026-11-0{}T10:00:00+00:00"
+    green1 = _run(store, records=[record("a")], started_at=t.format(1))
+    green2 = _run(store, records=[record("a")], started_at=t.format(2))
+    _run(store, records=[failed("a")], exit_code=1, started_at=t.format(3))  # red
+    _run(store, records=[record("a")], exit_code=None, started_at=t.format(4))  # unfinished
+    _run(
+        store,
+        records=[record("a", outcome="broken", category="infrastructure")],
+        exit_code=0,
+        started_at=t.format(5),
+    )  # broken is not green
+    _run(store, records=[], started_at=t.format(6))  # empty is not green
+    other = _run(store, tier="nightly", records=[record("a")], started_at=t.format(7))
+    current = _run(store, records=[record("a")], started_at=t.format(8))
+
+    assert store.baseline_for("smoke") == current  # newest green, nothing excluded
+    assert store.baseline_for("smoke", exclude_run_id=current) == green2
+    # Comparing an older run never picks a later one.
+    assert store.baseline_for("smoke", exclude_run_id=green2) == green1
+    assert store.baseline_for("nightly", exclude_run_id=other) is None
+    assert store.baseline_for("full") is None
+
+
+def test_explicit_baseline_wins_unless_it_is_the_run_compared(store):
+    t = "2026-11-0{}T10:00:00+00:00"
+    pinned = _run(store, records=[failed("a")], exit_code=1, started_at=t.format(1))
+    green = _run(store, records=[record("a")], started_at=t.format(2))
+    current = _run(store, records=[record("a")], started_at=t.format(3))
+    store.set_baseline("smoke", pinned)
+    assert store.baseline_for("smoke", exclude_run_id=current) == pinned
+    assert store.baseline_for("smoke", exclude_run_id=pinned) is None  # nothing green before
+    store.set_baseline("smoke", green)  # replacing, not adding
+    assert store.baseline_for("smoke", exclude_run_id=current) == green
+    store.clear_baseline("smoke")
+    assert store.baseline_for("smoke", exclude_run_id=current) == green
+    with pytest.raises(KeyError):
+        store.set_baseline("smoke", "nope")
+
+
+def test_runs_listing_newest_first_and_by_tier(store):
+    t = "2026-11-0{}T10:00:00+00:00"
+    ids = [
+        _run(
+            store,
+            tier=("smoke", "nightly")[i % 2],
+            started_at=t.format(i + 1),
+            records=[record("a")],
+        )
+        for i in range(5)
+    ]
+    assert [r["run_id"] for r in store.runs(limit=3)] == ids[::-1][:3]
+    assert [r["run_id"] for r in store.runs(limit=10, tier="nightly")] == [ids[3], ids[1]]
+    assert store.latest_run(tier="smoke")["run_id"] == ids[4]
+
+
+def test_metric_series_per_family_and_dtype(store):
+    t = "2026-11-0{}T10:00:00+00:00"
+    for i in range(4):
+        _run(
+            store,
+            started_at=t.format(i + 1),
+            records=[
+                record("a", metrics={"mere": 1e-7 * (i + 1), "mare": 1e-6}),
+                record("b", metrics={"mere": 3e-7 * (i + 1), "mare": 2e-6}),
+                record("c", dtype="float16", metrics={"mere": 2e-4, "mare": 1e-3}),
+                rejected_ok("r", family="ascend310b"),
+            ],
+        )
+    pts = store.metric_series("smoke", n_runs=3)
+    runs = sorted({p["run_id"] for p in pts}, key=[p["run_id"] for p in pts].index)
+    assert len(runs) == 3  # the last three, oldest first
+    f32 = [p for p in pts if p["dtype"] == "float32" and p["family"] == "ascend910b"]
+    assert [p["mere_median"] for p in f32] == pytest.approx([4e-7, 6e-7, 8e-7])
+    assert [p["mere_max"] for p in f32] == pytest.approx([6e-7, 9e-7, 12e-7])
+    assert all(p["pass_rate"] == 1.0 and p["n"] == 2 for p in f32)
+    rej = [p for p in pts if p["family"] == "ascend310b"]
+    assert rej and all(p["mere_median"] is None for p in rej)
+
+
+def test_history_path_is_beside_the_store_per_tier(tmp_path):
+    p = history_path_for(tmp_path / "x" / "farm.sqlite", "nightly")
+    assert p == (tmp_path / "x" / "allure-history-nightly.jsonl").resolve()
