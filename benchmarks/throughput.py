@@ -9,7 +9,8 @@ Sections (``--sections``, comma-separated):
 
 ``farm-run``
     ``farm run --tier T --no-report --no-progress [--inventory I] [--jobs J]`` as a subprocess,
-    on the embedded pool and on an SSH lab (``farm.pool.lab.lab_up`` into a temporary directory), with
+    on the embedded pool and on an SSH lab (``farm.pool.lab.lab_up`` into a temporary directory),
+    with
     ``FARM_RUNS`` and ``FARM_STORE`` in that directory so the developer's ``runs/`` is untouched.
     From the run's records (``<run>/records/*.jsonl``) and its ``junit.xml``: cases/s (over the
     whole command, and over the pytest session), and per case

@@ -52,7 +52,7 @@ def op_version() -> str:
 
 
 def default_build_dir(plant_bug: str = "", sanitize: bool = False) -> Path:
-    """build/twin for the real library (where farm.agent.backends.twin looks), else a variant dir."""
+    """build/twin for the real library (where the twin backend looks), else a variant dir."""
     name = "twin" + (f"-{plant_bug}" if plant_bug else "") + ("-sanitize" if sanitize else "")
     return ROOT / "build" / name
 
@@ -263,12 +263,6 @@ def build_package(
     out_dir = Path(out_dir)
     out_dir = out_dir if out_dir.is_absolute() else ROOT / out_dir
     return write_archive(out_dir / archive_name(target, plant_bug), files)
-
-
-def read_archive(path: str | Path) -> dict[str, bytes]:
-    """Every regular file of an archive, by path."""
-    with tarfile.open(path, "r:gz") as tar:
-        return {m.name: tar.extractfile(m).read() for m in tar.getmembers() if m.isfile()}
 
 
 # -- sanitizers --------------------------------------------------------------------------------

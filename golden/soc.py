@@ -18,10 +18,13 @@ class SocProfile:
     bf16_cast: bool
 
 
+# The one list of SoC families: id -> the name people read. Case ids use the short form
+# (FAMILY_SHORT), Allure environments the display name (farm/results/report.py).
 FAMILIES = {
     "ascend910b": "Atlas A2 (Ascend910B)",
     "ascend310b": "Atlas 200I/500 A2 (Ascend310B)",
 }
+FAMILY_SHORT = {family: family.removeprefix("ascend") for family in FAMILIES}
 
 _PROFILES = (
     SocProfile("Ascend910B1", "ascend910b", 48, 196608, 32, True),

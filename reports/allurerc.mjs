@@ -6,6 +6,7 @@
 //   FARM_ALLURE_OUTPUT              output directory            (default ./out/latest)
 //   FARM_ALLURE_HISTORY             history JSONL, kept beside the run store; unset: no history
 //   FARM_ALLURE_HISTORY_LIMIT       history entries kept        (default 30)
+//   FARM_ALLURE_ENVIRONMENTS        JSON {family id: environment name}, one environment per family
 //   FARM_ALLURE_GLOBAL_ATTACHMENTS  JSON list of files shown as the report's global attachments
 //                                   (the regression summary and the trend plot)
 // categories.json and quality-gate.json beside this file are shared with the Python side
@@ -17,11 +18,9 @@ const env = process.env;
 const readJson = (name) => JSON.parse(readFileSync(new URL(`./${name}`, import.meta.url), "utf8"));
 
 // One Allure environment per SoC family, chosen by the `family` label that
-// farm.results.allure_glue.annotate() sets. Names must not contain "/".
-const FAMILIES = {
-  ascend910b: "Atlas A2 (ascend910b)",
-  ascend310b: "Atlas 200I-500 A2 (ascend310b)",
-};
+// farm.results.allure_glue.annotate() sets. The families and their names come from golden/soc.py
+// through FARM_ALLURE_ENVIRONMENTS ({id: name}, see farm/results/report.py).
+const FAMILIES = JSON.parse(env.FARM_ALLURE_ENVIRONMENTS || "{}");
 const hasLabel = (labels, name, value) => labels.some((l) => l.name === name && l.value === value);
 const environments = Object.fromEntries(
   Object.entries(FAMILIES).map(([id, name]) => [

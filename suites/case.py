@@ -20,7 +20,6 @@ DTYPE_SHORT = {
     "int32": "i32",
     "int64": "i64",
 }
-FAMILY_SHORT = {"ascend910b": "910b", "ascend310b": "310b"}
 APIS = ("dim", "axes")  # the aclnn call (one dim) or the operator package's axis list
 LAYOUTS = ("contiguous", "strided")
 TENSORS = ("dy", "y", "out")
@@ -79,7 +78,7 @@ class Case:
     def id(self) -> str:
         axes = ".".join(str(a) for a in self.axes)
         parts = [
-            FAMILY_SHORT[self.family],
+            soc.FAMILY_SHORT[self.family],
             DTYPE_SHORT[self.dtype],
             shape_text(self.shape),
             f"d{axes}" if self.api == "dim" else f"ax{axes}",

@@ -10,10 +10,6 @@ from __future__ import annotations
 
 import numpy as np
 
-# Threshold T per dtype (SPEC section 5). Kept here, numpy-only, so that the agent and the plots
-# agree on the bins without importing golden/.
-THRESHOLDS = {"float16": 2.0**-10, "bfloat16": 2.0**-7, "float32": 2.0**-13}
-
 # Default bins: log10(relative error) from 1e-10 to 1e2, four bins per decade. Values below the
 # first edge fall into the first bin, values above the last edge into the last bin; exact zeros are
 # counted apart (log10(0) is -inf).
@@ -54,11 +50,3 @@ def golden_free_histogram(rel_err: np.ndarray, edges=None) -> dict:
         "nonfinite": nonfinite,
         "n": int(np.asarray(rel_err).size),
     }
-
-
-def relative_error(actual: np.ndarray, golden: np.ndarray, eps: float = 1e-7) -> np.ndarray:
-    """|a - g| / (|g| + eps), the element-wise relative error of SPEC section 5, in float64."""
-    a = np.asarray(actual, dtype=np.float64)
-    g = np.asarray(golden, dtype=np.float64)
-    with np.errstate(invalid="ignore", over="ignore"):
-        return np.abs(a - g) / (np.abs(g) + eps)

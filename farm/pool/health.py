@@ -33,7 +33,8 @@ from farm.pool.transport import HANDSHAKE_TIMEOUT, Channel, Transport, open_tran
 
 GOOD, BAD, UNKNOWN = "good", "bad", "unknown"
 QUARANTINE_FILE = "quarantine.json"
-INFRA_ERROR_THRESHOLD = 3
+# Infrastructure errors on one host within a run before it is quarantined (farm/run/leases.py).
+QUARANTINE_AFTER = 3
 
 TransportFactory = Callable[[HostSpec], Transport]
 # canary(channel, identity) -> None when fine, or a reason; an exception is a reason too.
@@ -203,8 +204,9 @@ def _now_iso(ts: float | None = None) -> str:
 class Quarantine:
     """Persistent host quarantine: ``<state_dir>/quarantine.json``, safe across processes.
 
-    Format: ``{"version": 1, "hosts": {name: {"reason", "since", "updated"}},
-    "infra_errors": {name: {"count", "last", "at"}}}``.
+    Format: ``{"version": 1, "hosts": {name: {"reason", "since", "updated"}}}``. Mid-run
+    infrastructure errors are counted per run (farm/run/leases.py RunState) and land here when
+    they reach ``QUARANTINE_AFTER``.
     """
 
     def __init__(self, state_dir: str | os.PathLike[str]) -> None:
@@ -236,14 +238,10 @@ class Quarantine:
             data = {}
         data.setdefault("version", 1)
         data.setdefault("hosts", {})
-        data.setdefault("infra_errors", {})
         return data
 
     def entries(self) -> dict[str, dict[str, Any]]:
         return dict(self._read()["hosts"])
-
-    def is_quarantined(self, host: str) -> bool:
-        return host in self._read()["hosts"]
 
     def reason(self, host: str) -> str | None:
         entry = self._read()["hosts"].get(host)
@@ -261,7 +259,6 @@ class Quarantine:
     def release(self, host: str) -> None:
         with self._locked() as data:
             data["hosts"].pop(host, None)
-            data["infra_errors"].pop(host, None)
 
     def record(self, health: HostHealth) -> None:
         """A bad check quarantines the host; a good one releases it."""
@@ -269,23 +266,6 @@ class Quarantine:
             self.release(health.host)
         else:
             self.add(health.host, "; ".join(health.reasons) or "health check failed")
-
-    def note_infra_error(
-        self, host: str, message: str, threshold: int = INFRA_ERROR_THRESHOLD
-    ) -> bool:
-        """Count an infrastructure error on a host; quarantine it at ``threshold``. Returns
-        whether the host is quarantined now."""
-        with self._locked() as data:
-            now = _now_iso()
-            errs = data["infra_errors"].setdefault(host, {"count": 0})
-            errs.update(count=errs["count"] + 1, last=message, at=now)
-            if errs["count"] >= threshold and host not in data["hosts"]:
-                data["hosts"][host] = {
-                    "reason": f"{errs['count']} infrastructure errors, last: {message}",
-                    "since": now,
-                    "updated": now,
-                }
-            return host in data["hosts"]
 
 
 HOST_COLUMNS = (

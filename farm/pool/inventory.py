@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -154,13 +154,6 @@ class Inventory:
                 return h
         known = ", ".join(h.name for h in self.hosts) or "(none)"
         raise ConfigError(f"{self._where()}: no host named {name!r}; hosts: {known}")
-
-    def families(self) -> list[str]:
-        return sorted({h.family for h in self.hosts})
-
-    def with_tags(self, tags: Iterable[str]) -> Inventory:
-        want = set(tags)
-        return Inventory([h for h in self.hosts if want <= set(h.tags)], self.source)
 
     def _where(self) -> str:
         return f"inventory {self.source}" if self.source else "inventory"

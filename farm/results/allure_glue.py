@@ -77,10 +77,6 @@ CATEGORIES = [
 
 EPIC = "LogSoftmaxGrad"
 ENVIRONMENT_LABEL = "family"
-FAMILY_NAMES = {
-    "ascend910b": "Atlas A2 (ascend910b)",
-    "ascend310b": "Atlas 200I-500 A2 (ascend310b)",
-}
 PLOT_SAMPLE_ONE_IN = 20
 _NAN_INF_WORDS = ("nan", "inf")
 

@@ -25,8 +25,8 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 
-from farm.agent.histogram import THRESHOLDS
 from farm.results.store import METRIC_COLUMNS, RunStore, default_store_path
+from golden.dtypes import T as THRESHOLDS
 
 DEFAULT_DRIFT_FACTOR = 1.5
 # Default noise floor: T/16 of the dtype for every metric. Typical float32 MERE is ~1e-7, far

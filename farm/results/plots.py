@@ -1,7 +1,8 @@
 """PNG plots for the report: a case's error distribution and the per-dtype trend over runs.
 
 matplotlib runs headless (Agg) and every function returns PNG bytes, so a caller can attach them
-to Allure or write them to a file. The agent never imports this module (see farm/agent/histogram.py).
+to Allure or write them to a file. The agent never imports this module
+(see farm/agent/histogram.py).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ matplotlib.use("Agg")
 
 from matplotlib.figure import Figure  # noqa: E402  (after selecting the backend)
 
-from farm.agent.histogram import THRESHOLDS  # noqa: E402
+from golden.dtypes import T as THRESHOLDS  # noqa: E402
 
 _DPI = 80
 

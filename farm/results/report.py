@@ -6,8 +6,8 @@
 
 Per-run settings travel in environment variables that reports/allurerc.mjs reads (see there).
 History: Allure 3 appends one JSON line per generated report to the history file (kept beside the
-run store, one per tier: farm.results.store.history_path_for) and reads it back on the next generate, so
-each case's History tab shows its earlier runs.
+run store, one per tier: farm.results.store.history_path_for) and reads it back on the next
+generate, so each case's History tab shows its earlier runs.
 
 Two details of Allure 3.x matter here:
   - it never cleans the output directory, and it flattens its plugin's directory into the output
@@ -35,8 +35,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from farm.paths import REPO_ROOT
+from golden import soc
 
 REPORTS_DIR = REPO_ROOT / "reports"
+
+
+def environment_names() -> dict[str, str]:
+    """Allure environment per SoC family: golden's display name ("/" is not allowed there)."""
+    return {family: name.replace("/", "-") for family, name in soc.FAMILIES.items()}
 
 
 class ReportToolMissing(RuntimeError):
@@ -148,6 +154,7 @@ def generate(
             FARM_ALLURE_NAME=report_name or "LogSoftmaxGrad farm",
             FARM_ALLURE_HISTORY_LIMIT=str(int(history_limit)),
             FARM_ALLURE_GLOBAL_ATTACHMENTS=json.dumps(attachments),
+            FARM_ALLURE_ENVIRONMENTS=json.dumps(environment_names()),
             NO_COLOR="1",
         )
         if history_path:

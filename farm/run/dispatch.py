@@ -31,10 +31,6 @@ class SlotInfo:
     device: int
 
 
-class NoHealthySlot(InfraError):
-    pass
-
-
 def case_timeout(case, base: float) -> float:
     """Generous for big tensors: the base plus a microsecond per element, twice over."""
     return base + 2e-6 * case.numel

@@ -15,6 +15,8 @@ import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from farm.pool.health import QUARANTINE_AFTER
+
 CASE_OVERHEAD_ELEMENTS = 20_000  # a case's fixed cost, in output elements, for balancing
 
 
@@ -99,7 +101,7 @@ def _lock_path(lock_dir: Path, slot_id: str) -> Path:
 class RunState:
     """Infrastructure errors per host and hosts quarantined during this run."""
 
-    def __init__(self, path: Path, quarantine_after: int = 3):
+    def __init__(self, path: Path, quarantine_after: int = QUARANTINE_AFTER):
         self.path = Path(path)
         self.quarantine_after = quarantine_after
         self.path.parent.mkdir(parents=True, exist_ok=True)

@@ -10,6 +10,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from farm.pool.health import QUARANTINE_AFTER
 from farm.run.dispatch import SlotInfo
 
 
@@ -24,7 +25,7 @@ class Plan:
     hosts: dict[str, dict]  # per healthy host: deployed directories and agent environment
     unhealthy: dict[str, str] = field(default_factory=dict)  # host -> why
     case_timeout: float = 60.0
-    quarantine_after: int = 3
+    quarantine_after: int = QUARANTINE_AFTER
     package: dict = field(default_factory=dict)  # version, sha256, target, file
     git_commit: str = ""
 

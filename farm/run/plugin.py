@@ -22,7 +22,6 @@ from farm.run.dispatch import Dispatcher
 from farm.run.leases import RunState, assign_slots
 
 PLAN = pytest.StashKey[plan_mod.Plan]()
-DISPATCHER = pytest.StashKey[Dispatcher]()
 SUITES_DIR = REPO_ROOT / "suites"
 
 

@@ -7,9 +7,9 @@ and one Allure history file in a temporary directory (FARM_RUNS / FARM_STORE), n
 Each run ends by generating its own report, as `farm run` does.
 
 What run 2 must break is derived here independently of the farm: every selected case is run
-in-process through farm.agent.backends.twin with the good library and with the tail-bug library, and a
-case is *expected to regress* when the two outputs differ (bit for bit, NaN-aware). The farm's own
-verdicts, comparison and report are then checked against that set.
+in-process through farm.agent.backends.twin with the good library and with the tail-bug library,
+and a case is *expected to regress* when the two outputs differ (bit for bit, NaN-aware). The
+farm's own verdicts, comparison and report are then checked against that set.
 
 The slice (`farm run --tier smoke -- -k ...`) is chosen to hold, on both SoC families: cases the
 tail bug breaks with finite errors (3x17, a REDUCE_TAIL row of 17 elements) and with every element
@@ -126,10 +126,11 @@ def tail_bug_breaks(cases) -> set[str]:
     from farm import build
     from farm.agent.backends import twin
     from farm.agent.execute import make_call_inputs
+    from tests.op import twin_abi
 
     good = build.build_twin(build.default_build_dir())
     bad = build.build_twin(build.default_build_dir("tail"), plant_bug="tail")
-    assert twin.build_info(bad).startswith("plant_bug=tail;")
+    assert twin_abi.build_info(bad).startswith("plant_bug=tail;")
     broken = set()
     for case in cases:
         d = case.to_dict()

@@ -73,5 +73,5 @@ def test_the_two_families_have_separate_histories(runs):
     b = tests["310b_f32_3x17_d-1_y.uniform_dy.normal"]
     assert a["historyId"] != b["historyId"]
     assert len(a["history"]) == len(b["history"]) == 2
-    assert a["environment"] == "Atlas A2 (ascend910b)"
-    assert b["environment"] == "Atlas 200I-500 A2 (ascend310b)"
+    assert a["environment"] == "Atlas A2 (Ascend910B)"
+    assert b["environment"] == "Atlas 200I-500 A2 (Ascend310B)"

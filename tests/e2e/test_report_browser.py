@@ -86,10 +86,10 @@ def test_a_person_sees_the_regression_run(chromium, runs, tmp_path):
         assert re.search(rf"Results {n}\b", main) and re.search(rf"Total {n}\b", main), main[:800]
         assert re.search(rf"Failed {bad}\b", main) and re.search(rf"Passed {n - bad}\b", main)
         assert re.search(
-            rf'Environment: "Atlas A2 \(ascend910b\)" {per_family["ascend910b"]}\b', main
+            rf'Environment: "Atlas A2 \(Ascend910B\)" {per_family["ascend910b"]}\b', main
         )
         assert re.search(
-            rf'Environment: "Atlas 200I-500 A2 \(ascend310b\)" {per_family["ascend310b"]}\b',
+            rf'Environment: "Atlas 200I-500 A2 \(Ascend310B\)" {per_family["ascend310b"]}\b',
             main,
         )
         for cid in runs.expected:

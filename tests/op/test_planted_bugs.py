@@ -10,6 +10,7 @@ from farm.agent.backends import twin
 from golden.inputs import make_inputs
 from golden.reference import log_softmax_grad, seed_wrong_no_reduce
 from golden.standards import judge
+from tests.op import twin_abi
 
 DTYPES = ("float32", "float16", "bfloat16")
 
@@ -21,8 +22,8 @@ def verdict(library, dy, y, axes, soc="Ascend910B1"):
 
 
 def test_planted_builds_say_so(seed_noreduce_lib, tail_lib):
-    assert twin.build_info(seed_noreduce_lib) == "plant_bug=seed_noreduce;sanitize=0"
-    assert twin.build_info(tail_lib) == "plant_bug=tail;sanitize=0"
+    assert twin_abi.build_info(seed_noreduce_lib) == "plant_bug=seed_noreduce;sanitize=0"
+    assert twin_abi.build_info(tail_lib) == "plant_bug=tail;sanitize=0"
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

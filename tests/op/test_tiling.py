@@ -19,6 +19,7 @@ import pytest
 from farm.agent.backends import twin
 from golden import contract
 from golden.soc import PROFILES
+from tests.op import twin_abi
 
 
 @pytest.fixture
@@ -47,7 +48,7 @@ def test_version_and_build_info(twin_lib):
     from farm.build import op_version
 
     assert twin.version(twin_lib) == op_version()
-    assert twin.build_info(twin_lib) == "plant_bug=;sanitize=0"
+    assert twin_abi.build_info(twin_lib) == "plant_bug=;sanitize=0"
 
 
 MERGES = [

@@ -12,6 +12,7 @@ from farm.agent.backends import twin
 from golden.inputs import make_inputs
 from golden.reference import log_softmax_grad
 from golden.standards import judge
+from tests.op import twin_abi
 
 DTYPES = ("float32", "float16", "bfloat16")
 
@@ -172,7 +173,7 @@ def test_special_values_propagate(twin_lib, special):
 @pytest.mark.parametrize("name, dtype", [("float16", np.float16), ("bfloat16", ml_dtypes.bfloat16)])
 def test_conversions_match_ml_dtypes(twin_lib, name, dtype):
     every = np.arange(1 << 16, dtype=np.uint16).view(dtype)
-    widened = twin.convert(every, np.float32)
+    widened = twin_abi.convert(every, np.float32)
     np.testing.assert_array_equal(widened.view(np.uint32), every.astype(np.float32).view(np.uint32))
     rng = np.random.default_rng(0)
     bits = np.concatenate(
@@ -198,7 +199,7 @@ def test_conversions_match_ml_dtypes(twin_lib, name, dtype):
         ]
     )
     src = bits.view(np.float32)
-    got = twin.convert(src, dtype).view(np.uint16)
+    got = twin_abi.convert(src, dtype).view(np.uint16)
     with np.errstate(over="ignore", invalid="ignore"):
         want = src.astype(dtype).view(np.uint16)
     nan = np.isnan(src)

@@ -117,27 +117,17 @@ def test_ssh_unreachable_host_is_bad_with_the_reason(lab_inventory, agent_bundle
 
 def test_quarantine_until_a_check_passes(tmp_path):
     q = Quarantine(tmp_path / "state")
-    assert q.entries() == {} and not q.is_quarantined("a2-01")
+    assert q.entries() == {} and q.reason("a2-01") is None
     q.record(HostHealth("a2-01", BAD, ["SoC mismatch: ..."]))
-    assert q.is_quarantined("a2-01") and q.reason("a2-01") == "SoC mismatch: ..."
+    assert q.reason("a2-01") == "SoC mismatch: ..."
     since = q.entries()["a2-01"]["since"]
     q.record(HostHealth("a2-01", BAD, ["still wrong"]))
     assert q.entries()["a2-01"]["since"] == since and q.reason("a2-01") == "still wrong"
     # Survives a new process (it is a file) ...
-    assert Quarantine(tmp_path / "state").is_quarantined("a2-01")
+    assert "a2-01" in Quarantine(tmp_path / "state").entries()
     # ... until a check passes.
     q.record(HostHealth("a2-01", GOOD, []))
-    assert not q.is_quarantined("a2-01")
-
-
-def test_repeated_infra_errors_quarantine_a_host(tmp_path):
-    q = Quarantine(tmp_path)
-    assert not q.note_infra_error("a2-01", "AgentTimeout: no reply", threshold=3)
-    assert not q.note_infra_error("a2-01", "ConnectionLost: reset", threshold=3)
-    assert q.note_infra_error("a2-01", "ConnectionLost: reset again", threshold=3)
-    assert q.reason("a2-01") == "3 infrastructure errors, last: ConnectionLost: reset again"
-    q.release("a2-01")
-    assert not q.note_infra_error("a2-01", "one more", threshold=3)  # the count restarted
+    assert q.entries() == {}
 
 
 def test_damaged_quarantine_file_does_not_crash(tmp_path):

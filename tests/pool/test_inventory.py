@@ -74,7 +74,7 @@ def test_valid_inventory_loads_with_defaults_and_slots(keys):
     assert emu.transport == "local" and emu.env_dict["LSG_EMULATED_SOC"] == "Ascend910B4"
     assert Path(emu.workdir).is_absolute()
     assert a2.family == "ascend910b" and a200.family == "ascend310b"
-    assert inv.families() == ["ascend310b", "ascend910b"]
+    assert sorted({h.family for h in inv.hosts}) == ["ascend310b", "ascend910b"]
     slots = inv.slots()
     assert len(slots) == 8 + 1 + 2
     assert slots[0].id == "a2-01:0" and slots[7].id == "a2-01:7" and slots[8].id == "a200-01:0"

@@ -136,8 +136,8 @@ def test_history_is_carried_across_three_runs(three_runs):
     a = last[("prec-f32-tail", "ascend910b")]
     b = last[("prec-f32-tail", "ascend310b")]
     assert a["historyId"] != b["historyId"] and len(a["history"]) == len(b["history"]) == 2
-    assert a["environment"] == "Atlas A2 (ascend910b)"
-    assert b["environment"] == "Atlas 200I-500 A2 (ascend310b)"
+    assert a["environment"] == "Atlas A2 (Ascend910B)"
+    assert b["environment"] == "Atlas 200I-500 A2 (Ascend310B)"
     assert last[("prec-f32-new", "ascend910b")]["history"] == []
 
 
@@ -146,8 +146,8 @@ def test_report_has_environments_categories_and_run_summary(three_runs):
     envs = {
         e["id"]: e["name"] for e in json.loads((out / "widgets" / "environments.json").read_text())
     }
-    assert envs["ascend910b"] == "Atlas A2 (ascend910b)"
-    assert envs["ascend310b"] == "Atlas 200I-500 A2 (ascend310b)"
+    assert envs["ascend910b"] == "Atlas A2 (Ascend910B)"
+    assert envs["ascend310b"] == "Atlas 200I-500 A2 (Ascend310B)"
     watched = _test_results(out)[(WATCHED, "ascend910b")]
     assert [c["name"] for c in watched["categories"]] == ["Precision failure"]
     globals_ = json.loads((out / "widgets" / "globals.json").read_text())
@@ -241,8 +241,8 @@ def test_a_person_sees_the_report(chromium, three_runs, tmp_path):
         # The overview: five cases, one failed, both families as environments, the summary.
         assert re.search(r"Results 5\b", main) and re.search(r"Total 5\b", main), main[:1500]
         assert re.search(r"Failed 1\b", main) and re.search(r"Passed 4\b", main)
-        assert 'Environment: "Atlas A2 (ascend910b)"' in main
-        assert 'Environment: "Atlas 200I-500 A2 (ascend310b)"' in main
+        assert 'Environment: "Atlas A2 (Ascend910B)"' in main
+        assert 'Environment: "Atlas 200I-500 A2 (Ascend310B)"' in main
         assert "Global Attachments 5" in main and "package.sha256" in main
 
         # The failed case: message, category, history, and its plot once its row is opened.

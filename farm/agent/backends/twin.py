@@ -179,11 +179,6 @@ def version(library: str | Path | None = None) -> str:
     return load(library).lsg_version().decode()
 
 
-def build_info(library: str | Path | None = None) -> str:
-    """How the library was built, e.g. "plant_bug=;sanitize=0"."""
-    return load(library).lsg_build_info().decode()
-
-
 def soc_profiles(library: str | Path | None = None) -> list[dict[str, Any]]:
     """The SoC table compiled into the library."""
     lib = load(library)
@@ -236,7 +231,7 @@ class PlanResult:
 TwinResult = BackendResult
 
 
-def _dtype_code(dtype: Any) -> int:
+def dtype_code(dtype: Any) -> int:
     if isinstance(dtype, (int, np.integer)):
         return int(dtype)
     dt = np.dtype(dtype)
@@ -250,12 +245,12 @@ class _Descriptor:
 
     def __init__(self, t: np.ndarray | Spec):
         if isinstance(t, np.ndarray):
-            shape, code, data = t.shape, _dtype_code(t.dtype), t.ctypes.data or None
+            shape, code, data = t.shape, dtype_code(t.dtype), t.ctypes.data or None
             if t.size and t.ndim and any(s % t.itemsize for s in t.strides):
                 raise ValueError("array strides are not whole elements")
             strides = None if t.flags.c_contiguous else tuple(s // t.itemsize for s in t.strides)
         else:
-            shape, code, data = tuple(t.shape), _dtype_code(t.dtype), None
+            shape, code, data = tuple(t.shape), dtype_code(t.dtype), None
             strides = None if t.strides is None else tuple(t.strides)
         rank = len(shape)
         self._shape = (ctypes.c_int64 * max(rank, 1))(*shape)
@@ -414,16 +409,3 @@ def run_call(dy, y, axes, soc, *, out_dtype, out_shape=None, missing=None, api="
     if isinstance(out_dtype, str):
         out_dtype = numpy_dtype(out_dtype)
     return run(dy, y, axes, soc, out_dtype=out_dtype, out_shape=out_shape, missing=missing)
-
-
-def convert(src: np.ndarray, dst_dtype: Any, *, library: str | Path | None = None) -> np.ndarray:
-    """The twin's own fp32 <-> fp16/bf16 conversion (for tests of its rounding)."""
-    lib = load(library)
-    src = np.ascontiguousarray(src)
-    dst = np.empty(src.shape, dtype=dst_dtype)
-    rc = lib.lsg_convert(
-        _dtype_code(src.dtype), src.ctypes.data, _dtype_code(dst.dtype), dst.ctypes.data, src.size
-    )
-    if rc != 0:
-        raise ValueError(f"lsg_convert {src.dtype} -> {dst.dtype} is not supported")
-    return dst
