@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
 
 from golden import soc
@@ -135,6 +135,7 @@ def ranks(family: str, dtypes, full: bool) -> Iterator[Case]:
             yield _case(family, dtype, (), (0,), "ranks", api="axes")
         for rank in range(1, 9):
             shape = tuple(2 + (j % 3) for j in range(rank))
+            dims: Sequence[int]
             if full:
                 dims = range(-rank, rank)
             elif rank == 8:
@@ -208,7 +209,7 @@ def special_values(family: str, dtypes, full: bool) -> Iterator[Case]:
 
 
 def strided_views(family: str, dtypes, full: bool) -> Iterator[Case]:
-    shapes = [((3, 33), (-1,)), ((2, 9, 5), (1,))]
+    shapes: list[tuple[tuple[int, ...], tuple[int, ...]]] = [((3, 33), (-1,)), ((2, 9, 5), (1,))]
     if full:
         shapes += [((4, 1, 6), (1,)), ((2, 3, 4, 5), (1, 2))]
     for dtype in dtypes if full else dtypes[:2]:

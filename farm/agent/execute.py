@@ -12,7 +12,9 @@ import time
 import numpy as np
 
 from farm.agent.histogram import golden_free_histogram
+from farm.agent.identity import Identity
 from farm.agent.outcome import classify
+from farm.agent.record import ResultRecord, Verdict
 from golden import dtypes, inputs, reference, standards
 
 
@@ -72,7 +74,7 @@ def strided_view(a: np.ndarray) -> np.ndarray:
     return wide[..., ::2]
 
 
-def run_case(case: dict, backend: str, device: int, identity) -> dict:
+def run_case(case: dict, backend: str, device: int, identity: Identity) -> ResultRecord:
     started = time.perf_counter()
     dy, y = make_call_inputs(case)
     out_dtype = case.get("out_dtype") or case["dtype"]
@@ -91,7 +93,7 @@ def run_case(case: dict, backend: str, device: int, identity) -> dict:
     )
     backend_s = result.seconds
 
-    record = {
+    record: ResultRecord = {
         "case_id": case["id"],
         "status": result.status,
         "reason": result.reason,
@@ -113,21 +115,23 @@ def run_case(case: dict, backend: str, device: int, identity) -> dict:
         golden_s = time.perf_counter() - golden_started
     outcome, category, message = classify(expect, record)
     record.update(
-        outcome=outcome,
-        category=category,
-        message=message,
-        host=identity.host,
-        soc=identity.soc,
-        timings={
-            "backend_s": backend_s,
-            "golden_s": golden_s,
-            "total_s": time.perf_counter() - started,
-        },
+        {
+            "outcome": outcome,
+            "category": category,
+            "message": message,
+            "host": identity.host,
+            "soc": identity.soc,
+            "timings": {
+                "backend_s": backend_s,
+                "golden_s": golden_s,
+                "total_s": time.perf_counter() - started,
+            },
+        }
     )
     return record
 
 
-def _judge(case: dict, dy, y, out, expect: dict) -> dict:
+def _judge(case: dict, dy, y, out, expect: dict) -> ResultRecord:
     dtype = case["dtype"]
     if out.dtype != dtypes.numpy_dtype(dtype) or out.shape != dy.shape:
         # The contract says out has dy's dtype and shape; anything else cannot be judged.
@@ -156,12 +160,9 @@ def _judge(case: dict, dy, y, out, expect: dict) -> dict:
         "standards": {
             name: {"passed": v.passed, "reason": v.reason} for name, v in verdicts.items()
         },
-        "verdict": {
-            "standard": standard,
-            "level": gate.level,
-            "passed": gate.passed,
-            "reason": gate.reason,
-        },
+        "verdict": Verdict(
+            standard=standard, level=gate.level, passed=gate.passed, reason=gate.reason
+        ),
     }
 
 

@@ -6,7 +6,13 @@ only the orchestrator decides about infrastructure errors, which never reach thi
 
 from __future__ import annotations
 
-PASSED, FAILED = "passed", "failed"
+from collections.abc import Mapping
+from typing import Any
+
+from farm.agent.record import Outcome, ResultRecord
+
+PASSED: Outcome = "passed"
+FAILED: Outcome = "failed"
 CATEGORIES = (
     "precision",
     "unexpected_acceptance",
@@ -17,7 +23,7 @@ CATEGORIES = (
 )
 
 
-def classify(expect: dict, record: dict) -> tuple[str, str | None, str]:
+def classify(expect: Mapping[str, Any], record: ResultRecord) -> tuple[Outcome, str | None, str]:
     status, reason = record["status"], record["reason"]
     if expect["kind"] == "reject":
         want = f"{expect['reason']} ({expect['status']})"

@@ -22,7 +22,7 @@ Standard library only: this module is shipped to hosts inside the agent bundle.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, TypeGuard
 
 from farm import __version__
 from farm.agent.errors import AgentError, ProtocolError
@@ -85,7 +85,7 @@ def _preview(line: bytes, limit: int = 120) -> str:
     return repr(text) + (" ..." if len(line) > limit else "")
 
 
-def _is_int(value: Any) -> bool:
+def _is_int(value: Any) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 

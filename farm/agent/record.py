@@ -1,35 +1,116 @@
-"""Result records: what every case yields exactly once, whoever makes it."""
+"""The result record: what every case yields exactly once, whoever makes it.
+
+One typed definition for a record's whole journey: the agent makes it (farm/agent/execute.py),
+the dispatcher adds where it ran (farm/run/dispatch.py), the pytest plugin appends it to
+``<run>/records/<worker>.jsonl``, the runner writes the summary, the store keeps it as JSON with a
+few indexed columns (farm/results/store.py), and compare and the Allure glue read it back. The
+column lists below are derived from these types, so a field is named in one place.
+
+Standard library only: this module ships to hosts with the agent.
+"""
 
 from __future__ import annotations
 
-CASE_FIELDS = (
-    "family",
-    "dtype",
-    "shape",
-    "axes",
-    "api",
-    "schedule",
-    "y_dist",
-    "dy_dist",
-    "special",
-    "layout",
-    "seed",
-    "expect",
-    "origin",
-)
+from typing import Any, Literal, TypedDict
+
+Outcome = Literal["passed", "failed", "broken"]
+OUTCOMES: tuple[Outcome, ...] = ("passed", "failed", "broken")
 
 
-def with_case(record: dict, case, data: dict | None = None) -> dict:
-    """Every record carries the case's own description, so a record stands alone. `data` is
-    case.to_dict() when the caller already has it."""
+class CaseFields(TypedDict, total=False):
+    """The case's own description, copied into every record so that a record stands alone."""
+
+    family: str
+    dtype: str
+    shape: list[int]
+    axes: list[int]
+    api: str
+    schedule: str
+    y_dist: str
+    dy_dist: str
+    special: str
+    layout: str
+    seed: int
+    expect: dict[str, Any]  # suites/case.py: kind (precision | reject), standard, level, status
+    origin: str
+
+
+class HeadlineMetrics(TypedDict, total=False):
+    """The metrics that regressions are measured on (golden/metrics.py computes many more)."""
+
+    mere: float
+    mare: float
+    rmse: float
+    max_abs: float
+
+
+class Timings(TypedDict, total=False):
+    backend_s: float  # the operator call alone (agent)
+    golden_s: float  # golden, metrics and standards (agent)
+    total_s: float  # the whole case in the agent
+    wall_s: float  # the whole case seen from the dispatcher, retries included
+
+
+class StandardVerdict(TypedDict):
+    passed: bool
+    reason: str
+
+
+class Verdict(TypedDict, total=False):
+    standard: str | None  # the gating standard
+    level: str | None  # benchmark-ratio's L0/L1/L2
+    passed: bool
+    reason: str
+
+
+class ResultRecord(CaseFields, total=False):
+    case_id: str
+    # What the operator did (agent).
+    status: int | None  # aclnn status; None where the operator never ran
+    reason: str | None  # golden.contract reason name of a rejection
+    op_message: str
+    workspace: int
+    tiling: dict[str, Any] | None
+    inputs_sha256: str
+    # How it was judged (agent): every standard's verdict, the gate's, all metrics (JSON-safe:
+    # NaN and inf as strings) and the error histogram under metrics["hist"].
+    metrics: dict[str, Any] | None
+    standards: dict[str, StandardVerdict]
+    verdict: Verdict | None
+    # The one outcome of the case.
+    outcome: Outcome
+    category: str | None  # farm/agent/outcome.py CATEGORIES; None when passed
+    message: str
+    # Where and how it ran (dispatcher).
+    host: str | None  # the inventory host
+    machine: str | None  # the hostname the agent reported
+    soc: str | None
+    slot: str | None
+    attempts: int
+    infra_errors: list[str]
+    timings: Timings
+
+
+CASE_FIELDS: tuple[str, ...] = tuple(CaseFields.__annotations__)
+METRIC_COLUMNS: tuple[str, ...] = tuple(HeadlineMetrics.__annotations__)
+TIMING_COLUMNS: tuple[str, ...] = tuple(Timings.__annotations__)
+# What the run summary lists of each case that did not pass.
+FAILURE_FIELDS: tuple[str, ...] = ("case_id", "category", "message", "host")
+
+
+def with_case(record: ResultRecord, case: Any, data: dict[str, Any] | None = None) -> ResultRecord:
+    """Every record carries the case's own description. `case` is a suites.case.Case (not
+    imported: the agent does not ship suites/); `data` is case.to_dict() when the caller already
+    has it."""
     data = data or case.to_dict()
-    record.update(case_id=case.id, **{k: data[k] for k in CASE_FIELDS})
+    record["case_id"] = case.id
+    record.update({k: data[k] for k in CASE_FIELDS})  # type: ignore[typeddict-item]
     return record
 
 
-def broken_record(case, message: str, **fields) -> dict:
+def broken_record(case: Any, message: str, **fields: Any) -> ResultRecord:
     """The record of a case the pool could not run (an infrastructure outcome)."""
-    record = {
+    record: ResultRecord = {
         "outcome": "broken",
         "category": "infrastructure",
         "message": message,
@@ -46,5 +127,5 @@ def broken_record(case, message: str, **fields) -> dict:
         "attempts": 0,
         "timings": {},
     }
-    record.update(fields)
+    record.update(fields)  # type: ignore[typeddict-item]
     return with_case(record, case)

@@ -57,7 +57,7 @@ HOST_KEY_POLICIES = ("strict", "accept-new")
 DEFAULT_SSH_WORKDIR = "lsg-farm"
 DEFAULT_CONNECT_TIMEOUT = 10.0
 
-_HOST_FIELDS = {
+_HOST_FIELDS: dict[str, tuple[type | tuple[type, ...], str]] = {
     # field: (type(s), description used in messages)
     "name": (str, "a unique host name"),
     "transport": (str, '"ssh" or "local"'),

@@ -37,10 +37,9 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
-DEFAULT_STORE = Path("runs") / "farm.sqlite"
+from farm.agent.record import METRIC_COLUMNS, OUTCOMES, TIMING_COLUMNS
 
-METRIC_COLUMNS = ("mere", "mare", "rmse", "max_abs")
-TIMING_COLUMNS = ("backend_s", "golden_s", "total_s", "wall_s")
+DEFAULT_STORE = Path("runs") / "farm.sqlite"
 
 
 def default_store_path() -> Path:
@@ -323,18 +322,12 @@ _RESULT_COLUMNS = (
     "outcome",
     "category",
     "status",
-    "mere",
-    "mare",
-    "rmse",
-    "max_abs",
+    *METRIC_COLUMNS,
     "host",
     "soc",
     "slot",
     "attempts",
-    "backend_s",
-    "golden_s",
-    "total_s",
-    "wall_s",
+    *TIMING_COLUMNS,
     "record_json",
 )
 _INSERT_RESULT = (
@@ -346,7 +339,7 @@ _INSERT_RESULT = (
 def _result_row(run_id: str, rec: Mapping) -> tuple:
     if not rec.get("case_id"):
         raise ValueError("a result record needs a case_id")
-    if rec.get("outcome") not in ("passed", "failed", "broken"):
+    if rec.get("outcome") not in OUTCOMES:
         raise ValueError(
             f"{rec.get('case_id')}: outcome must be passed|failed|broken, "
             f"not {rec.get('outcome')!r}"
@@ -418,7 +411,7 @@ def _run_dict(row: sqlite3.Row) -> dict:
 class RunStore:
     """A SQLite run store. One instance per process (or thread); cheap to open."""
 
-    def __init__(self, path: str | os.PathLike = None, timeout: float = 60.0):
+    def __init__(self, path: str | os.PathLike | None = None, timeout: float = 60.0):
         self.path = Path(path) if path is not None else default_store_path()
         if str(self.path) != ":memory:":
             self.path.parent.mkdir(parents=True, exist_ok=True)

@@ -11,11 +11,13 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 from farm.agent.errors import InfraError
-from farm.agent.record import broken_record, with_case
+from farm.agent.record import ResultRecord, broken_record, with_case
 from farm.errors import ConnectionLost
 from farm.run.leases import LeaseTimeout, RunState, lease_any
+from suites.case import Case
 
 MAX_RETRIES = 2
 AGENT_STARTUP_ALLOWANCE = 30.0  # seconds
@@ -31,6 +33,16 @@ class SlotInfo:
     device: int
 
 
+class CaseChannel(Protocol):
+    """A persistent channel to one agent (farm/pool/transport/base.py Channel, or a test fake)."""
+
+    def run_case(
+        self, case: dict[str, Any], backend: str, device: int, timeout: float
+    ) -> dict[str, Any]: ...
+
+    def close(self) -> None: ...
+
+
 def case_timeout(case, base: float) -> float:
     """Generous for big tensors: the base plus a microsecond per element, twice over."""
     return base + 2e-6 * case.numel
@@ -42,7 +54,7 @@ class Dispatcher:
     def __init__(
         self,
         slots: list[SlotInfo],
-        open_channel: Callable[[SlotInfo], object],
+        open_channel: Callable[[SlotInfo], CaseChannel],
         state: RunState,
         lock_dir,
         backend: str,
@@ -58,7 +70,7 @@ class Dispatcher:
         self.lock_dir = lock_dir
         self.backend = backend
         self.base_timeout = base_timeout
-        self._channels: dict[str, object] = {}
+        self._channels: dict[str, CaseChannel] = {}
 
     def close(self) -> None:
         for channel in self._channels.values():
@@ -85,7 +97,7 @@ class Dispatcher:
 
     # -- running --------------------------------------------------------------------------
 
-    def run(self, case, preferred: str | None = None) -> dict:
+    def run(self, case: Case, preferred: str | None = None) -> ResultRecord:
         started = time.perf_counter()
         tried: list[str] = []
         errors: list[str] = []
@@ -126,9 +138,8 @@ class Dispatcher:
                 # The agent reports its machine's hostname; the record names the inventory host
                 # (what the quarantine, `farm hosts` and the report speak of).
                 record["machine"] = record.get("host")
-                record.update(
-                    host=slot.host, slot=slot.id, attempts=len(tried), infra_errors=errors
-                )
+                record.update({"host": slot.host, "slot": slot.id, "attempts": len(tried)})
+                record["infra_errors"] = errors
                 record["timings"]["wall_s"] = time.perf_counter() - started
                 return record
             if len(tried) + waits > MAX_RETRIES:
@@ -136,7 +147,7 @@ class Dispatcher:
                     case, tried, errors, started, f"gave up after {len(tried) + waits} attempts"
                 )
 
-    def _attempt(self, slot: SlotInfo, payload: dict, case) -> dict:
+    def _attempt(self, slot: SlotInfo, payload: dict[str, Any], case: Case) -> ResultRecord:
         channel = self._channels.get(slot.id)
         timeout = case_timeout(case, self.base_timeout)
         if channel is None:
@@ -145,7 +156,7 @@ class Dispatcher:
             # case; that is start-up, not the case being slow.
             timeout += AGENT_STARTUP_ALLOWANCE
         result = channel.run_case(payload, self.backend, slot.device, timeout)
-        return with_case(dict(result), case, payload)
+        return with_case(ResultRecord(**result), case, payload)  # type: ignore[typeddict-item]
 
     def _drop(self, slot: SlotInfo) -> None:
         channel = self._channels.pop(slot.id, None)
@@ -155,7 +166,9 @@ class Dispatcher:
             except Exception:
                 pass
 
-    def _broken(self, case, tried, errors, started, summary: str) -> dict:
+    def _broken(
+        self, case: Case, tried: list[str], errors: list[str], started: float, summary: str
+    ) -> ResultRecord:
         detail = "; ".join(errors[-3:])
         last = self.slots[tried[-1]] if tried else None
         return broken_record(
@@ -169,12 +182,16 @@ class Dispatcher:
             timings={"wall_s": time.perf_counter() - started},
         )
 
-    def _crash(self, case, slot: SlotInfo, tried, started, crash: str) -> dict:
+    def _crash(
+        self, case: Case, slot: SlotInfo, tried: list[str], started: float, crash: str
+    ) -> ResultRecord:
         record = self._broken(case, tried, [], started, "")
         record.update(
-            outcome="failed",
-            category="crash",
-            message=f"the agent died running this case on {slot.id}: {crash}",
+            {
+                "outcome": "failed",
+                "category": "crash",
+                "message": f"the agent died running this case on {slot.id}: {crash}",
+            }
         )
         return record
 

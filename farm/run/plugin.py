@@ -13,13 +13,18 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
+from farm.agent.record import ResultRecord
 from farm.paths import REPO_ROOT
 from farm.run import plan as plan_mod
 from farm.run.dispatch import Dispatcher
 from farm.run.leases import RunState, assign_slots
+
+if TYPE_CHECKING:
+    from suites.case import Case
 
 PLAN = pytest.StashKey[plan_mod.Plan]()
 SUITES_DIR = REPO_ROOT / "suites"
@@ -194,7 +199,6 @@ def farm_plan(request) -> plan_mod.Plan:
 def farm_dispatcher(request, farm_plan):
     from farm.run.prepare import _reload_pool, open_channel_factory
 
-    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
     left_out: dict[str, dict[str, str]] = {}
     if farm_plan.unhealthy:
         inventory = _reload_pool(farm_plan.inventory)
@@ -209,10 +213,16 @@ def farm_dispatcher(request, farm_plan):
         backend=farm_plan.backend,
         base_timeout=farm_plan.case_timeout,
     )
-    records = RecordWriter(farm_plan.run_dir / "records" / f"{worker}.jsonl")
-    dispatcher.records = records
     yield dispatcher
     dispatcher.close()
+
+
+@pytest.fixture(scope="session")
+def farm_records(farm_plan):
+    """This worker's records file: every case's record, appended as it comes back."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    records = RecordWriter(farm_plan.run_dir / "records" / f"{worker}.jsonl")
+    yield records
     records.close()
 
 
@@ -223,7 +233,7 @@ class RecordWriter:
         path.parent.mkdir(parents=True, exist_ok=True)
         self._fh = open(path, "a", encoding="utf-8")
 
-    def write(self, record: dict) -> None:
+    def write(self, record: ResultRecord) -> None:
         self._fh.write(json.dumps(record, allow_nan=False, default=str) + "\n")
         self._fh.flush()
 
@@ -232,13 +242,13 @@ class RecordWriter:
 
 
 @pytest.fixture
-def farm_run(request, farm_dispatcher):
+def farm_run(request, farm_dispatcher, farm_records):
     """Run a case on the pool; returns its final record (already stored and annotated)."""
 
-    def run(case) -> dict:
+    def run(case: Case) -> ResultRecord:
         preferred = request.node.stash.get(_PREFERRED, None)
         record = farm_dispatcher.run(case, preferred)
-        farm_dispatcher.records.write(record)
+        farm_records.write(record)
         request.node.user_properties.extend(
             [
                 ("farm_host", record.get("host")),
@@ -252,7 +262,7 @@ def farm_run(request, farm_dispatcher):
     return run
 
 
-def _annotate(record: dict) -> None:
+def _annotate(record: ResultRecord) -> None:
     try:
         from farm.results import allure_glue
     except ImportError:  # allure-pytest missing: the run still counts, the report is poorer

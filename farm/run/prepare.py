@@ -19,7 +19,7 @@ from farm.agent.errors import FarmError
 from farm.paths import REPO_ROOT, RUNS_DIR, STATE_DIR
 from farm.pool import deploy, health
 from farm.pool.inventory import HostSpec, Inventory, default_inventory, load_inventory
-from farm.pool.transport import open_transport
+from farm.pool.transport import Transport, open_transport
 from farm.run.plan import Plan
 from golden import soc
 from suites.case import Case
@@ -95,7 +95,7 @@ def make_canary(backend: str):
                 "failed",
             ):
                 return f"canary {case.id}: no judged result came back: {record.get('message')}"
-            known = sha256_of(*make_call_inputs(case.to_dict()))
+            known = sha256_of(*(t for t in make_call_inputs(case.to_dict()) if t is not None))
             if record.get("inputs_sha256") != known:
                 return (
                     f"canary {case.id}: the host made other inputs from the same seed "
@@ -220,7 +220,7 @@ def prepare_pool(
 def open_channel_factory(plan: Plan):
     """slot -> a fresh agent channel on the slot's host; one SSH connection per host, reused."""
     inventory = _reload_pool(plan.inventory)
-    transports: dict[str, object] = {}
+    transports: dict[str, Transport] = {}
 
     def open_channel(slot):
         spec = inventory.host(slot.host)

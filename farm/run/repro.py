@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from farm import paths
+from farm.agent.record import ResultRecord
 from farm.errors import ConfigError
 from farm.run import prepare
 from farm.run.dispatch import Dispatcher, SlotInfo
@@ -91,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0 if record["outcome"] == "passed" else 1
 
 
-def show(console: Console, case, described: dict, record: dict) -> None:
+def show(console: Console, case, described: dict, record: ResultRecord) -> None:
     console.print(
         f"[bold]{case.id}[/]  seed {case.seed}  on {record.get('slot')} ({record.get('soc')})",
         highlight=False,
@@ -103,9 +104,10 @@ def show(console: Console, case, described: dict, record: dict) -> None:
         f"status   {record.get('status')} {record.get('reason')} {record.get('op_message') or ''}",
         highlight=False,
     )
-    if record.get("tiling"):
+    tiling = record.get("tiling")
+    if tiling:
         table = Table(title="tiling record", show_header=False)
-        for key, value in record["tiling"].items():
+        for key, value in tiling.items():
             table.add_row(key, str(value))
         console.print(table)
     metrics = {

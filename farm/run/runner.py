@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.table import Table
 
 from farm import __version__, paths
-from farm.agent.record import broken_record
+from farm.agent.record import FAILURE_FIELDS, ResultRecord, broken_record
 from farm.pool import health
 from farm.run import prepare
 from farm.run.plan import Plan
@@ -30,13 +30,13 @@ EXIT_OK, EXIT_PRODUCT, EXIT_INFRA = 0, 1, 2
 
 def collect_records(
     run_dir: Path, cases: list[Case], drop_missing: bool = False
-) -> tuple[list[dict], list[str]]:
+) -> tuple[list[ResultRecord], list[str]]:
     """Exactly one record per case: the workers' records, and a broken record for any case that
     has none (a worker died). Returns the records and notes about duplicates or strays.
 
     ``drop_missing``: the session was stopped on purpose (-x, --maxfail): cases without a record
     were never run, and are left out of the run instead of counted as lost."""
-    by_id: dict[str, dict] = {}
+    by_id: dict[str, ResultRecord] = {}
     notes: list[str] = []
     for path in sorted((run_dir / "records").glob("*.jsonl")):
         for line_no, line in enumerate(path.read_text().splitlines(), 1):
@@ -65,11 +65,11 @@ def collect_records(
     return [by_id[c.id] for c in cases], notes
 
 
-def lost_record(case: Case) -> dict:
+def lost_record(case: Case) -> ResultRecord:
     return broken_record(case, "no result came back for this case (its worker died)")
 
 
-def exit_code(records: list[dict], plan: Plan, quarantined_mid_run: dict) -> int:
+def exit_code(records: list[ResultRecord], plan: Plan, quarantined_mid_run: dict) -> int:
     outcomes = Counter(r["outcome"] for r in records)
     if outcomes["broken"] or plan.unhealthy or quarantined_mid_run:
         return EXIT_INFRA
@@ -221,7 +221,7 @@ def run_meta(plan: Plan, started: str) -> dict:
     }
 
 
-def write_summary(plan: Plan, records: list[dict], code: int, quarantined: dict) -> Path:
+def write_summary(plan: Plan, records: list[ResultRecord], code: int, quarantined: dict) -> Path:
     outcomes = Counter(r["outcome"] for r in records)
     summary = {
         "run_id": plan.run_id,
@@ -234,14 +234,7 @@ def write_summary(plan: Plan, records: list[dict], code: int, quarantined: dict)
         "unhealthy_hosts": plan.unhealthy,
         "quarantined_during_run": quarantined,
         "failures": [
-            {
-                "case_id": r["case_id"],
-                "category": r["category"],
-                "message": r["message"],
-                "host": r.get("host"),
-            }
-            for r in records
-            if r["outcome"] != "passed"
+            {k: r.get(k) for k in FAILURE_FIELDS} for r in records if r["outcome"] != "passed"
         ],
         "allure_results": str(plan.run_dir / "allure-results"),
         "junit": str(plan.run_dir / "junit.xml"),

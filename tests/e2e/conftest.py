@@ -24,9 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from farm.pool.lab import Lab
 from suites import matrix
-from tests.requirements import need_sshd
 
 REPO = Path(__file__).resolve().parents[2]
 RUN_TIMEOUT = 600  # a hung run fails the test instead of hanging CI
@@ -262,14 +260,8 @@ def farm(tmp_path) -> Farm:
 
 
 @pytest.fixture(scope="session")
-def lab(tmp_path_factory):
-    need_sshd()
-    lab = Lab(tmp_path_factory.mktemp("e2e-lab"))
-    lab.up(3)
-    try:
-        yield lab
-    finally:
-        lab.down()
+def lab(ssh_lab):
+    return ssh_lab
 
 
 @pytest.fixture

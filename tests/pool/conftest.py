@@ -12,9 +12,7 @@ from pathlib import Path
 import pytest
 
 from farm.pool.deploy import deploy, make_agent_bundle
-from farm.pool.lab import Lab
 from farm.pool.transport import open_transport
-from tests.requirements import need_sshd
 
 REPO = Path(__file__).resolve().parents[2]
 ECHO = "farm.agent.server:echo_executor"
@@ -24,17 +22,6 @@ FAKE = "tests.pool.fake_executor:run"
 @pytest.fixture(scope="session")
 def agent_bundle(tmp_path_factory) -> tuple[Path, str]:
     return make_agent_bundle(tmp_path_factory.mktemp("dist"))
-
-
-@pytest.fixture(scope="session")
-def ssh_lab(tmp_path_factory):
-    need_sshd()
-    lab = Lab(tmp_path_factory.mktemp("lab"))
-    lab.up(3)
-    try:
-        yield lab
-    finally:
-        lab.down()
 
 
 @pytest.fixture(scope="session")

@@ -225,7 +225,7 @@ def test_lab_refuses_to_start_when_a_port_is_taken(ssh_lab, tmp_path, monkeypatc
             lab_mod.Lab(tmp_path / "lab2").up(1)
 
 
-def test_lab_cli_up_status_down(tmp_path, capsys):
+def test_lab_cli_up_status_down(sshd, tmp_path, capsys):
     from farm.pool.lab import Lab, lab_down, lab_up, main
 
     root = tmp_path / "cli-lab"

@@ -65,7 +65,7 @@ class LsgTensor(ctypes.Structure):
 
 class TilingRecord(ctypes.Structure):
     _fields_ = (
-        [
+        [  # type: ignore[assignment]
             (name, ctypes.c_int32)
             for name in (
                 "schedule",
@@ -103,7 +103,7 @@ class TilingRecord(ctypes.Structure):
 
     def as_dict(self) -> dict[str, Any]:
         out = {}
-        for name, _ in self._fields_:
+        for name, *_ in self._fields_:
             value = getattr(self, name)
             out[name] = value.decode() if isinstance(value, bytes) else int(value)
         for flag in ("is_small_shape", "is_contiguous", "is_empty"):

@@ -177,6 +177,8 @@ class Channel(ABC):
         stderr output (a crash's fatal-signal line is there)."""
         fields = {k: v for k, v in msg.items() if k not in ("op", "seq")}
         op = msg.get("op")
+        if not isinstance(op, str):
+            raise ValueError(f"a request needs an op, got {msg!r}")
         with self._lock:
             if self._closed or self._broken is not None:
                 why = self._broken or "it was closed"

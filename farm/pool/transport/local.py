@@ -60,7 +60,7 @@ class LocalChannel(Channel):
     def _drain_stderr(self) -> None:
         stream = self.proc.stderr
         assert stream is not None
-        for chunk in iter(lambda: stream.read1(8192), b""):
+        for chunk in iter(lambda: stream.read1(8192), b""):  # type: ignore[attr-defined]
             self._stderr.append(chunk)
             self._stderr_size += len(chunk)
             while self._stderr_size > STDERR_TAIL_BYTES and len(self._stderr) > 1:

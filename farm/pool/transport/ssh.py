@@ -65,8 +65,14 @@ def _where(host: HostSpec) -> str:
     return f"host {host.name} ({host.address}:{host.port})"
 
 
+def _address(host: HostSpec) -> str:
+    if not host.address:  # load_inventory requires it for ssh hosts
+        raise ConfigError(f"[[host]] {host.name}: an ssh host needs an address; add address = ...")
+    return host.address
+
+
 def _known_hosts_name(host: HostSpec) -> str:
-    return host.address if host.port == 22 else f"[{host.address}]:{host.port}"
+    return _address(host) if host.port == 22 else f"[{host.address}]:{host.port}"
 
 
 def _keyscan_hint(host: HostSpec) -> str:
@@ -249,7 +255,7 @@ class SSHTransport(Transport):
         t = host.connect_timeout
         try:
             client.connect(
-                host.address,
+                _address(host),
                 port=host.port,
                 username=host.user,
                 pkey=self._pkey,
@@ -430,7 +436,8 @@ class SSHTransport(Transport):
     def sftp(self) -> paramiko.SFTPClient:
         with self._lock:
             client = self.connect()
-            if self._sftp is None or self._sftp.get_channel().closed:
+            channel = self._sftp.get_channel() if self._sftp is not None else None
+            if self._sftp is None or channel is None or channel.closed:
                 try:
                     self._sftp = client.open_sftp()
                 except (paramiko.SSHException, EOFError, OSError) as exc:
@@ -439,7 +446,9 @@ class SSHTransport(Transport):
                         "in sshd_config?",
                         host=self.host.name,
                     ) from None
-                self._sftp.get_channel().settimeout(SFTP_TIMEOUT)
+                channel = self._sftp.get_channel()
+                if channel is not None:
+                    channel.settimeout(SFTP_TIMEOUT)
             return self._sftp
 
     def put_file(self, local: Path, remote: str) -> None:

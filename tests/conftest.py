@@ -1,0 +1,54 @@
+"""Markers by what a test needs, derived from its fixtures so that they cannot lie.
+
+* ``e2e``     every test under tests/e2e (whole farm runs; minutes);
+* ``ssh``     a test that uses the ``sshd`` fixture, directly or through another (the SSH lab);
+* ``browser`` a test that uses the ``chromium`` fixture.
+
+``bash .ci/test.sh -m "not e2e and not ssh and not browser"`` (``tox -e unit``) is the fast unit
+run; ``.ci/run`` runs everything. The markers are registered in pyproject.toml and
+``--strict-markers`` refuses any other.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from farm.pool.lab import Lab
+from tests.requirements import need_chromium, need_sshd
+
+E2E_DIR = Path(__file__).resolve().parent / "e2e"
+MARKER_BY_FIXTURE = {"sshd": "ssh", "chromium": "browser"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if E2E_DIR in Path(str(item.path)).parents:
+            item.add_marker(pytest.mark.e2e)
+        for fixture, marker in MARKER_BY_FIXTURE.items():
+            if fixture in getattr(item, "fixturenames", ()):
+                item.add_marker(marker)
+
+
+@pytest.fixture(scope="session")
+def sshd() -> None:
+    """OpenSSH's sshd is installed (else skip, or fail where CI requires it)."""
+    need_sshd()
+
+
+@pytest.fixture(scope="session")
+def chromium() -> str:
+    """The path of a headless-capable Chromium (else skip, or fail where CI requires it)."""
+    return need_chromium()
+
+
+@pytest.fixture(scope="session")
+def ssh_lab(sshd, tmp_path_factory):
+    """A real SSH lab on loopback (three sshd hosts on 127.0.0.2-4), one per test process."""
+    lab = Lab(tmp_path_factory.mktemp("lab"))
+    lab.up(3)
+    try:
+        yield lab
+    finally:
+        lab.down()
