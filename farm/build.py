@@ -30,6 +30,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from farm.errors import BuildError
 from farm.paths import REPO_ROOT as ROOT
 
 OP_DIR = ROOT / "op"
@@ -41,10 +42,6 @@ HEADERS = (OP_DIR / "twin" / "lsg_twin.h", OP_DIR / "tiling" / "lsg_types.h")
 # The fixed metadata of every archive entry.
 ENTRY_MTIME = 0
 ENTRY_MODE = 0o644
-
-
-class BuildError(RuntimeError):
-    """A build step failed; the message says which and why."""
 
 
 def op_version() -> str:
@@ -479,7 +476,7 @@ def main(argv: list[str] | None = None) -> int:
         path = build_package(args.target, args.out, args.plant_bug)
     except BuildError as exc:
         print(f"farm build: {exc}", file=sys.stderr)
-        return 1
+        return exc.exit_code
     if not args.quiet:
         print(
             f"{path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}  "

@@ -193,9 +193,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         return COMMANDS[command][0](rest)
-    except (FarmError, ValueError) as exc:
+    except FarmError as exc:
         Console(stderr=True, soft_wrap=True).print(f"[bold red]error:[/] {exc}", highlight=False)
-        return 2
+        return exc.exit_code
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ import random
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
 
+from farm.errors import UsageError
 from golden import soc
 
 from . import gates
@@ -357,7 +358,7 @@ def _perturb(rng: random.Random, kw: dict, shape: list[int], dtype: str) -> None
 # -- expansion -------------------------------------------------------------------------
 
 
-class UnknownTierError(ValueError):
+class UnknownTierError(UsageError):
     pass
 
 

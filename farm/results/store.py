@@ -38,6 +38,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 from farm.agent.record import METRIC_COLUMNS, OUTCOMES, TIMING_COLUMNS
+from farm.errors import StoreError
 
 DEFAULT_STORE = Path("runs") / "farm.sqlite"
 
@@ -241,8 +242,9 @@ def migrate(db: sqlite3.Connection, target: int = SCHEMA_VERSION) -> int:
     db.commit()
     current = schema_version(db)
     if current > SCHEMA_VERSION:
-        raise RuntimeError(
-            f"run store schema v{current} is newer than this farm (v{SCHEMA_VERSION}); upgrade"
+        raise StoreError(
+            f"run store schema v{current} is newer than this farm (v{SCHEMA_VERSION}): "
+            "upgrade the farm (git pull, then bash .ci/setup.sh run)"
         )
     for version in range(current, target):
         try:

@@ -71,7 +71,6 @@ def pytest_configure(config):
     elif config.getoption("farm_plan"):
         plan = plan_mod.Plan.load(Path(config.getoption("farm_plan")))
     else:
-        from farm import build
         from farm.agent.errors import FarmError
         from farm.run.prepare import prepare_pool
 
@@ -85,7 +84,7 @@ def pytest_configure(config):
                 case_timeout=config.getoption("farm_case_timeout"),
                 require_healthy=True,
             )
-        except (FarmError, build.BuildError, ValueError) as exc:
+        except FarmError as exc:
             # A bad inventory, SoC, key or tier, or no healthy host: one line, not a traceback.
             raise pytest.UsageError(f"farm: {exc}") from None
     config.stash[PLAN] = plan

@@ -10,6 +10,7 @@ import time
 import numpy as np
 import pytest
 
+from farm.errors import StoreError
 from farm.results.store import SCHEMA_VERSION, RunStore, history_path_for, schema_version
 
 from .conftest import RUN_META, failed, record, rejected_ok
@@ -218,7 +219,7 @@ def test_newer_schema_is_refused(tmp_path):
     db.execute("INSERT INTO schema_version VALUES (?, 'later')", (SCHEMA_VERSION + 1,))
     db.commit()
     db.close()
-    with pytest.raises(RuntimeError, match="newer"):
+    with pytest.raises(StoreError, match="newer than this farm"):
         RunStore(path)
 
 
