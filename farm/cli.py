@@ -11,6 +11,9 @@ import time
 from rich.console import Console
 from rich.table import Table
 
+from farm import __version__
+from farm.agent.errors import FarmError
+
 
 def cmd_cases(argv: list[str]) -> int:
     from suites import matrix, summary
@@ -175,18 +178,24 @@ COMMANDS = {
 
 def usage() -> str:
     width = max(map(len, COMMANDS))
-    lines = ["usage: farm COMMAND [ARGS]  (farm COMMAND --help for more)", "", "commands:"]
+    lines = [
+        "usage: farm COMMAND [ARGS]  (farm COMMAND --help for more; farm --version)",
+        "",
+        "commands:",
+    ]
     lines += [f"  {name:<{width}}  {text}" for name, (_, text) in COMMANDS.items()]
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
-    from farm.agent.errors import FarmError
 
     argv = sys.argv[1:] if argv is None else list(argv)
     if not argv or argv[0] in ("-h", "--help"):
         print(usage())
         return 0 if argv else 2
+    if argv[0] == "--version":
+        print(f"farm {__version__}")
+        return 0
     command, rest = argv[0], argv[1:]
     if command not in COMMANDS:
         print(f"farm: unknown command {command!r}\n\n{usage()}", file=sys.stderr)

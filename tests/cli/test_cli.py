@@ -56,6 +56,39 @@ def test_unknown_tier_and_command_are_one_clear_line():
     assert out.returncode == 2 and "unknown command 'frobnicate'" in out.stderr
 
 
+def test_version_is_the_package_version():
+    from farm import __version__
+
+    out = farm("--version")
+    assert out.returncode == 0 and out.stdout.strip() == f"farm {__version__}"
+
+
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (("cases", "--tier", "weekly"), "unknown tier 'weekly'"),
+        (("runs",), "is newer than this farm"),
+        (("build", "--target", "ascend"), "needs the CANN toolkit"),
+    ],
+)
+def test_known_failures_are_one_line_without_a_traceback(tmp_path, args, needle):
+    """Every error the farm raises on purpose is a FarmError: exit 2, one line that says the fix."""
+    import sqlite3
+
+    store = tmp_path / "farm.sqlite"
+    with sqlite3.connect(store) as db:  # a store written by a newer farm
+        db.execute("CREATE TABLE schema_version (version INTEGER PRIMARY KEY, applied_at TEXT)")
+        db.execute("INSERT INTO schema_version VALUES (99, 'later')")
+    out = (
+        farm(*args, "--out", str(tmp_path))
+        if args[0] == "build"
+        else farm(*args, env_extra={"FARM_STORE": str(store)})
+    )
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert needle in out.stderr and "Traceback" not in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1, out.stderr
+
+
 def test_repro_gives_the_same_numbers_on_every_host_of_the_family(runs):
     case_id = _smoke_case(family="ascend910b", dtype="float16", shape=(3, 17))
     records = []
