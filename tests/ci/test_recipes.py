@@ -1,0 +1,687 @@
+"""The CI recipes (.ci/examples) and the pre-commit hooks hold what they promise.
+
+Each recipe is parsed (YAML with yaml.safe_load, the Jenkinsfile with regexes) into its nightly
+and pre-merge jobs, and checked against the farm itself: every ``farm`` command against the real
+subcommands and options (``farm SUB --help``), the artefact paths against what ``farm run``
+writes (taken from farm/run/runner.py, farm/results/report.py and farm/results/store.py, not
+written down here), and the exit-code mapping by running the recipes' own shell steps against a
+stub ``farm`` that exits 0, 1 or 2. Each checker also gets a broken recipe, to show it can fail.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fnmatch
+import io
+import os
+import re
+import shlex
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+
+import pytest
+import yaml
+
+from farm import cli
+from farm.results import report
+from farm.results.store import default_store_path, history_path_for
+from farm.run import runner
+from farm.run.plan import Plan
+from farm.run.prepare import new_run_id
+from suites import matrix
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLES = REPO / ".ci" / "examples"
+RECIPES = {
+    "github": EXAMPLES / "github-actions.yml",
+    "gitlab": EXAMPLES / "gitlab-ci.yml",
+    "jenkins": EXAMPLES / "Jenkinsfile",
+}
+OP_FILE, OTHER_FILE = "op/tiling/tiling.cpp", "README.md"  # a change to op/, and one elsewhere
+# farm run's exit code -> what CI must make of it.
+WANTED = {0: "success", 1: "failure", 2: "unstable"}
+
+
+# -- what farm run writes, from the code ----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Written:
+    """Paths relative to the repository root, where the recipes run farm."""
+
+    run_id: str
+    run_dir: str
+    junit: str
+    summary: str
+    report: str
+    store: str
+    history: dict[str, str]
+
+
+def default_runs_dir() -> Path:
+    """farm.paths.RUNS_DIR as farm computes it when FARM_RUNS is unset (the recipes leave it)."""
+    env = {k: v for k, v in os.environ.items() if k != "FARM_RUNS"}
+    code = "from farm import paths; print(paths.RUNS_DIR)"
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, cwd=REPO, capture_output=True, text=True, check=True
+    )
+    return Path(out.stdout.strip())
+
+
+@pytest.fixture(scope="module")
+def written(tmp_path_factory) -> Written:
+    def rel(path: Path, root: Path) -> str:
+        return Path(path).resolve().relative_to(root.resolve()).as_posix()
+
+    run_id = new_run_id("nightly")
+    run_dir = default_runs_dir() / run_id
+    plan = Plan(run_id, run_dir, "nightly", "twin", inventory={}, slots=[], hosts={})
+    args = runner.pytest_args(plan, 1, [])
+    junit = Path(args[args.index("--junitxml") + 1])
+    report_dir = report.default_report_dir({"run_id": run_id, "run_dir": str(run_dir)}, Path("x"))
+    scratch = tmp_path_factory.mktemp("run") / run_id
+    scratch.mkdir()
+    summary = runner.write_summary(
+        Plan(run_id, scratch, "nightly", "twin", inventory={}, slots=[], hosts={}), [], 0, {}
+    )
+    with pytest.MonkeyPatch.context() as mp:
+        mp.delenv("FARM_STORE", raising=False)
+        mp.chdir(REPO)
+        store = REPO / default_store_path()
+    return Written(
+        run_id=run_id,
+        run_dir=rel(run_dir, REPO),
+        junit=rel(junit, REPO),
+        summary=f"{rel(run_dir, REPO)}/{summary.relative_to(scratch).as_posix()}",
+        report=rel(report_dir, REPO),
+        store=rel(store, REPO),
+        history={tier: rel(history_path_for(store, tier), REPO) for tier in matrix.TIERS},
+    )
+
+
+def test_what_farm_run_writes_is_where_the_recipes_look(written):
+    """The recipes' comments and globs assume runs/<run id>/ and runs/farm.sqlite: so does farm."""
+    assert written.run_dir == f"runs/{written.run_id}"
+    assert written.store == "runs/farm.sqlite"
+    assert written.history["nightly"] == "runs/allure-history-nightly.jsonl"
+    assert fnmatch.fnmatch(written.junit, "runs/*/junit.xml")
+    assert fnmatch.fnmatch(written.summary, "runs/*/summary.json")
+    assert fnmatch.fnmatch(written.report, "runs/*/report")
+
+
+# -- checking farm command lines ------------------------------------------------------------------
+
+
+@cache
+def farm_help(sub: str) -> str:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.suppress(SystemExit):
+        cli.main([sub, "--help"])
+    return out.getvalue()
+
+
+@cache
+def options_of(sub: str) -> dict[str, object]:
+    """The options in `farm SUB --help`'s usage: None for a flag, a frozenset of choices, or
+    "VALUE" for any value."""
+    usage = farm_help(sub).split("\n\n", 1)[0]
+    pattern = r"(?<![\w-])(--?[A-Za-z][\w-]*)(?:\s+(\{[^}]*\}|[A-Z][A-Z0-9_]*)(?=[\]\s|]))?"
+    options: dict[str, object] = {}
+    for name, arg in re.findall(pattern, usage):
+        if not arg:
+            options[name] = None
+        elif arg.startswith("{"):
+            options[name] = frozenset(arg[1:-1].split(","))
+        else:
+            options[name] = "VALUE"
+    return options
+
+
+def farm_command_problems(words: list[str]) -> list[str]:
+    """Why `farm WORDS` is not a real farm command line ([] when it is). Words that the shell
+    expands ($VAR, "$@") stand for anything."""
+    if not words:
+        return ["farm without a subcommand"]
+    sub, rest = words[0], words[1:]
+    if sub not in cli.COMMANDS:
+        return [f"farm has no subcommand {sub!r} (it has {', '.join(cli.COMMANDS)})"]
+    options = options_of(sub)
+    problems = []
+    i = 0
+    while i < len(rest):
+        word = rest[i]
+        i += 1
+        if word == "--":
+            break
+        if word.startswith("$") or not word.startswith("-"):
+            continue
+        name, eq, value = word.partition("=")
+        if name not in options:
+            problems.append(f"farm {sub} has no option {name}")
+            continue
+        kind = options[name]
+        if kind is None:
+            if eq:
+                problems.append(f"farm {sub} {name} takes no value")
+            continue
+        if not eq:
+            if i == len(rest):
+                problems.append(f"farm {sub} {name} needs a value")
+                continue
+            value = rest[i]
+            i += 1
+        if value.startswith("$"):
+            continue
+        if isinstance(kind, frozenset) and value not in kind:
+            problems.append(f"farm {sub} {name} {value}: not one of {sorted(kind)}")
+        if name == "--tier" and value not in matrix.TIERS:
+            problems.append(f"farm {sub} --tier {value}: not a tier ({', '.join(matrix.TIERS)})")
+    return problems
+
+
+SEPARATORS = {";", "&", "&&", "|", "||", "(", ")", ";;"}
+PREFIXES = {"if", "then", "else", "elif", "do", "while", "until", "!", "exec", "time", "{", "}"}
+
+
+def farm_commands(script: str) -> list[list[str]]:
+    """Every farm invocation in a shell script: the words after `farm` or `<dir>/farm`."""
+    found = []
+    for line in script.replace("\\\n", " ").splitlines():
+        lexer = shlex.shlex(line, posix=True, punctuation_chars=";&|()")
+        lexer.whitespace_split = True
+        lexer.commenters = "#"
+        command: list[str] = []
+        for word in [*lexer, ";"]:
+            if word not in SEPARATORS:
+                command.append(word)
+                continue
+            while command and (command[0] in PREFIXES or re.match(r"\w+=", command[0])):
+                command.pop(0)
+            if command and (command[0] == "farm" or command[0].endswith("/farm")):
+                found.append(command[1:])
+            command = []
+    return found
+
+
+def ci_scripts_referenced(script: str) -> list[str]:
+    return re.findall(r"\b(?:bash|sh)\s+(\.ci/[\w./-]+\.sh)\b", script)
+
+
+# -- the recipes as jobs --------------------------------------------------------------------------
+
+
+@dataclass
+class Job:
+    scripts: list[str]  # its shell scripts, in order
+    scheduled: bool  # runs on a schedule
+    on_op_change: bool  # runs on a change to op/ (and not on a change elsewhere)
+    raw: object = field(default=None, repr=False)
+
+    def farm_runs(self) -> list[list[str]]:
+        return [c for s in self.scripts for c in farm_commands(s) if c[:1] == ["run"]]
+
+    def tiers(self) -> set[str]:
+        return {c[c.index("--tier") + 1] for c in self.farm_runs() if "--tier" in c}
+
+
+def github_on(doc: dict) -> dict:
+    return doc.get("on", doc.get(True)) or {}  # YAML 1.1 reads a bare `on` as True
+
+
+def github_jobs(text: str) -> dict[str, Job]:
+    doc = yaml.safe_load(text)
+    on = github_on(doc)
+    crons = [c.get("cron", "") for c in on.get("schedule") or []]
+    pr_paths = (on.get("pull_request") or {}).get("paths", [])
+    jobs = {}
+    for name, job in doc["jobs"].items():
+        cond = job.get("if", "")
+        jobs[name] = Job(
+            scripts=[s["run"] for s in job["steps"] if "run" in s],
+            scheduled="'schedule'" in cond and any(len(c.split()) == 5 for c in crons),
+            on_op_change="'pull_request'" in cond and paths_select_op(pr_paths),
+            raw=job,
+        )
+    return jobs
+
+
+def gitlab_resolved(doc: dict, name: str) -> dict:
+    job = dict(doc[name])
+    for base in reversed(
+        [job["extends"]] if isinstance(job.get("extends"), str) else job.get("extends", [])
+    ):
+        job = {**gitlab_resolved(doc, base), **job}
+    return job
+
+
+def gitlab_jobs(text: str) -> dict[str, Job]:
+    doc = yaml.safe_load(text)
+    jobs = {}
+    for name in doc:
+        if name.startswith(".") or not isinstance(doc[name], dict) or "script" not in doc[name]:
+            continue
+        job = gitlab_resolved(doc, name)
+        rules = job.get("rules", [])
+        scheduled = any('$CI_PIPELINE_SOURCE == "schedule"' in r.get("if", "") for r in rules)
+        on_op = False
+        for rule in rules:
+            changes = rule.get("changes", [])
+            paths = changes.get("paths", []) if isinstance(changes, dict) else changes
+            mr = '$CI_PIPELINE_SOURCE == "merge_request_event"' in rule.get("if", "")
+            on_op = on_op or (mr and paths_select_op(paths))
+        scripts = ["\n".join(job.get("before_script", [])), "\n".join(job["script"])]
+        jobs[name.removeprefix("farm:")] = Job(scripts, scheduled, on_op, raw=job)
+    return jobs
+
+
+def groovy_block(text: str, opening: str) -> str:
+    """The text between the brace that ends the first match of `opening` and its partner,
+    skipping braces inside string literals and // comments."""
+    match = re.search(opening, text)
+    assert match, f"no {opening!r}"
+    i, depth, start = match.end(), 1, match.end()
+    while depth:
+        if text.startswith("//", i):
+            i = text.index("\n", i)
+            continue
+        for quote in ("'''", '"""', "'", '"'):
+            if text.startswith(quote, i):
+                i = text.index(quote, i + len(quote)) + len(quote)
+                break
+        else:
+            depth += {"{": 1, "}": -1}.get(text[i], 0)
+            i += 1
+    return text[start : i - 1]
+
+
+SH_STEP = re.compile(
+    r"\bsh\s*\(?\s*(?:\w+\s*:\s*\w+\s*,\s*)*(?:script\s*:\s*)?(?P<q>'''|\"\"\"|'|\")(?P<body>.*?)(?P=q)",
+    re.S,
+)
+
+
+def sh_scripts(groovy: str) -> list[str]:
+    return [m["body"] for m in SH_STEP.finditer(groovy)]
+
+
+def jenkins_jobs(text: str) -> dict[str, Job]:
+    triggers = groovy_block(text, r"\btriggers\s*\{")
+    crons = re.findall(r"'([^']*)'", " ".join(re.findall(r"cron\((.*?)\)\s*$", triggers, re.M)))
+    setup = groovy_block(text, r"stage\('set-up'\)\s*\{")
+    jobs = {}
+    for name in re.findall(r"stage\('([\w-]+)'\)", text):
+        if name == "set-up":
+            continue
+        block = groovy_block(text, rf"stage\('{name}'\)\s*\{{")
+        when = groovy_block(block, r"\bwhen\s*\{")
+        changesets = re.findall(r"changeset\s+'([^']+)'", when)
+        jobs[name] = Job(
+            scripts=sh_scripts(setup) + sh_scripts(block),
+            scheduled="triggeredBy 'TimerTrigger'" in when
+            and any(len(c.split()) == 5 for c in crons),
+            on_op_change="changeRequest()" in when and paths_select_op(changesets),
+            raw=block,
+        )
+    return jobs
+
+
+def paths_select_op(patterns: list[str]) -> bool:
+    return any(fnmatch.fnmatch(OP_FILE, p) for p in patterns) and not any(
+        fnmatch.fnmatch(OTHER_FILE, p) for p in patterns
+    )
+
+
+PARSERS = {"github": github_jobs, "gitlab": gitlab_jobs, "jenkins": jenkins_jobs}
+
+
+def text_of(kind: str) -> str:
+    return RECIPES[kind].read_text()
+
+
+def recipe_problems(kind: str, text: str) -> list[str]:
+    """Every farm command and every .ci script a recipe uses must exist, as written."""
+    jobs = PARSERS[kind](text)
+    problems = []
+    commands = [c for job in jobs.values() for s in job.scripts for c in farm_commands(s)]
+    if not commands:
+        problems.append("no farm command at all")
+    for command in commands:
+        problems += farm_command_problems(command)
+    for job in jobs.values():
+        for script in job.scripts:
+            for path in ci_scripts_referenced(script):
+                if not (REPO / path).is_file():
+                    problems.append(f"{path} does not exist")
+    return problems
+
+
+# -- running a recipe's shell steps against a stub farm ------------------------------------------
+
+STUB = """#!/bin/sh
+printf '%s\\n' "$@" > "$STUB_ARGS"
+mkdir -p "$STUB_RUN_DIR" && : > "$STUB_SUMMARY"
+mkdir -p runs/state runs/hosts
+exit "$STUB_EXIT"
+"""
+
+
+@dataclass
+class Sandbox:
+    root: Path
+    written: Written
+
+    def run(self, script: str, code: int, shell: list[str], env: dict | None = None):
+        """Run `script` in a checkout-like directory whose .venv/bin/farm exits `code`, after an
+        older run directory. Returns (exit status, farm's argv or None)."""
+        args = self.root / "farm-args"
+        args.unlink(missing_ok=True)
+        full_env = {
+            "PATH": os.environ["PATH"],
+            "HOME": str(self.root),
+            "STUB_ARGS": str(args),
+            "STUB_RUN_DIR": self.written.run_dir,
+            "STUB_SUMMARY": self.written.summary,
+            "STUB_EXIT": str(code),
+            **(env or {}),
+        }
+        proc = subprocess.run(
+            [*shell, script], cwd=self.root, env=full_env, capture_output=True, text=True
+        )
+        farm_args = args.read_text().splitlines() if args.exists() else None
+        return proc.returncode, farm_args
+
+
+@pytest.fixture
+def sandbox(tmp_path, written) -> Sandbox:
+    stub = tmp_path / ".venv" / "bin" / "farm"
+    stub.parent.mkdir(parents=True)
+    stub.write_text(STUB)
+    stub.chmod(0o755)
+    older = tmp_path / "runs" / new_run_id("smoke").replace("smoke", "older")
+    older.mkdir(parents=True)
+    (older / Path(written.summary).name).write_text("{}")
+    os.utime(older / Path(written.summary).name, (1e9, 1e9))
+    return Sandbox(tmp_path, written)
+
+
+GH_SHELL = ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c"]  # `shell: bash`
+GL_SHELL = ["bash", "-eo", "pipefail", "-c"]  # GitLab Runner's bash
+JK_SHELL = ["sh", "-e", "-c"]  # Jenkins `sh`
+
+
+def gh_expand(value: str, context: dict[str, str]) -> str:
+    """GitHub `${{ a.b.c }}` expressions that are plain lookups, from `context` ('' if absent)."""
+    return re.sub(r"\$\{\{\s*([\w.-]+)\s*\}\}", lambda m: context.get(m[1], ""), str(value))
+
+
+def gh_farm_step(job: dict) -> dict:
+    (step,) = [
+        s for s in job["steps"] if any(c[:1] == ["run"] for c in farm_commands(s.get("run", "")))
+    ]
+    return step
+
+
+def gh_outcome(job: dict, sandbox: Sandbox, code: int, secrets: dict | None = None) -> dict:
+    """Run the job's farm step and verdict step as GitHub would; the job's outcome."""
+    step = gh_farm_step(job)
+    outputs = sandbox.root / "github-output"
+    outputs.write_text("")
+    context = {f"secrets.{k}": v for k, v in (secrets or {}).items()}
+    env = {k: gh_expand(v, context) for k, v in step.get("env", {}).items()}
+    env.update(GITHUB_OUTPUT=str(outputs), RUNNER_TEMP=str(sandbox.root))
+    status, farm_args = sandbox.run(step["run"], code, GH_SHELL, env)
+    out = dict(line.split("=", 1) for line in outputs.read_text().splitlines())
+    context.update({f"steps.{step['id']}.outputs.{k}": v for k, v in out.items()})
+    result = {"farm_step_status": status, "farm_args": farm_args, "outputs": out}
+    verdicts = [s for s in job["steps"] if "continue-on-error" in s]
+    assert len(verdicts) == 1, "one verdict step, with continue-on-error"
+    verdict = verdicts[0]
+    env = {k: gh_expand(v, context) for k, v in verdict.get("env", {}).items()}
+    v_status, _ = sandbox.run(verdict["run"], code, GH_SHELL, env)
+    coe = re.fullmatch(
+        r"\$\{\{\s*([\w.-]+)\s*==\s*'(\d+)'\s*\}\}", str(verdict["continue-on-error"]).strip()
+    )
+    assert coe, f"continue-on-error is not `output == 'N'`: {verdict['continue-on-error']}"
+    tolerated = context.get(coe[1]) == coe[2]
+    if status != 0:
+        result["outcome"] = "failure"
+    else:
+        result["outcome"] = "success" if v_status == 0 else "unstable" if tolerated else "failure"
+    return result
+
+
+def gl_outcome(job: dict, status: int) -> str:
+    allowed = (job.get("allow_failure") or {}).get("exit_codes", [])
+    allowed = [allowed] if isinstance(allowed, int) else allowed
+    return "success" if status == 0 else "unstable" if status in allowed else "failure"
+
+
+def jenkins_result(text: str, code: int) -> str:
+    """What farmVerdict(code) makes of a build: the first step of the branch `code` takes."""
+    body = groovy_block(text, r"def farmVerdict\(int code\)\s*\{")
+    for cond, branch in re.findall(r"(?:if\s*\(code == (\d+)\)|else)\s*\{(.*?)\}", body, re.S):
+        if cond == "" or int(cond) == code:
+            step = re.search(r"\b(echo|unstable|error)\b", branch)
+            return {"echo": "success", "unstable": "unstable", "error": "failure"}[step[1]]
+    return "success"
+
+
+# -- the tests -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", RECIPES)
+def test_nightly_runs_the_nightly_tier_on_a_schedule(kind):
+    jobs = PARSERS[kind](text_of(kind))
+    assert jobs["nightly"].scheduled
+    assert jobs["nightly"].tiers() == {"nightly"}
+    assert not jobs["nightly"].on_op_change
+
+
+@pytest.mark.parametrize("kind", RECIPES)
+def test_pre_merge_runs_the_smoke_tier_on_a_change_to_op(kind):
+    jobs = PARSERS[kind](text_of(kind))
+    assert jobs["pre-merge"].on_op_change
+    assert jobs["pre-merge"].tiers() == {"smoke"}
+    assert not jobs["pre-merge"].scheduled
+
+
+def test_triggers_are_checked():
+    text = text_of("github").replace('paths: ["op/**"]', 'paths: ["**"]')
+    assert not github_jobs(text)["pre-merge"].on_op_change
+    text = text_of("gitlab").replace('"schedule"', '"web"')
+    assert not gitlab_jobs(text)["nightly"].scheduled
+    text = text_of("jenkins").replace("changeset 'op/**'", "changeset 'docs/**'")
+    assert not jenkins_jobs(text)["pre-merge"].on_op_change
+
+
+@pytest.mark.parametrize("kind", RECIPES)
+def test_every_farm_command_and_ci_script_is_real(kind):
+    text = text_of(kind)
+    assert recipe_problems(kind, text) == []
+    for job in PARSERS[kind](text).values():
+        assert any("bash .ci/setup.sh run" in s for s in job.scripts), "set-up by .ci/setup.sh run"
+
+
+@pytest.mark.parametrize("kind", RECIPES)
+@pytest.mark.parametrize(
+    ("right", "wrong", "why"),
+    [
+        ("farm run --tier", "farm rnu --tier", "no subcommand 'rnu'"),
+        ("farm run --tier", "farm run --teir", "no option --teir"),
+        ("--no-progress", "--no-progres", "no option --no-progres"),
+        ("--tier smoke", "--tier smok", "--tier smok: not a tier"),
+        ("bash .ci/setup.sh", "bash .ci/setpu.sh", ".ci/setpu.sh does not exist"),
+    ],
+)
+def test_the_command_checker_catches_a_misspelt_recipe(kind, right, wrong, why):
+    text = text_of(kind)
+    assert right in text
+    problems = recipe_problems(kind, text.replace(right, wrong))
+    assert any(why in p for p in problems), problems
+
+
+def test_the_option_checker_knows_choices_and_flags():
+    assert farm_command_problems(["run", "--backend", "cuda"]) != []
+    assert farm_command_problems(["run", "--no-report=yes"]) != []
+    assert farm_command_problems(["run", "--tier"]) != []
+    assert farm_command_problems(["cases", "--tier", "full", "--summary"]) == []
+    assert farm_command_problems(["run", "--tier=nightly", "--", "-k", "bf16"]) == []
+
+
+def test_github_exit_codes_and_run_directory(sandbox, written):
+    for name, job in github_jobs(text_of("github")).items():
+        for code, wanted in WANTED.items():
+            got = gh_outcome(job.raw, sandbox, code)
+            assert got["farm_step_status"] == 0, (name, code, "the farm step must not fail")
+            assert got["outputs"]["exit_code"] == str(code)
+            assert got["outputs"]["run_dir"] == written.run_dir, "the newest run directory"
+            assert got["outcome"] == wanted, (name, code)
+
+
+def test_github_exit_code_checker_fails_a_wrong_mapping(sandbox):
+    job = github_jobs(text_of("github"))["nightly"].raw
+    verdict = next(s for s in job["steps"] if "continue-on-error" in s)
+    verdict["continue-on-error"] = verdict["continue-on-error"].replace("'2'", "'1'")
+    assert gh_outcome(job, sandbox, 1)["outcome"] == "unstable"
+    assert gh_outcome(job, sandbox, 2)["outcome"] == "failure"
+
+
+def test_gitlab_exit_codes(sandbox):
+    for name, job in gitlab_jobs(text_of("gitlab")).items():
+        for code, wanted in WANTED.items():
+            status, farm_args = sandbox.run(job.scripts[-1], code, GL_SHELL)
+            assert farm_args is not None, (name, "farm did not run")
+            assert status == code, (name, "the job's status is farm run's")
+            assert gl_outcome(job.raw, status) == wanted, (name, code)
+    wrong = gitlab_jobs(text_of("gitlab").replace("exit_codes: [2]", "exit_codes: [1]"))
+    assert gl_outcome(wrong["nightly"].raw, 1) == "unstable"
+
+
+def test_jenkins_exit_codes(sandbox):
+    text = text_of("jenkins")
+    for name, job in jenkins_jobs(text).items():
+        (script,) = [s for s in job.scripts if farm_commands(s)]
+        assert re.search(r"sh\(returnStatus: true, script: ", job.raw)
+        assert "farmVerdict(code)" in job.raw
+        for code, wanted in WANTED.items():
+            status, _ = sandbox.run(script, code, JK_SHELL)
+            assert status == code, name
+            assert jenkins_result(text, status) == wanted, (name, code)
+    swapped = text.replace("unstable('farm run", "error('farm run")
+    assert jenkins_result(swapped, 2) == "failure"
+
+
+def test_nightly_takes_the_inventory_from_ci_else_the_embedded_pool(sandbox):
+    toml = '[[host]]\nname = "a2-01"'
+    job = github_jobs(text_of("github"))["nightly"].raw
+    assert "--inventory" not in gh_outcome(job, sandbox, 0)["farm_args"]
+    args = gh_outcome(job, sandbox, 0, secrets={"FARM_INVENTORY": toml})["farm_args"]
+    inventory = Path(args[args.index("--inventory") + 1])
+    assert inventory.read_text().rstrip("\n") == toml
+
+    gitlab = gitlab_jobs(text_of("gitlab"))["nightly"].scripts[-1]
+    jenkins = next(s for s in jenkins_jobs(text_of("jenkins"))["nightly"].scripts if "farm" in s)
+    for script, shell in ((gitlab, GL_SHELL), (jenkins, JK_SHELL)):
+        _, args = sandbox.run(script, 0, shell)
+        assert "--inventory" not in args
+        _, args = sandbox.run(script, 0, shell, {"FARM_INVENTORY": "/etc/farm/pool.toml"})
+        assert args[args.index("--inventory") :][:2] == ["--inventory", "/etc/farm/pool.toml"]
+
+
+def test_github_publishes_the_run_directory(written):
+    for name, job in github_jobs(text_of("github")).items():
+        step = gh_farm_step(job.raw)
+        context = {f"steps.{step['id']}.outputs.run_dir": written.run_dir}
+        uploaded = {
+            gh_expand(line, context).strip().rstrip("/")
+            for s in job.raw["steps"]
+            if str(s.get("uses", "")).startswith("actions/upload-artifact@")
+            for line in str(s["with"]["path"]).splitlines()
+            if line.strip()
+        }
+        assert {written.junit, written.summary, written.report} <= uploaded, name
+
+
+def test_gitlab_publishes_the_run_directory(written):
+    for name, job in gitlab_jobs(text_of("gitlab")).items():
+        artifacts = job.raw["artifacts"]
+        assert artifacts["when"] == "always"
+        assert fnmatch.fnmatch(written.junit, artifacts["reports"]["junit"]), name
+        for path in (written.junit, written.summary, written.report):
+            assert any(fnmatch.fnmatch(path, p.rstrip("/")) for p in artifacts["paths"]), path
+
+
+def test_jenkins_publishes_the_run_directory(sandbox, written):
+    text = text_of("jenkins")
+    publish = groovy_block(text, r"def publishFarmRun\(\)\s*\{")
+    (script,) = sh_scripts(publish)
+    sandbox.run(".venv/bin/farm run", 0, JK_SHELL)  # makes the newest run directory
+    out = subprocess.run(["sh", "-e", "-c", script], cwd=sandbox.root, capture_output=True)
+    run_dir = out.stdout.decode().strip()
+    assert run_dir == written.run_dir
+    junit = re.search(r"junit\(testResults: \"([^\"]+)\"", publish)[1]
+    assert junit.replace("${runDir}", run_dir) == written.junit
+    archived = re.search(r"archiveArtifacts\(artifacts: \"([^\"]+)\"", publish)[1]
+    patterns = [p.strip().replace("${runDir}", run_dir) for p in archived.split(",")]
+    for path in (written.junit, written.summary, written.report + "/index.html"):
+        assert any(fnmatch.fnmatch(path, p) for p in patterns), path
+    assert "skipMarkingBuildUnstable: true" in publish, "farm run's exit code decides alone"
+    for name, job in jenkins_jobs(text).items():
+        assert "publishFarmRun()" in groovy_block(job.raw, r"\balways\s*\{"), name
+
+
+def uncovered(patterns: list[str], written: Written) -> list[str]:
+    wanted = [written.store, *written.history.values()]
+    return [p for p in wanted if not any(fnmatch.fnmatch(p, pat) for pat in patterns)]
+
+
+def test_github_caches_the_store_and_history_whatever_the_verdict(written):
+    for name, job in github_jobs(text_of("github")).items():
+        steps = job.raw["steps"]
+        restore = [s for s in steps if str(s.get("uses", "")).startswith("actions/cache/restore@")]
+        save = [s for s in steps if str(s.get("uses", "")).startswith("actions/cache/save@")]
+        assert len(restore) == len(save) == 1, name
+        assert restore[0]["with"]["path"] == save[0]["with"]["path"], "same paths, same cache"
+        assert save[0]["if"] == "always()", "saved after a failing run too"
+        assert uncovered(save[0]["with"]["path"].split(), written) == [], name
+        farm_at = steps.index(gh_farm_step(job.raw))
+        assert steps.index(restore[0]) < farm_at < steps.index(save[0])
+
+
+def test_gitlab_caches_the_store_and_history_whatever_the_verdict(written):
+    for name, job in gitlab_jobs(text_of("gitlab")).items():
+        assert job.raw["cache"]["when"] == "always", name
+        assert uncovered(job.raw["cache"]["paths"], written) == [], name
+
+
+def test_jenkins_keeps_the_store_and_history_outside_the_workspace():
+    text = text_of("jenkins")
+    store = re.search(r"FARM_STORE\s*=\s*'([^']+)'", groovy_block(text, r"environment\s*\{"))
+    assert store, "FARM_STORE is set for the whole pipeline"
+    store_path = Path(store[1])
+    assert store_path.is_absolute(), "a relative store would live in the workspace"
+    for tier in matrix.TIERS:
+        assert history_path_for(store_path, tier).parent == store_path.parent
+
+
+def test_cache_checker_fails_a_cache_without_history(written):
+    assert uncovered(["runs/farm.sqlite*"], written) == list(written.history.values())
+    assert uncovered(["runs/*.jsonl"], written) == [written.store]
+
+
+def test_pre_commit_runs_ruff_ruff_format_and_mypy_from_the_venv():
+    doc = yaml.safe_load((REPO / ".pre-commit-config.yaml").read_text())
+    hooks = {h["id"]: h for repo in doc["repos"] for h in repo["hooks"]}
+    assert {"ruff", "ruff-format", "mypy"} <= set(hooks)
+    assert all(repo["repo"] == "local" for repo in doc["repos"]), "no hook repository to fetch"
+    for hook in hooks.values():
+        assert hook["language"] == "system"
+        tool = hook["entry"].split()[0]
+        assert tool.startswith(".venv/bin/"), tool
+    assert hooks["ruff"]["entry"].split()[1:3] == ["check", "--fix"]
+    assert hooks["ruff-format"]["entry"].split()[1] == "format"
+    assert hooks["mypy"]["entry"].split()[1:] == ["farm", "golden", "suites"]
+    assert hooks["mypy"]["pass_filenames"] is False
