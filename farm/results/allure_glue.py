@@ -17,6 +17,11 @@ Severity (a property of the case, not of its outcome, so that it is stable in hi
 Failure messages: the plugin makes the failure message start with `failure_message(record)`'s
 prefix "[<category>] " (CATEGORY_PREFIXES); Allure's categories match on that prefix, with or
 without the exception type pytest/allure-pytest put in front ("AssertionError: ", "Failed: ").
+
+Error-distribution plots: every failure and a deterministic 1 in PLOT_SAMPLE_ONE_IN of the passes
+(`wants_plot`) get one. Inside the test item `annotate` only attaches the few numbers the plot is
+drawn from (`plot_data`, a small JSON attachment named PLOT_DATA_NAME); `farm report` turns them
+into the PNGs (farm/results/case_plots.py), so no test item imports matplotlib.
 """
 
 from __future__ import annotations
@@ -78,6 +83,10 @@ CATEGORIES = [
 EPIC = "LogSoftmaxGrad"
 ENVIRONMENT_LABEL = "family"
 PLOT_SAMPLE_ONE_IN = 20
+# The attachment annotate() leaves for the report step, and what the report step makes of it.
+PLOT_DATA_NAME = "error distribution data.json"
+PLOT_NAME = "error distribution.png"
+PLOT_ERROR_NAME = "plot error"
 _NAN_INF_WORDS = ("nan", "inf")
 
 
@@ -147,6 +156,30 @@ def wants_plot(record: Mapping, one_in: int = PLOT_SAMPLE_ONE_IN) -> bool:
     if not record.get("metrics"):
         return False
     return record.get("outcome") != "passed" or plot_sampled(record.get("case_id", ""), one_in)
+
+
+# The metrics farm.results.plots.error_histogram_png reads ("worst" only without a histogram).
+_PLOT_METRICS = ("hist", "mere", "mare", "n", "nonfinite_mismatch")
+
+
+def plot_data(record: Mapping) -> dict:
+    """What `farm.results.plots.error_histogram_png` draws a case's plot from, and nothing more:
+    the histogram of relative errors (or, without one, the worst elements' relative errors),
+    MERE/MARE, the element count, the NaN/inf mismatches, the dtype (its threshold T) and the
+    title (case id, family). The PNG drawn from it equals the one drawn from the whole record."""
+    metrics = record.get("metrics") or {}
+    keep = {k: metrics[k] for k in _PLOT_METRICS if metrics.get(k) is not None}
+    hist = keep.get("hist")
+    has_hist = isinstance(hist, Mapping) and hist.get("edges") and hist.get("counts")
+    if not has_hist and metrics.get("worst"):
+        keep["worst"] = [
+            {"rel_err": w.get("rel_err")} for w in metrics["worst"] if isinstance(w, Mapping)
+        ]
+    out = {"case_id": record.get("case_id", ""), "metrics": keep}
+    for k in ("family", "dtype"):
+        if record.get(k):
+            out[k] = record[k]
+    return out
 
 
 # --------------------------------------------------------------------------- attachments
@@ -293,20 +326,22 @@ def annotate(record: Mapping, *, plot_one_in: int = PLOT_SAMPLE_ONE_IN) -> None:
                 table, name="worst elements.csv", attachment_type=allure.attachment_type.CSV
             )
     if wants_plot(record, plot_one_in):
+        # The PNG is drawn by the report step (farm/results/case_plots.py), not here.
         try:
-            from farm.results.plots import error_histogram_png
-
-            png = error_histogram_png(record)
+            data = json.dumps(plot_data(record), separators=(",", ":"), default=_json_default)
         except Exception as exc:  # noqa: BLE001 - a plot must never change a case's verdict
             allure.attach(
-                f"plot failed: {type(exc).__name__}: {exc}",
-                name="plot error",
+                plot_error_text(exc),
+                name=PLOT_ERROR_NAME,
                 attachment_type=allure.attachment_type.TEXT,
             )
         else:
-            allure.attach(
-                png, name="error distribution.png", attachment_type=allure.attachment_type.PNG
-            )
+            allure.attach(data, name=PLOT_DATA_NAME, attachment_type=allure.attachment_type.JSON)
+
+
+def plot_error_text(exc: BaseException) -> str:
+    """The text of the "plot error" attachment that stands in for a plot that failed."""
+    return f"plot failed: {type(exc).__name__}: {exc}"
 
 
 def host_name(record: Mapping) -> str:

@@ -19,6 +19,9 @@ Two details of Allure 3.x matter here:
 
 The regression summary and the precision trend are added as the report's *global attachments*
 (Allure 3's "Global Attachments" tab), so they do not count as test cases.
+
+Before Allure runs, the cases' error-distribution PNGs are drawn from the data the test items left
+in allure-results (farm/results/case_plots.py), so a test item never draws one.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from farm.errors import ToolMissing
 from farm.paths import REPO_ROOT
 from golden import soc
 
@@ -45,25 +49,26 @@ def environment_names() -> dict[str, str]:
     return {family: name.replace("/", "-") for family, name in soc.FAMILIES.items()}
 
 
-class ReportToolMissing(RuntimeError):
-    """The Allure CLI (reports/node_modules) or node is not installed."""
+SETUP_FIX = "bash .ci/setup.sh run"
 
 
 def allure_command(reports_dir: Path = REPORTS_DIR) -> list[str]:
-    """The command that runs the pinned Allure 3 CLI."""
+    """The command that runs the pinned Allure 3 CLI; ToolMissing when node or it is missing."""
     cli = Path(reports_dir) / "node_modules" / "allure" / "cli.js"
     node = shutil.which("node")
     if node is None:
-        raise ReportToolMissing("node is not installed (Node.js 20+ is needed for Allure 3)")
+        raise ToolMissing(f"node (Node.js 20+, for Allure 3) is not installed: run `{SETUP_FIX}`")
     if not cli.is_file():
-        raise ReportToolMissing(f"{cli} is missing: run `npm ci` in {reports_dir}")
+        raise ToolMissing(
+            f"Allure 3 ({cli}) is not installed: run `{SETUP_FIX}` (or `npm ci` in {reports_dir})"
+        )
     return [node, str(cli)]
 
 
 def allure_available(reports_dir: Path = REPORTS_DIR) -> bool:
     try:
         allure_command(reports_dir)
-    except ReportToolMissing:
+    except ToolMissing:
         return False
     return True
 
@@ -129,11 +134,21 @@ def generate(
     Returns (exit code of the Allure CLI, path of index.html). A non-zero code, or no
     index.html, means the report was not produced; out_dir is then left as it was.
     `history_path=None` generates without history.
+
+    First the cases' pending error-distribution plots are drawn into results_dir
+    (case_plots.render_case_plots; idempotent), even when Allure then turns out to be missing
+    (ToolMissing), so that the allure-results are whole for any Allure to read.
     """
+    from farm.results.case_plots import render_case_plots
+
     results_dir = Path(results_dir).resolve()
     out_dir = Path(out_dir).resolve()
     if not results_dir.is_dir():
         raise FileNotFoundError(f"no allure results at {results_dir}")
+    try:
+        render_case_plots(results_dir)
+    except OSError as exc:  # a read-only results dir: the report, without the plots
+        sys.stderr.write(f"farm report: error-distribution plots not drawn: {exc}\n")
     cmd = allure_command(reports_dir)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}-", dir=out_dir.parent))
@@ -317,7 +332,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             trend_series=series,
             run_meta=run,
         )
-    except (ReportToolMissing, FileNotFoundError) as exc:
+    except (ToolMissing, FileNotFoundError) as exc:
         print(f"farm report: {exc}", file=sys.stderr)
         return 2
     if code != 0:

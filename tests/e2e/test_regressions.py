@@ -18,7 +18,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from farm.results.allure_glue import CATEGORIES, plot_sampled
+from farm.results.allure_glue import CATEGORIES, PLOT_DATA_NAME, plot_sampled
 from farm.results.store import RunStore
 
 from .report_fixtures import (
@@ -258,6 +258,8 @@ def test_attachments_of_failures_and_sampled_passes(runs):
     d = r2.results
     for cid, r in allure_results(d).items():
         att = {a["name"]: d / a["source"] for a in r.get("attachments", [])}
+        # The report step drew every plot the test items left the data of.
+        assert PLOT_DATA_NAME not in att and "plot error" not in att, cid
         metrics = json.loads(att["metrics.json"].read_text())
         assert metrics["case_id"] == cid and metrics["outcome"] == r["status"]
         if r["status"] == "failed":

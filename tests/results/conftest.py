@@ -132,6 +132,7 @@ RUN_META = {
 _SESSION_TEST = """
 import json
 import os
+import sys
 
 import pytest
 
@@ -145,6 +146,14 @@ class InfrastructureBroken(RuntimeError):
     pass
 
 
+@pytest.fixture(scope="module", autouse=True)
+def loaded_modules():
+    yield
+    # What the test items imported, for the tests that check annotate draws nothing.
+    with open("modules.json", "w") as fh:
+        json.dump(sorted(sys.modules), fh)
+
+
 @pytest.mark.parametrize("key", sorted(RECORDS))
 def test_case(key):
     rec = RECORDS[key]
@@ -156,7 +165,11 @@ def test_case(key):
 
 
 def run_allure_session(workdir, records, name="run") -> Path:
-    """Run a tiny pytest session whose tests annotate `records`; return its allure-results."""
+    """Run a tiny pytest session whose tests annotate `records`; return its allure-results.
+
+    Beside them (its parent directory) `modules.json` lists the modules the session had loaded
+    once its test items ran. The results are as the test items leave them: the error-distribution
+    plots are drawn later, by the report step (farm.results.case_plots.render_case_plots)."""
     workdir = Path(workdir)
     d = workdir / name
     d.mkdir(parents=True, exist_ok=True)

@@ -9,26 +9,32 @@ from pathlib import Path
 import pytest
 
 from farm.results import allure_glue as glue
+from farm.results.case_plots import render_case_plots
+from farm.results.plots import error_histogram_png
 from farm.results.report import REPORTS_DIR
 
 from .conftest import RUN_META, failed, record, rejected_ok, run_allure_session
 
+# A plot that cannot be drawn (its histogram edges are not numbers): a "plot error" attachment.
+BAD_HIST = {"hist": {"edges": ["x", "y"], "counts": [1]}}
+
 
 def _sampled_ids():
-    """One case id inside the deterministic plot sample and one outside it."""
+    """Two case ids inside the deterministic plot sample and one outside it."""
     ids = [f"sample-{i}" for i in range(200)]
-    inside = next(i for i in ids if glue.plot_sampled(i))
+    inside = [i for i in ids if glue.plot_sampled(i)]
     outside = next(i for i in ids if not glue.plot_sampled(i))
-    return inside, outside
+    return inside[0], outside, inside[1]
 
 
 def session_records():
-    inside, outside = _sampled_ids()
+    inside, outside, bad_plot = _sampled_ids()
     return [
         record("prec-f32-tail"),
         record("prec-f32-tail", family="ascend310b", host="emu-310-0", soc="Ascend310B1"),
         record(inside),
         record(outside),
+        record(bad_plot, metrics=BAD_HIST),
         failed(
             "prec-f16-mid",
             dtype="float16",
@@ -77,17 +83,47 @@ def session_records():
     ]
 
 
-@pytest.fixture(scope="module")
-def results(tmp_path_factory):
-    work = tmp_path_factory.mktemp("glue")
-    d = run_allure_session(work, session_records())
-    glue.write_results_extras(d, {**RUN_META, "run_id": "20261129-151200-smoke-ab12"})
+def _read_results(d: Path) -> dict:
     out = {}
     for f in d.glob("*-result.json"):
         r = json.loads(f.read_text())
         params = {p["name"]: p for p in r.get("parameters", [])}
         out[(r["name"], params["family"]["value"])] = r
-    return d, out
+    return out
+
+
+def _files(d: Path) -> dict[str, bytes]:
+    return {f.name: f.read_bytes() for f in d.iterdir() if f.is_file()}
+
+
+@pytest.fixture(scope="module")
+def session(tmp_path_factory):
+    """The allure-results of a session as its test items left them, then after the report
+    step drew the plots (render_case_plots), then after it ran a second time."""
+    work = tmp_path_factory.mktemp("glue")
+    d = run_allure_session(work, session_records())
+    glue.write_results_extras(d, {**RUN_META, "run_id": "20261129-151200-smoke-ab12"})
+    items = _read_results(d)
+    items_files = _files(d)
+    modules = json.loads((d.parent / "modules.json").read_text())
+    first = render_case_plots(d)
+    rendered_files = _files(d)
+    second = render_case_plots(d)
+    return {
+        "dir": d,
+        "modules": modules,
+        "items": items,
+        "items_files": items_files,
+        "counts": (first, second),
+        "rendered_files": rendered_files,
+        "results": _read_results(d),
+    }
+
+
+@pytest.fixture(scope="module")
+def results(session):
+    """The allure-results once the report step has drawn the plots."""
+    return session["dir"], session["results"]
 
 
 def _labels(r, name):
@@ -161,9 +197,79 @@ def test_features_stories_severity(results):
     assert "ascend910b" in _labels(get("nan-dy"), "tag")
 
 
+def test_test_items_draw_no_plot(session):
+    """annotate leaves the plot's data, never a PNG, and never imports matplotlib."""
+    assert session["modules"] and "farm.results.allure_glue" in session["modules"]
+    assert not [m for m in session["modules"] if m.split(".")[0] == "matplotlib"]
+    assert "farm.results.plots" not in session["modules"]
+    assert not [n for n in session["items_files"] if n.endswith(".png")]
+    for key, r in session["items"].items():
+        names = [a["name"] for a in r.get("attachments", [])]
+        assert "error distribution.png" not in names and "plot error" not in names, key
+
+
+def test_test_items_attach_the_plot_data(session):
+    d, items = session["dir"], session["items"]
+    inside, outside, bad_plot = _sampled_ids()
+    by_id = {(r["case_id"], repr(r["family"])): r for r in session_records()}
+    with_data = set()
+    for key, r in items.items():
+        data = [a for a in r.get("attachments", []) if a["name"] == glue.PLOT_DATA_NAME]
+        if not data:
+            continue
+        with_data.add(key[0])
+        assert len(data) == 1 and data[0]["type"] == "application/json", key
+        raw = (d / data[0]["source"]).read_bytes()
+        assert len(raw) < 2000, key  # small: the histogram and a few numbers
+        rec = by_id[key]
+        assert json.loads(raw) == glue.plot_data(rec)
+        assert json.loads(raw)["metrics"].get("hist") == rec["metrics"]["hist"]
+    assert with_data == {cid for (cid, _), rec in by_id.items() if glue.wants_plot(rec)}
+    assert {"prec-f16-mid", inside, bad_plot} <= with_data
+    assert not {outside, "rej-ok", "crash-1"} & with_data  # passes outside the sample, no metrics
+
+
+def test_report_step_draws_each_plot_once_into_its_result(session):
+    d, items, res = session["dir"], session["items"], session["results"]
+    first, second = session["counts"]
+    planned = _with(items)
+    assert (first.plots, first.errors) == (len(planned) - 1, 1)  # bad_plot: a plot error
+    assert (second.plots, second.errors) == (0, 0)  # idempotent: nothing left to draw
+    assert session["rendered_files"] == _files(d)  # the second pass changed no file
+    by_id = {(r["case_id"], repr(r["family"])): r for r in session_records()}
+    pngs = [n for n in _files(d) if n.endswith("-attachment.png")]
+    assert len(pngs) == first.plots
+    for key in planned:
+        before = [a["name"] for a in items[key]["attachments"]]
+        after = res[key]["attachments"]
+        # The data entry became the plot, in its place; every other entry is as it was.
+        i = before.index(glue.PLOT_DATA_NAME)
+        assert [a["name"] for a in after] == [
+            *before[:i],
+            "plot error" if key[0] == _sampled_ids()[2] else "error distribution.png",
+            *before[i + 1 :],
+        ]
+        assert res[key]["status"] == items[key]["status"]  # a plot never changes a verdict
+        assert res[key].get("statusDetails") == items[key].get("statusDetails")
+        entry = after[i]
+        if entry["name"] == "plot error":
+            assert entry["type"] == "text/plain"
+            assert (d / entry["source"]).read_text().startswith("plot failed: ValueError")
+            continue
+        assert entry["type"] == "image/png" and entry["source"].endswith("-attachment.png")
+        # The plot of this very case: the same PNG as drawn from its whole record.
+        assert (d / entry["source"]).read_bytes() == error_histogram_png(by_id[key])
+    for key, r in res.items():
+        assert glue.PLOT_DATA_NAME not in [a["name"] for a in r.get("attachments", [])], key
+
+
+def _with(items: dict, name: str = glue.PLOT_DATA_NAME) -> list:
+    return [k for k, r in items.items() if name in [a["name"] for a in r.get("attachments", [])]]
+
+
 def test_attachments_of_failures_and_sampled_passes(results):
     d, res = results
-    inside, outside = _sampled_ids()
+    inside, outside, _ = _sampled_ids()
 
     def names(cid, fam="'ascend910b'"):
         return {a["name"]: a for a in res[(cid, fam)].get("attachments", [])}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import io
+import json
 from pathlib import Path
 
 import matplotlib.image
@@ -12,8 +13,9 @@ import pytest
 
 from farm.agent import histogram as plots_data
 from farm.results import plots
+from farm.results.allure_glue import plot_data
 
-from .conftest import record, rejected_ok
+from .conftest import failed, record, rejected_ok
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -48,8 +50,6 @@ def test_histogram_counts_every_element_once():
     one = plots_data.golden_free_histogram(np.array([1e-6]))
     i = one["counts"].index(1)
     assert one["edges"][i] <= -6 < one["edges"][i + 1]
-    import json
-
     assert len(json.dumps(h)) < 2000  # small enough for the wire
 
 
@@ -78,6 +78,31 @@ def test_error_histogram_without_histogram_or_metrics():
     rec = record("w", metrics={"hist": None})
     _image(plots.error_histogram_png(rec))  # worst elements and MERE/MARE lines
     _image(plots.error_histogram_png(rejected_ok("r")))  # no metrics: says so, no crash
+
+
+@pytest.mark.parametrize(
+    "rec",
+    [
+        record("hist", dtype="float16", metrics={"mere": 2e-4, "mare": 9e-4}),
+        record("worst-only", metrics={"hist": None}),
+        failed("empty-hist", metrics={"hist": {"edges": [], "counts": []}}),
+        failed(
+            "mismatch",
+            metrics={
+                "nonfinite_mismatch": 7,
+                "hist": {**record("x")["metrics"]["hist"], "nonfinite": 7},
+            },
+        ),
+        rejected_ok("no-metrics"),
+        {"case_id": "sparse"},
+    ],
+    ids=lambda r: r["case_id"],
+)
+def test_plot_data_draws_the_same_png_as_the_record(rec):
+    """The test items attach only plot_data(record) (through JSON); the report step draws the
+    PNG from it: the very PNG the whole record gives."""
+    data = json.loads(json.dumps(plot_data(rec)))
+    assert plots.error_histogram_png(data) == plots.error_histogram_png(rec)
 
 
 def test_trend_png():

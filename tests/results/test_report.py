@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from farm.errors import ToolMissing
 from farm.results import allure_glue as glue
 from farm.results import compare as cmp
 from farm.results import report
@@ -120,6 +121,34 @@ def test_each_run_generates_a_report(three_runs):
     assert summary["stats"]["total"] == 5 and summary["stats"]["failed"] == 1
 
 
+def _plot_names(tr: dict) -> list[str]:
+    """The names of a report test's attachments that are plots, or stand in for one."""
+    names = [s["link"]["name"] for s in tr.get("steps", []) if s.get("type") == "attachment"]
+    plots = ("error distribution.png", "plot error", glue.PLOT_DATA_NAME)
+    return [n for n in names if n in plots]
+
+
+def test_reports_show_the_plots_drawn_at_report_time(three_runs):
+    """generate() drew each run's plots into its allure-results (the test items only left their
+    data): the failed case has exactly one PNG, decoded from the report's own files."""
+    for n, r in enumerate(three_runs["runs"], 1):
+        tests = _test_results(r["out"])
+        watched = tests[(WATCHED, "ascend910b")]
+        assert _plot_names(watched) == (["error distribution.png"] if n > 1 else []), n
+        for key, tr in tests.items():
+            if key != (WATCHED, "ascend910b") or n == 1:
+                assert _plot_names(tr) == [], (n, key)  # no other case is sampled or failed
+        if n > 1:
+            link = next(
+                s["link"]
+                for s in watched["steps"]
+                if s.get("type") == "attachment" and s["link"]["name"] == "error distribution.png"
+            )
+            png = (r["out"] / "data" / "attachments" / f"{link['id']}{link['ext']}").read_bytes()
+            assert png.startswith(b"\x89PNG") and len(png) > 5_000
+        assert len(list(r["results"].glob("*-attachment.png"))) == (1 if n > 1 else 0)
+
+
 def test_history_is_carried_across_three_runs(three_runs):
     lines = three_runs["history"].read_text().splitlines()
     assert len(lines) == 3
@@ -189,6 +218,11 @@ def test_farm_report_command(three_runs, tmp_path, capsys):
     text = capsys.readouterr().out
     assert f"report: {out / 'index.html'}" in text and "quality gate: maxFailures" in text
     assert (out / "index.html").is_file()
+    # Reporting a run again draws no plot twice: one PNG for the failed case, in the results
+    # and in the new report.
+    assert report.main([r3["run_id"], *args]) == 1
+    assert len(list(r3["results"].glob("*-attachment.png"))) == 1
+    assert _plot_names(_test_results(out)[(WATCHED, "ascend910b")]) == ["error distribution.png"]
     # A green run, without --results/--out: the run's recorded run_dir is used.
     assert report.main([r1["run_id"], "--store", store, "--no-history"]) == 0
     assert (r1["results"].parent / "report" / "index.html").is_file()
@@ -204,6 +238,25 @@ def test_generate_keeps_the_old_report_when_allure_fails(three_runs, tmp_path):
     bad.mkdir()
     code, _ = report.generate(bad, out, None, reports_dir=_broken_reports_dir(tmp_path))
     assert code != 0 and (out / "index.html").read_text() == "old"
+
+
+def test_missing_allure_is_the_farms_tool_missing(three_runs, tmp_path, monkeypatch, capsys):
+    bare = tmp_path / "bare-reports"
+    bare.mkdir()
+    with pytest.raises(ToolMissing) as err:
+        report.allure_command(bare)
+    msg = str(err.value)
+    assert "\n" not in msg and "Allure 3" in msg and "bash .ci/setup.sh run" in msg
+    assert not report.allure_available(bare)
+    monkeypatch.setattr(report.shutil, "which", lambda name: None)
+    with pytest.raises(ToolMissing, match=r"^node .*: run `bash \.ci/setup\.sh run`$"):
+        report.allure_command()
+    # `farm report` says so in one line and exits 2.
+    r1 = three_runs["runs"][0]
+    args = ["--store", str(three_runs["store"]), "--out", str(tmp_path / "o"), "--no-history"]
+    assert report.main([r1["run_id"], *args]) == 2
+    err_lines = capsys.readouterr().err.strip().splitlines()
+    assert len(err_lines) == 1 and err_lines[0].startswith("farm report: node ")
 
 
 def _broken_reports_dir(tmp_path: Path) -> Path:

@@ -1,0 +1,147 @@
+"""The cases' error-distribution PNGs, drawn when the report is written, not in the test items.
+
+Inside a test item `farm.results.allure_glue.annotate` attaches, for each case `wants_plot`
+selects, only the numbers its plot is drawn from: a small JSON attachment named PLOT_DATA_NAME.
+`render_case_plots(results_dir)` (called by `farm.results.report.generate` before Allure runs)
+draws each of them with `farm.results.plots.error_histogram_png`, writes the PNG into the
+allure-results directory as `<uuid>-attachment.png` (the way allure-pytest names its attachment
+files) and, in that test's result file, puts the entry
+
+    {"name": "error distribution.png", "source": "<uuid>-attachment.png", "type": "image/png"}
+
+where the data attachment's entry was: the report shows the same attachments, in the same order,
+as when the PNG was drawn inside the test. A plot that cannot be drawn becomes a "plot error" text
+attachment instead; nothing else in the result (status, message) is ever touched.
+
+Idempotent: a rendered result has no data entry left, so a second `farm report` draws nothing.
+The data files stay in allure-results (unreferenced). The PNG's file name is derived from the data
+file's name, so a report step interrupted between writing a PNG and rewriting its result file
+writes the same file again the next time, never a second one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from farm.results.allure_glue import (
+    PLOT_DATA_NAME,
+    PLOT_ERROR_NAME,
+    PLOT_NAME,
+    plot_error_text,
+)
+
+# Below this many plots one process draws them all (a worker pool costs more than it saves).
+PARALLEL_FROM = 16
+_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "lsg-farm:error-distribution")
+
+
+@dataclass
+class PlotCounts:
+    plots: int = 0  # PNGs drawn and attached
+    errors: int = 0  # "plot error" attachments instead
+
+
+def render_case_plots(results_dir: str | os.PathLike, *, jobs: int | None = None) -> PlotCounts:
+    """Draw every pending error-distribution plot of an allure-results directory (see above).
+
+    `jobs`: worker processes (default: one per CPU once there are PARALLEL_FROM plots or more).
+    """
+    results_dir = Path(results_dir)
+    pending: dict[Path, dict] = {}
+    sources: list[str] = []
+    for path in sorted(results_dir.glob("*-result.json")):
+        try:
+            raw = path.read_bytes()
+        except OSError:
+            continue
+        if PLOT_DATA_NAME.encode() not in raw:  # most results: no need to parse them
+            continue
+        try:
+            result = json.loads(raw)
+        except ValueError:
+            continue
+        found = [e["source"] for e in _data_entries(result)]
+        if found:
+            pending[path] = result
+            sources += found
+    counts = PlotCounts()
+    if not sources:
+        return counts
+    drawn = dict(zip(sources, _draw_all(results_dir, sources, jobs), strict=True))
+    for path, result in pending.items():
+        for entries, i in list(_data_slots(result)):
+            entry = drawn[entries[i]["source"]]
+            entries[i] = entry
+            if entry["name"] == PLOT_NAME:
+                counts.plots += 1
+            else:
+                counts.errors += 1
+        _write_json(path, result)
+    return counts
+
+
+def _data_slots(node: dict) -> Iterator[tuple[list, int]]:
+    """(attachments list, index) of every plot-data entry in a result, its steps included."""
+    entries = node.get("attachments")
+    if isinstance(entries, list):
+        for i, e in enumerate(entries):
+            if isinstance(e, dict) and e.get("name") == PLOT_DATA_NAME and e.get("source"):
+                yield entries, i
+    for step in node.get("steps") or ():
+        if isinstance(step, dict):
+            yield from _data_slots(step)
+
+
+def _data_entries(node: dict) -> list[dict]:
+    return [entries[i] for entries, i in _data_slots(node)]
+
+
+def _draw_all(results_dir: Path, sources: list[str], jobs: int | None) -> list[dict]:
+    if jobs is None:
+        jobs = (os.cpu_count() or 1) if len(sources) >= PARALLEL_FROM else 1
+    jobs = max(1, min(jobs, len(sources)))
+    if jobs > 1:
+        try:
+            with ProcessPoolExecutor(max_workers=jobs) as pool:
+                return list(
+                    pool.map(
+                        draw_one,
+                        [results_dir] * len(sources),
+                        sources,
+                        chunksize=max(1, len(sources) // (4 * jobs)),
+                    )
+                )
+        except Exception:  # noqa: BLE001 - no pool (fork refused, a worker killed): draw here
+            pass
+    return [draw_one(results_dir, s) for s in sources]
+
+
+def draw_one(results_dir: Path, data_source: str) -> dict:
+    """Draw the plot of one data attachment into its PNG file; return the entry that replaces
+    the data attachment's: the PNG, or a "plot error" text when it could not be drawn."""
+    stem = str(uuid.uuid5(_NAMESPACE, data_source))
+    try:
+        from farm.results.plots import error_histogram_png
+
+        data = json.loads((results_dir / data_source).read_text(encoding="utf-8"))
+        png = error_histogram_png(data)
+        name = f"{stem}-attachment.png"
+        (results_dir / name).write_bytes(png)
+        return {"name": PLOT_NAME, "source": name, "type": "image/png"}
+    except Exception as exc:  # noqa: BLE001 - a plot must never change a case's verdict
+        name = f"{stem}-attachment.txt"
+        (results_dir / name).write_text(plot_error_text(exc), encoding="utf-8")
+        return {"name": PLOT_ERROR_NAME, "source": name, "type": "text/plain"}
+
+
+def _write_json(path: Path, obj: dict) -> None:
+    """Replace a result file whole (a reader never sees half of it)."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(obj, ensure_ascii=False), encoding="utf-8")
+    os.replace(tmp, path)
