@@ -32,6 +32,7 @@ from pathlib import Path
 
 from farm.errors import BuildError
 from farm.paths import REPO_ROOT as ROOT
+from golden.soc import FAMILIES, representative_soc
 
 OP_DIR = ROOT / "op"
 LIB_NAME = "liblsg_twin.so"
@@ -331,7 +332,7 @@ def _driver_calls() -> Iterator[tuple[str, dict]]:
         ((0, 5), (-1,)),
         ((4, 0, 3), (1,)),  # empty
     ]
-    for soc in ("Ascend910B1", "Ascend310B1"):
+    for soc in (representative_soc(family).name for family in FAMILIES):
         for dtype in ("float32", "float16", "bfloat16"):
             for shape, axes in shapes:
                 for strided in (False, True):

@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from farm import __version__
+from farm.agent.backends import BACKENDS
 from farm.agent.errors import FarmError
 
 
@@ -61,7 +62,7 @@ def cmd_run(argv: list[str]) -> int:
     )
     parser.add_argument("--tier", default="smoke", help="smoke | nightly | full (default smoke)")
     parser.add_argument("--inventory", help="TOML inventory (default: the embedded local pool)")
-    parser.add_argument("--backend", default="twin", choices=("twin", "torch"))
+    parser.add_argument("--backend", default=BACKENDS[0], choices=BACKENDS)
     parser.add_argument(
         "--plant-bug",
         default="",

@@ -11,6 +11,7 @@ import time
 
 import numpy as np
 
+from farm.agent.backends import BACKENDS
 from farm.agent.histogram import golden_free_histogram
 from farm.agent.identity import Identity
 from farm.agent.outcome import classify
@@ -195,4 +196,4 @@ def _backend(name: str):
         from farm.agent.backends.torch_backend import run_call
 
         return run_call
-    raise ValueError(f"unknown backend {name!r}; use 'twin' or 'torch'")
+    raise ValueError(f"unknown backend {name!r}; use one of: {', '.join(BACKENDS)}")

@@ -39,13 +39,12 @@ from pathlib import Path
 
 from farm.agent.record import METRIC_COLUMNS, OUTCOMES, TIMING_COLUMNS
 from farm.errors import StoreError
-
-DEFAULT_STORE = Path("runs") / "farm.sqlite"
+from farm.paths import RUNS_DIR
 
 
 def default_store_path() -> Path:
-    """$FARM_STORE, else runs/farm.sqlite under the current directory."""
-    return Path(os.environ.get("FARM_STORE") or DEFAULT_STORE)
+    """$FARM_STORE, else farm.sqlite in the runs directory ($FARM_RUNS or the checkout's runs/)."""
+    return Path(os.environ.get("FARM_STORE") or RUNS_DIR / "farm.sqlite")
 
 
 def history_path_for(store_path: str | os.PathLike, tier: str) -> Path:

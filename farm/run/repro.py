@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from farm import paths
+from farm.agent.backends import BACKENDS
 from farm.agent.record import ResultRecord
 from farm.errors import ConfigError
 from farm.run import prepare
@@ -36,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("case_id")
     parser.add_argument("--host", help="run on this host (default: any healthy host of the family)")
     parser.add_argument("--inventory", help="TOML inventory (default: the embedded local pool)")
-    parser.add_argument("--backend", default="twin", choices=("twin", "torch"))
+    parser.add_argument("--backend", default=BACKENDS[0], choices=BACKENDS)
     parser.add_argument("--json", action="store_true", help="print the whole record as JSON")
     args = parser.parse_args(argv)
 

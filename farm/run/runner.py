@@ -26,6 +26,10 @@ from suites.case import Case
 
 SUITE_FILES = ("suites/test_precision.py", "suites/test_rejection.py")
 EXIT_OK, EXIT_PRODUCT, EXIT_INFRA = 0, 1, 2
+# What a run leaves in runs/<run id>/ besides records/ and allure-results/ (the report's
+# directory is farm.results.report.default_report_dir).
+JUNIT_XML = "junit.xml"
+SUMMARY_JSON = "summary.json"
 
 
 def collect_records(
@@ -97,7 +101,7 @@ def pytest_args(plan: Plan, workers: int, extra: list[str]) -> list[str]:
         "--alluredir",
         str(results),
         "--junitxml",
-        str(plan.run_dir / "junit.xml"),
+        str(plan.run_dir / JUNIT_XML),
         "-p",
         "no:cacheprovider",
         "-p",
@@ -237,9 +241,9 @@ def write_summary(plan: Plan, records: list[ResultRecord], code: int, quarantine
             {k: r.get(k) for k in FAILURE_FIELDS} for r in records if r["outcome"] != "passed"
         ],
         "allure_results": str(plan.run_dir / "allure-results"),
-        "junit": str(plan.run_dir / "junit.xml"),
+        "junit": str(plan.run_dir / JUNIT_XML),
     }
-    path = plan.run_dir / "summary.json"
+    path = plan.run_dir / SUMMARY_JSON
     path.write_text(json.dumps(summary, indent=1))
     return path
 
