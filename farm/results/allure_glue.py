@@ -242,7 +242,7 @@ def worst_csv(record: Mapping) -> str | None:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(["rank", "index", "actual", "golden", "abs_err", "rel_err"])
-    rows = [(e, ("actual", "golden")) for e in nonfinite]
+    rows: list[tuple[Mapping, tuple[str, ...]]] = [(e, ("actual", "golden")) for e in nonfinite]
     rows += [(e, ("actual", "golden", "abs_err", "rel_err")) for e in worst]
     for i, (e, keys) in enumerate(rows, 1):
         idx = e.get("index")

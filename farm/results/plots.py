@@ -123,8 +123,8 @@ def error_histogram_png(record_or_metrics: Mapping, dtype: str | None = None) ->
             ax.set_ylim(0, 1)  # no element to count: an empty axis, not one around zero
     elif isinstance(metrics, Mapping) and metrics:
         worst = metrics.get("worst") or []
-        rel = [_finite_positive(w.get("rel_err")) for w in worst if isinstance(w, Mapping)]
-        rel = [r for r in rel if r is not None]
+        found = [_finite_positive(w.get("rel_err")) for w in worst if isinstance(w, Mapping)]
+        rel = [r for r in found if r is not None]
         if rel:
             xs = [math.log10(r) for r in rel]
             ax.scatter(xs, range(1, len(xs) + 1), color="#cc3311", s=18, label="worst elements")
