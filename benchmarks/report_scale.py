@@ -156,7 +156,7 @@ def time_compare(work: Path, store: Path, run: dict, repeat: int, perturb: bool)
         cli.append(time.perf_counter() - t)
         assert proc.returncode in (0, 1), proc.stderr
     t = time.perf_counter()
-    subprocess.run([sys.executable, "-c", "import farm.results.compare"], cwd=ROOT, check=True)
+    subprocess.run([sys.executable, "-c", "import farm.results.commands"], cwd=ROOT, check=True)
     import_s = time.perf_counter() - t
     return {
         "rows_per_run": len(rows),
@@ -213,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
         ("compare() of two runs, in process", _s(cmp_["compare_in_process_s_median"])),
         ("`farm compare` CLI, whole command", _s(cmp_["farm_compare_cli_s_median"])),
         (
-            "  of which python + import farm.results.compare",
+            "  of which python + import farm.results.commands",
             _s(cmp_["python_import_farm_compare_s"]),
         ),
     ]

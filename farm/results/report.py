@@ -80,7 +80,7 @@ def write_summary_files(
     dest: Path, comparison=None, trend_png: bytes | None = None, run_meta: Mapping | None = None
 ) -> list[Path]:
     """The run-level attachments: regression summary (HTML, Markdown, JSON) and trend PNG."""
-    from farm.results import compare as cmp
+    from farm.results import compare_render
 
     dest.mkdir(parents=True, exist_ok=True)
     files: list[Path] = []
@@ -89,7 +89,7 @@ def write_summary_files(
         p.write_bytes(trend_png)
         files.append(p)
     if comparison is not None:
-        page = cmp.to_html(comparison)
+        page = compare_render.to_html(comparison)
         if trend_png:
             img = (
                 "<h3>Precision trend</h3><p><img alt='precision trend' style='max-width:100%'"
@@ -100,7 +100,7 @@ def write_summary_files(
         p.write_text(page, encoding="utf-8")
         files.append(p)
         p = dest / "regression-summary.md"
-        p.write_text(cmp.to_markdown(comparison), encoding="utf-8")
+        p.write_text(compare_render.to_markdown(comparison), encoding="utf-8")
         files.append(p)
         p = dest / "regression-summary.json"
         p.write_text(comparison.to_json(), encoding="utf-8")
@@ -280,7 +280,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     Exit code: 0 when the quality gate passes and there is no regression against the baseline,
     1 otherwise, 2 when the report could not be generated (tools missing, no results)."""
-    from farm.results.compare import DEFAULT_DRIFT_FACTOR, compare, to_text
+    from farm.results.compare import DEFAULT_DRIFT_FACTOR, compare
+    from farm.results.compare_render import to_text
     from farm.results.store import RunStore, default_store_path, history_path_for
 
     p = argparse.ArgumentParser(prog="farm report", description=main.__doc__)
@@ -317,6 +318,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             comp = compare(store, run_id, args.baseline, args.drift_factor)
         except KeyError as exc:
             print(f"farm report: {exc.args[0]}", file=sys.stderr)
+            return 2
+        except ValueError as exc:  # a bad --drift-factor
+            print(f"farm report: {exc}", file=sys.stderr)
             return 2
         series = store.metric_series(tier, args.trend_runs)
     results = Path(args.results) if args.results else default_results_dir(run, store_path)

@@ -6,7 +6,10 @@ import json
 
 import pytest
 
+from farm.errors import UsageError
+from farm.results import commands
 from farm.results import compare as cmp
+from farm.results import compare_render as render
 from farm.results.store import RunStore
 
 from .conftest import RUN_META, failed, record, rejected_ok
@@ -157,11 +160,11 @@ def test_per_dtype_summaries(store):
 def test_renderings_name_the_regressions(store):
     b, r = _baseline_and_run(store)
     c = cmp.compare(store, r, b)
-    text = cmp.to_text(c)
+    text = render.to_text(c)
     assert "REGRESSIONS" in text and "newfail" in text and "drift16" in text
-    md = cmp.to_markdown(c)
+    md = render.to_markdown(c)
     assert "### New failures (1)" in md and "| newfail |" in md
-    html = cmp.to_html(c)
+    html = render.to_html(c)
     assert "<td>newfail</td>" in html and "REGRESSIONS" in html
     data = json.loads(c.to_json())
     assert data["has_regressions"] and data["regressed_cases"] == c.regressed_cases
@@ -171,30 +174,30 @@ def test_renderings_name_the_regressions(store):
     from rich.console import Console
 
     buf = StringIO()
-    cmp.render_rich(c, Console(file=buf, width=160, force_terminal=False))
+    render.render_rich(c, Console(file=buf, width=160, force_terminal=False))
     assert "newfail" in buf.getvalue() and "Per family and dtype" in buf.getvalue()
 
 
 def test_cli_commands(store, tmp_path, capsys):
     b, r = _baseline_and_run(store)
     path = str(store.path)
-    assert cmp.main_runs(["--store", path]) == 0
+    assert commands.main_runs(["--store", path]) == 0
     out = capsys.readouterr().out
     assert b in out and r in out
-    assert cmp.main_runs(["--store", path, "--json"]) == 0
+    assert commands.main_runs(["--store", path, "--json"]) == 0
     assert {x["run_id"] for x in json.loads(capsys.readouterr().out)} == {b, r}
 
     # The baseline run was red, so without an explicit baseline there is none.
-    assert cmp.main_compare(["--store", path, "--format", "text"]) == 0
+    assert commands.main_compare(["--store", path, "--format", "text"]) == 0
     assert "no baseline" in capsys.readouterr().out
-    assert cmp.main_baseline(["--store", path, "set", b]) == 0
-    assert cmp.main_baseline(["--store", path, "show"]) == 0
+    assert commands.main_baseline(["--store", path, "set", b]) == 0
+    assert commands.main_baseline(["--store", path, "show"]) == 0
     assert f"smoke: {b} (explicit)" in capsys.readouterr().out
-    assert cmp.main_compare(["--store", path, "--format", "text"]) == 1  # latest run vs b
+    assert commands.main_compare(["--store", path, "--format", "text"]) == 1  # latest run vs b
     assert "newfail" in capsys.readouterr().out
     out_file = tmp_path / "cmp.json"
     assert (
-        cmp.main_compare(
+        commands.main_compare(
             ["--store", path, r, "--baseline", b, "--format", "json", "-o", str(out_file)]
         )
         == 1
@@ -207,7 +210,7 @@ def test_cli_commands(store, tmp_path, capsys):
     ]
     capsys.readouterr()
     assert (
-        cmp.main_compare(
+        commands.main_compare(
             [
                 "--store",
                 path,
@@ -227,16 +230,47 @@ def test_cli_commands(store, tmp_path, capsys):
     data = json.loads(capsys.readouterr().out)
     assert [d["case_id"] for d in data["drift"]] == ["drift16"]  # zero32 now under its floor
     assert data["drift_factor"] == 2.0
-    assert cmp.main_compare(["--store", path, b, "--baseline", b, "--format", "text"]) == 0
-    assert cmp.main_compare(["--store", path, "nope"]) == 2
-    assert cmp.main_baseline(["--store", path, "set", "nope"]) == 2
-    assert cmp.main_baseline(["--store", path, "clear", "--tier", "smoke"]) == 0
-    assert cmp.main_compare(["--store", path]) == 0  # rich output path, no baseline again
+    assert commands.main_compare(["--store", path, b, "--baseline", b, "--format", "text"]) == 0
+    assert commands.main_compare(["--store", path, "nope"]) == 2
+    assert commands.main_baseline(["--store", path, "set", "nope"]) == 2
+    assert commands.main_baseline(["--store", path, "clear", "--tier", "smoke"]) == 0
+    assert commands.main_compare(["--store", path]) == 0  # rich output path, no baseline again
+
+
+def test_bad_floor_or_factor_is_a_usage_error(store):
+    b, r = _baseline_and_run(store)
+    path = str(store.path)
+    for bad in (
+        ["--noise-floor", "abc"],
+        ["--noise-floor", "float32:nope=1"],
+        ["--drift-factor", "0"],
+    ):
+        with pytest.raises(UsageError):
+            commands.main_compare(["--store", path, r, "--baseline", b, *bad])
+
+
+def test_the_comparison_is_pure_logic():
+    """compare.py holds the comparison only: no renderer, no command line, no terminal."""
+    import ast
+    from pathlib import Path
+
+    tree = ast.parse(Path(cmp.__file__).read_text())
+    imported = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            imported |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            imported.add(node.module or "")
+    assert not imported & {"argparse", "html", "rich", "sys"}, imported
+    assert not imported & {"farm.results.compare_render", "farm.results.commands"}
+    names = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+    assert not names & {"to_text", "to_html", "to_markdown", "render_rich", "plain_table"}
+    assert not {n for n in names if n.startswith("main")}
 
 
 def test_compare_on_empty_store(tmp_path, capsys):
-    assert cmp.main_compare(["--store", str(tmp_path / "empty.sqlite")]) == 2
-    assert cmp.main_runs(["--store", str(tmp_path / "empty.sqlite")]) == 0
+    assert commands.main_compare(["--store", str(tmp_path / "empty.sqlite")]) == 2
+    assert commands.main_runs(["--store", str(tmp_path / "empty.sqlite")]) == 0
 
 
 def test_compare_rows_accepts_full_records():

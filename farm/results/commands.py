@@ -1,0 +1,220 @@
+"""`farm runs`, `farm baseline` and `farm compare`: the run store and the regression comparison on
+the command line (the comparison is farm/results/compare.py, its renderings
+farm/results/compare_render.py).
+
+Exit codes of `farm compare`: 0 no regression (or no baseline to compare with), 1 regressions,
+2 usage error (unknown run, empty store).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+
+from farm.errors import UsageError
+from farm.results.compare import DEFAULT_DRIFT_FACTOR, compare
+from farm.results.compare_render import (
+    plain_table,
+    render_rich,
+    to_html,
+    to_markdown,
+    to_text,
+    verdict,
+)
+from farm.results.store import RunStore, default_store_path
+
+
+def _store_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--store", default=None, help="run store (default: $FARM_STORE or runs/farm.sqlite)"
+    )
+
+
+def _open(args) -> RunStore:
+    return RunStore(args.store or default_store_path())
+
+
+def main_runs(argv: Sequence[str] | None = None) -> int:
+    """`farm runs [--tier T] [--limit N] [--json]`: list the recorded runs, newest first."""
+    p = argparse.ArgumentParser(prog="farm runs", description=main_runs.__doc__)
+    _store_arg(p)
+    p.add_argument("--tier")
+    p.add_argument("--limit", type=int, default=20)
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    args = p.parse_args(argv)
+    with _open(args) as store:
+        runs = store.runs(limit=args.limit, tier=args.tier)
+        baselines = {r["tier"]: store.explicit_baseline(r["tier"]) for r in runs}
+    if args.json:
+        print(json.dumps(runs, indent=2, sort_keys=True))
+        return 0
+    hdr = (
+        "run",
+        "tier",
+        "started",
+        "ended",
+        "exit",
+        "cases",
+        "passed",
+        "failed",
+        "broken",
+        "package",
+        "commit",
+        "baseline",
+    )
+    rows = []
+    for r in runs:
+        c = r["counts"]
+        rows.append(
+            [
+                r["run_id"],
+                r["tier"],
+                r["started_at"] or "",
+                r["ended_at"] or "(running)",
+                "" if r["exit_code"] is None else str(r["exit_code"]),
+                str(c["total"]),
+                str(c["passed"]),
+                str(c["failed"]),
+                str(c["broken"]),
+                f"{r.get('package_version') or ''} {(r.get('package_sha256') or '')[:12]}".strip(),
+                (r.get("git_commit") or "")[:12],
+                "yes" if baselines.get(r["tier"]) == r["run_id"] else "",
+            ]
+        )
+    if not runs:
+        print("no runs recorded yet")
+    elif sys.stdout.isatty():
+        from rich.console import Console
+        from rich.table import Table
+
+        t = Table(title="Runs (newest first)", title_justify="left")
+        for h in hdr:
+            t.add_column(h, no_wrap=h == "run")
+        for row in rows:
+            t.add_row(*row)
+        Console().print(t)
+    else:  # pipes and logs get every character of the run ids
+        print("\n".join(plain_table(hdr, rows, indent="")))
+    return 0
+
+
+def main_baseline(argv: Sequence[str] | None = None) -> int:
+    """`farm baseline set RUN [--tier T]` | `farm baseline show [--tier T]` |
+    `farm baseline clear --tier T`."""
+    p = argparse.ArgumentParser(prog="farm baseline", description=main_baseline.__doc__)
+    _store_arg(p)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    s = sub.add_parser("set", help="make RUN the baseline of its tier (or of --tier)")
+    s.add_argument("run")
+    s.add_argument("--tier", help="default: the run's own tier")
+    sh = sub.add_parser("show", help="the baseline each tier would use now")
+    sh.add_argument("--tier")
+    cl = sub.add_parser("clear", help="drop the explicit baseline (back to last green)")
+    cl.add_argument("--tier", required=True)
+    args = p.parse_args(argv)
+    with _open(args) as store:
+        if args.cmd == "set":
+            run = store.get_run(args.run)
+            if run is None:
+                print(f"farm baseline: unknown run {args.run!r}", file=sys.stderr)
+                return 2
+            tier = args.tier or run["tier"]
+            store.set_baseline(tier, args.run)
+            print(f"baseline of tier {tier}: {args.run}")
+            return 0
+        if args.cmd == "clear":
+            store.clear_baseline(args.tier)
+            print(f"baseline of tier {args.tier} cleared (last green run is used)")
+            return 0
+        tiers = [args.tier] if args.tier else sorted({r["tier"] for r in store.runs(limit=None)})
+        for tier in tiers:
+            explicit = store.explicit_baseline(tier)
+            eff = store.baseline_for(tier)
+            how = "explicit" if explicit and eff == explicit else "last green"
+            print(f"{tier}: {eff or '(none)'}" + (f" ({how})" if eff else ""))
+        return 0
+
+
+def _parse_floor(items: Sequence[str] | None):
+    if not items:
+        return None
+    spec: dict = {}
+    for item in items:
+        if "=" not in item:
+            return float(item)
+        key, val = item.split("=", 1)
+        if ":" in key:
+            dt, m = key.split(":", 1)
+            spec.setdefault(dt, {})[m] = float(val)
+        else:
+            spec[key] = float(val)
+    return spec
+
+
+def main_compare(argv: Sequence[str] | None = None) -> int:
+    """`farm compare [RUN] [--baseline RUN] [--drift-factor F] [--noise-floor SPEC]...`
+
+    Compares RUN (default: the newest finished run) with its baseline and exits 1 on
+    regressions."""
+    p = argparse.ArgumentParser(prog="farm compare", description=main_compare.__doc__)
+    _store_arg(p)
+    p.add_argument("run", nargs="?", help="default: the newest finished run")
+    p.add_argument("--baseline", help="default: the tier's explicit baseline, else last green")
+    p.add_argument("--drift-factor", type=float, default=DEFAULT_DRIFT_FACTOR)
+    p.add_argument(
+        "--noise-floor",
+        action="append",
+        metavar="SPEC",
+        help="a number for every dtype, or DTYPE=X, or DTYPE:METRIC=X; repeatable",
+    )
+    p.add_argument(
+        "--strict", action="store_true", help="count cases broken by infrastructure as regressions"
+    )
+    p.add_argument("--format", choices=("rich", "text", "json", "markdown", "html"), default="rich")
+    p.add_argument("--output", "-o", help="write the rendering to this file instead of stdout")
+    p.add_argument("--limit", type=int, default=50, help="rows per table (0: all)")
+    args = p.parse_args(argv)
+    limit = None if args.limit == 0 else args.limit
+    with _open(args) as store:
+        run_id = args.run
+        if run_id is None:
+            latest = store.latest_run(finished=True)
+            if latest is None:
+                print("farm compare: no finished run in the store", file=sys.stderr)
+                return 2
+            run_id = latest["run_id"]
+        try:
+            comp = compare(
+                store,
+                run_id,
+                args.baseline,
+                args.drift_factor,
+                _parse_floor(args.noise_floor),
+                strict=args.strict,
+            )
+        except KeyError as exc:
+            print(f"farm compare: {exc.args[0]}", file=sys.stderr)
+            return 2
+        except ValueError as exc:  # a bad --noise-floor or --drift-factor: one line, exit 2
+            raise UsageError(str(exc)) from None
+    fmt = args.format
+    if fmt == "rich" and (args.output or not sys.stdout.isatty()):
+        fmt = "text"  # rich truncates cells to the terminal width; files and pipes get it all
+    if fmt == "rich":
+        render_rich(comp, limit=limit)
+    else:
+        text = {
+            "text": lambda: to_text(comp, limit),
+            "json": comp.to_json,
+            "markdown": lambda: to_markdown(comp, limit),
+            "html": lambda: to_html(comp, limit),
+        }[fmt]()
+        if args.output:
+            with open(args.output, "w", encoding="utf-8") as f:
+                f.write(text)
+            print(verdict(comp))
+        else:
+            sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    return 1 if comp.has_regressions else 0
