@@ -263,6 +263,15 @@ def test_report_step_draws_each_plot_once_into_its_result(session):
         assert glue.PLOT_DATA_NAME not in [a["name"] for a in r.get("attachments", [])], key
 
 
+def test_report_step_in_worker_processes_draws_the_same_files(session, tmp_path):
+    """The pool the report step uses for many plots gives the very files one process gives."""
+    for name, data in session["items_files"].items():
+        (tmp_path / name).write_bytes(data)
+    counts = render_case_plots(tmp_path, jobs=2)
+    assert (counts.plots, counts.errors) == (session["counts"][0].plots, 1)
+    assert _files(tmp_path) == session["rendered_files"]
+
+
 def _with(items: dict, name: str = glue.PLOT_DATA_NAME) -> list:
     return [k for k, r in items.items() if name in [a["name"] for a in r.get("attachments", [])]]
 
