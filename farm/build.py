@@ -37,7 +37,18 @@ from golden.soc import FAMILIES, representative_soc
 OP_DIR = ROOT / "op"
 LIB_NAME = "liblsg_twin.so"
 PACKAGE_NAME = "logsoftmaxgrad"
-PLANT_BUGS = ("", "tail", "seed_noreduce")
+# "" is the real operator; the others plant one known defect each (op/CMakeLists.txt LSG_PLANT_BUG,
+# compiled as LSG_PLANT_BUG_<NAME>) for the farm's judging to catch; tests/op/test_planted_bugs.py
+# pins what each one changes.
+PLANT_BUGS = (
+    "",
+    "tail",  # the last chunk is moved in whole 32-byte blocks: its unaligned remainder is dropped
+    "seed_noreduce",  # NO_REDUCE computes the seed's (dy - 1) * exp(y)
+    "trunc_narrow",  # the output cast fp32 -> fp16/bf16 truncates instead of rounding to nearest
+    "fp16_sum",  # sum(dy) is accumulated in fp16
+    "drop_element",  # a reduction over d1 >= 4096 leaves its last element (line) out of the sum
+    "strided_out_unwritten",  # a non-contiguous out is never written (no copy back)
+)
 TARGETS = ("twin", "ascend")
 HEADERS = (OP_DIR / "twin" / "lsg_twin.h", OP_DIR / "tiling" / "lsg_types.h")
 # The fixed metadata of every archive entry.

@@ -53,6 +53,7 @@ def cmd_cases(argv: list[str]) -> int:
 
 
 def cmd_run(argv: list[str]) -> int:
+    from farm import build
     from farm.run import runner
 
     parser = argparse.ArgumentParser(
@@ -66,7 +67,7 @@ def cmd_run(argv: list[str]) -> int:
     parser.add_argument(
         "--plant-bug",
         default="",
-        choices=("", "tail", "seed_noreduce"),
+        choices=build.PLANT_BUGS,
         help="run an operator built with a known bug (to see the farm catch it)",
     )
     parser.add_argument(

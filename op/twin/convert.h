@@ -74,6 +74,34 @@ inline uint16_t f32_to_bf16(float f) {
     return static_cast<uint16_t>(rounded >> 16);
 }
 
+#if defined(LSG_PLANT_BUG_TRUNC_NARROW)
+// Planted bug: the output cast rounds toward zero (a CAST_TRUNC where CAST_RINT is needed): the
+// dropped mantissa bits are discarded, never rounded up; a finite value past the largest fp16
+// becomes the largest (round toward zero never makes inf).  NaN and inf as f32_to_f16/f32_to_bf16.
+// Only the kernel's copy_out uses these; the widening and lsg_convert stay correct.
+inline uint16_t f32_to_f16_trunc(float f) {
+    const uint32_t x = f32_bits(f);
+    const uint16_t sign = static_cast<uint16_t>((x >> 16) & 0x8000u);
+    const uint32_t exp = (x >> 23) & 0xffu;
+    const uint32_t mant = x & 0x7fffffu;
+    if (exp == 0xff) return f32_to_f16(f);
+    const int e = static_cast<int>(exp) - 127 + 15;
+    if (e >= 0x1f) return static_cast<uint16_t>(sign | 0x7bffu);
+    if (e <= 0) {
+        const int shift = 14 - e;
+        if (shift > 24) return sign;
+        return static_cast<uint16_t>(sign | ((mant | 0x800000u) >> shift));
+    }
+    return static_cast<uint16_t>(sign | (static_cast<uint32_t>(e) << 10) | (mant >> 13));
+}
+
+inline uint16_t f32_to_bf16_trunc(float f) {
+    const uint32_t x = f32_bits(f);
+    if ((x & 0x7fffffffu) > 0x7f800000u) return f32_to_bf16(f);
+    return static_cast<uint16_t>(x >> 16);
+}
+#endif
+
 }  // namespace lsg
 
 #endif  // LSG_CONVERT_H

@@ -17,6 +17,22 @@ namespace {
 
 constexpr int64_t kMidGroupLines = 64;  // REDUCE_MID: lines summed into one partial sum
 
+// Every partial sum of sum(dy) goes through round_sum(): fp32, one rounding per addition.
+#if defined(LSG_PLANT_BUG_FP16_SUM)
+// Planted bug: sum(dy) is accumulated in fp16 (a ReduceSum / Add on the 2-byte data instead of on
+// its fp32 cast): every partial sum is rounded to fp16 after each addition.
+inline float round_sum(float x) { return f16_to_f32(f32_to_f16(x)); }
+#else
+inline float round_sum(float x) { return x; }
+#endif
+
+#if defined(LSG_PLANT_BUG_DROP_ELEMENT)
+// Planted bug: the long-reduction path (d1 >= kLongReduce) sums one element too few, an
+// off-by-one loop bound (d1 - 1): REDUCE_TAIL leaves the last element of the row's last chunk out
+// of sum(dy), REDUCE_MID its last line.  The output pass is unchanged.
+constexpr int64_t kLongReduce = 4096;
+#endif
+
 // ---- data movement (DataCopy + Cast) -------------------------------------------------------
 
 // Copy n elements at element offset `at` of gm into block `dst` as fp32.  A 2-byte dtype lands
@@ -48,7 +64,12 @@ void copy_out(void* gm, int64_t at, float* src, int64_t n, int32_t dtype) {
     for (int64_t i = 0; i < n; ++i) {
         float f;
         std::memcpy(&f, bytes + 4 * i, 4);
+#if defined(LSG_PLANT_BUG_TRUNC_NARROW)
+        // Planted bug: the output cast truncates (convert.h).
+        const uint16_t h = dtype == LSG_DT_FLOAT16 ? f32_to_f16_trunc(f) : f32_to_bf16_trunc(f);
+#else
         const uint16_t h = dtype == LSG_DT_FLOAT16 ? f32_to_f16(f) : f32_to_bf16(f);
+#endif
         std::memcpy(bytes + 2 * i, &h, 2);
     }
     std::memcpy(static_cast<uint16_t*>(gm) + at, bytes, static_cast<size_t>(n) * 2);
@@ -113,7 +134,12 @@ void reduce_tail_row(const KernelArgs& a, int64_t row, UnifiedBuffer& ub, int64_
         const int64_t n = elems_of_chunk(t, c, a.dtype);
         float* dy = ub.block(static_cast<int>(ping & 1));
         copy_in(dy, a.dy, base + c * t.block_elems, n, a.dtype, t.block_elems);
-        sum = sum + reduce_sum(dy, n, work);
+#if defined(LSG_PLANT_BUG_DROP_ELEMENT)
+        const int64_t m = t.d1 >= kLongReduce && c == t.chunk_count - 1 ? n - 1 : n;
+        sum = round_sum(sum + reduce_sum(dy, m, work));
+#else
+        sum = round_sum(sum + reduce_sum(dy, n, work));
+#endif
     }
     // Pass 2: out = dy - exp(y) * sum.
     for (int64_t c = 0; c < t.chunk_count; ++c, ++ping) {
@@ -145,15 +171,23 @@ void reduce_mid_row(const KernelArgs& a, int64_t row, UnifiedBuffer& ub, int64_t
         const int64_t col = c * t.block_elems;
         // Pass 1: acc[j] = sum over the d1 lines of dy[line, col + j].
         std::fill(acc, acc + n, 0.0f);  // Duplicate(acc, 0)
+#if defined(LSG_PLANT_BUG_DROP_ELEMENT)
+        const int64_t lines = t.d1 >= kLongReduce ? t.d1 - 1 : t.d1;
+        for (int64_t first = 0; first < lines; first += kMidGroupLines) {
+            const int64_t last = std::min(lines, first + kMidGroupLines);
+#else
         for (int64_t first = 0; first < t.d1; first += kMidGroupLines) {
             const int64_t last = std::min(t.d1, first + kMidGroupLines);
+#endif
             std::fill(part, part + n, 0.0f);  // Duplicate(part, 0)
             for (int64_t line = first; line < last; ++line, ++ping) {
                 float* dy = ub.block(static_cast<int>(ping & 1));
                 copy_in(dy, a.dy, base + line * t.d2 + col, n, a.dtype, t.block_elems);
-                for (int64_t j = 0; j < n; ++j) part[j] = part[j] + dy[j];  // Add(part, part, dy)
+                for (int64_t j = 0; j < n; ++j)
+                    part[j] = round_sum(part[j] + dy[j]);  // Add(part, part, dy)
             }
-            for (int64_t j = 0; j < n; ++j) acc[j] = acc[j] + part[j];  // Add(acc, acc, part)
+            for (int64_t j = 0; j < n; ++j)
+                acc[j] = round_sum(acc[j] + part[j]);  // Add(acc, acc, part)
         }
         // Pass 2: out = dy - exp(y) * acc, line by line.
         for (int64_t line = 0; line < t.d1; ++line, ++ping) {
@@ -178,11 +212,11 @@ float reduce_sum(const float* x, int64_t n, float* work) {
     for (int64_t j = 0; j < width; ++j) work[j] = x[j];
     for (int64_t i = kLanes; i < n; i += kLanes) {
         const int64_t m = std::min(kLanes, n - i);
-        for (int64_t j = 0; j < m; ++j) work[j] = work[j] + x[i + j];
+        for (int64_t j = 0; j < m; ++j) work[j] = round_sum(work[j] + x[i + j]);
     }
     while (width > 1) {
         const int64_t half = (width + 1) / 2;
-        for (int64_t j = 0; j + half < width; ++j) work[j] = work[j] + work[j + half];
+        for (int64_t j = 0; j + half < width; ++j) work[j] = round_sum(work[j] + work[j + half]);
         width = half;
     }
     return work[0];

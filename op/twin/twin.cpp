@@ -252,9 +252,14 @@ int32_t lsg_run(void* workspace, uint64_t workspace_size, lsg_executor* executor
         }
         if (failed) return LSG_ERR_INNER;
 
+#if defined(LSG_PLANT_BUG_STRIDED_OUT_UNWRITTEN)
+        // Planted bug: the result is left in the workspace copy of a non-contiguous out; the copy
+        // back into the caller's view is missing, so that view keeps what it held.
+#else
         if (w.out_copy)
             copy_view(call.out.shape, es, ws + w.out_offset, dense,
                       static_cast<unsigned char*>(executor->out_data), call.out.strides);
+#endif
         return LSG_STATUS_OK;
     } catch (...) {
         return LSG_ERR_INNER;

@@ -1,5 +1,6 @@
 """The package builder (farm.build): reproducible archives with a truthful manifest, the Ascend
-target's clear failure without CANN, and the twin under AddressSanitizer/UBSan."""
+target's clear failure without CANN, the twin under AddressSanitizer/UBSan, and the planted bugs
+known alike to CMake, `farm build` and `farm run`."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import gzip
 import hashlib
 import json
 import re
+import subprocess
 import tarfile
 
 import pytest
@@ -77,6 +79,46 @@ def test_main_builds_twin_package(tmp_path, twin_lib, capsys):
     assert build.main(["--out", str(tmp_path), "--quiet"]) == 0
     assert capsys.readouterr().out == ""
     assert (tmp_path / build.archive_name("twin")).exists()
+
+
+def test_main_builds_a_planted_package(tmp_path, trunc_narrow_lib):
+    assert build.main(["--plant-bug", "trunc_narrow", "--out", str(tmp_path), "--quiet"]) == 0
+    archive = tmp_path / build.archive_name("twin", "trunc_narrow")
+    assert archive.name.endswith("-twin-bug-trunc_narrow.tar.gz")
+    assert json.loads(read_archive(archive)["manifest.json"])["plant_bug"] == "trunc_narrow"
+
+
+def test_plant_bug_names_agree():
+    # CMake, farm build and farm run know the same planted bugs, each compiled as its own macro
+    # that the twin's sources use.
+    cmake = (build.OP_DIR / "CMakeLists.txt").read_text()
+    listed = tuple(re.search(r"set\(LSG_PLANT_BUGS\s+([^)]*)\)", cmake)[1].split())
+    assert listed == build.PLANT_BUGS[1:]
+    assert build.PLANT_BUGS[0] == ""
+    sources = "".join(p.read_text() for p in sorted((build.OP_DIR / "twin").iterdir()))
+    for bug in listed:
+        macro = f"LSG_PLANT_BUG_{bug.upper()}"
+        assert f'STREQUAL "{bug}")\n  target_compile_definitions(lsg_twin PRIVATE {macro})' in cmake
+        assert f"defined({macro})" in sources
+
+
+def test_cli_run_offers_every_planted_bug(capsys):
+    from farm import cli
+
+    with pytest.raises(SystemExit):
+        cli.cmd_run(["--plant-bug", "no_such_bug"])
+    err = capsys.readouterr().err
+    assert "invalid choice: 'no_such_bug'" in err
+    assert all(repr(bug) in err for bug in build.PLANT_BUGS)
+
+
+def test_cmake_rejects_an_unknown_plant_bug(tmp_path):
+    with pytest.raises(BuildError, match="plant_bug 'no_such_bug'"):
+        build.build_twin(tmp_path / "py", plant_bug="no_such_bug")
+    cmd = [build.cmake_executable(), "-S", str(build.OP_DIR), "-B", str(tmp_path / "cm")]
+    proc = subprocess.run([*cmd, "-DLSG_PLANT_BUG=no_such_bug"], capture_output=True, text=True)
+    assert proc.returncode != 0
+    assert "LSG_PLANT_BUG='no_such_bug': use '' (none) or one of tail," in proc.stdout + proc.stderr
 
 
 def test_ascend_target_fails_clearly_without_cann(tmp_path, monkeypatch):
