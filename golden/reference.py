@@ -70,25 +70,27 @@ def log_softmax_grad(
     dy3 = dy.reshape(d0, d1, d2)
     y3 = y.reshape(d0, d1, d2)
     o3 = out.reshape(d0, d1, d2)  # a view: out is fresh and contiguous
-    if d1 == 1:
-        # With a reduce extent of 1, sum(dy) is dy and the formula is dy * (1 - exp(y)) (SPEC
-        # section 1). Both forms agree on finite inputs; on an infinite dy the literal form gives
-        # inf - inf = NaN where the operator's form gives inf, and the operator's form is the
-        # one the contract names.
-        with np.errstate(all="ignore"):
-            g = dy3.astype(np.float64)
-            np.multiply(g, -np.expm1(y3.astype(np.float64)), out=o3)
-        return out
-    with np.errstate(all="ignore"):
-        for rows, cols in slabs(d0, d1, d2, slab_elements):
-            g = dy3[rows, :, cols].astype(np.float64)
-            p = np.exp(y3[rows, :, cols].astype(np.float64))
-            # Sum each reduce line contiguously (numpy's pairwise summation), so the result is
-            # the same bits whatever the slab size and more accurate than a strided sum.
-            s = np.ascontiguousarray(np.swapaxes(g, 1, 2)).sum(axis=2)[:, None, :]
-            np.multiply(p, s, out=p)
-            np.subtract(g, p, out=o3[rows, :, cols])
+    for rows, cols in slabs(d0, d1, d2, slab_elements):
+        o3[rows, :, cols] = grad_3d(dy3[rows, :, cols], y3[rows, :, cols])
     return out
+
+
+def grad_3d(dy3: np.ndarray, y3: np.ndarray) -> np.ndarray:
+    """The float64 golden of a [rows, d1, cols] slab, reducing axis 1."""
+    g = dy3.astype(np.float64)
+    with np.errstate(all="ignore"):
+        if g.shape[1] == 1:
+            # With a reduce extent of 1, sum(dy) is dy and the formula is dy * (1 - exp(y))
+            # (SPEC section 1). Both forms agree on finite inputs; on an infinite dy the literal
+            # form gives inf - inf = NaN where the operator's form gives inf, and the
+            # operator's form is the one the contract names.
+            return g * -np.expm1(y3.astype(np.float64))
+        p = np.exp(y3.astype(np.float64))
+        # Sum each reduce line contiguously (numpy's pairwise summation), so the result is the
+        # same bits whatever the slab size and more accurate than a strided sum.
+        s = np.ascontiguousarray(np.swapaxes(g, 1, 2)).sum(axis=2)[:, None, :]
+        np.multiply(p, s, out=p)
+        return np.subtract(g, p, out=p)
 
 
 def seed_wrong_no_reduce(dy: np.ndarray, y: np.ndarray) -> np.ndarray:

@@ -22,10 +22,13 @@ from golden.dtypes import (
     T,
     dtype_name,
 )
-from golden.metrics import check_dtype, compute_metrics
+from golden.metrics import BIAS_LIMIT, BIAS_MIN_N, check_dtype, compute_metrics
 
 STANDARDS = ("experimental", "mixed-tolerance", "double-thousandth", "benchmark-ratio")
 DEFAULT_STANDARD = "experimental"
+# The farm's own standard: every element within the bound a correct fp32 kernel meets
+# (golden/bound.py), NaN/inf where the device must produce them, no rounding bias.
+ERROR_BOUND = "error-bound"
 LEVELS = ("L0", "L1", "L2")
 
 # benchmark-ratio limits on device/benchmark ratios, per level.
@@ -131,6 +134,79 @@ def _double_thousandth(m: dict) -> tuple[bool, str]:
     return passed, text + ("" if passed else _worst_text(m))
 
 
+def error_bound(m: dict) -> tuple[bool, str]:
+    """The farm's own standard, on metrics that judged the bound (golden.judge.judge_case)."""
+    dt = m["dtype"]
+    if "bound_violations" not in m:
+        return False, f"FAIL {ERROR_BOUND} {dt}: no bound was computed (needs the inputs)"
+    over = m["bound_violations"]
+    n_bias, bias = m["rounding_bias_n"], m["rounding_bias_ulp"]
+    biased = n_bias >= BIAS_MIN_N and abs(bias) > BIAS_LIMIT
+    passed = over == 0 and not biased
+    bias_text = (
+        f"rounding bias {bias:+.3f} ulp over {n_bias} clean elements "
+        f"({'>' if biased else '<='} {BIAS_LIMIT:g})"
+        if n_bias >= BIAS_MIN_N
+        else f"rounding bias not judged ({n_bias} clean elements < {BIAS_MIN_N})"
+    )
+    text = (
+        f"{_tag(passed)} {ERROR_BOUND} {dt}: {over} of {m['bound_n']} elements beyond the fp32 "
+        f"error bound (worst {m['bound_max_ratio']:.3g}x the bound), {bias_text}"
+    )
+    if over and m.get("bound_worst"):
+        w = m["bound_worst"][0]
+        text += (
+            f"; worst at {_fmt_index(w['index'])}: actual {w['actual']:.6g} vs golden "
+            f"{w['golden']:.6g}, error {w['abs_err']:.3g} > bound {w['bound']:.3g}"
+        )
+    return passed, text
+
+
+def applicable(standard: str, m: dict, level: str = "L0") -> tuple[bool, str]:
+    """Whether every correct kernel passes `standard` on this case, from its numbers.
+
+    The worst correct kernel has every error at the bound (m["worst_case"]); no kernel beats the
+    golden rounded once (m["best_case"]), which bounds a benchmark's errors from below. A
+    standard is applicable when it passes the worst case (benchmark-ratio: when the worst-case
+    device over the best-case benchmark stays within the level's limits), so gating on it can
+    never fail a correct kernel. Metrics without a bound (no inputs) make nothing applicable."""
+    wc, bc = m.get("worst_case"), m.get("best_case")
+    dt = m["dtype"]
+    if wc is None or bc is None:
+        return False, "no error bound was computed"
+    if m["n_compared"] == 0:
+        return True, "no finite element to compare"
+    if standard == "experimental":
+        t = T[dt]
+        ok = wc["mere"] < t and wc["mare"] < 10 * t
+        why = f"worst-case MERE {wc['mere']:.2e} (T {t:.2e}), MARE {wc['mare']:.2e} (10T)"
+    elif standard == "mixed-tolerance":
+        ok = wc["mixed_ok_fraction"] >= MIXED_MIN_OK_FRACTION and wc["max_abs"] <= MIXED_MAX_ABS[dt]
+        why = (
+            f"worst case {100 * wc['mixed_ok_fraction']:.2f}% within T+T|g|, max abs "
+            f"{wc['max_abs']:.2e} (limit {MIXED_MAX_ABS[dt]:g})"
+        )
+    elif standard == "double-thousandth":
+        allowed = m["n"] * DOUBLE_THOUSANDTH_TOL[dt]
+        ok = not (wc["dt_rel_over"] > allowed and wc["dt_abs_over"] > allowed)
+        why = (
+            f"worst case {wc['dt_rel_over']} over rel tol and {wc['dt_abs_over']} over abs tol "
+            f"(n*tol {allowed:g})"
+        )
+    elif standard == "benchmark-ratio":
+        r = {k: _ratio(wc[k], bc[k]) for k in ("mare", "mere", "rmse")}
+        limit = SMALL_COUNT_FACTOR * max(bc["small_err_count"], 1)
+        lim = RATIO_LIMITS[level]
+        ok = all(r[k] <= lim[k] for k in r) and wc["small_err_count"] <= limit
+        why = (
+            f"worst-case ratios MARE {r['mare']:.3g}, MERE {r['mere']:.3g}, RMSE {r['rmse']:.3g} "
+            f"(limits {lim['mare']:g}/{lim['mere']:g}/{lim['rmse']:g})"
+        )
+    else:
+        raise ValueError(f"unknown standard {standard!r}; use one of: {', '.join(STANDARDS)}")
+    return ok, ("applicable: " if ok else "not applicable: ") + why
+
+
 def _ratio(dev: float, bench: float) -> float:
     return float(dev / (bench + RATIO_EPS))
 
@@ -215,26 +291,33 @@ def _resolve_dtype(actual: np.ndarray, dtype: str | None) -> str:
 def judge(
     standard: str,
     actual: np.ndarray,
-    golden: np.ndarray,
+    golden: np.ndarray | None,
     dtype: str | None,
     *,
     benchmark: np.ndarray | None = None,
     level: str = "L0",
     metrics: dict | None = None,
+    benchmark_metrics: dict | None = None,
 ) -> Verdict:
-    """The verdict of one standard. `metrics` (from compute_metrics) saves recomputing them;
-    benchmark-ratio needs `benchmark`, the third-party result in the same dtype."""
-    if standard not in STANDARDS:
-        raise ValueError(f"unknown standard {standard!r}; use one of: {', '.join(STANDARDS)}")
+    """The verdict of one standard. `metrics` (from compute_metrics or golden.judge) saves
+    recomputing them (golden may then be None); benchmark-ratio needs `benchmark`, the
+    third-party result in the same dtype, or its `benchmark_metrics`."""
+    if standard not in (*STANDARDS, ERROR_BOUND):
+        known = ", ".join((*STANDARDS, ERROR_BOUND))
+        raise ValueError(f"unknown standard {standard!r}; use one of: {known}")
     if level not in LEVELS:
         raise ValueError(f"unknown level {level!r}; use one of: {', '.join(LEVELS)}")
-    if standard == "benchmark-ratio" and benchmark is None:
+    if standard == "benchmark-ratio" and benchmark is None and benchmark_metrics is None:
         raise BenchmarkRequired(
             "benchmark-ratio needs the benchmark result (e.g. golden.benchmark.torch_benchmark "
             "of the same inputs); pass benchmark="
         )
     dtype = _resolve_dtype(actual, dtype)
-    m = dict(metrics) if metrics is not None else compute_metrics(actual, golden, dtype)
+    if metrics is None:
+        if golden is None:
+            raise ValueError("judge needs the golden or the metrics")
+        metrics = compute_metrics(actual, golden, dtype)
+    m = dict(metrics)
     if m.get("dtype") != dtype:
         raise ValueError(f"metrics were computed for {m.get('dtype')}, not {dtype}")
     lvl = level if standard == "benchmark-ratio" else None
@@ -250,17 +333,26 @@ def judge(
     if not m["nonfinite_ok"]:
         return Verdict(standard, False, _nonfinite_reason(standard, m), m, lvl)
 
-    if standard == "experimental":
+    if standard == ERROR_BOUND:
+        passed, reason = error_bound(m)
+    elif standard == "experimental":
         passed, reason = _experimental(m)
     elif standard == "mixed-tolerance":
         passed, reason = _mixed(m)
     elif standard == "double-thousandth":
         passed, reason = _double_thousandth(m)
     else:
-        bench, gshape = np.asarray(benchmark), np.asarray(golden).shape
-        if bench.shape != gshape:
-            raise ValueError(f"benchmark shape {bench.shape} differs from golden shape {gshape}")
-        bm = compute_metrics(bench, golden, dtype)
+        if benchmark_metrics is not None:
+            bm = benchmark_metrics
+        elif golden is None:
+            raise ValueError("benchmark-ratio needs the golden or the benchmark's metrics")
+        else:
+            bench, gshape = np.asarray(benchmark), np.asarray(golden).shape
+            if bench.shape != gshape:
+                raise ValueError(
+                    f"benchmark shape {bench.shape} differs from golden shape {gshape}"
+                )
+            bm = compute_metrics(bench, golden, dtype)
         passed, reason, extra = _benchmark_ratio(m, bm, level)
         m.update(extra)
     return Verdict(standard, passed, reason, m, lvl)

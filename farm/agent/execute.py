@@ -12,11 +12,12 @@ import time
 import numpy as np
 
 from farm.agent.backends import BACKENDS
-from farm.agent.histogram import golden_free_histogram
+from farm.agent.histogram import HistogramAccumulator
 from farm.agent.identity import Identity
 from farm.agent.outcome import classify
 from farm.agent.record import ResultRecord, Verdict
-from golden import dtypes, inputs, reference, standards
+from golden import dtypes, inputs, standards
+from golden.judge import judge_case
 
 
 def make_call_inputs(case: dict) -> tuple[np.ndarray | None, np.ndarray | None]:
@@ -144,34 +145,46 @@ def _judge(case: dict, dy, y, out, expect: dict) -> ResultRecord:
                 f"{dtype}{list(dy.shape)}",
             }
         }
-    golden = reference.log_softmax_grad(dy, y, case["axes"])
-    standard = expect.get("standard") or standards.DEFAULT_STANDARD
+    requested = expect.get("standard")
     level = expect.get("level") or "L0"
     benchmark = None
-    if standard == "benchmark-ratio":
+    if requested == "benchmark-ratio":
         from golden.benchmark import torch_benchmark
 
         benchmark = torch_benchmark(dy, y, case["axes"], dtype)
-    verdicts = standards.judge_all(out, golden, dtype, benchmark, level=level)
-    gate = verdicts[standard]
-    m = gate.metrics
-    m["hist"] = golden_free_histogram(_relative_errors(out, golden))
+    hist = HistogramAccumulator()
+    j = judge_case(
+        dy,
+        y,
+        out,
+        case["axes"],
+        dtype,
+        requested=requested,
+        level=level,
+        benchmark=benchmark,
+        on_errors=hist.add,
+    )
+    m = dict(j.metrics)
+    m["hist"] = hist.result(m["n"])
     return {
         "metrics": _plain(m),
         "standards": {
-            name: {"passed": v.passed, "reason": v.reason} for name, v in verdicts.items()
+            name: {
+                "passed": v.passed,
+                "reason": v.reason,
+                "gated": name in j.gates,
+                "applicable": j.applicability.get(name, (True, ""))[1] or "always",
+            }
+            for name, v in j.verdicts.items()
         },
         "verdict": Verdict(
-            standard=standard, level=gate.level, passed=gate.passed, reason=gate.reason
+            standard=requested,
+            level=level if requested == "benchmark-ratio" else None,
+            passed=j.passed,
+            reason=j.reason,
+            gates=j.gates,
         ),
     }
-
-
-def _relative_errors(out: np.ndarray, golden: np.ndarray) -> np.ndarray:
-    a = dtypes.to_float64(out).reshape(-1)
-    g = np.asarray(golden, dtype=np.float64).reshape(-1)
-    finite = np.isfinite(a) & np.isfinite(g)
-    return np.abs(a[finite] - g[finite]) / (np.abs(g[finite]) + dtypes.REL_EPS)
 
 
 def _plain(value):

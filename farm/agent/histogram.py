@@ -23,6 +23,40 @@ def default_edges() -> np.ndarray:
     return np.linspace(LOG10_MIN, LOG10_MAX, n + 1)
 
 
+class HistogramAccumulator:
+    """The histogram of log10(relative error), fed chunk by chunk (see golden_free_histogram)."""
+
+    def __init__(self, edges=None):
+        e = np.asarray(default_edges() if edges is None else edges, dtype=np.float64)
+        if e.ndim != 1 or e.size < 2 or np.any(np.diff(e) <= 0):
+            raise ValueError(
+                "edges must be a strictly increasing 1-d sequence of at least 2 values"
+            )
+        self.edges = e
+        self.counts = np.zeros(e.size - 1, dtype=np.int64)
+        self.zeros = 0
+        self.finite = 0
+
+    def add(self, rel_err: np.ndarray) -> None:
+        err = np.asarray(rel_err, dtype=np.float64).ravel()
+        err = np.abs(err[np.isfinite(err)])
+        self.finite += int(err.size)
+        self.zeros += int(np.count_nonzero(err == 0))
+        # Clamp into [first edge, last bin] so that nothing is silently dropped.
+        logs = np.clip(np.log10(err[err > 0]), self.edges[0], np.nextafter(self.edges[-1], -np.inf))
+        self.counts += np.histogram(logs, bins=self.edges)[0]
+
+    def result(self, n: int) -> dict:
+        """`n`: every element of the tensor; those never added count as non-finite."""
+        return {
+            "edges": [float(x) for x in self.edges],
+            "counts": [int(c) for c in self.counts],
+            "zeros": self.zeros,
+            "nonfinite": int(n - self.finite),
+            "n": int(n),
+        }
+
+
 def golden_free_histogram(rel_err: np.ndarray, edges=None) -> dict:
     """Histogram of log10(rel_err) as plain JSON-able lists.
 
@@ -31,22 +65,6 @@ def golden_free_histogram(rel_err: np.ndarray, edges=None) -> dict:
     values clamped into the end bins), `zeros` the exact zeros, `nonfinite` the NaN/inf errors
     (positions the metrics leave out), `n` every element seen.
     """
-    err = np.asarray(rel_err, dtype=np.float64).ravel()
-    e = np.asarray(default_edges() if edges is None else edges, dtype=np.float64)
-    if e.ndim != 1 or e.size < 2 or np.any(np.diff(e) <= 0):
-        raise ValueError("edges must be a strictly increasing 1-d sequence of at least 2 values")
-    finite = np.isfinite(err)
-    nonfinite = int(err.size - np.count_nonzero(finite))
-    err = np.abs(err[finite])
-    zeros = int(np.count_nonzero(err == 0))
-    logs = np.log10(err[err > 0])
-    # Clamp into [first edge, last bin] so that nothing is silently dropped.
-    logs = np.clip(logs, e[0], np.nextafter(e[-1], -np.inf))
-    counts, _ = np.histogram(logs, bins=e)
-    return {
-        "edges": [float(x) for x in e],
-        "counts": [int(c) for c in counts],
-        "zeros": zeros,
-        "nonfinite": nonfinite,
-        "n": int(np.asarray(rel_err).size),
-    }
+    acc = HistogramAccumulator(edges)
+    acc.add(rel_err)
+    return acc.result(int(np.asarray(rel_err).size))

@@ -51,16 +51,19 @@ class Timings(TypedDict, total=False):
     wall_s: float  # the whole case seen from the dispatcher, retries included
 
 
-class StandardVerdict(TypedDict):
+class StandardVerdict(TypedDict, total=False):
     passed: bool
     reason: str
+    gated: bool  # whether the case's verdict depends on it
+    applicable: str  # why it is (or is not) a standard every correct kernel passes here
 
 
 class Verdict(TypedDict, total=False):
-    standard: str | None  # the gating standard
+    standard: str | None  # the standard the case asked for (golden.judge: gated if applicable)
     level: str | None  # benchmark-ratio's L0/L1/L2
     passed: bool
     reason: str
+    gates: list[str]  # every standard the verdict depends on (error-bound first)
 
 
 class ResultRecord(CaseFields, total=False):

@@ -1,0 +1,270 @@
+"""What a correct fp32 kernel may return for each element: its possible classes and an error bound.
+
+The farm's own standard (``error-bound``, golden/standards.py) judges every element against a
+bound derived from a forward error analysis of the kernel's arithmetic (SPEC sections 1 and 3).
+What it assumes about a correct kernel:
+
+* Inputs are read exactly: fp16/bf16 widen to fp32 without error; dy and y are the case's values.
+* ``p = exp(y)`` in fp32 with a relative error of at most ``EXP_REL_ERR`` (2^-21, eight fp32
+  units in the last place: vendor Exp units are not correctly rounded), overflowing to +inf and
+  possibly flushing results below 2^-126 to zero (``FLUSH``).
+* ``s = sum(dy)`` over the reduce extent n in fp32, in any order in which each term passes through
+  at most ``D(n) = min(n - 1, 2*ceil(n/64) + 64)`` additions: lane-parallel sums over 64 fp32
+  lanes (one 256-byte vector repeat), grouped lines or UB chunks, then the lanes and groups folded
+  by a tree or a short sequential pass. Its error is at most ``gamma(D) * sum(|dy|)`` with
+  ``gamma(D) = D*u / (1 - D*u)``, u = 2^-24 (Higham, Accuracy and Stability of Numerical
+  Algorithms, 2nd ed., section 4.2). A plain running sum over a long row (n - 1 additions) is NOT
+  tolerated: on long rows it is measurably worse, and the farm reports it.
+* ``q = p * s`` and ``out = dy - q`` with one fp32 rounding each (reduce extent 1:
+  ``dy * (1 - p)`` or ``dy - p*dy``, both covered), then one round-to-nearest-even cast to the
+  output dtype (half a unit in the last place of that dtype).
+
+For an element with golden o = dy - e*s (float64, e = exp(y)) the bound is
+
+    B32 = u|o| + u|dy| + 2u*e*|s| + (1 + 4u) * [(e(1 + eps) + eta) * gamma(D) * S1
+                                              + |s| * (eps*e + eta)] + 4*eta + slack64
+
+(S1 = sum |dy| over the line, eps = EXP_REL_ERR, eta = FLUSH, slack64 covers the float64 golden's
+own rounding), and the output may differ from o by at most B32 plus half an ulp of the output
+dtype at |o| + B32 (fp32 output: B32 alone, its last rounding is already counted).
+
+The same model gives the possible classes of each element (finite, NaN, +inf, -inf) as the
+device must produce them: the golden rounded to the output dtype, widened where fp32 arithmetic
+can legitimately differ (an exp that overflows fp32 while float64 does not, a sum that may
+overflow in some order, 0 * inf, a value within the bound of the dtype's overflow threshold).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from golden.dtypes import round_to, ulp_of
+
+U32 = 2.0**-24  # fp32 unit roundoff
+EXP_REL_ERR = 2.0**-21
+FLUSH = 2.0**-126  # smallest fp32 normal: results below may be flushed to zero
+SMALLEST_SUBNORMAL_HALF = 2.0**-150
+LANES = 64
+SLACK64 = 2.0**-50  # relative slack for the float64 golden's own rounding
+
+# Values at or beyond which round-to-nearest-even gives inf (max finite + half an ulp).
+OVERFLOW = {
+    "float32": float(np.finfo(np.float32).max) * (1 + 2.0**-25),
+    "float16": 65520.0,
+    "bfloat16": float(2.0**128 * (1 - 2.0**-9)),
+}
+
+# Class bits of the possible outcomes of one element.
+FINITE, NAN, POSINF, NEGINF = 1, 2, 4, 8
+CLASS_NAMES = {FINITE: "finite", NAN: "nan", POSINF: "+inf", NEGINF: "-inf"}
+
+
+def class_of(x: np.ndarray) -> np.ndarray:
+    """The class bit of each value."""
+    x = np.asarray(x, dtype=np.float64)
+    c = np.full(x.shape, FINITE, dtype=np.uint8)
+    c[np.isnan(x)] = NAN
+    c[np.isposinf(x)] = POSINF
+    c[np.isneginf(x)] = NEGINF
+    return c
+
+
+def class_names(bits: int) -> str:
+    return "|".join(name for bit, name in CLASS_NAMES.items() if bits & bit) or "none"
+
+
+def rounded_classes(golden: np.ndarray, dtype: str) -> np.ndarray:
+    """The class of the golden rounded to `dtype` (SPEC section 5), without any input model."""
+    return class_of(round_to(np.asarray(golden, dtype=np.float64), dtype))
+
+
+def depth(n: int) -> int:
+    """D(n): the additions a term of an n-term sum may pass through (see the module docstring)."""
+    if n <= 1:
+        return 0
+    return min(n - 1, 2 * math.ceil(n / LANES) + LANES)
+
+
+def gamma(d: int) -> float:
+    return d * U32 / (1 - d * U32)
+
+
+def line_sums(dy3: np.ndarray) -> dict[str, np.ndarray]:
+    """Per reduce line (axis 1 of a [rows, d1, cols] float64 slab): the classes the fp32 sum may
+    have, its value and sum |dy| over the finite terms, and its error bound."""
+    d1 = dy3.shape[1]
+    g = gamma(depth(d1))
+    finite = np.isfinite(dy3)
+    fin = np.where(finite, dy3, 0.0)
+    s = np.ascontiguousarray(np.swapaxes(fin, 1, 2)).sum(axis=2)[:, None, :]
+    s1 = np.ascontiguousarray(np.swapaxes(np.abs(fin), 1, 2)).sum(axis=2)[:, None, :]
+    any_nan = np.isnan(dy3).any(axis=1, keepdims=True)
+    any_pinf = np.isposinf(dy3).any(axis=1, keepdims=True)
+    any_minf = np.isneginf(dy3).any(axis=1, keepdims=True)
+    err = g * s1 + SLACK64 * s1
+    cls = np.full(s.shape, FINITE, dtype=np.uint8)
+    # Partial sums of finite terms may overflow fp32 in some order once sum |dy| can reach it.
+    may_overflow = s1 * (1 + g) >= OVERFLOW["float32"]
+    cls[may_overflow] = FINITE | POSINF | NEGINF | NAN
+    cls[any_pinf] = POSINF
+    cls[any_minf] = NEGINF
+    cls[(any_pinf & any_minf) | any_nan] = NAN
+    return {"cls": cls, "s": s, "s1": s1, "err": err}
+
+
+def elementwise(dy3: np.ndarray, y3: np.ndarray, golden3: np.ndarray, dtype: str):
+    """(allowed classes, bound for finite results) of every element of a [rows, d1, cols] slab.
+
+    ``allowed`` is a uint8 of class bits; ``bound`` the largest |actual - golden| a correct
+    kernel may reach on an element whose result is finite."""
+    d = dy3.astype(np.float64)
+    o = np.asarray(golden3, dtype=np.float64)
+    no_reduce = d.shape[1] == 1
+    with np.errstate(all="ignore"):
+        e = np.exp(y3.astype(np.float64))
+        if no_reduce:
+            s = np.where(np.isfinite(d), d, 0.0)
+            s_err = np.zeros(d.shape)
+        else:
+            line = line_sums(d)
+            s, s_err = line["s"], line["err"]
+        abs_s = np.abs(s)
+        b32 = (
+            U32 * np.abs(o)
+            + U32 * np.abs(d)
+            + 2 * U32 * e * abs_s
+            + (1 + 4 * U32)
+            * ((e * (1 + EXP_REL_ERR) + FLUSH) * s_err + abs_s * (EXP_REL_ERR * e + FLUSH))
+            + 4 * FLUSH
+            + SLACK64 * (np.abs(d) + e * abs_s)
+        )
+        bound = b32 if dtype == "float32" else b32 + 0.5 * ulp_of(np.abs(o) + b32, dtype)
+        p = _exp_classes(y3, e)
+        if no_reduce:
+            fp32 = _no_reduce_classes(d, p, e)
+        else:
+            fp32 = _reduce_classes(d, p, e, line)
+        allowed = _cast_classes(fp32, o, b32, dtype)
+    bound = np.where(np.isfinite(bound), bound, np.inf)
+    return allowed, bound
+
+
+def _exp_classes(y: np.ndarray, e: np.ndarray) -> dict[str, np.ndarray]:
+    """What p = exp(y) in fp32 may be: NaN, +inf, finite, zero, nonzero."""
+    nan = np.isnan(y.astype(np.float64))
+    fin = ~nan & (e * (1 - EXP_REL_ERR) < OVERFLOW["float32"])
+    return {
+        "nan": nan,
+        "inf": ~nan & (e * (1 + EXP_REL_ERR) >= OVERFLOW["float32"]),
+        "fin": fin,
+        "zero": fin & (e * (1 - EXP_REL_ERR) <= FLUSH),
+        "nonzero": ~nan & (e * (1 + EXP_REL_ERR) >= SMALLEST_SUBNORMAL_HALF),
+    }
+
+
+def _product_classes(a_fin, a_zero, a_nonzero, a_inf, a_nan, a_pos, a_neg, b, lo, hi):
+    """Classes of fp32 a*b where b is described like a (dict of masks) and lo/hi bound |a*b|
+    over the finite cases. a_pos/a_neg: the signs a may take (inf included)."""
+    out = np.zeros(lo.shape, dtype=np.uint8)
+    out[a_nan | b["nan"] | (a_zero & b["inf"]) | (a_inf & b["zero"])] |= NAN
+    inf = (a_inf & b["nonzero"]) | (a_nonzero & b["inf"])
+    finite = a_fin & b["fin"]
+    inf_or_big = inf | (finite & (hi >= OVERFLOW["float32"]))
+    pos = (a_pos & b["pos"]) | (a_neg & b["neg"])
+    neg = (a_pos & b["neg"]) | (a_neg & b["pos"])
+    out[inf_or_big & pos] |= POSINF
+    out[inf_or_big & neg] |= NEGINF
+    out[finite & (lo < OVERFLOW["float32"])] |= FINITE
+    return out
+
+
+def _reduce_classes(d, p, e, line) -> np.ndarray:
+    """Classes of dy - exp(y) * sum(dy) in fp32."""
+    shape = d.shape
+    cls = np.broadcast_to(line["cls"], shape)
+    s = np.broadcast_to(line["s"], shape)
+    err = np.broadcast_to(line["err"], shape)
+    fin = (cls & FINITE) != 0
+    s_desc = {
+        "nan": (cls & NAN) != 0,
+        "inf": (cls & (POSINF | NEGINF)) != 0,
+        "fin": fin,
+        "zero": fin & (np.abs(s) <= err),
+        "nonzero": fin & ((np.abs(s) + err) > 0) | ((cls & (POSINF | NEGINF)) != 0),
+        "pos": (fin & (s + err > 0)) | ((cls & POSINF) != 0),
+        "neg": (fin & (s - err < 0)) | ((cls & NEGINF) != 0),
+    }
+    s_lo = np.maximum(np.abs(s) - err, 0.0)
+    s_hi = np.abs(s) + err
+    q_hi = (e * (1 + EXP_REL_ERR) + FLUSH) * s_hi * (1 + U32)
+    q_lo = np.maximum(e * (1 - EXP_REL_ERR) - FLUSH, 0.0) * s_lo * (1 - U32)
+    positive = ~p["nan"]  # exp is never negative
+    q = _product_classes(
+        p["fin"],
+        p["zero"],
+        p["nonzero"],
+        p["inf"],
+        p["nan"],
+        positive,
+        np.zeros(shape, bool),
+        s_desc,
+        q_lo,
+        q_hi,
+    )
+    out = np.zeros(shape, dtype=np.uint8)
+    d_nan, d_pinf, d_minf, d_fin = np.isnan(d), np.isposinf(d), np.isneginf(d), np.isfinite(d)
+    qf, qn = (q & FINITE) != 0, (q & NAN) != 0
+    qp, qm = (q & POSINF) != 0, (q & NEGINF) != 0
+    out[d_nan | qn] |= NAN
+    out[(d_pinf & (qf | qm)) | (d_fin & qm)] |= POSINF
+    out[(d_minf & (qf | qp)) | (d_fin & qp)] |= NEGINF
+    out[(d_pinf & qp) | (d_minf & qm)] |= NAN
+    out[d_fin & qf] |= FINITE
+    return out
+
+
+def _no_reduce_classes(d, p, e) -> np.ndarray:
+    """Classes of dy * (1 - exp(y)) in fp32 (the no-reduce form SPEC section 1 names)."""
+    # m = 1 - p: NaN with p, -inf when p overflows, zero possible when p may be 1.
+    m_fin = p["fin"]
+    m_lo = np.maximum(np.abs(1 - e) - EXP_REL_ERR * e - FLUSH - U32 * (1 + e), 0.0)
+    m_hi = np.abs(1 - e) + EXP_REL_ERR * e + FLUSH + U32 * (1 + e)
+    m = {
+        "nan": p["nan"],
+        "inf": p["inf"],
+        "fin": m_fin,
+        "zero": m_fin & (m_lo == 0),
+        "nonzero": (m_fin & (m_hi > 0)) | p["inf"],
+        "pos": m_fin & (e * (1 - EXP_REL_ERR) < 1),
+        "neg": (m_fin & (e * (1 + EXP_REL_ERR) > 1)) | p["inf"],
+    }
+    d_fin = np.isfinite(d)
+    ad = np.abs(np.where(d_fin, d, 0.0))
+    return _product_classes(
+        d_fin,
+        d_fin & (d == 0),
+        np.isinf(d) | (d_fin & (d != 0)),
+        np.isinf(d),
+        np.isnan(d),
+        d > 0,
+        d < 0,
+        m,
+        ad * m_lo * (1 - U32),
+        ad * m_hi * (1 + U32),
+    )
+
+
+def _cast_classes(fp32: np.ndarray, o: np.ndarray, b32: np.ndarray, dtype: str) -> np.ndarray:
+    """The fp32 result's classes after the round-to-nearest-even cast to `dtype`: a finite fp32
+    result may overflow the dtype when the golden is within the bound of its threshold."""
+    out = fp32.copy()
+    fin = (fp32 & FINITE) != 0
+    known = np.isfinite(o)
+    ovf = OVERFLOW[dtype]
+    out[fin & (~known | (o + b32 >= ovf))] |= POSINF
+    out[fin & (~known | (o - b32 <= -ovf))] |= NEGINF
+    certain = fin & known & (np.abs(o) - b32 >= ovf)
+    out[certain] &= np.uint8(~FINITE & 0xFF)
+    return out

@@ -1,0 +1,122 @@
+"""Judging one case: the golden, the bound and every standard, slab by slab.
+
+    j = judge_case(dy, y, out, axes, "float16")
+    j.passed, j.reason, j.gates, j.metrics, j.verdicts
+
+The golden, the classes a correct kernel may produce and its error bound (golden/bound.py) are
+computed slab by slab of the merged [d0, d1, d2] shape, so the float64 working set stays a small
+multiple of one slab whatever the case's size (SPEC: cases of 10^8 elements and more).
+
+Which standards gate the case is decided from its numbers, not from how it was made:
+
+* ``error-bound`` always: no correct kernel fails it (it is the bound of a correct kernel's
+  arithmetic), and it fails kernels that round wrongly, lose terms or accumulate in a narrower
+  type;
+* each public standard that every correct kernel passes on these very numbers
+  (golden.standards.applicable: the worst correct kernel, errors at the bound, still passes;
+  benchmark-ratio: the worst device against the best possible benchmark). A public standard that
+  a correct kernel could fail here is recorded, not gated.
+
+A case may ask for a public standard (``requested``); it gates when applicable, and the verdict
+says so when it is not (a request never makes a correct kernel fail).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from golden import bound as bound_mod
+from golden.contract import merge_shape
+from golden.metrics import MetricsAccumulator
+from golden.reference import SLAB_ELEMENTS, check_axes, grad_3d, slabs
+from golden.standards import (
+    ERROR_BOUND,
+    STANDARDS,
+    Verdict,
+    applicable,
+    judge,
+)
+
+
+@dataclass
+class Judgement:
+    passed: bool
+    reason: str
+    gates: list[str]
+    requested: str | None
+    level: str
+    metrics: dict = field(repr=False)
+    verdicts: dict[str, Verdict] = field(repr=False)
+    applicability: dict[str, tuple[bool, str]] = field(repr=False)
+
+
+def judge_case(
+    dy: np.ndarray,
+    y: np.ndarray,
+    out: np.ndarray,
+    axes: Sequence[int] | int,
+    dtype: str,
+    *,
+    requested: str | None = None,
+    level: str = "L0",
+    benchmark: np.ndarray | None = None,
+    on_errors: Callable[[np.ndarray], None] | None = None,
+    slab_elements: int = SLAB_ELEMENTS,
+    k: int = 8,
+) -> Judgement:
+    """Judge `out` (the operator's result, in `dtype`) for inputs dy, y reduced over `axes`.
+
+    `benchmark`: a third-party result of the same inputs, for benchmark-ratio. `on_errors`
+    receives the relative errors of each slab's compared elements (for a histogram)."""
+    shape = tuple(np.shape(dy))
+    if np.shape(y) != shape or np.shape(out) != shape:
+        raise ValueError(f"dy {shape}, y {np.shape(y)} and out {np.shape(out)} differ in shape")
+    axes = check_axes(shape, axes)
+    acc = MetricsAccumulator(dtype, shape, k)
+    bench = None if benchmark is None else MetricsAccumulator(dtype, shape, k)
+    if int(np.prod(shape, dtype=np.int64)) > 0:
+        d0, d1, d2 = merge_shape(shape, axes)
+        dy3, y3, out3 = (np.asarray(a).reshape(d0, d1, d2) for a in (dy, y, out))
+        b3 = None if benchmark is None else np.asarray(benchmark).reshape(d0, d1, d2)
+        for rows, cols in slabs(d0, d1, d2, slab_elements):
+            dys, ys = dy3[rows, :, cols], y3[rows, :, cols]
+            g = grad_3d(dys, ys)
+            allowed, bnd = bound_mod.elementwise(dys, ys, g, dtype)
+            to_flat = _flat_index(rows, cols, d1, d2, g.shape)
+            rel = acc.add(out3[rows, :, cols], g, to_flat, allowed, bnd)
+            if rel is not None and on_errors is not None:
+                on_errors(rel)
+            if bench is not None and b3 is not None:
+                bench.add(b3[rows, :, cols], g, to_flat, allowed, bnd)
+    metrics = acc.result()
+    bench_metrics = None if bench is None else bench.result()
+
+    names = [s for s in STANDARDS if s != "benchmark-ratio" or bench_metrics is not None]
+    verdicts = {
+        s: judge(s, out, None, dtype, level=level, metrics=metrics, benchmark_metrics=bench_metrics)
+        for s in [*names, ERROR_BOUND]
+    }
+    applicability = {s: applicable(s, metrics, level) for s in names}
+    gates = [ERROR_BOUND] + [s for s in names if applicability[s][0]]
+    failed = [s for s in gates if not verdicts[s].passed]
+    passed = not failed
+    reason = verdicts[failed[0]].reason if failed else verdicts[ERROR_BOUND].reason
+    if requested is not None and requested not in gates:
+        why = applicability.get(requested, (False, "no benchmark was computed"))[1]
+        reason += f" | {requested} not gated: {why}"
+    if passed:
+        reason += f" | gates: {', '.join(gates)}"
+    return Judgement(passed, reason, gates, requested, level, metrics, verdicts, applicability)
+
+
+def _flat_index(rows: slice, cols: slice, d1: int, d2: int, slab_shape):
+    """Positions in a C-order [rows, d1, cols] slab -> flat indices in the whole tensor."""
+
+    def to_flat(local: np.ndarray) -> np.ndarray:
+        r, i, c = np.unravel_index(np.asarray(local, dtype=np.int64), slab_shape)
+        return ((r + rows.start) * d1 + i) * d2 + c + cols.start
+
+    return to_flat
