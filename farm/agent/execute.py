@@ -16,7 +16,7 @@ from farm.agent.histogram import HistogramAccumulator
 from farm.agent.identity import Identity
 from farm.agent.outcome import classify
 from farm.agent.record import ResultRecord, Verdict
-from golden import dtypes, inputs, standards
+from golden import dtypes, inputs
 from golden.judge import judge_case
 
 
