@@ -16,6 +16,12 @@ reference bytes.
 
 y families are real forward outputs y = log_softmax(x) computed in float64 over the reduce axes
 and then rounded to the case dtype, except "arbitrary" (not a valid log-softmax).
+
+Inputs written by others rather than drawn from a family (VALUE_FORMS, for dy and y alike):
+"range" is uniform in [lo, hi) (y_range / dy_range), "fill" is one constant everywhere (y_fill /
+dy_fill; any float, 0, +-inf and NaN included). Special values go to random flat positions
+("random", today's bytes) or to one position of a reduce row (SPECIAL_PLACEMENTS: the row's
+first, middle or last element, in SPECIAL_COUNT distinct rows).
 """
 
 from __future__ import annotations
@@ -33,6 +39,12 @@ Y_DISTS = ("uniform", "normal", "peaked", "flat", "wide", "masked", "arbitrary")
 VALID_Y_DISTS = tuple(d for d in Y_DISTS if d != "arbitrary")
 DY_DISTS = ("normal", "uniform", "ones", "outliers")
 SPECIALS = ("none", "nan_dy", "inf_dy", "nan_y", "neginf_y")
+# Added later, kept apart so that SPECIALS (and the bytes pinned over it) stay as they were.
+MORE_SPECIALS = ("inf_y", "posinf_dy", "neginf_dy")
+ALL_SPECIALS = SPECIALS + MORE_SPECIALS
+# dy/y given by the case rather than drawn from a family.
+VALUE_FORMS = ("range", "fill")
+SPECIAL_PLACEMENTS = ("random", "row_start", "row_middle", "row_end")
 
 # How many positions a special injects into (fewer when the tensor is smaller).
 SPECIAL_COUNT = 3
@@ -43,6 +55,8 @@ GEN_SLAB = 1 << 20
 # Each stream is read in C order of the rows, one kind of value per stream, so that slab
 # boundaries do not change what any element gets.
 _S_Y, _S_DY, _S_SPECIAL, _S_PARAMS, _S_ROW, _S_MASK, _S_OUTLIER, _S_HEIGHT = range(1, 9)
+# Appended, never renumbered: existing streams keep giving existing cases the same bytes.
+_S_Y_RANGE, _S_DY_RANGE, _S_SPECIAL_ROWS = range(9, 12)
 
 _TWO_PI = 2.0 * np.pi
 
@@ -147,6 +161,49 @@ def _logits(
         yield (r0, r1), log_softmax_3d(x)
 
 
+def _given_into(
+    out: np.ndarray,
+    form: str,
+    bounds: tuple[float, float] | None,
+    fill: float | None,
+    seed: int,
+    stream: int,
+    dtype: str,
+) -> None:
+    """Fill the flat `out` (case dtype) with a VALUE_FORMS form: uniform in [lo, hi) from its
+    own stream, slab by slab in C order, or one constant."""
+    if form == "fill":
+        assert fill is not None
+        out[:] = round_to(np.array([float(fill)]), dtype)[0]
+        return
+    assert bounds is not None
+    lo, hi = bounds
+    s = _Stream(seed, stream)
+    for a, b in _row_slabs(out.size, 1):
+        out[a:b] = round_to(s.uniform(b - a, lo, hi), dtype)
+
+
+def _check_form(name: str, dist: str, bounds, fill, families: tuple[str, ...]) -> None:
+    """One clear ValueError for a dist that does not fit its range/fill argument."""
+    if dist not in families + VALUE_FORMS:
+        known = ", ".join(families + VALUE_FORMS)
+        raise ValueError(f"unknown {name}_dist {dist!r}; use one of: {known}")
+    if (dist == "range") != (bounds is not None):
+        raise ValueError(
+            f"{name}_dist {dist!r} with {name}_range {bounds!r}: a range is given exactly "
+            f"when {name}_dist is 'range'"
+        )
+    if (dist == "fill") != (fill is not None):
+        raise ValueError(
+            f"{name}_dist {dist!r} with {name}_fill {fill!r}: a fill is given exactly "
+            f"when {name}_dist is 'fill'"
+        )
+    if bounds is not None:
+        lo, hi = (float(v) for v in bounds)
+        if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
+            raise ValueError(f"{name}_range {bounds!r} must be finite (lo, hi) with lo < hi")
+
+
 def _dy_into(out: np.ndarray, dy_dist: str, seed: int, dtype: str) -> None:
     """Fill the flat `out` (case dtype) with dy, slab by slab."""
     n = out.size
@@ -177,6 +234,12 @@ def make_inputs(
     dy_dist: str,
     special: str = "none",
     seed: int = 0,
+    *,
+    y_range: tuple[float, float] | None = None,
+    dy_range: tuple[float, float] | None = None,
+    y_fill: float | None = None,
+    dy_fill: float | None = None,
+    special_at: str = "random",
 ) -> tuple[np.ndarray, np.ndarray]:
     """(dy, y) of `shape` in the case dtype (numpy_dtype(dtype)), deterministic from `seed`.
 
@@ -184,40 +247,66 @@ def make_inputs(
     cases use (float64, int32, int64: values rounded, non-finite values become 0 for integers).
     Values are made in float64 and rounded once into the dtype, slab by slab, so memory stays a
     small multiple of the output.
+
+    y_dist / dy_dist "range" takes y_range / dy_range (lo, hi), "fill" takes y_fill / dy_fill.
+    special_at places the special values (SPECIAL_PLACEMENTS): "random" flat positions, or the
+    first, middle (index d1 // 2) or last element of SPECIAL_COUNT distinct reduce rows of the
+    merged [d0, d1, d2] tensor (a row is d1 elements d2 apart).
     """
     shape = tuple(int(d) for d in shape)
     if any(d < 0 for d in shape):
         raise ValueError(f"negative extent in shape {shape}")
-    if y_dist not in Y_DISTS:
-        raise ValueError(f"unknown y_dist {y_dist!r}; use one of: {', '.join(Y_DISTS)}")
-    if dy_dist not in DY_DISTS:
-        raise ValueError(f"unknown dy_dist {dy_dist!r}; use one of: {', '.join(DY_DISTS)}")
-    if special not in SPECIALS:
-        raise ValueError(f"unknown special {special!r}; use one of: {', '.join(SPECIALS)}")
+    _check_form("y", y_dist, y_range, y_fill, Y_DISTS)
+    _check_form("dy", dy_dist, dy_range, dy_fill, DY_DISTS)
+    if special not in ALL_SPECIALS:
+        raise ValueError(f"unknown special {special!r}; use one of: {', '.join(ALL_SPECIALS)}")
+    if special_at not in SPECIAL_PLACEMENTS:
+        raise ValueError(
+            f"unknown special_at {special_at!r}; use one of: {', '.join(SPECIAL_PLACEMENTS)}"
+        )
     dt = numpy_dtype(dtype)
     n = int(np.prod(shape, dtype=np.int64))  # 1 for a 0-d tensor
     if n == 0:
         return np.zeros(shape, dtype=dt), np.zeros(shape, dtype=dt)
 
     d0, d1, d2 = merge_shape(shape, _gen_axes(shape, axes))
-    y = np.empty((d0, d1, d2), dtype=dt)
-    for (r0, r1), part in _logits(y_dist, seed, d0, d1, d2):
-        y[r0:r1] = round_to(part, dtype)
-    y = y.reshape(-1)
+    if y_dist in VALUE_FORMS:
+        y = np.empty(n, dtype=dt)
+        _given_into(y, y_dist, y_range, y_fill, seed, _S_Y_RANGE, dtype)
+    else:
+        y = np.empty((d0, d1, d2), dtype=dt)
+        for (r0, r1), part in _logits(y_dist, seed, d0, d1, d2):
+            y[r0:r1] = round_to(part, dtype)
+        y = y.reshape(-1)
     dy = np.empty(n, dtype=dt)
-    _dy_into(dy, dy_dist, seed, dtype)
+    if dy_dist in VALUE_FORMS:
+        _given_into(dy, dy_dist, dy_range, dy_fill, seed, _S_DY_RANGE, dtype)
+    else:
+        _dy_into(dy, dy_dist, seed, dtype)
 
     if special != "none":
         s = _Stream(seed, _S_SPECIAL)
-        pos = s.distinct_positions(SPECIAL_COUNT, n)
+        if special_at == "random":
+            pos = s.distinct_positions(SPECIAL_COUNT, n)
+        else:
+            rows = _Stream(seed, _S_SPECIAL_ROWS).distinct_positions(SPECIAL_COUNT, d0 * d2)
+            line = {"row_start": 0, "row_middle": d1 // 2, "row_end": d1 - 1}[special_at]
+            pos = ((rows // d2) * d1 + line) * d2 + rows % d2
+        k = len(pos)
         if special == "nan_dy":
-            vals, target = np.full(len(pos), np.nan), dy
+            vals, target = np.full(k, np.nan), dy
         elif special == "inf_dy":
-            vals, target = np.where(s.below(len(pos), 2) == 0, np.inf, -np.inf), dy
+            vals, target = np.where(s.below(k, 2) == 0, np.inf, -np.inf), dy
+        elif special == "posinf_dy":
+            vals, target = np.full(k, np.inf), dy
+        elif special == "neginf_dy":
+            vals, target = np.full(k, -np.inf), dy
         elif special == "nan_y":
-            vals, target = np.full(len(pos), np.nan), y
+            vals, target = np.full(k, np.nan), y
+        elif special == "inf_y":
+            vals, target = np.full(k, np.inf), y
         else:  # neginf_y
-            vals, target = np.full(len(pos), -np.inf), y
+            vals, target = np.full(k, -np.inf), y
         target[pos] = round_to(vals, dtype)
 
     return dy.reshape(shape), y.reshape(shape)
