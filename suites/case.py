@@ -6,11 +6,21 @@ its seed is derived from the id, so the same id means the same inputs on any mac
 
 from __future__ import annotations
 
+import math
 import zlib
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from functools import cached_property
+from typing import Any
 
-from golden import contract, soc
+from golden import contract, layouts, soc
+from golden.inputs import (
+    ALL_SPECIALS,
+    DY_DISTS,
+    SPECIAL_PLACEMENTS,
+    VALUE_FORMS,
+    Y_DISTS,
+)
+from golden.layouts import Layout, View
 
 DTYPE_SHORT = {
     "float32": "f32",
@@ -21,8 +31,13 @@ DTYPE_SHORT = {
     "int64": "i64",
 }
 APIS = ("dim", "axes")  # the aclnn call (one dim) or the operator package's axis list
-LAYOUTS = ("contiguous", "strided")
+LAYOUTS = layouts.NAMES  # the short names; an explicit golden.layouts.View is also a layout
 TENSORS = ("dy", "y", "out")
+# The one canonical NaN: a fill of NaN is this object, so that equal cases compare and hash equal
+# (float("nan") != float("nan"), and its hash is per object).
+NAN = float("nan")
+_NONFINITE_JSON = {"inf": math.inf, "-inf": -math.inf, "nan": NAN}
+_TUPLE_FIELDS = ("shape", "axes", "y_shape", "out_shape")
 
 
 def shape_text(shape: tuple[int, ...] | None) -> str:
@@ -31,8 +46,68 @@ def shape_text(shape: tuple[int, ...] | None) -> str:
     return "x".join(str(d) for d in shape) if shape else "scalar"
 
 
+def number_text(x: float) -> str:
+    """Short, stable text of a value for case ids: 1000, -1, 0.5, 1e38, -0, inf, -inf, nan."""
+    x = float(x)
+    if math.isnan(x):
+        return "nan"
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    if x == 0:
+        return "-0" if math.copysign(1.0, x) < 0 else "0"
+    if x.is_integer() and abs(x) < 1e16:
+        return str(int(x))
+    return repr(x).replace("e+", "e")
+
+
+def value_json(x: float | None) -> float | str | None:
+    """A fill value as JSON carries it: a number, or "inf", "-inf", "nan"."""
+    if x is None or math.isfinite(x):
+        return x
+    return number_text(x)
+
+
+def _value(x: Any) -> Any:
+    """A fill value from a number or its JSON string form; anything else is returned as is (and
+    refused by validation). NaN becomes the canonical NAN."""
+    if isinstance(x, str) and x in _NONFINITE_JSON:
+        return _NONFINITE_JSON[x]
+    if isinstance(x, (int, float)) and not isinstance(x, bool):
+        x = float(x)
+        return NAN if math.isnan(x) else x
+    return x
+
+
+def _is_range(bounds: Any) -> bool:
+    return (
+        isinstance(bounds, tuple)
+        and len(bounds) == 2
+        and all(isinstance(v, float) and math.isfinite(v) for v in bounds)
+        and bounds[0] < bounds[1]
+    )
+
+
 @dataclass(frozen=True)
 class Case:
+    """One operator call and its expectation.
+
+    Value forms (y_dist / dy_dist beyond the generator families): "range" takes y_range /
+    dy_range = (lo, hi), finite with lo < hi, uniform in [lo, hi) (JSON: [lo, hi]); "fill" takes
+    y_fill / dy_fill, one constant (JSON: a number, or the strings "inf", "-inf", "nan").
+    special_at places `special` ("random" flat positions, or "row_start" / "row_middle" /
+    "row_end" of reduce rows; golden/inputs.py).
+
+    Layouts (dy_layout, y_layout, out_layout): "contiguous", "strided" (every other element of
+    the last axis of extent > 1), or an explicit golden.layouts.View(strides, storage, offset)
+    in elements (JSON: {"strides": [...], "storage": N, "offset": K}). Storage outside a view is
+    NaN. `layout` (a property, and a key of to_dict) sums them up for older readers: "contiguous"
+    when the operator sees every tensor as contiguous, else "strided".
+
+    Id parts of the new forms: y.range.<lo>to<hi>, dy.fill.<v> (number_text), <special>.<at>,
+    and per tensor <name>.<layout> (e.g. out.strided, dy.st70.2.off1.sz220); dy and y strided
+    with out contiguous keep the old id part "strided".
+    """
+
     family: str
     dtype: str
     shape: tuple[int, ...]
@@ -41,7 +116,9 @@ class Case:
     y_dist: str = "uniform"
     dy_dist: str = "normal"
     special: str = "none"
-    layout: str = "contiguous"
+    dy_layout: Layout = "contiguous"
+    y_layout: Layout = "contiguous"
+    out_layout: Layout = "contiguous"
     standard: str = "experimental"
     level: str | None = None
     # Perturbations that make the call invalid; None means "same as dy".
@@ -50,11 +127,18 @@ class Case:
     y_shape: tuple[int, ...] | None = None
     out_shape: tuple[int, ...] | None = None
     missing: str | None = None
+    # Inputs given by the case rather than drawn (y_dist / dy_dist "range" and "fill").
+    y_range: tuple[float, float] | None = None
+    dy_range: tuple[float, float] | None = None
+    y_fill: float | None = None
+    dy_fill: float | None = None
+    special_at: str = "random"
     # Which section of a matrix produced the case; not part of the identity.
     origin: str = field(default="", compare=False, repr=False)
 
     def __post_init__(self):
         problems = []
+        self._normalize()
         if self.family not in soc.FAMILIES:
             problems.append(f"family {self.family!r} (use one of {', '.join(soc.FAMILIES)})")
         if self.dtype not in DTYPE_SHORT:
@@ -63,14 +147,107 @@ class Case:
             problems.append(f"api {self.api!r} (use 'dim' or 'axes')")
         if self.api == "dim" and len(self.axes) != 1:
             problems.append(f"api 'dim' takes exactly one axis, got {list(self.axes)}")
-        if self.layout not in LAYOUTS:
-            problems.append(f"layout {self.layout!r} (use 'contiguous' or 'strided')")
         if self.missing not in (None, *TENSORS):
             problems.append(f"missing {self.missing!r} (use one of {', '.join(TENSORS)})")
         if any(d < 0 for d in self.shape):
             problems.append(f"shape {list(self.shape)} has a negative extent")
+        problems += self._value_problems()
+        if not any(d < 0 for d in self.shape):
+            problems += self._layout_problems()
         if problems:
             raise ValueError("malformed case: " + "; ".join(problems))
+
+    def _normalize(self) -> None:
+        """JSON-ish forms (lists, dicts, "nan") into the field types; frozen, so by setattr."""
+        for key in _TUPLE_FIELDS:
+            value = getattr(self, key)
+            if isinstance(value, list):
+                object.__setattr__(self, key, tuple(value))
+        for key in ("y_range", "dy_range"):
+            value = getattr(self, key)
+            if isinstance(value, (list, tuple)):
+                object.__setattr__(self, key, tuple(_value(v) for v in value))
+        for key in ("y_fill", "dy_fill"):
+            object.__setattr__(self, key, _value(getattr(self, key)))
+        for name in TENSORS:
+            value = getattr(self, f"{name}_layout")
+            if isinstance(value, dict):
+                try:
+                    object.__setattr__(self, f"{name}_layout", layouts.parse(value))
+                except ValueError:
+                    pass  # refused by validation, with the field named
+
+    def _value_problems(self) -> list[str]:
+        problems = []
+        for name, dists in (("y", Y_DISTS), ("dy", DY_DISTS)):
+            dist = getattr(self, f"{name}_dist")
+            bounds, fill = getattr(self, f"{name}_range"), getattr(self, f"{name}_fill")
+            if dist not in dists + VALUE_FORMS:
+                problems.append(
+                    f"{name}_dist {dist!r} (use one of {', '.join(dists + VALUE_FORMS)})"
+                )
+            if bounds is not None and not _is_range(bounds):
+                problems.append(
+                    f"{name}_range {bounds!r} (use (lo, hi): two finite numbers, lo < hi)"
+                )
+            elif (dist == "range") != (bounds is not None):
+                problems.append(
+                    f"{name}_range {bounds!r} with {name}_dist {dist!r} (a range is given "
+                    f"exactly when {name}_dist is 'range')"
+                )
+            if fill is not None and not isinstance(fill, float):
+                problems.append(f"{name}_fill {fill!r} (use a number, or 'inf', '-inf', 'nan')")
+            elif (dist == "fill") != (fill is not None):
+                problems.append(
+                    f"{name}_fill {fill!r} with {name}_dist {dist!r} (a fill is given "
+                    f"exactly when {name}_dist is 'fill')"
+                )
+        if self.special not in ALL_SPECIALS:
+            problems.append(f"special {self.special!r} (use one of {', '.join(ALL_SPECIALS)})")
+        if self.special_at not in SPECIAL_PLACEMENTS:
+            problems.append(
+                f"special_at {self.special_at!r} (use one of {', '.join(SPECIAL_PLACEMENTS)})"
+            )
+        elif self.special_at != "random" and self.special == "none":
+            problems.append(f"special_at {self.special_at!r} without a special (set special)")
+        return problems
+
+    def _layout_problems(self) -> list[str]:
+        problems = []
+        for name in TENSORS:
+            value = getattr(self, f"{name}_layout")
+            try:
+                layout = layouts.parse(value)
+            except ValueError as exc:
+                problems.append(f"{name}_layout: {exc}")
+                continue
+            if self.missing == name and layout != "contiguous":
+                problems.append(
+                    f"{name}_layout {layouts.text(layout)} for a missing {name} (use 'contiguous')"
+                )
+                continue
+            wrong = layouts.problems(layout, self.tensor_shape(name), writable=name == "out")
+            if wrong:
+                problems.append(f"{name}_layout {layouts.text(layout)}: {'; '.join(wrong)}")
+        return problems
+
+    def tensor_shape(self, name: str) -> tuple[int, ...]:
+        """The shape of tensor `name` in the call (its perturbation, else dy's)."""
+        other = {"dy": None, "y": self.y_shape, "out": self.out_shape}[name]
+        return self.shape if other is None else other
+
+    @property
+    def layout(self) -> str:
+        """ "contiguous" when the operator sees dy, y and out as contiguous (a name or a view with
+        C-order strides, at any offset), else "strided"."""
+        for name in TENSORS:
+            layout = getattr(self, f"{name}_layout")
+            if layout == "contiguous":
+                continue
+            if isinstance(layout, View) and layouts.is_dense(layout, self.tensor_shape(name)):
+                continue
+            return "strided"
+        return "contiguous"
 
     # -- identity -------------------------------------------------------------------------
 
@@ -82,13 +259,13 @@ class Case:
             DTYPE_SHORT[self.dtype],
             shape_text(self.shape),
             f"d{axes}" if self.api == "dim" else f"ax{axes}",
-            f"y.{self.y_dist}",
-            f"dy.{self.dy_dist}",
+            f"y.{self._dist_text('y')}",
+            f"dy.{self._dist_text('dy')}",
         ]
         if self.special != "none":
-            parts.append(self.special)
-        if self.layout != "contiguous":
-            parts.append(self.layout)
+            at = "" if self.special_at == "random" else f".{self.special_at}"
+            parts.append(self.special + at)
+        parts += self._layout_parts()
         if self.standard != "experimental":
             parts.append(self.standard + (f".{self.level}" if self.level else ""))
         if self.y_dtype:
@@ -102,6 +279,25 @@ class Case:
         if self.missing:
             parts.append(f"no.{self.missing}")
         return "_".join(parts)
+
+    def _dist_text(self, name: str) -> str:
+        dist = getattr(self, f"{name}_dist")
+        if dist == "range":
+            lo, hi = getattr(self, f"{name}_range")
+            return f"range.{number_text(lo)}to{number_text(hi)}"
+        if dist == "fill":
+            return f"fill.{number_text(getattr(self, f'{name}_fill'))}"
+        return dist
+
+    def _layout_parts(self) -> list[str]:
+        chosen = {name: getattr(self, f"{name}_layout") for name in TENSORS}
+        if chosen == {"dy": "strided", "y": "strided", "out": "contiguous"}:
+            return ["strided"]  # the one layout cases had before per-tensor layouts
+        return [
+            f"{name}.{layouts.text(layout)}"
+            for name, layout in chosen.items()
+            if layout != "contiguous"
+        ]
 
     @cached_property
     def seed(self) -> int:
@@ -152,12 +348,23 @@ class Case:
         return {"kind": "reject", "reason": self.expected.reason, "status": self.expected.status}
 
     def to_dict(self) -> dict:
-        """The case as it travels to an agent and into reports."""
-        data = asdict(self)
-        data.pop("origin")
-        for key in ("shape", "axes", "y_shape", "out_shape"):
-            if data[key] is not None:
-                data[key] = list(data[key])
+        """The case as it travels to an agent and into reports (`farm cases --json`): every
+        field in its JSON form, the `layout` summary, and what is derived (id, seed, schedule,
+        expect)."""
+        data: dict[str, Any] = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name == "origin":
+                continue
+            if f.name in _TUPLE_FIELDS + ("y_range", "dy_range") and value is not None:
+                value = list(value)
+            elif f.name in ("y_fill", "dy_fill"):
+                value = value_json(value)
+            elif f.name.endswith("_layout"):
+                value = layouts.to_json(value)
+            data[f.name] = value
+            if f.name == "special":
+                data["layout"] = self.layout
         data.update(
             id=self.id,
             seed=self.seed,
@@ -169,12 +376,20 @@ class Case:
 
     @classmethod
     def from_dict(cls, data: dict) -> Case:
-        """Rebuild a case; a case whose id does not match its fields is refused."""
-        fields = {k: data[k] for k in cls.__dataclass_fields__ if k in data}
-        for key in ("shape", "axes", "y_shape", "out_shape"):
-            if fields.get(key) is not None:
-                fields[key] = tuple(fields[key])
-        case = cls(**fields)
+        """Rebuild a case; a case whose id does not match its fields is refused. A dict of
+        before per-tensor layouts ({"layout": "strided"} and no *_layout) means dy and y
+        strided; otherwise `layout` is derived and ignored, like id, seed and expect."""
+        given = {k: data[k] for k in cls.__dataclass_fields__ if k in data}
+        if not any(f"{name}_layout" in data for name in TENSORS):
+            legacy = data.get("layout", "contiguous")
+            if legacy == "strided":
+                given.update(dy_layout="strided", y_layout="strided")
+            elif legacy != "contiguous":
+                raise ValueError(
+                    f"malformed case: layout {legacy!r} (use 'contiguous' or 'strided', or "
+                    "dy_layout / y_layout / out_layout)"
+                )
+        case = cls(**given)
         if "id" in data and data["id"] != case.id:
             raise ValueError(
                 f"malformed case: id {data['id']!r} does not match its fields ({case.id})"

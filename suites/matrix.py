@@ -1,9 +1,11 @@
 """The case matrices by tier: smoke (pre-merge), nightly (public L0 volume), full (L2 volume).
 
 Curated sections name the situations where kernels break (schedules, chunk boundaries, core
-splits, ranks, empty tensors, special values, every rejection). The nightly and full tiers add
-cases drawn from a seeded space of shapes on top of the curated ones. Expansion is deterministic:
-the same tier always gives the same cases in the same order.
+splits, ranks, empty tensors, special values, every rejection), and the inputs a caller may write
+that no generator family makes (value ranges, constant fills, special values at a chosen place of
+a row, a layout per tensor, extents at every grouping constant of the kernel). The nightly and
+full tiers add cases drawn from a seeded space of shapes on top of the curated ones. Expansion is
+deterministic: the same tier always gives the same cases in the same order.
 """
 
 from __future__ import annotations
@@ -12,12 +14,15 @@ import math
 import random
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
+from typing import Any
 
 from farm.errors import UsageError
-from golden import soc
+from golden import inputs, soc
+from golden.layouts import View
 
 from . import gates
 from .case import Case
+from .tiling import UB_BLOCKS
 
 TIERS = ("smoke", "nightly", "full")
 FAMILIES = tuple(soc.FAMILIES)
@@ -67,6 +72,57 @@ REDUCE_VOCAB = (32000, 152064)
 MID_INNER = (1, 7, 33, 4096)
 CORE_COUNTS = sorted({p.vector_cores for p in soc.PROFILES.values()})
 OUTER_AROUND_CORES = tuple(sorted({max(1, c + k) for c in CORE_COUNTS for k in (-1, 0, 1)} | {97}))
+# The layout cases had before per-tensor layouts: dy and y strided, out contiguous.
+STRIDED_INPUTS = {"dy_layout": "strided", "y_layout": "strided"}
+
+# The kernel's grouping constants (op/twin/kernel.cpp kMidGroupLines and reduce_sum's kLanes;
+# op/ascendc/op_kernel MID_GROUP_LINES; tests/suites/test_matrix.py keeps them equal).
+MID_GROUP_LINES = 64  # REDUCE_MID sums its d1 lines in groups of this many
+REDUCE_LANES = 64  # REDUCE_TAIL's tree reduction works on this many fp32 lanes
+
+# Inputs a caller may write that no generator family makes.
+Y_RANGES = ((-1000.0, 1000.0), (1.0, 1000.0))  # arbitrary y, exp(y) overflowing fp32
+# dy ranges whose outputs overflow the dtype (fp16 max 65504; bf16 and fp32 about 3.4e38).
+DY_OVERFLOW_RANGES = {
+    "float16": (-60000.0, 60000.0),
+    "bfloat16": (-1e38, 1e38),
+    "float32": (-1e38, 1e38),
+}
+# Outputs that overflow the dtype through exp(y) * sum(dy) while sum(dy) itself stays finite in
+# fp32 (with DY_OVERFLOW_RANGES, bf16 and fp32 overflow the fp32 sum itself, which a float64
+# golden does not): (dy range, y range).
+PRODUCT_OVERFLOW = {
+    "float16": ((-60000.0, 60000.0), (1.0, 100.0)),
+    "bfloat16": ((-1e30, 1e30), (1.0, 100.0)),
+    "float32": ((-1e30, 1e30), (1.0, 100.0)),
+}
+# A large finite dy, per dtype, and a y whose exp overflows fp32.
+DY_LARGE = {"float16": 60000.0, "bfloat16": 1e38, "float32": 1e38}
+Y_LARGE = 100.0
+FILLS = (0.0, 1.0, -1.0, math.inf, -math.inf, math.nan)
+NEW_SPECIALS = tuple(s for s in inputs.ALL_SPECIALS if s not in ("none",) + SPECIALS)
+ROW_PLACEMENTS = tuple(p for p in inputs.SPECIAL_PLACEMENTS if p != "random")
+ALL_PLACED_SPECIALS = SPECIALS + NEW_SPECIALS
+
+
+def block_elems(family: str, dtype: str, schedule: str) -> tuple[int, ...]:
+    """The tiling's block_elems (elements of one UB block) on the SoCs of `family` for a case
+    of `dtype` on `schedule`, computed as op/tiling/tiling.cpp does (tests/op checks it against
+    the twin's own plan)."""
+    two = dtype in ("float16", "bfloat16")
+    return tuple(
+        sorted(
+            {
+                _block_elements(p, UB_BLOCKS[schedule], two)
+                for p in soc.PROFILES.values()
+                if p.family == family
+            }
+        )
+    )
+
+
+def _around(k: int) -> tuple[int, int, int]:
+    return (k - 1, k, k + 1)
 
 
 def _case(family: str, dtype: str, shape, axes, origin: str, **kw) -> Case:
@@ -215,7 +271,228 @@ def strided_views(family: str, dtypes, full: bool) -> Iterator[Case]:
         shapes += [((4, 1, 6), (1,)), ((2, 3, 4, 5), (1, 2))]
     for dtype in dtypes if full else dtypes[:2]:
         for shape, axes in shapes:
-            yield _case(family, dtype, shape, axes, "strided", layout="strided")
+            yield _case(family, dtype, shape, axes, "strided", **STRIDED_INPUTS)
+
+
+def value_ranges(family: str, dtypes, full: bool) -> Iterator[Case]:
+    """y arbitrary in wide ranges (exp(y) overflows fp32) and dy whose outputs overflow the
+    dtype (fp16 and bf16 alike)."""
+    if not full:
+        picks = {
+            "ascend910b": [("float32", "y", Y_RANGES[0]), ("bfloat16", "dy", None)],
+            "ascend310b": [("float16", "y", Y_RANGES[1]), ("float16", "dy", None)],
+        }[family]
+        for dtype, which, bounds in picks:
+            if which == "y":
+                yield _case(family, dtype, (4, 37), (-1,), "value-ranges", **_y_range(bounds))
+            else:
+                yield _case(family, dtype, (4, 37), (-1,), "value-ranges", **_dy_overflow(dtype))
+        return
+    for dtype in dtypes:
+        for bounds in Y_RANGES:
+            for shape, axes in (((4, 37), (-1,)), ((2, 37, 5), (1,)), ((5, 1, 64), (1,))):
+                yield _case(family, dtype, shape, axes, "value-ranges", **_y_range(bounds))
+        for shape, axes in (((4, 37), (-1,)), ((2, 37, 5), (1,))):
+            yield _case(family, dtype, shape, axes, "value-ranges", **_dy_overflow(dtype))
+            dy_range, y_range = PRODUCT_OVERFLOW[dtype]
+            kw = dict(_y_range(y_range), dy_dist="range", dy_range=dy_range)
+            yield _case(family, dtype, shape, axes, "value-ranges", **kw)
+
+
+def _y_range(bounds) -> dict:
+    return {"y_dist": "range", "y_range": bounds}
+
+
+def _dy_overflow(dtype: str) -> dict:
+    return {"dy_dist": "range", "dy_range": DY_OVERFLOW_RANGES[dtype]}
+
+
+def constant_fills(family: str, dtypes, full: bool) -> Iterator[Case]:
+    """dy or y one constant: 0, 1, -1, a large value, +inf, -inf, NaN."""
+    if not full:
+        # Smoke: the families take turns over the fills (each fill of dy and of y once in all).
+        turn = tuple(soc.FAMILIES).index(family) % 2
+        for j, value in enumerate(FILLS[turn::2]):
+            dtype = ("float32", "float16")[j % 2]
+            yield _case(family, dtype, (4, 37), (-1,), "fills", dy_dist="fill", dy_fill=value)
+            yield _case(family, dtype, (4, 37), (-1,), "fills", y_dist="fill", y_fill=value)
+        return
+    shapes = (((4, 37), (-1,)), ((2, 37, 5), (1,)), ((3, 1, 40), (1,)))
+    for dtype in dtypes:
+        for shape, axes in shapes:
+            for value in FILLS[:3] + (DY_LARGE[dtype],) + FILLS[3:]:
+                yield _case(family, dtype, shape, axes, "fills", dy_dist="fill", dy_fill=value)
+            for value in FILLS[:3] + (Y_LARGE,) + FILLS[3:]:
+                yield _case(family, dtype, shape, axes, "fills", y_dist="fill", y_fill=value)
+
+
+def special_placements(family: str, dtypes, full: bool) -> Iterator[Case]:
+    """NaN and +-inf at the first, middle and last element of reduce rows (REDUCE_TAIL and
+    REDUCE_MID rows, and the last, ragged UB chunk of a long row), and the specials added
+    later (+inf in y, +inf or -inf in dy) at random positions."""
+    tail, mid = ((4, 37), (-1,)), ((2, 37, 5), (1,))
+    if not full:
+        picks = {
+            "ascend910b": [
+                ("float32", "nan_dy", "row_start", tail),
+                ("float16", "inf_y", "row_middle", mid),
+                ("bfloat16", "neginf_dy", "row_end", tail),
+            ],
+            "ascend310b": [
+                ("float16", "posinf_dy", "row_start", mid),
+                ("float32", "nan_y", "row_middle", tail),
+                ("float32", "inf_dy", "row_end", mid),
+            ],
+        }[family]
+        for dtype, special, at, (shape, axes) in picks:
+            yield _case(family, dtype, shape, axes, "special-placement", **_special(special, at))
+        return
+    for dtype in dtypes:
+        for shape, axes in (tail, mid):
+            for special in ALL_PLACED_SPECIALS:
+                for at in ROW_PLACEMENTS:
+                    kw = _special(special, at)
+                    yield _case(family, dtype, shape, axes, "special-placement", **kw)
+            for special in NEW_SPECIALS:
+                yield _case(family, dtype, shape, axes, "special-placement", special=special)
+        longest = max(block_elems(family, dtype, "REDUCE_TAIL"))
+        for special in ("nan_dy", "inf_y"):
+            for at in ("row_start", "row_end"):
+                kw = _special(special, at)
+                yield _case(family, dtype, (2, 2 * longest + 1), (-1,), "special-placement", **kw)
+
+
+def _special(special: str, at: str) -> dict:
+    return {"special": special, "special_at": at}
+
+
+def _padded(shape, step: int = 1, pad: int = 0, offset: int = 0, tail: int = 0) -> View:
+    """C order with `step` between neighbours on the last axis and `pad` elements after each
+    line of every outer axis; the storage starts `offset` before the view and ends `tail`
+    after it."""
+    strides, acc = [], step
+    for d in reversed(shape):
+        strides.append(acc)
+        acc = acc * max(d, 1) + pad
+    strides.reverse()
+    span = sum(s * (d - 1) for s, d in zip(strides, shape, strict=True)) if math.prod(shape) else 0
+    return View(tuple(strides), offset + span + 1 + tail, offset)
+
+
+def _column_major(shape, offset: int = 0) -> View:
+    strides, acc = [], 1
+    for d in shape:
+        strides.append(acc)
+        acc *= max(d, 1)
+    return View(tuple(strides), offset + max(acc, 1), offset)
+
+
+def _broadcast(shape, axis: int = 0) -> View:
+    """Every index along `axis` at the same place (stride 0): an input that overlaps itself."""
+    inner = _padded(shape[:axis] + shape[axis + 1 :])
+    strides = inner.strides[:axis] + (0,) + inner.strides[axis:]
+    return View(strides, inner.storage, 0)
+
+
+def _layout_forms(shape, full: bool) -> dict[str, dict[str, Any]]:
+    """Named per-tensor layouts for one shape."""
+    forms: dict[str, dict[str, Any]] = {
+        "out strided": {"out_layout": "strided"},
+        "all strided, distinct": {
+            "dy_layout": _padded(shape, step=2, pad=3, offset=1, tail=2),
+            "y_layout": _column_major(shape, offset=2) if len(shape) > 1 else _padded(shape, 3),
+            "out_layout": _padded(shape, pad=5, offset=7, tail=4),
+        },
+        "offsets": {
+            "dy_layout": _padded(shape, offset=5, tail=3),
+            "y_layout": _padded(shape, offset=11),
+            "out_layout": _padded(shape, offset=3, tail=9),
+        },
+    }
+    if full:
+        forms.update(
+            {
+                "dy strided": {"dy_layout": "strided"},
+                "y strided": {"y_layout": "strided"},
+                "all strided": {
+                    "dy_layout": "strided",
+                    "y_layout": "strided",
+                    "out_layout": "strided",
+                },
+                "out offset": {"out_layout": _padded(shape, offset=13, tail=13)},
+            }
+        )
+        if len(shape) > 1 and shape[0] > 1:
+            forms["dy broadcast"] = {"dy_layout": _broadcast(shape)}
+    return forms
+
+
+def tensor_layouts(family: str, dtypes, full: bool) -> Iterator[Case]:
+    """dy, y and out each a view of its own: strided out alone, all three strided with distinct
+    strides, explicit storage with an offset, an input that overlaps itself."""
+    if not full:
+        picks: dict[str, list[tuple[str, tuple[tuple[int, ...], tuple[int, ...]], str]]] = {
+            "ascend910b": [
+                ("float32", ((3, 33), (-1,)), "out strided"),
+                ("float16", ((2, 9, 5), (1,)), "all strided, distinct"),
+            ],
+            "ascend310b": [
+                ("float16", ((3, 33), (-1,)), "offsets"),
+                ("float32", ((3, 33), (-1,)), "all strided, distinct"),
+            ],
+        }
+        for dtype, (shape, axes), form in picks[family]:
+            yield _case(family, dtype, shape, axes, "layouts", **_layout_forms(shape, False)[form])
+        return
+    shapes = [
+        ((3, 33), (-1,)),
+        ((2, 9, 5), (1,)),
+        ((4, 1, 6), (1,)),
+        ((2, 3, 4, 5), (1, 2)),
+        ((), (-1,)),
+        ((2, 0, 3), (1,)),
+    ]
+    for dtype in dtypes:
+        for shape, axes in shapes:
+            for kw in _layout_forms(shape, True).values():
+                yield _case(family, dtype, shape, axes, "layouts", **kw)
+
+
+def grouping_extents(family: str, dtypes, full: bool) -> Iterator[Case]:
+    """Extents at every grouping constant of the kernel, -1, +0, +1: REDUCE_TAIL rows of
+    REDUCE_LANES, REDUCE_MID lines of MID_GROUP_LINES, rows (REDUCE_TAIL), columns
+    (REDUCE_MID) and NO_REDUCE rows of one UB block, and 2 blocks + 1."""
+    if not full:
+
+        def past_block(dtype: str) -> int:
+            return block_elems(family, dtype, "REDUCE_TAIL")[0] + 1
+
+        extents: dict[str, list[tuple[str, tuple[int, ...], tuple[int, ...]]]] = {
+            "ascend910b": [
+                ("float32", (3, REDUCE_LANES + 1), (-1,)),
+                ("bfloat16", (3, past_block("bfloat16")), (-1,)),
+            ],
+            "ascend310b": [
+                ("float16", (2, MID_GROUP_LINES + 1, 7), (1,)),
+                ("float32", (3, past_block("float32")), (-1,)),
+            ],
+        }
+        for dtype, shape, axes in extents[family]:
+            yield _case(family, dtype, shape, axes, "grouping")
+        return
+    for dtype in dtypes:
+        for n in _around(REDUCE_LANES) + (2 * REDUCE_LANES + 1,):
+            yield _case(family, dtype, (3, n), (-1,), "grouping")
+        for n in _around(MID_GROUP_LINES) + (2 * MID_GROUP_LINES + 1,):
+            yield _case(family, dtype, (2, n, 7), (1,), "grouping")
+        for schedule, shape_of, axes in (
+            ("REDUCE_TAIL", lambda n: (3, n), (-1,)),
+            ("REDUCE_MID", lambda n: (2, 3, n), (1,)),
+            ("NO_REDUCE", lambda n: (2, 1, n), (1,)),
+        ):
+            for b in block_elems(family, dtype, schedule):
+                for n in _around(b) + (2 * b + 1,):
+                    yield _case(family, dtype, shape_of(n), axes, "grouping")
 
 
 def standards(family: str, dtypes, full: bool) -> Iterator[Case]:
@@ -276,6 +553,11 @@ SECTIONS: tuple[Callable[[str, tuple, bool], Iterable[Case]], ...] = (
     strided_views,
     standards,
     rejections,
+    value_ranges,
+    constant_fills,
+    special_placements,
+    tensor_layouts,
+    grouping_extents,
 )
 
 
@@ -330,7 +612,7 @@ def random_case(rng: random.Random, family: str, dtype: str) -> Case:
             # 0 * inf is NaN where float64 says inf, and the contract does not say which is right.
             kw["y_dist"] = "uniform"
     elif roll < 0.12:
-        kw["layout"] = "strided"
+        kw.update(STRIDED_INPUTS)
     elif roll < 0.2:
         standard, level = rng.choice(PRECISION_STANDARDS)
         if gates.applicable(standard, dtype, math.prod(shape), kw["y_dist"], kw["dy_dist"]):

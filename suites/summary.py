@@ -4,7 +4,18 @@ from __future__ import annotations
 
 from collections import Counter
 
-from .case import Case
+from golden import layouts
+
+from .case import Case, number_text
+
+
+def _range(bounds) -> str | None:
+    return None if bounds is None else f"[{number_text(bounds[0])}, {number_text(bounds[1])}]"
+
+
+def _fill(value) -> str | None:
+    return None if value is None else number_text(value)
+
 
 DIMENSIONS = {
     "family": lambda c: c.family,
@@ -15,8 +26,16 @@ DIMENSIONS = {
     "api": lambda c: c.api,
     "y distribution": lambda c: c.y_dist,
     "dy distribution": lambda c: c.dy_dist,
+    "y value range": lambda c: _range(c.y_range),
+    "dy value range": lambda c: _range(c.dy_range),
+    "y fill": lambda c: _fill(c.y_fill),
+    "dy fill": lambda c: _fill(c.dy_fill),
     "special values": lambda c: c.special,
+    "special placement": lambda c: None if c.special == "none" else c.special_at,
     "layout": lambda c: c.layout,
+    "dy layout": lambda c: layouts.describe(c.dy_layout, c.tensor_shape("dy")),
+    "y layout": lambda c: layouts.describe(c.y_layout, c.tensor_shape("y")),
+    "out layout": lambda c: layouts.describe(c.out_layout, c.tensor_shape("out")),
     "expectation": lambda c: (
         f"{c.standard}{'.' + c.level if c.level else ''}" if c.accepted else "reject"
     ),
