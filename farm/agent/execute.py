@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import time
+from typing import Any
 
 import numpy as np
 
@@ -16,13 +17,23 @@ from farm.agent.histogram import HistogramAccumulator
 from farm.agent.identity import Identity
 from farm.agent.outcome import classify
 from farm.agent.record import ResultRecord, Verdict
-from golden import dtypes, inputs
+from golden import dtypes, inputs, layouts
 from golden.judge import judge_case
 
 
 def make_call_inputs(case: dict) -> tuple[np.ndarray | None, np.ndarray | None]:
-    """dy and y as the case describes them, with its perturbations (other dtype, other shape)."""
+    """dy and y as the case describes them (suites/case.py to_dict): values from the seed, with
+    its value forms (range, fill) and special placement, its perturbations (other dtype, other
+    shape), each placed in its layout over a NaN-filled storage (golden/layouts.py), so that a
+    kernel reading outside its view reads NaN."""
     shape = tuple(case["shape"])
+    given: dict[str, Any] = {
+        "y_range": _pair(case.get("y_range")),
+        "dy_range": _pair(case.get("dy_range")),
+        "y_fill": _number(case.get("y_fill")),
+        "dy_fill": _number(case.get("dy_fill")),
+        "special_at": case.get("special_at") or "random",
+    }
     dy, y = inputs.make_inputs(
         shape,
         case["dtype"],
@@ -31,6 +42,7 @@ def make_call_inputs(case: dict) -> tuple[np.ndarray | None, np.ndarray | None]:
         case["dy_dist"],
         case["special"],
         case["seed"],
+        **given,
     )
     if case.get("y_shape") is not None:
         y_shape = tuple(case["y_shape"])
@@ -42,13 +54,31 @@ def make_call_inputs(case: dict) -> tuple[np.ndarray | None, np.ndarray | None]:
             case["dy_dist"],
             "none",
             case["seed"],
+            **given,
         )
     if case.get("y_dtype"):
         y = dtypes.round_to(dtypes.to_float64(y), case["y_dtype"])
-    if case["layout"] == "strided":
-        dy, y = strided_view(dy), strided_view(y)
+    dy, y = layouts.place(dy, case_layout(case, "dy")), layouts.place(y, case_layout(case, "y"))
     missing = case.get("missing")
     return (None if missing == "dy" else dy), (None if missing == "y" else y)
+
+
+def case_layout(case: dict, name: str) -> layouts.Layout:
+    """The layout of tensor `name` ("dy", "y", "out"); a case dict from before per-tensor
+    layouts ({"layout": "strided"}) means dy and y strided, out contiguous."""
+    value = case.get(f"{name}_layout")
+    if value is None:
+        value = "strided" if case.get("layout") == "strided" and name != "out" else "contiguous"
+    return layouts.parse(value)
+
+
+def _pair(value) -> tuple[float, float] | None:
+    return None if value is None else (float(value[0]), float(value[1]))
+
+
+def _number(value) -> float | None:
+    """A fill from its JSON form: a number, or "inf", "-inf", "nan"."""
+    return None if value is None else float(value)
 
 
 def _generation_axes(case: dict, shape: tuple[int, ...] | None = None) -> tuple[int, ...]:
@@ -67,13 +97,9 @@ def _generation_axes(case: dict, shape: tuple[int, ...] | None = None) -> tuple[
 
 
 def strided_view(a: np.ndarray) -> np.ndarray:
-    """The same values as a non-contiguous view: every other element of a wider buffer."""
-    if a.ndim == 0:
-        return a
-    wide = np.empty(a.shape[:-1] + (2 * a.shape[-1],), dtype=a.dtype)
-    wide[..., ::2] = a
-    wide[..., 1::2] = a.dtype.type(0)
-    return wide[..., ::2]
+    """The same values as a non-contiguous view: every other element along the last axis of
+    extent > 1 of a NaN-filled wider buffer (golden/layouts.py "strided")."""
+    return layouts.place(a, "strided")
 
 
 def run_case(case: dict, backend: str, device: int, identity: Identity) -> ResultRecord:
@@ -92,6 +118,7 @@ def run_case(case: dict, backend: str, device: int, identity: Identity) -> Resul
         missing=case.get("missing"),
         api=case["api"],
         device=device,
+        out_layout=case_layout(case, "out"),
     )
     backend_s = result.seconds
 

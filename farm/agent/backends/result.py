@@ -16,3 +16,7 @@ class BackendResult:
     workspace: int
     tiling: dict | None
     seconds: float  # the call alone: planning and running the operator
+    # Whether the storage around a strided or offset out was left as it was (NaN) by the call:
+    # False = the operator wrote outside its output view. None: not checked (no output, or an
+    # output the caller allocated).
+    out_guard_ok: bool | None = None

@@ -4,6 +4,12 @@ On an Atlas host with torch_npu, the npu device dispatches to aclnnLogSoftmaxBac
 tests the vendor operator itself; elsewhere it runs on cuda or cpu. PyTorch does not implement
 the operator's parameter contract, so a call it refuses comes back with its exception text and
 the aclnn status when the message carries one (torch_npu prints it), otherwise status -1.
+
+The output is written the way aclnn writes into a caller's out: into a view of the case's out
+layout (torch as_strided over a NaN-filled storage on the device), which comes back as a numpy
+view of the same layout; out_guard_ok says whether the storage around the view stayed NaN. The
+inputs reach torch as contiguous copies (the merged [d0, d1, d2] reshape copies a strided view
+anyway).
 """
 
 from __future__ import annotations
@@ -14,7 +20,7 @@ import time
 import numpy as np
 
 from farm.agent.backends.result import BackendResult
-from golden import dtypes
+from golden import dtypes, layouts
 from golden.contract import merge_shape, normalize_axes
 
 _STATUS_IN_MESSAGE = re.compile(r"\b(1610\d\d)\b")
@@ -53,7 +59,31 @@ def _to_numpy(torch, t) -> np.ndarray:
     return t.numpy()
 
 
-def run_call(dy, y, axes, soc, *, out_dtype, out_shape=None, missing=None, api="dim", device=0):
+def _out_view(torch, shape, dtype_name: str, layout: layouts.Layout, dev: str):
+    """(storage, out): out a torch view of `layout` over a sentinel-filled storage on `dev`."""
+    wrong = layouts.problems(layout, shape, writable=True)
+    if wrong:
+        raise ValueError(f"out layout {layouts.text(layout)}: {'; '.join(wrong)}")
+    view = layouts.resolve(layout, shape)
+    tdtype = getattr(torch, dtype_name)
+    fill = float("nan") if tdtype.is_floating_point else -1
+    storage = torch.full((max(view.storage, 1),), fill, dtype=tdtype, device=dev)
+    return storage, storage.as_strided(tuple(shape), view.strides, view.offset)
+
+
+def run_call(
+    dy,
+    y,
+    axes,
+    soc,
+    *,
+    out_dtype,
+    out_shape=None,
+    missing=None,
+    api="dim",
+    device=0,
+    out_layout=None,
+):
     torch = _torch()
     dev = device_name(torch, device)
     started = time.perf_counter()
@@ -68,16 +98,20 @@ def run_call(dy, y, axes, soc, *, out_dtype, out_shape=None, missing=None, api="
         t_dy = _to_torch(torch, dy, dev).reshape(merge_shape(shape, tuple(axes)))
         t_y = _to_torch(torch, y, dev).reshape(t_dy.shape)
         result = torch._log_softmax_backward_data(t_dy, t_y, 1, t_dy.dtype).reshape(shape)
-        if out_dtype != dtypes.dtype_name(dy.dtype) or (out_shape and tuple(out_shape) != shape):
-            # aclnn writes into the caller's out; torch returns a fresh tensor. Copying into an
-            # out of another dtype or shape is what a caller would do, and torch allows it.
-            out = torch.full(out_shape or shape, float("nan"), dtype=getattr(torch, out_dtype))
-            out.copy_(result.cpu())
-            result = out
+        # aclnn writes into the caller's out; torch returns a fresh tensor. Copying into an out
+        # of the case's layout (or of another dtype or shape) is what a caller would do, and
+        # torch allows it.
+        out_dims = tuple(out_shape) if out_shape else shape
+        layout = layouts.parse(out_layout if out_layout is not None else "contiguous")
+        storage, out = _out_view(torch, out_dims, out_dtype, layout, dev)
+        out.copy_(result)
         if dev.startswith(("cuda", "npu")):
             getattr(torch, dev.split(":")[0]).synchronize()
         seconds = time.perf_counter() - started
-        return BackendResult(0, "ok", "", _to_numpy(torch, result), 0, None, seconds)
+        host = _to_numpy(torch, storage)
+        view = layouts.view_of(host, layout, out_dims)
+        guard = layouts.outside_untouched(host, layout, out_dims)
+        return BackendResult(0, "ok", "", view, 0, None, seconds, guard)
     except (RuntimeError, ValueError, TypeError) as exc:
         text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         match = _STATUS_IN_MESSAGE.search(str(exc))

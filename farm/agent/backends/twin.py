@@ -1,7 +1,9 @@
 """The CPU twin of the operator, through ctypes (op/twin/lsg_twin.h).
 
 `plan` checks a call and returns the operator's own tiling; `run` also executes it on numpy
-arrays, with the output pre-filled with NaN so that an unwritten region cannot pass.
+arrays, with the output pre-filled with NaN so that an unwritten region cannot pass. The output
+may be any view (golden/layouts.py: strides, storage, offset); the storage around it is NaN too,
+and run reports whether the call left it so (out_guard_ok).
 
 The library is found at, in order: $LSG_TWIN_LIB; build/twin/liblsg_twin.so under the repository
 (what `farm.build.build_twin("build/twin")` writes); package/lib/liblsg_twin.so beside farm/
@@ -23,6 +25,7 @@ import ml_dtypes
 import numpy as np
 
 from farm.agent.backends.result import BackendResult
+from golden import layouts
 from golden.contract import REASON_BY_ID
 from golden.dtypes import numpy_dtype
 
@@ -332,12 +335,20 @@ def strided_view(shape: Sequence[int], dtype: Any, fill: float = np.nan) -> np.n
     return np.full(big, fill, dtype=dtype)[tuple(index)]
 
 
-def _make_out(shape, dtype, strided: bool) -> np.ndarray:
-    dt = np.dtype(dtype)
-    fill = np.nan if dt.kind == "f" or dt == np.dtype(ml_dtypes.bfloat16) else -1
-    if strided:
-        return strided_view(shape, dt, fill)
-    return np.full(shape, fill, dtype=dt)
+def _make_out(shape, dtype, layout: layouts.Layout) -> tuple[np.ndarray, np.ndarray]:
+    """(storage, out): out a view of `layout` over a storage filled with NaN (-1 for integer
+    dtypes). An output view that overlaps itself or leaves its storage is refused."""
+    shape = tuple(int(d) for d in shape)
+    wrong = layouts.problems(layout, shape, writable=True)
+    if wrong:
+        raise ValueError(f"out layout {layouts.text(layout)}: {'; '.join(wrong)}")
+    return layouts.allocate(shape, np.dtype(dtype), layout)
+
+
+def out_guard_ok(storage: np.ndarray, layout: layouts.Layout, shape: Sequence[int]) -> bool:
+    """Whether the storage outside the output view still holds its NaN (-1) fill, bit for bit:
+    False when something wrote outside the view."""
+    return layouts.outside_untouched(storage, layout, shape)
 
 
 def _as_strided(a: np.ndarray) -> np.ndarray:
@@ -359,15 +370,19 @@ def run(
     threads: int = 0,
     out: np.ndarray | None = None,
     library: str | Path | None = None,
+    out_layout: Any = None,
 ) -> TwinResult:
     """Run the operator on the twin.
 
-    dy, y: None is a missing tensor.
+    dy, y: None is a missing tensor (any strides: they are passed as they are).
     out_dtype / out_shape: the output tensor's (default: dy's), to provoke mismatches.
     missing: "dy", "y", "out" (or several) to pass as NULL tensors.
     strided: copy dy and y into non-contiguous views and write a non-contiguous out.
     out: a caller's output array (any strides), instead of a fresh NaN-filled one.
     library: a liblsg_twin.so other than the one find_library() finds.
+    out_layout: the fresh out's layout ("contiguous", "strided", a golden.layouts.View or its
+      JSON dict; default: "strided" with `strided`, else "contiguous"); the result's
+      out_guard_ok says whether the storage around the view was left untouched.
     """
     lib = load(library)
     missing = {missing} if isinstance(missing, str) else set(missing or ())
@@ -377,12 +392,17 @@ def run(
     missing |= {name for name, t in (("dy", dy), ("y", y)) if t is None}
     if strided:
         dy, y = (None if t is None else _as_strided(t) for t in (dy, y))
+    storage = None
     if out is None:
         like = dy if dy is not None else y
-        out = _make_out(
-            (() if like is None else like.shape) if out_shape is None else tuple(out_shape),
+        layout = layouts.parse(
+            out_layout if out_layout is not None else ("strided" if strided else "contiguous")
+        )
+        out_dims = (() if like is None else like.shape) if out_shape is None else tuple(out_shape)
+        storage, out = _make_out(
+            out_dims,
             (np.float32 if like is None else like.dtype) if out_dtype is None else out_dtype,
-            strided,
+            layout,
         )
     args = [None if name in missing else t for name, t in (("dy", dy), ("y", y), ("out", out))]
     start = time.perf_counter()
@@ -399,13 +419,36 @@ def run(
         lib.lsg_executor_destroy(handle)
     if rc != 0:
         raise TwinError(f"lsg_run failed with status {rc} after planning succeeded")
-    return TwinResult(status, reason_name(rid), message, out, ws, tiling, seconds)
+    guard = None if storage is None else out_guard_ok(storage, layout, out.shape)
+    return TwinResult(status, reason_name(rid), message, out, ws, tiling, seconds, guard)
 
 
-def run_call(dy, y, axes, soc, *, out_dtype, out_shape=None, missing=None, api="dim", device=0):
-    """The agent's backend entry (farm.agent.execute): out_dtype is a case dtype name.  The twin
-    takes the one-dim form as a one-axis list, and has no devices."""
+def run_call(
+    dy,
+    y,
+    axes,
+    soc,
+    *,
+    out_dtype,
+    out_shape=None,
+    missing=None,
+    api="dim",
+    device=0,
+    out_layout=None,
+):
+    """The agent's backend entry (farm.agent.execute): out_dtype is a case dtype name, out_layout
+    the case's (a name, a View or its JSON dict).  The twin takes the one-dim form as a one-axis
+    list, and has no devices."""
     del api, device
     if isinstance(out_dtype, str):
         out_dtype = numpy_dtype(out_dtype)
-    return run(dy, y, axes, soc, out_dtype=out_dtype, out_shape=out_shape, missing=missing)
+    return run(
+        dy,
+        y,
+        axes,
+        soc,
+        out_dtype=out_dtype,
+        out_shape=out_shape,
+        missing=missing,
+        out_layout=out_layout,
+    )
