@@ -8,10 +8,14 @@ import numpy as np
 import pytest
 
 import golden.inputs as gi
+from golden.contract import merge_shape
 from golden.dtypes import numpy_dtype
 from golden.inputs import (
+    ALL_SPECIALS,
     DY_DISTS,
+    MORE_SPECIALS,
     SPECIAL_COUNT,
+    SPECIAL_PLACEMENTS,
     SPECIALS,
     VALID_Y_DISTS,
     Y_DISTS,
@@ -30,6 +34,8 @@ PINNED_Y = {
     "bfloat16": "b5fa7aa916b77f59d4224b1829dd868d86b02d4d6ef47804f22ba0ee06df072a",
 }
 PINNED_DY_SPECIALS = "80869a08737ff13704bd24f896f28337703e8ba30da37947f525f56a51213ca7"
+# The value forms, the specials added later and the row placements (test_pinned_sha256_new_forms).
+PINNED_NEW_FORMS = "b436c72e797387bfb7f67cd1f3f7be7e2e3e826f367ead41eacc7c9ae7f041f4"
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -211,3 +217,209 @@ def test_describe_inputs_is_json():
     assert d["y"]["max"] <= 0 and len(d["dy"]["sha256"]) == 64
     e = describe_inputs(*make_inputs((0, 3), "float16", -1, "uniform", "normal"))
     assert e["dy"]["min"] is None and e["dy"]["n"] == 0
+
+
+# -- inputs written by others: value forms, more specials, placement along a reduce row -------
+
+
+def _new_forms(dtype: str, seed: int = 99) -> list[np.ndarray]:
+    return [
+        *make_inputs(
+            (3, 5, 7),
+            dtype,
+            (1,),
+            "range",
+            "range",
+            "nan_dy",
+            seed,
+            y_range=(-1000.0, 1000.0),
+            dy_range=(-60000.0, 60000.0),
+            special_at="row_end",
+        ),
+        *make_inputs(
+            (4, 33),
+            dtype,
+            -1,
+            "fill",
+            "fill",
+            "inf_y",
+            seed,
+            y_fill=float("nan"),
+            dy_fill=-1.0,
+            special_at="row_start",
+        ),
+        *make_inputs(
+            (4, 33), dtype, -1, "uniform", "normal", "neginf_dy", seed, special_at="row_middle"
+        ),
+        *make_inputs((4, 33), dtype, -1, "uniform", "normal", "posinf_dy", seed),
+    ]
+
+
+def test_pinned_sha256_new_forms():
+    arrays = [a for dtype in DTYPES for a in _new_forms(dtype)]
+    assert sha256_of(*arrays) == PINNED_NEW_FORMS
+
+
+def test_new_forms_are_deterministic_and_follow_the_seed():
+    a, b, c = _new_forms("bfloat16", 5), _new_forms("bfloat16", 5), _new_forms("bfloat16", 6)
+    assert sha256_of(*a) == sha256_of(*b) != sha256_of(*c)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("bounds", [(-1000.0, 1000.0), (1.0, 1000.0), (-1e-3, 2e-3)])
+def test_value_ranges(dtype, bounds):
+    lo, hi = bounds
+    dy, y = make_inputs(
+        (64, 100), dtype, -1, "range", "range", seed=3, y_range=bounds, dy_range=bounds
+    )
+    for a in (dy, y):
+        a64 = a.astype(np.float64)
+        span = hi - lo
+        # rounded into the dtype: within half a step of the bounds, and spread over the range
+        assert np.isfinite(a64).all()
+        assert lo - 0.01 * span <= a64.min() < lo + 0.01 * span
+        assert hi - 0.01 * span < a64.max() <= hi + 0.01 * span
+        assert abs(a64.mean() - (lo + hi) / 2) < 0.05 * span
+    assert dy.tobytes() != y.tobytes()  # one stream each
+
+
+def test_value_ranges_overflow_fp16_and_reach_bf16_limits():
+    dy, _ = make_inputs(
+        (8, 500), "float16", -1, "uniform", "range", seed=1, dy_range=(-60000.0, 60000.0)
+    )
+    assert np.abs(dy.astype(np.float64)).max() > 59000
+    dy, _ = make_inputs(
+        (8, 500), "bfloat16", -1, "uniform", "range", seed=1, dy_range=(-1e38, 1e38)
+    )
+    big = np.abs(dy.astype(np.float64))
+    assert np.isfinite(big).all() and big.max() > 0.99e38
+
+
+def test_a_value_form_of_one_tensor_leaves_the_other_as_it_was():
+    base_dy, base_y = make_inputs((6, 40), "float32", -1, "normal", "uniform", seed=4)
+    dy, y = make_inputs((6, 40), "float32", -1, "range", "uniform", seed=4, y_range=(1.0, 2.0))
+    assert dy.tobytes() == base_dy.tobytes() and y.tobytes() != base_y.tobytes()
+    dy, y = make_inputs((6, 40), "float32", -1, "normal", "fill", seed=4, dy_fill=0.0)
+    assert y.tobytes() == base_y.tobytes() and np.all(dy == 0)
+
+
+def test_value_ranges_do_not_depend_on_the_slab_size(monkeypatch):
+    kw = dict(y_range=(-5.0, 7.0), dy_range=(-1e38, 1e38))
+    args = ((9, 17, 5), "float32", (1,), "range", "range", "nan_y", 5)
+    ref = make_inputs(*args, special_at="row_middle", **kw)
+    monkeypatch.setattr(gi, "GEN_SLAB", 13)
+    again = make_inputs(*args, special_at="row_middle", **kw)
+    assert all(a.tobytes() == b.tobytes() for a, b in zip(ref, again, strict=True))
+
+
+FILL_VALUES = (0.0, -0.0, 1.0, -1.0, 60000.0, 1e38, np.inf, -np.inf, np.nan)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("value", FILL_VALUES)
+def test_fills(dtype, value):
+    dy, y = make_inputs((5, 1, 7), dtype, (1,), "fill", "normal", seed=2, y_fill=value)
+    want = np.array([value]).astype(np.float64)
+    got = y.astype(np.float64)
+    expected = gi.round_to(want, dtype).astype(np.float64)[0]
+    if np.isnan(value):
+        assert np.isnan(got).all()
+    else:
+        assert np.all(got == expected)
+        assert np.all(np.signbit(got) == np.signbit(expected))  # -0 stays -0
+    assert np.isfinite(dy.astype(np.float64)).all()
+    dy, y = make_inputs((5, 7), dtype, -1, "uniform", "fill", seed=2, dy_fill=value)
+    got = dy.astype(np.float64)
+    assert np.isnan(got).all() if np.isnan(value) else np.all(got == expected)
+    if dtype == "float16" and value == 1e38:
+        assert np.isposinf(got).all()  # beyond fp16: rounds to inf
+
+
+def _special_mask(dy, y, special):
+    target = dy if special.endswith("_dy") else y
+    a = target.astype(np.float64)
+    if special.startswith("nan"):
+        return np.isnan(a)
+    if special.startswith("neginf"):
+        return np.isneginf(a)
+    if special in ("inf_y", "posinf_dy"):
+        return np.isposinf(a)
+    return np.isinf(a)
+
+
+@pytest.mark.parametrize(
+    "shape,axes",
+    [
+        ((5, 37), (-1,)),  # REDUCE_TAIL: a row is contiguous
+        ((3, 11, 4), (1,)),  # REDUCE_MID: a row is d1 elements d2 apart
+        ((2, 3, 4, 5), (1, 2)),  # REDUCE_MID over two axes
+        ((4, 1, 3), (1,)),  # NO_REDUCE: start, middle and end are the one element
+        ((1, 9), (-1,)),  # one row: fewer rows than SPECIAL_COUNT
+    ],
+)
+@pytest.mark.parametrize("special", ALL_SPECIALS[1:])
+def test_special_placement_along_a_reduce_row(shape, axes, special):
+    d0, d1, d2 = merge_shape(shape, axes)
+    plain = make_inputs(shape, "float32", axes, "uniform", "normal", seed=8)
+    for at, line in (("row_start", 0), ("row_middle", d1 // 2), ("row_end", d1 - 1)):
+        dy, y = make_inputs(shape, "float32", axes, "uniform", "normal", special, 8, special_at=at)
+        hit = _special_mask(dy, y, special).reshape(d0, d1, d2)
+        rows = np.argwhere(hit)
+        assert len(rows) == min(SPECIAL_COUNT, d0 * d2), (at, rows)
+        assert set(rows[:, 1]) == {line}, at
+        assert len({(r[0], r[2]) for r in rows}) == len(rows)  # distinct rows
+        for new, old in zip((dy, y), plain, strict=True):
+            keep = np.isfinite(new.astype(np.float64))
+            assert np.array_equal(new[keep], old[keep])
+
+
+def test_placements_differ_and_random_keeps_todays_bytes():
+    args = ((6, 30), "float16", -1, "uniform", "normal", "nan_dy")
+    default = make_inputs(*args, seed=2)
+    random_ = make_inputs(*args, seed=2, special_at="random")
+    assert all(a.tobytes() == b.tobytes() for a, b in zip(default, random_, strict=True))
+    masks = {
+        at: np.isnan(make_inputs(*args, seed=2, special_at=at)[0].astype(np.float64))
+        for at in SPECIAL_PLACEMENTS
+    }
+    assert len({m.tobytes() for m in masks.values()}) == len(SPECIAL_PLACEMENTS)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_more_specials(dtype):
+    for special in MORE_SPECIALS:
+        dy, y = make_inputs((6, 30), dtype, -1, "uniform", "normal", special, seed=2)
+        d = describe_inputs(dy, y)
+        counts = (d["dy"]["posinf"], d["dy"]["neginf"], d["y"]["posinf"], d["y"]["nan"])
+        assert (
+            counts
+            == {
+                "inf_y": (0, 0, SPECIAL_COUNT, 0),
+                "posinf_dy": (SPECIAL_COUNT, 0, 0, 0),
+                "neginf_dy": (0, SPECIAL_COUNT, 0, 0),
+            }[special]
+        )
+
+
+def test_bad_value_form_arguments():
+    def call(**kw):
+        base = dict(y_dist="uniform", dy_dist="normal")
+        base.update(kw)
+        make_inputs((2, 3), "float32", -1, base.pop("y_dist"), base.pop("dy_dist"), **base)
+
+    with pytest.raises(ValueError, match="y_dist 'range' with y_range None"):
+        call(y_dist="range")
+    with pytest.raises(ValueError, match="dy_dist 'normal' with dy_range"):
+        call(dy_range=(0.0, 1.0))
+    with pytest.raises(ValueError, match="y_dist 'fill' with y_fill None"):
+        call(y_dist="fill")
+    with pytest.raises(ValueError, match="dy_dist 'uniform' with dy_fill 1.0"):
+        call(dy_dist="uniform", dy_fill=1.0)
+    with pytest.raises(ValueError, match="lo < hi"):
+        call(y_dist="range", y_range=(1.0, 1.0))
+    with pytest.raises(ValueError, match="must be finite"):
+        call(dy_dist="range", dy_range=(-np.inf, 1.0))
+    with pytest.raises(ValueError, match="special_at"):
+        make_inputs((2, 3), "float32", -1, "uniform", "normal", "nan_dy", special_at="row_end2")
+    with pytest.raises(ValueError, match="inf_y, posinf_dy"):
+        make_inputs((2, 3), "float32", -1, "uniform", "normal", "zero")
