@@ -1,10 +1,15 @@
 """The case model and the tier matrices: counts, coverage, determinism, expectations."""
 
+import json
+import math
+import re
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
 from golden import contract
+from golden.layouts import View
 from suites import matrix
 from suites.case import Case
 
@@ -123,3 +128,236 @@ def test_every_gate_is_one_a_correct_kernel_can_pass(tiers):
 def test_unknown_tier_is_one_clear_error():
     with pytest.raises(matrix.UnknownTierError, match="smoke, nightly, full"):
         matrix.expand("weekly")
+
+
+# -- inputs written by others: value forms, special placement, per-tensor layouts -------------
+
+
+def _has(cases, **want):
+    return any(all(getattr(c, k) == v for k, v in want.items()) for c in cases if c.accepted)
+
+
+@pytest.mark.parametrize("tier", matrix.TIERS)
+def test_new_input_classes_are_in_every_tier(tiers, tier):
+    cases = tiers[tier]
+    for bounds in matrix.Y_RANGES:
+        assert _has(cases, y_dist="range", y_range=bounds), (tier, bounds)
+    for dtype in ("float16", "bfloat16"):
+        assert _has(cases, dtype=dtype, dy_range=matrix.DY_OVERFLOW_RANGES[dtype]), (tier, dtype)
+    for tensor in ("dy", "y"):
+        fills = {_fill_key(getattr(c, f"{tensor}_fill")) for c in cases if c.accepted}
+        assert {"0.0", "1.0", "-1.0", "inf", "-inf", "nan"} <= fills, (tier, tensor)
+    placed = {c.special_at for c in cases if c.accepted and c.special != "none"}
+    assert placed >= {"random", "row_start", "row_middle", "row_end"}, tier
+    assert {c.special for c in cases if c.accepted} >= set(matrix.NEW_SPECIALS), tier
+    contiguous = "contiguous"
+    assert _has(cases, dy_layout=contiguous, y_layout=contiguous, out_layout="strided"), tier
+    views = [c for c in cases if c.accepted and all(isinstance(v, View) for v in _layouts_of(c))]
+    assert any(len({v.strides for v in _layouts_of(c)}) == 3 for c in views), tier
+    assert any(c.numel and all(v.offset for v in _layouts_of(c)) for c in views), tier
+    # grouping constants of the kernel, -1/+0/+1
+    lanes = {c.shape[-1] for c in cases if c.schedule == "REDUCE_TAIL" and c.origin == "grouping"}
+    lines = {c.shape[1] for c in cases if c.schedule == "REDUCE_MID" and c.origin == "grouping"}
+    if tier == "smoke":
+        assert matrix.REDUCE_LANES + 1 in lanes and matrix.MID_GROUP_LINES + 1 in lines
+        assert any(
+            n == matrix.block_elems(c.family, c.dtype, "REDUCE_TAIL")[0] + 1
+            for c in cases
+            if c.origin == "grouping"
+            for n in c.shape[-1:]
+        )
+    else:
+        assert set(matrix._around(matrix.REDUCE_LANES)) <= lanes
+        assert set(matrix._around(matrix.MID_GROUP_LINES)) <= lines
+
+
+def _fill_key(value):
+    return None if value is None else repr(float(value))
+
+
+def _layouts_of(case):
+    return (case.dy_layout, case.y_layout, case.out_layout)
+
+
+def test_grouping_extents_cross_every_block_for_each_family_and_dtype(tiers):
+    for tier in ("nightly", "full"):
+        grouping = [c for c in tiers[tier] if c.origin == "grouping"]
+        for family in matrix.FAMILIES:
+            for dtype in matrix.DTYPES:
+                mine = [c for c in grouping if c.family == family and c.dtype == dtype]
+                # (310B bf16 cases are rejections, but their extents are there all the same)
+                for schedule in ("REDUCE_TAIL", "REDUCE_MID", "NO_REDUCE"):
+                    # the row (REDUCE_TAIL) or the columns (REDUCE_MID, NO_REDUCE): the last axis
+                    got = {c.shape[-1] for c in mine if _schedule(c) == schedule}
+                    for b in matrix.block_elems(family, dtype, schedule):
+                        assert {b - 1, b, b + 1, 2 * b + 1} <= got, (tier, family, dtype, schedule)
+                lines = {c.shape[1] for c in mine if _schedule(c) == "REDUCE_MID"}
+                assert set(matrix._around(matrix.MID_GROUP_LINES)) <= lines
+
+
+def _schedule(case):
+    return contract.schedule(case.shape, case.axes)
+
+
+def test_kernel_grouping_constants_match_the_sources():
+    root = Path(__file__).resolve().parents[2] / "op"
+    twin = (root / "twin" / "kernel.cpp").read_text()
+    ascendc = (root / "ascendc" / "op_kernel" / "log_softmax_grad.cpp").read_text()
+    assert re.search(rf"kMidGroupLines = {matrix.MID_GROUP_LINES};", twin)
+    assert re.search(rf"kLanes = {matrix.REDUCE_LANES};", twin)
+    assert re.search(rf"MID_GROUP_LINES = {matrix.MID_GROUP_LINES};", ascendc)
+
+
+def test_new_forms_have_stable_ids_and_travel_as_json():
+    case = Case(
+        "ascend910b",
+        "float16",
+        (4, 37),
+        (-1,),
+        y_dist="range",
+        y_range=(-1000.0, 1000.0),
+        dy_dist="fill",
+        dy_fill=float("nan"),
+        special="inf_y",
+        special_at="row_end",
+        out_layout=View((40, 1), 165, 5),
+    )
+    # Pinned: the id text of each new form (and so the seed) must not drift.
+    assert case.id == (
+        "910b_f16_4x37_d-1_y.range.-1000to1000_dy.fill.nan_inf_y.row_end_out.st40.1.off5.sz165"
+    )
+    assert case.seed == 818206247
+    data = json.loads(json.dumps(case.to_dict(), allow_nan=False))
+    assert data["dy_fill"] == "nan" and data["y_range"] == [-1000.0, 1000.0]
+    assert data["out_layout"] == {"strides": [40, 1], "storage": 165, "offset": 5}
+    assert data["layout"] == "strided" and data["special_at"] == "row_end"
+    again = Case.from_dict(data)
+    assert again == case and hash(again) == hash(case) and again.id == case.id
+    for value, text in ((math.inf, "inf"), (-math.inf, "-inf"), (1e38, "1e38"), (-0.0, "-0")):
+        c = Case("ascend910b", "float32", (2, 3), (1,), y_dist="fill", y_fill=value)
+        assert c.id.endswith(f"y.fill.{text}_dy.normal")
+        assert Case.from_dict(json.loads(json.dumps(c.to_dict(), allow_nan=False))) == c
+    strided = {"dy_layout": "strided", "y_layout": "strided"}
+    assert Case("ascend910b", "float32", (2, 3), (1,), **strided).id.endswith("_strided")
+    assert Case("ascend910b", "float32", (2, 3), (1,), out_layout="strided").id.endswith(
+        "_out.strided"
+    )
+    everything = Case("ascend910b", "float32", (2, 3), (1,), out_layout="strided", **strided)
+    assert everything.id.endswith("_dy.strided_y.strided_out.strided")
+
+
+def test_legacy_case_dicts_still_load():
+    data = Case("ascend910b", "float32", (2, 3), (1,), dy_layout="strided", y_layout="strided")
+    legacy = {
+        k: v for k, v in data.to_dict().items() if k not in ("dy_layout", "y_layout", "out_layout")
+    }
+    assert legacy["layout"] == "strided"
+    assert Case.from_dict(legacy) == data
+    legacy["layout"] = "zigzag"
+    with pytest.raises(ValueError, match="layout 'zigzag'"):
+        Case.from_dict(legacy)
+
+
+def test_layout_summary_is_what_the_operator_sees():
+    a2 = "ascend910b"
+    assert Case(a2, "float32", (3, 5), (1,), out_layout=View((5, 1), 20, 5)).layout == "contiguous"
+    assert Case(a2, "float32", (3, 5), (1,), y_layout=View((1, 3), 15)).layout == "strided"
+
+
+def test_per_tensor_layouts_are_validated_with_clear_messages():
+    a2, shape = "ascend910b", (3, 5)
+
+    def refused(match, **kw):
+        with pytest.raises(ValueError, match=match):
+            Case(a2, "float32", shape, (1,), **kw)
+
+    refused(
+        r"out_layout st0\.1\.sz5: .*an output view must not overlap itself",
+        out_layout=View((0, 1), 5),
+    )
+    refused(
+        r"out_layout st5\.1\.off1\.sz15: the view reaches element 15 of a storage of 15",
+        out_layout=View((5, 1), 15, 1),
+    )
+    refused(r"dy_layout st1\.sz15: 1 strides for rank 2", dy_layout=View((1,), 15))
+    refused(r"y_layout: 'diagonal' is not a layout name", y_layout="diagonal")
+    refused(r"y_layout: .*explicit layout", y_layout={"strides": [5, 1]})
+    refused(r"dy_layout st-5\.1\.sz15: strides \[-5, 1\] must be >= 0", dy_layout=View((-5, 1), 15))
+    refused(r"out_layout strided for a missing out", missing="out", out_layout="strided")
+    # the layout is checked against the tensor's own (perturbed) shape
+    refused(
+        r"y_layout st5\.1\.sz15: 2 strides for rank 3", y_shape=(3, 5, 1), y_layout=View((5, 1), 15)
+    )
+    # an input view may overlap itself (what broadcasting makes)
+    ok = Case(a2, "float32", shape, (1,), dy_layout=View((0, 1), 5))
+    assert ok.dy_layout == View((0, 1), 5)
+    # a JSON dict is accepted as the view it describes
+    assert Case(
+        a2, "float32", shape, (1,), out_layout={"strides": [5, 1], "storage": 16, "offset": 1}
+    ).out_layout == View((5, 1), 16, 1)
+    # several bad fields: one message each
+    with pytest.raises(ValueError) as err:
+        Case(a2, "float32", shape, (1,), out_layout=View((0, 1), 5), dy_layout="x")
+    assert "out_layout" in str(err.value) and "dy_layout" in str(err.value)
+
+
+def test_value_forms_are_validated_with_clear_messages():
+    a2 = "ascend910b"
+
+    def refused(match, **kw):
+        with pytest.raises(ValueError, match=match):
+            Case(a2, "float32", (3, 5), (1,), **kw)
+
+    refused(r"y_range None with y_dist 'range'", y_dist="range")
+    refused(r"dy_range \(0.0, 1.0\) with dy_dist 'normal'", dy_range=(0.0, 1.0))
+    refused(r"y_range \(1.0, 1.0\) \(use \(lo, hi\)", y_dist="range", y_range=(1.0, 1.0))
+    refused(r"dy_range \(-inf, 1.0\)", dy_dist="range", dy_range=(-math.inf, 1.0))
+    refused(r"y_fill None with y_dist 'fill'", y_dist="fill")
+    refused(
+        r"dy_fill 'zero' \(use a number, or 'inf', '-inf', 'nan'\)", dy_dist="fill", dy_fill="zero"
+    )
+    refused(r"y_dist 'gauss'", y_dist="gauss")
+    refused(r"special 'zero'", special="zero")
+    refused(r"special_at 'row_end' without a special", special_at="row_end")
+    refused(r"special_at 'row_last'", special="nan_dy", special_at="row_last")
+    # JSON forms are accepted in the constructor too
+    c = Case(
+        a2,
+        "float32",
+        (3, 5),
+        (1,),
+        dy_dist="fill",
+        dy_fill="-inf",
+        y_dist="range",
+        y_range=[1, 1000],
+    )
+    assert c.dy_fill == -math.inf and c.y_range == (1.0, 1000.0)
+
+
+def test_new_cases_keep_old_ids_and_the_random_draws():
+    # The sections added later come after the old ones and never collide with a random case:
+    # the nightly tier's old part is exactly what it was (pinned by count and order here).
+    nightly = matrix.expand("nightly")
+    old = [c for c in nightly if c.origin not in NEW_SECTIONS]
+    new = [c for c in nightly if c.origin in NEW_SECTIONS]
+    assert len(old) == 5674 and new
+    assert all(
+        c.special_at == "random"
+        and c.y_range is c.dy_range is c.y_fill is c.dy_fill is None
+        and c.out_layout == "contiguous"
+        and c.special not in matrix.NEW_SPECIALS
+        for c in old
+    )
+
+
+NEW_SECTIONS = {"value-ranges", "fills", "special-placement", "layouts", "grouping"}
+
+
+def test_smoke_has_the_new_classes_on_each_family(tiers):
+    for family in matrix.FAMILIES:
+        mine = [c for c in tiers["smoke"] if c.family == family and c.accepted]
+        assert any(c.y_dist == "range" or c.dy_dist == "range" for c in mine), family
+        assert any(c.dy_fill is not None for c in mine) and any(c.y_fill is not None for c in mine)
+        assert {c.special_at for c in mine} >= {"row_start", "row_middle", "row_end"}, family
+        assert any(c.out_layout != "contiguous" for c in mine), family
+        assert any(c.origin == "grouping" for c in mine), family
