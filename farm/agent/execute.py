@@ -129,6 +129,7 @@ def run_case(case: dict, backend: str, device: int, identity: Identity) -> Resul
         "op_message": result.message,
         "workspace": result.workspace,
         "tiling": result.tiling,
+        "out_guard_ok": result.out_guard_ok,
         "metrics": None,
         "standards": {},
         "verdict": None,

@@ -19,6 +19,7 @@ CATEGORIES = (
     "unexpected_rejection",
     "wrong_status",
     "crash",
+    "out_of_bounds",
     "infrastructure",
 )
 
@@ -45,6 +46,12 @@ def classify(expect: Mapping[str, Any], record: ResultRecord) -> tuple[Outcome, 
             FAILED,
             "unexpected_rejection",
             f"rejected a valid call with {reason} ({status}): {record['op_message']}",
+        )
+    if record.get("out_guard_ok") is False:
+        return (
+            FAILED,
+            "out_of_bounds",
+            "wrote outside the output view: the storage around out was changed",
         )
     verdict = record["verdict"]
     if verdict is None:

@@ -74,6 +74,7 @@ class ResultRecord(CaseFields, total=False):
     op_message: str
     workspace: int
     tiling: dict[str, Any] | None
+    out_guard_ok: bool | None  # the storage around a strided out untouched (None: not checked)
     inputs_sha256: str
     # How it was judged (agent): every standard's verdict, the gate's, all metrics (JSON-safe:
     # NaN and inf as strings) and the error histogram under metrics["hist"].

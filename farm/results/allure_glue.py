@@ -34,15 +34,10 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
+from farm.agent.outcome import CATEGORIES as OUTCOME_CATEGORIES
+
 # The category of a failed record -> the prefix its failure message must start with.
-CATEGORY_PREFIXES = {
-    "precision": "[precision] ",
-    "unexpected_acceptance": "[unexpected_acceptance] ",
-    "unexpected_rejection": "[unexpected_rejection] ",
-    "wrong_status": "[wrong_status] ",
-    "crash": "[crash] ",
-    "infrastructure": "[infrastructure] ",
-}
+CATEGORY_PREFIXES = {category: f"[{category}] " for category in OUTCOME_CATEGORIES}
 
 # Allure categories (Allure 2 categories.json format; Allure 3 reads the same keys as its
 # compatibility form). reports/categories.json is this list written out (a test keeps them equal).
@@ -72,6 +67,11 @@ CATEGORIES = [
         "name": "Operator crash",
         "messageRegex": _rx("crash"),
         "matchedStatuses": ["failed", "broken"],
+    },
+    {
+        "name": "Write outside the output",
+        "messageRegex": _rx("out_of_bounds"),
+        "matchedStatuses": ["failed"],
     },
     {
         "name": "Infrastructure",

@@ -41,3 +41,12 @@ def test_precision_verdict_decides_accepted_calls():
     assert classify(PRECISION, record(0, "ok", good)) == ("passed", None, "PASS experimental")
     assert classify(PRECISION, record(0, "ok", bad)) == ("failed", "precision", bad["reason"])
     assert classify(PRECISION, record(0, "ok", None))[1] == "crash"
+
+
+def test_a_write_outside_the_output_view_fails_even_with_right_numbers():
+    good = {"passed": True, "reason": "PASS error-bound"}
+    clean = dict(record(0, "ok", good), out_guard_ok=True)
+    assert classify(PRECISION, clean)[0] == "passed"
+    dirty = dict(record(0, "ok", good), out_guard_ok=False)
+    outcome, category, message = classify(PRECISION, dirty)
+    assert (outcome, category) == ("failed", "out_of_bounds") and "outside the output" in message
