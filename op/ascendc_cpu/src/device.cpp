@@ -1,0 +1,793 @@
+// The emulated device (emu/device.h) and the runtime kernel_operator.h calls (emu/runtime.h).
+//
+// One launch: a GM arena holding every buffer between guard bytes; per core a fresh state (its
+// UB filled with 0xFF, a NaN in float, half and bfloat16), the TPipe's buffer slots, the queues,
+// the event flags and the scalar/vector hazard shadows.  Every check is here; each failure is
+// one Fault line "<API>: <rule>: <values>, core N".
+#include "emu/device.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <utility>
+
+#include "emu/runtime.h"
+
+namespace emu {
+
+namespace rt {
+namespace {
+
+constexpr uint64_t kGuardBytes = 4096;   // guard on each side of every GM region
+constexpr uint64_t kRegionAlign = 512;   // GM regions start on 512-byte boundaries
+constexpr uint8_t kGuardFill = 0xA5;
+constexpr uint8_t kFreshUbFill = 0xFF;   // a NaN in float, half and bfloat16_t
+constexpr uint64_t kUbBlock = 32;
+
+std::string hex(uint64_t v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
+    return buf;
+}
+
+std::string range(int64_t lo, int64_t hi) {
+    return "[" + std::to_string(lo) + ", " + std::to_string(hi) + ")";
+}
+
+const char* position_name(TPosition p) {
+    switch (p) {
+        case TPosition::VECIN: return "VECIN";
+        case TPosition::VECOUT: return "VECOUT";
+        case TPosition::VECCALC: return "VECCALC";
+        default: return "non-vector";
+    }
+}
+
+// ---- the device: GM regions ------------------------------------------------------------------
+
+struct Region {
+    std::string name;
+    uint8_t* lo = nullptr;    // start of the leading guard
+    uint8_t* data = nullptr;  // the buffer
+    uint64_t bytes = 0;
+    uint8_t* hi = nullptr;    // end of the trailing guard
+    bool output = false;
+    uint64_t elem_bytes = 1;
+    uint64_t elems = 0;
+    std::unique_ptr<std::atomic<int32_t>[]> writer;  // output elements: 0 unwritten, core + 1
+};
+
+struct Device {
+    const Soc* soc = nullptr;
+    ReduceSumOrder order = ReduceSumOrder::kSequentialRepeats;
+    uint64_t tiling_key = 0;
+    uint32_t block_dim = 0;
+    std::unique_ptr<uint8_t[]> arena;
+    std::vector<Region> regions;  // in address order
+};
+
+// ---- a core ----------------------------------------------------------------------------------
+
+enum class SlotState : uint8_t { kFree, kAllocated, kEnqueued, kDequeued, kBuffer };
+
+struct Slot {
+    uint32_t start = 0;
+    uint32_t bytes = 0;
+    int32_t queue = -1;  // owning queue, -1 for a TBuf
+    int32_t index = 0;   // buffer index within the queue
+    TPosition pos = TPosition::VECCALC;
+    SlotState state = SlotState::kFree;
+    uint32_t gen = 1;
+};
+
+struct Queue {
+    TPosition pos = TPosition::VECIN;
+    int32_t depth = 1;
+    std::vector<int32_t> slots;
+    std::deque<Ref> fifo;
+    size_t cursor = 0;
+    bool dead = false;
+};
+
+struct Core {
+    Device* dev = nullptr;
+    int64_t idx = 0;
+    std::vector<uint8_t> ub;
+    void* pipe = nullptr;
+    uint64_t ub_used = 0;
+    std::vector<Slot> slots;
+    std::vector<Queue> queues;
+    std::vector<int32_t> tbufs;  // TBuf id -> slot
+    // Event flags set and not yet waited for: (event, id) -> the sequence captured at each SetFlag.
+    std::map<std::pair<int, int>, std::deque<uint64_t>> flags;
+    uint8_t allocated_ids[static_cast<int>(HardEvent::MAX)] = {};
+    // Hazards between the scalar unit and the vector pipe, per 32-byte UB block: the sequence
+    // number of the last access; an access is ordered after those with a number <= synced.
+    uint64_t vseq = 0, sseq = 0, synced_v = 0, synced_s = 0;
+    std::vector<uint64_t> vread, vwrite, sread, swrite;
+};
+
+thread_local Core* t_core = nullptr;
+
+Core& core(const char* api) {
+    if (t_core == nullptr)
+        throw Fault(std::string(api) + ": AscendC API called outside emu::launch");
+    return *t_core;
+}
+
+std::string queue_text(const Core& c, int32_t q) {
+    const Queue& Q = c.queues[static_cast<size_t>(q)];
+    return std::string(position_name(Q.pos)) + " queue #" + std::to_string(q) + " (depth " +
+           std::to_string(Q.depth) + ", " + std::to_string(Q.slots.size()) + " buffers)";
+}
+
+std::string slot_text(const Core& c, int32_t s) {
+    const Slot& S = c.slots[static_cast<size_t>(s)];
+    if (S.queue < 0) return "a TBuf at UB byte " + std::to_string(S.start);
+    return "buffer " + std::to_string(S.index) + " of " + queue_text(c, S.queue);
+}
+
+Queue& live_queue(Core& c, int32_t id, const char* api) {
+    if (id < 0 || static_cast<size_t>(id) >= c.queues.size())
+        fault(std::string(api) + ": queue not initialised: TPipe::InitBuffer missing");
+    Queue& q = c.queues[static_cast<size_t>(id)];
+    if (q.dead) fault(std::string(api) + ": queue used after its TPipe was destroyed");
+    return q;
+}
+
+void mark(std::vector<uint64_t>& shadow, uint64_t lo, uint64_t hi, uint64_t seq) {
+    for (uint64_t b = lo / kUbBlock; b < (hi + kUbBlock - 1) / kUbBlock; ++b) shadow[b] = seq;
+}
+
+// The first block in [lo, hi) whose shadow is above `synced`, or UINT64_MAX.
+uint64_t unsynced(const std::vector<uint64_t>& shadow, uint64_t lo, uint64_t hi, uint64_t synced) {
+    for (uint64_t b = lo / kUbBlock; b < (hi + kUbBlock - 1) / kUbBlock; ++b)
+        if (shadow[b] > synced) return b * kUbBlock;
+    return UINT64_MAX;
+}
+
+void hazards(Core& c, const char* api, const char* role, uint64_t lo, uint64_t hi, Access a) {
+    if (hi <= lo) return;
+    const std::string vs = "SetFlag/WaitFlag<HardEvent::V_S>";
+    const std::string sv = "SetFlag/WaitFlag<HardEvent::S_V>";
+    switch (a) {
+        case Access::kVecRead: {
+            const uint64_t at = unsynced(c.swrite, lo, hi, c.synced_s);
+            if (at != UINT64_MAX)
+                fault(std::string(api) + ": vector read of a scalar write without " + sv + ": " +
+                      role + " at UB byte " + std::to_string(at));
+            mark(c.vread, lo, hi, c.vseq);
+            break;
+        }
+        case Access::kVecWrite: {
+            uint64_t at = unsynced(c.swrite, lo, hi, c.synced_s);
+            if (at == UINT64_MAX) at = unsynced(c.sread, lo, hi, c.synced_s);
+            if (at != UINT64_MAX)
+                fault(std::string(api) + ": vector write after a scalar access without " + sv +
+                      ": " + role + " at UB byte " + std::to_string(at));
+            mark(c.vwrite, lo, hi, c.vseq);
+            break;
+        }
+        case Access::kScalarRead: {
+            ++c.sseq;
+            const uint64_t at = unsynced(c.vwrite, lo, hi, c.synced_v);
+            if (at != UINT64_MAX)
+                fault(std::string(api) + ": scalar read of a vector write without " + vs +
+                      ": UB byte " + std::to_string(at));
+            mark(c.sread, lo, hi, c.sseq);
+            break;
+        }
+        case Access::kScalarWrite: {
+            ++c.sseq;
+            uint64_t at = unsynced(c.vwrite, lo, hi, c.synced_v);
+            if (at == UINT64_MAX) at = unsynced(c.vread, lo, hi, c.synced_v);
+            if (at != UINT64_MAX)
+                fault(std::string(api) + ": scalar write after a vector access without " + vs +
+                      ": UB byte " + std::to_string(at));
+            mark(c.swrite, lo, hi, c.sseq);
+            break;
+        }
+        default: break;  // MTE pipes: ordered through the queues (see README)
+    }
+}
+
+bool is_read(Access a) {
+    return a == Access::kVecRead || a == Access::kScalarRead || a == Access::kMte3Read ||
+           a == Access::kUbCopyRead;
+}
+
+Slot& new_slot(Core& c, uint64_t bytes, int32_t queue, int32_t index, TPosition pos,
+               SlotState state) {
+    Slot s;
+    s.start = static_cast<uint32_t>(c.ub_used);
+    s.bytes = static_cast<uint32_t>(bytes);
+    s.queue = queue;
+    s.index = index;
+    s.pos = pos;
+    s.state = state;
+    c.ub_used += bytes;
+    c.slots.push_back(s);
+    std::memset(c.ub.data() + s.start, kFreshUbFill, bytes);
+    return c.slots.back();
+}
+
+void reserve(Core& c, const char* api, uint64_t num, uint64_t len) {
+    const uint64_t total = c.ub_used + num * len;
+    if (total > static_cast<uint64_t>(c.dev->soc->ub_bytes))
+        fault(std::string(api) + ": UB overflow: the buffers need " + std::to_string(total) +
+              " B, " + c.dev->soc->name + " has " + std::to_string(c.dev->soc->ub_bytes) +
+              " B of UB (this call: " + std::to_string(num) + " x " + std::to_string(len) +
+              " B at UB byte " + std::to_string(c.ub_used) + ")");
+}
+
+uint64_t checked_len(const char* api, uint64_t len) {
+    if (len == 0) fault(std::string(api) + ": buffer length is 0");
+    return (len + kUbBlock - 1) / kUbBlock * kUbBlock;  // rounded up to whole 32-byte blocks
+}
+
+void check_pipe(Core& c, void* pipe, const char* api) {
+    if (c.pipe == nullptr || c.pipe != pipe)
+        fault(std::string(api) + ": TPipe not alive: InitBuffer on a destroyed TPipe");
+}
+
+}  // namespace
+
+// ---- runtime entry points --------------------------------------------------------------------
+
+void fault(const std::string& message) {
+    if (t_core) throw Fault(message + ", core " + std::to_string(t_core->idx));
+    throw Fault(message);
+}
+
+int64_t block_idx() { return core("GetBlockIdx").idx; }
+int64_t block_num() { return core("GetBlockNum").dev->block_dim; }
+uint64_t tiling_key() { return core("TILING_KEY_IS").dev->tiling_key; }
+const Soc& soc() { return *core("Cast").dev->soc; }
+ReduceSumOrder reduce_sum_order() { return core("ReduceSum").dev->order; }
+
+void vec_begin() { ++core("vector instruction").vseq; }
+
+uint8_t* ub(const char* api, const char* role, const Ref& t, uint64_t offset, uint64_t bytes,
+            Access access, bool align32) {
+    Core& c = core(api);
+    if (t.slot < 0 || static_cast<size_t>(t.slot) >= c.slots.size())
+        fault(std::string(api) + ": LocalTensor used before it was assigned: " + role);
+    const Slot& s = c.slots[static_cast<size_t>(t.slot)];
+    if (t.gen != s.gen)
+        fault(std::string(api) + ": queue tensor used after FreeTensor: " + role + " (" +
+              slot_text(c, t.slot) + ")");
+    if (s.state == SlotState::kEnqueued)
+        fault(std::string(api) + ": queue tensor used between EnQue and DeQue: " + role + " (" +
+              slot_text(c, t.slot) + ")");
+    if (s.state == SlotState::kAllocated && s.pos == TPosition::VECIN && is_read(access) &&
+        access != Access::kUbCopyRead)
+        fault(std::string(api) + ": VECIN tensor read before EnQue/DeQue: " + role + " (" +
+              slot_text(c, t.slot) + ")");
+    if (s.state == SlotState::kAllocated && s.pos == TPosition::VECOUT &&
+        access == Access::kMte3Read)
+        fault(std::string(api) + ": VECOUT tensor copied out before EnQue/DeQue: " + role +
+              " (" + slot_text(c, t.slot) + ")");
+    const uint64_t lo = uint64_t{t.addr} + offset;
+    const uint64_t hi = lo + bytes;
+    if (align32 && lo % kUbBlock)
+        fault(std::string(api) + ": UB address not 32-byte aligned: " + role + " at UB byte " +
+              std::to_string(lo));
+    if (t.addr < s.start || hi > uint64_t{s.start} + s.bytes)
+        fault(std::string(api) + ": access beyond the tensor's buffer: " + role +
+              " needs UB bytes " + range(static_cast<int64_t>(lo), static_cast<int64_t>(hi)) +
+              ", its buffer is " + range(s.start, int64_t{s.start} + s.bytes) + " (" +
+              slot_text(c, t.slot) + ")");
+    hazards(c, api, role, lo, hi, access);
+    return c.ub.data() + lo;
+}
+
+Ref offset_ref(const char* api, const Ref& t, uint64_t byte_offset) {
+    if (t.slot >= 0 && byte_offset > t.bytes)
+        fault(std::string(api) + ": offset beyond the tensor: " + std::to_string(byte_offset) +
+              " B into a tensor of " + std::to_string(t.bytes) + " B");
+    Ref r = t;
+    r.addr = static_cast<uint32_t>(t.addr + byte_offset);
+    r.bytes = t.slot >= 0 ? static_cast<uint32_t>(t.bytes - byte_offset) : 0;
+    return r;
+}
+
+void check_overlap(const char* api, const char* dst_role, const Ref& dst, uint64_t dst_bytes,
+                   const char* src_role, const Ref& src, uint64_t src_bytes) {
+    if (dst.slot < 0 || src.slot < 0 || dst_bytes == 0 || src_bytes == 0) return;
+    const uint64_t d0 = dst.addr, d1 = d0 + dst_bytes, s0 = src.addr, s1 = s0 + src_bytes;
+    if (d1 <= s0 || s1 <= d0) return;                // disjoint
+    if (d0 == s0 && dst_bytes == src_bytes) return;  // in place
+    fault(std::string(api) + ": " + src_role + " and " + dst_role + " partially overlap: " +
+          dst_role + " UB " + range(static_cast<int64_t>(d0), static_cast<int64_t>(d1)) + ", " +
+          src_role + " UB " + range(static_cast<int64_t>(s0), static_cast<int64_t>(s1)));
+}
+
+void check_disjoint(const char* api, const char* a_role, const Ref& a, uint64_t a_bytes,
+                    const char* b_role, const Ref& b, uint64_t b_bytes) {
+    if (a.slot < 0 || b.slot < 0 || a_bytes == 0 || b_bytes == 0) return;
+    const uint64_t a0 = a.addr, a1 = a0 + a_bytes, b0 = b.addr, b1 = b0 + b_bytes;
+    if (a1 <= b0 || b1 <= a0) return;
+    fault(std::string(api) + ": " + a_role + " overlaps " + b_role + ": " + a_role + " UB " +
+          range(static_cast<int64_t>(a0), static_cast<int64_t>(a1)) + ", " + b_role + " UB " +
+          range(static_cast<int64_t>(b0), static_cast<int64_t>(b1)));
+}
+
+void check_cast_overlap(const Ref& dst, uint32_t dst_size, const Ref& src, uint32_t src_size,
+                        uint64_t count) {
+    if (dst.slot < 0 || src.slot < 0 || count == 0) return;
+    const uint64_t d0 = dst.addr, s0 = src.addr;
+    const uint64_t d1 = d0 + count * dst_size, s1 = s0 + count * src_size;
+    if (d1 <= s0 || s1 <= d0) return;
+    if (d0 == s0 && dst_size == src_size) return;
+    // Executed repeat by repeat (256 B of the wider type): repeat k reads its source elements,
+    // then writes its results; no result may land on source data of a later repeat.
+    const uint64_t per = 256 / std::max(dst_size, src_size);
+    for (uint64_t k = 0; k * per < count; ++k) {
+        const uint64_t next = (k + 1) * per;
+        if (next >= count) break;
+        const uint64_t w0 = d0 + k * per * dst_size, w1 = d0 + next * dst_size;
+        const uint64_t r0 = s0 + next * src_size;
+        if (w0 < s1 && r0 < w1)
+            fault("Cast: dst overwrites src before it is read: repeat " + std::to_string(k) +
+                  " writes UB " + range(static_cast<int64_t>(w0), static_cast<int64_t>(w1)) +
+                  ", later repeats read UB " +
+                  range(static_cast<int64_t>(r0), static_cast<int64_t>(s1)));
+    }
+}
+
+uint8_t* gm(const char* api, uint64_t addr, uint64_t bytes, bool write) {
+    Core& c = core(api);
+    const std::vector<Region>& regions = c.dev->regions;
+    auto it = std::upper_bound(regions.begin(), regions.end(), addr,
+                               [](uint64_t a, const Region& r) {
+                                   return a < reinterpret_cast<uint64_t>(r.lo);
+                               });
+    if (it == regions.begin() || addr >= reinterpret_cast<uint64_t>((it - 1)->hi))
+        fault(std::string(api) + ": GM address not in any tensor: " + hex(addr) + ", " +
+              std::to_string(bytes) + " B " + (write ? "written" : "read"));
+    const Region& r = *(it - 1);
+    const int64_t lo = static_cast<int64_t>(addr - reinterpret_cast<uint64_t>(r.data));
+    const int64_t hi = lo + static_cast<int64_t>(bytes);
+    if (lo < 0 || hi > static_cast<int64_t>(r.bytes))
+        fault(std::string(api) + ": GM access outside the tensor: " + (write ? "write" : "read") +
+              " of bytes " + range(lo, hi) + " of " + r.name + ", which has " +
+              std::to_string(r.bytes) + " B");
+    if (write) {
+        if (!r.output)
+            fault(std::string(api) + ": GM write to an input tensor: bytes " + range(lo, hi) +
+                  " of " + r.name);
+        const int64_t e = static_cast<int64_t>(r.elem_bytes);
+        if (lo % e || hi % e)
+            fault(std::string(api) + ": GM write splits an element: bytes " + range(lo, hi) +
+                  " of " + r.name + ", elements of " + std::to_string(e) + " B");
+        const int32_t me = static_cast<int32_t>(c.idx) + 1;
+        for (int64_t i = lo / e; i < hi / e; ++i) {
+            int32_t expected = 0;
+            if (!r.writer[static_cast<size_t>(i)].compare_exchange_strong(expected, me)) {
+                if (expected == me)
+                    fault(std::string(api) + ": output element written twice: core " +
+                          std::to_string(c.idx) + " writes " + r.name + "[" + std::to_string(i) +
+                          "] again");
+                fault(std::string(api) + ": two cores write one output element: core " +
+                      std::to_string(c.idx) + " writes " + r.name + "[" + std::to_string(i) +
+                      "], already written by core " + std::to_string(expected - 1));
+            }
+        }
+    }
+    return reinterpret_cast<uint8_t*>(addr);
+}
+
+void pipe_open(void* pipe) {
+    Core& c = core("TPipe");
+    if (c.pipe != nullptr) fault("TPipe: a second TPipe while one is alive");
+    c.pipe = pipe;
+    c.ub_used = 0;
+}
+
+void pipe_close(void* pipe) noexcept {
+    if (t_core == nullptr || t_core->pipe != pipe) return;
+    Core& c = *t_core;
+    c.pipe = nullptr;
+    c.ub_used = 0;
+    for (Queue& q : c.queues) q.dead = true;
+    for (Slot& s : c.slots) {
+        s.state = SlotState::kFree;
+        ++s.gen;
+    }
+}
+
+void* pipe_current() {
+    Core& c = core("GetTPipePtr");
+    if (c.pipe == nullptr) fault("GetTPipePtr: no TPipe alive");
+    return c.pipe;
+}
+
+void init_queue(void* pipe, int32_t* id, TPosition pos, int32_t depth, int32_t num,
+                uint64_t len) {
+    const char* api = "TPipe::InitBuffer";
+    Core& c = core(api);
+    check_pipe(c, pipe, api);
+    if (*id >= 0 && static_cast<size_t>(*id) < c.queues.size() &&
+        !c.queues[static_cast<size_t>(*id)].dead)
+        fault(std::string(api) + ": queue initialised twice: " + queue_text(c, *id));
+    if (num < 1) fault(std::string(api) + ": buffer count below 1: " + std::to_string(num));
+    if (depth < 1) fault(std::string(api) + ": queue depth below 1: " + std::to_string(depth));
+    if (pos != TPosition::VECIN && pos != TPosition::VECOUT && pos != TPosition::VECCALC)
+        fault(std::string(api) + ": position not emulated: only VECIN, VECOUT and VECCALC");
+    const uint64_t bytes = checked_len(api, len);
+    reserve(c, api, static_cast<uint64_t>(num), bytes);
+    Queue q;
+    q.pos = pos;
+    q.depth = depth;
+    const int32_t qid = static_cast<int32_t>(c.queues.size());
+    for (int32_t i = 0; i < num; ++i) {
+        new_slot(c, bytes, qid, i, pos, SlotState::kFree);
+        q.slots.push_back(static_cast<int32_t>(c.slots.size() - 1));
+    }
+    c.queues.push_back(std::move(q));
+    *id = qid;
+}
+
+void init_tbuf(void* pipe, int32_t* id, TPosition pos, uint64_t len) {
+    const char* api = "TPipe::InitBuffer";
+    Core& c = core(api);
+    check_pipe(c, pipe, api);
+    if (*id >= 0 && static_cast<size_t>(*id) < c.tbufs.size() &&
+        c.slots[static_cast<size_t>(c.tbufs[static_cast<size_t>(*id)])].state == SlotState::kBuffer)
+        fault(std::string(api) + ": TBuf initialised twice");
+    if (pos != TPosition::VECIN && pos != TPosition::VECOUT && pos != TPosition::VECCALC)
+        fault(std::string(api) + ": position not emulated: only VECIN, VECOUT and VECCALC");
+    const uint64_t bytes = checked_len(api, len);
+    reserve(c, api, 1, bytes);
+    new_slot(c, bytes, -1, 0, pos, SlotState::kBuffer);
+    c.tbufs.push_back(static_cast<int32_t>(c.slots.size() - 1));
+    *id = static_cast<int32_t>(c.tbufs.size() - 1);
+}
+
+Ref tbuf_get(int32_t id, uint64_t bytes) {
+    const char* api = "TBuf::Get";
+    Core& c = core(api);
+    if (id < 0 || static_cast<size_t>(id) >= c.tbufs.size())
+        fault(std::string(api) + ": TBuf not initialised: TPipe::InitBuffer missing");
+    const int32_t sid = c.tbufs[static_cast<size_t>(id)];
+    const Slot& s = c.slots[static_cast<size_t>(sid)];
+    if (s.state != SlotState::kBuffer)
+        fault(std::string(api) + ": TBuf used after its TPipe was destroyed");
+    if (bytes != UINT64_MAX && bytes > s.bytes)
+        fault(std::string(api) + ": length beyond the buffer: " + std::to_string(bytes) +
+              " B of a " + std::to_string(s.bytes) + " B TBuf");
+    return Ref{s.start, bytes == UINT64_MAX ? s.bytes : static_cast<uint32_t>(bytes), sid, s.gen};
+}
+
+Ref que_alloc(int32_t id) {
+    const char* api = "TQue::AllocTensor";
+    Core& c = core(api);
+    Queue& q = live_queue(c, id, api);
+    for (size_t k = 0; k < q.slots.size(); ++k) {
+        const size_t i = (q.cursor + k) % q.slots.size();
+        Slot& s = c.slots[static_cast<size_t>(q.slots[i])];
+        if (s.state != SlotState::kFree) continue;
+        s.state = SlotState::kAllocated;
+        q.cursor = (i + 1) % q.slots.size();
+        std::memset(c.ub.data() + s.start, kFreshUbFill, s.bytes);  // stale data reads as NaN
+        return Ref{s.start, s.bytes, q.slots[i], s.gen};
+    }
+    fault(std::string(api) + ": no free buffer: all " + std::to_string(q.slots.size()) +
+          " buffers of " + queue_text(c, id) + " are in use (FreeTensor missing)");
+}
+
+void que_enque(int32_t id, const Ref& t) {
+    const char* api = "TQue::EnQue";
+    Core& c = core(api);
+    Queue& q = live_queue(c, id, api);
+    if (t.slot < 0) fault(std::string(api) + ": LocalTensor was never assigned");
+    Slot& s = c.slots[static_cast<size_t>(t.slot)];
+    if (s.queue != id)
+        fault(std::string(api) + ": tensor not allocated from this queue: " +
+              slot_text(c, t.slot) + " enqueued to " + queue_text(c, id));
+    if (t.gen != s.gen || s.state == SlotState::kFree)
+        fault(std::string(api) + ": queue tensor used after FreeTensor: " + slot_text(c, t.slot));
+    if (s.state == SlotState::kEnqueued)
+        fault(std::string(api) + ": tensor enqueued twice: " + slot_text(c, t.slot));
+    if (static_cast<int32_t>(q.fifo.size()) >= q.depth)
+        fault(std::string(api) + ": queue full: " + std::to_string(q.fifo.size()) +
+              " tensor(s) enqueued, depth " + std::to_string(q.depth) + " (" + queue_text(c, id) +
+              "; DeQue missing)");
+    s.state = SlotState::kEnqueued;
+    q.fifo.push_back(t);
+}
+
+Ref que_deque(int32_t id) {
+    const char* api = "TQue::DeQue";
+    Core& c = core(api);
+    Queue& q = live_queue(c, id, api);
+    if (q.fifo.empty())
+        fault(std::string(api) + ": queue empty: DeQue without a matching EnQue (" +
+              queue_text(c, id) + ")");
+    const Ref t = q.fifo.front();
+    q.fifo.pop_front();
+    c.slots[static_cast<size_t>(t.slot)].state = SlotState::kDequeued;
+    return t;
+}
+
+void que_free(int32_t id, const Ref& t) {
+    const char* api = "TQue::FreeTensor";
+    Core& c = core(api);
+    live_queue(c, id, api);
+    if (t.slot < 0) fault(std::string(api) + ": LocalTensor was never assigned");
+    Slot& s = c.slots[static_cast<size_t>(t.slot)];
+    if (s.queue != id)
+        fault(std::string(api) + ": tensor belongs to another queue: " + slot_text(c, t.slot) +
+              " freed to " + queue_text(c, id));
+    if (t.gen != s.gen || s.state == SlotState::kFree)
+        fault(std::string(api) + ": tensor freed twice: " + slot_text(c, t.slot));
+    if (s.state == SlotState::kEnqueued)
+        fault(std::string(api) + ": tensor still enqueued (DeQue missing): " +
+              slot_text(c, t.slot));
+    s.state = SlotState::kFree;
+    ++s.gen;
+}
+
+void set_flag(HardEvent event, int32_t id) {
+    Core& c = core("SetFlag");
+    if (id < 0 || id > 7)
+        fault(std::string("SetFlag<HardEvent::") + event_name(event) +
+              ">: event id out of range [0, 7]: " + std::to_string(id));
+    const uint64_t seq = event == HardEvent::V_S ? c.vseq : event == HardEvent::S_V ? c.sseq : 0;
+    c.flags[{static_cast<int>(event), id}].push_back(seq);
+}
+
+void wait_flag(HardEvent event, int32_t id) {
+    Core& c = core("WaitFlag");
+    auto it = c.flags.find({static_cast<int>(event), id});
+    if (it == c.flags.end() || it->second.empty())
+        fault(std::string("WaitFlag<HardEvent::") + event_name(event) +
+              ">: no matching SetFlag: event id " + std::to_string(id));
+    const uint64_t seq = it->second.front();
+    it->second.pop_front();
+    if (it->second.empty()) c.flags.erase(it);
+    if (event == HardEvent::V_S) c.synced_v = std::max(c.synced_v, seq);
+    if (event == HardEvent::S_V) c.synced_s = std::max(c.synced_s, seq);
+}
+
+void pipe_barrier(int32_t pipe) {
+    Core& c = core("PipeBarrier");
+    constexpr int32_t kPipeAll = 6;  // pipe_t PIPE_ALL
+    if (pipe == kPipeAll) {
+        c.synced_v = c.vseq;
+        c.synced_s = c.sseq;
+    }
+}
+
+int32_t fetch_event_id(HardEvent event) {
+    Core& c = core("TPipe::FetchEventID");
+    const uint8_t used = c.allocated_ids[static_cast<int>(event)];
+    for (int32_t i = 0; i < 8; ++i)
+        if (!(used & (1u << i))) return i;
+    fault(std::string("TPipe::FetchEventID: no free event id: HardEvent::") + event_name(event));
+}
+
+int32_t alloc_event_id(HardEvent event) {
+    Core& c = core("TPipe::AllocEventID");
+    uint8_t& used = c.allocated_ids[static_cast<int>(event)];
+    for (int32_t i = 0; i < 8; ++i) {
+        if (!(used & (1u << i))) {
+            used = static_cast<uint8_t>(used | (1u << i));
+            return i;
+        }
+    }
+    fault(std::string("TPipe::AllocEventID: no free event id: HardEvent::") + event_name(event));
+}
+
+void release_event_id(HardEvent event, int32_t id) {
+    Core& c = core("TPipe::ReleaseEventID");
+    uint8_t& used = c.allocated_ids[static_cast<int>(event)];
+    if (id < 0 || id > 7 || !(used & (1u << id)))
+        fault(std::string("TPipe::ReleaseEventID: event id not allocated: HardEvent::") +
+              event_name(event) + " id " + std::to_string(id));
+    used = static_cast<uint8_t>(used & ~(1u << id));
+}
+
+const char* event_name(HardEvent event) {
+    static const char* const kNames[] = {
+        "MTE2_MTE1", "MTE1_MTE2", "MTE1_M", "M_MTE1", "MTE2_V", "V_MTE2", "MTE3_V", "V_MTE3",
+        "M_V", "V_M", "V_V", "MTE3_MTE1", "MTE1_MTE3", "MTE1_V", "MTE2_M", "M_MTE2", "V_MTE1",
+        "M_FIX", "FIX_M", "MTE3_MTE2", "MTE2_MTE3", "S_V", "V_S", "S_MTE2", "MTE2_S", "S_MTE3",
+        "MTE3_S", "MTE2_FIX", "FIX_MTE2", "FIX_S", "M_S", "FIX_MTE3", "MTE1_FIX", "FIX_MTE1",
+        "FIX_FIX"};
+    const int i = static_cast<int>(event);
+    return i >= 0 && i < static_cast<int>(sizeof kNames / sizeof kNames[0]) ? kNames[i] : "?";
+}
+
+}  // namespace rt
+
+// ---- launch ----------------------------------------------------------------------------------
+
+namespace {
+
+using rt::Core;
+using rt::Device;
+using rt::Region;
+
+ReduceSumOrder resolve_order(const Soc& soc) {
+    if (soc.reduce_sum_order != ReduceSumOrder::kDocumented) return soc.reduce_sum_order;
+    // Documented: Atlas 200I/500 A2 (Ascend310B) adds repeat sums as a tree (方式一); Atlas A2
+    // adds them in sequence for the count interface (方式二).
+    return soc.name.rfind("Ascend310B", 0) == 0 ? ReduceSumOrder::kTreeRepeats
+                                                : ReduceSumOrder::kSequentialRepeats;
+}
+
+uint64_t round_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+
+// The end of a core's kernel: every SetFlag waited for.
+void end_of_kernel(Core& c) {
+    if (!c.flags.empty()) {
+        const auto& [key, seqs] = *c.flags.begin();
+        rt::fault(std::string("SetFlag<HardEvent::") +
+                  rt::event_name(static_cast<rt::HardEvent>(key.first)) +
+                  ">: no matching WaitFlag by the end of the kernel: event id " +
+                  std::to_string(key.second) + " set " + std::to_string(seqs.size()) +
+                  " time(s) more than waited for");
+    }
+}
+
+void run_core(Device& dev, KernelFn kernel, uint32_t idx, uint8_t* const args[5]) {
+    Core c;
+    c.dev = &dev;
+    c.idx = idx;
+    const size_t ub_bytes = static_cast<size_t>(dev.soc->ub_bytes);
+    c.ub.assign(ub_bytes, rt::kFreshUbFill);
+    const size_t blocks = (ub_bytes + rt::kUbBlock - 1) / rt::kUbBlock;
+    c.vread.assign(blocks, 0);
+    c.vwrite.assign(blocks, 0);
+    c.sread.assign(blocks, 0);
+    c.swrite.assign(blocks, 0);
+    struct Current {
+        explicit Current(Core* p) { rt::t_core = p; }
+        ~Current() { rt::t_core = nullptr; }
+    } current(&c);
+    kernel(args[0], args[1], args[2], args[3], args[4]);
+    end_of_kernel(c);
+}
+
+}  // namespace
+
+void launch(KernelFn kernel, uint32_t block_dim, const Soc& soc, uint64_t tiling_key,
+            const std::vector<GmBuffer>& gm, const void* tiling, size_t tiling_bytes,
+            int threads) {
+    if (kernel == nullptr) throw Fault("launch: no kernel: the kernel function is null");
+    if (soc.ub_bytes <= 0 || soc.ub_bytes % rt::kUbBlock)
+        throw Fault("launch: UB size not a positive multiple of 32 bytes: " +
+                    std::to_string(soc.ub_bytes));
+    if (tiling == nullptr && tiling_bytes > 0)
+        throw Fault("launch: tiling data is null with " + std::to_string(tiling_bytes) + " B");
+
+    Device dev;
+    dev.soc = &soc;
+    dev.order = resolve_order(soc);
+    dev.tiling_key = tiling_key;
+    dev.block_dim = block_dim;
+
+    // The GM arena: per region [guard][data, padded to 512 B][guard]; the tiling data last.
+    struct Source {
+        const void* data;
+        size_t bytes;
+        std::string name;
+        bool output;
+        size_t elem_bytes;
+    };
+    std::vector<Source> sources;
+    for (size_t i = 0; i < gm.size(); ++i) {
+        const GmBuffer& g = gm[i];
+        if (g.data == nullptr && g.bytes > 0)
+            throw Fault("launch: GM buffer is null with " + std::to_string(g.bytes) + " B: " +
+                        (g.name ? g.name : "gm[" + std::to_string(i) + "]"));
+        sources.push_back({g.data, g.bytes, g.name ? g.name : "gm[" + std::to_string(i) + "]",
+                           g.output, g.elem_bytes ? g.elem_bytes : 1});
+    }
+    sources.push_back({tiling, tiling_bytes, "tiling", false, 1});
+    uint64_t total = 0;
+    for (const Source& s : sources)
+        total += 2 * rt::kGuardBytes + round_up(std::max<uint64_t>(s.bytes, 1), rt::kRegionAlign);
+    dev.arena.reset(new uint8_t[total + rt::kRegionAlign]);
+    uint8_t* base = dev.arena.get();
+    base += (rt::kRegionAlign - reinterpret_cast<uintptr_t>(base) % rt::kRegionAlign) %
+            rt::kRegionAlign;
+    std::memset(base, rt::kGuardFill, total);
+    uint8_t* at = base;
+    for (const Source& s : sources) {
+        Region r;
+        r.name = s.name;
+        r.lo = at;
+        r.data = at + rt::kGuardBytes;
+        r.bytes = s.bytes;
+        r.hi = r.data + round_up(std::max<uint64_t>(s.bytes, 1), rt::kRegionAlign) +
+               rt::kGuardBytes;
+        r.output = s.output;
+        r.elem_bytes = s.elem_bytes;
+        if (s.bytes) std::memcpy(r.data, s.data, s.bytes);
+        if (r.output) {
+            r.elems = s.bytes / s.elem_bytes;
+            r.writer.reset(new std::atomic<int32_t>[r.elems]());
+        }
+        at = r.hi;
+        dev.regions.push_back(std::move(r));
+    }
+    uint8_t* args[5] = {nullptr, nullptr, nullptr, nullptr, dev.regions.back().data};
+    for (size_t i = 0; i < gm.size() && i < 4; ++i) args[i] = dev.regions[i].data;
+
+    // Run the cores.
+    std::mutex mutex;
+    std::map<uint32_t, std::string> faults;  // by core
+    std::atomic<uint32_t> next{0};
+    std::atomic<bool> stop{false};
+    auto worker = [&] {
+        for (;;) {
+            if (stop.load()) return;
+            const uint32_t idx = next.fetch_add(1);
+            if (idx >= block_dim) return;
+            try {
+                run_core(dev, kernel, idx, args);
+            } catch (const Fault& f) {
+                std::lock_guard<std::mutex> lock(mutex);
+                faults.emplace(idx, f.what());
+                stop.store(true);
+            } catch (const std::exception& e) {
+                std::lock_guard<std::mutex> lock(mutex);
+                faults.emplace(idx, std::string("launch: the kernel threw: ") + e.what() +
+                                        ", core " + std::to_string(idx));
+                stop.store(true);
+            }
+        }
+    };
+    const int n = std::max(1, std::min<int>(threads, static_cast<int>(block_dim)));
+    if (n <= 1) {
+        worker();
+    } else {
+        std::vector<std::thread> pool;
+        for (int i = 0; i < n; ++i) pool.emplace_back(worker);
+        for (std::thread& t : pool) t.join();
+    }
+
+    // Outputs back (also after a fault, for inspection), then the verdict.
+    for (size_t i = 0; i < gm.size(); ++i)
+        if (gm[i].output && gm[i].bytes) std::memcpy(gm[i].data, dev.regions[i].data, gm[i].bytes);
+    if (!faults.empty()) throw Fault(faults.begin()->second);
+
+    for (const Region& r : dev.regions) {
+        const uint8_t* tail = r.data + r.bytes;
+        const uint8_t* p = std::find_if(r.lo, r.data, [](uint8_t b) { return b != rt::kGuardFill; });
+        if (p != r.data)
+            throw Fault("launch: GM guard overwritten: bytes before " + r.name + " changed (first at " +
+                        std::to_string(p - r.data) + " relative to its start)");
+        p = std::find_if(tail, const_cast<const uint8_t*>(r.hi),
+                         [](uint8_t b) { return b != rt::kGuardFill; });
+        if (p != r.hi)
+            throw Fault("launch: GM guard overwritten: bytes after " + r.name + " changed (first at " +
+                        std::to_string(p - r.data) + " relative to its start)");
+    }
+    if (block_dim > 0) {
+        for (const Region& r : dev.regions) {
+            if (!r.output || r.elems == 0) continue;
+            uint64_t missing = 0, first = 0;
+            for (uint64_t i = 0; i < r.elems; ++i) {
+                if (r.writer[i].load() == 0) {
+                    if (missing == 0) first = i;
+                    ++missing;
+                }
+            }
+            if (missing)
+                throw Fault("launch: output elements not written: " + std::to_string(missing) +
+                            " of " + std::to_string(r.elems) + " elements of " + r.name +
+                            " (first: " + r.name + "[" + std::to_string(first) + "])");
+        }
+    }
+}
+
+}  // namespace emu
