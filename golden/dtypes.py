@@ -129,8 +129,9 @@ def round_to(x: np.ndarray, name: str) -> np.ndarray:
 
 
 def to_float64(x: np.ndarray) -> np.ndarray:
-    """Exact widening of any case array to float64."""
-    return np.asarray(x).astype(np.float64)
+    """Exact widening of any case array to float64 (a NaN stays NaN, whatever its payload)."""
+    with np.errstate(invalid="ignore"):
+        return np.asarray(x).astype(np.float64)
 
 
 def _bits(x: np.ndarray, name: str) -> np.ndarray:
