@@ -39,8 +39,8 @@ enum class ReduceSumOrder : int32_t {
     kDocumented = 0,
     kSequentialRepeats = 1,  // each 64-lane repeat summed as a binary tree, repeat sums in order
     kTreeRepeats = 2,        // each repeat as a binary tree, the repeat sums as a tree again
-    kLaneAccumulate = 3,     // the CPU twin's model (op/twin/kernel.cpp reduce_sum): 64 lane
-                             // sums accumulated repeat by repeat, then folded pairwise
+    kLaneAccumulate = 3,     // not a documented order: 64 lane sums accumulated repeat by
+                             // repeat, then folded pairwise (the CPU twin's first model)
 };
 
 struct Soc {

@@ -66,8 +66,8 @@ inline uint16_t narrow(float f, int ebits, int mbits, Round mode) {
         k = 0;
         inexact = true;  // far below half a quantum
     } else {
-        k = sig >> shift;
-        const uint64_t rem = sig & ((uint64_t{1} << shift) - 1u);
+        k = uint64_t{sig} >> shift;
+        const uint64_t rem = uint64_t{sig} & ((uint64_t{1} << shift) - 1u);
         const uint64_t half = uint64_t{1} << (shift - 1);
         inexact = rem != 0;
         above_half = rem > half;
