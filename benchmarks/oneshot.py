@@ -1,7 +1,7 @@
 """One case per process, the way file-based ST tools run: a BASELINE for benchmarks/throughput.py.
 
-    ssh host 'cd <deployed agent bundle> && PYTHONPATH=<repo>/benchmarks LSG_TWIN_LIB=<lib> \
-        python -m oneshot --workdir <host workdir> --backend twin --device 0' < case.json
+    ssh host 'cd <deployed agent bundle> && PYTHONPATH=<repo>/benchmarks LSG_NATIVE_LIB=<lib> \
+        python -m oneshot --workdir <host workdir> --backend native --device 0' < case.json
 
 Reads one case (the JSON of ``Case.to_dict()``) from stdin, runs it with the agent's own executor
 (``farm.agent.execute.run_case``: inputs from the seed, the operator through the backend, the
@@ -25,7 +25,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     parser = argparse.ArgumentParser(prog="python -m oneshot", description=__doc__.splitlines()[0])
     parser.add_argument("--workdir", default=None, help="the host's farm work directory")
-    parser.add_argument("--backend", default="twin")
+    parser.add_argument("--backend", default="native")
     parser.add_argument("--device", type=int, default=0)
     args = parser.parse_args(argv)
 

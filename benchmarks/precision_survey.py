@@ -176,7 +176,7 @@ def _explicit_view(shape: tuple[int, ...], rng) -> View:
 
 
 def _init(library: str) -> None:
-    os.environ["LSG_TWIN_LIB"] = library
+    os.environ["LSG_NATIVE_LIB"] = library
 
 
 def _run(payload: dict) -> dict:
@@ -185,7 +185,7 @@ def _run(payload: dict) -> dict:
     identity = Identity(soc.representative_soc(payload["family"]).name)
     started = time.perf_counter()
     try:
-        record = run_case(payload, "twin", 0, identity)
+        record = run_case(payload, "native", 0, identity)
     except Exception as exc:  # noqa: BLE001 - a crash of the survey's case is a finding
         return {
             "case_id": payload["id"],

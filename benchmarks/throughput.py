@@ -245,7 +245,7 @@ class Pool:
         started = time.perf_counter()
         package = build.build_package()
         self.plan = prepare.prepare_pool(
-            inventory, tier, "twin", run_dir=work / f"compare-{name}", package=package
+            inventory, tier, "native", run_dir=work / f"compare-{name}", package=package
         )
         self.prepare_s = time.perf_counter() - started
         if self.plan.unhealthy:
@@ -278,13 +278,13 @@ def time_channel(pool: Pool, cases: list) -> dict:
     open_s = time.perf_counter() - started
     for family, slot in pool.slot_of.items():  # first case per agent imports numpy & co: untimed
         first = next(c for c in cases if c.family == family)
-        opened[family].run_case(first.to_dict(), "twin", slot.device, 120)
+        opened[family].run_case(first.to_dict(), "native", slot.device, 120)
     walls, over, over_backend = [], [], []
     t0 = time.perf_counter()
     for case in cases:
         slot = pool.slot_of[case.family]
         s = time.perf_counter()
-        rec = opened[case.family].run_case(case.to_dict(), "twin", slot.device, 120)
+        rec = opened[case.family].run_case(case.to_dict(), "native", slot.device, 120)
         wall = time.perf_counter() - s
         walls.append(wall)
         over.append(wall - rec["timings"]["total_s"])
@@ -315,7 +315,7 @@ def make_dispatcher(pool: Pool, run_dir: Path):
         open_channel=pool.open_channel,
         state=RunState(run_dir / "state.json"),
         lock_dir=run_dir / "locks",
-        backend="twin",
+        backend="native",
         base_timeout=60.0,
     )
     return dispatcher, RecordWriter(run_dir / "records" / "bench.jsonl")
@@ -372,11 +372,11 @@ def time_echo(pool: Pool, n: int, payload: int) -> dict:
     case = {"id": "echo", "pad": "x" * 600}
     payload_case = dict(case, payload=payload)
     for _ in range(5):
-        channel.run_case(payload_case, "twin", slot.device, 30)
+        channel.run_case(payload_case, "native", slot.device, 30)
     walls = []
     for _ in range(n):
         s = time.perf_counter()
-        channel.run_case(payload_case, "twin", slot.device, 30)
+        channel.run_case(payload_case, "native", slot.device, 30)
         walls.append(time.perf_counter() - s)
     channel.shutdown()
     transport.close()
@@ -400,7 +400,7 @@ def oneshot_command(pool: Pool, slot, declare: bool) -> tuple[list, str]:
     argv = [
         "env",
         f"PYTHONPATH={BENCH_DIR}",
-        f"LSG_TWIN_LIB={info['twin_lib']}",
+        f"LSG_NATIVE_LIB={info['native_lib']}",
         *[f"{k}={v}" for k, v in sorted(env.items())],
         spec.python,
         "-m",
@@ -408,7 +408,7 @@ def oneshot_command(pool: Pool, slot, declare: bool) -> tuple[list, str]:
         "--workdir",
         spec.workdir,
         "--backend",
-        "twin",
+        "native",
         "--device",
         str(slot.device),
     ]
@@ -502,13 +502,13 @@ def micro_costs(pool: Pool, cases: list, run_dir: Path, reps: int = 300) -> dict
     case = cases[len(cases) // 2]
     slot = pool.slot_of[case.family]
     channel = pool.open_channel(slot)
-    record = channel.run_case(case.to_dict(), "twin", slot.device, 60)
+    record = channel.run_case(case.to_dict(), "native", slot.device, 60)
     channel.shutdown()
     state = RunState(run_dir / "micro-state.json")
     state.quarantine("nobody", "warm-up")  # so a state file exists, as in a real run
     writer = RecordWriter(run_dir / "micro-records.jsonl")
     request_line = protocol.encode(
-        protocol.make_request("run-case", 7, case=case.to_dict(), backend="twin", device=0)
+        protocol.make_request("run-case", 7, case=case.to_dict(), backend="native", device=0)
     )
     reply_line = protocol.encode_reply(7, result=record)
 
@@ -530,7 +530,7 @@ def micro_costs(pool: Pool, cases: list, run_dir: Path, reps: int = 300) -> dict
         "lease_acquire_release_s": each(one_lease),
         "record_write_s": each(lambda: writer.write(dict(record))),
         "encode_request_s": each(lambda: protocol.encode(
-            protocol.make_request("run-case", 7, case=case.to_dict(), backend="twin", device=0))),
+            protocol.make_request("run-case", 7, case=case.to_dict(), backend="native", device=0))),
         "decode_request_s": each(lambda: protocol.decode_request(request_line)),
         "encode_reply_s": each(lambda: protocol.encode_reply(7, result=record)),
         "decode_reply_s": each(lambda: protocol.decode_reply(reply_line, 7)),

@@ -1,14 +1,24 @@
-"""Build the operator: the CPU twin library, and the versioned operator package.
+"""Build the operator: its C ABI libraries, and the versioned operator package.
 
+Targets:
+    ascendc-cpu  liblsg_ascendc_cpu.so: the real Ascend C kernel and host tiling (op/ascendc,
+                 unchanged) compiled for the CPU and run on the emulated device (op/ascendc_cpu).
+                 The default: what the farm tests.
+    twin         liblsg_twin.so: the CPU twin (op/twin), an independent second implementation of
+                 the same design behind the same C ABI.
+    ascend       the CANN package (op/ascendc/build.sh); needs the CANN toolkit.
+
+    build_native(target, build_dir, plant_bug="", sanitize=False) -> Path of the library
     build_twin(build_dir, plant_bug="", sanitize=False) -> Path of liblsg_twin.so
-    build_package(target="twin", out_dir="dist/op", plant_bug="") -> Path of the archive
-    sanitize_check(matrix=None) -> SanitizeReport   (the twin under ASan/UBSan, driven from Python)
-    main(argv) -> exit code                          (what `farm build` runs)
+    build_package(target="ascendc-cpu", out_dir="dist/op", plant_bug="") -> Path of the archive
+    sanitize_check(matrix=None, target="twin") -> SanitizeReport  (ASan/UBSan, driven from Python)
+    main(argv) -> exit code                                        (what `farm build` runs)
 
 The archive dist/op/logsoftmaxgrad-<version>-<target>.tar.gz holds the library, its headers and
-manifest.json (name, version, git commit, target, SoC profiles, every file with its sha256). The
-same sources give the same archive byte for byte: sorted entries, fixed mtime/uid/gid/mode, gzip
-mtime 0, and a library built without build paths in it (op/CMakeLists.txt).
+manifest.json (name, version, git commit, target, what the library is, SoC profiles, every file
+with its sha256). The same sources give the same archive byte for byte: sorted entries, fixed
+mtime/uid/gid/mode, gzip mtime 0, and a library built without build paths in it
+(op/CMakeLists.txt).
 """
 
 from __future__ import annotations
@@ -35,22 +45,47 @@ from farm.paths import REPO_ROOT as ROOT
 from golden.soc import FAMILIES, representative_soc
 
 OP_DIR = ROOT / "op"
-LIB_NAME = "liblsg_twin.so"
 PACKAGE_NAME = "logsoftmaxgrad"
-# "" is the real operator; the others plant one known defect each (op/CMakeLists.txt LSG_PLANT_BUG,
-# compiled as LSG_PLANT_BUG_<NAME>) for the farm's judging to catch; tests/op/test_planted_bugs.py
-# pins what each one changes.
+# "" is the real operator; the others plant one known defect each (op/CMakeLists.txt LSG_PLANT_BUG)
+# for the farm to catch. The twin compiles its first six as LSG_PLANT_BUG_<NAME> into its own
+# copy of the kernel (tests/op/test_planted_bugs.py pins what each changes); the emulated real
+# kernel (ascendc-cpu) applies every one as text edits of copies of the real sources made at
+# build time (op/ascendc_cpu/planted_bugs.json). The last five are kernel-source errors that the
+# emulated device must stop as faults (status 561000, reason kernel_fault).
 PLANT_BUGS = (
     "",
     "tail",  # the last chunk is moved in whole 32-byte blocks: its unaligned remainder is dropped
     "seed_noreduce",  # NO_REDUCE computes the seed's (dy - 1) * exp(y)
     "trunc_narrow",  # the output cast fp32 -> fp16/bf16 truncates instead of rounding to nearest
-    "fp16_sum",  # sum(dy) is accumulated in fp16
+    "fp16_sum",  # sum(dy) is accumulated in fp16 (ascendc-cpu: REDUCE_TAIL's sums through half)
     "drop_element",  # a reduction over d1 >= 4096 leaves its last element (line) out of the sum
     "strided_out_unwritten",  # a non-contiguous out is never written (no copy back)
+    "ragged_datacopy",  # DataCopy of a chunk that is not a whole number of 32-byte blocks
+    "ub_overflow",  # one UB buffer too many on REDUCE_TAIL: past the UB of Ascend310B only
+    "bf16_cast_310b",  # the host's bf16 check removed: the kernel's bf16 Cast runs on Ascend310B
+    "queue_order",  # the output queue is dequeued before it is enqueued
+    "cores_overlap",  # the big cores' rows start at the small cores' stride: two cores, one row
 )
-TARGETS = ("twin", "ascend")
-HEADERS = (OP_DIR / "twin" / "lsg_twin.h", OP_DIR / "tiling" / "lsg_types.h")
+TWIN_PLANT_BUGS = PLANT_BUGS[:7]  # what the twin can plant ("" included)
+KERNEL_FAULT_BUGS = PLANT_BUGS[7:]  # caught by the emulated device, not by the judge's numbers
+PLANTED_BUGS_FILE = OP_DIR / "ascendc_cpu" / "planted_bugs.json"
+TARGETS = ("ascendc-cpu", "twin", "ascend")
+DEFAULT_TARGET = "ascendc-cpu"
+NATIVE_TARGETS = ("ascendc-cpu", "twin")  # the C ABI libraries the native backend runs
+LIB_NAMES = {"twin": "liblsg_twin.so", "ascendc-cpu": "liblsg_ascendc_cpu.so"}
+LIB_NAME = LIB_NAMES["twin"]
+CMAKE_TARGETS = {"twin": "lsg_twin", "ascendc-cpu": "lsg_ascendc_cpu"}
+# What each target's library is, for the manifest, the run's environment and the report.
+DESCRIPTIONS = {
+    "ascendc-cpu": "the real Ascend C kernel on the CPU emulation",
+    "twin": "the CPU twin, a second implementation of the kernel's design",
+    "ascend": "the Ascend C package for CANN",
+}
+_ABI_HEADERS = (OP_DIR / "twin" / "lsg_twin.h", OP_DIR / "tiling" / "lsg_types.h")
+HEADERS = {
+    "twin": _ABI_HEADERS,
+    "ascendc-cpu": _ABI_HEADERS + (OP_DIR / "ascendc_cpu" / "abi" / "lsg_ascendc_cpu.h",),
+}
 # The fixed metadata of every archive entry.
 ENTRY_MTIME = 0
 ENTRY_MODE = 0o644
@@ -60,9 +95,19 @@ def op_version() -> str:
     return (OP_DIR / "VERSION").read_text().strip()
 
 
-def default_build_dir(plant_bug: str = "", sanitize: bool = False) -> Path:
-    """build/twin for the real library (where the twin backend looks), else a variant dir."""
-    name = "twin" + (f"-{plant_bug}" if plant_bug else "") + ("-sanitize" if sanitize else "")
+def describe(target: str) -> str:
+    """'ascendc-cpu (the real Ascend C kernel on the CPU emulation)': a target as people read it."""
+    return f"{target} ({DESCRIPTIONS[target]})" if target in DESCRIPTIONS else target
+
+
+def planted_bugs() -> dict[str, list[dict]]:
+    """The emulated real kernel's planted bugs: {bug: [{file, old, new}]} (paths under op/)."""
+    return json.loads(PLANTED_BUGS_FILE.read_text())
+
+
+def default_build_dir(plant_bug: str = "", sanitize: bool = False, target: str = "twin") -> Path:
+    """build/<target> for the real library (where the native backend looks), else a variant."""
+    name = target + (f"-{plant_bug}" if plant_bug else "") + ("-sanitize" if sanitize else "")
     return ROOT / "build" / name
 
 
@@ -102,16 +147,38 @@ def _run(cmd: list[str], what: str, cwd: Path = ROOT, env: dict | None = None) -
     return output
 
 
-def build_twin(
-    build_dir: str | Path | None = None, plant_bug: str = "", sanitize: bool = False
-) -> Path:
-    """Configure and build op/ (tiling + twin) with CMake; returns the path of liblsg_twin.so.
+def emulation_present() -> bool:
+    """Whether the CPU emulation of Ascend C (the kernel side) is in the checkout."""
+    emu = OP_DIR / "ascendc_cpu"
+    return (emu / "include" / "kernel_operator.h").is_file() and any((emu / "src").glob("*.cpp"))
 
-    Incremental: a second call on the same directory only rebuilds what changed.
-    """
+
+def build_native(
+    target: str = DEFAULT_TARGET,
+    build_dir: str | Path | None = None,
+    plant_bug: str = "",
+    sanitize: bool = False,
+) -> Path:
+    """Configure op/ with CMake and build the library of `target` (ascendc-cpu or twin); returns
+    its path. Incremental: a second call on the same directory only rebuilds what changed.
+    A planted bug that does not apply, or a planted edit whose text is not in the source exactly
+    once, is a BuildError naming the bug (and the file)."""
+    if target not in NATIVE_TARGETS:
+        raise BuildError(f"target {target!r} has no C ABI library: use one of {NATIVE_TARGETS}")
     if plant_bug not in PLANT_BUGS:
         raise BuildError(f"plant_bug {plant_bug!r}: use one of {PLANT_BUGS}")
-    build_dir = Path(build_dir) if build_dir else default_build_dir(plant_bug, sanitize)
+    if target == "twin" and plant_bug not in TWIN_PLANT_BUGS:
+        raise BuildError(
+            f"plant_bug {plant_bug!r} is planted in the real kernel's source: it applies to the "
+            "ascendc-cpu target only (the twin plants " + ", ".join(TWIN_PLANT_BUGS[1:]) + ")"
+        )
+    if target == "ascendc-cpu" and not emulation_present():
+        raise BuildError(
+            "the ascendc-cpu target needs the CPU emulation of Ascend C (op/ascendc_cpu/include "
+            "kernel_operator.h and the emulated device op/ascendc_cpu/src), which this checkout "
+            "lacks; build --target twin meanwhile"
+        )
+    build_dir = Path(build_dir) if build_dir else default_build_dir(plant_bug, sanitize, target)
     build_dir = build_dir if build_dir.is_absolute() else ROOT / build_dir
     cmake = cmake_executable()
     env = {**os.environ, "LC_ALL": "C"}
@@ -131,14 +198,36 @@ def build_twin(
             env=env,
         )
         _run(
-            [cmake, "--build", str(build_dir), "-j", str(os.cpu_count() or 2)],
+            [
+                cmake,
+                "--build",
+                str(build_dir),
+                "--target",
+                CMAKE_TARGETS[target],
+                "-j",
+                str(os.cpu_count() or 2),
+            ],
             "cmake build",
             env=env,
         )
-    lib = build_dir / LIB_NAME
+    lib = build_dir / LIB_NAMES[target]
     if not lib.exists():
         raise BuildError(f"the build finished but {lib} is missing")
     return lib
+
+
+def build_twin(
+    build_dir: str | Path | None = None, plant_bug: str = "", sanitize: bool = False
+) -> Path:
+    """build_native("twin", ...): the twin's liblsg_twin.so."""
+    return build_native("twin", build_dir, plant_bug, sanitize)
+
+
+def build_ascendc_cpu(
+    build_dir: str | Path | None = None, plant_bug: str = "", sanitize: bool = False
+) -> Path:
+    """build_native("ascendc-cpu", ...): the emulated real kernel's liblsg_ascendc_cpu.so."""
+    return build_native("ascendc-cpu", build_dir, plant_bug, sanitize)
 
 
 # -- the package -------------------------------------------------------------------------------
@@ -210,6 +299,8 @@ def manifest(target: str, files: dict[str, bytes], plant_bug: str = "") -> dict:
         "name": PACKAGE_NAME,
         "version": op_version(),
         "target": target,
+        "implementation": DESCRIPTIONS.get(target, ""),
+        "library": next((n for n in sorted(files) if n.startswith("lib/")), ""),
         **git_state(),
         "plant_bug": plant_bug,
         "soc_profiles": soc_profiles(),
@@ -246,25 +337,26 @@ def _ascend_files() -> dict[str, bytes]:
 
 
 def build_package(
-    target: str = "twin",
+    target: str = DEFAULT_TARGET,
     out_dir: str | Path = "dist/op",
     plant_bug: str = "",
     build_dir: str | Path | None = None,
 ) -> Path:
     """Build the operator for `target` and write its archive; returns the archive's path.
 
-    twin: the CPU twin (build_dir defaults to build/twin, where the twin backend looks).
+    ascendc-cpu: the real Ascend C kernel and host tiling on the CPU emulation (the default).
+    twin: the CPU twin. (build_dir defaults to build/<target>, where the native backend looks.)
     ascend: the Ascend C package via op/ascendc/build.sh; fails clearly without CANN.
     """
     if target not in TARGETS:
         raise BuildError(f"target {target!r}: use one of {TARGETS}")
-    if target == "twin":
-        lib = build_twin(build_dir, plant_bug=plant_bug)
-        files = {f"lib/{LIB_NAME}": lib.read_bytes()}
-        files.update({f"include/{h.name}": h.read_bytes() for h in HEADERS})
+    if target in NATIVE_TARGETS:
+        lib = build_native(target, build_dir, plant_bug=plant_bug)
+        files = {f"lib/{LIB_NAMES[target]}": lib.read_bytes()}
+        files.update({f"include/{h.name}": h.read_bytes() for h in HEADERS[target]})
     else:
         if plant_bug:
-            raise BuildError("plant_bug applies to the twin only")
+            raise BuildError("plant_bug applies to the ascendc-cpu and twin targets only")
         files = _ascend_files()
     files["manifest.json"] = (
         json.dumps(manifest(target, files, plant_bug), indent=2, sort_keys=True) + "\n"
@@ -306,18 +398,20 @@ def sanitize_check(
     build_dir: str | Path | None = None,
     timeout: float = 600,
     overflow_probe: bool = False,
+    target: str = "twin",
 ) -> SanitizeReport:
-    """Build the twin with LSG_SANITIZE=ON and drive it from a Python subprocess with libasan
-    preloaded.  The calls are a fixed representative set, plus every case of `matrix` (a tier of
-    suites.matrix) when given.  overflow_probe adds one call that lies about a buffer's size, to
-    show that the harness reports what the sanitizers find (the report is then not ok)."""
-    lib = build_twin(build_dir, sanitize=True)
+    """Build `target`'s library (twin or ascendc-cpu) with LSG_SANITIZE=ON and drive it from a
+    Python subprocess with libasan preloaded.  The calls are a fixed representative set, plus
+    every case of `matrix` (a tier of suites.matrix) when given.  overflow_probe adds one call that
+    lies about a buffer's size, to show that the harness reports what the sanitizers find (the
+    report is then not ok)."""
+    lib = build_native(target, build_dir, sanitize=True)
     env = {
         **os.environ,
         "LD_PRELOAD": libasan_path(),
         "ASAN_OPTIONS": "detect_leaks=0:halt_on_error=1",
         "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1",
-        "LSG_TWIN_LIB": str(lib),
+        "LSG_NATIVE_LIB": str(lib),
         "PYTHONPATH": str(ROOT),
     }
     cmd = [sys.executable, "-m", "farm.build", "--drive"] + (["--matrix", matrix] if matrix else [])
@@ -329,8 +423,9 @@ def sanitize_check(
 
 
 def _driver_calls() -> Iterator[tuple[str, dict]]:
-    """(label, keyword arguments of farm.agent.backends.twin.run) over schedules, dtypes, chunking,
-    ranks, strided views, empty tensors, threads and every rejection, on both families."""
+    """(label, keyword arguments of farm.agent.backends.native.run) over schedules, dtypes,
+    chunking, ranks, strided views, empty tensors, threads and every rejection, on both
+    families."""
     shapes = [
         ((3, 1, 70), (1,)),  # NO_REDUCE
         ((2, 20000), (-1,)),  # REDUCE_TAIL, 3 chunks with a tail
@@ -367,7 +462,7 @@ def _driver_calls() -> Iterator[tuple[str, dict]]:
 
 def _plan_only_calls() -> Iterator[tuple[str, tuple]]:
     """Descriptors numpy cannot make, or that never get as far as running: plan() arguments."""
-    from farm.agent.backends.twin import Spec
+    from farm.agent.backends.native import Spec
 
     huge_empty = Spec((1 << 40, 1 << 40, 0), "float32")
     negative = Spec((2, -3), "float32")
@@ -383,7 +478,7 @@ def _plan_only_calls() -> Iterator[tuple[str, tuple]]:
 
 def _run_matrix(tier: str) -> int:
     """Every case of a suites.matrix tier, with the inputs the agent makes and its backend call."""
-    from farm.agent.backends import twin
+    from farm.agent.backends import native
     from farm.agent.execute import make_call_inputs
     from golden.soc import representative_soc
     from suites import matrix
@@ -392,7 +487,7 @@ def _run_matrix(tier: str) -> int:
     for case in cases:
         c = case.to_dict()
         dy, y = make_call_inputs(c)
-        result = twin.run_call(
+        result = native.run_call(
             dy,
             y,
             case.axes,
@@ -407,30 +502,30 @@ def _run_matrix(tier: str) -> int:
 
 
 def _overflow_probe() -> None:
-    """Run the twin on a tensor that claims 2000 elements of a 1000-element buffer."""
+    """Run the library on a tensor that claims 2000 elements of a 1000-element buffer."""
     import numpy as np
 
-    from farm.agent.backends import twin
+    from farm.agent.backends import native
 
     buf = np.zeros(1000, dtype=np.float32)  # 4000 bytes: its own malloc, which ASan guards
     lie = np.lib.stride_tricks.as_strided(buf, shape=(2000,), strides=(4,))
-    twin.run(lie, lie, (-1,), "Ascend910B1", threads=1)
+    native.run(lie, lie, (-1,), "Ascend910B1", threads=1)
 
 
 def _drive(tier: str | None, overflow_probe: bool = False) -> int:
     """The subprocess side of sanitize_check: make each call's inputs and run it."""
-    from farm.agent.backends import twin
+    from farm.agent.backends import native
     from golden.dtypes import numpy_dtype
     from golden.inputs import make_inputs
 
     plans = list(_plan_only_calls())
     for label, args in plans:
-        print(f"{label}: {twin.plan(*args).reason}", flush=True)
+        print(f"{label}: {native.plan(*args).reason}", flush=True)
     calls = list(_driver_calls())
     for label, kw in calls:
         dy, y = make_inputs(kw["shape"], kw["dtype"], kw["axes"], "uniform", "normal", seed=1)
         out_dtype = numpy_dtype(kw["out_dtype"]) if kw.get("out_dtype") else None
-        result = twin.run(
+        result = native.run(
             dy,
             y,
             kw["axes"],
@@ -453,20 +548,28 @@ def _drive(tier: str | None, overflow_probe: bool = False) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`farm build`: build and package the operator (default: the twin into dist/op)."""
+    """`farm build`: build and package the operator into dist/op (default target: ascendc-cpu,
+    the real Ascend C kernel on the CPU emulation; twin: the CPU twin; ascend: the CANN package)."""
     parser = argparse.ArgumentParser(prog="farm build", description=main.__doc__)
-    parser.add_argument("--target", choices=TARGETS, default="twin")
+    parser.add_argument(
+        "--target",
+        choices=TARGETS,
+        default=DEFAULT_TARGET,
+        help="; ".join(describe(t) for t in TARGETS),
+    )
     parser.add_argument("--out", default="dist/op", help="directory of the archive")
     parser.add_argument(
         "--plant-bug",
         choices=PLANT_BUGS,
         default="",
-        help="build a twin with a known bug (for testing the farm)",
+        help="build the operator with a known bug (for testing the farm); the twin plants "
+        + ", ".join(TWIN_PLANT_BUGS[1:])
+        + "; ascendc-cpu every one (op/ascendc_cpu/planted_bugs.json)",
     )
     parser.add_argument(
         "--sanitize-check",
         action="store_true",
-        help="build the twin with ASan/UBSan and drive it; no package",
+        help="build the target's library with ASan/UBSan and drive it; no package",
     )
     parser.add_argument("--matrix", help="with --sanitize-check: also run this tier's cases")
     parser.add_argument("--quiet", action="store_true", help="print only errors")
@@ -477,7 +580,9 @@ def main(argv: list[str] | None = None) -> int:
         return _drive(args.matrix, args.overflow_probe)
     try:
         if args.sanitize_check:
-            report = sanitize_check(args.matrix)
+            if args.target not in NATIVE_TARGETS:
+                raise BuildError(f"--sanitize-check: target {args.target} has no library to drive")
+            report = sanitize_check(args.matrix, target=args.target)
             if not report.ok:
                 print(report.output[-4000:], file=sys.stderr)
                 print(f"sanitize check FAILED (exit {report.returncode})", file=sys.stderr)

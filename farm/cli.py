@@ -65,10 +65,19 @@ def cmd_run(argv: list[str]) -> int:
     parser.add_argument("--inventory", help="TOML inventory (default: the embedded local pool)")
     parser.add_argument("--backend", default=BACKENDS[0], choices=BACKENDS)
     parser.add_argument(
+        "--target",
+        default=build.DEFAULT_TARGET,
+        choices=build.NATIVE_TARGETS,
+        help="the operator package to build and deploy: "
+        + "; ".join(build.describe(t) for t in build.NATIVE_TARGETS)
+        + f" (default {build.DEFAULT_TARGET})",
+    )
+    parser.add_argument(
         "--plant-bug",
         default="",
         choices=build.PLANT_BUGS,
-        help="run an operator built with a known bug (to see the farm catch it)",
+        help="run an operator built with a known bug (to see the farm catch it; the twin "
+        "plants " + ", ".join(build.TWIN_PLANT_BUGS[1:]) + ")",
     )
     parser.add_argument(
         "--jobs",
@@ -89,6 +98,7 @@ def cmd_run(argv: list[str]) -> int:
         args.tier,
         args.inventory,
         args.backend,
+        target=args.target,
         plant_bug=args.plant_bug,
         jobs=args.jobs,
         case_timeout=args.case_timeout,

@@ -1,4 +1,4 @@
-"""``python -m farm.agent [--workdir DIR] [--twin-lib PATH] [--executor module:function]``.
+"""``python -m farm.agent [--workdir DIR] [--native-lib PATH] [--executor module:function]``.
 
 Serves the protocol on stdin/stdout. The protocol stream is moved off file descriptor 1 first:
 anything else that writes to stdout (a print in the executor, a C library's printf) lands on
@@ -16,7 +16,10 @@ import sys
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m farm.agent", description=__doc__)
     parser.add_argument("--workdir", help="the host's farm work directory (holds host.toml)")
-    parser.add_argument("--twin-lib", help="path of the twin library (sets LSG_TWIN_LIB)")
+    parser.add_argument(
+        "--native-lib",
+        help="path of the operator's C ABI library from the package (sets LSG_NATIVE_LIB)",
+    )
     parser.add_argument(
         "--executor",
         default=None,
@@ -24,11 +27,12 @@ def main(argv: list[str] | None = None) -> int:
         "farm.agent.server:echo_executor is a test-only echo)",
     )
     args = parser.parse_args(argv)
-    # A crash in native code (the twin library) leaves "Fatal Python error: Segmentation fault"
-    # and a traceback on stderr; the orchestrator reads it to call the case an operator crash.
+    # A crash in native code (the operator's library) leaves "Fatal Python error: Segmentation
+    # fault" and a traceback on stderr; the orchestrator reads it to call the case an operator
+    # crash.
     faulthandler.enable()
-    if args.twin_lib:
-        os.environ["LSG_TWIN_LIB"] = args.twin_lib
+    if args.native_lib:
+        os.environ["LSG_NATIVE_LIB"] = args.native_lib
 
     # Private descriptors for the protocol; fd 0 <- /dev/null and fd 1 -> stderr for everyone else.
     sys.stdout.flush()

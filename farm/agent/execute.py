@@ -229,8 +229,8 @@ def _plain(value):
 
 
 def _backend(name: str):
-    if name == "twin":
-        from farm.agent.backends.twin import run_call
+    if name == "native":
+        from farm.agent.backends.native import run_call
 
         return run_call
     if name == "torch":

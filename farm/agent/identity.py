@@ -257,9 +257,9 @@ def bundle_sha(root: Path | None = None) -> str | None:
 
 def available_backends(deps: dict[str, str | None]) -> tuple[str, ...]:
     backends = []
-    lib = os.environ.get("LSG_TWIN_LIB")
+    lib = os.environ.get("LSG_NATIVE_LIB")
     if lib and Path(lib).is_file() and deps.get("numpy"):
-        backends.append("twin")
+        backends.append("native")
     if deps.get("torch"):
         backends.append("torch")
     return tuple(backends)

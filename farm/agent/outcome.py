@@ -20,12 +20,23 @@ CATEGORIES = (
     "wrong_status",
     "crash",
     "out_of_bounds",
+    "kernel_fault",
     "infrastructure",
 )
+# The reason a backend gives when the emulated device stopped the kernel for breaking a rule of
+# the hardware (status 561000; farm/agent/backends/native.py).
+KERNEL_FAULT = "kernel_fault"
 
 
 def classify(expect: Mapping[str, Any], record: ResultRecord) -> tuple[Outcome, str | None, str]:
     status, reason = record["status"], record["reason"]
+    if status != 0 and reason == KERNEL_FAULT:
+        # Whatever was expected: the kernel ran and broke a rule of the (emulated) hardware.
+        return (
+            FAILED,
+            "kernel_fault",
+            f"the emulated device stopped the kernel ({status}): {record['op_message']}",
+        )
     if expect["kind"] == "reject":
         want = f"{expect['reason']} ({expect['status']})"
         if status == 0:

@@ -9,7 +9,7 @@ Layout on a host (``<workdir>`` from the inventory)::
 A directory never changes once unpacked (its name is its content's hash), so agents of several
 orchestrator workers can share it, and redeploying identical files costs one status command.
 
-The agent runs as ``<python> -m farm.agent --workdir <workdir> [--twin-lib <path>]`` with the
+The agent runs as ``<python> -m farm.agent --workdir <workdir> [--native-lib <path>]`` with the
 bundle's directory as its working directory (so ``farm``/``golden`` come from the bundle).
 """
 
@@ -194,7 +194,7 @@ def deploy(transport: Transport, host: HostSpec | None, files: Iterable[Path]) -
 # The operator package (dist/op/*.tar.gz, built by farm/build.py)
 
 
-def find_op_package(dist: str | os.PathLike[str] = DIST_DIR, target: str = "twin") -> Path:
+def find_op_package(dist: str | os.PathLike[str] = DIST_DIR, target: str = "ascendc-cpu") -> Path:
     """The newest op package for ``target`` in ``dist``, never one with a planted bug."""
     found = sorted(
         (p for p in Path(dist).glob(f"*-{target}*.tar.gz") if "-bug-" not in p.name),
@@ -218,8 +218,14 @@ def package_manifest(package: str | os.PathLike[str]) -> dict:
         ) from None
 
 
-def package_twin_lib(package: str | os.PathLike[str]) -> str | None:
-    """The twin library's path inside an op package (from its manifest), or None."""
+def package_target(package: str | os.PathLike[str]) -> str:
+    """What the package was built for (its manifest's target: "ascendc-cpu", "twin", ...)."""
+    return str(package_manifest(package).get("target", ""))
+
+
+def package_native_lib(package: str | os.PathLike[str]) -> str | None:
+    """The path of the package's C ABI library (the emulated real kernel or the twin) inside it,
+    from its manifest, or None."""
     manifest = package_manifest(package)
     for entry in manifest.get("files", []):
         path = entry.get("path", "") if isinstance(entry, dict) else str(entry)
@@ -228,9 +234,9 @@ def package_twin_lib(package: str | os.PathLike[str]) -> str | None:
     return None
 
 
-def twin_lib_on_host(report: DeployReport, package: str | os.PathLike[str]) -> str | None:
-    """Where the twin library of a deployed op package lies on the host (for LSG_TWIN_LIB)."""
-    rel = package_twin_lib(package)
+def native_lib_on_host(report: DeployReport, package: str | os.PathLike[str]) -> str | None:
+    """Where the C ABI library of a deployed op package lies on the host (for LSG_NATIVE_LIB)."""
+    rel = package_native_lib(package)
     if rel is None:
         return None
     return posixpath.join(report.remote_dir(Path(package).name), rel)
@@ -241,11 +247,11 @@ def twin_lib_on_host(report: DeployReport, package: str | os.PathLike[str]) -> s
 
 
 def agent_argv(
-    host: HostSpec, *, twin_lib: str | None = None, executor: str | None = None
+    host: HostSpec, *, native_lib: str | None = None, executor: str | None = None
 ) -> list[str]:
     argv = [host.python, "-m", "farm.agent", "--workdir", host.workdir]
-    if twin_lib:
-        argv += ["--twin-lib", twin_lib]
+    if native_lib:
+        argv += ["--native-lib", native_lib]
     if executor:
         argv += ["--executor", executor]
     return argv
@@ -255,14 +261,14 @@ def start_agent(
     transport: Transport,
     bundle_sha: str,
     *,
-    twin_lib: str | None = None,
+    native_lib: str | None = None,
     executor: str | None = None,
     timeout: float = HANDSHAKE_TIMEOUT,
 ) -> Channel:
     """Start an agent from the deployed bundle ``bundle_sha`` and handshake with it."""
     host = transport.host
     return transport.open_channel(
-        agent_argv(host, twin_lib=twin_lib, executor=executor),
+        agent_argv(host, native_lib=native_lib, executor=executor),
         cwd=versions_dir(host, bundle_sha),
         timeout=timeout,
     )
@@ -275,11 +281,11 @@ def deploy_all(
     op_package: Path | None = None,
     extra: Sequence[Path] = (),
 ) -> tuple[DeployReport, str | None]:
-    """Deploy the agent bundle (+ op package); return the report and the host's LSG_TWIN_LIB."""
+    """Deploy the agent bundle (+ op package); return the report and the host's LSG_NATIVE_LIB."""
     files = [bundle] + ([op_package] if op_package else []) + list(extra)
     report = deploy(transport, transport.host, files)
-    twin = twin_lib_on_host(report, op_package) if op_package else None
-    return report, twin
+    native = native_lib_on_host(report, op_package) if op_package else None
+    return report, native
 
 
 __all__ = [
@@ -293,9 +299,10 @@ __all__ = [
     "find_op_package",
     "make_agent_bundle",
     "package_manifest",
-    "package_twin_lib",
+    "package_native_lib",
+    "package_target",
     "sha256_file",
     "start_agent",
-    "twin_lib_on_host",
+    "native_lib_on_host",
     "versions_dir",
 ]

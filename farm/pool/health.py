@@ -105,7 +105,7 @@ def check_host(
     canary: Canary | None = None,
     *,
     bundle: Path | None = None,
-    twin_lib: str | None = None,
+    native_lib: str | None = None,
     executor: str | None = None,
     timeout: float = HANDSHAKE_TIMEOUT,
 ) -> HostHealth:
@@ -129,7 +129,11 @@ def check_host(
         if bundle is not None:
             deploy(transport, host, [bundle])
         channel = start_agent(
-            transport, expected_bundle_sha, twin_lib=twin_lib, executor=executor, timeout=timeout
+            transport,
+            expected_bundle_sha,
+            native_lib=native_lib,
+            executor=executor,
+            timeout=timeout,
         )
         identity = channel.identify(timeout)
         identity.pop("seq", None)

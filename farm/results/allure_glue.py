@@ -74,6 +74,11 @@ CATEGORIES = [
         "matchedStatuses": ["failed"],
     },
     {
+        "name": "Kernel fault (emulated device)",
+        "messageRegex": _rx("kernel_fault"),
+        "matchedStatuses": ["failed"],
+    },
+    {
         "name": "Infrastructure",
         "messageRegex": _rx("infrastructure"),
         "matchedStatuses": ["broken", "failed"],
@@ -407,14 +412,18 @@ def _props_escape(s: str, key: bool = False) -> str:
 
 
 def environment_properties(run_meta: Mapping) -> dict[str, str]:
+    from farm.build import describe
+
     pkg = run_meta.get("package") or {}
+    target = run_meta.get("target") or pkg.get("target")
     props = {
         "operator": EPIC,
         "run.id": run_meta.get("run_id"),
         "run.tier": run_meta.get("tier"),
         "package.version": run_meta.get("package_version") or pkg.get("version"),
         "package.sha256": run_meta.get("package_sha256") or pkg.get("sha256"),
-        "target": run_meta.get("target") or pkg.get("target"),
+        # e.g. "ascendc-cpu (the real Ascend C kernel on the CPU emulation)"
+        "target": describe(target) if target else None,
         "backend": run_meta.get("backend"),
         "git.commit": run_meta.get("git_commit"),
         "farm.version": run_meta.get("farm_version"),

@@ -23,7 +23,7 @@ from farm.results.compare_render import (
     to_text,
     verdict,
 )
-from farm.results.store import RunStore, default_store_path
+from farm.results.store import RunStore, default_store_path, open_existing
 
 
 def _store_arg(p: argparse.ArgumentParser) -> None:
@@ -33,18 +33,25 @@ def _store_arg(p: argparse.ArgumentParser) -> None:
 
 
 def _open(args) -> RunStore:
-    return RunStore(args.store or default_store_path())
+    """The store to read: it must exist (a typo in --store is not a new, empty store)."""
+    return open_existing(args.store or default_store_path())
 
 
 def main_runs(argv: Sequence[str] | None = None) -> int:
-    """`farm runs [--tier T] [--limit N] [--json]`: list the recorded runs, newest first."""
+    """`farm runs [--tier T] [--limit N] [--json] [--recover]`: list the recorded runs, newest
+    first (--recover: only close the runs whose process died, importing their records)."""
     p = argparse.ArgumentParser(prog="farm runs", description=main_runs.__doc__)
     _store_arg(p)
     p.add_argument("--tier")
+    p.add_argument(
+        "--recover", action="store_true", help="close dead runs (their records are imported)"
+    )
     p.add_argument("--limit", type=int, default=20)
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     args = p.parse_args(argv)
     with _open(args) as store:
+        if args.recover:
+            return 0
         runs = store.runs(limit=args.limit, tier=args.tier)
         baselines = {r["tier"]: store.explicit_baseline(r["tier"]) for r in runs}
     if args.json:
@@ -72,7 +79,7 @@ def main_runs(argv: Sequence[str] | None = None) -> int:
                 r["run_id"],
                 r["tier"],
                 r["started_at"] or "",
-                r["ended_at"] or "(running)",
+                r["ended_at"] if r["status"] == "finished" else f"({r['status']})",
                 "" if r["exit_code"] is None else str(r["exit_code"]),
                 str(c["total"]),
                 str(c["passed"]),
@@ -125,6 +132,8 @@ def main_baseline(argv: Sequence[str] | None = None) -> int:
             print(f"baseline of tier {tier}: {args.run}")
             return 0
         if args.cmd == "clear":
+            if args.tier not in {r["tier"] for r in store.runs(limit=None)}:
+                raise UsageError(f"tier {args.tier!r} has no runs in this store: nothing to clear")
             store.clear_baseline(args.tier)
             print(f"baseline of tier {args.tier} cleared (last green run is used)")
             return 0

@@ -282,7 +282,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     1 otherwise, 2 when the report could not be generated (tools missing, no results)."""
     from farm.results.compare import DEFAULT_DRIFT_FACTOR, compare
     from farm.results.compare_render import to_text
-    from farm.results.store import RunStore, default_store_path, history_path_for
+    from farm.results.store import default_store_path, history_path_for, open_existing
 
     p = argparse.ArgumentParser(prog="farm report", description=main.__doc__)
     p.add_argument("run", nargs="?", help="default: the newest run")
@@ -305,8 +305,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = p.parse_args(argv)
 
     store_path = Path(args.store) if args.store else default_store_path()
-    with RunStore(store_path) as store:
-        run = store.get_run(args.run) if args.run else store.latest_run()
+    with open_existing(store_path) as store:
+        # Without a run: the last one that finished (an interrupted run is no report's default).
+        run = store.get_run(args.run) if args.run else store.latest_run(finished=True)
         if run is None:
             print(
                 f"farm report: {'unknown run ' + repr(args.run) if args.run else 'no runs'}",
@@ -345,12 +346,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"report: {index}")
     sys.stdout.write(to_text(comp, limit=20))
     gate, msgs = quality_gate(results)
+    if run["status"] != "finished":
+        msgs.insert(0, f"run {run_id} is {run['status']}: not every case ran")
+        gate = 2
     for m in msgs:
         print(f"quality gate: {m}")
     if gate == 0:
         print("quality gate: passed")
     if gate:
-        return 1
+        return gate
     if comp.has_regressions and not args.no_regression_gate:
         return 1
     return 0

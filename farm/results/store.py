@@ -13,13 +13,13 @@ Run metadata (`begin_run(meta)`), all keys optional except `tier`:
     tier            "smoke" | "nightly" | "full" | ...
     package_version, package_sha256   the operator package under test
                     (a nested {"package": {"version", "sha256"}} is accepted too)
-    target          what the package was built for (e.g. "twin", "ascendc"; or package.target)
+    target          what the package was built for ("ascendc-cpu", "twin"; or package.target)
     git_commit
     inventory       [{"name": host, "soc": "Ascend910B3", "family": "ascend910b"}, ...]
                     or {host: soc}, or the plan's slots ({"host", "soc", "family", ...}; one
                     entry per host is kept)
     run_dir         where the run writes (farm report looks for <run_dir>/allure-results)
-    backend         "twin" | "torch" | ...
+    backend         "native" | "torch" | ...
     farm_version
     started_at      ISO 8601 (now if absent); ended_at / exit_code are set by finish_run
 """
@@ -31,14 +31,16 @@ import json
 import math
 import os
 import secrets
+import socket
 import sqlite3
 import statistics
+import sys
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 from farm.agent.record import METRIC_COLUMNS, OUTCOMES, TIMING_COLUMNS
-from farm.errors import StoreError
+from farm.errors import StoreError, UsageError
 from farm.paths import RUNS_DIR
 
 
@@ -213,12 +215,29 @@ def _m4_no_metrics_without_compared_elements(db: sqlite3.Connection) -> None:
     )
 
 
+def _m5_run_status(db: sqlite3.Connection) -> None:
+    """v5: what a run was, not only whether it ended: running | finished | interrupted |
+    aborted; whether it ran a subset of its tier (never a baseline of the whole tier); and which
+    process owns a running run (so that the next command can tell an orphan from a live run)."""
+    _script(
+        db,
+        """
+        ALTER TABLE runs ADD COLUMN status TEXT;
+        ALTER TABLE runs ADD COLUMN subset INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE runs ADD COLUMN owner TEXT;
+        UPDATE runs SET status = CASE WHEN ended_at IS NULL THEN 'running' ELSE 'finished' END
+        """,
+    )
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _m1_initial,
     _m2_counts_timings_inventory,
     _m3_compare_indexes,
     _m4_no_metrics_without_compared_elements,
+    _m5_run_status,
 ]
+RUN_STATUSES = ("running", "finished", "interrupted", "aborted")
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -395,7 +414,10 @@ def _run_dict(row: sqlite3.Row) -> dict:
             "broken": row["n_broken"],
         },
     )
-    d["finished"] = row["ended_at"] is not None
+    d["status"] = row["status"]
+    d["subset"] = bool(row["subset"])
+    d["owner"] = row["owner"]
+    d["finished"] = row["status"] == "finished"
     d["green"] = bool(
         d["finished"]
         and row["exit_code"] == 0
@@ -409,20 +431,156 @@ def _run_dict(row: sqlite3.Row) -> dict:
 # --------------------------------------------------------------------------- the store
 
 
-class RunStore:
-    """A SQLite run store. One instance per process (or thread); cheap to open."""
+def read_records(run_dir: Path) -> tuple[dict[str, dict], list[str]]:
+    """The records a run's workers wrote (<run_dir>/records/*.jsonl), the last one of each case,
+    and notes on what could not be read (a worker killed mid-write leaves a partial line)."""
+    by_id: dict[str, dict] = {}
+    notes: list[str] = []
+    for path in sorted((run_dir / "records").glob("*.jsonl")) if str(run_dir) else []:
+        for line_no, line in enumerate(path.read_text().splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError:
+                notes.append(f"{path.name}:{line_no}: unreadable record (a worker died mid-write)")
+                continue
+            if record["case_id"] in by_id:
+                notes.append(f"case {record['case_id']} had two records; kept the last")
+            by_id[record["case_id"]] = record
+    return by_id, notes
 
-    def __init__(self, path: str | os.PathLike | None = None, timeout: float = 60.0):
+
+def open_existing(path: str | os.PathLike) -> RunStore:
+    """The store for reading commands (runs, baseline, compare, report): it must exist, and
+    the runs whose process died are closed as aborted first (a note for each on stderr), so
+    that no listing shows a dead run as running."""
+    store = RunStore(path, create=False)
+    for run_id, n in store.recover_orphans():
+        print(
+            f"run {run_id}: its process is gone; {n} records imported, marked aborted",
+            file=sys.stderr,
+        )
+    return store
+
+
+def check_store(path: str | os.PathLike, *, create: bool) -> Path:
+    """Refuse a store that cannot serve, before anything starts: one StoreError line naming the
+    path and the fix. `create`: a missing store may be made here (farm run at the default or
+    configured path); otherwise a missing file is an error (a typo in --store must not quietly
+    become a new, empty store)."""
+    p = Path(path)
+    where = f"run store {p}"
+    if not p.exists():
+        if not create:
+            raise StoreError(
+                f"no {where}: check the path (--store / FARM_STORE), or run farm run first"
+            )
+        parent = p.parent if str(p.parent) else Path(".")
+        probe = parent
+        while not probe.exists() and probe != probe.parent:
+            probe = probe.parent
+        if not os.access(probe, os.W_OK | os.X_OK):
+            raise StoreError(
+                f"cannot create {where}: {probe} is not writable; fix its permissions or set "
+                "FARM_STORE (and FARM_RUNS) to a writable place"
+            )
+        return p
+    if p.is_dir():
+        raise StoreError(f"{where} is a directory: give the store's file, e.g. {p}/farm.sqlite")
+    if p.stat().st_size == 0:
+        raise StoreError(f"{where} is an empty file, not a run store: remove it or restore it")
+    with open(p, "rb") as f:
+        magic = f.read(16)
+    if magic != b"SQLite format 3\x00":
+        raise StoreError(
+            f"{where} is not a SQLite database (corrupt or another file): move it aside and "
+            "restore it from a backup, or point FARM_STORE elsewhere"
+        )
+    if not os.access(p, os.W_OK) or not os.access(p.parent, os.W_OK | os.X_OK):
+        raise StoreError(
+            f"{where} is read-only (the file or its directory): fix its permissions or set "
+            "FARM_STORE to a writable copy"
+        )
+    try:
+        db = sqlite3.connect(f"file:{p}?mode=ro", uri=True, timeout=10)
+        try:
+            status = db.execute("PRAGMA quick_check").fetchone()[0]
+            version = schema_version(db)
+            tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        finally:
+            db.close()
+    except sqlite3.DatabaseError as exc:
+        raise StoreError(
+            f"{where} cannot be read ({exc}): move it aside and restore it from a backup"
+        ) from None
+    if status != "ok":
+        raise StoreError(
+            f"{where} failed its integrity check ({status}): move it aside and restore it"
+        )
+    if version > SCHEMA_VERSION:
+        raise StoreError(
+            f"{where} has schema v{version}, which is newer than this farm (v{SCHEMA_VERSION}): "
+            "upgrade the farm (git pull, then bash .ci/setup.sh run)"
+        )
+    if tables and "runs" not in tables:
+        raise StoreError(f"{where} is a SQLite database but not a farm run store")
+    return p
+
+
+def process_owner() -> str:
+    """This process, as a run's owner: host, pid and the pid's start time (a reused pid is
+    another process)."""
+    return f"{socket.gethostname()}:{os.getpid()}:{_start_time(os.getpid())}"
+
+
+def owner_alive(owner: str | None) -> bool | None:
+    """Whether a run's owner process still runs; None when it is on another machine."""
+    if not owner:
+        return False
+    host, _, rest = owner.partition(":")
+    pid_text, _, started = rest.partition(":")
+    if host != socket.gethostname():
+        return None
+    try:
+        pid = int(pid_text)
+    except ValueError:
+        return False
+    return _start_time(pid) == started and started != ""
+
+
+def _start_time(pid: int) -> str:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return fields[19]  # starttime, in clock ticks since boot
+    except (OSError, IndexError):
+        return ""
+
+
+class RunStore:
+    """A SQLite run store. One instance per process (or thread); cheap to open.
+
+    `create=False` refuses a store that does not exist yet (readers: runs, compare, report).
+    Every SQLite failure (full disk, read-only, corrupt) is a StoreError naming the path."""
+
+    def __init__(
+        self, path: str | os.PathLike | None = None, timeout: float = 60.0, create: bool = True
+    ):
         self.path = Path(path) if path is not None else default_store_path()
-        if str(self.path) != ":memory:":
+        memory = str(self.path) == ":memory:"
+        if not memory:
+            check_store(self.path, create=create)
             self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.db = sqlite3.connect(str(self.path), timeout=timeout, isolation_level=None)
-        self.db.row_factory = sqlite3.Row
-        self.db.execute("PRAGMA foreign_keys=ON")
-        if str(self.path) != ":memory:":
-            self.db.execute("PRAGMA journal_mode=WAL")  # readers do not block the writer
-        self.db.execute("PRAGMA synchronous=NORMAL")
-        self.version = migrate(self.db)
+        try:
+            self.db = sqlite3.connect(str(self.path), timeout=timeout, isolation_level=None)
+            self.db.row_factory = sqlite3.Row
+            self.db.execute("PRAGMA foreign_keys=ON")
+            if not memory:
+                self.db.execute("PRAGMA journal_mode=WAL")  # readers do not block the writer
+            self.db.execute("PRAGMA synchronous=NORMAL")
+            self.version = migrate(self.db)
+        except sqlite3.Error as exc:
+            raise _store_error(self.path, exc) from None
 
     # context manager / lifetime
     def close(self) -> None:
@@ -435,7 +593,7 @@ class RunStore:
         self.close()
 
     def _tx(self):
-        return _Tx(self.db)
+        return _Tx(self.db, self.path)
 
     # ---- runs
 
@@ -454,8 +612,9 @@ class RunStore:
         with self._tx():
             self.db.execute(
                 "INSERT INTO runs (run_id, tier, package_version, package_sha256, target,"
-                " git_commit, backend, farm_version, started_at, meta_json, inventory_json)"
-                " VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                " git_commit, backend, farm_version, started_at, meta_json, inventory_json,"
+                " status, subset, owner)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?,?,'running',?,?)",
                 (
                     run_id,
                     tier,
@@ -468,6 +627,8 @@ class RunStore:
                     started,
                     dumps(meta),
                     dumps(inventory),
+                    int(bool(meta.get("subset"))),
+                    meta.get("owner") or process_owner(),
                 ),
             )
         return run_id
@@ -482,11 +643,21 @@ class RunStore:
             _refresh_counts(self.db, run_id)
         return len(rows)
 
-    def finish_run(self, run_id: str, exit_code: int, ended_at: str | None = None) -> None:
+    def finish_run(
+        self,
+        run_id: str,
+        exit_code: int,
+        ended_at: str | None = None,
+        status: str = "finished",
+    ) -> None:
+        """End a run as what it was: finished, interrupted (a signal stopped it) or aborted
+        (its process died; found and closed by recover_orphans)."""
+        if status not in RUN_STATUSES[1:]:
+            raise ValueError(f"status {status!r}: use one of {', '.join(RUN_STATUSES[1:])}")
         with self._tx():
             cur = self.db.execute(
-                "UPDATE runs SET ended_at=?, exit_code=? WHERE run_id=?",
-                (ended_at or _now(), int(exit_code), run_id),
+                "UPDATE runs SET ended_at=?, exit_code=?, status=? WHERE run_id=?",
+                (ended_at or _now(), int(exit_code), status, run_id),
             )
             if cur.rowcount != 1:
                 raise KeyError(f"unknown run {run_id!r}")
@@ -516,7 +687,7 @@ class RunStore:
             sql += " AND tier=?"
             args.append(tier)
         if finished:
-            sql += " AND ended_at IS NOT NULL"
+            sql += " AND status='finished'"
         row = self.db.execute(
             sql + " ORDER BY started_at DESC, rowid DESC LIMIT 1", args
         ).fetchone()
@@ -542,11 +713,40 @@ class RunStore:
             )
         ]
 
+    def recover_orphans(self) -> list[tuple[str, int]]:
+        """Close the runs whose process died without ending them (SIGKILL, a crash, a power
+        cut): import the records they wrote (runs/<run>/records/*.jsonl) and mark them aborted
+        with exit 2. Runs owned by a live process, or by another machine, are left alone.
+        Returns (run id, records imported) of each run closed."""
+        closed = []
+        for run in self.runs(limit=None):
+            if run["status"] != "running" or owner_alive(run["owner"]) is not False:
+                continue
+            records, _ = read_records(Path(run.get("run_dir") or ""))
+            if records:
+                self.add_results(run["run_id"], records.values())
+            self.finish_run(run["run_id"], 2, status="aborted")
+            closed.append((run["run_id"], len(records)))
+        return closed
+
     # ---- baselines
 
     def set_baseline(self, tier: str, run_id: str) -> None:
-        if self.get_run(run_id) is None:
+        run = self.get_run(run_id)
+        if run is None:
             raise KeyError(f"unknown run {run_id!r}")
+        if run["status"] != "finished":
+            raise UsageError(
+                f"run {run_id} is {run['status']}: a baseline must be a finished run of the "
+                "whole tier; pick one from farm runs"
+            )
+        if run["subset"]:
+            raise UsageError(
+                f"run {run_id} ran a subset of tier {run['tier']} (-k or a case selection): a "
+                "baseline must cover the whole tier"
+            )
+        if run["tier"] != tier:
+            raise UsageError(f"run {run_id} is of tier {run['tier']}, not {tier}")
         with self._tx():
             self.db.execute(
                 "INSERT OR REPLACE INTO baselines(tier, run_id, set_at) VALUES (?,?,?)",
@@ -573,8 +773,8 @@ class RunStore:
         if explicit and explicit != exclude_run_id:
             return explicit
         sql = (
-            "SELECT run_id FROM runs WHERE tier=? AND ended_at IS NOT NULL AND exit_code=0"
-            " AND n_total>0 AND n_failed=0 AND n_broken=0"
+            "SELECT run_id FROM runs WHERE tier=? AND status='finished' AND subset=0"
+            " AND exit_code=0 AND n_total>0 AND n_failed=0 AND n_broken=0"
         )
         args: list = [tier]
         if exclude_run_id:
@@ -654,19 +854,43 @@ class RunStore:
         return points
 
 
-class _Tx:
-    """BEGIN IMMEDIATE ... COMMIT (ROLLBACK on error) on an autocommit connection."""
+def _store_error(path: Path, exc: BaseException) -> StoreError:
+    text = str(exc)
+    if "full" in text:
+        fix = (
+            "free space on that disk or set FARM_STORE elsewhere; the run's records stay in "
+            "runs/<run>/records and farm runs --recover imports them"
+        )
+    elif "readonly" in text or "read-only" in text:
+        fix = "fix its permissions or set FARM_STORE to a writable copy"
+    else:
+        fix = "move it aside and restore it from a backup"
+    return StoreError(f"run store {path}: {text}: {fix}")
 
-    def __init__(self, db: sqlite3.Connection):
+
+class _Tx:
+    """BEGIN IMMEDIATE ... COMMIT (ROLLBACK on error) on an autocommit connection; SQLite
+    failures become StoreErrors naming the store."""
+
+    def __init__(self, db: sqlite3.Connection, path: Path):
         self.db = db
+        self.path = path
 
     def __enter__(self):
-        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            self.db.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as exc:
+            raise _store_error(self.path, exc) from None
         return self.db
 
     def __exit__(self, exc_type, exc, tb):
-        if exc_type is None:
-            self.db.execute("COMMIT")
-        else:
-            self.db.execute("ROLLBACK")
+        try:
+            if exc_type is None:
+                self.db.execute("COMMIT")
+            else:
+                self.db.execute("ROLLBACK")
+        except sqlite3.Error as error:
+            raise _store_error(self.path, error) from None
+        if isinstance(exc, sqlite3.Error):
+            raise _store_error(self.path, exc) from None
         return False

@@ -40,7 +40,13 @@ def pytest_addoption(parser):
         "--farm-inventory", metavar="FILE", help="TOML inventory (default: embedded pool)"
     )
     group.addoption("--farm-tier", default="smoke", help="smoke | nightly | full (default smoke)")
-    group.addoption("--farm-backend", default="twin", help="twin | torch (default twin)")
+    group.addoption("--farm-backend", default="native", help="native | torch (default native)")
+    group.addoption(
+        "--farm-target",
+        default="ascendc-cpu",
+        help="the operator package to build: ascendc-cpu (the real Ascend C kernel on the CPU "
+        "emulation, the default) | twin",
+    )
     group.addoption("--farm-run-dir", metavar="DIR", help="where this run's records go")
     group.addoption("--farm-plan", metavar="FILE", help="a pool plan prepared by `farm run`")
     group.addoption(
@@ -81,6 +87,7 @@ def pytest_configure(config):
                 tier=config.getoption("farm_tier"),
                 backend=config.getoption("farm_backend"),
                 run_dir=config.getoption("farm_run_dir"),
+                target=config.getoption("farm_target"),
                 case_timeout=config.getoption("farm_case_timeout"),
                 require_healthy=True,
             )

@@ -112,25 +112,25 @@ def make_canary(backend: str):
 
 def _prepare_host(host: HostSpec, bundle: Path, bundle_sha: str, package: Path | None, canary):
     """Deploy, then check. Never raises for a host problem: it becomes a reason."""
-    twin_lib = None
+    native_lib = None
     try:
         transport = open_transport(host)
         try:
-            _, twin_lib = deploy.deploy_all(transport, bundle=bundle, op_package=package)
+            _, native_lib = deploy.deploy_all(transport, bundle=bundle, op_package=package)
         finally:
             transport.close()
     except FarmError as exc:
         return health.HostHealth(host=host.name, state=health.BAD, reasons=[str(exc)]), None
     checked = health.check_host(
-        host, open_transport, bundle_sha, canary, twin_lib=twin_lib, timeout=CANARY_TIMEOUT
+        host, open_transport, bundle_sha, canary, native_lib=native_lib, timeout=CANARY_TIMEOUT
     )
-    return checked, twin_lib
+    return checked, native_lib
 
 
 def prepare_pool(
     inventory_path: str | os.PathLike | None = None,
     tier: str = "smoke",
-    backend: str = "twin",
+    backend: str = "native",
     run_dir: str | os.PathLike | None = None,
     case_timeout: float = 60.0,
     *,
@@ -139,8 +139,12 @@ def prepare_pool(
     state_dir: Path = STATE_DIR,
     on_host=None,
     require_healthy: bool = False,
+    target: str | None = None,
 ) -> Plan:
     """Health-check and deploy every host; return the saved plan of healthy slots.
+
+    ``package``: the operator package to deploy; without one, the real package of ``target``
+    (default: build.DEFAULT_TARGET, the emulated real kernel) is built first.
 
     ``require_healthy``: when no host is healthy (every address unreachable, every key refused,
     ...) raise :class:`NoHealthyHost` instead, before the run directory exists: there is nothing
@@ -151,10 +155,11 @@ def prepare_pool(
     run_dir = Path(run_dir) if run_dir else RUNS_DIR / run_id
     if package is None:
         # Never "the newest archive in dist/op": after `farm run --plant-bug` that is a
-        # planted-bug build. Build the real one (a no-op when it is up to date).
+        # planted-bug build. Build the real one of the default target (the emulated real
+        # kernel; a no-op when it is up to date).
         from farm import build
 
-        package = build.build_package()
+        package = build.build_package(target or build.DEFAULT_TARGET)
     bundle, bundle_sha = deploy.make_agent_bundle(state_dir / "bundle")
     canary = make_canary(backend)
     quarantine = health.Quarantine(state_dir)
@@ -166,14 +171,14 @@ def prepare_pool(
             for h in inventory.hosts
         }
         for spec in inventory.hosts:
-            checked, twin_lib = futures[spec.name].result()
+            checked, native_lib = futures[spec.name].result()
             quarantine.record(checked)
             if on_host is not None:
                 on_host(spec, checked)
             if not checked.good:
                 unhealthy[spec.name] = "; ".join(checked.reasons)
                 continue
-            hosts[spec.name] = {"bundle_sha": bundle_sha, "twin_lib": twin_lib}
+            hosts[spec.name] = {"bundle_sha": bundle_sha, "native_lib": native_lib}
             slots += [
                 {
                     "id": s.id,
@@ -206,6 +211,7 @@ def prepare_pool(
             "file": str(package) if package else "",
             "version": manifest.get("version", ""),
             "target": manifest.get("target", ""),
+            "implementation": manifest.get("implementation", ""),
             "sha256": deploy.sha256_file(package) if package else "",
         },
         git_commit=git_commit(),
@@ -229,7 +235,9 @@ def open_channel_factory(plan: Plan):
         if transport is None:
             transport = transports[slot.host] = open_transport(spec)
         try:
-            return deploy.start_agent(transport, info["bundle_sha"], twin_lib=info["twin_lib"])
+            return deploy.start_agent(
+                transport, info["bundle_sha"], native_lib=info.get("native_lib")
+            )
         except FarmError:
             # The connection itself may be what broke: the next attempt starts afresh.
             transports.pop(slot.host, None)

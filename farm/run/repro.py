@@ -1,7 +1,8 @@
 """`farm repro CASE_ID [--host H]`: rerun one case and show everything about it.
 
 The inputs are made from the case's seed, so the description, the tiling record and the metrics
-are the same numbers on any host of the case's family.
+are the same numbers on any host of the case's family. The output says which operator package
+(target) ran: by default the emulated real kernel (ascendc-cpu), or --target twin.
 """
 
 from __future__ import annotations
@@ -38,6 +39,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--host", help="run on this host (default: any healthy host of the family)")
     parser.add_argument("--inventory", help="TOML inventory (default: the embedded local pool)")
     parser.add_argument("--backend", default=BACKENDS[0], choices=BACKENDS)
+    from farm import build
+
+    parser.add_argument(
+        "--target",
+        default=build.DEFAULT_TARGET,
+        choices=build.NATIVE_TARGETS,
+        help=f"the operator package to run (default {build.DEFAULT_TARGET})",
+    )
     parser.add_argument("--json", action="store_true", help="print the whole record as JSON")
     args = parser.parse_args(argv)
 
@@ -50,9 +59,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"host {args.host} is {spec.soc} ({spec.family}); case {case.id} runs on "
                 f"{case.family}: pick a host of that family"
             )
-    from farm import build
-
-    package = build.build_package()
+    package = build.build_package(args.target)
     plan = prepare.prepare_pool(
         args.inventory,
         backend=args.backend,
@@ -80,24 +87,34 @@ def main(argv: list[str] | None = None) -> int:
     described = {
         name: inputs.describe_array(t) for name, t in (("dy", dy), ("y", y)) if t is not None
     }
+    target = plan.package.get("target", "")
     if args.json:
         print(
             json.dumps(
-                {"case": case.to_dict(), "inputs": described, "record": record},
+                {
+                    "case": case.to_dict(),
+                    "target": target,
+                    "inputs": described,
+                    "record": record,
+                },
                 indent=1,
                 default=str,
             )
         )
     else:
-        show(Console(), case, described, record)
+        show(Console(), case, described, record, target)
     return 0 if record["outcome"] == "passed" else 1
 
 
-def show(console: Console, case, described: dict, record: ResultRecord) -> None:
+def show(console: Console, case, described: dict, record: ResultRecord, target: str = "") -> None:
+    from farm.build import describe
+
     console.print(
         f"[bold]{case.id}[/]  seed {case.seed}  on {record.get('slot')} ({record.get('soc')})",
         highlight=False,
     )
+    if target:
+        console.print(f"target   {describe(target)}", highlight=False)
     console.print(f"expect   {case.expectation()}", highlight=False)
     for name, desc in described.items():
         console.print(f"{name:<8} {desc}", highlight=False)

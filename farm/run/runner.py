@@ -119,8 +119,9 @@ def pytest_args(plan: Plan, workers: int, extra: list[str]) -> list[str]:
 def run(
     tier: str = "smoke",
     inventory: str | None = None,
-    backend: str = "twin",
+    backend: str = "native",
     *,
+    target: str | None = None,
     plant_bug: str = "",
     jobs: int | None = None,
     case_timeout: float = 60.0,
@@ -137,11 +138,13 @@ def run(
     console = console or Console(stderr=True, soft_wrap=True)  # messages stay one line
     cases = matrix.expand(tier)  # a bad tier stops here, before anything starts
     pool = prepare.load_pool(inventory)  # so does a bad inventory
+    target = target or build.DEFAULT_TARGET
     console.print(f"[bold]farm run[/] tier {tier}: {len(cases):,} cases, backend {backend}")
 
     with console.status("building the operator package"):
-        package = build.build_package(plant_bug=plant_bug)
-    console.print(f"package  {package.name}")
+        package = build.build_package(target, plant_bug=plant_bug)
+    console.print(f"package  {package.name}", highlight=False)
+    console.print(f"target   {build.describe(target)}", highlight=False)
 
     def show_host(spec, checked):
         mark = "[green]good[/]" if checked.good else "[red]quarantined[/]"
@@ -215,6 +218,7 @@ def run_meta(plan: Plan, started: str) -> dict:
         "run_id": plan.run_id,
         "tier": plan.tier,
         "backend": plan.backend,
+        "target": plan.package.get("target", ""),
         "started_at": started,
         "package": plan.package,
         "git_commit": plan.git_commit,
@@ -231,6 +235,7 @@ def write_summary(plan: Plan, records: list[ResultRecord], code: int, quarantine
         "run_id": plan.run_id,
         "tier": plan.tier,
         "backend": plan.backend,
+        "target": plan.package.get("target", ""),
         "exit_code": code,
         "cases": len(records),
         "outcomes": dict(outcomes),
@@ -270,6 +275,9 @@ def print_summary(console: Console, records, plan: Plan, code: int, summary_path
         f"{outcomes['passed']} passed, {outcomes['failed']} failed, {outcomes['broken']} broken"
         f" — {verdict} (exit {code})"
     )
+    from farm.build import describe
+
+    console.print(f"target   {describe(plan.package.get('target', ''))}", highlight=False)
     console.print(f"summary  {summary_path}")
     console.print(f"allure   {plan.run_dir / 'allure-results'}")
     console.print(f"junit    {plan.run_dir / 'junit.xml'}")

@@ -38,7 +38,10 @@ enum lsg_reason {
     LSG_REASON_UNKNOWN_SOC = 100,      /* status LSG_ERR_INNER */
     LSG_REASON_INVALID_ARGUMENT = 101, /* malformed descriptor: negative rank or extent, NULL
                                           shape, NULL axes with n_axes > 0; status 161002 */
-    LSG_REASON_INTERNAL = 102          /* status LSG_ERR_INNER */
+    LSG_REASON_INTERNAL = 102,         /* status LSG_ERR_INNER */
+    LSG_REASON_KERNEL_FAULT = 103      /* status LSG_ERR_INNER: the emulated device stopped the
+                                          kernel for breaking a rule of the hardware (lsg_run;
+                                          the message is the fault's, lsg_run_error) */
 };
 
 /* ACL dtype codes (aclDataType).  Only FLOAT, FLOAT16 and BF16 are supported by the operator. */

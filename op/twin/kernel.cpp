@@ -136,9 +136,9 @@ void reduce_tail_row(const KernelArgs& a, int64_t row, UnifiedBuffer& ub, int64_
         copy_in(dy, a.dy, base + c * t.block_elems, n, a.dtype, t.block_elems);
 #if defined(LSG_PLANT_BUG_DROP_ELEMENT)
         const int64_t m = t.d1 >= kLongReduce && c == t.chunk_count - 1 ? n - 1 : n;
-        sum = round_sum(sum + reduce_sum(dy, m, work));
+        sum = round_sum(sum + reduce_sum(dy, m, work, a.tree_repeats));
 #else
-        sum = round_sum(sum + reduce_sum(dy, n, work));
+        sum = round_sum(sum + reduce_sum(dy, n, work, a.tree_repeats));
 #endif
     }
     // Pass 2: out = dy - exp(y) * sum.
@@ -205,21 +205,47 @@ void reduce_mid_row(const KernelArgs& a, int64_t row, UnifiedBuffer& ub, int64_t
 
 }  // namespace
 
-float reduce_sum(const float* x, int64_t n, float* work) {
+namespace {
+
+// One 64-lane repeat (m <= 64 elements) as a binary tree of adjacent pairs, a lane without a
+// partner passing to the next level.  buf holds at least m floats.
+float tree_sum(const float* x, int64_t m, float* buf) {
+    for (int64_t i = 0; i < m; ++i) buf[i] = x[i];
+    int64_t width = m;
+    while (width > 1) {
+        int64_t h = 0;
+        for (int64_t i = 0; i + 1 < width; i += 2) buf[h++] = round_sum(buf[i] + buf[i + 1]);
+        if (width & 1) buf[h++] = buf[width - 1];
+        width = h;
+    }
+    return buf[0];
+}
+
+}  // namespace
+
+float reduce_sum(const float* x, int64_t n, float* work, bool tree_repeats) {
     constexpr int64_t kLanes = 64;  // one 256-byte vector repeat of fp32
     if (n <= 0) return 0.0f;
-    int64_t width = std::min(n, kLanes);
-    for (int64_t j = 0; j < width; ++j) work[j] = x[j];
-    for (int64_t i = kLanes; i < n; i += kLanes) {
-        const int64_t m = std::min(kLanes, n - i);
-        for (int64_t j = 0; j < m; ++j) work[j] = round_sum(work[j] + x[i + j]);
+    const int64_t repeats = (n + kLanes - 1) / kLanes;
+    float* sums = work;          // the repeat sums: `repeats` floats
+    float* lanes = work + repeats + (8 - repeats % 8) % 8;  // one repeat's tree: 64 floats
+    for (int64_t r = 0; r < repeats; ++r)
+        sums[r] = tree_sum(x + r * kLanes, std::min(kLanes, n - r * kLanes), lanes);
+    if (!tree_repeats) {
+        // Atlas A2: the repeat sums added in sequence.
+        float result = sums[0];
+        for (int64_t r = 1; r < repeats; ++r) result = round_sum(result + sums[r]);
+        return result;
     }
+    // Atlas 200I/500 A2: the repeat sums reduced again 64 at a time, as trees, until one is left.
+    int64_t width = repeats;
     while (width > 1) {
-        const int64_t half = (width + 1) / 2;
-        for (int64_t j = 0; j + half < width; ++j) work[j] = round_sum(work[j] + work[j + half]);
-        width = half;
+        int64_t next = 0;
+        for (int64_t i = 0; i < width; i += kLanes)
+            sums[next++] = tree_sum(sums + i, std::min(kLanes, width - i), lanes);
+        width = next;
     }
-    return work[0];
+    return sums[0];
 }
 
 void run_core(const KernelArgs& args, int64_t core, UnifiedBuffer& ub) {

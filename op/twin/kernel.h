@@ -17,6 +17,9 @@ struct KernelArgs {
     void* out;
     int32_t dtype;
     lsg_tiling_record tiling;
+    // How ReduceSum adds the repeat sums on this SoC: as trees (Atlas 200I/500 A2, Ascend310B)
+    // or in sequence (Atlas A2); see reduce_sum.
+    bool tree_repeats;
 };
 
 // One core's Unified Buffer: ub_bytes of storage carved into the tiling's equal blocks.
@@ -34,9 +37,12 @@ private:
 // Run the rows of core `core` (see lsg::core_rows) through its UB.
 void run_core(const KernelArgs& args, int64_t core, UnifiedBuffer& ub);
 
-// The kernel's reduction of one chunk: 64 fp32 lanes (one vector repeat) accumulated repeat by
-// repeat in `work`, then folded pairwise.  Exposed for tests.
-float reduce_sum(const float* x, int64_t n, float* work);
+// The kernel's reduction of one chunk, ReduceSum's documented order (the one the emulated device
+// of op/ascendc_cpu implements): each 64-lane repeat (256 bytes of fp32) summed as a binary tree
+// of adjacent pairs; the repeat sums then added in sequence (Atlas A2), or, when tree_repeats
+// (Atlas 200I/500 A2), reduced 64 at a time as trees again.  work: the repeat sums and one
+// repeat's tree, at most ceil(n / 64) + 72 floats.  Exposed for tests.
+float reduce_sum(const float* x, int64_t n, float* work, bool tree_repeats);
 
 }  // namespace lsg::twin
 

@@ -1,12 +1,16 @@
-/* LogSoftmaxGrad CPU twin: the C ABI, in the two-phase aclnn shape.
+/* LogSoftmaxGrad on the CPU: the C ABI, in the two-phase aclnn shape.  Two libraries implement it:
+ * liblsg_twin.so (the CPU twin, op/twin) and liblsg_ascendc_cpu.so (the real Ascend C kernel and
+ * host tiling on the CPU emulation, op/ascendc_cpu).
  *
  *   lsg_get_workspace_size(dy, y, axes, n_axes, out, soc, &ws, &executor, &reason, msg, cap)
  *   lsg_run(workspace, ws, executor, threads)
  *   lsg_executor_destroy(executor)
  *
- * The twin runs the operator's own tiling (op/tiling) and executes the kernel's per-core and
- * per-UB-chunk loops on the CPU, in fp32, with the kernel's casts.  It emulates the SoC named by
- * soc_name: its vector core count, UB size and bf16 support.
+ * Both run the operator's own checks and tiling (op/tiling).  The twin executes its own copy of
+ * the kernel's per-core and per-UB-chunk loops on the CPU, in fp32, with the kernel's casts; the
+ * emulated library runs the Ascend C kernel source itself (op/ascendc/op_kernel) on emulated
+ * vector cores.  Each emulates the SoC named by soc_name: its vector core count, UB size and
+ * bf16 support.
  */
 #ifndef LSG_TWIN_H
 #define LSG_TWIN_H
@@ -67,12 +71,20 @@ LSG_API int32_t lsg_executor_tiling(const lsg_executor* executor, lsg_tiling_rec
 /* Phase two: run.  workspace must hold at least the planned workspace size (it may be NULL
  * when that is 0).  threads: how many host threads run the emulated cores; 0 = hardware.
  * Returns 0; 161001 for a NULL executor or a NULL data pointer of a non-empty tensor; 161002
- * for a workspace smaller than planned; 561000 on an internal error.  The executor stays
- * valid (it may be run again) until lsg_executor_destroy. */
+ * for a workspace smaller than planned; 561000 on an internal error or a kernel fault
+ * (lsg_run_error says which, and why).  The executor stays valid (it may be run again) until
+ * lsg_executor_destroy. */
 LSG_API int32_t lsg_run(void* workspace, uint64_t workspace_size, lsg_executor* executor,
                         int32_t threads);
 
 LSG_API void lsg_executor_destroy(lsg_executor* executor);
+
+/* Why the executor's last lsg_run failed: returns that run's status (0 when it succeeded or has
+ * not run), *reason gets its lsg_reason (LSG_REASON_INTERNAL, or LSG_REASON_KERNEL_FAULT when
+ * the emulated device stopped the kernel) and message a NUL-terminated one-line text.  Returns
+ * 161001 for a NULL executor.  reason and message may be NULL. */
+LSG_API int32_t lsg_run_error(const lsg_executor* executor, int32_t* reason, char* message,
+                              size_t message_cap);
 
 /* The twin's dtype conversions (round-to-nearest-even to fp16/bf16), exposed for tests:
  * converts n elements between LSG_DT_FLOAT and LSG_DT_FLOAT16 / LSG_DT_BF16 (either way).

@@ -35,7 +35,7 @@ def test_the_version_has_one_source():
     [
         ("hello", {"protocol": protocol.PROTOCOL_VERSION, "farm_version": __version__}),
         ("identify", {}),
-        ("run-case", {"case": {"id": "c1", "shape": [2, 3]}, "backend": "twin", "device": 1}),
+        ("run-case", {"case": {"id": "c1", "shape": [2, 3]}, "backend": "native", "device": 1}),
         ("shutdown", {}),
     ],
 )
@@ -159,7 +159,7 @@ def test_agent_serves_a_session():
         [
             protocol.hello_request(1),
             protocol.encode_request("identify", 2),
-            protocol.encode_request("run-case", 3, case={"id": "c"}, backend="twin", device=0),
+            protocol.encode_request("run-case", 3, case={"id": "c"}, backend="native", device=0),
             protocol.encode_request("shutdown", 4),
             protocol.encode_request("identify", 5),  # after shutdown: never read
         ],
@@ -182,8 +182,8 @@ def test_agent_answers_bad_lines_and_keeps_serving():
             b"garbage\n",
             b"x" * (protocol.MAX_LINE_BYTES + 10) + b"\n",
             protocol.encode_request("hello", 1, protocol=2),
-            protocol.encode_request("run-case", 2, case={"id": "c"}, backend="twin", device=5),
-            protocol.encode_request("run-case", 3, case={"explode": 1}, backend="twin", device=0),
+            protocol.encode_request("run-case", 2, case={"id": "c"}, backend="native", device=5),
+            protocol.encode_request("run-case", 3, case={"explode": 1}, backend="native", device=0),
             protocol.encode_request("run-case", 4, case={"not_a_dict": 1}, backend="t", device=0),
             protocol.encode_request("identify", 5),
         ],

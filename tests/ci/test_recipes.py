@@ -78,14 +78,14 @@ def written(tmp_path_factory) -> Written:
 
     run_id = new_run_id("nightly")
     run_dir = default_runs_dir() / run_id
-    plan = Plan(run_id, run_dir, "nightly", "twin", inventory={}, slots=[], hosts={})
+    plan = Plan(run_id, run_dir, "nightly", "native", inventory={}, slots=[], hosts={})
     args = runner.pytest_args(plan, 1, [])
     junit = Path(args[args.index("--junitxml") + 1])
     report_dir = report.default_report_dir({"run_id": run_id, "run_dir": str(run_dir)}, Path("x"))
     scratch = tmp_path_factory.mktemp("run") / run_id
     scratch.mkdir()
     summary = runner.write_summary(
-        Plan(run_id, scratch, "nightly", "twin", inventory={}, slots=[], hosts={}), [], 0, {}
+        Plan(run_id, scratch, "nightly", "native", inventory={}, slots=[], hosts={}), [], 0, {}
     )
     with pytest.MonkeyPatch.context() as mp:
         mp.delenv("FARM_STORE", raising=False)

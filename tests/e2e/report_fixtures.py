@@ -7,7 +7,7 @@ and one Allure history file in a temporary directory (FARM_RUNS / FARM_STORE), n
 Each run ends by generating its own report, as `farm run` does.
 
 What run 2 must break is derived here independently of the farm: every selected case is run
-in-process through farm.agent.backends.twin with the good library and with the tail-bug library,
+in-process through farm.agent.backends.native with the good library and with the tail-bug library,
 and a case is *expected to regress* when the two outputs differ (bit for bit, NaN-aware). The
 farm's own verdicts, comparison and report are then checked against that set.
 
@@ -124,7 +124,7 @@ def tail_bug_breaks(cases) -> set[str]:
     """Case ids whose output on the tail-bug twin differs from the real twin's (NaN-aware, bit
     for bit), each run on its family's SoC with the inputs the agent makes from the case."""
     from farm import build
-    from farm.agent.backends import twin
+    from farm.agent.backends import native
     from farm.agent.execute import make_call_inputs
     from tests.op import twin_abi
 
@@ -137,12 +137,12 @@ def tail_bug_breaks(cases) -> set[str]:
         dy, y = make_call_inputs(d)
         outs = []
         for lib in (good, bad):
-            r = twin.run(
+            r = native.run(
                 dy,
                 y,
                 tuple(case.axes),
                 POOL_SOC[case.family],
-                out_dtype=twin.numpy_dtype(d.get("out_dtype") or case.dtype),
+                out_dtype=native.numpy_dtype(d.get("out_dtype") or case.dtype),
                 out_shape=d.get("out_shape"),
                 missing=d.get("missing"),
                 library=lib,

@@ -1,11 +1,23 @@
-"""Fixtures of the operator tests: the twin libraries, built once per session (and per pytest-xdist
-worker; the build directories are shared under build/ and locked, so a second build is a no-op)."""
+"""Fixtures of the operator tests: the operator's C ABI libraries, built once per session (and per
+pytest-xdist worker; the build directories are shared under build/ and locked, so a second build
+is a no-op).
+
+- ``twin_lib``: the CPU twin (build/twin), made the native backend's library for the test.
+- ``acpu_lib``: the emulated real kernel (build/ascendc-cpu), likewise.
+- ``native_lib``: each of the two in turn (the test runs once per library): the tests of the C
+  ABI's behaviour that both libraries must share.
+- ``<bug>_lib``: a twin with that bug planted; ``acpu_planted(bug)``: the emulated real kernel with
+  it planted.
+"""
 
 from __future__ import annotations
 
 import pytest
 
 from farm import build
+from farm.agent.backends import native
+
+LIBRARIES = ("twin", "ascendc-cpu")
 
 
 def _planted(bug: str):
@@ -13,10 +25,48 @@ def _planted(bug: str):
     return build.build_twin(build.default_build_dir(bug), plant_bug=bug)
 
 
+def need_emulation() -> None:
+    if not build.emulation_present():
+        pytest.skip("the CPU emulation of Ascend C (op/ascendc_cpu kernel side) is not present")
+
+
+def acpu_planted(bug: str):
+    """The emulated real kernel built with `bug` planted, in build/ascendc-cpu-<bug>."""
+    need_emulation()
+    return build.build_ascendc_cpu(build.default_build_dir(bug, target="ascendc-cpu"), bug)
+
+
 @pytest.fixture(scope="session")
-def twin_lib():
-    """The real twin, where farm.agent.backends.twin finds it (build/twin)."""
+def twin_build():
     return build.build_twin(build.default_build_dir())
+
+
+@pytest.fixture(scope="session")
+def acpu_build():
+    need_emulation()
+    return build.build_ascendc_cpu(build.default_build_dir(target="ascendc-cpu"))
+
+
+@pytest.fixture
+def twin_lib(twin_build, monkeypatch):
+    """The real twin (build/twin), the native backend's library for this test."""
+    monkeypatch.setenv(native.ENV_LIB, str(twin_build))
+    return twin_build
+
+
+@pytest.fixture
+def acpu_lib(acpu_build, monkeypatch):
+    """The emulated real kernel (build/ascendc-cpu), the native backend's library for this test."""
+    monkeypatch.setenv(native.ENV_LIB, str(acpu_build))
+    return acpu_build
+
+
+@pytest.fixture(params=LIBRARIES)
+def native_lib(request, monkeypatch):
+    """Each C ABI library in turn, the native backend's library for the test."""
+    lib = request.getfixturevalue("twin_build" if request.param == "twin" else "acpu_build")
+    monkeypatch.setenv(native.ENV_LIB, str(lib))
+    return lib
 
 
 @pytest.fixture(scope="session")

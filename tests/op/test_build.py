@@ -1,6 +1,8 @@
-"""The package builder (farm.build): reproducible archives with a truthful manifest, the Ascend
-target's clear failure without CANN, the twin under AddressSanitizer/UBSan, and the planted bugs
-known alike to CMake, `farm build` and `farm run`."""
+"""The package builder (farm.build): reproducible archives with a truthful manifest for both
+libraries of the C ABI (ascendc-cpu, the default, and twin), the Ascend target's clear failure
+without CANN, both libraries under AddressSanitizer/UBSan, and the planted bugs known alike to
+CMake, `farm build` and `farm run` (and a planted edit that no longer fits its source refused,
+naming the bug and the file)."""
 
 from __future__ import annotations
 
@@ -8,15 +10,17 @@ import gzip
 import hashlib
 import json
 import re
+import shutil
 import subprocess
 import tarfile
 
 import pytest
 
 from farm import build
-from farm.agent.backends import twin
+from farm.agent.backends import native
 from farm.errors import BuildError
 from golden.soc import PROFILES
+from tests.op.conftest import need_emulation
 
 
 def read_archive(path) -> dict[str, bytes]:
@@ -29,11 +33,14 @@ def sha256(path):
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def test_package_is_reproducible_and_its_manifest_true(tmp_path):
+@pytest.mark.parametrize("target", build.NATIVE_TARGETS)
+def test_package_is_reproducible_and_its_manifest_true(tmp_path, target):
+    if target == "ascendc-cpu":
+        need_emulation()
     # Two builds from scratch in different directories, as on two machines.
-    a = build.build_package("twin", tmp_path / "a", build_dir=tmp_path / "build-a")
-    b = build.build_package("twin", tmp_path / "b", build_dir=tmp_path / "build-b")
-    assert a.name == f"logsoftmaxgrad-{build.op_version()}-twin.tar.gz"
+    a = build.build_package(target, tmp_path / "a", build_dir=tmp_path / "build-a")
+    b = build.build_package(target, tmp_path / "b", build_dir=tmp_path / "build-b")
+    assert a.name == f"logsoftmaxgrad-{build.op_version()}-{target}.tar.gz"
     assert sha256(a) == sha256(b)
 
     assert a.read_bytes()[4:8] == b"\0\0\0\0"  # gzip mtime 0
@@ -46,7 +53,11 @@ def test_package_is_reproducible_and_its_manifest_true(tmp_path):
 
     files = read_archive(a)
     manifest = json.loads(files.pop("manifest.json"))
-    assert set(files) == {"lib/liblsg_twin.so", "include/lsg_twin.h", "include/lsg_types.h"}
+    lib_name = build.LIB_NAMES[target]
+    headers = {"include/lsg_twin.h", "include/lsg_types.h"}
+    if target == "ascendc-cpu":
+        headers.add("include/lsg_ascendc_cpu.h")
+    assert set(files) == {f"lib/{lib_name}"} | headers
     assert [f["path"] for f in manifest["files"]] == sorted(files)
     for entry in manifest["files"]:
         data = files[entry["path"]]
@@ -55,16 +66,20 @@ def test_package_is_reproducible_and_its_manifest_true(tmp_path):
     assert (manifest["name"], manifest["version"], manifest["target"]) == (
         "logsoftmaxgrad",
         build.op_version(),
-        "twin",
+        target,
     )
+    # The manifest says what the library is: for ascendc-cpu, the emulated real kernel.
+    assert manifest["implementation"] == build.DESCRIPTIONS[target]
+    assert manifest["library"] == f"lib/{lib_name}"
     assert re.fullmatch(r"[0-9a-f]{40}", manifest["git_commit"])
     assert [p["name"] for p in manifest["soc_profiles"]] == list(PROFILES)
     assert manifest["plant_bug"] == ""
 
-    # The packaged library is the operator: it loads and answers.
-    lib = tmp_path / "liblsg_twin.so"
-    lib.write_bytes(files["lib/liblsg_twin.so"])
-    assert twin.version(lib) == manifest["version"]
+    # The packaged library is the operator: it loads and answers, and says what it is.
+    lib = tmp_path / lib_name
+    lib.write_bytes(files[f"lib/{lib_name}"])
+    assert native.version(lib) == manifest["version"]
+    assert native.build_info(lib)["target"] == target
 
 
 def test_write_archive_depends_only_on_content(tmp_path):
@@ -75,25 +90,35 @@ def test_write_archive_depends_only_on_content(tmp_path):
     assert gzip.decompress(one.read_bytes())  # a valid gzip stream
 
 
-def test_main_builds_twin_package(tmp_path, twin_lib, capsys):
+def test_main_builds_the_emulated_real_kernel_by_default(tmp_path, acpu_build, capsys):
+    assert build.DEFAULT_TARGET == "ascendc-cpu"
     assert build.main(["--out", str(tmp_path), "--quiet"]) == 0
+    assert capsys.readouterr().out == ""
+    assert (tmp_path / build.archive_name("ascendc-cpu")).exists()
+
+
+def test_main_builds_twin_package(tmp_path, twin_lib, capsys):
+    assert build.main(["--target", "twin", "--out", str(tmp_path), "--quiet"]) == 0
     assert capsys.readouterr().out == ""
     assert (tmp_path / build.archive_name("twin")).exists()
 
 
 def test_main_builds_a_planted_package(tmp_path, trunc_narrow_lib):
-    assert build.main(["--plant-bug", "trunc_narrow", "--out", str(tmp_path), "--quiet"]) == 0
+    argv = ["--target", "twin", "--plant-bug", "trunc_narrow", "--out", str(tmp_path), "--quiet"]
+    assert build.main(argv) == 0
     archive = tmp_path / build.archive_name("twin", "trunc_narrow")
     assert archive.name.endswith("-twin-bug-trunc_narrow.tar.gz")
     assert json.loads(read_archive(archive)["manifest.json"])["plant_bug"] == "trunc_narrow"
 
 
 def test_plant_bug_names_agree():
-    # CMake, farm build and farm run know the same planted bugs, each compiled as its own macro
-    # that the twin's sources use.
+    # CMake, farm build and farm run know the same planted bugs: the twin's, each compiled as its
+    # own macro that the twin's sources use, and every one as edits of the real sources
+    # (planted_bugs.json, in the same order).
     cmake = (build.OP_DIR / "CMakeLists.txt").read_text()
     listed = tuple(re.search(r"set\(LSG_PLANT_BUGS\s+([^)]*)\)", cmake)[1].split())
-    assert listed == build.PLANT_BUGS[1:]
+    assert listed == build.TWIN_PLANT_BUGS[1:]
+    assert tuple(build.planted_bugs()) == build.PLANT_BUGS[1:]
     assert build.PLANT_BUGS[0] == ""
     sources = "".join(p.read_text() for p in sorted((build.OP_DIR / "twin").iterdir()))
     for bug in listed:
@@ -130,10 +155,57 @@ def test_ascend_target_fails_clearly_without_cann(tmp_path, monkeypatch):
     )  # not a product failure: nothing was built to test
 
 
+def test_twin_refuses_the_kernel_source_bugs(tmp_path):
+    for bug in build.KERNEL_FAULT_BUGS:
+        with pytest.raises(BuildError, match=f"plant_bug '{bug}' is planted in the real kernel"):
+            build.build_twin(tmp_path, plant_bug=bug)
+
+
+def test_every_planted_edit_fits_the_real_source_exactly_once():
+    # What the build checks too; here without building.
+    for bug, edits in build.planted_bugs().items():
+        assert edits, bug
+        for edit in edits:
+            assert set(edit) == {"file", "old", "new"}, (bug, edit)
+            text = (build.OP_DIR / edit["file"]).read_text()
+            assert text.count(edit["old"]) == 1, (bug, edit["file"], edit["old"])
+
+
+@pytest.mark.parametrize(
+    "old, error",
+    [
+        ("no such text in the kernel", "does not contain the text of edit 0"),
+        ("DataCopyPad", "occurs more than once"),
+    ],
+)
+def test_a_planted_edit_that_does_not_fit_is_a_build_error(tmp_path, old, error):
+    need_emulation()
+    # A copy of op/ whose planted_bugs.json has an edit that no longer fits: the configure fails,
+    # naming the bug and the file.
+    op = tmp_path / "op"
+    shutil.copytree(build.OP_DIR, op, ignore=shutil.ignore_patterns("__pycache__"))
+    bugs = json.loads((op / "ascendc_cpu" / "planted_bugs.json").read_text())
+    bugs["queue_order"][0]["old"] = old
+    (op / "ascendc_cpu" / "planted_bugs.json").write_text(json.dumps(bugs))
+    cmd = [build.cmake_executable(), "-S", str(op), "-B", str(tmp_path / "b")]
+    proc = subprocess.run([*cmd, "-DLSG_PLANT_BUG=queue_order"], capture_output=True, text=True)
+    out = " ".join((proc.stdout + proc.stderr).split())  # CMake wraps its messages
+    assert proc.returncode != 0
+    assert "planted bug 'queue_order'" in out and error in out
+    assert "op/ascendc/op_kernel/log_softmax_grad.cpp" in out
+
+
 def test_twin_is_clean_under_sanitizers():
     report = build.sanitize_check(matrix="smoke")
     assert report.ok, report.output[-4000:]
     assert report.calls > 300  # the representative set and the smoke matrix
+
+
+def test_emulated_real_kernel_is_clean_under_sanitizers():
+    need_emulation()
+    report = build.sanitize_check(target="ascendc-cpu")
+    assert report.ok, report.output[-4000:]
+    assert report.calls > 100  # the representative set
 
 
 def test_sanitizer_harness_reports_what_it_finds():

@@ -1,6 +1,7 @@
-"""The twin's results against the float64 golden (golden.reference) under the default precision
-standard, across schedules, dtypes, tails, multi-chunk rows, ranks 0 and 8, strided views and
-empty tensors; and its own fp16/bf16 rounding against ml_dtypes."""
+"""Both libraries' results (the emulated real kernel and the twin, ``native_lib``) against the
+float64 golden (golden.reference) under the default precision standard, across schedules, dtypes,
+tails, multi-chunk rows, ranks 0 and 8, strided views and empty tensors; and the libraries' own
+fp16/bf16 rounding (lsg_convert, shared code) against ml_dtypes."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from farm.agent.backends import twin
+from farm.agent.backends import native
 from golden.inputs import make_inputs
 from golden.reference import log_softmax_grad
 from golden.standards import judge
@@ -24,7 +25,7 @@ def assert_same_bits(a, b):
 
 
 def check(dy, y, axes, soc="Ascend910B1", **kw):
-    result = twin.run(dy, y, axes, soc, **kw)
+    result = native.run(dy, y, axes, soc, **kw)
     assert (result.status, result.reason) == (0, "ok"), result.message
     golden = log_softmax_grad(dy, y, axes)
     verdict = judge("experimental", result.out, golden, None)
@@ -43,7 +44,7 @@ def check(dy, y, axes, soc="Ascend910B1", **kw):
         ((100, 19), (-1,), "REDUCE_TAIL"),
     ],
 )
-def test_schedules(twin_lib, dtype, shape, axes, schedule):
+def test_schedules(native_lib, dtype, shape, axes, schedule):
     dy, y = make_inputs(shape, dtype, axes, "uniform", "normal", seed=3)
     result = check(dy, y, axes)
     assert result.tiling["schedule_name"] == schedule
@@ -51,7 +52,7 @@ def test_schedules(twin_lib, dtype, shape, axes, schedule):
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("n", [2, 7, 8, 9, 15, 16, 17, 31, 33, 1023])
-def test_tail_lengths(twin_lib, dtype, n):
+def test_tail_lengths(native_lib, dtype, n):
     dy, y = make_inputs((3, n), dtype, (-1,), "normal", "uniform", seed=n)
     check(dy, y, (-1,))
 
@@ -68,7 +69,7 @@ def test_tail_lengths(twin_lib, dtype, n):
         ("Ascend910B1", "float32", (2, 1, 8200), (1,), 2),
     ],
 )
-def test_multi_chunk_rows(twin_lib, soc, dtype, shape, axes, chunks):
+def test_multi_chunk_rows(native_lib, soc, dtype, shape, axes, chunks):
     dy, y = make_inputs(shape, dtype, axes, "uniform", "outliers", seed=7)
     result = check(dy, y, axes, soc)
     assert result.tiling["chunk_count"] == chunks
@@ -82,7 +83,7 @@ def test_multi_chunk_rows(twin_lib, soc, dtype, shape, axes, chunks):
         ("Ascend910B1", (1, 50000, 4), 2),
     ],
 )
-def test_reduce_mid_long_columns(twin_lib, soc, shape, seed):
+def test_reduce_mid_long_columns(native_lib, soc, shape, seed):
     # Summing the d1 lines one by one in fp32 fails these (MARE 2.1e-3, 1.4e-2, 5.6e-3 against
     # 10T = 1.2e-3); the kernel sums them in groups of 64 lines (MARE below 7.2e-4).
     dy, y = make_inputs(shape, "float32", (1,), "uniform", "normal", seed=seed)
@@ -90,7 +91,7 @@ def test_reduce_mid_long_columns(twin_lib, soc, shape, seed):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_rank0_and_rank8(twin_lib, dtype):
+def test_rank0_and_rank8(native_lib, dtype):
     for axes in ((-1,), (0,)):
         dy, y = make_inputs((), dtype, axes, "arbitrary", "normal", seed=1)
         result = check(dy, y, axes)
@@ -110,22 +111,22 @@ def test_rank0_and_rank8(twin_lib, dtype):
         ((3, 5, 40), (1,)),
     ],
 )
-def test_strided_views(twin_lib, dtype, shape, axes):
+def test_strided_views(native_lib, dtype, shape, axes):
     dy, y = make_inputs(shape, dtype, axes, "uniform", "normal", seed=5)
     result = check(dy, y, axes, strided=True)
     assert not result.tiling["is_contiguous"] and result.workspace > 0
     # Same bits as the contiguous run, and nothing written outside the out view.
-    plain = twin.run(dy, y, axes, "Ascend910B1")
+    plain = native.run(dy, y, axes, "Ascend910B1")
     assert_same_bits(result.out, plain.out)
     buffer = np.full(shape[:-1] + (shape[-1] * 3,), np.nan, dtype=dy.dtype)
     out = buffer[..., 1::3]
-    twin.run(dy, y, axes, "Ascend910B1", out=out)
+    native.run(dy, y, axes, "Ascend910B1", out=out)
     assert_same_bits(out, plain.out)
     gaps = np.delete(buffer, np.s_[1::3], axis=-1).astype(np.float64)
     assert np.isnan(gaps).all()
 
 
-def test_transposed_and_reversed_inputs(twin_lib):
+def test_transposed_and_reversed_inputs(native_lib):
     dy, y = make_inputs((40, 30), "float32", (0,), "normal", "normal", seed=9)
     dyt, yt = dy.T, y.T  # (30, 40) views with strides (1, 30)
     check(dyt, yt, (-1,))
@@ -136,24 +137,24 @@ def test_transposed_and_reversed_inputs(twin_lib):
     "shape, axes", [((0, 5), (-1,)), ((4, 0, 3), (1,)), ((3, 0), (0,)), ((0,), (0,))]
 )
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_empty_tensors(twin_lib, shape, axes, dtype):
+def test_empty_tensors(native_lib, shape, axes, dtype):
     dy, y = make_inputs(shape, dtype, axes, "uniform", "normal")
     for strided in (False, True):
-        result = twin.run(dy, y, axes, "Ascend910B1", strided=strided)
+        result = native.run(dy, y, axes, "Ascend910B1", strided=strided)
         assert (result.status, result.workspace, result.out.shape) == (0, 0, shape)
 
 
-def test_threads_do_not_change_bits(twin_lib):
+def test_threads_do_not_change_bits(native_lib):
     dy, y = make_inputs((97, 300), "float16", (-1,), "normal", "normal", seed=4)
-    one = twin.run(dy, y, (-1,), "Ascend910B1", threads=1).out
+    one = native.run(dy, y, (-1,), "Ascend910B1", threads=1).out
     for threads in (2, 5, 0):
-        assert_same_bits(twin.run(dy, y, (-1,), "Ascend910B1", threads=threads).out, one)
+        assert_same_bits(native.run(dy, y, (-1,), "Ascend910B1", threads=threads).out, one)
 
 
-def test_no_reduce_is_dy_times_one_minus_exp_y(twin_lib):
+def test_no_reduce_is_dy_times_one_minus_exp_y(native_lib):
     # A valid forward output over an extent of 1 is y = 0: the gradient is exactly 0.
     dy = np.linspace(-3, 3, 50, dtype=np.float32).reshape(5, 1, 10)
-    result = twin.run(dy, np.zeros_like(dy), (1,), "Ascend910B1")
+    result = native.run(dy, np.zeros_like(dy), (1,), "Ascend910B1")
     np.testing.assert_array_equal(result.out, np.zeros_like(dy))
     # Arbitrary y (the API accepts any tensor): dy * (1 - exp(y)), each step rounded to fp32
     # (exp correctly rounded, as glibc's expf is for these inputs).
@@ -164,7 +165,7 @@ def test_no_reduce_is_dy_times_one_minus_exp_y(twin_lib):
 
 
 @pytest.mark.parametrize("special", ["nan_dy", "inf_dy", "nan_y", "neginf_y"])
-def test_special_values_propagate(twin_lib, special):
+def test_special_values_propagate(native_lib, special):
     for shape, axes in (((4, 37), (-1,)), ((2, 37, 5), (1,)), ((3, 1, 9), (1,))):
         dy, y = make_inputs(shape, "float32", axes, "uniform", "normal", special=special, seed=6)
         check(dy, y, axes)

@@ -1,6 +1,7 @@
 """The farm's checks catch a broken operator: twins built with a planted bug (LSG_PLANT_BUG) fail
 the precision standard where the real twin passes, and only where the bug is.  Each planted kernel
-defect (farm.build.PLANT_BUGS) changes the twin's results exactly where it is and nowhere else.
+defect the twin plants (farm.build.TWIN_PLANT_BUGS) changes its results exactly where it is and
+nowhere else. (The emulated real kernel's planted bugs: tests/op/test_ascendc_cpu.py.)
 
 trunc_narrow moves about half of the 2-byte results by one ulp toward zero: within what the
 experimental, mixed-tolerance and double-thousandth standards allow, so the tests here pin the
@@ -14,7 +15,7 @@ import numpy as np
 import pytest
 
 from farm import build
-from farm.agent.backends import twin
+from farm.agent.backends import native
 from golden.inputs import make_inputs
 from golden.reference import log_softmax_grad, seed_wrong_no_reduce
 from golden.standards import judge
@@ -24,7 +25,7 @@ DTYPES = ("float32", "float16", "bfloat16")
 
 
 def verdict(library, dy, y, axes, soc="Ascend910B1"):
-    result = twin.run(dy, y, axes, soc, library=library)
+    result = native.run(dy, y, axes, soc, library=library)
     assert result.status == 0, result.message
     return judge("experimental", result.out, log_softmax_grad(dy, y, axes), None), result.out
 
@@ -87,7 +88,7 @@ FP32_EPS = 2.0**-23
 
 
 def run_out(library, dy, y, axes, soc="Ascend910B1", **kw) -> np.ndarray:
-    result = twin.run(dy, y, axes, soc, library=library, **kw)
+    result = native.run(dy, y, axes, soc, library=library, **kw)
     assert result.status == 0, result.message
     return np.ascontiguousarray(result.out)
 
@@ -101,11 +102,11 @@ def f64(a: np.ndarray) -> np.ndarray:
     return np.asarray(a).astype(np.float64)
 
 
-@pytest.mark.parametrize("bug", [bug for bug in build.PLANT_BUGS if bug])
+@pytest.mark.parametrize("bug", [bug for bug in build.TWIN_PLANT_BUGS if bug])
 def test_planted_builds_name_their_bug(request, bug):
-    # Every name farm build accepts has a fixture here, and the library says what was planted.
+    # Every name the twin plants has a fixture here, and the library says what was planted.
     lib = request.getfixturevalue(f"{bug}_lib")
-    assert twin_abi.build_info(lib) == f"plant_bug={bug};sanitize=0"
+    assert twin_abi.build_info(lib) == f"plant_bug={bug};sanitize=0;target=twin"
 
 
 # trunc_narrow ------------------------------------------------------------------------------------
@@ -180,19 +181,22 @@ def fp16(x: np.ndarray) -> np.ndarray:
 
 def fp16_sum_tail(dy: np.ndarray) -> np.ndarray:
     """sum(dy) over the last axis of a [rows, d1] fp32 array (one UB chunk per row) as the planted
-    REDUCE_TAIL computes it: 64 lanes added repeat by repeat, folded pairwise, every addition
-    rounded to fp16."""
+    REDUCE_TAIL computes it on Atlas A2 (ReduceSum's documented order): each 64-lane repeat as a
+    binary tree of adjacent pairs, the repeat sums added in sequence, every addition rounded to
+    fp16."""
+
+    def tree(x: np.ndarray) -> np.ndarray:
+        while x.shape[-1] > 1:
+            pairs = x.shape[-1] // 2 * 2
+            summed = fp16(x[:, 0:pairs:2] + x[:, 1:pairs:2])
+            x = np.concatenate([summed, x[:, pairs:]], axis=-1)
+        return x[:, 0]
+
     n = dy.shape[-1]
-    work = dy[:, :64].copy()
+    total = tree(dy[:, :64].astype(np.float32))
     for i in range(64, n, 64):
-        m = min(64, n - i)
-        work[:, :m] = fp16(work[:, :m] + dy[:, i : i + m])
-    width = min(n, 64)
-    while width > 1:
-        half = (width + 1) // 2
-        work[:, : width - half] = fp16(work[:, : width - half] + work[:, half:width])
-        width = half
-    return fp16(np.float32(0) + work[:, 0])
+        total = fp16(total + tree(dy[:, i : i + 64].astype(np.float32)))
+    return fp16(np.float32(0) + total)
 
 
 def fp16_sum_mid(dy: np.ndarray) -> np.ndarray:
@@ -304,7 +308,9 @@ def test_strided_out_unwritten_leaves_only_a_strided_out_alone(
     def out_of(library):
         # A fresh NaN-filled out, strided or not; dy and y strided (through the workspace) or not.
         out = (
-            twin.strided_view(shape, dy.dtype) if strided_out else np.full(shape, np.nan, dy.dtype)
+            native.strided_view(shape, dy.dtype)
+            if strided_out
+            else np.full(shape, np.nan, dy.dtype)
         )
         return run_out(library, dy, y, axes, strided=strided_in, out=out)
 
@@ -317,7 +323,7 @@ def test_strided_out_unwritten_leaves_only_a_strided_out_alone(
 
 
 def test_strided_out_unwritten_through_strided_flag(twin_lib, strided_out_unwritten_lib):
-    # twin.run(strided=True) makes dy, y and out strided, as the matrix's strided cases do.
+    # native.run(strided=True) makes dy, y and out strided, as the matrix's strided cases do.
     dy, y = make_inputs((4, 1000), "float16", (-1,), "uniform", "normal", seed=9)
     bad = run_out(strided_out_unwritten_lib, dy, y, (-1,), strided=True)
     assert np.isnan(f64(bad)).all()

@@ -1,4 +1,5 @@
-"""Every rejection on both families: status code, reason id, a message that names the reason, and
+"""Every rejection on both families, from both libraries of the C ABI (the emulated real kernel
+and the twin): status code, reason id, a message that names the reason, and
 the contract's check order (golden.contract.expected_outcome) when a call has several defects."""
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from farm.agent.backends import twin
+from farm.agent.backends import native
 from golden import contract
 from golden.soc import PROFILES
 
@@ -51,7 +52,7 @@ def assert_rejected(result, reason, soc=None):
 
 
 REJECTIONS = [
-    # (reason, kwargs of twin.run beyond dy, y; dy/y as (shape, dtype))
+    # (reason, kwargs of native.run beyond dy, y; dy/y as (shape, dtype))
     ("null_tensor", dict(missing="dy")),
     ("null_tensor", dict(missing="y")),
     ("null_tensor", dict(missing="out")),
@@ -82,7 +83,7 @@ REJECTIONS = [
 
 @pytest.mark.parametrize("soc", SOCS)
 @pytest.mark.parametrize("reason, kw", REJECTIONS)
-def test_rejection(twin_lib, soc, reason, kw):
+def test_rejection(native_lib, soc, reason, kw):
     kw = dict(kw)
     shape = kw.pop("shape", (4, 6))
     dtype = kw.pop("dtype", "float32")
@@ -90,28 +91,28 @@ def test_rejection(twin_lib, soc, reason, kw):
     y = arr(kw.pop("y_shape", shape), kw.pop("y_dtype", dtype))
     if "out_dtype" in kw:
         kw["out_dtype"] = NP[kw["out_dtype"]]
-    result = twin.run(arr(shape, dtype), y, axes, soc, **kw)
+    result = native.run(arr(shape, dtype), y, axes, soc, **kw)
     assert_rejected(result, reason, soc)
 
 
 @pytest.mark.parametrize("shape", [(4, 6), (0, 6), (), (2, 0, 3)])
-def test_bf16_rejected_on_310b_only(twin_lib, shape):
+def test_bf16_rejected_on_310b_only(native_lib, shape):
     dy = arr(shape, "bfloat16")
-    result = twin.run(dy, dy.copy(), (-1,), "Ascend310B1")
+    result = native.run(dy, dy.copy(), (-1,), "Ascend310B1")
     assert_rejected(result, "bf16_unsupported_on_soc", "Ascend310B1")
     for soc in PROFILES:
         if PROFILES[soc].bf16_cast:
-            assert twin.run(dy, dy.copy(), (-1,), soc).status == 0
+            assert native.run(dy, dy.copy(), (-1,), soc).status == 0
 
 
-def test_agent_entry_run_call(twin_lib):
+def test_agent_entry_run_call(native_lib):
     # farm.agent.execute's form: None for a missing input, dtype names, the api and device.
     dy = arr((4, 6))
-    got = twin.run_call(None, dy, (-1,), "Ascend910B1", out_dtype="float32", missing="dy")
+    got = native.run_call(None, dy, (-1,), "Ascend910B1", out_dtype="float32", missing="dy")
     assert (got.status, got.reason) == (161001, "null_tensor")
-    got = twin.run_call(dy, dy, (-1,), "Ascend310B1", out_dtype="float16", api="axes", device=3)
+    got = native.run_call(dy, dy, (-1,), "Ascend310B1", out_dtype="float16", api="axes", device=3)
     assert (got.status, got.reason) == (161002, "dtype_mismatch")
-    got = twin.run_call(dy, dy, (-1,), "Ascend310B1", out_dtype="float32", out_shape=(4, 6))
+    got = native.run_call(dy, dy, (-1,), "Ascend310B1", out_dtype="float32", out_shape=(4, 6))
     assert (got.status, got.reason, got.out.shape, got.tiling["soc_name"]) == (
         0,
         "ok",
@@ -121,20 +122,20 @@ def test_agent_entry_run_call(twin_lib):
     assert got.seconds > 0
 
 
-def test_unknown_soc(twin_lib):
-    result = twin.plan(arr((2, 3)), arr((2, 3)), (-1,), arr((2, 3)), "Ascend999")
+def test_unknown_soc(native_lib):
+    result = native.plan(arr((2, 3)), arr((2, 3)), (-1,), arr((2, 3)), "Ascend999")
     assert (result.status, result.reason) == (561000, "unknown_soc")
     assert "Ascend999" in result.message and "Ascend910B1" in result.message
 
 
-def test_malformed_descriptor(twin_lib):
-    bad = twin.Spec((2, -3), "float32")
-    result = twin.plan(bad, bad, (-1,), bad, "Ascend910B1")
+def test_malformed_descriptor(native_lib):
+    bad = native.Spec((2, -3), "float32")
+    result = native.plan(bad, bad, (-1,), bad, "Ascend910B1")
     assert (result.status, result.reason) == (161002, "invalid_argument")
     assert "negative extent" in result.message
 
 
-# Every combination of up to three defects: the twin's reason is the contract's first one.
+# Every combination of up to three defects: each library's reason is the contract's first one.
 DEFECTS = {
     "missing": [None, "y", "out"],
     "dtype": ["float32", "int32", "bfloat16"],
@@ -154,7 +155,7 @@ def _calls():
 
 
 @pytest.mark.parametrize("soc", SOCS)
-def test_check_order_matches_contract(twin_lib, soc):
+def test_check_order_matches_contract(native_lib, soc):
     checked = 0
     for d in _calls():
         shape = (2, 3) if d["rank"] == 2 else (1,) * 8 + (3,)
@@ -174,13 +175,13 @@ def test_check_order_matches_contract(twin_lib, soc):
         )
         want = contract.expected_outcome(call)
         spec = {
-            "dy": twin.Spec(shape, NP[dtype]),
-            "y": twin.Spec(y_shape, NP[dtype]),
-            "out": twin.Spec(shape, NP[out_dtype]),
+            "dy": native.Spec(shape, NP[dtype]),
+            "y": native.Spec(y_shape, NP[dtype]),
+            "out": native.Spec(shape, NP[out_dtype]),
         }
         if d["missing"]:
             spec[d["missing"]] = None
-        got = twin.plan(spec["dy"], spec["y"], d["axes"], spec["out"], soc)
+        got = native.plan(spec["dy"], spec["y"], d["axes"], spec["out"], soc)
         assert (got.reason, got.status) == (want.reason, want.status), (d, got.message)
         if not want.accepted:
             assert NAMES[want.reason] in got.message

@@ -1,5 +1,7 @@
 """The operator's own tiling, read back through the C ABI (lsg_get_workspace_size, then
-lsg_executor_tiling), against expectations worked out by hand from SPEC section 3.
+lsg_executor_tiling) of both libraries, against expectations worked out by hand from SPEC
+section 3. (The emulated real kernel's library also runs the host's TilingFunc on every accepted
+call and refuses one that disagrees with lsg::plan, so each plan here checks that too.)
 
 UB blocks: NO_REDUCE 6 (dy, y, out double-buffered), REDUCE_TAIL 5 (dy x2, ReduceSum's block, y,
 out), REDUCE_MID 6 (dy x2, partial and total column sums, y, out).  Block bytes = UB / blocks
@@ -16,18 +18,18 @@ from __future__ import annotations
 
 import pytest
 
-from farm.agent.backends import twin
+from farm.agent.backends import native
 from golden import contract
 from golden.soc import PROFILES
 from tests.op import twin_abi
 
 
 @pytest.fixture
-def tile(twin_lib):
+def tile(native_lib):
     def tile(shape, axes, soc="Ascend910B1", dtype="float32", strides=None, out_strides=None):
-        spec = twin.Spec(tuple(shape), dtype, strides)
-        out = twin.Spec(tuple(shape), dtype, out_strides)
-        result = twin.plan(spec, spec, axes, out, soc, library=twin_lib)
+        spec = native.Spec(tuple(shape), dtype, strides)
+        out = native.Spec(tuple(shape), dtype, out_strides)
+        result = native.plan(spec, spec, axes, out, soc, library=native_lib)
         assert result.status == 0, result.message
         assert result.workspace == result.tiling["workspace_bytes"]
         return result.tiling
@@ -35,8 +37,8 @@ def tile(twin_lib):
     return tile
 
 
-def test_soc_table_matches_golden(twin_lib):
-    got = twin.soc_profiles(twin_lib)
+def test_soc_table_matches_golden(native_lib):
+    got = native.soc_profiles(native_lib)
     assert [p["name"] for p in got] == list(PROFILES)
     for p in got:
         ref = PROFILES[p["name"]]
@@ -44,11 +46,13 @@ def test_soc_table_matches_golden(twin_lib):
         assert {f: p[f] for f in fields} == {f: getattr(ref, f) for f in fields}
 
 
-def test_version_and_build_info(twin_lib):
+def test_version_and_build_info(native_lib):
     from farm.build import op_version
 
-    assert twin.version(twin_lib) == op_version()
-    assert twin_abi.build_info(twin_lib) == "plant_bug=;sanitize=0"
+    target = "twin" if native_lib.name == "liblsg_twin.so" else "ascendc-cpu"
+    assert native.version(native_lib) == op_version()
+    assert twin_abi.build_info(native_lib) == f"plant_bug=;sanitize=0;target={target}"
+    assert native.build_info(native_lib) == {"plant_bug": "", "sanitize": "0", "target": target}
 
 
 MERGES = [

@@ -1,4 +1,4 @@
-"""The twin library's diagnostic entry points, for tests: how it was built, its own conversions."""
+"""The C ABI libraries' diagnostic entry points, for tests: how one was built, its conversions."""
 
 from __future__ import annotations
 
@@ -7,23 +7,23 @@ from typing import Any
 
 import numpy as np
 
-from farm.agent.backends import twin
+from farm.agent.backends import native
 
 
 def build_info(library: str | Path | None = None) -> str:
-    """How the library was built, e.g. "plant_bug=;sanitize=0"."""
-    return twin.load(library).lsg_build_info().decode()
+    """How the library was built, e.g. "plant_bug=;sanitize=0;target=twin"."""
+    return native.load(library).lsg_build_info().decode()
 
 
 def convert(src: np.ndarray, dst_dtype: Any, *, library: str | Path | None = None) -> np.ndarray:
-    """The twin's own fp32 <-> fp16/bf16 conversion (for tests of its rounding)."""
-    lib = twin.load(library)
+    """The library's own fp32 <-> fp16/bf16 conversion (for tests of its rounding)."""
+    lib = native.load(library)
     src = np.ascontiguousarray(src)
     dst = np.empty(src.shape, dtype=dst_dtype)
     rc = lib.lsg_convert(
-        twin.dtype_code(src.dtype),
+        native.dtype_code(src.dtype),
         src.ctypes.data,
-        twin.dtype_code(dst.dtype),
+        native.dtype_code(dst.dtype),
         dst.ctypes.data,
         src.size,
     )

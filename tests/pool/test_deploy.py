@@ -23,7 +23,7 @@ from farm.pool.deploy import (
     make_agent_bundle,
     sha256_file,
     start_agent,
-    twin_lib_on_host,
+    native_lib_on_host,
     versions_dir,
 )
 from farm.pool.transport import open_transport
@@ -189,20 +189,20 @@ def test_ssh_deploy_of_agent_and_op_package(deployed_lab, tmp_path, agent_bundle
         pkg2 = fake_op_package(tmp_path / "logsoftmaxgrad-0.1.0-twin.tar.gz", b"\x7fELF fake v2")
         report2, twin2 = deploy_all(t, bundle=bundle, op_package=pkg2)
         assert [f.action for f in report2.files] == ["skipped", "uploaded"] and twin2 != twin
-        assert twin_lib_on_host(report2, pkg2) == twin2
+        assert native_lib_on_host(report2, pkg2) == twin2
         # The agent is told where the library lies.
-        with start_agent(t, sha, twin_lib=twin2, executor=ECHO) as ch:
-            assert "twin" in ch.identify()["backends"]
+        with start_agent(t, sha, native_lib=twin2, executor=ECHO) as ch:
+            assert "native" in ch.identify()["backends"]
 
 
 def test_agent_argv_is_a_list_of_words(local_host):
-    argv = agent_argv(local_host, twin_lib="/x y/lib.so", executor="m:f")
+    argv = agent_argv(local_host, native_lib="/x y/lib.so", executor="m:f")
     assert argv[1:] == [
         "-m",
         "farm.agent",
         "--workdir",
         local_host.workdir,
-        "--twin-lib",
+        "--native-lib",
         "/x y/lib.so",
         "--executor",
         "m:f",

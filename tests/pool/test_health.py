@@ -58,7 +58,7 @@ def test_canary_decides_last(local_host, agent_bundle):
     bundle, sha = agent_bundle
 
     def canary_ok(channel, identity):
-        result = channel.run_case({"id": "canary"}, "twin", 0)
+        result = channel.run_case({"id": "canary"}, "native", 0)
         return None if result["verdict"] == "pass" else "canary case failed"
 
     def canary_bad(channel, identity):

@@ -53,7 +53,7 @@ def test_identify_each_host_and_run_a_fake_case(deployed_lab):
                 assert ident["bundle"] == sha and ident["missing"] == []
                 for device in range(host.devices):
                     case = {"id": f"{host.name}-{device}", "dims": [-1], "note": "it's $(x); `y`"}
-                    result = ch.run_case(case, "twin", device)
+                    result = ch.run_case(case, "native", device)
                     assert result["echo"] == case
                     assert (result["device"], result["soc"]) == (device, host.soc)
 
@@ -149,11 +149,11 @@ def test_killed_host_gives_connection_lost(deployed_lab, restore_lab_host):
     restore_lab_host.append(host.name)
     with open_transport(host) as t:
         ch = start_agent(t, sha, executor=ECHO)
-        assert ch.run_case({"id": 1}, "twin", 0)["device"] == 0
+        assert ch.run_case({"id": 1}, "native", 0)["device"] == 0
         lab.kill_host(host.name)
         start = time.monotonic()
         with pytest.raises(ConnectionLost) as info:
-            ch.run_case({"id": 2}, "twin", 0, timeout=10)
+            ch.run_case({"id": 2}, "native", 0, timeout=10)
         assert time.monotonic() - start < 3.0
         assert str(info.value).startswith(f"host a2-02 ({host.address}:{host.port}): ")
         assert info.value.host == "a2-02"
@@ -175,7 +175,7 @@ def test_frozen_host_gives_agent_timeout_within_the_timeout(deployed_lab, restor
         lab.freeze_host(host.name)
         start = time.monotonic()
         with pytest.raises(InfraError) as info:
-            ch.run_case({"id": 1}, "twin", 0, timeout=1.5)
+            ch.run_case({"id": 1}, "native", 0, timeout=1.5)
         elapsed = time.monotonic() - start
         assert type(info.value).__name__ == "AgentTimeout", info.value
         assert 1.4 <= elapsed < 2.5, elapsed
@@ -208,7 +208,7 @@ def test_declared_agent_fault_over_ssh(deployed_lab, restore_lab_host, fault, er
         ch = start_agent(t, sha, executor=ECHO)
         ch.identify()
         with pytest.raises(error, match=needle):
-            ch.run_case({"id": 1}, "twin", 0, timeout=5)
+            ch.run_case({"id": 1}, "native", 0, timeout=5)
 
 
 def test_lab_refuses_to_start_when_a_port_is_taken(ssh_lab, tmp_path, monkeypatch):
@@ -287,8 +287,8 @@ def test_missing_sshd_skips_unless_required(tmp_path, required, outcome):
 
 
 def test_real_case_over_ssh_with_the_deployed_op_package(deployed_lab, agent_bundle):
-    """The whole path: bundle + op package deployed over SFTP, the agent told where the twin
-    library is, the real executor (farm.agent.execute) judging one smoke case per family."""
+    """The whole path: bundle + op package deployed over SFTP (the default target's, the
+    emulated real kernel), the agent told where its library is, the real executor (farm.agent.execute) judging one smoke case per family."""
     from farm.errors import ConfigError
     from farm.pool.deploy import deploy_all, find_op_package
     from suites.matrix import expand
@@ -305,9 +305,9 @@ def test_real_case_over_ssh_with_the_deployed_op_package(deployed_lab, agent_bun
         host = inventory.host(name)
         case = next(c for c in cases if c.family == host.family and c.accepted)
         with open_transport(host) as t:
-            _, twin = deploy_all(t, bundle=agent_bundle[0], op_package=package)
-            with start_agent(t, sha, twin_lib=twin) as ch:
-                assert "twin" in ch.identify()["backends"]
-                record = ch.run_case(case.to_dict(), "twin", 0, timeout=60)
+            _, native = deploy_all(t, bundle=agent_bundle[0], op_package=package)
+            with start_agent(t, sha, native_lib=native) as ch:
+                assert "native" in ch.identify()["backends"]
+                record = ch.run_case(case.to_dict(), "native", 0, timeout=60)
         assert record["case_id"] == case.id and record["soc"] == host.soc
         assert record["outcome"] == "passed", record.get("message")

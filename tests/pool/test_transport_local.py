@@ -33,21 +33,21 @@ def test_session_with_a_fake_executor(local_host):
         assert (ident["soc"], ident["devices"], ident["source"]) == ("Ascend910B1", 2, "env")
         assert ident["missing"] == [] and ident["deps"]["numpy"]
         for device in (0, 1):
-            result = ch.run_case({"id": f"c{device}"}, "twin", device)
+            result = ch.run_case({"id": f"c{device}"}, "native", device)
             assert result == {
                 "verdict": "pass",
                 "case_id": f"c{device}",
-                "backend": "twin",
+                "backend": "native",
                 "device": device,
                 "soc": "Ascend910B1",
                 "fake": True,
             }
         # A refused request does not break the channel.
         with pytest.raises(ProtocolError, match="device 2 does not exist"):
-            ch.run_case({"id": "c"}, "twin", 2)
+            ch.run_case({"id": "c"}, "native", 2)
         with pytest.raises(AgentError, match="fake executor told to fail: yes"):
-            ch.run_case({"fail": "yes"}, "twin", 0)
-        assert ch.run_case({"id": "again"}, "twin", 0)["case_id"] == "again"
+            ch.run_case({"fail": "yes"}, "native", 0)
+        assert ch.run_case({"id": "again"}, "native", 0)["case_id"] == "again"
 
 
 def test_orchestrator_env_does_not_leak_into_the_emulated_host(local_host, monkeypatch):
@@ -58,16 +58,16 @@ def test_orchestrator_env_does_not_leak_into_the_emulated_host(local_host, monke
 
 def test_stdout_writes_in_the_executor_do_not_corrupt_the_stream(local_host):
     with open_transport(local_host) as t, t.open_channel(agent(ECHO), cwd=str(REPO)) as ch:
-        result = ch.run_case({"print": '{"seq": 99, "ok": true}'}, "twin", 0)
+        result = ch.run_case({"print": '{"seq": 99, "ok": true}'}, "native", 0)
         assert result["verdict"] == "pass"
-        assert ch.run_case({"id": 2}, "twin", 1)["device"] == 1
+        assert ch.run_case({"id": 2}, "native", 1)["device"] == 1
 
 
 def test_native_crash_is_connection_lost_with_the_fatal_signal_on_stderr(local_host):
     with open_transport(local_host) as t:
         ch = t.open_channel(agent(), cwd=str(REPO))
         with pytest.raises(ConnectionLost, match="killed by signal 11") as info:
-            ch.run_case({"segv": True}, "twin", 0, timeout=20)
+            ch.run_case({"segv": True}, "native", 0, timeout=20)
         # The dispatcher reads this to call it an operator crash rather than a lost host.
         assert "Fatal Python error: Segmentation fault" in info.value.stderr_tail
 
@@ -88,7 +88,7 @@ def test_timeout_then_the_channel_is_unusable(local_host):
         ch = t.open_channel(agent(ECHO), cwd=str(REPO))
         start = time.monotonic()
         with pytest.raises(AgentTimeout, match="no reply to run-case #2 within 0.5s"):
-            ch.run_case({"sleep": 30}, "twin", 0, timeout=0.5)
+            ch.run_case({"sleep": 30}, "native", 0, timeout=0.5)
         assert time.monotonic() - start < 2
         with pytest.raises(ConnectionLost, match="unusable after an earlier error"):
             ch.identify()
@@ -111,7 +111,7 @@ def test_declared_agent_faults(local_host, fault, error, needle):
         ch = t.open_channel(agent(), cwd=str(REPO))  # reply 1: hello
         ch.identify()  # reply 2
         with pytest.raises(error, match=needle) as info:
-            ch.run_case({"id": "x"}, "twin", 0, timeout=1.0)
+            ch.run_case({"id": "x"}, "native", 0, timeout=1.0)
         assert isinstance(info.value, InfraError) and info.value.host == "emu-t"
         assert str(info.value).startswith("host emu-t (local): ")
         ch.close()

@@ -122,7 +122,7 @@ RUN_META = {
         {"name": "emu-a2-0", "soc": "Ascend910B3", "family": "ascend910b"},
         {"name": "emu-310-0", "soc": "Ascend310B1", "family": "ascend310b"},
     ],
-    "backend": "twin",
+    "backend": "native",
     "farm_version": "0.1.0",
 }
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from farm.errors import UsageError
+from farm.errors import StoreError, UsageError
 from farm.results import commands
 from farm.results import compare as cmp
 from farm.results import compare_render as render
@@ -269,8 +269,13 @@ def test_the_comparison_is_pure_logic():
 
 
 def test_compare_on_empty_store(tmp_path, capsys):
+    RunStore(tmp_path / "empty.sqlite").close()
     assert commands.main_compare(["--store", str(tmp_path / "empty.sqlite")]) == 2
     assert commands.main_runs(["--store", str(tmp_path / "empty.sqlite")]) == 0
+    # A store that does not exist is a mistake (a typo), not a new empty store.
+    with pytest.raises(StoreError, match="no run store"):
+        commands.main_runs(["--store", str(tmp_path / "typo.sqlite")])
+    assert not (tmp_path / "typo.sqlite").exists()
 
 
 def test_compare_rows_accepts_full_records():

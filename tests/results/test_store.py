@@ -10,7 +10,7 @@ import time
 import numpy as np
 import pytest
 
-from farm.errors import StoreError
+from farm.errors import StoreError, UsageError
 from farm.results.store import SCHEMA_VERSION, RunStore, history_path_for, schema_version
 
 from .conftest import RUN_META, failed, record, rejected_ok
@@ -306,3 +306,131 @@ def test_metric_series_per_family_and_dtype(store):
 def test_history_path_is_beside_the_store_per_tier(tmp_path):
     p = history_path_for(tmp_path / "x" / "farm.sqlite", "nightly")
     assert p == (tmp_path / "x" / "allure-history-nightly.jsonl").resolve()
+
+
+# -- what a run was, and stores that cannot serve ------------------------------------------
+
+
+def test_interrupted_aborted_and_subset_runs_are_never_baselines(store):
+    green = _run(store, records=[record("a")])
+    interrupted = _run(store, records=[record("a")])
+    store.finish_run(interrupted, 2, status="interrupted")
+    subset = _run(store, records=[record("a")], subset=True)
+    assert store.baseline_for("smoke") == green
+    for run_id, why in ((interrupted, "is interrupted"), (subset, "ran a subset")):
+        with pytest.raises(UsageError, match=why):
+            store.set_baseline("smoke", run_id)
+    running = store.begin_run({**RUN_META, "tier": "smoke"})
+    with pytest.raises(UsageError, match="is running"):
+        store.set_baseline("smoke", running)
+    assert store.latest_run("smoke", finished=True)["run_id"] == subset
+    assert store.get_run(interrupted)["status"] == "interrupted"
+
+
+def test_a_dead_runs_records_are_imported_and_it_is_marked_aborted(store, tmp_path):
+    run_dir = tmp_path / "run"
+    (run_dir / "records").mkdir(parents=True)
+    lines = [json.dumps(record("a")), json.dumps(record("b")), '{"case_id": "c", "trunc']
+    (run_dir / "records" / "gw0.jsonl").write_text("\n".join(lines))
+    dead = store.begin_run({**RUN_META, "run_dir": str(run_dir), "owner": "x:1:1"})
+    alive = store.begin_run({**RUN_META, "run_id": "alive-run"})  # owned by this process
+    elsewhere = store.begin_run({**RUN_META, "run_id": "far-run", "owner": "other-host:1:1"})
+    import socket
+
+    store.db.execute(
+        "UPDATE runs SET owner=? WHERE run_id=?", (f"{socket.gethostname()}:999999:1", dead)
+    )
+    assert store.recover_orphans() == [(dead, 2)]
+    run = store.get_run(dead)
+    assert (run["status"], run["exit_code"], run["counts"]["total"]) == ("aborted", 2, 2)
+    assert store.get_run(alive)["status"] == store.get_run(elsewhere)["status"] == "running"
+    assert store.recover_orphans() == []
+
+
+@pytest.mark.parametrize(
+    "make, needle",
+    [
+        (lambda p: p.write_bytes(b""), "is an empty file"),
+        (lambda p: p.write_bytes(b"not sqlite at all" * 64), "is not a SQLite database"),
+        (lambda p: p.mkdir(), "is a directory"),
+    ],
+)
+def test_stores_that_cannot_serve_are_refused_with_the_fix(tmp_path, make, needle):
+    path = tmp_path / "farm.sqlite"
+    make(path)
+    with pytest.raises(StoreError, match=needle):
+        RunStore(path)
+
+
+def test_a_corrupt_store_is_refused(tmp_path):
+    path = tmp_path / "farm.sqlite"
+    with RunStore(path) as s:
+        s.add_results(s.begin_run(RUN_META), [record(f"c{i}") for i in range(200)])
+    data = bytearray(path.read_bytes())
+    data[5000:9000] = b"\xff" * 4000  # a page of garbage
+    path.write_bytes(bytes(data))
+    with pytest.raises(StoreError, match="restore it"):
+        RunStore(path)
+
+
+def test_a_read_only_store_and_a_missing_one_are_refused(tmp_path):
+    """Read-only for real: file modes as a user; as root (CI), a read-only tmpfs in a private
+    mount namespace, since root writes through file modes."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    source = tmp_path / "farm.sqlite"
+    RunStore(source).close()
+    probe = (
+        "import sys; from farm.results.store import RunStore\n"
+        "try:\n    RunStore(sys.argv[1])\nexcept Exception as e:\n    print(e)\n"
+    )
+    repo = Path(__file__).resolve().parents[2]
+    if os.geteuid() == 0:
+        mnt = tmp_path / "ro"
+        mnt.mkdir()
+        script = (
+            f"mount -t tmpfs none {mnt} && cp {source} {mnt}/ && mount -o remount,ro {mnt} && "
+            f"{sys.executable} -c '{probe}' {mnt}/farm.sqlite"
+        )
+        argv = ["unshare", "-m", "sh", "-c", script]
+        if shutil.which("unshare") is None:
+            pytest.fail("unshare (util-linux) is needed to make a read-only store as root")
+    else:
+        ro = tmp_path / "ro"
+        ro.mkdir()
+        shutil.copy(source, ro / "farm.sqlite")
+        (ro / "farm.sqlite").chmod(0o444)
+        ro.chmod(0o555)
+        argv = [sys.executable, "-c", probe, str(ro / "farm.sqlite")]
+    try:
+        out = subprocess.run(argv, cwd=repo, capture_output=True, text=True, timeout=60)
+    finally:
+        if os.geteuid() != 0:
+            (tmp_path / "ro").chmod(0o755)
+    assert "is read-only" in out.stdout, out.stdout + out.stderr
+    with pytest.raises(StoreError, match="no run store"):
+        RunStore(tmp_path / "typo.sqlite", create=False)
+
+
+def test_a_full_disk_is_a_store_error_naming_the_path(store, monkeypatch):
+    run_id = store.begin_run(RUN_META)
+
+    class FullDisk:
+        def __init__(self, db):
+            self.db = db
+
+        def execute(self, sql, *args):
+            if sql.startswith("INSERT OR REPLACE INTO results"):
+                raise sqlite3.OperationalError("database or disk is full")
+            return self.db.execute(sql, *args)
+
+        def executemany(self, sql, *args):
+            raise sqlite3.OperationalError("database or disk is full")
+
+    monkeypatch.setattr(store, "db", FullDisk(store.db))
+    with pytest.raises(StoreError, match="disk is full.*free space"):
+        store.add_results(run_id, [record("a")])

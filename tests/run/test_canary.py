@@ -25,18 +25,18 @@ class FakeChannel:
 
 def test_a_host_making_the_known_inputs_is_healthy_even_if_the_operator_fails():
     channel = FakeChannel()
-    assert make_canary("twin")(channel, {"soc": "Ascend310B1"}) is None
+    assert make_canary("native")(channel, {"soc": "Ascend310B1"}) is None
     assert channel.calls == [c.id for c in canary_cases("ascend310b")]
 
 
 def test_a_host_making_other_inputs_is_named():
     channel = FakeChannel(lambda r: r.update(inputs_sha256="0" * 64))
-    reason = make_canary("twin")(channel, {"soc": "Ascend910B1"})
+    reason = make_canary("native")(channel, {"soc": "Ascend910B1"})
     assert "made other inputs from the same seed" in reason
     assert "numpy and ml_dtypes" in reason
 
 
 def test_a_host_that_cannot_judge_is_named():
     channel = FakeChannel(lambda r: r.update(outcome="broken", message="executor raised"))
-    reason = make_canary("twin")(channel, {"soc": "Ascend910B1"})
+    reason = make_canary("native")(channel, {"soc": "Ascend910B1"})
     assert "no judged result came back: executor raised" in reason

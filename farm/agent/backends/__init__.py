@@ -1,4 +1,9 @@
-"""How the agent runs the operator: one module per backend, each with ``run_call``."""
+"""How the agent runs the operator: one module per backend, each with ``run_call``.
 
-# The backends, in the order `farm run --backend` offers them (twin is the default).
-BACKENDS = ("twin", "torch")
+native: the operator's C ABI library from the deployed package (the emulated real Ascend C kernel
+        of `farm build --target ascendc-cpu`, or the CPU twin of `--target twin`); native.py.
+torch:  PyTorch's LogSoftmax backward on the host's device; torch_backend.py.
+"""
+
+# The backends, in the order `farm run --backend` offers them (native is the default).
+BACKENDS = ("native", "torch")

@@ -1,13 +1,21 @@
-"""The CPU twin of the operator, through ctypes (op/twin/lsg_twin.h).
+"""The operator on the CPU through its C ABI (op/twin/lsg_twin.h), with ctypes: the `native`
+backend.
+
+Two libraries implement that ABI, and this module runs whichever it is given: the emulated real
+kernel (liblsg_ascendc_cpu.so: the Ascend C kernel source and host tiling of op/ascendc on the CPU
+emulation, `farm build --target ascendc-cpu`, the default) or the CPU twin (liblsg_twin.so, an
+independent second implementation, `--target twin`). An operator package carries one of them.
 
 `plan` checks a call and returns the operator's own tiling; `run` also executes it on numpy
 arrays, with the output pre-filled with NaN so that an unwritten region cannot pass. The output
 may be any view (golden/layouts.py: strides, storage, offset); the storage around it is NaN too,
-and run reports whether the call left it so (out_guard_ok).
+and run reports whether the call left it so (out_guard_ok). A kernel the emulated device stopped
+(a rule of the hardware broken: emu::Fault) comes back as status 561000, reason "kernel_fault"
+and the fault's message, not as an exception.
 
-The library is found at, in order: $LSG_TWIN_LIB; build/twin/liblsg_twin.so under the repository
-(what `farm.build.build_twin("build/twin")` writes); package/lib/liblsg_twin.so beside farm/
-(where a deployed operator package is unpacked).
+The library is found at, in order: $LSG_NATIVE_LIB; under the repository
+build/ascendc-cpu/liblsg_ascendc_cpu.so, then build/twin/liblsg_twin.so (what `farm.build` writes);
+the library of an operator package unpacked as package/ beside farm/.
 """
 
 from __future__ import annotations
@@ -29,7 +37,9 @@ from golden import layouts
 from golden.contract import REASON_BY_ID
 from golden.dtypes import numpy_dtype
 
-LIB_NAME = "liblsg_twin.so"
+ENV_LIB = "LSG_NATIVE_LIB"
+LIB_NAMES = ("liblsg_ascendc_cpu.so", "liblsg_twin.so")  # the C ABI's libraries, default first
+BUILD_DIRS = {"liblsg_ascendc_cpu.so": "ascendc-cpu", "liblsg_twin.so": "twin"}
 ROOT = Path(__file__).resolve().parents[3]  # the checkout (or the unpacked bundle)
 
 # ACL dtype codes (enum lsg_dtype in op/tiling/lsg_types.h).
@@ -48,12 +58,15 @@ DTYPE_CODES: dict[np.dtype, int] = {
     np.dtype(np.bool_): 12,
     np.dtype(ml_dtypes.bfloat16): 27,
 }
-# The twin's own reasons, outside golden/contract.py (enum lsg_reason).
-TWIN_REASONS = {100: "unknown_soc", 101: "invalid_argument", 102: "internal"}
+# The library's own reasons, outside golden/contract.py (enum lsg_reason in lsg_types.h).
+NATIVE_REASONS = {100: "unknown_soc", 101: "invalid_argument", 102: "internal", 103: "kernel_fault"}
+KERNEL_FAULT = 103
+STATUS_INNER = 561000
 
 
-class TwinError(RuntimeError):
-    """The library is missing or a run failed after planning succeeded."""
+class NativeError(RuntimeError):
+    """The library is missing or a run failed after planning succeeded (other than a kernel
+    fault, which is a result)."""
 
 
 class LsgTensor(ctypes.Structure):
@@ -127,15 +140,17 @@ class SocProfileC(ctypes.Structure):
 
 
 def find_library() -> Path:
-    env = os.environ.get("LSG_TWIN_LIB")
+    env = os.environ.get(ENV_LIB)
     if env:
         return Path(env)
-    for candidate in (ROOT / "build" / "twin" / LIB_NAME, ROOT / "package" / "lib" / LIB_NAME):
+    candidates = [ROOT / "build" / BUILD_DIRS[name] / name for name in LIB_NAMES]
+    candidates += [ROOT / "package" / "lib" / name for name in LIB_NAMES]
+    for candidate in candidates:
         if candidate.exists():
             return candidate
-    raise TwinError(
-        f"{LIB_NAME} not found: build it with `python -m farm.build --target twin` "
-        "(writes build/twin), or set LSG_TWIN_LIB"
+    raise NativeError(
+        f"none of {', '.join(LIB_NAMES)} found: build one with `python -m farm.build "
+        f"--target ascendc-cpu` (or --target twin; both write build/), or set {ENV_LIB}"
     )
 
 
@@ -173,6 +188,14 @@ def _load(path: str) -> ctypes.CDLL:
     lib.lsg_run.restype = i32
     lib.lsg_executor_destroy.argtypes = [ctypes.c_void_p]
     lib.lsg_executor_destroy.restype = None
+    if hasattr(lib, "lsg_run_error"):  # every library since LSG_REASON_KERNEL_FAULT
+        lib.lsg_run_error.argtypes = [
+            ctypes.c_void_p,
+            p(i32),
+            ctypes.c_char_p,
+            ctypes.c_size_t,
+        ]
+        lib.lsg_run_error.restype = i32
     lib.lsg_convert.argtypes = [i32, ctypes.c_void_p, i32, ctypes.c_void_p, i64]
     lib.lsg_convert.restype = i32
     return lib
@@ -182,6 +205,12 @@ def version(library: str | Path | None = None) -> str:
     return load(library).lsg_version().decode()
 
 
+def build_info(library: str | Path | None = None) -> dict[str, str]:
+    """How the library was built, e.g. {"plant_bug": "", "sanitize": "0", "target": "twin"}."""
+    text = load(library).lsg_build_info().decode()
+    return dict(part.partition("=")[::2] for part in text.split(";") if part)
+
+
 def soc_profiles(library: str | Path | None = None) -> list[dict[str, Any]]:
     """The SoC table compiled into the library."""
     lib = load(library)
@@ -189,7 +218,7 @@ def soc_profiles(library: str | Path | None = None) -> list[dict[str, Any]]:
     for i in range(lib.lsg_soc_count()):
         rec = SocProfileC()
         if lib.lsg_soc_get(i, ctypes.byref(rec)) != 0:
-            raise TwinError(f"lsg_soc_get({i}) failed")
+            raise NativeError(f"lsg_soc_get({i}) failed")
         out.append(
             {
                 "name": rec.name.decode(),
@@ -204,7 +233,7 @@ def soc_profiles(library: str | Path | None = None) -> list[dict[str, Any]]:
 
 
 def reason_name(reason_id: int) -> str:
-    return REASON_BY_ID.get(reason_id) or TWIN_REASONS.get(reason_id, f"reason_{reason_id}")
+    return REASON_BY_ID.get(reason_id) or NATIVE_REASONS.get(reason_id, f"reason_{reason_id}")
 
 
 @dataclass(frozen=True)
@@ -231,7 +260,7 @@ class PlanResult:
 
 # What run() returns: status, reason (a golden.contract name), message, out (None when rejected),
 # workspace, tiling (None when rejected), seconds (planning and running).
-TwinResult = BackendResult
+NativeResult = BackendResult
 
 
 def dtype_code(dtype: Any) -> int:
@@ -293,10 +322,20 @@ def _plan(lib, dy, y, axes, out, soc):
     return status, reason.value, msg.value.decode(), ws.value, handle.value
 
 
+def _run_error(lib, handle) -> tuple[int, str] | None:
+    """(reason id, message) of the executor's last failed run; None from a library that cannot
+    say (no lsg_run_error)."""
+    if not hasattr(lib, "lsg_run_error"):
+        return None
+    reason, msg = ctypes.c_int32(-1), ctypes.create_string_buffer(1024)
+    lib.lsg_run_error(handle, ctypes.byref(reason), msg, len(msg))
+    return reason.value, msg.value.decode(errors="replace")
+
+
 def _tiling(lib, handle) -> dict[str, Any]:
     rec = TilingRecord()
     if lib.lsg_executor_tiling(handle, ctypes.byref(rec)) != 0:
-        raise TwinError("lsg_executor_tiling failed")
+        raise NativeError("lsg_executor_tiling failed")
     return rec.as_dict()
 
 
@@ -371,15 +410,15 @@ def run(
     out: np.ndarray | None = None,
     library: str | Path | None = None,
     out_layout: Any = None,
-) -> TwinResult:
-    """Run the operator on the twin.
+) -> NativeResult:
+    """Run the operator on the library (the emulated real kernel or the twin).
 
     dy, y: None is a missing tensor (any strides: they are passed as they are).
     out_dtype / out_shape: the output tensor's (default: dy's), to provoke mismatches.
     missing: "dy", "y", "out" (or several) to pass as NULL tensors.
     strided: copy dy and y into non-contiguous views and write a non-contiguous out.
     out: a caller's output array (any strides), instead of a fresh NaN-filled one.
-    library: a liblsg_twin.so other than the one find_library() finds.
+    library: a library of the C ABI other than the one find_library() finds.
     out_layout: the fresh out's layout ("contiguous", "strided", a golden.layouts.View or its
       JSON dict; default: "strided" with `strided`, else "contiguous"); the result's
       out_guard_ok says whether the storage around the view was left untouched.
@@ -409,18 +448,22 @@ def run(
     status, rid, message, ws, handle = _plan(lib, args[0], args[1], axes, args[2], soc)
     if not handle:
         seconds = time.perf_counter() - start
-        return TwinResult(status, reason_name(rid), message, None, ws, None, seconds)
+        return NativeResult(status, reason_name(rid), message, None, ws, None, seconds)
     try:
         tiling = _tiling(lib, handle)
         workspace = np.empty(ws, dtype=np.uint8) if ws else None
         rc = lib.lsg_run(None if workspace is None else workspace.ctypes.data, ws, handle, threads)
         seconds = time.perf_counter() - start
+        why = _run_error(lib, handle) if rc != 0 else None
     finally:
         lib.lsg_executor_destroy(handle)
     if rc != 0:
-        raise TwinError(f"lsg_run failed with status {rc} after planning succeeded")
+        if rc == STATUS_INNER and why is not None and why[0] == KERNEL_FAULT:
+            return NativeResult(rc, "kernel_fault", why[1], None, ws, tiling, seconds)
+        detail = f": {why[1]}" if why and why[1] else ""
+        raise NativeError(f"lsg_run failed with status {rc} after planning succeeded{detail}")
     guard = None if storage is None else out_guard_ok(storage, layout, out.shape)
-    return TwinResult(status, reason_name(rid), message, out, ws, tiling, seconds, guard)
+    return NativeResult(status, reason_name(rid), message, out, ws, tiling, seconds, guard)
 
 
 def run_call(
@@ -437,7 +480,7 @@ def run_call(
     out_layout=None,
 ):
     """The agent's backend entry (farm.agent.execute): out_dtype is a case dtype name, out_layout
-    the case's (a name, a View or its JSON dict).  The twin takes the one-dim form as a one-axis
+    the case's (a name, a View or its JSON dict).  The library takes the one-dim form as a one-axis
     list, and has no devices."""
     del api, device
     if isinstance(out_dtype, str):
