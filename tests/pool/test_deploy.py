@@ -21,9 +21,9 @@ from farm.pool.deploy import (
     deploy,
     deploy_all,
     make_agent_bundle,
+    native_lib_on_host,
     sha256_file,
     start_agent,
-    native_lib_on_host,
     versions_dir,
 )
 from farm.pool.transport import open_transport

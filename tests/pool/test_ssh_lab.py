@@ -288,7 +288,8 @@ def test_missing_sshd_skips_unless_required(tmp_path, required, outcome):
 
 def test_real_case_over_ssh_with_the_deployed_op_package(deployed_lab, agent_bundle):
     """The whole path: bundle + op package deployed over SFTP (the default target's, the
-    emulated real kernel), the agent told where its library is, the real executor (farm.agent.execute) judging one smoke case per family."""
+    emulated real kernel), the agent told where its library is, the real executor
+    (farm.agent.execute) judging one smoke case per family."""
     from farm.errors import ConfigError
     from farm.pool.deploy import deploy_all, find_op_package
     from suites.matrix import expand
