@@ -1,16 +1,67 @@
-"""``python -m farm.agent [--workdir DIR] [--native-lib PATH] [--executor module:function]``.
+"""``python -m farm.agent [--workdir DIR] [--native-lib PATH] [--executor module:function]
+[--run-id ID] [--lock-wait SECONDS]``.
 
 Serves the protocol on stdin/stdout. The protocol stream is moved off file descriptor 1 first:
 anything else that writes to stdout (a print in the executor, a C library's printf) lands on
 stderr instead of corrupting the replies.
+
+The agent runs in a process group of its own (``os.setsid()``, unless its launcher already made
+it a session leader: the local transport's ``start_new_session``, sshd for an exec channel), and
+says its pid and group in hello: after a timeout the orchestrator kills the whole group, children
+included. With a work directory it also leaves ``<workdir>/agents/<pid>.json`` while it runs (its
+pid, group, argv, start time), so that ``farm lab down`` finds every agent of a host, even one whose
+SSH session is gone; a killed agent's file is stale, which readers check against the process.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import faulthandler
+import json
 import os
 import sys
+import time
+from collections.abc import Iterator
+
+AGENTS_DIR = "agents"
+
+
+def _own_process_group() -> None:
+    try:
+        os.setsid()
+    except OSError:  # already a session (and group) leader
+        pass
+
+
+@contextlib.contextmanager
+def _pid_file(workdir: str | None, run_id: str | None) -> Iterator[None]:
+    path = None
+    if workdir:
+        try:
+            folder = os.path.join(workdir, AGENTS_DIR)
+            os.makedirs(folder, exist_ok=True)
+            path = os.path.join(folder, f"{os.getpid()}.json")
+            record = {
+                "pid": os.getpid(),
+                "pgid": os.getpgrp(),
+                "argv": sys.argv,
+                "run": run_id,
+                "started": time.time(),
+            }
+            tmp = path + ".tmp"
+            with open(tmp, "w") as f:
+                json.dump(record, f)
+            os.replace(tmp, path)
+        except OSError as exc:  # a read-only workdir must not stop the agent
+            print(f"lsg-agent: cannot write a pid file in {workdir}: {exc}", file=sys.stderr)
+            path = None
+    try:
+        yield
+    finally:
+        if path:
+            with contextlib.suppress(OSError):
+                os.remove(path)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -26,7 +77,21 @@ def main(argv: list[str] | None = None) -> int:
         help="module:function that runs a case (default farm.agent.execute:run_case; "
         "farm.agent.server:echo_executor is a test-only echo)",
     )
+    parser.add_argument(
+        "--run-id",
+        default=os.environ.get("LSG_RUN_ID") or None,
+        help="the run this agent serves, named in its device locks when a request does not "
+        "(default: $LSG_RUN_ID)",
+    )
+    parser.add_argument(
+        "--lock-wait",
+        type=float,
+        default=None,
+        help="seconds a run-case waits for a device another run holds when the request does "
+        "not say (default 10)",
+    )
     args = parser.parse_args(argv)
+    _own_process_group()
     # A crash in native code (the operator's library) leaves "Fatal Python error: Segmentation
     # fault" and a traceback on stderr; the orchestrator reads it to call the case an operator
     # crash.
@@ -45,15 +110,24 @@ def main(argv: list[str] | None = None) -> int:
     rfile = os.fdopen(proto_in, "rb", buffering=1 << 16)
     wfile = os.fdopen(proto_out, "wb", buffering=1 << 16)
 
+    from farm.agent.devicelock import DEFAULT_LOCK_WAIT
     from farm.agent.server import AgentServer  # after the fd dance: nothing printed before it
 
-    server = AgentServer(rfile, wfile, workdir=args.workdir, executor=args.executor)
-    try:
-        return server.serve()
-    except BrokenPipeError:
-        return 0
-    except KeyboardInterrupt:
-        return 130
+    server = AgentServer(
+        rfile,
+        wfile,
+        workdir=args.workdir,
+        executor=args.executor,
+        run_id=args.run_id,
+        lock_wait=DEFAULT_LOCK_WAIT if args.lock_wait is None else args.lock_wait,
+    )
+    with _pid_file(args.workdir, args.run_id):
+        try:
+            return server.serve()
+        except BrokenPipeError:
+            return 0
+        except KeyboardInterrupt:
+            return 130
 
 
 if __name__ == "__main__":

@@ -54,3 +54,26 @@ class ProtocolError(InfraError):
 class AgentError(InfraError):
     """The agent answered, but reported that it failed to do the request for a reason that is not
     a product verdict (e.g. the executor raised an unexpected exception)."""
+
+
+class DeviceBusy(InfraError):
+    """The device is held by another run's agent (the host's device lock,
+    farm/agent/devicelock.py; wire error kind ``busy``).
+
+    Nobody's fault: it never counts as an infrastructure error against the host and never
+    quarantines it. The dispatcher tries the family's other slots and waits; a case that cannot get
+    a device within its limit is reported as not run. ``holder`` is the holder record (run,
+    owner, pids, since) as the agent read it.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        host: str | None = None,
+        device: int | None = None,
+        holder: dict | None = None,
+    ) -> None:
+        super().__init__(message, host=host)
+        self.device = device
+        self.holder: dict = holder or {}

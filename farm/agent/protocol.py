@@ -4,14 +4,24 @@ One JSON object per line (UTF-8, ASCII-escaped, ``\\n``-terminated), at most
 :data:`MAX_LINE_BYTES` bytes. Every request carries ``op`` and an integer ``seq``; the reply echoes
 ``seq`` and carries ``ok``. Requests (client → agent) and their replies:
 
-``hello``      ``{protocol, farm_version}`` → ``{ok, protocol, agent_version}``
+``hello``      ``{protocol, farm_version}`` → ``{ok, protocol, agent_version, pid, pgid}``
 ``identify``   ``{}`` → ``{ok, host, soc, devices, python, deps: {numpy, ml_dtypes, torch},
                missing: [module], backends: [name], bundle: sha256|null, source, emulated}``
-``run-case``   ``{case: {...}, backend: str, device: int}`` → ``{ok, result: {...}}``
+``run-case``   ``{case: {...}, backend: str, device: int, [run: str], [owner: str],
+               [lock_wait: seconds]}`` → ``{ok, result: {...}, [device_lock: {device,
+               waited_s, holder}]}`` (``device_lock``: the case waited for a busy device)
 ``shutdown``   ``{}`` → ``{ok}``, then the agent exits
 
-A failed request is answered ``{seq, ok: false, error: {kind, message}}``; ``kind`` is one of
+A failed request is answered ``{seq, ok: false, error: {kind, message, ...}}``; ``kind`` is one of
 :data:`ERROR_KINDS`. A line the agent cannot parse is answered with ``seq: null``.
+
+Version 2 (incompatible with 1, so hello refuses a mix): ``pid``/``pgid`` in the hello reply (the
+agent's process group, which the orchestrator kills after a timeout); ``run-case`` takes the
+device's lock on the host first (farm/agent/devicelock.py): ``run`` names the run for messages,
+``owner`` lets the agents of one run share a device, ``lock_wait`` bounds the wait, and a device
+another run holds is answered with the error kind ``busy`` (``error.device``, ``error.holder``),
+which the orchestrator raises as :class:`~farm.agent.errors.DeviceBusy`. A version-1 agent would
+ignore those fields and run on a device another run holds.
 
 Results are small records (metrics and verdicts, never bulk tensors), so the line cap is 1 MiB.
 Floats may be NaN or ±Infinity (Python's JSON extension): metrics of a broken kernel can be.
@@ -25,16 +35,17 @@ import json
 from typing import Any, TypeGuard
 
 from farm import __version__
-from farm.agent.errors import AgentError, ProtocolError
+from farm.agent.errors import AgentError, DeviceBusy, ProtocolError
 
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2
 MAX_LINE_BYTES = 1 << 20
 
 OPS = ("hello", "identify", "run-case", "shutdown")
 # protocol: the line was not a valid request; version: hello with another protocol version;
 # unknown-op: well-formed request for an op this agent does not know; bad-request: the op's fields
-# are wrong; executor: the case executor raised; internal: anything else in the agent.
-ERROR_KINDS = ("protocol", "version", "unknown-op", "bad-request", "executor", "internal")
+# are wrong; executor: the case executor raised; busy: the device is held by another run (not a
+# fault of anyone: farm/agent/devicelock.py); internal: anything else in the agent.
+ERROR_KINDS = ("protocol", "version", "unknown-op", "bad-request", "executor", "busy", "internal")
 
 
 class RequestError(ProtocolError):
@@ -154,6 +165,14 @@ def raise_for_error(reply: dict[str, Any], *, where: str = "agent") -> dict[str,
         return reply
     err = reply["error"]
     kind, message = err["kind"], err["message"]
+    if kind == "busy":
+        holder = err.get("holder")
+        device = err.get("device")
+        raise DeviceBusy(
+            f"{where}: {message}",
+            device=device if _is_int(device) else None,
+            holder=holder if isinstance(holder, dict) else {},
+        )
     if kind in ("protocol", "version", "unknown-op", "bad-request"):
         raise ProtocolError(f"{where} refused the request ({kind}): {message}")
     raise AgentError(f"{where} failed ({kind}): {message}")
@@ -196,6 +215,14 @@ def decode_request(line: bytes) -> dict[str, Any]:
         device = obj.get("device")
         if not _is_int(device) or device < 0:
             problems.append("'device' must be a non-negative integer")
+        for name in ("run", "owner"):
+            if obj.get(name) is not None and not isinstance(obj.get(name), str):
+                problems.append(f"'{name}' must be a string")
+        wait = obj.get("lock_wait")
+        if wait is not None and (
+            not isinstance(wait, (int, float)) or isinstance(wait, bool) or not wait >= 0
+        ):
+            problems.append("'lock_wait' must be a number of seconds >= 0")
         if problems:
             raise RequestError("run-case: " + "; ".join(problems), kind="bad-request", seq=seq)
     return obj
@@ -205,12 +232,14 @@ def encode_reply(seq: int | None, **fields: Any) -> bytes:
     return encode({"seq": seq, "ok": True, **fields})
 
 
-def encode_error(seq: int | None, kind: str, message: str) -> bytes:
+def encode_error(seq: int | None, kind: str, message: str, **details: Any) -> bytes:
+    """An error reply; ``details`` are extra fields of ``error`` (busy: device, holder)."""
     if kind not in ERROR_KINDS:
         kind = "internal"
     if len(message) > 8000:
         message = message[:4000] + " ... " + message[-3000:]
-    return encode({"seq": seq, "ok": False, "error": {"kind": kind, "message": message}})
+    error = {**details, "kind": kind, "message": message}
+    return encode({"seq": seq, "ok": False, "error": error})
 
 
 __all__ = [

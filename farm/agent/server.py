@@ -5,6 +5,12 @@ The server knows nothing about operators: ``run-case`` is handed to an injectabl
 record). The default is ``farm.agent.execute.run_case``, imported on the first run-case so that
 ``hello``/``identify`` work even where the executor's own imports would fail.
 
+Before a case runs, the agent takes the device's lock on the host (``<workdir>/locks``, see
+farm/agent/devicelock.py for where and why) and keeps it until it exits; a device another run
+holds is answered with the error kind ``busy``. Without a work directory (in-process tests) there
+is no lock. hello reports the agent's pid and process group, which the orchestrator kills as a
+whole after a timeout (farm/agent/__main__.py puts the agent in a group of its own).
+
 Only the standard library is imported here; numpy and ml_dtypes are imported by ``identify``.
 """
 
@@ -20,6 +26,8 @@ from typing import Any, BinaryIO
 
 from farm import __version__
 from farm.agent import protocol
+from farm.agent.devicelock import DEFAULT_LOCK_WAIT, DeviceLocks
+from farm.agent.errors import DeviceBusy
 from farm.agent.identity import Declared, Fault, Identity, declared_identity, gather
 
 Executor = Callable[[dict, str, int, Identity], dict]
@@ -43,7 +51,9 @@ class AgentServer:
 
     ``executor`` is a callable or a ``"module:function"`` spec (resolved lazily).
     ``declared`` overrides the host's declared identity (tests); by default it is read from the
-    environment / ``<workdir>/host.toml`` / npu-smi.
+    environment / ``<workdir>/host.toml`` / npu-smi. ``run_id`` names the run in the device lock
+    when a request does not; ``lock_wait`` is how long a run-case waits for a busy device when
+    the request does not say.
     """
 
     def __init__(
@@ -55,6 +65,8 @@ class AgentServer:
         executor: Executor | str | None = None,
         declared: Declared | None = None,
         log: Any = None,
+        run_id: str | None = None,
+        lock_wait: float = DEFAULT_LOCK_WAIT,
     ) -> None:
         self.rfile = rfile
         self.wfile = wfile
@@ -67,6 +79,12 @@ class AgentServer:
         self.replies = 0
         # Fault injection is for emulated hosts only (see identity.py); real hosts never do it.
         self.fault: Fault | None = self.declared.fault if self.declared.emulated else None
+        self.run_id = run_id
+        self.locks = (
+            DeviceLocks(workdir, run=run_id, default_wait=lock_wait)
+            if workdir is not None
+            else None
+        )
 
     # -- plumbing -----------------------------------------------------------------------------
 
@@ -117,8 +135,8 @@ class AgentServer:
             data = protocol.encode_error(seq, "internal", f"reply not sendable: {exc}")
         self._send(data, seq)
 
-    def _error(self, seq: int | None, kind: str, message: str) -> None:
-        self._send(protocol.encode_error(seq, kind, message), seq)
+    def _error(self, seq: int | None, kind: str, message: str, **details: Any) -> None:
+        self._send(protocol.encode_error(seq, kind, message, **details), seq)
 
     # -- the loop -----------------------------------------------------------------------------
 
@@ -148,7 +166,13 @@ class AgentServer:
     def _handle(self, req: dict) -> str | None:
         op, seq = req["op"], req["seq"]
         if op == "hello":
-            self._reply(seq, protocol=protocol.PROTOCOL_VERSION, agent_version=__version__)
+            self._reply(
+                seq,
+                protocol=protocol.PROTOCOL_VERSION,
+                agent_version=__version__,
+                pid=os.getpid(),
+                pgid=os.getpgrp(),
+            )
         elif op == "identify":
             self._reply(seq, **self.identity().to_wire())
         elif op == "run-case":
@@ -173,6 +197,14 @@ class AgentServer:
                 f"device {device} does not exist on this host ({identity.devices} device(s))",
             )
             return
+        if self.locks is not None:
+            try:
+                self.locks.acquire(
+                    device, run=req.get("run"), owner=req.get("owner"), wait=req.get("lock_wait")
+                )
+            except DeviceBusy as exc:
+                self._error(seq, "busy", str(exc), device=device, holder=exc.holder)
+                return
         try:
             if self._executor is None:
                 spec = self._executor_spec
@@ -186,7 +218,11 @@ class AgentServer:
         if not isinstance(result, dict):
             self._error(seq, "executor", f"executor returned {type(result).__name__}, not a dict")
             return
-        self._reply(seq, result=result)
+        waited = self.locks.last_wait if self.locks is not None else None
+        if waited is not None:  # the device was busy when the case came: say for how long
+            self._reply(seq, result=result, device_lock=waited)
+        else:
+            self._reply(seq, result=result)
 
 
 class _AlreadySent(Exception):

@@ -4,10 +4,17 @@ Layout on a host (``<workdir>`` from the inventory)::
 
     <workdir>/versions/<sha256>/<file name>     an uploaded file (agent bundle, op package, ...)
     <workdir>/versions/<sha256>/...             its unpacked contents (tar archives)
-    <workdir>/versions/<sha256>/.lsg-unpacked   written last by the unpack, holds the sha256
+    <workdir>/versions/<sha256>/.lsg-unpacked   the marker of a complete directory: the sha256
 
-A directory never changes once unpacked (its name is its content's hash), so agents of several
-orchestrator workers can share it, and redeploying identical files costs one status command.
+**A version directory never changes once it exists.** A deploy uploads into a temporary
+directory next to it (``versions/.incoming-<sha12>-<random>/``), verifies and unpacks there,
+writes the marker, and renames the whole directory into place in one ``rename(2)``, which fails on
+an existing directory. So a complete directory (its marker holds the right sha256) is skipped and
+never written into, an agent running from it never sees a file change under it (re-extracting a
+shared library under a running agent crashed it with bus errors), and two runs deploying the same
+version at once both succeed: the loser of the rename finds the winner's complete directory and
+discards its temporary one. A directory without the marker (a deploy of an older farm that died
+half-way) is moved aside and replaced. Redeploying identical files costs one status command.
 
 The agent runs as ``<python> -m farm.agent --workdir <workdir> [--native-lib <path>]`` with the
 bundle's directory as its working directory (so ``farm``/``golden`` come from the bundle).
@@ -23,6 +30,7 @@ import os
 import posixpath
 import tarfile
 import time
+import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -143,8 +151,9 @@ def _is_archive(name: str) -> bool:
 
 
 def deploy(transport: Transport, host: HostSpec | None, files: Iterable[Path]) -> DeployReport:
-    """Upload each file into ``<workdir>/versions/<sha256>/`` (skipped where the host already
-    has it, verified by sha256 after upload) and unpack archives there."""
+    """Install each file into ``<workdir>/versions/<sha256>/`` (skipped where the host already
+    has that directory complete; uploaded into a temporary directory, verified by sha256 and,
+    for archives, unpacked there, then renamed into place atomically)."""
     host = host or transport.host
     report = DeployReport(host.name)
     for local in files:
@@ -158,21 +167,26 @@ def deploy(transport: Transport, host: HostSpec | None, files: Iterable[Path]) -
         archive = _is_archive(local.name)
         status = transport.remote_status(remote, dest)
         present = status.get("sha256") == sha
-        unpacked = status.get("unpacked") == sha
-        if present and (unpacked or not archive):
+        # Complete: the marker says so (a plain file of an older farm had no marker: its bytes do).
+        complete = status.get("unpacked") == sha or (present and not archive)
+        if complete:
             action = "skipped"
         else:
+            # A file that arrived but was never unpacked (an older deploy that died) is reused on
+            # the host; otherwise it is uploaded into the temporary directory.
             action = "unpacked" if present else "uploaded"
+            tmp = posixpath.join(
+                host.workdir, "versions", f".incoming-{sha[:12]}-{uuid.uuid4().hex[:8]}"
+            )
             if not present:
-                transport.put_file(local, remote)
-            # Verify on the host (for archives in the same command as the unpack).
-            if archive:
-                got = transport.unpack_remote(remote, dest, sha)
-            else:
-                got = transport.sha256_remote(remote)
-            if got != sha:
+                transport.put_file(local, posixpath.join(tmp, local.name))
+            result = transport.install_remote(
+                tmp, dest, local.name, sha, archive=archive, reuse=remote if present else None
+            )
+            got = result.get("sha256")
+            if got != sha or not result.get("installed"):
                 raise DeployError(
-                    f"host {host.name}: {local.name} arrived corrupted at {remote} (sha256 "
+                    f"host {host.name}: {local.name} arrived corrupted at {tmp} (sha256 "
                     f"{got or 'missing'}, expected {sha}); check the host's disk and rerun",
                     host=host.name,
                 )

@@ -26,7 +26,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from farm.agent.errors import FarmError
+from farm.agent.errors import DeviceBusy, FarmError
 from farm.pool.deploy import deploy, sha256_file, start_agent
 from farm.pool.inventory import HostSpec, Inventory
 from farm.pool.transport import HANDSHAKE_TIMEOUT, Channel, Transport, open_transport
@@ -49,6 +49,9 @@ class HostHealth:
     identity: dict[str, Any] | None = None
     checked_at: float = field(default_factory=time.time)
     seconds: float = 0.0
+    # What the check could not do, and why that is nobody's fault (a canary whose device another
+    # run holds: the host stays good; the run's dispatcher waits for the device).
+    notes: list[str] = field(default_factory=list)
 
     @property
     def good(self) -> bool:
@@ -121,6 +124,7 @@ def check_host(
         expected_bundle_sha = sha256_file(bundle)
     start = time.monotonic()
     reasons: list[str] = []
+    notes: list[str] = []
     identity: dict[str, Any] | None = None
     channel: Channel | None = None
     transport: Transport | None = None
@@ -142,6 +146,9 @@ def check_host(
         if canary is not None and not reasons:
             try:
                 verdict = canary(channel, identity)
+            except DeviceBusy as exc:  # another run holds the device: not the host's fault
+                verdict = None
+                notes.append(f"canary not run on host {host.name}: {exc}")
             except Exception as exc:  # the canary's own failure is a reason
                 verdict = f"{exc.__class__.__name__}: {exc}"
             if verdict:
@@ -159,6 +166,7 @@ def check_host(
         reasons=reasons,
         identity=identity,
         seconds=time.monotonic() - start,
+        notes=notes,
     )
 
 

@@ -16,7 +16,11 @@ port, with
 * a work directory ``hosts/<name>/work``;
 
 and writes ``<root>/inventory.toml`` (accepted by :func:`farm.pool.inventory.load_inventory`).
-``farm lab down`` stops them. It runs as root (login as root; creates /run/sshd if needed) or as a
+``farm lab down`` stops them, and every farm agent of their work directories: an agent whose SSH
+session is gone (a hung case's, after the orchestrator hung up) is no longer under its sshd, so
+the lab also finds agents by their pid files (``work/agents/<pid>.json``, written by the agent) and
+by their command line (``-m farm.agent ... --workdir <the host's work directory>``), and kills
+their process groups. It runs as root (login as root; creates /run/sshd if needed) or as a
 normal user (sshd then only lets that user in, which is who the inventory names).
 
 For fault tests: :meth:`Lab.kill_host` (SIGKILL of the host's sshd and every session and agent
@@ -216,6 +220,63 @@ def _signal_all(pids: list[int], sig: int) -> None:
             pass
 
 
+def _cmdline(pid: int) -> list[str]:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return [a.decode("utf-8", "replace") for a in f.read().split(b"\0") if a]
+    except OSError:
+        return []
+
+
+def _is_agent_of(argv: list[str], workdir: str) -> bool:
+    if "farm.agent" not in argv:
+        return False
+    for flag, value in zip(argv, argv[1:], strict=False):
+        if flag == "--workdir" and os.path.abspath(value) == workdir:
+            return True
+    return f"--workdir={workdir}" in argv
+
+
+def host_agents(workdir: str | os.PathLike[str]) -> list[int]:
+    """The pids of the farm agents of one work directory that are alive (zombies are not): from
+    their pid files and from every process's command line (Linux /proc)."""
+    workdir = os.path.abspath(workdir)
+    found: set[int] = set()
+    folder = Path(workdir) / "agents"
+    for path in folder.glob("*.json") if folder.is_dir() else []:
+        try:
+            pid = int(json.loads(path.read_text())["pid"])
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        if _alive(pid) and _is_agent_of(_cmdline(pid), workdir):
+            found.add(pid)
+        elif not _alive(pid):
+            path.unlink(missing_ok=True)  # the agent was killed before it could remove it
+    for entry in os.listdir("/proc") if os.path.isdir("/proc") else []:
+        if entry.isdigit() and _is_agent_of(_cmdline(int(entry)), workdir) and _alive(int(entry)):
+            found.add(int(entry))
+    return sorted(found)
+
+
+def kill_agents(workdir: str | os.PathLike[str], timeout: float = 5.0) -> list[int]:
+    """SIGKILL every agent of a work directory with its process group; return the pids that are
+    still alive afterwards (none, unless a process cannot be killed)."""
+    pids = host_agents(workdir)
+    for pid in pids:
+        try:
+            pgid = os.getpgid(pid)
+        except ProcessLookupError:
+            continue
+        if pgid != os.getpgrp():  # never our own group (an agent should always have its own)
+            for sig in (signal.SIGCONT, signal.SIGKILL):
+                try:
+                    os.killpg(pgid, sig)
+                except (ProcessLookupError, PermissionError):
+                    pass
+        _signal_all([pid], signal.SIGKILL)
+    return [pid for pid in pids if not _wait_gone(pid, timeout)]
+
+
 def _wait_gone(pid: int, timeout: float) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -356,11 +417,17 @@ class Lab:
         return self.inventory()
 
     def down(self) -> None:
-        """Stop every sshd of the lab (and its sessions and agents). Files stay."""
+        """Stop every sshd of the lab (and its sessions), and every agent of its hosts' work
+        directories, even one whose session is gone. Files stay."""
         for h in self.hosts.values():
             self._stop(h, kill_sessions=True)
+            kill_agents(h.path / "work")
         if self.hosts and self.root.is_dir():
             self._save()
+
+    def agents(self, name: str) -> list[int]:
+        """The pids of the farm agents running for lab host ``name`` (see host_agents)."""
+        return host_agents(self.host(name).path / "work")
 
     def running(self) -> dict[str, bool]:
         return {name: _alive(h.pid) for name, h in self.hosts.items()}
@@ -520,6 +587,7 @@ class Lab:
         if pid and _alive(pid):
             _signal_all(process_tree(pid), signal.SIGKILL)
             _wait_gone(pid, 3.0)
+        kill_agents(h.path / "work")  # a crashed host loses the agents its sessions left, too
         h.pid = None
         self._save()
 
@@ -531,11 +599,13 @@ class Lab:
         _signal_all([h.pid], signal.SIGSTOP)  # the listener first: no new children meanwhile
         for _ in range(2):
             _signal_all(process_tree(h.pid), signal.SIGSTOP)
+        _signal_all(host_agents(h.path / "work"), signal.SIGSTOP)  # those whose session is gone
 
     def thaw_host(self, name: str) -> None:
         h = self.host(name)
         if h.pid and _alive(h.pid):
             _signal_all(process_tree(h.pid), signal.SIGCONT)
+        _signal_all(host_agents(h.path / "work"), signal.SIGCONT)
 
     def declare(
         self,
@@ -569,10 +639,12 @@ class Lab:
         self._save()
 
     def reset_host(self, name: str) -> None:
-        """Back to normal: declared identity = inventory, no fault, nothing hidden, running."""
+        """Back to normal: declared identity = inventory, no fault, nothing hidden, running, and
+        no agent left from before."""
         h = self.host(name)
         h.declared_soc, h.declared_devices, h.fault, h.hidden = h.soc, h.devices, None, []
         self.start_host(name)
+        kill_agents(h.path / "work")  # what a test left running there (hung, or frozen)
 
     def status_rows(self) -> list[dict[str, str]]:
         rows = []
@@ -684,6 +756,8 @@ __all__ = [
     "Lab",
     "LabHost",
     "freeze_host",
+    "host_agents",
+    "kill_agents",
     "kill_host",
     "lab_down",
     "lab_up",

@@ -97,9 +97,11 @@ def test_oversize_lines_are_refused_both_ways():
 
 
 def test_hello_version_checks():
-    with pytest.raises(ProtocolError, match="speaks protocol 2"):
-        protocol.check_hello_reply({"seq": 1, "ok": True, "protocol": 2})
-    assert protocol.check_hello_reply({"seq": 1, "ok": True, "protocol": 1})["protocol"] == 1
+    # Version 1 agents take no device lock: a mix must be refused, not run.
+    with pytest.raises(ProtocolError, match="speaks protocol 1"):
+        protocol.check_hello_reply({"seq": 1, "ok": True, "protocol": 1})
+    current = protocol.PROTOCOL_VERSION
+    assert protocol.check_hello_reply({"seq": 1, "ok": True, "protocol": current})["ok"]
     with pytest.raises(protocol.RequestError) as info:
         protocol.decode_request(protocol.encode_request("hello", 1, protocol=99))
     assert info.value.kind == "version" and info.value.seq == 1
@@ -181,7 +183,7 @@ def test_agent_answers_bad_lines_and_keeps_serving():
         [
             b"garbage\n",
             b"x" * (protocol.MAX_LINE_BYTES + 10) + b"\n",
-            protocol.encode_request("hello", 1, protocol=2),
+            protocol.encode_request("hello", 1, protocol=1),
             protocol.encode_request("run-case", 2, case={"id": "c"}, backend="native", device=5),
             protocol.encode_request("run-case", 3, case={"explode": 1}, backend="native", device=0),
             protocol.encode_request("run-case", 4, case={"not_a_dict": 1}, backend="t", device=0),

@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 import tarfile
+import threading
 from pathlib import Path
 
 import pytest
@@ -207,3 +208,122 @@ def test_agent_argv_is_a_list_of_words(local_host):
         "--executor",
         "m:f",
     ]
+
+
+# -- atomic deploys: a version directory never changes once it exists ---------------------------
+
+
+def tree_state(root: Path) -> dict[str, tuple[int, int, int]]:
+    """Every deployed file under root: (inode, ctime, size). Equal states: nothing was rewritten
+    or replaced (the agent's own __pycache__ is left out: python writes it there)."""
+    return {
+        str(p.relative_to(root)): (st.st_ino, st.st_ctime_ns, st.st_size)
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and "__pycache__" not in p.parts
+        for st in [p.lstat()]
+    }
+
+
+def stale_status(transport_cls):
+    """A transport whose deploys saw the version missing: deploys that checked just before
+    another one completed, and race to install it."""
+
+    class Stale(transport_cls):
+        def remote_status(self, archive, dest):
+            return {"sha256": None, "unpacked": None}
+
+    return Stale
+
+
+def deploy_concurrently(make_transport, host, files, n=2):
+    barrier = threading.Barrier(n)
+    reports, errors = [], []
+
+    def one():
+        try:
+            with make_transport(host) as t:
+                barrier.wait(30)
+                reports.append(deploy(t, host, files))
+        except Exception as exc:  # reported by the assertion below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=one) for _ in range(n)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(120)
+    assert not errors, errors
+    assert len(reports) == n
+    return reports
+
+
+def assert_complete_and_tidy(versions: Path, sha: str) -> None:
+    assert (versions / sha / ".lsg-unpacked").read_text().strip() == sha
+    assert [p.name for p in versions.iterdir() if p.name.startswith(".")] == []
+
+
+def test_concurrent_deploys_of_a_new_version_both_succeed(local_host, agent_bundle, tmp_path):
+    bundle, sha = agent_bundle
+    pkg = fake_op_package(tmp_path / "logsoftmaxgrad-0.1.0-native.tar.gz", b"\x7fELF race")
+    reports = deploy_concurrently(LocalTransport, local_host, [bundle, pkg], n=4)
+    versions = Path(local_host.workdir) / "versions"
+    assert_complete_and_tidy(versions, sha)
+    pkg_dir = Path(reports[0].remote_dir(pkg.name))
+    assert (pkg_dir / "lib" / "liblsg_twin.so").read_bytes() == b"\x7fELF race"
+    assert {r.remote_dir(sha) for r in reports} == {str(versions / sha)}
+
+
+def test_concurrent_deploys_never_touch_a_running_agents_files(local_host, agent_bundle, tmp_path):
+    """Two runs deploy the version an agent runs from, both having seen it missing: each
+    installs into its own temporary directory, loses the rename to the complete directory,
+    and discards its copy. No file under the agent changes (re-extracting its shared library
+    under it crashed it with bus errors)."""
+    bundle, sha = agent_bundle
+    pkg = fake_op_package(tmp_path / "logsoftmaxgrad-0.1.0-native.tar.gz", b"\x7fELF v1")
+    with open_transport(local_host) as t:
+        deploy(t, local_host, [bundle, pkg])
+        dest = Path(versions_dir(local_host, sha))
+        pkg_dir = Path(versions_dir(local_host, sha256_file(pkg)))
+        before = tree_state(dest), tree_state(pkg_dir)
+        with start_agent(t, sha, executor=ECHO) as ch:
+            assert ch.run_case({"id": "before"}, "native", 0)["echo"]["id"] == "before"
+            reports = deploy_concurrently(stale_status(LocalTransport), local_host, [bundle, pkg])
+            assert [[f.action for f in r.files] for r in reports] == [["uploaded"] * 2] * 2
+            assert ch.run_case({"id": "after"}, "native", 0)["echo"]["id"] == "after"
+            assert ch.identify()["bundle"] == sha
+        assert (tree_state(dest), tree_state(pkg_dir)) == before
+    assert_complete_and_tidy(dest.parent, sha)
+
+
+def test_an_incomplete_version_directory_is_replaced_whole(local_host, agent_bundle):
+    """A deploy of an older farm that died half-way left files and no marker."""
+    bundle, sha = agent_bundle
+    dest = Path(versions_dir(local_host, sha))
+    (dest / "farm").mkdir(parents=True)
+    (dest / "farm" / "half-written.py").write_text("# torn")
+    with open_transport(local_host) as t:
+        assert deploy(t, local_host, [bundle]).files[0].action == "uploaded"
+    assert not (dest / "farm" / "half-written.py").exists()
+    assert (dest / "farm" / "agent" / "server.py").is_file()
+    assert_complete_and_tidy(dest.parent, sha)
+
+
+def test_ssh_concurrent_deploys_while_an_agent_runs(deployed_lab, agent_bundle, tmp_path):
+    """The same over SFTP, on a lab host, with two SSH connections racing."""
+    from farm.pool.transport.ssh import SSHTransport
+
+    lab, inventory, sha = deployed_lab
+    host = inventory.host("a2-02")
+    bundle, _ = agent_bundle
+    pkg = fake_op_package(tmp_path / "logsoftmaxgrad-0.1.0-native.tar.gz", b"\x7fELF ssh race")
+    with open_transport(host) as t:
+        deploy(t, host, [bundle, pkg])
+        dest = Path(versions_dir(host, sha))
+        before = tree_state(dest)
+        with start_agent(t, sha, executor=ECHO) as ch:
+            assert ch.run_case({"id": "before"}, "native", 1)["echo"]["id"] == "before"
+            reports = deploy_concurrently(stale_status(SSHTransport), host, [bundle, pkg])
+            assert [[f.action for f in r.files] for r in reports] == [["uploaded"] * 2] * 2
+            assert ch.run_case({"id": "after"}, "native", 1)["echo"]["id"] == "after"
+        assert tree_state(dest) == before
+    assert_complete_and_tidy(dest.parent, sha)

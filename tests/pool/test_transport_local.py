@@ -10,10 +10,11 @@ import time
 
 import pytest
 
-from farm.agent.errors import AgentError, InfraError, ProtocolError
+from farm.agent.errors import AgentError, DeviceBusy, InfraError, ProtocolError
+from farm.agent.protocol import PROTOCOL_VERSION
 from farm.errors import AgentTimeout, ConnectionLost, HostUnreachable
 from farm.pool.transport import open_transport, remote_command
-from farm.pool.transport.local import LocalTransport
+from farm.pool.transport.local import LocalTransport, group_members
 from tests.pool.conftest import ECHO, FAKE, REPO
 
 
@@ -96,6 +97,59 @@ def test_timeout_then_the_channel_is_unusable(local_host):
         assert ch.proc.poll() is not None  # the stuck agent was not left behind
 
 
+def test_a_timed_out_agent_is_killed_with_its_whole_process_group(local_host, tmp_path):
+    """The case hangs in a process that has a child (a subprocess of the operator, say): after
+    the timeout the channel kills the agent's group, child included, and checks it is gone."""
+    with open_transport(local_host) as t:
+        ch = t.open_channel(agent() + ["--workdir", str(tmp_path)], cwd=str(REPO))
+        assert ch.agent_pid == ch.proc.pid and ch.agent_pgid == ch.proc.pid  # from hello
+        with pytest.raises(AgentTimeout):
+            ch.run_case({"child": True, "sleep": 60}, "native", 0, timeout=1.0)
+        assert ch.wait_reaped() is True, ch.reap_detail
+        assert ch.reap_detail == f"the agent (pid {ch.proc.pid}) was killed (TERM)"
+        assert group_members(ch.proc.pid) == []  # the sleeping child too
+        assert ch.proc.poll() is not None
+        ch.close()
+        # Its pid file goes with it (a killed agent leaves it; readers check the process).
+        assert [p.name for p in (tmp_path / "agents").glob("*.json")] in (
+            [],
+            [f"{ch.proc.pid}.json"],
+        )
+
+
+def test_an_idle_agent_closed_normally_is_not_killed(local_host, tmp_path):
+    with open_transport(local_host) as t:
+        ch = t.open_channel(agent() + ["--workdir", str(tmp_path)], cwd=str(REPO))
+        assert list((tmp_path / "agents").glob("*.json"))  # while it runs
+        ch.close()
+        assert ch.reaped is None and ch.proc.returncode == 0
+        assert not list((tmp_path / "agents").glob("*.json"))  # removed on exit
+
+
+def test_two_agents_for_one_device_on_a_local_host(local_host, tmp_path):
+    """Two runs' agents, one device: the second waits, then answers busy naming the first; its
+    channel stays usable, and once the first agent is gone it gets the device."""
+    argv = agent() + ["--workdir", str(tmp_path)]
+    with open_transport(local_host) as t:
+        first = t.open_channel(argv, cwd=str(REPO))
+        assert first.run_case({"id": "a"}, "native", 1, lock={"run": "run-A", "owner": "A"})
+        second = t.open_channel(argv, cwd=str(REPO))
+        start = time.monotonic()
+        with pytest.raises(DeviceBusy) as info:
+            second.run_case({"id": "b"}, "native", 1, lock={"run": "run-B", "lock_wait": 1.0})
+        assert 0.9 <= time.monotonic() - start < 5
+        exc = info.value
+        assert exc.host == "emu-t" and exc.device == 1 and exc.holder["pids"] == [first.agent_pid]
+        assert str(exc).startswith("agent on host emu-t (local): device 1 of ")
+        assert "held by run run-A" in str(exc) and f"agent pid {first.agent_pid}" in str(exc)
+        assert second.usable
+        # The other device is free for the second run.
+        assert second.run_case({"id": "c"}, "native", 0, lock={"run": "run-B"})["device"] == 0
+        first.close()
+        assert second.run_case({"id": "b"}, "native", 1, lock={"run": "run-B"})["device"] == 1
+        second.close()
+
+
 @pytest.mark.parametrize(
     "fault, error, needle",
     [
@@ -122,7 +176,8 @@ def fake_agent(script: str) -> list[str]:
     hello = (
         "import sys, json\n"
         "req = json.loads(sys.stdin.readline())\n"
-        "print(json.dumps({'seq': req['seq'], 'ok': True, 'protocol': 1}), flush=True)\n"
+        f"print(json.dumps({{'seq': req['seq'], 'ok': True, 'protocol': {PROTOCOL_VERSION}}}), "
+        "flush=True)\n"
         "sys.stdin.readline()\n"
     )
     return [sys.executable, "-c", hello + script]
@@ -192,9 +247,9 @@ def test_agent_of_another_protocol_version_is_refused(local_host):
     other = (
         "import sys, json\n"
         "req = json.loads(sys.stdin.readline())\n"
-        "print(json.dumps({'seq': req['seq'], 'ok': True, 'protocol': 2}), flush=True)\n"
+        "print(json.dumps({'seq': req['seq'], 'ok': True, 'protocol': 1}), flush=True)\n"
         "sys.stdin.read()\n"
     )
     with open_transport(local_host) as t:
-        with pytest.raises(ProtocolError, match="speaks protocol 2.*redeploy the agent bundle"):
+        with pytest.raises(ProtocolError, match="speaks protocol 1.*redeploy the agent bundle"):
             t.open_channel([sys.executable, "-c", other], timeout=5)

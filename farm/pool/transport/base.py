@@ -11,7 +11,13 @@ every read and write, and raises only :class:`~farm.errors.InfraError` subclasse
 
 After any of these the channel is *broken* (a late reply could otherwise be taken for the answer
 to the next request): it is closed, and every further request raises ConnectionLost. Open a new
-channel.
+channel. Breaking a channel also *reaps* its agent, in the background: the agent's whole process
+group (pid and group from hello; the local transport knows its child anyway) gets SIGTERM, then
+SIGKILL after :data:`REAP_GRACE` seconds, and is checked to be gone (over SSH by a small command
+on the host: :meth:`Transport.reap_group`). A stuck agent must not keep its device (and its
+device lock) busy. :meth:`Channel.close` waits for the reaping; :attr:`Channel.reaped` says how it
+ended (True: gone; False: still there or the host could not be asked, :attr:`Channel.reap_detail`
+says which; None: nothing to reap).
 
 Before the handshake a channel tolerates a few lines that are not JSON (a login shell's rc file
 that prints something); they are kept in :attr:`Channel.noise`. After it, the stream is strict.
@@ -44,12 +50,25 @@ HANDSHAKE_TIMEOUT = 30.0
 COMMAND_TIMEOUT = 120.0
 MAX_NOISE_LINES = 50
 STDERR_TAIL_BYTES = 4000
+REAP_GRACE = 2.0  # seconds between SIGTERM and SIGKILL for a broken channel's agent
+REAP_TIMEOUT = 15.0  # the longest Channel.close waits for the reaping
 
 UNPACKED_MARKER = ".lsg-unpacked"
 
 # Runs on the host with its python (standard library only), as `python -c HELPER <cmd> args...`.
+#   sha256 FILE                 {"sha256"}
+#   status FILE DIR             {"sha256" of FILE, "unpacked": the sha256 in DIR's marker}
+#   install TMP DEST NAME SHA ARCHIVE REUSE
+#       verify TMP/NAME (first linked or copied from REUSE when that is not "-"), unpack it
+#       there when ARCHIVE is "1", write the marker, rename TMP to DEST. DEST is never written
+#       into: a complete DEST (its marker holds SHA) wins and TMP is discarded; an incomplete one
+#       (no marker: a deploy of an older farm that died half-way) is moved aside first.
+#       {"sha256" of the file, "installed": "renamed" | "exists" | null}
+#   reap PGID PID GRACE         SIGCONT, SIGTERM, GRACE s, SIGKILL to process group PGID (only
+#       if PID, its leader, is gone or is a farm agent), then check that no member is left
+#       (kill -0; zombies do not count). {"gone", "left": [pid], "sent": [signal]}
 HELPER = r"""
-import hashlib, json, os, sys, tarfile
+import errno, hashlib, json, os, shutil, signal, sys, tarfile, time, uuid
 def sha(p):
     h = hashlib.sha256()
     try:
@@ -65,20 +84,7 @@ def marker(d):
             return f.read().strip()
     except OSError:
         return None
-cmd, args = sys.argv[1], sys.argv[2:]
-if cmd == "sha256":
-    print(json.dumps({"sha256": sha(args[0])}))
-elif cmd == "status":
-    print(json.dumps({"sha256": sha(args[0]), "unpacked": marker(args[1])}))
-elif cmd == "unpack":
-    archive, dest, expect = args
-    m = os.path.join(dest, MARKER)
-    if os.path.exists(m):
-        os.remove(m)
-    got = sha(archive)
-    if got != expect:
-        print(json.dumps({"unpacked": None, "sha256": got}))
-        sys.exit(0)
+def unpack(archive, dest):
     with tarfile.open(archive, "r:*") as t:
         members = t.getmembers()
         for x in members:
@@ -89,10 +95,108 @@ elif cmd == "unpack":
             t.extractall(dest, members, filter="data")
         else:
             t.extractall(dest, members)
-    with open(m + ".tmp", "w") as f:
-        f.write(expect + "\n")
-    os.replace(m + ".tmp", m)
-    print(json.dumps({"unpacked": expect, "sha256": got}))
+def install(tmp, dest, name, expect, archive, reuse):
+    parent = os.path.dirname(dest)
+    now = time.time()
+    for old in os.listdir(parent) if os.path.isdir(parent) else []:
+        p = os.path.join(parent, old)
+        try:
+            if old.startswith((".incoming-", ".stale-")) and now - os.path.getmtime(p) > 86400:
+                shutil.rmtree(p, ignore_errors=True)  # left by a deploy that died a day ago
+        except OSError:
+            pass
+    os.makedirs(tmp, exist_ok=True)
+    f = os.path.join(tmp, name)
+    if reuse != "-" and not os.path.exists(f):
+        try:
+            os.link(reuse, f)
+        except OSError:
+            shutil.copyfile(reuse, f)
+    got = sha(f)
+    if got != expect:
+        shutil.rmtree(tmp, ignore_errors=True)
+        return {"sha256": got, "installed": None}
+    if archive == "1":
+        unpack(f, tmp)
+    with open(os.path.join(tmp, MARKER + ".tmp"), "w") as m:
+        m.write(expect + "\n")
+    os.replace(os.path.join(tmp, MARKER + ".tmp"), os.path.join(tmp, MARKER))
+    for attempt in (1, 2):
+        try:
+            os.rename(tmp, dest)  # atomic; fails on a non-empty DEST
+            return {"sha256": got, "installed": "renamed"}
+        except OSError as e:
+            if e.errno not in (errno.ENOTEMPTY, errno.EEXIST, errno.EISDIR, errno.ENOTDIR):
+                raise
+        if marker(dest) == expect:  # another deploy won the rename: use its directory
+            shutil.rmtree(tmp, ignore_errors=True)
+            return {"sha256": got, "installed": "exists"}
+        aside = os.path.join(
+            parent, ".stale-%s-%s" % (os.path.basename(dest), uuid.uuid4().hex[:8])
+        )
+        try:
+            os.rename(dest, aside)
+        except FileNotFoundError:
+            pass
+        shutil.rmtree(aside, ignore_errors=True)
+    sys.exit("cannot install %s: %s stays incomplete" % (name, dest))
+def members(pgid):
+    if not os.path.isdir("/proc/self"):
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return []
+        except PermissionError:
+            pass
+        return [pgid]
+    out = []
+    for e in os.listdir("/proc"):
+        if not e.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % e, "rb") as f:
+                st = f.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue
+        if int(st[2]) == pgid and st[0] != b"Z":
+            out.append(int(e))
+    return out
+def leader_is_agent(pid):
+    try:
+        with open("/proc/%d/cmdline" % pid, "rb") as f:
+            return b"farm.agent" in f.read()
+    except FileNotFoundError:
+        return True  # the leader is gone: what is left of its group is the agent's
+    except OSError:
+        return True
+def reap(pgid, pid, grace):
+    sent = []
+    if members(pgid) and pid in members(pgid) and not leader_is_agent(pid):
+        return {"gone": False, "left": members(pgid), "sent": [], "refused": "not a farm agent"}
+    for sig, wait in ((signal.SIGCONT, 0.0), (signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):
+        if not members(pgid):
+            break
+        try:
+            os.killpg(pgid, sig)
+        except ProcessLookupError:
+            break
+        except PermissionError as e:
+            return {"gone": False, "left": members(pgid), "sent": sent, "refused": str(e)}
+        sent.append(signal.Signals(sig).name)
+        deadline = time.time() + wait
+        while time.time() < deadline and members(pgid):
+            time.sleep(0.02)
+    left = members(pgid)
+    return {"gone": not left, "left": left, "sent": sent}
+cmd, args = sys.argv[1], sys.argv[2:]
+if cmd == "sha256":
+    print(json.dumps({"sha256": sha(args[0])}))
+elif cmd == "status":
+    print(json.dumps({"sha256": sha(args[0]), "unpacked": marker(args[1])}))
+elif cmd == "install":
+    print(json.dumps(install(*args)))
+elif cmd == "reap":
+    print(json.dumps(reap(int(args[0]), int(args[1]), float(args[2]))))
 else:
     sys.exit("unknown helper command %r" % cmd)
 """.replace("MARKER", repr(UNPACKED_MARKER))
@@ -133,6 +237,12 @@ class Channel(ABC):
         self._handshaken = False
         self.noise: list[str] = []
         self.agent_version: str | None = None
+        self.agent_pid: int | None = None  # from hello
+        self.agent_pgid: int | None = None
+        self.reaped: bool | None = None
+        self.reap_detail = ""
+        self._reaper: threading.Thread | None = None
+        self.last_device_lock: dict[str, Any] | None = None  # see run_case
 
     @property
     def where(self) -> str:
@@ -163,6 +273,18 @@ class Channel(ABC):
     def stderr_tail(self) -> str:
         """The last few KB the agent wrote to stderr (where the transport can see it)."""
         return ""
+
+    def _reap(self) -> tuple[bool | None, str]:
+        """Kill the agent's process group and check it is gone: (gone, what happened). Runs in a
+        thread after the channel broke; None when there is nothing this transport can do."""
+        return None, ""
+
+    @property
+    def agent_label(self) -> str:
+        if self.agent_pid is None:
+            return "the agent"
+        group = f", process group {self.agent_pgid}" if self.agent_pgid != self.agent_pid else ""
+        return f"the agent (pid {self.agent_pid}{group})"
 
     # -- requests -------------------------------------------------------------------------------
 
@@ -257,6 +379,46 @@ class Channel(ABC):
             self._close_raw()
         except Exception:
             pass
+        self._start_reaping()
+
+    def _start_reaping(self) -> None:
+        if self._reaper is not None:
+            return
+        self._reaper = threading.Thread(
+            target=self._reap_in_thread, name=f"reap-agent-{self.host.name}", daemon=True
+        )
+        self._reaper.start()
+
+    def _reap_in_thread(self) -> None:
+        try:
+            self.reaped, self.reap_detail = self._reap()
+        except Exception as exc:  # never let a reaper thread die silently
+            self.reaped = False
+            self.reap_detail = (
+                f"{self.agent_label} could not be checked on {self.where}: "
+                f"{exc.__class__.__name__}: {exc}"
+            )
+
+    def reap_again(self) -> bool | None:
+        """Kill and check once more (a host that could not be asked may answer now); the new
+        outcome. Blocks for at most about REAP_GRACE + a few seconds."""
+        if self._reaper is not None and self._reaper.is_alive():
+            return self.wait_reaped()
+        self._reap_in_thread()
+        return self.reaped
+
+    def wait_reaped(self, timeout: float = REAP_TIMEOUT) -> bool | None:
+        """Wait for the reaping of a broken channel's agent; its outcome (see :attr:`reaped`)."""
+        reaper = self._reaper
+        if reaper is None:
+            return None
+        reaper.join(timeout)
+        if reaper.is_alive():
+            self.reap_detail = (
+                f"{self.agent_label} on {self.where} was still being killed after {timeout:g} s"
+            )
+            return False
+        return self.reaped
 
     # -- the protocol's requests ----------------------------------------------------------------
 
@@ -279,19 +441,39 @@ class Channel(ABC):
             raise
         self._handshaken = True
         self.agent_version = reply.get("agent_version")
+        pid, pgid = reply.get("pid"), reply.get("pgid")
+        if isinstance(pid, int) and pid > 0:
+            self.agent_pid = pid
+            self.agent_pgid = pgid if isinstance(pgid, int) and pgid > 0 else pid
         return reply
 
     def identify(self, timeout: float = DEFAULT_TIMEOUT) -> dict[str, Any]:
         return self.request({"op": "identify"}, timeout)
 
     def run_case(
-        self, case: dict[str, Any], backend: str, device: int, timeout: float = DEFAULT_TIMEOUT
+        self,
+        case: dict[str, Any],
+        backend: str,
+        device: int,
+        timeout: float = DEFAULT_TIMEOUT,
+        *,
+        lock: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         """The result record of one case. An agent-side failure raises AgentError/ProtocolError;
-        product failures are verdicts inside the record."""
+        a device another run holds raises DeviceBusy (the channel stays usable); product failures
+        are verdicts inside the record.
+
+        ``lock``: the device lock's fields for the agent (``run``, ``owner``, ``lock_wait``; see
+        farm/agent/devicelock.py). Give ``timeout`` room for ``lock_wait``. When the case had to
+        wait for its device, :attr:`last_device_lock` says how long and for whom."""
+        fields = {k: v for k, v in (lock or {}).items() if v is not None}
+        self.last_device_lock = None
         reply = self.request(
-            {"op": "run-case", "case": case, "backend": backend, "device": device}, timeout
+            {"op": "run-case", "case": case, "backend": backend, "device": device, **fields},
+            timeout,
         )
+        waited = reply.get("device_lock")
+        self.last_device_lock = waited if isinstance(waited, dict) else None
         return reply["result"]
 
     def shutdown(self, timeout: float = 5.0) -> None:
@@ -305,14 +487,16 @@ class Channel(ABC):
             self.close()
 
     def close(self) -> None:
+        """Close the channel. An idle agent exits on EOF; a broken channel's agent is killed,
+        and this waits (at most :data:`REAP_TIMEOUT`) until that is done or has failed."""
         with self._lock:
-            if self._closed:
-                return
-            self._closed = True
-            try:
-                self._close_raw()
-            except Exception:
-                pass
+            if not self._closed:
+                self._closed = True
+                try:
+                    self._close_raw()
+                except Exception:
+                    pass
+        self.wait_reaped()
 
     def __enter__(self) -> Channel:
         return self
@@ -376,11 +560,50 @@ class Transport(ABC):
         """{"sha256": of archive or None, "unpacked": sha256 recorded in dest's marker or None}."""
         return self._helper("status", archive, dest)
 
-    def unpack_remote(self, archive: str, dest: str, sha256: str) -> str | None:
-        """Verify a tar archive on the host and unpack it into dest (the marker is written
-        last). Returns the archive's sha256 on the host; where that is not ``sha256`` nothing is
-        unpacked and the caller decides (deploy raises DeployError)."""
-        return self._helper("unpack", archive, dest, sha256)["sha256"]
+    def install_remote(
+        self,
+        tmp: str,
+        dest: str,
+        name: str,
+        sha256: str,
+        *,
+        archive: bool,
+        reuse: str | None = None,
+    ) -> dict[str, Any]:
+        """Make ``dest`` the complete directory of file ``name`` (sha256 ``sha256``) atomically:
+        verify ``tmp/name`` on the host (linked or copied from ``reuse`` first, when given),
+        unpack it there if it is an archive, write the marker, rename ``tmp`` to ``dest``. An
+        existing complete ``dest`` is never touched (the loser of two concurrent installs
+        discards its ``tmp``). Returns ``{"sha256": of the file on the host, "installed":
+        "renamed" | "exists" | None}``; None (and ``tmp`` removed) when the sha256 is wrong."""
+        return self._helper(
+            "install", tmp, dest, name, sha256, "1" if archive else "0", reuse or "-"
+        )
+
+    def reap_group(self, pid: int, pgid: int, grace: float = REAP_GRACE) -> tuple[bool, str]:
+        """Kill process group ``pgid`` on the host (SIGTERM, SIGKILL after ``grace`` s) and
+        check that nothing of it is left: (gone, what happened, for messages). ``pid`` is the
+        group's leader, the agent: a leader that is alive but not a farm agent (the number was
+        reused) is left alone."""
+        label = f"the agent (pid {pid}" + (f", process group {pgid})" if pgid != pid else ")")
+        argv = [self.host.python, "-c", HELPER, "reap", str(pgid), str(pid), f"{grace:g}"]
+        try:
+            rc, out, err = self._reap_command(argv, grace + 15.0)
+        except InfraError as exc:
+            return False, f"{label} could not be checked on {self.where}: {exc}"
+        try:
+            result = json.loads(out.strip().splitlines()[-1])
+        except (ValueError, IndexError):
+            detail = (err.strip().splitlines() or [describe_exit(rc)])[-1]
+            return False, f"{label} could not be checked on {self.where}: {detail}"
+        if result.get("gone"):
+            sent = [s.removeprefix("SIG") for s in result.get("sent") or [] if s != "SIGCONT"]
+            return True, (f"{label} was killed ({'/'.join(sent)})" if sent else f"{label} was gone")
+        why = result.get("refused") or f"processes {result.get('left')} still there after SIGKILL"
+        return False, f"{label} on {self.where} could not be killed: {why}"
+
+    def _reap_command(self, argv: Sequence[str], timeout: float) -> tuple[int, str, str]:
+        return self.run_argv(argv, timeout=timeout)
 
     def __enter__(self) -> Transport:
         return self

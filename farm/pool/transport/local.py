@@ -3,7 +3,9 @@
 The subprocess gets this process's environment minus any ``LSG_EMULATED_*`` variables, plus the
 host's inventory ``env`` (its own declared configuration, the counterpart of sshd's SetEnv).
 Its stdout is read through a selector, so every wait has a timeout; its stderr is drained by a
-thread into a bounded buffer that error messages quote.
+thread into a bounded buffer that error messages quote. The agent starts in a session (and process
+group) of its own; a broken channel's group is killed as a whole (SIGTERM, then SIGKILL) and
+checked to be gone (base.py, "reaping").
 """
 
 from __future__ import annotations
@@ -25,11 +27,36 @@ from farm.pool.inventory import HostSpec
 from farm.pool.transport.base import (
     COMMAND_TIMEOUT,
     HANDSHAKE_TIMEOUT,
+    REAP_GRACE,
     STDERR_TAIL_BYTES,
     Channel,
     Transport,
     describe_exit,
 )
+
+
+def group_members(pgid: int) -> list[int]:
+    """The live (not zombie) processes of process group ``pgid`` (kill -0 without /proc)."""
+    if not os.path.isdir("/proc/self"):
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return []
+        except PermissionError:
+            pass
+        return [pgid]
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                stat = f.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue
+        if int(stat[2]) == pgid and stat[0] != b"Z":
+            found.append(int(entry))
+    return found
 
 
 def host_environment(host: HostSpec) -> dict[str, str]:
@@ -106,25 +133,55 @@ class LocalChannel(Channel):
                 proc.stdin.close()
         except OSError:
             pass
-        # After an error the agent is presumably stuck: little grace before killing it.
-        try:
-            proc.wait(timeout=0.2 if self._broken else 2.0)
-        except subprocess.TimeoutExpired:
-            # A stopped (SIGSTOP) or hung agent: kill it.
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except OSError:
-                proc.kill()
+        if not self._broken:
+            # An idle agent exits on EOF; one that does not is reaped like a broken one.
             try:
                 proc.wait(timeout=2.0)
             except subprocess.TimeoutExpired:
-                pass
+                self._start_reaping()
         try:
             self._sel.close()
         except Exception:
             pass
         if proc.stdout:
             proc.stdout.close()
+
+    def _group_left(self, pgid: int) -> bool:
+        return bool(group_members(pgid))
+
+    def _reap(self) -> tuple[bool | None, str]:
+        proc = self.proc
+        pgid = self.agent_pgid or proc.pid  # start_new_session: the group is the agent's pid
+        label = f"the agent (pid {proc.pid}" + (
+            f", process group {pgid})" if pgid != proc.pid else ")"
+        )
+        sent = []
+        for sig, wait in (
+            (signal.SIGCONT, 0.0),
+            (signal.SIGTERM, REAP_GRACE),
+            (signal.SIGKILL, 5.0),
+        ):
+            proc.poll()  # a dead leader is reaped here, so that it does not count as alive
+            if not self._group_left(pgid):
+                break
+            try:
+                os.killpg(pgid, sig)
+            except ProcessLookupError:
+                break
+            except PermissionError as exc:
+                return False, f"{label} could not be killed: {exc}"
+            if sig != signal.SIGCONT:
+                sent.append(sig.name.removeprefix("SIG"))
+            deadline = time.monotonic() + wait
+            while time.monotonic() < deadline:
+                proc.poll()
+                if not self._group_left(pgid):
+                    break
+                time.sleep(0.01)
+        proc.poll()
+        if self._group_left(pgid):
+            return False, f"{label} on {self.where} could not be killed: still there after SIGKILL"
+        return True, (f"{label} was killed ({'/'.join(sent)})" if sent else f"{label} was gone")
 
 
 class LocalTransport(Transport):
@@ -163,6 +220,7 @@ class LocalTransport(Transport):
                 host=self.host.name,
             ) from None
         channel = LocalChannel(self.host, proc)
+        channel.agent_pid = channel.agent_pgid = proc.pid  # until hello says otherwise
         self._channels = [c for c in self._channels if c.usable]
         self._channels.append(channel)
         channel.handshake(timeout)

@@ -11,6 +11,10 @@
   short commands are exec channels too. Every wait has a timeout.
 * Commands are argv lists quoted with :func:`shlex.join` (``base.remote_command``);
   nothing from a case or the inventory reaches the remote shell unquoted.
+* Closing an exec channel does not stop a process that is not reading its stdin (a hung case):
+  a broken channel's agent is killed by process group with a short command on the host
+  (``Transport.reap_group``: SIGTERM, SIGKILL, then a check that nothing of the group is left),
+  within :data:`REAP_OPEN_TIMEOUT` per SSH step, so a frozen or lost host costs seconds.
 * paramiko and socket errors are mapped to :mod:`farm.errors` with messages that name the host,
   its address and the fix.
 """
@@ -58,6 +62,7 @@ logging.getLogger("paramiko").addHandler(logging.NullHandler())
 
 KEEPALIVE_S = 15
 SFTP_TIMEOUT = 120.0
+REAP_OPEN_TIMEOUT = 3.0  # opening the session (or connection) that kills a broken channel's agent
 _POLL = 0.25  # longest single blocking read, so stderr is drained while waiting
 
 
@@ -139,11 +144,28 @@ def load_private_key(host: HostSpec) -> paramiko.PKey:
 class SSHChannel(Channel):
     """One agent process behind one exec channel."""
 
-    def __init__(self, host: HostSpec, chan: paramiko.Channel, command: str) -> None:
+    def __init__(
+        self,
+        host: HostSpec,
+        chan: paramiko.Channel,
+        command: str,
+        transport: SSHTransport | None = None,
+    ) -> None:
         super().__init__(host)
         self.chan = chan
         self.command = command
+        self.transport = transport
         self._stderr: deque[bytes] = deque(maxlen=64)
+
+    def _reap(self) -> tuple[bool | None, str]:
+        if self.transport is None:
+            return None, ""
+        if self.agent_pid is None or self.agent_pgid is None:
+            return False, (
+                f"the agent on {self.where} broke before it said its pid: it cannot be killed by "
+                "process group (farm lab down, or a look at the host, finds it)"
+            )
+        return self.transport.reap_group(self.agent_pid, self.agent_pgid)
 
     def _drain_stderr(self) -> None:
         try:
@@ -225,8 +247,9 @@ class SSHTransport(Transport):
 
     # -- connection -----------------------------------------------------------------------------
 
-    def connect(self) -> paramiko.SSHClient:
-        """The live client, (re)connecting when needed."""
+    def connect(self, timeout: float | None = None) -> paramiko.SSHClient:
+        """The live client, (re)connecting when needed (within ``timeout``, default the host's
+        connect_timeout)."""
         with self._lock:
             client = self._client
             if client is not None:
@@ -234,10 +257,10 @@ class SSHTransport(Transport):
                 if t is not None and t.is_active():
                     return client
                 self._drop()
-            self._client = self._connect()
+            self._client = self._connect(timeout)
             return self._client
 
-    def _connect(self) -> paramiko.SSHClient:
+    def _connect(self, timeout: float | None = None) -> paramiko.SSHClient:
         host = self.host
         if self._pkey is None:
             self._pkey = load_private_key(host)
@@ -252,7 +275,7 @@ class SSHTransport(Transport):
             client.set_missing_host_key_policy(AcceptNewHostKeyPolicy(host))
         else:
             client.set_missing_host_key_policy(StrictHostKeyPolicy(host))
-        t = host.connect_timeout
+        t = timeout or host.connect_timeout
         try:
             client.connect(
                 _address(host),
@@ -354,13 +377,18 @@ class SSHTransport(Transport):
                 pass
             self._client = None
 
-    def _open_session(self) -> paramiko.Channel:
-        for attempt in (1, 2):
-            client = self.connect()
+    def _open_session(
+        self, timeout: float | None = None, *, retry: bool = True
+    ) -> paramiko.Channel:
+        """A new session channel; on failure, once more on a new connection (unless not
+        ``retry``: a host that did not open one on a live connection is frozen, not dropped)."""
+        attempts = (1, 2) if retry else (2,)
+        for attempt in attempts:
+            client = self.connect(timeout)
             transport = client.get_transport()
             try:
                 assert transport is not None
-                return transport.open_session(timeout=self.host.connect_timeout)
+                return transport.open_session(timeout=timeout or self.host.connect_timeout)
             except (paramiko.SSHException, EOFError, OSError, AssertionError) as exc:
                 with self._lock:
                     self._drop()
@@ -386,15 +414,23 @@ class SSHTransport(Transport):
             raise ConnectionLost(
                 f"{self.where}: the host refused to run the agent: {exc}", host=self.host.name
             ) from None
-        channel = SSHChannel(self.host, chan, command)
+        channel = SSHChannel(self.host, chan, command, self)
         channel.handshake(timeout)
         return channel
 
     def run_argv(
-        self, argv: Sequence[str], *, cwd: str | None = None, timeout: float = COMMAND_TIMEOUT
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: str | None = None,
+        timeout: float = COMMAND_TIMEOUT,
+        open_timeout: float | None = None,
+        retry: bool = True,
     ) -> tuple[int, str, str]:
+        """``open_timeout``: the limit for opening the session (and connecting, if need be;
+        default the host's connect_timeout); ``retry``: see _open_session."""
         command = remote_command(argv, cwd)
-        chan = self._open_session()
+        chan = self._open_session(open_timeout, retry=retry)
         deadline = time.monotonic() + timeout
         out, err = bytearray(), bytearray()
         try:
@@ -432,6 +468,11 @@ class SSHTransport(Transport):
         finally:
             chan.close()
         return status, out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
+
+    def _reap_command(self, argv: Sequence[str], timeout: float) -> tuple[int, str, str]:
+        """A host that does not open a session (or, when the connection is gone, accept a new
+        one) within REAP_OPEN_TIMEOUT is reported at once: a frozen host costs seconds."""
+        return self.run_argv(argv, timeout=timeout, open_timeout=REAP_OPEN_TIMEOUT, retry=False)
 
     def sftp(self) -> paramiko.SFTPClient:
         with self._lock:
