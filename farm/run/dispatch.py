@@ -1,27 +1,62 @@
 """Run one case on a slot of its family, with the farm's retry rules, and make its one record.
 
-Product failures come back from the agent as verdicts and are final. Infrastructure errors
-(connection lost, timeout, protocol) are retried on another slot of the same family, at most
-twice; a host with repeated infrastructure errors is quarantined for the rest of the run. An agent
-that dies of a fatal signal while running a case is an operator crash, a product failure.
+The rules, as a case meets them:
+
+* **Product failures** come back from the agent as verdicts and are final.
+* **Infrastructure errors** (connection lost, protocol, an agent that does not start) are retried
+  on another slot of the same family, at most twice; each counts against its host, and a host with
+  repeated infrastructure errors is quarantined for the rest of the run.
+* **A device another run holds** (the agent answers ``busy``: farm/agent/devicelock.py) is nobody's
+  fault. The case tries the family's other slots and waits, saying so (a line on stderr, a note in
+  the record), until its family has waited ``busy_wait`` seconds; then it is reported as not run
+  (broken, category ``not_run``, naming the busy devices and the run that holds them). A busy
+  device never counts against its host.
+* **A timeout** breaks the channel, which kills the stuck agent's whole process group and checks
+  that it is gone (farm/pool/transport/base.py, "reaping") before the slot is used again: the next
+  case there starts a fresh agent, which takes the device lock the dead one released. A slot whose
+  agent could not be verified gone (any broken channel: unkillable, or its host unreachable) is
+  set aside by this worker and checked again every DEAD_RECHECK seconds. The case moves on.
+  Timeouts are charged when the case is decided: if it completes elsewhere (or is given up for
+  another reason), each timeout is an infrastructure error of its host, as before; **if it timed
+  out on two different hosts, the case is what hangs**: a product failure (category ``hang``)
+  naming both hosts and their timeouts, and no host is charged (only an agent that could not be
+  killed is its host's problem).
+* **An operator crash** (the agent died of a fatal signal: CRASH_MARKERS on its stderr) may be the
+  late effect of an earlier case's memory corruption on the same agent. The case is rerun once on
+  a fresh agent (same slot, same lease): if it crashes again, that is this case's crash (failed,
+  category ``crash``, both attempts named); otherwise its own verdict stands, with a note naming
+  the earlier crash and the case that ran before it on the crashed agent.
+
+A record that took more than one attempt, or carries a note, has ``attempts_log`` (one entry per
+attempt: slot, host, what happened) and ``notes``.
 """
 
 from __future__ import annotations
 
+import hashlib
+import socket
+import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, Protocol
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol, cast
 
-from farm.agent.errors import InfraError
+from farm.agent.errors import DeviceBusy, InfraError
 from farm.agent.record import ResultRecord, broken_record, with_case
-from farm.errors import ConnectionLost
+from farm.errors import AgentTimeout, ConnectionLost
 from farm.run.leases import LeaseTimeout, RunState, lease_any
 from suites.case import Case
 
 MAX_RETRIES = 2
 AGENT_STARTUP_ALLOWANCE = 30.0  # seconds
+LOCK_WAIT = 5.0  # seconds an agent waits for its device before it answers busy
+BUSY_WAIT = 600.0  # seconds a family's cases wait, in all, for devices another run holds
+BUSY_POLL = 1.0  # a slot that answered busy is asked again after this long at the soonest
+DEAD_RECHECK = 30.0  # seconds before a slot whose agent could not be killed is checked again
 CRASH_MARKERS = ("Fatal Python error", "Segmentation fault", "Aborted", "AddressSanitizer")
+HANG = "hang"
+NOT_RUN = "not_run"
 
 
 @dataclass(frozen=True)
@@ -34,10 +69,19 @@ class SlotInfo:
 
 
 class CaseChannel(Protocol):
-    """A persistent channel to one agent (farm/pool/transport/base.py Channel, or a test fake)."""
+    """A persistent channel to one agent (farm/pool/transport/base.py Channel, or a test fake).
+
+    A channel may also have ``reaped``/``reap_detail`` (set when closing it killed a stuck agent,
+    see base.Channel); the dispatcher reads them with getattr."""
 
     def run_case(
-        self, case: dict[str, Any], backend: str, device: int, timeout: float
+        self,
+        case: dict[str, Any],
+        backend: str,
+        device: int,
+        timeout: float,
+        *,
+        lock: dict[str, Any] | None = None,
     ) -> dict[str, Any]: ...
 
     def close(self) -> None: ...
@@ -46,6 +90,63 @@ class CaseChannel(Protocol):
 def case_timeout(case, base: float) -> float:
     """Generous for big tensors: the base plus a microsecond per element, twice over."""
     return base + 2e-6 * case.numel
+
+
+def run_owner(lock_dir: str | Path, run_id: str | None = None) -> tuple[str, str]:
+    """(run id, owner token) of the run whose slot leases live in ``lock_dir``.
+
+    The run id defaults to the run directory's name (``runs/<run id>/locks``). The owner token
+    names "this run" in the device locks: the same in every worker of the run (they share the
+    lock directory), different for another run, even one of the same name in another clone."""
+    path = Path(lock_dir).resolve()
+    run = run_id or path.parent.name
+    digest = hashlib.sha256(f"{socket.gethostname()}:{path}".encode()).hexdigest()[:12]
+    return run, f"{run}@{socket.gethostname()}:{digest}"
+
+
+class _TimedOut(Exception):
+    def __init__(self, exc: AgentTimeout, timeout: float) -> None:
+        super().__init__(str(exc))
+        self.exc = exc
+        self.timeout = timeout
+
+
+class _Crash(Exception):
+    def __init__(self, exc: ConnectionLost, text: str) -> None:
+        super().__init__(text)
+        self.exc = exc
+        self.text = text
+
+
+class _CrashedTwice(Exception):
+    pass
+
+
+@dataclass
+class _Progress:
+    """What happened to one case so far."""
+
+    tried: list[str] = field(default_factory=list)  # slots it was sent to (busy ones are not)
+    errors: list[str] = field(default_factory=list)  # infrastructure errors met, for the record
+    waits: int = 0  # lease timeouts: every candidate slot stayed leased
+    timeouts: list[dict[str, Any]] = field(default_factory=list)  # charged once decided
+    crashes: list[dict[str, Any]] = field(default_factory=list)
+    busy: dict[str, DeviceBusy] = field(default_factory=dict)  # slot -> the latest busy answer
+    busy_at: dict[str, float] = field(default_factory=dict)
+    waited_from: float | None = None
+    log: list[dict[str, Any]] = field(default_factory=list)  # one entry per attempt
+    need_fresh: bool = False  # after a crash: the rerun must start a fresh agent
+    lock_waits: list[str] = field(default_factory=list)  # devices the agent waited for, and whom
+    lock_waited_s: float = 0.0
+
+    @property
+    def attempts(self) -> int:
+        return sum(1 for entry in self.log if entry["outcome"] != "busy")
+
+
+def _extra(record: ResultRecord, key: str, value: Any) -> None:
+    """Set a record field that farm/agent/record.py does not declare (yet)."""
+    cast(dict, record)[key] = value
 
 
 class Dispatcher:
@@ -60,9 +161,17 @@ class Dispatcher:
         backend: str,
         base_timeout: float = 60.0,
         left_out: dict[str, dict[str, str]] | None = None,
+        *,
+        run_id: str | None = None,
+        lock_wait: float = LOCK_WAIT,
+        busy_wait: float = BUSY_WAIT,
+        startup_allowance: float = AGENT_STARTUP_ALLOWANCE,
+        notify: Callable[[str], None] | None = None,
     ):
         """``left_out``: family -> {host: reason} for the hosts the health check kept out of
-        the run, so that a family without a healthy slot says why."""
+        the run, so that a family without a healthy slot says why. ``run_id`` names the run in
+        the hosts' device locks (default: the name of ``lock_dir``'s parent, the run directory).
+        ``notify`` receives the lines a person watching should see (default: stderr)."""
         self.left_out = left_out or {}
         self.slots = {s.id: s for s in slots}
         self.open_channel = open_channel
@@ -70,7 +179,18 @@ class Dispatcher:
         self.lock_dir = lock_dir
         self.backend = backend
         self.base_timeout = base_timeout
+        self.run_id, self.owner = run_owner(lock_dir, run_id)
+        self.lock_wait = lock_wait
+        self.busy_wait = busy_wait
+        self.startup_allowance = startup_allowance
+        self.notify = notify or _to_stderr
         self._channels: dict[str, CaseChannel] = {}
+        self._history: dict[str, list[str]] = {}  # slot -> cases run on its current agent
+        self._fresh: set[str] = set()  # slots whose agent has not finished a case yet
+        # Slots whose broken agent could not be verified gone: the dropped channel, and when it was
+        # last checked. Not used until a new check (reap_again) finds the agent gone.
+        self._dead: dict[str, tuple[CaseChannel, float]] = {}
+        self._busy_since: dict[str, float] = {}  # family -> since when its cases wait
 
     def close(self) -> None:
         for channel in self._channels.values():
@@ -85,7 +205,9 @@ class Dispatcher:
     def _candidates(self, family: str, preferred: str | None, tried: list[str]) -> list[SlotInfo]:
         quarantined = self.state.quarantined()
         healthy = [
-            s for s in self.slots.values() if s.family == family and s.host not in quarantined
+            s
+            for s in self.slots.values()
+            if s.family == family and s.host not in quarantined and self._alive_slot(s)
         ]
         fresh = [s for s in healthy if s.id not in tried]
         # Another slot first; the same slot again only when the family has no other.
@@ -95,105 +217,390 @@ class Dispatcher:
         )
         return pool
 
+    def _alive_slot(self, slot: SlotInfo) -> bool:
+        """False while the slot's last broken agent may still be running (re-checked every
+        DEAD_RECHECK seconds: a host that could not be asked may answer later)."""
+        dead = self._dead.get(slot.id)
+        if dead is None:
+            return True
+        channel, checked = dead
+        if time.monotonic() - checked < DEAD_RECHECK:
+            return False
+        again = getattr(channel, "reap_again", None)
+        gone = again() if again is not None else None
+        if gone is False:
+            self._dead[slot.id] = (channel, time.monotonic())
+            return False
+        del self._dead[slot.id]
+        self._say(f"{slot.id}: its stuck agent is gone now; the slot is used again")
+        return True
+
+    def _mark_dead(self, slot: SlotInfo, channel: CaseChannel, detail: str) -> None:
+        self._dead[slot.id] = (channel, time.monotonic())
+        self._say(
+            f"{slot.id}: {detail or 'its agent could not be checked'}; this worker does not use "
+            f"the slot until the agent is gone"
+        )
+
+    def _wanted(self, candidates: list[SlotInfo], p: _Progress) -> list[str]:
+        """Any free slot of the best candidates: the preferred one first, then the others on
+        hosts this case has not failed on yet; a slot that answered busy goes last."""
+        tried_hosts = {self.slots[t].host for t in p.tried}
+        first = candidates[0].host in tried_hosts
+        wanted = [s.id for s in candidates if (s.host in tried_hosts) == first]
+        wanted.sort(key=lambda sid: p.busy_at.get(sid, float("-inf")))
+        return wanted
+
     # -- running --------------------------------------------------------------------------
 
     def run(self, case: Case, preferred: str | None = None) -> ResultRecord:
         started = time.perf_counter()
-        tried: list[str] = []
-        errors: list[str] = []
-        waits = 0  # lease timeouts: every candidate slot stayed busy
+        p = _Progress()
         payload = case.to_dict()
         while True:
-            candidates = self._candidates(case.family, preferred, tried)
+            candidates = self._candidates(case.family, preferred, p.tried)
             if not candidates:
                 why = "; ".join(f"{h}: {r}" for h, r in self.state.quarantined().items())
                 detail = f" (quarantined: {why})" if why else ""
                 left = "; ".join(f"{h}: {r}" for h, r in self.left_out.get(case.family, {}).items())
                 detail += f" (failed the health check: {left})" if left else ""
-                return self._broken(
-                    case, tried, errors, started, f"no healthy slot of family {case.family}{detail}"
+                dead = ", ".join(
+                    sorted(s for s in self._dead if self.slots[s].family == case.family)
                 )
-            # Any free slot of the best candidates: the preferred one first, then the others
-            # on hosts this case has not failed on yet.
-            tried_hosts = {self.slots[t].host for t in tried}
-            first = candidates[0].host in tried_hosts
-            wanted = [s.id for s in candidates if (s.host in tried_hosts) == first]
-            timeout = case_timeout(case, self.base_timeout)
+                detail += f" (stuck agents not killed on {dead})" if dead else ""
+                return self._give_up(
+                    case, p, started, f"no healthy slot of family {case.family}{detail}"
+                )
+            wanted = self._wanted(candidates, p)
+            self._pace(wanted, p)
+            slot: SlotInfo | None = None
             try:
+                timeout = case_timeout(case, self.base_timeout)
                 with lease_any(self.lock_dir, wanted, timeout=timeout) as slot_id:
                     slot = self.slots[slot_id]
-                    tried.append(slot.id)
-                    record = self._attempt(slot, payload, case)
+                    record = self._run_on(slot, payload, case, p)
             except LeaseTimeout as exc:
-                waits += 1
-                errors.append(str(exc))
+                p.waits += 1
+                p.errors.append(str(exc))
+            except DeviceBusy as exc:
+                assert slot is not None
+                given_up = self._busy(case, slot, exc, p, started)
+                if given_up is not None:
+                    return given_up
+                continue
+            except _TimedOut as exc:
+                assert slot is not None
+                hang = self._timed_out(case, slot, exc, p, started)
+                if hang is not None:
+                    return hang
+            except _CrashedTwice:
+                return self._crash(case, p, started)
             except InfraError as exc:
+                assert slot is not None
                 self._drop(slot)
-                crash = _crash_text(exc)
-                if crash is not None:
-                    return self._crash(case, slot, tried, started, crash)
-                errors.append(f"{slot.id}: {exc}")
+                p.errors.append(f"{slot.id}: {exc}")
+                p.log.append(_entry(slot, "infrastructure", str(exc)))
                 self.state.record_infra_error(slot.host, str(exc))
             else:
-                # The agent reports its machine's hostname; the record names the inventory host
-                # (what the quarantine, `farm hosts` and the report speak of).
-                record["machine"] = record.get("host")
-                record.update({"host": slot.host, "slot": slot.id, "attempts": len(tried)})
-                record["infra_errors"] = errors
-                record["timings"]["wall_s"] = time.perf_counter() - started
-                return record
-            if len(tried) + waits > MAX_RETRIES:
-                return self._broken(
-                    case, tried, errors, started, f"gave up after {len(tried) + waits} attempts"
+                assert slot is not None
+                return self._done(case, record, slot, p, started)
+            if len(p.tried) + p.waits > MAX_RETRIES:
+                return self._give_up(
+                    case, p, started, f"gave up after {len(p.tried) + p.waits} attempts"
                 )
 
-    def _attempt(self, slot: SlotInfo, payload: dict[str, Any], case: Case) -> ResultRecord:
+    def _run_on(
+        self, slot: SlotInfo, payload: dict[str, Any], case: Case, p: _Progress
+    ) -> ResultRecord:
+        """The case on ``slot`` (leased), rerun once on a fresh agent after a crash."""
+        p.tried.append(slot.id)
+        while True:
+            before = list(self._history.get(slot.id, []))
+            try:
+                record = self._attempt(slot, payload, case, p)
+            except _Crash as crash:
+                self._drop(slot)
+                after = before[-1] if before else None
+                p.crashes.append(
+                    {"slot": slot.id, "host": slot.host, "crash": crash.text, "after": after}
+                )
+                entry = _entry(slot, "crash", crash.text)
+                entry["previous_case"] = after
+                p.log.append(entry)
+                if len(p.crashes) >= 2:
+                    raise _CrashedTwice from None
+                p.need_fresh = True
+                self._say(
+                    f"case {case.id} crashed the agent on {slot.id} ({crash.text})"
+                    + (f" after case {after} ran on it" if after else "")
+                    + "; rerunning it once on a fresh agent"
+                )
+                continue
+            p.log.append(_entry(slot, str(record.get("outcome")), ""))
+            return record
+
+    def _attempt(
+        self, slot: SlotInfo, payload: dict[str, Any], case: Case, p: _Progress
+    ) -> ResultRecord:
+        if p.need_fresh and self._history.get(slot.id):
+            self._drop(slot)  # an agent that ran other cases is no place for a crash's rerun
         channel = self._channels.get(slot.id)
         timeout = case_timeout(case, self.base_timeout)
         if channel is None:
             channel = self._channels[slot.id] = self.open_channel(slot)
-            # A new agent imports numpy, the twin (and torch for benchmark-ratio) on its first
-            # case; that is start-up, not the case being slow.
-            timeout += AGENT_STARTUP_ALLOWANCE
-        result = channel.run_case(payload, self.backend, slot.device, timeout)
+            self._history[slot.id] = []
+            self._fresh.add(slot.id)
+        if slot.id in self._fresh:
+            # A new agent imports numpy, the operator's library (and torch for benchmark-ratio)
+            # on its first case; that is start-up, not the case being slow. It also takes the
+            # device lock first, waiting up to lock_wait if the device is busy; an agent that
+            # has finished a case holds the lock until it exits.
+            timeout += self.startup_allowance + self.lock_wait
+        lock = {"run": self.run_id, "owner": self.owner, "lock_wait": self.lock_wait}
+        try:
+            result = channel.run_case(payload, self.backend, slot.device, timeout, lock=lock)
+        except AgentTimeout as exc:
+            raise _TimedOut(exc, timeout) from None
+        except ConnectionLost as exc:
+            text = _crash_text(exc)
+            if text is not None:
+                raise _Crash(exc, text) from None
+            raise
+        waited = getattr(channel, "last_device_lock", None)
+        if waited:  # the agent waited for the device before it ran the case
+            holder = DeviceBusy("", holder=waited.get("holder") or {})
+            p.lock_waits.append(f"{slot.id}: {_holder_text(holder)}")
+            p.lock_waited_s += float(waited.get("waited_s") or 0.0)
+        self._fresh.discard(slot.id)
+        self._history.setdefault(slot.id, []).append(case.id)
+        p.need_fresh = False
         return with_case(ResultRecord(**result), case, payload)  # type: ignore[typeddict-item]
 
-    def _drop(self, slot: SlotInfo) -> None:
+    def _drop(self, slot: SlotInfo) -> tuple[bool | None, str]:
+        """Close the slot's channel (killing a stuck agent, see base.Channel): how that went.
+        A slot whose agent could not be verified gone is set aside (see _alive_slot)."""
         channel = self._channels.pop(slot.id, None)
-        if channel is not None:
-            try:
-                channel.close()
-            except Exception:
-                pass
+        self._history.pop(slot.id, None)
+        self._fresh.discard(slot.id)
+        if channel is None:
+            return None, ""
+        try:
+            channel.close()
+        except Exception:
+            pass
+        killed = getattr(channel, "reaped", None)
+        detail = getattr(channel, "reap_detail", "") or ""
+        if killed is False:
+            self._mark_dead(slot, channel, detail)
+        return killed, detail
 
-    def _broken(
-        self, case: Case, tried: list[str], errors: list[str], started: float, summary: str
-    ) -> ResultRecord:
-        detail = "; ".join(errors[-3:])
-        last = self.slots[tried[-1]] if tried else None
-        return broken_record(
-            case,
-            summary + (f": {detail}" if detail else ""),
-            host=last.host if last else None,
-            soc=last.soc if last else None,
-            slot=last.id if last else None,
-            attempts=len(tried),
-            infra_errors=errors,
-            timings={"wall_s": time.perf_counter() - started},
+    def _say(self, line: str) -> None:
+        try:
+            self.notify(line)
+        except Exception:  # a broken stderr must not lose the case
+            pass
+
+    # -- busy devices ---------------------------------------------------------------------
+
+    def _pace(self, wanted: list[str], p: _Progress) -> None:
+        """When every slot wanted answered busy a moment ago, wait a little before asking."""
+        if not wanted or not all(sid in p.busy_at for sid in wanted):
+            return
+        pause = min(p.busy_at[sid] for sid in wanted) + BUSY_POLL - time.monotonic()
+        if pause > 0:
+            time.sleep(pause)
+
+    def _busy(
+        self, case: Case, slot: SlotInfo, exc: DeviceBusy, p: _Progress, started: float
+    ) -> ResultRecord | None:
+        """Another run holds the slot's device: wait for it or another slot; None to go on."""
+        now = time.monotonic()
+        if p.tried and p.tried[-1] == slot.id:
+            p.tried.pop()  # nothing ran: it was not an attempt on that slot
+        p.busy[slot.id] = exc
+        p.busy_at[slot.id] = now
+        if not any(e["outcome"] == "busy" and e["slot"] == slot.id for e in p.log):
+            p.log.append(_entry(slot, "busy", _holder_text(exc)))
+        since = self._busy_since.setdefault(case.family, now)
+        if p.waited_from is None:
+            p.waited_from = now
+            left = max(0.0, since + self.busy_wait - now)
+            self._say(
+                f"case {case.id}: {slot.id} is busy, another run holds it "
+                f"({_holder_text(exc)}); trying the family's other slots, waiting up to "
+                f"{left:.0f} s"
+            )
+        usable = {s.id for s in self._candidates(case.family, None, p.tried)}
+        if now - since >= self.busy_wait and usable <= set(p.busy):
+            return self._not_run(case, p, started, now - since)
+        return None
+
+    def _not_run(self, case: Case, p: _Progress, started: float, waited: float) -> ResultRecord:
+        self._settle_timeouts(p)
+        holders = "; ".join(f"{sid}: {_holder_text(exc)}" for sid, exc in sorted(p.busy.items()))
+        message = (
+            f"not run: the devices of family {case.family} it could use stayed busy for "
+            f"{waited:.0f} s, held by another run ({holders}); no host is at fault"
         )
+        record = self._record(case, p, started, message, last=sorted(p.busy)[-1])
+        record["category"] = NOT_RUN
+        _extra(record, "not_run", "busy")
+        _extra(record, "busy", {sid: exc.holder for sid, exc in sorted(p.busy.items())})
+        return record
 
-    def _crash(
-        self, case: Case, slot: SlotInfo, tried: list[str], started: float, crash: str
-    ) -> ResultRecord:
-        record = self._broken(case, tried, [], started, "")
-        record.update(
+    # -- timeouts, hangs and crashes ------------------------------------------------------
+
+    def _timed_out(
+        self, case: Case, slot: SlotInfo, t: _TimedOut, p: _Progress, started: float
+    ) -> ResultRecord | None:
+        killed, detail = self._drop(slot)
+        message = f"{slot.id}: {t.exc}" + (f"; {detail}" if detail else "")
+        p.errors.append(message)
+        p.timeouts.append(
             {
-                "outcome": "failed",
-                "category": "crash",
-                "message": f"the agent died running this case on {slot.id}: {crash}",
+                "slot": slot.id,
+                "host": slot.host,
+                "timeout": t.timeout,
+                "message": message,
+                "killed": killed,
             }
         )
+        p.log.append(_entry(slot, "timeout", message))
+        hosts = list(dict.fromkeys(x["host"] for x in p.timeouts))
+        if len(hosts) >= 2:
+            return self._hang(case, p, started)
+        return None
+
+    def _settle_timeouts(self, p: _Progress) -> None:
+        """The case did not hang everywhere: each timeout was its host's infrastructure error."""
+        for x in p.timeouts:
+            self.state.record_infra_error(x["host"], x["message"])
+        p.timeouts = []
+
+    def _hang(self, case: Case, p: _Progress, started: float) -> ResultRecord:
+        timeouts = p.timeouts
+        hosts = list(dict.fromkeys(x["host"] for x in timeouts))
+        where = " and ".join(
+            f"{x['host']} ({x['slot']}, no reply within {round(x['timeout'], 1):g} s)"
+            for x in timeouts
+        )
+        killed = all(x["killed"] is not False for x in timeouts)
+        message = (
+            f"the case hangs: it timed out on {len(hosts)} hosts, {where}; a case that hangs "
+            "on every host it runs on is the case's failure, not the hosts' "
+            + ("(the stuck agents were killed)" if killed else "(some stuck agents survived)")
+        )
+        for x in timeouts:
+            if x["killed"] is False:  # an agent that cannot be killed is its host's problem
+                self.state.record_infra_error(
+                    x["host"], f"{x['slot']}: the agent stuck in a hung case could not be killed"
+                )
+        timeout_messages = {x["message"] for x in timeouts}
+        p.errors = [e for e in p.errors if e not in timeout_messages]
+        p.timeouts = []
+        record = self._record(case, p, started, message, last=timeouts[-1]["slot"])
+        record.update({"outcome": "failed", "category": HANG})
+        _extra(record, "hang", {"hosts": hosts, "timeouts": [x["timeout"] for x in timeouts]})
         return record
+
+    def _crash(self, case: Case, p: _Progress, started: float) -> ResultRecord:
+        self._settle_timeouts(p)
+        first, again = p.crashes[0], p.crashes[1]
+        message = (
+            f"the agent died running this case on {_crash_part(first)}; rerun on a fresh "
+            f"agent, it died again on {_crash_part(again)}"
+        )
+        record = self._record(case, p, started, message, last=again["slot"])
+        record.update({"outcome": "failed", "category": "crash"})
+        return record
+
+    # -- records --------------------------------------------------------------------------
+
+    def _done(
+        self, case: Case, record: ResultRecord, slot: SlotInfo, p: _Progress, started: float
+    ) -> ResultRecord:
+        self._settle_timeouts(p)
+        self._busy_since.pop(case.family, None)
+        # The agent reports its machine's hostname; the record names the inventory host (what
+        # the quarantine, `farm hosts` and the report speak of).
+        record["machine"] = record.get("host")
+        record.update({"host": slot.host, "slot": slot.id, "attempts": p.attempts})
+        record["infra_errors"] = p.errors
+        record.setdefault("timings", {})["wall_s"] = time.perf_counter() - started
+        notes = []
+        if p.crashes:
+            crash = p.crashes[0]
+            notes.append(
+                f"the agent crashed running this case on {_crash_part(crash)}; rerun on a "
+                f"fresh agent on {slot.id}, it {record.get('outcome')}"
+            )
+        if p.waited_from is not None or p.lock_waits:
+            waited = p.lock_waited_s
+            if p.waited_from is not None:
+                waited = time.monotonic() - p.waited_from
+            holders = "; ".join(
+                dict.fromkeys(
+                    [f"{s}: {_holder_text(e)}" for s, e in sorted(p.busy.items())] + p.lock_waits
+                )
+            )
+            notes.append(f"waited {waited:.0f} s for devices another run held ({holders})")
+        if notes:
+            _extra(record, "notes", notes)
+            record["message"] = f"{record.get('message') or ''} [{'; '.join(notes)}]".strip()
+        if notes or len(p.log) > 1:
+            _extra(record, "attempts_log", p.log)
+        return record
+
+    def _give_up(self, case: Case, p: _Progress, started: float, summary: str) -> ResultRecord:
+        self._settle_timeouts(p)
+        detail = "; ".join(p.errors[-3:])
+        return self._record(
+            case, p, started, summary + (f": {detail}" if detail else ""), last=None
+        )
+
+    def _record(
+        self, case: Case, p: _Progress, started: float, message: str, last: str | None
+    ) -> ResultRecord:
+        """A broken record for ``case`` (callers change outcome and category as needed)."""
+        slot_id = last or (p.tried[-1] if p.tried else None)
+        slot = self.slots[slot_id] if slot_id else None
+        record = broken_record(
+            case,
+            message,
+            host=slot.host if slot else None,
+            soc=slot.soc if slot else None,
+            slot=slot.id if slot else None,
+            attempts=p.attempts,
+            infra_errors=p.errors,
+            timings={"wall_s": time.perf_counter() - started},
+        )
+        if p.log:
+            _extra(record, "attempts_log", p.log)
+        return record
+
+
+def _entry(slot: SlotInfo, outcome: str, detail: str) -> dict[str, Any]:
+    return {"slot": slot.id, "host": slot.host, "outcome": outcome, "detail": detail}
+
+
+def _crash_part(crash: dict[str, Any]) -> str:
+    after = crash.get("after")
+    return f"{crash['slot']}: {crash['crash']}" + (
+        f" (after case {after} on that agent)" if after else " (the agent's first case)"
+    )
+
+
+def _holder_text(exc: DeviceBusy) -> str:
+    holder = exc.holder or {}
+    run = holder.get("run")
+    who = f"run {run}" if run else "an agent outside any run (a health check?)"
+    pids = ", ".join(str(x) for x in holder.get("pids") or []) or "?"
+    since = holder.get("since_iso")
+    return f"{who}, agent pid {pids}" + (f", since {since}" if since else "")
+
+
+def _to_stderr(line: str) -> None:
+    print(f"farm: {line}", file=sys.stderr, flush=True)
 
 
 def _crash_text(exc: InfraError) -> str | None:

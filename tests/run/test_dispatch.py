@@ -1,0 +1,311 @@
+"""The dispatcher's rules, with scripted agents: busy devices, hangs, timeouts, crashes.
+
+Every fake agent is a channel whose behaviour the test scripts per host and case; the real
+agents and transports are exercised by tests/e2e/test_shared_pool.py on the SSH lab."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from farm.agent.errors import DeviceBusy
+from farm.errors import AgentTimeout, ConnectionLost
+from farm.run.dispatch import Dispatcher, SlotInfo, run_owner
+from farm.run.leases import RunState
+from suites.case import Case
+
+FAMILY = "ascend910b"
+SLOTS = [
+    SlotInfo(f"{host}:{dev}", host, FAMILY, "Ascend910B1", dev)
+    for host in ("h1", "h2")
+    for dev in (0, 1)
+]
+HOLDER = {"run": "other-run", "pids": [4242], "since_iso": "2030-01-01T00:00:00+00:00"}
+
+
+def case(n: int = 8) -> Case:
+    return Case(FAMILY, "float32", (4, n), (-1,))
+
+
+class World:
+    """Scripts the agents: ``behave(slot, case_id, channel) -> "pass" | "busy" | "timeout" |
+    "crash"``. Records every call and every channel opened."""
+
+    def __init__(self, behave: Callable[[SlotInfo, str, FakeChannel], str]):
+        self.behave = behave
+        self.calls: list[tuple[str, str, int]] = []  # (slot, case id, channel number)
+        self.channels: list[FakeChannel] = []
+        self.unkillable: set[str] = set()  # slots whose stuck agents survive
+        self.lock_waits: dict[str, dict] = {}  # slot -> the agent waited for its device
+
+    def open(self, slot: SlotInfo) -> FakeChannel:
+        channel = FakeChannel(self, slot, len(self.channels))
+        self.channels.append(channel)
+        return channel
+
+
+class FakeChannel:
+    def __init__(self, world: World, slot: SlotInfo, number: int):
+        self.world, self.slot, self.number = world, slot, number
+        self.closed = False
+        self.cases: list[str] = []
+        self.reaped: bool | None = None
+        self.reap_detail = ""
+        self.locks: list[dict] = []
+        self.last_device_lock: dict | None = None
+
+    def run_case(self, case, backend, device, timeout, *, lock=None):
+        assert not self.closed
+        self.locks.append(dict(lock or {}))
+        self.world.calls.append((self.slot.id, case["id"], self.number))
+        action = self.world.behave(self.slot, case["id"], self)
+        if action == "busy":
+            raise DeviceBusy(
+                f"agent on host {self.slot.host}: device {device} of m is busy: held by run "
+                "other-run (agent pid 4242)",
+                host=self.slot.host,
+                device=device,
+                holder=dict(HOLDER),
+            )
+        if action == "timeout":
+            killed = self.slot.id not in self.world.unkillable
+            self.reaped = killed
+            self.reap_detail = (
+                "the agent (pid 77) was killed (TERM)"
+                if killed
+                else f"the agent (pid 77) on host {self.slot.host} could not be killed: stuck"
+            )
+            raise AgentTimeout(
+                f"host {self.slot.host}: no reply to run-case #2 within {timeout:g}s",
+                host=self.slot.host,
+            )
+        if action == "crash":
+            exc = ConnectionLost(
+                f"host {self.slot.host}: agent connection closed; agent killed by signal 11",
+                host=self.slot.host,
+            )
+            exc.stderr_tail = "Fatal Python error: Segmentation fault\n\nCurrent thread ..."
+            raise exc
+        self.cases.append(case["id"])
+        self.last_device_lock = self.world.lock_waits.pop(self.slot.id, None)
+        return {
+            "case_id": case["id"],
+            "outcome": "passed",
+            "category": None,
+            "message": "within the bound",
+            "host": "machine",
+            "timings": {},
+        }
+
+    def close(self):
+        self.closed = True
+
+    def reap_again(self):
+        self.reaped = self.slot.id not in self.world.unkillable
+        return self.reaped
+
+
+@pytest.fixture
+def make(tmp_path):
+    def make(behave, **kwargs) -> tuple[Dispatcher, World, RunState, list[str]]:
+        world = World(behave)
+        state = RunState(tmp_path / "run-1" / "state.json")
+        said: list[str] = []
+        kwargs = {"base_timeout": 1.0, "startup_allowance": 0.0, "lock_wait": 0.0, **kwargs}
+        dispatcher = Dispatcher(
+            SLOTS,
+            world.open,
+            state,
+            tmp_path / "run-1" / "locks",
+            "native",
+            notify=said.append,
+            **kwargs,
+        )
+        return dispatcher, world, state, said
+
+    return make
+
+
+def no_charges(state: RunState) -> None:
+    assert state.read() == {"infra_errors": {}, "quarantined": {}}
+
+
+# -- busy devices -----------------------------------------------------------------------------
+
+
+def test_every_request_carries_the_runs_lock_fields(make, tmp_path):
+    dispatcher, world, _, _ = make(lambda slot, cid, ch: "pass")
+    dispatcher.run(case(), "h1:0")
+    run, owner = run_owner(tmp_path / "run-1" / "locks")
+    assert run == "run-1" and owner.startswith("run-1@")
+    assert world.channels[0].locks == [{"run": "run-1", "owner": owner, "lock_wait": 0.0}]
+    # Another run directory is another owner, even with the same name elsewhere.
+    assert run_owner(tmp_path / "x" / "run-1" / "locks")[1] != owner
+
+
+def test_a_busy_slot_sends_the_case_to_a_free_one_and_charges_nobody(make):
+    dispatcher, world, state, said = make(
+        lambda slot, cid, ch: "busy" if slot.id == "h1:0" else "pass"
+    )
+    record = dispatcher.run(case(), "h1:0")
+    assert (record["outcome"], record["slot"], record["attempts"]) == ("passed", "h1:1", 1)
+    assert record["infra_errors"] == []
+    assert "waited 0 s for devices another run held (h1:0: run other-run" in record["message"]
+    assert [e["outcome"] for e in record["attempts_log"]] == ["busy", "passed"]
+    assert said and "h1:0 is busy, another run holds it (run other-run, agent pid 4242" in said[0]
+    no_charges(state)
+
+
+def test_a_case_waits_for_busy_devices_then_runs(make):
+    calls = []
+
+    def behave(slot, cid, ch):
+        calls.append(slot.id)
+        return "busy" if len(calls) <= 5 else "pass"
+
+    dispatcher, world, state, said = make(behave, busy_wait=60.0)
+    record = dispatcher.run(case(), "h1:0")
+    assert record["outcome"] == "passed" and record["notes"][0].startswith("waited ")
+    assert set(calls[:4]) == {s.id for s in SLOTS}  # every slot of the family was asked
+    assert len(said) == 1  # one line, not one per retry
+    no_charges(state)
+
+
+def test_a_wait_inside_the_agent_is_noted_too(make):
+    """The device was busy when the case came, and freed within the agent's lock wait."""
+    dispatcher, world, state, _ = make(lambda slot, cid, ch: "pass")
+    world.lock_waits["h1:0"] = {"device": 0, "waited_s": 3.2, "holder": dict(HOLDER)}
+    record = dispatcher.run(case(), "h1:0")
+    assert record["outcome"] == "passed" and record["attempts"] == 1
+    assert record["notes"] == [
+        "waited 3 s for devices another run held (h1:0: run other-run, agent pid 4242, since "
+        "2030-01-01T00:00:00+00:00)"
+    ]
+    no_charges(state)
+
+
+def test_devices_busy_past_the_limit_make_the_case_not_run(make):
+    dispatcher, world, state, said = make(lambda slot, cid, ch: "busy", busy_wait=0.5)
+    record = dispatcher.run(case(), "h1:0")
+    assert (record["outcome"], record["category"], record["not_run"]) == (
+        "broken",
+        "not_run",
+        "busy",
+    )
+    msg = record["message"]
+    assert msg.startswith("not run: the devices of family ascend910b it could use stayed busy")
+    for slot in SLOTS:
+        assert f"{slot.id}: run other-run, agent pid 4242, since 2030-01-01" in msg
+    assert "held by another run" in msg and "no host is at fault" in msg
+    assert set(record["busy"]) == {s.id for s in SLOTS} and record["attempts"] == 0
+    no_charges(state)  # not an infrastructure error, nobody quarantined
+    # The family has waited its limit: the next case asks each slot once and stops.
+    calls_before = len(world.calls)
+    again = dispatcher.run(case(16), "h2:0")
+    assert again["category"] == "not_run" and len(world.calls) - calls_before == len(SLOTS)
+
+
+# -- timeouts and hangs -----------------------------------------------------------------------
+
+
+def test_a_case_that_hangs_on_two_hosts_is_the_cases_failure(make):
+    dispatcher, world, state, said = make(lambda slot, cid, ch: "timeout")
+    record = dispatcher.run(case(), "h1:0")
+    assert (record["outcome"], record["category"]) == ("failed", "hang")
+    msg = record["message"]
+    assert msg.startswith("the case hangs: it timed out on 2 hosts, h1 (h1:0, no reply within")
+    assert "and h2 (h2:0, no reply within" in msg and "the stuck agents were killed" in msg
+    assert record["hang"]["hosts"] == ["h1", "h2"] and record["infra_errors"] == []
+    assert [e["outcome"] for e in record["attempts_log"]] == ["timeout", "timeout"]
+    assert all(ch.closed for ch in world.channels)  # dropped: the next case gets fresh agents
+    no_charges(state)  # no host charged, nobody quarantined
+
+
+def test_a_timeout_on_one_host_and_a_pass_on_another_charges_the_first(make):
+    dispatcher, world, state, _ = make(
+        lambda slot, cid, ch: "timeout" if slot.host == "h1" else "pass"
+    )
+    record = dispatcher.run(case(), "h1:0")
+    assert (record["outcome"], record["host"], record["attempts"]) == ("passed", "h2", 2)
+    assert len(record["infra_errors"]) == 1 and "no reply" in record["infra_errors"][0]
+    assert "the agent (pid 77) was killed (TERM)" in record["infra_errors"][0]
+    assert list(state.read()["infra_errors"]) == ["h1"]
+    # The slot is used again, with a fresh agent (the stuck one was killed).
+    world.behave = lambda slot, cid, ch: "pass"
+    again = dispatcher.run(case(16), "h1:0")
+    assert again["slot"] == "h1:0" and world.calls[-1][2] == len(world.channels) - 1
+
+
+def test_a_slot_whose_stuck_agent_survives_is_not_used_again(make):
+    dispatcher, world, state, said = make(
+        lambda slot, cid, ch: "timeout" if slot.id == "h1:0" else "pass"
+    )
+    world.unkillable.add("h1:0")
+    record = dispatcher.run(case(), "h1:0")
+    assert record["outcome"] == "passed" and record["slot"] != "h1:0"
+    assert any("could not be killed" in line and "h1:0" in line for line in said)
+    later = dispatcher.run(case(16), "h1:0")
+    assert later["slot"] != "h1:0" and "h1:0" not in [c[0] for c in world.calls[-1:]]
+
+
+def test_a_set_aside_slot_is_checked_again_and_used_once_its_agent_is_gone(make, monkeypatch):
+    import farm.run.dispatch as dispatch_mod
+
+    dispatcher, world, state, said = make(
+        lambda slot, cid, ch: "timeout" if slot.id == "h1:0" and not ch.cases else "pass"
+    )
+    world.unkillable.add("h1:0")
+    dispatcher.run(case(), "h1:0")
+    monkeypatch.setattr(dispatch_mod, "DEAD_RECHECK", 0.0)
+    assert dispatcher.run(case(16), "h1:0")["slot"] != "h1:0"  # checked again: still there
+    world.unkillable.discard("h1:0")
+    world.behave = lambda slot, cid, ch: "pass"
+    assert dispatcher.run(case(24), "h1:0")["slot"] == "h1:0"
+    assert said[-1] == "h1:0: its stuck agent is gone now; the slot is used again"
+
+
+def test_timeouts_on_the_only_host_stay_infrastructure_errors(make):
+    dispatcher, world, state, _ = make(lambda slot, cid, ch: "timeout")
+    one_host = [s for s in SLOTS if s.host == "h1"]
+    dispatcher.slots = {s.id: s for s in one_host}
+    record = dispatcher.run(case(), "h1:0")
+    assert (record["outcome"], record["category"]) == ("broken", "infrastructure")
+    assert record["message"].startswith("gave up after 3 attempts")
+    assert len(state.read()["infra_errors"]["h1"]) == 3
+
+
+# -- crashes ----------------------------------------------------------------------------------
+
+
+def test_a_crash_left_by_an_earlier_case_is_not_charged_to_the_case(make):
+    """'corrupt' passes but leaves its agent broken; the next case crashes there, and passes
+    on a fresh agent: it passes, with a note naming the crash and the case before it."""
+    corrupt, victim = case(8), case(16)
+    dispatcher, world, state, said = make(
+        lambda slot, cid, ch: "crash" if corrupt.id in ch.cases else "pass"
+    )
+    assert dispatcher.run(corrupt, "h1:0")["outcome"] == "passed"
+    record = dispatcher.run(victim, "h1:0")
+    assert (record["outcome"], record["slot"], record["attempts"]) == ("passed", "h1:0", 2)
+    note = record["notes"][0]
+    assert note.startswith("the agent crashed running this case on h1:0: Fatal Python error")
+    assert f"(after case {corrupt.id} on that agent)" in note
+    assert "rerun on a fresh agent on h1:0, it passed" in note and note in record["message"]
+    assert [e["outcome"] for e in record["attempts_log"]] == ["crash", "passed"]
+    assert record["attempts_log"][0]["previous_case"] == corrupt.id
+    assert [c[2] for c in world.calls] == [0, 0, 1]  # the rerun ran on a new agent
+    assert any("rerunning it once on a fresh agent" in line for line in said)
+    no_charges(state)
+
+
+def test_a_case_that_crashes_twice_is_the_cases_crash(make):
+    dispatcher, world, state, _ = make(lambda slot, cid, ch: "crash")
+    record = dispatcher.run(case(), "h1:0")
+    assert (record["outcome"], record["category"]) == ("failed", "crash")
+    msg = record["message"]
+    assert msg.startswith("the agent died running this case on h1:0: Fatal Python error")
+    assert "(the agent's first case); rerun on a fresh agent, it died again on h1:0" in msg
+    assert [e["outcome"] for e in record["attempts_log"]] == ["crash", "crash"]
+    assert len(world.channels) == 2
+    no_charges(state)
