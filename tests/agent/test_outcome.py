@@ -50,3 +50,15 @@ def test_a_write_outside_the_output_view_fails_even_with_right_numbers():
     dirty = dict(record(0, "ok", good), out_guard_ok=False)
     outcome, category, message = classify(PRECISION, dirty)
     assert (outcome, category) == ("failed", "out_of_bounds") and "outside the output" in message
+
+
+def test_a_kernel_fault_is_its_own_category_whatever_was_expected():
+    # The emulated device stopped the kernel (native backend, status 561000): not a rejection.
+    fault = record(561000, "kernel_fault", None, "DataCopy: length not a multiple of 32 bytes")
+    for expect in (PRECISION, REJECT):
+        outcome, category, message = classify(expect, fault)
+        assert (outcome, category) == ("failed", "kernel_fault")
+        assert message == (
+            "the emulated device stopped the kernel (561000): "
+            "DataCopy: length not a multiple of 32 bytes"
+        )

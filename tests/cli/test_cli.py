@@ -103,6 +103,7 @@ def test_repro_gives_the_same_numbers_on_every_host_of_the_family(runs):
         assert a["record"]["metrics"][key] == b["record"]["metrics"][key]
     assert a["record"]["tiling"] == b["record"]["tiling"]
     assert a["record"]["tiling"]["schedule_name"] == "REDUCE_TAIL"
+    assert a["target"] == b["target"] == "ascendc-cpu"  # the default: the emulated real kernel
 
 
 def _smoke_case(**want):
@@ -121,6 +122,10 @@ def test_repro_prints_inputs_tiling_and_metrics(runs):
     assert out.returncode == 0, out.stdout + out.stderr
     for text in ("tiling record", "REDUCE_MID", "metrics", "mere", "worst elements", "passed"):
         assert text in out.stdout
+    assert "target   ascendc-cpu (the real Ascend C kernel on the CPU emulation)" in out.stdout
+    out = farm("repro", mid, "--target", "twin", env_extra=runs)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "target   twin (the CPU twin" in out.stdout
 
 
 def test_repro_refuses_a_host_of_the_wrong_family(runs):

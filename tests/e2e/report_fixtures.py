@@ -177,7 +177,8 @@ def _one_run(runs: Runs, n: int, plant_bug: str) -> FarmRun:
     from farm.results.store import RunStore
 
     env = dict(runs.env, GITHUB_RUN_ID=str(9000 + n), GITHUB_RUN_NUMBER=str(n))
-    args = ["run", "--tier", "smoke", "--no-progress"]
+    # The twin: the cases the tail bug breaks are derived from it directly (tail_bug_breaks).
+    args = ["run", "--tier", "smoke", "--no-progress", "--target", "twin"]
     if plant_bug:
         args += ["--plant-bug", plant_bug]
     proc = subprocess.run(

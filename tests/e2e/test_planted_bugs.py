@@ -1,5 +1,6 @@
 """A product failure is final: `farm run --plant-bug` fails exactly the cases the bug breaks, on
-the first attempt, as precision failures, exit 1, and no host is blamed (quarantined) for it.
+the first attempt, exit 1, and no host is blamed (quarantined) for it; on the twin
+(`--target twin`) and on the emulated real kernel (the default target).
 
 Which cases a bug breaks follows from the matrix's own design:
 
@@ -11,6 +12,10 @@ Which cases a bug breaks follows from the matrix's own design:
   4x1x33 reduced over its extent-1 axis with a valid y (= 0), the right answer is 0 and the
   planted one dy - 1: every accepted case fails. The bf16 case on Ascend310B is still rejected,
   as it must be, and passes.
+
+The twin's failures are precision failures. So are the real kernel's for seed_noreduce; its tail
+bug is stopped by the emulated device first (the dropped remainder of the output is never
+written, which the device refuses): a kernel fault, the same cases.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ def real_package_newest_afterwards():
     from farm import build
 
     build.build_package()
+    build.build_package("twin")
 
 
 PLANTED = {
@@ -38,16 +44,24 @@ PLANTED = {
     "tail": ("x98 and mixed-tolerance", lambda c: "x9825_" in c.id),
     "seed_noreduce": ("4x1x33", lambda c: True),
 }
+# (target, bug) -> the category of its failures
+CATEGORY = {
+    ("twin", "tail"): "precision",
+    ("twin", "seed_noreduce"): "precision",
+    ("ascendc-cpu", "tail"): "kernel_fault",
+    ("ascendc-cpu", "seed_noreduce"): "precision",
+}
 
 
-@pytest.mark.parametrize("bug", sorted(PLANTED))
-def test_planted_bug_fails_its_cases_once_as_precision(farm, bug):
+@pytest.mark.parametrize("target, bug", sorted(CATEGORY))
+def test_planted_bug_fails_its_cases_once(farm, target, bug):
     k, breaks = PLANTED[bug]
+    category = CATEGORY[target, bug]
     cases = select(k)
     must_fail = {c.id for c in cases if c.accepted and breaks(c)}
     assert must_fail and len(must_fail) < len(cases)
 
-    result = farm.run_tier("--jobs", "2", "--plant-bug", bug, k=k)
+    result = farm.run_tier("--jobs", "2", "--target", target, "--plant-bug", bug, k=k)
 
     assert result.code == 1, result.text  # product failures, nothing degraded
     records = result.assert_one_result_per_case(cases)
@@ -56,21 +70,29 @@ def test_planted_bug_fails_its_cases_once_as_precision(farm, bug):
     for cid, r in records.items():
         # Never retried: one attempt, no infrastructure error on the way.
         assert (r["attempts"], r["infra_errors"]) == (1, []), cid
-        if cid in must_fail:
+        if cid in must_fail and category == "precision":
             assert r["category"] == "precision" and r["verdict"]["passed"] is False, r
             assert r["message"].startswith("FAIL"), r["message"]
+        elif cid in must_fail:
+            assert (r["category"], r["status"], r["reason"]) == (
+                "kernel_fault",
+                561000,
+                "kernel_fault",
+            ), r
+            assert r["message"].startswith("the emulated device stopped the kernel"), r
         else:
             assert r["outcome"] == "passed", r
-    assert result.summary["categories"] == {"precision": len(must_fail)}
+    assert result.summary["categories"] == {category: len(must_fail)}
+    assert result.summary["target"] == target
     # A wrong operator is not a bad host: the canary does not quarantine anyone for it.
     assert result.summary["unhealthy_hosts"] == {}
     assert result.summary["quarantined_during_run"] == {}
     assert result.quarantine() == {}
     assert all(row["state"] != "bad" for row in farm.hosts().values())
 
-    if bug == "tail":
+    if (target, bug) == ("twin", "tail"):
         pytest_selection_on_the_planted_pool(farm, result, k, must_fail)
-    else:
+    elif target == "ascendc-cpu":
         # The planted build is now the newest archive in dist/op; a plain `pytest suites/` still
         # tests the real operator (it builds it, as farm run does), so the cases pass there.
         proc = farm.pytest("suites/", "-k", k, "-p", "no:xdist", "-q")

@@ -314,7 +314,7 @@ def test_environment_executor_and_junit(runs):
     ).stdout.strip()
     assert props["package.version"] == (REPO_ROOT / "op" / "VERSION").read_text().strip()
     assert props["package.sha256"] == sha
-    assert props["target"] == "twin"
+    assert props["target"] == "twin (the CPU twin, a second implementation of the kernel's design)"
     assert props["git.commit"] == head
     assert props["farm.version"]
     assert {k.removeprefix("host."): v for k, v in props.items() if k.startswith("host.")} == (

@@ -345,6 +345,22 @@ def test_failure_message_helper():
         assert glue.failure_message(failed("z", category=cat)).startswith(prefix)
 
 
+def test_environment_says_what_the_target_is():
+    # The run's target, as people read it: the default is the emulated real kernel.
+    props = glue.environment_properties({"run_id": "r", "target": "ascendc-cpu"})
+    assert props["target"] == "ascendc-cpu (the real Ascend C kernel on the CPU emulation)"
+    props = glue.environment_properties({"run_id": "r", "package": {"target": "ascendc-cpu"}})
+    assert props["target"] == "ascendc-cpu (the real Ascend C kernel on the CPU emulation)"
+
+
+def test_kernel_fault_is_a_category_of_its_own():
+    rule = next(c for c in glue.CATEGORIES if c["name"] == "Kernel fault (emulated device)")
+    assert rule["matchedStatuses"] == ["failed"]
+    message = glue.failure_message(failed("k", category="kernel_fault", message="DataCopy: x"))
+    assert message == "[kernel_fault] DataCopy: x"
+    assert re.search(rule["messageRegex"], message)
+
+
 def test_reports_categories_json_is_the_glue_list():
     on_disk = json.loads((REPORTS_DIR / "categories.json").read_text())
     assert on_disk == glue.CATEGORIES
@@ -358,7 +374,8 @@ def test_environment_and_executor_files(results, monkeypatch):
     assert props["package.version"] == "0.1.0"
     assert props["package.sha256"] == "ab" * 32
     assert props["git.commit"].startswith("0123456789")
-    assert props["target"] == "twin" and props["farm.version"] == "0.1.0"
+    assert props["target"] == "twin (the CPU twin, a second implementation of the kernel's design)"
+    assert props["farm.version"] == "0.1.0"
     assert props["host.emu-a2-0"] == "Ascend910B3 (ascend910b)"
     assert props["host.emu-310-0"] == "Ascend310B1 (ascend310b)"
     ex = json.loads((d / "executor.json").read_text())
