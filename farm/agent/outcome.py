@@ -19,9 +19,11 @@ CATEGORIES = (
     "unexpected_rejection",
     "wrong_status",
     "crash",
+    "hang",  # timed out on two different hosts: the case's own fault (farm/run/dispatch.py)
     "out_of_bounds",
     "kernel_fault",
     "infrastructure",
+    "not_run",  # every device of its family was held by another run (broken, never charged)
 )
 # The reason a backend gives when the emulated device stopped the kernel for breaking a rule of
 # the hardware (status 561000; farm/agent/backends/native.py).

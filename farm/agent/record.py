@@ -92,6 +92,11 @@ class ResultRecord(CaseFields, total=False):
     slot: str | None
     attempts: int
     infra_errors: list[str]
+    attempts_log: list[dict[str, Any]]  # one entry per attempt when more than one was made
+    notes: list[str]  # what happened on the way (a crash before a pass, a wait for a device)
+    hang: bool  # the case timed out on two hosts
+    not_run: str  # why it never ran ("busy": another run held every device of its family)
+    busy: dict[str, Any]  # the busy devices and their holder
     timings: Timings
 
 

@@ -69,6 +69,16 @@ CATEGORIES = [
         "matchedStatuses": ["failed", "broken"],
     },
     {
+        "name": "Hang (timed out on two hosts)",
+        "messageRegex": _rx("hang"),
+        "matchedStatuses": ["failed"],
+    },
+    {
+        "name": "Not run (devices held by another run)",
+        "messageRegex": _rx("not_run"),
+        "matchedStatuses": ["broken"],
+    },
+    {
         "name": "Write outside the output",
         "messageRegex": _rx("out_of_bounds"),
         "matchedStatuses": ["failed"],
