@@ -15,11 +15,13 @@
 // message (lsg_run_error).
 #include "lsg_ascendc_cpu.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <exception>
 #include <memory>
 #include <new>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -136,6 +138,19 @@ uint64_t system_workspace_bytes(const lsg::SocProfile& soc) {
     return platform_ascendc::PlatformAscendC(&info).GetLibApiWorkSpaceSize();
 }
 
+// `bytes` of zeros the device reads the kernel's workspace from: one buffer for every run, of
+// the largest system workspace of the SoC table, allocated on first use and never written.
+const uint8_t* system_workspace(size_t bytes) {
+    static const std::vector<uint8_t> zeros([] {
+        uint64_t most = 0;
+        for (int i = 0; i < lsg::soc_count(); ++i)
+            most = std::max<uint64_t>(most, system_workspace_bytes(lsg::soc_at(i)));
+        return static_cast<size_t>(most);
+    }());
+    if (bytes > zeros.size()) throw std::length_error("system workspace above the SoC table's");
+    return zeros.data();
+}
+
 int32_t run_failed(lsg_executor* ex, int32_t reason, std::string text) {
     ex->run_status = LSG_ERR_INNER;
     ex->run_reason = reason;
@@ -230,15 +245,15 @@ int32_t lsg_run(void* workspace, uint64_t workspace_size, lsg_executor* executor
 
         const size_t es = static_cast<size_t>(lsg::dtype_size(call.dy.dtype));
         const size_t bytes = numel(call.dy.shape) * es;
-        // The kernel's own workspace (the system workspace the tiling function asked for), which
-        // the framework allocates; this kernel never touches it, so its pages stay unmapped.
+        // The kernel's own workspace, of the size the tiling function asked for (the system
+        // workspace of the Ascend C library), which the framework provides; its content is
+        // unspecified (here zeros: one buffer shared by every run, which the device only reads).
         const size_t sys_bytes = static_cast<size_t>(executor->host.workspaces.at(0));
-        std::unique_ptr<uint8_t[]> sys(new uint8_t[sys_bytes > 0 ? sys_bytes : 1]);
         const std::vector<emu::GmBuffer> gm = {
             {const_cast<void*>(v.dy), bytes, "grad_output", false, es},
             {const_cast<void*>(v.y), bytes, "output", false, es},
             {v.out, bytes, "grad_input", true, es},
-            {sys.get(), sys_bytes, "workspace", false, 1},
+            {const_cast<uint8_t*>(system_workspace(sys_bytes)), sys_bytes, "workspace", false, 1},
         };
         const emu::Soc device{soc.name, soc.vector_cores, soc.ub_bytes, soc.block_bytes,
                               soc.bf16_cast};
