@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# All set-up, safe to rerun: system packages (when root), the virtualenv, the operator twin and
-# Allure 3. `setup.sh run` is enough for `farm run`; `setup.sh test` adds what the tests need
+# All set-up, safe to rerun: system packages (when root), the virtualenv, the operator package
+# (the default target: the real Ascend C kernel on the CPU emulation) and Allure 3. `setup.sh run` is enough for `farm run`; `setup.sh test` adds what the tests need
 # (an OpenSSH server for the SSH lab, Chromium for the report test).
 set -euo pipefail
 cd "$(dirname "$0")/.."

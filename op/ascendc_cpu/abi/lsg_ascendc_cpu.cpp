@@ -23,6 +23,7 @@
 #include <new>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "abi_common.h"
@@ -262,10 +263,13 @@ int32_t lsg_run(void* workspace, uint64_t workspace_size, lsg_executor* executor
             return run_failed(executor, LSG_REASON_INTERNAL,
                               "internal error: no kernel for dtype " +
                                   std::string(lsg::dtype_name(call.dy.dtype)));
+        // Host threads for the emulated cores, as the twin: 0 = every hardware thread.
+        const unsigned hardware = std::max(1u, std::thread::hardware_concurrency());
+        const int n_threads = threads > 0 ? threads : static_cast<int>(hardware);
         try {
             emu::launch(kernel, executor->host.block_dim, device, executor->host.tiling_key, gm,
                         executor->host.tiling_data.data(), executor->host.tiling_data.size(),
-                        threads);
+                        n_threads);
         } catch (const emu::Fault& fault) {
             return run_failed(executor, LSG_REASON_KERNEL_FAULT, fault.what());
         }
