@@ -47,7 +47,8 @@ def main() -> None:
     print(
         f"{n:,} {args.dtype} elements ({rows} rows of {row:,}): judged in {seconds:.1f} s "
         f"({1e9 * seconds / n:.1f} ns/element), passed={j.passed}; peak allocation while judging "
-        f"{peak / 2**20:.0f} MiB = {peak / n:.2f} bytes/element, {peak / (8 * SLAB_ELEMENTS):.0f} float64 slabs (tensors: "
+        f"{peak / 2**20:.0f} MiB = {peak / n:.2f} bytes/element, "
+        f"{peak / (8 * SLAB_ELEMENTS):.0f} float64 slabs (tensors: "
         f"{3 * dy.itemsize} bytes/element; a float64 copy: 8; one slab: {SLAB_ELEMENTS:,} elements)"
     )
 
