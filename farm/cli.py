@@ -214,6 +214,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         return COMMANDS[command][0](rest)
+    except KeyboardInterrupt:
+        Console(stderr=True).print("[yellow]interrupted[/]: nothing was started or stored")
+        return 130
     except FarmError as exc:
         Console(stderr=True, soft_wrap=True).print(f"[bold red]error:[/] {exc}", highlight=False)
         return exc.exit_code

@@ -20,7 +20,7 @@ from golden.inputs import (
     VALUE_FORMS,
     Y_DISTS,
 )
-from golden.layouts import Layout, View
+from golden.layouts import Layout
 
 DTYPE_SHORT = {
     "float32": "f32",
@@ -239,14 +239,12 @@ class Case:
     @property
     def layout(self) -> str:
         """ "contiguous" when the operator sees dy, y and out as contiguous (a name or a view with
-        C-order strides, at any offset), else "strided"."""
+        C-order strides, at any offset; "strided" of a tensor with no extent above 1, a scalar
+        say, is contiguous too: there is nothing to skip), else "strided"."""
         for name in TENSORS:
             layout = getattr(self, f"{name}_layout")
-            if layout == "contiguous":
-                continue
-            if isinstance(layout, View) and layouts.is_dense(layout, self.tensor_shape(name)):
-                continue
-            return "strided"
+            if layout != "contiguous" and not layouts.is_dense(layout, self.tensor_shape(name)):
+                return "strided"
         return "contiguous"
 
     # -- identity -------------------------------------------------------------------------

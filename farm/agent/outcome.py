@@ -19,6 +19,8 @@ CATEGORIES = (
     "unexpected_rejection",
     "wrong_status",
     "crash",
+    "tiling",  # the tiling the operator planned differs from the design (suites/tiling.py)
+    "check",  # passed its standards, then failed another check of the suite
     "hang",  # timed out on two different hosts: the case's own fault (farm/run/dispatch.py)
     "out_of_bounds",
     "kernel_fault",

@@ -69,6 +69,11 @@ CATEGORIES = [
         "matchedStatuses": ["failed", "broken"],
     },
     {
+        "name": "Tiling differs from the design, or another suite check",
+        "messageRegex": _rx("tiling", "check"),
+        "matchedStatuses": ["failed"],
+    },
+    {
         "name": "Hang (timed out on two hosts)",
         "messageRegex": _rx("hang"),
         "matchedStatuses": ["failed"],

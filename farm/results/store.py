@@ -432,8 +432,9 @@ def _run_dict(row: sqlite3.Row) -> dict:
 
 
 def read_records(run_dir: Path) -> tuple[dict[str, dict], list[str]]:
-    """The records a run's workers wrote (<run_dir>/records/*.jsonl), the last one of each case,
-    and notes on what could not be read (a worker killed mid-write leaves a partial line)."""
+    """The records a run's workers wrote (<run_dir>/records/*.jsonl), the last one of each case
+    (the plugin appends an amended record when a suite check fails after the first), and notes
+    on what could not be read (a worker killed mid-write leaves a partial line)."""
     by_id: dict[str, dict] = {}
     notes: list[str] = []
     for path in sorted((run_dir / "records").glob("*.jsonl")) if str(run_dir) else []:
@@ -445,9 +446,7 @@ def read_records(run_dir: Path) -> tuple[dict[str, dict], list[str]]:
             except json.JSONDecodeError:
                 notes.append(f"{path.name}:{line_no}: unreadable record (a worker died mid-write)")
                 continue
-            if record["case_id"] in by_id:
-                notes.append(f"case {record['case_id']} had two records; kept the last")
-            by_id[record["case_id"]] = record
+            by_id[record["case_id"]] = record  # a later record amends an earlier one
     return by_id, notes
 
 
@@ -649,6 +648,7 @@ class RunStore:
         exit_code: int,
         ended_at: str | None = None,
         status: str = "finished",
+        subset: bool | None = None,
     ) -> None:
         """End a run as what it was: finished, interrupted (a signal stopped it) or aborted
         (its process died; found and closed by recover_orphans)."""
@@ -656,8 +656,9 @@ class RunStore:
             raise ValueError(f"status {status!r}: use one of {', '.join(RUN_STATUSES[1:])}")
         with self._tx():
             cur = self.db.execute(
-                "UPDATE runs SET ended_at=?, exit_code=?, status=? WHERE run_id=?",
-                (ended_at or _now(), int(exit_code), status, run_id),
+                "UPDATE runs SET ended_at=?, exit_code=?, status=?,"
+                " subset=COALESCE(?, subset) WHERE run_id=?",
+                (ended_at or _now(), int(exit_code), status, subset, run_id),
             )
             if cur.rowcount != 1:
                 raise KeyError(f"unknown run {run_id!r}")

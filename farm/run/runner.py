@@ -1,16 +1,24 @@
 """`farm run`: build, health, deploy, run the tier through pytest, store, report, exit code.
 
 Exit codes: 0 every case passed; 1 product failures; 2 the run was degraded or incomplete by
-infrastructure (a host quarantined, a family without a healthy slot, a case broken or lost).
+infrastructure (a host quarantined, a family without a healthy slot, a case broken or lost), or
+could not be stored, or was a usage error; 130 / 143 the run was interrupted by SIGINT / SIGTERM
+(what finished is stored, and the run is marked interrupted: never a baseline, never a passed
+quality gate). A run whose process is killed outright is found by the next farm command, its
+written records imported and the run marked aborted (farm/results/store.py recover_orphans).
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import json
 import os
+import signal
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
+from typing import cast
 
 import pytest
 from rich.console import Console
@@ -18,6 +26,7 @@ from rich.table import Table
 
 from farm import __version__, paths
 from farm.agent.record import FAILURE_FIELDS, ResultRecord, broken_record
+from farm.errors import StoreError, UsageError
 from farm.pool import health
 from farm.run import prepare
 from farm.run.plan import Plan
@@ -38,22 +47,14 @@ def collect_records(
     """Exactly one record per case: the workers' records, and a broken record for any case that
     has none (a worker died). Returns the records and notes about duplicates or strays.
 
-    ``drop_missing``: the session was stopped on purpose (-x, --maxfail): cases without a record
-    were never run, and are left out of the run instead of counted as lost."""
-    by_id: dict[str, ResultRecord] = {}
-    notes: list[str] = []
-    for path in sorted((run_dir / "records").glob("*.jsonl")):
-        for line_no, line in enumerate(path.read_text().splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError:
-                notes.append(f"{path.name}:{line_no}: unreadable record (a worker died mid-write)")
-                continue
-            if record["case_id"] in by_id:
-                notes.append(f"case {record['case_id']} had two records; kept the last")
-            by_id[record["case_id"]] = record
+    ``drop_missing``: the session was stopped on purpose (-x, --maxfail) or interrupted: cases
+    without a record were never run, and are left out of the run instead of counted as lost.
+    A later record of a case replaces an earlier one (the plugin amends a record when a check
+    of the suite fails after it was written)."""
+    from farm.results.store import read_records
+
+    found, notes = read_records(run_dir)
+    by_id = cast(dict[str, ResultRecord], found)
     wanted = {c.id for c in cases}
     for stray in sorted(set(by_id) - wanted):
         notes.append(f"record for {stray}, which is not in the tier; ignored")
@@ -131,13 +132,22 @@ def run(
     progress: bool = True,
 ) -> int:
     from farm import build
-    from farm.results.store import RunStore, default_store_path
+    from farm.results.store import RunStore, check_store, default_store_path
     from farm.run.leases import RunState
     from farm.run.progress import LiveProgress
 
     console = console or Console(stderr=True, soft_wrap=True)  # messages stay one line
-    cases = matrix.expand(tier)  # a bad tier stops here, before anything starts
-    pool = prepare.load_pool(inventory)  # so does a bad inventory
+    # Mistakes stop here, before anything starts: nothing is run and nothing is stored.
+    if not case_timeout > 0:
+        raise UsageError(f"--case-timeout must be a positive number of seconds, not {case_timeout}")
+    check_selection(extra_pytest or [])
+    cases = matrix.expand(tier)
+    pool = prepare.load_pool(inventory)
+    store_path = default_store_path()
+    check_store(store_path, create=True)  # a store that cannot take the results: before any host
+    with RunStore(store_path) as store:
+        for run_id, n in store.recover_orphans():
+            console.print(f"run {run_id}: its process had died; {n} records imported, aborted")
     target = target or build.DEFAULT_TARGET
     console.print(f"[bold]farm run[/] tier {tier}: {len(cases):,} cases, backend {backend}")
 
@@ -168,7 +178,6 @@ def run(
         console.print(f"[red]no healthy slot of family {family}: its cases will be broken[/]")
 
     started = _dt.datetime.now().isoformat(timespec="seconds")
-    store_path = default_store_path()
     with RunStore(store_path) as store:
         store.begin_run(run_meta(plan, started))
 
@@ -177,40 +186,124 @@ def run(
     selection = Selection()
     plugins = [errors, selection]
     plugins += [LiveProgress(console=console, title=tier)] if progress else []
-    pytest_code = pytest.main(pytest_args(plan, workers, extra_pytest or []), plugins=plugins)
+    with interruptible() as signals:
+        pytest_code = pytest.main(pytest_args(plan, workers, extra_pytest or []), plugins=plugins)
+    interrupted = signals[0] if signals else None
     # -x / --maxfail stop the session on purpose (with xdist pytest then says "interrupted").
-    stopped = selection.stopped_on_failure
-    pytest_broke = bool(errors.errors) or (pytest_code not in (0, 1) and not stopped)
+    stopped = selection.stopped_on_failure and interrupted is None
+    pytest_broke = (
+        bool(errors.errors) or (pytest_code not in (0, 1) and not stopped) and interrupted is None
+    )
     if pytest_code == pytest.ExitCode.NO_TESTS_COLLECTED:
         console.print(f"[red]no case of tier {tier} matched the selection {extra_pytest}[/]")
     elif pytest_broke:
         console.print(f"[red]pytest could not run the suites (exit {pytest_code})[/]")
+    tier_size = len(cases)
     if not errors.errors:
         # The run's cases are those pytest selected (-k, -m, --lf deselect the others); none
         # when pytest stopped before collecting (a usage error, say).
         cases = [c for c in cases if c.id in (selection.case_ids or ())]
-
-    records, notes = collect_records(plan.run_dir, cases, drop_missing=stopped)
+    records, notes = collect_records(
+        plan.run_dir, cases, drop_missing=stopped or interrupted is not None
+    )
     for note in notes:
         console.print(f"[yellow]note:[/] {note}")
+    if stopped:
+        console.print(
+            f"[yellow]stopped by -x/--maxfail after {len(records)} of {len(cases)} cases: the "
+            "rest were not run; this run is a subset and never a baseline[/]"
+        )
+    # A run of fewer cases than its tier (-k, -m, --lf, -x) is never the tier's baseline.
+    subset = stopped or len(records) < tier_size
     quarantined = RunState(plan.state_path).quarantined() if plan.state_path.exists() else {}
     for host, why in quarantined.items():
         health.Quarantine(paths.STATE_DIR).add(host, why)
         console.print(f"[red]quarantined during the run:[/] {host}: {why}")
     code = EXIT_INFRA if pytest_broke else exit_code(records, plan, quarantined)
-    with RunStore(store_path) as store:
-        store.add_results(plan.run_id, records)
-        store.finish_run(plan.run_id, code)
+    status = "finished"
+    if interrupted is not None:
+        code, status = 128 + interrupted, "interrupted"
+        console.print(
+            f"[red]interrupted by {signal.Signals(interrupted).name}[/]: storing the "
+            f"{len(records)} cases that finished; the run is marked interrupted"
+        )
+    try:
+        with shielded(console), RunStore(store_path) as store:
+            store.add_results(plan.run_id, records)
+            store.finish_run(plan.run_id, code, status=status, subset=subset)
+    except StoreError as exc:
+        console.print(
+            f"[red]error:[/] {exc} (the records stay in {plan.run_dir / 'records'})",
+            highlight=False,
+        )
+        return EXIT_INFRA
     summary_path = write_summary(plan, records, code, quarantined)
     from farm.results.allure_glue import write_results_extras
 
     write_results_extras(plan.run_dir / "allure-results", run_meta(plan, started))
     print_summary(console, records, plan, code, summary_path)
-    if report:
+    if report and interrupted is None:
         from farm.results import report as report_mod
 
         report_mod.main([plan.run_id, "--store", str(store_path)])
     return code
+
+
+def check_selection(extra: list[str]) -> None:
+    """A malformed -k expression is the user's mistake: one line, before anything runs (pytest
+    would otherwise report it per worker and the run would store every case as broken)."""
+    from _pytest.mark.expression import Expression
+
+    for i, arg in enumerate(extra):
+        expr = None
+        if arg in ("-k", "-m") and i + 1 < len(extra):
+            expr = extra[i + 1]
+        elif arg.startswith(("-k", "-m")) and len(arg) > 2:
+            expr = arg[2:]
+        if expr is not None:
+            try:
+                Expression.compile(expr)
+            except SyntaxError as exc:
+                raise UsageError(f"{arg[:2]} {expr!r} is not a valid expression: {exc}") from None
+
+
+@contextlib.contextmanager
+def interruptible() -> Iterator[list[int]]:
+    """SIGTERM (a CI cancel) stops the run as Ctrl-C does; yields the signals received. Only
+    the first one interrupts: pytest and its workers then wind down, and a second Ctrl-C must
+    not break that half-way."""
+    received: list[int] = []
+
+    def stop(signum, frame):
+        received.append(signum)
+        if len(received) == 1:
+            raise KeyboardInterrupt
+
+    old = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield received
+    except KeyboardInterrupt:
+        if not received:
+            received.append(signal.SIGINT)
+    finally:
+        for s, handler in old.items():
+            signal.signal(s, handler)
+
+
+@contextlib.contextmanager
+def shielded(console: Console) -> Iterator[None]:
+    """While the results are stored, a second Ctrl-C or SIGTERM only says it is being finished
+    (no traceback, no half-written run)."""
+
+    def note(signum, frame):
+        console.print(f"[yellow]{signal.Signals(signum).name}: storing the results first[/]")
+
+    old = {s: signal.signal(s, note) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, handler in old.items():
+            signal.signal(s, handler)
 
 
 def run_meta(plan: Plan, started: str) -> dict:
@@ -270,7 +363,7 @@ def print_summary(console: Console, records, plan: Plan, code: int, summary_path
         0: "[green]all passed[/]",
         1: "[red]product failures[/]",
         2: "[yellow]degraded or incomplete by infrastructure[/]",
-    }[code]
+    }.get(code, "[red]interrupted: only what finished is stored[/]")
     console.print(
         f"{outcomes['passed']} passed, {outcomes['failed']} failed, {outcomes['broken']} broken"
         f" — {verdict} (exit {code})"

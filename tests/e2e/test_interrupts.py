@@ -1,0 +1,145 @@
+"""Runs that end any way are recorded as what they were, and user mistakes are usage errors.
+
+A nightly `farm run` on the embedded pool is stopped mid-way by SIGTERM (what a CI cancel sends),
+by two Ctrl-C, or killed outright; each test asserts the exit code, that every case that finished
+is in the store exactly once, and what the store says the run was."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.conftest import REPO
+
+STARTUP_LIMIT = 240  # build, health checks and the first records, on a loaded 2-core machine
+
+
+def start(tmp_path: Path, *args: str) -> tuple[subprocess.Popen, dict]:
+    env = dict(os.environ, FARM_RUNS=str(tmp_path / "runs"), FARM_STORE=str(tmp_path / "s.db"))
+    for name in ("PYTEST_ADDOPTS", "PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT"):
+        env.pop(name, None)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "farm.cli",
+            "run",
+            "--tier",
+            "nightly",
+            "--no-report",
+            "--no-progress",
+            *args,
+        ],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    return proc, env
+
+
+def written(tmp_path: Path) -> dict[str, dict]:
+    """The records the workers wrote so far, the last one of each case."""
+    out: dict[str, dict] = {}
+    for path in (tmp_path / "runs").glob("*/records/*.jsonl"):
+        for line in path.read_text().splitlines():
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError:
+                continue  # a line being written
+            out[record["case_id"]] = record
+    return out
+
+
+def wait_for_records(tmp_path: Path, proc: subprocess.Popen, n: int) -> None:
+    deadline = time.monotonic() + STARTUP_LIMIT
+    while len(written(tmp_path)) < n:
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "the run wrote no records in time"
+        time.sleep(0.3)
+
+
+def store_run(tmp_path: Path) -> tuple[dict, list[str]]:
+    db = sqlite3.connect(tmp_path / "s.db")
+    db.row_factory = sqlite3.Row
+    try:
+        run = dict(db.execute("SELECT * FROM runs ORDER BY started_at DESC LIMIT 1").fetchone())
+        ids = [
+            r[0] for r in db.execute("SELECT case_id FROM results WHERE run_id=?", (run["run_id"],))
+        ]
+    finally:
+        db.close()
+    return run, ids
+
+
+def test_sigterm_stores_what_finished_and_marks_the_run_interrupted(tmp_path):
+    proc, _ = start(tmp_path)
+    wait_for_records(tmp_path, proc, 40)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=180)
+    assert proc.returncode == 143, out + err
+    assert "interrupted by SIGTERM" in err and "Traceback" not in err
+    run, ids = store_run(tmp_path)
+    assert (run["status"], run["exit_code"]) == ("interrupted", 143)
+    finished = written(tmp_path)
+    assert sorted(ids) == sorted(finished) and len(ids) == len(set(ids)) >= 40
+
+
+def test_two_ctrl_c_store_once_without_a_traceback(tmp_path):
+    proc, _ = start(tmp_path)
+    wait_for_records(tmp_path, proc, 40)
+    proc.send_signal(signal.SIGINT)
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=180)
+    assert proc.returncode == 130, out + err
+    assert "Traceback" not in err
+    run, ids = store_run(tmp_path)
+    assert run["status"] == "interrupted" and len(ids) == len(set(ids)) > 0
+
+
+def test_a_killed_run_is_found_by_the_next_command_and_marked_aborted(tmp_path):
+    proc, env = start(tmp_path)
+    wait_for_records(tmp_path, proc, 40)
+    os.killpg(proc.pid, signal.SIGKILL)  # the orchestrator and its workers, no goodbye
+    proc.communicate(timeout=60)
+    finished = written(tmp_path)
+    out = subprocess.run(
+        [sys.executable, "-m", "farm.cli", "runs"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    assert "marked aborted" in out.stderr
+    run, ids = store_run(tmp_path)
+    assert (run["status"], run["exit_code"]) == ("aborted", 2)
+    assert sorted(ids) == sorted(finished)
+    assert "(aborted)" in out.stdout
+
+
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (("--case-timeout", "0"), "--case-timeout must be a positive number"),
+        (("--", "-k", "310b and ("), "is not a valid expression"),
+    ],
+)
+def test_user_mistakes_are_one_line_and_nothing_runs_or_is_stored(tmp_path, args, needle):
+    proc, _ = start(tmp_path, *args)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 2 and needle in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "s.db").exists() and not (tmp_path / "runs").exists()
