@@ -205,20 +205,31 @@ def inventory_from_dict(data: Mapping[str, Any], *, source: Path | None = None) 
         raise ConfigError(f"{where}: no [[host]] entries; declare at least one host")
     hosts: list[HostSpec] = []
     seen: dict[str, int] = {}
+    endpoints: dict[tuple[str, int], str] = {}
     for index, raw in enumerate(hosts_raw):
         label = f"[[host]] #{index + 1}"
         name = raw.get("name")
         if isinstance(name, str) and name:
-            label = f'host "{name}"'
+            label = f"[[host]] {name}"
         _check_fields(where, label, raw)
         merged = {**defaults, **raw}
         spec = _host_from_fields(where, label, merged, base, source)
         if spec.name in seen:
             raise ConfigError(
-                f'{where}: host "{spec.name}": duplicate name (also host #{seen[spec.name] + 1}); '
-                "host names must be unique"
+                f"{where}: [[host]] {spec.name}: duplicate name (also [[host]] entry "
+                f"#{seen[spec.name] + 1}); host names must be unique"
             )
         seen[spec.name] = index
+        if spec.transport == "ssh" and spec.address:
+            endpoint = (spec.address, spec.port)
+            other = endpoints.get(endpoint)
+            if other is not None:
+                raise ConfigError(
+                    f"{where}: [[host]] {other} and [[host]] {spec.name} are the same machine "
+                    f"({spec.endpoint}); one machine is one [[host]] entry: remove one of them "
+                    "or fix its address/port"
+                )
+            endpoints[endpoint] = spec.name
         hosts.append(spec)
     return Inventory(hosts, source)
 

@@ -128,23 +128,23 @@ BAD = {
     "malformed": ("[[host]\nname = 'x'\n", ["malformed TOML", "fix the syntax"]),
     "unknown_soc": (
         host_block(soc='"Ascend910X"'),
-        ['host "a2-01"', 'field "soc"', "'Ascend910X'", "Ascend910B1", "Ascend310B1"],
+        ['[[host]] a2-01', 'field "soc"', "'Ascend910X'", "Ascend910B1", "Ascend310B1"],
     ),
     "missing_key_file": (
         host_block(key='"nope_ed25519"'),
-        ['host "a2-01"', 'field "key"', "nope_ed25519", "does not exist", "ssh-keygen"],
+        ['[[host]] a2-01', 'field "key"', "nope_ed25519", "does not exist", "ssh-keygen"],
     ),
     "duplicate_host": (
         host_block() + host_block(address='"127.0.0.3"'),
-        ['host "a2-01"', "duplicate name", "unique"],
+        ["[[host]] a2-01: duplicate name (also [[host]] entry #1)", "unique"],
     ),
-    "port_zero": (host_block(port="0"), ['host "a2-01"', 'field "port"', "1-65535"]),
+    "port_zero": (host_block(port="0"), ['[[host]] a2-01', 'field "port"', "1-65535"]),
     "port_high": (host_block(port="70000"), ['field "port"', "70000", "1-65535"]),
     "port_string": (host_block(port='"22"'), ['field "port"', "expected a TCP port", "str"]),
     "no_devices": (host_block(devices="0"), ['field "devices"', "at least 1"]),
     "unknown_field": (
         host_block(sock='"x"'),
-        ['host "a2-01"', "unknown field 'sock'", "known fields"],
+        ['[[host]] a2-01', "unknown field 'sock'", "known fields"],
     ),
     "no_hosts": ("[defaults]\nuser = 'x'\n", ["no [[host]] entries"]),
     "bad_transport": (host_block(transport='"telnet"'), ['field "transport"', "ssh, local"]),
@@ -154,8 +154,17 @@ BAD = {
         ['field "known_hosts"', "absent_known_hosts", "ssh-keyscan -p 22 127.0.0.2", "accept-new"],
     ),
     "env_on_ssh": (host_block(env='{ A = "1" }'), ['field "env"', "local transport"]),
-    "missing_soc": (host_block(soc=None), ['host "a2-01"', 'missing field "soc"']),
+    "missing_soc": (host_block(soc=None), ['[[host]] a2-01', 'missing field "soc"']),
     "missing_address": (host_block(address=None), ['missing field "address"']),
+    "same_endpoint_twice": (
+        host_block() + host_block(name='"a2-02"'),
+        ["[[host]] a2-01 and [[host]] a2-02", "127.0.0.2:22", "remove one", "address/port"],
+    ),
+    "same_endpoint_other_port": (
+        host_block(port="2222") + host_block(name='"a2-02"', port="2222"),
+        ["[[host]] a2-01 and [[host]] a2-02", "127.0.0.2:2222"],
+    ),
+    "unnamed_entry": (host_block(name=None), ["[[host]] #1", 'missing field "name"']),
 }
 
 
@@ -184,3 +193,18 @@ def test_missing_file_and_defaults_name(tmp_path, keys):
         load_inventory(tmp_path / "absent.toml")
     with pytest.raises(ConfigError, match='"name" cannot have a default'):
         load_inventory(write(keys, '[defaults]\nname = "x"\n' + host_block()))
+
+
+def test_same_address_on_another_port_is_another_host(keys):
+    text = host_block() + host_block(name='"a2-02"', port="2222")
+    inv = load_inventory(write(keys, text))
+    assert [h.endpoint for h in inv.hosts] == ["127.0.0.2:22", "127.0.0.2:2222"]
+
+
+def test_every_host_message_names_the_entry_as_written(keys):
+    """No message says 'host "x"': every one names the entry as [[host]] x."""
+    for text, _ in BAD.values():
+        try:
+            load_inventory(write(keys, text))
+        except ConfigError as exc:
+            assert 'host "' not in str(exc), str(exc)

@@ -124,21 +124,97 @@ class AcceptNewHostKeyPolicy(paramiko.MissingHostKeyPolicy):
 
 
 def load_private_key(host: HostSpec) -> paramiko.PKey:
-    assert host.key is not None
+    """The host's private key, or an :class:`AuthError` about this host alone (its health check
+    turns it into a reason and the host is quarantined; the other hosts run)."""
+    key = host.key
+    if key is None:  # load_inventory requires it for ssh hosts
+        raise AuthError(
+            f"host {host.name}: no key file; add key = ... to its [[host]] entry", host=host.name
+        )
+    where = f"host {host.name}: key {key}"
     try:
-        return paramiko.PKey.from_path(host.key)
-    except paramiko.PasswordRequiredException:
-        raise ConfigError(
-            f"host {host.name}: key {host.key} is passphrase-protected; the farm uses key files "
-            "without passphrases (make a dedicated one: ssh-keygen -t ed25519 -N '')"
-        ) from None
+        mode = key.stat().st_mode & 0o777
     except FileNotFoundError:
-        raise ConfigError(f"host {host.name}: key file {host.key} does not exist") from None
-    except (paramiko.SSHException, ValueError, OSError) as exc:
-        raise ConfigError(
-            f"host {host.name}: cannot load key {host.key}: {exc}; use an OpenSSH/PEM private key "
-            "(ed25519, ecdsa or rsa)"
+        raise AuthError(
+            f"{where} does not exist; create it (ssh-keygen -t ed25519) or fix the path",
+            host=host.name,
         ) from None
+    except OSError as exc:
+        raise AuthError(f"{where} cannot be read: {exc.strerror}", host=host.name) from None
+    if mode & 0o077:
+        raise AuthError(
+            f"{where} has mode {mode:04o}, readable by group/others, which OpenSSH refuses too; "
+            f"chmod 600 {key}",
+            host=host.name,
+        )
+    try:
+        return paramiko.PKey.from_path(key)
+    except paramiko.PasswordRequiredException:
+        raise AuthError(_passphrase_message(where, key), host=host.name) from None
+    except TypeError as exc:  # cryptography: "Key is password-protected, but password was not ..."
+        if "password" not in str(exc).lower():
+            raise AuthError(_unusable_key_message(where, exc), host=host.name) from None
+        raise AuthError(_passphrase_message(where, key), host=host.name) from None
+    except OSError as exc:
+        raise AuthError(f"{where} cannot be read: {exc.strerror}", host=host.name) from None
+    except Exception as exc:  # paramiko/cryptography's many ways to say "not a key"
+        raise AuthError(_unusable_key_message(where, exc), host=host.name) from None
+
+
+def _passphrase_message(where: str, key: Path) -> str:
+    return (
+        f"{where} is passphrase-protected and the farm uses no SSH agent; use a dedicated key "
+        f"without one (ssh-keygen -t ed25519 -N '' -f <new file>) or remove it (ssh-keygen -p -f "
+        f"{key})"
+    )
+
+
+def _unusable_key_message(where: str, exc: BaseException) -> str:
+    detail = " ".join(str(exc).split()) or exc.__class__.__name__
+    return (
+        f"{where} cannot be used ({detail}); use an OpenSSH/PEM private key (ed25519, ecdsa or "
+        "rsa) without a passphrase"
+    )
+
+
+def load_known_hosts(host: HostSpec, client: paramiko.SSHClient) -> None:
+    """Load the host's known_hosts into ``client``; a malformed line is an :class:`AuthError`
+    about this host alone, naming the file, the line and the fix."""
+    known = host.known_hosts
+    if known is None or not known.is_file():
+        return
+    where = f"{_where(host)}: known_hosts {known}"
+    try:
+        client.get_host_keys().load(str(known))
+    except OSError as exc:
+        raise AuthError(f"{where} cannot be read: {exc.strerror}", host=host.name) from None
+    except Exception as exc:  # paramiko's InvalidHostKey (a bare Exception), binascii, ...
+        bad = exc.args[0] if isinstance(exc, paramiko.hostkeys.InvalidHostKey) else None
+        line = _line_number(known, bad) if isinstance(bad, str) else None
+        at = f" line {line}" if line else ""
+        raise AuthError(
+            f"{where}{at} is malformed ({_first_line(exc)}); delete or fix that line, then record "
+            f"the host key again ({_keyscan_hint(host)})",
+            host=host.name,
+        ) from None
+
+
+def _line_number(path: Path, text: str) -> int | None:
+    try:
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return None
+    for number, line in enumerate(lines, 1):
+        if line.strip() == text.strip():
+            return number
+    return None
+
+
+def _first_line(exc: BaseException) -> str:
+    if isinstance(exc, paramiko.hostkeys.InvalidHostKey) and len(exc.args) > 1:
+        exc = exc.args[1] if isinstance(exc.args[1], BaseException) else exc
+    text = " ".join(str(exc).split())
+    return text or exc.__class__.__name__
 
 
 class SSHChannel(Channel):
@@ -265,12 +341,7 @@ class SSHTransport(Transport):
         if self._pkey is None:
             self._pkey = load_private_key(host)
         client = paramiko.SSHClient()
-        known = host.known_hosts
-        if known is not None and known.is_file():
-            try:
-                client.get_host_keys().load(str(known))
-            except (OSError, paramiko.SSHException, ValueError) as exc:
-                raise ConfigError(f"{self.where}: cannot read known_hosts {known}: {exc}") from None
+        load_known_hosts(host, client)
         if host.host_key_policy == "accept-new":
             client.set_missing_host_key_policy(AcceptNewHostKeyPolicy(host))
         else:
