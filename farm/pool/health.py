@@ -153,8 +153,14 @@ def check_host(
                 verdict = f"{exc.__class__.__name__}: {exc}"
             if verdict:
                 reasons.append(f"canary failed on host {host.name}: {verdict}")
-    except FarmError as exc:
+    except FarmError as exc:  # e.g. an unusable key or known_hosts (AuthError): this host only
         reasons.append(str(exc))
+    except Exception as exc:  # noqa: BLE001 - one host's surprise must not end the others' check
+        detail = " ".join(str(exc).split()) or "no message"
+        reasons.append(
+            f"host {host.name}: the check failed unexpectedly ({exc.__class__.__name__}: "
+            f"{detail}); fix what it names, then rerun farm hosts --check"
+        )
     finally:
         if channel is not None:
             channel.shutdown()

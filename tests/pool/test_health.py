@@ -165,3 +165,74 @@ def test_check_pool_and_host_rows(tmp_path, agent_bundle):
         "emu-a2-02": "good",
         "emu-310b-01": "good",
     }
+
+
+def _unusable_credentials(lab, inventory, tmp_path):
+    """Three lab hosts (renamed *-bad) whose credentials cannot be used, one way each: a key
+    readable by others, a passphrase-protected key, a known_hosts with a malformed line."""
+    from cryptography.hazmat.primitives import serialization as ser
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    a2_01, a2_02, a200 = inventory.hosts
+    loose = tmp_path / "loose_ed25519"
+    loose.write_bytes(lab.user_key.read_bytes())
+    loose.chmod(0o644)
+    locked = tmp_path / "locked_ed25519"
+    locked.write_bytes(
+        Ed25519PrivateKey.generate().private_bytes(
+            ser.Encoding.PEM, ser.PrivateFormat.OpenSSH, ser.BestAvailableEncryption(b"secret")
+        )
+    )
+    locked.chmod(0o600)
+    known = tmp_path / "known_hosts"
+    known.write_text(lab.known_hosts.read_text() + "[127.0.0.9]:22 ssh-ed25519 AAAA!!notbase64\n")
+    line = len(known.read_text().splitlines())
+    bad = [
+        dataclasses.replace(a2_01, name="a2-01-bad", key=loose),
+        dataclasses.replace(a2_02, name="a2-02-bad", key=locked),
+        dataclasses.replace(a200, name="a200-01-bad", known_hosts=known),
+    ]
+    expected = {
+        "a2-01-bad": [f"key {loose} has mode 0644", "OpenSSH refuses too", f"chmod 600 {loose}"],
+        "a2-02-bad": [f"key {locked} is passphrase-protected", "no SSH agent", "ssh-keygen -p"],
+        "a200-01-bad": [
+            f"known_hosts {known} line {line} is malformed",
+            "delete or fix that line",
+            f"ssh-keyscan -p {a200.port} {a200.address}",
+        ],
+    }
+    return bad, expected
+
+
+def test_ssh_unusable_key_or_known_hosts_is_bad_for_that_host_only(deployed_lab, tmp_path):
+    lab, inventory, sha = deployed_lab
+    bad, expected = _unusable_credentials(lab, inventory, tmp_path)
+    results = check_pool([*bad, *inventory.hosts], open_transport, sha, state_dir=tmp_path / "s")
+    assert {n: h.state for n, h in results.items()} == {
+        "a2-01-bad": BAD,
+        "a2-02-bad": BAD,
+        "a200-01-bad": BAD,
+        "a2-01": GOOD,
+        "a2-02": GOOD,
+        "a200-01": GOOD,
+    }
+    quarantined = Quarantine(tmp_path / "s").entries()
+    assert sorted(quarantined) == sorted(expected)
+    for name, needles in expected.items():
+        (reason,) = results[name].reasons
+        assert "\n" not in reason and reason.startswith(f"host {name}"), reason
+        for needle in needles:
+            assert needle in reason, (needle, reason)
+        assert quarantined[name]["reason"] == reason
+
+
+def test_an_unexpected_exception_is_a_reason_not_a_crash(local_host):
+    def broken_factory(host):
+        raise KeyError("surprise")
+
+    health = check_host(local_host, broken_factory, "f" * 64)
+    assert health.state == BAD
+    assert health.reasons == [
+        "host emu-t: the check failed unexpectedly (KeyError: 'surprise'); fix what it names, "
+        "then rerun farm hosts --check"
+    ]

@@ -128,23 +128,23 @@ BAD = {
     "malformed": ("[[host]\nname = 'x'\n", ["malformed TOML", "fix the syntax"]),
     "unknown_soc": (
         host_block(soc='"Ascend910X"'),
-        ['[[host]] a2-01', 'field "soc"', "'Ascend910X'", "Ascend910B1", "Ascend310B1"],
+        ["[[host]] a2-01", 'field "soc"', "'Ascend910X'", "Ascend910B1", "Ascend310B1"],
     ),
     "missing_key_file": (
         host_block(key='"nope_ed25519"'),
-        ['[[host]] a2-01', 'field "key"', "nope_ed25519", "does not exist", "ssh-keygen"],
+        ["[[host]] a2-01", 'field "key"', "nope_ed25519", "does not exist", "ssh-keygen"],
     ),
     "duplicate_host": (
         host_block() + host_block(address='"127.0.0.3"'),
         ["[[host]] a2-01: duplicate name (also [[host]] entry #1)", "unique"],
     ),
-    "port_zero": (host_block(port="0"), ['[[host]] a2-01', 'field "port"', "1-65535"]),
+    "port_zero": (host_block(port="0"), ["[[host]] a2-01", 'field "port"', "1-65535"]),
     "port_high": (host_block(port="70000"), ['field "port"', "70000", "1-65535"]),
     "port_string": (host_block(port='"22"'), ['field "port"', "expected a TCP port", "str"]),
     "no_devices": (host_block(devices="0"), ['field "devices"', "at least 1"]),
     "unknown_field": (
         host_block(sock='"x"'),
-        ['[[host]] a2-01', "unknown field 'sock'", "known fields"],
+        ["[[host]] a2-01", "unknown field 'sock'", "known fields"],
     ),
     "no_hosts": ("[defaults]\nuser = 'x'\n", ["no [[host]] entries"]),
     "bad_transport": (host_block(transport='"telnet"'), ['field "transport"', "ssh, local"]),
@@ -154,7 +154,7 @@ BAD = {
         ['field "known_hosts"', "absent_known_hosts", "ssh-keyscan -p 22 127.0.0.2", "accept-new"],
     ),
     "env_on_ssh": (host_block(env='{ A = "1" }'), ['field "env"', "local transport"]),
-    "missing_soc": (host_block(soc=None), ['[[host]] a2-01', 'missing field "soc"']),
+    "missing_soc": (host_block(soc=None), ["[[host]] a2-01", 'missing field "soc"']),
     "missing_address": (host_block(address=None), ['missing field "address"']),
     "same_endpoint_twice": (
         host_block() + host_block(name='"a2-02"'),
