@@ -9,6 +9,7 @@ import sys
 import time
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from farm import __version__
@@ -218,7 +219,9 @@ def main(argv: list[str] | None = None) -> int:
         Console(stderr=True).print("[yellow]interrupted[/]: nothing was started or stored")
         return 130
     except FarmError as exc:
-        Console(stderr=True, soft_wrap=True).print(f"[bold red]error:[/] {exc}", highlight=False)
+        Console(stderr=True, soft_wrap=True).print(
+            f"[bold red]error:[/] {escape(str(exc))}", highlight=False
+        )
         return exc.exit_code
 
 

@@ -22,6 +22,7 @@ from typing import cast
 
 import pytest
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from farm import __version__, paths
@@ -233,7 +234,7 @@ def run(
             store.finish_run(plan.run_id, code, status=status, subset=subset)
     except StoreError as exc:
         console.print(
-            f"[red]error:[/] {exc} (the records stay in {plan.run_dir / 'records'})",
+            f"[red]error:[/] {escape(str(exc))} (the records stay in {plan.run_dir / 'records'})",
             highlight=False,
         )
         return EXIT_INFRA
@@ -426,4 +427,6 @@ class CollectionErrors:
 
     def pytest_internalerror(self, excrepr, excinfo):
         self.errors += 1
-        self.console.print(f"[red]pytest internal error:[/] {excinfo.value}", highlight=False)
+        self.console.print(
+            f"[red]pytest internal error:[/] {escape(str(excinfo.value))}", highlight=False
+        )
