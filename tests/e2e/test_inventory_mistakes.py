@@ -8,7 +8,6 @@ import re
 import subprocess
 from pathlib import Path
 
-import pytest
 from cryptography.hazmat.primitives import serialization as ser
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
@@ -51,11 +50,6 @@ def _broken_known_hosts(lab, tmp_path: Path) -> tuple[Path, int]:
     return known, len(known.read_text().splitlines())
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="farm/cli.py prints a FarmError as rich markup, so '[[host]]' is printed as '[]'; "
-    "escape it there (rich.markup.escape(str(exc))), then drop this mark",
-)
 def test_one_machine_under_two_names_is_refused_before_anything_starts(farm, tmp_path):
     (tmp_path / "id_ed25519").write_text("a key file\n")
     (tmp_path / "known_hosts").write_text("")
