@@ -146,9 +146,10 @@ def run(
     pool = prepare.load_pool(inventory)
     store_path = default_store_path()
     check_store(store_path, create=True)  # a store that cannot take the results: before any host
-    with RunStore(store_path) as store:
-        for run_id, n in store.recover_orphans():
-            console.print(f"run {run_id}: its process had died; {n} records imported, aborted")
+    if store_path.exists():  # a run that never starts creates no store
+        with RunStore(store_path) as store:
+            for run_id, n in store.recover_orphans():
+                console.print(f"run {run_id}: its process had died; {n} records imported, aborted")
     target = target or build.DEFAULT_TARGET
     console.print(f"[bold]farm run[/] tier {tier}: {len(cases):,} cases, backend {backend}")
 

@@ -72,19 +72,19 @@ def test_malformed_inventory(farm, tmp_path, keyfile):
 def test_inventory_field_of_the_wrong_type(farm, tmp_path, keyfile):
     text = ssh_host("a2-01", keyfile).replace("devices = 1", 'devices = "two"')
     message = run_bad(farm, tmp_path, text)
-    assert 'host "a2-01": field "devices": expected a device count >= 1' in message
+    assert '[[host]] a2-01: field "devices": expected a device count >= 1' in message
 
 
 def test_unknown_soc(farm, tmp_path, keyfile):
     message = run_bad(farm, tmp_path, ssh_host("a2-01", keyfile, soc="Ascend999Z"))
-    assert 'host "a2-01": field "soc": unknown SoC \'Ascend999Z\'' in message
+    assert "[[host]] a2-01: field \"soc\": unknown SoC 'Ascend999Z'" in message
     assert "use one of:" in message and "Ascend910B1" in message and "Ascend310B1" in message
 
 
 def test_missing_key_file(farm, tmp_path, keyfile):
     missing = keyfile.with_name("nope_ed25519")
     message = run_bad(farm, tmp_path, ssh_host("a2-01", missing))
-    assert f'host "a2-01": field "key": key file {missing} does not exist' in message
+    assert f'[[host]] a2-01: field "key": key file {missing} does not exist' in message
     assert "ssh-keygen -t ed25519" in message
 
 
