@@ -434,3 +434,53 @@ def test_a_full_disk_is_a_store_error_naming_the_path(store, monkeypatch):
     monkeypatch.setattr(store, "db", FullDisk(store.db))
     with pytest.raises(StoreError, match="disk is full.*free space"):
         store.add_results(run_id, [record("a")])
+
+
+def test_a_really_full_disk_is_a_store_error_and_nothing_half_written(tmp_path):
+    """A tmpfs of 512 KiB in a private mount namespace, filled: writing results fails with one
+    StoreError naming the store and the fix, and the run's earlier results are intact. As root
+    only (CI); a developer's machine has the simulated full disk above."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from tests.requirements import need
+
+    need(
+        os.geteuid() == 0 and shutil.which("unshare") is not None,
+        "root and unshare, to mount a full tmpfs (CI runs as root)",
+    )
+    mnt = tmp_path / "full"
+    mnt.mkdir()
+    probe = (
+        "import json, sys\n"
+        "from farm.results.store import RunStore\n"
+        "from tests.results.conftest import RUN_META, record\n"
+        "s = RunStore(sys.argv[1] + '/farm.sqlite')\n"
+        "run = s.begin_run(RUN_META)\n"
+        "s.add_results(run, [record('first')])\n"
+        "try:\n"
+        "    with open(sys.argv[1] + '/filler', 'wb') as f:\n"
+        "        while True: f.write(b'x' * 4096)\n"
+        "except OSError:\n"
+        "    pass\n"
+        "try:\n"
+        "    s.add_results(run, [record(f'c{i}', message='m' * 2000) for i in range(400)])\n"
+        "    print('no error')\n"
+        "except Exception as e:\n"
+        "    print(type(e).__name__, e)\n"
+        "print('kept', [r['case_id'] for r in s.results(run)])\n"
+    )
+    script = f'mount -t tmpfs -o size=512k none {mnt} && {sys.executable} -c "$0" {mnt}'
+    repo = Path(__file__).resolve().parents[2]
+    out = subprocess.run(
+        ["unshare", "-m", "sh", "-c", script, probe],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert "StoreError" in out.stdout and "full" in out.stdout, out.stdout + out.stderr
+    assert "free space" in out.stdout and "kept ['first']" in out.stdout, out.stdout
