@@ -768,25 +768,30 @@ class RunStore:
         The explicit baseline (set_baseline) when there is one and it is not the run being
         compared; else the newest fully green finished run of the same tier (exit code 0, at least
         one result, none failed or broken), excluding `exclude_run_id` and, when that run is
-        known, anything that started after it.
+        known, anything that started after it. A run of the whole tier is only ever compared
+        with a run of the whole tier: a subset run (-k, -x) is never its implicit baseline; a
+        subset run may be compared with either.
         """
         explicit = self.explicit_baseline(tier)
         if explicit and explicit != exclude_run_id:
             return explicit
         sql = (
-            "SELECT run_id FROM runs WHERE tier=? AND status='finished' AND subset=0"
+            "SELECT run_id FROM runs WHERE tier=? AND status='finished'"
             " AND exit_code=0 AND n_total>0 AND n_failed=0 AND n_broken=0"
         )
         args: list = [tier]
+        ref = None
         if exclude_run_id:
             sql += " AND run_id<>?"
             args.append(exclude_run_id)
             ref = self.db.execute(
-                "SELECT started_at, rowid FROM runs WHERE run_id=?", (exclude_run_id,)
+                "SELECT started_at, rowid, subset FROM runs WHERE run_id=?", (exclude_run_id,)
             ).fetchone()
             if ref:
                 sql += " AND (started_at < ? OR (started_at = ? AND rowid < ?))"
                 args += [ref[0], ref[0], ref[1]]
+        if ref is None or not ref[2]:
+            sql += " AND subset=0"
         row = self.db.execute(
             sql + " ORDER BY started_at DESC, rowid DESC LIMIT 1", args
         ).fetchone()

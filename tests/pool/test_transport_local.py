@@ -94,7 +94,7 @@ def test_timeout_then_the_channel_is_unusable(local_host):
         with pytest.raises(ConnectionLost, match="unusable after an earlier error"):
             ch.identify()
         ch.close()
-        assert ch.proc.poll() is not None  # the stuck agent was not left behind
+        assert ch.proc.wait(timeout=10) is not None  # the stuck agent was not left behind
 
 
 def test_a_timed_out_agent_is_killed_with_its_whole_process_group(local_host, tmp_path):

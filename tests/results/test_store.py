@@ -317,13 +317,18 @@ def test_interrupted_aborted_and_subset_runs_are_never_baselines(store):
     store.finish_run(interrupted, 2, status="interrupted")
     subset = _run(store, records=[record("a")], subset=True)
     assert store.baseline_for("smoke") == green
+    # A subset run may be compared with an earlier subset run; a whole-tier run never is.
+    later_subset = _run(store, records=[record("a")], subset=True)
+    assert store.baseline_for("smoke", exclude_run_id=later_subset) == subset
+    whole = _run(store, records=[record("a")])
+    assert store.baseline_for("smoke", exclude_run_id=whole) == green
     for run_id, why in ((interrupted, "is interrupted"), (subset, "ran a subset")):
         with pytest.raises(UsageError, match=why):
             store.set_baseline("smoke", run_id)
     running = store.begin_run({**RUN_META, "tier": "smoke"})
     with pytest.raises(UsageError, match="is running"):
         store.set_baseline("smoke", running)
-    assert store.latest_run("smoke", finished=True)["run_id"] == subset
+    assert store.latest_run("smoke", finished=True)["run_id"] == whole
     assert store.get_run(interrupted)["status"] == "interrupted"
 
 
