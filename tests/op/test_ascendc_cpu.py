@@ -60,12 +60,14 @@ def _compile(source, *defines: str) -> subprocess.CompletedProcess:
     return subprocess.run(cmd, capture_output=True, text=True)
 
 
+@pytest.mark.build
 def test_the_host_file_compiles_unchanged():
     need_emulation()
     proc = _compile(OP / "ascendc" / "op_host" / "log_softmax_grad.cpp")
     assert proc.returncode == 0, proc.stderr[-3000:]
 
 
+@pytest.mark.build
 @pytest.mark.parametrize("dtype", ["float", "half", "bfloat16_t"])
 def test_the_kernel_compiles_unchanged_for_each_dtype(dtype):
     need_emulation()
@@ -221,6 +223,7 @@ def test_every_kernel_source_error_has_a_fault_here():
     assert set(FAULTS) == set(build.KERNEL_FAULT_BUGS)
 
 
+@pytest.mark.build
 @pytest.mark.parametrize("bug", build.KERNEL_FAULT_BUGS)
 def test_a_planted_kernel_error_is_a_kernel_fault_with_its_message(bug, acpu_lib):
     (soc, dtype, shape, axes), starts = FAULTS[bug]
@@ -244,6 +247,7 @@ def test_a_planted_kernel_error_is_a_kernel_fault_with_its_message(bug, acpu_lib
         assert (good.status, good.reason) == (0, "ok"), good.message
 
 
+@pytest.mark.build
 def test_ub_overflow_shows_on_ascend310b_only(acpu_lib):
     library = acpu_planted("ub_overflow")
     dy, y = make_inputs((4, 37), "float32", (-1,), "uniform", "normal", seed=4)
@@ -254,6 +258,7 @@ def test_ub_overflow_shows_on_ascend310b_only(acpu_lib):
     assert on_310b.reason == "kernel_fault"
 
 
+@pytest.mark.build
 def test_the_backend_result_of_a_kernel_fault_in_the_agent(acpu_lib, monkeypatch):
     # Through the agent's path: a record, status 561000, category kernel_fault.
     from dataclasses import dataclass

@@ -33,6 +33,7 @@ def sha256(path):
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+@pytest.mark.build
 @pytest.mark.parametrize("target", build.NATIVE_TARGETS)
 def test_package_is_reproducible_and_its_manifest_true(tmp_path, target, monkeypatch):
     if target == "ascendc-cpu":
@@ -107,6 +108,7 @@ def test_main_builds_twin_package(tmp_path, twin_lib, capsys):
     assert (tmp_path / build.archive_name("twin")).exists()
 
 
+@pytest.mark.build
 def test_main_builds_a_planted_package(tmp_path, trunc_narrow_lib):
     argv = ["--target", "twin", "--plant-bug", "trunc_narrow", "--out", str(tmp_path), "--quiet"]
     assert build.main(argv) == 0
@@ -141,6 +143,7 @@ def test_cli_run_offers_every_planted_bug(capsys):
     assert all(repr(bug) in err for bug in build.PLANT_BUGS)
 
 
+@pytest.mark.build
 def test_cmake_rejects_an_unknown_plant_bug(tmp_path):
     with pytest.raises(BuildError, match="plant_bug 'no_such_bug'"):
         build.build_twin(tmp_path / "py", plant_bug="no_such_bug")
@@ -175,6 +178,7 @@ def test_every_planted_edit_fits_the_real_source_exactly_once():
             assert text.count(edit["old"]) == 1, (bug, edit["file"], edit["old"])
 
 
+@pytest.mark.build
 @pytest.mark.parametrize(
     "old, error",
     [
@@ -199,12 +203,14 @@ def test_a_planted_edit_that_does_not_fit_is_a_build_error(tmp_path, old, error)
     assert "op/ascendc/op_kernel/log_softmax_grad.cpp" in out
 
 
+@pytest.mark.build
 def test_twin_is_clean_under_sanitizers():
     report = build.sanitize_check(matrix="smoke")
     assert report.ok, report.output[-4000:]
     assert report.calls > 300  # the representative set and the smoke matrix
 
 
+@pytest.mark.build
 def test_emulated_real_kernel_is_clean_under_sanitizers():
     need_emulation()
     report = build.sanitize_check(target="ascendc-cpu")
@@ -212,6 +218,7 @@ def test_emulated_real_kernel_is_clean_under_sanitizers():
     assert report.calls > 100  # the representative set
 
 
+@pytest.mark.build
 def test_sanitizer_harness_reports_what_it_finds():
     report = build.sanitize_check(overflow_probe=True)
     assert not report.ok

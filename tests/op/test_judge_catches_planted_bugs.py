@@ -49,6 +49,8 @@ CATCHES = {
     "cores_overlap": (Case("ascend910b", "float32", (50, 37), (-1,)), "kernel_fault"),
 }
 
+pytestmark = pytest.mark.build  # builds planted variants of the operator
+
 
 @dataclass(frozen=True)
 class Host:
