@@ -55,3 +55,13 @@ def ssh_lab(sshd, tmp_path_factory):
         yield lab
     finally:
         lab.down()
+
+
+@pytest.fixture
+def restore_lab_host(ssh_lab):
+    """Names registered here are reset (running, declared identity = inventory) after the test."""
+    names: list[str] = []
+    yield names
+    for name in names:
+        ssh_lab.thaw_host(name)
+        ssh_lab.reset_host(name)

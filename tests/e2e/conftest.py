@@ -265,13 +265,9 @@ def lab(ssh_lab):
 
 
 @pytest.fixture
-def broken_hosts(lab):
-    """Hosts a test breaks; each is put right afterwards."""
-    names: list[str] = []
-    yield names
-    for name in names:
-        lab.thaw_host(name)
-        lab.reset_host(name)
+def broken_hosts(restore_lab_host):
+    """Hosts a test breaks; each is put right afterwards (tests/conftest.py)."""
+    return restore_lab_host
 
 
 @pytest.fixture

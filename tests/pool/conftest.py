@@ -40,16 +40,6 @@ def deployed_lab(ssh_lab, lab_inventory, agent_bundle):
 
 
 @pytest.fixture
-def restore_lab_host(ssh_lab):
-    """Names registered here are reset (running, declared identity = inventory) after the test."""
-    names: list[str] = []
-    yield names
-    for name in names:
-        ssh_lab.thaw_host(name)
-        ssh_lab.reset_host(name)
-
-
-@pytest.fixture
 def local_host(tmp_path):
     """A local-transport emulated host (Ascend910B1 x2) running this interpreter."""
     from farm.pool.inventory import HostSpec
