@@ -108,7 +108,7 @@ def test_a_timed_out_agent_is_killed_with_its_whole_process_group(local_host, tm
         assert ch.wait_reaped() is True, ch.reap_detail
         assert ch.reap_detail == f"the agent (pid {ch.proc.pid}) was killed (TERM)"
         assert group_members(ch.proc.pid) == []  # the sleeping child too
-        assert ch.proc.poll() is not None
+        assert ch.proc.wait(timeout=10) is not None
         ch.close()
         # Its pid file goes with it (a killed agent leaves it; readers check the process).
         assert [p.name for p in (tmp_path / "agents").glob("*.json")] in (

@@ -178,9 +178,12 @@ class LocalChannel(Channel):
                 if not self._group_left(pgid):
                     break
                 time.sleep(0.01)
-        proc.poll()
         if self._group_left(pgid):
             return False, f"{label} on {self.where} could not be killed: still there after SIGKILL"
+        try:  # the leader may still be between exiting and being a zombie: collect it
+            proc.wait(timeout=5.0)
+        except subprocess.TimeoutExpired:
+            pass
         return True, (f"{label} was killed ({'/'.join(sent)})" if sent else f"{label} was gone")
 
 
