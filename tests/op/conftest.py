@@ -16,6 +16,7 @@ import pytest
 
 from farm import build
 from farm.agent.backends import native
+from tests.requirements import need
 
 LIBRARIES = ("twin", "ascendc-cpu")
 
@@ -26,8 +27,10 @@ def _planted(bug: str):
 
 
 def need_emulation() -> None:
-    if not build.emulation_present():
-        pytest.skip("the CPU emulation of Ascend C (op/ascendc_cpu kernel side) is not present")
+    need(
+        build.emulation_present(),
+        "the CPU emulation of Ascend C (op/ascendc_cpu kernel side): a complete checkout",
+    )
 
 
 def acpu_planted(bug: str):

@@ -34,6 +34,7 @@ from farm import build
 from golden.inputs import make_inputs
 from golden.reference import log_softmax_grad
 from golden.standards import judge
+from tests.requirements import need
 
 try:  # the CPU twin's backend (renamed `native` when the emulated kernel joined it)
     from farm.agent.backends import native as twin_backend
@@ -481,8 +482,8 @@ def test_selftest_every_rule(emu):
 
 def _cxx() -> str:
     cxx = os.environ.get("CXX") or shutil.which("g++")
-    if cxx is None:
-        pytest.skip("no g++")
+    need(cxx is not None, "g++ (apt-get install g++)")
+    assert cxx is not None
     return cxx
 
 
