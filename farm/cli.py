@@ -18,6 +18,10 @@ from farm.agent.errors import FarmError
 
 
 def cmd_cases(argv: list[str]) -> int:
+    if argv[:1] == ["import"]:
+        from suites.importers import command
+
+        return command.main(argv[1:])
     from suites import matrix, summary
 
     parser = argparse.ArgumentParser(prog="farm cases", description="the cases of a tier")

@@ -25,6 +25,11 @@ _DTYPES: dict[str, np.dtype] = {
     "int64": np.dtype(np.int64),
 }
 
+# Dtypes a case may name only as a descriptor (shape and ACL dtype code, no data): an outside
+# suite's rejection cases (complex tensors) that no host needs to allocate. ACL codes
+# (aclDataType) as the operator's C ABI takes them.
+DESCRIPTOR_ONLY = {"complex64": 16, "complex128": 17}
+
 # SPEC section 5: the relative threshold T per dtype.
 T = {"float16": 2**-10, "bfloat16": 2**-7, "float32": 2**-13}
 

@@ -19,6 +19,10 @@ Which standards gate the case is decided from its numbers, not from how it was m
 
 A case may ask for a public standard (``requested``); it gates when applicable, and the verdict
 says so when it is not (a request never makes a correct kernel fail).
+
+A case may also bring its own tolerance (``tolerance``: rtol, atol, max_fail_fraction, as outside
+suites do); it always gates, as ``case-tolerance``, in addition to the rest. It is the case's
+author's claim, so a correct kernel can fail it: the verdict says by how much.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from golden import bound as bound_mod
+from golden import dtypes as dtypes_mod
 from golden.contract import merge_shape
 from golden.metrics import MetricsAccumulator
 from golden.reference import SLAB_ELEMENTS, check_axes, grad_3d, slabs
@@ -66,6 +71,7 @@ def judge_case(
     on_errors: Callable[[np.ndarray], None] | None = None,
     slab_elements: int = SLAB_ELEMENTS,
     k: int = 8,
+    tolerance: dict | None = None,
 ) -> Judgement:
     """Judge `out` (the operator's result, in `dtype`) for inputs dy, y reduced over `axes`.
 
@@ -77,6 +83,7 @@ def judge_case(
     axes = check_axes(shape, axes)
     acc = MetricsAccumulator(dtype, shape, k)
     bench = None if benchmark is None else MetricsAccumulator(dtype, shape, k)
+    own = None if tolerance is None else ToleranceCount(dtype, **tolerance)
     if int(np.prod(shape, dtype=np.int64)) > 0:
         d0, d1, d2 = merge_shape(shape, axes)
         dy3, y3, out3 = (np.asarray(a).reshape(d0, d1, d2) for a in (dy, y, out))
@@ -87,6 +94,8 @@ def judge_case(
             allowed, bnd = bound_mod.elementwise(dys, ys, g, dtype)
             to_flat = _flat_index(rows, cols, d1, d2, g.shape)
             rel = acc.add(out3[rows, :, cols], g, to_flat, allowed, bnd)
+            if own is not None:
+                own.add(out3[rows, :, cols], g)
             if rel is not None and on_errors is not None:
                 on_errors(rel)
             if bench is not None and b3 is not None:
@@ -101,6 +110,9 @@ def judge_case(
     }
     applicability = {s: applicable(s, metrics, level) for s in names}
     gates = [ERROR_BOUND] + [s for s in names if applicability[s][0]]
+    if own is not None:
+        verdicts[CASE_TOLERANCE] = own.verdict()
+        gates.append(CASE_TOLERANCE)
     failed = [s for s in gates if not verdicts[s].passed]
     passed = not failed
     reason = verdicts[failed[0]].reason if failed else verdicts[ERROR_BOUND].reason
@@ -110,6 +122,53 @@ def judge_case(
     if passed:
         reason += f" | gates: {', '.join(gates)}"
     return Judgement(passed, reason, gates, requested, level, metrics, verdicts, applicability)
+
+
+CASE_TOLERANCE = "case-tolerance"
+
+
+class ToleranceCount:
+    """A case's own tolerance over the slabs: how many elements are outside
+    atol + rtol * |golden|, the golden rounded to the dtype first (so rtol = atol = 0 asks for
+    the correctly rounded result). NaN matches NaN and an inf the same inf."""
+
+    def __init__(self, dtype: str, rtol: float, atol: float, max_fail_fraction: float):
+        self.dtype, self.rtol, self.atol = dtype, float(rtol), float(atol)
+        self.max_fail_fraction = float(max_fail_fraction)
+        self.n = self.failing = 0
+        self.worst_excess = 0.0
+
+    def add(self, out: np.ndarray, golden: np.ndarray) -> None:
+        want = dtypes_mod.to_float64(dtypes_mod.round_to(golden, self.dtype))
+        got = dtypes_mod.to_float64(out)
+        ok = np.isclose(got, want, rtol=self.rtol, atol=self.atol, equal_nan=True)
+        self.n += ok.size
+        bad = ~ok
+        count = int(np.count_nonzero(bad))
+        if count:
+            self.failing += count
+            with np.errstate(invalid="ignore"):
+                excess = np.abs(got[bad] - want[bad]) - (self.atol + self.rtol * np.abs(want[bad]))
+            finite = excess[np.isfinite(excess)]
+            worst = float(finite.max()) if finite.size else float("inf")
+            self.worst_excess = max(self.worst_excess, worst)
+
+    def verdict(self) -> Verdict:
+        fraction = self.failing / self.n if self.n else 0.0
+        passed = fraction <= self.max_fail_fraction
+        limits = f"rtol {self.rtol:g}, atol {self.atol:g}"
+        if passed:
+            reason = (
+                f"{self.failing} of {self.n} elements outside {limits} "
+                f"(allowed fraction {self.max_fail_fraction:g})"
+            )
+        else:
+            reason = (
+                f"{self.failing} of {self.n} elements ({fraction:.3g}) outside {limits}, more "
+                f"than the case allows ({self.max_fail_fraction:g}); worst by {self.worst_excess:.3g}"
+            )
+        metrics = {"n": self.n, "failing": self.failing, "fraction": fraction}
+        return Verdict(CASE_TOLERANCE, passed, reason, metrics)
 
 
 def _flat_index(rows: slice, cols: slice, d1: int, d2: int, slab_shape):

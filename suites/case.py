@@ -7,6 +7,7 @@ its seed is derived from the id, so the same id means the same inputs on any mac
 from __future__ import annotations
 
 import math
+import re
 import zlib
 from dataclasses import dataclass, field, fields
 from functools import cached_property
@@ -29,6 +30,10 @@ DTYPE_SHORT = {
     "float64": "f64",
     "int32": "i32",
     "int64": "i64",
+    # Descriptor-only (golden.dtypes.DESCRIPTOR_ONLY): rejection cases that pass the operator a
+    # tensor descriptor without data, as an outside suite's complex cases do.
+    "complex64": "c64",
+    "complex128": "c128",
 }
 APIS = ("dim", "axes")  # the aclnn call (one dim) or the operator package's axis list
 LAYOUTS = layouts.NAMES  # the short names; an explicit golden.layouts.View is also a layout
@@ -38,6 +43,8 @@ TENSORS = ("dy", "y", "out")
 NAN = float("nan")
 _NONFINITE_JSON = {"inf": math.inf, "-inf": -math.inf, "nan": NAN}
 _TUPLE_FIELDS = ("shape", "axes", "y_shape", "out_shape")
+_EXPLORE_TAG = re.compile(r"[A-Za-z0-9-]{1,40}\.\d+")
+TOLERANCE_KEYS = ("rtol", "atol", "max_fail_fraction")
 
 
 def shape_text(shape: tuple[int, ...] | None) -> str:
@@ -87,6 +94,65 @@ def _is_range(bounds: Any) -> bool:
     )
 
 
+class MalformedCase(ValueError):
+    """A case whose fields do not make a call; `problems` has one entry per bad field, each
+    naming the field and the fix."""
+
+    def __init__(self, problems: list[str]):
+        self.problems = list(problems)
+        super().__init__("malformed case: " + "; ".join(self.problems))
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """A case's own tolerance, judged in addition to the farm's standards (golden/judge.py
+    "case-tolerance"): an element passes when |out - golden| <= atol + rtol * |golden| (NaN
+    matches NaN, inf matches the same inf), and the case passes when at most max_fail_fraction
+    of its elements fail. Outside suites bring these with their cases (msopst's precision_tolerances,
+    ATK's and TTK's rtol/atol)."""
+
+    rtol: float = 0.0
+    atol: float = 0.0
+    max_fail_fraction: float = 0.0
+
+    def problems(self) -> list[str]:
+        wrong = []
+        for key in TOLERANCE_KEYS:
+            value = getattr(self, key)
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                wrong.append(f"tolerance.{key} {value!r} (use a number)")
+            elif not (math.isfinite(value) and value >= 0):
+                wrong.append(f"tolerance.{key} {value!r} (use a finite number >= 0)")
+        if not wrong and self.max_fail_fraction > 1:
+            wrong.append(f"tolerance.max_fail_fraction {self.max_fail_fraction} (use 0 to 1)")
+        return wrong
+
+    @property
+    def text(self) -> str:
+        return (
+            f"tol.r{number_text(self.rtol)}.a{number_text(self.atol)}"
+            f".f{number_text(self.max_fail_fraction)}"
+        )
+
+    def to_json(self) -> dict[str, float]:
+        return {key: getattr(self, key) for key in TOLERANCE_KEYS}
+
+    @classmethod
+    def parse(cls, value: Any) -> Tolerance:
+        """From its JSON form {"rtol", "atol", "max_fail_fraction"} (any subset; 0 otherwise);
+        ValueError names an unknown key."""
+        if isinstance(value, Tolerance):
+            return value
+        if not isinstance(value, dict):
+            raise ValueError(f"tolerance {value!r} (use {{'rtol': .., 'atol': .., ...}})")
+        unknown = sorted(set(value) - set(TOLERANCE_KEYS))
+        if unknown:
+            raise ValueError(
+                f"tolerance has unknown key(s) {', '.join(unknown)} (use {', '.join(TOLERANCE_KEYS)})"
+            )
+        return cls(**value)
+
+
 @dataclass(frozen=True)
 class Case:
     """One operator call and its expectation.
@@ -133,8 +199,14 @@ class Case:
     y_fill: float | None = None
     dy_fill: float | None = None
     special_at: str = "random"
-    # Which section of a matrix produced the case; not part of the identity.
+    # The case's own tolerance, judged in addition to the standards (a case file's).
+    tolerance: Tolerance | None = None
+    # "<salt>.<n>": the n-th case drawn by exploration with that salt (suites/explore.py).
+    explore: str = ""
+    # Which section of a matrix or which case file produced the case; not part of the identity.
     origin: str = field(default="", compare=False, repr=False)
+    # What an outside source said that departs from the contract (shown in the report).
+    note: str = field(default="", compare=False, repr=False)
 
     def __post_init__(self):
         problems = []
@@ -152,10 +224,26 @@ class Case:
         if any(d < 0 for d in self.shape):
             problems.append(f"shape {list(self.shape)} has a negative extent")
         problems += self._value_problems()
+        if self.tolerance is not None:
+            if isinstance(self.tolerance, Tolerance):
+                problems += self.tolerance.problems()
+            else:
+                problems.append(
+                    f"tolerance {self.tolerance!r} (use {{'rtol': .., 'atol': .., "
+                    "'max_fail_fraction': ..}})"
+                )
+        if not isinstance(self.explore, str) or (
+            self.explore and not _EXPLORE_TAG.fullmatch(self.explore)
+        ):
+            problems.append(f"explore {self.explore!r} (use '<salt>.<n>', salt of [A-Za-z0-9-])")
+        for key in ("dtype", "y_dtype", "out_dtype"):
+            value = getattr(self, key)
+            if key != "dtype" and value is not None and value not in DTYPE_SHORT:
+                problems.append(f"{key} {value!r} (use one of {', '.join(DTYPE_SHORT)})")
         if not any(d < 0 for d in self.shape):
             problems += self._layout_problems()
         if problems:
-            raise ValueError("malformed case: " + "; ".join(problems))
+            raise MalformedCase(problems)
 
     def _normalize(self) -> None:
         """JSON-ish forms (lists, dicts, "nan") into the field types; frozen, so by setattr."""
@@ -169,6 +257,11 @@ class Case:
                 object.__setattr__(self, key, tuple(_value(v) for v in value))
         for key in ("y_fill", "dy_fill"):
             object.__setattr__(self, key, _value(getattr(self, key)))
+        if isinstance(self.tolerance, dict):
+            try:
+                object.__setattr__(self, "tolerance", Tolerance.parse(self.tolerance))
+            except (TypeError, ValueError):
+                pass  # refused by validation, with the field named
         for name in TENSORS:
             value = getattr(self, f"{name}_layout")
             if isinstance(value, dict):
@@ -276,6 +369,10 @@ class Case:
             parts.append(f"osh.{shape_text(self.out_shape)}")
         if self.missing:
             parts.append(f"no.{self.missing}")
+        if self.tolerance is not None:
+            parts.append(self.tolerance.text)
+        if self.explore:
+            parts.append(f"x.{self.explore}")
         return "_".join(parts)
 
     def _dist_text(self, name: str) -> str:
@@ -342,7 +439,14 @@ class Case:
 
     def expectation(self) -> dict:
         if self.accepted:
-            return {"kind": "precision", "standard": self.standard, "level": self.level}
+            expect: dict[str, Any] = {
+                "kind": "precision",
+                "standard": self.standard,
+                "level": self.level,
+            }
+            if self.tolerance is not None:
+                expect["tolerance"] = self.tolerance.to_json()
+            return expect
         return {"kind": "reject", "reason": self.expected.reason, "status": self.expected.status}
 
     def to_dict(self) -> dict:
@@ -352,7 +456,7 @@ class Case:
         data: dict[str, Any] = {}
         for f in fields(self):
             value = getattr(self, f.name)
-            if f.name == "origin":
+            if f.name in ("origin", "note"):
                 continue
             if f.name in _TUPLE_FIELDS + ("y_range", "dy_range") and value is not None:
                 value = list(value)
@@ -360,6 +464,8 @@ class Case:
                 value = value_json(value)
             elif f.name.endswith("_layout"):
                 value = layouts.to_json(value)
+            elif f.name == "tolerance" and value is not None:
+                value = value.to_json()
             data[f.name] = value
             if f.name == "special":
                 data["layout"] = self.layout
@@ -370,6 +476,8 @@ class Case:
             expect=self.expectation(),
             origin=self.origin,
         )
+        if self.note:
+            data["note"] = self.note
         return data
 
     @classmethod

@@ -102,24 +102,34 @@ def strided_view(a: np.ndarray) -> np.ndarray:
     return layouts.place(a, "strided")
 
 
+def descriptor_only(case: dict) -> bool:
+    """Whether the case names a dtype that exists only as a descriptor (a complex tensor)."""
+    return any(
+        case.get(key) in dtypes.DESCRIPTOR_ONLY for key in ("dtype", "y_dtype", "out_dtype")
+    )
+
+
 def run_case(case: dict, backend: str, device: int, identity: Identity) -> ResultRecord:
     started = time.perf_counter()
-    dy, y = make_call_inputs(case)
-    out_dtype = case.get("out_dtype") or case["dtype"]
-    out_shape = tuple(case["out_shape"]) if case.get("out_shape") is not None else None
-    run = _backend(backend)
-    result = run(
-        dy,
-        y,
-        tuple(case["axes"]),
-        identity.soc,
-        out_dtype=out_dtype,
-        out_shape=out_shape,
-        missing=case.get("missing"),
-        api=case["api"],
-        device=device,
-        out_layout=case_layout(case, "out"),
-    )
+    if descriptor_only(case):
+        dy = y = None
+        result = _describe_only(case, backend, identity.soc)
+    else:
+        dy, y = make_call_inputs(case)
+        out_dtype = case.get("out_dtype") or case["dtype"]
+        out_shape = tuple(case["out_shape"]) if case.get("out_shape") is not None else None
+        result = _backend(backend)(
+            dy,
+            y,
+            tuple(case["axes"]),
+            identity.soc,
+            out_dtype=out_dtype,
+            out_shape=out_shape,
+            missing=case.get("missing"),
+            api=case["api"],
+            device=device,
+            out_layout=case_layout(case, "out"),
+        )
     backend_s = result.seconds
 
     record: ResultRecord = {
@@ -161,6 +171,39 @@ def run_case(case: dict, backend: str, device: int, identity: Identity) -> Resul
     return record
 
 
+def _describe_only(case: dict, backend: str, soc: str):
+    """Plan the call from descriptors alone (no data): the operator must refuse it there. A
+    call it would accept is never run (there is nothing to compute on)."""
+    from farm.agent.backends.result import BackendResult
+
+    started = time.perf_counter()
+    if backend != "native":
+        why = f"the {backend} backend cannot pass a tensor descriptor without data"
+        return BackendResult(-1, "backend_error", why, None, 0, None, 0.0)
+    from farm.agent.backends.native import Spec, plan
+
+    def spec(name: str, dtype_key: str, shape_key: str | None):
+        if case.get("missing") == name:
+            return None
+        dtype = case.get(dtype_key) or case["dtype"]
+        code = dtypes.DESCRIPTOR_ONLY.get(dtype, dtype)
+        shape = case.get(shape_key) if shape_key else None
+        return Spec(tuple(case["shape"] if shape is None else shape), code)
+
+    planned = plan(
+        spec("dy", "dtype", None),
+        spec("y", "y_dtype", "y_shape"),
+        tuple(case["axes"]),
+        spec("out", "out_dtype", "out_shape"),
+        soc,
+    )
+    seconds = time.perf_counter() - started
+    return BackendResult(
+        planned.status, planned.reason, planned.message, None, planned.workspace,
+        planned.tiling, seconds,
+    )
+
+
 def _judge(case: dict, dy, y, out, expect: dict) -> ResultRecord:
     dtype = case["dtype"]
     if out.dtype != dtypes.numpy_dtype(dtype) or out.shape != dy.shape:
@@ -191,6 +234,7 @@ def _judge(case: dict, dy, y, out, expect: dict) -> ResultRecord:
         level=level,
         benchmark=benchmark,
         on_errors=hist.add,
+        tolerance=expect.get("tolerance"),
     )
     m = dict(j.metrics)
     m["hist"] = hist.result(m["n"])

@@ -1,0 +1,589 @@
+"""Case files: cases from outside the tiers, in JSON, YAML or CSV (docs/case-files.md).
+
+    cases = casefile.load("shapes.yaml")       # list[Case], or CaseFileError naming every bad field
+    casefile.dump(cases, "cases.json")          # the format `farm cases --json` writes
+
+A file is read whole and validated whole before anything runs: every bad field of every entry is
+one line (file, entry index and line, field, the fix), and a file with any bad field gives no
+cases at all.
+
+Beyond the fields of suites.case.Case, an entry may carry:
+
+- family: one family, a list of them, or "all" (absent: every family), each given as a family
+  ("ascend910b"), its short id ("910b") or a SoC ("Ascend910B3"); one case per family;
+- expect: what the source expects, "accept" | "reject" | "reject:<reason>", or per family
+  {"ascend310b": "reject", ...}. The contract (SPEC section 2) decides the verdict; where the
+  source departs from it, the case carries a note that the report shows;
+- name: the source's name of the case (kept in the case's origin);
+- id, seed, schedule, layout: derived; an id that does not match the fields is refused.
+"""
+
+from __future__ import annotations
+
+import csv
+import difflib
+import io
+import json
+import math
+from collections.abc import Iterable
+from dataclasses import fields, replace
+from pathlib import Path
+from typing import Any
+
+from farm.errors import UsageError
+from golden import contract, soc
+
+from .case import TENSORS, Case, MalformedCase
+
+FORMAT = "logsoftmaxgrad-cases"
+VERSION = 1
+SUFFIXES = {".json": "json", ".yaml": "yaml", ".yml": "yaml", ".csv": "csv"}
+MAX_MESSAGES = 40  # lines of one error; the rest are counted
+
+# What each field of an entry may be (checked before a Case is made, so that a wrong type is
+# named as such rather than as a Python error).
+_INT_LIST = "a list of integers"
+_TYPES: dict[str, str] = {
+    "family": "a family, a list of families, or 'all'",
+    "dtype": "a dtype name",
+    "shape": _INT_LIST,
+    "axes": "an integer or a list of integers",
+    "api": "'dim' or 'axes'",
+    "y_dist": "a distribution name",
+    "dy_dist": "a distribution name",
+    "special": "a special-value name",
+    "special_at": "a placement name",
+    "standard": "a standard name",
+    "level": "'L0', 'L1' or 'L2'",
+    "y_dtype": "a dtype name",
+    "out_dtype": "a dtype name",
+    "y_shape": _INT_LIST,
+    "out_shape": _INT_LIST,
+    "missing": "'dy', 'y' or 'out'",
+    "y_range": "[lo, hi]",
+    "dy_range": "[lo, hi]",
+    "y_fill": "a number, or 'inf', '-inf', 'nan'",
+    "dy_fill": "a number, or 'inf', '-inf', 'nan'",
+    "tolerance": "{'rtol': .., 'atol': .., 'max_fail_fraction': ..}",
+    "explore": "'<salt>.<n>'",
+    "origin": "text",
+    "note": "text",
+    "name": "text",
+    "expect": "'accept', 'reject', 'reject:<reason>', or {family: one of those}",
+    "id": "the case id",
+    "seed": "an integer",
+    "schedule": "a schedule name",
+    "layout": "'contiguous' or 'strided'",
+    **{f"{t}_layout": "'contiguous', 'strided' or {strides, storage, offset}" for t in TENSORS},
+}
+_CASE_FIELDS = {f.name for f in fields(Case)}
+_ENTRY_ONLY = {"name", "expect", "id", "seed", "schedule", "layout"}
+_STRING_FIELDS = (
+    "dtype",
+    "api",
+    "y_dist",
+    "dy_dist",
+    "special",
+    "special_at",
+    "standard",
+    "explore",
+    "origin",
+    "note",
+    "name",
+)
+_OPTIONAL_STRINGS = ("level", "y_dtype", "out_dtype", "missing")
+
+
+class CaseFileError(UsageError):
+    """A case file that cannot be run: every bad field, one per line."""
+
+
+# -- reading ----------------------------------------------------------------------------
+
+
+def load(path: str | Path) -> list[Case]:
+    """The cases of one file, in file order; CaseFileError lists every problem."""
+    path = Path(path)
+    kind = file_kind(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise CaseFileError(f"{path}: no such case file (check the path)") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CaseFileError(f"{path}: cannot read it ({exc})") from None
+    entries, lines = _PARSERS[kind](path, text)
+    return entries_to_cases(entries, str(path), lines)
+
+
+def load_many(paths: Iterable[str | Path]) -> list[Case]:
+    """The cases of several files; the same case twice (by id) is kept once. Every file is
+    checked before any case is returned."""
+    problems: list[str] = []
+    seen: dict[str, Case] = {}
+    for path in paths:
+        try:
+            cases = load(path)
+        except CaseFileError as exc:
+            problems += str(exc).splitlines()
+            continue
+        for case in cases:
+            seen.setdefault(case.id, case)
+    if problems:
+        raise CaseFileError("\n".join(problems))
+    return list(seen.values())
+
+
+def file_kind(path: Path) -> str:
+    kind = SUFFIXES.get(path.suffix.lower())
+    if kind is None:
+        raise CaseFileError(
+            f"{path}: unknown case file format {path.suffix or '(no suffix)'!r} (use .json, "
+            ".yaml, .yml or .csv; to convert an outside suite's file, `farm cases import`)"
+        )
+    return kind
+
+
+def _parse_json(path: Path, text: str) -> tuple[list, list[int | None]]:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise CaseFileError(f"{path}: line {exc.lineno}: not JSON ({exc.msg})") from None
+    entries = _document_entries(path, data)
+    return entries, _json_lines(text, len(entries))
+
+
+def _json_lines(text: str, n: int) -> list[int | None]:
+    """The line of each entry, from YAML's positions (JSON is YAML); unknown if that fails."""
+    try:
+        import yaml
+
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        return _node_lines(node, n)
+    except Exception:  # positions are a courtesy: never a reason to refuse a valid file
+        return [None] * n
+
+
+def _parse_yaml(path: Path, text: str) -> tuple[list, list[int | None]]:
+    import yaml
+
+    try:
+        data = yaml.safe_load(text)
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}: " if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise CaseFileError(f"{path}: {where}not YAML ({problem})") from None
+    entries = _document_entries(path, data)
+    return entries, _node_lines(node, len(entries))
+
+
+def _node_lines(node, n: int) -> list[int | None]:
+    import yaml
+
+    if isinstance(node, yaml.MappingNode):
+        for key, value in node.value:
+            if key.value == "cases":
+                node = value
+                break
+    if not isinstance(node, yaml.SequenceNode) or len(node.value) != n:
+        return [None] * n
+    return [item.start_mark.line + 1 for item in node.value]
+
+
+def _parse_csv(path: Path, text: str) -> tuple[list, list[int | None]]:
+    """One case per row; a header row names the fields. Cells: empty is absent; lists and
+    objects as JSON ([2, 3], {"rtol": 0.001}); a shape also as 2x3 or scalar; axes also as
+    one integer."""
+    reader = csv.reader(io.StringIO(text))
+    rows = [(reader.line_num, row) for row in reader]
+    rows = [(n, r) for n, r in rows if any(cell.strip() for cell in r) and not _comment(r)]
+    if not rows:
+        raise CaseFileError(f"{path}: no header row (the first row names the fields)")
+    header_line, header = rows[0]
+    header = [h.strip() for h in header]
+    problems = [
+        f"{path}: line {header_line}: column {name!r}: {_unknown(name)}"
+        for name in header
+        if name not in _TYPES
+    ]
+    if problems:
+        raise CaseFileError("\n".join(problems))
+    entries, lines = [], []
+    for line, row in rows[1:]:
+        entry: dict[str, Any] = {}
+        for name, cell in zip(header, row):
+            if cell.strip():
+                entry[name] = _csv_cell(name, cell.strip())
+        if len(row) > len(header):
+            entry["\0extra"] = row[len(header) :]
+        entries.append(entry)
+        lines.append(line)
+    return entries, lines
+
+
+def _comment(row: list[str]) -> bool:
+    return bool(row) and row[0].lstrip().startswith("#")
+
+
+def _csv_cell(name: str, cell: str) -> Any:
+    if cell[0] in "[{":
+        try:
+            return json.loads(cell)
+        except json.JSONDecodeError:
+            return cell
+    if name in ("shape", "y_shape", "out_shape"):
+        if cell == "scalar":
+            return []
+        parts = cell.split("x")
+        if all(p.strip().lstrip("-").isdigit() for p in parts):
+            return [int(p) for p in parts]
+    if name in ("axes", "seed"):
+        try:
+            return int(cell)
+        except ValueError:
+            return cell
+    if name in ("y_fill", "dy_fill"):
+        try:
+            return float(cell) if cell not in ("inf", "-inf", "nan") else cell
+        except ValueError:
+            return cell
+    return cell
+
+
+_PARSERS = {"json": _parse_json, "yaml": _parse_yaml, "csv": _parse_csv}
+
+
+def _document_entries(path: Path, data: Any) -> list:
+    """The entries of a parsed document: a list (a bare `farm cases --json` list), or the
+    versioned form {"format", "version", "cases"}."""
+    if isinstance(data, list):
+        return data
+    if not isinstance(data, dict):
+        raise CaseFileError(
+            f"{path}: expected a list of cases or {{'format': '{FORMAT}', 'version': {VERSION}, "
+            f"'cases': [...]}}, got {type(data).__name__}"
+        )
+    problems = []
+    if data.get("format") != FORMAT:
+        problems.append(f"{path}: format {data.get('format')!r} (use {FORMAT!r})")
+    version = data.get("version")
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        problems.append(f"{path}: version {version!r} (use {VERSION})")
+    elif version > VERSION:
+        problems.append(
+            f"{path}: version {version} was written by a newer farm (this one reads up to "
+            f"{VERSION}): upgrade the farm"
+        )
+    unknown = sorted(set(data) - {"format", "version", "cases", "source", "description"})
+    for key in unknown:
+        problems.append(f"{path}: top-level key {key!r} is unknown (use format, version, cases)")
+    cases = data.get("cases")
+    if not isinstance(cases, list):
+        problems.append(f"{path}: 'cases' must be a list of cases")
+    if problems:
+        raise CaseFileError("\n".join(problems))
+    return cases
+
+
+def entries_to_cases(
+    entries: list, source: str, lines: list[int | None] | None = None
+) -> list[Case]:
+    """Cases from parsed entries, or CaseFileError with one line per bad field."""
+    lines = lines or [None] * len(entries)
+    cases: list[Case] = []
+    problems: list[str] = []
+    stem = Path(source).name
+    for index, (entry, line) in enumerate(zip(entries, lines)):
+        where = f"{source}: case {index}" + (f" (line {line})" if line else "")
+        made, wrong = entry_cases(entry, origin=f"{stem}#{index}")
+        problems += [f"{where}: {w}" for w in wrong]
+        cases += made
+    if problems:
+        shown = problems[:MAX_MESSAGES]
+        if len(problems) > MAX_MESSAGES:
+            shown.append(f"... and {len(problems) - MAX_MESSAGES} more problems")
+        raise CaseFileError("\n".join(shown))
+    if not cases:
+        raise CaseFileError(f"{source}: no cases in it (a case file needs at least one case)")
+    return cases
+
+
+def entry_cases(entry: Any, origin: str = "") -> tuple[list[Case], list[str]]:
+    """The cases of one entry (one per family) and its problems, one per bad field."""
+    if not isinstance(entry, dict):
+        return [], [f"expected an object of case fields, got {type(entry).__name__}"]
+    problems = [
+        _extra(value) if key == "\0extra" else _unknown(key)
+        for key, value in entry.items()
+        if key not in _TYPES
+    ]
+    typed, badly_typed = _type_problems(entry)
+    problems += typed
+    families, wrong = _families(entry.get("family"))
+    problems += wrong
+    if not families or any(key not in entry or key in badly_typed for key in _REQUIRED):
+        return [], problems
+    # The fields of the right type still make a case, so that its other problems (a layout
+    # that does not fit its shape, say) are named now too, not after the first fix.
+    given = {
+        k: v
+        for k, v in entry.items()
+        if k in _CASE_FIELDS and k != "family" and k not in badly_typed
+    }
+    if isinstance(given.get("axes"), int):
+        given["axes"] = [given["axes"]]
+    given.setdefault("api", "dim" if len(given.get("axes") or ()) == 1 else "axes")
+    if entry.get("name"):
+        origin = f"{origin.split('#')[0]}:{entry['name']}"
+    given["origin"] = given.get("origin") or origin
+    if "layout" in entry and not any(f"{t}_layout" in entry for t in TENSORS):
+        if entry["layout"] == "strided":
+            given.update(dy_layout="strided", y_layout="strided")
+    cases: list[Case] = []
+    for family in families:
+        try:
+            case = Case(family=family, **given)
+        except MalformedCase as exc:
+            problems += [
+                p
+                for p in exc.problems
+                if p not in problems and not any(key in p for key in badly_typed)
+            ]
+            continue
+        except TypeError as exc:  # a field of a type no check above foresaw
+            problems.append(str(exc))
+            continue
+        if problems:
+            continue
+        if "id" in entry and len(families) == 1 and entry["id"] != case.id:
+            problems.append(
+                f"id {entry['id']!r} does not match its fields ({case.id}); fix the fields or "
+                "drop the id"
+            )
+            continue
+        stated = _stated_expectation(entry.get("expect"), family)
+        if isinstance(stated, str) and stated.startswith("\0"):
+            problems.append(stated[1:])
+            continue
+        note = _departure(case, stated)
+        if note:
+            case = _with_note(case, note)
+        cases.append(case)
+    return cases, problems
+
+
+def _unknown(key: str) -> str:
+    near = difflib.get_close_matches(key, list(_TYPES), n=1)
+    hint = f"did you mean {near[0]!r}?" if near else "see docs/case-files.md for the fields"
+    return f"unknown field {key!r} ({hint})"
+
+
+def _extra(cells: list[str]) -> str:
+    return f"{len(cells)} cell(s) beyond the header: {cells} (add a column name or remove them)"
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+_REQUIRED = ("dtype", "shape", "axes")
+
+
+def _type_problems(entry: dict) -> tuple[list[str], set[str]]:
+    """One line per field of the wrong type or missing, and the names of the bad fields."""
+    problems = []
+    bad: set[str] = set()
+
+    def wrong(key: str) -> None:
+        bad.add(key)
+        problems.append(f"field {key!r}: {entry[key]!r} is not {_TYPES[key]}")
+
+    for key, value in entry.items():
+        if key not in _TYPES:
+            continue
+        if key in _STRING_FIELDS and not isinstance(value, str):
+            wrong(key)
+        elif key in _OPTIONAL_STRINGS and value is not None and not isinstance(value, str):
+            wrong(key)
+        elif key in ("shape", "y_shape", "out_shape"):
+            if not (value is None and key != "shape") and not (
+                isinstance(value, list) and all(_is_int(d) for d in value)
+            ):
+                wrong(key)
+        elif key == "axes" and not (
+            _is_int(value) or (isinstance(value, list) and all(_is_int(a) for a in value))
+        ):
+            wrong(key)
+        elif key in ("y_range", "dy_range") and value is not None:
+            if not (isinstance(value, list) and len(value) == 2 and all(map(_is_number, value))):
+                wrong(key)
+        elif key in ("y_fill", "dy_fill") and value is not None:
+            if not (_is_number(value) or value in ("inf", "-inf", "nan")):
+                wrong(key)
+        elif key == "tolerance" and value is not None and not isinstance(value, dict):
+            wrong(key)
+        elif key.endswith("_layout") and not isinstance(value, (str, dict)):
+            wrong(key)
+        elif key == "seed" and not _is_int(value):
+            wrong(key)
+    for key in _REQUIRED:
+        if key not in entry:
+            problems.append(f"field {key!r} is missing (every case needs dtype, shape, axes)")
+    return problems, bad
+
+
+def _families(value: Any) -> tuple[list[str], list[str]]:
+    if value is None or value == "all":
+        return list(soc.FAMILIES), []
+    names = value if isinstance(value, list) else [value]
+    out, problems = [], []
+    for name in names:
+        family = family_named(name)
+        if family is None:
+            problems.append(
+                f"field 'family': {name!r} is not a family or SoC (use one of "
+                f"{', '.join(soc.FAMILIES)}, their short ids, a SoC such as Ascend910B3, or 'all')"
+            )
+        elif family not in out:
+            out.append(family)
+    if not names:
+        problems.append("field 'family': an empty list (name at least one family, or 'all')")
+    return out, problems
+
+
+def family_named(name: Any) -> str | None:
+    """The family a name means: a family, its short id, or a SoC of it (any case)."""
+    if not isinstance(name, str):
+        return None
+    key = name.strip().lower()
+    for family, short in soc.FAMILY_SHORT.items():
+        if key in (family, short, f"ascend{short}"):
+            return family
+    for profile_name, profile in soc.PROFILES.items():
+        if key == profile_name.lower():
+            return profile.family
+    return None
+
+
+# -- expectations -----------------------------------------------------------------------
+
+
+def _stated_expectation(value: Any, family: str) -> str | None:
+    """The source's expectation for `family`: "accept", "reject" or "reject:<reason>"; None
+    when it says nothing; "\\0<problem>" when it cannot be read."""
+    if value is None:
+        return None
+    if isinstance(value, dict) and "kind" in value:  # the derived form `farm cases` writes
+        if value["kind"] == "precision":
+            return "accept"
+        return f"reject:{value.get('reason')}" if value.get("reason") else "reject"
+    if isinstance(value, dict):
+        for key, each in value.items():
+            named = family_named(key)
+            if named is None:
+                return f"\0field 'expect': {key!r} is not a family or SoC"
+            if named == family:
+                return _stated_expectation(each, family)
+        return None
+    if not isinstance(value, str):
+        return f"\0field 'expect': {value!r} is not {_TYPES['expect']}"
+    text = value.strip().lower()
+    if text in ("accept", "pass", "precision", "success"):
+        return "accept"
+    if text in ("reject", "fail", "error"):
+        return "reject"
+    if text.startswith("reject:"):
+        reason = text.split(":", 1)[1]
+        if reason not in contract.REJECTION_REASONS:
+            return (
+                f"\0field 'expect': reason {reason!r} is unknown (use one of "
+                f"{', '.join(contract.REJECTION_REASONS)})"
+            )
+        return text
+    return f"\0field 'expect': {value!r} is not {_TYPES['expect']}"
+
+
+def _departure(case: Case, stated: str | None) -> str:
+    """A note when the source expects other than the contract; empty when they agree."""
+    if stated is None:
+        return ""
+    contract_says = "accept" if case.accepted else f"reject:{case.expected.reason}"
+    if stated == contract_says or (stated == "reject" and not case.accepted):
+        return ""
+    said = {"accept": "acceptance"}.get(stated, stated.replace("reject:", "rejection: "))
+    if stated == "reject":
+        said = "a rejection"
+    by_contract = "accepts it" if case.accepted else f"rejects it ({case.expected.reason})"
+    return (
+        f"the source expects {said} on {case.family}; the contract (SPEC section 2) "
+        f"{by_contract}: judged by the contract"
+    )
+
+
+def _with_note(case: Case, note: str) -> Case:
+    return replace(case, note=f"{case.note}; {note}" if case.note else note)
+
+
+# -- writing ----------------------------------------------------------------------------
+
+
+def document(cases: Iterable[Case], source: str = "") -> dict:
+    """The versioned document of a list of cases (what `farm cases --json` writes)."""
+    doc: dict[str, Any] = {"format": FORMAT, "version": VERSION}
+    if source:
+        doc["source"] = source
+    doc["cases"] = [c.to_dict() for c in cases]
+    return doc
+
+
+CSV_COLUMNS = [
+    f.name
+    for f in fields(Case)
+    if f.name not in ("origin", "note")  # written after the identity
+] + ["origin", "note", "id"]
+
+
+def dump(cases: Iterable[Case], path: str | Path, source: str = "") -> Path:
+    """Write cases in the format the suffix names; atomically (a reader never sees half)."""
+    path = Path(path)
+    kind = file_kind(path)
+    cases = list(cases)
+    if kind == "json":
+        text = json.dumps(document(cases, source), indent=1, allow_nan=False) + "\n"
+    elif kind == "yaml":
+        import yaml
+
+        text = yaml.safe_dump(document(cases, source), sort_keys=False, width=100)
+    else:
+        text = _csv_text(cases)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+    return path
+
+
+def _csv_text(cases: list[Case]) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(CSV_COLUMNS)
+    for case in cases:
+        data = case.to_dict()
+        data["note"] = case.note
+        writer.writerow([_csv_value(data.get(col)) for col in CSV_COLUMNS])
+    return out.getvalue()
+
+
+def _csv_value(value: Any) -> str:
+    if value is None or value == "":
+        return ""
+    if isinstance(value, (list, dict)):
+        return json.dumps(value, allow_nan=False)
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    return str(value)
