@@ -17,33 +17,95 @@ from farm.agent.backends import BACKENDS
 from farm.agent.errors import FarmError
 
 
+def _selection_args(parser: argparse.ArgumentParser) -> None:
+    """--tier, --cases, --explore, --explore-count: what a run (or a listing) takes."""
+    from suites.explore import DEFAULT_COUNT
+
+    parser.add_argument(
+        "--tier",
+        help="smoke | nightly | full (default smoke; with --cases, only the files unless given)",
+    )
+    parser.add_argument(
+        "--cases",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="run the cases of a case file: JSON, YAML or CSV (repeatable; docs/case-files.md)",
+    )
+    parser.add_argument(
+        "--explore",
+        nargs="?",
+        const="",
+        metavar="SALT",
+        help="add cases drawn afresh from SALT on top of the tier (default salt: today's date; "
+        "recorded in the run, and in each explored case's id)",
+    )
+    parser.add_argument(
+        "--explore-count",
+        type=int,
+        default=DEFAULT_COUNT,
+        help=f"how many cases --explore draws (default {DEFAULT_COUNT})",
+    )
+
+
+def _selection(args):
+    from suites import explore
+    from suites.caseset import Selection
+
+    salt = args.explore
+    if salt == "":
+        salt = explore.nightly_salt()
+    return Selection(
+        tier=args.tier or (None if args.cases else "smoke"),
+        files=tuple(args.cases),
+        explore=salt,
+        explore_count=args.explore_count,
+    )
+
+
 def cmd_cases(argv: list[str]) -> int:
     if argv[:1] == ["import"]:
         from suites.importers import command
 
         return command.main(argv[1:])
-    from suites import matrix, summary
+    if argv[:1] == ["promote"]:
+        from farm.results import promote
 
-    parser = argparse.ArgumentParser(prog="farm cases", description="the cases of a tier")
-    parser.add_argument("--tier", default="smoke", help="smoke | nightly | full")
+        return promote.main(argv[1:])
+    from suites import casefile, summary
+
+    parser = argparse.ArgumentParser(
+        prog="farm cases",
+        description="the cases of a tier, case files or an exploration; also `farm cases "
+        "import` (outside suites' files) and `farm cases promote` (cases of a run into a file)",
+    )
+    _selection_args(parser)
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--summary", action="store_true", help="coverage counts")
-    group.add_argument("--json", action="store_true", help="every case as JSON")
+    group.add_argument("--json", action="store_true", help="every case as a JSON case file")
+    group.add_argument(
+        "-o", "--output", metavar="FILE", help="write a case file (.json .yaml .csv)"
+    )
     args = parser.parse_args(argv)
 
     started = time.perf_counter()
-    cases = matrix.expand(args.tier)
+    chosen = _selection(args)
+    cases = chosen.cases()
     elapsed = time.perf_counter() - started
     if args.json:
-        json.dump([c.to_dict() for c in cases], sys.stdout)
+        json.dump(casefile.document(cases, chosen.label), sys.stdout, allow_nan=False)
         sys.stdout.write("\n")
         return 0
     console = Console()
+    if args.output:
+        path = casefile.dump(cases, args.output, source=chosen.label)
+        console.print(f"{len(cases):,} cases written to {path}", highlight=False)
+        return 0
     if not args.summary:
         for case in cases:
             console.print(case.id, highlight=False)
         return 0
-    head = Table(title=f"tier {args.tier}: expanded in {elapsed:.2f} s", show_header=False)
+    head = Table(title=f"{chosen.label}: expanded in {elapsed:.2f} s", show_header=False)
     for key, value in summary.totals(cases).items():
         head.add_row(key, f"{value:,}")
     console.print(head)
@@ -63,10 +125,11 @@ def cmd_run(argv: list[str]) -> int:
 
     parser = argparse.ArgumentParser(
         prog="farm run",
-        description="build, health-check, deploy, run a tier, store and report. Exit 0: all "
-        "passed; 1: product failures; 2: degraded or incomplete by infrastructure.",
+        description="build, health-check, deploy, run a tier (or case files), store and "
+        "report. Exit 0: all passed; 1: product failures; 2: degraded or incomplete by "
+        "infrastructure, or a usage error.",
     )
-    parser.add_argument("--tier", default="smoke", help="smoke | nightly | full (default smoke)")
+    _selection_args(parser)
     parser.add_argument("--inventory", help="TOML inventory (default: the embedded local pool)")
     parser.add_argument("--backend", default=BACKENDS[0], choices=BACKENDS)
     parser.add_argument(
@@ -99,8 +162,9 @@ def cmd_run(argv: list[str]) -> int:
     parser.add_argument("--no-progress", action="store_true", help="no live progress display")
     parser.add_argument("pytest_args", nargs="*", help="after --: passed to pytest (e.g. -k)")
     args = parser.parse_args(argv)
+    chosen = _selection(args)
     return runner.run(
-        args.tier,
+        chosen.tier,
         args.inventory,
         args.backend,
         target=args.target,
@@ -110,6 +174,9 @@ def cmd_run(argv: list[str]) -> int:
         report=not args.no_report,
         extra_pytest=args.pytest_args,
         progress=not args.no_progress,
+        case_files=chosen.files,
+        explore=chosen.explore,
+        explore_count=chosen.explore_count,
     )
 
 
@@ -175,7 +242,10 @@ def _delegate(module: str, function: str = "main"):
 
 COMMANDS = {
     "run": (cmd_run, "run a tier on the pool, store the results, write the report"),
-    "cases": (cmd_cases, "list the cases of a tier, or its coverage (--summary)"),
+    "cases": (
+        cmd_cases,
+        "list cases (a tier, --cases files, --explore), write case files; import, promote",
+    ),
     "hosts": (cmd_hosts, "the pool and its health (--check to check now)"),
     "repro": (cmd_repro, "rerun one case and print its inputs, tiling and metrics"),
     "build": (_delegate("farm.build"), "build the operator package (dist/op)"),
@@ -223,9 +293,9 @@ def main(argv: list[str] | None = None) -> int:
         Console(stderr=True).print("[yellow]interrupted[/]: nothing was started or stored")
         return 130
     except FarmError as exc:
-        Console(stderr=True, soft_wrap=True).print(
-            f"[bold red]error:[/] {escape(str(exc))}", highlight=False
-        )
+        console = Console(stderr=True, soft_wrap=True)
+        for line in str(exc).splitlines() or [""]:  # one line per problem, each marked
+            console.print(f"[bold red]error:[/] {escape(line)}", highlight=False)
         return exc.exit_code
 
 

@@ -165,7 +165,8 @@ class ToleranceCount:
         else:
             reason = (
                 f"{self.failing} of {self.n} elements ({fraction:.3g}) outside {limits}, more "
-                f"than the case allows ({self.max_fail_fraction:g}); worst by {self.worst_excess:.3g}"
+                f"than the case allows ({self.max_fail_fraction:g}); worst by "
+                f"{self.worst_excess:.3g}"
             )
         metrics = {"n": self.n, "failing": self.failing, "fraction": fraction}
         return Verdict(CASE_TOLERANCE, passed, reason, metrics)

@@ -108,8 +108,8 @@ class Tolerance:
     """A case's own tolerance, judged in addition to the farm's standards (golden/judge.py
     "case-tolerance"): an element passes when |out - golden| <= atol + rtol * |golden| (NaN
     matches NaN, inf matches the same inf), and the case passes when at most max_fail_fraction
-    of its elements fail. Outside suites bring these with their cases (msopst's precision_tolerances,
-    ATK's and TTK's rtol/atol)."""
+    of its elements fail. Outside suites bring these with their cases (msopst's precision
+    tolerances, ATK's and TTK's rtol/atol)."""
 
     rtol: float = 0.0
     atol: float = 0.0
@@ -148,7 +148,8 @@ class Tolerance:
         unknown = sorted(set(value) - set(TOLERANCE_KEYS))
         if unknown:
             raise ValueError(
-                f"tolerance has unknown key(s) {', '.join(unknown)} (use {', '.join(TOLERANCE_KEYS)})"
+                f"tolerance has unknown key(s) {', '.join(unknown)} "
+                f"(use {', '.join(TOLERANCE_KEYS)})"
             )
         return cls(**value)
 

@@ -209,10 +209,11 @@ def _parse_csv(path: Path, text: str) -> tuple[list, list[int | None]]:
     ]
     if problems:
         raise CaseFileError("\n".join(problems))
-    entries, lines = [], []
+    entries: list = []
+    lines: list[int | None] = []
     for line, row in rows[1:]:
         entry: dict[str, Any] = {}
-        for name, cell in zip(header, row):
+        for name, cell in zip(header, row, strict=False):
             if cell.strip():
                 entry[name] = _csv_cell(name, cell.strip())
         if len(row) > len(header):
@@ -283,7 +284,7 @@ def _document_entries(path: Path, data: Any) -> list:
         problems.append(f"{path}: 'cases' must be a list of cases")
     if problems:
         raise CaseFileError("\n".join(problems))
-    return cases
+    return list(cases or ())
 
 
 def entries_to_cases(
@@ -294,7 +295,7 @@ def entries_to_cases(
     cases: list[Case] = []
     problems: list[str] = []
     stem = Path(source).name
-    for index, (entry, line) in enumerate(zip(entries, lines)):
+    for index, (entry, line) in enumerate(zip(entries, lines, strict=True)):
         where = f"{source}: case {index}" + (f" (line {line})" if line else "")
         made, wrong = entry_cases(entry, origin=f"{stem}#{index}")
         problems += [f"{where}: {w}" for w in wrong]

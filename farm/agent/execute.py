@@ -104,16 +104,14 @@ def strided_view(a: np.ndarray) -> np.ndarray:
 
 def descriptor_only(case: dict) -> bool:
     """Whether the case names a dtype that exists only as a descriptor (a complex tensor)."""
-    return any(
-        case.get(key) in dtypes.DESCRIPTOR_ONLY for key in ("dtype", "y_dtype", "out_dtype")
-    )
+    return any(case.get(key) in dtypes.DESCRIPTOR_ONLY for key in ("dtype", "y_dtype", "out_dtype"))
 
 
 def run_case(case: dict, backend: str, device: int, identity: Identity) -> ResultRecord:
     started = time.perf_counter()
     if descriptor_only(case):
         dy = y = None
-        result = _describe_only(case, backend, identity.soc)
+        result = _describe_only(case, backend, identity.soc or "")
     else:
         dy, y = make_call_inputs(case)
         out_dtype = case.get("out_dtype") or case["dtype"]
@@ -199,8 +197,13 @@ def _describe_only(case: dict, backend: str, soc: str):
     )
     seconds = time.perf_counter() - started
     return BackendResult(
-        planned.status, planned.reason, planned.message, None, planned.workspace,
-        planned.tiling, seconds,
+        planned.status,
+        planned.reason,
+        planned.message,
+        None,
+        planned.workspace,
+        planned.tiling,
+        seconds,
     )
 
 

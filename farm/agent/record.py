@@ -32,7 +32,8 @@ class CaseFields(TypedDict, total=False):
     layout: str
     seed: int
     expect: dict[str, Any]  # suites/case.py: kind (precision | reject), standard, level, status
-    origin: str
+    origin: str  # the matrix section or case file (and entry) it came from
+    note: str  # where an outside source's expectation departs from the contract
 
 
 class HeadlineMetrics(TypedDict, total=False):
@@ -113,7 +114,7 @@ def with_case(record: ResultRecord, case: Any, data: dict[str, Any] | None = Non
     has it."""
     data = data or case.to_dict()
     record["case_id"] = case.id
-    record.update({k: data[k] for k in CASE_FIELDS})  # type: ignore[typeddict-item]
+    record.update({k: data[k] for k in CASE_FIELDS if k in data})  # type: ignore[typeddict-item]
     return record
 
 

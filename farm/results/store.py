@@ -230,13 +230,60 @@ def _m5_run_status(db: sqlite3.Connection) -> None:
     )
 
 
+def _m6_shrinks_and_bisects(db: sqlite3.Connection) -> None:
+    """v6: what `farm shrink` found (a failing case's smallest failing form, per package) and
+    what `farm bisect` did (each search, and every commit it built and judged)."""
+    _script(
+        db,
+        """
+        CREATE TABLE shrinks (
+            case_id         TEXT NOT NULL,
+            package_sha256  TEXT NOT NULL,
+            shrunk_id       TEXT NOT NULL,
+            category        TEXT,
+            target          TEXT,
+            case_json       TEXT NOT NULL,
+            numel_before    INTEGER,
+            numel_after     INTEGER,
+            tried           INTEGER,
+            created_at      TEXT NOT NULL,
+            PRIMARY KEY (case_id, package_sha256)
+        );
+        CREATE TABLE bisects (
+            bisect_id       TEXT PRIMARY KEY,
+            good            TEXT NOT NULL,
+            bad             TEXT NOT NULL,
+            selection_json  TEXT NOT NULL,
+            status          TEXT NOT NULL,
+            first_bad       TEXT,
+            message         TEXT,
+            started_at      TEXT NOT NULL,
+            ended_at        TEXT
+        );
+        CREATE TABLE bisect_steps (
+            bisect_id   TEXT NOT NULL REFERENCES bisects(bisect_id) ON DELETE CASCADE,
+            step        INTEGER NOT NULL,
+            commit_sha  TEXT NOT NULL,
+            subject     TEXT,
+            verdict     TEXT NOT NULL,
+            detail_json TEXT NOT NULL,
+            at          TEXT NOT NULL,
+            PRIMARY KEY (bisect_id, step)
+        )
+        """,
+    )
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _m1_initial,
     _m2_counts_timings_inventory,
     _m3_compare_indexes,
     _m4_no_metrics_without_compared_elements,
     _m5_run_status,
+    _m6_shrinks_and_bisects,
 ]
+BISECT_STATUSES = ("running", "found", "inconclusive", "failed", "interrupted")
+BISECT_VERDICTS = ("good", "bad", "skip")
 RUN_STATUSES = ("running", "finished", "interrupted", "aborted")
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -798,6 +845,104 @@ class RunStore:
         return row[0] if row else None
 
     # ---- trends
+
+    # ---- shrinks
+
+    def add_shrink(
+        self,
+        case_id: str,
+        package_sha256: str,
+        shrunk: Mapping,
+        category: str | None,
+        target: str = "",
+        numel_before: int | None = None,
+        tried: int | None = None,
+    ) -> None:
+        """Record the smallest failing form of a case (`shrunk`: its Case.to_dict()) for the
+        package it failed on; a later shrink of the same case and package replaces it."""
+        with self._tx():
+            self.db.execute(
+                "INSERT OR REPLACE INTO shrinks (case_id, package_sha256, shrunk_id, category,"
+                " target, case_json, numel_before, numel_after, tried, created_at)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?)",
+                (
+                    case_id,
+                    package_sha256,
+                    shrunk["id"],
+                    category,
+                    target,
+                    dumps(dict(shrunk)),
+                    numel_before,
+                    math.prod(shrunk.get("shape") or ()),
+                    tried,
+                    _now(),
+                ),
+            )
+
+    def shrinks_for(self, case_ids: Iterable[str], package_sha256: str | None = None) -> dict:
+        """case id -> its newest shrink record (for this package when given)."""
+        wanted = set(case_ids)
+        sql = "SELECT * FROM shrinks"
+        args: list = []
+        if package_sha256:
+            sql += " WHERE package_sha256=?"
+            args.append(package_sha256)
+        out: dict[str, dict] = {}
+        for row in self.db.execute(sql + " ORDER BY created_at", args):
+            if row["case_id"] in wanted:
+                data = dict(row)
+                data["case"] = json.loads(data.pop("case_json"))
+                out[row["case_id"]] = data
+        return out
+
+    # ---- bisects
+
+    def begin_bisect(self, good: str, bad: str, selection: Mapping) -> str:
+        bisect_id = f"{_dt.datetime.now().strftime('%Y%m%d-%H%M%S')}-bisect-{secrets.token_hex(2)}"
+        with self._tx():
+            self.db.execute(
+                "INSERT INTO bisects (bisect_id, good, bad, selection_json, status, started_at)"
+                " VALUES (?,?,?,?,'running',?)",
+                (bisect_id, good, bad, dumps(dict(selection)), _now()),
+            )
+        return bisect_id
+
+    def add_bisect_step(
+        self, bisect_id: str, commit_sha: str, subject: str, verdict: str, detail: Mapping
+    ) -> int:
+        if verdict not in BISECT_VERDICTS:
+            raise ValueError(f"verdict {verdict!r}: use one of {', '.join(BISECT_VERDICTS)}")
+        with self._tx():
+            (step,) = self.db.execute(
+                "SELECT COUNT(*) FROM bisect_steps WHERE bisect_id=?", (bisect_id,)
+            ).fetchone()
+            self.db.execute(
+                "INSERT INTO bisect_steps VALUES (?,?,?,?,?,?,?)",
+                (bisect_id, step, commit_sha, subject, verdict, dumps(dict(detail)), _now()),
+            )
+        return int(step)
+
+    def finish_bisect(
+        self, bisect_id: str, status: str, first_bad: str | None = None, message: str = ""
+    ) -> None:
+        if status not in BISECT_STATUSES[1:]:
+            raise ValueError(f"status {status!r}: use one of {', '.join(BISECT_STATUSES[1:])}")
+        with self._tx():
+            self.db.execute(
+                "UPDATE bisects SET status=?, first_bad=?, message=?, ended_at=? WHERE bisect_id=?",
+                (status, first_bad, message, _now(), bisect_id),
+            )
+
+    def bisects(self, limit: int | None = 20) -> list[dict]:
+        sql = "SELECT * FROM bisects ORDER BY started_at DESC, rowid DESC"
+        rows = self.db.execute(sql + (" LIMIT ?" if limit else ""), (limit,) if limit else ())
+        return [dict(r, selection=json.loads(r["selection_json"])) for r in rows]
+
+    def bisect_steps(self, bisect_id: str) -> list[dict]:
+        rows = self.db.execute(
+            "SELECT * FROM bisect_steps WHERE bisect_id=? ORDER BY step", (bisect_id,)
+        )
+        return [dict(r, detail=json.loads(r["detail_json"])) for r in rows]
 
     def metric_series(self, tier: str, n_runs: int = 20) -> list[dict]:
         """Per (run, family, dtype) precision summary for the last n finished runs, oldest first.

@@ -18,7 +18,7 @@ from farm.run.dispatch import SlotInfo
 class Plan:
     run_id: str
     run_dir: Path
-    tier: str
+    tier: str  # the suite key (suites.caseset.Selection.key): a tier name, or cases:<files>
     backend: str
     inventory: dict  # how to reach hosts again: {"source": path | "embedded", "workroot": ...}
     slots: list[dict]  # healthy slots only: id, host, family, soc, device
@@ -28,6 +28,8 @@ class Plan:
     quarantine_after: int = QUARANTINE_AFTER
     package: dict = field(default_factory=dict)  # version, sha256, target, file
     git_commit: str = ""
+    # What the run runs (suites.caseset.Selection.to_json); empty: the tier alone.
+    selection: dict = field(default_factory=dict)
 
     @property
     def path(self) -> Path:

@@ -41,7 +41,26 @@ def pytest_addoption(parser):
     group.addoption(
         "--farm-inventory", metavar="FILE", help="TOML inventory (default: embedded pool)"
     )
-    group.addoption("--farm-tier", default="smoke", help="smoke | nightly | full (default smoke)")
+    group.addoption(
+        "--farm-tier",
+        default=None,
+        help="smoke | nightly | full (default smoke; none with --farm-cases unless given)",
+    )
+    group.addoption(
+        "--farm-cases",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="run the cases of a case file (JSON, YAML, CSV; repeatable; docs/case-files.md)",
+    )
+    group.addoption(
+        "--farm-explore",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="SALT",
+        help="add cases drawn from SALT on top of the tier (default salt: today's date)",
+    )
     group.addoption("--farm-backend", default="native", help="native | torch (default native)")
     group.addoption(
         "--farm-target",
@@ -83,10 +102,12 @@ def pytest_configure(config):
         from farm.run.prepare import prepare_pool
 
         try:
+            selection = _selection(config)
+            selection.cases()  # a bad case file stops here, before any host
             # Without a package, prepare_pool builds the real one as `farm run` does.
             plan = prepare_pool(
                 inventory_path=config.getoption("farm_inventory"),
-                tier=config.getoption("farm_tier"),
+                selection=selection,
                 backend=config.getoption("farm_backend"),
                 run_dir=config.getoption("farm_run_dir"),
                 target=config.getoption("farm_target"),
@@ -99,6 +120,30 @@ def pytest_configure(config):
     config.stash[PLAN] = plan
     if worker is None:
         config.pluginmanager.register(_XdistHooks(plan), "farm-xdist")
+
+
+def _selection(config):
+    from suites import explore
+    from suites.caseset import Selection
+
+    files = tuple(config.getoption("farm_cases") or ())
+    tier = config.getoption("farm_tier") or (None if files else "smoke")
+    salt = config.getoption("farm_explore")
+    if salt == "":
+        salt = explore.nightly_salt()
+    return Selection(tier=tier, files=files, explore=salt)
+
+
+_CASES: dict[str, list] = {}
+
+
+def plan_cases(plan: plan_mod.Plan) -> list[Case]:
+    """The run's cases, resolved once per process from the plan's selection."""
+    from suites.caseset import Selection
+
+    if plan.run_id not in _CASES:
+        _CASES[plan.run_id] = Selection.from_json(plan.selection, plan.tier).cases()
+    return _CASES[plan.run_id]
 
 
 class _XdistHooks:
@@ -121,11 +166,9 @@ def pytest_generate_tests(metafunc):
         return
     if SUITES_DIR not in Path(metafunc.module.__file__).resolve().parents:
         return
-    from suites import matrix
-
     plan = metafunc.config.stash[PLAN]
     select = getattr(metafunc.module, "FARM_SELECT", None)
-    cases = [c for c in matrix.expand(plan.tier) if select is None or select(c)]
+    cases = [c for c in plan_cases(plan) if select is None or select(c)]
     metafunc.parametrize("case", cases, ids=[c.id for c in cases])
 
 
@@ -160,9 +203,7 @@ def case_id_of(nodeid: str) -> str | None:
 
 def _slot_groups(plan: plan_mod.Plan, nodeids: list[str]) -> dict[str, str]:
     """node id -> the slot its case prefers (what the workers compute from the same items)."""
-    from suites import matrix
-
-    by_id = {c.id: c for c in matrix.expand(plan.tier)}
+    by_id = {c.id: c for c in plan_cases(plan)}
     cases = {n: by_id.get(case_id_of(n) or "") for n in nodeids}
     assignment = assign_slots([c for c in cases.values() if c is not None], plan.slots_by_family())
     return {

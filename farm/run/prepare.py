@@ -23,6 +23,7 @@ from farm.pool.transport import Transport, open_transport
 from farm.run.plan import Plan
 from golden import soc
 from suites.case import Case
+from suites.caseset import Selection
 
 EMBEDDED_WORKROOT = RUNS_DIR / "hosts"  # work directories of the embedded emulated hosts
 
@@ -33,7 +34,8 @@ class NoHealthyHost(FarmError):
 
 def new_run_id(tier: str) -> str:
     stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-    return f"{stamp}-{tier}-{secrets.token_hex(2)}"
+    slug = "".join(c if c.isalnum() or c == "-" else "-" for c in tier)[:40]
+    return f"{stamp}-{slug}-{secrets.token_hex(2)}"
 
 
 def load_pool(inventory_path: str | os.PathLike | None) -> Inventory:
@@ -140,6 +142,7 @@ def prepare_pool(
     on_host=None,
     require_healthy: bool = False,
     target: str | None = None,
+    selection: Selection | None = None,
 ) -> Plan:
     """Health-check and deploy every host; return the saved plan of healthy slots.
 
@@ -149,8 +152,13 @@ def prepare_pool(
     ``require_healthy``: when no host is healthy (every address unreachable, every key refused,
     ...) raise :class:`NoHealthyHost` instead, before the run directory exists: there is nothing
     to run on, and the reasons name each host and the fix. The quarantine is updated either way.
+
+    ``selection``: what the run runs (default: the tier alone); its case files are copied into
+    the run directory and the plan names the copies.
     """
     inventory = load_pool(inventory_path)
+    if selection is not None:
+        tier = selection.key
     run_id = run_id or new_run_id(tier)
     run_dir = Path(run_dir) if run_dir else RUNS_DIR / run_id
     if package is None:
@@ -215,6 +223,7 @@ def prepare_pool(
             "sha256": deploy.sha256_file(package) if package else "",
         },
         git_commit=git_commit(),
+        selection={} if selection is None else selection.freeze(run_dir).to_json(),
     )
     plan.save()
     return plan

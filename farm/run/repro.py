@@ -18,24 +18,25 @@ from farm.agent.backends import BACKENDS
 from farm.agent.record import ResultRecord
 from farm.errors import ConfigError
 from farm.run import prepare
-from farm.run.dispatch import Dispatcher, SlotInfo
-from farm.run.leases import RunState
-from suites import matrix
+from farm.run.session import PoolSession
 
 
-def find_case(case_id: str):
-    for tier in matrix.TIERS:
-        for case in matrix.expand(tier):
-            if case.id == case_id:
-                return case
-    raise ConfigError(
-        f"no case {case_id!r} in any tier; list them with `farm cases --tier nightly`"
-    )
+def find_case(case_id: str, case_files: tuple[str, ...] = ()):
+    from suites.caseset import find_case as find
+
+    return find(case_id, case_files)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="farm repro", description=__doc__.splitlines()[0])
     parser.add_argument("case_id")
+    parser.add_argument(
+        "--cases",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="the case file the case came from (tier and explored cases are found without)",
+    )
     parser.add_argument("--host", help="run on this host (default: any healthy host of the family)")
     parser.add_argument("--inventory", help="TOML inventory (default: the embedded local pool)")
     parser.add_argument("--backend", default=BACKENDS[0], choices=BACKENDS)
@@ -47,47 +48,37 @@ def main(argv: list[str] | None = None) -> int:
         choices=build.NATIVE_TARGETS,
         help=f"the operator package to run (default {build.DEFAULT_TARGET})",
     )
+    parser.add_argument("--plant-bug", default="", choices=build.PLANT_BUGS, help=argparse.SUPPRESS)
     parser.add_argument("--json", action="store_true", help="print the whole record as JSON")
     args = parser.parse_args(argv)
 
-    case = find_case(args.case_id)
-    inventory = prepare.load_pool(args.inventory)
+    case = find_case(args.case_id, tuple(args.cases))
     if args.host:
-        spec = inventory.host(args.host)
+        spec = prepare.load_pool(args.inventory).host(args.host)
         if spec.family != case.family:
             raise ConfigError(
                 f"host {args.host} is {spec.soc} ({spec.family}); case {case.id} runs on "
                 f"{case.family}: pick a host of that family"
             )
-    package = build.build_package(args.target)
-    plan = prepare.prepare_pool(
+    with PoolSession(
         args.inventory,
         backend=args.backend,
-        package=package,
+        target=args.target,
+        plant_bug=args.plant_bug,
+        host=args.host,
         run_dir=paths.RUNS_DIR / "repro",
-    )
-    slots = [SlotInfo(**s) for s in plan.slots if not args.host or s["host"] == args.host]
-    if not slots:
-        raise ConfigError(f"no healthy host to run on: {plan.unhealthy or 'none of that family'}")
-    dispatcher = Dispatcher(
-        slots,
-        prepare.open_channel_factory(plan),
-        RunState(plan.state_path),
-        plan.run_dir / "locks",
-        args.backend,
-    )
-    try:
-        record = dispatcher.run(case)
-    finally:
-        dispatcher.close()
-    from farm.agent.execute import make_call_inputs
+    ) as pool:
+        record = pool.run(case)
+        target = pool.target_name
+    from farm.agent.execute import descriptor_only, make_call_inputs
     from golden import inputs
 
-    dy, y = make_call_inputs(case.to_dict())
-    described = {
-        name: inputs.describe_array(t) for name, t in (("dy", dy), ("y", y)) if t is not None
-    }
-    target = plan.package.get("target", "")
+    described = {}
+    if not descriptor_only(case.to_dict()):
+        dy, y = make_call_inputs(case.to_dict())
+        described = {
+            name: inputs.describe_array(t) for name, t in (("dy", dy), ("y", y)) if t is not None
+        }
     if args.json:
         print(
             json.dumps(
@@ -116,6 +107,8 @@ def show(console: Console, case, described: dict, record: ResultRecord, target: 
     if target:
         console.print(f"target   {describe(target)}", highlight=False)
     console.print(f"expect   {case.expectation()}", highlight=False)
+    if case.note:
+        console.print(f"note     {case.note}", highlight=False)
     for name, desc in described.items():
         console.print(f"{name:<8} {desc}", highlight=False)
     console.print(

@@ -31,8 +31,9 @@ from farm.errors import StoreError, UsageError
 from farm.pool import health
 from farm.run import prepare
 from farm.run.plan import Plan
-from suites import matrix
 from suites.case import Case
+from suites.caseset import Selection as CaseSelection
+from suites.explore import DEFAULT_COUNT as DEFAULT_EXPLORE_COUNT
 
 SUITE_FILES = ("suites/test_precision.py", "suites/test_rejection.py")
 EXIT_OK, EXIT_PRODUCT, EXIT_INFRA = 0, 1, 2
@@ -119,7 +120,7 @@ def pytest_args(plan: Plan, workers: int, extra: list[str]) -> list[str]:
 
 
 def run(
-    tier: str = "smoke",
+    tier: str | None = "smoke",
     inventory: str | None = None,
     backend: str = "native",
     *,
@@ -131,6 +132,9 @@ def run(
     extra_pytest: list[str] | None = None,
     console: Console | None = None,
     progress: bool = True,
+    case_files: tuple[str, ...] = (),
+    explore: str | None = None,
+    explore_count: int | None = None,
 ) -> int:
     from farm import build
     from farm.results.store import RunStore, check_store, default_store_path
@@ -142,7 +146,13 @@ def run(
     if not case_timeout > 0:
         raise UsageError(f"--case-timeout must be a positive number of seconds, not {case_timeout}")
     check_selection(extra_pytest or [])
-    cases = matrix.expand(tier)
+    chosen = CaseSelection(
+        tier=tier,
+        files=tuple(case_files),
+        explore=explore,
+        explore_count=explore_count or DEFAULT_EXPLORE_COUNT,
+    )
+    cases = chosen.cases()  # a bad case file stops here: nothing half-parsed ever runs
     pool = prepare.load_pool(inventory)
     store_path = default_store_path()
     check_store(store_path, create=True)  # a store that cannot take the results: before any host
@@ -151,7 +161,10 @@ def run(
             for run_id, n in store.recover_orphans():
                 console.print(f"run {run_id}: its process had died; {n} records imported, aborted")
     target = target or build.DEFAULT_TARGET
-    console.print(f"[bold]farm run[/] tier {tier}: {len(cases):,} cases, backend {backend}")
+    console.print(
+        f"[bold]farm run[/] {escape(chosen.label)}: {len(cases):,} cases, backend {backend}",
+        highlight=False,
+    )
 
     with console.status("building the operator package"):
         package = build.build_package(target, plant_bug=plant_bug)
@@ -168,8 +181,9 @@ def run(
     with console.status("health checks and deploy"):
         plan = prepare.prepare_pool(
             inventory,
-            tier,
+            chosen.key,
             backend,
+            selection=chosen,
             case_timeout=case_timeout,
             package=package,
             on_host=show_host,
@@ -187,7 +201,7 @@ def run(
     errors = CollectionErrors(console)
     selection = Selection()
     plugins = [errors, selection]
-    plugins += [LiveProgress(console=console, title=tier)] if progress else []
+    plugins += [LiveProgress(console=console, title=chosen.key)] if progress else []
     with interruptible() as signals:
         pytest_code = pytest.main(pytest_args(plan, workers, extra_pytest or []), plugins=plugins)
     interrupted = signals[0] if signals else None
@@ -197,7 +211,9 @@ def run(
         bool(errors.errors) or (pytest_code not in (0, 1) and not stopped) and interrupted is None
     )
     if pytest_code == pytest.ExitCode.NO_TESTS_COLLECTED:
-        console.print(f"[red]no case of tier {tier} matched the selection {extra_pytest}[/]")
+        console.print(
+            f"[red]no case of {escape(chosen.label)} matched the selection {extra_pytest}[/]"
+        )
     elif pytest_broke:
         console.print(f"[red]pytest could not run the suites (exit {pytest_code})[/]")
     tier_size = len(cases)
@@ -309,9 +325,12 @@ def shielded(console: Console) -> Iterator[None]:
 
 
 def run_meta(plan: Plan, started: str) -> dict:
+    selection = CaseSelection.from_json(plan.selection, plan.tier)
     return {
         "run_id": plan.run_id,
         "tier": plan.tier,
+        "label": selection.label,
+        "selection": plan.selection,
         "backend": plan.backend,
         "target": plan.package.get("target", ""),
         "started_at": started,
@@ -329,6 +348,7 @@ def write_summary(plan: Plan, records: list[ResultRecord], code: int, quarantine
     summary = {
         "run_id": plan.run_id,
         "tier": plan.tier,
+        "label": CaseSelection.from_json(plan.selection, plan.tier).label,
         "backend": plan.backend,
         "target": plan.package.get("target", ""),
         "exit_code": code,

@@ -1,0 +1,93 @@
+"""A few cases on the pool, outside a pytest run: what `farm repro`, `farm shrink` and
+`farm bisect` share.
+
+    with PoolSession(inventory=None, target="ascendc-cpu") as pool:
+        record = pool.run(case)
+
+Opening builds the operator package (unless one is given), health-checks and deploys the pool
+and starts a dispatcher over its healthy slots (only `host`'s, when one is named); each run()
+goes to a slot of the case's family, with the dispatcher's retries.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from farm import paths
+from farm.agent.backends import BACKENDS
+from farm.agent.record import ResultRecord
+from farm.errors import ConfigError
+from farm.run import prepare
+from farm.run.dispatch import Dispatcher, SlotInfo
+from farm.run.leases import RunState
+from farm.run.plan import Plan
+from suites.case import Case
+
+
+class PoolSession:
+    def __init__(
+        self,
+        inventory: str | None = None,
+        *,
+        backend: str = BACKENDS[0],
+        target: str | None = None,
+        plant_bug: str = "",
+        package: Path | None = None,
+        host: str | None = None,
+        run_dir: Path | None = None,
+        case_timeout: float = 60.0,
+    ):
+        self.inventory, self.backend, self.host = inventory, backend, host
+        self.target, self.plant_bug, self.package = target, plant_bug, package
+        self.run_dir = run_dir or paths.RUNS_DIR / "session"
+        self.case_timeout = case_timeout
+        self.plan: Plan | None = None
+        self._dispatcher: Dispatcher | None = None
+
+    def __enter__(self) -> PoolSession:
+        from farm import build
+
+        package = self.package or build.build_package(
+            self.target or build.DEFAULT_TARGET, plant_bug=self.plant_bug
+        )
+        plan = prepare.prepare_pool(
+            self.inventory,
+            backend=self.backend,
+            package=package,
+            run_dir=self.run_dir,
+            case_timeout=self.case_timeout,
+            require_healthy=True,
+        )
+        slots = [SlotInfo(**s) for s in plan.slots if not self.host or s["host"] == self.host]
+        if not slots:
+            raise ConfigError(f"no healthy host to run on: {plan.unhealthy or 'none by that name'}")
+        self.plan = plan
+        self._dispatcher = Dispatcher(
+            slots,
+            prepare.open_channel_factory(plan),
+            RunState(plan.state_path),
+            plan.run_dir / "locks",
+            self.backend,
+            base_timeout=self.case_timeout,
+        )
+        return self
+
+    @property
+    def target_name(self) -> str:
+        return "" if self.plan is None else self.plan.package.get("target", "")
+
+    def families(self) -> set[str]:
+        return set() if self.plan is None else set(self.plan.slots_by_family())
+
+    def run(self, case: Case) -> ResultRecord:
+        if self._dispatcher is None:
+            raise RuntimeError("PoolSession.run outside `with`")
+        return self._dispatcher.run(case)
+
+    def close(self) -> None:
+        if self._dispatcher is not None:
+            self._dispatcher.close()
+            self._dispatcher = None
+
+    def __exit__(self, *exc) -> None:
+        self.close()
