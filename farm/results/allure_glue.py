@@ -317,6 +317,8 @@ def annotate(record: Mapping, *, plot_one_in: int = PLOT_SAMPLE_ONE_IN) -> None:
         dyn.parameter("special", str(record["special"]))
     if record.get("layout") not in (None, "contiguous"):
         dyn.parameter("layout", str(record["layout"]))
+    if record.get("note"):
+        dyn.tag("departs from its source")
     # The suites parametrize on the Case object: allure-pytest adds it as a non-excluded "case"
     # parameter showing the Case repr, and the history id takes its original value. Show the case
     # id instead: allure-pytest then changes only the displayed value, never the history id nor
@@ -393,6 +395,10 @@ def _description(record: Mapping) -> str:
     if record.get("reason"):
         got += f", reason {record['reason']}"
     lines = [f"**{want}**; {got}.", ""]
+    if record.get("note"):
+        lines += [f"**note:** {record['note']}", ""]
+    if record.get("origin"):
+        lines += [f"from: {record['origin']}", ""]
     if record.get("message"):
         lines.append(str(record["message"]))
     if record.get("op_message"):
@@ -435,6 +441,7 @@ def environment_properties(run_meta: Mapping) -> dict[str, str]:
         "operator": EPIC,
         "run.id": run_meta.get("run_id"),
         "run.tier": run_meta.get("tier"),
+        "run.cases": run_meta.get("label"),
         "package.version": run_meta.get("package_version") or pkg.get("version"),
         "package.sha256": run_meta.get("package_sha256") or pkg.get("sha256"),
         # e.g. "ascendc-cpu (the real Ascend C kernel on the CPU emulation)"
