@@ -15,7 +15,8 @@ Beyond the fields of suites.case.Case, an entry may carry:
   {"ascend310b": "reject", ...}. The contract (SPEC section 2) decides the verdict; where the
   source departs from it, the case carries a note that the report shows;
 - name: the source's name of the case (kept in the case's origin);
-- id, seed, schedule, layout: derived; an id that does not match the fields is refused.
+- id, seed, schedule, layout, origin: derived (origin becomes "<file>#<index>", or
+  "<file>:<name>"); an id that does not match the fields is refused.
 """
 
 from __future__ import annotations
@@ -337,7 +338,7 @@ def entry_cases(entry: Any, origin: str = "") -> tuple[list[Case], list[str]]:
     given.setdefault("api", "dim" if len(given.get("axes") or ()) == 1 else "axes")
     if entry.get("name"):
         origin = f"{origin.split('#')[0]}:{entry['name']}"
-    given["origin"] = given.get("origin") or origin
+    given["origin"] = origin  # where the case comes from now: this file and entry
     if "layout" in entry and not any(f"{t}_layout" in entry for t in TENSORS):
         if entry["layout"] == "strided":
             given.update(dy_layout="strided", y_layout="strided")

@@ -42,7 +42,9 @@ def test_cases_summary_shows_coverage():
 
 def test_cases_json_is_every_case_with_its_expectation():
     out = farm("cases", "--tier", "smoke", "--json")
-    cases = json.loads(out.stdout)
+    document = json.loads(out.stdout)
+    assert (document["format"], document["version"]) == ("logsoftmaxgrad-cases", 1)
+    cases = document["cases"]
     assert [c["id"] for c in cases] == [c.id for c in matrix.expand("smoke")]
     rejected = [c for c in cases if c["expect"]["kind"] == "reject"]
     assert rejected and all(c["expect"]["status"] in (161001, 161002) for c in rejected)

@@ -1,0 +1,44 @@
+"""Descriptor-only dtypes (complex): the agent passes the operator descriptors without data, and
+the real kernel's host code must refuse them before anything runs, with the contract's reason."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+
+from farm.agent.execute import descriptor_only, run_case
+from suites.case import Case
+
+
+@dataclass(frozen=True)
+class Host:
+    soc: str = "Ascend910B1"
+    host: str = "test"
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        Case("ascend910b", "complex64", (2, 8), (1,)),
+        Case("ascend910b", "complex128", (3,), (0,)),
+        Case("ascend910b", "float32", (2, 8), (1,), y_dtype="complex64"),
+        Case("ascend910b", "float16", (2, 8), (1,), out_dtype="complex128"),
+        Case("ascend310b", "complex64", (2, 8), (1,), missing="y"),
+    ],
+    ids=lambda c: c.id,
+)
+def test_the_operator_refuses_a_complex_descriptor(acpu_lib, case):
+    data = case.to_dict()
+    assert descriptor_only(data)
+    record = run_case(
+        data, "native", 0, Host(soc="Ascend910B1" if "910b" in case.id else "Ascend310B1")
+    )
+    assert (record["outcome"], record["reason"]) == ("passed", case.expected.reason), record
+    assert record["status"] == case.expected.status and record["verdict"] is None
+
+
+def test_the_torch_backend_says_it_cannot_pass_a_descriptor(acpu_lib):
+    record = run_case(Case("ascend910b", "complex64", (2, 8), (1,)).to_dict(), "torch", 0, Host())
+    assert record["outcome"] == "failed"
+    assert "cannot pass a tensor descriptor without data" in record["op_message"]

@@ -1,0 +1,217 @@
+"""Case files: what `farm cases --json` writes reads back as the same cases in every format, and a
+bad file is refused whole, one line per bad field, before anything runs."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from golden.layouts import View
+from suites import casefile, matrix
+from suites.case import Case, Tolerance
+from suites.casefile import CaseFileError
+
+SMOKE = matrix.expand("smoke")
+
+
+def _same(a: list[Case], b: list[Case]) -> None:
+    """The same cases, field for field (origin says where each was read from)."""
+    assert [c.id for c in a] == [c.id for c in b]
+
+    def fields(c: Case) -> dict:
+        return {k: v for k, v in c.to_dict().items() if k != "origin"}
+
+    assert [fields(c) for c in a] == [fields(c) for c in b]
+
+
+@pytest.mark.parametrize("suffix", [".json", ".yaml", ".csv"])
+def test_every_smoke_case_round_trips(tmp_path, suffix):
+    path = casefile.dump(SMOKE, tmp_path / f"smoke{suffix}", source="tier smoke")
+    back = casefile.load(path)
+    _same(back, SMOKE)
+    assert all(c.origin.startswith(f"smoke{suffix}#") for c in back)
+
+
+def test_a_bare_list_is_version_one(tmp_path):
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps([c.to_dict() for c in SMOKE[:5]]))
+    _same(casefile.load(path), SMOKE[:5])
+
+
+def test_entries_need_only_dtype_shape_axes_and_expand_over_families(tmp_path):
+    path = tmp_path / "mine.yaml"
+    path.write_text(
+        "format: logsoftmaxgrad-cases\nversion: 1\ncases:\n"
+        "  - {dtype: float16, shape: [4, 300], axes: -1}\n"
+        "  - {family: Ascend910B3, dtype: float32, shape: [2, 3, 5], axes: [1, 2]}\n"
+        "  - {family: [310b, ascend910b], dtype: float32, shape: [], axes: 0}\n"
+    )
+    cases = casefile.load(path)
+    assert [(c.family, c.api, c.shape, c.axes) for c in cases] == [
+        ("ascend910b", "dim", (4, 300), (-1,)),
+        ("ascend310b", "dim", (4, 300), (-1,)),
+        ("ascend910b", "axes", (2, 3, 5), (1, 2)),
+        ("ascend310b", "dim", (), (0,)),
+        ("ascend910b", "dim", (), (0,)),
+    ]
+
+
+def test_what_outside_suites_need(tmp_path):
+    entry = {
+        "family": "910b",
+        "dtype": "float16",
+        "shape": [3, 5, 7],
+        "axes": [1, 2],
+        "y_dist": "range",
+        "y_range": [-1000, 1000],
+        "dy_dist": "fill",
+        "dy_fill": "-inf",
+        "dy_layout": {"strides": [70, 14, 2], "storage": 220, "offset": 1},
+        "tolerance": {"rtol": 0.001, "atol": 1e-5},
+        "name": "from-a-model",
+    }
+    path = tmp_path / "outside.json"
+    path.write_text(json.dumps({"format": casefile.FORMAT, "version": 1, "cases": [entry]}))
+    (case,) = casefile.load(path)
+    assert case.y_range == (-1000.0, 1000.0) and case.dy_fill == -math.inf
+    assert case.dy_layout == View((70, 14, 2), 220, 1)
+    assert case.tolerance == Tolerance(0.001, 1e-5, 0.0)
+    assert case.expectation()["tolerance"] == {
+        "rtol": 0.001,
+        "atol": 1e-5,
+        "max_fail_fraction": 0.0,
+    }
+    assert "tol.r0.001.a1e-05.f0" in case.id
+    assert case.origin == "outside.json:from-a-model"
+
+
+def test_descriptor_only_dtypes_are_rejection_cases():
+    case = Case("ascend910b", "complex64", (2, 8), (1,))
+    assert not case.accepted and case.expected.reason == "dtype_unsupported"
+    mixed = Case("ascend910b", "float32", (2, 8), (1,), out_dtype="complex128")
+    assert mixed.expected.reason == "dtype_mismatch" and "odt.c128" in mixed.id
+
+
+def test_a_source_expectation_that_departs_from_the_contract_is_noted(tmp_path):
+    path = tmp_path / "outside.yaml"
+    path.write_text(
+        "- {dtype: bfloat16, shape: [4, 16], axes: 1, expect: accept}\n"
+        "- {dtype: float32, shape: [4, 16], axes: 1, y_shape: [4, 17], "
+        "expect: {Ascend910B4: accept, ascend310b: reject}}\n"
+    )
+    bf910, bf310, mis910, mis310 = casefile.load(path)
+    assert bf910.note == "" and bf910.accepted
+    assert not bf310.accepted and bf310.expected.reason == "bf16_unsupported_on_soc"
+    assert "expects acceptance on ascend310b" in bf310.note
+    assert "rejects it (bf16_unsupported_on_soc)" in bf310.note
+    assert "expects acceptance on ascend910b" in mis910.note
+    assert mis310.note == ""  # the source expects the rejection the contract makes
+    assert bf310.to_dict()["note"] == bf310.note
+
+
+def test_csv_shorthand_and_comments(tmp_path):
+    path = tmp_path / "rows.csv"
+    path.write_text(
+        "# my model's shapes\n"
+        "family,dtype,shape,axes,y_dist,y_range,tolerance\n"
+        'ascend910b,float16,8x4096,-1,range,"[-5, 5]","{""rtol"": 0.001}"\n'
+        "\n"
+        "910b,float32,scalar,0,,,\n"
+    )
+    first, second = casefile.load(path)
+    assert first.shape == (8, 4096) and first.y_range == (-5.0, 5.0)
+    assert first.tolerance == Tolerance(rtol=0.001)
+    assert second.shape == () and second.y_dist == "uniform"
+
+
+def _problems(tmp_path, name: str, text: str) -> list[str]:
+    path = tmp_path / name
+    path.write_text(text)
+    with pytest.raises(CaseFileError) as err:
+        casefile.load(path)
+    lines = str(err.value).splitlines()
+    assert all(line.startswith(str(path)) for line in lines), lines
+    return lines
+
+
+def test_each_bad_field_is_one_line_naming_file_entry_field_and_fix(tmp_path):
+    lines = _problems(
+        tmp_path,
+        "bad.yaml",
+        "format: logsoftmaxgrad-cases\nversion: 1\ncases:\n"
+        "  - {dtype: float16, shap: [2, 3], axes: 1}\n"  # unknown field (line 4)
+        "  - {dtype: float16, shape: '2x3', axes: 1}\n"  # wrong type
+        "  - dtype: float32\n"  # shape/stride mismatch, and a bad tolerance
+        "    shape: [2, 3]\n"
+        "    axes: 1\n"
+        "    dy_layout: {strides: [1, 2], storage: 4}\n"
+        "    tolerance: {rtol: -1}\n"
+        "  - {dtype: float32, shape: [2, 3], axes: 1}\n",  # fine, and still not run
+    )
+    assert lines == [
+        f"{tmp_path}/bad.yaml: case 0 (line 4): unknown field 'shap' (did you mean 'shape'?)",
+        f"{tmp_path}/bad.yaml: case 0 (line 4): field 'shape' is missing (every case needs "
+        "dtype, shape, axes)",
+        f"{tmp_path}/bad.yaml: case 1 (line 5): field 'shape': '2x3' is not a list of integers",
+        f"{tmp_path}/bad.yaml: case 2 (line 6): tolerance.rtol -1 (use a finite number >= 0)",
+        f"{tmp_path}/bad.yaml: case 2 (line 6): dy_layout st1.2.sz4: the view reaches element 5 "
+        "of a storage of 4 elements (strides [1, 2], offset 0, shape [2, 3])",
+    ]
+
+
+@pytest.mark.parametrize(
+    "name, text, expected",
+    [
+        ("cases.txt", "x", "unknown case file format '.txt' (use .json, .yaml, .yml or .csv"),
+        ("bad.json", "[{", "line 1: not JSON"),
+        ("bad.yaml", "cases: [", "not YAML"),
+        ("new.json", '{"format": "logsoftmaxgrad-cases", "version": 2, "cases": []}', "upgrade"),
+        ("other.json", '{"format": "msopst", "version": 1, "cases": []}', "format 'msopst'"),
+        ("empty.json", "[]", "no cases in it"),
+        ("scalar.json", "3", "expected a list of cases"),
+        ("bad.csv", "dtype,shap,axes\n", "column 'shap': unknown field 'shap'"),
+        ("extra.csv", "dtype,shape,axes\nfloat32,2x3,1,oops\n", "beyond the header"),
+        (
+            "family.json",
+            '[{"family": "Ascend999", "dtype": "float32", "shape": [2], "axes": 0}]',
+            "field 'family': 'Ascend999' is not a family or SoC",
+        ),
+        (
+            "id.json",
+            '[{"family": "910b", "dtype": "float32", "shape": [2], "axes": 0, "id": "x"}]',
+            "id 'x' does not match its fields",
+        ),
+        (
+            "expect.json",
+            '[{"dtype": "float32", "shape": [2], "axes": 0, "expect": "reject:nope"}]',
+            "reason 'nope' is unknown",
+        ),
+        (
+            "dist.json",
+            '[{"dtype": "float32", "shape": [2], "axes": 0, "y_dist": "range"}]',
+            "y_range None with y_dist 'range'",
+        ),
+    ],
+)
+def test_unreadable_files_are_one_clear_line(tmp_path, name, text, expected):
+    lines = _problems(tmp_path, name, text)
+    assert any(expected in line for line in lines), lines
+
+
+def test_a_missing_file_names_its_path(tmp_path):
+    with pytest.raises(CaseFileError, match="no such case file"):
+        casefile.load(tmp_path / "nope.json")
+
+
+def test_several_files_are_checked_whole_and_a_case_is_kept_once(tmp_path):
+    a = casefile.dump(SMOKE[:3], tmp_path / "a.json")
+    b = casefile.dump(SMOKE[2:5], tmp_path / "b.yaml")
+    _same(casefile.load_many([a, b]), SMOKE[:5])
+    bad = tmp_path / "c.json"
+    bad.write_text('[{"dtype": "float32"}]')
+    with pytest.raises(CaseFileError) as err:
+        casefile.load_many([a, bad, tmp_path / "gone.csv"])
+    text = str(err.value)
+    assert "c.json: case 0" in text and "gone.csv: no such case file" in text
