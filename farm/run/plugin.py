@@ -172,6 +172,19 @@ def pytest_generate_tests(metafunc):
     metafunc.parametrize("case", cases, ids=[c.id for c in cases])
 
 
+def pytest_collection_modifyitems(config, items):
+    """A suite none of the run's cases belongs to (no rejection case in a case file, say) is
+    parametrized with no case: pytest would show a skipped placeholder. It is not a case: it is
+    deselected, so JUnit and Allure hold exactly the run's cases."""
+    if PLAN not in config.stash:
+        return
+    empty = [i for i in items if hasattr(i, "callspec") and "case" in i.callspec.params]
+    empty = [i for i in empty if not _has_case(i)]
+    if empty:
+        items[:] = [i for i in items if i not in empty]
+        config.hook.pytest_deselected(items=empty)
+
+
 def pytest_collection_finish(session):
     """Each case's preferred slot, from the final selection (after -k, -m, --lf deselect).
 
@@ -235,7 +248,9 @@ def _make_slot_scheduling(config, log, plan):
 
 
 def _has_case(item) -> bool:
-    return hasattr(item, "callspec") and "case" in item.callspec.params
+    from suites.case import Case
+
+    return hasattr(item, "callspec") and isinstance(item.callspec.params.get("case"), Case)
 
 
 @pytest.fixture(scope="session")

@@ -117,7 +117,8 @@ class FarmResult:
 def _run_dirs(runs: Path) -> list[Path]:
     if not runs.is_dir():
         return []
-    return sorted(p for p in runs.iterdir() if p.is_dir() and p.name not in ("state", "hosts"))
+    # Run directories are named from their start time; repro, shrink and bisect work elsewhere.
+    return sorted(p for p in runs.iterdir() if p.is_dir() and p.name[:1].isdigit())
 
 
 class Farm:
