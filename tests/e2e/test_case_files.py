@@ -157,3 +157,35 @@ def test_explored_cases_reproduce_from_their_ids_and_failures_are_promoted(farm,
     )
     assert still.code == 1, still.text
     assert sorted(still.summary["outcomes"].items()) == [("failed", len(failed))]
+
+
+def test_pytest_runs_case_files_and_exploration_as_farm_run_does(farm, tmp_path):
+    from tests.e2e.test_pytest_plugin import junit_verdicts
+
+    path = tmp_path / "model_shapes.yaml"
+    cases = casefile.dump(casefile.load_many([_write(tmp_path, CASES)]), path)
+    want = sorted(c.id for c in casefile.load(cases)) + sorted(c.id for c in explore.draw("py", 6))
+    junit = tmp_path / "junit.xml"
+    proc = farm.pytest(
+        "suites/",
+        "-n",
+        "2",
+        "--farm-cases",
+        str(path),
+        "--farm-tier",
+        "smoke",
+        "--farm-explore",
+        "py",
+        "-k",
+        "x.py or tol or c64 or 3x5x7 or 2x8_d1_y.uniform_dy.normal",
+        f"--junitxml={junit}",
+    )
+    verdicts = junit_verdicts(junit)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert set(want) <= set(verdicts) and set(verdicts.values()) == {"passed"}
+
+
+def _write(tmp_path, document: dict):
+    path = tmp_path / "source.json"
+    path.write_text(json.dumps(document))
+    return path
