@@ -325,6 +325,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
         series = store.metric_series(tier, args.trend_runs)
     results = Path(args.results) if args.results else default_results_dir(run, store_path)
+    from farm.results.shrink_links import link_shrinks
+
+    link_shrinks(results, store_path, run)  # a failing case's shrunk form (farm shrink)
     out = Path(args.out) if args.out else default_report_dir(run, store_path)
     history = None if args.no_history else history_path_for(store_path, tier)
     try:

@@ -1,0 +1,439 @@
+"""`farm shrink CASE_ID`: the smallest case that still fails the same way.
+
+The case is run on the pool first: it must fail (exit 1 when it passes: nothing to shrink).
+Its failure is its signature: the category (precision, out_of_bounds, kernel_fault, ...) and,
+for a rejection case, the status too. Then a greedy search: the smaller forms of the case
+(suites/shrink.py: fewer dims, smaller extents, fewer special values, simpler values and
+layouts; most reducing first) are run one by one, the first that fails the same way becomes
+the case, and the search starts again from it; it stops when no smaller form fails the same way,
+or after --max-tries candidates. The same pool and package give the same search.
+
+The minimal case is written into a case file (default runs/shrinks/<case id>.json: a shrunk case
+is in no tier) and recorded in the run store for the package (`farm report` links a failing case
+to it); the output ends with the line that reproduces it (`farm repro ID --cases FILE ...`).
+
+A broken outcome (the infrastructure, not the operator) is never taken for a failure: the
+candidate is run once more, and when it is broken again the search stops (exit 2), keeping the
+smallest failing form found so far in the case file.
+
+Exit 0: the case fails and was shrunk (even when no smaller form fails: then the minimal case is
+the case itself); 1: the case does not fail on this package; 2: usage or infrastructure errors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+
+from farm import paths
+from farm.agent.backends import BACKENDS
+from farm.agent.errors import FarmError
+from farm.errors import ConfigError, UsageError
+from suites import shrink as shrinking
+from suites.case import Case
+
+DEFAULT_MAX_TRIES = 200
+
+Record = Mapping[str, Any]
+Runner = Callable[[Case], Record]
+
+
+class ShrinkBroken(FarmError):
+    """A case or candidate came back broken (infrastructure) twice: the search cannot go on.
+    `search`: where the search was when it stopped (None: before it began)."""
+
+    search: Search | None = None
+
+
+@dataclass(frozen=True)
+class Signature:
+    """How a case fails: what a smaller form must match to count as the same failure."""
+
+    category: str | None
+    status: int | None = None  # a rejection case's status; None for an accepted case
+
+    @classmethod
+    def of(cls, case: Case, record: Record) -> Signature | None:
+        """The failure of `record`, or None when it did not fail."""
+        if record.get("outcome") != "failed":
+            return None
+        return cls(record.get("category"), None if case.accepted else record.get("status"))
+
+    @property
+    def text(self) -> str:
+        category = self.category or "uncategorised"
+        return category if self.status is None else f"{category}, status {self.status}"
+
+
+@dataclass
+class Try:
+    """One candidate run: its place in the search, the case, and the verdict."""
+
+    n: int
+    case: Case
+    verdict: str  # "same": fails the same way; "passed"; "different": fails another way
+    record: Record
+
+    def to_json(self) -> dict:
+        return {
+            "n": self.n,
+            "id": self.case.id,
+            "shape": list(self.case.shape),
+            "elements": shrinking.elements(self.case),
+            "verdict": self.verdict,
+            "outcome": self.record.get("outcome"),
+            "category": self.record.get("category"),
+            "status": self.record.get("status"),
+        }
+
+
+@dataclass
+class Search:
+    original: Case
+    signature: Signature
+    shrunk: Case
+    tries: list[Try] = field(default_factory=list)
+    exhausted: bool = False  # stopped at --max-tries with candidates left
+
+    @property
+    def tried(self) -> int:
+        return len(self.tries)
+
+    @property
+    def steps(self) -> int:
+        """Candidates taken (each failed the same way)."""
+        return sum(t.verdict == "same" for t in self.tries)
+
+
+def judged(case: Case, record: Record) -> Record:
+    """The record as `farm run` judges it: a passed record of an accepted case whose tiling
+    differs from the design (the check suites/test_precision.py makes after the record) fails
+    with category "tiling", as the run's plugin amends it (farm/run/plugin.py)."""
+    from suites.tiling import TilingMismatch, check_tiling
+
+    if record.get("outcome") != "passed" or not case.accepted:
+        return record
+    try:
+        check_tiling(case, dict(record))
+    except TilingMismatch as exc:
+        why = str(exc)
+        amended = dict(record, outcome="failed", category="tiling")
+        amended["message"] = f"passed its standards, then failed a check of the suite: {why}"
+        return amended
+    return record
+
+
+def run_sure(run: Runner, case: Case, best: Case | None = None) -> Record:
+    """`run(case)`, once more when it is broken; broken twice is ShrinkBroken."""
+    record = run(case)
+    if record.get("outcome") != "broken":
+        return record
+    record = run(case)
+    if record.get("outcome") != "broken":
+        return record
+    so_far = (
+        f"; the smallest failing form so far is {best.id} ({shrinking.describe(best)})"
+        if best is not None
+        else ""
+    )
+    raise ShrinkBroken(
+        f"case {case.id} came back broken twice ({record.get('category')}: "
+        f"{record.get('message')}): an infrastructure problem, not a verdict; check the pool "
+        f"(`farm hosts --check`) and shrink again{so_far}"
+    )
+
+
+def search(
+    case: Case,
+    signature: Signature,
+    run: Runner,
+    *,
+    max_tries: int = DEFAULT_MAX_TRIES,
+    candidates: Callable[[Case], Iterable[Case]] = shrinking.candidates,
+    on_try: Callable[[Try], None] | None = None,
+) -> Search:
+    """Greedy: from `case` (known to fail with `signature`), take the first candidate that fails
+    the same way and start again from it, until none does or `max_tries` candidates were run.
+    A candidate is run at most once (the same case gives the same verdict)."""
+    found = Search(case, signature, case)
+    seen = {case.id}
+    while True:
+        progressed = False
+        for candidate in candidates(found.shrunk):
+            if candidate.id in seen:
+                continue
+            if found.tried >= max_tries:
+                found.exhausted = True
+                return found
+            seen.add(candidate.id)
+            try:
+                record = run_sure(run, candidate, found.shrunk)
+            except ShrinkBroken as exc:
+                exc.search = found
+                raise
+            got = Signature.of(candidate, record)
+            verdict = "passed" if got is None else ("same" if got == signature else "different")
+            step = Try(found.tried + 1, candidate, verdict, record)
+            found.tries.append(step)
+            if on_try is not None:
+                on_try(step)
+            if verdict == "same":
+                found.shrunk = candidate
+                progressed = True
+                break
+        if not progressed:
+            return found
+
+
+def repro_command(
+    case_id: str,
+    case_file: Path | str,
+    *,
+    target: str = "",
+    plant_bug: str = "",
+    inventory: str | None = None,
+    backend: str = BACKENDS[0],
+) -> str:
+    """The one line that reruns a shrunk case (`farm repro`), on the package it failed on."""
+    from farm import build
+
+    argv = ["farm", "repro", case_id, "--cases", str(case_file)]
+    if target and target != build.DEFAULT_TARGET:
+        argv += ["--target", target]
+    if plant_bug:
+        argv += ["--plant-bug", plant_bug]
+    if inventory:
+        argv += ["--inventory", inventory]
+    if backend != BACKENDS[0]:
+        argv += ["--backend", backend]
+    return shlex.join(argv)
+
+
+def default_case_file(case_id: str) -> Path:
+    return paths.RUNS_DIR / "shrinks" / f"{case_id}.json"
+
+
+def _parser() -> argparse.ArgumentParser:
+    from farm import build
+
+    parser = argparse.ArgumentParser(
+        prog="farm shrink",
+        description="the smallest case that still fails the same way (same category; a "
+        "rejection case's status too). Exit 0: shrunk; 1: the case does not fail; 2: usage or "
+        "infrastructure errors.",
+    )
+    parser.add_argument("case_id")
+    parser.add_argument(
+        "--cases",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="the case file the case came from (tier and explored cases are found without)",
+    )
+    parser.add_argument("--inventory", help="TOML inventory (default: the embedded local pool)")
+    parser.add_argument("--backend", default=BACKENDS[0], choices=BACKENDS)
+    parser.add_argument(
+        "--target",
+        default=build.DEFAULT_TARGET,
+        choices=build.NATIVE_TARGETS,
+        help=f"the operator package to run (default {build.DEFAULT_TARGET})",
+    )
+    parser.add_argument(
+        "--plant-bug",
+        default="",
+        choices=build.PLANT_BUGS,
+        help="shrink on an operator built with a known bug",
+    )
+    parser.add_argument(
+        "--max-tries",
+        type=int,
+        default=DEFAULT_MAX_TRIES,
+        metavar="N",
+        help=f"run at most N candidates (default {DEFAULT_MAX_TRIES})",
+    )
+    parser.add_argument(
+        "-o",
+        "--output",
+        metavar="FILE",
+        help="the case file to write the shrunk case into (.json .yaml .csv; default "
+        "runs/shrinks/<case id>.json)",
+    )
+    parser.add_argument(
+        "--case-timeout",
+        type=float,
+        default=60.0,
+        help="seconds for a small case; grows with its size (default 60)",
+    )
+    parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    from suites import casefile
+    from suites.caseset import find_case
+
+    args = _parser().parse_args(argv)
+    if args.max_tries < 0:
+        raise UsageError(f"--max-tries must be 0 or more, not {args.max_tries}")
+    out_file = Path(args.output) if args.output else default_case_file(args.case_id)
+    casefile.file_kind(out_file)  # a suffix it cannot write is a usage error now, not later
+    case = find_case(args.case_id, tuple(args.cases))
+    console = Console(stderr=args.json, highlight=False, soft_wrap=True)
+    started = time.perf_counter()
+
+    from farm.run.session import PoolSession
+
+    with PoolSession(
+        args.inventory,
+        backend=args.backend,
+        target=args.target,
+        plant_bug=args.plant_bug,
+        run_dir=paths.RUNS_DIR / "shrink",
+        case_timeout=args.case_timeout,
+    ) as pool:
+        if case.family not in pool.families():
+            raise ConfigError(
+                f"no healthy host of family {case.family} in the pool: case {case.id} cannot run"
+            )
+        assert pool.plan is not None
+        package_sha = pool.plan.package.get("sha256", "")
+        target = pool.target_name or args.target
+        where = f"{target}" + (f", planted bug {args.plant_bug}" if args.plant_bug else "")
+        console.print(f"[bold]{escape(case.id)}[/]  {shrinking.describe(case)}  on {where}")
+
+        def run(c: Case) -> Record:
+            return judged(c, pool.run(c))
+
+        first = run_sure(run, case)
+        signature = Signature.of(case, first)
+        if signature is None:
+            return _does_not_fail(console, args, case, first, target)
+        console.print(
+            f"fails: [red]{escape(signature.text)}[/]  {escape(str(first.get('message') or ''))}"
+        )
+
+        def show(step: Try) -> None:
+            colour = {"same": "red", "passed": "green", "different": "yellow"}[step.verdict]
+            words = {
+                "same": "fails the same way",
+                "passed": "passes",
+                "different": f"fails another way ({step.record.get('category')})",
+            }[step.verdict]
+            console.print(
+                f"  {step.n:>3}  {escape(shrinking.describe(step.case)):<32} "
+                f"[{colour}]{escape(words)}[/]  {escape(step.case.id)}"
+            )
+
+        try:
+            found = search(case, signature, run, max_tries=args.max_tries, on_try=show)
+        except ShrinkBroken as exc:
+            if exc.search is None or exc.search.shrunk.id == case.id:
+                raise
+            best = replace(exc.search.shrunk, origin=f"farm shrink of {case.id} (stopped)")
+            written = casefile.dump([best], out_file, source=f"farm shrink {case.id} on {where}")
+            raise ShrinkBroken(
+                f"{exc.message}; it is written to {written}, not recorded in the store"
+            ) from None
+    shrunk = replace(found.shrunk, origin=f"farm shrink of {case.id}")
+    written = casefile.dump([shrunk], out_file, source=f"farm shrink {case.id} on {where}")
+    from farm.results.store import RunStore
+
+    with RunStore() as store:
+        store.add_shrink(
+            case.id,
+            package_sha,
+            shrunk.to_dict(),
+            signature.category,
+            target,
+            numel_before=case.numel,
+            tried=found.tried,
+        )
+    line = repro_command(
+        shrunk.id,
+        written,
+        target=target,
+        plant_bug=args.plant_bug,
+        inventory=args.inventory,
+        backend=args.backend,
+    )
+    seconds = time.perf_counter() - started
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "case_id": case.id,
+                    "shrunk_id": shrunk.id,
+                    "shrunk": shrunk.to_dict(),
+                    "category": signature.category,
+                    "status": signature.status,
+                    "elements_before": shrinking.elements(case),
+                    "elements_after": shrinking.elements(shrunk),
+                    "numel_before": case.numel,
+                    "numel_after": shrunk.numel,
+                    "tried": found.tried,
+                    "steps": found.steps,
+                    "exhausted": found.exhausted,
+                    "tries": [t.to_json() for t in found.tries],
+                    "case_file": str(written),
+                    "package_sha256": package_sha,
+                    "target": target,
+                    "plant_bug": args.plant_bug,
+                    "repro": line,
+                    "seconds": round(seconds, 3),
+                },
+                indent=1,
+                allow_nan=False,
+            )
+        )
+        return 0
+    if shrunk.id == case.id:
+        console.print(
+            f"no smaller form fails the same way ({found.tried} candidates): the minimal case is "
+            f"{escape(case.id)} itself"
+        )
+    else:
+        before, after = shrinking.describe(case), shrinking.describe(shrunk)
+        console.print(
+            f"shrunk {escape(before)} to [bold]{escape(after)}[/] in {found.steps} steps, "
+            f"{found.tried} candidates"
+        )
+    if found.exhausted:
+        console.print(
+            f"[yellow]stopped after --max-tries {args.max_tries} candidates[/]: a smaller form "
+            "may still fail the same way (raise --max-tries, or shrink the shrunk case)"
+        )
+    console.print(f"minimal  [bold]{escape(shrunk.id)}[/]  ({seconds:.1f} s)")
+    console.print(f"written  {escape(str(written))}")
+    console.print(f"repro    {escape(line)}", soft_wrap=True)
+    return 0
+
+
+def _does_not_fail(console: Console, args, case: Case, record: Record, target: str) -> int:
+    message = str(record.get("message") or "")
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "case_id": case.id,
+                    "outcome": record.get("outcome"),
+                    "message": message,
+                    "target": target,
+                    "plant_bug": args.plant_bug,
+                    "shrunk_id": None,
+                }
+            )
+        )
+    console.print(
+        f"[green]{escape(str(record.get('outcome')))}[/]: {escape(case.id)} does not fail on this "
+        f"package ({escape(message)}): nothing to shrink"
+    )
+    return 1
