@@ -150,7 +150,11 @@ def _extra(record: ResultRecord, key: str, value: Any) -> None:
 
 
 class Dispatcher:
-    """One per worker process. `open_channel(slot)` gives a persistent agent channel."""
+    """One per worker process. `open_channel(slot)` gives a persistent agent channel.
+
+    Several threads of a worker may run cases at once (farm/run/pipeline.py): what is kept per
+    slot is only touched by the thread holding the slot's lease, and what is shared (the run
+    state, the leases) is locked across processes, hence across threads too."""
 
     def __init__(
         self,
@@ -231,7 +235,7 @@ class Dispatcher:
         if gone is False:
             self._dead[slot.id] = (channel, time.monotonic())
             return False
-        del self._dead[slot.id]
+        self._dead.pop(slot.id, None)
         self._say(f"{slot.id}: its stuck agent is gone now; the slot is used again")
         return True
 
@@ -265,7 +269,7 @@ class Dispatcher:
                 left = "; ".join(f"{h}: {r}" for h, r in self.left_out.get(case.family, {}).items())
                 detail += f" (failed the health check: {left})" if left else ""
                 dead = ", ".join(
-                    sorted(s for s in self._dead if self.slots[s].family == case.family)
+                    sorted(s for s in list(self._dead) if self.slots[s].family == case.family)
                 )
                 detail += f" (stuck agents not killed on {dead})" if dead else ""
                 return self._give_up(

@@ -11,7 +11,9 @@ import contextlib
 import fcntl
 import json
 import os
+import threading
 import time
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -46,6 +48,12 @@ class LeaseTimeout(TimeoutError):
     pass
 
 
+# Slot id -> threads of this process waiting for it (farm/run/pipeline.py runs a thread per slot).
+_WAITERS: Counter[str] = Counter()
+_WAITERS_LOCK = threading.Lock()
+HANDOVER_S = 0.02  # longer than a waiter's poll (5 ms)
+
+
 @contextlib.contextmanager
 def lease(lock_dir: Path, slot_id: str, timeout: float) -> Iterator[None]:
     """Hold slot `slot_id` exclusively across worker processes."""
@@ -67,6 +75,7 @@ def lease_any(lock_dir: Path, slot_ids: list[str], timeout: float) -> Iterator[s
     deadline = time.monotonic() + timeout
     handles = [open(_lock_path(lock_dir, s), "a+") for s in slot_ids]
     held = None
+    waiting = False
     try:
         while held is None:
             for slot_id, fh in zip(slot_ids, handles, strict=True):
@@ -84,12 +93,24 @@ def lease_any(lock_dir: Path, slot_ids: list[str], timeout: float) -> Iterator[s
                         if len(slot_ids) == 1
                         else f"slots {busy} all stayed busy for {timeout:.0f} s"
                     )
+                if not waiting:
+                    waiting = True
+                    with _WAITERS_LOCK:
+                        _WAITERS.update(slot_ids)
                 time.sleep(0.005)
         try:
             yield held[0]
         finally:
             fcntl.flock(held[1], fcntl.LOCK_UN)
+            if _WAITERS[held[0]] > 0 and not waiting:
+                # Another thread of this process waits for the slot (a retry moved here): let
+                # it take the slot before this thread, which runs cases on it back to back,
+                # takes it again (flock is not fair).
+                time.sleep(HANDOVER_S)
     finally:
+        if waiting:
+            with _WAITERS_LOCK:
+                _WAITERS.subtract(slot_ids)
         for fh in handles:
             fh.close()
 

@@ -30,6 +30,9 @@ class Plan:
     git_commit: str = ""
     # What the run runs (suites.caseset.Selection.to_json); empty: the tier alone.
     selection: dict = field(default_factory=dict)
+    # At most this many slots of a lane run at once in one worker (farm/run/pipeline.py);
+    # 0: all of them. Pools of this machine cap it at its cores.
+    window: int = 0
 
     @property
     def path(self) -> Path:

@@ -24,6 +24,7 @@ from farm.paths import REPO_ROOT
 from farm.run import plan as plan_mod
 from farm.run.dispatch import Dispatcher
 from farm.run.leases import RunState, assign_slots
+from farm.run.pipeline import Pipeline, lanes
 
 if TYPE_CHECKING:
     from suites.case import Case
@@ -214,13 +215,15 @@ def case_id_of(nodeid: str) -> str | None:
     return rest[: rest.rindex("]")]
 
 
-def _slot_groups(plan: plan_mod.Plan, nodeids: list[str]) -> dict[str, str]:
-    """node id -> the slot its case prefers (what the workers compute from the same items)."""
+def _lane_groups(plan: plan_mod.Plan, nodeids: list[str], workers: int) -> dict[str, str]:
+    """node id -> the lane of the slot its case prefers (farm/run/pipeline.py), what the workers
+    compute from the same items."""
     by_id = {c.id: c for c in plan_cases(plan)}
     cases = {n: by_id.get(case_id_of(n) or "") for n in nodeids}
     assignment = assign_slots([c for c in cases.values() if c is not None], plan.slots_by_family())
+    slot_lane = lanes(plan.slots, workers)
     return {
-        n: assignment.get(c.id, f"no-slot-{c.family}") if c is not None else n
+        n: slot_lane.get(assignment.get(c.id, ""), f"no-slot-{c.family}") if c is not None else n
         for n, c in cases.items()
     }
 
@@ -229,16 +232,17 @@ def _make_slot_scheduling(config, log, plan):
     from xdist.scheduler import LoadScopeScheduling
 
     class SlotScheduling(LoadScopeScheduling):
-        """xdist scheduling by slot: all the cases that prefer one slot go to one worker, so
-        workers do not queue on each other's leases. (xdist's own loadgroup relies on rewriting
-        node ids, which pytest 9 no longer allows, so the farm groups here instead.)"""
+        """xdist scheduling by lane: all the cases whose preferred slot is in one lane go to one
+        worker, which keeps every slot of the lane busy (farm/run/pipeline.py). (xdist's own
+        loadgroup relies on rewriting node ids, which pytest 9 no longer allows, so the farm
+        groups here instead.)"""
 
         _groups: dict[str, str] = {}
 
         def schedule(self):
             if self.collection is None and self.registered_collections:
                 collected = list(next(iter(self.registered_collections.values())))
-                self._groups = _slot_groups(plan, collected)
+                self._groups = _lane_groups(plan, collected, len(self.nodes))
             super().schedule()
 
         def _split_scope(self, nodeid: str) -> str:
@@ -283,6 +287,31 @@ def farm_dispatcher(request, farm_plan):
     dispatcher.close()
 
 
+def workers_of(config) -> int:
+    """How many pytest workers run the session (1 without xdist): the number of lanes."""
+    worker = getattr(config, "workerinput", None)
+    if worker is not None:
+        return int(worker.get("workercount") or 1)
+    return 1
+
+
+@pytest.fixture(scope="session")
+def farm_pipeline(request, farm_plan, farm_dispatcher):
+    """The worker's lanes, run ahead on all their slots (farm/run/pipeline.py)."""
+    session = request.session
+    slot_lane = lanes(farm_plan.slots, workers_of(request.config))
+    work: dict[str, list] = {}
+    for item in session.items:
+        if _has_case(item):
+            preferred = item.stash.get(_PREFERRED, "")
+            lane = slot_lane.get(preferred)
+            if lane is not None:
+                work.setdefault(lane, []).append((item.callspec.params["case"], preferred))
+    pipeline = Pipeline(farm_dispatcher, work, slot_lane, window=farm_plan.window or None)
+    yield pipeline
+    pipeline.close()
+
+
 @pytest.fixture(scope="session")
 def farm_records(farm_plan):
     """This worker's records file: every case's record, appended as it comes back."""
@@ -308,12 +337,12 @@ class RecordWriter:
 
 
 @pytest.fixture
-def farm_run(request, farm_dispatcher, farm_records):
+def farm_run(request, farm_pipeline, farm_records):
     """Run a case on the pool; returns its final record (already stored and annotated)."""
 
     def run(case: Case) -> ResultRecord:
         preferred = request.node.stash.get(_PREFERRED, None)
-        record = farm_dispatcher.run(case, preferred)
+        record = farm_pipeline.result(case, preferred)
         farm_records.write(record)
         request.node.stash[_RECORD] = (record, farm_records)
         request.node.user_properties.extend(

@@ -12,6 +12,7 @@ import datetime as _dt
 import os
 import secrets
 import subprocess
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -42,6 +43,15 @@ def load_pool(inventory_path: str | os.PathLike | None) -> Inventory:
     if inventory_path:
         return load_inventory(inventory_path)
     return default_inventory(EMBEDDED_WORKROOT)
+
+
+def on_this_machine(pool: Inventory) -> bool:
+    """Whether every host is this machine (emulated, or reached on loopback): then the agents
+    share its cores with the orchestrator."""
+    return all(
+        h.transport == "local" or (h.address or "").startswith(("127.", "localhost"))
+        for h in pool.hosts
+    )
 
 
 def _pool_source(inventory_path) -> dict:
@@ -224,6 +234,8 @@ def prepare_pool(
         },
         git_commit=git_commit(),
         selection={} if selection is None else selection.freeze(run_dir).to_json(),
+        # More cases at once than cores only slows a pool of this machine down.
+        window=(os.cpu_count() or 1) if on_this_machine(inventory) else 0,
     )
     plan.save()
     return plan
@@ -236,20 +248,24 @@ def open_channel_factory(plan: Plan):
     """slot -> a fresh agent channel on the slot's host; one SSH connection per host, reused."""
     inventory = _reload_pool(plan.inventory)
     transports: dict[str, Transport] = {}
+    connecting = threading.Lock()  # the pipeline's slot threads open channels at once
 
     def open_channel(slot):
         spec = inventory.host(slot.host)
         info = plan.hosts[slot.host]
-        transport = transports.get(slot.host)
-        if transport is None:
-            transport = transports[slot.host] = open_transport(spec)
+        with connecting:
+            transport = transports.get(slot.host)
+            if transport is None:
+                transport = transports[slot.host] = open_transport(spec)
         try:
             return deploy.start_agent(
                 transport, info["bundle_sha"], native_lib=info.get("native_lib")
             )
         except FarmError:
             # The connection itself may be what broke: the next attempt starts afresh.
-            transports.pop(slot.host, None)
+            with connecting:
+                if transports.get(slot.host) is transport:
+                    transports.pop(slot.host, None)
             try:
                 transport.close()
             except Exception:

@@ -83,16 +83,10 @@ def exit_code(records: list[ResultRecord], plan: Plan, quarantined_mid_run: dict
     return EXIT_PRODUCT if outcomes["failed"] else EXIT_OK
 
 
-def default_workers(pool, slots: int) -> int:
-    """One worker per slot; but when every host is this machine (emulated or on loopback), the
-    workers, agents and sshds share its cores, and more workers than cores only slow it down
-    (benchmarks/RESULTS.md: 2 workers beat 5 on 2 cores)."""
-    local = all(
-        h.transport == "local" or (h.address or "").startswith(("127.", "localhost"))
-        for h in pool.hosts
-    )
-    cap = (os.cpu_count() or 1) if local else slots
-    return max(1, min(slots, cap))
+def default_workers(slots: int) -> int:
+    """About one orchestrator process per core, whatever the pool's size: each keeps all the
+    slots of its lane busy (farm/run/pipeline.py)."""
+    return max(1, min(slots, os.cpu_count() or 1))
 
 
 def pytest_args(plan: Plan, workers: int, extra: list[str]) -> list[str]:
@@ -153,7 +147,7 @@ def run(
         explore_count=explore_count or DEFAULT_EXPLORE_COUNT,
     )
     cases = chosen.cases()  # a bad case file stops here: nothing half-parsed ever runs
-    pool = prepare.load_pool(inventory)
+    prepare.load_pool(inventory)  # a bad inventory stops here too
     store_path = default_store_path()
     check_store(store_path, create=True)  # a store that cannot take the results: before any host
     if store_path.exists():  # a run that never starts creates no store
@@ -197,7 +191,7 @@ def run(
     with RunStore(store_path) as store:
         store.begin_run(run_meta(plan, started))
 
-    workers = jobs or default_workers(pool, len(plan.slots))
+    workers = jobs or default_workers(len(plan.slots))
     errors = CollectionErrors(console)
     selection = Selection()
     plugins = [errors, selection]

@@ -12,6 +12,7 @@ goes to a slot of the case's family, with the dispatcher's retries.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import cast
 
 from farm import paths
 from farm.agent.backends import BACKENDS
@@ -22,6 +23,23 @@ from farm.run.dispatch import Dispatcher, SlotInfo
 from farm.run.leases import RunState
 from farm.run.plan import Plan
 from suites.case import Case
+
+
+def judged(case: Case, record: ResultRecord) -> ResultRecord:
+    """The record as `farm run` judges it: a passed record of an accepted case whose tiling
+    differs from the design (the check suites/test_precision.py makes after the record) fails
+    with category "tiling", as the run's plugin amends it (farm/run/plugin.py)."""
+    from suites.tiling import TilingMismatch, check_tiling
+
+    if record.get("outcome") != "passed" or not case.accepted:
+        return record
+    try:
+        check_tiling(case, dict(record))
+    except TilingMismatch as exc:
+        amended = cast(ResultRecord, dict(record, outcome="failed", category="tiling"))
+        amended["message"] = f"passed its standards, then failed a check of the suite: {exc}"
+        return amended
+    return record
 
 
 class PoolSession:
@@ -80,9 +98,10 @@ class PoolSession:
         return set() if self.plan is None else set(self.plan.slots_by_family())
 
     def run(self, case: Case) -> ResultRecord:
+        """The case's record as `farm run` judges it (the suite's checks included)."""
         if self._dispatcher is None:
             raise RuntimeError("PoolSession.run outside `with`")
-        return self._dispatcher.run(case)
+        return judged(case, self._dispatcher.run(case))
 
     def close(self) -> None:
         if self._dispatcher is not None:

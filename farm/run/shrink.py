@@ -114,24 +114,6 @@ class Search:
         return sum(t.verdict == "same" for t in self.tries)
 
 
-def judged(case: Case, record: Record) -> Record:
-    """The record as `farm run` judges it: a passed record of an accepted case whose tiling
-    differs from the design (the check suites/test_precision.py makes after the record) fails
-    with category "tiling", as the run's plugin amends it (farm/run/plugin.py)."""
-    from suites.tiling import TilingMismatch, check_tiling
-
-    if record.get("outcome") != "passed" or not case.accepted:
-        return record
-    try:
-        check_tiling(case, dict(record))
-    except TilingMismatch as exc:
-        why = str(exc)
-        amended = dict(record, outcome="failed", category="tiling")
-        amended["message"] = f"passed its standards, then failed a check of the suite: {why}"
-        return amended
-    return record
-
-
 def run_sure(run: Runner, case: Case, best: Case | None = None) -> Record:
     """`run(case)`, once more when it is broken; broken twice is ShrinkBroken."""
     record = run(case)
@@ -311,7 +293,7 @@ def main(argv: list[str] | None = None) -> int:
         console.print(f"[bold]{escape(case.id)}[/]  {shrinking.describe(case)}  on {where}")
 
         def run(c: Case) -> Record:
-            return judged(c, pool.run(c))
+            return pool.run(c)
 
         first = run_sure(run, case)
         signature = Signature.of(case, first)

@@ -1,0 +1,178 @@
+"""Many slots per orchestrator process: slots are grouped into lanes, one lane per pytest worker,
+and a worker runs its lane's cases on all the lane's slots at once.
+
+pytest runs a worker's test items one after the other. With one item per slot in flight, a pool
+of 512 slots would need 512 workers (~40 MB each, most of them waiting for a reply). Instead:
+
+* ``lanes(slots, n)`` splits the healthy slots into n lanes, each family spread over them; the
+  farm's xdist scheduler sends a whole lane to one worker (a lane is a scope);
+* the worker's :class:`Pipeline` starts, on the first item of a lane, one thread per slot of the
+  lane. Each thread runs the cases that prefer its slot (farm/run/leases.py assign_slots, which
+  balances their cost) in item order through the worker's Dispatcher (its retries, leases, busy
+  and hang rules unchanged), so every slot stays busy while the test items, in order, only wait
+  for a result already on its way.
+
+A result is handed to its item once (the plugin then writes the record): cases run ahead of an
+item that never comes (-x stopped the session, a crash moved the lane) are dropped when the
+pipeline closes, never written. A case whose family has no slot in the lane (a family without a
+healthy slot, or a lane moved here after a worker died) runs in the item's own thread.
+"""
+
+from __future__ import annotations
+
+import collections
+import threading
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from farm.agent.record import ResultRecord
+from farm.run.dispatch import Dispatcher, SlotInfo
+from suites.case import Case
+
+LANE_PREFIX = "lane"
+
+
+def lanes(slots: Iterable[SlotInfo | dict], n: int) -> dict[str, str]:
+    """slot id -> lane name, n lanes at most: the slots of each family dealt round-robin, so that
+    every lane gets a share of every family it can (deterministic: every worker computes it)."""
+    by_family: dict[str, list[str]] = collections.defaultdict(list)
+    for slot in slots:
+        sid, family = (
+            (slot["id"], slot["family"]) if isinstance(slot, dict) else (slot.id, slot.family)
+        )
+        by_family[family].append(sid)
+    n = max(1, n)
+    out: dict[str, str] = {}
+    turn = 0
+    for family in sorted(by_family):
+        for sid in sorted(by_family[family]):
+            out[sid] = f"{LANE_PREFIX}{turn % n}"
+            turn += 1
+    return out
+
+
+class Pipeline:
+    """Cases of a worker's lanes, run ahead on every slot of those lanes.
+
+    ``work``: lane -> the (case, preferred slot) of its items, in item order. ``slot_lane``: slot
+    id -> lane (from :func:`lanes`). ``window``: at most this many slots of a lane run at once
+    (None: all; local pools cap it at the cores, see farm/run/plugin.py)."""
+
+    def __init__(
+        self,
+        dispatcher: Dispatcher,
+        work: dict[str, list[tuple[Case, str]]],
+        slot_lane: dict[str, str],
+        window: int | None = None,
+        run: Callable[[Case, str | None], ResultRecord] | None = None,
+    ):
+        self.dispatcher = dispatcher
+        self.work = work
+        self.slot_lane = slot_lane
+        self.window = window
+        self._run = run or dispatcher.run
+        self._cond = threading.Condition()
+        self._queues: dict[str, collections.deque[Case]] = {}  # slot id -> its cases
+        self._results: dict[str, tuple[ResultRecord | None, BaseException | None]] = {}
+        self._pending: set[str] = set()
+        self._started: set[str] = set()
+        self._threads: list[threading.Thread] = []
+        self._closing = False
+
+    # -- the item side --------------------------------------------------------------------
+
+    def result(self, case: Case, preferred: str | None) -> ResultRecord:
+        """The record of ``case``: prefetched by the lane's threads, else run here."""
+        lane = self.slot_lane.get(preferred or "")
+        with self._cond:
+            if lane is not None and lane not in self._started:
+                self._start(lane)
+            if case.id not in self._pending and case.id not in self._results:
+                prefetched = False
+            else:
+                prefetched = True
+                while case.id not in self._results:
+                    self._cond.wait()
+        if not prefetched:
+            return self._run(case, preferred)
+        with self._cond:
+            record, error = self._results.pop(case.id)
+        if error is not None:
+            raise error
+        assert record is not None
+        return record
+
+    # -- the slot side --------------------------------------------------------------------
+
+    def _start(self, lane: str) -> None:
+        """Queue the lane's cases by family and start a thread per slot (caller holds _cond)."""
+        self._started.add(lane)
+        slots = [s for s in self.dispatcher.slots.values() if self.slot_lane.get(s.id) == lane]
+        for case, preferred in self.work.get(lane, []):
+            if preferred in self.dispatcher.slots and case.id not in self._pending:
+                self._queues.setdefault(preferred, collections.deque()).append(case)
+                self._pending.add(case.id)
+        gate = threading.BoundedSemaphore(self.window) if self.window else None
+        for slot in sorted(slots, key=lambda s: s.id):
+            queue = self._queues.get(slot.id)
+            if not queue:
+                continue
+            thread = threading.Thread(
+                target=self._drive,
+                args=(slot, queue, gate),
+                name=f"farm-slot-{slot.id}",
+                daemon=True,
+            )
+            self._threads.append(thread)
+            thread.start()
+
+    def _drive(
+        self,
+        slot: SlotInfo,
+        queue: collections.deque[Case],
+        gate: threading.BoundedSemaphore | None,
+    ) -> None:
+        while True:
+            if gate is not None:
+                gate.acquire()
+            try:
+                with self._cond:
+                    if self._closing or not queue:
+                        return
+                    case = queue.popleft()
+                record: ResultRecord | None = None
+                error: BaseException | None = None
+                try:
+                    record = self._run(case, slot.id)
+                except BaseException as exc:  # handed to the item, which reports it
+                    error = exc
+                with self._cond:
+                    self._pending.discard(case.id)
+                    self._results[case.id] = (record, error)
+                    self._cond.notify_all()
+            finally:
+                if gate is not None:
+                    gate.release()
+
+    def close(self, timeout: float = 5.0) -> list[str]:
+        """Stop taking cases; returns the ids run ahead that no item took (they are dropped)."""
+        with self._cond:
+            self._closing = True
+            for queue in self._queues.values():
+                for case in queue:
+                    self._pending.discard(case.id)
+                queue.clear()
+            self._cond.notify_all()
+        for thread in self._threads:
+            thread.join(timeout)
+        with self._cond:
+            return sorted(self._results)
+
+    def stats(self) -> dict[str, Any]:
+        with self._cond:
+            return {
+                "lanes": sorted(self._started),
+                "threads": len(self._threads),
+                "waiting": len(self._results),
+                "queued": sum(len(q) for q in self._queues.values()),
+            }

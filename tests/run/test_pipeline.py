@@ -1,0 +1,117 @@
+"""The pipeline keeps every slot of a worker's lane busy while the items wait in order: each case
+is run once, on a slot of its family, results reach their own items, and what ran ahead of items
+that never came is dropped, not reported."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+
+import pytest
+
+from farm.run.dispatch import SlotInfo
+from farm.run.pipeline import Pipeline, lanes
+from suites.case import Case
+
+SLOTS = [
+    SlotInfo("a:0", "a", "ascend910b", "Ascend910B1", 0),
+    SlotInfo("a:1", "a", "ascend910b", "Ascend910B1", 1),
+    SlotInfo("b:0", "b", "ascend910b", "Ascend910B1", 0),
+    SlotInfo("c:0", "c", "ascend310b", "Ascend310B1", 0),
+]
+
+
+class FakeDispatcher:
+    def __init__(self, slots, delay=0.01, fail=()):
+        self.slots = {s.id: s for s in slots}
+        self.fail = set(fail)
+        self.delay = delay
+        self.ran: list[tuple[str, str | None]] = []
+        self.busy: Counter[str] = Counter()
+        self.most_at_once = 0
+        self._lock = threading.Lock()
+
+    def run(self, case, preferred=None):
+        with self._lock:
+            self.ran.append((case.id, preferred))
+            self.busy[preferred or "-"] += 1
+            self.most_at_once = max(self.most_at_once, sum(self.busy.values()))
+            assert self.busy[preferred or "-"] == 1 or preferred is None, "a slot ran two at once"
+        time.sleep(self.delay)
+        with self._lock:
+            self.busy[preferred or "-"] -= 1
+        if case.id in self.fail:
+            raise RuntimeError(f"agent lost running {case.id}")
+        return {"case_id": case.id, "outcome": "passed", "slot": preferred}
+
+
+def cases(n, family="ascend910b"):
+    return [Case(family, "float32", (2 + i, 3), (-1,)) for i in range(n)]
+
+
+def test_lanes_deal_every_family_over_the_lanes():
+    assert lanes(SLOTS, 2) == {"c:0": "lane0", "a:0": "lane1", "a:1": "lane0", "b:0": "lane1"}
+    assert set(lanes(SLOTS, 1).values()) == {"lane0"}
+    assert lanes([{"id": "x:0", "family": "f"}], 8) == {"x:0": "lane0"}
+
+
+def test_every_case_runs_once_on_its_family_and_reaches_its_item():
+    dispatcher = FakeDispatcher(SLOTS, delay=0.05)
+    big, small = cases(12), cases(4, "ascend310b")
+    slot_lane = {s.id: "lane0" for s in SLOTS}
+    spread = ["a:0", "a:1", "b:0"]
+    work = {"lane0": [(c, spread[i % 3]) for i, c in enumerate(big)]}
+    work["lane0"] += [(c, "c:0") for c in small]
+    pipeline = Pipeline(dispatcher, work, slot_lane)
+    records = [pipeline.result(c, p) for c, p in work["lane0"]]
+    assert [r["case_id"] for r in records] == [c.id for c, _ in work["lane0"]]
+    assert sorted(cid for cid, _ in dispatcher.ran) == sorted(c.id for c, _ in work["lane0"])
+    by_slot = {r["case_id"]: r["slot"] for r in records}
+    assert [by_slot[c.id] for c in big] == [spread[i % 3] for i in range(12)]  # as preferred
+    assert {by_slot[c.id] for c in small} == {"c:0"}
+    assert dispatcher.most_at_once == 4  # every slot at once, not one after the other
+    assert pipeline.close() == []
+
+
+def test_a_window_caps_the_slots_running_at_once():
+    dispatcher = FakeDispatcher(SLOTS)
+    work = {"lane0": [(c, SLOTS[i % 4].id) for i, c in enumerate(cases(9))]}
+    pipeline = Pipeline(dispatcher, work, {s.id: "lane0" for s in SLOTS}, window=2)
+    for c, p in work["lane0"]:
+        pipeline.result(c, p)
+    assert dispatcher.most_at_once == 2
+
+
+def test_an_error_reaches_the_item_of_its_case_only():
+    mixed = cases(8)
+    dispatcher = FakeDispatcher(SLOTS, fail=[mixed[5].id])
+    work = {"lane0": [(c, "a:0") for c in mixed]}
+    pipeline = Pipeline(dispatcher, work, {s.id: "lane0" for s in SLOTS})
+    for c, p in work["lane0"]:
+        if c.id in dispatcher.fail:
+            with pytest.raises(RuntimeError, match="agent lost running"):
+                pipeline.result(c, p)
+        else:
+            assert pipeline.result(c, p)["outcome"] == "passed"
+
+
+def test_cases_outside_the_lanes_run_in_the_items_thread():
+    dispatcher = FakeDispatcher(SLOTS)
+    pipeline = Pipeline(dispatcher, {}, {s.id: "lane0" for s in SLOTS})
+    (case,) = cases(1)
+    assert pipeline.result(case, "no-slot-ascend910b")["slot"] == "no-slot-ascend910b"
+    assert pipeline.result(case, None)["slot"] is None
+
+
+def test_what_ran_ahead_of_items_that_never_came_is_dropped():
+    dispatcher = FakeDispatcher(SLOTS, delay=0.0)
+    work = {"lane0": [(c, "a:0") for c in cases(6)]}
+    pipeline = Pipeline(dispatcher, work, {s.id: "lane0" for s in SLOTS})
+    first = work["lane0"][0]
+    pipeline.result(*first)  # then the session stops (-x)
+    deadline = time.monotonic() + 5
+    while len(dispatcher.ran) < 6 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    dropped = pipeline.close()
+    assert dropped == sorted(c.id for c, _ in work["lane0"][1:])
