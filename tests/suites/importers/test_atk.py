@@ -1,0 +1,139 @@
+"""ATK: JSON case descriptions."""
+
+from __future__ import annotations
+
+import json
+
+from suites.importers import atk
+
+from . import accounted, convert, departure, outcomes, parse
+
+SAMPLE = "logsoftmaxgrad_atk.json"
+
+
+def _entry(i, dtype, shape, dim, dy, y, expect, **extra) -> dict:
+    entry = {"name": f"LogSoftmaxBackward#{i}", "dtype": dtype, "shape": shape, "axes": [dim],
+             "api": "dim"}  # fmt: skip
+    entry.update({k: extra.pop(k) for k in ("y_dtype", "out_dtype", "missing") if k in extra})
+    for name, bounds in (("dy", dy), ("y", y)):
+        if bounds is None:
+            continue
+        if bounds[0] == bounds[1]:
+            entry.update({f"{name}_dist": "fill", f"{name}_fill": bounds[0]})
+        else:
+            entry.update({f"{name}_dist": "range", f"{name}_range": bounds})
+    entry.update(extra)
+    entry["expect"] = expect
+    if "note" in entry:
+        entry["note"] = entry.pop("note")
+    return entry
+
+
+def test_the_sample_becomes_these_entries():
+    result = parse("atk", SAMPLE)
+    single_bm = (
+        "ATK accuracy standard single_bm has no farm form: judged by the farm's standards only"
+    )
+    assert result.entries == [
+        _entry(0, "float32", [16, 128], -1, [-1.0, 1.0], [-8.0, 0.0], "accept",
+               tolerance={"rtol": 0.0001, "atol": 0.0001, "max_fail_fraction": 0.001}),
+        _entry(1, "float16", [2, 3, 1000], 1, [-2.0, 2.0], [-12.0, 0.0], "accept",
+               note=single_bm),
+        _entry(2, "bfloat16", [32, 4096], -1, [-1.0, 1.0], [-20.0, 0.0], "accept"),
+        _entry(3, "float32", [5, 6], 1, [-1.0, 1.0], [-4.0, 0.0], "reject", y_dtype="float16"),
+        _entry(4, "complex64", [4, 4], 0, None, None, "reject"),
+        _entry(5, "float32", [3, 7], -1, [0.5, 0.5], [-3.0, -3.0], "accept",
+               tolerance={"rtol": 0.0, "atol": 0.0, "max_fail_fraction": 0.0}),
+        _entry(6, "bfloat16", [8, 256], -1, [-1.0, 1.0], [-6.0, 0.0], "accept",
+               out_dtype="float32"),
+        _entry(7, "float16", [64, 64], 0, [-1.0, 1.0], [-9.0, 0.0], "accept",
+               note="output outlier_values [-65504] not mixed in (not expressible); backward: "
+               "ATK also checks the API's own backward; not expressible"),
+        _entry(9, "float32", [10, 5], -1, [-1.0, 1.0], None, "reject", missing="y"),
+    ]  # fmt: skip
+    assert result.skipped == [
+        (
+            "Softmax#8",
+            "api torch.nn.functional.softmax / Softmax is not LogSoftmaxGrad "
+            "(aclnnLogSoftmaxBackward, torch._log_softmax_backward_data)",
+        )
+    ]
+    accounted(result)
+
+
+def test_the_cases_carry_the_contracts_verdict_and_departures():
+    conversion = convert("atk", SAMPLE)
+    reasons = [(n, c.split("_")[0], r) for n, c, r in outcomes(conversion)]
+    assert reasons == [
+        (f"LogSoftmaxBackward#{i}", fam, reason)
+        for i, by_family in (
+            (0, ("ok", "ok")),
+            (1, ("ok", "ok")),
+            (2, ("ok", "bf16_unsupported_on_soc")),
+            (3, ("dtype_mismatch", "dtype_mismatch")),
+            (4, ("dtype_unsupported", "dtype_unsupported")),
+            (5, ("ok", "ok")),
+            (6, ("dtype_mismatch", "dtype_mismatch")),
+            (7, ("ok", "ok")),
+            (9, ("null_tensor", "null_tensor")),
+        )
+        for fam, reason in zip(("910b", "310b"), by_family, strict=True)
+    ]
+    notes = {
+        (n, c.family): c.note for n, c in zip(conversion.case_names, conversion.cases, strict=True)
+    }
+    assert notes["LogSoftmaxBackward#2", "ascend310b"] == departure(
+        "acceptance", "ascend310b", "rejects it (bf16_unsupported_on_soc)"
+    )
+    # torch's input_dtype makes out float32 beside bf16 inputs: ATK expects a pass
+    assert notes["LogSoftmaxBackward#6", "ascend910b"] == departure(
+        "acceptance", "ascend910b", "rejects it (dtype_mismatch)"
+    )
+    assert notes["LogSoftmaxBackward#3", "ascend910b"] == ""  # ATK expects the rejection too
+
+
+def test_the_cases_wrapper_composite_attributes_and_tensor_lists():
+    tensor = {"type": "tensor", "dtype": "fp16", "shape": [4, 4], "range_values": [-1, 1]}
+    cases = {
+        "cases": [
+            {"id": "a", "name": "torch._log_softmax_backward_data",
+             "inputs": [dict(tensor, name="grad_output"), dict(tensor, name="output"),
+                        [{"name": "dim", "type": "attrs", "range_values": [1]}]]},
+            {"id": "b", "aclnn_name": "aclnnLogSoftmaxBackward",
+             "inputs": [[dict(tensor), dict(tensor)], {"name": "dim", "type": "attr",
+                                                       "range_values": 0}]},
+            {"id": "c", "aclnn_name": "LogSoftmaxBackward", "inputs": [dict(tensor)]},
+        ]
+    }  # fmt: skip
+    result = atk.parse(json.dumps(cases), "inline")
+    accounted(result)
+    assert [e["axes"] for e in result.entries] == [[1]]
+    assert [name for name, _ in result.skipped] == [
+        "aclnnLogSoftmaxBackward#b",
+        "LogSoftmaxBackward#c",
+    ]
+    assert "tensor list" in result.skipped[0][1]
+    assert "1 tensors" in result.skipped[1][1]
+
+
+def test_a_null_grad_output_leaves_out_like_output():
+    case = {
+        "id": 1,
+        "aclnn_name": "LogSoftmaxBackward",
+        "expected_error_msg": "gradOutput is None",
+        "inputs": [
+            {"name": "grad_output", "type": "tensor", "dtype": None, "shape": None},
+            {"name": "output", "type": "tensor", "dtype": "fp32", "shape": [3, 3]},
+            {"name": "dim", "type": "attr", "range_values": -1},
+        ],
+    }
+    (entry,) = atk.parse(json.dumps([case]), "inline").entries
+    assert entry == {
+        "name": "LogSoftmaxBackward#1",
+        "dtype": "float32",
+        "shape": [3, 3],
+        "axes": [-1],
+        "api": "dim",
+        "missing": "dy",
+        "expect": "reject",
+    }

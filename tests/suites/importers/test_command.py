@@ -1,0 +1,153 @@
+"""`farm cases import`: end to end through the farm's command line."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from farm.cli import main
+from suites import casefile
+
+from . import SAMPLES, convert
+
+RUNS = [
+    ("msopst", ["logsoftmaxgrad_msopst.json"], 9, 16, 3, 9),
+    ("atk", ["logsoftmaxgrad_atk.json"], 10, 18, 1, 7),
+    ("ttk", ["logsoftmaxgrad_ttk.csv", "logsoftmaxgrad_ttk_aclnn.csv"], 15, 20, 4, 9),
+    ("aclnn-ut", ["test_aclnn_log_softmax_backward.cpp"], 12, 19, 2, 9),
+]
+
+
+@pytest.mark.parametrize(("fmt", "files", "sources", "cases", "skipped", "noted"), RUNS)
+@pytest.mark.parametrize("suffix", [".json", ".yaml", ".csv"])
+def test_each_format_end_to_end(
+    tmp_path, capsys, fmt, files, sources, cases, skipped, noted, suffix
+):
+    out = tmp_path / f"cases{suffix}"
+    rc = main(
+        ["cases", "import", "--format", fmt, *(str(SAMPLES / f) for f in files), "-o", str(out)]
+    )
+    printed = capsys.readouterr()
+    assert rc == 0, printed.err
+    lines = printed.out.strip().splitlines()
+    assert lines[-1] == (
+        f"{sources} source cases → {cases} farm cases, {skipped} not imported, {noted} with notes"
+    )
+    assert lines[-2] == f"wrote {cases} farm cases to {out}"
+    loaded = casefile.load(out)
+    made = [c for f in files for c in convert(fmt, f).cases]
+    assert [c.id for c in loaded] == [c.id for c in made]
+    assert [c.note for c in loaded] == [c.note for c in made]
+    assert sum(1 for line in lines if ": not imported: " in line) == skipped
+
+
+def test_the_report_says_per_source_case_what_was_not_expressed(capsys, tmp_path):
+    out = tmp_path / "cases.json"
+    main(["cases", "import", "--format", "msopst", str(SAMPLES / "logsoftmaxgrad_msopst.json"),
+          "-o", str(out)])  # fmt: skip
+    text = capsys.readouterr().out
+    assert (
+        "  Test_LogSoftmaxGrad_005_nz: not imported: grad format FRACTAL_NZ is a private layout "
+        "the farm has no form for (it passes ND tensors)"
+    ) in text
+    assert "  Test_Add_007: not imported: op 'Add' is not LogSoftmaxGrad" in text
+    assert (
+        "  Test_LogSoftmaxGrad_002_bf16: note [ascend310b]: the source expects acceptance on "
+        "ascend310b; the contract (SPEC section 2) rejects it (bf16_unsupported_on_soc): judged "
+        "by the contract"
+    ) in text
+    document = json.loads(out.read_text())
+    assert document["source"] == "imported from msopst: logsoftmaxgrad_msopst.json"
+
+
+def test_names_are_printed_as_text_not_markup(tmp_path, capsys):
+    source = tmp_path / "odd.json"
+    source.write_text(json.dumps([{"case_name": "[bold]x[/bold]", "op": "Softmax"}]))
+    rc = main(
+        ["cases", "import", "--format", "msopst", str(source), "-o", str(tmp_path / "o.json")]
+    )
+    text = capsys.readouterr().out
+    assert rc == 0
+    assert "[bold]x[/bold]: not imported: op 'Softmax' is not LogSoftmaxGrad" in text
+    assert "no case could be imported" in text and not (tmp_path / "o.json").exists()
+    assert text.strip().splitlines()[-1] == (
+        "1 source cases → 0 farm cases, 1 not imported, 0 with notes"
+    )
+
+
+def test_a_farm_case_made_twice_is_kept_once_with_both_notes(tmp_path, capsys):
+    desc = {"format": "ND", "type": "float16", "shape": [4, 4], "value_range": [[-1, 1]]}
+    case = {
+        "case_name": "A",
+        "op": "LogSoftmaxGrad",
+        "input_desc": [dict(desc, name="grad"), dict(desc, name="x")],
+        "output_desc": [{"name": "y", "format": "ND", "type": "float16", "shape": [4, 4]}],
+    }
+    twin = dict(case, case_name="B", st_mode="pt_python_train", priority=1)
+    source = tmp_path / "twins.json"
+    source.write_text(json.dumps([case, twin]))
+    out = tmp_path / "o.json"
+    assert main(["cases", "import", "--format", "msopst", str(source), "-o", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "B: [ascend910b] the same farm case as A: kept once (notes joined)" in text
+    loaded = casefile.load(out)
+    assert len(loaded) == 2
+    assert all(c.note == "field 'priority' not read" for c in loaded)
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--format", "junit", "x.json", "-o", "o.json"],
+         "error: unknown format 'junit' (use --format with one of: ttk, atk, msopst, aclnn-ut)"),
+        (["x.json", "-o", "o.json"],
+         "error: no --format given (use --format with one of: ttk, atk, msopst, aclnn-ut)"),
+        (["--format", "atk", "-o", "o.json"],
+         "error: no FILE given (name the atk case files to import)"),
+        (["--format", "atk", "{samples}/logsoftmaxgrad_atk.json"],
+         "error: no -o FILE given (the case file to write: .json, .yaml or .csv)"),
+        (["--format", "atk", "{samples}/nothere.json", "-o", "{tmp}/o.json"],
+         "error: {samples}/nothere.json: no such file (check the path)"),
+        (["--format", "msopst", "{samples}/logsoftmaxgrad_ttk.csv", "-o", "{tmp}/o.json"],
+         "error: {samples}/logsoftmaxgrad_ttk.csv: line 1: not JSON (Expecting value): give an "
+         "msopst case file (a JSON list of cases with case_name, op, input_desc, output_desc)"),
+        (["--format", "atk", "{samples}/logsoftmaxgrad_ttk.csv", "-o", "{tmp}/o.json"],
+         "error: {samples}/logsoftmaxgrad_ttk.csv: line 1: not JSON (Expecting value): give an "
+         'ATK case file (a JSON list of cases, or {"cases": [...]})'),
+        (["--format", "ttk", "{samples}/logsoftmaxgrad_atk.json", "-o", "{tmp}/o.json"],
+         "error: {samples}/logsoftmaxgrad_atk.json: not a TTK case CSV: the header has neither "
+         "op_name (kernel mode) nor api_name (ACLNN mode); the first row must name the columns"),
+        (["--format", "aclnn-ut", "{samples}/logsoftmaxgrad_atk.json", "-o", "{tmp}/o.json"],
+         "error: {samples}/logsoftmaxgrad_atk.json: no TEST_F or TEST in it: give an aclnn UT "
+         "source (gtest, OP_API_UT of aclnnLogSoftmaxBackward)"),
+        (["--format", "atk", "{samples}/logsoftmaxgrad_atk.json", "-o", "{tmp}/o.txt"],
+         "error: {tmp}/o.txt: unknown case file format '.txt' (use .json, .yaml, .yml or .csv; "
+         "to convert an outside suite's file, `farm cases import`)"),
+    ],
+)  # fmt: skip
+def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, argv, message):
+    def fill(text: str) -> str:
+        return text.replace("{samples}", str(SAMPLES)).replace("{tmp}", str(tmp_path))
+
+    rc = main(["cases", "import", *map(fill, argv)])
+    printed = capsys.readouterr()
+    assert rc == 2
+    assert printed.err.strip().splitlines() == [fill(message)]
+    assert printed.out == ""
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_bad_file_among_good_ones_writes_nothing(tmp_path, capsys):
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    out = tmp_path / "o.json"
+    rc = main(["cases", "import", "--format", "msopst",
+               str(SAMPLES / "logsoftmaxgrad_msopst.json"), str(bad), "-o", str(out)])  # fmt: skip
+    assert rc == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
+        f"error: {bad}: line 1: not JSON (Expecting property name enclosed in double quotes): "
+        "give an msopst case file (a JSON list of cases with case_name, op, input_desc, "
+        "output_desc)"
+    ]
+    assert not out.exists()
