@@ -406,9 +406,9 @@ class Case:
         return contract.Call(
             dy_shape=None if self.missing == "dy" else self.shape,
             dy_dtype=self.dtype,
-            y_shape=None if self.missing == "y" else (self.y_shape or self.shape),
+            y_shape=None if self.missing == "y" else self.tensor_shape("y"),
             y_dtype=self.y_dtype or self.dtype,
-            out_shape=None if self.missing == "out" else (self.out_shape or self.shape),
+            out_shape=None if self.missing == "out" else self.tensor_shape("out"),
             out_dtype=self.out_dtype or self.dtype,
             axes=self.axes,
             bf16_cast=profile.bf16_cast,

@@ -15,8 +15,8 @@ Beyond the fields of suites.case.Case, an entry may carry:
   {"ascend310b": "reject", ...}. The contract (SPEC section 2) decides the verdict; where the
   source departs from it, the case carries a note that the report shows;
 - name: the source's name of the case (kept in the case's origin);
-- id, seed, schedule, layout, origin: derived (origin becomes "<file>#<index>", or
-  "<file>:<name>"); an id that does not match the fields is refused.
+- origin: where the case came from (default "<file>#<index>", or "<file>:<name>");
+- id, seed, schedule, layout: derived; an id that does not match the fields is refused.
 """
 
 from __future__ import annotations
@@ -295,12 +295,14 @@ def entries_to_cases(
     lines = lines or [None] * len(entries)
     cases: list[Case] = []
     problems: list[str] = []
+    seen: set[str] = set()  # the same case twice is kept once
     stem = Path(source).name
     for index, (entry, line) in enumerate(zip(entries, lines, strict=True)):
         where = f"{source}: case {index}" + (f" (line {line})" if line else "")
         made, wrong = entry_cases(entry, origin=f"{stem}#{index}")
         problems += [f"{where}: {w}" for w in wrong]
-        cases += made
+        cases += [c for c in made if c.id not in seen]
+        seen.update(c.id for c in made)
     if problems:
         shown = problems[:MAX_MESSAGES]
         if len(problems) > MAX_MESSAGES:
@@ -338,7 +340,9 @@ def entry_cases(entry: Any, origin: str = "") -> tuple[list[Case], list[str]]:
     given.setdefault("api", "dim" if len(given.get("axes") or ()) == 1 else "axes")
     if entry.get("name"):
         origin = f"{origin.split('#')[0]}:{entry['name']}"
-    given["origin"] = origin  # where the case comes from now: this file and entry
+    # Where the case comes from: what the entry says (an import names the source's case), else
+    # this file and entry.
+    given["origin"] = given.get("origin") or origin
     if "layout" in entry and not any(f"{t}_layout" in entry for t in TENSORS):
         if entry["layout"] == "strided":
             given.update(dy_layout="strided", y_layout="strided")
