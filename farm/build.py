@@ -11,6 +11,8 @@ Targets:
     build_native(target, build_dir, plant_bug="", sanitize=False) -> Path of the library
     build_twin(build_dir, plant_bug="", sanitize=False) -> Path of liblsg_twin.so
     build_package(target="ascendc-cpu", out_dir="dist/op", plant_bug="") -> Path of the archive
+    build_package(target, out_dir, build_dir=..., source_dir=<another op/>) -> the same, from
+                 another tree's operator sources (`farm bisect`: a worktree at each commit)
     sanitize_check(matrix=None, target="twin") -> SanitizeReport  (ASan/UBSan, driven from Python)
     main(argv) -> exit code                                        (what `farm build` runs)
 
@@ -91,8 +93,13 @@ ENTRY_MTIME = 0
 ENTRY_MODE = 0o644
 
 
-def op_version() -> str:
-    return (OP_DIR / "VERSION").read_text().strip()
+def _op_dir(source_dir: str | Path | None) -> Path:
+    """The operator sources to build: this checkout's op/, or `source_dir` (another tree's op/)."""
+    return OP_DIR if source_dir is None else Path(source_dir).resolve()
+
+
+def op_version(source_dir: str | Path | None = None) -> str:
+    return (_op_dir(source_dir) / "VERSION").read_text().strip()
 
 
 def describe(target: str) -> str:
@@ -147,9 +154,9 @@ def _run(cmd: list[str], what: str, cwd: Path = ROOT, env: dict | None = None) -
     return output
 
 
-def emulation_present() -> bool:
+def emulation_present(source_dir: str | Path | None = None) -> bool:
     """Whether the CPU emulation of Ascend C (the kernel side) is in the checkout."""
-    emu = OP_DIR / "ascendc_cpu"
+    emu = _op_dir(source_dir) / "ascendc_cpu"
     return (emu / "include" / "kernel_operator.h").is_file() and any((emu / "src").glob("*.cpp"))
 
 
@@ -158,11 +165,16 @@ def build_native(
     build_dir: str | Path | None = None,
     plant_bug: str = "",
     sanitize: bool = False,
+    source_dir: str | Path | None = None,
 ) -> Path:
     """Configure op/ with CMake and build the library of `target` (ascendc-cpu or twin); returns
     its path. Incremental: a second call on the same directory only rebuilds what changed.
     A planted bug that does not apply, or a planted edit whose text is not in the source exactly
-    once, is a BuildError naming the bug (and the file)."""
+    once, is a BuildError naming the bug (and the file).
+
+    `source_dir`: build another tree's operator sources (its op/ directory) instead of this
+    checkout's; give it its own `build_dir` (one directory per source tree: CMake refuses a build
+    directory configured from another source)."""
     if target not in NATIVE_TARGETS:
         raise BuildError(f"target {target!r} has no C ABI library: use one of {NATIVE_TARGETS}")
     if plant_bug not in PLANT_BUGS:
@@ -172,12 +184,14 @@ def build_native(
             f"plant_bug {plant_bug!r} is planted in the real kernel's source: it applies to the "
             "ascendc-cpu target only (the twin plants " + ", ".join(TWIN_PLANT_BUGS[1:]) + ")"
         )
-    if target == "ascendc-cpu" and not emulation_present():
+    if target == "ascendc-cpu" and not emulation_present(source_dir):
         raise BuildError(
             "the ascendc-cpu target needs the CPU emulation of Ascend C (op/ascendc_cpu/include "
             "kernel_operator.h and the emulated device op/ascendc_cpu/src), which this checkout "
             "lacks; build --target twin meanwhile"
         )
+    if source_dir is not None and build_dir is None:
+        raise BuildError("building another source tree needs its own build_dir")
     build_dir = Path(build_dir) if build_dir else default_build_dir(plant_bug, sanitize, target)
     build_dir = build_dir if build_dir.is_absolute() else ROOT / build_dir
     cmake = cmake_executable()
@@ -187,7 +201,7 @@ def build_native(
             [
                 cmake,
                 "-S",
-                str(OP_DIR),
+                str(_op_dir(source_dir)),
                 "-B",
                 str(build_dir),
                 "-DCMAKE_BUILD_TYPE=Release",
@@ -233,12 +247,12 @@ def build_ascendc_cpu(
 # -- the package -------------------------------------------------------------------------------
 
 
-def soc_profiles() -> list[dict]:
+def soc_profiles(source_dir: str | Path | None = None) -> list[dict]:
     """The SoC table compiled into the library (op/tiling/soc_profiles.inc)."""
     pattern = re.compile(
         r'^LSG_SOC\("(\w+)",\s*"(\w+)",\s*(\d+),\s*(\d+),\s*(\d+),\s*(true|false)\)', re.M
     )
-    text = (OP_DIR / "tiling" / "soc_profiles.inc").read_text()
+    text = (_op_dir(source_dir) / "tiling" / "soc_profiles.inc").read_text()
     return [
         {
             "name": m[1],
@@ -252,18 +266,19 @@ def soc_profiles() -> list[dict]:
     ]
 
 
-def git_state() -> dict:
-    """The commit of the sources and whether op/ differs from it."""
+def git_state(source_dir: str | Path | None = None) -> dict:
+    """The commit of the sources and whether op/ (or `source_dir`) differs from it."""
+    cwd = ROOT if source_dir is None else _op_dir(source_dir)
 
     def git(*args: str) -> str | None:
         try:
-            proc = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True)
+            proc = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True)
         except OSError:
             return None
         return proc.stdout.strip() if proc.returncode == 0 else None
 
     commit = git("rev-parse", "HEAD")
-    status = git("status", "--porcelain", "--", "op")
+    status = git("status", "--porcelain", "--", "op" if source_dir is None else ".")
     return {"git_commit": commit or "unknown", "git_dirty": bool(status)}
 
 
@@ -294,16 +309,18 @@ def write_archive(path: Path, files: dict[str, bytes]) -> Path:
     return path
 
 
-def manifest(target: str, files: dict[str, bytes], plant_bug: str = "") -> dict:
+def manifest(
+    target: str, files: dict[str, bytes], plant_bug: str = "", source_dir: str | Path | None = None
+) -> dict:
     return {
         "name": PACKAGE_NAME,
-        "version": op_version(),
+        "version": op_version(source_dir),
         "target": target,
         "implementation": DESCRIPTIONS.get(target, ""),
         "library": next((n for n in sorted(files) if n.startswith("lib/")), ""),
-        **git_state(),
+        **(git_state() if source_dir is None else git_state(source_dir)),
         "plant_bug": plant_bug,
-        "soc_profiles": soc_profiles(),
+        "soc_profiles": soc_profiles(source_dir),
         "files": [
             {"path": name, "sha256": sha256_bytes(files[name]), "bytes": len(files[name])}
             for name in sorted(files)
@@ -311,9 +328,16 @@ def manifest(target: str, files: dict[str, bytes], plant_bug: str = "") -> dict:
     }
 
 
-def archive_name(target: str, plant_bug: str = "") -> str:
+def archive_name(target: str, plant_bug: str = "", source_dir: str | Path | None = None) -> str:
     bug = f"-bug-{plant_bug}" if plant_bug else ""
-    return f"{PACKAGE_NAME}-{op_version()}-{target}{bug}.tar.gz"
+    return f"{PACKAGE_NAME}-{op_version(source_dir)}-{target}{bug}.tar.gz"
+
+
+def headers(target: str, source_dir: str | Path | None = None) -> tuple[Path, ...]:
+    """The C ABI headers the package of `target` ships (HEADERS), from `source_dir`'s tree."""
+    if source_dir is None:
+        return HEADERS[target]
+    return tuple(_op_dir(source_dir) / h.relative_to(OP_DIR) for h in HEADERS[target])
 
 
 def _ascend_files() -> dict[str, bytes]:
@@ -341,29 +365,36 @@ def build_package(
     out_dir: str | Path = "dist/op",
     plant_bug: str = "",
     build_dir: str | Path | None = None,
+    source_dir: str | Path | None = None,
 ) -> Path:
     """Build the operator for `target` and write its archive; returns the archive's path.
 
     ascendc-cpu: the real Ascend C kernel and host tiling on the CPU emulation (the default).
     twin: the CPU twin. (build_dir defaults to build/<target>, where the native backend looks.)
     ascend: the Ascend C package via op/ascendc/build.sh; fails clearly without CANN.
+
+    source_dir: another tree's op/ directory to build instead of this checkout's (ascendc-cpu
+    and twin; needs a build_dir of its own); its version, headers, SoC table and git commit go
+    into the archive and its manifest.
     """
     if target not in TARGETS:
         raise BuildError(f"target {target!r}: use one of {TARGETS}")
     if target in NATIVE_TARGETS:
-        lib = build_native(target, build_dir, plant_bug=plant_bug)
+        lib = build_native(target, build_dir, plant_bug=plant_bug, source_dir=source_dir)
         files = {f"lib/{LIB_NAMES[target]}": lib.read_bytes()}
-        files.update({f"include/{h.name}": h.read_bytes() for h in HEADERS[target]})
+        files.update({f"include/{h.name}": h.read_bytes() for h in headers(target, source_dir)})
     else:
         if plant_bug:
             raise BuildError("plant_bug applies to the ascendc-cpu and twin targets only")
+        if source_dir is not None:
+            raise BuildError("source_dir applies to the ascendc-cpu and twin targets only")
         files = _ascend_files()
     files["manifest.json"] = (
-        json.dumps(manifest(target, files, plant_bug), indent=2, sort_keys=True) + "\n"
+        json.dumps(manifest(target, files, plant_bug, source_dir), indent=2, sort_keys=True) + "\n"
     ).encode()
     out_dir = Path(out_dir)
     out_dir = out_dir if out_dir.is_absolute() else ROOT / out_dir
-    return write_archive(out_dir / archive_name(target, plant_bug), files)
+    return write_archive(out_dir / archive_name(target, plant_bug, source_dir), files)
 
 
 # -- sanitizers --------------------------------------------------------------------------------
