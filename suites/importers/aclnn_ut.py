@@ -30,7 +30,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import (
+from .common import (
     FAMILY_FORMS,
     Imported,
     ImportResult,

@@ -29,7 +29,7 @@ import json
 import re
 from typing import Any
 
-from . import (
+from .common import (
     Imported,
     ImportResult,
     NotExpressible,

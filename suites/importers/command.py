@@ -3,8 +3,9 @@ outside suite's cases as a farm case file (docs/importers.md).
 
 Per source case it prints what the farm could not express and why: the case imported with a
 note saying what differs, or not imported with the reason. It ends with one line:
-"N source cases → M farm cases, K not imported, J with notes". A file it cannot read at all, an
-unknown format or a bad output path: one line, exit 2, nothing written.
+"N source cases → M farm cases, K not imported, J with notes". Exit 0 when it wrote cases, 1
+when no case could be imported (each one listed with why), 2 for a file it cannot read at all,
+an unknown format or a bad output path (one line, nothing written).
 """
 
 from __future__ import annotations
@@ -81,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{sources} source cases → {len(cases)} farm cases, {skipped} not imported, "
         f"{noted} with notes"
     )
-    return 0
+    return 0 if cases else 1  # nothing to run is not a success, though every case is listed
 
 
 def _unique(cases: list[Case]) -> list[Case]:

@@ -26,7 +26,7 @@ import itertools
 import json
 from typing import Any
 
-from . import (
+from .common import (
     Imported,
     ImportResult,
     NotExpressible,

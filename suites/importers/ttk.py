@@ -35,7 +35,7 @@ import io
 import math
 from typing import Any
 
-from . import (
+from .common import (
     FAMILY_FORMS,
     Imported,
     ImportResult,
