@@ -292,7 +292,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return COMMANDS[command][0](rest)
     except KeyboardInterrupt:
-        Console(stderr=True).print("[yellow]interrupted[/]: nothing was started or stored")
+        Console(stderr=True).print(f"[yellow]interrupted[/]: farm {command} stopped (exit 130)")
         return 130
     except FarmError as exc:
         console = Console(stderr=True, soft_wrap=True)
