@@ -484,7 +484,7 @@ def select(
 
 
 def _parser() -> argparse.ArgumentParser:
-    from farm import build
+    from farm.run.session import add_case_file_args, add_pool_args
 
     parser = argparse.ArgumentParser(
         prog="farm bisect",
@@ -498,30 +498,14 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--bad", metavar="REV", help="a later commit where they fail")
     parser.add_argument("-k", metavar="EXPR", help="pytest-style -k over the case ids of --tier")
     parser.add_argument("--tier", help="the tier -k selects from (default smoke)")
-    parser.add_argument(
-        "--cases",
-        action="append",
-        default=[],
-        metavar="FILE",
-        help="the cases of a case file (repeatable; with CASE_IDs: where to find them)",
+    add_case_file_args(
+        parser, help="the cases of a case file (repeatable; with CASE_IDs: where to find them)"
     )
     parser.add_argument(
         "--repo",
         help="the git repository to bisect (default this checkout); its op/ is built",
     )
-    parser.add_argument("--inventory", help="TOML inventory (default: the embedded local pool)")
-    parser.add_argument(
-        "--target",
-        default=build.DEFAULT_TARGET,
-        choices=build.NATIVE_TARGETS,
-        help=f"the operator package to build at each commit (default {build.DEFAULT_TARGET})",
-    )
-    parser.add_argument(
-        "--case-timeout",
-        type=float,
-        default=60.0,
-        help="seconds for a small case; grows with its size (default 60)",
-    )
+    add_pool_args(parser, backend=False, target_help="the operator package to build at each commit")
     parser.add_argument("--store", help="the run store (default $FARM_STORE or runs/farm.sqlite)")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     parser.add_argument(

@@ -14,41 +14,19 @@ from rich.console import Console
 from rich.table import Table
 
 from farm import paths
-from farm.agent.backends import BACKENDS
 from farm.agent.record import ResultRecord
 from farm.errors import ConfigError
 from farm.run import prepare
-from farm.run.session import PoolSession
-
-
-def find_case(case_id: str, case_files: tuple[str, ...] = ()):
-    from suites.caseset import find_case as find
-
-    return find(case_id, case_files)
+from farm.run.session import PoolSession, add_case_file_args, add_pool_args
+from suites.caseset import find_case
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="farm repro", description=__doc__.splitlines()[0])
     parser.add_argument("case_id")
-    parser.add_argument(
-        "--cases",
-        action="append",
-        default=[],
-        metavar="FILE",
-        help="the case file the case came from (tier and explored cases are found without)",
-    )
+    add_case_file_args(parser)
     parser.add_argument("--host", help="run on this host (default: any healthy host of the family)")
-    parser.add_argument("--inventory", help="TOML inventory (default: the embedded local pool)")
-    parser.add_argument("--backend", default=BACKENDS[0], choices=BACKENDS)
-    from farm import build
-
-    parser.add_argument(
-        "--target",
-        default=build.DEFAULT_TARGET,
-        choices=build.NATIVE_TARGETS,
-        help=f"the operator package to run (default {build.DEFAULT_TARGET})",
-    )
-    parser.add_argument("--plant-bug", default="", choices=build.PLANT_BUGS, help=argparse.SUPPRESS)
+    add_pool_args(parser, plant_bug="")
     parser.add_argument("--json", action="store_true", help="print the whole record as JSON")
     args = parser.parse_args(argv)
 
@@ -67,6 +45,7 @@ def main(argv: list[str] | None = None) -> int:
         plant_bug=args.plant_bug,
         host=args.host,
         run_dir=paths.RUNS_DIR / "repro",
+        case_timeout=args.case_timeout,
     ) as pool:
         record = pool.run(case)
         target = pool.target_name

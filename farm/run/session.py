@@ -11,6 +11,7 @@ goes to a slot of the case's family, with the dispatcher's retries.
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 from typing import cast
 
@@ -23,6 +24,53 @@ from farm.run.dispatch import Dispatcher, SlotInfo
 from farm.run.leases import RunState
 from farm.run.plan import Plan
 from suites.case import Case
+
+
+def add_case_file_args(parser: argparse.ArgumentParser, help: str | None = None) -> None:
+    """--cases FILE (repeatable): where a case of a case file is found."""
+    parser.add_argument(
+        "--cases",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help=help or "the case file the case came from (tier and explored cases are found without)",
+    )
+
+
+def add_pool_args(
+    parser: argparse.ArgumentParser,
+    *,
+    backend: bool = True,
+    plant_bug: str | None = None,
+    target_help: str = "the operator package to run",
+) -> None:
+    """The options of a command that runs a few cases on the pool (repro, shrink, bisect):
+    --inventory, --backend, --target, --plant-bug (its help, or hidden when plant_bug is ""),
+    --case-timeout."""
+    from farm import build
+
+    parser.add_argument("--inventory", help="TOML inventory (default: the embedded local pool)")
+    if backend:
+        parser.add_argument("--backend", default=BACKENDS[0], choices=BACKENDS)
+    parser.add_argument(
+        "--target",
+        default=build.DEFAULT_TARGET,
+        choices=build.NATIVE_TARGETS,
+        help=f"{target_help} (default {build.DEFAULT_TARGET})",
+    )
+    if plant_bug is not None:
+        parser.add_argument(
+            "--plant-bug",
+            default="",
+            choices=build.PLANT_BUGS,
+            help=plant_bug or argparse.SUPPRESS,
+        )
+    parser.add_argument(
+        "--case-timeout",
+        type=float,
+        default=60.0,
+        help="seconds for a small case; grows with its size (default 60)",
+    )
 
 
 def judged(case: Case, record: ResultRecord) -> ResultRecord:

@@ -205,7 +205,7 @@ def default_case_file(case_id: str) -> Path:
 
 
 def _parser() -> argparse.ArgumentParser:
-    from farm import build
+    from farm.run.session import add_case_file_args, add_pool_args
 
     parser = argparse.ArgumentParser(
         prog="farm shrink",
@@ -214,27 +214,8 @@ def _parser() -> argparse.ArgumentParser:
         "infrastructure errors.",
     )
     parser.add_argument("case_id")
-    parser.add_argument(
-        "--cases",
-        action="append",
-        default=[],
-        metavar="FILE",
-        help="the case file the case came from (tier and explored cases are found without)",
-    )
-    parser.add_argument("--inventory", help="TOML inventory (default: the embedded local pool)")
-    parser.add_argument("--backend", default=BACKENDS[0], choices=BACKENDS)
-    parser.add_argument(
-        "--target",
-        default=build.DEFAULT_TARGET,
-        choices=build.NATIVE_TARGETS,
-        help=f"the operator package to run (default {build.DEFAULT_TARGET})",
-    )
-    parser.add_argument(
-        "--plant-bug",
-        default="",
-        choices=build.PLANT_BUGS,
-        help="shrink on an operator built with a known bug",
-    )
+    add_case_file_args(parser)
+    add_pool_args(parser, plant_bug="shrink on an operator built with a known bug")
     parser.add_argument(
         "--max-tries",
         type=int,
@@ -248,12 +229,6 @@ def _parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="the case file to write the shrunk case into (.json .yaml .csv; default "
         "runs/shrinks/<case id>.json)",
-    )
-    parser.add_argument(
-        "--case-timeout",
-        type=float,
-        default=60.0,
-        help="seconds for a small case; grows with its size (default 60)",
     )
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     return parser
