@@ -32,15 +32,26 @@ The same model gives the possible classes of each element (finite, NaN, +inf, -i
 device must produce them: the golden rounded to the output dtype, widened where fp32 arithmetic
 can legitimately differ (an exp that overflows fp32 while float64 does not, a sum that may
 overflow in some order, 0 * inf, a value within the bound of the dtype's overflow threshold).
+
+``golden_and_bound`` is what golden/judge.py calls per slab: the golden (grad_3d's, bit for bit),
+the classes and the bound from one set of float64 arrays (dy and exp(y) widened once, the line
+sums shared with the golden, the bound's terms accumulated in place, in the order
+``elementwise`` adds them, so the bound is the same bits). When no element of the slab can be
+anything but finite, which scalar maxima of the same arrays decide, the class model is skipped and
+``allowed`` is the int FINITE (every element); otherwise ``elementwise`` runs the whole model.
+
+``rounded`` and ``spacing`` are golden.dtypes.round_to and ulp_of for the case dtypes in fewer
+passes (the same values; tests/golden/test_one_pass.py checks them against golden.dtypes).
 """
 
 from __future__ import annotations
 
 import math
+import threading
 
 import numpy as np
 
-from golden.dtypes import round_to, ulp_of
+from golden.dtypes import numpy_dtype, round_to
 
 U32 = 2.0**-24  # fp32 unit roundoff
 EXP_REL_ERR = 2.0**-21
@@ -59,6 +70,143 @@ OVERFLOW = {
 # Class bits of the possible outcomes of one element.
 FINITE, NAN, POSINF, NEGINF = 1, 2, 4, 8
 CLASS_NAMES = {FINITE: "finite", NAN: "nan", POSINF: "+inf", NEGINF: "-inf"}
+
+
+# -- work arrays reused slab after slab ----------------------------------------------------------
+
+
+class Workspace:
+    """Named work arrays, reused slab after slab and case after case.
+
+    A fresh slab-sized array costs a page fault per 4 KiB the first time it is written (the
+    allocator hands large blocks back to the system when they are freed), which on a 152k-element
+    case cost more than the arithmetic itself; judging takes its slab-sized arrays from here
+    instead. ``get(name, shape, dtype)`` returns a view of the array kept under `name`, grown when
+    too small: the caller owns its contents until it asks for the same name again. Names are
+    per stage (the golden's and bound's, each MetricsAccumulator's with its own prefix), so the
+    arrays one stage returns stay valid while the next stage works."""
+
+    def __init__(self) -> None:
+        self._arrays: dict[str, np.ndarray] = {}
+
+    def get(self, name: str, shape, dtype=np.float64) -> np.ndarray:
+        shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(shape)
+        n = math.prod(shape)
+        dt = np.dtype(dtype)
+        have = self._arrays.get(name)
+        if have is None or have.dtype != dt or have.size < n:
+            have = self._arrays[name] = np.empty(n, dt)
+        return have[:n].reshape(shape)
+
+    @property
+    def nbytes(self) -> int:
+        return sum(a.nbytes for a in self._arrays.values())
+
+    def clear(self) -> None:
+        self._arrays.clear()
+
+
+# What a thread keeps between cases; a larger workspace is dropped at the end of its case.
+KEEP_BYTES = 64 << 20
+_LOCAL = threading.local()
+
+
+def workspace() -> Workspace:
+    """This thread's workspace (golden.judge.judge_case uses it and trims it to KEEP_BYTES)."""
+    ws = getattr(_LOCAL, "workspace", None)
+    if ws is None:
+        ws = _LOCAL.workspace = Workspace()
+    return ws
+
+
+# -- rounding into the case dtype and its spacing, in few passes ---------------------------------
+
+_UINT_OF = {"float32": np.uint32, "float16": np.uint16, "bfloat16": np.uint16}
+_SIGN_OFF: dict[str, np.unsignedinteger] = {
+    "float32": np.uint32(0x7FFFFFFF),
+    "float16": np.uint16(0x7FFF),
+    "bfloat16": np.uint16(0x7FFF),
+}
+# float16 spacing by exponent field: 2^-24 for zero and subnormals, 2^(E-25) for E in 1..30,
+# NaN for E = 31 (inf/NaN); the largest finite value (0x7bff) is patched to inf.
+_F16_SPACING = np.array([2.0**-24] + [2.0 ** (e - 25) for e in range(1, 31)] + [np.nan])
+_F16_MAX_BITS = np.uint16(0x7BFF)
+
+
+def rounded(
+    x: np.ndarray, dtype: str, ws: Workspace | None = None, name: str = "rounded"
+) -> np.ndarray:
+    """golden.dtypes.round_to(x, dtype) of a float64 array, for a case dtype: the same values
+    (in `ws` under `name` when given).
+
+    float32 and float16 are one numpy cast (correctly rounded from float64). bfloat16 goes
+    through float32 rounded to odd, as round_to does, but builds the odd value directly:
+    truncate toward zero (the RNE cast, one step back in magnitude where it went past x) and set
+    the last bit when inexact; then one RNE cast to bfloat16 (24 bits hold 16 more than bfloat16
+    keeps, so that cast is exact rounding of x). Where the cast overflowed float32 the odd value
+    is the largest float32 instead of inf; both round to inf in bfloat16. NaN stays NaN."""
+    ws = Workspace() if ws is None else ws
+    out = ws.get(name, x.shape, numpy_dtype(dtype))
+    with np.errstate(over="ignore", invalid="ignore"):
+        if dtype != "bfloat16":
+            np.copyto(out, x, casting="same_kind")
+            return out
+        f = ws.get(name + ".f32", x.shape, np.float32)
+        np.copyto(f, x, casting="same_kind")
+        back = ws.get(name + ".back", x.shape)
+        np.copyto(back, f)
+        ax = ws.get(name + ".abs", x.shape)
+        np.abs(x, out=ax)
+        inexact = ws.get(name + ".inexact", x.shape, bool)
+        away = ws.get(name + ".away", x.shape, bool)
+        np.not_equal(back, x, out=inexact)
+        np.abs(back, out=back)
+        np.greater(back, ax, out=away)
+        bits = f.view(np.uint32)
+        bits -= away  # toward zero: the truncation
+        bits |= inexact  # the last bit set where inexact: rounded to odd
+        np.copyto(out, f, casting="same_kind")
+    return out
+
+
+def spacing(r: np.ndarray, dtype: str, ws: Workspace | None = None, name="spacing") -> np.ndarray:
+    """golden.dtypes.ulp_of of values already in `dtype` (e.g. from ``rounded``): the distance
+    from |r| to the next value of the dtype away from zero, float64 (inf at the largest finite
+    value, NaN at inf and NaN). Computed from the bits: a float16 table by exponent, and for
+    float32/bfloat16 the next value minus |r| in float32, exact (two neighbours differ by a
+    power of two that float32 holds; Sterbenz)."""
+    ws = Workspace() if ws is None else ws
+    r = np.asarray(r)
+    out = ws.get(name, r.shape)
+    mag = ws.get(name + ".mag", r.shape, _UINT_OF[dtype])
+    np.bitwise_and(r.view(_UINT_OF[dtype]), _SIGN_OFF[dtype], out=mag)
+    if dtype == "float16":
+        idx = ws.get(name + ".idx", r.shape, np.intp)
+        np.right_shift(mag, np.uint16(10), out=idx)
+        np.take(_F16_SPACING, idx, out=out)
+        top = np.equal(mag, _F16_MAX_BITS, out=ws.get(name + ".mask", r.shape, bool))
+        if top.any():
+            out[top] = np.inf
+        return out
+    nxt = ws.get(name + ".next", r.shape, _UINT_OF[dtype])
+    np.add(mag, mag.dtype.type(1), out=nxt)
+    if dtype == "bfloat16":
+        lo = ws.get(name + ".lo", r.shape, np.float32)
+        hi = ws.get(name + ".hi", r.shape, np.float32)
+        np.copyto(lo, mag.view(numpy_dtype(dtype)))
+        np.copyto(hi, nxt.view(numpy_dtype(dtype)))
+    else:
+        lo, hi = mag.view(np.float32), nxt.view(np.float32)
+    with np.errstate(invalid="ignore", over="ignore"):
+        np.subtract(hi, lo, out=hi)
+    np.copyto(out, hi)
+    return out
+
+
+def ulp_of(x: np.ndarray, dtype: str) -> np.ndarray:
+    """golden.dtypes.ulp_of(x, dtype) of a float64 array, for a case dtype (the same values)."""
+    ws = Workspace()
+    return spacing(rounded(np.abs(x), dtype, ws), dtype, ws)
 
 
 def class_of(x: np.ndarray) -> np.ndarray:
@@ -149,6 +297,125 @@ def elementwise(dy3: np.ndarray, y3: np.ndarray, golden3: np.ndarray, dtype: str
         allowed = _cast_classes(fp32, o, b32, dtype)
     bound = np.where(np.isfinite(bound), bound, np.inf)
     return allowed, bound
+
+
+def golden_and_bound(dy3: np.ndarray, y3: np.ndarray, dtype: str, ws: Workspace | None = None):
+    """(golden, allowed, bound) of a [rows, d1, cols] slab in the case dtype, reducing axis 1.
+
+    ``golden`` is golden.reference.grad_3d's, bit for bit (the same float64 operations in the
+    same order); ``bound`` is ``elementwise``'s, bit for bit. ``allowed`` is the int FINITE when
+    every element of the slab can only be finite, else ``elementwise``'s uint8 array. The
+    arrays are in `ws` (under "golden" and "bound"; its "gb.*" arrays are scratch) when given.
+
+    The slab is plain, and the class model not needed, when every dy is finite, no exp(y) can
+    overflow fp32 (max e), no line's |dy| sum can reach fp32's overflow in any order (max S1), no
+    product exp(y) * sum can (max e times the largest |sum| plus its error bound, an upper bound
+    of every element's, rounding being monotone) and no output is within its bound of the
+    dtype's overflow (max |golden| + bound): each class mask of ``elementwise`` is then FINITE
+    alone. Anything else (NaN, inf, huge values) runs the whole model."""
+    ws = Workspace() if ws is None else ws
+    shape = dy3.shape
+    d1 = shape[1]
+    ovf32 = OVERFLOW["float32"]
+    d = ws.get("gb.d", shape)
+    np.copyto(d, dy3)
+    e = ws.get("gb.e", shape)
+    np.copyto(e, y3)  # y in float64, exp(y) below
+    g = ws.get("golden", shape)
+    ad = ws.get("gb.ad", shape)
+    np.abs(d, out=ad)
+    with np.errstate(all="ignore"):
+        if d1 == 1:
+            # grad_3d: dy * -expm1(y)
+            np.expm1(e, out=g)
+            np.negative(g, out=g)
+            np.multiply(d, g, out=g)
+            np.exp(e, out=e)
+            emax = float(e.max())
+            admax = float(ad.max())
+            m_hi = max(1.0, emax) + EXP_REL_ERR * emax + FLUSH + U32 * (1 + emax)
+            plain = (
+                math.isfinite(admax)
+                and emax * (1 + EXP_REL_ERR) < ovf32
+                and admax * m_hi * (1 + U32) < ovf32
+            )
+            abs_s, s_err = ad, None
+        else:
+            np.exp(e, out=e)
+            emax = float(e.max())
+            # grad_3d: each line summed contiguously, then dy - exp(y) * sum
+            lines = np.swapaxes(d, 1, 2)
+            if not lines.flags.c_contiguous:  # reduce-mid: copy the lines together
+                copy = ws.get("gb.lines", lines.shape)
+                np.copyto(copy, lines)
+                lines = copy
+            s = lines.sum(axis=2)[:, None, :]
+            np.multiply(e, s, out=g)
+            np.subtract(d, g, out=g)
+            abs_lines = np.swapaxes(ad, 1, 2)
+            if not abs_lines.flags.c_contiguous:
+                abs_lines = np.abs(lines, out=lines)  # the copy, no longer needed
+            s1 = abs_lines.sum(axis=2)[:, None, :]
+            gam = gamma(depth(d1))
+            s_err = gam * s1 + SLACK64 * s1
+            abs_s = np.abs(s)
+            s1max = float(s1.max())
+            s_hi = float((abs_s + s_err).max())
+            plain = (
+                math.isfinite(s1max)
+                and s1max * (1 + gam) < ovf32
+                and emax * (1 + EXP_REL_ERR) < ovf32
+                and (emax * (1 + EXP_REL_ERR) + FLUSH) * s_hi * (1 + U32) < ovf32
+            )
+        if plain:
+            bound, top = _plain_bound(g, ad, e, abs_s, s_err, dtype, ws)
+            if top < OVERFLOW[dtype]:
+                return g, FINITE, bound
+    allowed, bound = elementwise(dy3, y3, g, dtype)
+    return g, allowed, bound
+
+
+def _plain_bound(o, ad, e, abs_s, s_err, dtype: str, ws: Workspace) -> tuple[np.ndarray, float]:
+    """``elementwise``'s bound of a plain slab (finite s = sum(dy); s_err None: reduce extent 1,
+    where s is dy), its terms added in the same order, in place; and max(|o| + B32), for the
+    overflow check. The bound is in `ws` under "bound"."""
+    shape = o.shape
+    b = ws.get("bound", shape)
+    absg = ws.get("gb.absg", shape)
+    t = ws.get("gb.t", shape)
+    u = ws.get("gb.u", shape)
+    np.abs(o, out=absg)
+    np.multiply(absg, U32, out=b)
+    np.multiply(ad, U32, out=t)
+    b += t
+    np.multiply(e, 2 * U32, out=t)
+    t *= abs_s
+    b += t
+    np.multiply(e, EXP_REL_ERR, out=u)
+    u += FLUSH
+    u *= abs_s
+    if s_err is not None:
+        np.multiply(e, 1 + EXP_REL_ERR, out=t)
+        t += FLUSH
+        t *= s_err
+        t += u
+    else:  # (e(1 + eps) + FLUSH) * 0 + u is u
+        t, u = u, t
+    t *= 1 + 4 * U32
+    b += t
+    b += 4 * FLUSH
+    np.multiply(e, abs_s, out=t)
+    t += ad
+    t *= SLACK64
+    b += t
+    absg += b  # |o| + B32
+    top = float(absg.max())
+    if dtype == "float32":
+        return b, top
+    half = spacing(rounded(absg, dtype, ws, "gb.rounded"), dtype, ws, "gb.spacing")
+    half *= 0.5
+    b += half  # B32 + ulp/2
+    return b, top
 
 
 def _exp_classes(y: np.ndarray, e: np.ndarray) -> dict[str, np.ndarray]:

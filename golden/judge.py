@@ -36,7 +36,7 @@ from golden import bound as bound_mod
 from golden import dtypes as dtypes_mod
 from golden.contract import merge_shape
 from golden.metrics import MetricsAccumulator
-from golden.reference import SLAB_ELEMENTS, check_axes, grad_3d, slabs
+from golden.reference import SLAB_ELEMENTS, check_axes, slabs
 from golden.standards import (
     ERROR_BOUND,
     STANDARDS,
@@ -81,25 +81,20 @@ def judge_case(
     if np.shape(y) != shape or np.shape(out) != shape:
         raise ValueError(f"dy {shape}, y {np.shape(y)} and out {np.shape(out)} differ in shape")
     axes = check_axes(shape, axes)
-    acc = MetricsAccumulator(dtype, shape, k)
-    bench = None if benchmark is None else MetricsAccumulator(dtype, shape, k)
+    # Slab-sized arrays come from this thread's workspace (golden/bound.py), kept for the next
+    # case unless this one made it larger than KEEP_BYTES.
+    ws = bound_mod.workspace()
+    acc = MetricsAccumulator(dtype, shape, k, ws, "m")
+    bench = None if benchmark is None else MetricsAccumulator(dtype, shape, k, ws, "b")
     own = None if tolerance is None else ToleranceCount(dtype, **tolerance)
     if int(np.prod(shape, dtype=np.int64)) > 0:
-        d0, d1, d2 = merge_shape(shape, axes)
-        dy3, y3, out3 = (np.asarray(a).reshape(d0, d1, d2) for a in (dy, y, out))
-        b3 = None if benchmark is None else np.asarray(benchmark).reshape(d0, d1, d2)
-        for rows, cols in slabs(d0, d1, d2, slab_elements):
-            dys, ys = dy3[rows, :, cols], y3[rows, :, cols]
-            g = grad_3d(dys, ys)
-            allowed, bnd = bound_mod.elementwise(dys, ys, g, dtype)
-            to_flat = _flat_index(rows, cols, d1, d2, g.shape)
-            rel = acc.add(out3[rows, :, cols], g, to_flat, allowed, bnd)
-            if own is not None:
-                own.add(out3[rows, :, cols], g)
-            if rel is not None and on_errors is not None:
-                on_errors(rel)
-            if bench is not None and b3 is not None:
-                bench.add(b3[rows, :, cols], g, to_flat, allowed, bnd)
+        try:
+            _slabs(
+                dy, y, out, benchmark, axes, dtype, slab_elements, ws, acc, bench, own, on_errors
+            )
+        finally:
+            if ws.nbytes > bound_mod.KEEP_BYTES:
+                ws.clear()
     metrics = acc.result()
     bench_metrics = None if bench is None else bench.result()
 
@@ -124,6 +119,29 @@ def judge_case(
     return Judgement(passed, reason, gates, requested, level, metrics, verdicts, applicability)
 
 
+def _slabs(dy, y, out, benchmark, axes, dtype, budget, ws, acc, bench, own, on_errors) -> None:
+    """Feed the accumulators slab by slab of the merged [d0, d1, d2] shape."""
+    d0, d1, d2 = merge_shape(tuple(np.shape(dy)), axes)
+    dy3, y3, out3 = (np.asarray(a).reshape(d0, d1, d2) for a in (dy, y, out))
+    b3 = None if benchmark is None else np.asarray(benchmark).reshape(d0, d1, d2)
+    for rows, cols in slabs(d0, d1, d2, budget):
+        # One set of arrays per slab: the golden, its classes and bound (golden/bound.py), the
+        # golden rounded to the dtype; each accumulator derives the rest from them.
+        g, allowed, bnd = bound_mod.golden_and_bound(
+            dy3[rows, :, cols], y3[rows, :, cols], dtype, ws
+        )
+        rg = bound_mod.rounded(g, dtype, ws, "rg")
+        to_flat = _flat_index(rows, cols, d1, d2, g.shape)
+        outs = out3[rows, :, cols]
+        rel = acc.add(outs, g, to_flat, allowed, bnd, rounded=rg)
+        if own is not None:
+            own.add(outs, g, rounded=rg)
+        if rel is not None and on_errors is not None:
+            on_errors(rel)
+        if bench is not None and b3 is not None:
+            bench.add(b3[rows, :, cols], g, to_flat, allowed, bnd, rounded=rg)
+
+
 CASE_TOLERANCE = "case-tolerance"
 
 
@@ -138,8 +156,14 @@ class ToleranceCount:
         self.n = self.failing = 0
         self.worst_excess = 0.0
 
-    def add(self, out: np.ndarray, golden: np.ndarray) -> None:
-        want = dtypes_mod.to_float64(dtypes_mod.round_to(golden, self.dtype))
+    def add(self, out: np.ndarray, golden: np.ndarray, rounded: np.ndarray | None = None) -> None:
+        """``rounded``: the golden already rounded to the dtype, if the caller has it."""
+        rg = (
+            bound_mod.rounded(np.asarray(golden, np.float64), self.dtype)
+            if rounded is None
+            else rounded
+        )
+        want = dtypes_mod.to_float64(rg)
         got = dtypes_mod.to_float64(out)
         ok = np.isclose(got, want, rtol=self.rtol, atol=self.atol, equal_nan=True)
         self.n += ok.size

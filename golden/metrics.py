@@ -14,7 +14,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from golden.bound import FINITE, NAN, NEGINF, POSINF, class_names, class_of, rounded_classes
+from golden import bound as bound_mod
+from golden.bound import FINITE, NAN, NEGINF, POSINF, class_names, class_of
 from golden.dtypes import (
     DOUBLE_THOUSANDTH_TOL,
     REL_EPS,
@@ -22,11 +23,23 @@ from golden.dtypes import (
     SMALL_THRESHOLD,
     SUPPORTED,
     T,
-    ordinal,
+    numpy_dtype,
     round_to,
-    to_float64,
-    ulp_of,
 )
+
+# The bits of each case dtype as an unsigned integer, all but the sign, and the exponent field
+# (all ones: inf/NaN).
+_UINT = {"float32": np.uint32, "float16": np.uint16, "bfloat16": np.uint16}
+_SIGN_OFF: dict[str, np.unsignedinteger] = {
+    "float32": np.uint32(0x7FFFFFFF),
+    "float16": np.uint16(0x7FFF),
+    "bfloat16": np.uint16(0x7FFF),
+}
+_EXP_MASK: dict[str, np.unsignedinteger] = {
+    "float32": np.uint32(0x7F800000),
+    "float16": np.uint16(0x7C00),
+    "bfloat16": np.uint16(0x7F80),
+}
 
 
 def _index(flat: int, shape: tuple[int, ...]) -> list[int]:
@@ -72,8 +85,19 @@ class MetricsAccumulator:
     rounding to nearest even shows there as a negative bias no per-element threshold sees.
     """
 
-    def __init__(self, dtype: str, shape: tuple[int, ...], k: int = 8):
+    def __init__(
+        self,
+        dtype: str,
+        shape: tuple[int, ...],
+        k: int = 8,
+        ws: bound_mod.Workspace | None = None,
+        name: str = "m",
+    ):
         self.dtype = check_dtype(dtype)
+        # Work arrays, under names that start with `name` (golden.judge shares one workspace
+        # between the result's accumulator and the benchmark's).
+        self._ws = bound_mod.Workspace() if ws is None else ws
+        self._prefix = name + "."
         self.shape = tuple(shape)
         self.k = k
         self.c = dict.fromkeys(
@@ -129,17 +153,38 @@ class MetricsAccumulator:
         actual: np.ndarray,
         golden: np.ndarray,
         flat: int | Callable[[np.ndarray], np.ndarray] = 0,
-        allowed: np.ndarray | None = None,
+        allowed: np.ndarray | int | None = None,
         bound: np.ndarray | None = None,
+        rounded: np.ndarray | None = None,
     ) -> np.ndarray | None:
         """Account one chunk; returns the relative errors of the compared elements (for a
-        histogram), or None when none was compared."""
-        dtype, c, k = self.dtype, self.c, self.k
-        a = to_float64(np.asarray(actual).ravel())
-        g = np.asarray(golden, dtype=np.float64).ravel()
-        n = int(a.size)
+        histogram; an array of the workspace, valid until the next add), or None when none was
+        compared.
+
+        ``allowed`` may be the int FINITE: every element may only be finite and its golden is
+        finite (golden.bound.golden_and_bound says so of a plain slab). ``rounded``: the golden
+        already rounded to the dtype (golden.bound.rounded of it), if the caller has it."""
+        dtype, c, ws, p = self.dtype, self.c, self._ws, self._prefix
+        actual = np.asarray(actual)
+        n = int(actual.size)
         if n == 0:
             return None
+        if actual.flags.c_contiguous:
+            act = actual.reshape(-1)
+        else:
+            act = ws.get(p + "act", n, actual.dtype)
+            np.copyto(act.reshape(actual.shape), actual)
+        a = ws.get(p + "a", n)
+        with np.errstate(invalid="ignore"):
+            np.copyto(a, act, casting="unsafe")
+        g = np.ascontiguousarray(golden, dtype=np.float64).reshape(-1)
+        if rounded is None:
+            rg = bound_mod.rounded(g, dtype, ws, p + "rg")
+        else:
+            rg = rounded.reshape(-1)
+        uint = _UINT[dtype]
+        own = act.dtype == numpy_dtype(dtype)
+        abits = (act if own else bound_mod.rounded(a, dtype, ws, p + "abits")).view(uint)
         self.judged_bound |= bound is not None
         if callable(flat):
             to_flat = flat
@@ -149,9 +194,37 @@ class MetricsAccumulator:
             def to_flat(local: np.ndarray) -> np.ndarray:
                 return np.asarray(local) + first
 
-        pos = np.arange(n)  # local positions of the elements still in play
-        allowed = rounded_classes(g, dtype) if allowed is None else allowed.ravel()
         c["n"] += n
+        if bound is not None:
+            bound = bound.reshape(-1)
+        mask = ws.get(p + "mask", n, bool)
+        a_finite = bool(np.isfinite(a, out=mask).all())
+        if isinstance(allowed, (int, np.integer)):
+            plain = int(allowed) == FINITE
+            allowed_arr = None if plain else np.full(n, allowed, np.uint8)
+        elif allowed is None:
+            mag = np.bitwise_and(rg.view(uint), _SIGN_OFF[dtype], out=ws.get(p + "mag", n, uint))
+            plain = bool(mag.max() < _EXP_MASK[dtype])  # the golden rounds to finite values
+            allowed_arr = None if plain else class_of(rg)
+        else:
+            allowed_arr = np.asarray(allowed).reshape(-1)
+            plain = bool((allowed_arr == FINITE).all() and np.isfinite(g).all())
+        if plain and a_finite:
+            return self._compared(a, g, rg, abits, bound, to_flat, None)
+        if allowed_arr is None:
+            allowed_arr = np.full(n, FINITE, np.uint8)
+        where = self._classes(a, g, allowed_arr, to_flat)
+        if where is None:
+            return self._compared(a, g, rg, abits, bound, to_flat, None)
+        if where.size == 0:
+            return None
+        bound = None if bound is None else bound[where]
+        return self._compared(a[where], g[where], rg[where], abits[where], bound, to_flat, where)
+
+    def _classes(self, a, g, allowed, to_flat) -> np.ndarray | None:
+        """NaN/inf accounting of a chunk where non-finite values may be, or are; the positions
+        of the elements to compare (None: all of them)."""
+        c, k = self.c, self.k
         ca = class_of(a)
         c["nan_golden"] += int(np.count_nonzero(allowed == NAN))
         c["inf_golden"] += int(np.count_nonzero((allowed == POSINF) | (allowed == NEGINF)))
@@ -176,88 +249,132 @@ class MetricsAccumulator:
                     }
                 )
         both = (ca == FINITE) & np.isfinite(g) & ((allowed & FINITE) != 0)
-        where = None if both.all() else np.flatnonzero(both)
-        if where is not None:
-            a, g, pos = a[where], g[where], pos[where]
-            bound = None if bound is None else bound.ravel()[where]
-        elif bound is not None:
-            bound = bound.ravel()
+        return None if both.all() else np.flatnonzero(both)
+
+    def _compared(self, a, g, rg, abits, bound, to_flat, where) -> np.ndarray | None:
+        """Every metric of the compared elements (finite actual and golden, the finite class
+        allowed) from one set of arrays, each computed once into the workspace: the error,
+        |golden| + 1e-7, the relative error (float64: the golden is float64 and the thresholds
+        compare at its precision) and the ordinals of the actual and of the rounded golden
+        (integers from the bits, exact). ``where``: their positions in the chunk (None: all)."""
+        dtype, c, k, ws, p = self.dtype, self.c, self.k, self._ws, self._prefix
         m = int(a.size)
         if m == 0:
             return None
         t = T[dtype]
         tol = DOUBLE_THOUSANDTH_TOL[dtype]
         c["n_compared"] += m
-        with np.errstate(over="ignore", invalid="ignore"):
-            diff = a - g
-            err = np.abs(diff)
-            absg = np.abs(g)
-            rel = err / (absg + REL_EPS)
-            self.sq_sum += float(np.sum(np.square(err)))
-        self.rel_sum += float(np.sum(rel))
+        diff = ws.get(p + "diff", m)
+        err = ws.get(p + "err", m)
+        absg = ws.get(p + "absg", m)
+        den = ws.get(p + "den", m)
+        rel = ws.get(p + "rel", m)
+        scratch = ws.get(p + "scratch", m)
+        mask = ws.get(p + "mask", m, bool)
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            np.subtract(a, g, out=diff)
+            np.abs(diff, out=err)
+            np.abs(g, out=absg)
+            np.add(absg, REL_EPS, out=den)
+            np.divide(err, den, out=rel)
+            self.sq_sum += float(np.multiply(err, err, out=scratch).sum())
+        self.rel_sum += float(rel.sum())
         self.max_abs = max(self.max_abs, float(err.max()))
         self.max_rel = max(self.max_rel, float(rel.max()))
-        ord_g = ordinal(g, dtype)
-        ulp = np.abs(ordinal(a, dtype) - ord_g)
+        # Units in the last place from the bits: exact integers.
+        dord = _ordinals(abits, ws, p + "ord_a")
+        dord -= _ordinals(rg.view(abits.dtype), ws, p + "ord_g")
+        ulp = np.abs(dord, out=ws.get(p + "ulp", m, dord.dtype))
         self.ulp_max = max(self.ulp_max, int(ulp.max()))
         self.ulp_sum += float(ulp.sum())
-        spacing = ulp_of(g, dtype)
+        spacing = bound_mod.spacing(rg, dtype, ws, p + "spacing")
         with np.errstate(invalid="ignore", divide="ignore"):
-            self.signed_ulp_sum += float(np.sum(np.where(spacing > 0, diff / spacing, 0.0)))
-        c["mixed_ok"] += int(np.count_nonzero(err <= t + t * absg))
-        c["dt_rel_over"] += int(np.count_nonzero(rel > tol))
-        c["dt_abs_over"] += int(np.count_nonzero(err > tol))
-        small = absg < SMALL_THRESHOLD[dtype]
+            np.divide(diff, spacing, out=scratch)
+        if not np.greater(spacing, 0, out=mask).all():
+            scratch[~mask] = 0.0
+        self.signed_ulp_sum += float(scratch.sum())
+        lim = np.multiply(absg, t, out=ws.get(p + "lim", m))
+        lim += t  # t + t|g|
+        c["mixed_ok"] += int(np.count_nonzero(np.less_equal(err, lim, out=mask)))
+        c["dt_rel_over"] += int(np.count_nonzero(np.greater(rel, tol, out=mask)))
+        c["dt_abs_over"] += int(np.count_nonzero(np.greater(err, tol, out=mask)))
+        small = np.less(absg, SMALL_THRESHOLD[dtype], out=ws.get(p + "small", m, bool))
         c["small_n"] += int(np.count_nonzero(small))
-        c["small_err_count"] += int(np.count_nonzero(err[small] > SMALL_ERR_BOUND[dtype]))
+        np.greater(err, SMALL_ERR_BOUND[dtype], out=mask)
+        c["small_err_count"] += int(np.count_nonzero(np.logical_and(mask, small, out=mask)))
         if k > 0:
-            top = np.argpartition(rel, m - k)[m - k :] if k < m else np.arange(m)
-            self.cand.append((rel[top], to_flat(pos[top]), a[top], g[top], err[top], ulp[top]))
+            top = _top_k(rel, k)
+            pos = top if where is None else where[top]
+            self.cand.append((rel[top], to_flat(pos), a[top], g[top], err[top], ulp[top]))
         if bound is not None:
-            self._bound(a, g, err, bound, to_flat, pos, spacing, absg, small)
+            self._bound(a, g, rg, err, den, lim, small, bound, spacing, dord, to_flat, where)
         return rel
 
-    def _bound(self, a, g, err, bound, to_flat, pos, spacing, absg, small) -> None:
-        c, dtype = self.c, self.dtype
-        t, tol = T[dtype], DOUBLE_THOUSANDTH_TOL[dtype]
+    def _bound(self, a, g, rg, err, den, lim, small, bound, spacing, dord, to_flat, where):
+        """The error-bound standard and what the worst and the best correct kernel would score
+        (standards.applicable), from the compared elements' arrays. Reuses den and the
+        accumulator's scratch and mask."""
+        c, dtype, ws, p = self.c, self.dtype, self._ws, self._prefix
+        m = int(a.size)
+        tol, small_bound = DOUBLE_THOUSANDTH_TOL[dtype], SMALL_ERR_BOUND[dtype]
         wc, bc = self.wc, self.bc
+        scratch = ws.get(p + "scratch", m)
+        mask = ws.get(p + "mask", m, bool)
+        wrel = ws.get(p + "wrel", m)
+        best = ws.get(p + "best", m)
         with np.errstate(over="ignore", invalid="ignore"):
-            wrel = bound / (absg + REL_EPS)
-            best = np.abs(to_float64(round_to(g, dtype)) - g)
-            brel = best / (absg + REL_EPS)
-            wc["sq_sum"] += float(np.sum(np.square(bound)))
-            bc["sq_sum"] += float(np.sum(np.square(best)))
+            np.divide(bound, den, out=wrel)
+            np.copyto(best, rg)
+            best -= g
+            np.abs(best, out=best)  # |RNE(g) - g|
+            brel = np.divide(best, den, out=den)  # den is not needed any more
+            wc["sq_sum"] += float(np.multiply(bound, bound, out=scratch).sum())
+            bc["sq_sum"] += float(np.multiply(best, best, out=scratch).sum())
         wc["rel_sum"] += float(wrel.sum())
         wc["max_rel"] = max(wc["max_rel"], float(wrel.max()))
         wc["max_abs"] = max(wc["max_abs"], float(bound.max()))
-        wc["mixed_ok"] += int(np.count_nonzero(bound <= t + t * absg))
-        wc["dt_rel_over"] += int(np.count_nonzero(wrel > tol))
-        wc["dt_abs_over"] += int(np.count_nonzero(bound > tol))
-        wc["small_err_count"] += int(np.count_nonzero(bound[small] > SMALL_ERR_BOUND[dtype]))
+        wc["mixed_ok"] += int(np.count_nonzero(np.less_equal(bound, lim, out=mask)))
+        wc["dt_rel_over"] += int(np.count_nonzero(np.greater(wrel, tol, out=mask)))
+        wc["dt_abs_over"] += int(np.count_nonzero(np.greater(bound, tol, out=mask)))
+        np.greater(bound, small_bound, out=mask)
+        wc["small_err_count"] += int(np.count_nonzero(np.logical_and(mask, small, out=mask)))
         bc["rel_sum"] += float(brel.sum())
         bc["max_rel"] = max(bc["max_rel"], float(brel.max()))
-        bc["small_err_count"] += int(np.count_nonzero(best[small] > SMALL_ERR_BOUND[dtype]))
-        c["bound_n"] += int(a.size)
+        np.greater(best, small_bound, out=mask)
+        bc["small_err_count"] += int(np.count_nonzero(np.logical_and(mask, small, out=mask)))
+        c["bound_n"] += m
         with np.errstate(invalid="ignore", divide="ignore"):
-            ratio = np.where(bound > 0, err / bound, np.where(err > 0, np.inf, 0.0))
-        over = ratio > 1
-        c["bound_violations"] += int(np.count_nonzero(over))
-        self.bound_max_ratio = max(self.bound_max_ratio, float(ratio.max()))
-        if self.k > 0 and over.any():
-            idx = np.flatnonzero(over)
-            top = idx[np.argsort(-ratio[idx], kind="stable")[: self.k]]
-            self.bound_cand.append(
-                (ratio[top], to_flat(pos[top]), a[top], g[top], err[top], bound[top])
-            )
-        if self.dtype == "float32":
+            ratio = np.divide(err, bound, out=wrel)
+        if not np.greater(bound, 0, out=mask).all():
+            off = ~mask  # err / bound where bound > 0, else inf for a nonzero error
+            ratio[off] = np.where(err[off] > 0, np.inf, 0.0)
+        worst = float(ratio.max())
+        self.bound_max_ratio = max(self.bound_max_ratio, worst)
+        if worst > 1:
+            over = np.greater(ratio, 1, out=mask)
+            c["bound_violations"] += int(np.count_nonzero(over))
+            if self.k > 0:
+                idx = np.flatnonzero(over)
+                top = idx[np.argsort(-ratio[idx], kind="stable")[: self.k]]
+                pos = top if where is None else where[top]
+                self.bound_cand.append(
+                    (ratio[top], to_flat(pos), a[top], g[top], err[top], bound[top])
+                )
+        if dtype == "float32":
             return
         with np.errstate(invalid="ignore"):
-            clean = (bound - 0.5 * spacing) <= BIAS_CLEAN_FRACTION * spacing
-        if clean.any():
-            rne = ordinal(round_to(g[clean], self.dtype), self.dtype)
-            resid = (ordinal(a[clean], self.dtype) - rne) * np.sign(g[clean]).astype(np.int64)
-            c["rounding_bias_n"] += int(np.count_nonzero(clean))
-            self.rounding_bias_sum += int(resid.sum())
+            np.multiply(spacing, 0.5, out=best)
+            np.subtract(bound, best, out=best)
+            np.multiply(spacing, BIAS_CLEAN_FRACTION, out=scratch)
+            clean = np.less_equal(best, scratch, out=mask)
+        count = int(np.count_nonzero(clean))
+        if count:
+            c["rounding_bias_n"] += count
+            resid = np.multiply(dord, clean, out=ws.get(p + "resid", m, dord.dtype))
+            nz = np.flatnonzero(resid)
+            if nz.size:
+                sign = np.sign(g[nz]).astype(resid.dtype)
+                self.rounding_bias_sum += int((resid[nz] * sign).sum())
 
     def result(self) -> dict:
         c, m = self.c, self.c["n_compared"]
@@ -331,6 +448,54 @@ class MetricsAccumulator:
                 },
             )
         return out
+
+
+def _ordinals(bits: np.ndarray, ws: bound_mod.Workspace, name: str) -> np.ndarray:
+    """golden.dtypes.ordinal from the bits of values already in the dtype (uint16 or uint32):
+    sign-magnitude to a signed integer, +0 and -0 both 0; int32 for 16-bit dtypes, int64 for
+    float32 (differences of two float32 ordinals need 33 bits)."""
+    wide, signed, shift, low = (
+        (np.int32, np.int16, 15, 0x7FFF)
+        if bits.dtype == np.uint16
+        else (np.int64, np.int32, 31, 0x7FFFFFFF)
+    )
+    v = ws.get(name, bits.shape, wide)
+    sign = ws.get(name + ".sign", bits.shape, wide)
+    np.copyto(v, bits.view(signed))
+    np.right_shift(v, shift, out=sign)  # -1 where the sign bit is set, else 0
+    v &= low
+    v ^= sign
+    v -= sign  # -magnitude where the sign bit was set
+    return v
+
+
+# Blocks for the top-k search: the k-th largest block maximum bounds the k-th largest value from
+# below, so one pass of block maxima and one comparison find every candidate.
+_TOP_BLOCK = 256
+
+
+def _top_k(v: np.ndarray, k: int) -> np.ndarray:
+    """Positions of the k largest values of v (no NaN), largest first, ties by position."""
+    m = int(v.size)
+    if k <= 0:
+        return np.zeros(0, dtype=np.intp)
+    cand = None
+    blocks = m // _TOP_BLOCK
+    if k < m and blocks >= 2 * k:
+        maxima = v[: blocks * _TOP_BLOCK].reshape(blocks, _TOP_BLOCK).max(axis=1)
+        if m > blocks * _TOP_BLOCK:
+            maxima = np.append(maxima, v[blocks * _TOP_BLOCK :].max())
+        threshold = np.partition(maxima, maxima.size - k)[maxima.size - k]
+        cand = np.flatnonzero(v >= threshold)
+    if cand is None:
+        cand = np.arange(m)
+    if cand.size > k:
+        # The k-th largest value exactly; every value above it, then the first ones equal to it.
+        vals = v[cand]
+        kth = np.partition(vals, vals.size - k)[vals.size - k]
+        above = cand[vals > kth]
+        cand = np.concatenate([above, cand[vals == kth][: k - above.size]])
+    return cand[np.lexsort((cand, -v[cand]))]
 
 
 def _top(cand, k: int, shape, key: str, fields: tuple[str, ...]) -> list[dict]:

@@ -8,6 +8,8 @@ orchestrator side.
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 # Default bins: log10(relative error) from 1e-10 to 1e2, four bins per decade. Values below the
@@ -18,13 +20,39 @@ LOG10_MAX = 2.0
 BINS_PER_DECADE = 4
 
 
+# Work arrays (log10 values, bins), kept per thread between calls up to _KEEP_BYTES: a fresh
+# array of a large slab costs a page fault per 4 KiB written.
+_KEEP_BYTES = 32 << 20
+_LOCAL = threading.local()
+
+
+def _work(name: str, n: int, dtype) -> np.ndarray:
+    arrays = _LOCAL.__dict__.setdefault("arrays", {})
+    have = arrays.get(name)
+    if have is None or have.size < n:
+        have = arrays[name] = np.empty(n, dtype)
+    return have[:n]
+
+
+def _trim() -> None:
+    arrays = _LOCAL.__dict__.get("arrays", {})
+    if sum(a.nbytes for a in arrays.values()) > _KEEP_BYTES:
+        arrays.clear()
+
+
 def default_edges() -> np.ndarray:
     n = int(round((LOG10_MAX - LOG10_MIN) * BINS_PER_DECADE))
     return np.linspace(LOG10_MIN, LOG10_MAX, n + 1)
 
 
 class HistogramAccumulator:
-    """The histogram of log10(relative error), fed chunk by chunk (see golden_free_histogram)."""
+    """The histogram of log10(relative error), fed chunk by chunk (see golden_free_histogram).
+
+    Binned as numpy.histogram bins (edges[i] <= x < edges[i+1], the last bin closed), without its
+    sort: on evenly spaced edges (the default) the bin is computed from x and corrected by one
+    comparison with each neighbouring edge, as numpy does for an integer number of bins; other
+    edges are searched. Exact zeros land in the first bin through log10(0) = -inf and are taken
+    out of it again; an array with no NaN/inf is not copied to drop them."""
 
     def __init__(self, edges=None):
         e = np.asarray(default_edges() if edges is None else edges, dtype=np.float64)
@@ -36,15 +64,52 @@ class HistogramAccumulator:
         self.counts = np.zeros(e.size - 1, dtype=np.int64)
         self.zeros = 0
         self.finite = 0
+        nbins = e.size - 1
+        self._uniform = bool(np.array_equal(e, np.linspace(e[0], e[-1], nbins + 1)))
+        self._scale = nbins / (e[-1] - e[0])
+        self._top = np.nextafter(e[-1], -np.inf)
 
     def add(self, rel_err: np.ndarray) -> None:
         err = np.asarray(rel_err, dtype=np.float64).ravel()
-        err = np.abs(err[np.isfinite(err)])
-        self.finite += int(err.size)
-        self.zeros += int(np.count_nonzero(err == 0))
+        n = int(err.size)
+        mask = _work("mask", n, bool)
+        if not np.isfinite(err, out=mask).all():
+            err = err[mask]
+            n = int(err.size)
+            mask = mask[:n]
+        if n == 0:
+            return
+        self.finite += n
+        logs = _work("logs", n, np.float64)
+        np.abs(err, out=logs)
+        with np.errstate(divide="ignore"):
+            np.log10(logs, out=logs)
+        zeros = int(np.count_nonzero(np.equal(logs, -np.inf, out=mask)))
+        self.zeros += zeros
         # Clamp into [first edge, last bin] so that nothing is silently dropped.
-        logs = np.clip(np.log10(err[err > 0]), self.edges[0], np.nextafter(self.edges[-1], -np.inf))
-        self.counts += np.histogram(logs, bins=self.edges)[0]
+        np.clip(logs, self.edges[0], self._top, out=logs)
+        self.counts += np.bincount(self._bins(logs, mask), minlength=self.counts.size)
+        self.counts[0] -= zeros
+        _trim()
+
+    def _bins(self, x: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        """The bin of each x in [edges[0], edges[-1])."""
+        e, last = self.edges, self.counts.size - 1
+        if not self._uniform:
+            return np.searchsorted(e, x, side="right") - 1
+        n = x.size
+        edge = _work("edge", n, np.float64)
+        idx = _work("idx", n, np.intp)
+        np.subtract(x, e[0], out=edge)
+        edge *= self._scale
+        np.copyto(idx, edge, casting="unsafe")  # x >= edges[0]: truncation is floor
+        np.minimum(idx, last, out=idx)
+        np.take(e, idx, out=edge)
+        idx -= np.less(x, edge, out=mask)  # below its edge: one bin down
+        np.take(e[1:], idx, out=edge)
+        # At or above the next edge: one bin up (never past the last: x < edges[-1]).
+        idx += np.greater_equal(x, edge, out=mask)
+        return idx
 
     def result(self, n: int) -> dict:
         """`n`: every element of the tensor; those never added count as non-finite."""
