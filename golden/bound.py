@@ -127,10 +127,24 @@ _SIGN_OFF: dict[str, np.unsignedinteger] = {
     "float16": np.uint16(0x7FFF),
     "bfloat16": np.uint16(0x7FFF),
 }
-# float16 spacing by exponent field: 2^-24 for zero and subnormals, 2^(E-25) for E in 1..30,
-# NaN for E = 31 (inf/NaN); the largest finite value (0x7bff) is patched to inf.
-_F16_SPACING = np.array([2.0**-24] + [2.0 ** (e - 25) for e in range(1, 31)] + [np.nan])
-_F16_MAX_BITS = np.uint16(0x7BFF)
+# Per case dtype: fraction bits, exponent bias, exponent width.
+_FORMAT = {"float32": (23, 127, 8), "float16": (10, 15, 5), "bfloat16": (7, 127, 8)}
+
+
+def _spacing_table(dtype: str) -> np.ndarray:
+    """The spacing of `dtype` by exponent field: 2^(1-bias-p) for zero and subnormals,
+    2^(E-bias-p) for normals, NaN for the all-ones field (inf, NaN)."""
+    p, bias, width = _FORMAT[dtype]
+    top = (1 << width) - 1
+    return np.array([2.0 ** (max(e, 1) - bias - p) for e in range(top)] + [np.nan])
+
+
+_SPACING_TABLE = {name: _spacing_table(name) for name in _FORMAT}
+# The bits of the largest finite value, whose next value is inf.
+_MAX_BITS: dict[str, np.unsignedinteger] = {
+    name: _UINT_OF[name](((1 << w) - 2) << p | ((1 << p) - 1))
+    for name, (p, _, w) in _FORMAT.items()
+}
 
 
 def rounded(
@@ -172,34 +186,50 @@ def rounded(
 def spacing(r: np.ndarray, dtype: str, ws: Workspace | None = None, name="spacing") -> np.ndarray:
     """golden.dtypes.ulp_of of values already in `dtype` (e.g. from ``rounded``): the distance
     from |r| to the next value of the dtype away from zero, float64 (inf at the largest finite
-    value, NaN at inf and NaN). Computed from the bits: a float16 table by exponent, and for
-    float32/bfloat16 the next value minus |r| in float32, exact (two neighbours differ by a
-    power of two that float32 holds; Sterbenz)."""
+    value, NaN at inf and NaN), looked up by the exponent field of the bits."""
     ws = Workspace() if ws is None else ws
     r = np.asarray(r)
+    frac_bits = _FORMAT[dtype][0]
     out = ws.get(name, r.shape)
     mag = ws.get(name + ".mag", r.shape, _UINT_OF[dtype])
+    idx = ws.get(name + ".idx", r.shape, np.intp)
     np.bitwise_and(r.view(_UINT_OF[dtype]), _SIGN_OFF[dtype], out=mag)
-    if dtype == "float16":
-        idx = ws.get(name + ".idx", r.shape, np.intp)
-        np.right_shift(mag, np.uint16(10), out=idx)
-        np.take(_F16_SPACING, idx, out=out)
-        top = np.equal(mag, _F16_MAX_BITS, out=ws.get(name + ".mask", r.shape, bool))
-        if top.any():
-            out[top] = np.inf
-        return out
-    nxt = ws.get(name + ".next", r.shape, _UINT_OF[dtype])
-    np.add(mag, mag.dtype.type(1), out=nxt)
-    if dtype == "bfloat16":
-        lo = ws.get(name + ".lo", r.shape, np.float32)
-        hi = ws.get(name + ".hi", r.shape, np.float32)
-        np.copyto(lo, mag.view(numpy_dtype(dtype)))
-        np.copyto(hi, nxt.view(numpy_dtype(dtype)))
-    else:
-        lo, hi = mag.view(np.float32), nxt.view(np.float32)
-    with np.errstate(invalid="ignore", over="ignore"):
-        np.subtract(hi, lo, out=hi)
-    np.copyto(out, hi)
+    np.right_shift(mag, frac_bits, out=idx)
+    np.take(_SPACING_TABLE[dtype], idx, out=out, mode="clip")  # indices are in range
+    top = np.equal(mag, _MAX_BITS[dtype], out=ws.get(name + ".mask", r.shape, bool))
+    if top.any():
+        out[top] = np.inf
+    return out
+
+
+# Rounding a float64 x >= 0 to a 16-bit dtype carries into the next binade when its 52
+# fraction bits reach (2^(p+1) - 1) << (51 - p): x >= 2^E (2 - 2^-(p+1)), ties going up to the
+# even 2^(E+1). Above _NEAR_MAX (the tie there goes down, to the even neighbour) RNE gives the
+# largest finite value, from OVERFLOW inf.
+_CARRY = {name: ((1 << (p + 1)) - 1) << (51 - p) for name, (p, _, _) in _FORMAT.items()}
+_NEAR_MAX = {"float16": 65504.0 - 16.0, "bfloat16": float(2.0**128 * (1 - 2.0**-8) - 2.0**119)}
+
+
+def spacing_at(x: np.ndarray, dtype: str, ws: Workspace, name: str) -> np.ndarray:
+    """``spacing(rounded(x, dtype), dtype)`` for a float64 x >= 0 with no NaN, for float16 and
+    bfloat16, from the float64 bits alone (no rounding): the spacing of the binade x rounds
+    into, 2^(E - p) with E its exponent (plus one where rounding carries), at least the
+    subnormal spacing; inf where x rounds to the largest finite value, NaN where to inf."""
+    p, bias, _ = _FORMAT[dtype]
+    bits = x.view(np.int64)
+    e = ws.get(name + ".e", x.shape, np.int64)
+    f = ws.get(name + ".f", x.shape, np.int64)
+    mask = ws.get(name + ".mask", x.shape, bool)
+    np.right_shift(bits, 52, out=e)  # biased float64 exponent (no sign bit: x >= 0)
+    np.bitwise_and(bits, (1 << 52) - 1, out=f)
+    e += np.greater_equal(f, _CARRY[dtype], out=mask)
+    e -= p
+    np.maximum(e, 1023 + 1 - bias - p, out=e)  # the subnormal spacing at least
+    e <<= 52
+    out = e.view(np.float64)
+    big = np.greater(x, _NEAR_MAX[dtype], out=mask)
+    if big.any():
+        out[big] = np.where(x[big] < OVERFLOW[dtype], np.inf, np.nan)
     return out
 
 
@@ -412,7 +442,7 @@ def _plain_bound(o, ad, e, abs_s, s_err, dtype: str, ws: Workspace) -> tuple[np.
     top = float(absg.max())
     if dtype == "float32":
         return b, top
-    half = spacing(rounded(absg, dtype, ws, "gb.rounded"), dtype, ws, "gb.spacing")
+    half = spacing_at(absg, dtype, ws, "gb.spacing")
     half *= 0.5
     b += half  # B32 + ulp/2
     return b, top

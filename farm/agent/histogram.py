@@ -104,9 +104,9 @@ class HistogramAccumulator:
         edge *= self._scale
         np.copyto(idx, edge, casting="unsafe")  # x >= edges[0]: truncation is floor
         np.minimum(idx, last, out=idx)
-        np.take(e, idx, out=edge)
+        np.take(e, idx, out=edge, mode="clip")
         idx -= np.less(x, edge, out=mask)  # below its edge: one bin down
-        np.take(e[1:], idx, out=edge)
+        np.take(e[1:], idx, out=edge, mode="clip")
         # At or above the next edge: one bin up (never past the last: x < edges[-1]).
         idx += np.greater_equal(x, edge, out=mask)
         return idx
