@@ -76,34 +76,45 @@ CLASS_NAMES = {FINITE: "finite", NAN: "nan", POSINF: "+inf", NEGINF: "-inf"}
 
 
 class Workspace:
-    """Named work arrays, reused slab after slab and case after case.
+    """Work arrays reused slab after slab and case after case.
 
     A fresh slab-sized array costs a page fault per 4 KiB the first time it is written (the
     allocator hands large blocks back to the system when they are freed), which on a 152k-element
     case cost more than the arithmetic itself; judging takes its slab-sized arrays from here
-    instead. ``get(name, shape, dtype)`` returns a view of the array kept under `name`, grown when
-    too small: the caller owns its contents until it asks for the same name again. Names are
-    per stage (the golden's and bound's, each MetricsAccumulator's with its own prefix), so the
-    arrays one stage returns stay valid while the next stage works."""
+    instead. ``get(name, shape, dtype)`` views the bytes kept under `name` (grown when too small)
+    as an array: the caller owns its contents until that name is asked for again.
+
+    Results that outlive a stage have their own names ("golden", "bound", "rg", an
+    accumulator's "<prefix>.rel"). Temporaries use the scratch slots ``s(i)`` (numbers, any
+    dtype) and ``b(i)`` (bool): the slots a function uses are in its docstring, each function
+    leaves alone the slots below the ``base`` its caller gives, and the stages of a slab (golden
+    and bound, rounding, the metrics) use the same slots one after the other, so the workspace
+    holds about a dozen float64 arrays of a slab."""
 
     def __init__(self) -> None:
-        self._arrays: dict[str, np.ndarray] = {}
+        self._bytes: dict[str, np.ndarray] = {}
 
     def get(self, name: str, shape, dtype=np.float64) -> np.ndarray:
         shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(shape)
-        n = math.prod(shape)
         dt = np.dtype(dtype)
-        have = self._arrays.get(name)
-        if have is None or have.dtype != dt or have.size < n:
-            have = self._arrays[name] = np.empty(n, dt)
-        return have[:n].reshape(shape)
+        need = math.prod(shape) * dt.itemsize
+        have = self._bytes.get(name)
+        if have is None or have.size < need:
+            have = self._bytes[name] = np.empty(need, np.uint8)
+        return have[:need].view(dt).reshape(shape)
+
+    def s(self, i: int, shape, dtype=np.float64) -> np.ndarray:
+        return self.get(f"s{i}", shape, dtype)
+
+    def b(self, i: int, shape) -> np.ndarray:
+        return self.get(f"b{i}", shape, bool)
 
     @property
     def nbytes(self) -> int:
-        return sum(a.nbytes for a in self._arrays.values())
+        return sum(a.nbytes for a in self._bytes.values())
 
     def clear(self) -> None:
-        self._arrays.clear()
+        self._bytes.clear()
 
 
 # What a thread keeps between cases; a larger workspace is dropped at the end of its case.
@@ -121,7 +132,11 @@ def workspace() -> Workspace:
 
 # -- rounding into the case dtype and its spacing, in few passes ---------------------------------
 
-_UINT_OF = {"float32": np.uint32, "float16": np.uint16, "bfloat16": np.uint16}
+_UINT_OF: dict[str, type[np.unsignedinteger]] = {
+    "float32": np.uint32,
+    "float16": np.uint16,
+    "bfloat16": np.uint16,
+}
 _SIGN_OFF: dict[str, np.unsignedinteger] = {
     "float32": np.uint32(0x7FFFFFFF),
     "float16": np.uint16(0x7FFF),
@@ -148,10 +163,10 @@ _MAX_BITS: dict[str, np.unsignedinteger] = {
 
 
 def rounded(
-    x: np.ndarray, dtype: str, ws: Workspace | None = None, name: str = "rounded"
+    x: np.ndarray, dtype: str, ws: Workspace | None = None, name: str = "rounded", base: int = 0
 ) -> np.ndarray:
-    """golden.dtypes.round_to(x, dtype) of a float64 array, for a case dtype: the same values
-    (in `ws` under `name` when given).
+    """golden.dtypes.round_to(x, dtype) of a float64 array, for a case dtype: the same values,
+    in `ws` under `name` (bfloat16: scratch s(base)..s(base+2), b(0), b(1)).
 
     float32 and float16 are one numpy cast (correctly rounded from float64). bfloat16 goes
     through float32 rounded to odd, as round_to does, but builds the odd value directly:
@@ -165,14 +180,13 @@ def rounded(
         if dtype != "bfloat16":
             np.copyto(out, x, casting="same_kind")
             return out
-        f = ws.get(name + ".f32", x.shape, np.float32)
+        f = ws.s(base, x.shape, np.float32)
+        back = ws.s(base + 1, x.shape)
+        ax = ws.s(base + 2, x.shape)
+        inexact, away = ws.b(0, x.shape), ws.b(1, x.shape)
         np.copyto(f, x, casting="same_kind")
-        back = ws.get(name + ".back", x.shape)
         np.copyto(back, f)
-        ax = ws.get(name + ".abs", x.shape)
         np.abs(x, out=ax)
-        inexact = ws.get(name + ".inexact", x.shape, bool)
-        away = ws.get(name + ".away", x.shape, bool)
         np.not_equal(back, x, out=inexact)
         np.abs(back, out=back)
         np.greater(back, ax, out=away)
@@ -183,20 +197,23 @@ def rounded(
     return out
 
 
-def spacing(r: np.ndarray, dtype: str, ws: Workspace | None = None, name="spacing") -> np.ndarray:
+def spacing(
+    r: np.ndarray, dtype: str, ws: Workspace | None = None, name: str = "spacing", base: int = 0
+) -> np.ndarray:
     """golden.dtypes.ulp_of of values already in `dtype` (e.g. from ``rounded``): the distance
     from |r| to the next value of the dtype away from zero, float64 (inf at the largest finite
-    value, NaN at inf and NaN), looked up by the exponent field of the bits."""
+    value, NaN at inf and NaN), looked up by the exponent field of the bits. In `ws` under
+    `name` (scratch s(base), s(base+1), b(2))."""
     ws = Workspace() if ws is None else ws
     r = np.asarray(r)
-    frac_bits = _FORMAT[dtype][0]
+    uint = _UINT_OF[dtype]
     out = ws.get(name, r.shape)
-    mag = ws.get(name + ".mag", r.shape, _UINT_OF[dtype])
-    idx = ws.get(name + ".idx", r.shape, np.intp)
-    np.bitwise_and(r.view(_UINT_OF[dtype]), _SIGN_OFF[dtype], out=mag)
-    np.right_shift(mag, frac_bits, out=idx)
+    mag = ws.s(base, r.shape, uint)
+    idx = ws.s(base + 1, r.shape, np.intp)
+    np.bitwise_and(r.view(uint), _SIGN_OFF[dtype], out=mag)
+    np.right_shift(mag, _FORMAT[dtype][0], out=idx)
     np.take(_SPACING_TABLE[dtype], idx, out=out, mode="clip")  # indices are in range
-    top = np.equal(mag, _MAX_BITS[dtype], out=ws.get(name + ".mask", r.shape, bool))
+    top = np.equal(mag, _MAX_BITS[dtype], out=ws.b(2, r.shape))
     if top.any():
         out[top] = np.inf
     return out
@@ -210,16 +227,17 @@ _CARRY = {name: ((1 << (p + 1)) - 1) << (51 - p) for name, (p, _, _) in _FORMAT.
 _NEAR_MAX = {"float16": 65504.0 - 16.0, "bfloat16": float(2.0**128 * (1 - 2.0**-8) - 2.0**119)}
 
 
-def spacing_at(x: np.ndarray, dtype: str, ws: Workspace, name: str) -> np.ndarray:
+def spacing_at(x: np.ndarray, dtype: str, ws: Workspace, base: int) -> np.ndarray:
     """``spacing(rounded(x, dtype), dtype)`` for a float64 x >= 0 with no NaN, for float16 and
     bfloat16, from the float64 bits alone (no rounding): the spacing of the binade x rounds
     into, 2^(E - p) with E its exponent (plus one where rounding carries), at least the
-    subnormal spacing; inf where x rounds to the largest finite value, NaN where to inf."""
+    subnormal spacing; inf where x rounds to the largest finite value, NaN where to inf.
+    In scratch s(base) (the result), s(base+1), b(0)."""
     p, bias, _ = _FORMAT[dtype]
     bits = x.view(np.int64)
-    e = ws.get(name + ".e", x.shape, np.int64)
-    f = ws.get(name + ".f", x.shape, np.int64)
-    mask = ws.get(name + ".mask", x.shape, bool)
+    e = ws.s(base, x.shape, np.int64)
+    f = ws.s(base + 1, x.shape, np.int64)
+    mask = ws.b(0, x.shape)
     np.right_shift(bits, 52, out=e)  # biased float64 exponent (no sign bit: x >= 0)
     np.bitwise_and(bits, (1 << 52) - 1, out=f)
     e += np.greater_equal(f, _CARRY[dtype], out=mask)
@@ -334,8 +352,8 @@ def golden_and_bound(dy3: np.ndarray, y3: np.ndarray, dtype: str, ws: Workspace 
 
     ``golden`` is golden.reference.grad_3d's, bit for bit (the same float64 operations in the
     same order); ``bound`` is ``elementwise``'s, bit for bit. ``allowed`` is the int FINITE when
-    every element of the slab can only be finite, else ``elementwise``'s uint8 array. The
-    arrays are in `ws` (under "golden" and "bound"; its "gb.*" arrays are scratch) when given.
+    every element of the slab can only be finite, else ``elementwise``'s uint8 array. The golden
+    and the bound are in `ws` under "golden" and "bound" (scratch s(0)..s(7), b(0)).
 
     The slab is plain, and the class model not needed, when every dy is finite, no exp(y) can
     overflow fp32 (max e), no line's |dy| sum can reach fp32's overflow in any order (max S1), no
@@ -347,12 +365,10 @@ def golden_and_bound(dy3: np.ndarray, y3: np.ndarray, dtype: str, ws: Workspace 
     shape = dy3.shape
     d1 = shape[1]
     ovf32 = OVERFLOW["float32"]
-    d = ws.get("gb.d", shape)
-    np.copyto(d, dy3)
-    e = ws.get("gb.e", shape)
-    np.copyto(e, y3)  # y in float64, exp(y) below
+    d, e, ad = ws.s(0, shape), ws.s(1, shape), ws.s(2, shape)
     g = ws.get("golden", shape)
-    ad = ws.get("gb.ad", shape)
+    np.copyto(d, dy3)
+    np.copyto(e, y3)  # y in float64, exp(y) below
     np.abs(d, out=ad)
     with np.errstate(all="ignore"):
         if d1 == 1:
@@ -376,7 +392,7 @@ def golden_and_bound(dy3: np.ndarray, y3: np.ndarray, dtype: str, ws: Workspace 
             # grad_3d: each line summed contiguously, then dy - exp(y) * sum
             lines = np.swapaxes(d, 1, 2)
             if not lines.flags.c_contiguous:  # reduce-mid: copy the lines together
-                copy = ws.get("gb.lines", lines.shape)
+                copy = ws.s(3, lines.shape)
                 np.copyto(copy, lines)
                 lines = copy
             s = lines.sum(axis=2)[:, None, :]
@@ -408,12 +424,10 @@ def golden_and_bound(dy3: np.ndarray, y3: np.ndarray, dtype: str, ws: Workspace 
 def _plain_bound(o, ad, e, abs_s, s_err, dtype: str, ws: Workspace) -> tuple[np.ndarray, float]:
     """``elementwise``'s bound of a plain slab (finite s = sum(dy); s_err None: reduce extent 1,
     where s is dy), its terms added in the same order, in place; and max(|o| + B32), for the
-    overflow check. The bound is in `ws` under "bound"."""
+    overflow check. The bound is in `ws` under "bound" (scratch s(3)..s(7), b(0))."""
     shape = o.shape
     b = ws.get("bound", shape)
-    absg = ws.get("gb.absg", shape)
-    t = ws.get("gb.t", shape)
-    u = ws.get("gb.u", shape)
+    absg, t, u = ws.s(3, shape), ws.s(4, shape), ws.s(5, shape)
     np.abs(o, out=absg)
     np.multiply(absg, U32, out=b)
     np.multiply(ad, U32, out=t)
@@ -442,7 +456,7 @@ def _plain_bound(o, ad, e, abs_s, s_err, dtype: str, ws: Workspace) -> tuple[np.
     top = float(absg.max())
     if dtype == "float32":
         return b, top
-    half = spacing_at(absg, dtype, ws, "gb.spacing")
+    half = spacing_at(absg, dtype, ws, base=6)
     half *= 0.5
     b += half  # B32 + ulp/2
     return b, top

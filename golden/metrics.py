@@ -169,22 +169,25 @@ class MetricsAccumulator:
         n = int(actual.size)
         if n == 0:
             return None
+        g = np.ascontiguousarray(golden, dtype=np.float64).reshape(-1)
+        if rounded is None:
+            rg = bound_mod.rounded(g, dtype, ws, p + "rg", base=0)
+        else:
+            rg = rounded.reshape(-1)
         if actual.flags.c_contiguous:
             act = actual.reshape(-1)
         else:
             act = ws.get(p + "act", n, actual.dtype)
             np.copyto(act.reshape(actual.shape), actual)
-        a = ws.get(p + "a", n)
+        a = ws.s(0, n)  # scratch s(0): the actual in float64, for the whole add
         with np.errstate(invalid="ignore"):
             np.copyto(a, act, casting="unsafe")
-        g = np.ascontiguousarray(golden, dtype=np.float64).reshape(-1)
-        if rounded is None:
-            rg = bound_mod.rounded(g, dtype, ws, p + "rg")
-        else:
-            rg = rounded.reshape(-1)
         uint = _UINT[dtype]
         own = act.dtype == numpy_dtype(dtype)
-        abits = (act if own else bound_mod.rounded(a, dtype, ws, p + "abits")).view(uint)
+        if own:
+            abits = act.view(uint)
+        else:
+            abits = bound_mod.rounded(a, dtype, ws, p + "abits", base=1).view(uint)
         self.judged_bound |= bound is not None
         if callable(flat):
             to_flat = flat
@@ -197,13 +200,12 @@ class MetricsAccumulator:
         c["n"] += n
         if bound is not None:
             bound = bound.reshape(-1)
-        mask = ws.get(p + "mask", n, bool)
-        a_finite = bool(np.isfinite(a, out=mask).all())
+        a_finite = bool(np.isfinite(a, out=ws.b(0, n)).all())
         if isinstance(allowed, (int, np.integer)):
             plain = int(allowed) == FINITE
             allowed_arr = None if plain else np.full(n, allowed, np.uint8)
         elif allowed is None:
-            mag = np.bitwise_and(rg.view(uint), _SIGN_OFF[dtype], out=ws.get(p + "mag", n, uint))
+            mag = np.bitwise_and(rg.view(uint), _SIGN_OFF[dtype], out=ws.s(1, n, uint))
             plain = bool(mag.max() < _EXP_MASK[dtype])  # the golden rounds to finite values
             allowed_arr = None if plain else class_of(rg)
         else:
@@ -256,21 +258,18 @@ class MetricsAccumulator:
         allowed) from one set of arrays, each computed once into the workspace: the error,
         |golden| + 1e-7, the relative error (float64: the golden is float64 and the thresholds
         compare at its precision) and the ordinals of the actual and of the rounded golden
-        (integers from the bits, exact). ``where``: their positions in the chunk (None: all)."""
-        dtype, c, k, ws, p = self.dtype, self.c, self.k, self._ws, self._prefix
+        (integers from the bits, exact). ``where``: their positions in the chunk (None: all).
+        Scratch s(1)..s(10), b(0)..b(2); `a` may be in s(0)."""
+        dtype, c, k, ws = self.dtype, self.c, self.k, self._ws
         m = int(a.size)
         if m == 0:
             return None
         t = T[dtype]
         tol = DOUBLE_THOUSANDTH_TOL[dtype]
         c["n_compared"] += m
-        diff = ws.get(p + "diff", m)
-        err = ws.get(p + "err", m)
-        absg = ws.get(p + "absg", m)
-        den = ws.get(p + "den", m)
-        rel = ws.get(p + "rel", m)
-        scratch = ws.get(p + "scratch", m)
-        mask = ws.get(p + "mask", m, bool)
+        diff, err, absg, den = ws.s(1, m), ws.s(2, m), ws.s(3, m), ws.s(4, m)
+        scratch, mask = ws.s(5, m), ws.b(0, m)
+        rel = ws.get(self._prefix + "rel", m)
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
             np.subtract(a, g, out=diff)
             np.abs(diff, out=err)
@@ -282,23 +281,23 @@ class MetricsAccumulator:
         self.max_abs = max(self.max_abs, float(err.max()))
         self.max_rel = max(self.max_rel, float(rel.max()))
         # Units in the last place from the bits: exact integers.
-        dord = _ordinals(abits, ws, p + "ord_a")
-        dord -= _ordinals(rg.view(abits.dtype), ws, p + "ord_g")
-        ulp = np.abs(dord, out=ws.get(p + "ulp", m, dord.dtype))
+        dord = _ordinals(abits, ws, 6, 7)
+        dord -= _ordinals(rg.view(abits.dtype), ws, 8, 7)
+        ulp = np.abs(dord, out=ws.s(8, m, dord.dtype))
         self.ulp_max = max(self.ulp_max, int(ulp.max()))
         self.ulp_sum += float(ulp.sum())
-        spacing = bound_mod.spacing(rg, dtype, ws, p + "spacing")
+        spacing = bound_mod.spacing(rg, dtype, ws, "s7", base=9)
         with np.errstate(invalid="ignore", divide="ignore"):
             np.divide(diff, spacing, out=scratch)
         if not np.greater(spacing, 0, out=mask).all():
             scratch[~mask] = 0.0
         self.signed_ulp_sum += float(scratch.sum())
-        lim = np.multiply(absg, t, out=ws.get(p + "lim", m))
+        lim = np.multiply(absg, t, out=ws.s(9, m))
         lim += t  # t + t|g|
         c["mixed_ok"] += int(np.count_nonzero(np.less_equal(err, lim, out=mask)))
         c["dt_rel_over"] += int(np.count_nonzero(np.greater(rel, tol, out=mask)))
         c["dt_abs_over"] += int(np.count_nonzero(np.greater(err, tol, out=mask)))
-        small = np.less(absg, SMALL_THRESHOLD[dtype], out=ws.get(p + "small", m, bool))
+        small = np.less(absg, SMALL_THRESHOLD[dtype], out=ws.b(1, m))
         c["small_n"] += int(np.count_nonzero(small))
         np.greater(err, SMALL_ERR_BOUND[dtype], out=mask)
         c["small_err_count"] += int(np.count_nonzero(np.logical_and(mask, small, out=mask)))
@@ -312,16 +311,14 @@ class MetricsAccumulator:
 
     def _bound(self, a, g, rg, err, den, lim, small, bound, spacing, dord, to_flat, where):
         """The error-bound standard and what the worst and the best correct kernel would score
-        (standards.applicable), from the compared elements' arrays. Reuses den and the
-        accumulator's scratch and mask."""
-        c, dtype, ws, p = self.c, self.dtype, self._ws, self._prefix
+        (standards.applicable), from the compared elements' arrays. Scratch s(1) (the signed
+        error is no longer needed), s(4) (den, after its last use), s(5), s(8) (the ulps,
+        after theirs), s(10), b(0)."""
+        c, dtype, ws = self.c, self.dtype, self._ws
         m = int(a.size)
         tol, small_bound = DOUBLE_THOUSANDTH_TOL[dtype], SMALL_ERR_BOUND[dtype]
         wc, bc = self.wc, self.bc
-        scratch = ws.get(p + "scratch", m)
-        mask = ws.get(p + "mask", m, bool)
-        wrel = ws.get(p + "wrel", m)
-        best = ws.get(p + "best", m)
+        best, scratch, wrel, mask = ws.s(1, m), ws.s(5, m), ws.s(10, m), ws.b(0, m)
         with np.errstate(over="ignore", invalid="ignore"):
             np.divide(bound, den, out=wrel)
             np.copyto(best, rg)
@@ -370,7 +367,7 @@ class MetricsAccumulator:
         count = int(np.count_nonzero(clean))
         if count:
             c["rounding_bias_n"] += count
-            resid = np.multiply(dord, clean, out=ws.get(p + "resid", m, dord.dtype))
+            resid = np.multiply(dord, clean, out=ws.s(8, m, dord.dtype))
             if resid.any():  # a correct kernel returns RNE(g) itself on clean elements
                 nz = np.flatnonzero(resid)
                 sign = np.sign(g[nz]).astype(resid.dtype)
@@ -450,17 +447,18 @@ class MetricsAccumulator:
         return out
 
 
-def _ordinals(bits: np.ndarray, ws: bound_mod.Workspace, name: str) -> np.ndarray:
+def _ordinals(bits: np.ndarray, ws: bound_mod.Workspace, slot: int, sign_slot: int) -> np.ndarray:
     """golden.dtypes.ordinal from the bits of values already in the dtype (uint16 or uint32):
     sign-magnitude to a signed integer, +0 and -0 both 0; int32 for 16-bit dtypes, int64 for
-    float32 (differences of two float32 ordinals need 33 bits)."""
+    float32 (differences of two float32 ordinals need 33 bits). In scratch s(slot), using
+    s(sign_slot)."""
     wide, signed, shift, low = (
         (np.int32, np.int16, 15, 0x7FFF)
         if bits.dtype == np.uint16
         else (np.int64, np.int32, 31, 0x7FFFFFFF)
     )
-    v = ws.get(name, bits.shape, wide)
-    sign = ws.get(name + ".sign", bits.shape, wide)
+    v = ws.s(slot, bits.shape, wide)
+    sign = ws.s(sign_slot, bits.shape, wide)
     np.copyto(v, bits.view(signed))
     np.right_shift(v, shift, out=sign)  # -1 where the sign bit is set, else 0
     v &= low
