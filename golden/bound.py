@@ -40,8 +40,10 @@ sums shared with the golden, the bound's terms accumulated in place, in the orde
 anything but finite, which scalar maxima of the same arrays decide, the class model is skipped and
 ``allowed`` is the int FINITE (every element); otherwise ``elementwise`` runs the whole model.
 
-``rounded`` and ``spacing`` are golden.dtypes.round_to and ulp_of for the case dtypes in fewer
-passes (the same values; tests/golden/test_one_pass.py checks them against golden.dtypes).
+``rounded``, ``spacing`` and ``spacing_at`` are golden.dtypes.round_to and ulp_of for the case
+dtypes in fewer passes, from the bits (the same values; tests/golden/test_one_pass.py checks them
+against golden.dtypes). The slab-sized arrays live in a ``Workspace`` reused from slab to slab
+and from case to case.
 """
 
 from __future__ import annotations

@@ -76,7 +76,8 @@ def judge_case(
     """Judge `out` (the operator's result, in `dtype`) for inputs dy, y reduced over `axes`.
 
     `benchmark`: a third-party result of the same inputs, for benchmark-ratio. `on_errors`
-    receives the relative errors of each slab's compared elements (for a histogram)."""
+    receives the relative errors of each slab's compared elements (for a histogram; the array
+    is reused for the next slab, copy it to keep it)."""
     shape = tuple(np.shape(dy))
     if np.shape(y) != shape or np.shape(out) != shape:
         raise ValueError(f"dy {shape}, y {np.shape(y)} and out {np.shape(out)} differ in shape")

@@ -6,6 +6,14 @@ json.dumps accepts them (NaN/inf can only appear in the values of `worst` and `n
 
 Relative error per element is |a - g| / (|g| + 1e-7). Positions where the golden or the result is
 NaN or +-inf are left out of the error metrics; whether those positions agree is reported apart.
+
+Precision of the intermediate arrays: the error a - g and all that derives from it (relative
+error, ratios to the bound, the worst and best correct kernels' errors) are float64, because the
+golden carries 53 bits: fp16/bf16/fp32 results are exact in float32 but the golden is not, so
+a - g in float32 would round, and counts against thresholds (|a - g| <= T + T|g|) would move.
+What can be exact without float64 is done on the bits: ulp distances and the rounding bias from
+integer ordinals, spacings from a table by exponent, bfloat16 rounding through float32 rounded to
+odd (golden/bound.py).
 """
 
 from __future__ import annotations
@@ -70,12 +78,18 @@ BIAS_CLEAN_FRACTION = 0.01
 class MetricsAccumulator:
     """Every metric of a result against the float64 golden, fed chunk by chunk.
 
-    ``add(actual, golden, flat, allowed=None, bound=None)``: ``flat`` maps positions in the
-    chunk to flat (C-order) indices in the whole tensor (or is the flat index of the chunk's
-    first element when the chunk is contiguous); ``allowed`` the class bits a correct kernel
-    may produce (golden/bound.py; default: the class of the golden rounded to the dtype);
-    ``bound`` the largest error a correct kernel may reach on a finite element (the
-    error-bound standard; None: not judged).
+    ``add(actual, golden, flat, allowed=None, bound=None, rounded=None)``: ``flat`` maps
+    positions in the chunk to flat (C-order) indices in the whole tensor (or is the flat index of
+    the chunk's first element when the chunk is contiguous); ``allowed`` the class bits a
+    correct kernel may produce (golden/bound.py; default: the class of the golden rounded to the
+    dtype); ``bound`` the largest error a correct kernel may reach on a finite element (the
+    error-bound standard; None: not judged); ``rounded`` the golden rounded to the dtype.
+
+    One pass per chunk: where every element is finite and may only be (the common case), no
+    class is computed; the metrics come from one set of arrays (error, |golden| + 1e-7, relative
+    error, ordinals and spacings from the bits) kept in a workspace (golden.bound.Workspace;
+    ``ws``, shared by golden.judge between the result's accumulator and the benchmark's, each
+    under its own ``name``).
 
     Besides the public standards' metrics it keeps the bound's violations and two biases in
     units in the last place of the output dtype: ``bias_ulp``, the mean signed error over every
@@ -94,8 +108,6 @@ class MetricsAccumulator:
         name: str = "m",
     ):
         self.dtype = check_dtype(dtype)
-        # Work arrays, under names that start with `name` (golden.judge shares one workspace
-        # between the result's accumulator and the benchmark's).
         self._ws = bound_mod.Workspace() if ws is None else ws
         self._prefix = name + "."
         self.shape = tuple(shape)

@@ -8,8 +8,6 @@ orchestrator side.
 
 from __future__ import annotations
 
-import threading
-
 import numpy as np
 
 # Default bins: log10(relative error) from 1e-10 to 1e2, four bins per decade. Values below the
@@ -20,24 +18,18 @@ LOG10_MAX = 2.0
 BINS_PER_DECADE = 4
 
 
-# Work arrays (log10 values, bins), kept per thread between calls up to _KEEP_BYTES: a fresh
-# array of a large slab costs a page fault per 4 KiB written.
+# Work arrays (log10 values, bins) kept between calls, up to _KEEP_BYTES: a fresh array of a
+# large slab costs a page fault per 4 KiB written. A call takes the set out (dict.pop is atomic),
+# so a second thread working at the same time makes its own, and puts it back when done.
 _KEEP_BYTES = 32 << 20
-_LOCAL = threading.local()
+_SPARE: dict[str, dict[str, np.ndarray]] = {}
 
 
-def _work(name: str, n: int, dtype) -> np.ndarray:
-    arrays = _LOCAL.__dict__.setdefault("arrays", {})
+def _work(arrays: dict[str, np.ndarray], name: str, n: int, dtype) -> np.ndarray:
     have = arrays.get(name)
     if have is None or have.size < n:
         have = arrays[name] = np.empty(n, dtype)
     return have[:n]
-
-
-def _trim() -> None:
-    arrays = _LOCAL.__dict__.get("arrays", {})
-    if sum(a.nbytes for a in arrays.values()) > _KEEP_BYTES:
-        arrays.clear()
 
 
 def default_edges() -> np.ndarray:
@@ -70,9 +62,16 @@ class HistogramAccumulator:
         self._top = np.nextafter(e[-1], -np.inf)
 
     def add(self, rel_err: np.ndarray) -> None:
-        err = np.asarray(rel_err, dtype=np.float64).ravel()
+        arrays = _SPARE.pop("arrays", None) or {}
+        try:
+            self._add(np.asarray(rel_err, dtype=np.float64).ravel(), arrays)
+        finally:
+            if sum(a.nbytes for a in arrays.values()) <= _KEEP_BYTES:
+                _SPARE["arrays"] = arrays
+
+    def _add(self, err: np.ndarray, arrays: dict[str, np.ndarray]) -> None:
         n = int(err.size)
-        mask = _work("mask", n, bool)
+        mask = _work(arrays, "mask", n, bool)
         if not np.isfinite(err, out=mask).all():
             err = err[mask]
             n = int(err.size)
@@ -80,7 +79,7 @@ class HistogramAccumulator:
         if n == 0:
             return
         self.finite += n
-        logs = _work("logs", n, np.float64)
+        logs = _work(arrays, "logs", n, np.float64)
         np.abs(err, out=logs)
         with np.errstate(divide="ignore"):
             np.log10(logs, out=logs)
@@ -88,18 +87,17 @@ class HistogramAccumulator:
         self.zeros += zeros
         # Clamp into [first edge, last bin] so that nothing is silently dropped.
         np.clip(logs, self.edges[0], self._top, out=logs)
-        self.counts += np.bincount(self._bins(logs, mask), minlength=self.counts.size)
+        self.counts += np.bincount(self._bins(logs, mask, arrays), minlength=self.counts.size)
         self.counts[0] -= zeros
-        _trim()
 
-    def _bins(self, x: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    def _bins(self, x: np.ndarray, mask: np.ndarray, arrays: dict[str, np.ndarray]) -> np.ndarray:
         """The bin of each x in [edges[0], edges[-1])."""
         e, last = self.edges, self.counts.size - 1
         if not self._uniform:
             return np.searchsorted(e, x, side="right") - 1
         n = x.size
-        edge = _work("edge", n, np.float64)
-        idx = _work("idx", n, np.intp)
+        edge = _work(arrays, "edge", n, np.float64)
+        idx = _work(arrays, "idx", n, np.intp)
         np.subtract(x, e[0], out=edge)
         edge *= self._scale
         np.copyto(idx, edge, casting="unsafe")  # x >= edges[0]: truncation is floor
