@@ -1,5 +1,5 @@
 """``python -m farm.agent [--workdir DIR] [--native-lib PATH] [--executor module:function]
-[--run-id ID] [--lock-wait SECONDS]``.
+[--run-id ID] [--lock-wait SECONDS] [--hosts-file FILE]``.
 
 Serves the protocol on stdin/stdout. The protocol stream is moved off file descriptor 1 first:
 anything else that writes to stdout (a print in the executor, a C library's printf) lands on
@@ -11,6 +11,15 @@ says its pid and group in hello: after a timeout the orchestrator kills the whol
 included. With a work directory it also leaves ``<workdir>/agents/<pid>.json`` while it runs (its
 pid, group, argv, start time), so that ``farm lab down`` finds every agent of a host, even one whose
 SSH session is gone; a killed agent's file is stale, which readers check against the process.
+
+``--hosts-file``: a JSON file ``{"hosts": [{"name", "workdir", "env", "bundle_dir"}, ...]}``
+naming the emulated hosts of this machine that this one agent serves (farm/agent/server.py,
+"One agent for several emulated hosts"); it is read at start, before hello is answered, so the
+orchestrator may remove it once the handshake is done.
+
+Nothing heavy is imported before the first case: an idle agent is a small process blocked in a
+read of its request pipe (numpy and ml_dtypes come with ``identify``, the operator's library,
+numpy and golden with the first ``run-case``).
 """
 
 from __future__ import annotations
@@ -90,7 +99,24 @@ def main(argv: list[str] | None = None) -> int:
         help="seconds a run-case waits for a device another run holds when the request does "
         "not say (default 10)",
     )
+    parser.add_argument(
+        "--hosts-file",
+        default=None,
+        help="JSON file naming the emulated hosts this agent serves (a shared agent)",
+    )
     args = parser.parse_args(argv)
+    hosts = None
+    if args.hosts_file:
+        try:
+            with open(args.hosts_file, encoding="utf-8") as f:
+                hosts = json.load(f)["hosts"]
+            if not isinstance(hosts, list) or not all(
+                isinstance(h, dict) and isinstance(h.get("name"), str) for h in hosts
+            ):
+                raise ValueError("'hosts' must be a list of objects with a 'name'")
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            print(f"lsg-agent: unusable --hosts-file {args.hosts_file}: {exc}", file=sys.stderr)
+            return 2
     _own_process_group()
     # A crash in native code (the operator's library) leaves "Fatal Python error: Segmentation
     # fault" and a traceback on stderr; the orchestrator reads it to call the case an operator
@@ -120,6 +146,7 @@ def main(argv: list[str] | None = None) -> int:
         executor=args.executor,
         run_id=args.run_id,
         lock_wait=DEFAULT_LOCK_WAIT if args.lock_wait is None else args.lock_wait,
+        hosts=hosts,
     )
     with _pid_file(args.workdir, args.run_id):
         try:

@@ -22,6 +22,7 @@ bundle's directory as its working directory (so ``farm``/``golden`` come from th
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import hashlib
 import io
@@ -29,6 +30,7 @@ import json
 import os
 import posixpath
 import tarfile
+import tempfile
 import time
 import uuid
 from collections.abc import Iterable, Sequence
@@ -48,12 +50,23 @@ _ENTRY_MTIME = 946684800  # 2000-01-01: fixed, so identical sources give identic
 _ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar")
 
 
+_SHA_CACHE: dict[tuple[str, int, int, int], str] = {}  # (path, inode, size, mtime) -> sha256
+
+
 def sha256_file(path: str | os.PathLike[str]) -> str:
+    """The file's sha256, remembered while the file is unchanged (a deploy to 64 hosts hashes
+    the same bundle and package once, not 64 times)."""
+    st = os.stat(path)
+    key = (os.fspath(path), st.st_ino, st.st_size, st.st_mtime_ns)
+    known = _SHA_CACHE.get(key)
+    if known is not None:
+        return known
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
             h.update(block)
-    return h.hexdigest()
+    digest = _SHA_CACHE[key] = h.hexdigest()
+    return digest
 
 
 def bundle_files(root: Path = REPO_ROOT) -> dict[str, Path]:
@@ -219,7 +232,25 @@ def find_op_package(dist: str | os.PathLike[str] = DIST_DIR, target: str = "asce
     return found[-1]
 
 
+_MANIFESTS: dict[tuple[str, int, int, int], dict] = {}
+
+
 def package_manifest(package: str | os.PathLike[str]) -> dict:
+    """The package's manifest.json (read once while the file is unchanged)."""
+    try:
+        st = os.stat(package)
+        key = (os.fspath(package), st.st_ino, st.st_size, st.st_mtime_ns)
+    except OSError:
+        key = None
+    if key is not None and key in _MANIFESTS:
+        return json.loads(json.dumps(_MANIFESTS[key]))  # a copy: callers may change theirs
+    manifest = _read_manifest(package)
+    if key is not None:
+        _MANIFESTS[key] = manifest
+    return json.loads(json.dumps(manifest))
+
+
+def _read_manifest(package: str | os.PathLike[str]) -> dict:
     try:
         with tarfile.open(package, "r:*") as tar:
             member = tar.extractfile("manifest.json")
@@ -288,6 +319,47 @@ def start_agent(
     )
 
 
+def start_shared_agent(
+    hosts: Sequence[HostSpec],
+    bundle_sha: str,
+    *,
+    native_lib: str | None = None,
+    executor: str | None = None,
+    timeout: float = HANDSHAKE_TIMEOUT,
+) -> Channel:
+    """Start one agent that serves several local (emulated) hosts of this machine, from the
+    first host's copy of bundle ``bundle_sha``, and handshake with it (farm/agent/server.py, "One
+    agent for several emulated hosts"). The hosts must share an interpreter and environment
+    (farm/pool/transport/local.py share_key); each keeps its own declaration, work directory
+    (device locks) and deployed bundle. ``native_lib``: the operator's library, one host's copy
+    of the package all of them have."""
+    from farm.pool.transport.local import LocalTransport, shared_agent_hosts, shared_host
+
+    if not hosts or any(h.transport != "local" for h in hosts):
+        raise ValueError("a shared agent serves local hosts only")
+    first = hosts[0]
+    entries = shared_agent_hosts(hosts, {h.name: versions_dir(h, bundle_sha) for h in hosts})
+    try:
+        os.makedirs(first.workdir, exist_ok=True)
+        fd, path = tempfile.mkstemp(prefix=".agent-hosts-", suffix=".json", dir=first.workdir)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump({"hosts": entries}, f)
+    except OSError as exc:
+        raise DeployError(
+            f"host {first.name}: cannot write the shared agent's host list in {first.workdir}: "
+            f"{exc.strerror}",
+            host=first.name,
+        ) from None
+    argv = agent_argv(first, native_lib=native_lib, executor=executor) + ["--hosts-file", path]
+    try:  # the agent reads the list before it answers hello
+        return LocalTransport(shared_host(hosts)).open_channel(
+            argv, cwd=versions_dir(first, bundle_sha), timeout=timeout
+        )
+    finally:
+        with contextlib.suppress(OSError):
+            os.remove(path)
+
+
 def deploy_all(
     transport: Transport,
     *,
@@ -317,6 +389,7 @@ __all__ = [
     "package_target",
     "sha256_file",
     "start_agent",
+    "start_shared_agent",
     "native_lib_on_host",
     "versions_dir",
 ]

@@ -19,7 +19,7 @@ import fcntl
 import json
 import os
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
@@ -139,28 +139,13 @@ def check_host(
             executor=executor,
             timeout=timeout,
         )
-        identity = channel.identify(timeout)
-        identity.pop("seq", None)
-        identity.pop("ok", None)
-        reasons += identity_problems(host, identity, expected_bundle_sha)
-        if canary is not None and not reasons:
-            try:
-                verdict = canary(channel, identity)
-            except DeviceBusy as exc:  # another run holds the device: not the host's fault
-                verdict = None
-                notes.append(f"canary not run on host {host.name}: {exc}")
-            except Exception as exc:  # the canary's own failure is a reason
-                verdict = f"{exc.__class__.__name__}: {exc}"
-            if verdict:
-                reasons.append(f"canary failed on host {host.name}: {verdict}")
+        identity = _checked_identity(
+            host, channel, expected_bundle_sha, canary, timeout, reasons, notes
+        )
     except FarmError as exc:  # e.g. an unusable key or known_hosts (AuthError): this host only
         reasons.append(str(exc))
     except Exception as exc:  # noqa: BLE001 - one host's surprise must not end the others' check
-        detail = " ".join(str(exc).split()) or "no message"
-        reasons.append(
-            f"host {host.name}: the check failed unexpectedly ({exc.__class__.__name__}: "
-            f"{detail}); fix what it names, then rerun farm hosts --check"
-        )
+        reasons.append(_unexpected(host, exc))
     finally:
         if channel is not None:
             channel.shutdown()
@@ -173,6 +158,103 @@ def check_host(
         identity=identity,
         seconds=time.monotonic() - start,
         notes=notes,
+    )
+
+
+def check_local_hosts(
+    hosts: Sequence[HostSpec],
+    expected_bundle_sha: str,
+    canary: Canary | None = None,
+    *,
+    native_libs: Mapping[str, str | None] | None = None,
+    executor: str | None = None,
+    timeout: float = HANDSHAKE_TIMEOUT,
+) -> dict[str, HostHealth]:
+    """Check emulated hosts of this machine (local transport, already deployed, able to share an
+    agent: farm/pool/transport/local.py share_key) one after the other through one shared agent,
+    as :func:`check_host` checks each: the agent starts and handshakes, each host's own declared
+    identity, dependencies and deployed bundle, then the canary. An agent that a host's check
+    breaks (a canary that crashes it) costs that host alone: the next host's check starts a new
+    one. Never raises for a host problem."""
+    from farm.pool.deploy import start_shared_agent
+    from farm.pool.transport.local import AgentShare
+
+    libs = dict(native_libs or {})
+    hosts = list(hosts)
+    lib = libs.get(hosts[0].name) if hosts else None
+
+    def start(group: str, members: Sequence[HostSpec]) -> Channel:
+        return start_shared_agent(
+            members, expected_bundle_sha, native_lib=lib, executor=executor, timeout=timeout
+        )
+
+    share = AgentShare({"hosts": hosts}, start, limit=1)
+    results: dict[str, HostHealth] = {}
+    try:
+        for host in hosts:
+            started = time.monotonic()
+            reasons: list[str] = []
+            notes: list[str] = []
+            identity: dict[str, Any] | None = None
+            try:
+                channel = share.open(host.name)
+                identity = _checked_identity(
+                    host, channel, expected_bundle_sha, canary, timeout, reasons, notes
+                )
+            except FarmError as exc:
+                reasons.append(str(exc))
+            except Exception as exc:  # noqa: BLE001 - see check_host
+                reasons.append(_unexpected(host, exc))
+            results[host.name] = HostHealth(
+                host=host.name,
+                state=BAD if reasons else GOOD,
+                reasons=reasons,
+                identity=identity,
+                seconds=time.monotonic() - started,
+                notes=notes,
+            )
+    finally:
+        share.close()
+    return results
+
+
+def _checked_identity(
+    host: HostSpec,
+    channel: Any,
+    expected_bundle_sha: str,
+    canary: Canary | None,
+    timeout: float,
+    reasons: list[str],
+    notes: list[str],
+) -> dict[str, Any]:
+    """identify, the identity's problems, then the canary: reasons and notes added in place."""
+    identity = channel.identify(timeout)
+    identity.pop("seq", None)
+    identity.pop("ok", None)
+    reasons += identity_problems(host, identity, expected_bundle_sha)
+    if identity.get("executor"):
+        notes.append(
+            f"host {host.name} answers cases with the {identity['executor']} benchmark executor "
+            "(its LSG_EMULATED_EXECUTOR): no operator runs there"
+        )
+    if canary is not None and not reasons:
+        try:
+            verdict = canary(channel, identity)
+        except DeviceBusy as exc:  # another run holds the device: not the host's fault
+            verdict = None
+            notes.append(f"canary not run on host {host.name}: {exc}")
+        except Exception as exc:  # the canary's own failure is a reason
+            verdict = f"{exc.__class__.__name__}: {exc}"
+        if verdict:
+            reasons.append(f"canary failed on host {host.name}: {verdict}")
+    return identity
+
+
+def _unexpected(host: HostSpec, exc: Exception) -> str:
+    detail = " ".join(str(exc).split()) or "no message"
+    return (
+        f"host {host.name}: the check failed unexpectedly ({exc.__class__.__name__}: "
+        f"{detail}); fix what it names, then rerun farm hosts --check"
     )
 
 
@@ -349,6 +431,7 @@ __all__ = [
     "HostHealth",
     "Quarantine",
     "check_host",
+    "check_local_hosts",
     "check_pool",
     "host_rows",
     "identity_problems",

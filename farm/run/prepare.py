@@ -2,25 +2,35 @@
 
 prepare_pool: decide everything (building the operator package only when not given one). Every
 host of the inventory is deployed to and checked in parallel (reachable, identity, dependencies,
-canary cases run end to end); the persistent quarantine is updated; the plan lists the healthy
-slots.
+canary cases run end to end), at most :func:`parallel_hosts` at once; the emulated hosts of this
+machine are checked in a few groups, each through one shared agent. The persistent quarantine is
+updated; the plan lists the healthy slots.
+
+open_channel_factory: how a worker reaches a slot's agent. A remote host's slot gets an agent of
+its own; the emulated hosts of this machine share at most :func:`local_agent_limit` agents per
+worker (farm/pool/transport/local.py AgentShare), so that the machine never runs more agents
+than it has cores, whatever the number of slots.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
 import os
+import posixpath
 import secrets
 import subprocess
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from farm.agent.errors import FarmError
+from farm.errors import ConfigError
 from farm.paths import REPO_ROOT, RUNS_DIR, STATE_DIR
 from farm.pool import deploy, health
 from farm.pool.inventory import HostSpec, Inventory, default_inventory, load_inventory
-from farm.pool.transport import Transport, open_transport
+from farm.pool.transport import Channel, Transport, open_transport
+from farm.pool.transport.local import AgentShare, share_key
 from farm.run.plan import Plan
 from golden import soc
 from suites.case import Case
@@ -98,6 +108,16 @@ def make_canary(backend: str):
     from farm.agent.execute import make_call_inputs
     from golden.inputs import sha256_of
 
+    digests: dict[str, str] = {}  # case id -> its inputs' digest on this machine (once a run)
+    computing = threading.Lock()
+
+    def known_digest(case: Case) -> str:
+        with computing:
+            if case.id not in digests:
+                inputs = make_call_inputs(case.to_dict())
+                digests[case.id] = sha256_of(*(t for t in inputs if t is not None))
+            return digests[case.id]
+
     def canary(channel, identity) -> str | None:
         family = soc.family_of(identity.get("soc", ""))
         for case in canary_cases(family):
@@ -107,7 +127,7 @@ def make_canary(backend: str):
                 "failed",
             ):
                 return f"canary {case.id}: no judged result came back: {record.get('message')}"
-            known = sha256_of(*(t for t in make_call_inputs(case.to_dict()) if t is not None))
+            known = known_digest(case)
             if record.get("inputs_sha256") != known:
                 return (
                     f"canary {case.id}: the host made other inputs from the same seed "
@@ -122,9 +142,50 @@ def make_canary(backend: str):
 # -- preparing ------------------------------------------------------------------------------
 
 
-def _prepare_host(host: HostSpec, bundle: Path, bundle_sha: str, package: Path | None, canary):
-    """Deploy, then check. Never raises for a host problem: it becomes a reason."""
-    native_lib = None
+PARALLEL_HOSTS_ENV = "FARM_PARALLEL_HOSTS"
+MAX_PARALLEL_HOSTS = 32
+LOCAL_AGENTS_ENV = "FARM_LOCAL_AGENTS"
+
+
+def _env_count(name: str) -> int | None:
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        raise ConfigError(f"{name}={text!r} is not a whole number; unset it or give one") from None
+    if value < 1:
+        raise ConfigError(f"{name}={value} must be at least 1")
+    return value
+
+
+def parallel_hosts(hosts: int) -> int:
+    """How many hosts are deployed to and checked at once: all of them up to
+    MAX_PARALLEL_HOSTS (a thread each, mostly waiting on the network), or $FARM_PARALLEL_HOSTS.
+    Always at least 1 and never more than the hosts."""
+    bound = _env_count(PARALLEL_HOSTS_ENV) or MAX_PARALLEL_HOSTS
+    return max(1, min(bound, hosts))
+
+
+def local_agent_limit(workers: int | None = None) -> int:
+    """How many agents one orchestrator process keeps for the emulated hosts of this machine:
+    the machine's cores (or $FARM_LOCAL_AGENTS), shared among the run's worker processes
+    ($PYTEST_XDIST_WORKER_COUNT), at least one each. The agents of local hosts share processes
+    (farm/pool/transport/local.py AgentShare) so that this is all there are, whatever the
+    number of slots."""
+    total = _env_count(LOCAL_AGENTS_ENV) or os.cpu_count() or 1
+    if workers is None:
+        try:
+            workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1)
+        except ValueError:
+            workers = 1
+    return max(1, total // max(1, workers))
+
+
+def _deploy_host(host: HostSpec, bundle: Path, package: Path | None):
+    """Deploy: (None, native lib) or (a bad HostHealth, None). Never raises for a host problem."""
+    started = time.monotonic()
     try:
         transport = open_transport(host)
         try:
@@ -132,11 +193,73 @@ def _prepare_host(host: HostSpec, bundle: Path, bundle_sha: str, package: Path |
         finally:
             transport.close()
     except FarmError as exc:
-        return health.HostHealth(host=host.name, state=health.BAD, reasons=[str(exc)]), None
+        bad = health.HostHealth(
+            host=host.name,
+            state=health.BAD,
+            reasons=[str(exc)],
+            seconds=time.monotonic() - started,
+        )
+        return bad, None
+    return None, native_lib
+
+
+def _prepare_host(host: HostSpec, bundle: Path, bundle_sha: str, package: Path | None, canary):
+    """Deploy, then check. Never raises for a host problem: it becomes a reason."""
+    bad, native_lib = _deploy_host(host, bundle, package)
+    if bad is not None:
+        return bad, None
     checked = health.check_host(
         host, open_transport, bundle_sha, canary, native_lib=native_lib, timeout=CANARY_TIMEOUT
     )
     return checked, native_lib
+
+
+def _check_local(hosts: list[HostSpec], bundle_sha: str, native_libs: dict, canary) -> dict:
+    """Check emulated hosts of this machine through one shared agent (health.check_local_hosts):
+    host name -> (HostHealth, native lib)."""
+    checked = health.check_local_hosts(
+        hosts, bundle_sha, canary, native_libs=native_libs, timeout=CANARY_TIMEOUT
+    )
+    return {h.name: (checked[h.name], native_libs.get(h.name)) for h in hosts}
+
+
+def _prepare_all(inventory: Inventory, bundle: Path, bundle_sha: str, package, canary) -> dict:
+    """Every host deployed and checked: name -> (HostHealth, native lib). SSH hosts each on
+    their own (deploy, then check); the emulated hosts of this machine are deployed, then checked
+    in a few groups, each through one shared agent (an agent per host would start as many
+    interpreters as hosts at once), as many groups as the machine has cores."""
+    hosts = inventory.hosts
+    results: dict = {}
+    with ThreadPoolExecutor(max_workers=parallel_hosts(len(hosts))) as pool:
+        remote = {
+            h.name: pool.submit(_prepare_host, h, bundle, bundle_sha, package, canary)
+            for h in hosts
+            if h.transport != "local"
+        }
+        local = [h for h in hosts if h.transport == "local"]
+        deployed = {h.name: pool.submit(_deploy_host, h, bundle, package) for h in local}
+        native_libs: dict[str, str | None] = {}
+        groups: dict[tuple, list[HostSpec]] = {}
+        for h in local:
+            bad, native_libs[h.name] = deployed[h.name].result()
+            if bad is not None:
+                results[h.name] = (bad, None)
+                continue
+            lib = native_libs[h.name]
+            rel = posixpath.relpath(lib, h.workdir) if lib else ""
+            groups.setdefault((share_key(h), rel), []).append(h)
+        checks = []
+        chunks = max(1, os.cpu_count() or 1)
+        for members in groups.values():
+            size = -(-len(members) // min(chunks, len(members)))
+            for i in range(0, len(members), size):
+                chunk = members[i : i + size]
+                checks.append(pool.submit(_check_local, chunk, bundle_sha, native_libs, canary))
+        for future in checks:
+            results.update(future.result())
+        for name, future in remote.items():
+            results[name] = future.result()
+    return results
 
 
 def prepare_pool(
@@ -183,30 +306,26 @@ def prepare_pool(
     quarantine = health.Quarantine(state_dir)
 
     hosts, slots, unhealthy = {}, [], {}
-    with ThreadPoolExecutor(max_workers=max(1, min(8, len(inventory.hosts)))) as pool:
-        futures = {
-            h.name: pool.submit(_prepare_host, h, bundle, bundle_sha, package, canary)
-            for h in inventory.hosts
-        }
-        for spec in inventory.hosts:
-            checked, native_lib = futures[spec.name].result()
-            quarantine.record(checked)
-            if on_host is not None:
-                on_host(spec, checked)
-            if not checked.good:
-                unhealthy[spec.name] = "; ".join(checked.reasons)
-                continue
-            hosts[spec.name] = {"bundle_sha": bundle_sha, "native_lib": native_lib}
-            slots += [
-                {
-                    "id": s.id,
-                    "host": spec.name,
-                    "family": s.family,
-                    "soc": s.soc,
-                    "device": s.device,
-                }
-                for s in spec.slots()
-            ]
+    prepared = _prepare_all(inventory, bundle, bundle_sha, package, canary)
+    for spec in inventory.hosts:
+        checked, native_lib = prepared[spec.name]
+        quarantine.record(checked)
+        if on_host is not None:
+            on_host(spec, checked)
+        if not checked.good:
+            unhealthy[spec.name] = "; ".join(checked.reasons)
+            continue
+        hosts[spec.name] = {"bundle_sha": bundle_sha, "native_lib": native_lib}
+        slots += [
+            {
+                "id": s.id,
+                "host": spec.name,
+                "family": s.family,
+                "soc": s.soc,
+                "device": s.device,
+            }
+            for s in spec.slots()
+        ]
 
     if require_healthy and not hosts:
         where = "the embedded pool" if not inventory_path else f"inventory {inventory_path}"
@@ -244,13 +363,45 @@ def prepare_pool(
 # -- reaching agents from a worker ---------------------------------------------------------
 
 
+def local_share(plan: Plan, inventory: Inventory, limit: int | None = None) -> AgentShare | None:
+    """The shared agents of the plan's healthy emulated hosts of this machine (None when it has
+    none): hosts that may share a process (same interpreter, environment and deployed files) are
+    one group; at most ``limit`` agents (default :func:`local_agent_limit`)."""
+    groups: dict[str, list[HostSpec]] = {}
+    keys: dict[tuple, str] = {}
+    for name, info in plan.hosts.items():
+        spec = inventory.host(name)
+        if spec.transport != "local":
+            continue
+        lib = info.get("native_lib")
+        rel = posixpath.relpath(lib, spec.workdir) if lib else ""
+        key = (share_key(spec), info["bundle_sha"], rel)
+        group = keys.setdefault(key, f"group{len(keys)}")
+        groups.setdefault(group, []).append(spec)
+    if not groups:
+        return None
+
+    def start(group: str, members) -> Channel:
+        info = plan.hosts[members[0].name]
+        return deploy.start_shared_agent(
+            members, info["bundle_sha"], native_lib=info.get("native_lib")
+        )
+
+    return AgentShare(groups, start, local_agent_limit() if limit is None else limit)
+
+
 def open_channel_factory(plan: Plan):
-    """slot -> a fresh agent channel on the slot's host; one SSH connection per host, reused."""
+    """slot -> a fresh agent channel on the slot's host; one SSH connection per host, reused.
+    Emulated hosts of this machine share a few agents instead (:func:`local_share`): the
+    factory's ``share``."""
     inventory = _reload_pool(plan.inventory)
     transports: dict[str, Transport] = {}
     connecting = threading.Lock()  # the pipeline's slot threads open channels at once
+    share = local_share(plan, inventory)
 
     def open_channel(slot):
+        if share is not None and share.serves(slot.host):
+            return share.open(slot.host, key=slot.id)
         spec = inventory.host(slot.host)
         info = plan.hosts[slot.host]
         with connecting:
@@ -272,4 +423,5 @@ def open_channel_factory(plan: Plan):
                 pass
             raise
 
+    open_channel.share = share  # type: ignore[attr-defined]
     return open_channel

@@ -55,9 +55,13 @@ REAP_TIMEOUT = 15.0  # the longest Channel.close waits for the reaping
 
 UNPACKED_MARKER = ".lsg-unpacked"
 
-# Runs on the host with its python (standard library only), as `python -c HELPER <cmd> args...`.
+# Runs on the host with its python (standard library only), as `python -c HELPER <cmd> args...`
+# (the local transport calls HELPER_FUNCTIONS in its own process instead: farm/pool/transport/
+# local.py).
 #   sha256 FILE                 {"sha256"}
-#   status FILE DIR             {"sha256" of FILE, "unpacked": the sha256 in DIR's marker}
+#   status FILE DIR             {"sha256" of FILE, "unpacked": the sha256 in DIR's marker}; a
+#       complete version directory (its marker holds its own name, the sha256) vouches for FILE
+#       without reading it again
 #   install TMP DEST NAME SHA ARCHIVE REUSE
 #       verify TMP/NAME (first linked or copied from REUSE when that is not "-"), unpack it
 #       there when ARCHIVE is "1", write the marker, rename TMP to DEST. DEST is never written
@@ -67,7 +71,7 @@ UNPACKED_MARKER = ".lsg-unpacked"
 #   reap PGID PID GRACE         SIGCONT, SIGTERM, GRACE s, SIGKILL to process group PGID (only
 #       if PID, its leader, is gone or is a farm agent), then check that no member is left
 #       (kill -0; zombies do not count). {"gone", "left": [pid], "sent": [signal]}
-HELPER = r"""
+HELPER_FUNCTIONS = r"""
 import errno, hashlib, json, os, shutil, signal, sys, tarfile, time, uuid
 def sha(p):
     h = hashlib.sha256()
@@ -188,18 +192,28 @@ def reap(pgid, pid, grace):
             time.sleep(0.02)
     left = members(pgid)
     return {"gone": not left, "left": left, "sent": sent}
+def status(archive, dest):
+    unpacked = marker(dest)
+    if unpacked is not None and unpacked == os.path.basename(os.path.normpath(dest)):
+        return {"sha256": unpacked, "unpacked": unpacked}
+    return {"sha256": sha(archive), "unpacked": unpacked}
+""".replace("MARKER", repr(UNPACKED_MARKER))
+HELPER = (
+    HELPER_FUNCTIONS
+    + r"""
 cmd, args = sys.argv[1], sys.argv[2:]
 if cmd == "sha256":
     print(json.dumps({"sha256": sha(args[0])}))
 elif cmd == "status":
-    print(json.dumps({"sha256": sha(args[0]), "unpacked": marker(args[1])}))
+    print(json.dumps(status(args[0], args[1])))
 elif cmd == "install":
     print(json.dumps(install(*args)))
 elif cmd == "reap":
     print(json.dumps(reap(int(args[0]), int(args[1]), float(args[2]))))
 else:
     sys.exit("unknown helper command %r" % cmd)
-""".replace("MARKER", repr(UNPACKED_MARKER))
+"""
+)
 
 
 def remote_command(argv: Sequence[str], cwd: str | None = None) -> str:

@@ -15,18 +15,23 @@ import selectors
 import shutil
 import signal
 import subprocess
+import tarfile
 import tempfile
 import threading
 import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
+from farm.agent.errors import InfraError
 from farm.errors import AgentTimeout, ConnectionLost, DeployError, HostUnreachable
 from farm.pool.inventory import HostSpec
 from farm.pool.transport.base import (
     COMMAND_TIMEOUT,
+    DEFAULT_TIMEOUT,
     HANDSHAKE_TIMEOUT,
+    HELPER_FUNCTIONS,
     REAP_GRACE,
     STDERR_TAIL_BYTES,
     Channel,
@@ -187,8 +192,25 @@ class LocalChannel(Channel):
         return True, (f"{label} was killed ({'/'.join(sent)})" if sent else f"{label} was gone")
 
 
+_HELPERS: dict[str, Any] = {}
+_HELPERS_LOCK = threading.Lock()
+
+
+def _helper_functions() -> dict[str, Any]:
+    """base.HELPER's functions, compiled once into this process (deploy's status and install
+    commands on a local host: no interpreter started per command, which cost a pool of 64
+    emulated hosts seconds of start-up)."""
+    with _HELPERS_LOCK:
+        if not _HELPERS:
+            namespace: dict[str, Any] = {"__name__": "farm_local_helper"}
+            exec(compile(HELPER_FUNCTIONS, "<farm deploy helper>", "exec"), namespace)
+            _HELPERS.update(namespace)
+    return _HELPERS
+
+
 class LocalTransport(Transport):
-    """Agents as local subprocesses; "remote" paths are local paths."""
+    """Agents as local subprocesses; "remote" paths are local paths; the deploy helper's
+    commands run in this process."""
 
     def __init__(self, host: HostSpec) -> None:
         if host.transport != "local":
@@ -272,7 +294,417 @@ class LocalTransport(Transport):
             proc.stderr.decode("utf-8", "replace"),
         )
 
+    def _helper(self, *args: str, timeout: float = COMMAND_TIMEOUT) -> dict[str, Any]:
+        fns = _helper_functions()
+        cmd, rest = args[0], args[1:]
+        try:
+            if cmd == "sha256":
+                return {"sha256": fns["sha"](rest[0])}
+            if cmd == "status":
+                return dict(fns["status"](rest[0], rest[1]))
+            if cmd == "install":
+                return dict(fns["install"](*rest))
+        except SystemExit as exc:  # the helper's way of failing (sys.exit with a message)
+            raise DeployError(
+                f"{self.where}: helper '{cmd}' failed: {exc.code}", host=self.host.name
+            ) from None
+        except (OSError, tarfile.TarError) as exc:
+            raise DeployError(
+                f"{self.where}: helper '{cmd}' failed: {exc.__class__.__name__}: {exc}",
+                host=self.host.name,
+            ) from None
+        return super()._helper(*args, timeout=timeout)
+
     def close(self) -> None:
         for channel in self._channels:
             channel.close()
         self._channels.clear()
+
+
+# ---------------------------------------------------------------------------------------------
+# Agents shared by the emulated hosts of this machine
+
+
+SHARED_STARTUP_ALLOWANCE = 30.0  # seconds a case may add when its shared agent is new (imports)
+_EMULATED_PREFIX = "LSG_EMULATED_"
+
+
+def share_key(host: HostSpec) -> tuple[str, tuple[tuple[str, str], ...]]:
+    """What local hosts must have in common to share an agent process: the interpreter and the
+    environment, apart from each host's own ``LSG_EMULATED_*`` declaration (which the shared
+    agent keeps per host)."""
+    common = tuple(sorted((k, v) for k, v in host.env if not k.startswith(_EMULATED_PREFIX)))
+    return host.python, common
+
+
+def shared_host(hosts: Sequence[HostSpec]) -> HostSpec:
+    """The HostSpec a shared agent's channel runs under: the first host's interpreter and work
+    directory, the hosts' common environment (no host's declaration), all their names."""
+    first = hosts[0]
+    names = [h.name for h in hosts]
+    label = ",".join(names) if len(names) <= 4 else f"{','.join(names[:3])},... ({len(names)})"
+    return HostSpec(
+        name=label,
+        soc=first.soc,
+        devices=first.devices,
+        transport="local",
+        python=first.python,
+        workdir=first.workdir,
+        env=share_key(first)[1],
+        tags=("shared-agent",),
+    )
+
+
+def shared_agent_hosts(hosts: Sequence[HostSpec], bundle_dirs: dict[str, str]) -> list[dict]:
+    """The ``hosts`` a shared agent is given (farm/agent/server.py): name, work directory, the
+    host's own declaration, where its bundle is deployed."""
+    return [
+        {
+            "name": h.name,
+            "workdir": h.workdir,
+            "env": {k: v for k, v in h.env if k.startswith(_EMULATED_PREFIX)},
+            "bundle_dir": bundle_dirs.get(h.name),
+        }
+        for h in hosts
+    ]
+
+
+class SharedAgent:
+    """One agent process serving several local hosts, and what the share knows of it."""
+
+    def __init__(self, channel: Channel, group: str) -> None:
+        self.channel = channel
+        self.group = group
+        self.views = 0  # SharedChannels bound to it
+        self.cases = 0  # cases it has answered
+        self.devices: set[tuple[str, int]] = set()  # (host, device) it holds the lock of
+        self.lock = threading.Lock()  # one request at a time, whichever slot sends it
+
+    @property
+    def usable(self) -> bool:
+        return self.channel.usable
+
+
+class AgentShare:
+    """The agents one orchestrator process keeps for the emulated hosts of this machine.
+
+    Without it every slot would start an agent of its own: 512 agents for 64 emulated hosts of 8
+    devices, on a machine with a few cores to run them. Here the hosts are put in *groups* (hosts
+    that may share a process: :func:`share_key`) and a slot's channel is a :class:`SharedChannel`,
+    a view onto one agent of its group that names its host in every request. At most ``limit``
+    agents run at once (each group gets one even beyond it); a new view goes to a new agent while
+    there is room, else to the group's agent with the fewest views.
+
+    What sharing must not change:
+
+    * **Serialized requests.** A view takes its agent's lock for the whole request, so only one
+      case is ever in flight on an agent: the dispatcher's timeout covers the case alone, never
+      the wait behind other slots' cases.
+    * **A broken agent costs only the case that broke it.** A timeout, a crash or garbage breaks
+      the agent's channel (and the transport kills the agent's process group and checks it is
+      gone). The view whose request did it raises the error as before (its slot is dropped,
+      retried elsewhere, charged, or a hang or crash per the dispatcher's rules; its ``close``
+      waits for the kill and reports it in ``reaped``/``reap_detail``; ``reap_again`` asks once
+      more). Every other view of that agent had no request on the wire: its next request simply
+      goes to another (or a new) agent of the group, and nobody is charged for it.
+    * **A fresh agent after a crash.** A slot whose request lost its agent (ConnectionLost: a
+      crash, a kill) gets its next channel's first case on an agent of its own, started for it,
+      as the dispatcher's rerun-on-a-fresh-agent rule expects; afterwards that agent joins the
+      group (or is closed when the group has enough).
+    * **Device locks.** The agent takes each (host, device) lock on its first case there, in that
+      host's work directory, and holds them all until it exits (farm/agent/devicelock.py). A
+      device another run holds is answered ``busy`` at once (``lock_wait`` 0): an agent waiting
+      for one device would hold up its other slots' cases; the dispatcher does the waiting.
+    """
+
+    def __init__(
+        self,
+        groups: Mapping[str, Sequence[HostSpec]],
+        start: Callable[[str, Sequence[HostSpec]], Channel],
+        limit: int,
+    ) -> None:
+        self.limit = max(1, int(limit))
+        self._groups = {name: tuple(hosts) for name, hosts in groups.items()}
+        self._group_of = {h.name: name for name, hosts in groups.items() for h in hosts}
+        self._hosts = {h.name: h for hosts in groups.values() for h in hosts}
+        self._start = start
+        self._lock = threading.Lock()
+        self._agents: list[SharedAgent] = []  # usable (pruned when found broken)
+        self._retired: list[SharedAgent] = []  # broken: killed in the background
+        self._fresh_for: set[str] = set()  # slot keys whose next channel needs a fresh agent
+        self.started = 0  # agents started, in all (tests, benchmarks)
+        self.peak = 0  # the most agents alive at once
+
+    def serves(self, host: str) -> bool:
+        return host in self._group_of
+
+    @property
+    def agents(self) -> list[SharedAgent]:
+        with self._lock:
+            return [a for a in self._agents if a.usable]
+
+    def open(self, host: str, key: str | None = None) -> SharedChannel:
+        """A channel for slot ``key`` of ``host`` (starting an agent if it needs one)."""
+        view = SharedChannel(self, self._hosts[host], key)
+        with self._lock:
+            fresh = key is not None and key in self._fresh_for
+            self._fresh_for.discard(key or "")
+        if fresh:
+            view._private = self._new(self._group_of[host])
+            view._private.views += 1
+        else:
+            view._agent = self._acquire(view, None)
+        return view
+
+    def close(self) -> None:
+        """Close every agent (an idle one exits on EOF) and wait for the broken ones' kill."""
+        with self._lock:
+            agents, self._agents = self._agents, []
+            retired, self._retired = self._retired, []
+        for agent in agents + retired:
+            try:
+                agent.channel.close()
+            except Exception:
+                pass
+
+    # -- for SharedChannel --------------------------------------------------------------------
+
+    def _new(self, group: str) -> SharedAgent:
+        channel = self._start(group, self._groups[group])
+        with self._lock:
+            self.started += 1
+            agent = SharedAgent(channel, group)
+            alive = sum(a.usable for a in self._agents) + 1
+            self.peak = max(self.peak, alive)
+        return agent
+
+    def _acquire(self, view: SharedChannel, old: SharedAgent | None) -> SharedAgent:
+        """Bind ``view`` to an agent of its host's group (instead of ``old``, which broke)."""
+        group = self._group_of[view.host.name]
+        with self._lock:
+            if old is not None:
+                old.views -= 1
+            self._prune()
+            mine = [a for a in self._agents if a.group == group]
+            if mine and len(self._agents) >= self.limit:
+                agent = min(mine, key=lambda a: a.views)
+                agent.views += 1
+                return agent
+            # Started under the lock: the views waiting for an agent want this one.
+            agent = self._new_locked(group)
+            agent.views += 1
+            self._agents.append(agent)
+            return agent
+
+    def _new_locked(self, group: str) -> SharedAgent:
+        channel = self._start(group, self._groups[group])
+        self.started += 1
+        agent = SharedAgent(channel, group)
+        self.peak = max(self.peak, len(self._agents) + 1)
+        return agent
+
+    def _prune(self) -> None:
+        broken = [a for a in self._agents if not a.usable]
+        if broken:
+            self._agents = [a for a in self._agents if a.usable]
+            self._retired += broken
+
+    def _broken(self, agent: SharedAgent, key: str | None, exc: BaseException) -> None:
+        with self._lock:
+            if agent in self._agents:
+                self._agents.remove(agent)
+            if agent not in self._retired:
+                self._retired.append(agent)
+            if key is not None and isinstance(exc, ConnectionLost):
+                self._fresh_for.add(key)
+
+    def _settle(self, view: SharedChannel) -> None:
+        """After a private agent's first case: it joins the group, or closes if there is no
+        room (the view then binds to the group's agent on its next request)."""
+        agent = view._private
+        if agent is None:
+            return
+        view._private = None
+        with self._lock:
+            self._prune()
+            keep = agent.usable and len(self._agents) < self.limit
+            if keep:
+                self._agents.append(agent)
+                view._agent = agent
+                return
+            agent.views -= 1
+        agent.channel.close()
+
+    def _release(self, view: SharedChannel) -> None:
+        """A view closed: an agent nobody uses any more is closed."""
+        idle: list[SharedAgent] = []
+        with self._lock:
+            for agent in (view._agent, view._private):
+                if agent is None:
+                    continue
+                agent.views -= 1
+                if agent.views <= 0 and agent.usable:
+                    if agent in self._agents:
+                        self._agents.remove(agent)
+                    idle.append(agent)
+            view._agent = view._private = None
+        for agent in idle:
+            agent.channel.close()
+
+
+class SharedChannel:
+    """One slot's channel onto a shared agent (see :class:`AgentShare`): what the dispatcher
+    needs of a channel (farm/run/dispatch.py CaseChannel), with every request naming its host."""
+
+    def __init__(self, share: AgentShare, host: HostSpec, key: str | None) -> None:
+        self.host = host
+        self.key = key
+        self._share = share
+        self._agent: SharedAgent | None = None
+        self._private: SharedAgent | None = None  # a fresh agent for the first case (a crash)
+        self._broke: SharedAgent | None = None  # the agent this channel's own request broke
+        self._closed = False
+        self._cases = 0  # cases answered through this channel
+        self.last_device_lock: dict[str, Any] | None = None
+        self.reaped: bool | None = None
+        self.reap_detail = ""
+
+    @property
+    def where(self) -> str:
+        return f"host {self.host.name} ({self.host.endpoint}, shared agent)"
+
+    @property
+    def usable(self) -> bool:
+        return not self._closed and self._broke is None
+
+    @property
+    def agent(self) -> SharedAgent | None:
+        return self._private or self._agent
+
+    @property
+    def agent_pid(self) -> int | None:
+        agent = self._broke or self.agent
+        return agent.channel.agent_pid if agent is not None else None
+
+    @property
+    def agent_pgid(self) -> int | None:
+        agent = self._broke or self.agent
+        return agent.channel.agent_pgid if agent is not None else None
+
+    def _current(self) -> SharedAgent:
+        private = self._private
+        if private is not None:
+            if private.usable:
+                return private
+            self._private = None  # it never answered (a request of ours would have raised)
+            self._share._broken(private, None, ConnectionLost("private agent gone"))
+        agent = self._agent
+        if agent is None or not agent.usable:
+            # Another slot's case broke it (or the view was never bound): nothing of ours was
+            # on the wire, so the request just goes to another agent of the group.
+            agent = self._agent = self._share._acquire(self, agent)
+        return agent
+
+    def _own(self, exc: InfraError, agent: SharedAgent) -> InfraError:
+        """The error as this slot's host's own (the dispatcher counts it against that host)."""
+        exc.host = self.host.name
+        shared = agent.channel.where
+        if shared in exc.message:
+            exc.message = exc.message.replace(shared, self.where)
+            exc.args = (exc.message,)
+        return exc
+
+    def request(self, msg: dict[str, Any], timeout: float = DEFAULT_TIMEOUT) -> dict[str, Any]:
+        """One request for this channel's host on its agent (see Channel.request)."""
+        if not self.usable:
+            why = "it was closed" if self._closed else "its agent broke"
+            raise ConnectionLost(
+                f"{self.where}: channel unusable after an earlier error ({why}); open a new "
+                "channel",
+                host=self.host.name,
+            )
+        msg = {**msg, "host": self.host.name}
+        device = msg.get("device") if msg.get("op") == "run-case" else None
+        if device is not None and msg.get("lock_wait") is not None:
+            # A device another run holds is answered busy at once: waiting for it in the agent
+            # would hold up every other slot's case there. The dispatcher waits instead (it
+            # tries the family's other slots, then asks again).
+            msg["lock_wait"] = 0.0
+        while True:
+            agent = self._current()
+            with agent.lock:
+                if not agent.usable:
+                    continue  # broken while this request waited for it: never sent
+                extra = 0.0
+                if device is not None and self._cases and agent.cases == 0:
+                    # The dispatcher gives a channel's first case room for the agent's start
+                    # (imports); a later case can meet a new agent too, after another slot's
+                    # case broke the one before.
+                    extra += SHARED_STARTUP_ALLOWANCE
+                try:
+                    reply = agent.channel.request(msg, timeout + extra)
+                except InfraError as exc:
+                    if not agent.usable:  # this request broke the agent
+                        self._broke = agent
+                        self._share._broken(agent, self.key, exc)
+                    raise self._own(exc, agent) from None
+                if device is not None:
+                    agent.cases += 1
+                    agent.devices.add((self.host.name, device))
+            if device is not None:
+                self._cases += 1
+            if self._private is not None:
+                self._share._settle(self)
+            return reply
+
+    def identify(self, timeout: float = DEFAULT_TIMEOUT) -> dict[str, Any]:
+        return self.request({"op": "identify"}, timeout)
+
+    def run_case(
+        self,
+        case: dict[str, Any],
+        backend: str,
+        device: int,
+        timeout: float = DEFAULT_TIMEOUT,
+        *,
+        lock: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """As Channel.run_case, on this channel's host."""
+        fields = {k: v for k, v in (lock or {}).items() if v is not None}
+        self.last_device_lock = None
+        reply = self.request(
+            {"op": "run-case", "case": case, "backend": backend, "device": device, **fields},
+            timeout,
+        )
+        waited = reply.get("device_lock")
+        self.last_device_lock = waited if isinstance(waited, dict) else None
+        return reply["result"]
+
+    def close(self) -> None:
+        """Leave the agent (the last channel of an agent closes it). A channel whose request
+        broke its agent waits for the agent's kill and says how it went (``reaped``)."""
+        if not self._closed:
+            self._closed = True
+            self._share._release(self)
+        broke = self._broke
+        if broke is not None:
+            self.reaped = broke.channel.wait_reaped()
+            self.reap_detail = broke.channel.reap_detail
+
+    def shutdown(self, timeout: float = 5.0) -> None:
+        self.close()
+
+    def reap_again(self) -> bool | None:
+        """Kill and check the agent this channel's request broke once more (see Channel)."""
+        broke = self._broke
+        if broke is None:
+            return None
+        self.reaped = broke.channel.reap_again()
+        self.reap_detail = broke.channel.reap_detail
+        return self.reaped
+
+    def __enter__(self) -> SharedChannel:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,295 @@
+"""Agents shared by emulated hosts of this machine (farm/pool/transport/local.py AgentShare):
+several slots, of one host or of several, on one agent process that serves each host as its own
+agent would (identity, device locks), one request at a time, and a broken agent costs only the
+case that broke it."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from farm.agent.devicelock import read_holder
+from farm.agent.errors import DeviceBusy, ProtocolError
+from farm.errors import AgentTimeout, ConnectionLost
+from farm.pool.inventory import HostSpec
+from farm.pool.transport.local import (
+    AgentShare,
+    LocalTransport,
+    group_members,
+    share_key,
+    shared_agent_hosts,
+    shared_host,
+)
+from farm.run.dispatch import Dispatcher, SlotInfo
+from farm.run.leases import RunState
+from suites.case import Case
+from tests.pool.conftest import FAKE, REPO
+
+FAMILY = "ascend910b"
+
+
+def emulated(tmp_path: Path, name: str, soc: str = "Ascend910B1", devices: int = 2) -> HostSpec:
+    return HostSpec(
+        name=name,
+        soc=soc,
+        devices=devices,
+        transport="local",
+        python=sys.executable,
+        workdir=str(tmp_path / name),
+        env=(("LSG_EMULATED_DEVICES", str(devices)), ("LSG_EMULATED_SOC", soc)),
+    )
+
+
+def start_fake(executor: str = FAKE):
+    """Start a shared agent with the fake executor, from this checkout (deploy.start_shared_agent
+    does the same from a deployed bundle, which has no tests/ to import the fake from)."""
+
+    def start(group: str, hosts: Sequence[HostSpec]):
+        first = hosts[0]
+        os.makedirs(first.workdir, exist_ok=True)
+        path = Path(first.workdir) / f".hosts-{time.monotonic_ns()}.json"
+        path.write_text(json.dumps({"hosts": shared_agent_hosts(hosts, {})}))
+        argv = [sys.executable, "-m", "farm.agent", "--executor", executor]
+        argv += ["--workdir", first.workdir, "--hosts-file", str(path)]
+        try:
+            return LocalTransport(shared_host(hosts)).open_channel(argv, cwd=str(REPO))
+        finally:
+            path.unlink()
+
+    return start
+
+
+@pytest.fixture
+def two_hosts(tmp_path):
+    a = emulated(tmp_path, "emu-a")
+    b = emulated(tmp_path, "emu-b", soc="Ascend910B2", devices=1)
+    return a, b
+
+
+def test_hosts_that_may_share_an_agent(tmp_path):
+    a = emulated(tmp_path, "a")
+    b = emulated(tmp_path, "b", soc="Ascend310B1", devices=1)
+    assert share_key(a) == share_key(b)  # the declarations differ; the agent keeps them apart
+    other = HostSpec(**{**a.__dict__, "env": a.env + (("LD_LIBRARY_PATH", "/x"),)})
+    assert share_key(other) != share_key(a)
+
+
+def test_one_agent_serves_each_host_as_its_own_would(two_hosts):
+    a, b = two_hosts
+    share = AgentShare({"g": [a, b]}, start_fake(), limit=1)
+    try:
+        slots = [share.open("emu-a", "emu-a:0"), share.open("emu-a", "emu-a:1")]
+        slots.append(share.open("emu-b", "emu-b:0"))
+        assert share.started == 1 and len({s.agent_pid for s in slots}) == 1
+        pid = slots[0].agent_pid
+        # Each host's own declaration, not the inventory's and not another host's.
+        assert slots[0].identify()["soc"] == "Ascend910B1"
+        assert (slots[2].identify()["soc"], slots[2].identify()["devices"]) == ("Ascend910B2", 1)
+        lock = {"run": "run-1", "owner": "o-1"}
+        for slot, device in zip(slots, (0, 1, 0), strict=True):
+            result = slot.run_case({"id": slot.key}, "native", device, lock=lock)
+            assert (result["case_id"], result["device"]) == (slot.key, device)
+        # Every device it ran a case on is locked, in its own host's work directory.
+        for host, device in ((a, 0), (a, 1), (b, 0)):
+            holder = read_holder(host.workdir, device)
+            assert holder["pids"] == [pid] and holder["run"] == "run-1", (host.name, holder)
+        # A device the host does not have is refused for that host only; the agent goes on.
+        with pytest.raises(ProtocolError, match="device 1 does not exist"):
+            slots[2].run_case({"id": "x"}, "native", 1)
+        assert slots[0].run_case({"id": "again"}, "native", 0)["case_id"] == "again"
+    finally:
+        share.close()
+    assert group_members(pid) == []
+
+
+def test_requests_to_a_shared_agent_are_serialized(two_hosts):
+    a, b = two_hosts
+    share = AgentShare({"g": [a, b]}, start_fake(), limit=1)
+    done: dict[str, tuple[float, float]] = {}
+
+    def run(slot, name, device):
+        started = time.monotonic()
+        slot.run_case({"id": name, "sleep": 0.4}, "native", device, timeout=2.0)
+        done[name] = (started, time.monotonic())
+
+    try:
+        slots = [share.open("emu-a", "emu-a:0"), share.open("emu-b", "emu-b:0")]
+        threads = [
+            threading.Thread(target=run, args=(slots[0], "one", 0)),
+            threading.Thread(target=run, args=(slots[1], "two", 0)),
+        ]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        # Both waited for their turn, none timed out: the wait is not part of a case's timeout.
+        assert set(done) == {"one", "two"}
+        first, second = sorted(done.values(), key=lambda x: x[1])
+        assert second[1] - first[1] >= 0.35  # one after the other, never both at once
+        log = Path(a.workdir, "fake-executor.log").read_text().splitlines()
+        uses = sorted((json.loads(x)["start"], json.loads(x)["end"]) for x in log)
+        assert uses[0][1] <= uses[1][0]
+    finally:
+        share.close()
+
+
+def test_a_timeout_kills_the_agent_and_the_other_slots_case_is_not_lost(two_hosts):
+    """Slot one's case hangs; slot two's case waits behind it on the same agent. The timeout
+    kills the agent (verified); slot one's channel reports it; slot two's case, which never
+    reached the agent, runs on a new agent without an error."""
+    a, b = two_hosts
+    share = AgentShare({"g": [a, b]}, start_fake(), limit=1)
+    try:
+        hung, other = share.open("emu-a", "emu-a:0"), share.open("emu-b", "emu-b:0")
+        first_pid = hung.agent_pid
+        errors: list[BaseException] = []
+
+        def hang():
+            try:
+                hung.run_case({"id": "h", "child": True, "sleep": 60}, "native", 0, timeout=1.0)
+            except BaseException as exc:
+                errors.append(exc)
+
+        t = threading.Thread(target=hang)
+        t.start()
+        time.sleep(0.3)
+        result = other.run_case({"id": "o"}, "native", 0, timeout=5.0)
+        t.join()
+        assert result["case_id"] == "o" and other.usable
+        assert other.agent_pid != first_pid and share.started == 2
+        [exc] = errors
+        assert isinstance(exc, AgentTimeout) and exc.host == "emu-a"
+        assert str(exc).startswith("host emu-a (local, shared agent): no reply to run-case")
+        assert not hung.usable
+        with pytest.raises(ConnectionLost, match="unusable"):
+            hung.run_case({"id": "again"}, "native", 0)
+        hung.close()
+        assert hung.reaped is True, hung.reap_detail
+        assert hung.reap_detail == f"the agent (pid {first_pid}) was killed (TERM)"
+        assert group_members(first_pid) == []  # the agent and its sleeping child
+        assert hung.reap_again() is True
+    finally:
+        share.close()
+
+
+def test_a_crash_reruns_on_a_fresh_agent_of_its_own(two_hosts):
+    """A crash breaks the agent for every slot; the crashed slot's next channel runs its first
+    case on a fresh agent (not the one the others moved to), which then joins the group."""
+    a, b = two_hosts
+    share = AgentShare({"g": [a, b]}, start_fake(), limit=1)
+    try:
+        crashed, other = share.open("emu-a", "emu-a:0"), share.open("emu-b", "emu-b:0")
+        with pytest.raises(ConnectionLost) as info:
+            crashed.run_case({"id": "c", "segv": True}, "native", 0, timeout=10)
+        assert "Fatal Python error: Segmentation fault" in info.value.stderr_tail
+        assert info.value.host == "emu-a"
+        assert other.run_case({"id": "o"}, "native", 0)["case_id"] == "o"  # on a new agent
+        crashed.close()
+        assert crashed.reaped is True
+        rerun = share.open("emu-a", "emu-a:0")
+        record = rerun.run_case({"id": "c2"}, "native", 0, timeout=10)
+        assert record["case_id"] == "c2" and rerun.agent_pid != other.agent_pid
+        assert share.started == 3  # the first, the others' replacement, the rerun's own
+        assert len(share.agents) == 1  # the rerun's agent closed: the group had its one
+        assert rerun.run_case({"id": "next"}, "native", 0)["case_id"] == "next"
+        assert rerun.agent_pid == other.agent_pid
+    finally:
+        share.close()
+
+
+def test_the_share_keeps_at_most_its_limit_of_agents(tmp_path):
+    hosts = [emulated(tmp_path, f"emu-{i}", devices=2) for i in range(4)]
+    share = AgentShare({"g": hosts}, start_fake(), limit=2)
+    try:
+        views = [share.open(h.name, f"{h.name}:{d}") for h in hosts for d in (0, 1)]
+        pids = [v.agent_pid for v in views]
+        assert len(set(pids)) == 2 and share.started == 2 and share.peak == 2
+        assert sorted(pids.count(p) for p in set(pids)) == [4, 4]  # spread evenly
+        for view in views:
+            view.close()
+        assert share.agents == []  # the last channel of an agent closes it
+        assert all(group_members(p) == [] for p in set(pids))
+    finally:
+        share.close()
+
+
+# -- with the dispatcher -----------------------------------------------------------------------
+
+
+def test_a_hang_on_a_shared_agent_charges_nobody_and_loses_no_other_case(tmp_path):
+    """Two hosts of one family share one agent. A case that hangs times out on both hosts (a
+    hang: the case's failure, no host charged); a case queued behind it on the same agent
+    passes on its first attempt, with no infrastructure error of any host."""
+    a, b = emulated(tmp_path, "emu-a", devices=1), emulated(tmp_path, "emu-b", devices=1)
+    share = AgentShare({"g": [a, b]}, start_fake(), limit=1)
+    slots = [SlotInfo(f"{h.name}:0", h.name, FAMILY, h.soc, 0) for h in (a, b)]
+    state = RunState(tmp_path / "run" / "state.json")
+    dispatcher = Dispatcher(
+        slots,
+        lambda slot: share.open(slot.host, slot.id),
+        state,
+        tmp_path / "run" / "locks",
+        "native",
+        base_timeout=1.5,
+        run_id="run-1",
+        lock_wait=0.0,
+        startup_allowance=0.0,
+        notify=lambda line: None,
+    )
+    hang = Case(FAMILY, "float32", (4, 8), (-1,), origin="fake:hang")
+    fine = Case(FAMILY, "float32", (4, 16), (-1,), origin="fake:pass")
+    records = {}
+
+    def run(case, preferred):
+        records[case.id] = dispatcher.run(case, preferred)
+
+    try:
+        t = threading.Thread(target=run, args=(hang, "emu-a:0"))
+        t.start()
+        time.sleep(0.5)
+        run(fine, "emu-b:0")
+        t.join()
+    finally:
+        dispatcher.close()
+        share.close()
+    ok, hung = records[fine.id], records[hang.id]
+    assert (ok["outcome"], ok["attempts"], ok["infra_errors"]) == ("passed", 1, []), ok
+    assert (hung["outcome"], hung["category"]) == ("failed", "hang"), hung
+    assert {x["host"] for x in hung["attempts_log"]} == {"emu-a", "emu-b"}
+    assert state.read()["infra_errors"] == {} and state.quarantined() == {}
+    assert share.started >= 2 and share.agents == []
+
+
+def test_a_busy_device_is_answered_at_once_and_holds_up_no_other_slot(two_hosts):
+    """Another run's agent holds emu-a's device 0: the shared agent answers busy without
+    waiting (the dispatcher waits, not the agent), its other slots go on, and the same channel
+    gets the device once it is free."""
+    a, b = two_hosts
+    other_run = LocalTransport(a)
+    holder = other_run.open_channel(
+        [sys.executable, "-m", "farm.agent", "--executor", FAKE, "--workdir", a.workdir],
+        cwd=str(REPO),
+    )
+    holder.run_case({"id": "theirs"}, "native", 0, lock={"run": "run-A", "owner": "A"})
+    share = AgentShare({"g": [a, b]}, start_fake(), limit=1)
+    try:
+        busy, free = share.open("emu-a", "emu-a:0"), share.open("emu-b", "emu-b:0")
+        lock = {"run": "run-B", "owner": "B", "lock_wait": 5.0}
+        started = time.monotonic()
+        with pytest.raises(DeviceBusy) as info:
+            busy.run_case({"id": "mine"}, "native", 0, lock=lock)
+        assert time.monotonic() - started < 2.0
+        assert info.value.host == "emu-a" and info.value.holder["pids"] == [holder.agent_pid]
+        assert busy.usable and free.run_case({"id": "f"}, "native", 0, lock=lock)["case_id"]
+        holder.close()
+        assert busy.run_case({"id": "mine"}, "native", 0, lock=lock)["case_id"] == "mine"
+    finally:
+        share.close()
+        other_run.close()
