@@ -5,6 +5,7 @@ case that broke it."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sys
@@ -12,13 +13,16 @@ import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from farm.agent.devicelock import read_holder
 from farm.agent.errors import DeviceBusy, ProtocolError
-from farm.errors import AgentTimeout, ConnectionLost
-from farm.pool.inventory import HostSpec
+from farm.errors import AgentTimeout, ConfigError, ConnectionLost
+from farm.pool.deploy import deploy
+from farm.pool.health import BAD, GOOD, check_local_hosts
+from farm.pool.inventory import HostSpec, default_inventory
 from farm.pool.transport.local import (
     AgentShare,
     LocalTransport,
@@ -29,6 +33,7 @@ from farm.pool.transport.local import (
 )
 from farm.run.dispatch import Dispatcher, SlotInfo
 from farm.run.leases import RunState
+from farm.run.prepare import local_agent_limit, local_share, parallel_hosts
 from suites.case import Case
 from tests.pool.conftest import FAKE, REPO
 
@@ -293,3 +298,84 @@ def test_a_busy_device_is_answered_at_once_and_holds_up_no_other_slot(two_hosts)
     finally:
         share.close()
         other_run.close()
+
+
+# -- the embedded pool, health checks, bounds --------------------------------------------------
+
+
+@pytest.fixture
+def embedded(tmp_path, agent_bundle):
+    """The embedded pool's hosts in tmp_path, the agent bundle deployed on each."""
+    bundle, sha = agent_bundle
+    inventory = default_inventory(tmp_path / "hosts")
+    for host in inventory.hosts:
+        with LocalTransport(host) as t:
+            deploy(t, host, [bundle])
+    return inventory, sha
+
+
+def test_the_embedded_pool_runs_no_more_agents_than_the_limit(embedded):
+    inventory, sha = embedded
+    plan = SimpleNamespace(hosts={h.name: {"bundle_sha": sha} for h in inventory.hosts})
+    share = local_share(plan, inventory, limit=2)
+    assert share is not None
+    try:
+        slots = [share.open(s.host.name, s.id) for h in inventory.hosts for s in h.slots()]
+        assert len(slots) == 5 and share.started == 2
+        assert len({s.agent_pid for s in slots}) == 2
+        for slot in slots:  # each slot's host answers for itself, its bundle where deployed
+            ident = slot.identify()
+            assert (ident["soc"], ident["devices"]) == (slot.host.soc, slot.host.devices)
+            assert ident["bundle"] == sha
+    finally:
+        share.close()
+
+
+def test_the_limit_is_the_cores_shared_by_the_workers(monkeypatch):
+    monkeypatch.delenv("FARM_LOCAL_AGENTS", raising=False)
+    monkeypatch.setattr(os, "cpu_count", lambda: 8)
+    assert local_agent_limit(workers=1) == 8
+    assert local_agent_limit(workers=2) == 4
+    assert local_agent_limit(workers=16) == 1  # at least one per worker
+    monkeypatch.setenv("PYTEST_XDIST_WORKER_COUNT", "4")
+    assert local_agent_limit() == 2
+    monkeypatch.setenv("FARM_LOCAL_AGENTS", "12")
+    assert local_agent_limit() == 3
+    monkeypatch.setenv("FARM_LOCAL_AGENTS", "lots")
+    with pytest.raises(ConfigError, match="FARM_LOCAL_AGENTS='lots' is not a whole number"):
+        local_agent_limit()
+
+
+def test_hosts_are_prepared_in_parallel_with_a_bound(monkeypatch):
+    monkeypatch.delenv("FARM_PARALLEL_HOSTS", raising=False)
+    assert [parallel_hosts(n) for n in (0, 1, 5, 32, 64, 512)] == [1, 1, 5, 32, 32, 32]
+    monkeypatch.setenv("FARM_PARALLEL_HOSTS", "4")
+    assert [parallel_hosts(n) for n in (1, 5, 64)] == [1, 4, 4]
+    monkeypatch.setenv("FARM_PARALLEL_HOSTS", "0")
+    with pytest.raises(ConfigError, match="must be at least 1"):
+        parallel_hosts(3)
+
+
+def test_local_hosts_are_checked_through_one_agent_each_on_its_own(embedded):
+    """A host that declares another SoC is bad, alone; a canary that breaks the agent (a hang
+    here) makes its host bad, and the next host's check starts a new agent and passes."""
+    inventory, sha = embedded
+    a2_01, a2_02, b310 = inventory.hosts
+    liar = dataclasses.replace(a2_02, soc="Ascend910B4")
+
+    def canary(channel, identity):
+        timeout = 0.5 if channel.host.name == "emu-a2-01" else 5.0
+        channel.run_case({"sleep": 2 if timeout < 1 else 0}, "native", 0, timeout)
+        return None
+
+    results = check_local_hosts(
+        [a2_01, liar, b310], sha, canary, executor="farm.agent.server:echo_executor"
+    )
+    assert {n: h.state for n, h in results.items()} == {
+        "emu-a2-01": BAD,
+        "emu-a2-02": BAD,
+        "emu-310b-01": GOOD,
+    }
+    assert "canary failed on host emu-a2-01: AgentTimeout" in results["emu-a2-01"].reasons[0]
+    assert results["emu-a2-02"].reasons[0].startswith("SoC mismatch: host emu-a2-02 declares")
+    assert results["emu-310b-01"].identity["soc"] == "Ascend310B1"
