@@ -5,9 +5,10 @@ plugin calls it once per case, before asserting the verdict). It sets labels, pa
 attachments through allure.dynamic / allure.attach.
 
 Identity in Allure (ARCHITECTURE "Allure identity"): the SoC family is a *non-excluded* parameter,
-so the same case on the two families never merges into one history entry; host, seed and timings
-are *excluded* parameters (shown, but not part of the history id). The `family` label selects the
-Allure 3 environment (reports/allurerc.mjs).
+so the same case on the two families never merges into one history entry; host and seed are
+*excluded* parameters (shown, but not part of the history id); the slot, the attempts and the
+timings are in the description's last line (`run_line`). The `family` label selects the Allure 3
+environment (reports/allurerc.mjs).
 
 Severity (a property of the case, not of its outcome, so that it is stable in history):
   critical  rejection cases (the parameter-check contract, wrong acceptance is silent corruption)
@@ -21,7 +22,17 @@ without the exception type pytest/allure-pytest put in front ("AssertionError: "
 Error-distribution plots: every failure and a deterministic 1 in PLOT_SAMPLE_ONE_IN of the passes
 (`wants_plot`) get one. Inside the test item `annotate` only attaches the few numbers the plot is
 drawn from (`plot_data`, a small JSON attachment named PLOT_DATA_NAME); `farm report` turns them
-into the PNGs (farm/results/case_plots.py), so no test item imports matplotlib.
+into the PNGs (farm/results/case_plots.py, which also caps the passes it draws per family and
+dtype), so no test item imports matplotlib.
+
+Attachments grow with failures, not with passes (a nightly run is thousands of passes):
+  metrics.json         the metrics and the standards' verdicts, compact JSON, without what the
+                       description, the parameters, the plot or the worst-elements table already
+                       say; for every case that did not pass and for the sampled passes
+                       (`wants_metrics`). Every precision case's description carries its headline
+                       metrics (`metrics_line`).
+  worst elements.csv   every case that did not pass and has worst or NaN/inf-mismatch elements.
+  the plot's data      `wants_plot`, see above.
 """
 
 from __future__ import annotations
@@ -166,14 +177,27 @@ def severity(record: Mapping) -> str:
     return "normal"
 
 
+def sample_hash(case_id: str) -> int:
+    """The hash of a case id that the plot sample is drawn by (stable across runs and hosts)."""
+    h = hashlib.sha256(str(case_id).encode("utf-8")).digest()
+    return int.from_bytes(h[:8], "big")
+
+
 def plot_sampled(case_id: str, one_in: int = PLOT_SAMPLE_ONE_IN) -> bool:
     """Deterministic 1-in-N sample of cases by a hash of the id (stable across runs and hosts)."""
-    h = hashlib.sha256(str(case_id).encode("utf-8")).digest()
-    return int.from_bytes(h[:8], "big") % max(1, one_in) == 0
+    return sample_hash(case_id) % max(1, one_in) == 0
 
 
 def wants_plot(record: Mapping, one_in: int = PLOT_SAMPLE_ONE_IN) -> bool:
     if not record.get("metrics"):
+        return False
+    return record.get("outcome") != "passed" or plot_sampled(record.get("case_id", ""), one_in)
+
+
+def wants_metrics(record: Mapping, one_in: int = PLOT_SAMPLE_ONE_IN) -> bool:
+    """metrics.json: for a case that did not pass, and for the passes of the plot sample; and only
+    when there is something to say beyond the description (metrics or standards' verdicts)."""
+    if not (record.get("metrics") or record.get("standards")):
         return False
     return record.get("outcome") != "passed" or plot_sampled(record.get("case_id", ""), one_in)
 
@@ -213,38 +237,71 @@ def _json_default(o):
     return str(o)
 
 
-def metrics_json(record: Mapping) -> str:
-    keep = (
-        "case_id",
-        "family",
-        "dtype",
-        "shape",
-        "axes",
-        "api",
-        "schedule",
-        "expect",
-        "outcome",
-        "category",
-        "message",
-        "status",
-        "reason",
-        "op_message",
-        "metrics",
-        "standards",
-        "tiling",
-        "host",
-        "soc",
-        "slot",
-        "seed",
-        "attempts",
-        "timings",
-    )
-    return json.dumps(
-        {k: record.get(k) for k in keep if k in record},
-        indent=2,
-        default=_json_default,
-        sort_keys=False,
-    )
+# In metrics.json, the metrics a person does not read there: the histogram is the plot's, and
+# the worst and NaN/inf-mismatch elements of a case that did not pass are its worst-elements table.
+_NOT_IN_METRICS_JSON: tuple[str, ...] = ("hist",)
+_IN_WORST_TABLE = ("worst", "nonfinite")
+
+
+def metrics_json(record: Mapping) -> str | None:
+    """metrics.json of a case, compact: its id and outcome (so that the file says what it is when
+    saved on its own), the metrics and the standards' verdicts. None when it has neither.
+
+    Left out, because the report shows them elsewhere: what the description and the parameters
+    say (expectation, status, message, tiling, host, seed, timings), the histogram (the plot) and,
+    for a case that did not pass, the worst and NaN/inf-mismatch elements (its worst-elements
+    table)."""
+    metrics = record.get("metrics")
+    standards = record.get("standards")
+    if not metrics and not standards:
+        return None
+    drop = _NOT_IN_METRICS_JSON
+    if record.get("outcome") != "passed":
+        drop += _IN_WORST_TABLE
+    out: dict = {"case_id": record.get("case_id"), "outcome": record.get("outcome")}
+    if metrics:
+        out["metrics"] = (
+            {k: v for k, v in metrics.items() if k not in drop}
+            if isinstance(metrics, Mapping)
+            else metrics
+        )
+    if standards:
+        out["standards"] = standards
+    return json.dumps(out, separators=(",", ":"), default=_json_default, allow_nan=True)
+
+
+# The headline metrics of a precision case, in its description: (key, label, format).
+_HEADLINE = (
+    ("mere", "MERE", ".3g"),
+    ("mare", "MARE", ".3g"),
+    ("rmse", "RMSE", ".3g"),
+    ("max_abs", "max abs", ".3g"),
+    ("ulp_max", "max ULP", "g"),
+    ("bias_ulp", "bias", "+.3f"),
+    ("n", "elements", ","),
+)
+
+
+def metrics_line(record: Mapping) -> str | None:
+    """One line of the headline metrics ("metrics: MERE 0.00139, MARE 0.0209, ..."), for the
+    description: what a person reads of a passed case that has no metrics.json."""
+    metrics = record.get("metrics")
+    if not isinstance(metrics, Mapping):
+        return None
+    parts = []
+    for key, label, fmt in _HEADLINE:
+        v = metrics.get(key)
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            continue
+        try:
+            text = format(int(v) if fmt in (",", "g") and float(v).is_integer() else v, fmt)
+        except (TypeError, ValueError):
+            continue
+        parts.append(f"{label} {text}" + (" ulp" if key == "bias_ulp" else ""))
+    mismatch = metrics.get("nonfinite_mismatch")
+    if isinstance(mismatch, (int, float)) and not isinstance(mismatch, bool) and mismatch:
+        parts.append(f"NaN/inf mismatches {int(mismatch):,}")
+    return "metrics: " + ", ".join(parts) if parts else None
 
 
 def worst_csv(record: Mapping) -> str | None:
@@ -330,17 +387,14 @@ def annotate(record: Mapping, *, plot_one_in: int = PLOT_SAMPLE_ONE_IN) -> None:
     if hostname and str(hostname) != host_name(record):
         dyn.parameter("hostname", str(hostname), excluded=True)
     dyn.parameter("seed", str(record.get("seed", "")), excluded=True)
-    if record.get("slot"):
-        dyn.parameter("slot", str(record["slot"]), excluded=True)
-    if record.get("attempts") is not None:
-        dyn.parameter("attempts", str(record["attempts"]), excluded=True)
-    for k, v in (record.get("timings") or {}).items():
-        dyn.parameter(f"time {k}", _fmt(v), excluded=True)
+    # The slot, the attempts and the timings are in the description's last line (run_line), not
+    # parameters: the report repeats every parameter of every case in its search indexes.
     dyn.description(_description(record))
 
-    allure.attach(
-        metrics_json(record), name="metrics.json", attachment_type=allure.attachment_type.JSON
-    )
+    if wants_metrics(record, plot_one_in):
+        text = metrics_json(record)
+        if text:
+            allure.attach(text, name="metrics.json", attachment_type=allure.attachment_type.JSON)
     if record.get("outcome") != "passed":
         table = worst_csv(record)
         if table:
@@ -359,6 +413,30 @@ def annotate(record: Mapping, *, plot_one_in: int = PLOT_SAMPLE_ONE_IN) -> None:
             )
         else:
             allure.attach(data, name=PLOT_DATA_NAME, attachment_type=allure.attachment_type.JSON)
+
+
+def run_line(record: Mapping) -> str:
+    """Where and how long the case ran, for the last line of its description:
+    "ran on emu-a2-01:1; time (s): backend 0.0476, golden 0.00102, total 0.0741, wall 0.521"
+    (the slot, or else the host; the attempts when more than one; seconds, 3 significant digits,
+    the timings' keys without their "_s")."""
+    parts = []
+    where = record.get("slot") or host_name(record)
+    if where:
+        attempts = record.get("attempts")
+        more = isinstance(attempts, int) and not isinstance(attempts, bool) and attempts > 1
+        parts.append(f"ran on {where}" + (f", attempts {attempts}" if more else ""))
+    timings = record.get("timings")
+    if isinstance(timings, Mapping) and timings:
+        shown = []
+        for k, v in timings.items():
+            name = str(k)[:-2] if str(k).endswith("_s") else str(k)
+            try:
+                shown.append(f"{name} {float(v):.3g}")
+            except (TypeError, ValueError):
+                shown.append(f"{name} {v}")
+        parts.append("time (s): " + ", ".join(shown))
+    return "; ".join(parts)
 
 
 def plot_error_text(exc: BaseException) -> str:
@@ -401,11 +479,17 @@ def _description(record: Mapping) -> str:
         lines += [f"from: {record['origin']}", ""]
     if record.get("message"):
         lines.append(str(record["message"]))
+    headline = metrics_line(record)
+    if headline:
+        lines += ["", headline]
     if record.get("op_message"):
         lines += ["", f"operator message: `{record['op_message']}`"]
     t = record.get("tiling")
     if t:
         lines += ["", "tiling: " + ", ".join(f"{k}={v}" for k, v in t.items())]
+    ran = run_line(record)
+    if ran:
+        lines += ["", ran]
     return "\n".join(lines)
 
 

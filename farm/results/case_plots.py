@@ -13,6 +13,12 @@ where the data attachment's entry was: the report shows the same attachments, in
 as when the PNG was drawn inside the test. A plot that cannot be drawn becomes a "plot error" text
 attachment instead; nothing else in the result (status, message) is ever touched.
 
+Every failure's plot is drawn; of the passes the test items sampled (allure_glue.wants_plot, a
+fixed fraction of them), at most PASS_PLOTS_PER_GROUP per family and dtype, the first in the order
+of allure_glue.sample_hash: a deterministic sample (the same cases in every run of the same cases)
+whose size does not grow with the number of passes. The data entries of the other sampled passes
+are taken out of their results (no plot, no attachment).
+
 Idempotent: a rendered result has no data entry left, so a second `farm report` draws nothing.
 The data files stay in allure-results (unreferenced). The PNG's file name is derived from the data
 file's name, so a report step interrupted between writing a PNG and rewriting its result file
@@ -34,10 +40,13 @@ from farm.results.allure_glue import (
     PLOT_ERROR_NAME,
     PLOT_NAME,
     plot_error_text,
+    sample_hash,
 )
 
 # Below this many plots one process draws them all (a worker pool costs more than it saves).
 PARALLEL_FROM = 16
+# The most passes per (family, dtype) whose plot is drawn (failures: all of them).
+PASS_PLOTS_PER_GROUP = 8
 _NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "lsg-farm:error-distribution")
 
 
@@ -45,16 +54,22 @@ _NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "lsg-farm:error-distribution")
 class PlotCounts:
     plots: int = 0  # PNGs drawn and attached
     errors: int = 0  # "plot error" attachments instead
+    passes_left: int = 0  # sampled passes beyond PASS_PLOTS_PER_GROUP: data entry removed
 
 
-def render_case_plots(results_dir: str | os.PathLike, *, jobs: int | None = None) -> PlotCounts:
+def render_case_plots(
+    results_dir: str | os.PathLike,
+    *,
+    jobs: int | None = None,
+    passes_per_group: int = PASS_PLOTS_PER_GROUP,
+) -> PlotCounts:
     """Draw every pending error-distribution plot of an allure-results directory (see above).
 
     `jobs`: worker processes (default: one per CPU once there are PARALLEL_FROM plots or more).
+    `passes_per_group`: the most passed cases per (family, dtype) whose plot is drawn.
     """
     results_dir = Path(results_dir)
     pending: dict[Path, dict] = {}
-    sources: list[str] = []
     for path in sorted(results_dir.glob("*-result.json")):
         try:
             raw = path.read_bytes()
@@ -66,16 +81,20 @@ def render_case_plots(results_dir: str | os.PathLike, *, jobs: int | None = None
             result = json.loads(raw)
         except ValueError:
             continue
-        found = [e["source"] for e in _data_entries(result)]
-        if found:
+        if isinstance(result, dict) and _data_entries(result):
             pending[path] = result
-            sources += found
     counts = PlotCounts()
-    if not sources:
+    if not pending:
         return counts
+    left = _passes_left(pending, passes_per_group)
+    sources = [e["source"] for p, r in pending.items() if p not in left for e in _data_entries(r)]
     drawn = dict(zip(sources, _draw_all(results_dir, sources, jobs), strict=True))
     for path, result in pending.items():
-        for entries, i in list(_data_slots(result)):
+        for entries, i in reversed(list(_data_slots(result))):
+            if path in left:
+                del entries[i]
+                counts.passes_left += 1
+                continue
             entry = drawn[entries[i]["source"]]
             entries[i] = entry
             if entry["name"] == PLOT_NAME:
@@ -84,6 +103,29 @@ def render_case_plots(results_dir: str | os.PathLike, *, jobs: int | None = None
                 counts.errors += 1
         _write_json(path, result)
     return counts
+
+
+def _passes_left(pending: dict[Path, dict], per_group: int) -> set[Path]:
+    """The passed results beyond the first `per_group` of their (family, dtype) group."""
+    groups: dict[tuple[str, str], list[tuple[int, str, Path]]] = {}
+    for path, result in pending.items():
+        if result.get("status") != "passed":
+            continue
+        key = (_value(result, "labels", "family"), _value(result, "parameters", "dtype"))
+        name = str(result.get("name") or "")
+        groups.setdefault(key, []).append((sample_hash(name), name, path))
+    left: set[Path] = set()
+    for members in groups.values():
+        left.update(path for _, _, path in sorted(members)[max(0, per_group) :])
+    return left
+
+
+def _value(result: dict, kind: str, name: str) -> str:
+    """The value of a result's label or parameter `name` (allure-pytest quotes parameters)."""
+    for item in result.get(kind) or ():
+        if isinstance(item, dict) and item.get("name") == name:
+            return str(item.get("value", "")).strip("'")
+    return ""
 
 
 def _data_slots(node: dict) -> Iterator[tuple[list, int]]:

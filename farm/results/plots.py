@@ -17,15 +17,19 @@ import matplotlib
 matplotlib.use("Agg")
 
 from matplotlib.figure import Figure  # noqa: E402  (after selecting the backend)
+from matplotlib.ticker import FuncFormatter, NullLocator  # noqa: E402
 
 from golden.dtypes import T as THRESHOLDS  # noqa: E402
 
 _DPI = 80
 
 
-def _png(fig: Figure) -> bytes:
+def _png(fig: Figure, tight: bool = True) -> bytes:
+    """The figure as PNG. `tight=False` keeps the figure's own margins: one drawing instead of
+    two (a tight bounding box draws the figure once to measure it), for the per-case plots that
+    the report draws by the dozen."""
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=_DPI, bbox_inches="tight")
+    fig.savefig(buf, format="png", dpi=_DPI, bbox_inches="tight" if tight else None)
     return buf.getvalue()
 
 
@@ -76,6 +80,9 @@ def error_histogram_png(record_or_metrics: Mapping, dtype: str | None = None) ->
     t = THRESHOLDS.get(str(dtype)) if dtype else None
 
     fig = Figure(figsize=(7.0, 3.6))
+    # Fixed margins (no tight bounding box, see _png): room for the tick labels, axis labels
+    # and title of this one layout.
+    fig.subplots_adjust(left=0.12, right=0.98, bottom=0.14, top=0.91)
     ax = fig.add_subplot(1, 1, 1)
     hist = metrics.get("hist") if isinstance(metrics, Mapping) else None
     drew = False
@@ -83,16 +90,8 @@ def error_histogram_png(record_or_metrics: Mapping, dtype: str | None = None) ->
         edges = [float(e) for e in hist["edges"]]
         counts = [int(c) for c in hist["counts"]]
         widths = [b - a for a, b in zip(edges[:-1], edges[1:], strict=True)]
-        ax.bar(
-            edges[:-1],
-            counts,
-            width=widths,
-            align="edge",
-            color="#4477aa",
-            edgecolor="#223355",
-            linewidth=0.4,
-            label="elements",
-        )
+        # One filled step outline, not one rectangle per bin: the same picture, drawn faster.
+        ax.stairs(counts, edges, fill=True, color="#4477aa", label="elements")
         zeros = int(hist.get("zeros", 0) or 0)
         if zeros:
             w = widths[0] if widths else 0.25
@@ -118,6 +117,10 @@ def error_histogram_png(record_or_metrics: Mapping, dtype: str | None = None) ->
         ax.set_ylabel("elements")
         if any(c > 0 for c in counts) and max(counts) / max(1, min(c for c in counts if c)) > 1e3:
             ax.set_yscale("log")
+            # Plain labels (1, 1000, 1e+06), no minor ticks: mathtext labels cost more to draw
+            # than the rest of the plot.
+            ax.yaxis.set_minor_locator(NullLocator())
+            ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _pos: f"{y:g}"))
         drew = any(c > 0 for c in counts) or zeros > 0
         if not drew:
             ax.set_ylim(0, 1)  # no element to count: an empty axis, not one around zero
@@ -180,12 +183,14 @@ def error_histogram_png(record_or_metrics: Mapping, dtype: str | None = None) ->
             va="center",
         )
     ax.set_xlabel("log10(relative error)  |a-g| / (|g| + 1e-7)")
-    ax.set_title(f"Error distribution {title}".strip(), fontsize=10)
+    heading = f"Error distribution {title}".strip()
+    # The margins are fixed: a long case id gets a smaller font rather than a cut title.
+    ax.set_title(heading, fontsize=max(6.0, min(10.0, 820 / max(1, len(heading)))))
     handles, labels = ax.get_legend_handles_labels()
     if handles:
         ax.legend(fontsize=7, loc="upper left")
     ax.grid(True, alpha=0.3)
-    return _png(fig)
+    return _png(fig, tight=False)
 
 
 def trend_png(series: Sequence[Mapping] | Mapping) -> bytes:

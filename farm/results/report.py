@@ -22,19 +22,28 @@ The regression summary and the precision trend are added as the report's *global
 
 Before Allure runs, the cases' error-distribution PNGs are drawn from the data the test items left
 in allure-results (farm/results/case_plots.py), so a test item never draws one.
+
+A nightly report is thousands of passed cases, so what each case costs in the report is kept small
+(its size and time grow with failures, not passes): Allure reads the allure-results without the
+containers of fixtures that passed (`allure_input`), the labels no one reads are hidden
+(HIDDEN_LABELS), and the history keeps of each case only what the report shows of it
+(`compact_history`).
 """
 
 from __future__ import annotations
 
 import argparse
 import base64
+import contextlib
+import fcntl
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 from farm.errors import ToolMissing
@@ -50,6 +59,12 @@ def environment_names() -> dict[str, str]:
 
 
 SETUP_FIX = "bash .ci/setup.sh run"
+
+# Labels allure-pytest gives every test that the report does not show: the orchestrator's
+# hostname ("host", not the pool host, which is a parameter), the xdist thread, "pytest",
+# "cpython3", the suite's module and "suites". Each shown label is repeated in every case's data
+# file and twice in the search indexes; Allure's timeline still reads host and thread.
+HIDDEN_LABELS = ("host", "thread", "framework", "language", "package", "parentSuite")
 
 
 def allure_command(reports_dir: Path = REPORTS_DIR) -> list[str]:
@@ -172,28 +187,31 @@ def generate(
             FARM_ALLURE_ENVIRONMENTS=json.dumps(environment_names()),
             NO_COLOR="1",
         )
+        hp = None
         if history_path:
             hp = Path(history_path).resolve()
             hp.parent.mkdir(parents=True, exist_ok=True)
             env["FARM_ALLURE_HISTORY"] = str(hp)
         else:
             env.pop("FARM_ALLURE_HISTORY", None)
-        proc = subprocess.run(
-            [
-                *cmd,
-                "generate",
-                str(results_dir),
-                "-c",
-                str(Path(reports_dir) / "allurerc.mjs"),
-                "--output",
-                str(staging),
-            ],
-            cwd=str(reports_dir),
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-        )
+        with _compact_history_around(hp):
+            proc = subprocess.run(
+                [
+                    *cmd,
+                    "generate",
+                    str(allure_input(results_dir, work / "allure-input")),
+                    "-c",
+                    str(Path(reports_dir) / "allurerc.mjs"),
+                    "--output",
+                    str(staging),
+                    *[arg for label in HIDDEN_LABELS for arg in ("--hide-labels", label)],
+                ],
+                cwd=str(reports_dir),
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+            )
         index = staging / "index.html"
         if proc.returncode != 0 or not index.is_file():
             sys.stderr.write(proc.stdout[-4000:] + proc.stderr[-4000:])
@@ -204,6 +222,140 @@ def generate(
         return 0, out_dir / "index.html"
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+# --------------------------------------------------------------------------- what Allure reads
+
+# A fixture container that says something: one of its fixtures failed or broke.
+_FIXTURE_FAILED = re.compile(rb'"status"\s*:\s*"(?:failed|broken)"')
+
+
+def allure_input(results_dir: Path, view: Path) -> Path:
+    """The directory `allure generate` reads: `view`, holding hard links to the files of
+    `results_dir` (copies where a link cannot be made) less the fixture containers whose
+    fixtures all passed.
+
+    allure-pytest writes a container per fixture per test, and a session fixture's container
+    names every test of its worker as a child: Allure then lists the farm's session fixtures
+    (plan, dispatcher, records) in the set-up and tear-down of every case, ~1.6 KB in each case's
+    data file and 13,000 files to read for a nightly run, for nothing a person reads. A fixture
+    that failed or broke keeps its container, and so its place in the report."""
+    try:
+        view.mkdir(parents=True)
+        with os.scandir(results_dir) as entries:
+            for entry in entries:
+                if not entry.is_file() or entry.name.endswith(".tmp"):
+                    continue
+                if entry.name.endswith("-container.json"):
+                    with open(entry.path, "rb") as fh:
+                        if not _FIXTURE_FAILED.search(fh.read()):
+                            continue
+                try:
+                    os.link(entry.path, view / entry.name)
+                except OSError:  # another file system, or links not allowed
+                    shutil.copyfile(entry.path, view / entry.name)
+    except OSError as exc:  # Allure reads the results as they are
+        sys.stderr.write(f"farm report: reading the allure-results whole: {exc}\n")
+        return results_dir
+    return view
+
+
+# --------------------------------------------------------------------------- history
+
+# What a history entry keeps of a case. Allure 3 appends each case's whole result to the history
+# (~1.1 KB: every label allure-pytest adds included), and the report embeds every entry of a case,
+# one per run kept (history_limit), in that case's data file: the report grows by the entry's size
+# times cases times runs kept. Kept: what the History tab shows (status, start, stop, duration,
+# message, url) and what Allure finds entries by (historyId, id, environment); in the newest run's
+# entries also the name and the labels its charts compare the current run with (behaviours: epic,
+# feature, story; severity): the coverage diff reads the newest run only, and the status charts
+# read statuses.
+HISTORY_ITEM_KEYS = (
+    "id",
+    "environment",
+    "status",
+    "message",
+    "start",
+    "stop",
+    "duration",
+    "url",
+    "historyId",
+)
+HISTORY_NEWEST_KEYS = ("name", "labels")
+HISTORY_LABELS = ("epic", "feature", "story", "severity")
+# In a line Allure wrote and compact_history has not rewritten yet.
+_WHOLE = (b'"fullName"', b'"reportLinks"')
+
+
+def compact_history(path: str | os.PathLike) -> int:
+    """Rewrite a history JSONL so that each case's entry keeps HISTORY_ITEM_KEYS, and in the
+    newest line also HISTORY_NEWEST_KEYS (with HISTORY_LABELS only); returns how many lines it
+    rewrote. Lines already so (and any it cannot parse) stay as they are; the file is replaced
+    whole, only when a line changed."""
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return 0
+    lines = raw.split(b"\n")
+    last = max((i for i, line in enumerate(lines) if line.strip()), default=-1)
+    changed = 0
+    for i, line in enumerate(lines):
+        newest = i == last
+        if not any(m in line for m in _WHOLE) and (newest or b'"labels"' not in line):
+            continue
+        try:
+            point = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(point, dict) or not isinstance(point.get("testResults"), dict):
+            continue
+        point["testResults"] = {
+            k: _history_item(v, newest) if isinstance(v, dict) else v
+            for k, v in point["testResults"].items()
+        }
+        lines[i] = json.dumps(point, separators=(",", ":"), ensure_ascii=False).encode()
+        changed += 1
+    if changed:
+        tmp = path.with_name(f".{path.name}.tmp")
+        tmp.write_bytes(b"\n".join(lines))
+        os.replace(tmp, path)
+    return changed
+
+
+def _history_item(item: dict, newest: bool) -> dict:
+    keys = HISTORY_ITEM_KEYS + (HISTORY_NEWEST_KEYS if newest else ())
+    out = {k: item[k] for k in keys if k in item}
+    if isinstance(out.get("labels"), list):
+        out["labels"] = [
+            lb for lb in out["labels"] if isinstance(lb, dict) and lb.get("name") in HISTORY_LABELS
+        ]
+    return out
+
+
+@contextlib.contextmanager
+def _compact_history_around(history: Path | None) -> Iterator[None]:
+    """Around one `allure generate`: the history compacted before (lines an older farm left) and
+    after (the line Allure appended), under a lock on the history, so that two reports of one
+    tier never lose each other's line."""
+    if history is None:
+        yield
+        return
+    with open(history.with_name(history.name + ".lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            _compact_quietly(history)
+            yield
+        finally:
+            _compact_quietly(history)
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _compact_quietly(history: Path) -> None:
+    try:
+        compact_history(history)
+    except OSError as exc:  # the report goes on with the history as Allure left it
+        sys.stderr.write(f"farm report: history not compacted: {exc}\n")
 
 
 # --------------------------------------------------------------------------- quality gate

@@ -137,12 +137,89 @@ def _param(r, name):
 def test_every_case_is_annotated(results):
     _, res = results
     assert len(res) == len(session_records())
+    by_id = {(r["case_id"], repr(r["family"])): r for r in session_records()}
     for (case_id, fam), r in res.items():
         assert _labels(r, "epic") == ["LogSoftmaxGrad"], case_id
         assert _labels(r, "family") == [fam.strip("'")]
         assert _labels(r, "feature") and _labels(r, "story") and _labels(r, "severity")
+        assert r.get("description"), case_id
         names = [a["name"] for a in r.get("attachments", [])]
-        assert "metrics.json" in names, case_id
+        # metrics.json: the cases that did not pass and the sampled passes (with metrics).
+        assert ("metrics.json" in names) == glue.wants_metrics(by_id[(case_id, fam)]), case_id
+    assert glue.wants_metrics(by_id[("prec-f16-mid", "'ascend910b'")])
+    assert glue.wants_metrics(by_id[(_sampled_ids()[0], "'ascend910b'")])
+
+
+def test_a_pass_outside_the_sample_has_no_attachment(results):
+    """What a passed case has to say is in its description and parameters: no metrics.json, no
+    plot, no worst-elements table (a nightly run is thousands of them)."""
+    _, res = results
+    _, outside, _ = _sampled_ids()
+    for cid in (outside, "prec-f32-tail", "rej-ok", "nan-dy", "tiling-chunks"):
+        r = res[(cid, "'ascend910b'")]
+        assert r["status"] == "passed" and not glue.plot_sampled(cid), cid
+        assert r.get("attachments", []) == [], cid
+    # Its headline metrics are in the description instead.
+    desc = res[(outside, "'ascend910b'")]["description"]
+    assert "metrics: MERE 1e-07, MARE 1e-06, RMSE 1e-07, max abs 1e-06, max ULP 1" in desc
+    assert "elements 4,096" in desc
+    assert "metrics:" not in res[("rej-ok", "'ascend910b'")]["description"]  # no metrics
+
+
+def test_attachments_are_compact_and_say_only_what_is_not_shown_elsewhere(results):
+    d, res = results
+    inside, _, _ = _sampled_ids()
+    for key, r in res.items():
+        for a in r.get("attachments", []):
+            if a["type"] != "application/json":
+                continue
+            text = (d / a["source"]).read_text()
+            assert "\n" not in text, (key, a["name"])  # one line, no indentation
+            assert json.dumps(json.loads(text), separators=(",", ":")) == text, (key, a["name"])
+    failure = res[("prec-f16-mid", "'ascend910b'")]
+    sampled = res[(inside, "'ascend910b'")]
+    for r, worst_in_table in ((failure, True), (sampled, False)):
+        att = {a["name"]: a for a in r["attachments"]}
+        m = json.loads((d / att["metrics.json"]["source"]).read_text())
+        assert set(m) == {"case_id", "outcome", "metrics", "standards"}
+        assert m["case_id"] == r["name"] and m["outcome"] == r["status"]
+        assert "hist" not in m["metrics"]  # the plot's
+        # A failure's worst elements are its table's; a sampled pass has no table.
+        assert ("worst" in m["metrics"]) is not worst_in_table
+        assert ("worst elements.csv" in att) is worst_in_table
+        assert m["standards"] == {"experimental": {"passed": True, "reason": "ok"}}
+    assert glue.metrics_json(rejected_ok("r", standards=None)) is None  # nothing to say
+
+
+def test_a_failure_always_has_its_plot_and_worst_table(results):
+    d, res = results
+    by_id = {(r["case_id"], repr(r["family"])): r for r in session_records()}
+    failures = [k for k, r in res.items() if r["status"] != "passed"]
+    assert failures
+    for key in failures:
+        rec = by_id[key]
+        names = [a["name"] for a in res[key].get("attachments", [])]
+        if rec.get("metrics"):
+            assert "error distribution.png" in names, key
+        if (rec.get("metrics") or {}).get("worst"):
+            assert "worst elements.csv" in names, key
+
+
+def test_headline_metrics_and_timings_helpers():
+    line = glue.metrics_line(
+        record("h", metrics={"bias_ulp": -0.0084, "n": 127007, "nonfinite_mismatch": 3})
+    )
+    assert line == (
+        "metrics: MERE 1e-07, MARE 1e-06, RMSE 1e-07, max abs 1e-06, max ULP 1,"
+        " bias -0.008 ulp, elements 127,007, NaN/inf mismatches 3"
+    )
+    assert glue.metrics_line(rejected_ok("r")) is None
+    assert glue.metrics_line(record("x", metrics={"mere": "n/a"})) is not None  # skips it
+    assert glue.run_line(record("t", attempts=2, timings={"wall_s": 1.23456})) == (
+        "ran on emu-a2-0:0, attempts 2; time (s): wall 1.23"
+    )
+    assert glue.run_line({"host": "h", "timings": None}) == "ran on h"
+    assert glue.run_line({}) == ""
 
 
 def test_identity_parameters(results):
@@ -150,8 +227,15 @@ def test_identity_parameters(results):
     r = res[("prec-f32-tail", "'ascend910b'")]
     for name in ("family", "dtype", "shape", "dim", "y_dist", "dy_dist"):
         assert not _param(r, name).get("excluded"), name
-    for name in ("host", "seed", "time wall_s", "time backend_s", "attempts", "slot"):
+    for name in ("host", "seed"):
         assert _param(r, name).get("excluded") is True, name
+    # Slot, attempts and timings: the description's last line, not parameters (the report
+    # repeats every parameter of every case in its search indexes).
+    names = {p["name"] for p in r["parameters"]}
+    assert not names & {"slot", "attempts"} and not [n for n in names if n.startswith("time")]
+    assert r["description"].endswith(
+        "\n\nran on emu-a2-0:0; time (s): backend 0.01, golden 0.002, total 0.02, wall 0.03"
+    )
     assert _param(r, "dim")["value"] == "'-1'" and _param(r, "shape")["value"] == "'(4, 1024)'"
     axes_case = res[("tiling-chunks", "'ascend910b'")]
     assert _param(axes_case, "axes")["value"] == "'(1, 2)'"
@@ -296,6 +380,7 @@ def test_attachments_of_failures_and_sampled_passes(results):
     assert "error distribution.png" not in names(outside)
     assert "error distribution.png" not in names("rej-ok")  # no metrics, nothing to plot
     assert "worst elements.csv" not in names(outside)  # passes keep only the record
+    assert "metrics.json" in names(inside) and "metrics.json" not in names(outside)
 
 
 def test_failure_messages_carry_the_category_prefix(results):
@@ -411,3 +496,35 @@ def test_properties_escaping(tmp_path):
     text = (tmp_path / "environment.properties").read_text()
     assert "host.h\\ 1=Ascend910B1" in text and "target=line1\\nline2 \\u00fc" in text
     assert Path(tmp_path / "categories.json").is_file()
+
+
+def test_report_step_draws_a_bounded_sample_of_passes(tmp_path):
+    """Every failure's plot; of the sampled passes, at most `passes_per_group` per (family,
+    dtype), the first in sample-hash order; the others lose their data entry (no plot, no
+    attachment). The same cases whatever the order the results are read in."""
+    sampled = [i for i in (f"pass-{n}" for n in range(400)) if glue.plot_sampled(i)][:5]
+    recs = [record(cid) for cid in sampled]
+    recs.append(record(sampled[0], family="ascend310b", host="emu-310-0", soc="Ascend310B1"))
+    recs.append(failed("fail-1"))
+    recs.append(failed("fail-2"))
+    d = run_allure_session(tmp_path, recs, name="bounded")
+    counts = render_case_plots(d, passes_per_group=2)
+    res = _read_results(d)
+    first = sorted(sampled, key=glue.sample_hash)[:2]
+    plotted = {k for k, r in res.items() if "error distribution.png" in _names(r)}
+    assert plotted == {
+        *((cid, "'ascend910b'") for cid in first),
+        (sampled[0], "'ascend310b'"),  # a group of its own
+        ("fail-1", "'ascend910b'"),
+        ("fail-2", "'ascend910b'"),
+    }
+    assert (counts.plots, counts.errors, counts.passes_left) == (5, 0, 3)
+    for key, r in res.items():
+        assert glue.PLOT_DATA_NAME not in _names(r), key
+        if key not in plotted:  # a sampled pass beyond the bound keeps its metrics.json
+            assert _names(r) == ["metrics.json"], key
+    assert render_case_plots(d, passes_per_group=2) == type(counts)()  # nothing left to do
+
+
+def _names(result: dict) -> list[str]:
+    return [a["name"] for a in result.get("attachments", [])]

@@ -170,6 +170,102 @@ def test_history_is_carried_across_three_runs(three_runs):
     assert last[("prec-f32-new", "ascend910b")]["history"] == []
 
 
+def test_history_keeps_a_compact_entry_per_case(three_runs):
+    """The report embeds each case's entries of every run kept: the history keeps of a case what
+    the History tab and the charts read, the name and labels only in the newest run's line."""
+    points = [json.loads(x) for x in three_runs["history"].read_text().splitlines()]
+    for i, point in enumerate(points):
+        newest = i == len(points) - 1
+        allowed = set(report.HISTORY_ITEM_KEYS) | set(report.HISTORY_NEWEST_KEYS if newest else ())
+        for item in point["testResults"].values():
+            assert set(item) <= allowed, (i, item)
+            assert {"id", "status", "historyId", "environment", "start", "stop"} <= set(item)
+            if newest:
+                names = [lb["name"] for lb in item["labels"]]
+                assert set(names) <= set(report.HISTORY_LABELS) and "feature" in names
+                assert item["name"]
+    watched = _test_results(three_runs["runs"][-1]["out"])[(WATCHED, "ascend910b")]
+    for h in watched["history"]:
+        assert "fullName" not in h and "trace" not in h and h["status"] in ("passed", "failed")
+    before = three_runs["history"].read_bytes()
+    assert report.compact_history(three_runs["history"]) == 0  # already compact: untouched
+    assert three_runs["history"].read_bytes() == before
+
+
+def test_compact_history_of_lines_allure_wrote_whole(tmp_path):
+    labels = [
+        {"name": n, "value": v}
+        for n, v in (("epic", "E"), ("feature", "precision"), ("thread", "1-Main"), ("host", "vm"))
+    ]
+    whole = {
+        "id": "i",
+        "name": "case",
+        "fullName": "suites.test_precision#test_precision",
+        "environment": "Atlas A2 (Ascend910B)",
+        "status": "failed",
+        "message": "[precision] bad",
+        "trace": "Traceback ...",
+        "start": 1,
+        "stop": 2,
+        "duration": 1,
+        "labels": labels,
+        "url": "",
+        "historyId": "h",
+        "reportLinks": [],
+    }
+    point = {"uuid": "u", "name": "r", "timestamp": 3, "testResults": {"h": whole}, "url": ""}
+    path = tmp_path / "allure-history-smoke.jsonl"
+    path.write_text(json.dumps(point) + '\nnot json but "fullName"\n' + json.dumps(point) + "\n")
+    assert report.compact_history(path) == 2
+    lines = path.read_text().split("\n")
+    assert lines[1] == 'not json but "fullName"' and lines[3] == ""  # kept as they were
+    old, new = json.loads(lines[0])["testResults"]["h"], json.loads(lines[2])["testResults"]["h"]
+    assert old == {
+        "id": "i",
+        "environment": "Atlas A2 (Ascend910B)",
+        "status": "failed",
+        "message": "[precision] bad",
+        "start": 1,
+        "stop": 2,
+        "duration": 1,
+        "url": "",
+        "historyId": "h",
+    }
+    assert new == {**old, "name": "case", "labels": labels[:2]}
+    assert report.compact_history(path) == 0
+    assert report.compact_history(tmp_path / "none.jsonl") == 0
+
+
+def test_each_case_costs_the_report_only_what_it_shows(three_runs):
+    """No label a person does not read, no set-up or tear-down of fixtures that passed."""
+    for tr in _test_results(three_runs["runs"][-1]["out"]).values():
+        names = {lb["name"] for lb in tr["labels"]}
+        assert not names & set(report.HIDDEN_LABELS), names
+        assert {"epic", "feature", "story", "severity", "family", "tag"} <= names
+        assert tr["setup"] == [] and tr["teardown"] == []
+
+
+def test_allure_reads_the_results_without_passed_fixture_containers(three_runs, tmp_path):
+    results = three_runs["runs"][0]["results"]
+    containers = sorted(results.glob("*-container.json"))
+    assert containers  # allure-pytest wrote them: fixtures that passed
+    broken = json.loads(containers[0].read_text())
+    broken["befores"] = [{"name": "farm_plan", "status": "broken", "start": 1, "stop": 2}]
+    kept = results / "0-failing-container.json"
+    kept.write_text(json.dumps(broken))
+    try:
+        view = report.allure_input(results, tmp_path / "view")
+        names = {f.name for f in view.iterdir()}
+        assert names == {f.name for f in results.iterdir() if f.is_file()} - {
+            c.name for c in containers
+        }
+        assert kept.name in names  # a fixture that broke keeps its place in the report
+        result = next(results.glob("*-result.json"))
+        assert (view / result.name).stat().st_ino == result.stat().st_ino  # a hard link
+    finally:
+        kept.unlink()
+
+
 def test_report_has_environments_categories_and_run_summary(three_runs):
     out = three_runs["runs"][-1]["out"]
     envs = {
