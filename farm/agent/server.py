@@ -35,7 +35,6 @@ Only the standard library is imported here; numpy and ml_dtypes are imported by 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import importlib
 import os
 import re
@@ -519,6 +518,8 @@ def instant_executor(case: dict, backend: str, device: int, identity: Identity) 
 
         digest = sha256_of(*(t for t in make_call_inputs(case) if t is not None))
     else:
+        import hashlib  # here: OpenSSL costs an idle agent 3.5 MB
+
         digest = hashlib.sha256(str(case.get("id")).encode()).hexdigest()
     record: dict[str, Any] = {
         "case_id": case.get("id"),

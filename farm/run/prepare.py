@@ -224,10 +224,12 @@ def _check_local(hosts: list[HostSpec], bundle_sha: str, native_libs: dict, cana
 
 
 def _prepare_all(inventory: Inventory, bundle: Path, bundle_sha: str, package, canary) -> dict:
-    """Every host deployed and checked: name -> (HostHealth, native lib). SSH hosts each on
-    their own (deploy, then check); the emulated hosts of this machine are deployed, then checked
-    in a few groups, each through one shared agent (an agent per host would start as many
-    interpreters as hosts at once), as many groups as the machine has cores."""
+    """Every host deployed and checked: name -> (HostHealth, native lib). SSH hosts in parallel,
+    each on its own (deploy, then check). The emulated hosts of this machine are deployed one
+    after the other in one thread (copies and unpacking in this process: threads would only
+    contend for it, and each host after the first links the files the first one unpacked), then
+    checked in a few groups, each through one shared agent (an agent per host would start as
+    many interpreters as hosts at once), as many groups as the machine has cores."""
     hosts = inventory.hosts
     results: dict = {}
     with ThreadPoolExecutor(max_workers=parallel_hosts(len(hosts))) as pool:
@@ -237,11 +239,10 @@ def _prepare_all(inventory: Inventory, bundle: Path, bundle_sha: str, package, c
             if h.transport != "local"
         }
         local = [h for h in hosts if h.transport == "local"]
-        deployed = {h.name: pool.submit(_deploy_host, h, bundle, package) for h in local}
+        deploying = pool.submit(lambda: [_deploy_host(h, bundle, package) for h in local])
         native_libs: dict[str, str | None] = {}
         groups: dict[tuple, list[HostSpec]] = {}
-        for h in local:
-            bad, native_libs[h.name] = deployed[h.name].result()
+        for h, (bad, native_libs[h.name]) in zip(local, deploying.result(), strict=True):
             if bad is not None:
                 results[h.name] = (bad, None)
                 continue

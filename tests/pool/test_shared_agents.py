@@ -379,3 +379,24 @@ def test_local_hosts_are_checked_through_one_agent_each_on_its_own(embedded):
     assert "canary failed on host emu-a2-01: AgentTimeout" in results["emu-a2-01"].reasons[0]
     assert results["emu-a2-02"].reasons[0].startswith("SoC mismatch: host emu-a2-02 declares")
     assert results["emu-310b-01"].identity["soc"] == "Ascend310B1"
+
+
+def test_local_hosts_after_the_first_link_its_unpacked_files(tmp_path, agent_bundle):
+    """Deploying one archive to several local hosts unpacks it once: the others' version
+    directories hard-link its files (each still verified, marked and renamed into place); a
+    source directory that lost a file is not linked from."""
+    bundle, sha = agent_bundle
+    first, second, third = (emulated(tmp_path, f"emu-{i}") for i in range(3))
+    for host in (first, second):
+        with LocalTransport(host) as t:
+            assert deploy(t, host, [bundle]).files[0].action == "uploaded"
+    ours = Path(first.workdir, "versions", sha, "farm", "agent", "server.py")
+    theirs = Path(second.workdir, "versions", sha, "farm", "agent", "server.py")
+    assert ours.read_bytes() == theirs.read_bytes() and ours.stat().st_ino == theirs.stat().st_ino
+    assert Path(second.workdir, "versions", sha, ".lsg-unpacked").read_text().strip() == sha
+    ours.unlink()
+    theirs.unlink()  # every source directory this process knows is incomplete now
+    with LocalTransport(third) as t:
+        deploy(t, third, [bundle])
+    again = Path(third.workdir, "versions", sha, "farm", "agent", "server.py")
+    assert again.is_file() and again.stat().st_nlink == 1  # unpacked, not linked

@@ -10,6 +10,7 @@ checked to be gone (base.py, "reaping").
 
 from __future__ import annotations
 
+import contextlib
 import os
 import selectors
 import shutil
@@ -34,6 +35,7 @@ from farm.pool.transport.base import (
     HELPER_FUNCTIONS,
     REAP_GRACE,
     STDERR_TAIL_BYTES,
+    UNPACKED_MARKER,
     Channel,
     Transport,
     describe_exit,
@@ -194,6 +196,46 @@ class LocalChannel(Channel):
 
 _HELPERS: dict[str, Any] = {}
 _HELPERS_LOCK = threading.Lock()
+# sha256 -> a complete version directory of a local host, deployed or found by this process.
+_COMPLETE: dict[str, str] = {}
+
+
+_MEMBERS: dict[str, frozenset[str]] = {}  # sha256 -> the regular files its archive holds
+
+
+def _link_tree(source: str, tmp: str, name: str, sha256: str) -> bool:
+    """Hard-link the unpacked files of complete version directory ``source`` (its marker holds
+    ``sha256``) into ``tmp``, where ``name`` was uploaded; False (and ``tmp`` as it was) when
+    that cannot be done, or when a file of the archive is not there."""
+    marker = os.path.join(source, UNPACKED_MARKER)
+    try:
+        with open(marker, encoding="ascii") as f:
+            if f.read().strip() != sha256:
+                return False
+        if sha256 not in _MEMBERS:
+            with tarfile.open(os.path.join(tmp, name), "r:*") as archive:
+                _MEMBERS[sha256] = frozenset(m.name for m in archive.getmembers() if m.isfile())
+    except (OSError, tarfile.TarError):
+        return False
+    linked: list[str] = []
+    try:
+        for folder, _dirs, files in os.walk(source):
+            rel = os.path.relpath(folder, source)
+            target = os.path.normpath(os.path.join(tmp, rel))
+            os.makedirs(target, exist_ok=True)
+            for file in files:
+                if rel == "." and file in (name, UNPACKED_MARKER):
+                    continue
+                os.link(os.path.join(folder, file), os.path.join(target, file))
+                linked.append(os.path.join(target, file))
+        if not all(os.path.isfile(os.path.join(tmp, m)) for m in _MEMBERS[sha256]):
+            raise FileNotFoundError("the source directory lacks a file of the archive")
+    except OSError:
+        for path in linked:
+            with contextlib.suppress(OSError):
+                os.remove(path)
+        return False
+    return True
 
 
 def _helper_functions() -> dict[str, Any]:
@@ -294,6 +336,32 @@ class LocalTransport(Transport):
             proc.stderr.decode("utf-8", "replace"),
         )
 
+    def install_remote(
+        self,
+        tmp: str,
+        dest: str,
+        name: str,
+        sha256: str,
+        *,
+        archive: bool,
+        reuse: str | None = None,
+    ) -> dict[str, Any]:
+        """As Transport.install_remote; an archive another local host of this process already
+        has complete (verified and unpacked) is not unpacked again: its files are hard-linked
+        into ``tmp`` (a version directory never changes, so sharing its files is safe), then
+        ``tmp`` is verified, marked and renamed as usual. Anything unusual (another file system,
+        a directory changed since): unpacked as usual."""
+        source = _COMPLETE.get(sha256)
+        other = source is not None and os.path.normpath(source) != os.path.normpath(dest)
+        # Never from the destination itself: linking changes a file's ctime, and the directory
+        # an agent of this host runs from must look untouched (tests/pool/test_deploy.py).
+        if archive and source is not None and other and _link_tree(source, tmp, name, sha256):
+            archive = False  # the unpacked files are there
+        result = super().install_remote(tmp, dest, name, sha256, archive=archive, reuse=reuse)
+        if result.get("installed"):
+            _COMPLETE[sha256] = dest
+        return result
+
     def _helper(self, *args: str, timeout: float = COMMAND_TIMEOUT) -> dict[str, Any]:
         fns = _helper_functions()
         cmd, rest = args[0], args[1:]
@@ -301,7 +369,10 @@ class LocalTransport(Transport):
             if cmd == "sha256":
                 return {"sha256": fns["sha"](rest[0])}
             if cmd == "status":
-                return dict(fns["status"](rest[0], rest[1]))
+                status = dict(fns["status"](rest[0], rest[1]))
+                if status.get("unpacked") and status["unpacked"] == status.get("sha256"):
+                    _COMPLETE.setdefault(status["unpacked"], rest[1])
+                return status
             if cmd == "install":
                 return dict(fns["install"](*rest))
         except SystemExit as exc:  # the helper's way of failing (sys.exit with a message)
