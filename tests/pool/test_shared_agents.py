@@ -78,6 +78,15 @@ def two_hosts(tmp_path):
     return a, b
 
 
+def wait_until_busy(agent, timeout: float = 20.0) -> None:
+    """Until a request is on the wire to ``agent`` (a channel holds its lock for the request)."""
+    deadline = time.monotonic() + timeout
+    while not agent.lock.locked():
+        assert time.monotonic() < deadline, "the first request never reached the agent"
+        time.sleep(0.01)
+    time.sleep(0.1)  # and sent
+
+
 def test_hosts_that_may_share_an_agent(tmp_path):
     a = emulated(tmp_path, "a")
     b = emulated(tmp_path, "b", soc="Ascend310B1", devices=1)
@@ -164,7 +173,7 @@ def test_a_timeout_kills_the_agent_and_the_other_slots_case_is_not_lost(two_host
 
         t = threading.Thread(target=hang)
         t.start()
-        time.sleep(0.3)
+        wait_until_busy(hung.agent)
         result = other.run_case({"id": "o"}, "native", 0, timeout=5.0)
         t.join()
         assert result["case_id"] == "o" and other.usable
@@ -256,9 +265,11 @@ def test_a_hang_on_a_shared_agent_charges_nobody_and_loses_no_other_case(tmp_pat
         records[case.id] = dispatcher.run(case, preferred)
 
     try:
+        first = share.open("emu-a", "warm-up")  # the agent, started before the cases race
         t = threading.Thread(target=run, args=(hang, "emu-a:0"))
         t.start()
-        time.sleep(0.5)
+        wait_until_busy(first.agent)
+        first.close()
         run(fine, "emu-b:0")
         t.join()
     finally:
