@@ -36,14 +36,6 @@ Reported per pool (the warm run; the cold run's start-up and exit code in bracke
 
 The operator package is built once first (``farm build``), so that the timed runs find it up to
 date. Nothing in the developer's ``runs/`` is touched.
-
-``--propose-lazy-leases`` measures a proposal for farm/run/leases.py (not this benchmark's to
-change): ``lease_any`` opens the lock file of every slot it may take, for every case (the
-dispatcher offers it all the family's slots), which makes each case cost O(slots) system calls
-in the workers; the proposal opens a slot's file only when it tries that slot. The patched
-function is put in place in every orchestrator process by a ``sitecustomize`` module in the work
-directory (on ``PYTHONPATH``), before farm/run/dispatch.py imports it; nothing in the checkout
-changes.
 """
 
 from __future__ import annotations
@@ -298,67 +290,6 @@ def _when(lines: list[tuple[float, str]], prefix: str, last: bool = False) -> fl
     return (hits[-1] if last else hits[0]) if hits else None
 
 
-LAZY_LEASES = r'''"""benchmarks/scale.py --propose-lazy-leases: farm.run.leases.lease_any opening a
-slot's lock file only when it tries that slot (measurement of a proposal; see scale.py)."""
-import contextlib
-import fcntl
-import time
-
-try:
-    import farm.run.leases as L
-except Exception:  # another interpreter, or the farm is not importable: leave it alone
-    L = None
-
-
-@contextlib.contextmanager
-def lease_any(lock_dir, slot_ids, timeout):
-    if not slot_ids:
-        raise ValueError("lease_any needs at least one slot")
-    lock_dir.mkdir(parents=True, exist_ok=True)
-    deadline = time.monotonic() + timeout
-    handles = {}
-    held = None
-    waiting = False
-    try:
-        while held is None:
-            for slot_id in slot_ids:
-                fh = handles.get(slot_id)
-                if fh is None:
-                    fh = handles[slot_id] = open(L._lock_path(lock_dir, slot_id), "a+")
-                try:
-                    fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                except BlockingIOError:
-                    continue
-                held = (slot_id, fh)
-                break
-            else:
-                if time.monotonic() > deadline:
-                    busy = ", ".join(slot_ids)
-                    raise L.LeaseTimeout(f"slots {busy} all stayed busy for {timeout:.0f} s")
-                if not waiting:
-                    waiting = True
-                    with L._WAITERS_LOCK:
-                        L._WAITERS.update(slot_ids)
-                time.sleep(0.005)
-        try:
-            yield held[0]
-        finally:
-            fcntl.flock(held[1], fcntl.LOCK_UN)
-            if L._WAITERS[held[0]] > 0 and not waiting:
-                time.sleep(L.HANDOVER_S)
-    finally:
-        if waiting:
-            with L._WAITERS_LOCK:
-                L._WAITERS.subtract(slot_ids)
-        for fh in handles.values():
-            fh.close()
-
-
-if L is not None:
-    L.lease_any = lease_any
-'''
-
-
 def run_once(
     root: Path,
     slots: int,
@@ -366,14 +297,9 @@ def run_once(
     tier: str,
     jobs: int | None,
     interval: float,
-    lazy_leases: Path | None = None,
 ) -> Result:
     inventory = root / "inventory.toml"
     env = dict(os.environ, FARM_RUNS=str(root / "runs"), FARM_STORE=str(root / "farm.sqlite"))
-    if lazy_leases is not None:
-        env["PYTHONPATH"] = os.pathsep.join(
-            [str(lazy_leases)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
-        )
     argv = [sys.executable, "-m", "farm.cli", "run", "--tier", tier, "--inventory", str(inventory)]
     argv += ["--no-report", "--no-progress"] + (["--jobs", str(jobs)] if jobs else [])
     lines: list[tuple[float, str]] = []
@@ -484,11 +410,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--work", type=Path, default=None, help="keep the pools here")
     parser.add_argument("--json", type=Path, default=None, help="write every result here")
     parser.add_argument("--warm-only", action="store_true", help="skip the cold run")
-    parser.add_argument(
-        "--propose-lazy-leases",
-        action="store_true",
-        help="measure the proposed farm/run/leases.py lease_any (see the docstring)",
-    )
     args = parser.parse_args(argv)
     sizes = [int(x) for x in args.sizes.split(",") if x.strip()]
 
@@ -497,11 +418,6 @@ def main(argv: list[str] | None = None) -> int:
     print("building the operator package (untimed) ...", flush=True)
     build.build_package()
     work = args.work or Path(tempfile.mkdtemp(prefix="lsg-scale-"))
-    lazy = None
-    if args.propose_lazy_leases:
-        lazy = work / "lazy-leases"
-        lazy.mkdir(parents=True, exist_ok=True)
-        (lazy / "sitecustomize.py").write_text(LAZY_LEASES)
     results: list[Result] = []
     for slots in sizes:
         root = work / f"pool-{slots}"
@@ -510,7 +426,7 @@ def main(argv: list[str] | None = None) -> int:
         for phase in ("cold", "warm"):
             if phase == "cold" and args.warm_only:
                 continue
-            result = run_once(root, slots, phase, args.tier, args.jobs, args.interval, lazy)
+            result = run_once(root, slots, phase, args.tier, args.jobs, args.interval)
             results.append(result)
             print(
                 f"{slots:4d} slots {phase}: exit {result.exit_code}, {result.cases} cases in "

@@ -16,6 +16,7 @@ import time
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import IO
 
 from farm.pool.health import QUARANTINE_AFTER
 
@@ -73,12 +74,17 @@ def lease_any(lock_dir: Path, slot_ids: list[str], timeout: float) -> Iterator[s
         raise ValueError("lease_any needs at least one slot")
     lock_dir.mkdir(parents=True, exist_ok=True)
     deadline = time.monotonic() + timeout
-    handles = [open(_lock_path(lock_dir, s), "a+") for s in slot_ids]
+    # A lock file is opened only when its slot is tried: the first free slot is usually the
+    # first one, and a family of hundreds of slots must not cost an open per slot per case.
+    handles: dict[str, IO[str]] = {}
     held = None
     waiting = False
     try:
         while held is None:
-            for slot_id, fh in zip(slot_ids, handles, strict=True):
+            for slot_id in slot_ids:
+                fh = handles.get(slot_id)
+                if fh is None:
+                    fh = handles[slot_id] = open(_lock_path(lock_dir, slot_id), "a+")
                 try:
                     fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 except BlockingIOError:
@@ -111,7 +117,7 @@ def lease_any(lock_dir: Path, slot_ids: list[str], timeout: float) -> Iterator[s
         if waiting:
             with _WAITERS_LOCK:
                 _WAITERS.subtract(slot_ids)
-        for fh in handles:
+        for fh in handles.values():
             fh.close()
 
 
