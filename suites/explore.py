@@ -61,6 +61,10 @@ def draw(salt: str, count: int = DEFAULT_COUNT) -> list[Case]:
     return cases
 
 
+def is_explored(case_id: str) -> bool:
+    return _TAG_IN_ID.search(case_id) is not None
+
+
 def find(case_id: str) -> Case | None:
     """The explored case with this id (redrawn from its salt), or None if the id is not an
     explored case's."""

@@ -15,7 +15,7 @@ from rich.console import Console
 
 from farm.errors import UsageError
 from farm.results.store import RunStore, default_store_path
-from suites import casefile
+from suites import casefile, explore
 from suites.case import Case
 from suites.caseset import Selection, find_case
 
@@ -47,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
         wanted = list(args.case_ids)
     else:
         failed = [r["case_id"] for r in rows if r["outcome"] == "failed"]
-        wanted = [cid for cid in failed if args.failed or "_x." in cid]
+        wanted = [cid for cid in failed if args.failed or explore.is_explored(cid)]
         if not wanted:
             kind = "failed" if args.failed else "failed explored"
             Console().print(f"run {run['run_id']} has no {kind} case: nothing to promote")
