@@ -20,7 +20,35 @@ from typing import IO
 
 from farm.pool.health import QUARANTINE_AFTER
 
-CASE_OVERHEAD_ELEMENTS = 20_000  # a case's fixed cost, in output elements, for balancing
+# What a case costs an agent, in the time of one element of a float32 precision case, for
+# balancing (integers, so that every process sums the same loads exactly). Measured on the
+# embedded pool's nightly tier (benchmarks/RESULTS.md, "Balancing lanes"): a precision case takes
+# ~400 ns an element plus ~3.5 ms (generation, the operator, the golden and the judging; bf16
+# ~1.3x an element, through the torch benchmark); a rejection only makes its inputs, ~80 ns an
+# element plus ~0.6 ms.
+CASE_OVERHEAD_ELEMENTS = 8_500
+REJECTION_OVERHEAD_ELEMENTS = 1_500
+REJECTION_ELEMENT_COST = (1, 5)  # (numerator, denominator)
+DTYPE_ELEMENT_COST = {"bfloat16": (4, 3)}
+
+
+def case_cost(case) -> int:
+    """The estimated cost of a case (see CASE_OVERHEAD_ELEMENTS)."""
+    if not case.accepted:
+        num, den = REJECTION_ELEMENT_COST
+        return case.numel * num // den + REJECTION_OVERHEAD_ELEMENTS
+    num, den = DTYPE_ELEMENT_COST.get(case.dtype, (1, 1))
+    return case.numel * num // den + CASE_OVERHEAD_ELEMENTS
+
+
+def slot_loads(cases: Iterable, assignment: dict[str, str]) -> dict[str, int]:
+    """slot id -> the summed cost of the cases that prefer it (``assignment``: case id -> slot)."""
+    loads: Counter[str] = Counter()
+    for case in cases:
+        slot = assignment.get(case.id)
+        if slot is not None:
+            loads[slot] += case_cost(case)
+    return dict(loads)
 
 
 def assign_slots(cases: Iterable, slots_by_family: dict[str, list[str]]) -> dict[str, str]:
@@ -38,9 +66,9 @@ def assign_slots(cases: Iterable, slots_by_family: dict[str, list[str]]) -> dict
         if not slots:
             continue
         load = {slot: 0 for slot in slots}
-        for case in sorted(members, key=lambda c: (-c.numel, c.id)):
+        for case in sorted(members, key=lambda c: (-case_cost(c), c.id)):
             slot = min(slots, key=lambda s: (load[s], s))
-            load[slot] += case.numel + CASE_OVERHEAD_ELEMENTS
+            load[slot] += case_cost(case)
             out[case.id] = slot
     return out
 

@@ -4,8 +4,8 @@ and a worker runs its lane's cases on all the lane's slots at once.
 pytest runs a worker's test items one after the other. With one item per slot in flight, a pool
 of 512 slots would need 512 workers (~40 MB each, most of them waiting for a reply). Instead:
 
-* ``lanes(slots, n)`` splits the healthy slots into n lanes, each family spread over them; the
-  farm's xdist scheduler sends a whole lane to one worker (a lane is a scope);
+* ``lanes(slots, n, loads)`` splits the healthy slots into n lanes of about equal estimated work;
+  the farm's xdist scheduler sends a whole lane to one worker (a lane is a scope);
 * the worker's :class:`Pipeline` starts, on the first item of a lane, one thread per slot of the
   lane. Each thread runs the cases that prefer its slot (farm/run/leases.py assign_slots, which
   balances their cost) in item order through the worker's Dispatcher (its retries, leases, busy
@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import collections
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from farm.agent.record import ResultRecord
@@ -32,22 +32,32 @@ from suites.case import Case
 LANE_PREFIX = "lane"
 
 
-def lanes(slots: Iterable[SlotInfo | dict], n: int) -> dict[str, str]:
-    """slot id -> lane name, n lanes at most: the slots of each family dealt round-robin, so that
-    every lane gets a share of every family it can (deterministic: every worker computes it)."""
-    by_family: dict[str, list[str]] = collections.defaultdict(list)
+def lanes(
+    slots: Iterable[SlotInfo | dict], n: int, loads: Mapping[str, int] | None = None
+) -> dict[str, str]:
+    """slot id -> lane name, n lanes at most, balancing the lanes' loads (``loads``: slot id ->
+    the estimated cost of its cases, farm/run/leases.py slot_loads; 1 each when not given).
+
+    A lane's slots share its worker, and on this machine its agent: on the embedded pool the
+    one Ascend310B slot carries a third of a nightly run, so dealing slots round-robin would give
+    one lane twice the other's work. Greedy, heaviest slot first onto the lightest lane (the
+    lowest-numbered on a tie), with slots of equal load taken family by family: equal loads deal
+    every family over the lanes. Deterministic: every worker computes it."""
+    listed = []
     for slot in slots:
         sid, family = (
             (slot["id"], slot["family"]) if isinstance(slot, dict) else (slot.id, slot.family)
         )
-        by_family[family].append(sid)
+        listed.append((family, sid))
+    weight = {sid: (loads.get(sid, 0) if loads is not None else 1) for _, sid in listed}
+    order = sorted(listed, key=lambda fs: (-weight[fs[1]], fs[0], fs[1]))
     n = max(1, n)
+    total = [0] * n
     out: dict[str, str] = {}
-    turn = 0
-    for family in sorted(by_family):
-        for sid in sorted(by_family[family]):
-            out[sid] = f"{LANE_PREFIX}{turn % n}"
-            turn += 1
+    for _, sid in order:
+        lane = min(range(n), key=lambda i: (total[i], i))
+        total[lane] += weight[sid]
+        out[sid] = f"{LANE_PREFIX}{lane}"
     return out
 
 

@@ -23,7 +23,7 @@ from farm.agent.record import ResultRecord
 from farm.paths import REPO_ROOT
 from farm.run import plan as plan_mod
 from farm.run.dispatch import Dispatcher
-from farm.run.leases import RunState, assign_slots
+from farm.run.leases import RunState, assign_slots, slot_loads
 from farm.run.pipeline import Pipeline, lanes
 
 if TYPE_CHECKING:
@@ -123,6 +123,14 @@ def pytest_configure(config):
         config.pluginmanager.register(_XdistHooks(plan), "farm-xdist")
 
 
+def pytest_sessionstart(session):
+    """After every plugin's configure: allure-pytest's output made cheap for the run's scale."""
+    if PLAN in session.config.stash:
+        from farm.results import allure_output
+
+        allure_output.install(session.config)
+
+
 def _selection(config):
     from suites import explore
     from suites.caseset import Selection
@@ -220,8 +228,9 @@ def _lane_groups(plan: plan_mod.Plan, nodeids: list[str], workers: int) -> dict[
     compute from the same items."""
     by_id = {c.id: c for c in plan_cases(plan)}
     cases = {n: by_id.get(case_id_of(n) or "") for n in nodeids}
-    assignment = assign_slots([c for c in cases.values() if c is not None], plan.slots_by_family())
-    slot_lane = lanes(plan.slots, workers)
+    known = [c for c in cases.values() if c is not None]
+    assignment = assign_slots(known, plan.slots_by_family())
+    slot_lane = lanes(plan.slots, workers, slot_loads(known, assignment))
     return {
         n: slot_lane.get(assignment.get(c.id, ""), f"no-slot-{c.family}") if c is not None else n
         for n, c in cases.items()
@@ -247,6 +256,28 @@ def _make_slot_scheduling(config, log, plan):
 
         def _split_scope(self, nodeid: str) -> str:
             return self._groups.get(nodeid, nodeid)
+
+        # xdist recounts every item of a worker's units at each finished test (_pending_of,
+        # O(items)): with a lane of thousands of cases per unit that is quadratic. The count of
+        # each unit (by identity: units live as long as the session) is kept up to date instead.
+        def __init__(self, config, log=None):
+            super().__init__(config, log)
+            self._left: dict[int, int] = {}
+
+        def _left_in(self, unit: dict[str, bool]) -> int:
+            if id(unit) not in self._left:
+                self._left[id(unit)] = list(unit.values()).count(False)
+            return self._left[id(unit)]
+
+        def _pending_of(self, workload: dict[str, dict[str, bool]]) -> int:
+            return sum(self._left_in(unit) for unit in workload.values())
+
+        def mark_test_complete(self, node, item_index: int, duration: float = 0) -> None:
+            nodeid = self.registered_collections[node][item_index]
+            unit = self.assigned_work[node][self._split_scope(nodeid)]
+            if not unit[nodeid]:
+                self._left[id(unit)] = self._left_in(unit) - 1
+            super().mark_test_complete(node, item_index, duration)
 
     return SlotScheduling(config, log)
 
@@ -299,14 +330,22 @@ def workers_of(config) -> int:
 def farm_pipeline(request, farm_plan, farm_dispatcher):
     """The worker's lanes, run ahead on all their slots (farm/run/pipeline.py)."""
     session = request.session
-    slot_lane = lanes(farm_plan.slots, workers_of(request.config))
+    preferred = [
+        (item.callspec.params["case"], item.stash.get(_PREFERRED, ""))
+        for item in session.items
+        if _has_case(item)
+    ]
+    assignment = {case.id: slot for case, slot in preferred}
+    slot_lane = lanes(
+        farm_plan.slots,
+        workers_of(request.config),
+        slot_loads([case for case, _ in preferred], assignment),
+    )
     work: dict[str, list] = {}
-    for item in session.items:
-        if _has_case(item):
-            preferred = item.stash.get(_PREFERRED, "")
-            lane = slot_lane.get(preferred)
-            if lane is not None:
-                work.setdefault(lane, []).append((item.callspec.params["case"], preferred))
+    for case, slot in preferred:
+        lane = slot_lane.get(slot)
+        if lane is not None:
+            work.setdefault(lane, []).append((case, slot))
     pipeline = Pipeline(farm_dispatcher, work, slot_lane, window=farm_plan.window or None)
     yield pipeline
     pipeline.close()

@@ -1,0 +1,121 @@
+"""How long a tier takes on the embedded pool, against what its agents' compute allows.
+
+Run by hand (never from the tests; see benchmarks/README.md):
+
+    .venv/bin/python benchmarks/tier_time.py                     # nightly, with its report
+    .venv/bin/python benchmarks/tier_time.py --tier full --no-report
+
+``farm run --tier T --no-progress`` on the embedded default pool (the real operator: the CPU twin
+of the kernel, the golden, the judging), as a subprocess with its own ``FARM_RUNS`` and
+``FARM_STORE`` in a temporary directory, after an untimed ``farm build``. Its process tree is
+sampled from /proc as in benchmarks/scale.py. Reported:
+
+* wall: the whole command (start-up, every case, and the report unless ``--no-report``), and the
+  part from the first to the last record;
+* the agents' compute: the CPU time of every agent process (user + system), summed; divided by
+  the machine's cores, it is the shortest wall time that compute allows on this machine;
+* the ratio of the wall time to that bound (the issue's target: at most 1.5), and the
+  orchestrator's CPU beside it (what the farm itself costs; it competes for the same cores).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from scale import RUN_TIMEOUT, Monitor  # noqa: E402
+
+
+def run_tier(work: Path, tier: str, report: bool, interval: float) -> dict:
+    env = dict(os.environ, FARM_RUNS=str(work / "runs"), FARM_STORE=str(work / "farm.sqlite"))
+    argv = [sys.executable, "-m", "farm.cli", "run", "--tier", tier, "--no-progress"]
+    argv += [] if report else ["--no-report"]
+    tail: list[str] = []
+    started = time.monotonic()
+    proc = subprocess.Popen(
+        argv, cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+
+    def read() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            tail[:] = (tail + [line.rstrip()])[-15:]
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    with Monitor(proc.pid, work / "runs", interval) as monitor:
+        monitor.start = started
+        try:
+            code = proc.wait(RUN_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            code = proc.wait()
+    reader.join(10)
+    wall = time.monotonic() - started
+    samples = monitor.samples
+    cases = max(max((s.records for s in samples), default=0), monitor._records())
+    first = next((s.t for s in samples if s.records > 0), None)
+    last = next((s.t for s in samples if cases and s.records >= cases), None)
+    agents_cpu = samples[-1].agent_cpu if samples else 0.0
+    orch_cpu = samples[-1].orch_cpu if samples else 0.0
+    cores = os.cpu_count() or 1
+    bound = agents_cpu / cores
+    return {
+        "tier": tier,
+        "exit": code,
+        "cases": cases,
+        "wall_s": wall,
+        "first_record_s": first,
+        "cases_wall_s": (last - first) if first is not None and last is not None else None,
+        "agents_cpu_s": agents_cpu,
+        "orchestrator_cpu_s": orch_cpu,
+        "cores": cores,
+        "bound_s": bound,
+        "ratio": wall / bound if bound else None,
+        "agents": max((s.agents for s in samples), default=0),
+        "tail": tail,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--tier", default="nightly")
+    parser.add_argument("--no-report", action="store_true", help="time the run without its report")
+    parser.add_argument("--interval", type=float, default=0.2, help="seconds between samples")
+    parser.add_argument("--json", type=Path, default=None, help="write the result here")
+    args = parser.parse_args(argv)
+
+    from farm import build
+
+    print("building the operator package (untimed) ...", flush=True)
+    build.build_package()
+    with tempfile.TemporaryDirectory(prefix="lsg-tier-") as tmp:
+        r = run_tier(Path(tmp), args.tier, not args.no_report, args.interval)
+    if r["exit"] != 0:
+        print("\n".join(r["tail"]))
+    cases_wall = "—" if r["cases_wall_s"] is None else f"{r['cases_wall_s']:.1f} s"
+    first = "—" if r["first_record_s"] is None else f"{r['first_record_s']:.1f} s"
+    print(
+        f"{r['tier']}: exit {r['exit']}, {r['cases']} cases, wall {r['wall_s']:.1f} s "
+        f"({'with' if not args.no_report else 'without'} the report; first record at {first}, "
+        f"first to last record {cases_wall})\n"
+        f"agents' CPU {r['agents_cpu_s']:.1f} s in {r['agents']} agents / {r['cores']} cores = "
+        f"{r['bound_s']:.1f} s; wall / that = {r['ratio']:.2f} (target <= 1.5)\n"
+        f"orchestrator CPU {r['orchestrator_cpu_s']:.1f} s"
+    )
+    if args.json:
+        args.json.write_text(json.dumps({k: v for k, v in r.items() if k != "tail"}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

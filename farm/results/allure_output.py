@@ -1,0 +1,113 @@
+"""What allure-pytest writes for each case, at the cost of one file per case.
+
+allure-pytest, as it is, spends about a third of a pytest worker's time at nightly scale on
+things no reader of the farm's report sees:
+
+* a fixture container file for every function-scoped fixture of every case (``farm_run`` and
+  the ``case`` parameter: two per case, 13,400 files a nightly run), which the report step then
+  leaves out (farm/results/report.py allure_input): only a container whose fixture failed or
+  broke says anything;
+* every file encoded by ``json.dump``, which always takes the standard library's pure-Python
+  encoder (``json.dumps`` uses the C one);
+* a membership test of each case in the children *list* of every session fixture's container,
+  twice per case: O(cases) per case, quadratic over a worker's share of the run.
+
+:func:`install` keeps allure-pytest's listener and file logger in place (and so their clean-up
+and everything else they do) and changes those three things on the two instances. Where a
+future allure-pytest has renamed what it relies on, it changes nothing: the results are the same,
+only slower.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from pathlib import Path
+from typing import Any
+
+# A fixture status that makes its container worth a file.
+_SAYS_SOMETHING = frozenset({"failed", "broken"})
+
+
+def install(config) -> bool:
+    """Make the running allure-pytest's output cheap (see the module's docstring). Returns
+    whether it did: False without allure-pytest, without --alluredir, or with an allure-pytest
+    whose internals are not the ones this was written against."""
+    try:
+        import allure_commons
+        from allure_commons.logger import AllureFileLogger
+    except ImportError:
+        return False
+    loggers = [
+        p for p in allure_commons.plugin_manager.get_plugins() if type(p) is AllureFileLogger
+    ]
+    listener = config.pluginmanager.get_plugin("allure_listener")
+    if len(loggers) != 1 or listener is None:
+        return False
+    logger = loggers[0]
+    if not isinstance(getattr(logger, "_report_dir", None), Path):
+        return False
+    if not hasattr(logger, "_report_item") or not _children_once(listener):
+        return False
+    report_dir: Path = logger._report_dir
+    logger._report_item = lambda item: write_item(report_dir, item)
+    return True
+
+
+def write_item(report_dir: Path, item: Any) -> Path | None:
+    """Write one allure-pytest result or container as allure-pytest would (the same name, the
+    same fields, written whole then renamed into place), compactly with the C encoder; a
+    container none of whose fixtures failed or broke is not written. Returns the file written."""
+    from attr import asdict
+
+    if _is_container(item) and not _says_something(item):
+        return None
+    data = asdict(item, filter=lambda _, v: v or v is False)
+    indent = 4 if os.environ.get("ALLURE_INDENT_OUTPUT") else None
+    text = json.dumps(data, indent=indent, ensure_ascii=False)
+    final = report_dir / item.file_pattern.format(prefix=uuid.uuid4())
+    tmp = final.with_name(final.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, final)
+    return final
+
+
+def _is_container(item: Any) -> bool:
+    from allure_commons.model2 import TestResultContainer
+
+    return isinstance(item, TestResultContainer)
+
+
+def _says_something(container: Any) -> bool:
+    fixtures = list(container.befores or ()) + list(container.afters or ())
+    return any(str(getattr(f, "status", None)) in _SAYS_SOMETHING for f in fixtures)
+
+
+def _children_once(listener: Any) -> bool:
+    """Replace the listener's children update by one that remembers which case it has added to
+    which container (a set) instead of searching the container's list."""
+    try:
+        from allure_commons.model2 import TestResultContainer
+        from allure_pytest.listener import _test_fixtures
+    except ImportError:
+        return False
+    cache = getattr(listener, "_cache", None)
+    reporter = getattr(listener, "allure_logger", None)
+    if cache is None or reporter is None or not hasattr(listener, "_update_fixtures_children"):
+        return False
+    added: set[tuple[str, str]] = set()
+
+    def update_fixtures_children(item) -> None:
+        test_uuid = cache.get(item.nodeid)
+        for fixturedef in _test_fixtures(item):
+            group_uuid = cache.get(fixturedef)
+            if not group_uuid:
+                group_uuid = cache.push(fixturedef)
+                reporter.start_group(group_uuid, TestResultContainer(uuid=group_uuid))
+            if (group_uuid, test_uuid) not in added:
+                added.add((group_uuid, test_uuid))
+                reporter.update_group(group_uuid, children=test_uuid)
+
+    listener._update_fixtures_children = update_fixtures_children
+    return True
