@@ -11,6 +11,7 @@ from collections import Counter
 import pytest
 
 from farm.run.dispatch import SlotInfo
+from farm.run.leases import assign_slots, case_cost, slot_loads
 from farm.run.pipeline import Pipeline, lanes
 from suites.case import Case
 
@@ -54,6 +55,32 @@ def test_lanes_deal_every_family_over_the_lanes():
     assert lanes(SLOTS, 2) == {"c:0": "lane0", "a:0": "lane1", "a:1": "lane0", "b:0": "lane1"}
     assert set(lanes(SLOTS, 1).values()) == {"lane0"}
     assert lanes([{"id": "x:0", "family": "f"}], 8) == {"x:0": "lane0"}
+
+
+def test_lanes_balance_the_slots_estimated_work():
+    # The one Ascend310B slot of the embedded pool carries as much as three Ascend910B slots:
+    # dealt round-robin, lane0 would get it and a 910B slot (40 against 20).
+    loads = {"c:0": 30, "a:0": 10, "a:1": 10, "b:0": 10}
+    assert lanes(SLOTS, 2, loads) == {
+        "c:0": "lane0",
+        "a:0": "lane1",
+        "a:1": "lane1",
+        "b:0": "lane1",
+    }
+    # Equal loads deal every family over the lanes, as without loads.
+    assert lanes(SLOTS, 2, dict.fromkeys(loads, 7)) == lanes(SLOTS, 2)
+
+
+def test_assignment_balances_estimated_cost_and_the_estimate_tells_cases_apart():
+    big = Case("ascend910b", "float32", (64, 2048), (-1,))
+    assert case_cost(Case("ascend910b", "bfloat16", (64, 2048), (-1,))) > case_cost(big)
+    rejected = Case("ascend310b", "bfloat16", (64, 2048), (-1,))  # bf16 is refused on 310B
+    assert not rejected.accepted and case_cost(rejected) < case_cost(big) / 3
+    small = cases(12)
+    assignment = assign_slots([big, *small], {"ascend910b": ["a:0", "a:1"]})
+    loads = slot_loads([big, *small], assignment)
+    assert assignment[big.id] == "a:0" and {assignment[c.id] for c in small} == {"a:1"}
+    assert loads == {"a:0": case_cost(big), "a:1": sum(case_cost(c) for c in small)}
 
 
 def test_every_case_runs_once_on_its_family_and_reaches_its_item():
