@@ -52,6 +52,10 @@ export default defineConfig({
         reportLanguage: "en",
         singleFile: false,
         groupBy: ["feature", "story"],
+        // The timeline shows the cases whose test item took a second or more: a nightly run's
+        // thousands of quick ones would be most of the report's size (~240 bytes each) and
+        // unreadable as bars.
+        timeline: { minDuration: 1000 },
       },
     },
   },

@@ -194,12 +194,20 @@ def wants_plot(record: Mapping, one_in: int = PLOT_SAMPLE_ONE_IN) -> bool:
     return record.get("outcome") != "passed" or plot_sampled(record.get("case_id", ""), one_in)
 
 
+def detailed(record: Mapping, one_in: int = PLOT_SAMPLE_ONE_IN) -> bool:
+    """Whether a case's description says everything (the standards' verdict, the tiling, every
+    timing): for a case that did not pass and for the passes of the plot sample. Another pass
+    says what it expected and got, its headline metrics, and where and how long it ran; the rest
+    is in the store (`farm compare`, `farm repro`)."""
+    return record.get("outcome") != "passed" or plot_sampled(record.get("case_id", ""), one_in)
+
+
 def wants_metrics(record: Mapping, one_in: int = PLOT_SAMPLE_ONE_IN) -> bool:
     """metrics.json: for a case that did not pass, and for the passes of the plot sample; and only
     when there is something to say beyond the description (metrics or standards' verdicts)."""
     if not (record.get("metrics") or record.get("standards")):
         return False
-    return record.get("outcome") != "passed" or plot_sampled(record.get("case_id", ""), one_in)
+    return detailed(record, one_in)
 
 
 # The metrics farm.results.plots.error_histogram_png reads ("worst" only without a histogram).
@@ -355,9 +363,8 @@ def annotate(record: Mapping, *, plot_one_in: int = PLOT_SAMPLE_ONE_IN) -> None:
     dyn.label(ENVIRONMENT_LABEL, family)
     if record.get("soc"):
         dyn.label("soc", str(record["soc"]))
-    tags = [t for t in (family, record.get("dtype"), record.get("schedule")) if t]
-    if tags:
-        dyn.tag(*[str(t) for t in tags])
+    # No tag repeats the family (the environment), the dtype (a parameter) or the schedule (the
+    # story): the report repeats every tag of every case in its trees and search indexes.
 
     # Identity: these parameters make the history id (family included, on purpose).
     dyn.parameter("family", family)
@@ -380,6 +387,7 @@ def annotate(record: Mapping, *, plot_one_in: int = PLOT_SAMPLE_ONE_IN) -> None:
     # parameter showing the Case repr, and the history id takes its original value. Show the case
     # id instead: allure-pytest then changes only the displayed value, never the history id nor
     # `excluded`. (A test without that argument gets "case" as a new, excluded parameter.)
+    # It is hidden as it is written (farm/results/allure_output.py): the case id is the title.
     dyn.parameter("case", case_id, excluded=True)
     # Shown, but not identity.
     dyn.parameter("host", host_name(record), excluded=True)
@@ -389,7 +397,7 @@ def annotate(record: Mapping, *, plot_one_in: int = PLOT_SAMPLE_ONE_IN) -> None:
     dyn.parameter("seed", str(record.get("seed", "")), excluded=True)
     # The slot, the attempts and the timings are in the description's last line (run_line), not
     # parameters: the report repeats every parameter of every case in its search indexes.
-    dyn.description(_description(record))
+    dyn.description(_description(record, detailed=detailed(record, plot_one_in)))
 
     if wants_metrics(record, plot_one_in):
         text = metrics_json(record)
@@ -415,11 +423,11 @@ def annotate(record: Mapping, *, plot_one_in: int = PLOT_SAMPLE_ONE_IN) -> None:
             allure.attach(data, name=PLOT_DATA_NAME, attachment_type=allure.attachment_type.JSON)
 
 
-def run_line(record: Mapping) -> str:
+def run_line(record: Mapping, every_timing: bool = True) -> str:
     """Where and how long the case ran, for the last line of its description:
     "ran on emu-a2-01:1; time (s): backend 0.0476, golden 0.00102, total 0.0741, wall 0.521"
     (the slot, or else the host; the attempts when more than one; seconds, 3 significant digits,
-    the timings' keys without their "_s")."""
+    the timings' keys without their "_s"; without ``every_timing``, the wall time only)."""
     parts = []
     where = record.get("slot") or host_name(record)
     if where:
@@ -427,6 +435,8 @@ def run_line(record: Mapping) -> str:
         more = isinstance(attempts, int) and not isinstance(attempts, bool) and attempts > 1
         parts.append(f"ran on {where}" + (f", attempts {attempts}" if more else ""))
     timings = record.get("timings")
+    if isinstance(timings, Mapping) and not every_timing:
+        timings = {k: v for k, v in timings.items() if k == "wall_s"}
     if isinstance(timings, Mapping) and timings:
         shown = []
         for k, v in timings.items():
@@ -461,7 +471,10 @@ def _tuple_str(x) -> str:
     return "(" + ", ".join(str(v) for v in x) + ("," if len(x) == 1 else "") + ")"
 
 
-def _description(record: Mapping) -> str:
+def _description(record: Mapping, detailed: bool = True) -> str:
+    """The case's description: expectation and outcome, note and origin, the headline metrics,
+    where and how long it ran; ``detailed`` (see :func:`detailed`), also the standards' verdict,
+    the operator's message, the tiling and every timing."""
     exp = record.get("expect") or {}
     if exp.get("kind") == "reject":
         want = f"expect rejection: {exp.get('reason')} (status {exp.get('status')})"
@@ -472,25 +485,18 @@ def _description(record: Mapping) -> str:
     got = f"got status {record.get('status')}"
     if record.get("reason"):
         got += f", reason {record['reason']}"
-    lines = [f"**{want}**; {got}.", ""]
-    if record.get("note"):
-        lines += [f"**note:** {record['note']}", ""]
-    if record.get("origin"):
-        lines += [f"from: {record['origin']}", ""]
-    if record.get("message"):
-        lines.append(str(record["message"]))
-    headline = metrics_line(record)
-    if headline:
-        lines += ["", headline]
-    if record.get("op_message"):
-        lines += ["", f"operator message: `{record['op_message']}`"]
     t = record.get("tiling")
-    if t:
-        lines += ["", "tiling: " + ", ".join(f"{k}={v}" for k, v in t.items())]
-    ran = run_line(record)
-    if ran:
-        lines += ["", ran]
-    return "\n".join(lines)
+    paragraphs = [
+        f"**{want}**; {got}.",
+        record.get("note") and f"**note:** {record['note']}",
+        record.get("origin") and f"from: {record['origin']}",
+        detailed and record.get("message") and str(record["message"]),
+        metrics_line(record),
+        detailed and record.get("op_message") and f"operator message: `{record['op_message']}`",
+        detailed and t and "tiling: " + ", ".join(f"{k}={v}" for k, v in t.items()),
+        run_line(record, every_timing=detailed),
+    ]
+    return "\n\n".join(p for p in paragraphs if p)
 
 
 # --------------------------------------------------------------------------- run-level files

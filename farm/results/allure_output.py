@@ -10,7 +10,10 @@ things no reader of the farm's report sees:
 * every file encoded by ``json.dump``, which always takes the standard library's pure-Python
   encoder (``json.dumps`` uses the C one);
 * a membership test of each case in the children *list* of every session fixture's container,
-  twice per case: O(cases) per case, quadratic over a worker's share of the run.
+  twice per case: O(cases) per case, quadratic over a worker's share of the run;
+* the suites' parametrize argument ``case`` as a shown parameter, which the report then repeats
+  in its search indexes, though the case id is the test's title already (and
+  ``allure.dynamic.parameter`` changes only the value of a parameter allure-pytest added).
 
 :func:`install` keeps allure-pytest's listener and file logger in place (and so their clean-up
 and everything else they do) and changes those three things on the two instances. Where a
@@ -28,6 +31,9 @@ from typing import Any
 
 # A fixture status that makes its container worth a file.
 _SAYS_SOMETHING = frozenset({"failed", "broken"})
+# Parameters written hidden: shown nowhere, still in the results (and excluded or not from the
+# history id as they were).
+HIDDEN_PARAMETERS = frozenset({"case"})
 
 
 def install(config) -> bool:
@@ -57,13 +63,17 @@ def install(config) -> bool:
 
 def write_item(report_dir: Path, item: Any) -> Path | None:
     """Write one allure-pytest result or container as allure-pytest would (the same name, the
-    same fields, written whole then renamed into place), compactly with the C encoder; a
-    container none of whose fixtures failed or broke is not written. Returns the file written."""
+    same fields, written whole then renamed into place), compactly with the C encoder, with
+    HIDDEN_PARAMETERS hidden; a container none of whose fixtures failed or broke is not written.
+    Returns the file written."""
     from attr import asdict
 
     if _is_container(item) and not _says_something(item):
         return None
     data = asdict(item, filter=lambda _, v: v or v is False)
+    for parameter in data.get("parameters") or ():
+        if parameter.get("name") in HIDDEN_PARAMETERS:
+            parameter["mode"] = "hidden"
     indent = 4 if os.environ.get("ALLURE_INDENT_OUTPUT") else None
     text = json.dumps(data, indent=indent, ensure_ascii=False)
     final = report_dir / item.file_pattern.format(prefix=uuid.uuid4())

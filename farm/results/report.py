@@ -62,9 +62,10 @@ SETUP_FIX = "bash .ci/setup.sh run"
 
 # Labels allure-pytest gives every test that the report does not show: the orchestrator's
 # hostname ("host", not the pool host, which is a parameter), the xdist thread, "pytest",
-# "cpython3", the suite's module and "suites". Each shown label is repeated in every case's data
-# file and twice in the search indexes; Allure's timeline still reads host and thread.
-HIDDEN_LABELS = ("host", "thread", "framework", "language", "package", "parentSuite")
+# "cpython3", the suite's module and "suites", and the suite (test_precision, test_rejection:
+# what the feature says). Each shown label is repeated in every case's data file and twice in
+# the search indexes; Allure's timeline still reads host and thread.
+HIDDEN_LABELS = ("host", "thread", "framework", "language", "package", "parentSuite", "suite")
 
 
 def allure_command(reports_dir: Path = REPORTS_DIR) -> list[str]:
