@@ -54,8 +54,10 @@ def test_host_killed_mid_run(farm, lab, lab_inventory, broken_hosts):
 
 
 def test_host_frozen_mid_run(farm, lab, lab_inventory, broken_hosts):
-    cases = select(A2_CASES)
-    proc = farm.start_tier(*LAB, lab_inventory, "--case-timeout", "10", k=A2_CASES)
+    # fp32 and fp16, as above: the fp32 cases alone can all have run before a record appears.
+    k = "910b_f"
+    cases = select(k)
+    proc = farm.start_tier(*LAB, lab_inventory, "--case-timeout", "10", k=k)
     # Once a2-01 has answered a case, a worker holds an open agent channel to it.
     farm.wait_for_records(proc, 1, where=lambda r: r["host"] == "a2-01")
     broken_hosts.append("a2-01")
