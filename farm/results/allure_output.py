@@ -3,10 +3,10 @@
 allure-pytest, as it is, spends about a third of a pytest worker's time at nightly scale on
 things no reader of the farm's report sees:
 
-* a fixture container file for every function-scoped fixture of every case (``farm_run`` and
-  the ``case`` parameter: two per case, 13,400 files a nightly run), which the report step then
-  leaves out (farm/results/report.py allure_input): only a container whose fixture failed or
-  broke says anything;
+* a fixture container file for every function-scoped fixture of every case (the ``case``
+  parameter: 6,700 files a nightly run), which the report step would leave out anyway
+  (farm/results/report.py allure_input): only a container whose fixture failed or broke says
+  anything;
 * every file encoded by ``json.dump``, which always takes the standard library's pure-Python
   encoder (``json.dumps`` uses the C one);
 * a membership test of each case in the children *list* of every session fixture's container,
