@@ -57,7 +57,7 @@ def install(config) -> bool:
     if not hasattr(logger, "_report_item") or not _children_once(listener):
         return False
     report_dir: Path = logger._report_dir
-    logger._report_item = lambda item: write_item(report_dir, item)
+    logger._report_item = lambda item: write_item(report_dir, item)  # type: ignore[method-assign]
     return True
 
 
