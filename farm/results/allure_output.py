@@ -16,7 +16,7 @@ things no reader of the farm's report sees:
   ``allure.dynamic.parameter`` changes only the value of a parameter allure-pytest added).
 
 :func:`install` keeps allure-pytest's listener and file logger in place (and so their clean-up
-and everything else they do) and changes those three things on the two instances. Where a
+and everything else they do) and changes those things on the two instances. Where a
 future allure-pytest has renamed what it relies on, it changes nothing: the results are the same,
 only slower.
 """

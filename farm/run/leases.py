@@ -21,11 +21,11 @@ from typing import IO
 from farm.pool.health import QUARANTINE_AFTER
 
 # What a case costs an agent, in the time of one element of a float32 precision case, for
-# balancing (integers, so that every process sums the same loads exactly). Measured on the
-# embedded pool's nightly tier (benchmarks/RESULTS.md, "Balancing lanes"): a precision case takes
-# ~400 ns an element plus ~3.5 ms (generation, the operator, the golden and the judging; bf16
-# ~1.3x an element, through the torch benchmark); a rejection only makes its inputs, ~80 ns an
-# element plus ~0.6 ms.
+# balancing (integers, so that every process sums the same loads exactly). Fitted on the
+# embedded pool's nightly tier (benchmarks/RESULTS.md, issue 13's closing measurements): a
+# precision case takes ~400 ns an element plus ~3.5 ms (generation, the operator, the golden and
+# the judging; bf16 ~1.3x an element, through the torch benchmark); a rejection only makes its
+# inputs, ~80 ns an element plus ~0.6 ms.
 CASE_OVERHEAD_ELEMENTS = 8_500
 REJECTION_OVERHEAD_ELEMENTS = 1_500
 REJECTION_ELEMENT_COST = (1, 5)  # (numerator, denominator)
