@@ -240,7 +240,9 @@ def allure_input(results_dir: Path, view: Path) -> Path:
     names every test of its worker as a child: Allure then lists the farm's session fixtures
     (plan, dispatcher, records) in the set-up and tear-down of every case, ~1.6 KB in each case's
     data file and 13,000 files to read for a nightly run, for nothing a person reads. A fixture
-    that failed or broke keeps its container, and so its place in the report."""
+    that failed or broke keeps its container, and so its place in the report. (The farm's runs
+    no longer write the others, farm/results/allure_output.py; results written without it, by
+    an older run or an allure-pytest it does not recognise, are read the same way.)"""
     try:
         view.mkdir(parents=True)
         with os.scandir(results_dir) as entries:
