@@ -16,8 +16,9 @@ health check can catch a host that is not what the inventory claims. In order:
 Fault injection (TEST-ONLY): an *emulated* host (one that declares its identity through 1 or 2)
 may also declare ``LSG_EMULATED_FAULT`` (or ``fault`` in host.toml) so that fault tests can make
 its agent misbehave: ``corrupt-reply-after:N``, ``crash-after:N``, ``hang-after:N`` or
-``wrong-seq-after:N`` (the first N replies are sent normally). A host identified by npu-smi never
-injects faults.
+``wrong-seq-after:N`` (the first N replies are sent normally), or ``slow-after:N`` (every reply
+after the first N comes SLOW_REPLY_S late: a host still busy when a test breaks it). A host
+identified by npu-smi never injects faults.
 
 Standard library only at import time (numpy and ml_dtypes are imported by :func:`check_deps`).
 """
@@ -38,7 +39,8 @@ from pathlib import Path
 
 REQUIRED_MODULES = ("numpy", "ml_dtypes")
 OPTIONAL_MODULES = ("torch",)
-FAULT_KINDS = ("corrupt-reply-after", "crash-after", "hang-after", "wrong-seq-after")
+FAULT_KINDS = ("corrupt-reply-after", "crash-after", "hang-after", "wrong-seq-after", "slow-after")
+SLOW_REPLY_S = 0.2
 
 ENV_SOC = "LSG_EMULATED_SOC"
 ENV_DEVICES = "LSG_EMULATED_DEVICES"

@@ -48,7 +48,14 @@ from farm import __version__
 from farm.agent import protocol
 from farm.agent.devicelock import DEFAULT_LOCK_WAIT, DeviceLocks
 from farm.agent.errors import DeviceBusy
-from farm.agent.identity import Declared, Fault, Identity, declared_identity, gather
+from farm.agent.identity import (
+    SLOW_REPLY_S,
+    Declared,
+    Fault,
+    Identity,
+    declared_identity,
+    gather,
+)
 
 Executor = Callable[[dict, str, int, Identity], dict]
 DEFAULT_EXECUTOR = "farm.agent.execute:run_case"
@@ -186,7 +193,10 @@ class AgentServer:
         context = context or self.own
         fault = context.fault
         if fault is not None and context.replies >= fault.after:
-            self._inject(context, fault, data, seq)
+            if fault.kind == "slow-after":
+                time.sleep(SLOW_REPLY_S)
+            else:
+                self._inject(context, fault, data, seq)
         self.wfile.write(data)
         self.wfile.flush()
         self._count(context)

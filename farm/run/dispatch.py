@@ -396,6 +396,12 @@ class Dispatcher:
         detail = getattr(channel, "reap_detail", "") or ""
         if killed is False:
             self._mark_dead(slot, channel, detail)
+            # The host could not be asked, or would not kill its agent: its fault, whatever the
+            # case did. Counted here, a host lost with all its slots busy (each set aside from
+            # then on) still reaches the quarantine.
+            self.state.record_infra_error(
+                slot.host, f"{slot.id}: {detail or 'its agent could not be checked'}"
+            )
         return killed, detail
 
     def _say(self, line: str) -> None:
@@ -494,11 +500,6 @@ class Dispatcher:
             "on every host it runs on is the case's failure, not the hosts' "
             + ("(the stuck agents were killed)" if killed else "(some stuck agents survived)")
         )
-        for x in timeouts:
-            if x["killed"] is False:  # an agent that cannot be killed is its host's problem
-                self.state.record_infra_error(
-                    x["host"], f"{x['slot']}: the agent stuck in a hung case could not be killed"
-                )
         timeout_messages = {x["message"] for x in timeouts}
         p.errors = [e for e in p.errors if e not in timeout_messages]
         p.timeouts = []

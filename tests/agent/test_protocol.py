@@ -6,6 +6,7 @@ import importlib.metadata
 import io
 import json
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,7 @@ import pytest
 from farm import __version__
 from farm.agent import protocol
 from farm.agent.errors import AgentError, ProtocolError
-from farm.agent.identity import Declared, Fault, declared_identity, parse_npu_smi
+from farm.agent.identity import SLOW_REPLY_S, Declared, Fault, declared_identity, parse_npu_smi
 from farm.agent.server import AgentServer
 from farm.pool.inventory import tomllib
 
@@ -221,6 +222,20 @@ def test_fault_injection_breaks_the_nth_reply(kind):
     assert protocol.decode_reply(first, 1)["ok"]
     with pytest.raises(ProtocolError):
         protocol.decode_reply(second, 2)
+
+
+def test_slow_fault_delays_every_reply_after_the_nth_and_breaks_none(monkeypatch):
+    slept: list[float] = []
+    monkeypatch.setattr(time, "sleep", slept.append)
+    declared = Declared("Ascend910B1", 2, "env", Fault("slow-after", 1))
+    out = io.BytesIO()
+    requests = protocol.hello_request(1) + b"".join(
+        protocol.encode_request("identify", seq) for seq in (2, 3)
+    )
+    AgentServer(io.BytesIO(requests), out, declared=declared, log=io.StringIO()).serve()
+    replies = out.getvalue().splitlines(keepends=True)
+    assert [protocol.decode_reply(r, seq)["ok"] for seq, r in enumerate(replies, 1)] == [True] * 3
+    assert slept == [SLOW_REPLY_S] * 2
 
 
 def test_faults_are_ignored_on_hosts_that_are_not_emulated():

@@ -27,14 +27,20 @@ def assert_retried_elsewhere(records: dict, bad: str) -> list[dict]:
     return moved
 
 
+def start_with_slow_host(farm, lab, lab_inventory, broken_hosts, host: str):
+    """Start the A2 cases with `host` answering every reply SLOW_REPLY_S late, and return once
+    it has answered a case. The lanes run ahead of the records, so at full speed a host's first
+    record can come after all its cases have run; slowed, it still has most of its lane to go."""
+    broken_hosts.append(host)
+    lab.declare(host, fault="slow-after:0")
+    proc = farm.start_tier(*LAB, lab_inventory, "--case-timeout", "10", k=A2_CASES)
+    farm.wait_for_records(proc, 1, where=lambda r: r["host"] == host)
+    return proc
+
+
 def test_host_killed_mid_run(farm, lab, lab_inventory, broken_hosts):
-    # fp32 and fp16: enough cases that the lanes, which run ahead of the records, are still
-    # busy when the first record from a2-02 appears.
-    k = "910b_f"
-    cases = select(k)
-    proc = farm.start_tier(*LAB, lab_inventory, "--case-timeout", "10", k=k)
-    farm.wait_for_records(proc, 1, where=lambda r: r["host"] == "a2-02")
-    broken_hosts.append("a2-02")
+    cases = select(A2_CASES)
+    proc = start_with_slow_host(farm, lab, lab_inventory, broken_hosts, "a2-02")
     lab.kill_host("a2-02")  # sshd, its sessions and the agents under them
     result = farm.finish(proc)
 
@@ -54,13 +60,8 @@ def test_host_killed_mid_run(farm, lab, lab_inventory, broken_hosts):
 
 
 def test_host_frozen_mid_run(farm, lab, lab_inventory, broken_hosts):
-    # fp32 and fp16, as above: the fp32 cases alone can all have run before a record appears.
-    k = "910b_f"
-    cases = select(k)
-    proc = farm.start_tier(*LAB, lab_inventory, "--case-timeout", "10", k=k)
-    # Once a2-01 has answered a case, a worker holds an open agent channel to it.
-    farm.wait_for_records(proc, 1, where=lambda r: r["host"] == "a2-01")
-    broken_hosts.append("a2-01")
+    cases = select(A2_CASES)
+    proc = start_with_slow_host(farm, lab, lab_inventory, broken_hosts, "a2-01")
     lab.freeze_host("a2-01")  # SIGSTOP: connections stay open, nothing answers
     result = farm.finish(proc)
 

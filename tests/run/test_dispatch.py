@@ -245,6 +245,9 @@ def test_a_slot_whose_stuck_agent_survives_is_not_used_again(make):
     record = dispatcher.run(case(), "h1:0")
     assert record["outcome"] == "passed" and record["slot"] != "h1:0"
     assert any("could not be killed" in line and "h1:0" in line for line in said)
+    # Both count against the host: the case's timeout, and the agent it could not kill.
+    errors = state.read()["infra_errors"]["h1"]
+    assert len(errors) == 2 and any("could not be killed" in e for e in errors), errors
     later = dispatcher.run(case(16), "h1:0")
     assert later["slot"] != "h1:0" and "h1:0" not in [c[0] for c in world.calls[-1:]]
 
