@@ -5,10 +5,14 @@ plugin calls it once per case, before asserting the verdict). It sets labels, pa
 attachments through allure.dynamic / allure.attach.
 
 Identity in Allure (ARCHITECTURE "Allure identity"): the SoC family is a *non-excluded* parameter,
-so the same case on the two families never merges into one history entry; host and seed are
-*excluded* parameters (shown, but not part of the history id); the slot, the attempts and the
-timings are in the description's last line (`run_line`). The `family` label selects the Allure 3
-environment (reports/allurerc.mjs).
+so the same case on the two families never merges into one history entry; the case itself (the
+suites' parametrize argument, hidden, see farm/results/allure_output.py) makes the rest of the
+history id; host and seed are *excluded* parameters (shown, but not part of the history id). What
+the case is (dtype, shape, axes, distributions, layout) is the description's first line
+(`case_line`), not parameters: Allure 3 repeats every shown parameter of every case three times in
+each of its search indexes (one per environment and one for all), ~1.7 KB a case in all. The slot,
+the attempts and the timings are in the description's last line (`run_line`). The `family` label
+selects the Allure 3 environment (reports/allurerc.mjs).
 
 Severity (a property of the case, not of its outcome, so that it is stable in history):
   critical  rejection cases (the parameter-check contract, wrong acceptance is silent corruption)
@@ -366,21 +370,8 @@ def annotate(record: Mapping, *, plot_one_in: int = PLOT_SAMPLE_ONE_IN) -> None:
     # No tag repeats the family (the environment), the dtype (a parameter) or the schedule (the
     # story): the report repeats every tag of every case in its trees and search indexes.
 
-    # Identity: these parameters make the history id (family included, on purpose).
+    # Identity: the family and the case (below) make the history id.
     dyn.parameter("family", family)
-    dyn.parameter("dtype", str(record.get("dtype", "")))
-    dyn.parameter("shape", _tuple_str(record.get("shape")))
-    axes = record.get("axes")
-    if record.get("api") == "dim" and axes is not None and len(axes) == 1:
-        dyn.parameter("dim", str(axes[0]))
-    else:
-        dyn.parameter("axes", _tuple_str(axes))
-    dyn.parameter("y_dist", str(record.get("y_dist", "")))
-    dyn.parameter("dy_dist", str(record.get("dy_dist", "")))
-    if record.get("special") not in (None, "", "none"):
-        dyn.parameter("special", str(record["special"]))
-    if record.get("layout") not in (None, "contiguous"):
-        dyn.parameter("layout", str(record["layout"]))
     if record.get("note"):
         dyn.tag("departs from its source")
     # The suites parametrize on the Case object: allure-pytest adds it as a non-excluded "case"
@@ -471,10 +462,33 @@ def _tuple_str(x) -> str:
     return "(" + ", ".join(str(v) for v in x) + ("," if len(x) == 1 else "") + ")"
 
 
+def case_line(record: Mapping) -> str | None:
+    """What the case is, in one line ("case: float16, shape (4, 1024), dim -1, y uniform, dy
+    normal"): the case id says it only for the suites' own cases, not for imported ones."""
+    parts = []
+    if record.get("dtype"):
+        parts.append(str(record["dtype"]))
+    if record.get("shape") is not None:
+        parts.append(f"shape {_tuple_str(record['shape'])}")
+    axes = record.get("axes")
+    if record.get("api") == "dim" and axes is not None and len(axes) == 1:
+        parts.append(f"dim {axes[0]}")
+    elif axes is not None:
+        parts.append(f"axes {_tuple_str(axes)}")
+    for key, name in (("y_dist", "y"), ("dy_dist", "dy")):
+        if record.get(key):
+            parts.append(f"{name} {record[key]}")
+    if record.get("special") not in (None, "", "none"):
+        parts.append(f"special {record['special']}")
+    if record.get("layout") not in (None, "", "contiguous"):
+        parts.append(f"layout {record['layout']}")
+    return "case: " + ", ".join(parts) if parts else None
+
+
 def _description(record: Mapping, detailed: bool = True) -> str:
-    """The case's description: expectation and outcome, note and origin, the headline metrics,
-    where and how long it ran; ``detailed`` (see :func:`detailed`), also the standards' verdict,
-    the operator's message, the tiling and every timing."""
+    """The case's description: what it is, expectation and outcome, note and origin, the headline
+    metrics, where and how long it ran; ``detailed`` (see :func:`detailed`), also the standards'
+    verdict, the operator's message, the tiling and every timing."""
     exp = record.get("expect") or {}
     if exp.get("kind") == "reject":
         want = f"expect rejection: {exp.get('reason')} (status {exp.get('status')})"
@@ -487,6 +501,7 @@ def _description(record: Mapping, detailed: bool = True) -> str:
         got += f", reason {record['reason']}"
     t = record.get("tiling")
     paragraphs = [
+        case_line(record),
         f"**{want}**; {got}.",
         record.get("note") and f"**note:** {record['note']}",
         record.get("origin") and f"from: {record['origin']}",

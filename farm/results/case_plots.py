@@ -86,7 +86,7 @@ def render_case_plots(
     counts = PlotCounts()
     if not pending:
         return counts
-    left = _passes_left(pending, passes_per_group)
+    left = _passes_left(results_dir, pending, passes_per_group)
     sources = [e["source"] for p, r in pending.items() if p not in left for e in _data_entries(r)]
     drawn = dict(zip(sources, _draw_all(results_dir, sources, jobs), strict=True))
     for path, result in pending.items():
@@ -105,13 +105,13 @@ def render_case_plots(
     return counts
 
 
-def _passes_left(pending: dict[Path, dict], per_group: int) -> set[Path]:
+def _passes_left(results_dir: Path, pending: dict[Path, dict], per_group: int) -> set[Path]:
     """The passed results beyond the first `per_group` of their (family, dtype) group."""
     groups: dict[tuple[str, str], list[tuple[int, str, Path]]] = {}
     for path, result in pending.items():
         if result.get("status") != "passed":
             continue
-        key = (_value(result, "labels", "family"), _value(result, "parameters", "dtype"))
+        key = _plot_group(results_dir, result)
         name = str(result.get("name") or "")
         groups.setdefault(key, []).append((sample_hash(name), name, path))
     left: set[Path] = set()
@@ -120,12 +120,16 @@ def _passes_left(pending: dict[Path, dict], per_group: int) -> set[Path]:
     return left
 
 
-def _value(result: dict, kind: str, name: str) -> str:
-    """The value of a result's label or parameter `name` (allure-pytest quotes parameters)."""
-    for item in result.get(kind) or ():
-        if isinstance(item, dict) and item.get("name") == name:
-            return str(item.get("value", "")).strip("'")
-    return ""
+def _plot_group(results_dir: Path, result: dict) -> tuple[str, str]:
+    """The (family, dtype) a result's plot data names (the result says the dtype only in text)."""
+    for entry in _data_entries(result):
+        try:
+            data = json.loads((results_dir / entry["source"]).read_bytes())
+        except (OSError, ValueError):
+            continue
+        if isinstance(data, dict):
+            return str(data.get("family", "")), str(data.get("dtype", ""))
+    return "", ""
 
 
 def _data_slots(node: dict) -> Iterator[tuple[list, int]]:

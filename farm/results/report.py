@@ -60,12 +60,25 @@ def environment_names() -> dict[str, str]:
 
 SETUP_FIX = "bash .ci/setup.sh run"
 
-# Labels allure-pytest gives every test that the report does not show: the orchestrator's
-# hostname ("host", not the pool host, which is a parameter), the xdist thread, "pytest",
-# "cpython3", the suite's module and "suites", and the suite (test_precision, test_rejection:
-# what the feature says). Each shown label is repeated in every case's data file and twice in
-# the search indexes; Allure's timeline still reads host and thread.
-HIDDEN_LABELS = ("host", "thread", "framework", "language", "package", "parentSuite", "suite")
+# Labels the report does not show. allure-pytest gives every test the orchestrator's hostname
+# ("host", not the pool host, which is a parameter), the xdist thread, "pytest", "cpython3", the
+# suite's module and "suites", and the suite (test_precision, test_rejection: what the feature
+# says); the farm's own `epic` (the report is one operator's: its name says which) and `family`
+# (it picks the environment, which the report shows) are for the allure-results, which may be
+# merged with other operators' or read by other tools. Each shown label is repeated in every
+# case's data file and twice in the search indexes; Allure's timeline and environments still
+# read the hidden ones.
+HIDDEN_LABELS = (
+    "host",
+    "thread",
+    "framework",
+    "language",
+    "package",
+    "parentSuite",
+    "suite",
+    "epic",
+    "family",
+)
 
 
 def allure_command(reports_dir: Path = REPORTS_DIR) -> list[str]:

@@ -225,14 +225,17 @@ def test_headline_metrics_and_timings_helpers():
 def test_identity_parameters(results):
     _, res = results
     r = res[("prec-f32-tail", "'ascend910b'")]
-    for name in ("family", "dtype", "shape", "dim", "y_dist", "dy_dist"):
-        assert not _param(r, name).get("excluded"), name
+    assert not _param(r, "family").get("excluded")
     for name in ("host", "seed"):
         assert _param(r, name).get("excluded") is True, name
-    # Slot, attempts and timings: the description's last line, not parameters (the report
-    # repeats every parameter of every case in its search indexes).
+    # What the case is: the description's first line; slot, attempts and timings: its last line.
+    # Not parameters: the report repeats every shown parameter of every case in its search
+    # indexes.
     names = {p["name"] for p in r["parameters"]}
-    assert not names & {"slot", "attempts"} and not [n for n in names if n.startswith("time")]
+    assert names == {"family", "host", "seed", "key", "case"}, names
+    assert r["description"].startswith(
+        "case: float32, shape (4, 1024), dim -1, y uniform, dy normal\n\n**expect precision"
+    )
     # A pass outside the plot sample says less than a failure: no verdict line, no tiling, the
     # wall time only (the report's size grows with failures, not with passes).
     assert r["description"].endswith("\n\nran on emu-a2-0:0; time (s): wall 0.03")
@@ -243,9 +246,10 @@ def test_identity_parameters(results):
     assert bad.endswith(
         "\n\nran on emu-a2-0:0; time (s): backend 0.01, golden 0.002, total 0.02, wall 0.03"
     )
-    assert _param(r, "dim")["value"] == "'-1'" and _param(r, "shape")["value"] == "'(4, 1024)'"
-    axes_case = res[("tiling-chunks", "'ascend910b'")]
-    assert _param(axes_case, "axes")["value"] == "'(1, 2)'"
+    axes_case = res[("tiling-chunks", "'ascend910b'")]["description"]
+    assert axes_case.startswith("case: float32, shape (3, 4, 5), axes (1, 2), ")
+    strided = res[("strided-empty", "'ascend910b'")]["description"]
+    assert strided.split("\n")[0].endswith(", layout strided"), strided
     # The same case on the two families: two history entries, never merged.
     other = res[("prec-f32-tail", "'ascend310b'")]
     assert r["historyId"] != other["historyId"]
@@ -510,9 +514,10 @@ def test_report_step_draws_a_bounded_sample_of_passes(tmp_path):
     """Every failure's plot; of the sampled passes, at most `passes_per_group` per (family,
     dtype), the first in sample-hash order; the others lose their data entry (no plot, no
     attachment). The same cases whatever the order the results are read in."""
-    sampled = [i for i in (f"pass-{n}" for n in range(400)) if glue.plot_sampled(i)][:5]
+    *sampled, half = [i for i in (f"pass-{n}" for n in range(400)) if glue.plot_sampled(i)][:6]
     recs = [record(cid) for cid in sampled]
     recs.append(record(sampled[0], family="ascend310b", host="emu-310-0", soc="Ascend310B1"))
+    recs.append(record(half, dtype="float16"))
     recs.append(failed("fail-1"))
     recs.append(failed("fail-2"))
     d = run_allure_session(tmp_path, recs, name="bounded")
@@ -523,10 +528,11 @@ def test_report_step_draws_a_bounded_sample_of_passes(tmp_path):
     assert plotted == {
         *((cid, "'ascend910b'") for cid in first),
         (sampled[0], "'ascend310b'"),  # a group of its own
+        (half, "'ascend910b'"),  # another dtype: a group of its own too
         ("fail-1", "'ascend910b'"),
         ("fail-2", "'ascend910b'"),
     }
-    assert (counts.plots, counts.errors, counts.passes_left) == (5, 0, 3)
+    assert (counts.plots, counts.errors, counts.passes_left) == (6, 0, 3)
     for key, r in res.items():
         assert glue.PLOT_DATA_NAME not in _names(r), key
         if key not in plotted:  # a sampled pass beyond the bound keeps its metrics.json

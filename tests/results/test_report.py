@@ -241,7 +241,7 @@ def test_each_case_costs_the_report_only_what_it_shows(three_runs):
     for tr in _test_results(three_runs["runs"][-1]["out"]).values():
         names = {lb["name"] for lb in tr["labels"]}
         assert not names & set(report.HIDDEN_LABELS), names
-        assert {"epic", "feature", "story", "severity", "family"} <= names
+        assert {"feature", "story", "severity", "soc"} <= names
         assert tr["setup"] == [] and tr["teardown"] == []
 
 
