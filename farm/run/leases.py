@@ -9,54 +9,142 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import json
 import os
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import IO
 
 from farm.pool.health import QUARANTINE_AFTER
+from golden.soc import UnknownSocError, representative_soc
 
 # What a case costs an agent, in the time of one element of a float32 precision case, for
 # balancing (integers, so that every process sums the same loads exactly). Fitted on the
-# embedded pool's nightly tier (benchmarks/RESULTS.md, issue 13's closing measurements): a
-# precision case takes ~400 ns an element plus ~3.5 ms (generation, the operator, the golden and
-# the judging; bf16 ~1.3x an element, through the torch benchmark); a rejection only makes its
-# inputs, ~80 ns an element plus ~0.6 ms.
-CASE_OVERHEAD_ELEMENTS = 8_500
-REJECTION_OVERHEAD_ELEMENTS = 1_500
-REJECTION_ELEMENT_COST = (1, 5)  # (numerator, denominator)
-DTYPE_ELEMENT_COST = {"bfloat16": (4, 3)}
+# embedded pool's nightly tier (benchmarks/RESULTS.md, issue 13): a precision case takes ~420 ns
+# an element (fp16 ~1.2x, bf16 ~1.3x: through the torch benchmark) plus ~1.6 ms and ~75 us per
+# vector core of its SoC (the emulation runs a block per core: ~1.7 ms on an Ascend310B, ~5.3 ms
+# on an Ascend910B1); a rejection only makes its inputs, ~105 ns an element plus ~0.6 ms.
+CASE_OVERHEAD_ELEMENTS = 3_800
+CORE_OVERHEAD_ELEMENTS = 180
+REJECTION_OVERHEAD_ELEMENTS = 1_400
+REJECTION_ELEMENT_COST = (1, 4)  # (numerator, denominator)
+DTYPE_ELEMENT_COST = {"bfloat16": (4, 3), "float16": (6, 5)}
+# What a case costs the pytest worker whose lane runs its item, in the same unit: pytest's item
+# protocol, xdist's messages, the record and the Allure annotations, ~4.5 ms whatever the case
+# (the nightly's orchestrator CPU in its case phase over its cases). A lane is one worker, and on
+# the embedded pool the workers and the agents share the cores: a lane's time is its agents'
+# work plus its worker's.
+WORKER_CASE_ELEMENTS = 10_700
+
+
+@functools.cache
+def _family_overhead(family: str) -> int:
+    try:
+        cores = representative_soc(family).vector_cores
+    except UnknownSocError:
+        cores = 0
+    return CASE_OVERHEAD_ELEMENTS + CORE_OVERHEAD_ELEMENTS * cores
 
 
 def case_cost(case) -> int:
-    """The estimated cost of a case (see CASE_OVERHEAD_ELEMENTS)."""
+    """The estimated cost of a case to its agent (see CASE_OVERHEAD_ELEMENTS)."""
     if not case.accepted:
         num, den = REJECTION_ELEMENT_COST
         return case.numel * num // den + REJECTION_OVERHEAD_ELEMENTS
     num, den = DTYPE_ELEMENT_COST.get(case.dtype, (1, 1))
-    return case.numel * num // den + CASE_OVERHEAD_ELEMENTS
+    return case.numel * num // den + _family_overhead(case.family)
 
 
-def slot_loads(cases: Iterable, assignment: dict[str, str]) -> dict[str, int]:
-    """slot id -> the summed cost of the cases that prefer it (``assignment``: case id -> slot)."""
+def case_costs(cases: Iterable) -> dict[str, int]:
+    """case id -> :func:`case_cost`, computed once for the functions below."""
+    return {case.id: case_cost(case) for case in cases}
+
+
+def slot_loads(
+    cases: Iterable, assignment: dict[str, str], costs: Mapping[str, int] | None = None
+) -> dict[str, int]:
+    """slot id -> the summed cost of the cases that prefer it to their lane: the agent's and the
+    worker's (``assignment``: case id -> slot)."""
+    cases = list(cases)
+    costs = costs if costs is not None else case_costs(cases)
     loads: Counter[str] = Counter()
     for case in cases:
         slot = assignment.get(case.id)
         if slot is not None:
-            loads[slot] += case_cost(case)
+            loads[slot] += costs[case.id] + WORKER_CASE_ELEMENTS
     return dict(loads)
 
 
-def assign_slots(cases: Iterable, slots_by_family: dict[str, list[str]]) -> dict[str, str]:
+def balance_lanes(
+    cases: Iterable,
+    assignment: dict[str, str],
+    slot_lane: dict[str, str],
+    slots_by_family: dict[str, list[str]],
+    costs: Mapping[str, int] | None = None,
+) -> dict[str, str]:
+    """The assignment with cases moved from the heaviest lane to the lightest, each onto the
+    least-loaded slot of its family there, while a move narrows the gap.
+
+    Lanes take whole slots, and a slot can carry more than an even share: the embedded pool's
+    one Ascend310B slot has 45% of a nightly run's cases, so the worker whose lane holds it would
+    run alone for the last seconds. Cases of a family with slots in both lanes even it out.
+    Deterministic (every worker computes the same one)."""
+    cases = list(cases)
+    costs = costs if costs is not None else case_costs(cases)
+    out = dict(assignment)
+    weight = {case.id: costs[case.id] + WORKER_CASE_ELEMENTS for case in cases}
+    members: dict[str, list] = {}
+    load: Counter[str] = Counter()
+    slot_load: Counter[str] = Counter()
+    for case in cases:
+        lane = slot_lane.get(out.get(case.id, ""))
+        if lane is not None:
+            members.setdefault(lane, []).append(case)
+            load[lane] += weight[case.id]
+            slot_load[out[case.id]] += weight[case.id]
+    names = sorted(set(slot_lane.values()))
+    for _ in range(len(names) ** 2):
+        heavy = max(names, key=lambda lane: (load[lane], lane))
+        light = min(names, key=lambda lane: (load[lane], lane))
+        targets = {
+            family: [s for s in slots if slot_lane.get(s) == light]
+            for family, slots in slots_by_family.items()
+        }
+        stay, moved = [], []
+        for case in sorted(members.get(heavy, []), key=lambda c: (-weight[c.id], c.id)):
+            cost = weight[case.id]
+            there = targets.get(case.family)
+            if not there or 2 * cost > load[heavy] - load[light]:
+                stay.append(case)
+                continue
+            slot = min(there, key=lambda s: (slot_load[s], s))
+            slot_load[out[case.id]] -= cost
+            slot_load[slot] += cost
+            load[heavy] -= cost
+            load[light] += cost
+            out[case.id] = slot
+            moved.append(case)
+        if not moved:
+            break
+        members[heavy] = stay
+        members.setdefault(light, []).extend(moved)
+    return out
+
+
+def assign_slots(
+    cases: Iterable, slots_by_family: dict[str, list[str]], costs: Mapping[str, int] | None = None
+) -> dict[str, str]:
     """case id -> preferred slot id, balancing the estimated cost within each family.
 
     Greedy longest-first onto the least-loaded slot: deterministic, so every xdist worker
     computes the same assignment from the same plan.
     """
+    cases = list(cases)
+    costs = costs if costs is not None else case_costs(cases)
     out: dict[str, str] = {}
     by_family: dict[str, list] = {}
     for case in cases:
@@ -66,9 +154,9 @@ def assign_slots(cases: Iterable, slots_by_family: dict[str, list[str]]) -> dict
         if not slots:
             continue
         load = {slot: 0 for slot in slots}
-        for case in sorted(members, key=lambda c: (-case_cost(c), c.id)):
+        for case in sorted(members, key=lambda c: (-costs[c.id], c.id)):
             slot = min(slots, key=lambda s: (load[s], s))
-            load[slot] += case_cost(case)
+            load[slot] += costs[case.id]
             out[case.id] = slot
     return out
 

@@ -4,8 +4,9 @@ and a worker runs its lane's cases on all the lane's slots at once.
 pytest runs a worker's test items one after the other. With one item per slot in flight, a pool
 of 512 slots would need 512 workers (~40 MB each, most of them waiting for a reply). Instead:
 
-* ``lanes(slots, n, loads)`` splits the healthy slots into n lanes of about equal estimated work;
-  the farm's xdist scheduler sends a whole lane to one worker (a lane is a scope);
+* ``plan_lanes`` splits the healthy slots into n lanes of about equal estimated work (the agents'
+  and the worker's), moving cases between lanes within their family where whole slots cannot be
+  split evenly; the farm's xdist scheduler sends a whole lane to one worker (a lane is a scope);
 * the worker's :class:`Pipeline` starts, on the first item of a lane, one thread per slot of the
   lane. Each thread runs the cases that prefer its slot (farm/run/leases.py assign_slots, which
   balances their cost) in item order through the worker's Dispatcher (its retries, leases, busy
@@ -27,6 +28,7 @@ from typing import Any
 
 from farm.agent.record import ResultRecord
 from farm.run.dispatch import Dispatcher, SlotInfo
+from farm.run.leases import assign_slots, balance_lanes, case_costs, slot_loads
 from suites.case import Case
 
 LANE_PREFIX = "lane"
@@ -59,6 +61,20 @@ def lanes(
         total[lane] += weight[sid]
         out[sid] = f"{LANE_PREFIX}{lane}"
     return out
+
+
+def plan_lanes(
+    cases: list[Case], slots: Iterable[SlotInfo | dict], slots_by_family: dict, n: int
+) -> tuple[dict[str, str], dict[str, str]]:
+    """(case id -> preferred slot, slot id -> lane) of a selection of cases on n lanes: what the
+    controller's scheduler and every worker compute alike. Each case's slot balances the
+    estimated work within its family; the lanes take whole slots (:func:`lanes`); then cases
+    move between lanes within their family until the lanes' work is even
+    (farm/run/leases.py balance_lanes)."""
+    costs = case_costs(cases)
+    assignment = assign_slots(cases, slots_by_family, costs)
+    slot_lane = lanes(slots, n, slot_loads(cases, assignment, costs))
+    return balance_lanes(cases, assignment, slot_lane, slots_by_family, costs), slot_lane
 
 
 class Pipeline:

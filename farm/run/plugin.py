@@ -23,8 +23,8 @@ from farm.agent.record import ResultRecord
 from farm.paths import REPO_ROOT
 from farm.run import plan as plan_mod
 from farm.run.dispatch import Dispatcher
-from farm.run.leases import RunState, assign_slots, slot_loads
-from farm.run.pipeline import Pipeline, lanes
+from farm.run.leases import RunState
+from farm.run.pipeline import Pipeline, plan_lanes
 
 if TYPE_CHECKING:
     from suites.case import Case
@@ -203,8 +203,12 @@ def pytest_collection_finish(session):
     if PLAN not in config.stash:
         return
     items = [item for item in session.items if _has_case(item)]
-    assignment = assign_slots(
-        [item.callspec.params["case"] for item in items], config.stash[PLAN].slots_by_family()
+    plan = config.stash[PLAN]
+    assignment, config.stash[_SLOT_LANE] = plan_lanes(
+        [item.callspec.params["case"] for item in items],
+        plan.slots,
+        plan.slots_by_family(),
+        workers_of(config),
     )
     for item in items:
         case = item.callspec.params["case"]
@@ -212,6 +216,7 @@ def pytest_collection_finish(session):
 
 
 _PREFERRED = pytest.StashKey[str]()
+_SLOT_LANE = pytest.StashKey[dict]()  # slot id -> lane, from the same plan_lanes as _PREFERRED
 _RECORD = pytest.StashKey[tuple]()  # the record written for an item, and its writer
 
 
@@ -229,8 +234,7 @@ def _lane_groups(plan: plan_mod.Plan, nodeids: list[str], workers: int) -> dict[
     by_id = {c.id: c for c in plan_cases(plan)}
     cases = {n: by_id.get(case_id_of(n) or "") for n in nodeids}
     known = [c for c in cases.values() if c is not None]
-    assignment = assign_slots(known, plan.slots_by_family())
-    slot_lane = lanes(plan.slots, workers, slot_loads(known, assignment))
+    assignment, slot_lane = plan_lanes(known, plan.slots, plan.slots_by_family(), workers)
     return {
         n: slot_lane.get(assignment.get(c.id, ""), f"no-slot-{c.family}") if c is not None else n
         for n, c in cases.items()
@@ -335,12 +339,7 @@ def farm_pipeline(request, farm_plan, farm_dispatcher):
         for item in session.items
         if _has_case(item)
     ]
-    assignment = {case.id: slot for case, slot in preferred}
-    slot_lane = lanes(
-        farm_plan.slots,
-        workers_of(request.config),
-        slot_loads([case for case, _ in preferred], assignment),
-    )
+    slot_lane = request.config.stash.get(_SLOT_LANE, {})
     work: dict[str, list] = {}
     for case, slot in preferred:
         lane = slot_lane.get(slot)

@@ -11,8 +11,8 @@ from collections import Counter
 import pytest
 
 from farm.run.dispatch import SlotInfo
-from farm.run.leases import assign_slots, case_cost, slot_loads
-from farm.run.pipeline import Pipeline, lanes
+from farm.run.leases import WORKER_CASE_ELEMENTS, assign_slots, case_cost, slot_loads
+from farm.run.pipeline import Pipeline, lanes, plan_lanes
 from suites.case import Case
 
 SLOTS = [
@@ -80,7 +80,52 @@ def test_assignment_balances_estimated_cost_and_the_estimate_tells_cases_apart()
     assignment = assign_slots([big, *small], {"ascend910b": ["a:0", "a:1"]})
     loads = slot_loads([big, *small], assignment)
     assert assignment[big.id] == "a:0" and {assignment[c.id] for c in small} == {"a:1"}
-    assert loads == {"a:0": case_cost(big), "a:1": sum(case_cost(c) for c in small)}
+    # A slot's load is what its cases cost its lane: the agent's work and the worker's items.
+    assert loads == {
+        "a:0": case_cost(big) + WORKER_CASE_ELEMENTS,
+        "a:1": sum(case_cost(c) + WORKER_CASE_ELEMENTS for c in small),
+    }
+    # The emulation runs a block per vector core: the same case costs more on a 48-core SoC.
+    assert case_cost(Case("ascend910b", "float32", (4, 8), (-1,))) > case_cost(
+        Case("ascend310b", "float32", (4, 8), (-1,))
+    )
+
+
+def test_lanes_even_out_a_slot_that_carries_more_than_its_share():
+    """One slot of family B with many cheap cases: whole slots cannot make two even lanes, so
+    cases of family A move to the other lane's A slots until the lanes' work is even."""
+    slots = [
+        SlotInfo("a:0", "a", "ascend910b", "Ascend910B1", 0),
+        SlotInfo("a:1", "a", "ascend910b", "Ascend910B1", 1),
+        SlotInfo("b:0", "b", "ascend910b", "Ascend910B1", 0),
+        SlotInfo("c:0", "c", "ascend310b", "Ascend310B1", 0),
+    ]
+    by_family = {"ascend910b": ["a:0", "a:1", "b:0"], "ascend310b": ["c:0"]}
+    mine = cases(60) + [Case("ascend310b", "float32", (2, 3 + i), (-1,)) for i in range(60)]
+    costs = {c.id: case_cost(c) + WORKER_CASE_ELEMENTS for c in mine}
+
+    def lane_loads(assignment, slot_lane):
+        return Counter({lane: 0 for lane in set(slot_lane.values())}) + Counter(
+            {
+                lane: sum(costs[c.id] for c in mine if slot_lane[assignment[c.id]] == lane)
+                for lane in set(slot_lane.values())
+            }
+        )
+
+    whole = assign_slots(mine, by_family)
+    slot_lane = lanes(slots, 2, slot_loads(mine, whole))
+    before = lane_loads(whole, slot_lane)
+    assignment, same_lanes = plan_lanes(mine, slots, by_family, 2)
+    after = lane_loads(assignment, same_lanes)
+    assert same_lanes == slot_lane  # the lanes keep their slots; cases move
+    assert max(before.values()) - min(before.values()) > 10 * max(costs.values())
+    assert max(after.values()) - min(after.values()) <= max(costs.values())
+    family = {s.id: s.family for s in slots}
+    assert all(family[assignment[c.id]] == c.family for c in mine)  # never to another family
+    # Every worker computes the same plan from the same cases, in any order.
+    assert plan_lanes(list(reversed(mine)), slots, by_family, 2) == (assignment, same_lanes)
+    # One lane: nothing to even out.
+    assert plan_lanes(mine, slots, by_family, 1)[0] == whole
 
 
 def test_every_case_runs_once_on_its_family_and_reaches_its_item():
