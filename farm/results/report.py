@@ -59,6 +59,10 @@ def environment_names() -> dict[str, str]:
 
 
 SETUP_FIX = "bash .ci/setup.sh run"
+# Earlier reports of a tier whose results each case's History tab shows. Allure 3 writes every
+# case's entries into its data file (and the six newest reports whole): an all-pass nightly
+# report grows by ~1.7 MiB per report kept, ~4 MiB each for the first six (reports/README.md).
+HISTORY_RUNS = 30
 
 # Labels the report does not show. allure-pytest gives every test the orchestrator's hostname
 # ("host", not the pool host, which is a parameter), the xdist thread, "pytest", "cpython3", the
@@ -154,7 +158,7 @@ def generate(
     trend_series: Sequence[Mapping] | None = None,
     run_meta: Mapping | None = None,
     extra_attachments: Sequence[str | os.PathLike] = (),
-    history_limit: int = 30,
+    history_limit: int = HISTORY_RUNS,
     reports_dir: Path = REPORTS_DIR,
     timeout: float = 600,
 ) -> tuple[int, Path]:
@@ -443,6 +447,17 @@ def default_report_dir(run: Mapping, store_path: Path) -> Path:
     return run_dir_of(run, store_path) / "report"
 
 
+def history_runs(text: str) -> int:
+    """--history-runs: a whole number of reports, 1 or more."""
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of reports (1 or more)")
+    return n
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """`farm report [RUN]`: Allure report of a run with history, regression summary and trend.
 
@@ -465,6 +480,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--drift-factor", type=float, default=DEFAULT_DRIFT_FACTOR)
     p.add_argument("--trend-runs", type=int, default=20)
     p.add_argument("--no-history", action="store_true")
+    p.add_argument(
+        "--history-runs",
+        type=history_runs,
+        default=HISTORY_RUNS,
+        help=f"reports the tier's history keeps, which each case's History tab shows (default "
+        f"{HISTORY_RUNS}; each adds to a report's size, see reports/README.md; fewer also cuts "
+        "the older ones from the tier's history)",
+    )
     p.add_argument(
         "--no-regression-gate",
         action="store_true",
@@ -507,6 +530,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             comparison=comp,
             trend_series=series,
             run_meta=run,
+            history_limit=args.history_runs,
         )
     except (ToolMissing, FileNotFoundError) as exc:
         print(f"farm report: {exc}", file=sys.stderr)

@@ -134,6 +134,7 @@ def run(
     case_files: tuple[str, ...] = (),
     explore: str | None = None,
     explore_count: int | None = None,
+    history_runs: int | None = None,
 ) -> int:
     from farm import build
     from farm.results.store import RunStore, check_store, default_store_path
@@ -262,7 +263,8 @@ def run(
     if report and interrupted is None:
         from farm.results import report as report_mod
 
-        report_mod.main([plan.run_id, "--store", str(store_path)])
+        history = ["--history-runs", str(history_runs)] if history_runs else []
+        report_mod.main([plan.run_id, "--store", str(store_path), *history])
     return code
 
 

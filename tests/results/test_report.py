@@ -170,6 +170,29 @@ def test_history_is_carried_across_three_runs(three_runs):
     assert last[("prec-f32-new", "ascend910b")]["history"] == []
 
 
+def test_history_runs_bounds_what_each_case_shows_and_the_tier_keeps(three_runs, tmp_path):
+    """A report with history_limit 1 shows each case one earlier result, and the tier's history
+    keeps the newest report only (Allure 3 cuts the file as it appends)."""
+    history = tmp_path / "allure-history-smoke.jsonl"
+    history.write_bytes(three_runs["history"].read_bytes())
+    assert len(history.read_text().splitlines()) == 3
+    last = three_runs["runs"][-1]
+    code, _ = report.generate(
+        last["results"], tmp_path / "out", history, report_name="smoke", history_limit=1
+    )
+    assert code == 0
+    shown = _test_results(tmp_path / "out")[(WATCHED, "ascend910b")]["history"]
+    assert [h["status"] for h in shown] == ["failed"]
+    assert len(history.read_text().splitlines()) == 1
+
+
+def test_history_runs_must_be_a_number_of_reports():
+    assert report.history_runs("7") == 7
+    for bad in ("0", "-3", "many"):
+        with pytest.raises(Exception, match="not a number of reports"):
+            report.history_runs(bad)
+
+
 def test_history_keeps_a_compact_entry_per_case(three_runs):
     """The report embeds each case's entries of every run kept: the history keeps of a case what
     the History tab and the charts read, the name and labels only in the newest run's line."""
