@@ -367,8 +367,9 @@ def annotate(record: Mapping, *, plot_one_in: int = PLOT_SAMPLE_ONE_IN) -> None:
     dyn.label(ENVIRONMENT_LABEL, family)
     if record.get("soc"):
         dyn.label("soc", str(record["soc"]))
-    # No tag repeats the family (the environment), the dtype (a parameter) or the schedule (the
-    # story): the report repeats every tag of every case in its trees and search indexes.
+    # No tag repeats the family (the environment), the dtype (the case id and the description)
+    # or the schedule (the story): the report repeats every tag of every case in its trees and
+    # search indexes.
 
     # Identity: the family and the case (below) make the history id.
     dyn.parameter("family", family)

@@ -59,9 +59,11 @@ def environment_names() -> dict[str, str]:
 
 
 SETUP_FIX = "bash .ci/setup.sh run"
+
 # Earlier reports of a tier whose results each case's History tab shows. Allure 3 writes every
 # case's entries into its data file (and the six newest reports whole): an all-pass nightly
-# report grows by ~1.7 MiB per report kept, ~4 MiB each for the first six (reports/README.md).
+# report grows by ~3.9 MiB for each of the first six reports kept, ~1.6 MiB for each one after
+# (reports/README.md).
 HISTORY_RUNS = 30
 
 # Labels the report does not show. allure-pytest gives every test the orchestrator's hostname
