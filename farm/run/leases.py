@@ -64,18 +64,25 @@ def case_costs(cases: Iterable) -> dict[str, int]:
     return {case.id: case_cost(case) for case in cases}
 
 
+def lane_costs(cases: list, costs: Mapping[str, int] | None = None) -> dict[str, int]:
+    """case id -> what the case costs its lane: its agent's work (``costs``, else
+    :func:`case_cost`) and its worker's (WORKER_CASE_ELEMENTS)."""
+    costs = costs if costs is not None else case_costs(cases)
+    return {case.id: costs[case.id] + WORKER_CASE_ELEMENTS for case in cases}
+
+
 def slot_loads(
     cases: Iterable, assignment: dict[str, str], costs: Mapping[str, int] | None = None
 ) -> dict[str, int]:
     """slot id -> the summed cost of the cases that prefer it to their lane: the agent's and the
     worker's (``assignment``: case id -> slot)."""
     cases = list(cases)
-    costs = costs if costs is not None else case_costs(cases)
+    weight = lane_costs(cases, costs)
     loads: Counter[str] = Counter()
     for case in cases:
         slot = assignment.get(case.id)
         if slot is not None:
-            loads[slot] += costs[case.id] + WORKER_CASE_ELEMENTS
+            loads[slot] += weight[case.id]
     return dict(loads)
 
 
@@ -94,9 +101,8 @@ def balance_lanes(
     run alone for the last seconds. Cases of a family with slots in both lanes even it out.
     Deterministic (every worker computes the same one)."""
     cases = list(cases)
-    costs = costs if costs is not None else case_costs(cases)
     out = dict(assignment)
-    weight = {case.id: costs[case.id] + WORKER_CASE_ELEMENTS for case in cases}
+    weight = lane_costs(cases, costs)
     members: dict[str, list] = {}
     load: Counter[str] = Counter()
     slot_load: Counter[str] = Counter()
