@@ -35,10 +35,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from scale import RUN_TIMEOUT, Monitor  # noqa: E402
 
 
-def run_tier(work: Path, tier: str, report: bool, interval: float) -> dict:
+def run_tier(
+    work: Path, tier: str, report: bool, interval: float, jobs: int | None = None
+) -> dict:
     env = dict(os.environ, FARM_RUNS=str(work / "runs"), FARM_STORE=str(work / "farm.sqlite"))
     argv = [sys.executable, "-m", "farm.cli", "run", "--tier", tier, "--no-progress"]
     argv += [] if report else ["--no-report"]
+    argv += [] if jobs is None else ["--jobs", str(jobs)]
     tail: list[str] = []
     started = time.monotonic()
     proc = subprocess.Popen(
@@ -90,6 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tier", default="nightly")
     parser.add_argument("--no-report", action="store_true", help="time the run without its report")
+    parser.add_argument("--jobs", type=int, default=None, help="farm run --jobs (default: its own)")
     parser.add_argument("--interval", type=float, default=0.2, help="seconds between samples")
     parser.add_argument("--json", type=Path, default=None, help="write the result here")
     args = parser.parse_args(argv)
@@ -99,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     print("building the operator package (untimed) ...", flush=True)
     build.build_package()
     with tempfile.TemporaryDirectory(prefix="lsg-tier-") as tmp:
-        r = run_tier(Path(tmp), args.tier, not args.no_report, args.interval)
+        r = run_tier(Path(tmp), args.tier, not args.no_report, args.interval, args.jobs)
     if r["exit"] != 0:
         print("\n".join(r["tail"]))
     cases_wall = "—" if r["cases_wall_s"] is None else f"{r['cases_wall_s']:.1f} s"

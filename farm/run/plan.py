@@ -7,11 +7,20 @@ them agree on the healthy slots, where the bundle was deployed on each host, and
 from __future__ import annotations
 
 import json
+import os
+import pickle
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from farm.pool.health import QUARANTINE_AFTER
 from farm.run.dispatch import SlotInfo
+
+if TYPE_CHECKING:
+    from suites.case import Case
+
+# The run's cases as `farm run` expanded them, for its pytest processes (see Plan.cases).
+CASES_FILE = "cases.pickle"
 
 
 @dataclass
@@ -59,6 +68,36 @@ class Plan:
         tmp.write_text(json.dumps(data, indent=1, sort_keys=True))
         tmp.replace(self.path)
         return self.path
+
+    def save_cases(self, cases: list[Case]) -> None:
+        """Keep the run's expanded cases beside the plan (see :meth:`cases`). Their ids and
+        expectations are computed first, so that the copies carry them."""
+        for case in cases:
+            case.id, case.expected  # noqa: B018  (cached properties, pickled with the case)
+        tmp = self.run_dir / f".{CASES_FILE}.{os.getpid()}"
+        with open(tmp, "wb") as fh:
+            pickle.dump((self.run_id, self.selection, cases), fh, pickle.HIGHEST_PROTOCOL)
+        tmp.replace(self.run_dir / CASES_FILE)
+
+    def cases(self) -> list[Case]:
+        """The run's cases (its selection expanded), in every process of the run.
+
+        Expanding the full tier takes each process ~2 s (every case validated, its expectation
+        derived); the controller and each pytest worker need the list, the controller's on the
+        way to the first case. So `farm run` keeps the list it expanded (:meth:`save_cases`),
+        and the others load it (~0.3 s). The file is the run's own, written by this farm for
+        this plan; one that is missing or of another plan is ignored and the selection expanded
+        again."""
+        from suites.caseset import Selection
+
+        try:
+            with open(self.run_dir / CASES_FILE, "rb") as fh:
+                run_id, selection, cases = pickle.load(fh)
+            if run_id == self.run_id and selection == self.selection:
+                return cases
+        except (OSError, pickle.UnpicklingError, EOFError, ValueError, TypeError):
+            pass
+        return Selection.from_json(self.selection, self.tier).cases()
 
     @classmethod
     def load(cls, path: Path) -> Plan:

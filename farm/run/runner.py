@@ -31,6 +31,7 @@ from farm.errors import StoreError, UsageError
 from farm.pool import health
 from farm.run import prepare
 from farm.run.plan import Plan
+from farm.run.plugin import case_id_of, keep_cases
 from suites.case import Case
 from suites.caseset import Selection as CaseSelection
 from suites.explore import DEFAULT_COUNT as DEFAULT_EXPLORE_COUNT
@@ -193,6 +194,7 @@ def run(
     for family in families_without:
         console.print(f"[red]no healthy slot of family {family}: its cases will be broken[/]")
 
+    keep_cases(plan, cases)
     started = _dt.datetime.now().isoformat(timespec="seconds")
     with RunStore(store_path) as store:
         store.begin_run(run_meta(plan, started))
@@ -429,8 +431,6 @@ class Selection:
             self._take(ids)
 
     def _take(self, nodeids) -> None:
-        from farm.run.plugin import case_id_of
-
         self.case_ids = {cid for cid in map(case_id_of, nodeids) if cid is not None}
 
 
