@@ -35,9 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from scale import RUN_TIMEOUT, Monitor  # noqa: E402
 
 
-def run_tier(
-    work: Path, tier: str, report: bool, interval: float, jobs: int | None = None
-) -> dict:
+def run_tier(work: Path, tier: str, report: bool, interval: float, jobs: int | None = None) -> dict:
     env = dict(os.environ, FARM_RUNS=str(work / "runs"), FARM_STORE=str(work / "farm.sqlite"))
     argv = [sys.executable, "-m", "farm.cli", "run", "--tier", tier, "--no-progress"]
     argv += [] if report else ["--no-report"]
