@@ -745,7 +745,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pools", default="embedded,lab", help="embedded,lab")
     parser.add_argument("--tier", default="smoke", help="tier for farm-run (default smoke)")
     parser.add_argument(
-        "--jobs", default="default,1", help="farm-run worker counts: 'default' (one per slot), N"
+        "--jobs",
+        default="default,1",
+        help="farm-run worker counts: 'default' (one per core, at most one per slot), N",
     )
     parser.add_argument("--cases", type=int, default=100, help="N for the compare section")
     parser.add_argument("--repeat", type=int, default=3, help="repetitions (medians reported)")

@@ -151,7 +151,8 @@ def cmd_run(argv: list[str]) -> int:
     parser.add_argument(
         "--jobs",
         type=int,
-        help="pytest-xdist workers (default: one per slot, at most one per core for local pools)",
+        help="pytest-xdist workers (default: one per core, at most one per slot; 1: pytest in "
+        "this process)",
     )
     parser.add_argument(
         "--case-timeout",
