@@ -75,9 +75,12 @@ class Plan:
         for case in cases:
             case.id, case.expected  # noqa: B018  (cached properties, pickled with the case)
         tmp = self.run_dir / f".{CASES_FILE}.{os.getpid()}"
-        with open(tmp, "wb") as fh:
-            pickle.dump((self.run_id, self.selection, cases), fh, pickle.HIGHEST_PROTOCOL)
-        tmp.replace(self.run_dir / CASES_FILE)
+        try:
+            with open(tmp, "wb") as fh:
+                pickle.dump((self.run_id, self.selection, cases), fh, pickle.HIGHEST_PROTOCOL)
+            tmp.replace(self.run_dir / CASES_FILE)
+        except OSError:  # a full disk, say: each process expands the selection itself
+            tmp.unlink(missing_ok=True)
 
     def cases(self) -> list[Case]:
         """The run's cases (its selection expanded), in every process of the run.

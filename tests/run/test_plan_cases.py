@@ -80,6 +80,21 @@ def test_cases_of_another_plan_or_no_file_are_expanded_again(tmp_path, expanded,
     assert [c.id for c in cases] == [c.id for c in want]
 
 
+def test_cases_that_cannot_be_saved_are_expanded_by_each_process(tmp_path, monkeypatch, expanded):
+    plan = make_plan(tmp_path)
+    cases = Selection(tier="smoke").cases()
+
+    def full_disk(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(plan_mod.pickle, "dump", full_disk)
+    plan.save_cases(cases)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["plan.json"]
+    expanded.clear()
+    assert [c.id for c in plan.cases()] == [c.id for c in cases]
+    assert len(expanded) == 1
+
+
 class FakeConfig:
     option = SimpleNamespace(loadscopereorder=True)
 
