@@ -29,6 +29,8 @@ from __future__ import annotations
 
 import json
 import os
+import sys
+import threading
 import uuid
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
@@ -103,6 +105,25 @@ def render_case_plots(
                 counts.errors += 1
         _write_json(path, result)
     return counts
+
+
+def render_quietly(results_dir: str | os.PathLike) -> None:
+    """render_case_plots, as the report step needs it: a results directory it cannot write
+    (read-only, say) leaves the report without the plots, and says so."""
+    try:
+        render_case_plots(results_dir)
+    except OSError as exc:
+        sys.stderr.write(f"farm report: error-distribution plots not drawn: {exc}\n")
+
+
+def render_in_background(results_dir: str | os.PathLike) -> threading.Thread:
+    """Start drawing a finished run's plots while its records are stored (`farm run`): the
+    drawing runs in worker processes, the store import in this one, and on a machine of few
+    cores the report step then starts with its plots done. Join the thread before the report;
+    the report step's own render_case_plots finds nothing left to draw."""
+    thread = threading.Thread(target=render_quietly, args=(results_dir,), name="farm-case-plots")
+    thread.start()
+    return thread
 
 
 def _passes_left(results_dir: Path, pending: dict[Path, dict], per_group: int) -> set[Path]:

@@ -171,19 +171,16 @@ def generate(
     `history_path=None` generates without history.
 
     First the cases' pending error-distribution plots are drawn into results_dir
-    (case_plots.render_case_plots; idempotent), even when Allure then turns out to be missing
+    (case_plots.render_quietly; idempotent), even when Allure then turns out to be missing
     (ToolMissing), so that the allure-results are whole for any Allure to read.
     """
-    from farm.results.case_plots import render_case_plots
+    from farm.results.case_plots import render_quietly
 
     results_dir = Path(results_dir).resolve()
     out_dir = Path(out_dir).resolve()
     if not results_dir.is_dir():
         raise FileNotFoundError(f"no allure results at {results_dir}")
-    try:
-        render_case_plots(results_dir)
-    except OSError as exc:  # a read-only results dir: the report, without the plots
-        sys.stderr.write(f"farm report: error-distribution plots not drawn: {exc}\n")
+    render_quietly(results_dir)
     cmd = allure_command(reports_dir)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}-", dir=out_dir.parent))

@@ -219,6 +219,11 @@ def run(
     elif pytest_broke:
         console.print(f"[red]pytest could not run the suites (exit {pytest_code})[/]")
     tier_size = len(cases)
+    drawing = None
+    if report and interrupted is None:
+        from farm.results.case_plots import render_in_background
+
+        drawing = render_in_background(plan.run_dir / "allure-results")
     if not errors.errors:
         # The run's cases are those pytest selected (-k, -m, --lf deselect the others); none
         # when pytest stopped before collecting (a usage error, say).
@@ -256,12 +261,16 @@ def run(
             f"[red]error:[/] {escape(str(exc))} (the records stay in {plan.run_dir / 'records'})",
             highlight=False,
         )
+        if drawing is not None:
+            drawing.join()
         return EXIT_INFRA
     summary_path = write_summary(plan, records, code, quarantined)
     from farm.results.allure_glue import write_results_extras
 
     write_results_extras(plan.run_dir / "allure-results", run_meta(plan, started))
     print_summary(console, records, plan, code, summary_path)
+    if drawing is not None:
+        drawing.join()
     if report and interrupted is None:
         from farm.results import report as report_mod
 

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from farm.results import allure_glue as glue
-from farm.results.case_plots import render_case_plots
+from farm.results import case_plots
+from farm.results.case_plots import render_case_plots, render_in_background
 from farm.results.plots import error_histogram_png
 from farm.results.report import REPORTS_DIR
 
@@ -366,6 +367,27 @@ def test_report_step_in_worker_processes_draws_the_same_files(session, tmp_path)
     counts = render_case_plots(tmp_path, jobs=2)
     assert (counts.plots, counts.errors) == (session["counts"][0].plots, 1)
     assert _files(tmp_path) == session["rendered_files"]
+
+
+def test_plots_drawn_in_the_background_are_the_report_steps(session, tmp_path):
+    """`farm run` draws the plots while it stores the records: the same files, and the report
+    step then finds nothing left to draw."""
+    for name, data in session["items_files"].items():
+        (tmp_path / name).write_bytes(data)
+    render_in_background(tmp_path).join()
+    assert _files(tmp_path) == session["rendered_files"]
+    again = render_case_plots(tmp_path)
+    assert (again.plots, again.errors, again.passes_left) == (0, 0, 0)
+
+
+def test_plots_that_cannot_be_written_leave_the_report_without_them(monkeypatch, capsys):
+    def read_only(results_dir):
+        raise OSError(30, "Read-only file system", str(results_dir))
+
+    monkeypatch.setattr(case_plots, "render_case_plots", read_only)
+    render_in_background("/nowhere/allure-results").join()
+    err = capsys.readouterr().err
+    assert "error-distribution plots not drawn" in err and "Read-only file system" in err
 
 
 def _with(items: dict, name: str = glue.PLOT_DATA_NAME) -> list:
