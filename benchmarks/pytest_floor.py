@@ -34,13 +34,13 @@ import tempfile
 import time
 from pathlib import Path
 
-BODY = '''import pytest
+BODY = """import pytest
 
 
 @pytest.mark.parametrize("i", range({items}))
 def test_item(i):
     assert i >= 0
-'''
+"""
 
 FARM_OPTIONS = ["-p", "no:cacheprovider", "-p", "no:terminal", "-p", "no:unraisableexception"]
 
