@@ -121,7 +121,7 @@ def cmd_cases(argv: list[str]) -> int:
 
 def cmd_run(argv: list[str]) -> int:
     from farm import build
-    from farm.results.report import HISTORY_RUNS, history_runs
+    from farm.results.report import add_history_runs_option
     from farm.run import runner
 
     parser = argparse.ArgumentParser(
@@ -161,14 +161,7 @@ def cmd_run(argv: list[str]) -> int:
         help="seconds for a small case; grows with its size (default 60)",
     )
     parser.add_argument("--no-report", action="store_true", help="skip the HTML report")
-    parser.add_argument(
-        "--history-runs",
-        type=history_runs,
-        default=None,
-        help=f"reports the tier's history keeps, which each case's History tab shows (default "
-        f"{HISTORY_RUNS}; each adds to a report's size, see reports/README.md; fewer also cuts "
-        "the older ones from the tier's history)",
-    )
+    add_history_runs_option(parser, default=None)  # None: farm report's default
     parser.add_argument("--no-progress", action="store_true", help="no live progress display")
     parser.add_argument("pytest_args", nargs="*", help="after --: passed to pytest (e.g. -k)")
     args = parser.parse_args(argv)

@@ -457,6 +457,18 @@ def history_runs(text: str) -> int:
     return n
 
 
+def add_history_runs_option(parser: argparse.ArgumentParser, default: int | None) -> None:
+    """--history-runs, as `farm report` and `farm run` take it."""
+    parser.add_argument(
+        "--history-runs",
+        type=history_runs,
+        default=default,
+        help=f"reports the tier's history keeps, which each case's History tab shows (default "
+        f"{HISTORY_RUNS}; each adds to a report's size, see reports/README.md; fewer also cuts "
+        "the older ones from the tier's history)",
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """`farm report [RUN]`: Allure report of a run with history, regression summary and trend.
 
@@ -479,14 +491,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--drift-factor", type=float, default=DEFAULT_DRIFT_FACTOR)
     p.add_argument("--trend-runs", type=int, default=20)
     p.add_argument("--no-history", action="store_true")
-    p.add_argument(
-        "--history-runs",
-        type=history_runs,
-        default=HISTORY_RUNS,
-        help=f"reports the tier's history keeps, which each case's History tab shows (default "
-        f"{HISTORY_RUNS}; each adds to a report's size, see reports/README.md; fewer also cuts "
-        "the older ones from the tier's history)",
-    )
+    add_history_runs_option(p, default=HISTORY_RUNS)
     p.add_argument(
         "--no-regression-gate",
         action="store_true",

@@ -223,6 +223,30 @@ def test_headline_metrics_and_timings_helpers():
     assert glue.run_line({}) == ""
 
 
+def test_case_line_of_records_the_generators_do_not_make():
+    """Imported cases (fills, ranges, rank 0, empty axes) and records missing fields say what
+    they have; a record without any of it adds no line."""
+    line = glue.case_line(
+        {
+            "dtype": "float16",
+            "shape": [],
+            "axes": [],
+            "api": "axes",
+            "y_dist": "fill",
+            "dy_dist": "range",
+            "special": "nan",
+            "layout": "strided",
+        }
+    )
+    assert line == "case: float16, shape (), axes (), y fill, dy range, special nan, layout strided"
+    assert glue.case_line({"dtype": "bfloat16", "shape": [0, 3], "axes": [0], "api": "dim"}) == (
+        "case: bfloat16, shape (0, 3), dim 0"
+    )
+    assert glue.case_line({"shape": [7], "axes": None, "special": "none"}) == "case: shape (7,)"
+    assert glue.case_line({}) is None
+    assert glue._description({"outcome": "broken"}).split("\n")[0].startswith("**")
+
+
 def test_identity_parameters(results):
     _, res = results
     r = res[("prec-f32-tail", "'ascend910b'")]

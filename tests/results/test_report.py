@@ -4,6 +4,7 @@ a headless Chromium looking at the result the way a person would."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 from pathlib import Path
@@ -189,7 +190,7 @@ def test_history_runs_bounds_what_each_case_shows_and_the_tier_keeps(three_runs,
 def test_history_runs_must_be_a_number_of_reports():
     assert report.history_runs("7") == 7
     for bad in ("0", "-3", "many"):
-        with pytest.raises(Exception, match="not a number of reports"):
+        with pytest.raises(argparse.ArgumentTypeError, match="not a number of reports"):
             report.history_runs(bad)
 
 
