@@ -14,8 +14,9 @@ subprocess, its CPU time (user + system of pytest and its workers) taken from th
 accounting of the finished children. Each variant runs ``--repeat`` times; the least is reported
 (this machine is shared, and noise only adds).
 
-Variants: pytest alone in one process; with ``-n W`` xdist workers; with xdist, JUnit and
-allure-pytest (what a farm run has before any farm code runs).
+Variants: pytest alone in one process; with ``-n W`` xdist workers; with xdist and JUnit, with
+xdist and allure-pytest (what each costs apart); with xdist, JUnit and allure-pytest (what a farm
+run has before any farm code runs).
 
 With ``--agents-cpu A`` (the agents' CPU of a tier, from benchmarks/tier_time.py), it also
 prints the least ratio of wall time to A / cores that the floor allows, before any start-up,
@@ -50,6 +51,8 @@ def variants(workers: int, work: Path) -> dict[str, list[str]]:
     return {
         "pytest, one process": ["-p", "no:xdist"],
         f"pytest-xdist, {workers} workers": ["-n", str(workers)],
+        f"pytest-xdist, {workers} workers, JUnit": ["-n", str(workers), *report[:2]],
+        f"pytest-xdist, {workers} workers, allure-pytest": ["-n", str(workers), *report[2:]],
         f"pytest-xdist, {workers} workers, JUnit, allure-pytest": ["-n", str(workers), *report],
     }
 

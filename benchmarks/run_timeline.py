@@ -1,0 +1,96 @@
+"""Where `farm run`'s wall time goes after its cases: a timeline of its steps.
+
+Run by hand (never from the tests; see benchmarks/README.md):
+
+    .venv/bin/python benchmarks/run_timeline.py                  # nightly, with its report
+    .venv/bin/python benchmarks/run_timeline.py --tier smoke
+
+Runs ``farm run --tier T --no-progress`` in this process (with its own ``FARM_RUNS`` and
+``FARM_STORE`` in a temporary directory, after an untimed ``farm build``) with the steps below
+wrapped by a timer, and prints each call's start (seconds from the command's start) and duration
+in the order they ended. The steps run as they would; only their timing is recorded.
+
+Reading it: pytest's end is where the cases stop; what follows until the end is the tail a
+person waits for after the last case (the store import, the plots drawn in the background,
+the report step, `allure generate` being the `subprocess.run` inside `generate`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import importlib
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+STEPS = [
+    ("pytest", "main"),
+    ("farm.run.runner", "collect_records"),
+    ("farm.results.store", "RunStore.add_results"),
+    ("farm.results.store", "RunStore.finish_run"),
+    ("farm.run.runner", "write_summary"),
+    ("farm.results.allure_glue", "write_results_extras"),
+    ("farm.run.runner", "print_summary"),
+    ("farm.results.case_plots", "render_case_plots"),
+    ("farm.results.report", "main"),
+    ("farm.results.compare", "compare"),
+    ("farm.results.shrink_links", "link_shrinks"),
+    ("farm.results.plots", "trend_png"),
+    ("farm.results.report", "allure_input"),
+    ("farm.results.report", "generate"),
+    ("farm.results.report", "compact_history"),
+    ("farm.results.report", "quality_gate"),
+    ("subprocess", "run"),
+]
+
+
+def wrap(start: float, lines: list[str], module: str, attr: str) -> None:
+    owner = importlib.import_module(module)
+    *path, name = attr.split(".")
+    for part in path:
+        owner = getattr(owner, part)
+    func = getattr(owner, name)
+
+    @functools.wraps(func)
+    def timed(*args, **kwargs):
+        began = time.monotonic()
+        try:
+            return func(*args, **kwargs)
+        finally:
+            took = time.monotonic() - began
+            lines.append(f"{began - start:8.2f} {took:8.2f}  {module}.{attr}")
+
+    setattr(owner, name, timed)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--tier", default="nightly")
+    parser.add_argument("--no-report", action="store_true")
+    args = parser.parse_args(argv)
+    work = Path(tempfile.mkdtemp(prefix="run-timeline-"))
+    os.environ.update(FARM_RUNS=str(work / "runs"), FARM_STORE=str(work / "farm.sqlite"))
+    print("building the operator package (untimed) ...", flush=True)
+    subprocess.run([sys.executable, "-m", "farm.cli", "build"], check=True, capture_output=True)
+    from farm import cli
+
+    start = time.monotonic()
+    lines: list[str] = []
+    for module, attr in STEPS:
+        wrap(start, lines, module, attr)
+    farm_args = ["run", "--tier", args.tier, "--no-progress"]
+    farm_args += ["--no-report"] if args.no_report else []
+    code = cli.main(farm_args)
+    print()
+    print(f"farm {' '.join(farm_args)}: exit {code}, {time.monotonic() - start:.2f} s")
+    print(f"{'start s':>8} {'took s':>8}  step (in the order they ended)")
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
