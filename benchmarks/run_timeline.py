@@ -72,21 +72,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tier", default="nightly")
     parser.add_argument("--no-report", action="store_true")
     args = parser.parse_args(argv)
-    work = Path(tempfile.mkdtemp(prefix="run-timeline-"))
-    os.environ.update(FARM_RUNS=str(work / "runs"), FARM_STORE=str(work / "farm.sqlite"))
-    print("building the operator package (untimed) ...", flush=True)
-    subprocess.run([sys.executable, "-m", "farm.cli", "build"], check=True, capture_output=True)
-    from farm import cli
+    with tempfile.TemporaryDirectory(prefix="run-timeline-") as tmp:
+        work = Path(tmp)
+        os.environ.update(FARM_RUNS=str(work / "runs"), FARM_STORE=str(work / "farm.sqlite"))
+        print("building the operator package (untimed) ...", flush=True)
+        subprocess.run([sys.executable, "-m", "farm.cli", "build"], check=True, capture_output=True)
+        from farm import cli
 
-    start = time.monotonic()
-    lines: list[str] = []
-    for module, attr in STEPS:
-        wrap(start, lines, module, attr)
-    farm_args = ["run", "--tier", args.tier, "--no-progress"]
-    farm_args += ["--no-report"] if args.no_report else []
-    code = cli.main(farm_args)
+        start = time.monotonic()
+        lines: list[str] = []
+        for module, attr in STEPS:
+            wrap(start, lines, module, attr)
+        farm_args = ["run", "--tier", args.tier, "--no-progress"]
+        farm_args += ["--no-report"] if args.no_report else []
+        code = cli.main(farm_args)
+        wall = time.monotonic() - start
     print()
-    print(f"farm {' '.join(farm_args)}: exit {code}, {time.monotonic() - start:.2f} s")
+    print(f"farm {' '.join(farm_args)}: exit {code}, {wall:.2f} s")
     print(f"{'start s':>8} {'took s':>8}  step (in the order they ended)")
     print("\n".join(lines))
     return 0
