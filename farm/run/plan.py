@@ -98,7 +98,7 @@ class Plan:
                 run_id, selection, cases = pickle.load(fh)
             if run_id == self.run_id and selection == self.selection:
                 return cases
-        except (OSError, pickle.UnpicklingError, EOFError, ValueError, TypeError):
+        except Exception:  # noqa: BLE001 - a damaged or stale pickle can raise almost anything
             pass
         return Selection.from_json(self.selection, self.tier).cases()
 

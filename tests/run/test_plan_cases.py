@@ -60,7 +60,7 @@ def test_the_saved_cases_are_what_the_plan_loads_without_expanding(tmp_path, exp
     assert [c.expected for c in loaded] == [c.expected for c in cases]
 
 
-@pytest.mark.parametrize("change", ["run_id", "tier", "corrupt", "missing"])
+@pytest.mark.parametrize("change", ["run_id", "tier", "corrupt", "stale", "missing"])
 def test_cases_of_another_plan_or_no_file_are_expanded_again(tmp_path, expanded, change):
     make_plan(tmp_path).save_cases(Selection(tier="smoke").cases()[:3])
     cases_file = tmp_path / plan_mod.CASES_FILE
@@ -71,6 +71,8 @@ def test_cases_of_another_plan_or_no_file_are_expanded_again(tmp_path, expanded,
         plan.selection = Selection(tier="nightly").to_json()
     elif change == "corrupt":
         cases_file.write_bytes(cases_file.read_bytes()[:100])
+    elif change == "stale":  # a class that no longer exists where the pickle says
+        cases_file.write_bytes(b"csuites.no_such_module\nCase\n.")
     else:
         cases_file.unlink()
     expanded.clear()
