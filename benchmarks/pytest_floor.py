@@ -47,13 +47,15 @@ FARM_OPTIONS = ["-p", "no:cacheprovider", "-p", "no:terminal", "-p", "no:unraisa
 
 
 def variants(workers: int, work: Path) -> dict[str, list[str]]:
-    report = ["--junitxml", str(work / "junit.xml"), "--alluredir", str(work / "allure-results")]
+    junit = ["--junitxml", str(work / "junit.xml")]
+    allure = ["--alluredir", str(work / "allure-results")]
+    xdist = ["-n", str(workers)]
     return {
         "pytest, one process": ["-p", "no:xdist"],
-        f"pytest-xdist, {workers} workers": ["-n", str(workers)],
-        f"pytest-xdist, {workers} workers, JUnit": ["-n", str(workers), *report[:2]],
-        f"pytest-xdist, {workers} workers, allure-pytest": ["-n", str(workers), *report[2:]],
-        f"pytest-xdist, {workers} workers, JUnit, allure-pytest": ["-n", str(workers), *report],
+        f"pytest-xdist, {workers} workers": xdist,
+        f"pytest-xdist, {workers} workers, JUnit": [*xdist, *junit],
+        f"pytest-xdist, {workers} workers, allure-pytest": [*xdist, *allure],
+        f"pytest-xdist, {workers} workers, JUnit, allure-pytest": [*xdist, *junit, *allure],
     }
 
 

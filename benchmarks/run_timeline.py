@@ -21,11 +21,12 @@ import argparse
 import functools
 import importlib
 import os
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from farm import build, cli
 
 STEPS = [
     ("pytest", "main"),
@@ -76,8 +77,7 @@ def main(argv: list[str] | None = None) -> int:
         work = Path(tmp)
         os.environ.update(FARM_RUNS=str(work / "runs"), FARM_STORE=str(work / "farm.sqlite"))
         print("building the operator package (untimed) ...", flush=True)
-        subprocess.run([sys.executable, "-m", "farm.cli", "build"], check=True, capture_output=True)
-        from farm import cli
+        build.build_package()
 
         start = time.monotonic()
         lines: list[str] = []
