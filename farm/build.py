@@ -49,12 +49,12 @@ from golden.soc import FAMILIES, representative_soc
 OP_DIR = ROOT / "op"
 PACKAGE_NAME = "logsoftmaxgrad"
 # "" is the real operator; the others plant one known defect each (op/CMakeLists.txt LSG_PLANT_BUG)
-# for the farm to catch. The twin compiles its first six as LSG_PLANT_BUG_<NAME> into its own
+# for the farm to catch. The twin compiles the first six as LSG_PLANT_BUG_<NAME> into its own
 # copy of the kernel (tests/op/test_planted_bugs.py pins what each changes); the emulated real
 # kernel (ascendc-cpu) applies every one as text edits of copies of the real sources made at
-# build time (op/ascendc_cpu/planted_bugs.json). The last five are kernel-source errors that the
-# emulated device must stop as faults (status 561000, reason kernel_fault).
-PLANT_BUGS = (
+# build time (op/ascendc_cpu/planted_bugs.json, in this order). benchmarks/kill_strength.py
+# measures how many cases of each tier catch each one, and by how much.
+TWIN_PLANT_BUGS = (
     "",
     "tail",  # the last chunk is moved in whole 32-byte blocks: its unaligned remainder is dropped
     "seed_noreduce",  # NO_REDUCE computes the seed's (dy - 1) * exp(y)
@@ -62,14 +62,32 @@ PLANT_BUGS = (
     "fp16_sum",  # sum(dy) is accumulated in fp16 (ascendc-cpu: REDUCE_TAIL's sums through half)
     "drop_element",  # a reduction over d1 >= 4096 leaves its last element (line) out of the sum
     "strided_out_unwritten",  # a non-contiguous out is never written (no copy back)
+)
+# Kernel-source errors that the emulated device must stop (status 561000, reason kernel_fault, or
+# emulation_policy where the rule is the emulation's own; op/ascendc_cpu/README.md).
+KERNEL_FAULT_BUGS = (
     "ragged_datacopy",  # DataCopy of a chunk that is not a whole number of 32-byte blocks
-    "ub_overflow",  # one UB buffer too many on REDUCE_TAIL: past the UB of Ascend310B only
-    "bf16_cast_310b",  # the host's bf16 check removed: the kernel's bf16 Cast runs on Ascend310B
+    "ub_overflow",  # one UB block too many on REDUCE_TAIL: past the UB of every SoC
     "queue_order",  # the output queue is dequeued before it is enqueued
     "cores_overlap",  # the big cores' rows start at the small cores' stride: two cores, one row
+    "short_view",  # REDUCE_MID's column sums a TBuf view of 64 floats, summed over longer chunks
 )
-TWIN_PLANT_BUGS = PLANT_BUGS[:7]  # what the twin can plant ("" included)
-KERNEL_FAULT_BUGS = PLANT_BUGS[7:]  # caught by the emulated device, not by the judge's numbers
+# Kernel-source errors in the numbers, which only the judge sees.
+KERNEL_NUMERIC_BUGS = (
+    "round_half_away",  # the output cast rounds ties away from zero instead of to even
+    "mid_running_sum",  # REDUCE_MID sums its d1 lines in one running sum, not in groups of 64
+    "mid_partial_group",  # REDUCE_MID leaves out a last partial group of lines beyond the first
+)
+# Errors of the host code (op_host and the shared tiling it compiles).
+HOST_BUGS = (
+    "bf16_cast_310b",  # bf16 registered for ascend310b and let through by the tiling's SoC check
+    "host_half_blocks",  # the tiling function gives the kernel half the planned UB block
+    "axes_dedup",  # duplicate axes are accepted (reduced once) instead of rejected
+    "axes_span",  # non-consecutive axes are accepted, reducing over their whole span
+    "tail_mod",  # the last chunk's length is row % block: 0 for a row of whole blocks
+    "d2_two_as_tail",  # REDUCE_TAIL is chosen for d2 <= 2, so d2 == 2 is reduced as rows
+)
+PLANT_BUGS = TWIN_PLANT_BUGS + KERNEL_FAULT_BUGS + KERNEL_NUMERIC_BUGS + HOST_BUGS
 PLANTED_BUGS_FILE = OP_DIR / "ascendc_cpu" / "planted_bugs.json"
 TARGETS = ("ascendc-cpu", "twin", "ascend")
 DEFAULT_TARGET = "ascendc-cpu"

@@ -38,6 +38,12 @@ from golden.reference import log_softmax_3d
 Y_DISTS = ("uniform", "normal", "peaked", "flat", "wide", "masked", "arbitrary")
 VALID_Y_DISTS = tuple(d for d in Y_DISTS if d != "arbitrary")
 DY_DISTS = ("normal", "uniform", "ones", "outliers")
+# Added later, kept apart like MORE_SPECIALS. "integers": uniform integers in [0, 16), exact in
+# every dtype; with a constant y of 0 (exp(0) = 1 exactly) the fp32 results dy - sum(dy) are exact
+# integers, and where sum(dy) sits in [2^11, 2^12) (fp16) or [2^8, 2^9) (bf16) half of them are
+# exact ties of the output rounding: what tells round-to-nearest-even from other roundings.
+MORE_DY_DISTS = ("integers",)
+ALL_DY_DISTS = DY_DISTS + MORE_DY_DISTS
 SPECIALS = ("none", "nan_dy", "inf_dy", "nan_y", "neginf_y")
 # Added later, kept apart so that SPECIALS (and the bytes pinned over it) stay as they were.
 MORE_SPECIALS = ("inf_y", "posinf_dy", "neginf_dy")
@@ -219,8 +225,11 @@ def _dy_into(out: np.ndarray, dy_dist: str, seed: int, dtype: str) -> None:
             part = s.uniform(m, -1.0, 1.0)
         elif dy_dist == "ones":
             part = np.ones(m)
+        elif dy_dist == "integers":
+            part = s.below(m, 16).astype(np.float64)
         else:
-            raise ValueError(f"unknown dy_dist {dy_dist!r}; use one of: {', '.join(DY_DISTS)}")
+            known = ", ".join(ALL_DY_DISTS)
+            raise ValueError(f"unknown dy_dist {dy_dist!r}; use one of: {known}")
         hit = outliers[(outliers >= a) & (outliers < b)] - a
         part[hit] *= 1000.0
         out[a:b] = round_to(part, dtype)
@@ -257,7 +266,7 @@ def make_inputs(
     if any(d < 0 for d in shape):
         raise ValueError(f"negative extent in shape {shape}")
     _check_form("y", y_dist, y_range, y_fill, Y_DISTS)
-    _check_form("dy", dy_dist, dy_range, dy_fill, DY_DISTS)
+    _check_form("dy", dy_dist, dy_range, dy_fill, ALL_DY_DISTS)
     if special not in ALL_SPECIALS:
         raise ValueError(f"unknown special {special!r}; use one of: {', '.join(ALL_SPECIALS)}")
     if special_at not in SPECIAL_PLACEMENTS:

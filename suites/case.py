@@ -15,8 +15,8 @@ from typing import Any
 
 from golden import contract, layouts, soc
 from golden.inputs import (
+    ALL_DY_DISTS,
     ALL_SPECIALS,
-    DY_DISTS,
     SPECIAL_PLACEMENTS,
     VALUE_FORMS,
     Y_DISTS,
@@ -273,7 +273,7 @@ class Case:
 
     def _value_problems(self) -> list[str]:
         problems = []
-        for name, dists in (("y", Y_DISTS), ("dy", DY_DISTS)):
+        for name, dists in (("y", Y_DISTS), ("dy", ALL_DY_DISTS)):
             dist = getattr(self, f"{name}_dist")
             bounds, fill = getattr(self, f"{name}_range"), getattr(self, f"{name}_fill")
             if dist not in dists + VALUE_FORMS:

@@ -80,6 +80,26 @@ STRIDED_INPUTS = {"dy_layout": "strided", "y_layout": "strided"}
 MID_GROUP_LINES = 64  # REDUCE_MID sums its d1 lines in groups of this many
 REDUCE_LANES = 64  # REDUCE_TAIL's tree reduction works on this many fp32 lanes
 
+# Axis lists the operator must refuse: duplicates (also once normalised) and gaps.
+BAD_AXIS_LISTS = (
+    ((3, 4, 5), (2, 2)),
+    ((2, 3, 4, 5), (1, 3)),
+    ((2, 3, 4, 5), (1, 2, 2)),
+    ((3, 4, 5, 6), (0, 1, 3)),
+    ((4, 5), (-1, 1)),
+    ((5, 6, 7), (-1, 0)),
+)
+# Ties of the output rounding: with dy integers in [0, 16) (mean 7.5) and y = 0, a line of n
+# elements sums to about 7.5 n, and the outputs dy - sum are exact integers; where the sum lies in
+# [2^11, 2^12) for fp16 or [2^8, 2^9) for bf16 every odd output is a tie (golden/inputs.py).
+TIE_LINES = {"float16": 400, "bfloat16": 51}
+TIES = {"y_dist": "fill", "y_fill": 0.0, "dy_dist": "integers"}
+# Long reductions whose rounding errors do not cancel: a constant that fp32 cannot sum exactly,
+# and same-sign values (fp16/bf16 inputs have few significant bits: their sums stay exact in fp32
+# for thousands of lines, so only fp32 inputs show a sum's order).
+CONSTANT_DY = {"dy_dist": "fill", "dy_fill": 0.1}
+SAME_SIGN_DY = {"dy_dist": "range", "dy_range": (0.5, 1.5)}
+
 # Inputs a caller may write that no generator family makes.
 Y_RANGES = ((-1000.0, 1000.0), (1.0, 1000.0))  # arbitrary y, exp(y) overflowing fp32
 # dy ranges whose outputs overflow the dtype (fp16 max 65504; bf16 and fp32 about 3.4e38).
@@ -156,10 +176,14 @@ def schedules(family: str, dtypes, full: bool) -> Iterator[Case]:
 
 
 def chunk_rows(family: str, dtypes, full: bool) -> Iterator[Case]:
-    """Rows that fit one UB block exactly, miss by one, and span many blocks (tails)."""
-    tail = CHUNK_BOUNDARIES if full else CHUNK_BOUNDARIES[1:3]
-    mid = MID_CHUNK_BOUNDARIES if full else MID_CHUNK_BOUNDARIES[2:3]
-    for dtype in dtypes:
+    """Rows that fit one UB block exactly, miss by one, and span many blocks (tails); smoke: at
+    the family's own block (block_multiples adds the other boundaries)."""
+    for dtype in dtypes if full else [d for d in dtypes if _casts(family, d)]:
+        tail: Sequence[int] = CHUNK_BOUNDARIES
+        mid: Sequence[int] = MID_CHUNK_BOUNDARIES
+        if not full:
+            tail = [n for b in block_elems(family, dtype, "REDUCE_TAIL") for n in (b, b + 1)]
+            mid = [b + 1 for b in block_elems(family, dtype, "REDUCE_MID")]
         for n in tail:
             yield _case(family, dtype, (2, n), (-1,), "chunk-rows")
         # REDUCE_MID chunks its d2 columns, which sit side by side in a block.
@@ -223,21 +247,31 @@ def axis_lists(family: str, dtypes, full: bool) -> Iterator[Case]:
 
 
 def empty_tensors(family: str, dtypes, full: bool) -> Iterator[Case]:
+    """Empty tensors (smoke: each shape once per family, the accepted dtypes taking turns)."""
     shapes = [((0,), (0,)), ((2, 0, 3), (1,)), ((2, 0, 3), (0,))]
     if full:
         shapes += [((0, 5), (-1,)), ((3, 0), (-1,)), ((1, 2, 1, 2, 1, 2, 1, 0), (3,))]
-    for dtype in dtypes:
-        for shape, axes in shapes:
+    accepted = [d for d in dtypes if _casts(family, d)]
+    for i, (shape, axes) in enumerate(shapes):
+        for dtype in dtypes if full else (accepted[(i + FAMILIES.index(family)) % len(accepted)],):
             yield _case(family, dtype, shape, axes, "empty")
 
 
 def distributions(family: str, dtypes, full: bool) -> Iterator[Case]:
-    """Every y family with every dy family (full) or each at least once (smoke)."""
+    """Every y family with every dy family (full); smoke: every y family with every dtype once
+    over the two families (bf16 where it is accepted), each dy family in turn."""
+    turn = FAMILIES.index(family)
     for i, dtype in enumerate(dtypes):
         if full:
             pairs = [(y, dy) for y in Y_DISTS for dy in DY_DISTS]
         else:
-            pairs = [(y, DY_DISTS[(j + i) % len(DY_DISTS)]) for j, y in enumerate(Y_DISTS)]
+            mine = [
+                j
+                for j in range(len(Y_DISTS))
+                if (_casts(family, dtype) and not _casts(FAMILIES[1 - turn], dtype))
+                or ((j + i) % 2 == turn and all(_casts(f, dtype) for f in FAMILIES))
+            ]
+            pairs = [(Y_DISTS[j], DY_DISTS[(j + i) % len(DY_DISTS)]) for j in mine]
         for y_dist, dy_dist in pairs:
             yield _case(
                 family, dtype, (6, 100), (-1,), "distributions", y_dist=y_dist, dy_dist=dy_dist
@@ -538,6 +572,97 @@ def rejections(family: str, dtypes, full: bool) -> Iterator[Case]:
         yield _case(family, bad, base, axes, "rejections")
     # bf16 on a SoC without the cast is refused before anything else, empty or not.
     yield _case(family, "bfloat16", (0, 4), axes, "rejections")
+    # Duplicate and non-consecutive axis lists on shapes of several ranks, the dtypes taking
+    # turns (those the SoC accepts, so that the axes are what is refused).
+    accepted = [d for d in DTYPES if soc.representative_soc(family).bf16_cast or d != "bfloat16"]
+    for i, (shape, bad_axes) in enumerate(BAD_AXIS_LISTS if full else BAD_AXIS_LISTS[::2]):
+        for dtype in dtypes if full else (accepted[i % len(accepted)],):
+            yield _case(family, dtype, shape, bad_axes, "rejections", api="axes")
+
+
+def ties(family: str, dtypes, full: bool) -> Iterator[Case]:
+    """Outputs that are exact ties of the fp16/bf16 rounding, at least 1,000 per case, so that
+    the rounding-bias gate (golden/metrics.py) sees round-half-away or truncation: REDUCE_TAIL
+    rows and REDUCE_MID lines of the tie length of the dtype."""
+    two_byte = [d for d in dtypes if d != "float32" and _casts(family, d)]
+    for i, dtype in enumerate(two_byte):
+        n = TIE_LINES[dtype]
+        rows = -(-1000 // n) + 1
+        shapes = [((rows, n), (-1,)), ((1, n, -(-1000 // n) + 1), (1,))]
+        if full:
+            shapes += [((2, n, 2), (1,)), ((2, 2, n // 2, 2), (1, 2))]
+        for j, (shape, axes) in enumerate(shapes):
+            if full or (i + j) % len(two_byte) == 0 or len(two_byte) == 1:
+                yield _case(family, dtype, shape, axes, "ties", **TIES)
+
+
+def long_sums(family: str, dtypes, full: bool) -> Iterator[Case]:
+    """Long reductions with dy whose rounding errors accumulate instead of cancelling (a constant
+    fp32 cannot sum exactly, and same-sign values), along both reducing schedules: a running sum
+    where the kernel must group (REDUCE_MID's lines) or a sum kept in a narrow type shows here."""
+    b = block_elems(family, "float32", "REDUCE_TAIL")[0]
+    picks = [
+        ("float32", (1, 5000, 2), (1,), CONSTANT_DY),
+        ("float32", (2, 4100, 3), (1,), SAME_SIGN_DY),
+        ("float32", (1, 2 * b + 7), (-1,), CONSTANT_DY),
+        ("float16", (1, 2 * b + 7), (-1,), SAME_SIGN_DY),
+    ]
+    if not full:
+        picks = picks[:2] if family == FAMILIES[0] else picks[::2] + picks[3:]
+    for dtype, shape, axes, kw in picks:
+        yield _case(family, dtype, shape, axes, "long-sums", **kw)
+    if full:
+        for dtype in dtypes:
+            if _casts(family, dtype):
+                yield _case(family, dtype, (1, 9000, 2), (1,), "long-sums", **SAME_SIGN_DY)
+
+
+def mid_groups(family: str, dtypes, full: bool) -> Iterator[Case]:
+    """REDUCE_MID over more than one group of MID_GROUP_LINES lines: one group and a partial
+    one, several whole groups, several and a partial one."""
+    lines = (MID_GROUP_LINES + 36, 2 * MID_GROUP_LINES + 2, 3 * MID_GROUP_LINES + 8,
+             4 * MID_GROUP_LINES + 1)
+    inner = (7, 3, 5, 4)
+    for i, (d1, d2) in enumerate(zip(lines, inner, strict=True)):
+        for j, dtype in enumerate(dtypes):
+            if _casts(family, dtype) and (full or (i + j + FAMILIES.index(family)) % 3 == 0):
+                yield _case(family, dtype, (2 if i % 2 else 1, d1, d2), (1,), "mid-groups")
+
+
+def schedule_boundaries(family: str, dtypes, full: bool) -> Iterator[Case]:
+    """The REDUCE_TAIL / REDUCE_MID boundary: d2 = 2 (REDUCE_MID with the fewest columns) beside
+    d2 = 1 and 3, with a dim and with an axis list."""
+    shapes = [((3, 50, 2), (1,)), ((2, 17, 2), (-2,)), ((2, 3, 17, 2), (1, 2)), ((4, 9, 2), (1,))]
+    if full:
+        shapes += [((3, 50, 1), (1,)), ((3, 50, 3), (1,)), ((1, 2, 2), (1,)), ((2, 2), (0,))]
+    for i, (shape, axes) in enumerate(shapes):
+        for j, dtype in enumerate(dtypes):
+            if _casts(family, dtype) and (full or (i + j + FAMILIES.index(family)) % 3 == 0):
+                yield _case(family, dtype, shape, axes, "schedule-boundaries")
+
+
+def block_multiples(family: str, dtypes, full: bool) -> Iterator[Case]:
+    """Chunk boundaries at the family's own UB block: rows (REDUCE_TAIL), columns (REDUCE_MID)
+    and NO_REDUCE rows of exactly one and two blocks, one element over, and a column tail."""
+    forms = [
+        ("REDUCE_TAIL", lambda b: (2, b), (-1,)),
+        ("REDUCE_TAIL", lambda b: (1, 2 * b), (-1,)),
+        ("REDUCE_TAIL", lambda b: (2, b + 1), (-1,)),
+        ("REDUCE_MID", lambda b: (1, 3, b), (1,)),
+        ("REDUCE_MID", lambda b: (1, 2, b + 7), (1,)),
+        ("NO_REDUCE", lambda b: (2, 1, b), (1,)),
+    ]
+    accepted = [d for d in dtypes if _casts(family, d)]
+    for i, (schedule, shape_of, axes) in enumerate(forms):
+        for j, dtype in enumerate(accepted):
+            if full or (i + j) % len(accepted) == 0:
+                for b in block_elems(family, dtype, schedule):
+                    yield _case(family, dtype, shape_of(b), axes, "block-multiples")
+
+
+def _casts(family: str, dtype: str) -> bool:
+    """Whether the family accepts the dtype (bf16 needs the SoC's bf16 Cast)."""
+    return dtype != "bfloat16" or soc.representative_soc(family).bf16_cast
 
 
 SECTIONS: tuple[Callable[[str, tuple, bool], Iterable[Case]], ...] = (
@@ -558,6 +683,11 @@ SECTIONS: tuple[Callable[[str, tuple, bool], Iterable[Case]], ...] = (
     special_placements,
     tensor_layouts,
     grouping_extents,
+    ties,
+    long_sums,
+    mid_groups,
+    schedule_boundaries,
+    block_multiples,
 )
 
 

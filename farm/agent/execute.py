@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -16,7 +16,7 @@ from farm.agent.backends import BACKENDS
 from farm.agent.histogram import HistogramAccumulator
 from farm.agent.identity import Identity
 from farm.agent.outcome import classify
-from farm.agent.record import ResultRecord, Verdict
+from farm.agent.record import HostChecks, ResultRecord, Verdict
 from golden import dtypes, inputs, layouts
 from golden.judge import judge_case
 
@@ -144,6 +144,8 @@ def run_case(case: dict, backend: str, device: int, identity: Identity) -> Resul
         # The same case gives the same bytes on every host: the canary checks it, repro shows it.
         "inputs_sha256": inputs.sha256_of(*(t for t in (dy, y) if t is not None)),
     }
+    if result.checks is not None:
+        record["checks"] = cast(HostChecks, result.checks)
     golden_s = 0.0
     expect = case["expect"]
     judgeable = expect["kind"] == "precision" and dy is not None and y is not None
@@ -204,6 +206,7 @@ def _describe_only(case: dict, backend: str, soc: str):
         planned.workspace,
         planned.tiling,
         seconds,
+        checks=planned.checks,
     )
 
 

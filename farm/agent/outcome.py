@@ -20,47 +20,69 @@ CATEGORIES = (
     "wrong_status",
     "crash",
     "tiling",  # the tiling the operator planned differs from the design (suites/tiling.py)
+    "tiling_mismatch",  # the host tiling function gave the kernel what the shared plan did not
     "check",  # passed its standards, then failed another check of the suite
     "hang",  # timed out on two different hosts: the case's own fault (farm/run/dispatch.py)
     "out_of_bounds",
     "kernel_fault",
+    "emulation_policy",  # the emulated device refused what CANN accepts (our caution, not CANN's)
     "infrastructure",
     "not_run",  # every device of its family was held by another run (broken, never charged)
 )
-# The reason a backend gives when the emulated device stopped the kernel for breaking a rule of
-# the hardware (status 561000; farm/agent/backends/native.py).
+# The reasons a backend gives when the emulated device stopped the kernel (status 561000;
+# farm/agent/backends/native.py): for breaking a rule of the hardware, or one of the emulation's
+# own stricter rules (op/ascendc_cpu/README.md, "emulation policy").
 KERNEL_FAULT = "kernel_fault"
+EMULATION_POLICY = "emulation_policy"
+DEVICE_STOPS = {
+    KERNEL_FAULT: "the emulated device stopped the kernel",
+    EMULATION_POLICY: "the emulated device refused the kernel by its own policy (CANN would "
+    "accept this)",
+}
 
 
 def classify(expect: Mapping[str, Any], record: ResultRecord) -> tuple[Outcome, str | None, str]:
     status, reason = record["status"], record["reason"]
-    if status != 0 and reason == KERNEL_FAULT:
-        # Whatever was expected: the kernel ran and broke a rule of the (emulated) hardware.
+    checks = record.get("checks") or {}
+    want = f"{expect['reason']} ({expect['status']})" if expect["kind"] == "reject" else ""
+    stopped = status != 0 and reason in DEVICE_STOPS
+    if checks.get("tiling_mismatch"):
         return (
             FAILED,
-            "kernel_fault",
-            f"the emulated device stopped the kernel ({status}): {record['op_message']}",
+            "tiling_mismatch",
+            f"the host tiling function disagrees with the shared plan: {checks['tiling_mismatch']}",
         )
+    if stopped and expect["kind"] == "reject":
+        # Phase one accepted the call (the kernel ran): that is the first thing that went wrong.
+        return (
+            FAILED,
+            "unexpected_acceptance",
+            f"accepted a call the contract rejects: expected {want}{_said(checks)}; then "
+            f"{DEVICE_STOPS[reason]} ({status}): {record['op_message']}",
+        )
+    if stopped:
+        return FAILED, reason, f"{DEVICE_STOPS[reason]} ({status}): {record['op_message']}"
     if expect["kind"] == "reject":
-        want = f"{expect['reason']} ({expect['status']})"
         if status == 0:
             return (
                 FAILED,
                 "unexpected_acceptance",
-                f"accepted a call the contract rejects: expected {want}",
+                f"accepted a call the contract rejects: expected {want}{_said(checks)}",
             )
         if status != expect["status"] or (reason is not None and reason != expect["reason"]):
             return (
                 FAILED,
                 "wrong_status",
-                f"rejected with {reason} ({status}), expected {want}: {record['op_message']}",
+                f"rejected with {reason} ({status}), expected {want}{_said(checks)}: "
+                f"{record['op_message']}",
             )
-        return PASSED, None, f"rejected as expected: {reason} ({status})"
+        return PASSED, None, f"rejected as expected: {reason} ({status}){_said(checks)}"
     if status != 0:
         return (
             FAILED,
             "unexpected_rejection",
-            f"rejected a valid call with {reason} ({status}): {record['op_message']}",
+            f"rejected a valid call with {reason} ({status}){_said(checks)}: "
+            f"{record['op_message']}",
         )
     if record.get("out_guard_ok") is False:
         return (
@@ -73,4 +95,25 @@ def classify(expect: Mapping[str, Any], record: ResultRecord) -> tuple[Outcome, 
         return FAILED, "crash", "the operator returned success but no output"
     if not verdict["passed"]:
         return FAILED, "precision", verdict["reason"]
-    return PASSED, None, verdict["reason"]
+    return PASSED, None, verdict["reason"] + _said(checks)
+
+
+def _said(checks: Mapping[str, Any]) -> str:
+    """Which layer of the operator's host code said what (farm/agent/record.py HostChecks), where
+    it says more than the verdict: the shared checks (lsg::validate, the twin's) disagree, or the
+    OpDef registration let through a dtype that the tiling function then refused. "" otherwise."""
+    if not checks or "shared" not in checks:
+        return ""
+    host, layer = checks["host"], checks.get("decided_by") or ""
+    notes = []
+    if layer == "tiling" and host in REGISTRATION_REASONS:
+        notes.append(f"the OpDef registration accepted it, the tiling function said {host}")
+    if checks["shared"] != host:
+        said = "every layer of the host code accepted it" if host == "ok" else f"{layer} said {host}"
+        shared = "accept it" if checks["shared"] == "ok" else f"say {checks['shared']}"
+        notes.append(f"{said}; the shared checks {shared}")
+    return f" ({'; '.join(notes)})" if notes else ""
+
+
+# The contract's reasons that the OpDef registration decides (the dtypes per SoC).
+REGISTRATION_REASONS = ("dtype_unsupported", "dtype_mismatch", "bf16_unsupported_on_soc")

@@ -67,6 +67,19 @@ class Verdict(TypedDict, total=False):
     gates: list[str]  # every standard the verdict depends on (error-bound first)
 
 
+class HostChecks(TypedDict, total=False):
+    """What each layer of phase one said of the call, where the library can say (the emulated
+    real operator, op/ascendc_cpu/abi: lsg_acpu_last_checks)."""
+
+    decided_by: str  # the layer that refused the call: front, registration, tiling; "" accepted
+    host: str  # the operator's verdict (a golden.contract reason name, "ok" when accepted)
+    host_status: int
+    shared: str  # the shared checks' verdict (lsg::validate, the twin's), when the call was read
+    shared_status: int
+    shared_message: str
+    tiling_mismatch: str  # what the host tiling gave the kernel that the shared plan did not plan
+
+
 class ResultRecord(CaseFields, total=False):
     case_id: str
     # What the operator did (agent).
@@ -76,6 +89,7 @@ class ResultRecord(CaseFields, total=False):
     workspace: int
     tiling: dict[str, Any] | None
     out_guard_ok: bool | None  # the storage around a strided out untouched (None: not checked)
+    checks: HostChecks  # what each layer of the operator's checks said (emulated real operator)
     inputs_sha256: str
     # How it was judged (agent): every standard's verdict, the gate's, all metrics (JSON-safe:
     # NaN and inf as strings) and the error histogram under metrics["hist"].

@@ -104,8 +104,18 @@ CATEGORIES = [
         "matchedStatuses": ["failed"],
     },
     {
+        "name": "Tiling mismatch (host tiling function against the shared plan)",
+        "messageRegex": _rx("tiling_mismatch"),
+        "matchedStatuses": ["failed"],
+    },
+    {
         "name": "Kernel fault (emulated device)",
         "messageRegex": _rx("kernel_fault"),
+        "matchedStatuses": ["failed"],
+    },
+    {
+        "name": "Emulation policy (CANN accepts it, the emulation refuses it)",
+        "messageRegex": _rx("emulation_policy"),
         "matchedStatuses": ["failed"],
     },
     {

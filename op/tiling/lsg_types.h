@@ -39,9 +39,12 @@ enum lsg_reason {
     LSG_REASON_INVALID_ARGUMENT = 101, /* malformed descriptor: negative rank or extent, NULL
                                           shape, NULL axes with n_axes > 0; status 161002 */
     LSG_REASON_INTERNAL = 102,         /* status LSG_ERR_INNER */
-    LSG_REASON_KERNEL_FAULT = 103      /* status LSG_ERR_INNER: the emulated device stopped the
-                                          kernel for breaking a rule of the hardware (lsg_run;
+    LSG_REASON_KERNEL_FAULT = 103,     /* status LSG_ERR_INNER: the emulated device stopped the
+                                          kernel for breaking a rule of the device (lsg_run;
                                           the message is the fault's, lsg_run_error) */
+    LSG_REASON_EMULATION_POLICY = 104  /* status LSG_ERR_INNER: the emulated device refused the
+                                          kernel by a rule of its own that CANN does not enforce
+                                          (lsg_run; the message says why) */
 };
 
 /* ACL dtype codes (aclDataType).  Only FLOAT, FLOAT16 and BF16 are supported by the operator. */

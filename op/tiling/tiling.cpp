@@ -26,6 +26,8 @@ constexpr int kBlocksReduceMid = 6;
 
 constexpr int64_t kMaxInt64 = std::numeric_limits<int64_t>::max();
 
+const char* const kLabels[] = {"gradOutput (dy)", "output (y)", "out (gradInput)"};
+
 std::string shape_str(const std::vector<int64_t>& s) {
     std::string r = "[";
     for (size_t i = 0; i < s.size(); ++i) {
@@ -149,9 +151,38 @@ static std::string dtype_label(int32_t d) {
     return s;
 }
 
-Verdict validate(const Call& call, const SocProfile& soc) {
+Verdict check_present(const Call& call) {
     const TensorDesc* tensors[] = {&call.dy, &call.y, &call.out};
-    const char* labels[] = {"gradOutput (dy)", "output (y)", "out (gradInput)"};
+    std::string missing;
+    for (int i = 0; i < 3; ++i)
+        if (!tensors[i]->present) missing += (missing.empty() ? "" : ", ") + std::string(kLabels[i]);
+    if (!missing.empty())
+        return reject(LSG_REASON_NULL_TENSOR,
+                      "null tensor: " + missing +
+                          " is missing; pass a valid tensor for gradOutput, output and out");
+    return Verdict{};
+}
+
+namespace {
+thread_local RejectionCapture* t_capture = nullptr;
+}  // namespace
+
+RejectionCapture::RejectionCapture() : outer_(t_capture) { t_capture = this; }
+
+RejectionCapture::~RejectionCapture() { t_capture = outer_; }
+
+void report_rejection(const Verdict& verdict) {
+    if (t_capture != nullptr) {
+        t_capture->reported = true;
+        t_capture->verdict = verdict;
+        return;
+    }
+    std::fprintf(stderr, "[ERROR] LogSoftmaxGrad: status %d (reason %d): %s\n", verdict.status,
+                 verdict.reason, verdict.message.c_str());
+}
+
+Verdict check_descriptors(const Call& call) {
+    const TensorDesc* tensors[] = {&call.dy, &call.y, &call.out};
 
     // Malformed descriptors are outside the contract; refuse them before anything reads them.
     for (int i = 0; i < 3; ++i) {
@@ -160,27 +191,30 @@ Verdict validate(const Call& call, const SocProfile& soc) {
         for (int64_t e : t.shape)
             if (e < 0)
                 return reject(LSG_REASON_INVALID_ARGUMENT,
-                              std::string(labels[i]) + " shape " + shape_str(t.shape) +
+                              std::string(kLabels[i]) + " shape " + shape_str(t.shape) +
                                   " has a negative extent: extents must be >= 0");
         if (checked_numel(t.shape) < 0)
             return reject(LSG_REASON_INVALID_ARGUMENT,
-                          std::string(labels[i]) + " shape " + shape_str(t.shape) +
+                          std::string(kLabels[i]) + " shape " + shape_str(t.shape) +
                               " has more than 2^63 elements: use a smaller tensor");
         if (!t.strides.empty() && t.strides.size() != t.shape.size())
             return reject(LSG_REASON_INVALID_ARGUMENT,
-                          std::string(labels[i]) + " has " + std::to_string(t.strides.size()) +
+                          std::string(kLabels[i]) + " has " + std::to_string(t.strides.size()) +
                               " strides for rank " + std::to_string(t.shape.size()) +
                               ": pass one stride per dimension, or none for contiguous");
     }
+    return Verdict{};
+}
+
+Verdict validate(const Call& call, const SocProfile& soc) {
+    const TensorDesc* tensors[] = {&call.dy, &call.y, &call.out};
+
+    const Verdict descriptors = check_descriptors(call);
+    if (!descriptors.ok()) return descriptors;
 
     // 1. null_tensor
-    std::string missing;
-    for (int i = 0; i < 3; ++i)
-        if (!tensors[i]->present) missing += (missing.empty() ? "" : ", ") + std::string(labels[i]);
-    if (!missing.empty())
-        return reject(LSG_REASON_NULL_TENSOR,
-                      "null tensor: " + missing +
-                          " is missing; pass a valid tensor for gradOutput, output and out");
+    const Verdict present = check_present(call);
+    if (!present.ok()) return present;
 
     // 2. dtype_unsupported
     if (!is_supported_dtype(call.dy.dtype))
@@ -192,7 +226,7 @@ Verdict validate(const Call& call, const SocProfile& soc) {
     for (int i = 1; i < 3; ++i)
         if (tensors[i]->dtype != call.dy.dtype)
             return reject(LSG_REASON_DTYPE_MISMATCH,
-                          std::string(labels[i]) + " dtype " + dtype_label(tensors[i]->dtype) +
+                          std::string(kLabels[i]) + " dtype " + dtype_label(tensors[i]->dtype) +
                               " differs from gradOutput (dy) dtype " + dtype_label(call.dy.dtype) +
                               ": gradOutput, output and out must have the same dtype");
 
@@ -200,7 +234,7 @@ Verdict validate(const Call& call, const SocProfile& soc) {
     if (call.dy.dtype == LSG_DT_BF16 && !soc.bf16_cast)
         return reject(LSG_REASON_BF16_UNSUPPORTED_ON_SOC,
                       std::string("bfloat16 is not supported on ") + soc.name +
-                          ": this SoC has no bf16->fp32 vector Cast; use float16 or float32");
+                          ": this SoC has no bf16->fp32 vector Cast; use float32 or float16");
 
     // 5. rank_too_large
     const size_t rank = call.dy.shape.size();
@@ -214,7 +248,7 @@ Verdict validate(const Call& call, const SocProfile& soc) {
     for (int i = 1; i < 3; ++i)
         if (tensors[i]->shape != call.dy.shape)
             return reject(LSG_REASON_SHAPE_MISMATCH,
-                          std::string(labels[i]) + " shape " + shape_str(tensors[i]->shape) +
+                          std::string(kLabels[i]) + " shape " + shape_str(tensors[i]->shape) +
                               " differs from gradOutput (dy) shape " + shape_str(call.dy.shape) +
                               ": gradOutput, output and out must have the same shape "
                               "(no broadcasting)");

@@ -53,6 +53,31 @@ struct Verdict {
 // The parameter checks, in golden/contract.py's order.  An empty tensor passes (after all checks).
 Verdict validate(const Call& call, const SocProfile& soc);
 
+// The first two steps of validate alone, as an aclnn layer makes them before anything reads a
+// descriptor: malformed descriptors (negative extents, strides not one per dimension: reason
+// invalid_argument, outside the contract), then every tensor present (null_tensor, 161001).
+Verdict check_descriptors(const Call& call);
+Verdict check_present(const Call& call);
+
+// How a host tiling function that refuses a call says why.  By default the verdict is one line on
+// stderr (the log of the CANN build); while a RejectionCapture is alive on the calling thread it
+// is kept there instead, so that an emulated framework can return it as the call's status.
+void report_rejection(const Verdict& verdict);
+
+class RejectionCapture {
+public:
+    RejectionCapture();
+    ~RejectionCapture();
+    RejectionCapture(const RejectionCapture&) = delete;
+    RejectionCapture& operator=(const RejectionCapture&) = delete;
+
+    bool reported = false;
+    Verdict verdict;  // the last one reported
+
+private:
+    RejectionCapture* outer_;
+};
+
 // Where each contiguous copy of a strided view sits in the workspace.
 struct WorkspaceLayout {
     bool dy_copy = false, y_copy = false, out_copy = false;

@@ -57,9 +57,9 @@ int32_t finish(int32_t status, int32_t reason_id, const std::string& text, int32
     return status;
 }
 
-Verdict check_call(const lsg_tensor* dy, const lsg_tensor* y, const int64_t* axes, int32_t n_axes,
-                   const lsg_tensor* out, const char* soc_name, const char* library, Call* call,
-                   const SocProfile** soc) {
+Verdict read_call(const lsg_tensor* dy, const lsg_tensor* y, const int64_t* axes, int32_t n_axes,
+                  const lsg_tensor* out, const char* soc_name, const char* library, Call* call,
+                  const SocProfile** soc) {
     *soc = soc_name ? find_soc(soc_name) : nullptr;
     if (!*soc) {
         std::string known;
@@ -78,7 +78,14 @@ Verdict check_call(const lsg_tensor* dy, const lsg_tensor* y, const int64_t* axe
                       "axes is NULL or n_axes < 0 (n_axes = " + std::to_string(n_axes) +
                           "): pass n_axes >= 0 axes");
     if (n_axes > 0) call->axes.assign(axes, axes + n_axes);
-    return validate(*call, **soc);
+    return Verdict{};
+}
+
+Verdict check_call(const lsg_tensor* dy, const lsg_tensor* y, const int64_t* axes, int32_t n_axes,
+                   const lsg_tensor* out, const char* soc_name, const char* library, Call* call,
+                   const SocProfile** soc) {
+    const Verdict read = read_call(dy, y, axes, n_axes, out, soc_name, library, call, soc);
+    return read.ok() ? validate(*call, **soc) : read;
 }
 
 int32_t soc_get(int32_t index, lsg_soc_profile* out) {

@@ -22,10 +22,15 @@ void put_message(char* message, size_t cap, const std::string& text);
 int32_t finish(int32_t status, int32_t reason_id, const std::string& text, int32_t* reason,
                char* message, size_t cap);
 
-// Phase one up to the tiling: the SoC by name (`library` names the library in the message for an
-// unknown one), the descriptors and axes (malformed ones refused), then lsg::validate.  On
-// success *call and *soc are set and the verdict is ok; otherwise the verdict is the rejection
-// (status, reason, message).
+// The caller's arguments read: the SoC by name (`library` names the library in the message for an
+// unknown one), the descriptors and axes (a rank out of [0, 64], a NULL shape or NULL axes
+// refused).  On success *call and *soc are set and the verdict is ok; otherwise the verdict is
+// the refusal (status, reason, message).
+Verdict read_call(const lsg_tensor* dy, const lsg_tensor* y, const int64_t* axes, int32_t n_axes,
+                  const lsg_tensor* out, const char* soc_name, const char* library, Call* call,
+                  const SocProfile** soc);
+
+// Phase one up to the tiling, as the twin makes it: read_call, then lsg::validate.
 Verdict check_call(const lsg_tensor* dy, const lsg_tensor* y, const int64_t* axes, int32_t n_axes,
                    const lsg_tensor* out, const char* soc_name, const char* library, Call* call,
                    const SocProfile** soc);

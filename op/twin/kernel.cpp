@@ -226,26 +226,36 @@ float tree_sum(const float* x, int64_t m, float* buf) {
 float reduce_sum(const float* x, int64_t n, float* work, bool tree_repeats) {
     constexpr int64_t kLanes = 64;  // one 256-byte vector repeat of fp32
     if (n <= 0) return 0.0f;
-    const int64_t repeats = (n + kLanes - 1) / kLanes;
-    float* sums = work;          // the repeat sums: `repeats` floats
-    float* lanes = work + repeats + (8 - repeats % 8) % 8;  // one repeat's tree: 64 floats
-    for (int64_t r = 0; r < repeats; ++r)
-        sums[r] = tree_sum(x + r * kLanes, std::min(kLanes, n - r * kLanes), lanes);
+    float* lanes = work;  // one repeat's tree: 64 floats, then the repeat sums
+    float* sums = work + kLanes;
     if (!tree_repeats) {
-        // Atlas A2: the repeat sums added in sequence.
-        float result = sums[0];
-        for (int64_t r = 1; r < repeats; ++r) result = round_sum(result + sums[r]);
+        // Atlas A2: every repeat (the last one may be short) as a tree, the repeat sums added in
+        // sequence.
+        float result = 0.0f;
+        for (int64_t at = 0; at < n; at += kLanes) {
+            const float part = tree_sum(x + at, std::min(kLanes, n - at), lanes);
+            result = at == 0 ? part : round_sum(result + part);
+        }
         return result;
     }
-    // Atlas 200I/500 A2: the repeat sums reduced again 64 at a time, as trees, until one is left.
-    int64_t width = repeats;
+    // Atlas 200I/500 A2: the whole repeats are the body, the n % 64 elements after them the tail
+    // (n < 64: all of it is the body).  Body: each repeat as a tree, the repeat sums as trees of
+    // 64 at a time, again and again until one is left.  Tail: a tree of its own.  Then one fp32
+    // addition, body + tail.
+    const int64_t whole = n / kLanes;
+    const int64_t tail = whole == 0 ? 0 : n % kLanes;
+    const int64_t body_len = n - tail;
+    int64_t width = 0;
+    for (int64_t at = 0; at < body_len; at += kLanes)
+        sums[width++] = tree_sum(x + at, std::min(kLanes, body_len - at), lanes);
     while (width > 1) {
         int64_t next = 0;
         for (int64_t i = 0; i < width; i += kLanes)
             sums[next++] = tree_sum(sums + i, std::min(kLanes, width - i), lanes);
         width = next;
     }
-    return sums[0];
+    if (tail == 0) return sums[0];
+    return round_sum(sums[0] + tree_sum(x + body_len, tail, lanes));
 }
 
 void run_core(const KernelArgs& args, int64_t core, UnifiedBuffer& ub) {

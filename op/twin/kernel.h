@@ -17,8 +17,8 @@ struct KernelArgs {
     void* out;
     int32_t dtype;
     lsg_tiling_record tiling;
-    // How ReduceSum adds the repeat sums on this SoC: as trees (Atlas 200I/500 A2, Ascend310B)
-    // or in sequence (Atlas A2); see reduce_sum.
+    // How ReduceSum adds on this SoC: body and tail as trees of trees (Atlas 200I/500 A2,
+    // Ascend310B) or the repeat sums in sequence (Atlas A2); see reduce_sum.
     bool tree_repeats;
 };
 
@@ -37,11 +37,13 @@ private:
 // Run the rows of core `core` (see lsg::core_rows) through its UB.
 void run_core(const KernelArgs& args, int64_t core, UnifiedBuffer& ub);
 
-// The kernel's reduction of one chunk, ReduceSum's documented order (the one the emulated device
-// of op/ascendc_cpu implements): each 64-lane repeat (256 bytes of fp32) summed as a binary tree
-// of adjacent pairs; the repeat sums then added in sequence (Atlas A2), or, when tree_repeats
-// (Atlas 200I/500 A2), reduced 64 at a time as trees again.  work: the repeat sums and one
-// repeat's tree, at most ceil(n / 64) + 72 floats.  Exposed for tests.
+// The kernel's reduction of one chunk, ReduceSum's order in CANN's class library (the one the
+// emulated device of op/ascendc_cpu implements): inside a 64-lane repeat (256 bytes of fp32) a
+// binary tree of adjacent pairs.  Atlas A2: every repeat (the last may be short) a tree, the
+// repeat sums added in sequence.  Atlas 200I/500 A2 (tree_repeats): the whole repeats the body,
+// their sums reduced 64 at a time as trees until one is left; the n % 64 elements after them
+// (n > 64) the tail, a tree of its own; the result body + tail.  work: at least
+// 64 + ceil(n / 64) floats.  Exposed for tests.
 float reduce_sum(const float* x, int64_t n, float* work, bool tree_repeats);
 
 }  // namespace lsg::twin

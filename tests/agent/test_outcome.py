@@ -52,13 +52,38 @@ def test_a_write_outside_the_output_view_fails_even_with_right_numbers():
     assert (outcome, category) == ("failed", "out_of_bounds") and "outside the output" in message
 
 
-def test_a_kernel_fault_is_its_own_category_whatever_was_expected():
+def test_a_kernel_fault_is_its_own_category():
     # The emulated device stopped the kernel (native backend, status 561000): not a rejection.
     fault = record(561000, "kernel_fault", None, "DataCopy: length not a multiple of 32 bytes")
-    for expect in (PRECISION, REJECT):
-        outcome, category, message = classify(expect, fault)
-        assert (outcome, category) == ("failed", "kernel_fault")
-        assert message == (
-            "the emulated device stopped the kernel (561000): "
-            "DataCopy: length not a multiple of 32 bytes"
-        )
+    outcome, category, message = classify(PRECISION, fault)
+    assert (outcome, category) == ("failed", "kernel_fault")
+    assert message == (
+        "the emulated device stopped the kernel (561000): "
+        "DataCopy: length not a multiple of 32 bytes"
+    )
+
+
+def test_an_emulation_policy_fault_says_cann_would_accept_it():
+    fault = record(561000, "emulation_policy", None, "Add: src0 and dst partially overlap")
+    outcome, category, message = classify(PRECISION, fault)
+    assert (outcome, category) == ("failed", "emulation_policy")
+    assert "CANN would accept this" in message and message.endswith("partially overlap")
+
+
+def test_a_device_stop_after_accepting_a_call_the_contract_rejects_is_an_acceptance():
+    # The kernel ran, so phase one accepted the call: that is the first thing that went wrong.
+    for reason in ("kernel_fault", "emulation_policy"):
+        outcome, category, message = classify(REJECT, record(561000, reason, None, "Cast: bf16"))
+        assert (outcome, category) == ("failed", "unexpected_acceptance")
+        assert message.startswith("accepted a call the contract rejects: expected ")
+        assert message.endswith("(561000): Cast: bf16")
+
+
+def test_a_tiling_mismatch_comes_first_whatever_the_numbers():
+    good = {"passed": True, "reason": "PASS error-bound"}
+    mismatch = dict(record(0, "ok", good), checks={"tiling_mismatch": "blockElems 1 (planned 2)"})
+    outcome, category, message = classify(PRECISION, mismatch)
+    assert (outcome, category) == ("failed", "tiling_mismatch")
+    assert message.endswith("blockElems 1 (planned 2)")
+    agreeing = dict(record(0, "ok", good), checks={"tiling_mismatch": ""})
+    assert classify(PRECISION, agreeing)[0] == "passed"

@@ -47,7 +47,7 @@ def assert_rejected(result, reason, soc=None):
     assert (result.status, result.reason) == (status, reason), result.message
     assert NAMES[reason] in result.message, result.message
     if soc and reason == "bf16_unsupported_on_soc":
-        assert soc in result.message and "use float16 or float32" in result.message
+        assert soc in result.message and "use float32 or float16" in result.message
     assert result.out is None and result.workspace == 0
 
 

@@ -21,6 +21,7 @@ the library of an operator package unpacked as package/ beside farm/.
 from __future__ import annotations
 
 import ctypes
+import json
 import os
 import time
 from collections.abc import Iterable, Sequence
@@ -59,8 +60,16 @@ DTYPE_CODES: dict[np.dtype, int] = {
     np.dtype(ml_dtypes.bfloat16): 27,
 }
 # The library's own reasons, outside golden/contract.py (enum lsg_reason in lsg_types.h).
-NATIVE_REASONS = {100: "unknown_soc", 101: "invalid_argument", 102: "internal", 103: "kernel_fault"}
+NATIVE_REASONS = {
+    100: "unknown_soc",
+    101: "invalid_argument",
+    102: "internal",
+    103: "kernel_fault",
+    104: "emulation_policy",
+}
 KERNEL_FAULT = 103
+EMULATION_POLICY = 104  # the emulated device refused what CANN accepts (op/ascendc_cpu/README.md)
+RUN_FAULTS = {KERNEL_FAULT: "kernel_fault", EMULATION_POLICY: "emulation_policy"}
 STATUS_INNER = 561000
 
 
@@ -196,6 +205,9 @@ def _load(path: str) -> ctypes.CDLL:
             ctypes.c_size_t,
         ]
         lib.lsg_run_error.restype = i32
+    if hasattr(lib, "lsg_acpu_last_checks"):  # the emulated real operator's layers
+        lib.lsg_acpu_last_checks.argtypes = []
+        lib.lsg_acpu_last_checks.restype = ctypes.c_char_p
     lib.lsg_convert.argtypes = [i32, ctypes.c_void_p, i32, ctypes.c_void_p, i64]
     lib.lsg_convert.restype = i32
     return lib
@@ -256,6 +268,7 @@ class PlanResult:
     message: str
     workspace: int
     tiling: dict[str, Any] | None  # None when rejected
+    checks: dict[str, Any] | None = None  # farm/agent/record.py HostChecks
 
 
 # What run() returns: status, reason (a golden.contract name), message, out (None when rejected),
@@ -299,7 +312,8 @@ class _Descriptor:
 
 
 def _plan(lib, dy, y, axes, out, soc):
-    """Phase one.  Returns (status, reason id, message, workspace, executor handle or None)."""
+    """Phase one.  Returns (status, reason id, message, workspace, executor handle or None,
+    checks or None)."""
     descs = [None if t is None else _Descriptor(t) for t in (dy, y, out)]
     ptrs = [None if d is None else ctypes.pointer(d.c) for d in descs]
     axes = tuple(int(a) for a in axes)
@@ -319,7 +333,30 @@ def _plan(lib, dy, y, axes, out, soc):
         msg,
         len(msg),
     )
-    return status, reason.value, msg.value.decode(), ws.value, handle.value
+    return status, reason.value, msg.value.decode(), ws.value, handle.value, _checks(lib)
+
+
+def _checks(lib) -> dict[str, Any] | None:
+    """What each layer of the last phase one on this thread said (farm/agent/record.py
+    HostChecks), from a library that can say (lsg_acpu_last_checks); None from the others."""
+    if not hasattr(lib, "lsg_acpu_last_checks"):
+        return None
+    raw = json.loads(lib.lsg_acpu_last_checks().decode(errors="replace"))
+    if not raw:
+        return None
+    checks: dict[str, Any] = {
+        "decided_by": raw["decided_by"],
+        "host": reason_name(raw["host_reason"]),
+        "host_status": raw["host_status"],
+        "tiling_mismatch": raw["tiling_mismatch"],
+    }
+    if "shared_reason" in raw:
+        checks.update(
+            shared=reason_name(raw["shared_reason"]),
+            shared_status=raw["shared_status"],
+            shared_message=raw["shared_message"],
+        )
+    return checks
 
 
 def _run_error(lib, handle) -> tuple[int, str] | None:
@@ -350,14 +387,14 @@ def plan(
 ) -> PlanResult:
     """Check a call and return its tiling, without running it.  None = a missing tensor."""
     lib = load(library)
-    status, rid, message, ws, handle = _plan(lib, dy, y, axes, out, soc)
+    status, rid, message, ws, handle, checks = _plan(lib, dy, y, axes, out, soc)
     tiling = None
     if handle:
         try:
             tiling = _tiling(lib, handle)
         finally:
             lib.lsg_executor_destroy(handle)
-    return PlanResult(status, reason_name(rid), message, ws, tiling)
+    return PlanResult(status, reason_name(rid), message, ws, tiling, checks)
 
 
 def strided_view(shape: Sequence[int], dtype: Any, fill: float = np.nan) -> np.ndarray:
@@ -445,10 +482,12 @@ def run(
         )
     args = [None if name in missing else t for name, t in (("dy", dy), ("y", y), ("out", out))]
     start = time.perf_counter()
-    status, rid, message, ws, handle = _plan(lib, args[0], args[1], axes, args[2], soc)
+    status, rid, message, ws, handle, checks = _plan(lib, args[0], args[1], axes, args[2], soc)
     if not handle:
         seconds = time.perf_counter() - start
-        return NativeResult(status, reason_name(rid), message, None, ws, None, seconds)
+        return NativeResult(
+            status, reason_name(rid), message, None, ws, None, seconds, checks=checks
+        )
     try:
         tiling = _tiling(lib, handle)
         workspace = np.empty(ws, dtype=np.uint8) if ws else None
@@ -458,12 +497,15 @@ def run(
     finally:
         lib.lsg_executor_destroy(handle)
     if rc != 0:
-        if rc == STATUS_INNER and why is not None and why[0] == KERNEL_FAULT:
-            return NativeResult(rc, "kernel_fault", why[1], None, ws, tiling, seconds)
+        if rc == STATUS_INNER and why is not None and why[0] in RUN_FAULTS:
+            fault = RUN_FAULTS[why[0]]
+            return NativeResult(rc, fault, why[1], None, ws, tiling, seconds, checks=checks)
         detail = f": {why[1]}" if why and why[1] else ""
         raise NativeError(f"lsg_run failed with status {rc} after planning succeeded{detail}")
     guard = None if storage is None else out_guard_ok(storage, layout, out.shape)
-    return NativeResult(status, reason_name(rid), message, out, ws, tiling, seconds, guard)
+    return NativeResult(
+        status, reason_name(rid), message, out, ws, tiling, seconds, guard, checks=checks
+    )
 
 
 def run_call(

@@ -20,3 +20,6 @@ class BackendResult:
     # False = the operator wrote outside its output view. None: not checked (no output, or an
     # output the caller allocated).
     out_guard_ok: bool | None = None
+    # What each layer of the operator's parameter checks said (farm/agent/record.py HostChecks);
+    # None from a backend that cannot say.
+    checks: dict | None = None

@@ -3,8 +3,6 @@
 // The parameter checks and the tiling are the shared op/tiling code (build.sh copies tiling.h,
 // tiling.cpp, lsg_types.h and soc_profiles.inc next to this file), so this build and the CPU
 // twin validate and tile every call alike.  Only the platform values come from CANN here.
-#include <cstdio>
-
 #include "log_softmax_grad_tiling.h"
 #include "register/op_def_registry.h"
 #include "tiling/platform/platform_ascendc.h"
@@ -57,9 +55,8 @@ static ge::graphStatus TilingFunc(gert::TilingContext* context) {
 
     const lsg::Verdict verdict = lsg::validate(call, soc);
     if (!verdict.ok()) {
-        // The reason and its fix, in the log the aclnn caller sees.
-        std::fprintf(stderr, "[ERROR] LogSoftmaxGrad: status %d (reason %d): %s\n",
-                     verdict.status, verdict.reason, verdict.message.c_str());
+        // The status, the reason and its fix, for the aclnn caller (lsg::report_rejection).
+        lsg::report_rejection(verdict);
         return ge::GRAPH_FAILED;
     }
     const lsg_tiling_record t = lsg::plan(call, soc);

@@ -1,18 +1,26 @@
 // liblsg_ascendc_cpu.so: the C ABI of lsg_twin.h over the real Ascend C operator on the CPU.
 //
-// Phase one (lsg_get_workspace_size): the aclnn layer's parameter checks (lsg::validate, through
-// the front half shared with the twin: same statuses, reasons and messages), then, for an
-// accepted call, the operator's own tiling function (op_host/log_softmax_grad.cpp, found through
-// its OpDef registration) on an emulated TilingContext.  The tiling record the ABI reports is
-// lsg::plan's, and it must be what the tiling function gave the kernel: the tiling data bytes,
-// the block dim, the tiling key and the workspace are compared, and a disagreement is an internal
-// error that says what differs.
+// Phase one (lsg_get_workspace_size) is the aclnn layer CANN generates for a custom operator,
+// emulated, and every decision in it is the real host code's:
+//   1. the checks only an aclnn layer makes (the SoC, malformed descriptors, missing tensors:
+//      lsg::abi::read_call, lsg::check_descriptors, lsg::check_present);
+//   2. the tensors' dtypes and formats against the operator's OpDef registration for the SoC
+//      (registration.h: what op_host's OP_ADD recorded);
+//   3. the operator's own tiling function (op_host/log_softmax_grad.cpp, found through its OpDef)
+//      on an emulated TilingContext: its own checks, then the tiling.  A refusal it reports
+//      (lsg::report_rejection) is the call's status, reason and message.
+// The shared checks (lsg::validate, which the twin makes) are asked as a second opinion only;
+// what each layer said of the last call is lsg_acpu_last_checks().  The tiling record reported is
+// what the tiling function gave the kernel; where the shared checks accept the call it must equal
+// lsg::plan's (tiling data bytes, block dim, tiling key, one system workspace), and a difference
+// is reported there as a tiling mismatch (the call still runs as the host code tiled it).
 //
 // Phase two (lsg_run): strided views are copied through the workspace exactly as the twin does
 // (op/tiling/views.cpp), then the kernel source (op/ascendc/op_kernel/log_softmax_grad.cpp,
 // compiled once per dtype) runs on the emulated device (emu::launch).  A rule of the hardware the
 // kernel breaks is an emu::Fault: the run fails with LSG_REASON_KERNEL_FAULT and the fault's
-// message (lsg_run_error).
+// message (lsg_run_error); a rule of the emulation's own that CANN does not enforce is an
+// emu::PolicyFault, LSG_REASON_EMULATION_POLICY.
 #include "lsg_ascendc_cpu.h"
 
 #include <algorithm>
@@ -24,12 +32,14 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "abi_common.h"
 #include "emu/device.h"
 #include "host_tiling.h"
 #include "log_softmax_grad_tiling.h"
+#include "registration.h"
 #include "tiling.h"
 #include "tiling/platform/platform_ascendc.h"
 #include "views.h"
@@ -104,13 +114,34 @@ std::vector<uint8_t> expected_tiling_data(const lsg_tiling_record& t) {
     return bytes;
 }
 
-std::string hex(const std::vector<uint8_t>& b) {
-    static const char digits[] = "0123456789abcdef";
+// The tiling data fields that differ between what the tiling function wrote and what lsg::plan
+// planned, as "blockElems 4912 (planned 9824), ..."; the whole size when the sizes differ.
+std::string tiling_data_differences(const std::vector<uint8_t>& got,
+                                    const std::vector<uint8_t>& want) {
+    optiling::LogSoftmaxGradTilingData g, w;
+    if (got.size() != g.GetDataSize())
+        return "tiling data of " + std::to_string(got.size()) + " bytes (planned " +
+               std::to_string(g.GetDataSize()) + ")";
+    std::memcpy(static_cast<void*>(&g), got.data(), g.GetDataSize());
+    std::memcpy(static_cast<void*>(&w), want.data(), w.GetDataSize());
+    const std::pair<const char*, std::pair<int64_t, int64_t>> fields[] = {
+        {"d0", {g.get_d0(), w.get_d0()}},
+        {"d1", {g.get_d1(), w.get_d1()}},
+        {"d2", {g.get_d2(), w.get_d2()}},
+        {"rowsPerBigCore", {g.get_rowsPerBigCore(), w.get_rowsPerBigCore()}},
+        {"rowsPerSmallCore", {g.get_rowsPerSmallCore(), w.get_rowsPerSmallCore()}},
+        {"blockBytes", {g.get_blockBytes(), w.get_blockBytes()}},
+        {"blockElems", {g.get_blockElems(), w.get_blockElems()}},
+        {"chunkCount", {g.get_chunkCount(), w.get_chunkCount()}},
+        {"tailElems", {g.get_tailElems(), w.get_tailElems()}},
+        {"bigCores", {g.get_bigCores(), w.get_bigCores()}},
+        {"publicKey", {g.get_publicKey(), w.get_publicKey()}},
+    };
     std::string s;
-    for (uint8_t c : b) {
-        s += digits[c >> 4];
-        s += digits[c & 15];
-    }
+    for (const auto& [name, values] : fields)
+        if (values.first != values.second)
+            s += (s.empty() ? "" : ", ") + std::string(name) + " " +
+                 std::to_string(values.first) + " (planned " + std::to_string(values.second) + ")";
     return s;
 }
 
@@ -118,21 +149,107 @@ std::string hex(const std::vector<uint8_t>& b) {
 std::string disagreement(const lsg_tiling_record& t, const lsg::acpu::HostTiling& h,
                          uint64_t system_workspace) {
     const std::vector<uint8_t> want = expected_tiling_data(t);
-    if (h.tiling_data != want)
-        return "tiling data " + hex(h.tiling_data) + " differs from lsg::plan's " + hex(want);
+    if (h.tiling_data != want) return tiling_data_differences(h.tiling_data, want);
     const uint32_t block_dim = t.is_empty ? 1 : static_cast<uint32_t>(t.cores_used);
     if (h.block_dim != block_dim)
-        return "block dim " + std::to_string(h.block_dim) + " differs from lsg::plan's " +
-               std::to_string(block_dim);
+        return "block dim " + std::to_string(h.block_dim) + " (planned " +
+               std::to_string(block_dim) + ")";
     if (h.tiling_key != static_cast<uint64_t>(t.schedule))
-        return "tiling key " + std::to_string(h.tiling_key) + " differs from lsg::plan's schedule " +
-               std::to_string(t.schedule);
+        return "tiling key " + std::to_string(h.tiling_key) + " (planned the schedule " +
+               std::to_string(t.schedule) + ")";
     if (h.workspaces.size() != 1 || h.workspaces[0] != system_workspace)
-        return "workspace sizes (" + std::to_string(h.workspaces.size()) +
-               ") differ from one system workspace of " + std::to_string(system_workspace) +
-               " bytes";
+        return std::to_string(h.workspaces.size()) +
+               " workspace sizes (planned one system workspace of " +
+               std::to_string(system_workspace) + " bytes)";
     return "";
 }
+
+size_t numel(const std::vector<int64_t>& shape) {
+    size_t n = 1;
+    for (int64_t e : shape) n *= static_cast<size_t>(e);
+    return n;
+}
+
+// The tiling record of what the tiling function gave the kernel (what runs), with the views'
+// contiguity and workspace, which only the ABI knows.  `*wrong` says why the tiling data cannot
+// be read.
+lsg_tiling_record host_record(const lsg::acpu::HostTiling& h, const lsg::Call& call,
+                              const lsg::SocProfile& soc, const lsg::WorkspaceLayout& layout,
+                              std::string* wrong) {
+    lsg_tiling_record t;
+    std::memset(&t, 0, sizeof t);
+    optiling::LogSoftmaxGradTilingData d;
+    if (h.tiling_data.size() != d.GetDataSize()) {
+        *wrong = "the tiling function wrote " + std::to_string(h.tiling_data.size()) +
+                 " bytes of tiling data; LogSoftmaxGradTilingData has " +
+                 std::to_string(d.GetDataSize());
+        return t;
+    }
+    std::memcpy(static_cast<void*>(&d), h.tiling_data.data(), d.GetDataSize());
+    t.schedule = static_cast<int32_t>(h.tiling_key);
+    t.d0 = d.get_d0();
+    t.d1 = d.get_d1();
+    t.d2 = d.get_d2();
+    t.rows = t.d0;
+    t.row_len = t.schedule == LSG_SCHED_REDUCE_TAIL ? t.d1 : t.d2;
+    t.rows_per_big_core = d.get_rowsPerBigCore();
+    t.rows_per_small_core = d.get_rowsPerSmallCore();
+    t.block_bytes = d.get_blockBytes();
+    t.block_elems = d.get_blockElems();
+    t.chunk_count = d.get_chunkCount();
+    t.tail_elems = d.get_tailElems();
+    t.big_cores = d.get_bigCores();
+    t.ub_blocks = lsg::ub_blocks_for(t.schedule);
+    t.is_empty = numel(call.dy.shape) == 0;
+    t.cores_used = t.is_empty ? 0 : static_cast<int32_t>(h.block_dim);
+    t.is_small_shape = (d.get_publicKey() >> 8) & 1;
+    t.is_contiguous = !(layout.dy_copy || layout.y_copy || layout.out_copy);
+    // The kernel always sees contiguous data; the key reports the views as the caller passed them.
+    t.key = (d.get_publicKey() & ~(1 << 9)) | (t.is_contiguous << 9);
+    t.workspace_bytes = layout.total;
+    std::snprintf(t.schedule_name, sizeof t.schedule_name, "%s", lsg::schedule_name(t.schedule));
+    std::snprintf(t.soc_name, sizeof t.soc_name, "%s", soc.name);
+    return t;
+}
+
+lsg::Verdict internal(std::string message) {
+    lsg::Verdict v;
+    v.status = LSG_ERR_INNER;
+    v.reason = LSG_REASON_INTERNAL;
+    v.message = std::move(message);
+    return v;
+}
+
+std::string json_text(const std::string& s) {
+    std::string o = "\"";
+    for (char c : s) {
+        if (c == '"' || c == '\\') o += '\\';
+        o += c == '\n' ? ' ' : c;
+    }
+    return o + '"';
+}
+
+// What each layer of phase one said of a call (lsg_acpu_last_checks).
+struct Checks {
+    std::string decided_by;  // the layer that refused the call; "" when it was accepted
+    lsg::Verdict host;       // the library's verdict
+    lsg::Verdict shared;     // lsg::validate's, once the call could be read
+    bool shared_known = false;
+    std::string tiling_mismatch;
+
+    std::string json() const {
+        std::string o = "{\"decided_by\": " + json_text(decided_by) +
+                        ", \"host_status\": " + std::to_string(host.status) +
+                        ", \"host_reason\": " + std::to_string(host.reason);
+        if (shared_known)
+            o += ", \"shared_status\": " + std::to_string(shared.status) +
+                 ", \"shared_reason\": " + std::to_string(shared.reason) +
+                 ", \"shared_message\": " + json_text(shared.message);
+        return o + ", \"tiling_mismatch\": " + json_text(tiling_mismatch) + "}";
+    }
+};
+
+thread_local std::string t_last_checks = "{}";
 
 uint64_t system_workspace_bytes(const lsg::SocProfile& soc) {
     fe::PlatFormInfos info(&soc);
@@ -159,12 +276,6 @@ int32_t run_failed(lsg_executor* ex, int32_t reason, std::string text) {
     return ex->run_status;
 }
 
-size_t numel(const std::vector<int64_t>& shape) {
-    size_t n = 1;
-    for (int64_t e : shape) n *= static_cast<size_t>(e);
-    return n;
-}
-
 }  // namespace
 
 extern "C" {
@@ -186,27 +297,44 @@ int32_t lsg_get_workspace_size(const lsg_tensor* dy, const lsg_tensor* y, const 
                                char* message, size_t message_cap) {
     if (workspace_size) *workspace_size = 0;
     if (executor) *executor = nullptr;
+    Checks checks;
+    const char* layer = "front";  // the layer at work: one that throws refuses the call
+    const auto refused = [&](const char* refusing, const lsg::Verdict& v) {
+        checks.decided_by = refusing;
+        checks.host = v;
+        t_last_checks = checks.json();
+        return finish(v.status, v.reason, v.message, reason, message, message_cap);
+    };
     try {
         auto ex = std::make_unique<lsg_executor>();
-        const lsg::Verdict v =
-            lsg::abi::check_call(dy, y, axes, n_axes, out, soc_name, kLibrary, &ex->call, &ex->soc);
-        if (!v.ok()) return finish(v.status, v.reason, v.message, reason, message, message_cap);
+        lsg::Verdict v =
+            lsg::abi::read_call(dy, y, axes, n_axes, out, soc_name, kLibrary, &ex->call, &ex->soc);
+        if (v.ok()) v = lsg::check_descriptors(ex->call);
+        if (v.ok()) v = lsg::check_present(ex->call);
+        if (!v.ok()) return refused("front", v);
 
+        const lsg::Call& call = ex->call;
         const lsg::SocProfile& soc = *ex->soc;
-        ex->tiling = lsg::plan(ex->call, soc);
-        ex->layout = lsg::workspace_layout(ex->call, soc);
-        ex->host = lsg::acpu::run_tiling(ex->call, soc);
+        checks.shared = lsg::validate(call, soc);
+        checks.shared_known = true;
+        layer = "registration";
+        v = lsg::acpu::check_registration(call, soc);
+        if (!v.ok()) return refused("registration", v);
+        layer = "tiling";
+        ex->host = lsg::acpu::run_tiling(call, soc);
         if (!ex->host.ok)
-            return finish(LSG_ERR_INNER, LSG_REASON_INTERNAL,
-                          "internal error: the host tiling refused a call the checks accepted: " +
-                              ex->host.error,
-                          reason, message, message_cap);
-        const std::string differs = disagreement(ex->tiling, ex->host, system_workspace_bytes(soc));
-        if (!differs.empty())
-            return finish(LSG_ERR_INNER, LSG_REASON_INTERNAL,
-                          "internal error: the host tiling function disagrees with lsg::plan: " +
-                              differs,
-                          reason, message, message_cap);
+            return refused("tiling", ex->host.reported
+                                         ? ex->host.rejection
+                                         : internal("internal error: " + ex->host.error));
+        std::string wrong;
+        ex->layout = lsg::workspace_layout(call, soc);
+        ex->tiling = host_record(ex->host, call, soc, ex->layout, &wrong);
+        if (!wrong.empty()) return refused("tiling", internal("internal error: " + wrong));
+        if (checks.shared.ok())
+            checks.tiling_mismatch =
+                disagreement(lsg::plan(call, soc), ex->host, system_workspace_bytes(soc));
+        checks.decided_by = "";
+        t_last_checks = checks.json();
         ex->dy_data = dy->data;
         ex->y_data = y->data;
         ex->out_data = out->data;
@@ -214,10 +342,11 @@ int32_t lsg_get_workspace_size(const lsg_tensor* dy, const lsg_tensor* y, const 
         if (executor) *executor = ex.release();
         return finish(LSG_STATUS_OK, LSG_REASON_OK, "", reason, message, message_cap);
     } catch (const std::exception& e) {
-        return finish(LSG_ERR_INNER, LSG_REASON_INTERNAL, std::string("internal error: ") + e.what(),
-                      reason, message, message_cap);
+        return refused(layer, internal(std::string("internal error: ") + e.what()));
     }
 }
+
+const char* lsg_acpu_last_checks(void) { return t_last_checks.c_str(); }
 
 int32_t lsg_executor_tiling(const lsg_executor* executor, lsg_tiling_record* out) {
     if (!executor || !out) return LSG_ERR_PARAM_NULLPTR;
@@ -270,6 +399,8 @@ int32_t lsg_run(void* workspace, uint64_t workspace_size, lsg_executor* executor
             emu::launch(kernel, executor->host.block_dim, device, executor->host.tiling_key, gm,
                         executor->host.tiling_data.data(), executor->host.tiling_data.size(),
                         n_threads);
+        } catch (const emu::PolicyFault& fault) {
+            return run_failed(executor, LSG_REASON_EMULATION_POLICY, fault.what());
         } catch (const emu::Fault& fault) {
             return run_failed(executor, LSG_REASON_KERNEL_FAULT, fault.what());
         }
@@ -303,11 +434,10 @@ int32_t lsg_acpu_host_tiling(const lsg_tensor* dy, const lsg_tensor* y, const in
     try {
         lsg::Call call;
         const lsg::SocProfile* soc = nullptr;
-        const lsg::Verdict v =
-            lsg::abi::check_call(dy, y, axes, n_axes, out, soc_name, kLibrary, &call, &soc);
-        if (!v.ok() && (v.reason == LSG_REASON_UNKNOWN_SOC ||
-                        v.reason == LSG_REASON_INVALID_ARGUMENT))
-            return finish(v.status, v.reason, v.message, nullptr, message, message_cap);
+        lsg::Verdict v =
+            lsg::abi::read_call(dy, y, axes, n_axes, out, soc_name, kLibrary, &call, &soc);
+        if (v.ok()) v = lsg::check_descriptors(call);
+        if (!v.ok()) return finish(v.status, v.reason, v.message, nullptr, message, message_cap);
         const lsg::acpu::HostTiling h = lsg::acpu::run_tiling(call, *soc);
         if (!h.ok) return finish(LSG_ERR_INNER, LSG_REASON_INTERNAL, h.error, nullptr, message,
                                  message_cap);

@@ -12,8 +12,17 @@
 extern "C" {
 #endif
 
+/* What each layer of phase one said of the last lsg_get_workspace_size call on this thread, as a
+ * JSON text valid until the next call: {"decided_by": "front" | "registration" | "tiling" | ""
+ * (accepted), "host_status", "host_reason" (the library's verdict), "shared_status",
+ * "shared_reason", "shared_message" (lsg::validate's, the twin's checks, once the call could be
+ * read), "tiling_mismatch": "" or what the tiling function gave the kernel that lsg::plan did
+ * not plan}.  "{}" before the first call. */
+LSG_API const char* lsg_acpu_last_checks(void);
+
 /* Run only the host tiling function registered by op_host/log_softmax_grad.cpp (through its
- * OpDef, on an emulated TilingContext) for a call, without lsg::validate before it.
+ * OpDef, on an emulated TilingContext) for a call, with no check before it but the descriptors'
+ * own (no registration check, no lsg::validate).
  * Returns 0 and fills the outputs when it succeeded; 561000 when it failed (message: why, e.g.
  * the tiling function refused the call); 161002 with reason 101 for a malformed descriptor, or
  * 561000 with reason 100 for an unknown SoC.  tiling gets at most tiling_cap bytes of the

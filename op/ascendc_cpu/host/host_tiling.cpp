@@ -89,8 +89,12 @@ HostTiling run_tiling(const Call& call, const SocProfile& soc) {
     gert::TilingData tiling_data(buffer.data(), buffer.size());
     gert::TilingContext context({view(dy), view(y)}, {view(out)}, &attrs, &platform, &tiling_data);
 
+    RejectionCapture capture;
     if (tiling(&context) != ge::GRAPH_SUCCESS) {
-        r.error = std::string(kOpType) + "'s tiling function failed";
+        r.reported = capture.reported;
+        r.rejection = capture.verdict;
+        r.error = std::string(kOpType) + "'s tiling function failed" +
+                  (capture.reported ? ": " + capture.verdict.message : " without saying why");
         return r;
     }
     r.ok = true;

@@ -16,10 +16,13 @@ namespace lsg::acpu {
 // The operator type OP_ADD registers in op_host/log_softmax_grad.cpp.
 constexpr const char* kOpType = "LogSoftmaxGrad";
 
-// What the tiling function decided (ok), or why it could not run or refused (error).
+// What the tiling function decided (ok), or why it could not run or refused (error; when it
+// refused the call and said why through lsg::report_rejection, `rejection` is that verdict).
 struct HostTiling {
     bool ok = false;
     std::string error;
+    bool reported = false;
+    Verdict rejection;
     std::vector<uint8_t> tiling_data;  // GetRawTilingData()'s first GetDataSize() bytes
     uint32_t block_dim = 0;
     uint64_t tiling_key = 0;

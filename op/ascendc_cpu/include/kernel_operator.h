@@ -15,9 +15,11 @@
 #ifndef EMU_KERNEL_OPERATOR_H
 #define EMU_KERNEL_OPERATOR_H
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -66,31 +68,58 @@ enum class RoundMode {
 
 // ---- tensors ---------------------------------------------------------------------------------
 
+namespace emu_detail {
+
+template <class T>
+constexpr const char* type_name() {
+    if constexpr (std::is_same_v<T, float>) return "float";
+    else if constexpr (std::is_same_v<T, half>) return "half";
+    else if constexpr (std::is_same_v<T, bfloat16_t>) return "bfloat16_t";
+    else if constexpr (std::is_same_v<T, int8_t>) return "int8_t";
+    else if constexpr (std::is_same_v<T, uint8_t>) return "uint8_t";
+    else if constexpr (std::is_same_v<T, int16_t>) return "int16_t";
+    else if constexpr (std::is_same_v<T, uint16_t>) return "uint16_t";
+    else if constexpr (std::is_same_v<T, int32_t>) return "int32_t";
+    else if constexpr (std::is_same_v<T, uint32_t>) return "uint32_t";
+    else if constexpr (std::is_same_v<T, int64_t>) return "int64_t";
+    else if constexpr (std::is_same_v<T, uint64_t>) return "uint64_t";
+    else return "an unemulated type";
+}
+
+}  // namespace emu_detail
+
+// A tensor in the UB.  Its length (GetSize() elements) is what CANN's checkers bound every
+// operand by: the whole buffer for AllocTensor and TBuf::Get<T>(), len for TBuf::Get<T>(len),
+// the parent's length minus k for t[k]; ReinterpretCast keeps the byte length.
 template <class T>
 class LocalTensor {
 public:
     LocalTensor() = default;
     explicit LocalTensor(const ::emu::rt::Ref& ref) : ref_(ref) {}
 
-    LocalTensor operator[](uint32_t offset) const {
-        return LocalTensor(::emu::rt::offset_ref("LocalTensor::operator[]", ref_,
-                                                 uint64_t{offset} * sizeof(T)));
+    LocalTensor operator[](uint32_t offset) const {  // offset < GetSize()
+        return LocalTensor(
+            ::emu::rt::offset_ref(ref_, offset, sizeof(T), emu_detail::type_name<T>()));
     }
     template <class U>
     LocalTensor<U> ReinterpretCast() const {
         return LocalTensor<U>(ref_);
     }
-    T GetValue(uint32_t index) const {
+    T GetValue(uint32_t index) const {  // index < GetSize()
+        ::emu::rt::check_index("LocalTensor::GetValue", ref_, index, sizeof(T),
+                               emu_detail::type_name<T>());
         T v;
         std::memcpy(static_cast<void*>(&v),
                     ::emu::rt::ub("LocalTensor::GetValue", "tensor", ref_, uint64_t{index} * sizeof(T),
-                                  sizeof(T), ::emu::rt::Access::kScalarRead, false),
+                                  sizeof(T), ::emu::rt::Access::kScalarRead, 0),
                     sizeof(T));
         return v;
     }
-    void SetValue(uint32_t index, const T& value) const {
+    void SetValue(uint32_t index, const T& value) const {  // index < GetSize()
+        ::emu::rt::check_index("LocalTensor::SetValue", ref_, index, sizeof(T),
+                               emu_detail::type_name<T>());
         std::memcpy(::emu::rt::ub("LocalTensor::SetValue", "tensor", ref_, uint64_t{index} * sizeof(T),
-                                  sizeof(T), ::emu::rt::Access::kScalarWrite, false),
+                                  sizeof(T), ::emu::rt::Access::kScalarWrite, 0),
                     static_cast<const void*>(&value), sizeof(T));
     }
     uint32_t GetSize() const { return ref_.bytes / static_cast<uint32_t>(sizeof(T)); }
@@ -165,12 +194,14 @@ template <TPosition pos = TPosition::VECCALC>
 class TBuf {
 public:
     template <class T>
-    LocalTensor<T> Get() {
-        return LocalTensor<T>(::emu::rt::tbuf_get(emu_id_, UINT64_MAX));
+    LocalTensor<T> Get() {  // the whole buffer
+        return LocalTensor<T>(
+            ::emu::rt::tbuf_get(emu_id_, UINT64_MAX, sizeof(T), emu_detail::type_name<T>()));
     }
     template <class T>
-    LocalTensor<T> Get(uint32_t len) {
-        return LocalTensor<T>(::emu::rt::tbuf_get(emu_id_, uint64_t{len} * sizeof(T)));
+    LocalTensor<T> Get(uint32_t len) {  // len > 0 elements, a multiple of 32 bytes, in the buffer
+        return LocalTensor<T>(
+            ::emu::rt::tbuf_get(emu_id_, len, sizeof(T), emu_detail::type_name<T>()));
     }
     int32_t emu_id_ = -1;
 };
@@ -258,8 +289,25 @@ struct DataCopyPadExtParams {
 namespace emu_detail {
 
 constexpr uint64_t kBlock = 32;
+constexpr uint64_t kMaxBlockCount = 4095;         // DataCopy / DataCopyPad bursts (Atlas A2 check)
+constexpr uint64_t kMaxPadBlockLen = 2097151;     // DataCopyPad burst bytes (Atlas A2 check)
 
 inline uint64_t round_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+
+inline std::string count_detail(uint64_t count, uint64_t size) {
+    return std::to_string(count) + " x " + std::to_string(size) + " B";
+}
+
+// The rules CANN checks on Atlas A2 only (the 910B parameter checks, the copy-overflow check
+// ASCENDC_REPORT_OVERFLOW_MEM runs for __NPU_ARCH__ 2201 and is empty for Ascend310B): a Fault on
+// Atlas A2, a PolicyFault on Ascend310B with this why.
+inline const char* a2_only(const char* why) { return ::emu::rt::ascend310b() ? why : nullptr; }
+
+constexpr const char* kCopyOverflowWhy =
+    "CANN's Ascend310B build does not run its copy-overflow check; the copy would run past the "
+    "tensor into whatever follows it in the UB";
+constexpr const char* kRangeWhy =
+    "CANN checks the range on Atlas A2 only; the emulation does not model a copy beyond it";
 
 [[noreturn]] inline void length_fault(const char* role, uint64_t count, uint64_t size) {
     ::emu::rt::fault(std::string("DataCopy: length not a multiple of 32 bytes: ") +
@@ -268,56 +316,104 @@ inline uint64_t round_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
                      "; a ragged tail needs DataCopyPad)");
 }
 
-inline void check_blocks(const char* api, uint64_t count, uint64_t len) {
-    if (count < 1 || count > 4095)
-        ::emu::rt::fault(std::string(api) + ": blockCount out of range [1, 4095]: " +
-                         std::to_string(count));
-    if (len < 1)
-        ::emu::rt::fault(std::string(api) + ": blockLen out of range: 0");
+inline void check_block_count(const char* api, uint64_t count) {
+    if (count > kMaxBlockCount)
+        ::emu::rt::stop(std::string(api) + ": blockCount out of range [0, 4095]: " +
+                            std::to_string(count),
+                        a2_only(kRangeWhy));
+}
+
+// A UB operand before it is touched: its state, its address on an `align`-byte boundary, and
+// `need` bytes within the tensor (`rule` / `detail` for the message).  `align_why` /
+// `length_why`: PolicyFault instead of Fault.
+template <class T>
+void ub_operand(const char* api, const char* role, const LocalTensor<T>& t,
+                ::emu::rt::Access access, uint32_t align, const char* align_why, const char* rule,
+                uint64_t need, const std::string& detail, const char* length_why) {
+    ::emu::rt::check_state(api, role, t.emu_ref(), access);
+    ::emu::rt::check_align(api, role, t.emu_ref(), align, align_why);
+    ::emu::rt::check_length(api, rule, role, t.emu_ref(), need, detail, sizeof(T),
+                            type_name<T>(), length_why);
+}
+
+// The copy operand of the count form: count * sizeof(T) within the tensor.
+template <class T>
+void copy_operand(const char* role, const LocalTensor<T>& t, ::emu::rt::Access access,
+                  uint64_t count) {
+    ub_operand("DataCopy", role, t, access, kBlock, nullptr, "count beyond the tensor",
+               count * sizeof(T), count_detail(count, sizeof(T)), a2_only(kCopyOverflowWhy));
+}
+
+// The UB side of the DataCopyParams form: blockCount bursts of blockLen blocks, stride blocks
+// between them.
+template <class T>
+void params_operand(const char* role, const LocalTensor<T>& t, ::emu::rt::Access access,
+                    uint64_t count, uint64_t len_blocks, uint64_t stride_blocks) {
+    const uint64_t need = count * len_blocks * kBlock + (count - 1) * stride_blocks * kBlock;
+    ub_operand("DataCopy", role, t, access, kBlock, nullptr, "bursts beyond the tensor", need,
+               std::to_string(count) + " bursts of " + std::to_string(len_blocks * kBlock) +
+                   " B, " + std::to_string(count - 1) + " gaps of " +
+                   std::to_string(stride_blocks * kBlock) + " B",
+               a2_only(kCopyOverflowWhy));
 }
 
 }  // namespace emu_detail
 
-// GM -> UB, `count` elements (count * sizeof(T) a multiple of 32 bytes).
+// GM -> UB, `count` elements (count * sizeof(T) a multiple of 32 bytes; 0: nothing is copied).
 template <class T>
 void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, uint32_t count) {
     const uint64_t bytes = uint64_t{count} * sizeof(T);
     if (bytes % emu_detail::kBlock) emu_detail::length_fault("GM -> UB", count, sizeof(T));
+    if (count == 0) return;  // blockLen 0: CANN warns, a NOP
+    emu_detail::copy_operand("dst", dst, ::emu::rt::Access::kMte2Write, count);
     const uint8_t* s = ::emu::rt::gm("DataCopy", src.emu_addr(), bytes, false);
     uint8_t* d = ::emu::rt::ub("DataCopy", "dst", dst.emu_ref(), 0, bytes,
-                               ::emu::rt::Access::kMte2Write, true);
+                               ::emu::rt::Access::kMte2Write, emu_detail::kBlock);
     std::memcpy(d, s, bytes);
 }
 
-// UB -> GM, `count` elements (count * sizeof(T) a multiple of 32 bytes).
+// UB -> GM, `count` elements (count * sizeof(T) a multiple of 32 bytes; 0: nothing is copied).
 template <class T>
 void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, uint32_t count) {
     const uint64_t bytes = uint64_t{count} * sizeof(T);
     if (bytes % emu_detail::kBlock) emu_detail::length_fault("UB -> GM", count, sizeof(T));
+    if (count == 0) return;
+    emu_detail::copy_operand("src", src, ::emu::rt::Access::kMte3Read, count);
     const uint8_t* s = ::emu::rt::ub("DataCopy", "src", src.emu_ref(), 0, bytes,
-                                     ::emu::rt::Access::kMte3Read, true);
+                                     ::emu::rt::Access::kMte3Read, emu_detail::kBlock);
     uint8_t* d = ::emu::rt::gm("DataCopy", dst.emu_addr(), bytes, true);
     std::memcpy(d, s, bytes);
 }
 
-// UB -> UB, `count` elements (count * sizeof(T) a multiple of 32 bytes).
+// UB -> UB, `count` elements (count * sizeof(T) a multiple of 32 bytes; 0: nothing is copied).
+// Source and destination identical or disjoint (a partial overlap: emulation policy).
 template <class T>
 void DataCopy(const LocalTensor<T>& dst, const LocalTensor<T>& src, uint32_t count) {
     const uint64_t bytes = uint64_t{count} * sizeof(T);
     if (bytes % emu_detail::kBlock) emu_detail::length_fault("UB -> UB", count, sizeof(T));
-    ::emu::rt::check_disjoint("DataCopy", "dst", dst.emu_ref(), bytes, "src", src.emu_ref(),
-                              bytes);
+    if (count == 0) return;
+    emu_detail::copy_operand("src", src, ::emu::rt::Access::kUbCopyRead, count);
+    emu_detail::copy_operand("dst", dst, ::emu::rt::Access::kUbCopyWrite, count);
+    if (dst.emu_ref().addr != src.emu_ref().addr)
+        ::emu::rt::check_disjoint("DataCopy", "dst", dst.emu_ref(), bytes, "src", src.emu_ref(),
+                                  bytes,
+                                  "the result depends on the order in which the copy reads and "
+                                  "writes its blocks, which the emulation does not model");
     const uint8_t* s = ::emu::rt::ub("DataCopy", "src", src.emu_ref(), 0, bytes,
-                                     ::emu::rt::Access::kUbCopyRead, true);
+                                     ::emu::rt::Access::kUbCopyRead, emu_detail::kBlock);
     uint8_t* d = ::emu::rt::ub("DataCopy", "dst", dst.emu_ref(), 0, bytes,
-                               ::emu::rt::Access::kUbCopyWrite, true);
+                               ::emu::rt::Access::kUbCopyWrite, emu_detail::kBlock);
     std::memmove(d, s, bytes);
 }
 
-// GM -> UB in blocks of 32 bytes (DataCopyParams: blockLen and both strides in 32-byte blocks).
+// GM -> UB in blocks of 32 bytes (DataCopyParams: blockLen and both strides in 32-byte blocks;
+// blockCount or blockLen 0: nothing is copied).
 template <class T>
 void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const DataCopyParams& p) {
-    emu_detail::check_blocks("DataCopy", p.blockCount, p.blockLen);
+    if (p.blockCount == 0 || p.blockLen == 0) return;  // CANN warns: a NOP
+    emu_detail::check_block_count("DataCopy", p.blockCount);
+    emu_detail::params_operand("dst", dst, ::emu::rt::Access::kMte2Write, p.blockCount,
+                               p.blockLen, p.dstStride);
     const uint64_t len = uint64_t{p.blockLen} * emu_detail::kBlock;
     for (uint64_t i = 0; i < p.blockCount; ++i) {
         const uint8_t* s = ::emu::rt::gm(
@@ -325,7 +421,7 @@ void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const DataC
             len, false);
         uint8_t* d = ::emu::rt::ub("DataCopy", "dst", dst.emu_ref(),
                                    i * (len + uint64_t{p.dstStride} * emu_detail::kBlock), len,
-                                   ::emu::rt::Access::kMte2Write, true);
+                                   ::emu::rt::Access::kMte2Write, emu_detail::kBlock);
         std::memcpy(d, s, len);
     }
 }
@@ -333,12 +429,15 @@ void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const DataC
 // UB -> GM in blocks of 32 bytes.
 template <class T>
 void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const DataCopyParams& p) {
-    emu_detail::check_blocks("DataCopy", p.blockCount, p.blockLen);
+    if (p.blockCount == 0 || p.blockLen == 0) return;
+    emu_detail::check_block_count("DataCopy", p.blockCount);
+    emu_detail::params_operand("src", src, ::emu::rt::Access::kMte3Read, p.blockCount,
+                               p.blockLen, p.srcStride);
     const uint64_t len = uint64_t{p.blockLen} * emu_detail::kBlock;
     for (uint64_t i = 0; i < p.blockCount; ++i) {
         const uint8_t* s = ::emu::rt::ub("DataCopy", "src", src.emu_ref(),
                                          i * (len + uint64_t{p.srcStride} * emu_detail::kBlock),
-                                         len, ::emu::rt::Access::kMte3Read, true);
+                                         len, ::emu::rt::Access::kMte3Read, emu_detail::kBlock);
         uint8_t* d = ::emu::rt::gm(
             "DataCopy", dst.emu_addr() + i * (len + uint64_t{p.dstStride} * emu_detail::kBlock),
             len, true);
@@ -346,28 +445,58 @@ void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const DataC
     }
 }
 
+namespace emu_detail {
+
+inline void check_pad_params(uint64_t count, uint64_t len) {
+    check_block_count("DataCopyPad", count);
+    if (len > kMaxPadBlockLen)
+        ::emu::rt::stop("DataCopyPad: blockLen out of range [0, 2097151]: " +
+                            std::to_string(len) + " B",
+                        a2_only(kRangeWhy));
+}
+
+}  // namespace emu_detail
+
 // GM -> UB, any length: each of blockCount bursts of blockLen bytes lands on a 32-byte boundary
-// of the UB, padded there to a whole block (leftPadding / rightPadding elements of paddingValue
-// when isPad; the rest of the block is filler: paddingValue when isPad, else copies of the
-// burst's first element, as the hardware writes it).  GM stride in bytes, UB stride in blocks.
+// of the UB after leftPadding elements, with rightPadding elements after it, padded there to a
+// whole block.  With isPad the padding and the rest of the block are paddingValue; without, the
+// padding still takes its place (CANN passes it to the copy either way) and it and the rest of
+// the block are filler: copies of the burst's first element, as the hardware writes it.  GM
+// stride in bytes, UB stride in blocks.  blockCount or blockLen 0: nothing is copied.
 template <class T>
 void DataCopyPad(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const DataCopyExtParams& p,
                  const DataCopyPadExtParams<T>& pad) {
-    emu_detail::check_blocks("DataCopyPad", p.blockCount, p.blockLen);
+    using emu_detail::kBlock;
+    const uint64_t left = uint64_t{pad.leftPadding} * sizeof(T);
+    const uint64_t right = uint64_t{pad.rightPadding} * sizeof(T);
+    if (left > kBlock || right > kBlock)  // checked whether isPad or not
+        ::emu::rt::fault("DataCopyPad: padding above 32 bytes: left " +
+                         std::to_string(pad.leftPadding) + " elements (" + std::to_string(left) +
+                         " B), right " + std::to_string(pad.rightPadding) + " elements (" +
+                         std::to_string(right) + " B)");
+    if (p.blockCount == 0 || p.blockLen == 0) return;  // CANN warns: a NOP
+    emu_detail::check_pad_params(p.blockCount, p.blockLen);
     if (p.blockLen % sizeof(T))
-        ::emu::rt::fault("DataCopyPad: blockLen not a multiple of the element size: " +
-                         std::to_string(p.blockLen) + " B, elements of " +
-                         std::to_string(sizeof(T)) + " B");
-    const uint64_t left = pad.isPad ? uint64_t{pad.leftPadding} * sizeof(T) : 0;
-    const uint64_t right = pad.isPad ? uint64_t{pad.rightPadding} * sizeof(T) : 0;
-    if (left > emu_detail::kBlock || right > emu_detail::kBlock)
-        ::emu::rt::fault("DataCopyPad: padding above 32 bytes: left " + std::to_string(left) +
-                         " B, right " + std::to_string(right) + " B");
-    const uint64_t burst = emu_detail::round_up(left + p.blockLen + right, emu_detail::kBlock);
-    const uint64_t ub_step = burst + uint64_t{p.dstStride} * emu_detail::kBlock;
+        ::emu::rt::stop("DataCopyPad: blockLen not a multiple of the element size: " +
+                            std::to_string(p.blockLen) + " B, elements of " +
+                            std::to_string(sizeof(T)) + " B",
+                        emu_detail::a2_only("CANN checks it on Atlas A2 only; the emulation does "
+                                            "not model a burst that ends inside an element"));
+    const uint64_t burst = emu_detail::round_up(left + p.blockLen + right, kBlock);
+    const uint64_t ub_step = burst + uint64_t{p.dstStride} * kBlock;
     const uint64_t span = (p.blockCount - 1) * ub_step + burst;
+    emu_detail::ub_operand(
+        "DataCopyPad", "dst", dst, ::emu::rt::Access::kMte2Write, kBlock,
+        emu_detail::a2_only("CANN's Ascend310B implementation does not check it; the emulation "
+                            "does not model where an unaligned burst lands"),
+        "bursts beyond the tensor", span,
+        std::to_string(p.blockCount) + " bursts of AlignUp(" + std::to_string(p.blockLen) +
+            " + " + std::to_string(left + right) + " B padding, 32) = " + std::to_string(burst) +
+            " B, " + std::to_string(p.blockCount - 1) + " gaps of " +
+            std::to_string(uint64_t{p.dstStride} * kBlock) + " B",
+        emu_detail::a2_only(emu_detail::kCopyOverflowWhy));
     uint8_t* base = ::emu::rt::ub("DataCopyPad", "dst", dst.emu_ref(), 0, span,
-                                  ::emu::rt::Access::kMte2Write, true);
+                                  ::emu::rt::Access::kMte2Write, kBlock);
     for (uint64_t i = 0; i < p.blockCount; ++i) {
         const uint8_t* s = ::emu::rt::gm("DataCopyPad",
                                          src.emu_addr() + i * (uint64_t{p.blockLen} + p.srcStride),
@@ -381,19 +510,27 @@ void DataCopyPad(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const Da
     }
 }
 
-// UB -> GM, any length: blockLen bytes per burst; UB stride in blocks, GM stride in bytes.
+// UB -> GM, any length: blockLen bytes per burst, each burst starting on a 32-byte boundary of the
+// UB; UB stride in blocks, GM stride in bytes.  blockCount or blockLen 0: nothing is copied.
 template <class T>
 void DataCopyPad(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const DataCopyExtParams& p) {
-    emu_detail::check_blocks("DataCopyPad", p.blockCount, p.blockLen);
-    if (p.blockLen % sizeof(T))
-        ::emu::rt::fault("DataCopyPad: blockLen not a multiple of the element size: " +
-                         std::to_string(p.blockLen) + " B, elements of " +
-                         std::to_string(sizeof(T)) + " B");
-    const uint64_t burst = emu_detail::round_up(p.blockLen, emu_detail::kBlock);
-    const uint64_t ub_step = burst + uint64_t{p.srcStride} * emu_detail::kBlock;
+    using emu_detail::kBlock;
+    if (p.blockCount == 0 || p.blockLen == 0) return;  // CANN warns: a NOP
+    emu_detail::check_pad_params(p.blockCount, p.blockLen);
+    const uint64_t burst = emu_detail::round_up(p.blockLen, kBlock);
+    const uint64_t ub_step = burst + uint64_t{p.srcStride} * kBlock;
+    // CANN's bound counts the last burst rounded up to 32 bytes too.
+    const uint64_t need = (p.blockCount - 1) * ub_step + burst;
+    emu_detail::ub_operand(
+        "DataCopyPad", "src", src, ::emu::rt::Access::kMte3Read, kBlock, nullptr,
+        "bursts beyond the tensor", need,
+        std::to_string(p.blockCount) + " bursts of AlignUp(" + std::to_string(p.blockLen) +
+            ", 32) = " + std::to_string(burst) + " B, " + std::to_string(p.blockCount - 1) +
+            " gaps of " + std::to_string(uint64_t{p.srcStride} * kBlock) + " B",
+        emu_detail::a2_only(emu_detail::kCopyOverflowWhy));
     const uint64_t span = (p.blockCount - 1) * ub_step + p.blockLen;
     const uint8_t* base = ::emu::rt::ub("DataCopyPad", "src", src.emu_ref(), 0, span,
-                                        ::emu::rt::Access::kMte3Read, true);
+                                        ::emu::rt::Access::kMte3Read, kBlock);
     for (uint64_t i = 0; i < p.blockCount; ++i) {
         uint8_t* d = ::emu::rt::gm("DataCopyPad",
                                    dst.emu_addr() + i * (uint64_t{p.blockLen} + p.dstStride),
@@ -440,19 +577,31 @@ inline void check_count(const char* api, int64_t count) {
     if (count < 0) ::emu::rt::fault(std::string(api) + ": count is negative: " + std::to_string(count));
 }
 
+// A vector operand of the count interface: its state, 32-byte alignment and count * sizeof(T)
+// within the tensor (CANN's checkers, every SoC).
+template <class T>
+void vec_operand(const char* api, const char* role, const LocalTensor<T>& t,
+                 ::emu::rt::Access access, uint64_t count) {
+    ub_operand(api, role, t, access, kBlock, nullptr, "count beyond the tensor",
+               count * sizeof(T), count_detail(count, sizeof(T)), nullptr);
+}
+
 template <class T, class F>
 void unary(const char* api, const LocalTensor<T>& dst, const LocalTensor<T>& src, int64_t count,
            F f) {
     static_assert(std::is_same_v<T, float> || std::is_same_v<T, half>,
                   "emulated for float and half");
     check_count(api, count);
-    const uint64_t bytes = static_cast<uint64_t>(count) * sizeof(T);
+    const uint64_t n = static_cast<uint64_t>(count);
+    const uint64_t bytes = n * sizeof(T);
     ::emu::rt::vec_begin();
-    ::emu::rt::check_overlap(api, "dst", dst.emu_ref(), bytes, "src", src.emu_ref(), bytes);
+    vec_operand(api, "src", src, ::emu::rt::Access::kVecRead, n);
+    vec_operand(api, "dst", dst, ::emu::rt::Access::kVecWrite, n);
     const T* s = reinterpret_cast<const T*>(
-        ::emu::rt::ub(api, "src", src.emu_ref(), 0, bytes, ::emu::rt::Access::kVecRead, true));
+        ::emu::rt::ub(api, "src", src.emu_ref(), 0, bytes, ::emu::rt::Access::kVecRead, kBlock));
     T* d = reinterpret_cast<T*>(
-        ::emu::rt::ub(api, "dst", dst.emu_ref(), 0, bytes, ::emu::rt::Access::kVecWrite, true));
+        ::emu::rt::ub(api, "dst", dst.emu_ref(), 0, bytes, ::emu::rt::Access::kVecWrite, kBlock));
+    ::emu::rt::check_overlap(api, "dst", dst.emu_ref(), bytes, "src", src.emu_ref(), bytes);
     for (int64_t i = 0; i < count; ++i) d[i] = Arith<T>::store(f(Arith<T>::load(s[i])));
 }
 
@@ -462,16 +611,20 @@ void binary(const char* api, const LocalTensor<T>& dst, const LocalTensor<T>& a,
     static_assert(std::is_same_v<T, float> || std::is_same_v<T, half>,
                   "emulated for float and half");
     check_count(api, count);
-    const uint64_t bytes = static_cast<uint64_t>(count) * sizeof(T);
+    const uint64_t n = static_cast<uint64_t>(count);
+    const uint64_t bytes = n * sizeof(T);
     ::emu::rt::vec_begin();
+    vec_operand(api, "src0", a, ::emu::rt::Access::kVecRead, n);
+    vec_operand(api, "src1", b, ::emu::rt::Access::kVecRead, n);
+    vec_operand(api, "dst", dst, ::emu::rt::Access::kVecWrite, n);
+    const T* x = reinterpret_cast<const T*>(
+        ::emu::rt::ub(api, "src0", a.emu_ref(), 0, bytes, ::emu::rt::Access::kVecRead, kBlock));
+    const T* y = reinterpret_cast<const T*>(
+        ::emu::rt::ub(api, "src1", b.emu_ref(), 0, bytes, ::emu::rt::Access::kVecRead, kBlock));
+    T* d = reinterpret_cast<T*>(
+        ::emu::rt::ub(api, "dst", dst.emu_ref(), 0, bytes, ::emu::rt::Access::kVecWrite, kBlock));
     ::emu::rt::check_overlap(api, "dst", dst.emu_ref(), bytes, "src0", a.emu_ref(), bytes);
     ::emu::rt::check_overlap(api, "dst", dst.emu_ref(), bytes, "src1", b.emu_ref(), bytes);
-    const T* x = reinterpret_cast<const T*>(
-        ::emu::rt::ub(api, "src0", a.emu_ref(), 0, bytes, ::emu::rt::Access::kVecRead, true));
-    const T* y = reinterpret_cast<const T*>(
-        ::emu::rt::ub(api, "src1", b.emu_ref(), 0, bytes, ::emu::rt::Access::kVecRead, true));
-    T* d = reinterpret_cast<T*>(
-        ::emu::rt::ub(api, "dst", dst.emu_ref(), 0, bytes, ::emu::rt::Access::kVecWrite, true));
     for (int64_t i = 0; i < count; ++i)
         d[i] = Arith<T>::store(f(Arith<T>::load(x[i]), Arith<T>::load(y[i])));
 }
@@ -526,24 +679,18 @@ void Duplicate(const LocalTensor<T>& dst, const T& scalar, const int32_t& count)
     static_assert(std::is_same_v<T, float> || std::is_same_v<T, half>,
                   "emulated for float and half");
     emu_detail::check_count("Duplicate", count);
-    const uint64_t bytes = static_cast<uint64_t>(count) * sizeof(T);
+    const uint64_t n = static_cast<uint64_t>(count);
     ::emu::rt::vec_begin();
-    T* d = reinterpret_cast<T*>(::emu::rt::ub("Duplicate", "dst", dst.emu_ref(), 0, bytes,
-                                              ::emu::rt::Access::kVecWrite, true));
+    emu_detail::vec_operand("Duplicate", "dst", dst, ::emu::rt::Access::kVecWrite, n);
+    T* d = reinterpret_cast<T*>(::emu::rt::ub("Duplicate", "dst", dst.emu_ref(), 0,
+                                              n * sizeof(T), ::emu::rt::Access::kVecWrite,
+                                              emu_detail::kBlock));
     for (int32_t i = 0; i < count; ++i) d[i] = scalar;
 }
 
 // ---- Cast ------------------------------------------------------------------------------------
 
 namespace emu_detail {
-
-template <class T>
-constexpr const char* type_name() {
-    if constexpr (std::is_same_v<T, float>) return "float";
-    else if constexpr (std::is_same_v<T, half>) return "half";
-    else if constexpr (std::is_same_v<T, bfloat16_t>) return "bfloat16_t";
-    else return "an unemulated type";
-}
 
 inline const char* mode_name(RoundMode m) {
     switch (m) {
@@ -573,8 +720,9 @@ inline ::emu::fp::Round to_round(RoundMode m) {
 
 }  // namespace emu_detail
 
-// Supported: half -> float, bfloat16_t -> float (exact, any mode), float -> half (every mode),
-// float -> bfloat16_t (every mode but CAST_ODD).  bf16 <-> float needs a SoC with the bf16 Cast.
+// CANN's conversions and modes: half -> float and bfloat16_t -> float (exact) in CAST_NONE only;
+// float -> half in every mode; float -> bfloat16_t in every mode but CAST_NONE and CAST_ODD.
+// bf16 <-> float on a SoC without the bf16 Cast (the SoC table): emulation policy.
 template <class TDst, class TSrc>
 void Cast(const LocalTensor<TDst>& dst, const LocalTensor<TSrc>& src, const RoundMode& mode,
           const uint32_t& count) {
@@ -589,23 +737,32 @@ void Cast(const LocalTensor<TDst>& dst, const LocalTensor<TSrc>& src, const Roun
         ::emu::rt::fault("Cast: conversion not emulated: " + what());
     } else {
         constexpr bool bf16 = std::is_same_v<TSrc, bfloat16_t> || std::is_same_v<TDst, bfloat16_t>;
-        if (bf16 && !::emu::rt::soc().bf16_cast)
-            ::emu::rt::fault("Cast: bf16 Cast not available on " + ::emu::rt::soc().name + ": " +
-                             what());
-        if (narrow && bf16 && mode == RoundMode::CAST_ODD)
+        const bool mode_ok = widen ? mode == RoundMode::CAST_NONE
+                             : bf16 ? mode != RoundMode::CAST_NONE && mode != RoundMode::CAST_ODD
+                                    : true;
+        if (!mode_ok)
             ::emu::rt::fault(std::string("Cast: round mode not supported: ") +
-                             emu_detail::mode_name(mode) + " for " + what());
+                             emu_detail::mode_name(mode) + " for " + what() +
+                             (widen ? " (CAST_NONE only)" : " (not CAST_NONE nor CAST_ODD)"));
+        const uint64_t n = count;
         ::emu::rt::vec_begin();
+        emu_detail::vec_operand("Cast", "src", src, ::emu::rt::Access::kVecRead, n);
+        emu_detail::vec_operand("Cast", "dst", dst, ::emu::rt::Access::kVecWrite, n);
+        const TSrc* s = reinterpret_cast<const TSrc*>(
+            ::emu::rt::ub("Cast", "src", src.emu_ref(), 0, n * sizeof(TSrc),
+                          ::emu::rt::Access::kVecRead, emu_detail::kBlock));
+        TDst* d = reinterpret_cast<TDst*>(
+            ::emu::rt::ub("Cast", "dst", dst.emu_ref(), 0, n * sizeof(TDst),
+                          ::emu::rt::Access::kVecWrite, emu_detail::kBlock));
+        // CANN's overlap rule (Fault), then the repeat-by-repeat model (PolicyFault): what passes
+        // both gives, read all first, what the hardware's repeat-by-repeat execution gives.
         ::emu::rt::check_cast_overlap(dst.emu_ref(), sizeof(TDst), src.emu_ref(), sizeof(TSrc),
                                       count);
-        const TSrc* s = reinterpret_cast<const TSrc*>(
-            ::emu::rt::ub("Cast", "src", src.emu_ref(), 0, uint64_t{count} * sizeof(TSrc),
-                          ::emu::rt::Access::kVecRead, true));
-        TDst* d = reinterpret_cast<TDst*>(
-            ::emu::rt::ub("Cast", "dst", dst.emu_ref(), 0, uint64_t{count} * sizeof(TDst),
-                          ::emu::rt::Access::kVecWrite, true));
-        // The overlap check guarantees that reading everything first gives what the hardware's
-        // repeat-by-repeat execution gives.
+        if (bf16 && !::emu::rt::soc().bf16_cast)
+            ::emu::rt::policy_fault(
+                "Cast: bf16 Cast not available on " + ::emu::rt::soc().name + ": " + what(),
+                "CANN's class library for this architecture has the bf16 Cast, but the SoC "
+                "table (public platform data) gives the SoC no bf16 <-> fp32 vector Cast");
         std::vector<TSrc> in(s, s + count);
         if constexpr (widen) {
             for (uint32_t i = 0; i < count; ++i) d[i] = static_cast<float>(in[i]);
@@ -625,9 +782,12 @@ void Cast(const LocalTensor<TDst>& dst, const LocalTensor<TSrc>& src, const Roun
 
 namespace emu_detail {
 
-// One 64-lane repeat as a binary tree of adjacent pairs (a lane without a partner passes).
+constexpr int64_t kLanes = 64;  // one 256-byte repeat of fp32
+
+// One repeat of m <= 64 elements as a binary tree of adjacent pairs (a lane without a partner
+// passes up: the fixed 64-lane tree with zeros in the masked lanes, up to the sign of a zero).
 inline float tree_sum(const float* x, int64_t m) {
-    float buf[64];
+    float buf[kLanes];
     for (int64_t i = 0; i < m; ++i) buf[i] = x[i];
     int64_t width = m;
     while (width > 1) {
@@ -639,89 +799,182 @@ inline float tree_sum(const float* x, int64_t m) {
     return buf[0];
 }
 
+inline int64_t repeat_len(int64_t count, int64_t r) {
+    return count - r * kLanes < kLanes ? count - r * kLanes : kLanes;
+}
+
+// Atlas A2 (one counter-mode instruction, the sum read from ACC_VAL): every repeat (the last may
+// be partial) as a tree, the repeat sums added in sequence.
+inline float sum_sequential(const float* s, int64_t count) {
+    float acc = 0.0f;
+    for (int64_t r = 0; r * kLanes < count; ++r) {
+        const float part = tree_sum(s + r * kLanes, repeat_len(count, r));
+        acc = r == 0 ? part : acc + part;
+    }
+    return acc;
+}
+
+// Not CANN's: every repeat (the last may be partial) as a tree, the sums as trees of 64 again.
+inline float sum_tree_repeats(const float* s, int64_t count) {
+    std::vector<float> level;
+    for (int64_t r = 0; r * kLanes < count; ++r)
+        level.push_back(tree_sum(s + r * kLanes, repeat_len(count, r)));
+    while (level.size() > 1) {
+        std::vector<float> next;
+        for (size_t i = 0; i < level.size(); i += kLanes)
+            next.push_back(tree_sum(level.data() + i,
+                                    static_cast<int64_t>(std::min<size_t>(kLanes, level.size() - i))));
+        level.swap(next);
+    }
+    return level[0];
+}
+
+// Not a documented order: 64 lane sums accumulated repeat by repeat, folded pairwise.
+inline float sum_lanes(const float* s, int64_t count) {
+    float lanes[kLanes];
+    int64_t width = count < kLanes ? count : kLanes;
+    for (int64_t j = 0; j < width; ++j) lanes[j] = s[j];
+    for (int64_t i = kLanes; i < count; i += kLanes) {
+        const int64_t m = count - i < kLanes ? count - i : kLanes;
+        for (int64_t j = 0; j < m; ++j) lanes[j] = lanes[j] + s[i + j];
+    }
+    while (width > 1) {
+        const int64_t h = (width + 1) / 2;
+        for (int64_t j = 0; j + h < width; ++j) lanes[j] = lanes[j] + lanes[j + h];
+        width = h;
+    }
+    return lanes[0];
+}
+
+// The Ascend310B (dav_m300) count interface, with its use of the work tensor w (at least
+// reduce_work_written(count) elements): the full repeats as trees into w[0..r) (r = count / 64;
+// count < 64: one repeat of count elements), those as trees of 64 in place, w[q] the last,
+// partial group, the group sums as one more tree (BODY); when count % 64 != 0 (and count > 64),
+// the tail as a tree of its own (TAIL) through w[0], then w[0] = BODY, w[1] = TAIL and
+// w[0] = BODY + TAIL, the result.
+inline float sum_body_tail(const float* s, int64_t count, float* w) {
+    int64_t repeats = count / kLanes, tail = count % kLanes, body = kLanes;
+    if (repeats == 0) {
+        repeats = 1;
+        body = count;
+        tail = 0;
+    }
+    float body_sum;
+    if (repeats == 1) {
+        w[0] = tree_sum(s, body);
+        body_sum = w[0];
+    } else {
+        for (int64_t r = 0; r < repeats; ++r) w[r] = tree_sum(s + r * kLanes, kLanes);
+        const int64_t q = repeats / kLanes, l = repeats % kLanes;
+        for (int64_t j = 0; j < q; ++j) w[j] = tree_sum(w + j * kLanes, kLanes);
+        if (l) w[q] = tree_sum(w + q * kLanes, l);
+        int64_t m = q + (l ? 1 : 0);
+        while (m > kLanes) {  // beyond CANN's range (count <= the UB): trees again, in place
+            int64_t next = 0;
+            for (int64_t i = 0; i < m; i += kLanes) w[next++] = tree_sum(w + i, std::min(kLanes, m - i));
+            m = next;
+        }
+        body_sum = m == 1 ? w[0] : tree_sum(w, m);
+    }
+    if (tail == 0) return body_sum;
+    w[0] = tree_sum(s + repeats * kLanes, tail);
+    const float tail_sum = w[0];
+    w[0] = body_sum;
+    w[1] = tail_sum;
+    w[0] = tree_sum(w, 2);
+    return w[0];
+}
+
+// The work elements the Ascend310B implementation writes: max(1, count / 64), and w[0..1] when
+// there is a tail.
+inline int64_t reduce_work_written(int64_t count) {
+    const int64_t repeats = count / kLanes > 0 ? count / kLanes : 1;
+    const bool tail = count > kLanes && count % kLanes != 0;
+    return tail && repeats < 2 ? 2 : repeats;
+}
+
 }  // namespace emu_detail
 
-// dst[0] = the sum of src[0..count); work: the documented minimum is one element per 64-lane
-// repeat, rounded up to a 32-byte block (finalWorkLocalNeedSize); it may not overlap src or dst.
+// dst[0] = the sum of src[0..count), in CANN's order for the SoC (emu::ReduceSumOrder).
+// Atlas A2: the work tensor is neither checked nor used (CANN's 910B implementation does not take
+// it).  Ascend310B: work needs max(1, floor(count / 64)) elements (CANN's check) and is written as
+// CANN's implementation writes it (w[1] too when count % 64 != 0: emulation policy when work is
+// shorter); work overlapping src or dst: emulation policy.  src on 32 bytes, dst and work on
+// sizeof(T); 1 <= count <= the SoC's UB / sizeof(T).
 template <class T>
 void ReduceSum(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LocalTensor<T>& work,
                const int32_t count) {
     static_assert(std::is_same_v<T, float>, "ReduceSum is emulated for float");
-    constexpr int64_t per_repeat = 256 / sizeof(T);
-    constexpr int64_t per_block = 32 / sizeof(T);
-    if (count < 1) ::emu::rt::fault("ReduceSum: count must be positive: " + std::to_string(count));
-    const int64_t repeats = (count + per_repeat - 1) / per_repeat;
-    const int64_t need = (repeats + per_block - 1) / per_block * per_block;
-    const uint64_t need_bytes = static_cast<uint64_t>(need) * sizeof(T);
-    if (work.emu_ref().slot >= 0 && work.emu_ref().bytes < need_bytes)
-        ::emu::rt::fault("ReduceSum: work buffer too small: count " + std::to_string(count) +
-                         " needs " + std::to_string(need) + " elements (" +
-                         std::to_string(need_bytes) + " B), work has " +
-                         std::to_string(work.emu_ref().bytes / sizeof(T)) + " (" +
-                         std::to_string(work.emu_ref().bytes) + " B)");
-    const uint64_t src_bytes = static_cast<uint64_t>(count) * sizeof(T);
+    using ::emu::rt::Access;
+    const char* api = "ReduceSum";
+    const int64_t max_count = ::emu::rt::soc().ub_bytes / static_cast<int64_t>(sizeof(T));
+    if (count < 1 || count > max_count)
+        ::emu::rt::fault("ReduceSum: count out of range [1, " + std::to_string(max_count) +
+                         "]: " + std::to_string(count));
+    const uint64_t n = static_cast<uint64_t>(count);
+    const bool b310 = ::emu::rt::ascend310b();
     ::emu::rt::vec_begin();
-    ::emu::rt::check_disjoint("ReduceSum", "work", work.emu_ref(), need_bytes, "src",
-                              src.emu_ref(), src_bytes);
-    ::emu::rt::check_disjoint("ReduceSum", "work", work.emu_ref(), need_bytes, "dst",
-                              dst.emu_ref(), sizeof(T));
-    const T* s = reinterpret_cast<const T*>(::emu::rt::ub(
-        "ReduceSum", "src", src.emu_ref(), 0, src_bytes, ::emu::rt::Access::kVecRead, true));
-    T* w = reinterpret_cast<T*>(::emu::rt::ub("ReduceSum", "work", work.emu_ref(), 0, need_bytes,
-                                              ::emu::rt::Access::kVecWrite, true));
-    T* d = reinterpret_cast<T*>(::emu::rt::ub("ReduceSum", "dst", dst.emu_ref(), 0, sizeof(T),
-                                              ::emu::rt::Access::kVecWrite, true));
+    emu_detail::vec_operand(api, "src", src, Access::kVecRead, n);
+    emu_detail::ub_operand(api, "dst", dst, Access::kVecWrite, sizeof(T), nullptr,
+                           "dst shorter than one element", sizeof(T),
+                           emu_detail::count_detail(1, sizeof(T)), nullptr);
+    const uint64_t written = static_cast<uint64_t>(emu_detail::reduce_work_written(count));
+    if (b310) {
+        const uint64_t need = n / 64 > 0 ? n / 64 : 1;
+        ::emu::rt::check_state(api, "work", work.emu_ref(), Access::kVecWrite);
+        ::emu::rt::check_align(api, "work", work.emu_ref(), sizeof(T));
+        ::emu::rt::check_length(api, "work tensor too small", "work", work.emu_ref(),
+                                need * sizeof(T),
+                                "count " + std::to_string(count) + ": max(1, floor(count / 64)) = " +
+                                    std::to_string(need) + " elements",
+                                sizeof(T), emu_detail::type_name<T>());
+        ::emu::rt::check_length(api, "work shorter than CANN's implementation writes", "work",
+                                work.emu_ref(), written * sizeof(T),
+                                "count " + std::to_string(count) + ": work[0] and work[1] hold "
+                                "the body and tail sums",
+                                sizeof(T), emu_detail::type_name<T>(),
+                                "CANN's check asks for max(1, floor(count / 64)) elements, but "
+                                "its Ascend310B implementation writes work[1] when count % 64 "
+                                "!= 0");
+    }
+    const T* s = reinterpret_cast<const T*>(
+        ::emu::rt::ub(api, "src", src.emu_ref(), 0, n * sizeof(T), Access::kVecRead,
+                      emu_detail::kBlock));
+    T* w = b310 ? reinterpret_cast<T*>(::emu::rt::ub(api, "work", work.emu_ref(), 0,
+                                                     written * sizeof(T), Access::kVecWrite,
+                                                     sizeof(T)))
+                : nullptr;
+    T* d = reinterpret_cast<T*>(
+        ::emu::rt::ub(api, "dst", dst.emu_ref(), 0, sizeof(T), Access::kVecWrite, sizeof(T)));
+    if (b310) {
+        const char* why =
+            "CANN does not check it; its Ascend310B implementation writes the work tensor while "
+            "it reads src and uses dst as scratch, in an order the emulation does not model";
+        ::emu::rt::check_disjoint(api, "work", work.emu_ref(), written * sizeof(T), "src",
+                                  src.emu_ref(), n * sizeof(T), why);
+        ::emu::rt::check_disjoint(api, "work", work.emu_ref(), written * sizeof(T), "dst",
+                                  dst.emu_ref(), sizeof(T), why);
+    }
+    // On Ascend310B the work tensor holds what CANN's implementation leaves there, whatever the
+    // order asked for; the order gives dst[0].
+    float body_tail = 0.0f;
+    if (b310) {
+        body_tail = emu_detail::sum_body_tail(s, count, w);
+    }
     float result = 0.0f;
     switch (::emu::rt::reduce_sum_order()) {
-        case ::emu::ReduceSumOrder::kLaneAccumulate: {
-            // 64 lane sums, repeat by repeat, then folded pairwise (lane j with lane j + half).
-            float lanes[64];
-            int64_t width = count < per_repeat ? count : per_repeat;
-            for (int64_t j = 0; j < width; ++j) lanes[j] = s[j];
-            for (int64_t i = per_repeat; i < count; i += per_repeat) {
-                const int64_t m = count - i < per_repeat ? count - i : per_repeat;
-                for (int64_t j = 0; j < m; ++j) lanes[j] = lanes[j] + s[i + j];
-            }
-            while (width > 1) {
-                const int64_t h = (width + 1) / 2;
-                for (int64_t j = 0; j + h < width; ++j) lanes[j] = lanes[j] + lanes[j + h];
-                width = h;
-            }
-            result = lanes[0];
-            w[0] = result;
-            break;
-        }
-        case ::emu::ReduceSumOrder::kTreeRepeats: {
-            std::vector<float> level(static_cast<size_t>(repeats));
-            for (int64_t r = 0; r < repeats; ++r) {
-                const int64_t m = count - r * per_repeat < per_repeat ? count - r * per_repeat
-                                                                      : per_repeat;
-                level[static_cast<size_t>(r)] = emu_detail::tree_sum(s + r * per_repeat, m);
-                w[r] = level[static_cast<size_t>(r)];
-            }
-            while (level.size() > 1) {
-                std::vector<float> next;
-                for (size_t i = 0; i < level.size(); i += per_repeat) {
-                    const int64_t m = static_cast<int64_t>(level.size() - i) < per_repeat
-                                          ? static_cast<int64_t>(level.size() - i)
-                                          : per_repeat;
-                    next.push_back(emu_detail::tree_sum(level.data() + i, m));
-                }
-                level.swap(next);
-            }
-            result = level[0];
-            break;
-        }
-        default: {  // kSequentialRepeats
-            for (int64_t r = 0; r < repeats; ++r) {
-                const int64_t m = count - r * per_repeat < per_repeat ? count - r * per_repeat
-                                                                      : per_repeat;
-                const float part = emu_detail::tree_sum(s + r * per_repeat, m);
-                w[r] = part;
-                result = r == 0 ? part : result + part;
+        case ::emu::ReduceSumOrder::kLaneAccumulate: result = emu_detail::sum_lanes(s, count); break;
+        case ::emu::ReduceSumOrder::kTreeRepeats: result = emu_detail::sum_tree_repeats(s, count); break;
+        case ::emu::ReduceSumOrder::kTreeBodyTail: {
+            if (b310) {
+                result = body_tail;
+            } else {
+                std::vector<float> scratch(static_cast<size_t>(written));
+                result = emu_detail::sum_body_tail(s, count, scratch.data());
             }
             break;
         }
+        default: result = emu_detail::sum_sequential(s, count); break;  // kSequentialRepeats
     }
     d[0] = result;
 }

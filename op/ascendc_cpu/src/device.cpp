@@ -3,7 +3,9 @@
 // One launch: a GM arena holding every buffer between guard bytes; per core a fresh state (its
 // UB filled with 0xFF, a NaN in float, half and bfloat16), the TPipe's buffer slots, the queues,
 // the event flags and the scalar/vector hazard shadows.  Every check is here; each failure is
-// one Fault line "<API>: <rule>: <values>, core N".
+// one line "<API>: <rule>: <values>, core N": a Fault (a rule CANN's own CPU-debug checkers
+// enforce, or one the device cannot survive), or a PolicyFault (a rule of the emulation's own,
+// the message ending "(emulation policy: CANN accepts this; <why>)").
 #include "emu/device.h"
 
 #include <algorithm>
@@ -217,13 +219,35 @@ Slot& new_slot(Core& c, uint64_t bytes, int32_t queue, int32_t index, TPosition 
     return c.slots.back();
 }
 
+// The UB CANN's CPU model gives a core (what its TPipe::InitBuffer checks): 262144 B on
+// Ascend310B, the SoC's UB elsewhere (196608 B on Atlas A2).
+uint64_t cann_model_ub(const Soc& soc) {
+    const uint64_t ub = static_cast<uint64_t>(soc.ub_bytes);
+    return soc.name.rfind("Ascend310B", 0) == 0 ? std::max<uint64_t>(ub, 262144) : ub;
+}
+
+constexpr uint64_t kMaxBuffers = 64;  // a TPipe's queue buffers and TBufs together
+
 void reserve(Core& c, const char* api, uint64_t num, uint64_t len) {
+    if (c.slots.size() + num > kMaxBuffers)
+        fault(std::string(api) + ": more than " + std::to_string(kMaxBuffers) +
+              " buffers in the TPipe: this call (" + std::to_string(num) +
+              " buffer(s)) makes " + std::to_string(c.slots.size() + num) +
+              " (queue buffers and TBufs together)");
     const uint64_t total = c.ub_used + num * len;
-    if (total > static_cast<uint64_t>(c.dev->soc->ub_bytes))
-        fault(std::string(api) + ": UB overflow: the buffers need " + std::to_string(total) +
-              " B, " + c.dev->soc->name + " has " + std::to_string(c.dev->soc->ub_bytes) +
-              " B of UB (this call: " + std::to_string(num) + " x " + std::to_string(len) +
-              " B at UB byte " + std::to_string(c.ub_used) + ")");
+    const Soc& soc = *c.dev->soc;
+    if (total > static_cast<uint64_t>(soc.ub_bytes)) {
+        const std::string message =
+            std::string(api) + ": UB overflow: the buffers need " + std::to_string(total) +
+            " B, " + soc.name + " has " + std::to_string(soc.ub_bytes) +
+            " B of UB (this call: " + std::to_string(num) + " x " + std::to_string(len) +
+            " B at UB byte " + std::to_string(c.ub_used) + ")";
+        const uint64_t model = cann_model_ub(soc);
+        if (total > model) fault(message);
+        policy_fault(message, "CANN's CPU model gives a core " + std::to_string(model) +
+                                  " B of UB, but the platform reports " +
+                                  std::to_string(soc.ub_bytes) + " B of UB to the kernel");
+    }
 }
 
 uint64_t checked_len(const char* api, uint64_t len) {
@@ -240,21 +264,32 @@ void check_pipe(Core& c, void* pipe, const char* api) {
 
 // ---- runtime entry points --------------------------------------------------------------------
 
-void fault(const std::string& message) {
-    if (t_core) throw Fault(message + ", core " + std::to_string(t_core->idx));
-    throw Fault(message);
+namespace {
+std::string core_suffix() { return t_core ? ", core " + std::to_string(t_core->idx) : ""; }
+}  // namespace
+
+void fault(const std::string& message) { throw Fault(message + core_suffix()); }
+
+void policy_fault(const std::string& message, const std::string& why) {
+    throw PolicyFault(message + core_suffix() + " (emulation policy: CANN accepts this; " + why +
+                      ")");
+}
+
+void stop(const std::string& message, const char* why) {
+    if (why) policy_fault(message, why);
+    fault(message);
 }
 
 int64_t block_idx() { return core("GetBlockIdx").idx; }
 int64_t block_num() { return core("GetBlockNum").dev->block_dim; }
 uint64_t tiling_key() { return core("TILING_KEY_IS").dev->tiling_key; }
 const Soc& soc() { return *core("Cast").dev->soc; }
+bool ascend310b() { return core("Ascend C API").dev->soc->name.rfind("Ascend310B", 0) == 0; }
 ReduceSumOrder reduce_sum_order() { return core("ReduceSum").dev->order; }
 
 void vec_begin() { ++core("vector instruction").vseq; }
 
-uint8_t* ub(const char* api, const char* role, const Ref& t, uint64_t offset, uint64_t bytes,
-            Access access, bool align32) {
+void check_state(const char* api, const char* role, const Ref& t, Access access) {
     Core& c = core(api);
     if (t.slot < 0 || static_cast<size_t>(t.slot) >= c.slots.size())
         fault(std::string(api) + ": LocalTensor used before it was assigned: " + role);
@@ -273,28 +308,69 @@ uint8_t* ub(const char* api, const char* role, const Ref& t, uint64_t offset, ui
         access == Access::kMte3Read)
         fault(std::string(api) + ": VECOUT tensor copied out before EnQue/DeQue: " + role +
               " (" + slot_text(c, t.slot) + ")");
+}
+
+void check_align(const char* api, const char* role, const Ref& t, uint32_t align,
+                 const char* why) {
+    if (t.slot < 0 || align <= 1 || t.addr % align == 0) return;
+    stop(std::string(api) + ": UB address not " + std::to_string(align) +
+             "-byte aligned: " + role + " at UB byte " + std::to_string(t.addr),
+         why);
+}
+
+namespace {
+std::string tensor_text(const Ref& t, uint32_t elem_bytes, const char* type) {
+    return std::to_string(t.bytes) + " B (GetSize() " + std::to_string(t.bytes / elem_bytes) +
+           " of " + type + ")";
+}
+}  // namespace
+
+void check_length(const char* api, const char* rule, const char* role, const Ref& t,
+                  uint64_t need, const std::string& detail, uint32_t elem_bytes, const char* type,
+                  const char* why) {
+    if (t.slot < 0 || need <= t.bytes) return;
+    stop(std::string(api) + ": " + rule + ": " + role + " needs " + std::to_string(need) + " B (" +
+             detail + "), the tensor has " + tensor_text(t, elem_bytes, type),
+         why);
+}
+
+uint8_t* ub(const char* api, const char* role, const Ref& t, uint64_t offset, uint64_t bytes,
+            Access access, uint32_t align) {
+    Core& c = core(api);
+    check_state(api, role, t, access);
     const uint64_t lo = uint64_t{t.addr} + offset;
     const uint64_t hi = lo + bytes;
-    if (align32 && lo % kUbBlock)
-        fault(std::string(api) + ": UB address not 32-byte aligned: " + role + " at UB byte " +
-              std::to_string(lo));
-    if (t.addr < s.start || hi > uint64_t{s.start} + s.bytes)
-        fault(std::string(api) + ": access beyond the tensor's buffer: " + role +
-              " needs UB bytes " + range(static_cast<int64_t>(lo), static_cast<int64_t>(hi)) +
-              ", its buffer is " + range(s.start, int64_t{s.start} + s.bytes) + " (" +
-              slot_text(c, t.slot) + ")");
+    if (align > 1 && lo % align)
+        fault(std::string(api) + ": UB address not " + std::to_string(align) +
+              "-byte aligned: " + role + " at UB byte " + std::to_string(lo));
+    // The one bound: the tensor's length (a tensor never reaches past its buffer).
+    if (offset + bytes > t.bytes)
+        fault(std::string(api) + ": access beyond the tensor: " + role + " needs UB bytes " +
+              range(static_cast<int64_t>(lo), static_cast<int64_t>(hi)) + ", the tensor is " +
+              range(t.addr, int64_t{t.addr} + t.bytes) + " (" + slot_text(c, t.slot) + ")");
     hazards(c, api, role, lo, hi, access);
     return c.ub.data() + lo;
 }
 
-Ref offset_ref(const char* api, const Ref& t, uint64_t byte_offset) {
-    if (t.slot >= 0 && byte_offset > t.bytes)
-        fault(std::string(api) + ": offset beyond the tensor: " + std::to_string(byte_offset) +
-              " B into a tensor of " + std::to_string(t.bytes) + " B");
+Ref offset_ref(const Ref& t, uint64_t offset, uint32_t elem_bytes, const char* type) {
+    if (t.slot < 0) return t;  // an unassigned tensor stays unassigned (its use faults)
+    const uint64_t byte_offset = offset * elem_bytes;
+    if (byte_offset >= t.bytes)
+        fault("LocalTensor::operator[]: offset beyond the tensor: element " +
+              std::to_string(offset) + " (" + std::to_string(byte_offset) +
+              " B) of a tensor of " + tensor_text(t, elem_bytes, type));
     Ref r = t;
     r.addr = static_cast<uint32_t>(t.addr + byte_offset);
-    r.bytes = t.slot >= 0 ? static_cast<uint32_t>(t.bytes - byte_offset) : 0;
+    r.bytes = static_cast<uint32_t>(t.bytes - byte_offset);
     return r;
+}
+
+void check_index(const char* api, const Ref& t, uint64_t index, uint32_t elem_bytes,
+                 const char* type) {
+    if (t.slot < 0 || index * elem_bytes < t.bytes) return;
+    fault(std::string(api) + ": index beyond the tensor: index " + std::to_string(index) +
+          " (" + std::to_string(index * elem_bytes) + " B) of a tensor of " +
+          tensor_text(t, elem_bytes, type));
 }
 
 void check_overlap(const char* api, const char* dst_role, const Ref& dst, uint64_t dst_bytes,
@@ -303,19 +379,23 @@ void check_overlap(const char* api, const char* dst_role, const Ref& dst, uint64
     const uint64_t d0 = dst.addr, d1 = d0 + dst_bytes, s0 = src.addr, s1 = s0 + src_bytes;
     if (d1 <= s0 || s1 <= d0) return;                // disjoint
     if (d0 == s0 && dst_bytes == src_bytes) return;  // in place
-    fault(std::string(api) + ": " + src_role + " and " + dst_role + " partially overlap: " +
-          dst_role + " UB " + range(static_cast<int64_t>(d0), static_cast<int64_t>(d1)) + ", " +
-          src_role + " UB " + range(static_cast<int64_t>(s0), static_cast<int64_t>(s1)));
+    policy_fault(std::string(api) + ": " + src_role + " and " + dst_role +
+                     " partially overlap: " + dst_role + " UB " +
+                     range(static_cast<int64_t>(d0), static_cast<int64_t>(d1)) + ", " +
+                     src_role + " UB " + range(static_cast<int64_t>(s0), static_cast<int64_t>(s1)),
+                 "the result depends on the order in which the device's pipeline reads and "
+                 "writes the repeats, which the emulation does not model");
 }
 
 void check_disjoint(const char* api, const char* a_role, const Ref& a, uint64_t a_bytes,
-                    const char* b_role, const Ref& b, uint64_t b_bytes) {
+                    const char* b_role, const Ref& b, uint64_t b_bytes, const char* why) {
     if (a.slot < 0 || b.slot < 0 || a_bytes == 0 || b_bytes == 0) return;
     const uint64_t a0 = a.addr, a1 = a0 + a_bytes, b0 = b.addr, b1 = b0 + b_bytes;
     if (a1 <= b0 || b1 <= a0) return;
-    fault(std::string(api) + ": " + a_role + " overlaps " + b_role + ": " + a_role + " UB " +
-          range(static_cast<int64_t>(a0), static_cast<int64_t>(a1)) + ", " + b_role + " UB " +
-          range(static_cast<int64_t>(b0), static_cast<int64_t>(b1)));
+    stop(std::string(api) + ": " + a_role + " overlaps " + b_role + ": " + a_role + " UB " +
+             range(static_cast<int64_t>(a0), static_cast<int64_t>(a1)) + ", " + b_role + " UB " +
+             range(static_cast<int64_t>(b0), static_cast<int64_t>(b1)),
+         why);
 }
 
 void check_cast_overlap(const Ref& dst, uint32_t dst_size, const Ref& src, uint32_t src_size,
@@ -323,10 +403,29 @@ void check_cast_overlap(const Ref& dst, uint32_t dst_size, const Ref& src, uint3
     if (dst.slot < 0 || src.slot < 0 || count == 0) return;
     const uint64_t d0 = dst.addr, s0 = src.addr;
     const uint64_t d1 = d0 + count * dst_size, s1 = s0 + count * src_size;
+    const std::string where = "dst UB " + range(static_cast<int64_t>(d0), static_cast<int64_t>(d1)) +
+                              ", src UB " + range(static_cast<int64_t>(s0), static_cast<int64_t>(s1));
+    // CANN's rule (its Cast asserts it in CPU debug): a widening Cast whose source starts at or
+    // after the 32-byte block that ends its own length counted from dst (the source in the back
+    // half) is accepted; a widening Cast onto its own address is refused; otherwise an overlap is
+    // refused when the operand at the lower address is longer than one 256-byte repeat.
+    const bool widen = src_size < dst_size;
+    const uint64_t back = (d0 + count * src_size + kUbBlock - 1) / kUbBlock * kUbBlock;
+    if (!(widen && s0 >= back)) {
+        if (widen && s0 == d0)
+            fault("Cast: a widening Cast in place (CANN refuses it): " + where);
+        const uint64_t low_bytes = d0 > s0 ? count * src_size : count * dst_size;
+        const uint64_t low = std::min(d0, s0), high = std::max(d0, s0);
+        if (low_bytes > 256 && s0 != d0 && low + low_bytes > high)
+            fault("Cast: dst and src overlap by more than CANN allows: " + where + " (the lower "
+                  "operand's " + std::to_string(low_bytes) + " B, more than one 256-byte repeat, "
+                  "run into the higher one)");
+    }
     if (d1 <= s0 || s1 <= d0) return;
     if (d0 == s0 && dst_size == src_size) return;
-    // Executed repeat by repeat (256 B of the wider type): repeat k reads its source elements,
-    // then writes its results; no result may land on source data of a later repeat.
+    // Accepted by CANN.  Executed repeat by repeat (256 B of the wider type): repeat k reads its
+    // source elements, then writes its results; no result may land on source data of a later
+    // repeat.
     const uint64_t per = 256 / std::max(dst_size, src_size);
     for (uint64_t k = 0; k * per < count; ++k) {
         const uint64_t next = (k + 1) * per;
@@ -334,10 +433,14 @@ void check_cast_overlap(const Ref& dst, uint32_t dst_size, const Ref& src, uint3
         const uint64_t w0 = d0 + k * per * dst_size, w1 = d0 + next * dst_size;
         const uint64_t r0 = s0 + next * src_size;
         if (w0 < s1 && r0 < w1)
-            fault("Cast: dst overwrites src before it is read: repeat " + std::to_string(k) +
-                  " writes UB " + range(static_cast<int64_t>(w0), static_cast<int64_t>(w1)) +
-                  ", later repeats read UB " +
-                  range(static_cast<int64_t>(r0), static_cast<int64_t>(s1)));
+            policy_fault("Cast: dst overwrites src before it is read: repeat " + std::to_string(k) +
+                             " writes UB " +
+                             range(static_cast<int64_t>(w0), static_cast<int64_t>(w1)) +
+                             ", later repeats read UB " +
+                             range(static_cast<int64_t>(r0), static_cast<int64_t>(s1)),
+                         "a later repeat would read source data an earlier one overwrote; the "
+                         "result depends on the order in which the device's pipeline reads and "
+                         "writes the repeats, which the emulation does not model");
     }
 }
 
@@ -360,23 +463,31 @@ uint8_t* gm(const char* api, uint64_t addr, uint64_t bytes, bool write) {
               std::to_string(r.bytes) + " B");
     if (write) {
         if (!r.output)
-            fault(std::string(api) + ": GM write to an input tensor: bytes " + range(lo, hi) +
-                  " of " + r.name);
+            policy_fault(std::string(api) + ": GM write to an input tensor: bytes " +
+                             range(lo, hi) + " of " + r.name,
+                         "the farm's contract: the inputs are const");
         const int64_t e = static_cast<int64_t>(r.elem_bytes);
         if (lo % e || hi % e)
-            fault(std::string(api) + ": GM write splits an element: bytes " + range(lo, hi) +
-                  " of " + r.name + ", elements of " + std::to_string(e) + " B");
+            policy_fault(std::string(api) + ": GM write splits an element: bytes " +
+                             range(lo, hi) + " of " + r.name + ", elements of " +
+                             std::to_string(e) + " B",
+                         "the farm's contract: every output element is written whole, exactly "
+                         "once, by one core");
         const int32_t me = static_cast<int32_t>(c.idx) + 1;
         for (int64_t i = lo / e; i < hi / e; ++i) {
             int32_t expected = 0;
             if (!r.writer[static_cast<size_t>(i)].compare_exchange_strong(expected, me)) {
                 if (expected == me)
-                    fault(std::string(api) + ": output element written twice: core " +
-                          std::to_string(c.idx) + " writes " + r.name + "[" + std::to_string(i) +
-                          "] again");
-                fault(std::string(api) + ": two cores write one output element: core " +
-                      std::to_string(c.idx) + " writes " + r.name + "[" + std::to_string(i) +
-                      "], already written by core " + std::to_string(expected - 1));
+                    policy_fault(std::string(api) + ": output element written twice: core " +
+                                     std::to_string(c.idx) + " writes " + r.name + "[" +
+                                     std::to_string(i) + "] again",
+                                 "the farm's contract: every output element is written exactly "
+                                 "once");
+                policy_fault(std::string(api) + ": two cores write one output element: core " +
+                                 std::to_string(c.idx) + " writes " + r.name + "[" +
+                                 std::to_string(i) + "], already written by core " +
+                                 std::to_string(expected - 1),
+                             "the farm's contract: every output element is written by one core");
             }
         }
     }
@@ -416,7 +527,9 @@ void init_queue(void* pipe, int32_t* id, TPosition pos, int32_t depth, int32_t n
     if (*id >= 0 && static_cast<size_t>(*id) < c.queues.size() &&
         !c.queues[static_cast<size_t>(*id)].dead)
         fault(std::string(api) + ": queue initialised twice: " + queue_text(c, *id));
-    if (num < 1) fault(std::string(api) + ": buffer count below 1: " + std::to_string(num));
+    if (num < 1 || num > static_cast<int32_t>(kMaxBuffers))
+        fault(std::string(api) + ": buffer count out of range [1, " +
+              std::to_string(kMaxBuffers) + "]: " + std::to_string(num));
     if (depth < 1) fault(std::string(api) + ": queue depth below 1: " + std::to_string(depth));
     if (pos != TPosition::VECIN && pos != TPosition::VECOUT && pos != TPosition::VECCALC)
         fault(std::string(api) + ": position not emulated: only VECIN, VECOUT and VECCALC");
@@ -450,7 +563,7 @@ void init_tbuf(void* pipe, int32_t* id, TPosition pos, uint64_t len) {
     *id = static_cast<int32_t>(c.tbufs.size() - 1);
 }
 
-Ref tbuf_get(int32_t id, uint64_t bytes) {
+Ref tbuf_get(int32_t id, uint64_t len, uint32_t elem_bytes, const char* type) {
     const char* api = "TBuf::Get";
     Core& c = core(api);
     if (id < 0 || static_cast<size_t>(id) >= c.tbufs.size())
@@ -459,10 +572,17 @@ Ref tbuf_get(int32_t id, uint64_t bytes) {
     const Slot& s = c.slots[static_cast<size_t>(sid)];
     if (s.state != SlotState::kBuffer)
         fault(std::string(api) + ": TBuf used after its TPipe was destroyed");
-    if (bytes != UINT64_MAX && bytes > s.bytes)
-        fault(std::string(api) + ": length beyond the buffer: " + std::to_string(bytes) +
-              " B of a " + std::to_string(s.bytes) + " B TBuf");
-    return Ref{s.start, bytes == UINT64_MAX ? s.bytes : static_cast<uint32_t>(bytes), sid, s.gen};
+    if (len == UINT64_MAX) return Ref{s.start, s.bytes, sid, s.gen};
+    const uint64_t bytes = len * elem_bytes;
+    const std::string what = std::to_string(len) + " elements x " + std::to_string(elem_bytes) +
+                             " B = " + std::to_string(bytes) + " B of " + type;
+    if (len == 0) fault(std::string(api) + ": length is 0: Get<" + type + ">(0)");
+    if (bytes % kUbBlock)
+        fault(std::string(api) + ": length not a multiple of 32 bytes: " + what);
+    if (bytes > s.bytes)
+        fault(std::string(api) + ": length beyond the buffer: " + what + ", the TBuf has " +
+              std::to_string(s.bytes) + " B");
+    return Ref{s.start, static_cast<uint32_t>(bytes), sid, s.gen};
 }
 
 Ref que_alloc(int32_t id) {
@@ -617,9 +737,10 @@ using rt::Region;
 
 ReduceSumOrder resolve_order(const Soc& soc) {
     if (soc.reduce_sum_order != ReduceSumOrder::kDocumented) return soc.reduce_sum_order;
-    // Documented: Atlas 200I/500 A2 (Ascend310B) adds repeat sums as a tree (方式一); Atlas A2
-    // adds them in sequence for the count interface (方式二).
-    return soc.name.rfind("Ascend310B", 0) == 0 ? ReduceSumOrder::kTreeRepeats
+    // CANN's class library: on Ascend310B (dav_m300) the count interface sums the full repeats
+    // as trees of trees and the ragged tail on its own (body + tail); on Atlas A2 (dav_c220) one
+    // counter-mode instruction adds the repeat sums in sequence.
+    return soc.name.rfind("Ascend310B", 0) == 0 ? ReduceSumOrder::kTreeBodyTail
                                                 : ReduceSumOrder::kSequentialRepeats;
 }
 
@@ -724,7 +845,11 @@ void launch(KernelFn kernel, uint32_t block_dim, const Soc& soc, uint64_t tiling
 
     // Run the cores.
     std::mutex mutex;
-    std::map<uint32_t, std::string> faults;  // by core
+    struct Stop {
+        std::string message;
+        bool policy;
+    };
+    std::map<uint32_t, Stop> faults;  // by core
     std::atomic<uint32_t> next{0};
     std::atomic<bool> stop{false};
     auto worker = [&] {
@@ -736,12 +861,13 @@ void launch(KernelFn kernel, uint32_t block_dim, const Soc& soc, uint64_t tiling
                 run_core(dev, kernel, idx, args);
             } catch (const Fault& f) {
                 std::lock_guard<std::mutex> lock(mutex);
-                faults.emplace(idx, f.what());
+                faults.emplace(idx, Stop{f.what(), dynamic_cast<const PolicyFault*>(&f) != nullptr});
                 stop.store(true);
             } catch (const std::exception& e) {
                 std::lock_guard<std::mutex> lock(mutex);
-                faults.emplace(idx, std::string("launch: the kernel threw: ") + e.what() +
-                                        ", core " + std::to_string(idx));
+                faults.emplace(idx, Stop{std::string("launch: the kernel threw: ") + e.what() +
+                                             ", core " + std::to_string(idx),
+                                         false});
                 stop.store(true);
             }
         }
@@ -758,7 +884,11 @@ void launch(KernelFn kernel, uint32_t block_dim, const Soc& soc, uint64_t tiling
     // Outputs back (also after a fault, for inspection), then the verdict.
     for (size_t i = 0; i < gm.size(); ++i)
         if (gm[i].output && gm[i].bytes) std::memcpy(gm[i].data, dev.regions[i].data, gm[i].bytes);
-    if (!faults.empty()) throw Fault(faults.begin()->second);
+    if (!faults.empty()) {
+        const Stop& first = faults.begin()->second;
+        if (first.policy) throw PolicyFault(first.message);
+        throw Fault(first.message);
+    }
 
     for (const Region& r : dev.regions) {
         const uint8_t* tail = r.data + r.bytes;
@@ -783,9 +913,11 @@ void launch(KernelFn kernel, uint32_t block_dim, const Soc& soc, uint64_t tiling
                 }
             }
             if (missing)
-                throw Fault("launch: output elements not written: " + std::to_string(missing) +
-                            " of " + std::to_string(r.elems) + " elements of " + r.name +
-                            " (first: " + r.name + "[" + std::to_string(first) + "])");
+                throw PolicyFault("launch: output elements not written: " +
+                                  std::to_string(missing) + " of " + std::to_string(r.elems) +
+                                  " elements of " + r.name + " (first: " + r.name + "[" +
+                                  std::to_string(first) + "]) (emulation policy: CANN accepts "
+                                  "this; the farm's contract: every output element is written)");
         }
     }
 }

@@ -32,15 +32,23 @@
 
 namespace emu {
 
-// How ReduceSum adds (an extension; the default is the documented order).
+// How ReduceSum adds (an extension; the default is the order CANN's class library implements
+// for the SoC).  Inside a 64-lane repeat (256 bytes of fp32) always a binary tree of adjacent
+// pairs, a lane without a partner passing up.
 enum class ReduceSumOrder : int32_t {
-    // The documented order for the SoC: Atlas 200I/500 A2 (a name starting "Ascend310B") adds
-    // the repeat sums as a binary tree, every other SoC (Atlas A2) adds them in sequence.
+    // The SoC's order: kTreeBodyTail on Atlas 200I/500 A2 (a name starting "Ascend310B"),
+    // kSequentialRepeats on every other SoC (Atlas A2).
     kDocumented = 0,
-    kSequentialRepeats = 1,  // each 64-lane repeat summed as a binary tree, repeat sums in order
-    kTreeRepeats = 2,        // each repeat as a binary tree, the repeat sums as a tree again
+    kSequentialRepeats = 1,  // Atlas A2: every repeat (the last may be partial) as a tree, the
+                             // repeat sums added in sequence
+    kTreeRepeats = 2,        // not CANN's: every repeat (the last may be partial) as a tree, the
+                             // repeat sums as trees of 64 again (the documentation's 方式一 read
+                             // literally; the emulation's Ascend310B order before CANN's was read)
     kLaneAccumulate = 3,     // not a documented order: 64 lane sums accumulated repeat by
                              // repeat, then folded pairwise (the CPU twin's first model)
+    kTreeBodyTail = 4,       // Ascend310B: the full repeats as trees, their sums as trees of 64,
+                             // those again as a tree (BODY); the count % 64 last elements a tree
+                             // of their own (TAIL); the result BODY + TAIL
 };
 
 struct Soc {
@@ -60,9 +68,16 @@ struct GmBuffer {
     size_t elem_bytes;
 };
 
-// The first violation of a rule the hardware enforces: "<API>: <rule>: <values>" (one line).
+// The first violation of a rule the device enforces (CANN's own checkers stop it too, or the
+// device would hang, race or write outside a tensor): "<API>: <rule>: <values>" (one line).
 struct Fault : std::runtime_error {
     using std::runtime_error::runtime_error;
+};
+
+// A rule of the emulation's own that CANN does not enforce (op/ascendc_cpu/README.md, "emulation
+// policy"): the message ends with "(emulation policy: CANN accepts this; <why we refuse it>)".
+struct PolicyFault : Fault {
+    using Fault::Fault;
 };
 
 using KernelFn = void (*)(uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*);  // GM_ADDR x5
