@@ -45,23 +45,23 @@ def classify(expect: Mapping[str, Any], record: ResultRecord) -> tuple[Outcome, 
     status, reason = record["status"], record["reason"]
     checks = record.get("checks") or {}
     want = f"{expect['reason']} ({expect['status']})" if expect["kind"] == "reject" else ""
-    stopped = status != 0 and reason in DEVICE_STOPS
+    stop = DEVICE_STOPS.get(reason or "") if status != 0 else None
     if checks.get("tiling_mismatch"):
         return (
             FAILED,
             "tiling_mismatch",
             f"the host tiling function disagrees with the shared plan: {checks['tiling_mismatch']}",
         )
-    if stopped and expect["kind"] == "reject":
+    if stop and expect["kind"] == "reject":
         # Phase one accepted the call (the kernel ran): that is the first thing that went wrong.
         return (
             FAILED,
             "unexpected_acceptance",
             f"accepted a call the contract rejects: expected {want}{_said(checks)}; then "
-            f"{DEVICE_STOPS[reason]} ({status}): {record['op_message']}",
+            f"{stop} ({status}): {record['op_message']}",
         )
-    if stopped:
-        return FAILED, reason, f"{DEVICE_STOPS[reason]} ({status}): {record['op_message']}"
+    if stop:
+        return FAILED, reason, f"{stop} ({status}): {record['op_message']}"
     if expect["kind"] == "reject":
         if status == 0:
             return (
@@ -109,7 +109,9 @@ def _said(checks: Mapping[str, Any]) -> str:
     if layer == "tiling" and host in REGISTRATION_REASONS:
         notes.append(f"the OpDef registration accepted it, the tiling function said {host}")
     if checks["shared"] != host:
-        said = "every layer of the host code accepted it" if host == "ok" else f"{layer} said {host}"
+        said = (
+            "every layer of the host code accepted it" if host == "ok" else f"{layer} said {host}"
+        )
         shared = "accept it" if checks["shared"] == "ok" else f"say {checks['shared']}"
         notes.append(f"{said}; the shared checks {shared}")
     return f" ({'; '.join(notes)})" if notes else ""

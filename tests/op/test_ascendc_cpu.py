@@ -200,21 +200,34 @@ def test_tiling_func_refuses_what_the_checks_refuse(acpu_lib):
 
 # -- kernel faults -----------------------------------------------------------------------------
 
-# bug -> (soc, dtype, shape, axes) that reaches it, how the fault's message starts ("<API>: <rule>")
+# bug -> (soc, dtype, shape, axes) that reaches it, how the fault's message starts
+# ("<API>: <rule>"), and its kind: a rule of the device (kernel_fault) or of the emulation's own
+# (emulation_policy).
 FAULTS = {
     "ragged_datacopy": (
         ("Ascend910B1", "float32", (3, 37), (-1,)),
         "DataCopy: length not a multiple of 32 bytes",
+        "kernel_fault",
     ),
-    "ub_overflow": (("Ascend310B1", "float32", (4, 37), (-1,)), "TPipe::InitBuffer: UB overflow"),
-    "bf16_cast_310b": (
-        ("Ascend310B1", "bfloat16", (4, 37), (-1,)),
-        "Cast: bf16 Cast not available on Ascend310B1",
+    "ub_overflow": (
+        ("Ascend310B1", "float32", (4, 37), (-1,)),
+        "TPipe::InitBuffer: UB overflow",
+        "kernel_fault",
     ),
-    "queue_order": (("Ascend910B1", "float16", (4, 37), (-1,)), "TQue::DeQue: queue empty"),
+    "queue_order": (
+        ("Ascend910B1", "float16", (4, 37), (-1,)),
+        "TQue::DeQue: queue empty",
+        "kernel_fault",
+    ),
     "cores_overlap": (
         ("Ascend910B1", "float32", (50, 37), (-1,)),
         "DataCopyPad: two cores write one output element",
+        "emulation_policy",
+    ),
+    "short_view": (
+        ("Ascend310B1", "float32", (1, 3, 300), (1,)),
+        "Duplicate: count beyond the tensor: dst needs 1200 B (300 x 4 B), the tensor has 256 B",
+        "kernel_fault",
     ),
 }
 
@@ -226,7 +239,7 @@ def test_every_kernel_source_error_has_a_fault_here():
 @pytest.mark.build
 @pytest.mark.parametrize("bug", build.KERNEL_FAULT_BUGS)
 def test_a_planted_kernel_error_is_a_kernel_fault_with_its_message(bug, acpu_lib):
-    (soc, dtype, shape, axes), starts = FAULTS[bug]
+    (soc, dtype, shape, axes), starts, kind = FAULTS[bug]
     library = acpu_planted(bug)
     assert native.build_info(library) == {
         "plant_bug": bug,
@@ -235,27 +248,25 @@ def test_a_planted_kernel_error_is_a_kernel_fault_with_its_message(bug, acpu_lib
     }
     dy, y = make_inputs(shape, dtype, axes, "uniform", "normal", seed=4)
     result = native.run(dy, y, axes, soc, library=library)  # no exception: a result
-    assert (result.status, result.reason) == (561000, "kernel_fault"), result.message
+    assert (result.status, result.reason) == (561000, kind), result.message
     assert result.out is None and result.tiling is not None
     assert result.message.startswith(starts), result.message
+    assert ("(emulation policy: CANN accepts this; " in result.message) == (
+        kind == "emulation_policy"
+    )
     assert "\n" not in result.message  # one line
-    # The real kernel, the same call: accepted and run (but bf16 is refused on Ascend310B).
+    # The real kernel, the same call: accepted and run.
     good = native.run(dy, y, axes, soc, library=acpu_lib)
-    if bug == "bf16_cast_310b":
-        assert (good.status, good.reason) == (161002, "bf16_unsupported_on_soc")
-    else:
-        assert (good.status, good.reason) == (0, "ok"), good.message
+    assert (good.status, good.reason) == (0, "ok"), good.message
 
 
 @pytest.mark.build
-def test_ub_overflow_shows_on_ascend310b_only(acpu_lib):
+def test_ub_overflow_shows_on_every_soc():
     library = acpu_planted("ub_overflow")
     dy, y = make_inputs((4, 37), "float32", (-1,), "uniform", "normal", seed=4)
-    on_a2 = native.run(dy, y, (-1,), "Ascend910B1", library=library)
-    good = native.run(dy, y, (-1,), "Ascend910B1", library=acpu_lib)
-    assert on_a2.status == 0 and np.array_equal(on_a2.out, good.out)
-    on_310b = native.run(dy, y, (-1,), "Ascend310B1", library=library)
-    assert on_310b.reason == "kernel_fault"
+    for soc in ("Ascend910B1", "Ascend310B1"):
+        result = native.run(dy, y, (-1,), soc, library=library)
+        assert result.reason == "kernel_fault" and "UB overflow" in result.message, soc
 
 
 @pytest.mark.build

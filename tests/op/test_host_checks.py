@@ -100,8 +100,12 @@ def test_an_accepted_call_says_every_layer_accepted_it(acpu_lib, twin_lib):
 @pytest.mark.build
 def test_a_host_that_lets_bf16_through_on_310b_fails_the_smoke_tier(monkeypatch):
     library = acpu_planted("bf16_cast_310b")
-    cases = [c for c in matrix.expand("smoke") if c.family == "ascend310b" and c.dtype == "bfloat16"]
-    caught = [r for r in (record_of(c, library, monkeypatch) for c in cases) if r["outcome"] != "passed"]
+    cases = [
+        c for c in matrix.expand("smoke") if c.family == "ascend310b" and c.dtype == "bfloat16"
+    ]
+    caught = [
+        r for r in (record_of(c, library, monkeypatch) for c in cases) if r["outcome"] != "passed"
+    ]
     # Every bf16 case of Ascend310B that is not refused for an earlier reason of the contract.
     bf16_refusals = [c for c in cases if c.expected.reason == "bf16_unsupported_on_soc"]
     assert len(bf16_refusals) >= 3
@@ -147,7 +151,11 @@ def test_a_tiling_function_that_departs_from_the_plan_is_a_tiling_mismatch(acpu_
 def test_classify_says_which_layer_said_what():
     expect = {"kind": "reject", "reason": "bf16_unsupported_on_soc", "status": 161002}
     base = {"status": 161002, "reason": "bf16_unsupported_on_soc", "op_message": "m"}
-    agreeing = {"decided_by": "registration", "host": "bf16_unsupported_on_soc", "shared": "bf16_unsupported_on_soc"}
+    agreeing = {
+        "decided_by": "registration",
+        "host": "bf16_unsupported_on_soc",
+        "shared": "bf16_unsupported_on_soc",
+    }
     assert classify(expect, {**base, "checks": agreeing}) == (
         "passed",
         None,

@@ -1,6 +1,9 @@
 // kernel_operator.h for the CPU: our own emulation of the Ascend C programming model, written from
 // the public API documentation, so that an Ascend C kernel compiles unchanged with g++ (C++17)
-// and runs on emu::launch (emu/device.h), strict about the rules the hardware enforces.
+// and runs on emu::launch (emu/device.h): as strict as CANN's own CPU-debug checks (a violation
+// is an emu::Fault; so is what the device cannot survive), and stricter only where the emulation
+// cannot answer for the result (an emu::PolicyFault).  The rules, API by API, against CANN's:
+// op/ascendc_cpu/README.md.
 //
 // Only what op/ascendc/op_kernel/log_softmax_grad.cpp uses (and a few neighbours that planted
 // bugs and tests need) is emulated; see op/ascendc_cpu/README.md for what is and is not.
@@ -298,6 +301,15 @@ inline std::string count_detail(uint64_t count, uint64_t size) {
     return std::to_string(count) + " x " + std::to_string(size) + " B";
 }
 
+// "<n> bursts of <burst>, <n - 1> gaps of <gap> B" for the copy-length messages.
+inline std::string bursts_detail(uint64_t count, const std::string& burst, uint64_t gap) {
+    std::string d = std::to_string(count) + (count == 1 ? " burst of " : " bursts of ") + burst;
+    if (count > 1)
+        d += ", " + std::to_string(count - 1) + (count == 2 ? " gap of " : " gaps of ") +
+             std::to_string(gap) + " B";
+    return d;
+}
+
 // The rules CANN checks on Atlas A2 only (the 910B parameter checks, the copy-overflow check
 // ASCENDC_REPORT_OVERFLOW_MEM runs for __NPU_ARCH__ 2201 and is empty for Ascend310B): a Fault on
 // Atlas A2, a PolicyFault on Ascend310B with this why.
@@ -351,9 +363,8 @@ void params_operand(const char* role, const LocalTensor<T>& t, ::emu::rt::Access
                     uint64_t count, uint64_t len_blocks, uint64_t stride_blocks) {
     const uint64_t need = count * len_blocks * kBlock + (count - 1) * stride_blocks * kBlock;
     ub_operand("DataCopy", role, t, access, kBlock, nullptr, "bursts beyond the tensor", need,
-               std::to_string(count) + " bursts of " + std::to_string(len_blocks * kBlock) +
-                   " B, " + std::to_string(count - 1) + " gaps of " +
-                   std::to_string(stride_blocks * kBlock) + " B",
+               bursts_detail(count, std::to_string(len_blocks * kBlock) + " B",
+                             stride_blocks * kBlock),
                a2_only(kCopyOverflowWhy));
 }
 
@@ -490,10 +501,12 @@ void DataCopyPad(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const Da
         emu_detail::a2_only("CANN's Ascend310B implementation does not check it; the emulation "
                             "does not model where an unaligned burst lands"),
         "bursts beyond the tensor", span,
-        std::to_string(p.blockCount) + " bursts of AlignUp(" + std::to_string(p.blockLen) +
-            " + " + std::to_string(left + right) + " B padding, 32) = " + std::to_string(burst) +
-            " B, " + std::to_string(p.blockCount - 1) + " gaps of " +
-            std::to_string(uint64_t{p.dstStride} * kBlock) + " B",
+        emu_detail::bursts_detail(
+            p.blockCount,
+            "AlignUp(" + std::to_string(p.blockLen) +
+                (left + right ? " + " + std::to_string(left + right) + " B padding" : "") +
+                ", 32) = " + std::to_string(burst) + " B",
+            uint64_t{p.dstStride} * kBlock),
         emu_detail::a2_only(emu_detail::kCopyOverflowWhy));
     uint8_t* base = ::emu::rt::ub("DataCopyPad", "dst", dst.emu_ref(), 0, span,
                                   ::emu::rt::Access::kMte2Write, kBlock);
@@ -524,9 +537,10 @@ void DataCopyPad(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const Da
     emu_detail::ub_operand(
         "DataCopyPad", "src", src, ::emu::rt::Access::kMte3Read, kBlock, nullptr,
         "bursts beyond the tensor", need,
-        std::to_string(p.blockCount) + " bursts of AlignUp(" + std::to_string(p.blockLen) +
-            ", 32) = " + std::to_string(burst) + " B, " + std::to_string(p.blockCount - 1) +
-            " gaps of " + std::to_string(uint64_t{p.srcStride} * kBlock) + " B",
+        emu_detail::bursts_detail(p.blockCount,
+                                  "AlignUp(" + std::to_string(p.blockLen) + ", 32) = " +
+                                      std::to_string(burst) + " B",
+                                  uint64_t{p.srcStride} * kBlock),
         emu_detail::a2_only(emu_detail::kCopyOverflowWhy));
     const uint64_t span = (p.blockCount - 1) * ub_step + p.blockLen;
     const uint8_t* base = ::emu::rt::ub("DataCopyPad", "src", src.emu_ref(), 0, span,
@@ -822,8 +836,8 @@ inline float sum_tree_repeats(const float* s, int64_t count) {
     while (level.size() > 1) {
         std::vector<float> next;
         for (size_t i = 0; i < level.size(); i += kLanes)
-            next.push_back(tree_sum(level.data() + i,
-                                    static_cast<int64_t>(std::min<size_t>(kLanes, level.size() - i))));
+            next.push_back(tree_sum(
+                level.data() + i, static_cast<int64_t>(std::min<size_t>(kLanes, level.size() - i))));
         level.swap(next);
     }
     return level[0];
@@ -871,7 +885,8 @@ inline float sum_body_tail(const float* s, int64_t count, float* w) {
         int64_t m = q + (l ? 1 : 0);
         while (m > kLanes) {  // beyond CANN's range (count <= the UB): trees again, in place
             int64_t next = 0;
-            for (int64_t i = 0; i < m; i += kLanes) w[next++] = tree_sum(w + i, std::min(kLanes, m - i));
+            for (int64_t i = 0; i < m; i += kLanes)
+                w[next++] = tree_sum(w + i, std::min(kLanes, m - i));
             m = next;
         }
         body_sum = m == 1 ? w[0] : tree_sum(w, m);
@@ -925,8 +940,9 @@ void ReduceSum(const LocalTensor<T>& dst, const LocalTensor<T>& src, const Local
         ::emu::rt::check_align(api, "work", work.emu_ref(), sizeof(T));
         ::emu::rt::check_length(api, "work tensor too small", "work", work.emu_ref(),
                                 need * sizeof(T),
-                                "count " + std::to_string(count) + ": max(1, floor(count / 64)) = " +
-                                    std::to_string(need) + " elements",
+                                "count " + std::to_string(count) +
+                                    ": max(1, floor(count / 64)) = " + std::to_string(need) +
+                                    " elements",
                                 sizeof(T), emu_detail::type_name<T>());
         ::emu::rt::check_length(api, "work shorter than CANN's implementation writes", "work",
                                 work.emu_ref(), written * sizeof(T),
@@ -963,8 +979,12 @@ void ReduceSum(const LocalTensor<T>& dst, const LocalTensor<T>& src, const Local
     }
     float result = 0.0f;
     switch (::emu::rt::reduce_sum_order()) {
-        case ::emu::ReduceSumOrder::kLaneAccumulate: result = emu_detail::sum_lanes(s, count); break;
-        case ::emu::ReduceSumOrder::kTreeRepeats: result = emu_detail::sum_tree_repeats(s, count); break;
+        case ::emu::ReduceSumOrder::kLaneAccumulate:
+            result = emu_detail::sum_lanes(s, count);
+            break;
+        case ::emu::ReduceSumOrder::kTreeRepeats:
+            result = emu_detail::sum_tree_repeats(s, count);
+            break;
         case ::emu::ReduceSumOrder::kTreeBodyTail: {
             if (b310) {
                 result = body_tail;

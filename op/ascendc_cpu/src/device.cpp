@@ -403,8 +403,9 @@ void check_cast_overlap(const Ref& dst, uint32_t dst_size, const Ref& src, uint3
     if (dst.slot < 0 || src.slot < 0 || count == 0) return;
     const uint64_t d0 = dst.addr, s0 = src.addr;
     const uint64_t d1 = d0 + count * dst_size, s1 = s0 + count * src_size;
-    const std::string where = "dst UB " + range(static_cast<int64_t>(d0), static_cast<int64_t>(d1)) +
-                              ", src UB " + range(static_cast<int64_t>(s0), static_cast<int64_t>(s1));
+    const std::string where =
+        "dst UB " + range(static_cast<int64_t>(d0), static_cast<int64_t>(d1)) + ", src UB " +
+        range(static_cast<int64_t>(s0), static_cast<int64_t>(s1));
     // CANN's rule (its Cast asserts it in CPU debug): a widening Cast whose source starts at or
     // after the 32-byte block that ends its own length counted from dst (the source in the back
     // half) is accepted; a widening Cast onto its own address is refused; otherwise an overlap is
@@ -861,7 +862,8 @@ void launch(KernelFn kernel, uint32_t block_dim, const Soc& soc, uint64_t tiling
                 run_core(dev, kernel, idx, args);
             } catch (const Fault& f) {
                 std::lock_guard<std::mutex> lock(mutex);
-                faults.emplace(idx, Stop{f.what(), dynamic_cast<const PolicyFault*>(&f) != nullptr});
+                const bool policy = dynamic_cast<const PolicyFault*>(&f) != nullptr;
+                faults.emplace(idx, Stop{f.what(), policy});
                 stop.store(true);
             } catch (const std::exception& e) {
                 std::lock_guard<std::mutex> lock(mutex);

@@ -91,7 +91,8 @@ void expect_policy(const std::string& name, emu::KernelFn kernel, const std::str
                note != std::string::npos && got.back() == ')' &&
                got.size() > note + std::strlen(kPolicyNote) + 10,
            name + " [PolicyFault]",
-           std::string("expected a PolicyFault \"") + prefix + "... (emulation policy: ...)\", got " +
+           std::string("expected a PolicyFault \"") + prefix +
+               "... (emulation policy: ...)\", got " +
                (g_policy ? "" : "a Fault ") + "\"" + got + "\"");
 }
 
@@ -344,7 +345,8 @@ KERNEL(reduce_work_small) {
     pipe.InitBuffer(t, 4096);
     pipe.InitBuffer(w, 32);
     Duplicate(t.Get<float>(), 1.0f, 1000);
-    ReduceSum<float>(t.Get<float>(), t.Get<float>()[64], w.Get<float>(), 513);  // needs 9 -> 16
+    // On Ascend310B 700 floats need max(1, 700 / 64) = 10 work elements; on Atlas A2 none.
+    ReduceSum<float>(t.Get<float>(), t.Get<float>()[64], w.Get<float>(), 700);
 }
 
 KERNEL(reduce_work_overlaps_src) {
@@ -525,6 +527,574 @@ KERNEL(second_pipe) {
     TPipe p2;
 }
 
+
+// ---- the tensor-length rule, views, TBuf::Get, TPipe -------------------------------------------
+
+// A view shortened with TBuf::Get<T>(len), then computed past: CANN bounds an operand by the
+// tensor's own length, not by its buffer.
+KERNEL(short_view_exp) {
+    UNUSED_ARGS;
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> t;
+    pipe.InitBuffer(t, 1024);
+    LocalTensor<float> v = t.Get<float>(64);  // 256 B of a 1024-B buffer
+    Duplicate(v, 1.0f, 64);
+    Exp(v, v, 65);
+}
+
+KERNEL(short_view_add) {
+    UNUSED_ARGS;
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> t, u;
+    pipe.InitBuffer(t, 1024);
+    pipe.InitBuffer(u, 1024);
+    LocalTensor<float> v = t.Get<float>(64);
+    Add(u.Get<float>(), u.Get<float>(), v, 72);  // src1 is the short one
+}
+
+KERNEL(short_view_pad) {
+    UNUSED_ARGS;
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> t;
+    pipe.InitBuffer(t, 1024);
+    GlobalTensor<float> g;
+    g.SetGlobalBuffer(reinterpret_cast<float*>(a));
+    LocalTensor<float> v = t.Get<float>(64);
+    DataCopyPad(v, g, DataCopyExtParams{1, 65 * 4, 0, 0, 0}, DataCopyPadExtParams<float>{});
+}
+
+KERNEL(short_view_cast) {
+    UNUSED_ARGS;
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> t, f;
+    pipe.InitBuffer(t, 1024);
+    pipe.InitBuffer(f, 1024);
+    LocalTensor<half> h = t.Get<half>(32);  // 64 B
+    Cast(f.Get<float>(), h, RoundMode::CAST_NONE, 48);
+}
+
+// t[k]'s length is the parent's minus k.
+KERNEL(offset_view_past) {
+    UNUSED_ARGS;
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> t;
+    pipe.InitBuffer(t, 1024);
+    LocalTensor<float> x = t.Get<float>();
+    Duplicate(x[200], 0.0f, 64);  // 56 elements left
+}
+
+KERNEL(offset_at_size) {
+    UNUSED_ARGS;
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> t;
+    pipe.InitBuffer(t, 1024);
+    LocalTensor<float> x = t.Get<float>()[256];  // GetSize() is 256
+    static_cast<void>(x);
+}
+
+KERNEL(offset_of_a_view) {
+    UNUSED_ARGS;
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> t;
+    pipe.InitBuffer(t, 1024);
+    LocalTensor<float> x = t.Get<float>(64)[64];  // the view ends at 64, the buffer at 256
+    static_cast<void>(x);
+}
+
+KERNEL(get_value_past) {
+    UNUSED_ARGS;
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> t;
+    pipe.InitBuffer(t, 1024);
+    static_cast<void>(t.Get<float>(8).GetValue(8));
+}
+
+KERNEL(set_value_past) {
+    UNUSED_ARGS;
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> t;
+    pipe.InitBuffer(t, 1024);
+    t.Get<float>()[250].SetValue(6, 1.0f);
+}
+
+KERNEL(tbuf_get_zero) {
+    UNUSED_ARGS;
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> t;
+    pipe.InitBuffer(t, 1024);
+    static_cast<void>(t.Get<float>(0));
+}
+
+KERNEL(tbuf_get_ragged) {
+    UNUSED_ARGS;
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> t;
+    pipe.InitBuffer(t, 1024);
+    static_cast<void>(t.Get<float>(7));
+}
+
+KERNEL(tbuf_get_beyond) {
+    UNUSED_ARGS;
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> t;
+    pipe.InitBuffer(t, 1024);
+    static_cast<void>(t.Get<half>(528));  // 1056 B
+}
+
+KERNEL(initbuffer_num_range) {
+    UNUSED_ARGS;
+    TPipe pipe;
+    TQue<TPosition::VECIN, 1> q;
+    pipe.InitBuffer(q, 65, 32);
+}
+
+KERNEL(initbuffer_num_zero) {
+    UNUSED_ARGS;
+    TPipe pipe;
+    TQue<TPosition::VECIN, 1> q;
+    pipe.InitBuffer(q, 0, 32);
+}
+
+KERNEL(too_many_buffers) {
+    UNUSED_ARGS;
+    TPipe pipe;
+    TQue<TPosition::VECIN, 1> q;
+    TBuf<TPosition::VECCALC> t[2];
+    pipe.InitBuffer(q, 63, 32);
+    pipe.InitBuffer(t[0], 32);  // 64 buffers: fine
+    pipe.InitBuffer(t[1], 32);  // the 65th
+}
+
+KERNEL(ub_over_platform) {  // Ascend310B1: above the platform's 253952 B, within CANN's 262144
+    UNUSED_ARGS;
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> t;
+    pipe.InitBuffer(t, 253952 + 32);
+}
+
+KERNEL(ub_over_model) {  // Ascend310B1: above CANN's CPU model's 262144 B
+    UNUSED_ARGS;
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> t;
+    pipe.InitBuffer(t, 262144 + 32);
+}
+
+// ---- DataCopy / DataCopyPad ------------------------------------------------------------------
+
+KERNEL(datacopy_count_past) {
+    UNUSED_ARGS;
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> t;
+    pipe.InitBuffer(t, 1024);
+    GlobalTensor<float> g;
+    g.SetGlobalBuffer(reinterpret_cast<float*>(a));
+    DataCopy(t.Get<float>(64), g, 72);
+}
+
+KERNEL(datacopy_out_count_past) {
+    UNUSED_ARGS;
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> t;
+    pipe.InitBuffer(t, 1024);
+    GlobalTensor<float> g;
+    g.SetGlobalBuffer(reinterpret_cast<float*>(out));
+    DataCopy(g, t.Get<float>()[192], 72);  // 64 elements left
+}
+
+KERNEL(datacopy_params_past) {
+    UNUSED_ARGS;
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> t;
+    pipe.InitBuffer(t, 1024);
+    GlobalTensor<float> g;
+    g.SetGlobalBuffer(reinterpret_cast<float*>(a));
+    DataCopy(t.Get<float>(64), g, DataCopyParams{2, 3, 0, 1});  // 2 x 96 + 32 = 224 B: fits
+    DataCopy(t.Get<float>(64), g, DataCopyParams{3, 2, 0, 1});  // 3 x 64 + 2 x 32 = 256 B: fits
+    DataCopy(t.Get<float>(64), g, DataCopyParams{3, 3, 0, 0});  // 288 B
+}
+
+KERNEL(datacopy_block_count) {
+    UNUSED_ARGS;
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> t;
+    pipe.InitBuffer(t, 1024);
+    GlobalTensor<float> g;
+    g.SetGlobalBuffer(reinterpret_cast<float*>(a));
+    DataCopy(t.Get<float>(), g, DataCopyParams{4096, 1, 0, 0});
+}
+
+KERNEL(datacopy_ub_to_ub_overlap) {
+    UNUSED_ARGS;
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> t;
+    pipe.InitBuffer(t, 1024);
+    LocalTensor<float> x = t.Get<float>();
+    Duplicate(x, 1.0f, 128);
+    DataCopy(x[8], x, 64);
+}
+
+// Zero-length copies: CANN warns and copies nothing.
+KERNEL(zero_length_copies) {
+    UNUSED_ARGS;
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> t;
+    pipe.InitBuffer(t, 1024);
+    GlobalTensor<float> g, o;
+    g.SetGlobalBuffer(reinterpret_cast<float*>(a));
+    o.SetGlobalBuffer(reinterpret_cast<float*>(out));
+    LocalTensor<float> x = t.Get<float>();
+    DataCopy(x, g, 0);
+    DataCopy(o, x, 0);
+    DataCopy(x, x[8], 0);
+    DataCopy(x, g, DataCopyParams{0, 1, 0, 0});
+    DataCopy(x, g, DataCopyParams{1, 0, 0, 0});
+    DataCopy(o, x, DataCopyParams{0, 1, 0, 0});
+    DataCopyPad(x, g, DataCopyExtParams{0, 32, 0, 0, 0}, DataCopyPadExtParams<float>{});
+    DataCopyPad(x, g, DataCopyExtParams{1, 0, 0, 0, 0}, DataCopyPadExtParams<float>{});
+    DataCopyPad(o, x, DataCopyExtParams{0, 32, 0, 0, 0});
+    DataCopyPad(o, x, DataCopyExtParams{1, 0, 0, 0, 0});
+    x.SetValue(0, 5.0f);  // the UB is untouched: no vector access to synchronise with
+}
+
+KERNEL(pad_block_len_range) {
+    UNUSED_ARGS;
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> t;
+    pipe.InitBuffer(t, 1024);
+    GlobalTensor<float> g;
+    g.SetGlobalBuffer(reinterpret_cast<float*>(a));
+    DataCopyPad(t.Get<float>(), g, DataCopyExtParams{1, 2097152, 0, 0, 0},
+                DataCopyPadExtParams<float>{});
+}
+
+KERNEL(pad_block_count_range) {
+    UNUSED_ARGS;
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> t;
+    pipe.InitBuffer(t, 1024);
+    GlobalTensor<float> g;
+    g.SetGlobalBuffer(reinterpret_cast<float*>(out));
+    DataCopyPad(g, t.Get<float>(), DataCopyExtParams{4096, 4, 0, 0, 0});
+}
+
+KERNEL(pad_in_splits_element) {
+    UNUSED_ARGS;
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> t;
+    pipe.InitBuffer(t, 1024);
+    GlobalTensor<float> g;
+    g.SetGlobalBuffer(reinterpret_cast<float*>(a));
+    DataCopyPad(t.Get<float>(), g, DataCopyExtParams{1, 30, 0, 0, 0},
+                DataCopyPadExtParams<float>{});
+}
+
+// UB -> GM: blockLen % sizeof(T) is not checked by CANN; the GM write splitting an element is the
+// farm's rule.
+KERNEL(pad_out_splits_element) {
+    UNUSED_ARGS;
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> t;
+    pipe.InitBuffer(t, 1024);
+    GlobalTensor<float> g;
+    g.SetGlobalBuffer(reinterpret_cast<float*>(out));
+    Duplicate(t.Get<float>(), 1.0f, 8);
+    DataCopyPad(g, t.Get<float>(), DataCopyExtParams{1, 30, 0, 0, 0});
+}
+
+// The padding limits hold whether isPad is set or not.
+KERNEL(pad_padding_not_set) {
+    UNUSED_ARGS;
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> t;
+    pipe.InitBuffer(t, 1024);
+    GlobalTensor<float> g;
+    g.SetGlobalBuffer(reinterpret_cast<float*>(a));
+    DataCopyPad(t.Get<float>(), g, DataCopyExtParams{1, 32, 0, 0, 0},
+                DataCopyPadExtParams<float>{false, 9, 0, 0.0f});
+}
+
+KERNEL(pad_in_unaligned) {
+    UNUSED_ARGS;
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> t;
+    pipe.InitBuffer(t, 1024);
+    GlobalTensor<float> g;
+    g.SetGlobalBuffer(reinterpret_cast<float*>(a));
+    DataCopyPad(t.Get<float>()[1], g, DataCopyExtParams{1, 20, 0, 0, 0},
+                DataCopyPadExtParams<float>{});
+}
+
+KERNEL(pad_out_unaligned) {
+    UNUSED_ARGS;
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> t;
+    pipe.InitBuffer(t, 1024);
+    GlobalTensor<float> g;
+    g.SetGlobalBuffer(reinterpret_cast<float*>(out));
+    DataCopyPad(g, t.Get<float>()[1], DataCopyExtParams{1, 20, 0, 0, 0});
+}
+
+KERNEL(pad_in_past) {  // 2 bursts of AlignUp(36 + 8, 32) = 64 B and one 32-B gap: 160 > 128 B
+    UNUSED_ARGS;
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> t;
+    pipe.InitBuffer(t, 1024);
+    GlobalTensor<float> g;
+    g.SetGlobalBuffer(reinterpret_cast<float*>(a));
+    DataCopyPad(t.Get<float>(32), g, DataCopyExtParams{2, 36, 0, 1, 0},
+                DataCopyPadExtParams<float>{true, 1, 1, 0.0f});
+}
+
+KERNEL(pad_out_past) {  // 3 bursts of AlignUp(40, 32) = 64 B: 192 > 128 B
+    UNUSED_ARGS;
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> t;
+    pipe.InitBuffer(t, 1024);
+    GlobalTensor<float> g;
+    g.SetGlobalBuffer(reinterpret_cast<float*>(out));
+    DataCopyPad(g, t.Get<float>(32), DataCopyExtParams{3, 40, 0, 0, 0});
+}
+
+// ---- vector instructions, Cast ---------------------------------------------------------------
+
+KERNEL(vector_unaligned) {
+    UNUSED_ARGS;
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> t;
+    pipe.InitBuffer(t, 1024);
+    Duplicate(t.Get<float>()[1], 1.0f, 8);
+}
+
+KERNEL(vector_negative_count) {
+    UNUSED_ARGS;
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> t;
+    pipe.InitBuffer(t, 1024);
+    Muls(t.Get<float>(), t.Get<float>(), 2.0f, -1);
+}
+
+KERNEL(cast_widen_mode) {
+    UNUSED_ARGS;
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> t, u;
+    pipe.InitBuffer(t, 1024);
+    pipe.InitBuffer(u, 1024);
+    Duplicate(t.Get<half>(), half(1.0f), 16);
+    Cast(u.Get<float>(), t.Get<half>(), RoundMode::CAST_RINT, 16);
+}
+
+KERNEL(cast_bf16_none) {
+    UNUSED_ARGS;
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> t, u;
+    pipe.InitBuffer(t, 1024);
+    pipe.InitBuffer(u, 1024);
+    Duplicate(t.Get<float>(), 1.0f, 8);
+    Cast(u.Get<bfloat16_t>(), t.Get<float>(), RoundMode::CAST_NONE, 8);
+}
+
+// float -> half, the source at the lower address, 512 B > one repeat, running into dst.
+KERNEL(cast_overlap_refused) {
+    UNUSED_ARGS;
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> t;
+    pipe.InitBuffer(t, 2048);
+    LocalTensor<float> f = t.Get<float>();
+    Duplicate(f, 1.0f, 128);
+    Cast(f[64].ReinterpretCast<half>(), f, RoundMode::CAST_RINT, 128);
+}
+
+// half -> float, the source (256 B: one repeat, so CANN accepts it) at the lower address; the
+// first repeat's results overwrite the second repeat's source.
+KERNEL(cast_overlap_accepted_by_cann) {
+    UNUSED_ARGS;
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> t;
+    pipe.InitBuffer(t, 2048);
+    LocalTensor<half> h = t.Get<half>();
+    Duplicate(h, half(1.0f), 128);
+    Cast(h[32].ReinterpretCast<float>(), h, RoundMode::CAST_NONE, 128);
+}
+
+// The kernel's in-place conversions: fp16 in the back half of a block, cast up over the whole
+// block (CANN: the source starts at or after AlignUp(dst + n * 2, 32)); then the fp32 block cast
+// down in place, front to back.  Both accepted, both exact here.
+float g_inplace[4];
+KERNEL(cast_in_place_both_ways) {
+    UNUSED_ARGS;
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> t;
+    pipe.InitBuffer(t, 4096);                       // a block of 1024 floats
+    LocalTensor<float> f = t.Get<float>();
+    LocalTensor<half> front = t.Get<half>();
+    LocalTensor<half> back = t.Get<half>()[1024];   // its back half: 1024 halves
+    int k = 0;
+    for (int n : {1000, 1024}) {
+        Duplicate(back, half(0.25f), n);
+        Cast(f, back, RoundMode::CAST_NONE, n);     // widening in place
+        Muls(f, f, 8.0f, n);
+        Cast(front, f, RoundMode::CAST_RINT, n);    // narrowing in place
+        const event_t e = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::V_S));
+        SetFlag<HardEvent::V_S>(e);
+        WaitFlag<HardEvent::V_S>(e);
+        g_inplace[k++] = static_cast<float>(front.GetValue(0));
+        g_inplace[k++] = static_cast<float>(front.GetValue(static_cast<uint32_t>(n - 1)));
+        const event_t g = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::S_V));
+        SetFlag<HardEvent::S_V>(g);
+        WaitFlag<HardEvent::S_V>(g);
+    }
+}
+
+// ---- ReduceSum -------------------------------------------------------------------------------
+
+KERNEL(reduce_count_zero) {
+    UNUSED_ARGS;
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> t;
+    pipe.InitBuffer(t, 1024);
+    ReduceSum<float>(t.Get<float>(), t.Get<float>()[64], t.Get<float>()[128], 0);
+}
+
+KERNEL(reduce_count_above_ub) {
+    UNUSED_ARGS;
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> t;
+    pipe.InitBuffer(t, 1024);
+    ReduceSum<float>(t.Get<float>(), t.Get<float>()[64], t.Get<float>()[128], 49153);
+}
+
+KERNEL(reduce_src_past) {
+    UNUSED_ARGS;
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> t, d, w;
+    pipe.InitBuffer(t, 1024);
+    pipe.InitBuffer(d, 32);
+    pipe.InitBuffer(w, 64);
+    ReduceSum<float>(d.Get<float>(), t.Get<float>(64), w.Get<float>(), 65);
+}
+
+KERNEL(reduce_src_unaligned) {
+    UNUSED_ARGS;
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> t, d, w;
+    pipe.InitBuffer(t, 1024);
+    pipe.InitBuffer(d, 32);
+    pipe.InitBuffer(w, 64);
+    ReduceSum<float>(d.Get<float>(), t.Get<float>()[1], w.Get<float>(), 64);
+}
+
+KERNEL(reduce_dst_unaligned) {
+    UNUSED_ARGS;
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> t, d, w;
+    pipe.InitBuffer(t, 1024);
+    pipe.InitBuffer(d, 32);
+    pipe.InitBuffer(w, 64);
+    Duplicate(t.Get<float>(), 1.0f, 64);
+    LocalTensor<float> dst = d.Get<half>()[1].ReinterpretCast<float>();  // UB byte 2 of the TBuf
+    ReduceSum<float>(dst, t.Get<float>(), w.Get<float>(), 64);
+}
+
+// Relaxed to CANN: dst at a 4-byte offset; on Atlas A2 a work tensor of one element that even
+// overlaps src (CANN's 910B ReduceSum does not use it), left untouched.
+float g_reduce[4];
+KERNEL(reduce_relaxed) {
+    UNUSED_ARGS;
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> t, d, w;
+    pipe.InitBuffer(t, 4096);
+    pipe.InitBuffer(d, 32);
+    pipe.InitBuffer(w, 64);
+    LocalTensor<float> x = t.Get<float>();
+    LocalTensor<float> work = t.Get<float>()[1023];  // one element, inside src
+    Duplicate(x, 0.5f, 1024);
+    ReduceSum<float>(d.Get<float>()[1], x, work, 1000);
+    const event_t e = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::V_S));
+    SetFlag<HardEvent::V_S>(e);
+    WaitFlag<HardEvent::V_S>(e);
+    g_reduce[0] = d.Get<float>().GetValue(1);
+    g_reduce[1] = x.GetValue(1023);  // the "work" element: still src's value
+}
+
+// Ascend310B: dst at a 4-byte offset, work as CANN asks (15 elements for 1000 floats).
+KERNEL(reduce_dst_offset) {
+    UNUSED_ARGS;
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> t, d, w;
+    pipe.InitBuffer(t, 4096);
+    pipe.InitBuffer(d, 32);
+    pipe.InitBuffer(w, 64);
+    Duplicate(t.Get<float>(), 0.5f, 1024);
+    ReduceSum<float>(d.Get<float>()[1], t.Get<float>(), w.Get<float>()[1], 1000);
+    const event_t e = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::V_S));
+    SetFlag<HardEvent::V_S>(e);
+    WaitFlag<HardEvent::V_S>(e);
+    g_reduce[2] = d.Get<float>().GetValue(1);
+}
+
+KERNEL(reduce_work_overlaps_src_310b) {  // the work as long as CANN asks, inside src
+    UNUSED_ARGS;
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> t, d;
+    pipe.InitBuffer(t, 4096);
+    pipe.InitBuffer(d, 32);
+    Duplicate(t.Get<float>(), 0.5f, 1024);
+    ReduceSum<float>(d.Get<float>(), t.Get<float>(), t.Get<float>()[992], 1000);
+}
+
+// Ascend310B: work of one element where CANN's implementation writes two (count % 64 != 0).
+KERNEL(reduce_work_one_element) {
+    UNUSED_ARGS;
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> t, d, w;
+    pipe.InitBuffer(t, 1024);
+    pipe.InitBuffer(d, 32);
+    pipe.InitBuffer(w, 64);
+    Duplicate(t.Get<float>(), 1.0f, 100);
+    ReduceSum<float>(d.Get<float>(), t.Get<float>(), w.Get<float>()[15], 100);
+}
+
+KERNEL(reduce_work_one_element_no_tail) {  // count 64: one repeat, no tail: one element is enough
+    UNUSED_ARGS;
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> t, d, w;
+    pipe.InitBuffer(t, 1024);
+    pipe.InitBuffer(d, 32);
+    pipe.InitBuffer(w, 64);
+    Duplicate(t.Get<float>(), 1.0f, 100);
+    ReduceSum<float>(d.Get<float>(), t.Get<float>(), w.Get<float>()[15], 64);  // writes work[0]
+}
+
+// CANN's order on Ascend310B over 12688 floats (one REDUCE_TAIL block of Ascend310B1): 198 full
+// repeats and a 16-element tail.  x[0] = 1, x[192 * 64] = 2^-24 (the last, partial group of
+// repeat sums), x[12672] = 2^-24 (the tail): body + tail = (1 + 2^-24) + 2^-24 = 1 (ties to
+// even, twice); with the tail inside the last group (kTreeRepeats) 1 + 2^-23.  In sequence
+// (Atlas A2): 1.  Also the work tensor as CANN's implementation leaves it.
+constexpr int32_t kN310 = 12688;
+float g_sum = 0.0f;
+float g_work[8];
+KERNEL(reduce_12688) {
+    UNUSED_ARGS;
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> data, work, dst;
+    pipe.InitBuffer(data, kN310 * 4);
+    pipe.InitBuffer(work, 200 * 4);  // RoundUp(198, 8)
+    pipe.InitBuffer(dst, 32);
+    GlobalTensor<float> g;
+    g.SetGlobalBuffer(reinterpret_cast<float*>(a));
+    DataCopyPad(data.Get<float>(), g, DataCopyExtParams{1, kN310 * 4, 0, 0, 0},
+                DataCopyPadExtParams<float>{});
+    Duplicate(work.Get<float>(), -1.0f, 200);
+    ReduceSum<float>(dst.Get<float>(), data.Get<float>(), work.Get<float>(), kN310);
+    const event_t e = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::V_S));
+    SetFlag<HardEvent::V_S>(e);
+    WaitFlag<HardEvent::V_S>(e);
+    g_sum = dst.Get<float>().GetValue(0);
+    const int idx[8] = {0, 1, 2, 3, 4, 100, 197, 198};
+    for (int i = 0; i < 8; ++i)
+        g_work[i] = work.Get<float>().GetValue(static_cast<uint32_t>(idx[i]));
+}
+
 // ---- semantics -------------------------------------------------------------------------------
 
 // DataCopyPad GM -> UB of 5 floats: the block's other 3 floats are copies of the first element;
@@ -659,6 +1229,60 @@ KERNEL(fresh_ub) {
 
 }  // namespace
 
+// ReduceSum over 12688 floats: CANN's order on Ascend310B (body + tail) against the old one (the
+// tail inside the last tree) and Atlas A2's (in sequence); and the work tensor CANN leaves.
+void check_reduce_12688() {
+    const emu::Soc k310_old{"Ascend310B1", 1, 253952, 32, false, emu::ReduceSumOrder::kTreeRepeats};
+    const float tiny = std::ldexp(1.0f, -24);
+    g_in0_values.assign(kN310, 0.0f);
+    g_in0_values[0] = 1.0f;
+    g_in0_values[192 * 64] = tiny;
+    g_in0_values[12672] = tiny;
+    std::string err = run(reduce_12688, 1, k310, 0);
+    report(err.empty() && g_sum == 1.0f,
+           "ReduceSum on Ascend310B, 12688 floats: body + tail (CANN's order)",
+           err + " got " + std::to_string(g_sum));
+    err = run(reduce_12688, 1, k310_old, 0);
+    report(err.empty() && g_sum == 1.0f + 2 * tiny,
+           "ReduceSum, 12688 floats, the tail in the last tree (kTreeRepeats): another last bit",
+           err + " got " + std::to_string(g_sum));
+    err = run(reduce_12688, 1, k910, 0);
+    bool untouched = true;
+    for (float w : g_work) untouched = untouched && w == -1.0f;
+    report(err.empty() && g_sum == 1.0f && untouched,
+           "ReduceSum on Atlas A2, 12688 floats: in sequence, the work tensor untouched", err);
+
+    // Small integers: every sum exact, so the work tensor's contents can be computed directly.
+    g_in0_values.resize(kN310);
+    for (int i = 0; i < kN310; ++i) g_in0_values[i] = static_cast<float>((i * 7) % 11 - 5);
+    auto sum = [](int lo, int hi) {
+        double t = 0;
+        for (int i = lo; i < hi; ++i) t += g_in0_values[i];
+        return static_cast<float>(t);
+    };
+    auto repeats = [&](int lo, int hi) {  // the sum of the repeat sums S[lo..hi)
+        return sum(lo * 64, hi * 64);
+    };
+    err = run(reduce_12688, 1, k310, 0);
+    const float want[8] = {sum(0, kN310),     // work[0]: body + tail, the result
+                           sum(12672, kN310), // work[1]: the tail
+                           repeats(128, 192), // work[2]: the third group of 64 repeat sums
+                           repeats(192, 198), // work[3]: the last, partial group
+                           repeats(4, 5),     // work[4..197]: the repeat sums
+                           repeats(100, 101),
+                           repeats(197, 198),
+                           -1.0f};            // work[198]: not written
+    bool ok = err.empty() && g_sum == want[0];
+    std::string got;
+    for (int i = 0; i < 8; ++i) {
+        ok = ok && g_work[i] == want[i];
+        got += std::to_string(g_work[i]) + "/" + std::to_string(want[i]) + " ";
+    }
+    report(ok, "ReduceSum on Ascend310B: the work tensor as CANN's implementation leaves it",
+           err + " got/want " + got);
+    g_in0_values.clear();
+}
+
 int main() {
     expect_clean("a correct copy kernel on 4 cores", copy_kernel, 4);
     g_add = true;
@@ -680,7 +1304,7 @@ int main() {
     expect_fault("GM read past the end", gm_read_past_end,
                  "DataCopyPad: GM access outside the tensor: read of bytes [1000, 1028) of in0, "
                  "which has 1024 B");
-    expect_fault("GM write to an input", gm_write_input,
+    expect_policy("GM write to an input", gm_write_input,
                  "DataCopy: GM write to an input tensor: bytes [0, 32) of in0");
     expect_fault("DeQue on an empty queue", deque_empty, "TQue::DeQue: queue empty");
     expect_fault("AllocTensor beyond the buffers", alloc_beyond,
@@ -701,18 +1325,23 @@ int main() {
                  "Exp: VECIN tensor read before EnQue/DeQue: src");
     expect_fault("VECOUT copied out before EnQue/DeQue", vecout_copied_early,
                  "DataCopyPad: VECOUT tensor copied out before EnQue/DeQue: src");
-    expect_fault("bf16 Cast on Ascend310B", bf16_cast,
+    expect_policy("bf16 Cast on Ascend310B", bf16_cast,
                  "Cast: bf16 Cast not available on Ascend310B1: bfloat16_t -> float", 1, k310);
     expect_clean("bf16 Cast on Ascend910B", bf16_cast, 1, k910, 0);
     expect_fault("float -> bf16 with CAST_ODD", bf16_narrow_odd,
                  "Cast: round mode not supported: CAST_ODD for float -> bfloat16_t");
-    expect_fault("ReduceSum work too small", reduce_work_small,
-                 "ReduceSum: work buffer too small: count 513 needs 16 elements (64 B), work has "
-                 "8 (32 B)");
-    expect_fault("ReduceSum work overlaps src", reduce_work_overlaps_src,
-                 "ReduceSum: work overlaps src");
-    expect_fault("ReduceSum work overlaps dst", reduce_work_overlaps_dst,
-                 "ReduceSum: work overlaps dst");
+    expect_fault("ReduceSum work too small on Ascend310B", reduce_work_small,
+                 "ReduceSum: work tensor too small: work needs 40 B (count 700: max(1, floor(count "
+                 "/ 64)) = 10 elements), the tensor has 32 B (GetSize() 8 of float), core 0",
+                 1, k310);
+    expect_clean("ReduceSum work not checked on Atlas A2", reduce_work_small, 1, k910, 0);
+    expect_policy("ReduceSum work overlaps src on Ascend310B", reduce_work_overlaps_src,
+                  "ReduceSum: work overlaps src: work UB [1024, 1040), src UB [0, 1200)", 1, k310);
+    expect_clean("ReduceSum work overlapping src on Atlas A2", reduce_work_overlaps_src, 1, k910,
+                 0);
+    expect_policy("ReduceSum work overlaps dst on Ascend310B", reduce_work_overlaps_dst,
+                  "ReduceSum: work overlaps dst", 1, k310);
+    expect_clean("ReduceSum work on dst on Atlas A2", reduce_work_overlaps_dst, 1, k910, 0);
     expect_fault("SetFlag without WaitFlag", setflag_unwaited,
                  "SetFlag<HardEvent::V_S>: no matching WaitFlag by the end of the kernel: event "
                  "id 0");
@@ -724,23 +1353,215 @@ int main() {
     expect_clean("scalar access synchronised with V_S and S_V", scalar_read_synced, 1, k910, 0);
     expect_fault("vector read of a scalar write, unsynchronised", vector_after_scalar_unsynced,
                  "Exp: vector read of a scalar write without SetFlag/WaitFlag<HardEvent::S_V>");
-    expect_fault("two cores write one output element", two_cores_one_element,
+    expect_policy("two cores write one output element", two_cores_one_element,
                  "DataCopyPad: two cores write one output element: core 1 writes out[60], "
                  "already written by core 0",
                  4);
-    expect_fault("an output element written twice", written_twice,
+    expect_policy("an output element written twice", written_twice,
                  "DataCopy: output element written twice: core 0 writes out[56] again");
-    expect_fault("output elements not written", unwritten,
+    expect_policy("output elements not written", unwritten,
                  "launch: output elements not written: 56 of 256 elements of out (first: "
                  "out[200])");
     expect_fault("GM guard overwritten", guard_overwrite,
                  "launch: GM guard overwritten: bytes after out changed (first at 1036");
-    expect_fault("vector operands partially overlap", partial_overlap,
-                 "Add: src0 and dst partially overlap");
-    expect_fault("Cast overwrites its source", cast_overwrites_src,
-                 "Cast: dst overwrites src before it is read: repeat 0");
-    expect_fault("access beyond the buffer", beyond_buffer,
-                 "Exp: access beyond the tensor's buffer: src needs UB bytes [0, 1028)");
+    expect_policy("vector operands partially overlap", partial_overlap,
+                  "Add: src0 and dst partially overlap: dst UB [32, 288), src0 UB [0, 256), core 0 "
+                  "(emulation policy: CANN accepts this; the result depends on the order in which "
+                  "the device's pipeline reads and writes the repeats, which the emulation does "
+                  "not model)");
+    expect_fault("Cast widening in place", cast_overwrites_src,
+                 "Cast: a widening Cast in place (CANN refuses it): dst UB [0, 512), src UB [0, "
+                 "256), core 0");
+    expect_fault("count beyond the buffer", beyond_buffer,
+                 "Exp: count beyond the tensor: src needs 1028 B (257 x 4 B), the tensor has "
+                 "1024 B (GetSize() 256 of float), core 0");
+    // The tensor-length rule (CANN: count * sizeof(T) <= GetSize() * sizeof(T) per operand).
+    expect_fault("Exp past a TBuf::Get(len) view", short_view_exp,
+                 "Exp: count beyond the tensor: src needs 260 B (65 x 4 B), the tensor has 256 B "
+                 "(GetSize() 64 of float), core 0");
+    expect_fault("Add past a TBuf::Get(len) view", short_view_add,
+                 "Add: count beyond the tensor: src1 needs 288 B (72 x 4 B), the tensor has 256 B "
+                 "(GetSize() 64 of float)");
+    expect_fault("DataCopyPad past a TBuf::Get(len) view", short_view_pad,
+                 "DataCopyPad: bursts beyond the tensor: dst needs 288 B (1 burst of AlignUp(260, "
+                 "32) = 288 B), the tensor has 256 B (GetSize() 64 of float)");
+    expect_policy("DataCopyPad past a TBuf::Get(len) view on Ascend310B", short_view_pad,
+                  "DataCopyPad: bursts beyond the tensor: dst needs 288 B", 1, k310);
+    expect_fault("Cast past a TBuf::Get(len) view", short_view_cast,
+                 "Cast: count beyond the tensor: src needs 96 B (48 x 2 B), the tensor has 64 B "
+                 "(GetSize() 32 of half)");
+    expect_fault("Duplicate past t[k]", offset_view_past,
+                 "Duplicate: count beyond the tensor: dst needs 256 B (64 x 4 B), the tensor has "
+                 "224 B (GetSize() 56 of float)");
+    expect_fault("operator[] at GetSize()", offset_at_size,
+                 "LocalTensor::operator[]: offset beyond the tensor: element 256 (1024 B) of a "
+                 "tensor of 1024 B (GetSize() 256 of float), core 0");
+    expect_fault("operator[] past a view's end", offset_of_a_view,
+                 "LocalTensor::operator[]: offset beyond the tensor: element 64 (256 B) of a "
+                 "tensor of 256 B (GetSize() 64 of float)");
+    expect_fault("GetValue past the tensor", get_value_past,
+                 "LocalTensor::GetValue: index beyond the tensor: index 8 (32 B) of a tensor of "
+                 "32 B (GetSize() 8 of float)");
+    expect_fault("SetValue past t[k]", set_value_past,
+                 "LocalTensor::SetValue: index beyond the tensor: index 6 (24 B) of a tensor of "
+                 "24 B (GetSize() 6 of float)");
+    expect_fault("TBuf::Get(0)", tbuf_get_zero, "TBuf::Get: length is 0: Get<float>(0)");
+    expect_fault("TBuf::Get of a ragged length", tbuf_get_ragged,
+                 "TBuf::Get: length not a multiple of 32 bytes: 7 elements x 4 B = 28 B of float");
+    expect_fault("TBuf::Get beyond the buffer", tbuf_get_beyond,
+                 "TBuf::Get: length beyond the buffer: 528 elements x 2 B = 1056 B of half, the "
+                 "TBuf has 1024 B");
+    expect_fault("InitBuffer num above 64", initbuffer_num_range,
+                 "TPipe::InitBuffer: buffer count out of range [1, 64]: 65");
+    expect_fault("InitBuffer num 0", initbuffer_num_zero,
+                 "TPipe::InitBuffer: buffer count out of range [1, 64]: 0");
+    expect_fault("65 buffers in a TPipe", too_many_buffers,
+                 "TPipe::InitBuffer: more than 64 buffers in the TPipe: this call (1 buffer(s)) "
+                 "makes 65");
+    expect_policy("UB above the platform's, within CANN's CPU model (Ascend310B)",
+                  ub_over_platform,
+                  "TPipe::InitBuffer: UB overflow: the buffers need 253984 B, Ascend310B1 has "
+                  "253952 B of UB (this call: 1 x 253984 B at UB byte 0), core 0 (emulation "
+                  "policy: CANN accepts this; CANN's CPU model gives a core 262144 B of UB, but "
+                  "the platform reports 253952 B of UB to the kernel)",
+                  1, k310);
+    expect_fault("UB above CANN's CPU model (Ascend310B)", ub_over_model,
+                 "TPipe::InitBuffer: UB overflow: the buffers need 262176 B, Ascend310B1 has "
+                 "253952 B of UB",
+                 1, k310);
+
+    // DataCopy / DataCopyPad.
+    expect_fault("DataCopy count past the tensor (Atlas A2)", datacopy_count_past,
+                 "DataCopy: count beyond the tensor: dst needs 288 B (72 x 4 B), the tensor has "
+                 "256 B (GetSize() 64 of float)");
+    expect_policy("DataCopy count past the tensor (Ascend310B)", datacopy_count_past,
+                  "DataCopy: count beyond the tensor: dst needs 288 B (72 x 4 B), the tensor has "
+                  "256 B (GetSize() 64 of float), core 0 (emulation policy: CANN accepts this; "
+                  "CANN's Ascend310B build does not run its copy-overflow check",
+                  1, k310);
+    expect_fault("DataCopy UB -> GM count past t[k]", datacopy_out_count_past,
+                 "DataCopy: count beyond the tensor: src needs 288 B (72 x 4 B), the tensor has "
+                 "256 B (GetSize() 64 of float)");
+    expect_fault("DataCopy params past the tensor", datacopy_params_past,
+                 "DataCopy: bursts beyond the tensor: dst needs 288 B (3 bursts of 96 B, 2 gaps of "
+                 "0 B), the tensor has 256 B (GetSize() 64 of float)");
+    expect_policy("DataCopy params past the tensor (Ascend310B)", datacopy_params_past,
+                  "DataCopy: bursts beyond the tensor: dst needs 288 B", 1, k310);
+    expect_fault("DataCopy blockCount above 4095", datacopy_block_count,
+                 "DataCopy: blockCount out of range [0, 4095]: 4096");
+    expect_policy("DataCopy blockCount above 4095 (Ascend310B)", datacopy_block_count,
+                  "DataCopy: blockCount out of range [0, 4095]: 4096", 1, k310);
+    expect_policy("DataCopy UB -> UB overlap", datacopy_ub_to_ub_overlap,
+                  "DataCopy: dst overlaps src: dst UB [32, 288), src UB [0, 256)");
+    expect_clean("zero-length copies copy nothing", zero_length_copies, 1, k910, 0);
+    expect_clean("zero-length copies copy nothing (Ascend310B)", zero_length_copies, 1, k310, 0);
+    expect_fault("DataCopyPad blockLen above 2097151", pad_block_len_range,
+                 "DataCopyPad: blockLen out of range [0, 2097151]: 2097152 B");
+    expect_policy("DataCopyPad blockLen above 2097151 (Ascend310B)", pad_block_len_range,
+                  "DataCopyPad: blockLen out of range [0, 2097151]: 2097152 B", 1, k310);
+    expect_fault("DataCopyPad blockCount above 4095", pad_block_count_range,
+                 "DataCopyPad: blockCount out of range [0, 4095]: 4096");
+    expect_policy("DataCopyPad blockCount above 4095 (Ascend310B)", pad_block_count_range,
+                  "DataCopyPad: blockCount out of range [0, 4095]: 4096", 1, k310);
+    expect_fault("DataCopyPad GM -> UB splits an element", pad_in_splits_element,
+                 "DataCopyPad: blockLen not a multiple of the element size: 30 B, elements of 4 B");
+    expect_policy("DataCopyPad GM -> UB splits an element (Ascend310B)", pad_in_splits_element,
+                  "DataCopyPad: blockLen not a multiple of the element size: 30 B", 1, k310);
+    expect_policy("DataCopyPad UB -> GM splits an element: the GM rule", pad_out_splits_element,
+                  "DataCopyPad: GM write splits an element: bytes [0, 30) of out, elements of 4 B");
+    expect_fault("DataCopyPad padding above 32 bytes without isPad", pad_padding_not_set,
+                 "DataCopyPad: padding above 32 bytes: left 9 elements (36 B), right 0 elements "
+                 "(0 B)");
+    expect_fault("DataCopyPad GM -> UB unaligned (Atlas A2)", pad_in_unaligned,
+                 "DataCopyPad: UB address not 32-byte aligned: dst at UB byte 4");
+    expect_policy("DataCopyPad GM -> UB unaligned (Ascend310B)", pad_in_unaligned,
+                  "DataCopyPad: UB address not 32-byte aligned: dst at UB byte 4, core 0 "
+                  "(emulation policy: CANN accepts this; CANN's Ascend310B implementation does "
+                  "not check it; the emulation does not model where an unaligned burst lands)",
+                  1, k310);
+    expect_fault("DataCopyPad UB -> GM unaligned (Ascend310B)", pad_out_unaligned,
+                 "DataCopyPad: UB address not 32-byte aligned: src at UB byte 4", 1, k310);
+    expect_fault("DataCopyPad GM -> UB bursts past the tensor", pad_in_past,
+                 "DataCopyPad: bursts beyond the tensor: dst needs 160 B (2 bursts of AlignUp(36 + "
+                 "8 B padding, 32) = 64 B, 1 gap of 32 B), the tensor has 128 B (GetSize() 32 of "
+                 "float)");
+    expect_fault("DataCopyPad UB -> GM bursts past the tensor", pad_out_past,
+                 "DataCopyPad: bursts beyond the tensor: src needs 192 B (3 bursts of AlignUp(40, "
+                 "32) = 64 B, 2 gaps of 0 B), the tensor has 128 B (GetSize() 32 of float)");
+    expect_policy("DataCopyPad UB -> GM bursts past the tensor (Ascend310B)", pad_out_past,
+                  "DataCopyPad: bursts beyond the tensor: src needs 192 B", 1, k310);
+
+    // Vector instructions and Cast.
+    expect_fault("vector operand unaligned", vector_unaligned,
+                 "Duplicate: UB address not 32-byte aligned: dst at UB byte 4");
+    expect_fault("vector count negative", vector_negative_count, "Muls: count is negative: -1");
+    expect_fault("Cast half -> float in CAST_RINT", cast_widen_mode,
+                 "Cast: round mode not supported: CAST_RINT for half -> float (CAST_NONE only)");
+    expect_fault("Cast float -> bfloat16_t in CAST_NONE", cast_bf16_none,
+                 "Cast: round mode not supported: CAST_NONE for float -> bfloat16_t (not "
+                 "CAST_NONE nor CAST_ODD)");
+    expect_fault("Cast overlap CANN refuses", cast_overlap_refused,
+                 "Cast: dst and src overlap by more than CANN allows: dst UB [256, 512), src UB "
+                 "[0, 512) (the lower operand's 512 B, more than one 256-byte repeat, run into the "
+                 "higher one)");
+    expect_policy("Cast overlap CANN accepts, a later repeat's source overwritten",
+                  cast_overlap_accepted_by_cann,
+                  "Cast: dst overwrites src before it is read: repeat 0 writes UB [64, 320), later "
+                  "repeats read UB [128, 256)");
+    {
+        const std::string err = run(cast_in_place_both_ways, 1, k910, 0);
+        report(err.empty() && g_inplace[0] == 2.0f && g_inplace[1] == 2.0f &&
+                   g_inplace[2] == 2.0f && g_inplace[3] == 2.0f,
+               "Cast in place: widening from the back half and narrowing front to back (accepted)",
+               err);
+    }
+
+    // ReduceSum.
+    expect_fault("ReduceSum count 0", reduce_count_zero,
+                 "ReduceSum: count out of range [1, 49152]: 0");
+    expect_fault("ReduceSum count above the UB", reduce_count_above_ub,
+                 "ReduceSum: count out of range [1, 49152]: 49153");
+    expect_fault("ReduceSum count past src", reduce_src_past,
+                 "ReduceSum: count beyond the tensor: src needs 260 B (65 x 4 B), the tensor has "
+                 "256 B (GetSize() 64 of float)");
+    expect_fault("ReduceSum count past src (Ascend310B)", reduce_src_past,
+                 "ReduceSum: count beyond the tensor: src needs 260 B", 1, k310);
+    expect_fault("ReduceSum src unaligned", reduce_src_unaligned,
+                 "ReduceSum: UB address not 32-byte aligned: src at UB byte 4");
+    expect_fault("ReduceSum dst not on 4 bytes", reduce_dst_unaligned,
+                 "ReduceSum: UB address not 4-byte aligned: dst at UB byte 1026");
+    {
+        const std::string err = run(reduce_relaxed, 1, k910, 0);
+        report(err.empty() && g_reduce[0] == 500.0f && g_reduce[1] == 0.5f,
+               "ReduceSum relaxed on Atlas A2: dst at a 4-byte offset, work of one element inside "
+               "src, untouched",
+               err);
+    }
+    expect_fault("ReduceSum work of one element (Ascend310B)", reduce_relaxed,
+                 "ReduceSum: work tensor too small: work needs 60 B (count 1000: max(1, "
+                 "floor(count / 64)) = 15 elements), the tensor has 4 B (GetSize() 1 of float)",
+                 1, k310);
+    {
+        const std::string err = run(reduce_dst_offset, 1, k310, 0);
+        report(err.empty() && g_reduce[2] == 500.0f,
+               "ReduceSum on Ascend310B: dst and work at 4-byte offsets", err);
+    }
+    expect_policy("ReduceSum work overlaps src (Ascend310B)", reduce_work_overlaps_src_310b,
+                  "ReduceSum: work overlaps src: work UB [3968, 4028), src UB [0, 4000), core 0 "
+                  "(emulation policy: CANN accepts this; CANN does not check it",
+                  1, k310);
+    expect_policy("ReduceSum work shorter than CANN writes (Ascend310B)", reduce_work_one_element,
+                  "ReduceSum: work shorter than CANN's implementation writes: work needs 8 B "
+                  "(count 100: work[0] and work[1] hold the body and tail sums), the tensor has "
+                  "4 B (GetSize() 1 of float), core 0 (emulation policy: CANN accepts this; "
+                  "CANN's check asks for max(1, floor(count / 64)) elements, but its Ascend310B "
+                  "implementation writes work[1] when count % 64 != 0)",
+                  1, k310, 0);
+    expect_clean("ReduceSum work of one element on Atlas A2", reduce_work_one_element, 1, k910,
+                 0);
+    expect_clean("ReduceSum work of one element, no tail (Ascend310B)",
+                 reduce_work_one_element_no_tail, 1, k310, 0);
+    check_reduce_12688();
     expect_fault("unassigned LocalTensor", unassigned_tensor,
                  "Duplicate: LocalTensor used before it was assigned: dst");
     expect_fault("GET_TILING_DATA beyond the tiling data", tiling_too_short,

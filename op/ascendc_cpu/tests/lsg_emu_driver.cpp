@@ -22,6 +22,7 @@ constexpr int kOk = 0;
 constexpr int kFault = 1;     // the emulated device raised a Fault (message)
 constexpr int kRejected = 2;  // lsg::validate refused the call (message)
 constexpr int kBadCall = 3;   // unknown SoC, bad arguments, an internal error (message)
+constexpr int kPolicy = 4;    // the emulated device raised a PolicyFault (message)
 
 void put(char* message, size_t len, const std::string& text) {
     if (message == nullptr || len == 0) return;
@@ -59,7 +60,8 @@ extern "C" {
 // dy, y: contiguous inputs; out: the output (its contents go in and come back).  reduce_order:
 // an emu::ReduceSumOrder.  skip_validate: plan without the parameter checks (to reach a kernel
 // the host would refuse, e.g. bf16 on Ascend310B).  record: the tiling (may be NULL).
-// Returns 0, or 1 (Fault), 2 (rejected by the host checks), 3 (bad call); message says why.
+// Returns 0, or 1 (Fault), 2 (rejected by the host checks), 3 (bad call), 4 (PolicyFault: a
+// rule of the emulation's own); message says why.
 EMU_API int lsg_emu_run(const void* kernel, const char* soc_name, int32_t dtype, int32_t rank,
                         const int64_t* shape, const int64_t* axes, int32_t n_axes, const void* dy,
                         const void* y, void* out, int32_t threads, int32_t reduce_order,
@@ -128,6 +130,9 @@ EMU_API int lsg_emu_run(const void* kernel, const char* soc_name, int32_t dtype,
         emu::launch(reinterpret_cast<emu::KernelFn>(const_cast<void*>(kernel)), block_dim, soc,
                     tiling_key, gm, raw.data(), raw.size(), threads);
         return kOk;
+    } catch (const emu::PolicyFault& f) {
+        put(message, message_len, f.what());
+        return kPolicy;
     } catch (const emu::Fault& f) {
         put(message, message_len, f.what());
         return kFault;
@@ -165,7 +170,8 @@ EMU_API int lsg_emu_widen(int32_t dtype, const uint16_t* in, float* out, int64_t
     return 0;
 }
 
-// The emulated ReduceSum of x[0..n) on one core of `soc_name` in `order`; 0, or 1 with message.
+// The emulated ReduceSum of x[0..n) on one core of `soc_name` in `order`; 0, or 1 (Fault) / 4
+// (PolicyFault) with message.
 EMU_API int lsg_emu_reduce_sum(const char* soc_name, int32_t order, const float* x, int32_t n,
                                float* result, char* message, size_t message_len) {
     put(message, message_len, "");
@@ -186,6 +192,9 @@ EMU_API int lsg_emu_reduce_sum(const char* soc_name, int32_t order, const float*
         emu::launch(reduce_probe, 1, soc, 0, gm, nullptr, 0, 1);
         *result = r;
         return kOk;
+    } catch (const emu::PolicyFault& f) {
+        put(message, message_len, f.what());
+        return kPolicy;
     } catch (const emu::Fault& f) {
         put(message, message_len, f.what());
         return kFault;
