@@ -131,9 +131,18 @@ def planted_bugs() -> dict[str, list[dict]]:
 
 
 def default_build_dir(plant_bug: str = "", sanitize: bool = False, target: str = "twin") -> Path:
-    """build/<target> for the real library (where the native backend looks), else a variant."""
+    """build/<target> for the real library (where the native backend looks), else a variant;
+    every planted bug of the emulated real kernel shares one, PLANTED_DIR."""
+    if target == "ascendc-cpu" and plant_bug and not sanitize:
+        return PLANTED_DIR
     name = target + (f"-{plant_bug}" if plant_bug else "") + ("-sanitize" if sanitize else "")
     return ROOT / "build" / name
+
+
+# One build directory for every planted bug of the emulated real kernel (CMake LSG_PLANT_ALL): each
+# is its own target there, sharing the object files of the sources it does not edit, so that
+# building all of them costs little more than the edited files.
+PLANTED_DIR = ROOT / "build" / "ascendc-cpu-planted"
 
 
 def cmake_executable() -> str:
@@ -186,7 +195,9 @@ def build_native(
     source_dir: str | Path | None = None,
 ) -> Path:
     """Configure op/ with CMake and build the library of `target` (ascendc-cpu or twin); returns
-    its path. Incremental: a second call on the same directory only rebuilds what changed.
+    its path. Incremental: a second call on the same directory only rebuilds what changed. A
+    planted bug of the emulated real kernel in the default directory (PLANTED_DIR) is built there
+    as its own target, planted-lib/<bug>/liblsg_ascendc_cpu.so.
     A planted bug that does not apply, or a planted edit whose text is not in the source exactly
     once, is a BuildError naming the bug (and the file).
 
@@ -212,6 +223,11 @@ def build_native(
         raise BuildError("building another source tree needs its own build_dir")
     build_dir = Path(build_dir) if build_dir else default_build_dir(plant_bug, sanitize, target)
     build_dir = build_dir if build_dir.is_absolute() else ROOT / build_dir
+    # The shared planted directory builds the bug as its own target (LSG_PLANT_ALL); any other
+    # directory builds the one library with the bug planted.
+    shared = target == "ascendc-cpu" and bool(plant_bug) and build_dir == PLANTED_DIR
+    cmake_target = f"{CMAKE_TARGETS[target]}_{plant_bug}" if shared else CMAKE_TARGETS[target]
+    lib = (build_dir / "planted-lib" / plant_bug if shared else build_dir) / LIB_NAMES[target]
     cmake = cmake_executable()
     env = {**os.environ, "LC_ALL": "C"}
     with _locked(build_dir):
@@ -223,7 +239,8 @@ def build_native(
                 "-B",
                 str(build_dir),
                 "-DCMAKE_BUILD_TYPE=Release",
-                f"-DLSG_PLANT_BUG={plant_bug}",
+                f"-DLSG_PLANT_BUG={'' if shared else plant_bug}",
+                f"-DLSG_PLANT_ALL={'ON' if shared else 'OFF'}",
                 f"-DLSG_SANITIZE={'ON' if sanitize else 'OFF'}",
             ],
             "cmake configure",
@@ -235,14 +252,13 @@ def build_native(
                 "--build",
                 str(build_dir),
                 "--target",
-                CMAKE_TARGETS[target],
+                cmake_target,
                 "-j",
                 str(os.cpu_count() or 2),
             ],
             "cmake build",
             env=env,
         )
-    lib = build_dir / LIB_NAMES[target]
     if not lib.exists():
         raise BuildError(f"the build finished but {lib} is missing")
     return lib

@@ -573,12 +573,18 @@ def rejections(family: str, dtypes, full: bool) -> Iterator[Case]:
         yield _case(family, bad, base, axes, "rejections")
     # bf16 on a SoC without the cast is refused before anything else, empty or not.
     yield _case(family, "bfloat16", (0, 4), axes, "rejections")
-    # Duplicate and non-consecutive axis lists on shapes of several ranks, the dtypes taking
-    # turns (those the SoC accepts, so that the axes are what is refused).
-    accepted = [d for d in DTYPES if soc.representative_soc(family).bf16_cast or d != "bfloat16"]
-    for i, (shape, bad_axes) in enumerate(BAD_AXIS_LISTS if full else BAD_AXIS_LISTS[::2]):
-        for dtype in dtypes if full else (accepted[i % len(accepted)],):
-            yield _case(family, dtype, shape, bad_axes, "rejections", api="axes")
+
+
+def bad_axis_lists(family: str, dtypes, full: bool) -> Iterator[Case]:
+    """Duplicate and non-consecutive axis lists on shapes of several ranks (smoke: each list
+    once over the two families), the accepted dtypes taking turns, so that the axes are what is
+    refused."""
+    accepted = [d for d in dtypes if _casts(family, d)]
+    turn = FAMILIES.index(family)
+    for i, (shape, axes) in enumerate(BAD_AXIS_LISTS):
+        if full or i % 2 == turn:
+            for dtype in dtypes if full else (accepted[(i // 2 + turn) % len(accepted)],):
+                yield _case(family, dtype, shape, axes, "bad-axes", api="axes")
 
 
 def ties(family: str, dtypes, full: bool) -> Iterator[Case]:
@@ -691,6 +697,7 @@ SECTIONS: tuple[Callable[[str, tuple, bool], Iterable[Case]], ...] = (
     special_placements,
     tensor_layouts,
     grouping_extents,
+    bad_axis_lists,
     ties,
     long_sums,
     mid_groups,

@@ -48,7 +48,9 @@ PLANTED = {
 CATEGORY = {
     ("twin", "tail"): "precision",
     ("twin", "seed_noreduce"): "precision",
-    ("ascendc-cpu", "tail"): "kernel_fault",
+    # The real kernel's tail bug leaves output elements unwritten: the emulated device refuses
+    # that by the farm's contract (every element written once), a rule CANN does not check.
+    ("ascendc-cpu", "tail"): "emulation_policy",
     ("ascendc-cpu", "seed_noreduce"): "precision",
 }
 
@@ -74,12 +76,9 @@ def test_planted_bug_fails_its_cases_once(farm, target, bug):
             assert r["category"] == "precision" and r["verdict"]["passed"] is False, r
             assert r["message"].startswith("FAIL"), r["message"]
         elif cid in must_fail:
-            assert (r["category"], r["status"], r["reason"]) == (
-                "kernel_fault",
-                561000,
-                "kernel_fault",
-            ), r
-            assert r["message"].startswith("the emulated device stopped the kernel"), r
+            assert (r["category"], r["status"], r["reason"]) == (category, 561000, category), r
+            assert r["message"].startswith("the emulated device refused the kernel"), r
+            assert "CANN accepts this" in r["message"], r
         else:
             assert r["outcome"] == "passed", r
     assert result.summary["categories"] == {category: len(must_fail)}

@@ -350,7 +350,19 @@ def test_new_cases_keep_old_ids_and_the_random_draws():
     )
 
 
-NEW_SECTIONS = {"value-ranges", "fills", "special-placement", "layouts", "grouping"}
+NEW_SECTIONS = {
+    "value-ranges",
+    "fills",
+    "special-placement",
+    "layouts",
+    "grouping",
+    "bad-axes",
+    "ties",
+    "long-sums",
+    "mid-groups",
+    "schedule-boundaries",
+    "block-multiples",
+}
 
 
 def test_smoke_has_the_new_classes_on_each_family(tiers):

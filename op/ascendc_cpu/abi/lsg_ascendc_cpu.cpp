@@ -44,18 +44,6 @@
 #include "tiling/platform/platform_ascendc.h"
 #include "views.h"
 
-#ifndef LSG_VERSION
-#define LSG_VERSION "0.0.0"
-#endif
-#ifndef LSG_PLANT_BUG_NAME
-#define LSG_PLANT_BUG_NAME ""
-#endif
-#ifndef LSG_SANITIZE_BUILD
-#define LSG_SANITIZE_BUILD 0
-#endif
-#define LSG_STR2(x) #x
-#define LSG_STR(x) LSG_STR2(x)
-
 // The kernel entry, compiled once per dtype (-Dlog_softmax_grad=log_softmax_grad_<dtype>).
 extern "C" {
 void log_softmax_grad_float(uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*);
@@ -279,13 +267,6 @@ int32_t run_failed(lsg_executor* ex, int32_t reason, std::string text) {
 }  // namespace
 
 extern "C" {
-
-const char* lsg_version(void) { return LSG_VERSION; }
-
-const char* lsg_build_info(void) {
-    return "plant_bug=" LSG_PLANT_BUG_NAME ";sanitize=" LSG_STR(LSG_SANITIZE_BUILD)
-           ";target=ascendc-cpu";
-}
 
 int32_t lsg_soc_count(void) { return lsg::soc_count(); }
 
