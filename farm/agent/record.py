@@ -76,7 +76,7 @@ class HostChecks(TypedDict, total=False):
     host_status: int
     shared: str  # the shared checks' verdict (lsg::validate, the twin's), when the call was read
     shared_status: int
-    shared_message: str
+    shared_message: str  # only where the shared checks disagree with the operator
     tiling_mismatch: str  # what the host tiling gave the kernel that the shared plan did not plan
 
 

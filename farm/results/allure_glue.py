@@ -496,6 +496,22 @@ def case_line(record: Mapping) -> str | None:
     return "case: " + ", ".join(parts) if parts else None
 
 
+def checks_line(record: Mapping) -> str | None:
+    """Which layer of the operator's host code decided the call (farm/agent/record.py
+    HostChecks), where there is more to say than "accepted": a refusal, the shared checks
+    disagreeing, a tiling mismatch."""
+    checks = record.get("checks") or {}
+    layer, host, shared = checks.get("decided_by"), checks.get("host"), checks.get("shared")
+    if not checks or (not layer and host == shared and not checks.get("tiling_mismatch")):
+        return None
+    parts = [f"decided by the {layer} ({host})" if layer else "accepted by every layer"]
+    if shared is not None:
+        parts.append(f"the shared checks: {shared}")
+    if checks.get("tiling_mismatch"):
+        parts.append(f"tiling mismatch: {checks['tiling_mismatch']}")
+    return "host checks: " + "; ".join(parts)
+
+
 def _description(record: Mapping, detailed: bool = True) -> str:
     """The case's description: what it is, expectation and outcome, note and origin, the headline
     metrics, where and how long it ran; ``detailed`` (see :func:`detailed`), also the standards'
@@ -519,6 +535,7 @@ def _description(record: Mapping, detailed: bool = True) -> str:
         detailed and record.get("message") and str(record["message"]),
         metrics_line(record),
         detailed and record.get("op_message") and f"operator message: `{record['op_message']}`",
+        detailed and checks_line(record),
         detailed and t and "tiling: " + ", ".join(f"{k}={v}" for k, v in t.items()),
         run_line(record, every_timing=detailed),
     ]

@@ -15,21 +15,10 @@
 #include <vector>
 
 #include "abi_common.h"
+#include "build_info.h"
 #include "kernel.h"
 #include "tiling.h"
 #include "views.h"
-
-#ifndef LSG_VERSION
-#define LSG_VERSION "0.0.0"
-#endif
-#ifndef LSG_PLANT_BUG_NAME
-#define LSG_PLANT_BUG_NAME ""
-#endif
-#ifndef LSG_SANITIZE_BUILD
-#define LSG_SANITIZE_BUILD 0
-#endif
-#define LSG_STR2(x) #x
-#define LSG_STR(x) LSG_STR2(x)
 
 struct lsg_executor {
     lsg::Call call;

@@ -7,10 +7,12 @@ is a no-op).
 - ``native_lib``: each of the two in turn (the test runs once per library): the tests of the C
   ABI's behaviour that both libraries must share.
 - ``<bug>_lib``: a twin with that bug planted; ``acpu_planted(bug)``: the emulated real kernel with
-  it planted.
+  it planted; ``judged(case, library, monkeypatch)``: the agent's record of a case on a library.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import pytest
 
@@ -24,6 +26,23 @@ LIBRARIES = ("twin", "ascendc-cpu")
 def _planted(bug: str):
     """The twin built with `bug` planted, in build/twin-<bug>."""
     return build.build_twin(build.default_build_dir(bug), plant_bug=bug)
+
+
+@dataclass(frozen=True)
+class Host:
+    """What farm.agent.execute.run_case needs to know of the host: its SoC and a name."""
+
+    soc: str
+    host: str = "test"
+
+
+def judged(case, library, monkeypatch) -> dict:
+    """The agent's record of `case` (a suites.case.Case) on `library`, on its family's SoC."""
+    from farm.agent.execute import run_case
+    from golden import soc
+
+    monkeypatch.setenv(native.ENV_LIB, str(library))
+    return run_case(case.to_dict(), "native", 0, Host(soc.representative_soc(case.family).name))
 
 
 def need_emulation() -> None:

@@ -17,30 +17,16 @@ HostChecks).
 from __future__ import annotations
 
 import shutil
-from dataclasses import dataclass
 
 import numpy as np
 import pytest
 
 from farm import build
 from farm.agent.backends import native
-from farm.agent.execute import run_case
 from farm.agent.outcome import classify
-from golden import soc
 from suites import matrix
 from suites.case import Case
-from tests.op.conftest import acpu_planted, need_emulation
-
-
-@dataclass(frozen=True)
-class Host:
-    soc: str
-    host: str = "test"
-
-
-def record_of(case: Case, library, monkeypatch) -> dict:
-    monkeypatch.setenv(native.ENV_LIB, str(library))
-    return run_case(case.to_dict(), "native", 0, Host(soc.representative_soc(case.family).name))
+from tests.op.conftest import acpu_planted, judged, need_emulation
 
 
 def zeros(shape, dtype=np.float32):
@@ -91,7 +77,6 @@ def test_an_accepted_call_says_every_layer_accepted_it(acpu_lib, twin_lib):
         "host_status": 0,
         "shared": "ok",
         "shared_status": 0,
-        "shared_message": "",
         "tiling_mismatch": "",
     }
     assert native.run(dy, dy, (-1,), "Ascend310B1", library=twin_lib).checks is None
@@ -104,7 +89,7 @@ def test_a_host_that_lets_bf16_through_on_310b_fails_the_smoke_tier(monkeypatch)
         c for c in matrix.expand("smoke") if c.family == "ascend310b" and c.dtype == "bfloat16"
     ]
     caught = [
-        r for r in (record_of(c, library, monkeypatch) for c in cases) if r["outcome"] != "passed"
+        r for r in (judged(c, library, monkeypatch) for c in cases) if r["outcome"] != "passed"
     ]
     # Every bf16 case of Ascend310B that is not refused for an earlier reason of the contract.
     bf16_refusals = [c for c in cases if c.expected.reason == "bf16_unsupported_on_soc"]
@@ -129,7 +114,7 @@ def test_a_bf16_registration_alone_is_refused_by_the_tiling_and_said(tmp_path, m
     host.write_text(host.read_text().replace(registration["old"], registration["new"]))
     library = build.build_native("ascendc-cpu", tmp_path / "build", source_dir=source)
 
-    record = record_of(Case("ascend310b", "bfloat16", (4, 37), (-1,)), library, monkeypatch)
+    record = judged(Case("ascend310b", "bfloat16", (4, 37), (-1,)), library, monkeypatch)
     assert (record["outcome"], record["reason"]) == ("passed", "bf16_unsupported_on_soc")
     assert record["checks"]["decided_by"] == "tiling"
     assert "the OpDef registration accepted it, the tiling function said" in record["message"]
@@ -139,13 +124,13 @@ def test_a_bf16_registration_alone_is_refused_by_the_tiling_and_said(tmp_path, m
 def test_a_tiling_function_that_departs_from_the_plan_is_a_tiling_mismatch(acpu_lib, monkeypatch):
     library = acpu_planted("host_half_blocks")
     case = Case("ascend910b", "float16", (4, 37), (-1,))
-    record = record_of(case, library, monkeypatch)
+    record = judged(case, library, monkeypatch)
     assert (record["outcome"], record["category"]) == ("failed", "tiling_mismatch")
     assert "blockElems 4912 (planned 9824)" in record["message"], record["message"]
     # What ran is what the host code tiled (the kernel is right with smaller blocks too).
     assert record["tiling"]["block_elems"] == 4912 and record["status"] == 0
     assert record["verdict"]["passed"]
-    assert record_of(case, acpu_lib, monkeypatch)["outcome"] == "passed"
+    assert judged(case, acpu_lib, monkeypatch)["outcome"] == "passed"
 
 
 def test_classify_says_which_layer_said_what():

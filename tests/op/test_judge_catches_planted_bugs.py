@@ -12,17 +12,12 @@ mismatch. How many cases of each tier catch each bug: benchmarks/kill_strength.p
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import pytest
 
 from farm import build
-from farm.agent.backends import native
-from farm.agent.execute import run_case
-from golden import soc
 from suites.case import Case
 from suites.matrix import CONSTANT_DY, TIES
-from tests.op.conftest import acpu_planted
+from tests.op.conftest import acpu_planted, judged
 
 # The category on the emulated real kernel where it differs from the twin's:
 REAL_KERNEL_CATEGORY = {"tail": "emulation_policy"}
@@ -71,17 +66,6 @@ CATCHES = {
 DEVICE_STOPS = ("kernel_fault", "emulation_policy")
 
 pytestmark = pytest.mark.build  # builds planted variants of the operator
-
-
-@dataclass(frozen=True)
-class Host:
-    soc: str
-    host: str = "test"
-
-
-def judged(case: Case, library, monkeypatch) -> dict:
-    monkeypatch.setenv(native.ENV_LIB, str(library))
-    return run_case(case.to_dict(), "native", 0, Host(soc.representative_soc(case.family).name))
 
 
 @pytest.mark.parametrize("bug", [bug for bug in build.TWIN_PLANT_BUGS if bug])

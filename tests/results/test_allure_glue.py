@@ -247,6 +247,26 @@ def test_case_line_of_records_the_generators_do_not_make():
     assert glue._description({"outcome": "broken"}).split("\n")[0].startswith("**")
 
 
+def test_the_host_checks_line_says_only_what_the_verdict_does_not():
+    accepted = {"decided_by": "", "host": "ok", "shared": "ok", "tiling_mismatch": ""}
+    assert glue.checks_line({"checks": accepted}) is None
+    assert glue.checks_line({}) is None  # the twin's and the torch backend's records
+    refused = {"decided_by": "registration", "host": "bf16_unsupported_on_soc"}
+    refused["shared"] = "bf16_unsupported_on_soc"
+    assert glue.checks_line({"checks": refused}) == (
+        "host checks: decided by the registration (bf16_unsupported_on_soc); "
+        "the shared checks: bf16_unsupported_on_soc"
+    )
+    let_through = dict(accepted, shared="bf16_unsupported_on_soc")
+    assert glue.checks_line({"checks": let_through}) == (
+        "host checks: accepted by every layer; the shared checks: bf16_unsupported_on_soc"
+    )
+    mismatch = dict(accepted, tiling_mismatch="blockElems 4912 (planned 9824)")
+    line = glue.checks_line({"checks": mismatch})
+    assert line is not None and line.endswith("tiling mismatch: blockElems 4912 (planned 9824)")
+    assert line in glue._description({"checks": mismatch})
+
+
 def test_identity_parameters(results):
     _, res = results
     r = res[("prec-f32-tail", "'ascend910b'")]

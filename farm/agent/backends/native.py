@@ -11,7 +11,9 @@ arrays, with the output pre-filled with NaN so that an unwritten region cannot p
 may be any view (golden/layouts.py: strides, storage, offset); the storage around it is NaN too,
 and run reports whether the call left it so (out_guard_ok). A kernel the emulated device stopped
 (a rule of the hardware broken: emu::Fault) comes back as status 561000, reason "kernel_fault"
-and the fault's message, not as an exception.
+and the fault's message, not as an exception ("emulation_policy" for a rule of the emulation's
+own). The emulated real operator also says which layer of its host code decided the call and
+what the shared checks said (`checks`, farm/agent/record.py HostChecks).
 
 The library is found at, in order: $LSG_NATIVE_LIB; under the repository
 build/ascendc-cpu/liblsg_ascendc_cpu.so, then build/twin/liblsg_twin.so (what `farm.build` writes);
@@ -351,11 +353,9 @@ def _checks(lib) -> dict[str, Any] | None:
         "tiling_mismatch": raw["tiling_mismatch"],
     }
     if "shared_reason" in raw:
-        checks.update(
-            shared=reason_name(raw["shared_reason"]),
-            shared_status=raw["shared_status"],
-            shared_message=raw["shared_message"],
-        )
+        checks.update(shared=reason_name(raw["shared_reason"]), shared_status=raw["shared_status"])
+        if raw["shared_reason"] != raw["host_reason"]:  # what the record must say, only then
+            checks["shared_message"] = raw["shared_message"]
     return checks
 
 

@@ -139,6 +139,25 @@ void copy_kernel(uint8_t* a, uint8_t* b, uint8_t* out, uint8_t*, uint8_t*) {
     qo.FreeTensor(r);
 }
 
+// The prologue many test kernels share: a TPipe with one VECCALC buffer of `bytes` named `name`.
+#define ONE_TBUF(name, bytes)         \
+    TPipe pipe;                       \
+    TBuf<TPosition::VECCALC> name;    \
+    pipe.InitBuffer(name, bytes)
+
+// ... and two of the same size.
+#define TWO_TBUFS(first, second, bytes)       \
+    TPipe pipe;                               \
+    TBuf<TPosition::VECCALC> first, second;   \
+    pipe.InitBuffer(first, bytes);            \
+    pipe.InitBuffer(second, bytes)
+
+GlobalTensor<float> gm_floats(uint8_t* p) {
+    GlobalTensor<float> g;
+    g.SetGlobalBuffer(reinterpret_cast<float*>(p));
+    return g;
+}
+
 #define KERNEL(name) void name(uint8_t* a, uint8_t* b, uint8_t* out, uint8_t* ws, uint8_t* tiling)
 #define UNUSED_ARGS static_cast<void>(a), static_cast<void>(b), static_cast<void>(out), \
                     static_cast<void>(ws), static_cast<void>(tiling)
@@ -157,8 +176,7 @@ KERNEL(datacopy_ragged) {
     TPipe pipe;
     TQue<TPosition::VECIN, 1> q;
     pipe.InitBuffer(q, 1, 1024);
-    GlobalTensor<float> g;
-    g.SetGlobalBuffer(reinterpret_cast<float*>(a));
+    GlobalTensor<float> g = gm_floats(a);
     LocalTensor<float> t = q.AllocTensor<float>();
     DataCopy(t, g, 7);  // 28 B
 }
@@ -168,8 +186,7 @@ KERNEL(ub_misaligned) {
     TPipe pipe;
     TQue<TPosition::VECIN, 1> q;
     pipe.InitBuffer(q, 1, 1024);
-    GlobalTensor<float> g;
-    g.SetGlobalBuffer(reinterpret_cast<float*>(a));
+    GlobalTensor<float> g = gm_floats(a);
     LocalTensor<float> t = q.AllocTensor<float>();
     DataCopy(t[1], g, 8);  // UB byte 4
 }
@@ -179,8 +196,7 @@ KERNEL(gm_read_past_end) {
     TPipe pipe;
     TQue<TPosition::VECIN, 1> q;
     pipe.InitBuffer(q, 1, 1024);
-    GlobalTensor<float> g;
-    g.SetGlobalBuffer(reinterpret_cast<float*>(a));
+    GlobalTensor<float> g = gm_floats(a);
     LocalTensor<float> t = q.AllocTensor<float>();
     DataCopyPad(t, g[250], DataCopyExtParams{1, 7 * 4, 0, 0, 0}, DataCopyPadExtParams<float>{});
 }
@@ -190,8 +206,7 @@ KERNEL(gm_write_input) {
     TPipe pipe;
     TQue<TPosition::VECOUT, 1> q;
     pipe.InitBuffer(q, 1, 1024);
-    GlobalTensor<float> g;
-    g.SetGlobalBuffer(reinterpret_cast<float*>(a));
+    GlobalTensor<float> g = gm_floats(a);
     LocalTensor<float> t = q.AllocTensor<float>();
     Duplicate(t, 0.0f, 8);
     q.EnQue(t);
@@ -298,8 +313,7 @@ KERNEL(vecin_read_early) {
     TBuf<TPosition::VECCALC> o;
     pipe.InitBuffer(q, 1, 1024);
     pipe.InitBuffer(o, 1024);
-    GlobalTensor<float> g;
-    g.SetGlobalBuffer(reinterpret_cast<float*>(a));
+    GlobalTensor<float> g = gm_floats(a);
     LocalTensor<float> t = q.AllocTensor<float>();
     DataCopy(t, g, 8);
     LocalTensor<float> x = o.Get<float>();
@@ -311,8 +325,7 @@ KERNEL(vecout_copied_early) {
     TPipe pipe;
     TQue<TPosition::VECOUT, 1> q;
     pipe.InitBuffer(q, 1, 1024);
-    GlobalTensor<float> g;
-    g.SetGlobalBuffer(reinterpret_cast<float*>(out));
+    GlobalTensor<float> g = gm_floats(out);
     LocalTensor<float> t = q.AllocTensor<float>();
     Duplicate(t, 1.0f, 8);
     DataCopyPad(g, t, DataCopyExtParams{1, 32, 0, 0, 0});  // no EnQue/DeQue between V and MTE3
@@ -320,9 +333,7 @@ KERNEL(vecout_copied_early) {
 
 KERNEL(bf16_cast) {
     UNUSED_ARGS;
-    TPipe pipe;
-    TBuf<TPosition::VECCALC> t;
-    pipe.InitBuffer(t, 1024);
+    ONE_TBUF(t, 1024);
     LocalTensor<float> f = t.Get<float>();
     LocalTensor<bfloat16_t> h = t.Get<bfloat16_t>()[256];
     Cast(f, h, RoundMode::CAST_NONE, 8);
@@ -330,10 +341,7 @@ KERNEL(bf16_cast) {
 
 KERNEL(bf16_narrow_odd) {
     UNUSED_ARGS;
-    TPipe pipe;
-    TBuf<TPosition::VECCALC> t, u;
-    pipe.InitBuffer(t, 1024);
-    pipe.InitBuffer(u, 1024);
+    TWO_TBUFS(t, u, 1024);
     Duplicate(t.Get<float>(), 1.0f, 8);
     Cast(u.Get<bfloat16_t>(), t.Get<float>(), RoundMode::CAST_ODD, 8);
 }
@@ -384,9 +392,7 @@ KERNEL(waitflag_unset) {
 
 KERNEL(scalar_read_unsynced) {
     UNUSED_ARGS;
-    TPipe pipe;
-    TBuf<TPosition::VECCALC> t;
-    pipe.InitBuffer(t, 1024);
+    ONE_TBUF(t, 1024);
     LocalTensor<float> x = t.Get<float>();
     Duplicate(x, 1.0f, 8);
     static_cast<void>(x.GetValue(3));
@@ -394,9 +400,7 @@ KERNEL(scalar_read_unsynced) {
 
 KERNEL(scalar_read_synced) {
     UNUSED_ARGS;
-    TPipe pipe;
-    TBuf<TPosition::VECCALC> t;
-    pipe.InitBuffer(t, 1024);
+    ONE_TBUF(t, 1024);
     LocalTensor<float> x = t.Get<float>();
     Duplicate(x, 1.0f, 8);
     const event_t e = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::V_S));
@@ -412,9 +416,7 @@ KERNEL(scalar_read_synced) {
 
 KERNEL(vector_after_scalar_unsynced) {
     UNUSED_ARGS;
-    TPipe pipe;
-    TBuf<TPosition::VECCALC> t;
-    pipe.InitBuffer(t, 1024);
+    ONE_TBUF(t, 1024);
     LocalTensor<float> x = t.Get<float>();
     x.SetValue(0, 1.0f);
     Exp(x, x, 8);
@@ -426,8 +428,7 @@ KERNEL(two_cores_one_element) {
     TPipe pipe;
     TQue<TPosition::VECOUT, 1> q;
     pipe.InitBuffer(q, 1, 1024);
-    GlobalTensor<float> g;
-    g.SetGlobalBuffer(reinterpret_cast<float*>(out));
+    GlobalTensor<float> g = gm_floats(out);
     LocalTensor<float> t = q.AllocTensor<float>();
     Duplicate(t, 1.0f, 64);
     q.EnQue(t);
@@ -441,8 +442,7 @@ KERNEL(written_twice) {
     TPipe pipe;
     TQue<TPosition::VECOUT, 1> q;
     pipe.InitBuffer(q, 1, 1024);
-    GlobalTensor<float> g;
-    g.SetGlobalBuffer(reinterpret_cast<float*>(out));
+    GlobalTensor<float> g = gm_floats(out);
     LocalTensor<float> t = q.AllocTensor<float>();
     Duplicate(t, 1.0f, 64);
     q.EnQue(t);
@@ -458,8 +458,7 @@ KERNEL(unwritten) {
     TPipe pipe;
     TQue<TPosition::VECOUT, 1> q;
     pipe.InitBuffer(q, 1, 1024);
-    GlobalTensor<float> g;
-    g.SetGlobalBuffer(reinterpret_cast<float*>(out));
+    GlobalTensor<float> g = gm_floats(out);
     LocalTensor<float> t = q.AllocTensor<float>();
     Duplicate(t, 1.0f, 200);
     q.EnQue(t);
@@ -477,9 +476,7 @@ KERNEL(guard_overwrite) {
 
 KERNEL(partial_overlap) {
     UNUSED_ARGS;
-    TPipe pipe;
-    TBuf<TPosition::VECCALC> t;
-    pipe.InitBuffer(t, 1024);
+    ONE_TBUF(t, 1024);
     LocalTensor<float> x = t.Get<float>();
     Duplicate(x, 1.0f, 128);
     Add(x[8], x, x, 64);
@@ -487,9 +484,7 @@ KERNEL(partial_overlap) {
 
 KERNEL(cast_overwrites_src) {
     UNUSED_ARGS;
-    TPipe pipe;
-    TBuf<TPosition::VECCALC> t;
-    pipe.InitBuffer(t, 2048);
+    ONE_TBUF(t, 2048);
     LocalTensor<half> h = t.Get<half>();
     Duplicate(h, half(1.0f), 128);
     Cast(t.Get<float>(), h, RoundMode::CAST_NONE, 128);  // front-to-front widening
@@ -497,9 +492,7 @@ KERNEL(cast_overwrites_src) {
 
 KERNEL(beyond_buffer) {
     UNUSED_ARGS;
-    TPipe pipe;
-    TBuf<TPosition::VECCALC> t;
-    pipe.InitBuffer(t, 1024);
+    ONE_TBUF(t, 1024);
     LocalTensor<float> x = t.Get<float>();
     Exp(x, x, 257);
 }
@@ -534,9 +527,7 @@ KERNEL(second_pipe) {
 // tensor's own length, not by its buffer.
 KERNEL(short_view_exp) {
     UNUSED_ARGS;
-    TPipe pipe;
-    TBuf<TPosition::VECCALC> t;
-    pipe.InitBuffer(t, 1024);
+    ONE_TBUF(t, 1024);
     LocalTensor<float> v = t.Get<float>(64);  // 256 B of a 1024-B buffer
     Duplicate(v, 1.0f, 64);
     Exp(v, v, 65);
@@ -544,31 +535,22 @@ KERNEL(short_view_exp) {
 
 KERNEL(short_view_add) {
     UNUSED_ARGS;
-    TPipe pipe;
-    TBuf<TPosition::VECCALC> t, u;
-    pipe.InitBuffer(t, 1024);
-    pipe.InitBuffer(u, 1024);
+    TWO_TBUFS(t, u, 1024);
     LocalTensor<float> v = t.Get<float>(64);
     Add(u.Get<float>(), u.Get<float>(), v, 72);  // src1 is the short one
 }
 
 KERNEL(short_view_pad) {
     UNUSED_ARGS;
-    TPipe pipe;
-    TBuf<TPosition::VECCALC> t;
-    pipe.InitBuffer(t, 1024);
-    GlobalTensor<float> g;
-    g.SetGlobalBuffer(reinterpret_cast<float*>(a));
+    ONE_TBUF(t, 1024);
+    GlobalTensor<float> g = gm_floats(a);
     LocalTensor<float> v = t.Get<float>(64);
     DataCopyPad(v, g, DataCopyExtParams{1, 65 * 4, 0, 0, 0}, DataCopyPadExtParams<float>{});
 }
 
 KERNEL(short_view_cast) {
     UNUSED_ARGS;
-    TPipe pipe;
-    TBuf<TPosition::VECCALC> t, f;
-    pipe.InitBuffer(t, 1024);
-    pipe.InitBuffer(f, 1024);
+    TWO_TBUFS(t, f, 1024);
     LocalTensor<half> h = t.Get<half>(32);  // 64 B
     Cast(f.Get<float>(), h, RoundMode::CAST_NONE, 48);
 }
@@ -576,68 +558,52 @@ KERNEL(short_view_cast) {
 // t[k]'s length is the parent's minus k.
 KERNEL(offset_view_past) {
     UNUSED_ARGS;
-    TPipe pipe;
-    TBuf<TPosition::VECCALC> t;
-    pipe.InitBuffer(t, 1024);
+    ONE_TBUF(t, 1024);
     LocalTensor<float> x = t.Get<float>();
     Duplicate(x[200], 0.0f, 64);  // 56 elements left
 }
 
 KERNEL(offset_at_size) {
     UNUSED_ARGS;
-    TPipe pipe;
-    TBuf<TPosition::VECCALC> t;
-    pipe.InitBuffer(t, 1024);
+    ONE_TBUF(t, 1024);
     LocalTensor<float> x = t.Get<float>()[256];  // GetSize() is 256
     static_cast<void>(x);
 }
 
 KERNEL(offset_of_a_view) {
     UNUSED_ARGS;
-    TPipe pipe;
-    TBuf<TPosition::VECCALC> t;
-    pipe.InitBuffer(t, 1024);
+    ONE_TBUF(t, 1024);
     LocalTensor<float> x = t.Get<float>(64)[64];  // the view ends at 64, the buffer at 256
     static_cast<void>(x);
 }
 
 KERNEL(get_value_past) {
     UNUSED_ARGS;
-    TPipe pipe;
-    TBuf<TPosition::VECCALC> t;
-    pipe.InitBuffer(t, 1024);
+    ONE_TBUF(t, 1024);
     static_cast<void>(t.Get<float>(8).GetValue(8));
 }
 
 KERNEL(set_value_past) {
     UNUSED_ARGS;
-    TPipe pipe;
-    TBuf<TPosition::VECCALC> t;
-    pipe.InitBuffer(t, 1024);
+    ONE_TBUF(t, 1024);
     t.Get<float>()[250].SetValue(6, 1.0f);
 }
 
 KERNEL(tbuf_get_zero) {
     UNUSED_ARGS;
-    TPipe pipe;
-    TBuf<TPosition::VECCALC> t;
-    pipe.InitBuffer(t, 1024);
+    ONE_TBUF(t, 1024);
     static_cast<void>(t.Get<float>(0));
 }
 
 KERNEL(tbuf_get_ragged) {
     UNUSED_ARGS;
-    TPipe pipe;
-    TBuf<TPosition::VECCALC> t;
-    pipe.InitBuffer(t, 1024);
+    ONE_TBUF(t, 1024);
     static_cast<void>(t.Get<float>(7));
 }
 
 KERNEL(tbuf_get_beyond) {
     UNUSED_ARGS;
-    TPipe pipe;
-    TBuf<TPosition::VECCALC> t;
-    pipe.InitBuffer(t, 1024);
+    ONE_TBUF(t, 1024);
     static_cast<void>(t.Get<half>(528));  // 1056 B
 }
 
@@ -683,31 +649,22 @@ KERNEL(ub_over_model) {  // Ascend310B1: above CANN's CPU model's 262144 B
 
 KERNEL(datacopy_count_past) {
     UNUSED_ARGS;
-    TPipe pipe;
-    TBuf<TPosition::VECCALC> t;
-    pipe.InitBuffer(t, 1024);
-    GlobalTensor<float> g;
-    g.SetGlobalBuffer(reinterpret_cast<float*>(a));
+    ONE_TBUF(t, 1024);
+    GlobalTensor<float> g = gm_floats(a);
     DataCopy(t.Get<float>(64), g, 72);
 }
 
 KERNEL(datacopy_out_count_past) {
     UNUSED_ARGS;
-    TPipe pipe;
-    TBuf<TPosition::VECCALC> t;
-    pipe.InitBuffer(t, 1024);
-    GlobalTensor<float> g;
-    g.SetGlobalBuffer(reinterpret_cast<float*>(out));
+    ONE_TBUF(t, 1024);
+    GlobalTensor<float> g = gm_floats(out);
     DataCopy(g, t.Get<float>()[192], 72);  // 64 elements left
 }
 
 KERNEL(datacopy_params_past) {
     UNUSED_ARGS;
-    TPipe pipe;
-    TBuf<TPosition::VECCALC> t;
-    pipe.InitBuffer(t, 1024);
-    GlobalTensor<float> g;
-    g.SetGlobalBuffer(reinterpret_cast<float*>(a));
+    ONE_TBUF(t, 1024);
+    GlobalTensor<float> g = gm_floats(a);
     DataCopy(t.Get<float>(64), g, DataCopyParams{2, 3, 0, 1});  // 2 x 96 + 32 = 224 B: fits
     DataCopy(t.Get<float>(64), g, DataCopyParams{3, 2, 0, 1});  // 3 x 64 + 2 x 32 = 256 B: fits
     DataCopy(t.Get<float>(64), g, DataCopyParams{3, 3, 0, 0});  // 288 B
@@ -715,19 +672,14 @@ KERNEL(datacopy_params_past) {
 
 KERNEL(datacopy_block_count) {
     UNUSED_ARGS;
-    TPipe pipe;
-    TBuf<TPosition::VECCALC> t;
-    pipe.InitBuffer(t, 1024);
-    GlobalTensor<float> g;
-    g.SetGlobalBuffer(reinterpret_cast<float*>(a));
+    ONE_TBUF(t, 1024);
+    GlobalTensor<float> g = gm_floats(a);
     DataCopy(t.Get<float>(), g, DataCopyParams{4096, 1, 0, 0});
 }
 
 KERNEL(datacopy_ub_to_ub_overlap) {
     UNUSED_ARGS;
-    TPipe pipe;
-    TBuf<TPosition::VECCALC> t;
-    pipe.InitBuffer(t, 1024);
+    ONE_TBUF(t, 1024);
     LocalTensor<float> x = t.Get<float>();
     Duplicate(x, 1.0f, 128);
     DataCopy(x[8], x, 64);
@@ -736,9 +688,7 @@ KERNEL(datacopy_ub_to_ub_overlap) {
 // Zero-length copies: CANN warns and copies nothing.
 KERNEL(zero_length_copies) {
     UNUSED_ARGS;
-    TPipe pipe;
-    TBuf<TPosition::VECCALC> t;
-    pipe.InitBuffer(t, 1024);
+    ONE_TBUF(t, 1024);
     GlobalTensor<float> g, o;
     g.SetGlobalBuffer(reinterpret_cast<float*>(a));
     o.SetGlobalBuffer(reinterpret_cast<float*>(out));
@@ -758,32 +708,23 @@ KERNEL(zero_length_copies) {
 
 KERNEL(pad_block_len_range) {
     UNUSED_ARGS;
-    TPipe pipe;
-    TBuf<TPosition::VECCALC> t;
-    pipe.InitBuffer(t, 1024);
-    GlobalTensor<float> g;
-    g.SetGlobalBuffer(reinterpret_cast<float*>(a));
+    ONE_TBUF(t, 1024);
+    GlobalTensor<float> g = gm_floats(a);
     DataCopyPad(t.Get<float>(), g, DataCopyExtParams{1, 2097152, 0, 0, 0},
                 DataCopyPadExtParams<float>{});
 }
 
 KERNEL(pad_block_count_range) {
     UNUSED_ARGS;
-    TPipe pipe;
-    TBuf<TPosition::VECCALC> t;
-    pipe.InitBuffer(t, 1024);
-    GlobalTensor<float> g;
-    g.SetGlobalBuffer(reinterpret_cast<float*>(out));
+    ONE_TBUF(t, 1024);
+    GlobalTensor<float> g = gm_floats(out);
     DataCopyPad(g, t.Get<float>(), DataCopyExtParams{4096, 4, 0, 0, 0});
 }
 
 KERNEL(pad_in_splits_element) {
     UNUSED_ARGS;
-    TPipe pipe;
-    TBuf<TPosition::VECCALC> t;
-    pipe.InitBuffer(t, 1024);
-    GlobalTensor<float> g;
-    g.SetGlobalBuffer(reinterpret_cast<float*>(a));
+    ONE_TBUF(t, 1024);
+    GlobalTensor<float> g = gm_floats(a);
     DataCopyPad(t.Get<float>(), g, DataCopyExtParams{1, 30, 0, 0, 0},
                 DataCopyPadExtParams<float>{});
 }
@@ -792,11 +733,8 @@ KERNEL(pad_in_splits_element) {
 // farm's rule.
 KERNEL(pad_out_splits_element) {
     UNUSED_ARGS;
-    TPipe pipe;
-    TBuf<TPosition::VECCALC> t;
-    pipe.InitBuffer(t, 1024);
-    GlobalTensor<float> g;
-    g.SetGlobalBuffer(reinterpret_cast<float*>(out));
+    ONE_TBUF(t, 1024);
+    GlobalTensor<float> g = gm_floats(out);
     Duplicate(t.Get<float>(), 1.0f, 8);
     DataCopyPad(g, t.Get<float>(), DataCopyExtParams{1, 30, 0, 0, 0});
 }
@@ -804,54 +742,39 @@ KERNEL(pad_out_splits_element) {
 // The padding limits hold whether isPad is set or not.
 KERNEL(pad_padding_not_set) {
     UNUSED_ARGS;
-    TPipe pipe;
-    TBuf<TPosition::VECCALC> t;
-    pipe.InitBuffer(t, 1024);
-    GlobalTensor<float> g;
-    g.SetGlobalBuffer(reinterpret_cast<float*>(a));
+    ONE_TBUF(t, 1024);
+    GlobalTensor<float> g = gm_floats(a);
     DataCopyPad(t.Get<float>(), g, DataCopyExtParams{1, 32, 0, 0, 0},
                 DataCopyPadExtParams<float>{false, 9, 0, 0.0f});
 }
 
 KERNEL(pad_in_unaligned) {
     UNUSED_ARGS;
-    TPipe pipe;
-    TBuf<TPosition::VECCALC> t;
-    pipe.InitBuffer(t, 1024);
-    GlobalTensor<float> g;
-    g.SetGlobalBuffer(reinterpret_cast<float*>(a));
+    ONE_TBUF(t, 1024);
+    GlobalTensor<float> g = gm_floats(a);
     DataCopyPad(t.Get<float>()[1], g, DataCopyExtParams{1, 20, 0, 0, 0},
                 DataCopyPadExtParams<float>{});
 }
 
 KERNEL(pad_out_unaligned) {
     UNUSED_ARGS;
-    TPipe pipe;
-    TBuf<TPosition::VECCALC> t;
-    pipe.InitBuffer(t, 1024);
-    GlobalTensor<float> g;
-    g.SetGlobalBuffer(reinterpret_cast<float*>(out));
+    ONE_TBUF(t, 1024);
+    GlobalTensor<float> g = gm_floats(out);
     DataCopyPad(g, t.Get<float>()[1], DataCopyExtParams{1, 20, 0, 0, 0});
 }
 
 KERNEL(pad_in_past) {  // 2 bursts of AlignUp(36 + 8, 32) = 64 B and one 32-B gap: 160 > 128 B
     UNUSED_ARGS;
-    TPipe pipe;
-    TBuf<TPosition::VECCALC> t;
-    pipe.InitBuffer(t, 1024);
-    GlobalTensor<float> g;
-    g.SetGlobalBuffer(reinterpret_cast<float*>(a));
+    ONE_TBUF(t, 1024);
+    GlobalTensor<float> g = gm_floats(a);
     DataCopyPad(t.Get<float>(32), g, DataCopyExtParams{2, 36, 0, 1, 0},
                 DataCopyPadExtParams<float>{true, 1, 1, 0.0f});
 }
 
 KERNEL(pad_out_past) {  // 3 bursts of AlignUp(40, 32) = 64 B: 192 > 128 B
     UNUSED_ARGS;
-    TPipe pipe;
-    TBuf<TPosition::VECCALC> t;
-    pipe.InitBuffer(t, 1024);
-    GlobalTensor<float> g;
-    g.SetGlobalBuffer(reinterpret_cast<float*>(out));
+    ONE_TBUF(t, 1024);
+    GlobalTensor<float> g = gm_floats(out);
     DataCopyPad(g, t.Get<float>(32), DataCopyExtParams{3, 40, 0, 0, 0});
 }
 
@@ -859,36 +782,26 @@ KERNEL(pad_out_past) {  // 3 bursts of AlignUp(40, 32) = 64 B: 192 > 128 B
 
 KERNEL(vector_unaligned) {
     UNUSED_ARGS;
-    TPipe pipe;
-    TBuf<TPosition::VECCALC> t;
-    pipe.InitBuffer(t, 1024);
+    ONE_TBUF(t, 1024);
     Duplicate(t.Get<float>()[1], 1.0f, 8);
 }
 
 KERNEL(vector_negative_count) {
     UNUSED_ARGS;
-    TPipe pipe;
-    TBuf<TPosition::VECCALC> t;
-    pipe.InitBuffer(t, 1024);
+    ONE_TBUF(t, 1024);
     Muls(t.Get<float>(), t.Get<float>(), 2.0f, -1);
 }
 
 KERNEL(cast_widen_mode) {
     UNUSED_ARGS;
-    TPipe pipe;
-    TBuf<TPosition::VECCALC> t, u;
-    pipe.InitBuffer(t, 1024);
-    pipe.InitBuffer(u, 1024);
+    TWO_TBUFS(t, u, 1024);
     Duplicate(t.Get<half>(), half(1.0f), 16);
     Cast(u.Get<float>(), t.Get<half>(), RoundMode::CAST_RINT, 16);
 }
 
 KERNEL(cast_bf16_none) {
     UNUSED_ARGS;
-    TPipe pipe;
-    TBuf<TPosition::VECCALC> t, u;
-    pipe.InitBuffer(t, 1024);
-    pipe.InitBuffer(u, 1024);
+    TWO_TBUFS(t, u, 1024);
     Duplicate(t.Get<float>(), 1.0f, 8);
     Cast(u.Get<bfloat16_t>(), t.Get<float>(), RoundMode::CAST_NONE, 8);
 }
@@ -896,9 +809,7 @@ KERNEL(cast_bf16_none) {
 // float -> half, the source at the lower address, 512 B > one repeat, running into dst.
 KERNEL(cast_overlap_refused) {
     UNUSED_ARGS;
-    TPipe pipe;
-    TBuf<TPosition::VECCALC> t;
-    pipe.InitBuffer(t, 2048);
+    ONE_TBUF(t, 2048);
     LocalTensor<float> f = t.Get<float>();
     Duplicate(f, 1.0f, 128);
     Cast(f[64].ReinterpretCast<half>(), f, RoundMode::CAST_RINT, 128);
@@ -908,9 +819,7 @@ KERNEL(cast_overlap_refused) {
 // first repeat's results overwrite the second repeat's source.
 KERNEL(cast_overlap_accepted_by_cann) {
     UNUSED_ARGS;
-    TPipe pipe;
-    TBuf<TPosition::VECCALC> t;
-    pipe.InitBuffer(t, 2048);
+    ONE_TBUF(t, 2048);
     LocalTensor<half> h = t.Get<half>();
     Duplicate(h, half(1.0f), 128);
     Cast(h[32].ReinterpretCast<float>(), h, RoundMode::CAST_NONE, 128);
@@ -949,17 +858,13 @@ KERNEL(cast_in_place_both_ways) {
 
 KERNEL(reduce_count_zero) {
     UNUSED_ARGS;
-    TPipe pipe;
-    TBuf<TPosition::VECCALC> t;
-    pipe.InitBuffer(t, 1024);
+    ONE_TBUF(t, 1024);
     ReduceSum<float>(t.Get<float>(), t.Get<float>()[64], t.Get<float>()[128], 0);
 }
 
 KERNEL(reduce_count_above_ub) {
     UNUSED_ARGS;
-    TPipe pipe;
-    TBuf<TPosition::VECCALC> t;
-    pipe.InitBuffer(t, 1024);
+    ONE_TBUF(t, 1024);
     ReduceSum<float>(t.Get<float>(), t.Get<float>()[64], t.Get<float>()[128], 49153);
 }
 
@@ -1080,8 +985,7 @@ KERNEL(reduce_12688) {
     pipe.InitBuffer(data, kN310 * 4);
     pipe.InitBuffer(work, 200 * 4);  // RoundUp(198, 8)
     pipe.InitBuffer(dst, 32);
-    GlobalTensor<float> g;
-    g.SetGlobalBuffer(reinterpret_cast<float*>(a));
+    GlobalTensor<float> g = gm_floats(a);
     DataCopyPad(data.Get<float>(), g, DataCopyExtParams{1, kN310 * 4, 0, 0, 0},
                 DataCopyPadExtParams<float>{});
     Duplicate(work.Get<float>(), -1.0f, 200);
@@ -1105,8 +1009,7 @@ KERNEL(pad_layout) {
     TPipe pipe;
     TQue<TPosition::VECIN, 1> q;
     pipe.InitBuffer(q, 1, 1024);
-    GlobalTensor<float> g;
-    g.SetGlobalBuffer(reinterpret_cast<float*>(a));
+    GlobalTensor<float> g = gm_floats(a);
     for (int pass = 0; pass < 2; ++pass) {
         LocalTensor<float> t = q.AllocTensor<float>();
         if (pass == 0)
@@ -1154,10 +1057,7 @@ void check_pad_layout() {
 uint16_t g_cast_bits[14];
 KERNEL(cast_modes) {
     UNUSED_ARGS;
-    TPipe pipe;
-    TBuf<TPosition::VECCALC> f, h;
-    pipe.InitBuffer(f, 64);
-    pipe.InitBuffer(h, 64);
+    TWO_TBUFS(f, h, 64);
     LocalTensor<float> x = f.Get<float>();
     Duplicate(x, 0.5f + std::ldexp(1.0f, -12), 1);
     Duplicate(x[8], -(0.5f + std::ldexp(1.0f, -12)), 1);
@@ -1220,9 +1120,7 @@ KERNEL(queue_order) {
 uint32_t g_fresh = 0;
 KERNEL(fresh_ub) {
     UNUSED_ARGS;
-    TPipe pipe;
-    TBuf<TPosition::VECCALC> t;
-    pipe.InitBuffer(t, 64);
+    ONE_TBUF(t, 64);
     const float v = t.Get<float>().GetValue(5);
     std::memcpy(&g_fresh, &v, 4);
 }

@@ -13,8 +13,9 @@
 //     empty), by one core;
 //   - outputs are copied back after the run (also when it throws, for inspection);
 //   - tiling_key is what TILING_KEY_IS compares; each core has its own UB of soc.ub_bytes.
-// The first violation of a rule the hardware enforces is thrown as Fault, one line:
-// "<API>: <rule>: <values>".  The rules and their messages: op/ascendc_cpu/README.md.
+// The first violation of a rule is thrown, one line "<API>: <rule>: <values>": a rule CANN or the
+// device enforces as Fault, a rule of the emulation's own as PolicyFault (its message says why).
+// The rules, their kinds and their messages: op/ascendc_cpu/README.md.
 #ifndef EMU_DEVICE_H
 #define EMU_DEVICE_H
 
