@@ -36,8 +36,8 @@ KERNEL_FAULT = "kernel_fault"
 EMULATION_POLICY = "emulation_policy"
 DEVICE_STOPS = {
     KERNEL_FAULT: "the emulated device stopped the kernel",
-    EMULATION_POLICY: "the emulated device refused the kernel by its own policy (CANN would "
-    "accept this)",
+    # The fault's own message ends with why: "(emulation policy: CANN accepts this; ...)".
+    EMULATION_POLICY: "the emulated device refused the kernel by a rule of its own",
 }
 
 

@@ -63,11 +63,11 @@ def test_a_kernel_fault_is_its_own_category():
     )
 
 
-def test_an_emulation_policy_fault_says_cann_would_accept_it():
-    fault = record(561000, "emulation_policy", None, "Add: src0 and dst partially overlap")
-    outcome, category, message = classify(PRECISION, fault)
+def test_an_emulation_policy_fault_is_its_own_category():
+    why = "Add: src0 and dst partially overlap, core 0 (emulation policy: CANN accepts this; ...)"
+    outcome, category, message = classify(PRECISION, record(561000, "emulation_policy", None, why))
     assert (outcome, category) == ("failed", "emulation_policy")
-    assert "CANN would accept this" in message and message.endswith("partially overlap")
+    assert message == f"the emulated device refused the kernel by a rule of its own (561000): {why}"
 
 
 def test_a_device_stop_after_accepting_a_call_the_contract_rejects_is_an_acceptance():
