@@ -534,7 +534,9 @@ def standards(family: str, dtypes, full: bool) -> Iterator[Case]:
     """The same kinds of inputs judged under every public standard by name. Smoke asks for
     benchmark-ratio on the first family only: its benchmark is PyTorch on the CPU whatever the
     SoC, and the first call of it costs an agent 1.5 s of CPU to import torch."""
-    chosen = PRECISION_STANDARDS if full else PRECISION_STANDARDS[:3]
+    chosen: Sequence[tuple[str, str | None]] = (
+        PRECISION_STANDARDS if full else PRECISION_STANDARDS[:3]
+    )
     if not full and family != FAMILIES[0]:
         chosen = [(s, lv) for s, lv in chosen if s != "benchmark-ratio"]
     shapes = [(8, 129), (4, 17, 6)] if full else [(8, 129)]
