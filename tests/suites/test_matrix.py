@@ -160,12 +160,6 @@ def test_new_input_classes_are_in_every_tier(tiers, tier):
     lines = {c.shape[1] for c in cases if c.schedule == "REDUCE_MID" and c.origin == "grouping"}
     if tier == "smoke":
         assert matrix.REDUCE_LANES + 1 in lanes and matrix.MID_GROUP_LINES + 1 in lines
-        assert any(
-            n == matrix.block_elems(c.family, c.dtype, "REDUCE_TAIL")[0] + 1
-            for c in cases
-            if c.origin == "grouping"
-            for n in c.shape[-1:]
-        )
     else:
         assert set(matrix._around(matrix.REDUCE_LANES)) <= lanes
         assert set(matrix._around(matrix.MID_GROUP_LINES)) <= lines
@@ -373,3 +367,60 @@ def test_smoke_has_the_new_classes_on_each_family(tiers):
         assert {c.special_at for c in mine} >= {"row_start", "row_middle", "row_end"}, family
         assert any(c.out_layout != "contiguous" for c in mine), family
         assert any(c.origin == "grouping" for c in mine), family
+
+
+def test_smoke_catches_each_class_of_bug_with_several_cases(tiers):
+    """What benchmarks/kill_strength.py measures, by construction: each class of bug of issue 20
+    has at least three smoke cases, over both families."""
+    smoke = [c for c in tiers["smoke"] if c.accepted]
+
+    def several(cases, *, both=True):
+        assert len(cases) >= 3, [c.id for c in cases]
+        if both:
+            assert {c.family for c in cases} == set(matrix.FAMILIES), [c.id for c in cases]
+
+    merged = {c.id: contract.merge_shape(c.shape, c.axes) for c in smoke}
+    # Exact ties of the fp16/bf16 rounding, 1,000 clean elements a case for the bias gate.
+    several([c for c in smoke if c.dy_dist == "integers" and c.y_fill == 0 and c.numel >= 1000])
+    # Long fp32 reductions of a constant: REDUCE_MID lines (a running sum drifts one way).
+    several(
+        [
+            c
+            for c in smoke
+            if c.dtype == "float32"
+            and c.dy_fill is not None
+            and c.dy_fill not in (0, 1, -1)
+            and _schedule(c) == "REDUCE_MID"
+            and merged[c.id][1] >= 3000
+        ]
+    )
+    # REDUCE_MID beyond one group of lines, with a partial group last.
+    groups = matrix.MID_GROUP_LINES
+    several(
+        [
+            c
+            for c in smoke
+            if _schedule(c) == "REDUCE_MID"
+            and merged[c.id][1] > groups
+            and merged[c.id][1] % groups
+        ]
+    )
+    # The REDUCE_TAIL / REDUCE_MID boundary.
+    several([c for c in smoke if _schedule(c) == "REDUCE_MID" and merged[c.id][2] == 2])
+    # Chunk boundaries at each family's own block: whole blocks and one element over.
+    for family in matrix.FAMILIES:
+        mine = [c for c in smoke if c.family == family]
+        for schedule, over in (("REDUCE_TAIL", True), ("REDUCE_MID", False), ("NO_REDUCE", False)):
+            chunked = 1 if schedule == "REDUCE_TAIL" else 2  # d1, or d2: what is chunked
+            row = [
+                (merged[c.id][chunked], matrix.block_elems(family, c.dtype, schedule)[0])
+                for c in mine
+                if _schedule(c) == schedule
+            ]
+            assert any(n % b == 0 for n, b in row), (family, schedule)
+            assert not over or any(n % b == 1 for n, b in row), (family, schedule)
+    # Duplicate and non-consecutive axis lists, refused.
+    refused = [c for c in tiers["smoke"] if c.expected.reason == "axes_not_consecutive"]
+    normal = {c.id: contract.normalize_axes(c.axes, len(c.shape)) for c in refused}
+    several([c for c in refused if len(set(normal[c.id])) < len(c.axes)])
+    several([c for c in refused if len(set(normal[c.id])) == len(c.axes)])
