@@ -232,7 +232,7 @@ def test_a_second_run_waits_for_a_busy_pool_and_reports_its_cases_not_run(
         assert first.dispatcher.run(case(A200, 7))["outcome"] == "passed"
         start = time.monotonic()
         record = second.dispatcher.run(case(A200, 8))
-        assert 3.0 <= time.monotonic() - start < 15
+        assert 3.0 <= time.monotonic() - start < 60  # its busy wait, then no longer
         assert (record["outcome"], record["category"]) == ("broken", "not_run")
         msg = record["message"]
         assert msg.startswith("not run: the devices of family ascend310b it could use stayed")

@@ -130,13 +130,13 @@ def test_wrong_user_key_is_an_auth_error(lab_inventory, tmp_path):
 def test_unreachable_address_fails_fast(lab_inventory):
     port = _free_port("127.0.0.250")  # bound, then closed: nothing listens there
     host = dataclasses.replace(
-        lab_inventory.hosts[0], name="ghost", address="127.0.0.250", port=port
+        lab_inventory.hosts[0], name="ghost", address="127.0.0.250", port=port, connect_timeout=60.0
     )
     start = time.monotonic()
     with open_transport(host) as t:
         with pytest.raises(HostUnreachable) as info:
             start_agent(t, "0" * 64)
-    assert time.monotonic() - start < 2.0
+    assert time.monotonic() - start < 30  # refused at once, not after the connect timeout
     assert str(info.value) == (
         f"host ghost (127.0.0.250:{port}): connection refused; is sshd running? check "
         "address/port in the inventory"
@@ -153,8 +153,8 @@ def test_killed_host_gives_connection_lost(deployed_lab, restore_lab_host):
         lab.kill_host(host.name)
         start = time.monotonic()
         with pytest.raises(ConnectionLost) as info:
-            ch.run_case({"id": 2}, "native", 0, timeout=10)
-        assert time.monotonic() - start < 3.0
+            ch.run_case({"id": 2}, "native", 0, timeout=120)
+        assert time.monotonic() - start < 60  # the loss is seen, not waited out
         assert str(info.value).startswith(f"host a2-02 ({host.address}:{host.port}): ")
         assert info.value.host == "a2-02"
         # A new connection finds nobody listening.
@@ -178,7 +178,7 @@ def test_frozen_host_gives_agent_timeout_within_the_timeout(deployed_lab, restor
             ch.run_case({"id": 1}, "native", 0, timeout=1.5)
         elapsed = time.monotonic() - start
         assert type(info.value).__name__ == "AgentTimeout", info.value
-        assert 1.4 <= elapsed < 2.5, elapsed
+        assert 1.4 <= elapsed < 30, elapsed  # the timeout, not an SSH keep-alive or worse
         assert "no reply to run-case" in str(info.value)
     # A new connection to the frozen host: TCP connects, no SSH banner comes.
     quick = dataclasses.replace(host, connect_timeout=1.0)
@@ -186,7 +186,7 @@ def test_frozen_host_gives_agent_timeout_within_the_timeout(deployed_lab, restor
     with open_transport(quick) as t:
         with pytest.raises(HostUnreachable, match="no SSH banner"):
             t.run_argv(["true"])
-    assert time.monotonic() - start < 2.5
+    assert time.monotonic() - start < 12  # the connect timeout, not paramiko's 15 s default
     lab.thaw_host(host.name)
     with open_transport(host) as t:
         assert t.run_argv(["true"])[0] == 0
@@ -208,7 +208,7 @@ def test_declared_agent_fault_over_ssh(deployed_lab, restore_lab_host, fault, er
         ch = start_agent(t, sha, executor=ECHO)
         ch.identify()
         with pytest.raises(error, match=needle):
-            ch.run_case({"id": 1}, "native", 0, timeout=5)
+            ch.run_case({"id": 1}, "native", 0, timeout=120)  # faults that answer: no hang
 
 
 def test_lab_refuses_to_start_when_a_port_is_taken(ssh_lab, tmp_path, monkeypatch):

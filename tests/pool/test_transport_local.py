@@ -90,7 +90,7 @@ def test_timeout_then_the_channel_is_unusable(local_host):
         start = time.monotonic()
         with pytest.raises(AgentTimeout, match="no reply to run-case #2 within 0.5s"):
             ch.run_case({"sleep": 30}, "native", 0, timeout=0.5)
-        assert time.monotonic() - start < 2
+        assert time.monotonic() - start < 15  # the timeout, not the 30 s sleep
         with pytest.raises(ConnectionLost, match="unusable after an earlier error"):
             ch.identify()
         ch.close()
@@ -137,7 +137,7 @@ def test_two_agents_for_one_device_on_a_local_host(local_host, tmp_path):
         start = time.monotonic()
         with pytest.raises(DeviceBusy) as info:
             second.run_case({"id": "b"}, "native", 1, lock={"run": "run-B", "lock_wait": 1.0})
-        assert 0.9 <= time.monotonic() - start < 5
+        assert 0.9 <= time.monotonic() - start < 30  # its lock wait, then no longer
         exc = info.value
         assert exc.host == "emu-t" and exc.device == 1 and exc.holder["pids"] == [first.agent_pid]
         assert str(exc).startswith("agent on host emu-t (local): device 1 of ")
@@ -165,7 +165,8 @@ def test_declared_agent_faults(local_host, fault, error, needle):
         ch = t.open_channel(agent(), cwd=str(REPO))  # reply 1: hello
         ch.identify()  # reply 2
         with pytest.raises(error, match=needle) as info:
-            ch.run_case({"id": "x"}, "native", 0, timeout=1.0)
+            # A fault that answers (or dies) must not be taken for a hang on a slow machine.
+            ch.run_case({"id": "x"}, "native", 0, timeout=1.0 if error is AgentTimeout else 120)
         assert isinstance(info.value, InfraError) and info.value.host == "emu-t"
         assert str(info.value).startswith("host emu-t (local): ")
         ch.close()
