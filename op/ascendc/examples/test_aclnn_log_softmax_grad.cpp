@@ -1,11 +1,13 @@
-// LogSoftmaxGrad on an Ascend device through the two-phase aclnn interface of the custom
-// operator package (aclnnLogSoftmaxGradGetWorkspaceSize + aclnnLogSoftmaxGrad, generated from
-// op_host's OpDef), checked against a float64 reference on the host.
+// LogSoftmaxGrad on an Ascend device through the operator's two-phase aclnn interface, as the
+// seed documents it (aclnnLogSoftmaxBackwardGetWorkspaceSize + aclnnLogSoftmaxBackward with one
+// dim; aclnnLogSoftmaxBackwardDims for several), checked against a float64 reference on the host.
 //
 //   build.sh installs the package; then:
 //   cmake -S examples -B build_example && cmake --build build_example && ./build_example/test_aclnn_log_softmax_grad
 //
-// Exit status 0 when every case meets the experimental standard (MERE < T, MARE < 10 T).
+// Without a device, `farm build --target acl-emu` builds it against the genuine ACL headers and
+// the emulated ACL runtime (build/acl-emu/acl/test_aclnn_log_softmax_grad); CI runs it there.
+// Exit status 0 when every case meets the mixed-tolerance standard.
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -13,7 +15,7 @@
 #include <vector>
 
 #include "acl/acl.h"
-#include "aclnn_log_softmax_grad.h"
+#include "aclnn_log_softmax_backward.h"
 
 #define CHECK_ACL(expr)                                                                   \
     do {                                                                                  \
@@ -101,36 +103,47 @@ int RunCase(const Case& c, aclrtStream stream) {
                                     ACL_FORMAT_ND, c.shape.data(), rank, dY);
     aclTensor* tOut = aclCreateTensor(c.shape.data(), rank, ACL_FLOAT, strides.data(), 0,
                                       ACL_FORMAT_ND, c.shape.data(), rank, dOut);
-    aclIntArray* axes = aclCreateIntArray(c.axes.data(), c.axes.size());
-
     uint64_t workspaceSize = 0;
     aclOpExecutor* executor = nullptr;
-    CHECK_ACL(aclnnLogSoftmaxGradGetWorkspaceSize(tDy, tY, axes, tOut, &workspaceSize, &executor));
+    const bool oneDim = c.axes.size() == 1;  // the seed's interface; several dims otherwise
+    if (oneDim) {
+        CHECK_ACL(aclnnLogSoftmaxBackwardGetWorkspaceSize(tDy, tY, c.axes[0], tOut, &workspaceSize,
+                                                          &executor));
+    } else {
+        CHECK_ACL(aclnnLogSoftmaxBackwardDimsGetWorkspaceSize(
+            tDy, tY, c.axes.data(), c.axes.size(), tOut, &workspaceSize, &executor));
+    }
     void* workspace = nullptr;
     if (workspaceSize > 0) CHECK_ACL(aclrtMalloc(&workspace, workspaceSize, ACL_MEM_MALLOC_HUGE_FIRST));
-    CHECK_ACL(aclnnLogSoftmaxGrad(workspace, workspaceSize, executor, stream));
+    if (oneDim) {
+        CHECK_ACL(aclnnLogSoftmaxBackward(workspace, workspaceSize, executor, stream));
+    } else {
+        CHECK_ACL(aclnnLogSoftmaxBackwardDims(workspace, workspaceSize, executor, stream));
+    }
     CHECK_ACL(aclrtSynchronizeStream(stream));
     CHECK_ACL(aclrtMemcpy(out.data(), bytes, dOut, bytes, ACL_MEMCPY_DEVICE_TO_HOST));
 
+    // The mixed-tolerance standard (SPEC section 5): element ok if |a - g| <= T + T |g|; pass if
+    // at least 99% are ok and the largest absolute error is at most 0.01.  (The experimental
+    // standard's relative error is not meant for outputs that cancel to near zero, as here.)
     const std::vector<double> golden = Reference(dy, y, c.shape, c.axes);
-    double sumRel = 0.0, maxRel = 0.0;
-    for (int64_t i = 0; i < n; ++i) {
-        double rel = std::fabs(out[i] - golden[i]) / (std::fabs(golden[i]) + 1e-7);
-        if (std::isnan(rel)) rel = INFINITY;  // an unwritten (NaN) element fails
-        sumRel += rel;
-        maxRel = rel > maxRel ? rel : maxRel;
-    }
     const double T = std::ldexp(1.0, -13);  // float32
-    const double mere = n ? sumRel / n : 0.0;
-    const bool ok = mere < T && maxRel < 10 * T;
-    std::printf("%-28s n=%-8lld MERE=%.3e MARE=%.3e workspace=%llu  %s\n", c.what,
-                static_cast<long long>(n), mere, maxRel,
+    int64_t good = 0;
+    double maxAbs = 0.0;
+    for (int64_t i = 0; i < n; ++i) {
+        double err = std::fabs(out[i] - golden[i]);
+        if (std::isnan(err)) err = INFINITY;  // an unwritten (NaN) element fails
+        good += err <= T + T * std::fabs(golden[i]);
+        maxAbs = err > maxAbs ? err : maxAbs;
+    }
+    const bool ok = good >= 0.99 * static_cast<double>(n) && maxAbs <= 0.01;
+    std::printf("%-28s n=%-8lld within=%.4f max|err|=%.3e workspace=%llu  %s\n", c.what,
+                static_cast<long long>(n), n ? static_cast<double>(good) / n : 1.0, maxAbs,
                 static_cast<unsigned long long>(workspaceSize), ok ? "PASS" : "FAIL");
 
     aclDestroyTensor(tDy);
     aclDestroyTensor(tY);
     aclDestroyTensor(tOut);
-    aclDestroyIntArray(axes);
     aclrtFree(dDy);
     aclrtFree(dY);
     aclrtFree(dOut);

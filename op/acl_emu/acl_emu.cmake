@@ -1,0 +1,77 @@
+# The emulated ACL runtime (op/acl_emu) and the operator's op-api on it, compiled against the
+# genuine ACL headers in LSG_ACL_SDK (farm/acl_sdk.py fetches them).  Included by op/CMakeLists.txt
+# inside the lsg_ascendc_cpu section: the custom operator's library reuses its object files of the
+# real host code, kernel and emulated device.  Everything goes to ${CMAKE_BINARY_DIR}/acl:
+#   lib/libascendcl.so     the runtime (acl/acl.h): devices, memory, streams, events
+#   lib/libnnopbase.so     the aclnn tensor helpers and executors (aclnn/aclnn_base.h)
+#   lib/libopapi.so        CANN's built-in aclnnInplaceCopy
+#   lib/libcust_opapi.so   the custom operator's op-api: the generated entry (emulated) and the
+#                          operator's aclnn layer (op/ascendc/op_api), over the real host code and
+#                          kernel on the emulated device
+#   test_aclnn_log_softmax_grad   the aclnn example (op/ascendc/examples), linked against them
+set(LSG_ACL_EMU_DIR "${CMAKE_CURRENT_SOURCE_DIR}/acl_emu")
+set(LSG_ACL_OUT "${CMAKE_BINARY_DIR}/acl")
+set(LSG_ACL_INCLUDES
+  "${LSG_ACL_EMU_DIR}/include"
+  "${CMAKE_CURRENT_SOURCE_DIR}/ascendc/op_api")
+
+function(lsg_acl_library target name)
+  add_library(${target} SHARED ${ARGN})
+  target_include_directories(${target} PRIVATE ${LSG_ACL_INCLUDES} "${LSG_ACL_EMU_DIR}/src")
+  # The genuine headers are not ours to keep free of warnings.
+  target_include_directories(${target} SYSTEM PRIVATE "${LSG_ACL_SDK}/include")
+  target_compile_options(${target} PRIVATE ${LSG_COMMON_FLAGS})
+  # ACL_FUNC_VISIBILITY exports the declared API; everything else stays hidden.
+  target_compile_definitions(${target} PRIVATE FUNC_VISIBILITY)
+  target_link_options(${target} PRIVATE -Wl,--no-undefined)
+  set_target_properties(${target} PROPERTIES
+    OUTPUT_NAME ${name}
+    LIBRARY_OUTPUT_DIRECTORY "${LSG_ACL_OUT}/lib"
+    BUILD_RPATH "$ORIGIN")
+endfunction()
+
+lsg_acl_library(lsg_acl_ascendcl ascendcl "${LSG_ACL_EMU_DIR}/src/runtime.cpp")
+target_link_libraries(lsg_acl_ascendcl PRIVATE Threads::Threads)
+lsg_acl_library(lsg_acl_nnopbase nnopbase "${LSG_ACL_EMU_DIR}/src/nnopbase.cpp")
+target_link_libraries(lsg_acl_nnopbase PRIVATE lsg_acl_ascendcl)
+lsg_acl_library(lsg_acl_opapi opapi "${LSG_ACL_EMU_DIR}/src/builtin_ops.cpp")
+target_link_libraries(lsg_acl_opapi PRIVATE lsg_acl_nnopbase lsg_acl_ascendcl)
+
+# The host code, kernel and device objects of lsg_ascendc_cpu that the custom op-api runs.
+set(_objects "")
+foreach(_rel ascendc/op_host/log_softmax_grad.cpp ascendc_cpu/host/host_tiling.cpp
+             ascendc_cpu/host/registration.cpp ascendc_cpu/host/op_def_registry.cpp
+             tiling/tiling.cpp)
+  list(FIND LSG_ACPU_SOURCES ${_rel} _at)
+  list(APPEND _objects $<TARGET_OBJECTS:${LSG_ACPU_OBJ_${_at}}>)
+endforeach()
+list(LENGTH LSG_ACPU_SOURCES _kernel_at)
+foreach(_dtype IN LISTS LSG_ACPU_DTYPES)
+  list(APPEND _objects $<TARGET_OBJECTS:${LSG_ACPU_OBJ_${_kernel_at}}_${_dtype}>)
+endforeach()
+lsg_acl_library(lsg_acl_cust_opapi cust_opapi
+  "${LSG_ACL_EMU_DIR}/src/generated_op_api.cpp"
+  "${CMAKE_CURRENT_SOURCE_DIR}/ascendc/op_api/aclnn_log_softmax_backward.cpp"
+  ${_objects} $<TARGET_OBJECTS:lsg_acpu_device>)
+target_include_directories(lsg_acl_cust_opapi PRIVATE ${LSG_ACPU_INCLUDES})
+target_link_libraries(lsg_acl_cust_opapi PRIVATE lsg_acl_opapi lsg_acl_nnopbase lsg_acl_ascendcl
+                      Threads::Threads)
+
+# Our declarations against the genuine ones (a compile error when they differ).
+add_library(lsg_acl_genuine_check OBJECT "${LSG_ACL_EMU_DIR}/src/genuine_check.cpp")
+target_include_directories(lsg_acl_genuine_check PRIVATE ${LSG_ACL_INCLUDES})
+target_include_directories(lsg_acl_genuine_check SYSTEM PRIVATE "${LSG_ACL_SDK}/include"
+                           "${LSG_ACL_SDK}/genuine")
+add_dependencies(lsg_acl_cust_opapi lsg_acl_genuine_check)
+
+add_executable(lsg_acl_example "${CMAKE_CURRENT_SOURCE_DIR}/ascendc/examples/test_aclnn_log_softmax_grad.cpp")
+target_include_directories(lsg_acl_example PRIVATE ${LSG_ACL_INCLUDES})
+target_include_directories(lsg_acl_example SYSTEM PRIVATE "${LSG_ACL_SDK}/include")
+target_compile_options(lsg_acl_example PRIVATE -Wall -Wextra)
+target_link_libraries(lsg_acl_example PRIVATE lsg_acl_cust_opapi lsg_acl_nnopbase lsg_acl_ascendcl)
+set_target_properties(lsg_acl_example PROPERTIES
+  OUTPUT_NAME test_aclnn_log_softmax_grad
+  RUNTIME_OUTPUT_DIRECTORY "${LSG_ACL_OUT}"
+  BUILD_RPATH "${LSG_ACL_OUT}/lib")
+
+add_custom_target(lsg_acl_emu DEPENDS lsg_acl_cust_opapi lsg_acl_example)

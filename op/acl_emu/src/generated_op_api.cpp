@@ -1,0 +1,174 @@
+// The aclnn entry CANN generates for the custom operator from its OpDef, emulated
+// (aclnn_log_softmax_grad.h): part of the custom operator's op-api library, libcust_opapi.so.
+//
+// Phase one does what the generated layer and nnopbase do with a call, and every decision in it is
+// the real host code's: a missing tensor is ACLNN_ERR_PARAM_NULLPTR; the tensors' dtypes and
+// formats are checked against the operator's OpDef registration for the SoC (what op_host's
+// OP_ADD recorded, op/ascendc_cpu/host/registration.h: ACLNN_ERR_PARAM_INVALID); then the
+// operator's own TilingFunc runs on an emulated TilingContext (op/ascendc_cpu/host), and a call it
+// refuses is ACLNN_ERR_INNER_TILING_ERROR with the reason it reported.  Phase two queues the real
+// kernel (op/ascendc/op_kernel, compiled once per dtype) on the stream; it runs on the emulated
+// device (emu::launch) when the stream is synchronised, reading the tensors' device memory and
+// the caller's workspace as the kernel's workspace.
+//
+// Stricter than CANN, which may accept views here: the tensors must be contiguous (the operator's
+// aclnn layer, op/ascendc/op_api, makes them so) and their data device memory of this device.
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "aclnn_log_softmax_grad.h"
+#include "emu/device.h"
+#include "host_tiling.h"
+#include "lsg_emu_acl.h"
+#include "registration.h"
+#include "tiling.h"
+#include "views.h"
+
+extern "C" {
+void log_softmax_grad_float(uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*);
+void log_softmax_grad_half(uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*);
+void log_softmax_grad_bfloat16_t(uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*);
+}
+
+namespace {
+
+constexpr const char* kApi = "aclnnLogSoftmaxGrad";
+const char* const kNames[] = {"gradOutput", "output", "gradInput"};
+
+emu::KernelFn kernel_for(int32_t dtype) {
+    switch (dtype) {
+        case LSG_DT_FLOAT: return log_softmax_grad_float;
+        case LSG_DT_FLOAT16: return log_softmax_grad_half;
+        case LSG_DT_BF16: return log_softmax_grad_bfloat16_t;
+        default: return nullptr;
+    }
+}
+
+// "LogSoftmaxGrad: status S (reason R): message", the line lsg::report_rejection logs.
+int32_t refuse(int32_t status, const lsg::Verdict& v) {
+    return lsg_emu::fail(status, "LogSoftmaxGrad: status " + std::to_string(status) + " (reason " +
+                                     std::to_string(v.reason) + "): " + v.message);
+}
+
+}  // namespace
+
+extern "C" {
+
+aclnnStatus aclnnLogSoftmaxGradGetWorkspaceSize(const aclTensor* gradOutput,
+                                                const aclTensor* output,
+                                                const aclIntArray* axesOptional,
+                                                const aclTensor* gradInput,
+                                                uint64_t* workspaceSize, aclOpExecutor** executor) {
+    const std::string api = std::string(kApi) + "GetWorkspaceSize";
+    if (!workspaceSize || !executor)
+        return lsg_emu::fail(ACLNN_ERR_PARAM_NULLPTR, api + ": workspaceSize or executor is NULL");
+    *workspaceSize = 0;
+    *executor = nullptr;
+    const aclTensor* tensors[] = {gradOutput, output, gradInput};
+    lsg::Call call;
+    lsg::TensorDesc* descs[] = {&call.dy, &call.y, &call.out};
+    lsg_emu::TensorInfo views[3];
+    for (int i = 0; i < 3; ++i) {
+        if (!tensors[i]) continue;
+        std::string why;
+        const lsg_emu::TensorInfo* t = lsg_emu::tensor_info(tensors[i], api.c_str(), kNames[i], &why);
+        if (!t) return lsg_emu::fail(ACLNN_ERR_PARAM_INVALID, why);
+        views[i] = *t;
+        descs[i]->present = true;
+        descs[i]->dtype = t->dtype;
+        descs[i]->shape = t->dims;
+    }
+    lsg::Verdict v = lsg::check_present(call);
+    if (!v.ok()) return refuse(ACLNN_ERR_PARAM_NULLPTR, v);
+    v = lsg::check_descriptors(call);
+    if (!v.ok()) return refuse(ACLNN_ERR_PARAM_INVALID, v);
+    if (axesOptional) {
+        std::string why;
+        const std::vector<int64_t>* axes = lsg_emu::int_array_values(axesOptional, api.c_str(), &why);
+        if (!axes) return lsg_emu::fail(ACLNN_ERR_PARAM_INVALID, why);
+        call.axes = *axes;
+    } else {
+        call.axes = {-1};  // the OpDef's default
+    }
+    for (int i = 0; i < 3; ++i)
+        if (!lsg_emu::contiguous(views[i]))
+            return lsg_emu::fail(ACLNN_ERR_PARAM_INVALID,
+                                 api + ": " + kNames[i] +
+                                     " is not contiguous; this generated entry takes contiguous "
+                                     "tensors (aclnnLogSoftmaxBackward copies views)");
+    const lsg::SocProfile* soc = lsg::find_soc(lsg_emu::soc_name());
+    if (!soc)
+        return lsg_emu::fail(ACLNN_ERR_INNER, api + ": the emulated SoC " +
+                                                  lsg_emu::soc_name() +
+                                                  " is not in the operator's SoC table");
+    v = lsg::acpu::check_registration(call, *soc);
+    if (!v.ok()) return refuse(ACLNN_ERR_PARAM_INVALID, v);
+    auto host = std::make_shared<lsg::acpu::HostTiling>(lsg::acpu::run_tiling(call, *soc));
+    if (!host->ok) {
+        if (host->reported) return refuse(ACLNN_ERR_INNER_TILING_ERROR, host->rejection);
+        return lsg_emu::fail(ACLNN_ERR_INNER_TILING_ERROR, api + ": the tiling function failed: " + host->error);
+    }
+    uint64_t workspace = 0;
+    for (uint64_t w : host->workspaces) workspace += w;
+    const bool empty = lsg_emu::numel(call.dy.shape) == 0;
+    if (empty) workspace = 0;  // nothing is launched
+    const emu::Soc device{soc->name, soc->vector_cores, soc->ub_bytes, soc->block_bytes,
+                          soc->bf16_cast};
+    const emu::KernelFn kernel = kernel_for(call.dy.dtype);
+    const lsg_emu::TensorInfo dy = views[0], y = views[1], out = views[2];
+    *workspaceSize = workspace;
+    *executor = lsg_emu::make_executor(
+        kApi, workspace,
+        [host, device, kernel, dy, y, out, empty](void* ws, uint64_t, aclrtStream stream) -> int32_t {
+            if (empty) return ACLNN_SUCCESS;  // the generated layer returns before the kernel
+            if (!kernel)
+                return lsg_emu::fail(ACLNN_ERR_INNER, std::string(kApi) + ": no kernel for dtype " +
+                                                          std::to_string(dy.dtype));
+            const lsg_emu::Range r_dy = lsg_emu::reach(dy), r_y = lsg_emu::reach(y),
+                                 r_out = lsg_emu::reach(out);
+            const lsg_emu::Range r_ws{ws, static_cast<size_t>(host->workspaces.empty() ? 0 : host->workspaces[0])};
+            const std::pair<lsg_emu::Range, const char*> used[] = {
+                {r_dy, "gradOutput"}, {r_y, "output"}, {r_out, "gradInput"}};
+            for (const auto& [range, name] : used) {
+                const std::string where = lsg_emu::device_range(range.data, range.bytes);
+                if (!where.empty())
+                    return lsg_emu::fail(ACLNN_ERR_PARAM_INVALID,
+                                         std::string(kApi) + ": " + name + "'s data " + where);
+            }
+            const size_t es = lsg_emu::dtype_bytes(dy.dtype);
+            const size_t bytes = static_cast<size_t>(lsg_emu::numel(dy.dims)) * es;
+            return lsg_emu::enqueue(
+                stream, std::string(kApi) + " (the LogSoftmaxGrad kernel)",
+                [host, device, kernel, r_dy, r_y, r_out, r_ws, bytes, es]() -> std::string {
+                    const std::vector<emu::GmBuffer> gm = {
+                        {const_cast<void*>(r_dy.data), bytes, "grad_output", false, es},
+                        {const_cast<void*>(r_y.data), bytes, "output", false, es},
+                        {const_cast<void*>(r_out.data), bytes, "grad_input", true, es},
+                        {const_cast<void*>(r_ws.data), r_ws.bytes, "workspace", false, 1},
+                    };
+                    const unsigned threads = std::max(1u, std::thread::hardware_concurrency());
+                    try {
+                        emu::launch(kernel, host->block_dim, device, host->tiling_key, gm,
+                                    host->tiling_data.data(), host->tiling_data.size(),
+                                    static_cast<int>(threads));
+                    } catch (const emu::PolicyFault& f) {
+                        return std::string("the emulated device refused the kernel: ") + f.what();
+                    } catch (const emu::Fault& f) {
+                        return std::string("kernel fault: ") + f.what();
+                    }
+                    return "";
+                },
+                {r_dy, r_y, r_ws}, {r_out});
+        });
+    return ACLNN_SUCCESS;
+}
+
+aclnnStatus aclnnLogSoftmaxGrad(void* workspace, uint64_t workspaceSize, aclOpExecutor* executor,
+                                aclrtStream stream) {
+    return lsg_emu::run_executor(kApi, executor, workspace, workspaceSize, stream);
+}
+
+}  // extern "C"

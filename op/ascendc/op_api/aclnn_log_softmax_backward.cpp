@@ -1,0 +1,333 @@
+// The operator's aclnn layer (aclnn_log_softmax_backward.h), written on public CANN APIs only: the
+// aclnn tensor helpers (aclnn/aclnn_base.h), the built-in aclnnInplaceCopy for views, the aclnn
+// entry CANN generates from the OpDef (aclnn_log_softmax_grad.h) and aclrtGetSocName.  It ships in
+// the operator package; on the CPU the same source runs against the emulated ACL runtime
+// (op/acl_emu).
+//
+// Phase one reads each tensor through the getters and checks what only this layer can: the
+// output pointers and a missing tensor (161001), malformed descriptors, the dim list.  Every
+// other decision is the host code's, made where a device makes it: the generated entry checks the
+// dtypes against the OpDef registration and runs the tiling function.  When the tiling function
+// refuses a call, its status is an inner tiling error; this layer then gives the contract's status
+// and reason from the shared checks (op/tiling, lsg::validate), which the tiling function itself
+// runs, so a refusal reads the same on every path.
+//
+// Views that are not contiguous are copied into the workspace (aclnnInplaceCopy) and out is copied
+// back; phase one asks the generated entry for its workspace with contiguous stand-ins, phase two
+// asks again with the workspace's addresses and runs the copies, the kernel and the copy back, in
+// that order, on the caller's stream.
+#include "aclnn_log_softmax_backward.h"
+
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "acl/acl.h"
+#include "aclnn_log_softmax_grad.h"
+#include "aclnnop/aclnn_copy.h"
+#include "tiling.h"
+
+// The emulated runtime's error message setter; absent on a device, where the message is logged.
+extern "C" void lsg_emu_acl_report(int32_t status, const char* message) __attribute__((weak));
+
+namespace {
+
+constexpr uint64_t kMagic = 0x4c53474241434b57ULL;
+constexpr uint64_t kAlign = 512;  // device buffers start on 512 bytes
+const char* const kNames[] = {"gradOutput", "output", "out"};
+
+aclnnStatus report(aclnnStatus status, const std::string& message) {
+    if (lsg_emu_acl_report) {
+        lsg_emu_acl_report(status, message.c_str());
+    } else {
+        std::fprintf(stderr, "[ERROR] %s\n", message.c_str());
+    }
+    return status;
+}
+
+aclnnStatus refuse(const char* api, const lsg::Verdict& v) {
+    return report(v.status, "LogSoftmaxGrad: status " + std::to_string(v.status) + " (reason " +
+                                std::to_string(v.reason) + "): " + v.message + " [" + api + "]");
+}
+
+std::string recent() {
+    const char* m = aclGetRecentErrMsg();
+    return m ? m : "";
+}
+
+uint64_t aligned(uint64_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+
+struct View {
+    const aclTensor* tensor = nullptr;
+    std::vector<int64_t> dims, strides, storage;
+    int64_t offset = 0;
+    aclDataType dtype = ACL_DT_UNDEFINED;
+    aclFormat format = ACL_FORMAT_ND;
+    void* data = nullptr;
+
+    int64_t numel() const {
+        int64_t n = 1;
+        for (int64_t d : dims) n *= d;
+        return n;
+    }
+    bool contiguous() const {
+        int64_t expect = 1;
+        for (size_t i = dims.size(); i-- > 0;) {
+            if (dims[i] != 1 && strides[i] != expect) return false;
+            expect *= dims[i];
+        }
+        return true;
+    }
+};
+
+aclnnStatus take(int64_t* values, uint64_t n, std::vector<int64_t>* out) {
+    out->assign(values, values + n);
+    delete[] values;
+    return ACLNN_SUCCESS;
+}
+
+// The view of a tensor, through the public getters.
+aclnnStatus describe(const aclTensor* t, View* v) {
+    v->tensor = t;
+    int64_t* values = nullptr;
+    uint64_t n = 0;
+    aclnnStatus s = aclGetViewShape(t, &values, &n);
+    if (s == ACLNN_SUCCESS) s = take(values, n, &v->dims);
+    if (s == ACLNN_SUCCESS) s = aclGetViewStrides(t, &values, &n);
+    if (s == ACLNN_SUCCESS) s = take(values, n, &v->strides);
+    if (s == ACLNN_SUCCESS) s = aclGetStorageShape(t, &values, &n);
+    if (s == ACLNN_SUCCESS) s = take(values, n, &v->storage);
+    if (s == ACLNN_SUCCESS) s = aclGetViewOffset(t, &v->offset);
+    if (s == ACLNN_SUCCESS) s = aclGetDataType(t, &v->dtype);
+    if (s == ACLNN_SUCCESS) s = aclGetFormat(t, &v->format);
+    if (s == ACLNN_SUCCESS) s = aclGetRawTensorAddr(t, &v->data);
+    return s;
+}
+
+// A contiguous tensor of v's dims and dtype at `data`.
+aclTensor* contiguous_like(const View& v, void* data) {
+    std::vector<int64_t> strides(v.dims.size(), 1);
+    for (size_t i = v.dims.size(); i-- > 1;) strides[i - 1] = strides[i] * v.dims[i];
+    return aclCreateTensor(v.dims.data(), v.dims.size(), v.dtype, strides.data(), 0, v.format,
+                           v.dims.data(), v.dims.size(), data);
+}
+
+size_t element_bytes(aclDataType t) {
+    switch (t) {
+        case ACL_FLOAT: return 4;
+        case ACL_FLOAT16: case ACL_BF16: return 2;
+        default: return 4;  // a dtype the generated entry refuses: the size does not matter
+    }
+}
+
+struct Tensors {  // owns the aclTensors and the axis array it made
+    std::vector<aclTensor*> tensors;
+    aclIntArray* axes = nullptr;
+    ~Tensors() {
+        for (aclTensor* t : tensors) aclDestroyTensor(t);
+        aclDestroyIntArray(axes);
+    }
+    aclTensor* keep(aclTensor* t) {
+        if (t) tensors.push_back(t);
+        return t;
+    }
+};
+
+// The plan phase one makes and phase two runs.
+struct Plan {
+    uint64_t magic = kMagic;
+    const char* api = "";
+    View views[3];
+    std::vector<int64_t> dims;
+    bool copy[3] = {false, false, false};  // through a contiguous buffer in the workspace
+    uint64_t at[3] = {0, 0, 0};            // where in the workspace
+    uint64_t kernel_workspace = 0;         // the generated entry's, at the workspace's start
+    uint64_t total = 0;
+    aclOpExecutor* direct = nullptr;       // the generated entry's executor, when nothing is copied
+};
+
+aclnnStatus prepare(const char* api, const aclTensor* gradOutput, const aclTensor* output,
+                    const int64_t* dims, uint64_t dimsNum, aclTensor* out,
+                    uint64_t* workspaceSize, aclOpExecutor** executor) {
+    if (!workspaceSize || !executor)
+        return report(ACLNN_ERR_PARAM_NULLPTR,
+                      std::string(api) + "GetWorkspaceSize: workspaceSize or executor is NULL");
+    *workspaceSize = 0;
+    *executor = nullptr;
+    auto plan = std::make_unique<Plan>();
+    plan->api = api;
+    const aclTensor* given[] = {gradOutput, output, out};
+    lsg::Call call;
+    lsg::TensorDesc* descs[] = {&call.dy, &call.y, &call.out};
+    for (int i = 0; i < 3; ++i) {
+        if (!given[i]) continue;
+        const aclnnStatus s = describe(given[i], &plan->views[i]);
+        if (s != ACLNN_SUCCESS)
+            return report(s, std::string(api) + ": " + kNames[i] + " cannot be read: " + recent());
+        descs[i]->present = true;
+        descs[i]->dtype = plan->views[i].dtype;
+        descs[i]->shape = plan->views[i].dims;
+        descs[i]->strides = plan->views[i].strides;
+    }
+    if (dimsNum > 0 && !dims)
+        return report(ACLNN_ERR_PARAM_NULLPTR, std::string(api) + ": dims is NULL");
+    call.axes.assign(dims, dims + dimsNum);
+    plan->dims = call.axes;
+    lsg::Verdict v = lsg::check_descriptors(call);
+    if (v.ok()) v = lsg::check_present(call);
+    if (!v.ok()) return refuse(api, v);
+
+    // Contiguous stand-ins for the views to copy: phase one of the generated entry only reads
+    // their descriptors.
+    Tensors own;
+    const aclTensor* kernel_tensors[3];
+    for (int i = 0; i < 3; ++i) {
+        plan->copy[i] = !plan->views[i].contiguous() && plan->views[i].numel() > 0;
+        kernel_tensors[i] = plan->copy[i] ? own.keep(contiguous_like(plan->views[i], nullptr))
+                                          : plan->views[i].tensor;
+        if (!kernel_tensors[i])
+            return report(ACLNN_ERR_INNER, std::string(api) + ": aclCreateTensor failed: " + recent());
+    }
+    own.axes = aclCreateIntArray(plan->dims.data(), plan->dims.size());
+    aclOpExecutor* inner = nullptr;
+    uint64_t inner_ws = 0;
+    const aclnnStatus s = aclnnLogSoftmaxGradGetWorkspaceSize(
+        kernel_tensors[0], kernel_tensors[1], own.axes, kernel_tensors[2], &inner_ws, &inner);
+    if (s != ACLNN_SUCCESS) {
+        const std::string said = recent();
+        if (s == ACLNN_ERR_PARAM_NULLPTR || s == ACLNN_ERR_PARAM_INVALID)
+            return report(s, said + " [" + api + "]");  // the registration's (or nnopbase's) call
+        // The tiling function refused it: the contract's status and reason, from its own checks.
+        const char* soc_name = aclrtGetSocName();
+        const lsg::SocProfile* soc = soc_name ? lsg::find_soc(soc_name) : nullptr;
+        const lsg::Verdict contract = soc ? lsg::validate(call, *soc) : lsg::Verdict{};
+        if (!contract.ok()) return refuse(api, contract);
+        return report(s, std::string(api) + ": the tiling function refused a call the contract "
+                                            "accepts (status " + std::to_string(s) + "): " + said);
+    }
+    plan->kernel_workspace = inner_ws;
+    uint64_t end = aligned(inner_ws);
+    bool copies = false;
+    for (int i = 0; i < 3; ++i)
+        if (plan->copy[i]) {
+            copies = true;
+            plan->at[i] = end;
+            end += aligned(static_cast<uint64_t>(plan->views[i].numel()) *
+                           element_bytes(plan->views[i].dtype));
+        }
+    if (copies) {
+        aclDestroyAclOpExecutor(inner);  // asked again in phase two, with the workspace's addresses
+        plan->total = end;
+    } else {
+        plan->direct = inner;
+        plan->total = inner_ws;
+    }
+    *workspaceSize = plan->total;
+    *executor = reinterpret_cast<aclOpExecutor*>(plan.release());
+    return ACLNN_SUCCESS;
+}
+
+aclnnStatus copy(aclTensor* to, const aclTensor* from, aclrtStream stream, const char* api) {
+    uint64_t ws = 0;
+    aclOpExecutor* ex = nullptr;
+    aclnnStatus s = aclnnInplaceCopyGetWorkspaceSize(to, from, &ws, &ex);
+    if (s == ACLNN_SUCCESS && ws > 0) {
+        aclDestroyAclOpExecutor(ex);
+        return report(ACLNN_ERR_INNER, std::string(api) + ": aclnnInplaceCopy asks for a workspace of " +
+                                           std::to_string(ws) + " bytes; this layer plans none");
+    }
+    if (s == ACLNN_SUCCESS) s = aclnnInplaceCopy(nullptr, 0, ex, stream);
+    if (s != ACLNN_SUCCESS) return report(s, std::string(api) + ": aclnnInplaceCopy: " + recent());
+    return ACLNN_SUCCESS;
+}
+
+aclnnStatus launch(const char* api, void* workspace, uint64_t workspaceSize,
+                   aclOpExecutor* executor, aclrtStream stream) {
+    if (!executor) return report(ACLNN_ERR_PARAM_NULLPTR, std::string(api) + ": executor is NULL");
+    Plan* raw = reinterpret_cast<Plan*>(executor);
+    if (raw->magic != kMagic || std::strcmp(raw->api, api) != 0)
+        return report(ACLNN_ERR_PARAM_INVALID,
+                      std::string(api) + ": the executor is not one of " + api +
+                          "GetWorkspaceSize (or it ran already)");
+    std::unique_ptr<Plan> plan(raw);
+    plan->magic = 0;  // an executor runs once
+    if (workspaceSize < plan->total) {
+        aclDestroyAclOpExecutor(plan->direct);
+        return report(ACLNN_ERR_PARAM_INVALID,
+                      std::string(api) + ": workspace of " + std::to_string(workspaceSize) +
+                          " bytes, phase one asked for " + std::to_string(plan->total));
+    }
+    if (plan->direct) {
+        const aclnnStatus s = aclnnLogSoftmaxGrad(workspace, workspaceSize, plan->direct, stream);
+        return s == ACLNN_SUCCESS ? s : report(s, std::string(api) + ": " + recent());
+    }
+    Tensors own;
+    const aclTensor* kernel_tensors[3];
+    auto* base = static_cast<unsigned char*>(workspace);
+    for (int i = 0; i < 3; ++i) {
+        kernel_tensors[i] = plan->views[i].tensor;
+        if (!plan->copy[i]) continue;
+        kernel_tensors[i] = own.keep(contiguous_like(plan->views[i], base + plan->at[i]));
+        if (!kernel_tensors[i])
+            return report(ACLNN_ERR_INNER, std::string(api) + ": aclCreateTensor failed: " + recent());
+    }
+    for (int i = 0; i < 2; ++i)
+        if (plan->copy[i]) {
+            const aclnnStatus s = copy(const_cast<aclTensor*>(kernel_tensors[i]),
+                                       plan->views[i].tensor, stream, api);
+            if (s != ACLNN_SUCCESS) return s;
+        }
+    own.axes = aclCreateIntArray(plan->dims.data(), plan->dims.size());
+    aclOpExecutor* inner = nullptr;
+    uint64_t inner_ws = 0;
+    aclnnStatus s = aclnnLogSoftmaxGradGetWorkspaceSize(kernel_tensors[0], kernel_tensors[1],
+                                                        own.axes, kernel_tensors[2], &inner_ws, &inner);
+    if (s != ACLNN_SUCCESS) return report(s, std::string(api) + ": " + recent());
+    if (inner_ws > plan->kernel_workspace) {
+        aclDestroyAclOpExecutor(inner);
+        return report(ACLNN_ERR_INNER, std::string(api) + ": the generated entry now asks for " +
+                                           std::to_string(inner_ws) + " bytes of workspace, " +
+                                           std::to_string(plan->kernel_workspace) + " in phase one");
+    }
+    s = aclnnLogSoftmaxGrad(workspace, plan->kernel_workspace, inner, stream);
+    if (s != ACLNN_SUCCESS) return report(s, std::string(api) + ": " + recent());
+    if (plan->copy[2])
+        return copy(const_cast<aclTensor*>(plan->views[2].tensor), kernel_tensors[2], stream, api);
+    return ACLNN_SUCCESS;
+}
+
+}  // namespace
+
+extern "C" {
+
+aclnnStatus aclnnLogSoftmaxBackwardGetWorkspaceSize(const aclTensor* gradOutput,
+                                                    const aclTensor* output, int64_t dim,
+                                                    aclTensor* out, uint64_t* workspaceSize,
+                                                    aclOpExecutor** executor) {
+    return prepare("aclnnLogSoftmaxBackward", gradOutput, output, &dim, 1, out, workspaceSize,
+                   executor);
+}
+
+aclnnStatus aclnnLogSoftmaxBackward(void* workspace, uint64_t workspaceSize,
+                                    aclOpExecutor* executor, aclrtStream stream) {
+    return launch("aclnnLogSoftmaxBackward", workspace, workspaceSize, executor, stream);
+}
+
+aclnnStatus aclnnLogSoftmaxBackwardDimsGetWorkspaceSize(const aclTensor* gradOutput,
+                                                        const aclTensor* output,
+                                                        const int64_t* dims, uint64_t dimsNum,
+                                                        aclTensor* out, uint64_t* workspaceSize,
+                                                        aclOpExecutor** executor) {
+    return prepare("aclnnLogSoftmaxBackwardDims", gradOutput, output, dims, dimsNum, out,
+                   workspaceSize, executor);
+}
+
+aclnnStatus aclnnLogSoftmaxBackwardDims(void* workspace, uint64_t workspaceSize,
+                                        aclOpExecutor* executor, aclrtStream stream) {
+    return launch("aclnnLogSoftmaxBackwardDims", workspace, workspaceSize, executor, stream);
+}
+
+}  // extern "C"
