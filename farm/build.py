@@ -42,6 +42,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from farm import acl_sdk
 from farm.errors import BuildError
 from farm.paths import REPO_ROOT as ROOT
 from golden.soc import FAMILIES, representative_soc
@@ -95,6 +96,22 @@ NATIVE_TARGETS = ("ascendc-cpu", "twin")  # the C ABI libraries the native backe
 LIB_NAMES = {"twin": "liblsg_twin.so", "ascendc-cpu": "liblsg_ascendc_cpu.so"}
 LIB_NAME = LIB_NAMES["twin"]
 CMAKE_TARGETS = {"twin": "lsg_twin", "ascendc-cpu": "lsg_ascendc_cpu"}
+# The emulated ACL runtime and the custom operator's op-api on it (op/acl_emu/acl_emu.cmake), built
+# with the real ascendc-cpu library where the genuine ACL headers are (farm/acl_sdk.py); the
+# package carries them under ACL_DIR for the agent's acl backend.
+ACL_CMAKE_TARGET = "lsg_acl_emu"
+ACL_DIR = "acl"
+ACL_LIBS = ("libascendcl.so", "libnnopbase.so", "libopapi.so", "libcust_opapi.so")
+ACL_HEADER = OP_DIR / "ascendc" / "op_api" / "aclnn_log_softmax_backward.h"
+# The op-api entry points the package exports (the manifest says which; the acl backend asks).
+ACL_EXPORTS = (
+    "aclnnLogSoftmaxBackwardGetWorkspaceSize",
+    "aclnnLogSoftmaxBackward",
+    "aclnnLogSoftmaxBackwardDimsGetWorkspaceSize",
+    "aclnnLogSoftmaxBackwardDims",
+    "aclnnLogSoftmaxGradGetWorkspaceSize",
+    "aclnnLogSoftmaxGrad",
+)
 # What each target's library is, for the manifest, the run's environment and the report.
 DESCRIPTIONS = {
     "ascendc-cpu": "the real Ascend C kernel on the CPU emulation",
@@ -228,6 +245,9 @@ def build_native(
     shared = target == "ascendc-cpu" and bool(plant_bug) and build_dir == PLANTED_DIR
     cmake_target = f"{CMAKE_TARGETS[target]}_{plant_bug}" if shared else CMAKE_TARGETS[target]
     lib = (build_dir / "planted-lib" / plant_bug if shared else build_dir) / LIB_NAMES[target]
+    # The real emulated kernel also gets its ACL path, where the genuine headers are.
+    acl = target == "ascendc-cpu" and not plant_bug and acl_sdk.present()
+    targets = [cmake_target] + ([ACL_CMAKE_TARGET] if acl else [])
     cmake = cmake_executable()
     env = {**os.environ, "LC_ALL": "C"}
     with _locked(build_dir):
@@ -242,6 +262,7 @@ def build_native(
                 f"-DLSG_PLANT_BUG={'' if shared else plant_bug}",
                 f"-DLSG_PLANT_ALL={'ON' if shared else 'OFF'}",
                 f"-DLSG_SANITIZE={'ON' if sanitize else 'OFF'}",
+                f"-DLSG_ACL_SDK={acl_sdk.sdk_dir() if acl else ''}",
             ],
             "cmake configure",
             env=env,
@@ -252,7 +273,7 @@ def build_native(
                 "--build",
                 str(build_dir),
                 "--target",
-                cmake_target,
+                *targets,
                 "-j",
                 str(os.cpu_count() or 2),
             ],
@@ -262,6 +283,17 @@ def build_native(
     if not lib.exists():
         raise BuildError(f"the build finished but {lib} is missing")
     return lib
+
+
+def acl_files(build_dir: Path) -> dict[str, bytes]:
+    """The emulated ACL runtime and op-api libraries a build directory holds, as package paths
+    (acl/lib/..., acl/include/...); {} when it has none (no genuine headers at build time)."""
+    libs = build_dir / ACL_DIR / "lib"
+    if not all((libs / name).is_file() for name in ACL_LIBS):
+        return {}
+    files = {f"{ACL_DIR}/lib/{name}": (libs / name).read_bytes() for name in ACL_LIBS}
+    files[f"{ACL_DIR}/include/{ACL_HEADER.name}"] = ACL_HEADER.read_bytes()
+    return files
 
 
 def build_twin(
@@ -352,6 +384,7 @@ def manifest(
         "target": target,
         "implementation": DESCRIPTIONS.get(target, ""),
         "library": next((n for n in sorted(files) if n.startswith("lib/")), ""),
+        "acl": _acl_manifest(files),
         **(git_state() if source_dir is None else git_state(source_dir)),
         "plant_bug": plant_bug,
         "soc_profiles": soc_profiles(source_dir),
@@ -359,6 +392,19 @@ def manifest(
             {"path": name, "sha256": sha256_bytes(files[name]), "bytes": len(files[name])}
             for name in sorted(files)
         ],
+    }
+
+
+def _acl_manifest(files: dict[str, bytes]) -> dict | None:
+    """What the package gives the acl backend: its runtime, op-api library and entry points."""
+    op_api = f"{ACL_DIR}/lib/libcust_opapi.so"
+    if op_api not in files:
+        return None
+    return {
+        "runtime": "emulated",
+        "lib_dir": f"{ACL_DIR}/lib",
+        "op_api": op_api,
+        "exports": list(ACL_EXPORTS),
     }
 
 
@@ -417,6 +463,8 @@ def build_package(
         lib = build_native(target, build_dir, plant_bug=plant_bug, source_dir=source_dir)
         files = {f"lib/{LIB_NAMES[target]}": lib.read_bytes()}
         files.update({f"include/{h.name}": h.read_bytes() for h in headers(target, source_dir)})
+        if target == "ascendc-cpu" and not plant_bug and source_dir is None:
+            files.update(acl_files(lib.parent))
     else:
         if plant_bug:
             raise BuildError("plant_bug applies to the ascendc-cpu and twin targets only")

@@ -16,7 +16,7 @@ from farm.agent.backends import BACKENDS
 from farm.agent.histogram import HistogramAccumulator
 from farm.agent.identity import Identity
 from farm.agent.outcome import classify
-from farm.agent.record import HostChecks, ResultRecord, Verdict
+from farm.agent.record import DeviceRun, HostChecks, ResultRecord, Verdict
 from golden import dtypes, inputs, layouts
 from golden.judge import judge_case
 
@@ -146,6 +146,8 @@ def run_case(case: dict, backend: str, device: int, identity: Identity) -> Resul
     }
     if result.checks is not None:
         record["checks"] = cast(HostChecks, result.checks)
+    if result.device_run is not None:
+        record["device_run"] = cast(DeviceRun, result.device_run)
     golden_s = 0.0
     expect = case["expect"]
     judgeable = expect["kind"] == "precision" and dy is not None and y is not None
@@ -285,6 +287,10 @@ def _backend(name: str):
         return run_call
     if name == "torch":
         from farm.agent.backends.torch_backend import run_call
+
+        return run_call
+    if name == "acl":
+        from farm.agent.backends.acl import run_call
 
         return run_call
     raise ValueError(f"unknown backend {name!r}; use one of: {', '.join(BACKENDS)}")

@@ -80,6 +80,15 @@ class HostChecks(TypedDict, total=False):
     tiling_mismatch: str  # what the host tiling gave the kernel that the shared plan did not plan
 
 
+class DeviceRun(TypedDict, total=False):
+    """Where and how the operator ran on the device path (the acl backend)."""
+
+    runtime: str  # "lsg emulated ACL runtime ...; soc=...; devices=N", or "CANN <version>; ..."
+    device_id: int
+    entry: str  # the op-api entry called: aclnnLogSoftmaxBackward, or ...Dims for several dims
+    device_s: float | None  # between ACL events around phase two on the device's stream
+
+
 class ResultRecord(CaseFields, total=False):
     case_id: str
     # What the operator did (agent).
@@ -90,6 +99,7 @@ class ResultRecord(CaseFields, total=False):
     tiling: dict[str, Any] | None
     out_guard_ok: bool | None  # the storage around a strided out untouched (None: not checked)
     checks: HostChecks  # what each layer of the operator's checks said (emulated real operator)
+    device_run: DeviceRun  # the acl backend's runtime and device
     inputs_sha256: str
     # How it was judged (agent): every standard's verdict, the gate's, all metrics (JSON-safe:
     # NaN and inf as strings) and the error histogram under metrics["hist"].

@@ -23,3 +23,5 @@ class BackendResult:
     # What each layer of the operator's parameter checks said (farm/agent/record.py HostChecks);
     # None from a backend that cannot say.
     checks: dict | None = None
+    # Where the operator ran on the device path (farm/agent/record.py DeviceRun); None elsewhere.
+    device_run: dict | None = None

@@ -84,6 +84,9 @@ LSG_EMU_API bool contiguous(const TensorInfo& t);
 extern "C" {
 // What the runtime is: "lsg emulated ACL runtime <version>; soc=<name>; devices=<n>".
 LSG_EMU_API const char* lsg_emu_acl_runtime(void);
+// The live device buffers, as a JSON list of {"bytes", "device", "serial"} (serial: the
+// how-manieth aclrtMalloc of the process).
+LSG_EMU_API const char* lsg_emu_acl_buffers(void);
 // The tensors created since the last call, as a JSON list of {"dims", "strides", "offset",
 // "storage", "dtype", "format", "device"}: what the runtime received (tests read it).
 LSG_EMU_API const char* lsg_emu_acl_take_tensor_log(void);

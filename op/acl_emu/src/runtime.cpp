@@ -91,6 +91,7 @@ struct Runtime {
     std::map<int32_t, size_t> used;  // bytes allocated per device
     uint64_t serial = 0;
     std::string description;
+    std::string listing;
 };
 
 Runtime& rt() {
@@ -371,6 +372,18 @@ int32_t enqueue(aclrtStream stream, const std::string& what, Task task, std::vec
 }  // namespace lsg_emu
 
 extern "C" {
+
+const char* lsg_emu_acl_buffers(void) {
+    Runtime& r = rt();
+    std::lock_guard<std::mutex> g(r.mu);
+    r.listing = "[";
+    for (const auto& [base, b] : r.buffers)
+        r.listing += (r.listing.size() > 1 ? ", " : "") + std::string("{\"bytes\": ") +
+                     std::to_string(b.bytes) + ", \"device\": " + std::to_string(b.device) +
+                     ", \"serial\": " + std::to_string(b.serial) + "}";
+    r.listing += "]";
+    return r.listing.c_str();
+}
 
 const char* lsg_emu_acl_runtime(void) {
     Runtime& r = rt();

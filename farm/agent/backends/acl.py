@@ -1,0 +1,252 @@
+"""The operator package on a device through ACL: the `acl` backend.
+
+What a framework does with the operator, on an Atlas NPU through CANN or, everywhere else, on the
+emulated ACL runtime (op/acl_emu) with the same real host code and kernel on the emulated device:
+the inputs' whole storages are copied to device memory and passed as aclTensors of the case's
+views (dims, strides, storage offset, storage dims), so a strided case reaches the operator's
+aclnn layer as a strided tensor; out's storage is NaN around and inside its view. The two phases
+of the package's entry (the seed's aclnnLogSoftmaxBackward for one dim, aclnnLogSoftmaxBackwardDims
+for several) run on the device's stream, timed by ACL events (device_s), then out's storage comes
+back and whether the storage around its view is untouched is checked.
+
+The operator's phase-one status and the runtime's message (aclGetRecentErrMsg) are the result: the
+reason is the one the message names ("(reason N)", the operator's format); a kernel that failed
+on the device is kernel_fault (or emulation_policy, where the emulated device refused it by a
+rule of its own). Anything else that fails is the backend's or the host's (AclCallError, an
+infrastructure error). On the emulated runtime the backend also checks itself after every call:
+that the runtime received exactly the views meant (its tensor log), and that no device buffer or
+handle was left behind.
+
+Standard library and numpy only: this module ships to hosts with the agent.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import re
+from collections.abc import Iterable, Sequence
+from functools import cache
+from typing import Any
+
+import numpy as np
+
+from farm.agent.backends import acl_api as api
+from farm.agent.backends.acl_session import AclCallError, HostTensor, OpRun, Runtime, run_op
+from farm.agent.backends.native import (
+    DTYPE_CODES,
+    EMULATION_POLICY,
+    KERNEL_FAULT,
+    RUN_FAULTS,
+    STATUS_INNER,
+    reason_name,
+)
+from farm.agent.backends.result import BackendResult
+from golden import layouts
+from golden.dtypes import numpy_dtype
+
+_REASON = re.compile(r"\(reason (\d+)\)")
+# How the emulated device says it refused a kernel by a rule of its own (op/acl_emu).
+_POLICY = "the emulated device refused the kernel"
+NAMES = ("dy", "y", "out")
+
+
+@cache
+def runtime() -> Runtime:
+    """ACL for this agent: initialised once, on first use (finalised by close())."""
+    return Runtime.start(api.load())
+
+
+def close() -> None:
+    """Release every device and finalise ACL (the agent calls it on exit)."""
+    if runtime.cache_info().currsize:
+        try:
+            runtime().close()
+        finally:
+            runtime.cache_clear()
+
+
+@cache
+def runtime_description() -> str:
+    """Which runtime runs the operator: the emulated runtime's own line, or CANN's version."""
+    libs = api.load()
+    if libs.emulated:
+        return libs.ascendcl.lsg_emu_acl_runtime().decode()
+    runtime()
+    version = api.AclVersion()
+    status = libs.ascendcl.aclsysGetCANNVersion(
+        api.ACL_PKG_NAME_CANN, api.ctypes.cast(api.ctypes.pointer(version), api.ctypes.c_void_p)
+    )
+    soc = libs.ascendcl.aclrtGetSocName()
+    said = version.version.decode() if status == api.ACL_SUCCESS else f"unknown (status {status})"
+    return f"CANN {said}; soc={soc.decode() if soc else '?'}; op-api {libs.op_api_path}"
+
+
+def host_tensor(a: np.ndarray) -> HostTensor:
+    """An input as it lies in host memory: the bytes its view spans (every element it reaches,
+    and what lies between them) as the storage, and its view of them, in elements."""
+    item = a.itemsize
+    if a.size == 0:
+        return HostTensor(np.empty(0, a.dtype), tuple(a.shape), (1,) * a.ndim, 0, _code(a))
+    low, high = np.lib.array_utils.byte_bounds(a)
+    if (a.ctypes.data - low) % item or any(s % item for s in a.strides):
+        raise AclCallError("an input view is not made of whole elements of its storage")
+    span = (ctypes.c_char * (high - low)).from_address(low)
+    return HostTensor(
+        np.frombuffer(span, dtype=a.dtype),
+        tuple(int(d) for d in a.shape),
+        tuple(int(s) // item for s in a.strides),
+        (a.ctypes.data - low) // item,
+        _code(a),
+    )
+
+
+def out_tensor(storage: np.ndarray, layout: layouts.Layout, shape: tuple[int, ...]) -> HostTensor:
+    """out as the case lays it out: its whole NaN storage and the layout's view of it."""
+    view = layouts.resolve(layout, shape)
+    return HostTensor(storage, shape, tuple(view.strides), view.offset, _code(storage))
+
+
+def _code(a: np.ndarray) -> int:
+    return DTYPE_CODES[np.dtype(a.dtype)]
+
+
+def _received(libs: api.Libraries, meant: Sequence[HostTensor | None]) -> None:
+    """The views the emulated runtime received are the ones meant, tensor by tensor."""
+    log = json.loads(libs.nnopbase.lsg_emu_acl_take_tensor_log().decode())
+    present = [(n, t) for n, t in zip(NAMES, meant, strict=True) if t is not None]
+    for (name, t), got in zip(present, log, strict=False):
+        want = {
+            "dims": list(t.dims),
+            "strides": list(t.strides),
+            "offset": t.offset,
+            "storage": [t.storage.size],
+            "dtype": t.dtype_code,
+        }
+        wrong = [f"{k} {got.get(k)} (the case's {v})" for k, v in want.items() if got.get(k) != v]
+        if wrong:
+            raise AclCallError(f"aclCreateTensor gave the operator {name} with " + "; ".join(wrong))
+
+
+def _left_behind(libs: api.Libraries, handles_before: int) -> None:
+    buffers = json.loads(libs.ascendcl.lsg_emu_acl_buffers().decode())
+    if buffers:
+        sizes = ", ".join(f"{b['bytes']} bytes (aclrtMalloc #{b['serial']})" for b in buffers)
+        raise AclCallError(
+            f"the call left {len(buffers)} device buffer(s) allocated: {sizes}; every aclrtMalloc "
+            "needs its aclrtFree"
+        )
+    handles = libs.nnopbase.lsg_emu_acl_live_handles()
+    if handles != handles_before:
+        raise AclCallError(
+            f"the call left {handles - handles_before} aclTensor, aclIntArray or executor "
+            "handle(s) alive: destroy each (aclDestroyTensor, aclDestroyIntArray)"
+        )
+
+
+def _reason(status: int, message: str) -> str | None:
+    found = _REASON.search(message)
+    if found:
+        return reason_name(int(found.group(1)))
+    return None if status else "ok"
+
+
+def run(
+    dy: np.ndarray | None,
+    y: np.ndarray | None,
+    axes: Sequence[int],
+    *,
+    out_dtype: Any,
+    out_shape: Sequence[int] | None = None,
+    missing: str | Iterable[str] | None = None,
+    out_layout: Any = "contiguous",
+    device: int = 0,
+) -> BackendResult:
+    """One operator call through ACL. dy, y: arrays in their views (None: missing)."""
+    missing = {missing} if isinstance(missing, str) else set(missing or ())
+    rt = runtime()
+    libs = rt.libs
+    like = dy if dy is not None else y
+    shape = tuple(out_shape) if out_shape is not None else (() if like is None else like.shape)
+    layout = layouts.parse(out_layout)
+    storage, _ = layouts.allocate(shape, np.dtype(out_dtype), layout)
+    tensors = (
+        None if dy is None or "dy" in missing else host_tensor(dy),
+        None if y is None or "y" in missing else host_tensor(y),
+        None if "out" in missing else out_tensor(storage, layout, shape),
+    )
+    if libs.emulated:
+        libs.nnopbase.lsg_emu_acl_take_tensor_log()  # what came before is not this call's
+        handles_before = libs.nnopbase.lsg_emu_acl_live_handles()
+    d = rt.device(device)
+    done: OpRun = run_op(rt, d, tensors, tuple(int(a) for a in axes))
+    if libs.emulated:
+        _received(libs, tensors)
+        _left_behind(libs, handles_before)
+    entry = "aclnnLogSoftmaxBackward" if len(axes) == 1 else "aclnnLogSoftmaxBackwardDims"
+    device_run = {
+        "runtime": runtime_description(),
+        "device_id": device,
+        "entry": entry,
+        "device_s": None if done.device_ms is None else done.device_ms / 1000.0,
+    }
+    if done.phase_one != 0:
+        return BackendResult(
+            done.phase_one,
+            _reason(done.phase_one, done.message),
+            done.message,
+            None,
+            0,
+            None,
+            done.seconds,
+            device_run=device_run,
+        )
+    if done.kernel_failed:
+        fault = EMULATION_POLICY if _POLICY in done.message else KERNEL_FAULT
+        return BackendResult(
+            STATUS_INNER,
+            RUN_FAULTS[fault],
+            done.message,
+            None,
+            done.workspace,
+            None,
+            done.seconds,
+            device_run=device_run,
+        )
+    out = None
+    guard = None
+    if done.out_storage is not None:
+        out = layouts.view_of(done.out_storage, layout, shape)
+        guard = layouts.outside_untouched(done.out_storage, layout, shape)
+    return BackendResult(
+        0, "ok", "", out, done.workspace, None, done.seconds, guard, device_run=device_run
+    )
+
+
+def run_call(
+    dy,
+    y,
+    axes,
+    soc,
+    *,
+    out_dtype,
+    out_shape=None,
+    missing=None,
+    api="dim",
+    device=0,
+    out_layout=None,
+):
+    """The agent's backend entry (farm.agent.execute): the case's SoC is the device's own."""
+    del soc, api
+    if isinstance(out_dtype, str):
+        out_dtype = numpy_dtype(out_dtype)
+    return run(
+        dy,
+        y,
+        axes,
+        out_dtype=out_dtype,
+        out_shape=out_shape,
+        missing=missing,
+        out_layout=out_layout if out_layout is not None else "contiguous",
+        device=device,
+    )

@@ -1,0 +1,259 @@
+"""The ACL and aclnn functions the acl backend calls, as ctypes prototypes of their genuine C
+declarations (acl/acl_rt.h, acl/acl_base_rt.h of CANN as the torch-npu wheel carries them; the
+aclnn tensor helpers of nnopbase; the operator's op-api, op/ascendc/op_api). Each prototype is a
+line of PROTOTYPES, in the C spelling of its declaration; tests/agent/test_acl_prototypes.py
+reads every declaration from the headers and requires the same types here, so an argument in the
+wrong place fails in CI rather than on the first real host.
+
+Which libraries: $LSG_ACL_LIB_DIR (every library in one directory); else the package's acl/lib
+beside the native library ($LSG_NATIVE_LIB) or this checkout's build/ascendc-cpu/acl/lib (the
+emulated ACL runtime, op/acl_emu); else CANN's, from its set-up script's variables
+($ASCEND_HOME_PATH/lib64 and the custom operator's op-api under $ASCEND_CUSTOM_OPP_PATH or
+$ASCEND_OPP_PATH/vendors/*).
+
+Standard library only: this module ships to hosts with the agent.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[3]
+ENV_LIB_DIR = "LSG_ACL_LIB_DIR"
+
+# ACL's constants used here (acl_base_rt.h, acl_rt.h).
+ACL_SUCCESS = 0
+ACL_MEM_MALLOC_HUGE_FIRST = 0
+ACL_MEMCPY_HOST_TO_DEVICE = 1
+ACL_MEMCPY_DEVICE_TO_HOST = 2
+ACL_FORMAT_ND = 2
+ACL_PKG_NAME_CANN = 0
+ACL_PKG_VERSION_MAX_SIZE = 128
+ACL_PKG_VERSION_PARTS_MAX_SIZE = 64
+
+# The C types of the declarations, as ctypes.
+C_TYPES: dict[str, object] = {
+    "void": None,
+    "aclError": ctypes.c_int,
+    "int": ctypes.c_int,
+    "aclnnStatus": ctypes.c_int32,
+    "int32_t": ctypes.c_int32,
+    "uint32_t": ctypes.c_uint32,
+    "int64_t": ctypes.c_int64,
+    "uint64_t": ctypes.c_uint64,
+    "size_t": ctypes.c_size_t,
+    "float": ctypes.c_float,
+    "const char *": ctypes.c_char_p,
+    "aclrtStream": ctypes.c_void_p,
+    "aclrtEvent": ctypes.c_void_p,
+    "aclDataType": ctypes.c_int,
+    "aclFormat": ctypes.c_int,
+    "aclrtMemcpyKind": ctypes.c_int,
+    "aclrtMemMallocPolicy": ctypes.c_int,
+    "aclCANNPackageName": ctypes.c_int,
+}
+POINTER_TYPES: dict[str, object] = {  # pointers to these are typed pointers; others void*
+    "int64_t": ctypes.c_int64,
+    "uint64_t": ctypes.c_uint64,
+    "uint32_t": ctypes.c_uint32,
+    "int32_t": ctypes.c_int32,
+    "float": ctypes.c_float,
+}
+
+# library: [(C declaration without the trailing semicolon)]
+PROTOTYPES: dict[str, tuple[str, ...]] = {
+    "ascendcl": (
+        "aclError aclInit(const char *configPath)",
+        "aclError aclFinalize()",
+        "const char *aclGetRecentErrMsg()",
+        "aclError aclsysGetCANNVersion(aclCANNPackageName name, aclCANNPackageVersion *version)",
+        "const char *aclrtGetSocName()",
+        "aclError aclrtGetDeviceCount(uint32_t *count)",
+        "aclError aclrtSetDevice(int32_t deviceId)",
+        "aclError aclrtResetDevice(int32_t deviceId)",
+        "aclError aclrtMalloc(void **devPtr, size_t size, aclrtMemMallocPolicy policy)",
+        "aclError aclrtFree(void *devPtr)",
+        "aclError aclrtMemcpy(void *dst, size_t destMax, const void *src, size_t count, "
+        "aclrtMemcpyKind kind)",
+        "aclError aclrtCreateStream(aclrtStream *stream)",
+        "aclError aclrtDestroyStream(aclrtStream stream)",
+        "aclError aclrtSynchronizeStream(aclrtStream stream)",
+        "aclError aclrtCreateEvent(aclrtEvent *event)",
+        "aclError aclrtDestroyEvent(aclrtEvent event)",
+        "aclError aclrtRecordEvent(aclrtEvent event, aclrtStream stream)",
+        "aclError aclrtEventElapsedTime(float *ms, aclrtEvent startEvent, aclrtEvent endEvent)",
+    ),
+    "nnopbase": (
+        "aclTensor *aclCreateTensor(const int64_t *viewDims, uint64_t viewDimsNum, "
+        "aclDataType dataType, const int64_t *stride, int64_t offset, aclFormat format, "
+        "const int64_t *storageDims, uint64_t storageDimsNum, void *tensorData)",
+        "int aclDestroyTensor(const aclTensor *tensor)",
+    ),
+    "cust_opapi": (
+        "aclnnStatus aclnnLogSoftmaxBackwardGetWorkspaceSize(const aclTensor *gradOutput, "
+        "const aclTensor *output, int64_t dim, aclTensor *out, uint64_t *workspaceSize, "
+        "aclOpExecutor **executor)",
+        "aclnnStatus aclnnLogSoftmaxBackward(void *workspace, uint64_t workspaceSize, "
+        "aclOpExecutor *executor, aclrtStream stream)",
+        "aclnnStatus aclnnLogSoftmaxBackwardDimsGetWorkspaceSize(const aclTensor *gradOutput, "
+        "const aclTensor *output, const int64_t *dims, uint64_t dimsNum, aclTensor *out, "
+        "uint64_t *workspaceSize, aclOpExecutor **executor)",
+        "aclnnStatus aclnnLogSoftmaxBackwardDims(void *workspace, uint64_t workspaceSize, "
+        "aclOpExecutor *executor, aclrtStream stream)",
+    ),
+}
+# The emulated runtime's own functions (op/acl_emu/include/lsg_emu_acl.h), where it is emulated.
+EMULATION = {
+    "ascendcl": ("const char *lsg_emu_acl_runtime()", "const char *lsg_emu_acl_buffers()"),
+    "nnopbase": ("const char *lsg_emu_acl_take_tensor_log()", "size_t lsg_emu_acl_live_handles()"),
+}
+LIB_FILES = {"ascendcl": "libascendcl.so", "nnopbase": "libnnopbase.so", "opapi": "libopapi.so"}
+OP_API_FILE = "libcust_opapi.so"
+
+
+class AclVersion(ctypes.Structure):
+    """aclCANNPackageVersion."""
+
+    _fields_ = [
+        ("version", ctypes.c_char * ACL_PKG_VERSION_MAX_SIZE),
+        ("majorVersion", ctypes.c_char * ACL_PKG_VERSION_PARTS_MAX_SIZE),
+        ("minorVersion", ctypes.c_char * ACL_PKG_VERSION_PARTS_MAX_SIZE),
+        ("releaseVersion", ctypes.c_char * ACL_PKG_VERSION_PARTS_MAX_SIZE),
+        ("patchVersion", ctypes.c_char * ACL_PKG_VERSION_PARTS_MAX_SIZE),
+        ("reserved", ctypes.c_char * ACL_PKG_VERSION_MAX_SIZE),
+    ]
+
+
+class AclLibraryError(RuntimeError):
+    """The ACL libraries are missing or incomplete."""
+
+
+@dataclass(frozen=True)
+class Declaration:
+    name: str
+    restype: str
+    params: tuple[str, ...]  # each a C type, names dropped
+
+
+def parse(declaration: str) -> Declaration:
+    """'aclError aclrtFree(void *devPtr)' -> Declaration('aclrtFree', 'aclError', ('void *',))."""
+    head, _, rest = declaration.partition("(")
+    params = rest.rsplit(")", 1)[0].strip()
+    restype, name = _split_name(head)
+    types = () if params in ("", "void") else tuple(_split_name(p)[0] for p in params.split(","))
+    return Declaration(name, restype, types)
+
+
+def _split_name(text: str) -> tuple[str, str]:
+    """'const int64_t *viewDims' -> ('const int64_t *', 'viewDims'): the type, the name."""
+    text = " ".join(text.replace("*", " * ").split())
+    type_part, _, name = text.rpartition(" ")
+    return normalize(type_part), name
+
+
+def normalize(c_type: str) -> str:
+    """One spelling of a C type: 'const char*' -> 'const char *', 'void**' -> 'void * *'."""
+    return " ".join(c_type.replace("*", " * ").split())
+
+
+def ctype(c_type: str):
+    """The ctypes type of a C type."""
+    c_type = normalize(c_type)
+    if c_type in C_TYPES:
+        return C_TYPES[c_type]
+    if c_type.endswith("*"):
+        inner = c_type[:-1].strip()
+        base = inner[len("const ") :] if inner.startswith("const ") else inner
+        if base in POINTER_TYPES:
+            return ctypes.POINTER(POINTER_TYPES[base])  # type: ignore[arg-type]
+        return ctypes.c_void_p
+    raise ValueError(f"no ctypes type for C type {c_type!r}: add it to farm/agent/backends/acl_api.py")
+
+
+def prototype(declaration: str) -> tuple[object, list[object]]:
+    """(restype, argtypes) of a C declaration."""
+    d = parse(declaration)
+    return ctype(d.restype), [ctype(p) for p in d.params]
+
+
+@dataclass(frozen=True)
+class Libraries:
+    """The ACL libraries loaded, with every prototype set."""
+
+    ascendcl: ctypes.CDLL
+    nnopbase: ctypes.CDLL
+    op_api: ctypes.CDLL
+    directory: str
+    op_api_path: str
+    emulated: bool
+
+
+def _search() -> tuple[Path, Path]:
+    """(the directory of libascendcl/libnnopbase/libopapi, the custom op-api library)."""
+    env = os.environ.get(ENV_LIB_DIR)
+    if env:
+        return Path(env), Path(env) / OP_API_FILE
+    native = os.environ.get("LSG_NATIVE_LIB")
+    candidates = [Path(native).parent.parent / "acl" / "lib"] if native else []
+    candidates += [ROOT / "build" / "ascendc-cpu" / "acl" / "lib", ROOT / "package" / "acl" / "lib"]
+    for c in candidates:
+        if (c / OP_API_FILE).is_file():
+            return c, c / OP_API_FILE
+    home = os.environ.get("ASCEND_HOME_PATH")
+    if home:
+        custom = os.environ.get("ASCEND_CUSTOM_OPP_PATH", "").split(":")
+        vendors = Path(os.environ.get("ASCEND_OPP_PATH", Path(home) / "opp")) / "vendors"
+        roots = [Path(p) for p in custom if p] + sorted(vendors.glob("*"))
+        for r in roots:
+            lib = r / "op_api" / "lib" / OP_API_FILE
+            if lib.is_file():
+                return Path(home) / "lib64", lib
+        raise AclLibraryError(
+            f"ASCEND_HOME_PATH={home} is set but no custom operator package has "
+            f"op_api/lib/{OP_API_FILE} (under $ASCEND_CUSTOM_OPP_PATH or {vendors}/*): install "
+            "the LogSoftmaxGrad package (custom_opp_*.run) first"
+        )
+    raise AclLibraryError(
+        f"no ACL libraries: neither the emulated ACL runtime ({OP_API_FILE} under "
+        "build/ascendc-cpu/acl/lib: `farm build` makes it where the genuine headers are, "
+        f"python -m farm.acl_sdk fetches them) nor CANN (ASCEND_HOME_PATH); or set {ENV_LIB_DIR}"
+    )
+
+
+@cache
+def load() -> Libraries:
+    directory, op_api = _search()
+    mode = ctypes.RTLD_GLOBAL  # the op-api libraries resolve the runtime's symbols
+    try:
+        ascendcl = ctypes.CDLL(str(directory / LIB_FILES["ascendcl"]), mode=mode)
+        nnopbase = ctypes.CDLL(str(directory / LIB_FILES["nnopbase"]), mode=mode)
+        opapi_path = directory / LIB_FILES["opapi"]
+        if opapi_path.is_file():
+            ctypes.CDLL(str(opapi_path), mode=mode)
+        lib = ctypes.CDLL(str(op_api), mode=mode)
+    except OSError as exc:
+        raise AclLibraryError(f"loading the ACL libraries of {directory}: {exc}") from None
+    by_name = {"ascendcl": ascendcl, "nnopbase": nnopbase, "cust_opapi": lib}
+    for name, declarations in PROTOTYPES.items():
+        for declaration in declarations:
+            _bind(by_name[name], declaration, required=True)
+    emulated = hasattr(ascendcl, "lsg_emu_acl_runtime")
+    if emulated:
+        for name, declarations in EMULATION.items():
+            for declaration in declarations:
+                _bind(by_name[name], declaration, required=True)
+    return Libraries(ascendcl, nnopbase, lib, str(directory), str(op_api), emulated)
+
+
+def _bind(lib: ctypes.CDLL, declaration: str, *, required: bool) -> None:
+    name = parse(declaration).name
+    if not hasattr(lib, name):
+        if required:
+            raise AclLibraryError(f"{lib._name} does not export {name}")
+        return
+    fn = getattr(lib, name)
+    fn.restype, fn.argtypes = prototype(declaration)

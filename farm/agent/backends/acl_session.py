@@ -1,0 +1,203 @@
+"""How the acl backend uses ACL: one runtime per agent, one stream per device, and one operator
+call as a framework makes it (acl_api.py has the prototypes; acl.py turns cases into calls and
+results). Every ACL status other than success raises AclCallError with the API, its arguments
+and the runtime's own message, except the operator's: its phase one's status is the call's
+result, and a failure of the kernel on the device is reported as such.
+
+Standard library and numpy only: this module ships to hosts with the agent.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from farm.agent.backends import acl_api as api
+
+
+class AclCallError(RuntimeError):
+    """An ACL call of the backend failed: the backend's fault or the host's, never the operator's
+    verdict."""
+
+
+@dataclass(frozen=True)
+class HostTensor:
+    """A tensor as the case holds it on the host: its whole storage and its view of it."""
+
+    storage: np.ndarray  # one-dimensional, every element the view may reach (and more)
+    dims: tuple[int, ...]
+    strides: tuple[int, ...]  # in elements
+    offset: int  # in elements
+    dtype_code: int  # ACL dtype
+
+
+@dataclass
+class OpRun:
+    """What one call of the operator did on the device."""
+
+    phase_one: int  # the operator's status from phase one
+    message: str  # the runtime's message for a failed phase one or kernel
+    workspace: int = 0
+    kernel_failed: bool = False  # the stream failed: the kernel faulted on the device
+    out_storage: np.ndarray | None = None  # out's storage copied back
+    device_ms: float | None = None  # between the events around phase two
+    seconds: float = 0.0
+
+
+def message(libs: api.Libraries) -> str:
+    text = libs.ascendcl.aclGetRecentErrMsg()
+    return text.decode(errors="replace") if text else ""
+
+
+def check(libs: api.Libraries, status: int, call: str) -> None:
+    if status != api.ACL_SUCCESS:
+        said = message(libs)
+        raise AclCallError(f"{call} returned {status}" + (f": {said}" if said else ""))
+
+
+@dataclass
+class Device:
+    id: int
+    stream: ctypes.c_void_p
+    start: ctypes.c_void_p
+    end: ctypes.c_void_p
+
+
+@dataclass
+class Runtime:
+    """ACL for this process: aclInit once, a stream and two events per device used."""
+
+    libs: api.Libraries
+    devices: dict[int, Device] = field(default_factory=dict)
+
+    @classmethod
+    def start(cls, libs: api.Libraries) -> Runtime:
+        check(libs, libs.ascendcl.aclInit(None), "aclInit(NULL)")
+        return cls(libs)
+
+    def device(self, device_id: int) -> Device:
+        libs = self.libs
+        check(libs, libs.ascendcl.aclrtSetDevice(device_id), f"aclrtSetDevice({device_id})")
+        if device_id not in self.devices:
+            stream, start, end = ctypes.c_void_p(), ctypes.c_void_p(), ctypes.c_void_p()
+            check(libs, libs.ascendcl.aclrtCreateStream(ctypes.byref(stream)), "aclrtCreateStream")
+            check(libs, libs.ascendcl.aclrtCreateEvent(ctypes.byref(start)), "aclrtCreateEvent")
+            check(libs, libs.ascendcl.aclrtCreateEvent(ctypes.byref(end)), "aclrtCreateEvent")
+            self.devices[device_id] = Device(device_id, stream, start, end)
+        return self.devices[device_id]
+
+    def close(self) -> None:
+        """Every stream and event destroyed, every device reset, then aclFinalize; the first
+        failure raises (after the rest were tried)."""
+        libs, errors = self.libs, []
+        for d in self.devices.values():
+            libs.ascendcl.aclrtSetDevice(d.id)
+            for status, call in (
+                (libs.ascendcl.aclrtDestroyEvent(d.start), "aclrtDestroyEvent"),
+                (libs.ascendcl.aclrtDestroyEvent(d.end), "aclrtDestroyEvent"),
+                (libs.ascendcl.aclrtDestroyStream(d.stream), "aclrtDestroyStream"),
+                (libs.ascendcl.aclrtResetDevice(d.id), f"aclrtResetDevice({d.id})"),
+            ):
+                if status != api.ACL_SUCCESS:
+                    errors.append(f"{call} returned {status}: {message(libs)}")
+        self.devices.clear()
+        status = libs.ascendcl.aclFinalize()
+        if status != api.ACL_SUCCESS:
+            errors.append(f"aclFinalize returned {status}: {message(libs)}")
+        if errors:
+            raise AclCallError("; ".join(errors))
+
+
+def _int64s(values) -> ctypes.Array:
+    values = [int(v) for v in values]
+    return (ctypes.c_int64 * max(len(values), 1))(*values)
+
+
+def run_op(
+    runtime: Runtime,
+    device: Device,
+    tensors: tuple[HostTensor | None, HostTensor | None, HostTensor | None],
+    dims: tuple[int, ...],
+) -> OpRun:
+    """Call the operator on (dy, y, out) over `dims` on `device`: copy the storages to device
+    memory, make their tensors, run the two phases on the device's stream, synchronise, copy out's
+    storage back, release everything. One dim calls the seed's entry, several the Dims entry."""
+    libs, acl = runtime.libs, runtime.libs.ascendcl
+    buffers: list[ctypes.c_void_p] = []
+    handles: list[int | None] = []
+    keep: list[object] = []  # the ctypes arrays the tensors were made from
+    started = time.perf_counter()
+    try:
+        for t in tensors:
+            if t is None:
+                handles.append(None)
+                continue
+            nbytes = max(t.storage.nbytes, 1)
+            ptr = ctypes.c_void_p()
+            check(libs, acl.aclrtMalloc(ctypes.byref(ptr), nbytes, api.ACL_MEM_MALLOC_HUGE_FIRST),
+                  f"aclrtMalloc({nbytes})")
+            buffers.append(ptr)
+            if t.storage.nbytes:
+                # out too: its storage is NaN, so an element the kernel does not write stays NaN.
+                check(libs, acl.aclrtMemcpy(ptr, nbytes, t.storage.ctypes.data, t.storage.nbytes,
+                                            api.ACL_MEMCPY_HOST_TO_DEVICE), "aclrtMemcpy to device")
+            view, strides, storage = _int64s(t.dims), _int64s(t.strides), _int64s([t.storage.size])
+            keep += [view, strides, storage]
+            handle = libs.nnopbase.aclCreateTensor(view, len(t.dims), t.dtype_code, strides,
+                                                   t.offset, api.ACL_FORMAT_ND, storage, 1, ptr)
+            if not handle:
+                raise AclCallError(f"aclCreateTensor returned NULL: {message(libs)}")
+            handles.append(handle)
+        ws, executor = ctypes.c_uint64(0), ctypes.c_void_p()
+        one = len(dims) == 1
+        if one:
+            status = libs.op_api.aclnnLogSoftmaxBackwardGetWorkspaceSize(
+                handles[0], handles[1], int(dims[0]), handles[2], ctypes.byref(ws),
+                ctypes.byref(executor))
+        else:
+            c_dims = _int64s(dims)
+            status = libs.op_api.aclnnLogSoftmaxBackwardDimsGetWorkspaceSize(
+                handles[0], handles[1], c_dims, len(dims), handles[2], ctypes.byref(ws),
+                ctypes.byref(executor))
+        if status != api.ACL_SUCCESS:
+            return OpRun(status, message(libs), seconds=time.perf_counter() - started)
+        workspace = ctypes.c_void_p()
+        if ws.value:
+            check(libs, acl.aclrtMalloc(ctypes.byref(workspace), ws.value,
+                                        api.ACL_MEM_MALLOC_HUGE_FIRST), f"aclrtMalloc({ws.value})")
+            buffers.append(workspace)
+        check(libs, acl.aclrtRecordEvent(device.start, device.stream), "aclrtRecordEvent")
+        phase_two = libs.op_api.aclnnLogSoftmaxBackward if one else libs.op_api.aclnnLogSoftmaxBackwardDims
+        check(libs, phase_two(workspace, ws.value, executor, device.stream),
+              f"{phase_two.__name__}(workspace {ws.value} bytes)")
+        check(libs, acl.aclrtRecordEvent(device.end, device.stream), "aclrtRecordEvent")
+        synced = acl.aclrtSynchronizeStream(device.stream)
+        seconds = time.perf_counter() - started
+        if synced != api.ACL_SUCCESS:
+            return OpRun(0, message(libs), ws.value, kernel_failed=True, seconds=seconds)
+        ms = ctypes.c_float(0.0)
+        check(libs, acl.aclrtEventElapsedTime(ctypes.byref(ms), device.start, device.end),
+              "aclrtEventElapsedTime")
+        out = tensors[2]
+        back = None
+        if out is not None:
+            back = np.empty_like(out.storage)
+            if back.nbytes:
+                check(libs, acl.aclrtMemcpy(back.ctypes.data, back.nbytes, buffers[_slot(tensors, 2)],
+                                            back.nbytes, api.ACL_MEMCPY_DEVICE_TO_HOST),
+                      "aclrtMemcpy to host")
+        return OpRun(0, "", ws.value, out_storage=back, device_ms=float(ms.value), seconds=seconds)
+    finally:
+        for h in handles:
+            if h:
+                check(libs, libs.nnopbase.aclDestroyTensor(h), "aclDestroyTensor")
+        for ptr in buffers:
+            check(libs, acl.aclrtFree(ptr), "aclrtFree")
+
+
+def _slot(tensors, index: int) -> int:
+    """The buffer index of tensors[index] (missing tensors have no buffer)."""
+    return sum(t is not None for t in tensors[:index])
