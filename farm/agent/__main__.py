@@ -155,6 +155,20 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         except KeyboardInterrupt:
             return 130
+        finally:
+            _release_devices()
+
+
+def _release_devices() -> None:
+    """The acl backend's streams, devices and ACL itself, if a case used them; what went wrong
+    (a buffer never freed, say) goes to stderr, the agent's log."""
+    acl = sys.modules.get("farm.agent.backends.acl")
+    if acl is None:
+        return
+    try:
+        acl.close()
+    except Exception as exc:  # the agent is leaving: say it, do not raise
+        print(f"lsg-agent: releasing ACL: {exc}", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -114,6 +114,10 @@ def run_case(case: dict, backend: str, device: int, identity: Identity) -> Resul
         result = _describe_only(case, backend, identity.soc or "")
     else:
         dy, y = make_call_inputs(case)
+        if backend == "acl":
+            from farm.agent.backends.acl import declare_host
+
+            declare_host(identity.soc, identity.devices)
         out_dtype = case.get("out_dtype") or case["dtype"]
         out_shape = tuple(case["out_shape"]) if case.get("out_shape") is not None else None
         result = _backend(backend)(

@@ -264,6 +264,11 @@ def available_backends(deps: dict[str, str | None]) -> tuple[str, ...]:
         backends.append("native")
     if deps.get("torch"):
         backends.append("torch")
+    if deps.get("numpy"):
+        from farm.agent.backends import acl_api
+
+        if acl_api.available():
+            backends.append("acl")
     return tuple(backends)
 
 

@@ -66,12 +66,26 @@ def close() -> None:
             runtime.cache_clear()
 
 
-@cache
+def declare_host(soc: str | None, devices: int | None) -> None:
+    """The emulated host the next call is for (its SoC and devices), where the runtime is
+    emulated: one agent may serve several emulated hosts of this machine. A no-op on CANN, whose
+    runtime knows its own device."""
+    libs = api.load()
+    if libs.emulated:
+        libs.ascendcl.lsg_emu_acl_declare((soc or "").encode(), int(devices or 0))
+
+
 def runtime_description() -> str:
     """Which runtime runs the operator: the emulated runtime's own line, or CANN's version."""
     libs = api.load()
     if libs.emulated:
         return libs.ascendcl.lsg_emu_acl_runtime().decode()
+    return _cann_description()
+
+
+@cache
+def _cann_description() -> str:
+    libs = api.load()
     runtime()
     version = api.AclVersion()
     status = libs.ascendcl.aclsysGetCANNVersion(
@@ -87,7 +101,8 @@ def host_tensor(a: np.ndarray) -> HostTensor:
     and what lies between them) as the storage, and its view of them, in elements."""
     item = a.itemsize
     if a.size == 0:
-        return HostTensor(np.empty(0, a.dtype), tuple(a.shape), (1,) * a.ndim, 0, _code(a))
+        dense = tuple(layouts.dense_strides(a.shape))
+        return HostTensor(np.empty(0, a.dtype), tuple(a.shape), dense, 0, _code(a))
     low, high = np.lib.array_utils.byte_bounds(a)
     if (a.ctypes.data - low) % item or any(s % item for s in a.strides):
         raise AclCallError("an input view is not made of whole elements of its storage")

@@ -108,7 +108,11 @@ PROTOTYPES: dict[str, tuple[str, ...]] = {
 }
 # The emulated runtime's own functions (op/acl_emu/include/lsg_emu_acl.h), where it is emulated.
 EMULATION = {
-    "ascendcl": ("const char *lsg_emu_acl_runtime()", "const char *lsg_emu_acl_buffers()"),
+    "ascendcl": (
+        "const char *lsg_emu_acl_runtime()",
+        "const char *lsg_emu_acl_buffers()",
+        "void lsg_emu_acl_declare(const char *soc, int32_t devices)",
+    ),
     "nnopbase": ("const char *lsg_emu_acl_take_tensor_log()", "size_t lsg_emu_acl_live_handles()"),
 }
 LIB_FILES = {"ascendcl": "libascendcl.so", "nnopbase": "libnnopbase.so", "opapi": "libopapi.so"}
@@ -190,6 +194,15 @@ class Libraries:
     directory: str
     op_api_path: str
     emulated: bool
+
+
+def available() -> bool:
+    """Whether this host has ACL libraries the backend can load (without loading them)."""
+    try:
+        _search()
+    except AclLibraryError:
+        return False
+    return True
 
 
 def _search() -> tuple[Path, Path]:

@@ -82,6 +82,8 @@ LSG_EMU_API bool contiguous(const TensorInfo& t);
 }  // namespace lsg_emu
 
 extern "C" {
+// The emulated host the next calls are for: SoC and device count (NULL / 0: unchanged).
+LSG_EMU_API void lsg_emu_acl_declare(const char* soc, int32_t devices);
 // What the runtime is: "lsg emulated ACL runtime <version>; soc=<name>; devices=<n>".
 LSG_EMU_API const char* lsg_emu_acl_runtime(void);
 // The live device buffers, as a JSON list of {"bytes", "device", "serial"} (serial: the

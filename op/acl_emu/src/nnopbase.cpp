@@ -158,6 +158,8 @@ size_t dtype_bytes(int32_t dtype) {
 }
 
 bool contiguous(const TensorInfo& t) {
+    for (int64_t d : t.dims)
+        if (d == 0) return true;  // an empty view reaches nothing
     int64_t expect = 1;
     for (size_t i = t.dims.size(); i-- > 0;) {
         if (t.dims[i] != 1 && t.strides[i] != expect) return false;

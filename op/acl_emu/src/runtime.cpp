@@ -385,6 +385,15 @@ const char* lsg_emu_acl_buffers(void) {
     return r.listing.c_str();
 }
 
+// Which emulated host the next calls are for: its SoC and device count (an agent that serves
+// several emulated hosts of one machine in one process declares each before its call).
+void lsg_emu_acl_declare(const char* soc, int32_t devices) {
+    Runtime& r = rt();
+    std::lock_guard<std::mutex> g(r.mu);
+    if (soc && *soc) r.soc = soc;
+    if (devices > 0) r.devices = devices;
+}
+
 const char* lsg_emu_acl_runtime(void) {
     Runtime& r = rt();
     std::lock_guard<std::mutex> g(r.mu);

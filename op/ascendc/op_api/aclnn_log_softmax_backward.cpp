@@ -74,6 +74,7 @@ struct View {
         return n;
     }
     bool contiguous() const {
+        if (numel() == 0) return true;  // an empty view reaches nothing
         int64_t expect = 1;
         for (size_t i = dims.size(); i-- > 0;) {
             if (dims[i] != 1 && strides[i] != expect) return false;
