@@ -102,6 +102,19 @@ def unpack(wheel: Path, into: Path) -> Path:
     return into
 
 
+def main(argv: list[str] | None = None) -> int:
+    """`python -m farm.acl_sdk [--quiet]`: fetch the genuine ACL headers (set-up runs it)."""
+    quiet = "--quiet" in (sys.argv[1:] if argv is None else argv)
+    try:
+        path = ensure(quiet)
+    except BuildError as exc:
+        print(f"acl-sdk: {exc}", file=sys.stderr)
+        return 2
+    if not quiet:
+        print(f"acl-sdk: {path}")
+    return 0
+
+
 def ensure(quiet: bool = False) -> Path:
     """The SDK directory, downloading the wheel (43 MB, once) when it is not there yet."""
     path = sdk_dir()
@@ -128,3 +141,7 @@ def ensure(quiet: bool = False) -> Path:
                 f"{DEFAULT_DIR.relative_to(ROOT)} made elsewhere"
             )
         return unpack(wheels[0], path)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -125,3 +125,21 @@ def drop_element_lib():
 def strided_out_unwritten_lib():
     """A twin that never copies the result back into a non-contiguous out."""
     return _planted("strided_out_unwritten")
+
+
+def need_acl_emulation() -> str:
+    """The emulated ACL runtime and the operator's op-api on it (build/ascendc-cpu/acl/lib), built
+    with the default package against the genuine ACL headers; the directory of its libraries."""
+    from farm import acl_sdk
+
+    need_emulation()
+    need(acl_sdk.present(), "the genuine ACL headers (python -m farm.acl_sdk downloads them)")
+    lib = build.build_ascendc_cpu()
+    acl_lib = lib.parent / build.ACL_DIR / "lib"
+    assert (acl_lib / "libcust_opapi.so").is_file(), f"{acl_lib} has no libcust_opapi.so"
+    return str(acl_lib)
+
+
+@pytest.fixture(scope="session")
+def acl_lib_dir() -> str:
+    return need_acl_emulation()

@@ -178,9 +178,6 @@ def run_op(
         seconds = time.perf_counter() - started
         if synced != api.ACL_SUCCESS:
             return OpRun(0, message(libs), ws.value, kernel_failed=True, seconds=seconds)
-        ms = ctypes.c_float(0.0)
-        check(libs, acl.aclrtEventElapsedTime(ctypes.byref(ms), device.start, device.end),
-              "aclrtEventElapsedTime")
         out = tensors[2]
         back = None
         if out is not None:
@@ -189,6 +186,9 @@ def run_op(
                 check(libs, acl.aclrtMemcpy(back.ctypes.data, back.nbytes, buffers[_slot(tensors, 2)],
                                             back.nbytes, api.ACL_MEMCPY_DEVICE_TO_HOST),
                       "aclrtMemcpy to host")
+        ms = ctypes.c_float(0.0)
+        check(libs, acl.aclrtEventElapsedTime(ctypes.byref(ms), device.start, device.end),
+              "aclrtEventElapsedTime")
         return OpRun(0, "", ws.value, out_storage=back, device_ms=float(ms.value), seconds=seconds)
     finally:
         for h in handles:

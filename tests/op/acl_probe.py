@@ -1,0 +1,199 @@
+"""One scenario against the emulated ACL runtime, in a process of its own (aclInit is once per
+process, and one scenario ends in a fault): `python tests/op/acl_probe.py <scenario>` prints one
+JSON object, what the scenario saw. tests/op/test_acl_runtime.py runs each. Standard library and
+the backend's prototypes only, so that what is tested is the runtime, through the genuine
+declarations."""
+
+from __future__ import annotations
+
+import array
+import ctypes
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from farm.agent.backends import acl_api as api  # noqa: E402
+
+LIBS = api.load()
+ACL = LIBS.ascendcl
+NN = LIBS.nnopbase
+OP = LIBS.op_api
+
+
+def said() -> str:
+    text = ACL.aclGetRecentErrMsg()
+    return text.decode() if text else ""
+
+
+def start(devices_ok: bool = True) -> None:
+    assert ACL.aclInit(None) == 0, said()
+    assert ACL.aclrtSetDevice(0) == 0, said()
+
+
+def malloc(n: int) -> ctypes.c_void_p:
+    p = ctypes.c_void_p()
+    assert ACL.aclrtMalloc(ctypes.byref(p), n, api.ACL_MEM_MALLOC_HUGE_FIRST) == 0, said()
+    return p
+
+
+def int64s(*values: int):
+    return (ctypes.c_int64 * max(len(values), 1))(*values)
+
+
+def tensor(dims, strides, storage, data, dtype=0):
+    return NN.aclCreateTensor(
+        int64s(*dims), len(dims), dtype, int64s(*strides), 0, api.ACL_FORMAT_ND,
+        int64s(*storage), len(storage), data,
+    )
+
+
+def floats(n: int, value: float = 0.5) -> array.array:
+    return array.array("f", [value] * n)
+
+
+def to_device(values: array.array) -> ctypes.c_void_p:
+    n = len(values) * values.itemsize
+    p = malloc(n)
+    address, _ = values.buffer_info()
+    assert ACL.aclrtMemcpy(p, n, address, n, api.ACL_MEMCPY_HOST_TO_DEVICE) == 0, said()
+    return p
+
+
+def operator_call(rows: int = 4, cols: int = 8):
+    """A valid call's three tensors and phase one: (tensors, buffers, workspace size, executor)."""
+    n = rows * cols
+    buffers = [to_device(floats(n, 0.25)), to_device(floats(n, -2.0)), to_device(floats(n, 0.0))]
+    tensors = [tensor((rows, cols), (cols, 1), (n,), b) for b in buffers]
+    ws, ex = ctypes.c_uint64(), ctypes.c_void_p()
+    status = OP.aclnnLogSoftmaxBackwardGetWorkspaceSize(
+        tensors[0], tensors[1], -1, tensors[2], ctypes.byref(ws), ctypes.byref(ex)
+    )
+    assert status == 0, said()
+    return tensors, buffers, ws.value, ex
+
+
+def stream() -> ctypes.c_void_p:
+    s = ctypes.c_void_p()
+    assert ACL.aclrtCreateStream(ctypes.byref(s)) == 0, said()
+    return s
+
+
+# -- scenarios: each returns what it saw ---------------------------------------------------------
+
+
+def host_reads_device_memory():
+    start()
+    p = malloc(64)
+    print(json.dumps({"reached": "before the read"}), flush=True)
+    ctypes.string_at(p, 4)  # a host read of device memory: the process must not survive it
+    return {"survived": True}
+
+
+def wrong_device_id():
+    assert ACL.aclInit(None) == 0
+    return {"status": ACL.aclrtSetDevice(5), "message": said()}
+
+
+def copy_kind_swapped():
+    start()
+    host = floats(16)
+    p = malloc(64)
+    address, _ = host.buffer_info()
+    status = ACL.aclrtMemcpy(p, 64, address, 64, api.ACL_MEMCPY_DEVICE_TO_HOST)
+    return {"status": status, "message": said()}
+
+
+def copy_back_before_sync():
+    start()
+    s = stream()
+    tensors, buffers, ws, ex = operator_call()
+    workspace = malloc(ws)
+    assert OP.aclnnLogSoftmaxBackward(workspace, ws, ex, s) == 0, said()
+    out = floats(32)
+    address, _ = out.buffer_info()
+    status = ACL.aclrtMemcpy(address, 128, buffers[2], 128, api.ACL_MEMCPY_DEVICE_TO_HOST)
+    return {"status": status, "message": said()}
+
+
+def workspace_smaller_than_asked():
+    start()
+    s = stream()
+    tensors, buffers, ws, ex = operator_call()
+    workspace = malloc(ws)
+    status = OP.aclnnLogSoftmaxBackward(workspace, ws - 1, ex, s)
+    return {"status": status, "message": said(), "asked": ws}
+
+
+def storage_smaller_than_view():
+    start()
+    p = malloc(64)
+    t = tensor((4, 4), (4, 1), (8,), p)
+    return {"null": not t, "message": said()}
+
+
+def use_after_destroy():
+    start()
+    p = malloc(64)
+    t = tensor((4, 4), (4, 1), (16,), p)
+    assert NN.aclDestroyTensor(t) == 0
+    again = NN.aclDestroyTensor(t)
+    first = said()
+    s = stream()
+    ws, ex = ctypes.c_uint64(), ctypes.c_void_p()
+    status = OP.aclnnLogSoftmaxBackwardGetWorkspaceSize(
+        t, t, -1, t, ctypes.byref(ws), ctypes.byref(ex)
+    )
+    del s
+    return {"destroy_again": again, "destroy_message": first, "status": status, "message": said()}
+
+
+def double_free():
+    start()
+    p = malloc(64)
+    assert ACL.aclrtFree(p) == 0
+    return {"status": ACL.aclrtFree(p), "message": said()}
+
+
+def buffers_left_at_finalize():
+    start()
+    malloc(4096)
+    return {"status": ACL.aclFinalize(), "message": said()}
+
+
+def elapsed_before_sync():
+    start()
+    s = stream()
+    a, b = ctypes.c_void_p(), ctypes.c_void_p()
+    assert ACL.aclrtCreateEvent(ctypes.byref(a)) == 0 and ACL.aclrtCreateEvent(ctypes.byref(b)) == 0
+    assert ACL.aclrtRecordEvent(a, s) == 0 and ACL.aclrtRecordEvent(b, s) == 0
+    ms = ctypes.c_float()
+    status = ACL.aclrtEventElapsedTime(ctypes.byref(ms), a, b)
+    message = said()
+    assert ACL.aclrtSynchronizeStream(s) == 0
+    after = ACL.aclrtEventElapsedTime(ctypes.byref(ms), a, b)
+    return {"status": status, "message": message, "after_sync": after}
+
+
+def a_whole_call_leaves_nothing():
+    start()
+    s = stream()
+    tensors, buffers, ws, ex = operator_call()
+    workspace = malloc(ws)
+    assert OP.aclnnLogSoftmaxBackward(workspace, ws, ex, s) == 0, said()
+    assert ACL.aclrtSynchronizeStream(s) == 0, said()
+    out = floats(32, float("nan"))
+    address, _ = out.buffer_info()
+    assert ACL.aclrtMemcpy(address, 128, buffers[2], 128, api.ACL_MEMCPY_DEVICE_TO_HOST) == 0
+    for t in tensors:
+        assert NN.aclDestroyTensor(t) == 0
+    for b in [*buffers, workspace]:
+        assert ACL.aclrtFree(b) == 0, said()
+    assert ACL.aclrtDestroyStream(s) == 0
+    assert ACL.aclrtResetDevice(0) == 0, said()
+    return {"out": list(out), "finalize": ACL.aclFinalize(), "message": said()}
+
+
+if __name__ == "__main__":
+    print(json.dumps(globals()[sys.argv[1]]()))
