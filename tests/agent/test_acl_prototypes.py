@@ -62,7 +62,7 @@ def ours():
     for library, decls in acl_api.PROTOTYPES.items():
         for d in decls:
             yield library, d
-    for library, decls in acl_api.EMULATION.items():
+    for decls in acl_api.EMULATION.values():
         for d in decls:
             yield "emulation", d
 
@@ -94,9 +94,13 @@ def test_every_acl_function_the_backend_calls_has_a_prototype():
 
 def test_the_parser_reads_what_a_wrong_prototype_would_get_wrong():
     """A swapped argument is a difference of types here, not a crash on the first host."""
-    right = acl_api.parse("aclError aclrtMemcpy(void *dst, size_t destMax, const void *src, "
-                          "size_t count, aclrtMemcpyKind kind)")
-    swapped = acl_api.parse("aclError aclrtMemcpy(void *dst, const void *src, size_t destMax, "
-                            "size_t count, aclrtMemcpyKind kind)")
+    right = acl_api.parse(
+        "aclError aclrtMemcpy(void *dst, size_t destMax, const void *src, "
+        "size_t count, aclrtMemcpyKind kind)"
+    )
+    swapped = acl_api.parse(
+        "aclError aclrtMemcpy(void *dst, const void *src, size_t destMax, "
+        "size_t count, aclrtMemcpyKind kind)"
+    )
     assert right.params != swapped.params
     assert right.params == ("void *", "size_t", "const void *", "size_t", "aclrtMemcpyKind")

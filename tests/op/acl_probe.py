@@ -44,8 +44,15 @@ def int64s(*values: int):
 
 def tensor(dims, strides, storage, data, dtype=0):
     return NN.aclCreateTensor(
-        int64s(*dims), len(dims), dtype, int64s(*strides), 0, api.ACL_FORMAT_ND,
-        int64s(*storage), len(storage), data,
+        int64s(*dims),
+        len(dims),
+        dtype,
+        int64s(*strides),
+        0,
+        api.ACL_FORMAT_ND,
+        int64s(*storage),
+        len(storage),
+        data,
     )
 
 

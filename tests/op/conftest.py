@@ -34,6 +34,7 @@ class Host:
 
     soc: str
     host: str = "test"
+    devices: int = 1
 
 
 def judged(case, library, monkeypatch) -> dict:

@@ -16,7 +16,9 @@ import pytest
 PROBE = Path(__file__).with_name("acl_probe.py")
 
 
-def probe(acl_lib_dir: str, scenario: str, devices: int = 2) -> tuple[dict, subprocess.CompletedProcess]:
+def probe(
+    acl_lib_dir: str, scenario: str, devices: int = 2
+) -> tuple[dict, subprocess.CompletedProcess]:
     env = {**os.environ, "LSG_ACL_LIB_DIR": acl_lib_dir, "LSG_EMULATED_DEVICES": str(devices)}
     env.pop("LSG_NATIVE_LIB", None)
     done = subprocess.run(
@@ -94,7 +96,9 @@ def test_buffers_still_allocated_at_finalize_are_an_error_naming_them(acl_lib_di
 
 def test_event_time_is_known_only_once_the_stream_reached_both_events(acl_lib_dir):
     seen, _ = probe(acl_lib_dir, "elapsed_before_sync")
-    assert seen["status"] == 107000 and "has not completed; synchronize its stream" in seen["message"]
+    assert (
+        seen["status"] == 107000 and "has not completed; synchronize its stream" in seen["message"]
+    )
     assert seen["after_sync"] == 0
 
 

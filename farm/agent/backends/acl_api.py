@@ -175,7 +175,9 @@ def ctype(c_type: str):
         if base in POINTER_TYPES:
             return ctypes.POINTER(POINTER_TYPES[base])  # type: ignore[arg-type]
         return ctypes.c_void_p
-    raise ValueError(f"no ctypes type for C type {c_type!r}: add it to farm/agent/backends/acl_api.py")
+    raise ValueError(
+        f"no ctypes type for C type {c_type!r}: add it to farm/agent/backends/acl_api.py"
+    )
 
 
 def prototype(declaration: str) -> tuple[object, list[object]]:

@@ -125,77 +125,142 @@ def run_op(
     """Call the operator on (dy, y, out) over `dims` on `device`: copy the storages to device
     memory, make their tensors, run the two phases on the device's stream, synchronise, copy out's
     storage back, release everything. One dim calls the seed's entry, several the Dims entry."""
-    libs, acl = runtime.libs, runtime.libs.ascendcl
-    buffers: list[ctypes.c_void_p] = []
+    libs = runtime.libs
     handles: list[int | None] = []
+    buffers: list[ctypes.c_void_p] = []
+    try:
+        done = _call(libs, device, tensors, dims, handles, buffers)
+    except BaseException:
+        # What failed is the error to report; first let the stream finish what it was given (a
+        # buffer a pending task uses cannot be freed), then release what can be, quietly.
+        libs.ascendcl.aclrtSynchronizeStream(device.stream)
+        _release(libs, handles, buffers, quiet=True)
+        message(libs)
+        raise
+    _release(libs, handles, buffers, quiet=False)
+    return done
+
+
+def _call(libs, device, tensors, dims, handles, buffers) -> OpRun:
+    acl = libs.ascendcl
     keep: list[object] = []  # the ctypes arrays the tensors were made from
     started = time.perf_counter()
-    try:
-        for t in tensors:
-            if t is None:
-                handles.append(None)
-                continue
-            nbytes = max(t.storage.nbytes, 1)
-            ptr = ctypes.c_void_p()
-            check(libs, acl.aclrtMalloc(ctypes.byref(ptr), nbytes, api.ACL_MEM_MALLOC_HUGE_FIRST),
-                  f"aclrtMalloc({nbytes})")
-            buffers.append(ptr)
-            if t.storage.nbytes:
-                # out too: its storage is NaN, so an element the kernel does not write stays NaN.
-                check(libs, acl.aclrtMemcpy(ptr, nbytes, t.storage.ctypes.data, t.storage.nbytes,
-                                            api.ACL_MEMCPY_HOST_TO_DEVICE), "aclrtMemcpy to device")
-            view, strides, storage = _int64s(t.dims), _int64s(t.strides), _int64s([t.storage.size])
-            keep += [view, strides, storage]
-            handle = libs.nnopbase.aclCreateTensor(view, len(t.dims), t.dtype_code, strides,
-                                                   t.offset, api.ACL_FORMAT_ND, storage, 1, ptr)
-            if not handle:
-                raise AclCallError(f"aclCreateTensor returned NULL: {message(libs)}")
-            handles.append(handle)
-        ws, executor = ctypes.c_uint64(0), ctypes.c_void_p()
-        one = len(dims) == 1
-        if one:
-            status = libs.op_api.aclnnLogSoftmaxBackwardGetWorkspaceSize(
-                handles[0], handles[1], int(dims[0]), handles[2], ctypes.byref(ws),
-                ctypes.byref(executor))
-        else:
-            c_dims = _int64s(dims)
-            status = libs.op_api.aclnnLogSoftmaxBackwardDimsGetWorkspaceSize(
-                handles[0], handles[1], c_dims, len(dims), handles[2], ctypes.byref(ws),
-                ctypes.byref(executor))
-        if status != api.ACL_SUCCESS:
-            return OpRun(status, message(libs), seconds=time.perf_counter() - started)
-        workspace = ctypes.c_void_p()
-        if ws.value:
-            check(libs, acl.aclrtMalloc(ctypes.byref(workspace), ws.value,
-                                        api.ACL_MEM_MALLOC_HUGE_FIRST), f"aclrtMalloc({ws.value})")
-            buffers.append(workspace)
-        check(libs, acl.aclrtRecordEvent(device.start, device.stream), "aclrtRecordEvent")
-        phase_two = libs.op_api.aclnnLogSoftmaxBackward if one else libs.op_api.aclnnLogSoftmaxBackwardDims
-        check(libs, phase_two(workspace, ws.value, executor, device.stream),
-              f"{phase_two.__name__}(workspace {ws.value} bytes)")
-        check(libs, acl.aclrtRecordEvent(device.end, device.stream), "aclrtRecordEvent")
-        synced = acl.aclrtSynchronizeStream(device.stream)
-        seconds = time.perf_counter() - started
-        if synced != api.ACL_SUCCESS:
-            return OpRun(0, message(libs), ws.value, kernel_failed=True, seconds=seconds)
-        out = tensors[2]
-        back = None
-        if out is not None:
-            back = np.empty_like(out.storage)
-            if back.nbytes:
-                check(libs, acl.aclrtMemcpy(back.ctypes.data, back.nbytes, buffers[_slot(tensors, 2)],
-                                            back.nbytes, api.ACL_MEMCPY_DEVICE_TO_HOST),
-                      "aclrtMemcpy to host")
-        ms = ctypes.c_float(0.0)
-        check(libs, acl.aclrtEventElapsedTime(ctypes.byref(ms), device.start, device.end),
-              "aclrtEventElapsedTime")
-        return OpRun(0, "", ws.value, out_storage=back, device_ms=float(ms.value), seconds=seconds)
-    finally:
-        for h in handles:
-            if h:
-                check(libs, libs.nnopbase.aclDestroyTensor(h), "aclDestroyTensor")
-        for ptr in buffers:
-            check(libs, acl.aclrtFree(ptr), "aclrtFree")
+    for t in tensors:
+        if t is None:
+            handles.append(None)
+            continue
+        nbytes = max(t.storage.nbytes, 1)
+        ptr = ctypes.c_void_p()
+        check(
+            libs,
+            acl.aclrtMalloc(ctypes.byref(ptr), nbytes, api.ACL_MEM_MALLOC_HUGE_FIRST),
+            f"aclrtMalloc({nbytes})",
+        )
+        buffers.append(ptr)
+        if t.storage.nbytes:
+            # out too: its storage is NaN, so an element the kernel does not write stays NaN.
+            check(
+                libs,
+                acl.aclrtMemcpy(
+                    ptr,
+                    nbytes,
+                    t.storage.ctypes.data,
+                    t.storage.nbytes,
+                    api.ACL_MEMCPY_HOST_TO_DEVICE,
+                ),
+                "aclrtMemcpy to device",
+            )
+        view, strides, storage = _int64s(t.dims), _int64s(t.strides), _int64s([t.storage.size])
+        keep += [view, strides, storage]
+        handle = libs.nnopbase.aclCreateTensor(
+            view, len(t.dims), t.dtype_code, strides, t.offset, api.ACL_FORMAT_ND, storage, 1, ptr
+        )
+        if not handle:
+            raise AclCallError(f"aclCreateTensor returned NULL: {message(libs)}")
+        handles.append(handle)
+    ws, executor = ctypes.c_uint64(0), ctypes.c_void_p()
+    one = len(dims) == 1
+    if one:
+        status = libs.op_api.aclnnLogSoftmaxBackwardGetWorkspaceSize(
+            handles[0],
+            handles[1],
+            int(dims[0]),
+            handles[2],
+            ctypes.byref(ws),
+            ctypes.byref(executor),
+        )
+    else:
+        c_dims = _int64s(dims)
+        status = libs.op_api.aclnnLogSoftmaxBackwardDimsGetWorkspaceSize(
+            handles[0],
+            handles[1],
+            c_dims,
+            len(dims),
+            handles[2],
+            ctypes.byref(ws),
+            ctypes.byref(executor),
+        )
+    if status != api.ACL_SUCCESS:
+        return OpRun(status, message(libs), seconds=time.perf_counter() - started)
+    workspace = ctypes.c_void_p()
+    if ws.value:
+        check(
+            libs,
+            acl.aclrtMalloc(ctypes.byref(workspace), ws.value, api.ACL_MEM_MALLOC_HUGE_FIRST),
+            f"aclrtMalloc({ws.value})",
+        )
+        buffers.append(workspace)
+    check(libs, acl.aclrtRecordEvent(device.start, device.stream), "aclrtRecordEvent")
+    phase_two = (
+        libs.op_api.aclnnLogSoftmaxBackward if one else libs.op_api.aclnnLogSoftmaxBackwardDims
+    )
+    check(
+        libs,
+        phase_two(workspace, ws.value, executor, device.stream),
+        f"{phase_two.__name__}(workspace {ws.value} bytes)",
+    )
+    check(libs, acl.aclrtRecordEvent(device.end, device.stream), "aclrtRecordEvent")
+    synced = acl.aclrtSynchronizeStream(device.stream)
+    seconds = time.perf_counter() - started
+    if synced != api.ACL_SUCCESS:
+        return OpRun(0, message(libs), ws.value, kernel_failed=True, seconds=seconds)
+    out = tensors[2]
+    back = None
+    if out is not None:
+        back = np.empty_like(out.storage)
+        if back.nbytes:
+            check(
+                libs,
+                acl.aclrtMemcpy(
+                    back.ctypes.data,
+                    back.nbytes,
+                    buffers[_slot(tensors, 2)],
+                    back.nbytes,
+                    api.ACL_MEMCPY_DEVICE_TO_HOST,
+                ),
+                "aclrtMemcpy to host",
+            )
+    ms = ctypes.c_float(0.0)
+    check(
+        libs,
+        acl.aclrtEventElapsedTime(ctypes.byref(ms), device.start, device.end),
+        "aclrtEventElapsedTime",
+    )
+    return OpRun(0, "", ws.value, out_storage=back, device_ms=float(ms.value), seconds=seconds)
+
+
+def _release(libs, handles, buffers, *, quiet: bool) -> None:
+    """Every tensor destroyed and every buffer freed; the first failure raises unless quiet."""
+    calls = [(libs.nnopbase.aclDestroyTensor, h, "aclDestroyTensor") for h in handles if h]
+    calls += [(libs.ascendcl.aclrtFree, p, "aclrtFree") for p in buffers]
+    failure = None
+    for fn, arg, name in calls:
+        status = fn(arg)
+        if status != api.ACL_SUCCESS and failure is None:
+            failure = (status, name, message(libs))
+    if failure and not quiet:
+        status, name, said = failure
+        raise AclCallError(f"{name} returned {status}" + (f": {said}" if said else ""))
 
 
 def _slot(tensors, index: int) -> int:

@@ -1,0 +1,106 @@
+"""The acl backend on the emulated ACL runtime runs what the native backend runs: the same real
+kernel on the same emulated device, so on every case of the smoke tier the two give the same
+verdict of phase one and the same output, bit for bit; and a strided case reaches the operator's
+aclnn layer as the strided aclTensor a framework would pass."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from farm.agent.backends import acl, acl_api, native
+from farm.agent.backends.acl_session import run_op
+from farm.agent.execute import case_layout, descriptor_only, make_call_inputs
+from golden.soc import representative_soc
+from suites import matrix
+from tests.op.test_ascendc_cpu import _same
+
+
+@pytest.fixture(scope="module")
+def both(acl_lib_dir, acpu_build, monkeypatch_module):
+    monkeypatch_module.setenv(acl_api.ENV_LIB_DIR, acl_lib_dir)
+    return acpu_build
+
+
+@pytest.fixture(scope="module")
+def monkeypatch_module():
+    mp = pytest.MonkeyPatch()
+    yield mp
+    mp.undo()
+
+
+def _calls(case):
+    d = case.to_dict()
+    dy, y = make_call_inputs(d)
+    out_dtype = np.dtype((dy if dy is not None else y).dtype) if case.out_dtype is None else None
+    kw = {
+        "out_dtype": out_dtype if out_dtype is not None else case.out_dtype,
+        "out_shape": case.out_shape,
+        "missing": case.missing,
+        "out_layout": case_layout(d, "out"),
+    }
+    return dy, y, kw
+
+
+def test_acl_and_native_agree_bit_for_bit_on_the_smoke_tier(both):
+    cases = [c for c in matrix.expand("smoke") if not descriptor_only(c.to_dict())]
+    assert len(cases) > 250
+    differ, accepted = [], 0
+    for case in cases:
+        soc = representative_soc(case.family)
+        dy, y, kw = _calls(case)
+        want = native.run(dy, y, case.axes, soc.name, library=both, **kw)
+        acl.declare_host(soc.name, 1)
+        got = acl.run(dy, y, case.axes, **kw)
+        assert (got.status, got.reason) == (want.status, want.reason), (case.id, got.message)
+        assert got.out_guard_ok == want.out_guard_ok, case.id
+        assert got.device_run["runtime"].startswith("lsg emulated ACL runtime")
+        if want.out is not None:
+            accepted += 1
+            if not _same(got.out, want.out):
+                differ.append(case.id)
+    assert accepted > 200
+    assert not differ, f"{len(differ)} of {accepted} accepted cases differ: {differ[:10]}"
+
+
+def test_a_strided_case_reaches_the_aclnn_layer_as_a_strided_tensor(both):
+    case = next(c for c in matrix.expand("smoke") if c.layout == "strided" and c.accepted)
+    dy, y, kw = _calls(case)
+    assert not dy.flags.c_contiguous
+    acl.declare_host(representative_soc(case.family).name, 1)
+    rt = acl.runtime()
+    rt.libs.nnopbase.lsg_emu_acl_take_tensor_log()
+    storage, _ = acl.layouts.allocate(dy.shape, dy.dtype, "strided")
+    tensors = (
+        acl.host_tensor(dy),
+        acl.host_tensor(y),
+        acl.out_tensor(storage, "strided", dy.shape),
+    )
+    done = run_op(rt, rt.device(0), tensors, tuple(case.axes))
+    assert done.phase_one == 0 and not done.kernel_failed, done.message
+    received = json.loads(rt.libs.nnopbase.lsg_emu_acl_take_tensor_log().decode())
+    items = dy.itemsize
+    for got, (name, a) in zip(received[:3], (("dy", dy), ("y", y)), strict=False):
+        assert got["dims"] == list(a.shape), name
+        assert got["strides"] == [s // items for s in a.strides], name
+        assert got["strides"] != list(acl.layouts.dense_strides(a.shape)), name
+    assert received[2]["strides"] == list(acl.layouts.resolve("strided", dy.shape).strides)
+    # Then the aclnn layer made the contiguous copies it hands the generated entry.
+    assert any(r["strides"] == list(acl.layouts.dense_strides(dy.shape)) for r in received[3:])
+
+
+def test_the_record_says_which_runtime_and_device_ran_it(both):
+    from farm.agent.execute import run_case
+    from tests.op.conftest import Host
+
+    case = next(c for c in matrix.expand("smoke") if c.accepted and c.family == "ascend910b")
+    record = run_case(case.to_dict(), "acl", 0, Host(representative_soc(case.family).name))
+    assert record["outcome"] == "passed", record["message"]
+    run = record["device_run"]
+    assert (
+        run["runtime"].startswith("lsg emulated ACL runtime") and "soc=Ascend910B" in run["runtime"]
+    )
+    assert run["device_id"] == 0 and run["entry"].startswith("aclnnLogSoftmaxBackward")
+    assert run["device_s"] is not None and run["device_s"] >= 0
