@@ -512,6 +512,20 @@ def checks_line(record: Mapping) -> str | None:
     return "host checks: " + "; ".join(parts)
 
 
+def device_line(record: Mapping) -> str | None:
+    """Where the device path ran the case (farm/agent/record.py DeviceRun): the runtime (the
+    emulated ACL runtime, or CANN's version), the device id, the entry and the device's time."""
+    run = record.get("device_run")
+    if not run:
+        return None
+    took = run.get("device_s")
+    timed = f"; {took * 1e3:.3f} ms on the device (ACL events)" if took is not None else ""
+    return (
+        f"device: {run.get('entry')} on device {run.get('device_id')} of "
+        f"{run.get('runtime')}{timed}"
+    )
+
+
 def _description(record: Mapping, detailed: bool = True) -> str:
     """The case's description: what it is, expectation and outcome, note and origin, the headline
     metrics, where and how long it ran; ``detailed`` (see :func:`detailed`), also the standards'
@@ -536,6 +550,7 @@ def _description(record: Mapping, detailed: bool = True) -> str:
         metrics_line(record),
         detailed and record.get("op_message") and f"operator message: `{record['op_message']}`",
         detailed and checks_line(record),
+        device_line(record),
         detailed and t and "tiling: " + ", ".join(f"{k}={v}" for k, v in t.items()),
         run_line(record, every_timing=detailed),
     ]

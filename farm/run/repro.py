@@ -94,6 +94,11 @@ def show(console: Console, case, described: dict, record: ResultRecord, target: 
         f"status   {record.get('status')} {record.get('reason')} {record.get('op_message') or ''}",
         highlight=False,
     )
+    from farm.results.allure_glue import device_line
+
+    device = device_line(record)
+    if device:
+        console.print(device, highlight=False)
     tiling = record.get("tiling")
     if tiling:
         table = Table(title="tiling record", show_header=False)

@@ -81,6 +81,7 @@ struct Event {
 struct Runtime {
     std::mutex mu;
     bool initialized = false;
+    bool declared = false;  // lsg_emu_acl_declare said which host (else the environment does)
     int32_t devices = 1;
     std::string soc = "Ascend910B1";
     size_t capacity = 0;  // bytes of device memory per device
@@ -392,6 +393,7 @@ void lsg_emu_acl_declare(const char* soc, int32_t devices) {
     std::lock_guard<std::mutex> g(r.mu);
     if (soc && *soc) r.soc = soc;
     if (devices > 0) r.devices = devices;
+    r.declared = true;
 }
 
 const char* lsg_emu_acl_runtime(void) {
@@ -409,9 +411,11 @@ aclError aclInit(const char* configPath) {
     if (r.initialized)
         return lsg_emu::fail(ACL_ERROR_REPEAT_INITIALIZE,
                              "aclInit: already initialised in this process (call it once)");
-    r.devices = static_cast<int32_t>(env_size("LSG_EMULATED_DEVICES", 1));
-    const char* soc = std::getenv("LSG_EMULATED_SOC");
-    r.soc = soc && *soc ? soc : "Ascend910B1";
+    if (!r.declared) {  // the host's own declaration, unless its agent declared it already
+        r.devices = static_cast<int32_t>(env_size("LSG_EMULATED_DEVICES", 1));
+        const char* soc = std::getenv("LSG_EMULATED_SOC");
+        r.soc = soc && *soc ? soc : "Ascend910B1";
+    }
     r.capacity = env_size("LSG_EMULATED_DEVICE_MEMORY", size_t{16} << 30);
     r.initialized = true;
     install_handler();
