@@ -1,0 +1,50 @@
+"""The device path end to end: `farm run --backend acl` on the embedded pool and over the SSH lab
+runs the operator package's aclnn entry through ACL — here the emulated ACL runtime the package
+carries — with the health canaries through the same path, and every record says which runtime
+and which device ran it."""
+
+from __future__ import annotations
+
+from farm import acl_sdk
+from tests.e2e.conftest import SMOKE, select
+from tests.requirements import need
+
+
+def _check_device_path(records: dict[str, dict]) -> None:
+    for r in records.values():
+        assert r["outcome"] == "passed", r["message"]
+        run = r.get("device_run")
+        if r["status"] is None or run is None:
+            continue
+        assert run["runtime"].startswith("lsg emulated ACL runtime"), run
+        assert f"soc={r['soc']}" in run["runtime"], (run, r["soc"])
+        assert run["device_id"] == int(r["slot"].split(":")[1]), (run, r["slot"])
+        assert run["entry"] == (
+            "aclnnLogSoftmaxBackward" if len(r["axes"]) == 1 else "aclnnLogSoftmaxBackwardDims"
+        )
+    ran = [r for r in records.values() if r.get("device_run")]
+    assert len(ran) == len(records), "a case did not take the device path"
+    timed = [r for r in ran if r["expect"]["kind"] == "precision" and r["status"] == 0]
+    assert timed and all(r["device_run"]["device_s"] is not None for r in timed)
+
+
+def test_smoke_tier_on_the_embedded_pool_through_acl(farm):
+    need(acl_sdk.present(), "the genuine ACL headers (python -m farm.acl_sdk downloads them)")
+    result = farm.run_tier("--backend", "acl")
+    assert result.code == 0, result.text
+    records = result.assert_one_result_per_case(SMOKE)
+    _check_device_path(records)
+    rejected = [
+        r for r in records.values() if r["family"] == "ascend310b" and r["dtype"] == "bfloat16"
+    ]
+    assert rejected and all(r["reason"] == "bf16_unsupported_on_soc" for r in rejected)
+
+
+def test_the_device_path_over_the_ssh_lab(farm, lab, lab_inventory):
+    need(acl_sdk.present(), "the genuine ACL headers (python -m farm.acl_sdk downloads them)")
+    k = "bf16"  # both families: accepted on Ascend910B, refused on Ascend310B
+    result = farm.run_tier("--inventory", lab_inventory, "--backend", "acl", k=k)
+    assert result.code == 0, result.text
+    records = result.assert_one_result_per_case(select(k))
+    _check_device_path(records)
+    assert {r["host"] for r in records.values()} == {"a2-01", "a2-02", "a200-01"}
