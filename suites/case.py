@@ -11,8 +11,9 @@ import re
 import zlib
 from dataclasses import dataclass, field, fields
 from functools import cached_property
-from typing import Any
+from typing import Any, cast
 
+from farm.agent.request import CaseRequest, Expectation
 from golden import contract, layouts, soc
 from golden.inputs import (
     ALL_DY_DISTS,
@@ -438,9 +439,9 @@ class Case:
             return "EMPTY"
         return contract.schedule(self.shape, self.axes)
 
-    def expectation(self) -> dict:
+    def expectation(self) -> Expectation:
         if self.accepted:
-            expect: dict[str, Any] = {
+            expect: Expectation = {
                 "kind": "precision",
                 "standard": self.standard,
                 "level": self.level,
@@ -450,10 +451,10 @@ class Case:
             return expect
         return {"kind": "reject", "reason": self.expected.reason, "status": self.expected.status}
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> CaseRequest:
         """The case as it travels to an agent and into reports (`farm cases --json`): every
         field in its JSON form, the `layout` summary, and what is derived (id, seed, schedule,
-        expect)."""
+        expect): farm/agent/request.py CaseRequest."""
         data: dict[str, Any] = {}
         for f in fields(self):
             value = getattr(self, f.name)
@@ -479,7 +480,7 @@ class Case:
         )
         if self.note:
             data["note"] = self.note
-        return data
+        return cast(CaseRequest, data)
 
     @classmethod
     def from_dict(cls, data: dict) -> Case:

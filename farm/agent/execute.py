@@ -17,11 +17,12 @@ from farm.agent.histogram import HistogramAccumulator
 from farm.agent.identity import Identity
 from farm.agent.outcome import classify
 from farm.agent.record import DeviceRun, HostChecks, ResultRecord, Verdict
+from farm.agent.request import CaseRequest, Expectation
 from golden import dtypes, inputs, layouts
 from golden.judge import judge_case
 
 
-def make_call_inputs(case: dict) -> tuple[np.ndarray | None, np.ndarray | None]:
+def make_call_inputs(case: CaseRequest) -> tuple[np.ndarray | None, np.ndarray | None]:
     """dy and y as the case describes them (suites/case.py to_dict): values from the seed, with
     its value forms (range, fill) and special placement, its perturbations (other dtype, other
     shape), each placed in its layout over a NaN-filled storage (golden/layouts.py), so that a
@@ -44,8 +45,9 @@ def make_call_inputs(case: dict) -> tuple[np.ndarray | None, np.ndarray | None]:
         case["seed"],
         **given,
     )
-    if case.get("y_shape") is not None:
-        y_shape = tuple(case["y_shape"])
+    y_extents = case.get("y_shape")
+    if y_extents is not None:
+        y_shape = tuple(y_extents)
         _, y = inputs.make_inputs(
             y_shape,
             case["dtype"],
@@ -56,14 +58,15 @@ def make_call_inputs(case: dict) -> tuple[np.ndarray | None, np.ndarray | None]:
             case["seed"],
             **given,
         )
-    if case.get("y_dtype"):
-        y = dtypes.round_to(dtypes.to_float64(y), case["y_dtype"])
+    y_dtype = case.get("y_dtype")
+    if y_dtype:
+        y = dtypes.round_to(dtypes.to_float64(y), y_dtype)
     dy, y = layouts.place(dy, case_layout(case, "dy")), layouts.place(y, case_layout(case, "y"))
     missing = case.get("missing")
     return (None if missing == "dy" else dy), (None if missing == "y" else y)
 
 
-def case_layout(case: dict, name: str) -> layouts.Layout:
+def case_layout(case: CaseRequest, name: str) -> layouts.Layout:
     """The layout of tensor `name` ("dy", "y", "out"); a case dict from before per-tensor
     layouts ({"layout": "strided"}) means dy and y strided, out contiguous."""
     value = case.get(f"{name}_layout")
@@ -81,7 +84,7 @@ def _number(value) -> float | None:
     return None if value is None else float(value)
 
 
-def _generation_axes(case: dict, shape: tuple[int, ...] | None = None) -> tuple[int, ...]:
+def _generation_axes(case: CaseRequest, shape: tuple[int, ...] | None = None) -> tuple[int, ...]:
     """The reduce axes for generating y; an invalid axis list falls back to the last axis so
     that rejection cases still get well-formed data."""
     shape = tuple(case["shape"]) if shape is None else shape
@@ -102,12 +105,12 @@ def strided_view(a: np.ndarray) -> np.ndarray:
     return layouts.place(a, "strided")
 
 
-def descriptor_only(case: dict) -> bool:
+def descriptor_only(case: CaseRequest) -> bool:
     """Whether the case names a dtype that exists only as a descriptor (a complex tensor)."""
     return any(case.get(key) in dtypes.DESCRIPTOR_ONLY for key in ("dtype", "y_dtype", "out_dtype"))
 
 
-def run_case(case: dict, backend: str, device: int, identity: Identity) -> ResultRecord:
+def run_case(case: CaseRequest, backend: str, device: int, identity: Identity) -> ResultRecord:
     started = time.perf_counter()
     if descriptor_only(case):
         dy = y = None
@@ -119,7 +122,8 @@ def run_case(case: dict, backend: str, device: int, identity: Identity) -> Resul
 
             declare_host(identity.soc, identity.devices)
         out_dtype = case.get("out_dtype") or case["dtype"]
-        out_shape = tuple(case["out_shape"]) if case.get("out_shape") is not None else None
+        out_extents = case.get("out_shape")
+        out_shape = tuple(out_extents) if out_extents is not None else None
         result = _backend(backend)(
             dy,
             y,
@@ -177,7 +181,7 @@ def run_case(case: dict, backend: str, device: int, identity: Identity) -> Resul
     return record
 
 
-def _describe_only(case: dict, backend: str, soc: str):
+def _describe_only(case: CaseRequest, backend: str, soc: str):
     """Plan the call from descriptors alone (no data): the operator must refuse it there. A
     call it would accept is never run (there is nothing to compute on)."""
     from farm.agent.backends.result import BackendResult
@@ -188,12 +192,14 @@ def _describe_only(case: dict, backend: str, soc: str):
         return BackendResult(-1, "backend_error", why, None, 0, None, 0.0)
     from farm.agent.backends.native import Spec, plan
 
+    fields: dict[str, Any] = dict(case)  # looked up by the tensor's own key names
+
     def spec(name: str, dtype_key: str, shape_key: str | None):
         if case.get("missing") == name:
             return None
-        dtype = case.get(dtype_key) or case["dtype"]
+        dtype = fields.get(dtype_key) or case["dtype"]
         code = dtypes.DESCRIPTOR_ONLY.get(dtype, dtype)
-        shape = case.get(shape_key) if shape_key else None
+        shape = fields.get(shape_key) if shape_key else None
         return Spec(tuple(case["shape"] if shape is None else shape), code)
 
     planned = plan(
@@ -216,7 +222,7 @@ def _describe_only(case: dict, backend: str, soc: str):
     )
 
 
-def _judge(case: dict, dy, y, out, expect: dict) -> ResultRecord:
+def _judge(case: CaseRequest, dy, y, out, expect: Expectation) -> ResultRecord:
     dtype = case["dtype"]
     if out.dtype != dtypes.numpy_dtype(dtype) or out.shape != dy.shape:
         # The contract says out has dy's dtype and shape; anything else cannot be judged.

@@ -11,6 +11,7 @@ Standard library only: this module ships to hosts with the agent.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Literal, TypedDict
 
 Outcome = Literal["passed", "failed", "broken"]
@@ -132,7 +133,9 @@ TIMING_COLUMNS: tuple[str, ...] = tuple(Timings.__annotations__)
 FAILURE_FIELDS: tuple[str, ...] = ("case_id", "category", "message", "host")
 
 
-def with_case(record: ResultRecord, case: Any, data: dict[str, Any] | None = None) -> ResultRecord:
+def with_case(
+    record: ResultRecord, case: Any, data: Mapping[str, object] | None = None
+) -> ResultRecord:
     """Every record carries the case's own description. `case` is a suites.case.Case (not
     imported: the agent does not ship suites/); `data` is case.to_dict() when the caller already
     has it."""

@@ -42,7 +42,7 @@ import sys
 import time
 import traceback
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, cast
 
 from farm import __version__
 from farm.agent import protocol
@@ -56,6 +56,7 @@ from farm.agent.identity import (
     declared_identity,
     gather,
 )
+from farm.agent.request import CaseRequest
 
 Executor = Callable[[dict, str, int, Identity], dict]
 DEFAULT_EXECUTOR = "farm.agent.execute:run_case"
@@ -526,7 +527,7 @@ def instant_executor(case: dict, backend: str, device: int, identity: Identity) 
         from farm.agent.execute import make_call_inputs
         from golden.inputs import sha256_of
 
-        digest = sha256_of(*(t for t in make_call_inputs(case) if t is not None))
+        digest = sha256_of(*(t for t in make_call_inputs(cast(CaseRequest, case)) if t is not None))
     else:
         import hashlib  # here: OpenSSL costs an idle agent 3.5 MB
 

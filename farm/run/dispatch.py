@@ -44,6 +44,7 @@ from typing import Any, Protocol, cast
 
 from farm.agent.errors import DeviceBusy, InfraError
 from farm.agent.record import ResultRecord, broken_record, with_case
+from farm.agent.request import CaseRequest
 from farm.errors import AgentTimeout, ConnectionLost
 from farm.run.leases import LeaseTimeout, RunState, lease_any
 from suites.case import Case
@@ -76,7 +77,7 @@ class CaseChannel(Protocol):
 
     def run_case(
         self,
-        case: dict[str, Any],
+        case: CaseRequest,
         backend: str,
         device: int,
         timeout: float,
@@ -314,7 +315,7 @@ class Dispatcher:
                 )
 
     def _run_on(
-        self, slot: SlotInfo, payload: dict[str, Any], case: Case, p: _Progress
+        self, slot: SlotInfo, payload: CaseRequest, case: Case, p: _Progress
     ) -> ResultRecord:
         """The case on ``slot`` (leased), rerun once on a fresh agent after a crash."""
         p.tried.append(slot.id)
@@ -344,7 +345,7 @@ class Dispatcher:
             return record
 
     def _attempt(
-        self, slot: SlotInfo, payload: dict[str, Any], case: Case, p: _Progress
+        self, slot: SlotInfo, payload: CaseRequest, case: Case, p: _Progress
     ) -> ResultRecord:
         if p.need_fresh and self._history.get(slot.id):
             self._drop(slot)  # an agent that ran other cases is no place for a crash's rerun

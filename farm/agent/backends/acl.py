@@ -108,7 +108,7 @@ def host_tensor(a: np.ndarray) -> HostTensor:
         raise AclCallError("an input view is not made of whole elements of its storage")
     span = (ctypes.c_char * (high - low)).from_address(low)
     return HostTensor(
-        np.frombuffer(span, dtype=a.dtype),
+        np.frombuffer(memoryview(span).cast("B"), dtype=a.dtype),
         tuple(int(d) for d in a.shape),
         tuple(int(s) // item for s in a.strides),
         (a.ctypes.data - low) // item,
@@ -176,8 +176,10 @@ def run(
     missing: str | Iterable[str] | None = None,
     out_layout: Any = "contiguous",
     device: int = 0,
+    api: str = "dim",
 ) -> BackendResult:
-    """One operator call through ACL. dy, y: arrays in their views (None: missing)."""
+    """One operator call through ACL. dy, y: arrays in their views (None: missing). api "dim":
+    the seed's one-dim entry; "axes": the dim list's entry."""
     missing = {missing} if isinstance(missing, str) else set(missing or ())
     rt = runtime()
     libs = rt.libs
@@ -194,11 +196,12 @@ def run(
         libs.nnopbase.lsg_emu_acl_take_tensor_log()  # what came before is not this call's
         handles_before = libs.nnopbase.lsg_emu_acl_live_handles()
     d = rt.device(device)
-    done: OpRun = run_op(rt, d, tensors, tuple(int(a) for a in axes))
+    seed_entry = api == "dim" and len(axes) == 1
+    done: OpRun = run_op(rt, d, tensors, tuple(int(a) for a in axes), seed_entry)
     if libs.emulated:
         _received(libs, tensors)
         _left_behind(libs, handles_before)
-    entry = "aclnnLogSoftmaxBackward" if len(axes) == 1 else "aclnnLogSoftmaxBackwardDims"
+    entry = "aclnnLogSoftmaxBackward" if seed_entry else "aclnnLogSoftmaxBackwardDims"
     device_run = {
         "runtime": runtime_description(),
         "device_id": device,
@@ -252,7 +255,7 @@ def run_call(
     out_layout=None,
 ):
     """The agent's backend entry (farm.agent.execute): the case's SoC is the device's own."""
-    del soc, api
+    del soc
     if isinstance(out_dtype, str):
         out_dtype = numpy_dtype(out_dtype)
     return run(
@@ -264,4 +267,5 @@ def run_call(
         missing=missing,
         out_layout=out_layout if out_layout is not None else "contiguous",
         device=device,
+        api=api,
     )

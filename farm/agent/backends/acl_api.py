@@ -21,6 +21,7 @@ import os
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[3]
 ENV_LIB_DIR = "LSG_ACL_LIB_DIR"
@@ -56,7 +57,7 @@ C_TYPES: dict[str, object] = {
     "aclrtMemMallocPolicy": ctypes.c_int,
     "aclCANNPackageName": ctypes.c_int,
 }
-POINTER_TYPES: dict[str, object] = {  # pointers to these are typed pointers; others void*
+POINTER_TYPES: dict[str, Any] = {  # pointers to these are typed pointers; others void*
     "int64_t": ctypes.c_int64,
     "uint64_t": ctypes.c_uint64,
     "uint32_t": ctypes.c_uint32,
@@ -173,7 +174,7 @@ def ctype(c_type: str):
         inner = c_type[:-1].strip()
         base = inner[len("const ") :] if inner.startswith("const ") else inner
         if base in POINTER_TYPES:
-            return ctypes.POINTER(POINTER_TYPES[base])  # type: ignore[arg-type]
+            return ctypes.POINTER(POINTER_TYPES[base])
         return ctypes.c_void_p
     raise ValueError(
         f"no ctypes type for C type {c_type!r}: add it to farm/agent/backends/acl_api.py"

@@ -121,15 +121,18 @@ def run_op(
     device: Device,
     tensors: tuple[HostTensor | None, HostTensor | None, HostTensor | None],
     dims: tuple[int, ...],
+    seed_entry: bool = True,
 ) -> OpRun:
     """Call the operator on (dy, y, out) over `dims` on `device`: copy the storages to device
     memory, make their tensors, run the two phases on the device's stream, synchronise, copy out's
-    storage back, release everything. One dim calls the seed's entry, several the Dims entry."""
+    storage back, release everything. `seed_entry`: the seed's one-dim entry
+    (aclnnLogSoftmaxBackward), else the dim list's (aclnnLogSoftmaxBackwardDims)."""
     libs = runtime.libs
     handles: list[int | None] = []
     buffers: list[ctypes.c_void_p] = []
     try:
-        done = _call(libs, device, tensors, dims, handles, buffers)
+        one = seed_entry and len(dims) == 1
+        done = _call(libs, device, tensors, dims, one, handles, buffers)
     except BaseException:
         # What failed is the error to report; first let the stream finish what it was given (a
         # buffer a pending task uses cannot be freed), then release what can be, quietly.
@@ -141,7 +144,7 @@ def run_op(
     return done
 
 
-def _call(libs, device, tensors, dims, handles, buffers) -> OpRun:
+def _call(libs, device, tensors, dims, one, handles, buffers) -> OpRun:
     acl = libs.ascendcl
     keep: list[object] = []  # the ctypes arrays the tensors were made from
     started = time.perf_counter()
@@ -179,7 +182,6 @@ def _call(libs, device, tensors, dims, handles, buffers) -> OpRun:
             raise AclCallError(f"aclCreateTensor returned NULL: {message(libs)}")
         handles.append(handle)
     ws, executor = ctypes.c_uint64(0), ctypes.c_void_p()
-    one = len(dims) == 1
     if one:
         status = libs.op_api.aclnnLogSoftmaxBackwardGetWorkspaceSize(
             handles[0],

@@ -42,6 +42,7 @@ from typing import Any
 from farm import __version__
 from farm.agent import protocol
 from farm.agent.errors import InfraError, ProtocolError
+from farm.agent.request import CaseRequest
 from farm.errors import AgentTimeout, ConnectionLost, DeployError
 from farm.pool.inventory import HostSpec
 
@@ -466,7 +467,7 @@ class Channel(ABC):
 
     def run_case(
         self,
-        case: dict[str, Any],
+        case: CaseRequest,
         backend: str,
         device: int,
         timeout: float = DEFAULT_TIMEOUT,

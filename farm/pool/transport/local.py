@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from farm.agent.errors import InfraError
+from farm.agent.request import CaseRequest
 from farm.errors import AgentTimeout, ConnectionLost, DeployError, HostUnreachable
 from farm.pool.inventory import HostSpec
 from farm.pool.transport.base import (
@@ -733,7 +734,7 @@ class SharedChannel:
 
     def run_case(
         self,
-        case: dict[str, Any],
+        case: CaseRequest,
         backend: str,
         device: int,
         timeout: float = DEFAULT_TIMEOUT,
