@@ -246,7 +246,7 @@ def build_native(
     cmake_target = f"{CMAKE_TARGETS[target]}_{plant_bug}" if shared else CMAKE_TARGETS[target]
     lib = (build_dir / "planted-lib" / plant_bug if shared else build_dir) / LIB_NAMES[target]
     # The real emulated kernel also gets its ACL path, where the genuine headers are.
-    acl = target == "ascendc-cpu" and not plant_bug and acl_sdk.present()
+    acl = target == "ascendc-cpu" and not plant_bug and not sanitize and acl_sdk.present()
     targets = [cmake_target] + ([ACL_CMAKE_TARGET] if acl else [])
     cmake = cmake_executable()
     env = {**os.environ, "LC_ALL": "C"}
@@ -398,6 +398,14 @@ def manifest(
 def _acl_manifest(files: dict[str, bytes]) -> dict | None:
     """What the package gives the acl backend: its runtime, op-api library and entry points."""
     op_api = f"{ACL_DIR}/lib/libcust_opapi.so"
+    if any(name.startswith("custom_opp_") and name.endswith(".run") for name in files):
+        return {
+            "runtime": "cann",
+            "installer": next(n for n in sorted(files) if n.startswith("custom_opp_")),
+            # Where the installer puts it; the agent finds it through CANN's variables.
+            "op_api": "$ASCEND_OPP_PATH/vendors/customize/op_api/lib/libcust_opapi.so",
+            "exports": list(ACL_EXPORTS),
+        }
     if op_api not in files:
         return None
     return {

@@ -24,10 +24,12 @@ function(lsg_acl_library target name)
   # ACL_FUNC_VISIBILITY exports the declared API; everything else stays hidden.
   target_compile_definitions(${target} PRIVATE FUNC_VISIBILITY)
   target_link_options(${target} PRIVATE -Wl,--no-undefined)
+  # Each finds the others beside itself, and nothing of the build directory is in the binary.
   set_target_properties(${target} PROPERTIES
     OUTPUT_NAME ${name}
     LIBRARY_OUTPUT_DIRECTORY "${LSG_ACL_OUT}/lib"
-    BUILD_RPATH "$ORIGIN")
+    BUILD_WITH_INSTALL_RPATH ON
+    INSTALL_RPATH "$ORIGIN")
 endfunction()
 
 lsg_acl_library(lsg_acl_ascendcl ascendcl "${LSG_ACL_EMU_DIR}/src/runtime.cpp")

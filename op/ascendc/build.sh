@@ -6,9 +6,12 @@
 #   op/ascendc/build.sh [OUT_DIR]     (default: op/ascendc/build_out)
 #
 # Steps: msopgen generates the standard custom-operator project from log_softmax_grad.json; our
-# op_host, op_kernel and the shared tiling (op/tiling) replace its stubs; its build.sh compiles
-# for the compute units in LSG_COMPUTE_UNITS (default ascend910b;ascend310b) and makes the
-# custom_opp_*.run installer, which is copied to OUT_DIR.
+# op_host, op_kernel and the shared tiling (op/tiling) replace its stubs; the operator's aclnn
+# layer (op_api: the seed's aclnnLogSoftmaxBackward over the generated entry) goes beside them;
+# its build.sh compiles for the compute units in LSG_COMPUTE_UNITS (default ascend910b;ascend310b)
+# and makes the custom_opp_*.run installer, which is copied to OUT_DIR.  Linking op_api into the
+# package's libcust_opapi.so is the part of this script that has not met a CANN build yet
+# (docs/first-run-on-atlas.md).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -36,6 +39,8 @@ cp "$here"/op_host/*.cpp "$here"/op_host/*.h "$project/op_host/"
 cp "$here"/../tiling/tiling.h "$here"/../tiling/tiling.cpp "$here"/../tiling/lsg_types.h \
    "$here"/../tiling/soc_profiles.inc "$project/op_host/"
 cp "$here"/op_kernel/*.cpp "$project/op_kernel/"
+mkdir -p "$project/op_api"
+cp "$here"/op_api/*.cpp "$here"/op_api/*.h "$project/op_api/"
 
 # Compute units and the CANN location are settings of the generated CMakePresets.json.
 python3 - "$project/CMakePresets.json" "$units" "$ASCEND_HOME_PATH" <<'PY'

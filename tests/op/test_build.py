@@ -9,6 +9,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -16,7 +17,7 @@ import tarfile
 
 import pytest
 
-from farm import build
+from farm import acl_sdk, build
 from farm.agent.backends import native
 from farm.errors import BuildError
 from golden.soc import PROFILES
@@ -62,7 +63,22 @@ def test_package_is_reproducible_and_its_manifest_true(tmp_path, target, monkeyp
     headers = {"include/lsg_twin.h", "include/lsg_types.h"}
     if target == "ascendc-cpu":
         headers.add("include/lsg_ascendc_cpu.h")
-    assert set(files) == {f"lib/{lib_name}"} | headers
+    # The real emulated kernel also carries the emulated ACL runtime and its op-api (the acl
+    # backend's), where the genuine ACL headers were there to build them.
+    acl = target == "ascendc-cpu" and acl_sdk.present()
+    acl_files = {f"acl/lib/{n}" for n in build.ACL_LIBS} | {
+        "acl/include/aclnn_log_softmax_backward.h"
+    }
+    assert set(files) == {f"lib/{lib_name}"} | headers | (acl_files if acl else set())
+    if acl:
+        assert manifest["acl"] == {
+            "runtime": "emulated",
+            "lib_dir": "acl/lib",
+            "op_api": "acl/lib/libcust_opapi.so",
+            "exports": list(build.ACL_EXPORTS),
+        }
+    else:
+        assert manifest["acl"] is None
     assert [f["path"] for f in manifest["files"]] == sorted(files)
     for entry in manifest["files"]:
         data = files[entry["path"]]
@@ -223,3 +239,46 @@ def test_sanitizer_harness_reports_what_it_finds():
     report = build.sanitize_check(overflow_probe=True)
     assert not report.ok
     assert "heap-buffer-overflow" in report.output
+
+
+FAKE_MSOPGEN = """#!/usr/bin/env bash
+# A stand-in for CANN's msopgen: the project layout and a build.sh that packs the project's
+# sources into build_out/custom_opp_fake.run, so the test can see what op/ascendc/build.sh put in.
+set -euo pipefail
+while [ $# -gt 0 ]; do case "$1" in -out) out=$2; shift 2;; *) shift;; esac; done
+mkdir -p "$out/op_host" "$out/op_kernel"
+echo '{"configurePresets": [{"cacheVariables": {"ASCEND_COMPUTE_UNIT": {"value": ""},
+  "ASCEND_CANN_PACKAGE_PATH": {"value": ""}}}]}' > "$out/CMakePresets.json"
+cat > "$out/build.sh" <<'SH'
+mkdir -p build_out && find . -path ./build_out -prune -o -type f -print | sort > build_out/custom_opp_fake.run
+SH
+"""
+
+
+def test_ascend_target_packs_the_real_sources_and_says_what_it_exports(tmp_path, monkeypatch):
+    """With a stand-in CANN (msopgen, ASCEND_HOME_PATH), the ascend package carries the installer
+    built from the operator's own sources (kernel, host, shared tiling, the aclnn layer), and its
+    manifest says which aclnn entries the installed op-api exports."""
+    cann = tmp_path / "cann"
+    (cann / "bin").mkdir(parents=True)
+    msopgen = cann / "bin" / "msopgen"
+    msopgen.write_text(FAKE_MSOPGEN)
+    msopgen.chmod(0o755)
+    monkeypatch.setenv("ASCEND_HOME_PATH", str(cann))
+    monkeypatch.setenv("PATH", f"{cann / 'bin'}:{os.environ['PATH']}")
+    archive = build.build_package("ascend", tmp_path / "dist")
+    with tarfile.open(archive) as tar:
+        manifest = json.load(tar.extractfile("manifest.json"))
+        listing = tar.extractfile("custom_opp_fake.run").read().decode().split()
+    for source in (
+        "./op_kernel/log_softmax_grad.cpp",
+        "./op_host/log_softmax_grad.cpp",
+        "./op_host/tiling.cpp",
+        "./op_api/aclnn_log_softmax_backward.cpp",
+        "./op_api/aclnn_log_softmax_backward.h",
+    ):
+        assert source in listing, (source, listing)
+    assert manifest["target"] == "ascend"
+    assert manifest["acl"]["runtime"] == "cann"
+    assert manifest["acl"]["installer"] == "custom_opp_fake.run"
+    assert "aclnnLogSoftmaxBackwardGetWorkspaceSize" in manifest["acl"]["exports"]
