@@ -85,6 +85,7 @@ class DeviceRun(TypedDict, total=False):
     """Where and how the operator ran on the device path (the acl backend)."""
 
     runtime: str  # "lsg emulated ACL runtime ...; soc=...; devices=N", or "CANN <version>; ..."
+    op_api: str  # the custom operator's op-api library the entry came from
     device_id: int
     entry: str  # the op-api entry called: aclnnLogSoftmaxBackward, or ...Dims for several dims
     device_s: float | None  # between ACL events around phase two on the device's stream

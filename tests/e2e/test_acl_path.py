@@ -48,3 +48,29 @@ def test_the_device_path_over_the_ssh_lab(farm, lab, lab_inventory):
     records = result.assert_one_result_per_case(select(k))
     _check_device_path(records)
     assert {r["host"] for r in records.values()} == {"a2-01", "a2-02", "a200-01"}
+
+
+def test_the_device_path_finds_cann_where_its_variables_say(farm, tmp_path):
+    """A lab host whose CANN is the emulated runtime (`farm lab up --cann emulated`): the backend
+    finds the runtime under ASCEND_HOME_PATH and the installed op-api under the vendor directory,
+    as on an Atlas host, and not the copy the package carries."""
+    need(acl_sdk.present(), "the genuine ACL headers (python -m farm.acl_sdk downloads them)")
+    from farm.pool.lab import Lab
+    from tests.requirements import need_sshd
+
+    need_sshd()
+    lab = Lab(tmp_path / "lab")
+    try:
+        lab.up(layout=[("a2-cann", "Ascend910B1", 1)], cann="emulated")
+        k = "910b and f32 and strided"
+        result = farm.run_tier("--inventory", str(lab.inventory_path), "--backend", "acl", k=k)
+        assert result.code == 0, result.text
+        records = result.assert_one_result_per_case(select(k))
+        _check_device_path(records)
+        home = lab.hosts["a2-cann"].cann_home
+        for r in records.values():
+            assert r["device_run"]["op_api"] == (
+                f"{home}/opp/vendors/customize/op_api/lib/libcust_opapi.so"
+            ), r["device_run"]
+    finally:
+        lab.down()

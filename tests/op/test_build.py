@@ -250,7 +250,8 @@ mkdir -p "$out/op_host" "$out/op_kernel"
 echo '{"configurePresets": [{"cacheVariables": {"ASCEND_COMPUTE_UNIT": {"value": ""},
   "ASCEND_CANN_PACKAGE_PATH": {"value": ""}}}]}' > "$out/CMakePresets.json"
 cat > "$out/build.sh" <<'SH'
-mkdir -p build_out && find . -path ./build_out -prune -o -type f -print | sort > build_out/custom_opp_fake.run
+mkdir -p build_out
+find . -path ./build_out -prune -o -type f -print | sort > build_out/custom_opp_fake.run
 SH
 """
 

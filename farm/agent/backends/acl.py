@@ -204,6 +204,7 @@ def run(
     entry = "aclnnLogSoftmaxBackward" if seed_entry else "aclnnLogSoftmaxBackwardDims"
     device_run = {
         "runtime": runtime_description(),
+        "op_api": libs.op_api_path,
         "device_id": device,
         "entry": entry,
         "device_s": None if done.device_ms is None else done.device_ms / 1000.0,

@@ -5,11 +5,11 @@ line of PROTOTYPES, in the C spelling of its declaration; tests/agent/test_acl_p
 reads every declaration from the headers and requires the same types here, so an argument in the
 wrong place fails in CI rather than on the first real host.
 
-Which libraries: $LSG_ACL_LIB_DIR (every library in one directory); else the package's acl/lib
-beside the native library ($LSG_NATIVE_LIB) or this checkout's build/ascendc-cpu/acl/lib (the
-emulated ACL runtime, op/acl_emu); else CANN's, from its set-up script's variables
-($ASCEND_HOME_PATH/lib64 and the custom operator's op-api under $ASCEND_CUSTOM_OPP_PATH or
-$ASCEND_OPP_PATH/vendors/*).
+Which libraries: $LSG_ACL_LIB_DIR (every library in one directory); else CANN's, from its set-up
+script's variables ($ASCEND_HOME_PATH/lib64 and the custom operator's op-api under
+$ASCEND_CUSTOM_OPP_PATH or $ASCEND_OPP_PATH/vendors/*); else the emulated ACL runtime
+(op/acl_emu) of the package, acl/lib beside the native library ($LSG_NATIVE_LIB), or of this
+checkout (build/ascendc-cpu/acl/lib).
 
 Standard library only: this module ships to hosts with the agent.
 """
@@ -209,16 +209,12 @@ def available() -> bool:
 
 
 def _search() -> tuple[Path, Path]:
-    """(the directory of libascendcl/libnnopbase/libopapi, the custom op-api library)."""
+    """(the directory of libascendcl/libnnopbase/libopapi, the custom op-api library): the
+    override, else CANN where its set-up script's variables say it is (a real host runs the NPU,
+    whatever the package carries), else the emulated runtime of the package or the checkout."""
     env = os.environ.get(ENV_LIB_DIR)
     if env:
         return Path(env), Path(env) / OP_API_FILE
-    native = os.environ.get("LSG_NATIVE_LIB")
-    candidates = [Path(native).parent.parent / "acl" / "lib"] if native else []
-    candidates += [ROOT / "build" / "ascendc-cpu" / "acl" / "lib", ROOT / "package" / "acl" / "lib"]
-    for c in candidates:
-        if (c / OP_API_FILE).is_file():
-            return c, c / OP_API_FILE
     home = os.environ.get("ASCEND_HOME_PATH")
     if home:
         custom = os.environ.get("ASCEND_CUSTOM_OPP_PATH", "").split(":")
@@ -233,10 +229,16 @@ def _search() -> tuple[Path, Path]:
             f"op_api/lib/{OP_API_FILE} (under $ASCEND_CUSTOM_OPP_PATH or {vendors}/*): install "
             "the LogSoftmaxGrad package (custom_opp_*.run) first"
         )
+    native = os.environ.get("LSG_NATIVE_LIB")
+    candidates = [Path(native).parent.parent / "acl" / "lib"] if native else []
+    candidates += [ROOT / "build" / "ascendc-cpu" / "acl" / "lib", ROOT / "package" / "acl" / "lib"]
+    for c in candidates:
+        if (c / OP_API_FILE).is_file():
+            return c, c / OP_API_FILE
     raise AclLibraryError(
-        f"no ACL libraries: neither the emulated ACL runtime ({OP_API_FILE} under "
-        "build/ascendc-cpu/acl/lib: `farm build` makes it where the genuine headers are, "
-        f"python -m farm.acl_sdk fetches them) nor CANN (ASCEND_HOME_PATH); or set {ENV_LIB_DIR}"
+        f"no ACL libraries: neither CANN (ASCEND_HOME_PATH) nor the emulated ACL runtime "
+        f"({OP_API_FILE} under build/ascendc-cpu/acl/lib: `farm build` makes it where the "
+        f"genuine headers are, python -m farm.acl_sdk fetches them); or set {ENV_LIB_DIR}"
     )
 
 
