@@ -245,8 +245,11 @@ def build_native(
     shared = target == "ascendc-cpu" and bool(plant_bug) and build_dir == PLANTED_DIR
     cmake_target = f"{CMAKE_TARGETS[target]}_{plant_bug}" if shared else CMAKE_TARGETS[target]
     lib = (build_dir / "planted-lib" / plant_bug if shared else build_dir) / LIB_NAMES[target]
-    # The real emulated kernel also gets its ACL path, where the genuine headers are.
-    acl = target == "ascendc-cpu" and not plant_bug and not sanitize and acl_sdk.present()
+    # The real emulated kernel of this checkout also gets its ACL path, where the genuine headers
+    # are (not planted, sanitized or bisected builds: they run on the native backend).
+    acl = (
+        target == "ascendc-cpu" and not (plant_bug or sanitize or source_dir) and acl_sdk.present()
+    )
     targets = [cmake_target] + ([ACL_CMAKE_TARGET] if acl else [])
     cmake = cmake_executable()
     env = {**os.environ, "LC_ALL": "C"}

@@ -48,6 +48,14 @@ def test_the_device_path_over_the_ssh_lab(farm, lab, lab_inventory):
     records = result.assert_one_result_per_case(select(k))
     _check_device_path(records)
     assert {r["host"] for r in records.values()} == {"a2-01", "a2-02", "a200-01"}
+    # The same kernel on the same emulated device: the native backend's numbers, exactly.
+    native = farm.run_tier("--inventory", lab_inventory, "--backend", "native", k=k)
+    assert native.code == 0, native.text
+    baseline = native.assert_one_result_per_case(select(k))
+    for case_id, r in records.items():
+        theirs = baseline[case_id]
+        assert (r["status"], r["reason"]) == (theirs["status"], theirs["reason"]), case_id
+        assert r["metrics"] == theirs["metrics"], case_id
 
 
 def test_the_device_path_finds_cann_where_its_variables_say(farm, tmp_path):

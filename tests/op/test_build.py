@@ -43,8 +43,9 @@ def test_package_is_reproducible_and_its_manifest_true(tmp_path, target, monkeyp
     # between (the same sources must give the same bytes; a new commit is not new sources).
     state = build.git_state()
     monkeypatch.setattr(build, "git_state", lambda: state)
-    # Two builds from scratch in different directories, as on two machines.
-    a = build.build_package(target, tmp_path / "a", build_dir=tmp_path / "build-a")
+    # Two builds in different directories, as on two machines: the default build directory (what
+    # set-up built) and one from scratch.
+    a = build.build_package(target, tmp_path / "a")
     b = build.build_package(target, tmp_path / "b", build_dir=tmp_path / "build-b")
     assert a.name == f"logsoftmaxgrad-{build.op_version()}-{target}.tar.gz"
     assert sha256(a) == sha256(b)

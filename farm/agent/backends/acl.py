@@ -89,7 +89,7 @@ def _cann_description() -> str:
     runtime()
     version = api.AclVersion()
     status = libs.ascendcl.aclsysGetCANNVersion(
-        api.ACL_PKG_NAME_CANN, api.ctypes.cast(api.ctypes.pointer(version), api.ctypes.c_void_p)
+        api.ACL_PKG_NAME_CANN, ctypes.cast(ctypes.pointer(version), ctypes.c_void_p)
     )
     soc = libs.ascendcl.aclrtGetSocName()
     said = version.version.decode() if status == api.ACL_SUCCESS else f"unknown (status {status})"
@@ -103,7 +103,7 @@ def host_tensor(a: np.ndarray) -> HostTensor:
     if a.size == 0:
         dense = tuple(layouts.dense_strides(a.shape))
         return HostTensor(np.empty(0, a.dtype), tuple(a.shape), dense, 0, _code(a))
-    low, high = np.lib.array_utils.byte_bounds(a)
+    low, high = _byte_bounds(a)
     if (a.ctypes.data - low) % item or any(s % item for s in a.strides):
         raise AclCallError("an input view is not made of whole elements of its storage")
     span = (ctypes.c_char * (high - low)).from_address(low)
@@ -114,6 +114,13 @@ def host_tensor(a: np.ndarray) -> HostTensor:
         (a.ctypes.data - low) // item,
         _code(a),
     )
+
+
+def _byte_bounds(a: np.ndarray) -> tuple[int, int]:
+    """The first byte and one past the last of an array's elements (numpy 1 and 2)."""
+    utils = getattr(np.lib, "array_utils", np)
+    low, high = utils.byte_bounds(a)
+    return int(low), int(high)
 
 
 def out_tensor(storage: np.ndarray, layout: layouts.Layout, shape: tuple[int, ...]) -> HostTensor:
@@ -130,7 +137,12 @@ def _received(libs: api.Libraries, meant: Sequence[HostTensor | None]) -> None:
     """The views the emulated runtime received are the ones meant, tensor by tensor."""
     log = json.loads(libs.nnopbase.lsg_emu_acl_take_tensor_log().decode())
     present = [(n, t) for n, t in zip(NAMES, meant, strict=True) if t is not None]
-    for (name, t), got in zip(present, log, strict=False):
+    if len(log) < len(present):
+        raise AclCallError(
+            f"the emulated runtime received {len(log)} aclCreateTensor calls for "
+            f"{len(present)} tensors"
+        )
+    for (name, t), got in zip(present, log[: len(present)], strict=True):
         want = {
             "dims": list(t.dims),
             "strides": list(t.strides),
@@ -143,18 +155,26 @@ def _received(libs: api.Libraries, meant: Sequence[HostTensor | None]) -> None:
             raise AclCallError(f"aclCreateTensor gave the operator {name} with " + "; ".join(wrong))
 
 
-def _left_behind(libs: api.Libraries, handles_before: int) -> None:
+def _live(libs: api.Libraries) -> tuple[list[dict], int]:
+    """The emulated runtime's live device buffers and handles."""
     buffers = json.loads(libs.ascendcl.lsg_emu_acl_buffers().decode())
+    return buffers, libs.nnopbase.lsg_emu_acl_live_handles()
+
+
+def _left_behind(libs: api.Libraries, before: tuple[list[dict], int]) -> None:
+    """Nothing the call allocated is still alive (what an earlier call left is its own error)."""
+    old = {b["serial"] for b in before[0]}
+    now, handles = _live(libs)
+    buffers = [b for b in now if b["serial"] not in old]
     if buffers:
         sizes = ", ".join(f"{b['bytes']} bytes (aclrtMalloc #{b['serial']})" for b in buffers)
         raise AclCallError(
             f"the call left {len(buffers)} device buffer(s) allocated: {sizes}; every aclrtMalloc "
             "needs its aclrtFree"
         )
-    handles = libs.nnopbase.lsg_emu_acl_live_handles()
-    if handles != handles_before:
+    if handles > before[1]:
         raise AclCallError(
-            f"the call left {handles - handles_before} aclTensor, aclIntArray or executor "
+            f"the call left {handles - before[1]} aclTensor, aclIntArray or executor "
             "handle(s) alive: destroy each (aclDestroyTensor, aclDestroyIntArray)"
         )
 
@@ -194,13 +214,13 @@ def run(
     )
     if libs.emulated:
         libs.nnopbase.lsg_emu_acl_take_tensor_log()  # what came before is not this call's
-        handles_before = libs.nnopbase.lsg_emu_acl_live_handles()
+        before = _live(libs)
     d = rt.device(device)
     seed_entry = api == "dim" and len(axes) == 1
     done: OpRun = run_op(rt, d, tensors, tuple(int(a) for a in axes), seed_entry)
     if libs.emulated:
         _received(libs, tensors)
-        _left_behind(libs, handles_before)
+        _left_behind(libs, before)
     entry = "aclnnLogSoftmaxBackward" if seed_entry else "aclnnLogSoftmaxBackwardDims"
     device_run = {
         "runtime": runtime_description(),

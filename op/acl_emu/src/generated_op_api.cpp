@@ -22,30 +22,16 @@
 #include "aclnn_log_softmax_grad.h"
 #include "emu/device.h"
 #include "host_tiling.h"
+#include "kernels.h"
 #include "lsg_emu_acl.h"
 #include "registration.h"
 #include "tiling.h"
 #include "views.h"
 
-extern "C" {
-void log_softmax_grad_float(uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*);
-void log_softmax_grad_half(uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*);
-void log_softmax_grad_bfloat16_t(uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*);
-}
-
 namespace {
 
 constexpr const char* kApi = "aclnnLogSoftmaxGrad";
 const char* const kNames[] = {"gradOutput", "output", "gradInput"};
-
-emu::KernelFn kernel_for(int32_t dtype) {
-    switch (dtype) {
-        case LSG_DT_FLOAT: return log_softmax_grad_float;
-        case LSG_DT_FLOAT16: return log_softmax_grad_half;
-        case LSG_DT_BF16: return log_softmax_grad_bfloat16_t;
-        default: return nullptr;
-    }
-}
 
 // "LogSoftmaxGrad: status S (reason R): message", the line lsg::report_rejection logs.
 int32_t refuse(int32_t status, const lsg::Verdict& v) {
@@ -117,7 +103,7 @@ aclnnStatus aclnnLogSoftmaxGradGetWorkspaceSize(const aclTensor* gradOutput,
     if (empty) workspace = 0;  // nothing is launched
     const emu::Soc device{soc->name, soc->vector_cores, soc->ub_bytes, soc->block_bytes,
                           soc->bf16_cast};
-    const emu::KernelFn kernel = kernel_for(call.dy.dtype);
+    const emu::KernelFn kernel = lsg::acpu::kernel_for(call.dy.dtype);
     const lsg_emu::TensorInfo dy = views[0], y = views[1], out = views[2];
     *workspaceSize = workspace;
     *executor = lsg_emu::make_executor(

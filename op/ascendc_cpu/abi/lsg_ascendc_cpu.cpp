@@ -38,18 +38,12 @@
 #include "abi_common.h"
 #include "emu/device.h"
 #include "host_tiling.h"
+#include "kernels.h"
 #include "log_softmax_grad_tiling.h"
 #include "registration.h"
 #include "tiling.h"
 #include "tiling/platform/platform_ascendc.h"
 #include "views.h"
-
-// The kernel entry, compiled once per dtype (-Dlog_softmax_grad=log_softmax_grad_<dtype>).
-extern "C" {
-void log_softmax_grad_float(uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*);
-void log_softmax_grad_half(uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*);
-void log_softmax_grad_bfloat16_t(uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*);
-}
 
 struct lsg_executor {
     lsg::Call call;
@@ -71,15 +65,6 @@ namespace {
 using lsg::abi::finish;
 
 constexpr const char* kLibrary = "the emulated Ascend C kernel";
-
-emu::KernelFn kernel_for(int32_t dtype) {
-    switch (dtype) {
-        case LSG_DT_FLOAT: return log_softmax_grad_float;
-        case LSG_DT_FLOAT16: return log_softmax_grad_half;
-        case LSG_DT_BF16: return log_softmax_grad_bfloat16_t;
-        default: return nullptr;
-    }
-}
 
 // The tiling data the kernel must get for a plan: the host header's class filled as the tiling
 // function fills it, from lsg::plan's record.  The kernel sees contiguous data (strided views
@@ -368,7 +353,7 @@ int32_t lsg_run(void* workspace, uint64_t workspace_size, lsg_executor* executor
         };
         const emu::Soc device{soc.name, soc.vector_cores, soc.ub_bytes, soc.block_bytes,
                               soc.bf16_cast};
-        emu::KernelFn kernel = kernel_for(call.dy.dtype);
+        emu::KernelFn kernel = lsg::acpu::kernel_for(call.dy.dtype);
         if (!kernel)
             return run_failed(executor, LSG_REASON_INTERNAL,
                               "internal error: no kernel for dtype " +
