@@ -114,7 +114,7 @@ def run_case(case: CaseRequest, backend: str, device: int, identity: Identity) -
     started = time.perf_counter()
     if descriptor_only(case):
         dy = y = None
-        result = _describe_only(case, backend, identity.soc or "")
+        result = _describe_only(case, backend, identity, device)
     else:
         dy, y = make_call_inputs(case)
         if backend == "acl":
@@ -181,12 +181,16 @@ def run_case(case: CaseRequest, backend: str, device: int, identity: Identity) -
     return record
 
 
-def _describe_only(case: CaseRequest, backend: str, soc: str):
+def _describe_only(case: CaseRequest, backend: str, identity: Identity, device: int):
     """Plan the call from descriptors alone (no data): the operator must refuse it there. A
-    call it would accept is never run (there is nothing to compute on)."""
+    call it would accept is never run (there is nothing to compute on). Through ACL the
+    descriptors are tensors of zeros on the device, which phase one must refuse alike."""
     from farm.agent.backends.result import BackendResult
 
     started = time.perf_counter()
+    soc = identity.soc or ""
+    if backend == "acl":
+        return _describe_through_acl(case, identity, device)
     if backend != "native":
         why = f"the {backend} backend cannot pass a tensor descriptor without data"
         return BackendResult(-1, "backend_error", why, None, 0, None, 0.0)
@@ -219,6 +223,36 @@ def _describe_only(case: CaseRequest, backend: str, soc: str):
         planned.tiling,
         seconds,
         checks=planned.checks,
+    )
+
+
+def _describe_through_acl(case: CaseRequest, identity: Identity, device: int):
+    from farm.agent.backends import acl
+
+    fields: dict[str, Any] = dict(case)
+
+    def numpy_dtype(name: str) -> np.dtype:  # complex too: numpy has it, the golden does not
+        return np.dtype(name) if name in dtypes.DESCRIPTOR_ONLY else dtypes.numpy_dtype(name)
+
+    def zeros(dtype_key: str, shape_key: str | None) -> np.ndarray:
+        dtype = fields.get(dtype_key) or case["dtype"]
+        shape = fields.get(shape_key) if shape_key else None
+        return np.zeros(tuple(case["shape"] if shape is None else shape), numpy_dtype(dtype))
+
+    missing = case.get("missing")
+    dy = None if missing == "dy" else zeros("dtype", None)
+    y = None if missing == "y" else zeros("y_dtype", "y_shape")
+    out_shape = case.get("out_shape")
+    acl.declare_host(identity.soc, identity.devices)
+    return acl.run(
+        dy,
+        y,
+        tuple(case["axes"]),
+        out_dtype=numpy_dtype(case.get("out_dtype") or case["dtype"]),
+        out_shape=None if out_shape is None else tuple(out_shape),
+        missing=missing,
+        device=device,
+        api=case.get("api", "dim"),
     )
 
 

@@ -15,19 +15,19 @@ from suites.case import Case
 class Host:
     soc: str = "Ascend910B1"
     host: str = "test"
+    devices: int = 1
 
 
-@pytest.mark.parametrize(
-    "case",
-    [
-        Case("ascend910b", "complex64", (2, 8), (1,)),
-        Case("ascend910b", "complex128", (3,), (0,)),
-        Case("ascend910b", "float32", (2, 8), (1,), y_dtype="complex64"),
-        Case("ascend910b", "float16", (2, 8), (1,), out_dtype="complex128"),
-        Case("ascend310b", "complex64", (2, 8), (1,), missing="y"),
-    ],
-    ids=lambda c: c.id,
-)
+CASES = [
+    Case("ascend910b", "complex64", (2, 8), (1,)),
+    Case("ascend910b", "complex128", (3,), (0,)),
+    Case("ascend910b", "float32", (2, 8), (1,), y_dtype="complex64"),
+    Case("ascend910b", "float16", (2, 8), (1,), out_dtype="complex128"),
+    Case("ascend310b", "complex64", (2, 8), (1,), missing="y"),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
 def test_the_operator_refuses_a_complex_descriptor(acpu_lib, case):
     data = case.to_dict()
     assert descriptor_only(data)
@@ -36,6 +36,19 @@ def test_the_operator_refuses_a_complex_descriptor(acpu_lib, case):
     )
     assert (record["outcome"], record["reason"]) == ("passed", case.expected.reason), record
     assert record["status"] == case.expected.status and record["verdict"] is None
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
+def test_through_acl_the_package_refuses_a_complex_tensor_alike(acl_lib_dir, monkeypatch, case):
+    """Through ACL a descriptor is an aclTensor of zeros of its dtype on the device: the
+    package's aclnn layer and the generated entry under it refuse it with the contract's reason."""
+    monkeypatch.setenv("LSG_ACL_LIB_DIR", acl_lib_dir)
+    data = case.to_dict()
+    record = run_case(
+        data, "acl", 0, Host(soc="Ascend910B1" if "910b" in case.id else "Ascend310B1")
+    )
+    assert (record["outcome"], record["reason"]) == ("passed", case.expected.reason), record
+    assert record["status"] == case.expected.status and record["device_run"]["device_id"] == 0
 
 
 def test_the_torch_backend_says_it_cannot_pass_a_descriptor(acpu_lib):

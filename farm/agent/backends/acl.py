@@ -43,7 +43,7 @@ from farm.agent.backends.native import (
 )
 from farm.agent.backends.result import BackendResult
 from golden import layouts
-from golden.dtypes import numpy_dtype
+from golden.dtypes import DESCRIPTOR_ONLY, numpy_dtype
 
 _REASON = re.compile(r"\(reason (\d+)\)")
 # How the emulated device says it refused a kernel by a rule of its own (op/acl_emu).
@@ -129,8 +129,13 @@ def out_tensor(storage: np.ndarray, layout: layouts.Layout, shape: tuple[int, ..
     return HostTensor(storage, shape, tuple(view.strides), view.offset, _code(storage))
 
 
+# The dtypes only a descriptor of the case has (complex), by their ACL codes.
+_DESCRIPTOR_CODES = {np.dtype(name): code for name, code in DESCRIPTOR_ONLY.items()}
+
+
 def _code(a: np.ndarray) -> int:
-    return DTYPE_CODES[np.dtype(a.dtype)]
+    dt = np.dtype(a.dtype)
+    return DTYPE_CODES[dt] if dt in DTYPE_CODES else _DESCRIPTOR_CODES[dt]
 
 
 def _received(libs: api.Libraries, meant: Sequence[HostTensor | None]) -> None:
