@@ -29,6 +29,17 @@ ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DIR = ROOT / "build" / "acl-sdk"
 ENV_DIR = "LSG_ACL_SDK"
 WHEEL = "torch-npu==2.14.0"
+WHEEL_TAGS = [
+    "--only-binary=:all:",
+    "--platform",
+    "manylinux_2_28_x86_64",
+    "--python-version",
+    "3.11",
+    "--implementation",
+    "cp",
+    "--abi",
+    "cp311",
+]
 ACL_PREFIX = "torch_npu/include/third_party/acl/inc/acl/"
 OP_PLUGIN_HEADER = "torch_npu/include/third_party/op-plugin/op_plugin/utils/op_api_common_base.h"
 # The helpers whose function types the op-plugin declares (the emulated nnopbase must match them).
@@ -131,6 +142,7 @@ def ensure(quiet: bool = False) -> Path:
             print(f"acl-sdk: downloading {WHEEL} for the genuine ACL headers", file=sys.stderr)
         cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--quiet"]
         cmd += ["--disable-pip-version-check", WHEEL, "-d", tmp]
+        cmd += WHEEL_TAGS  # the same wheel whatever this machine's python or CPU: headers only
         done = subprocess.run(cmd, capture_output=True, text=True)
         wheels = list(Path(tmp).glob("*.whl"))
         if done.returncode != 0 or not wheels:
