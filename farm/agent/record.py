@@ -84,7 +84,8 @@ class HostChecks(TypedDict, total=False):
 class DeviceRun(TypedDict, total=False):
     """Where and how the operator ran on the device path (the acl backend)."""
 
-    runtime: str  # "lsg emulated ACL runtime ...; soc=...; devices=N", or "CANN <version>; ..."
+    runtime: str  # "lsg emulated ACL runtime ...; soc=...; devices=N", or
+    # "CANN <version>; driver <version>; soc=..." on a device
     op_api: str  # the custom operator's op-api library the entry came from
     device_id: int
     entry: str  # the op-api entry called: aclnnLogSoftmaxBackward, or ...Dims for several dims

@@ -104,3 +104,10 @@ def test_the_record_says_which_runtime_and_device_ran_it(both):
     )
     assert run["device_id"] == 0 and run["entry"].startswith("aclnnLogSoftmaxBackward")
     assert run["device_s"] is not None and run["device_s"] >= 0
+
+
+def test_the_driver_version_is_read_from_the_driver_package(tmp_path):
+    info = tmp_path / "version.info"
+    info.write_text("Version=24.1.rc3\nascendhal_version=7.35.23\n")
+    assert acl._driver_version(str(info)) == "24.1.rc3"
+    assert acl._driver_version(str(tmp_path / "none")).startswith("unknown (no ")

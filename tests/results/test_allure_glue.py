@@ -267,6 +267,25 @@ def test_the_host_checks_line_says_only_what_the_verdict_does_not():
     assert line in glue._description({"checks": mismatch})
 
 
+def test_the_device_line_says_which_runtime_and_device_ran_it():
+    assert glue.device_line({}) is None  # native, torch: no device path
+    run = {
+        "runtime": "lsg emulated ACL runtime 0.1.0; soc=Ascend910B1; devices=2",
+        "op_api": "/w/acl/lib/libcust_opapi.so",
+        "device_id": 1,
+        "entry": "aclnnLogSoftmaxBackward",
+        "device_s": 0.0125,
+    }
+    line = glue.device_line({"device_run": run})
+    assert line == (
+        "device: aclnnLogSoftmaxBackward on device 1 of lsg emulated ACL runtime 0.1.0; "
+        "soc=Ascend910B1; devices=2; 12.500 ms on the device (ACL events)"
+    )
+    assert line in glue._description({"device_run": run}, detailed=False)
+    untimed = glue.device_line({"device_run": dict(run, device_s=None)})
+    assert untimed is not None and "ms" not in untimed
+
+
 def test_identity_parameters(results):
     _, res = results
     r = res[("prec-f32-tail", "'ascend910b'")]

@@ -93,7 +93,23 @@ def _cann_description() -> str:
     )
     soc = libs.ascendcl.aclrtGetSocName()
     said = version.version.decode() if status == api.ACL_SUCCESS else f"unknown (status {status})"
-    return f"CANN {said}; soc={soc.decode() if soc else '?'}; op-api {libs.op_api_path}"
+    return f"CANN {said}; driver {_driver_version()}; soc={soc.decode() if soc else '?'}"
+
+
+DRIVER_VERSION_FILE = "/usr/local/Ascend/driver/version.info"
+
+
+def _driver_version(path: str = DRIVER_VERSION_FILE) -> str:
+    """The NPU driver's version, from the driver package's version.info ("Version=24.1.0")."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            for line in f:
+                key, _, value = line.partition("=")
+                if key.strip().lower() == "version" and value.strip():
+                    return value.strip()
+    except OSError:
+        return f"unknown (no {path})"
+    return f"unknown ({path} names none)"
 
 
 def host_tensor(a: np.ndarray) -> HostTensor:
