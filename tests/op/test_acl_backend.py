@@ -111,3 +111,27 @@ def test_the_driver_version_is_read_from_the_driver_package(tmp_path):
     info.write_text("Version=24.1.rc3\nascendhal_version=7.35.23\n")
     assert acl._driver_version(str(info)) == "24.1.rc3"
     assert acl._driver_version(str(tmp_path / "none")).startswith("unknown (no ")
+
+
+def test_an_agent_leaving_releases_acl_cleanly(acl_lib_dir):
+    """After calls on two devices, close() destroys the streams and events, resets the devices
+    and finalises ACL without an error: the backend left nothing behind for aclFinalize to find."""
+    import os
+    import subprocess
+    import sys
+
+    script = (
+        "import numpy as np\n"
+        "from farm.agent.backends import acl\n"
+        "acl.declare_host('Ascend910B1', 2)\n"
+        "dy = np.ones((4, 8), np.float32); y = np.full((4, 8), -2.0, np.float32)\n"
+        "for device in (0, 1):\n"
+        "    assert acl.run(dy, y, (-1,), out_dtype=np.float32, device=device).status == 0\n"
+        "acl.close()\n"
+        "print('released')\n"
+    )
+    env = {**os.environ, acl_api.ENV_LIB_DIR: acl_lib_dir}
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert done.returncode == 0 and done.stdout.strip() == "released", done.stderr

@@ -93,15 +93,17 @@ class Runtime:
         """Every stream and event destroyed, every device reset, then aclFinalize; the first
         failure raises (after the rest were tried)."""
         libs, errors = self.libs, []
+        acl = libs.ascendcl
         for d in self.devices.values():
-            libs.ascendcl.aclrtSetDevice(d.id)
-            for status, call in (
-                (libs.ascendcl.aclrtDestroyEvent(d.start), "aclrtDestroyEvent"),
-                (libs.ascendcl.aclrtDestroyEvent(d.end), "aclrtDestroyEvent"),
-                (libs.ascendcl.aclrtDestroyStream(d.stream), "aclrtDestroyStream"),
-                (libs.ascendcl.aclrtResetDevice(d.id), f"aclrtResetDevice({d.id})"),
+            acl.aclrtSetDevice(d.id)
+            for fn, arg, call in (
+                (acl.aclrtDestroyEvent, d.start, "aclrtDestroyEvent"),
+                (acl.aclrtDestroyEvent, d.end, "aclrtDestroyEvent"),
+                (acl.aclrtDestroyStream, d.stream, "aclrtDestroyStream"),
+                (acl.aclrtResetDevice, d.id, f"aclrtResetDevice({d.id})"),
             ):
-                if status != api.ACL_SUCCESS:
+                status = fn(arg)
+                if status != api.ACL_SUCCESS:  # each one's own message, read at once
                     errors.append(f"{call} returned {status}: {message(libs)}")
         self.devices.clear()
         status = libs.ascendcl.aclFinalize()
