@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from farm import acl_sdk
+from farm.agent.backends import acl_api
 from farm.errors import BuildError
 from farm.paths import REPO_ROOT as ROOT
 from golden.soc import FAMILIES, representative_soc
@@ -101,7 +102,7 @@ CMAKE_TARGETS = {"twin": "lsg_twin", "ascendc-cpu": "lsg_ascendc_cpu"}
 # package carries them under ACL_DIR for the agent's acl backend.
 ACL_CMAKE_TARGET = "lsg_acl_emu"
 ACL_DIR = "acl"
-ACL_LIBS = ("libascendcl.so", "libnnopbase.so", "libopapi.so", "libcust_opapi.so")
+ACL_LIBS = (*acl_api.LIB_FILES.values(), acl_api.OP_API_FILE)  # the names the backend loads
 ACL_HEADER = OP_DIR / "ascendc" / "op_api" / "aclnn_log_softmax_backward.h"
 # The op-api entry points the package exports (the manifest says which; the acl backend asks).
 ACL_EXPORTS = (

@@ -112,15 +112,15 @@ def descriptor_only(case: CaseRequest) -> bool:
 
 def run_case(case: CaseRequest, backend: str, device: int, identity: Identity) -> ResultRecord:
     started = time.perf_counter()
+    if backend == "acl":
+        from farm.agent.backends.acl import declare_host
+
+        declare_host(identity.soc, identity.devices)  # one agent may serve several hosts
     if descriptor_only(case):
         dy = y = None
         result = _describe_only(case, backend, identity, device)
     else:
         dy, y = make_call_inputs(case)
-        if backend == "acl":
-            from farm.agent.backends.acl import declare_host
-
-            declare_host(identity.soc, identity.devices)
         out_dtype = case.get("out_dtype") or case["dtype"]
         out_extents = case.get("out_shape")
         out_shape = tuple(out_extents) if out_extents is not None else None
@@ -190,7 +190,7 @@ def _describe_only(case: CaseRequest, backend: str, identity: Identity, device: 
     started = time.perf_counter()
     soc = identity.soc or ""
     if backend == "acl":
-        return _describe_through_acl(case, identity, device)
+        return _describe_through_acl(case, device)
     if backend != "native":
         why = f"the {backend} backend cannot pass a tensor descriptor without data"
         return BackendResult(-1, "backend_error", why, None, 0, None, 0.0)
@@ -226,7 +226,7 @@ def _describe_only(case: CaseRequest, backend: str, identity: Identity, device: 
     )
 
 
-def _describe_through_acl(case: CaseRequest, identity: Identity, device: int):
+def _describe_through_acl(case: CaseRequest, device: int):
     from farm.agent.backends import acl
 
     fields: dict[str, Any] = dict(case)
@@ -243,7 +243,6 @@ def _describe_through_acl(case: CaseRequest, identity: Identity, device: int):
     dy = None if missing == "dy" else zeros("dtype", None)
     y = None if missing == "y" else zeros("y_dtype", "y_shape")
     out_shape = case.get("out_shape")
-    acl.declare_host(identity.soc, identity.devices)
     return acl.run(
         dy,
         y,

@@ -728,7 +728,7 @@ def _emulated_cann_libs() -> Path:
 
 def _install_cann(home: Path, libs: Path) -> Path:
     """A CANN tree of the emulated runtime at `home`: lib64/ and the installed custom operator."""
-    from farm.agent.backends import acl_api
+    from farm.agent.backends import acl_api  # the library names the backend looks for
 
     (home / "lib64").mkdir(parents=True, exist_ok=True)
     for name in acl_api.LIB_FILES.values():

@@ -116,14 +116,6 @@ aclTensor* contiguous_like(const View& v, void* data) {
                            v.dims.data(), v.dims.size(), data);
 }
 
-size_t element_bytes(aclDataType t) {
-    switch (t) {
-        case ACL_FLOAT: return 4;
-        case ACL_FLOAT16: case ACL_BF16: return 2;
-        default: return 4;  // a dtype the generated entry refuses: the size does not matter
-    }
-}
-
 struct Tensors {  // owns the aclTensors and the axis array it made
     std::vector<aclTensor*> tensors;
     aclIntArray* axes = nullptr;
@@ -216,8 +208,10 @@ aclnnStatus prepare(const char* api, const aclTensor* gradOutput, const aclTenso
         if (plan->copy[i]) {
             copies = true;
             plan->at[i] = end;
+            // A dtype the shared table does not know is refused by the generated entry above.
+            const int bytes = lsg::dtype_size(plan->views[i].dtype);
             end += aligned(static_cast<uint64_t>(plan->views[i].numel()) *
-                           element_bytes(plan->views[i].dtype));
+                           static_cast<uint64_t>(bytes > 0 ? bytes : 1));
         }
     if (copies) {
         aclDestroyAclOpExecutor(inner);  // asked again in phase two, with the workspace's addresses
