@@ -41,7 +41,8 @@ target_link_libraries(lsg_acl_opapi PRIVATE lsg_acl_nnopbase lsg_acl_ascendcl)
 
 # The host code, kernel and device objects of lsg_ascendc_cpu that the custom op-api runs.
 set(_objects "")
-foreach(_rel ascendc/op_host/log_softmax_grad.cpp ascendc_cpu/host/host_tiling.cpp
+foreach(_rel ascendc/op_host/log_softmax_grad.cpp ascendc/op_api/log_softmax_backward_checks.cpp
+             ascendc_cpu/host/host_tiling.cpp
              ascendc_cpu/host/registration.cpp ascendc_cpu/host/op_def_registry.cpp
              tiling/tiling.cpp)
   list(FIND LSG_ACPU_SOURCES ${_rel} _at)

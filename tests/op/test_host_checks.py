@@ -1,8 +1,8 @@
-"""Rejections of the emulated real operator come from its real host code (op/ascendc/op_host):
-the OpDef registration per SoC, as CANN's generated aclnn layer enforces it, then the tiling
-function's own checks. The shared checks (lsg::validate, the twin's) are a second opinion only,
-and the record says which layer decided and where the two disagree (farm/agent/record.py
-HostChecks).
+"""Rejections of the emulated real operator come from its real source: the package's aclnn layer
+(op/ascendc/op_api) over the host code (op/ascendc/op_host): the OpDef registration per SoC, as
+CANN's generated aclnn layer enforces it, then the tiling function's own checks. The shared
+checks (lsg::validate, the twin's) are a second opinion only, and the record says which layer
+decided and where the two disagree (farm/agent/record.py HostChecks).
 
 - every rejection of the contract, on both families, is decided by the layer that owns it;
 - a host change that lets bf16 through on Ascend310B (registered for ascend310b and let through
@@ -10,6 +10,8 @@ HostChecks).
   tier on Ascend310B as an unexpected acceptance, and the message says the shared checks refuse;
 - half of that change alone (bf16 registered for ascend310b, a copy of op_host edited here) is
   still refused, by the tiling function, and the record says that the registration let it by;
+- the library's refusals are the package's aclnn layer's (op/ascendc/op_api): its checks edited
+  in a copy of the sources, the library refuses as edited;
 - a tiling function that gives the kernel what the shared plan did not plan (host_half_blocks)
   fails as tiling_mismatch, naming the fields, and still runs as the host code tiled it.
 """
@@ -101,19 +103,61 @@ def test_a_host_that_lets_bf16_through_on_310b_fails_the_smoke_tier(monkeypatch)
         assert record["checks"]["host"] == "ok"
 
 
-@pytest.mark.build
-def test_a_bf16_registration_alone_is_refused_by_the_tiling_and_said(tmp_path, monkeypatch):
-    # Half of bf16_cast_310b, in a copy of the real sources: bf16 registered for ascend310b while
-    # the tiling function's own SoC check still refuses it.
+# Edits of the package's aclnn layer checks (op/ascendc/op_api), which the CPU library runs.
+OP_API_EDITS = [
+    (
+        "return check_present(call);",
+        'Verdict v = check_present(call); v.message = "edited: " + v.message; return v;',
+    ),
+    ("contract.message = own;", 'contract.message = "edited: " + own;'),
+]
+
+
+def _edit(path, old, new):
+    text = path.read_text()
+    assert text.count(old) == 1, f"{old!r} is not once in {path}"
+    path.write_text(text.replace(old, new))
+
+
+@pytest.fixture(scope="module")
+def edited_library(tmp_path_factory):
+    """The CPU library of a copy of the real sources with half of bf16_cast_310b (bf16 registered
+    for ascend310b while the tiling function's own SoC check still refuses it) and OP_API_EDITS."""
     need_emulation()
-    source = tmp_path / "op"
+    root = tmp_path_factory.mktemp("edited")
+    source = root / "op"
     shutil.copytree(build.OP_DIR, source, ignore=shutil.ignore_patterns("build_out"))
     registration = build.planted_bugs()["bf16_cast_310b"][0]
     assert "DT_BF16" in registration["new"] and registration["file"].startswith("ascendc/op_host")
-    host = source / registration["file"]
-    host.write_text(host.read_text().replace(registration["old"], registration["new"]))
-    library = build.build_native("ascendc-cpu", tmp_path / "build", source_dir=source)
+    _edit(source / registration["file"], registration["old"], registration["new"])
+    for old, new in OP_API_EDITS:
+        _edit(source / "ascendc/op_api/log_softmax_backward_checks.cpp", old, new)
+    return build.build_native("ascendc-cpu", root / "build", source_dir=source)
 
+
+@pytest.mark.build
+def test_the_cpu_library_refuses_as_the_packages_aclnn_layer_does(edited_library):
+    # A missing tensor (the layer's own check) and a dtype the registration refuses (the layer's
+    # reading of a refusal of the generated entry) both say what the edited op_api source says.
+    missing = native.run(
+        zeros((4, 6)), zeros((4, 6)), (-1,), "Ascend910B1", missing="y", library=edited_library
+    )
+    assert (missing.reason, missing.status) == ("null_tensor", 161001)
+    assert missing.message.startswith("edited: null tensor"), missing.message
+    wrong = native.run(
+        zeros((4, 6), np.int32),
+        zeros((4, 6), np.int32),
+        (-1,),
+        "Ascend910B1",
+        library=edited_library,
+    )
+    assert (wrong.reason, wrong.checks["decided_by"]) == ("dtype_unsupported", "registration")
+    assert wrong.message.startswith("edited: gradOutput (dy) dtype int32"), wrong.message
+
+
+@pytest.mark.build
+def test_a_bf16_registration_alone_is_refused_by_the_tiling_and_said(edited_library, monkeypatch):
+    library = edited_library
     record = judged(Case("ascend310b", "bfloat16", (4, 37), (-1,)), library, monkeypatch)
     assert (record["outcome"], record["reason"]) == ("passed", "bf16_unsupported_on_soc")
     assert record["checks"]["decided_by"] == "tiling"

@@ -4,13 +4,12 @@
 // the operator package; on the CPU the same source runs against the emulated ACL runtime
 // (op/acl_emu).
 //
-// Phase one reads each tensor through the getters and checks what only this layer can: the
-// output pointers and a missing tensor (161001), malformed descriptors, the dim list.  Every
-// other decision is the host code's, made where a device makes it: the generated entry checks the
-// dtypes against the OpDef registration and runs the tiling function.  When the tiling function
-// refuses a call, its status is an inner tiling error; this layer then gives the contract's status
-// and reason from the shared checks (op/tiling, lsg::validate), which the tiling function itself
-// runs, so a refusal reads the same on every path.
+// Phase one reads each tensor through the getters and checks the output pointers and the dim
+// list; what it decides of the call itself is log_softmax_backward_checks.h's, the source the CPU
+// library's phase one runs too (op/ascendc_cpu/abi): malformed descriptors and a missing tensor
+// (161001) here, every other decision the host code's, made where a device makes it (the generated
+// entry checks the dtypes against the OpDef registration and runs the tiling function).  A call
+// the generated entry refuses gets the contract's status and reason (lsg::op_api::after_refusal).
 //
 // Views that are not contiguous are copied into the workspace (aclnnInplaceCopy) and out is copied
 // back; phase one asks the generated entry for its workspace with contiguous stand-ins, phase two
@@ -28,6 +27,7 @@
 #include "acl/acl.h"
 #include "aclnn_log_softmax_grad.h"
 #include "aclnnop/aclnn_copy.h"
+#include "log_softmax_backward_checks.h"
 #include "tiling.h"
 
 // The emulated runtime's error message setter; absent on a device, where the message is logged.
@@ -49,8 +49,7 @@ aclnnStatus report(aclnnStatus status, const std::string& message) {
 }
 
 aclnnStatus refuse(const char* api, const lsg::Verdict& v) {
-    return report(v.status, "LogSoftmaxGrad: status " + std::to_string(v.status) + " (reason " +
-                                std::to_string(v.reason) + "): " + v.message + " [" + api + "]");
+    return report(v.status, lsg::op_api::message(api, v));
 }
 
 std::string recent() {
@@ -169,8 +168,7 @@ aclnnStatus prepare(const char* api, const aclTensor* gradOutput, const aclTenso
         return report(ACLNN_ERR_PARAM_NULLPTR, std::string(api) + ": dims is NULL");
     call.axes.assign(dims, dims + dimsNum);
     plan->dims = call.axes;
-    lsg::Verdict v = lsg::check_descriptors(call);
-    if (v.ok()) v = lsg::check_present(call);
+    const lsg::Verdict v = lsg::op_api::check_call(call);
     if (!v.ok()) return refuse(api, v);
 
     // Contiguous stand-ins for the views to copy: phase one of the generated entry only reads
@@ -190,16 +188,9 @@ aclnnStatus prepare(const char* api, const aclTensor* gradOutput, const aclTenso
     const aclnnStatus s = aclnnLogSoftmaxGradGetWorkspaceSize(
         kernel_tensors[0], kernel_tensors[1], own.axes, kernel_tensors[2], &inner_ws, &inner);
     if (s != ACLNN_SUCCESS) {
-        const std::string said = recent();
-        if (s == ACLNN_ERR_PARAM_NULLPTR || s == ACLNN_ERR_PARAM_INVALID)
-            return report(s, said + " [" + api + "]");  // the registration's (or nnopbase's) call
-        // The tiling function refused it: the contract's status and reason, from its own checks.
         const char* soc_name = aclrtGetSocName();
-        const lsg::SocProfile* soc = soc_name ? lsg::find_soc(soc_name) : nullptr;
-        const lsg::Verdict contract = soc ? lsg::validate(call, *soc) : lsg::Verdict{};
-        if (!contract.ok()) return refuse(api, contract);
-        return report(s, std::string(api) + ": the tiling function refused a call the contract "
-                                            "accepts (status " + std::to_string(s) + "): " + said);
+        return refuse(api, lsg::op_api::after_refusal(
+                               call, soc_name ? lsg::find_soc(soc_name) : nullptr, s, recent()));
     }
     plan->kernel_workspace = inner_ws;
     uint64_t end = aligned(inner_ws);

@@ -14,8 +14,10 @@
  * (ACLNN_ERR_PARAM_INVALID) for every other call the contract rejects (dtype, shape, rank, dim,
  * bfloat16 on a SoC without a bf16 cast), with "LogSoftmaxGrad: status S (reason R): <why and the
  * fix>" as the recent error message (aclGetRecentErrMsg on the emulated runtime; CANN's log on a
- * device); 561002 when the operator's tiling function refuses a call the contract accepts.
- * Source: op/ascendc/op_api/aclnn_log_softmax_backward.cpp, shipped in the operator package. */
+ * device); 561000 (ACLNN_ERR_INNER, reason internal) when the generated entry refuses a call the
+ * contract accepts.
+ * Source: op/ascendc/op_api/aclnn_log_softmax_backward.cpp and log_softmax_backward_checks.cpp,
+ * shipped in the operator package. */
 #ifndef ACLNN_LOG_SOFTMAX_BACKWARD_H
 #define ACLNN_LOG_SOFTMAX_BACKWARD_H
 

@@ -1,16 +1,19 @@
 // liblsg_ascendc_cpu.so: the C ABI of lsg_twin.h over the real Ascend C operator on the CPU.
 //
-// Phase one (lsg_get_workspace_size) is the aclnn layer CANN generates for a custom operator,
-// emulated, and every decision in it is the real host code's:
-//   1. the checks only an aclnn layer makes (the SoC, malformed descriptors, missing tensors:
-//      lsg::abi::read_call, lsg::check_descriptors, lsg::check_present);
+// Phase one (lsg_get_workspace_size) is the package's aclnn layer over the aclnn layer CANN
+// generates for a custom operator, emulated, and every decision in it is the real source's:
+//   1. the SoC and the descriptors, read (lsg::abi::read_call), then the checks of the package's
+//      aclnn layer (op/ascendc/op_api, lsg::op_api::check_call: malformed descriptors, missing
+//      tensors) -- the layer "front";
 //   2. the tensors' dtypes and formats against the operator's OpDef registration for the SoC
 //      (registration.h: what op_host's OP_ADD recorded);
 //   3. the operator's own tiling function (op_host/log_softmax_grad.cpp, found through its OpDef)
-//      on an emulated TilingContext: its own checks, then the tiling.  A refusal it reports
-//      (lsg::report_rejection) is the call's status, reason and message.
-// The shared checks (lsg::validate, which the twin makes) are asked as a second opinion only;
-// what each layer said of the last call is lsg_acpu_last_checks().  The tiling record reported is
+//      on an emulated TilingContext: its own checks, then the tiling.
+// A call that 2 or 3 refuses gets the status, reason and message the package's aclnn layer gives
+// it (lsg::op_api::after_refusal: the contract's, as on a device); what the refusing layer itself
+// said (the registration's verdict, or the one the tiling function reported through
+// lsg::report_rejection) and the shared checks' verdict (lsg::validate, the twin's) are in
+// lsg_acpu_last_checks(), where they are compared.  The tiling record reported is
 // what the tiling function gave the kernel; where the shared checks accept the call it must equal
 // lsg::plan's (tiling data bytes, block dim, tiling key, one system workspace), and a difference
 // is reported there as a tiling mismatch (the call still runs as the host code tiled it).
@@ -39,6 +42,7 @@
 #include "emu/device.h"
 #include "host_tiling.h"
 #include "kernels.h"
+#include "log_softmax_backward_checks.h"
 #include "log_softmax_grad_tiling.h"
 #include "registration.h"
 #include "tiling.h"
@@ -265,19 +269,27 @@ int32_t lsg_get_workspace_size(const lsg_tensor* dy, const lsg_tensor* y, const 
     if (executor) *executor = nullptr;
     Checks checks;
     const char* layer = "front";  // the layer at work: one that throws refuses the call
-    const auto refused = [&](const char* refusing, const lsg::Verdict& v) {
+    // `said`: what the refusing layer said; `v`: the call's verdict.
+    const auto refused = [&](const char* refusing, const lsg::Verdict& said,
+                             const lsg::Verdict& v) {
         checks.decided_by = refusing;
-        checks.host = v;
+        checks.host = said;
         t_last_checks = checks.json();
         return finish(v.status, v.reason, v.message, reason, message, message_cap);
+    };
+    // A refusal of the generated entry (the registration's, the tiling function's), as the
+    // package's aclnn layer reports it.
+    const auto entry_refused = [&](const char* refusing, const lsg::Verdict& said,
+                                   const lsg::Call& call, const lsg::SocProfile& soc) {
+        return refused(refusing, said,
+                       lsg::op_api::after_refusal(call, &soc, said.status, said.message));
     };
     try {
         auto ex = std::make_unique<lsg_executor>();
         lsg::Verdict v =
             lsg::abi::read_call(dy, y, axes, n_axes, out, soc_name, kLibrary, &ex->call, &ex->soc);
-        if (v.ok()) v = lsg::check_descriptors(ex->call);
-        if (v.ok()) v = lsg::check_present(ex->call);
-        if (!v.ok()) return refused("front", v);
+        if (v.ok()) v = lsg::op_api::check_call(ex->call);
+        if (!v.ok()) return refused("front", v, v);
 
         const lsg::Call& call = ex->call;
         const lsg::SocProfile& soc = *ex->soc;
@@ -285,17 +297,22 @@ int32_t lsg_get_workspace_size(const lsg_tensor* dy, const lsg_tensor* y, const 
         checks.shared_known = true;
         layer = "registration";
         v = lsg::acpu::check_registration(call, soc);
-        if (!v.ok()) return refused("registration", v);
+        if (!v.ok()) return entry_refused("registration", v, call, soc);
         layer = "tiling";
         ex->host = lsg::acpu::run_tiling(call, soc);
         if (!ex->host.ok)
-            return refused("tiling", ex->host.reported
-                                         ? ex->host.rejection
-                                         : internal("internal error: " + ex->host.error));
+            return entry_refused("tiling",
+                                 ex->host.reported
+                                     ? ex->host.rejection
+                                     : internal("internal error: " + ex->host.error),
+                                 call, soc);
         std::string wrong;
         ex->layout = lsg::workspace_layout(call, soc);
         ex->tiling = host_record(ex->host, call, soc, ex->layout, &wrong);
-        if (!wrong.empty()) return refused("tiling", internal("internal error: " + wrong));
+        if (!wrong.empty()) {
+            const lsg::Verdict failed = internal("internal error: " + wrong);
+            return refused("tiling", failed, failed);
+        }
         if (checks.shared.ok())
             checks.tiling_mismatch =
                 disagreement(lsg::plan(call, soc), ex->host, system_workspace_bytes(soc));
@@ -308,7 +325,8 @@ int32_t lsg_get_workspace_size(const lsg_tensor* dy, const lsg_tensor* y, const 
         if (executor) *executor = ex.release();
         return finish(LSG_STATUS_OK, LSG_REASON_OK, "", reason, message, message_cap);
     } catch (const std::exception& e) {
-        return refused(layer, internal(std::string("internal error: ") + e.what()));
+        const lsg::Verdict failed = internal(std::string("internal error: ") + e.what());
+        return refused(layer, failed, failed);
     }
 }
 
