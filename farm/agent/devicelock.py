@@ -29,7 +29,8 @@ or of none (a health check), needs the lock free: it waits for it up to ``lock_w
 holder (run, agent pids, since when). All acquisitions go through the gate (an exclusive flock
 held for microseconds), which makes the exclusive-then-shared conversion safe.
 
-Standard library only: this module ships to hosts with the agent.
+Standard library only: this module ships to hosts with the agent. Whether a holder's pid is alive
+is farm/agent/hostops.py's ``alive`` (a zombie holds no lock: its descriptors are closed).
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from farm.agent.errors import DeviceBusy
+from farm.agent.hostops import alive
 
 DEFAULT_LOCK_WAIT = 10.0  # seconds an agent waits for a busy device when the request does not say
 POLL_S = 0.1
@@ -60,16 +62,6 @@ def lock_paths(workdir: str | os.PathLike[str], device: int) -> tuple[Path, Path
 
 def _iso(ts: float) -> str:
     return datetime.fromtimestamp(ts, timezone.utc).isoformat(timespec="seconds")
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def read_holder(workdir: str | os.PathLike[str], device: int) -> dict[str, Any]:
@@ -160,7 +152,7 @@ class DeviceLocks:
             raise
         os.close(fd)
         holder = read_holder(self.workdir, device)
-        holder["pids"] = [p for p in holder.get("pids") or [] if _alive(int(p))]
+        holder["pids"] = [p for p in holder.get("pids") or [] if alive(int(p))]
         raise DeviceBusy(
             f"device {device} of {socket.gethostname()} is busy: held by "
             f"{describe_holder(holder)}; waited {time.monotonic() - start:.0f} s",
@@ -201,7 +193,7 @@ class DeviceLocks:
             fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
         except BlockingIOError:  # held exclusively after all
             return None
-        holder["pids"] = [p for p in holder.get("pids") or [] if _alive(int(p))] + [me]
+        holder["pids"] = [p for p in holder.get("pids") or [] if alive(int(p))] + [me]
         _write_json(info, holder)
         return holder
 

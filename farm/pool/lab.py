@@ -48,6 +48,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from farm.agent import hostops
 from farm.errors import ConfigError, FarmError
 from farm.pool.inventory import Inventory, load_inventory
 from golden.soc import UnknownSocError
@@ -198,19 +199,8 @@ def process_tree(pid: int) -> list[int]:
 
 
 def _alive(pid: int | None) -> bool:
-    if not pid:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:  # a zombie is not alive
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            return f.read().rsplit(b")", 1)[1].split()[0] != b"Z"
-    except OSError:
-        return True
+    """Whether the process exists and is not a zombie (farm/agent/hostops.py)."""
+    return pid is not None and hostops.alive(pid)
 
 
 def _signal_all(pids: list[int], sig: int) -> None:
@@ -221,21 +211,8 @@ def _signal_all(pids: list[int], sig: int) -> None:
             pass
 
 
-def _cmdline(pid: int) -> list[str]:
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            return [a.decode("utf-8", "replace") for a in f.read().split(b"\0") if a]
-    except OSError:
-        return []
-
-
-def _is_agent_of(argv: list[str], workdir: str) -> bool:
-    if "farm.agent" not in argv:
-        return False
-    for flag, value in zip(argv, argv[1:], strict=False):
-        if flag == "--workdir" and os.path.abspath(value) == workdir:
-            return True
-    return f"--workdir={workdir}" in argv
+def _is_agent_of(pid: int, workdir: str) -> bool:
+    return hostops.is_agent(hostops.cmdline(pid) or [], workdir)
 
 
 def host_agents(workdir: str | os.PathLike[str]) -> list[int]:
@@ -249,31 +226,27 @@ def host_agents(workdir: str | os.PathLike[str]) -> list[int]:
             pid = int(json.loads(path.read_text())["pid"])
         except (OSError, ValueError, KeyError, TypeError):
             continue
-        if _alive(pid) and _is_agent_of(_cmdline(pid), workdir):
+        if _alive(pid) and _is_agent_of(pid, workdir):
             found.add(pid)
         elif not _alive(pid):
             path.unlink(missing_ok=True)  # the agent was killed before it could remove it
     for entry in os.listdir("/proc") if os.path.isdir("/proc") else []:
-        if entry.isdigit() and _is_agent_of(_cmdline(int(entry)), workdir) and _alive(int(entry)):
+        if entry.isdigit() and _is_agent_of(int(entry), workdir) and _alive(int(entry)):
             found.add(int(entry))
     return sorted(found)
 
 
 def kill_agents(workdir: str | os.PathLike[str], timeout: float = 5.0) -> list[int]:
-    """SIGKILL every agent of a work directory with its process group; return the pids that are
-    still alive afterwards (none, unless a process cannot be killed)."""
+    """SIGKILL every agent of a work directory with its process group (SIGCONT first, no SIGTERM:
+    farm/agent/hostops.py ``kill_group``); return the pids that are still alive afterwards (none,
+    unless a process cannot be killed)."""
     pids = host_agents(workdir)
     for pid in pids:
-        try:
-            pgid = os.getpgid(pid)
-        except ProcessLookupError:
+        pgid = hostops.group_of(pid)
+        if pgid is None:
             continue
         if pgid != os.getpgrp():  # never our own group (an agent should always have its own)
-            for sig in (signal.SIGCONT, signal.SIGKILL):
-                try:
-                    os.killpg(pgid, sig)
-                except (ProcessLookupError, PermissionError):
-                    pass
+            hostops.kill_group(pgid, None, kill_wait=0.0)  # the waiting is done below, per agent
         _signal_all([pid], signal.SIGKILL)
     return [pid for pid in pids if not _wait_gone(pid, timeout)]
 

@@ -39,6 +39,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
+from farm.agent import hostops
 from farm.agent.record import METRIC_COLUMNS, OUTCOMES, TIMING_COLUMNS
 from farm.errors import StoreError, UsageError
 from farm.paths import RUNS_DIR
@@ -596,11 +597,7 @@ def owner_alive(owner: str | None) -> bool | None:
 
 
 def _start_time(pid: int) -> str:
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return fields[19]  # starttime, in clock ticks since boot
-    except (OSError, IndexError):
-        return ""
+    return hostops.start_time(pid) or ""  # "" without /proc: such an owner is never alive
 
 
 class RunStore:

@@ -13,23 +13,26 @@ After any of these the channel is *broken* (a late reply could otherwise be take
 to the next request): it is closed, and every further request raises ConnectionLost. Open a new
 channel. Breaking a channel also *reaps* its agent, in the background: the agent's whole process
 group (pid and group from hello; the local transport knows its child anyway) gets SIGTERM, then
-SIGKILL after :data:`REAP_GRACE` seconds, and is checked to be gone (over SSH by a small command
-on the host: :meth:`Transport.reap_group`). A stuck agent must not keep its device (and its
-device lock) busy. :meth:`Channel.close` waits for the reaping; :attr:`Channel.reaped` says how it
-ended (True: gone; False: still there or the host could not be asked, :attr:`Channel.reap_detail`
-says which; None: nothing to reap).
+SIGKILL after :data:`REAP_GRACE` seconds, and is checked to be gone (farm/agent/hostops.py
+``kill_group``; over SSH the helper's ``reap`` command on the host: :meth:`Transport.reap_group`).
+A stuck agent must not keep its device (and its device lock) busy. :meth:`Channel.close` waits
+for the reaping; :attr:`Channel.reaped` says how it ended (True: gone; False: still there or the
+host could not be asked, :attr:`Channel.reap_detail` says which; None: nothing to reap).
 
 Before the handshake a channel tolerates a few lines that are not JSON (a login shell's rc file
 that prints something); they are kept in :attr:`Channel.noise`. After it, the stream is strict.
 
 A :class:`Transport` is the per-host connection factory: ``open_channel`` starts an agent and
 handshakes with it, ``put_file``/``sha256_remote``/``run_argv`` serve deploy and health checks.
+The host-side helper behind ``sha256_remote``, ``remote_status``, ``install_remote`` and
+``reap_group`` is farm/agent/hostops.py, sent as ``python -c`` text (:func:`helper_source`).
 Commands are argv lists, never shell strings: where a shell is unavoidable (SSH exec), they are
 quoted with :func:`shlex.join` by :func:`remote_command`.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import shlex
 import threading
@@ -40,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from farm import __version__
-from farm.agent import protocol
+from farm.agent import hostops, protocol
 from farm.agent.errors import InfraError, ProtocolError
 from farm.agent.request import CaseRequest
 from farm.errors import AgentTimeout, ConnectionLost, DeployError
@@ -54,167 +57,16 @@ STDERR_TAIL_BYTES = 4000
 REAP_GRACE = 2.0  # seconds between SIGTERM and SIGKILL for a broken channel's agent
 REAP_TIMEOUT = 15.0  # the longest Channel.close waits for the reaping
 
-UNPACKED_MARKER = ".lsg-unpacked"
+UNPACKED_MARKER = hostops.MARKER
 
-# Runs on the host with its python (standard library only), as `python -c HELPER <cmd> args...`
-# (the local transport calls HELPER_FUNCTIONS in its own process instead: farm/pool/transport/
-# local.py).
-#   sha256 FILE                 {"sha256"}
-#   status FILE DIR             {"sha256" of FILE, "unpacked": the sha256 in DIR's marker}; a
-#       complete version directory (its marker holds its own name, the sha256) vouches for FILE
-#       without reading it again
-#   install TMP DEST NAME SHA ARCHIVE REUSE
-#       verify TMP/NAME (first linked or copied from REUSE when that is not "-"), unpack it
-#       there when ARCHIVE is "1", write the marker, rename TMP to DEST. DEST is never written
-#       into: a complete DEST (its marker holds SHA) wins and TMP is discarded; an incomplete one
-#       (no marker: a deploy of an older farm that died half-way) is moved aside first.
-#       {"sha256" of the file, "installed": "renamed" | "exists" | null}
-#   reap PGID PID GRACE         SIGCONT, SIGTERM, GRACE s, SIGKILL to process group PGID (only
-#       if PID, its leader, is gone or is a farm agent), then check that no member is left
-#       (kill -0; zombies do not count). {"gone", "left": [pid], "sent": [signal]}
-HELPER_FUNCTIONS = r"""
-import errno, hashlib, json, os, shutil, signal, sys, tarfile, time, uuid
-def sha(p):
-    h = hashlib.sha256()
-    try:
-        with open(p, "rb") as f:
-            for b in iter(lambda: f.read(1 << 20), b""):
-                h.update(b)
-    except FileNotFoundError:
-        return None
-    return h.hexdigest()
-def marker(d):
-    try:
-        with open(os.path.join(d, MARKER)) as f:
-            return f.read().strip()
-    except OSError:
-        return None
-def unpack(archive, dest):
-    with tarfile.open(archive, "r:*") as t:
-        members = t.getmembers()
-        for x in members:
-            parts = x.name.split("/")
-            if x.name.startswith("/") or ".." in parts or not (x.isfile() or x.isdir()):
-                sys.exit("refusing unsafe archive member %r in %s" % (x.name, archive))
-        if hasattr(tarfile, "data_filter"):
-            t.extractall(dest, members, filter="data")
-        else:
-            t.extractall(dest, members)
-def install(tmp, dest, name, expect, archive, reuse):
-    parent = os.path.dirname(dest)
-    now = time.time()
-    for old in os.listdir(parent) if os.path.isdir(parent) else []:
-        p = os.path.join(parent, old)
-        try:
-            if old.startswith((".incoming-", ".stale-")) and now - os.path.getmtime(p) > 86400:
-                shutil.rmtree(p, ignore_errors=True)  # left by a deploy that died a day ago
-        except OSError:
-            pass
-    os.makedirs(tmp, exist_ok=True)
-    f = os.path.join(tmp, name)
-    if reuse != "-" and not os.path.exists(f):
-        try:
-            os.link(reuse, f)
-        except OSError:
-            shutil.copyfile(reuse, f)
-    got = sha(f)
-    if got != expect:
-        shutil.rmtree(tmp, ignore_errors=True)
-        return {"sha256": got, "installed": None}
-    if archive == "1":
-        unpack(f, tmp)
-    with open(os.path.join(tmp, MARKER + ".tmp"), "w") as m:
-        m.write(expect + "\n")
-    os.replace(os.path.join(tmp, MARKER + ".tmp"), os.path.join(tmp, MARKER))
-    for attempt in (1, 2):
-        try:
-            os.rename(tmp, dest)  # atomic; fails on a non-empty DEST
-            return {"sha256": got, "installed": "renamed"}
-        except OSError as e:
-            if e.errno not in (errno.ENOTEMPTY, errno.EEXIST, errno.EISDIR, errno.ENOTDIR):
-                raise
-        if marker(dest) == expect:  # another deploy won the rename: use its directory
-            shutil.rmtree(tmp, ignore_errors=True)
-            return {"sha256": got, "installed": "exists"}
-        aside = os.path.join(
-            parent, ".stale-%s-%s" % (os.path.basename(dest), uuid.uuid4().hex[:8])
-        )
-        try:
-            os.rename(dest, aside)
-        except FileNotFoundError:
-            pass
-        shutil.rmtree(aside, ignore_errors=True)
-    sys.exit("cannot install %s: %s stays incomplete" % (name, dest))
-def members(pgid):
-    if not os.path.isdir("/proc/self"):
-        try:
-            os.killpg(pgid, 0)
-        except ProcessLookupError:
-            return []
-        except PermissionError:
-            pass
-        return [pgid]
-    out = []
-    for e in os.listdir("/proc"):
-        if not e.isdigit():
-            continue
-        try:
-            with open("/proc/%s/stat" % e, "rb") as f:
-                st = f.read().rsplit(b")", 1)[1].split()
-        except OSError:
-            continue
-        if int(st[2]) == pgid and st[0] != b"Z":
-            out.append(int(e))
-    return out
-def leader_is_agent(pid):
-    try:
-        with open("/proc/%d/cmdline" % pid, "rb") as f:
-            return b"farm.agent" in f.read()
-    except FileNotFoundError:
-        return True  # the leader is gone: what is left of its group is the agent's
-    except OSError:
-        return True
-def reap(pgid, pid, grace):
-    sent = []
-    if members(pgid) and pid in members(pgid) and not leader_is_agent(pid):
-        return {"gone": False, "left": members(pgid), "sent": [], "refused": "not a farm agent"}
-    for sig, wait in ((signal.SIGCONT, 0.0), (signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):
-        if not members(pgid):
-            break
-        try:
-            os.killpg(pgid, sig)
-        except ProcessLookupError:
-            break
-        except PermissionError as e:
-            return {"gone": False, "left": members(pgid), "sent": sent, "refused": str(e)}
-        sent.append(signal.Signals(sig).name)
-        deadline = time.time() + wait
-        while time.time() < deadline and members(pgid):
-            time.sleep(0.02)
-    left = members(pgid)
-    return {"gone": not left, "left": left, "sent": sent}
-def status(archive, dest):
-    unpacked = marker(dest)
-    if unpacked is not None and unpacked == os.path.basename(os.path.normpath(dest)):
-        return {"sha256": unpacked, "unpacked": unpacked}
-    return {"sha256": sha(archive), "unpacked": unpacked}
-""".replace("MARKER", repr(UNPACKED_MARKER))
-HELPER = (
-    HELPER_FUNCTIONS
-    + r"""
-cmd, args = sys.argv[1], sys.argv[2:]
-if cmd == "sha256":
-    print(json.dumps({"sha256": sha(args[0])}))
-elif cmd == "status":
-    print(json.dumps(status(args[0], args[1])))
-elif cmd == "install":
-    print(json.dumps(install(*args)))
-elif cmd == "reap":
-    print(json.dumps(reap(int(args[0]), int(args[1]), float(args[2]))))
-else:
-    sys.exit("unknown helper command %r" % cmd)
-"""
-)
+
+@functools.cache
+def helper_source() -> str:
+    """The host-side helper: the text of farm/agent/hostops.py, which a host runs as ``python -c
+    TEXT <command> args...`` (its commands and replies are in that module's docstring). The
+    text travels, not the module: deploy runs it before the bundle that holds the module is on
+    the host. The local transport imports the module instead (farm/pool/transport/local.py)."""
+    return Path(hostops.__file__).read_text(encoding="utf-8")
 
 
 def remote_command(argv: Sequence[str], cwd: str | None = None) -> str:
@@ -225,6 +77,20 @@ def remote_command(argv: Sequence[str], cwd: str | None = None) -> str:
     if cwd:
         command = f"cd {shlex.quote(str(cwd))} && {command}"
     return command
+
+
+def agent_label(pid: int, pgid: int) -> str:
+    """'the agent (pid P)', with its process group when that is not P, for messages."""
+    return f"the agent (pid {pid}" + (f", process group {pgid})" if pgid != pid else ")")
+
+
+def reap_outcome(label: str, where: str, result: dict[str, Any]) -> tuple[bool, str]:
+    """(gone, what happened) from a reply of farm/agent/hostops.py's ``kill_group``/``reap``."""
+    if result.get("gone"):
+        sent = [s.removeprefix("SIG") for s in result.get("sent") or [] if s != "SIGCONT"]
+        return True, (f"{label} was killed ({'/'.join(sent)})" if sent else f"{label} was gone")
+    why = result.get("refused") or f"processes {result.get('left')} still there after SIGKILL"
+    return False, f"{label} on {where} could not be killed: {why}"
 
 
 def describe_exit(status: int | None) -> str:
@@ -298,8 +164,7 @@ class Channel(ABC):
     def agent_label(self) -> str:
         if self.agent_pid is None:
             return "the agent"
-        group = f", process group {self.agent_pgid}" if self.agent_pgid != self.agent_pid else ""
-        return f"the agent (pid {self.agent_pid}{group})"
+        return agent_label(self.agent_pid, self.agent_pgid or self.agent_pid)
 
     # -- requests -------------------------------------------------------------------------------
 
@@ -552,7 +417,9 @@ class Transport(ABC):
     # -- built on run_argv ----------------------------------------------------------------------
 
     def _helper(self, *args: str, timeout: float = COMMAND_TIMEOUT) -> dict[str, Any]:
-        rc, out, err = self.run_argv([self.host.python, "-c", HELPER, *args], timeout=timeout)
+        rc, out, err = self.run_argv(
+            [self.host.python, "-c", helper_source(), *args], timeout=timeout
+        )
         if rc != 0:
             detail = (err.strip().splitlines() or [describe_exit(rc)])[-1]
             raise DeployError(
@@ -600,8 +467,8 @@ class Transport(ABC):
         check that nothing of it is left: (gone, what happened, for messages). ``pid`` is the
         group's leader, the agent: a leader that is alive but not a farm agent (the number was
         reused) is left alone."""
-        label = f"the agent (pid {pid}" + (f", process group {pgid})" if pgid != pid else ")")
-        argv = [self.host.python, "-c", HELPER, "reap", str(pgid), str(pid), f"{grace:g}"]
+        label = agent_label(pid, pgid)
+        argv = [self.host.python, "-c", helper_source(), "reap", str(pgid), str(pid), f"{grace:g}"]
         try:
             rc, out, err = self._reap_command(argv, grace + 15.0)
         except InfraError as exc:
@@ -611,11 +478,7 @@ class Transport(ABC):
         except (ValueError, IndexError):
             detail = (err.strip().splitlines() or [describe_exit(rc)])[-1]
             return False, f"{label} could not be checked on {self.where}: {detail}"
-        if result.get("gone"):
-            sent = [s.removeprefix("SIG") for s in result.get("sent") or [] if s != "SIGCONT"]
-            return True, (f"{label} was killed ({'/'.join(sent)})" if sent else f"{label} was gone")
-        why = result.get("refused") or f"processes {result.get('left')} still there after SIGKILL"
-        return False, f"{label} on {self.where} could not be killed: {why}"
+        return reap_outcome(label, self.where, result)
 
     def _reap_command(self, argv: Sequence[str], timeout: float) -> tuple[int, str, str]:
         return self.run_argv(argv, timeout=timeout)

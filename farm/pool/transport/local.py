@@ -5,7 +5,7 @@ host's inventory ``env`` (its own declared configuration, the counterpart of ssh
 Its stdout is read through a selector, so every wait has a timeout; its stderr is drained by a
 thread into a bounded buffer that error messages quote. The agent starts in a session (and process
 group) of its own; a broken channel's group is killed as a whole (SIGTERM, then SIGKILL) and
-checked to be gone (base.py, "reaping").
+checked to be gone (base.py, "reaping"; farm/agent/hostops.py ``kill_group``).
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ import contextlib
 import os
 import selectors
 import shutil
-import signal
 import subprocess
 import tarfile
 import tempfile
@@ -25,6 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from farm.agent import hostops
 from farm.agent.errors import InfraError
 from farm.agent.request import CaseRequest
 from farm.errors import AgentTimeout, ConnectionLost, DeployError, HostUnreachable
@@ -33,38 +33,19 @@ from farm.pool.transport.base import (
     COMMAND_TIMEOUT,
     DEFAULT_TIMEOUT,
     HANDSHAKE_TIMEOUT,
-    HELPER_FUNCTIONS,
     REAP_GRACE,
     STDERR_TAIL_BYTES,
     UNPACKED_MARKER,
     Channel,
     Transport,
+    agent_label,
     describe_exit,
+    reap_outcome,
 )
 
-
-def group_members(pgid: int) -> list[int]:
-    """The live (not zombie) processes of process group ``pgid`` (kill -0 without /proc)."""
-    if not os.path.isdir("/proc/self"):
-        try:
-            os.killpg(pgid, 0)
-        except ProcessLookupError:
-            return []
-        except PermissionError:
-            pass
-        return [pgid]
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as f:
-                stat = f.read().rsplit(b")", 1)[1].split()
-        except OSError:
-            continue
-        if int(stat[2]) == pgid and stat[0] != b"Z":
-            found.append(int(entry))
-    return found
+# The live (not zombie) processes of a process group: farm/agent/hostops.py, the one home of the
+# process-group logic (this name is what the tests and the benchmarks know).
+group_members = hostops.members
 
 
 def host_environment(host: HostSpec) -> dict[str, str]:
@@ -154,49 +135,20 @@ class LocalChannel(Channel):
         if proc.stdout:
             proc.stdout.close()
 
-    def _group_left(self, pgid: int) -> bool:
-        return bool(group_members(pgid))
-
     def _reap(self) -> tuple[bool | None, str]:
         proc = self.proc
         pgid = self.agent_pgid or proc.pid  # start_new_session: the group is the agent's pid
-        label = f"the agent (pid {proc.pid}" + (
-            f", process group {pgid})" if pgid != proc.pid else ")"
-        )
-        sent = []
-        for sig, wait in (
-            (signal.SIGCONT, 0.0),
-            (signal.SIGTERM, REAP_GRACE),
-            (signal.SIGKILL, 5.0),
-        ):
-            proc.poll()  # a dead leader is reaped here, so that it does not count as alive
-            if not self._group_left(pgid):
-                break
-            try:
-                os.killpg(pgid, sig)
-            except ProcessLookupError:
-                break
-            except PermissionError as exc:
-                return False, f"{label} could not be killed: {exc}"
-            if sig != signal.SIGCONT:
-                sent.append(sig.name.removeprefix("SIG"))
-            deadline = time.monotonic() + wait
-            while time.monotonic() < deadline:
-                proc.poll()
-                if not self._group_left(pgid):
-                    break
-                time.sleep(0.01)
-        if self._group_left(pgid):
-            return False, f"{label} on {self.where} could not be killed: still there after SIGKILL"
-        try:  # the leader may still be between exiting and being a zombie: collect it
-            proc.wait(timeout=5.0)
-        except subprocess.TimeoutExpired:
-            pass
-        return True, (f"{label} was killed ({'/'.join(sent)})" if sent else f"{label} was gone")
+        # The agent is this process's child: poll() collects a dead leader, so that it does not
+        # stay a zombie (which kill_group would not count anyway).
+        result = hostops.kill_group(pgid, REAP_GRACE, poll=proc.poll)
+        if result["gone"]:
+            try:  # the leader may still be between exiting and being a zombie: collect it
+                proc.wait(timeout=5.0)
+            except subprocess.TimeoutExpired:
+                pass
+        return reap_outcome(agent_label(proc.pid, pgid), self.where, result)
 
 
-_HELPERS: dict[str, Any] = {}
-_HELPERS_LOCK = threading.Lock()
 # sha256 -> a complete version directory of a local host, deployed or found by this process.
 _COMPLETE: dict[str, str] = {}
 
@@ -239,21 +191,10 @@ def _link_tree(source: str, tmp: str, name: str, sha256: str) -> bool:
     return True
 
 
-def _helper_functions() -> dict[str, Any]:
-    """base.HELPER's functions, compiled once into this process (deploy's status and install
-    commands on a local host: no interpreter started per command, which cost a pool of 64
-    emulated hosts seconds of start-up)."""
-    with _HELPERS_LOCK:
-        if not _HELPERS:
-            namespace: dict[str, Any] = {"__name__": "farm_local_helper"}
-            exec(compile(HELPER_FUNCTIONS, "<farm deploy helper>", "exec"), namespace)
-            _HELPERS.update(namespace)
-    return _HELPERS
-
-
 class LocalTransport(Transport):
     """Agents as local subprocesses; "remote" paths are local paths; the deploy helper's
-    commands run in this process."""
+    commands run in this process (farm/agent/hostops.py, imported: no interpreter started per
+    command, which cost a pool of 64 emulated hosts seconds of start-up)."""
 
     def __init__(self, host: HostSpec) -> None:
         if host.transport != "local":
@@ -364,28 +305,21 @@ class LocalTransport(Transport):
         return result
 
     def _helper(self, *args: str, timeout: float = COMMAND_TIMEOUT) -> dict[str, Any]:
-        fns = _helper_functions()
-        cmd, rest = args[0], args[1:]
+        cmd = args[0]
         try:
-            if cmd == "sha256":
-                return {"sha256": fns["sha"](rest[0])}
-            if cmd == "status":
-                status = dict(fns["status"](rest[0], rest[1]))
-                if status.get("unpacked") and status["unpacked"] == status.get("sha256"):
-                    _COMPLETE.setdefault(status["unpacked"], rest[1])
-                return status
-            if cmd == "install":
-                return dict(fns["install"](*rest))
-        except SystemExit as exc:  # the helper's way of failing (sys.exit with a message)
+            reply = hostops.command(args)
+        except hostops.HostOpError as exc:  # what the helper prints on stderr over SSH
             raise DeployError(
-                f"{self.where}: helper '{cmd}' failed: {exc.code}", host=self.host.name
+                f"{self.where}: helper '{cmd}' failed: {exc}", host=self.host.name
             ) from None
         except (OSError, tarfile.TarError) as exc:
             raise DeployError(
                 f"{self.where}: helper '{cmd}' failed: {exc.__class__.__name__}: {exc}",
                 host=self.host.name,
             ) from None
-        return super()._helper(*args, timeout=timeout)
+        if cmd == "status" and reply.get("unpacked") and reply["unpacked"] == reply.get("sha256"):
+            _COMPLETE.setdefault(reply["unpacked"], args[2])
+        return reply
 
     def close(self) -> None:
         for channel in self._channels:

@@ -1,0 +1,359 @@
+"""What the farm does on a host outside the agent: deploy's file commands, and process groups.
+
+**A program and a module.** ``main(argv)`` is the host-side helper of farm/pool/transport: deploy
+and the reaping of a broken channel's agent run its commands on a host. Each prints one JSON
+object on stdout and exits 0; a command that cannot be done prints a one-line message on stderr
+and exits 1 (an unexpected OSError: its traceback, the last line naming it):
+
+    sha256 FILE                 {"sha256": of FILE, or null when it does not exist}
+    status FILE DIR             {"sha256" of FILE, "unpacked": the sha256 in DIR's marker}; a
+        complete version directory (its marker holds its own name, the sha256) vouches for FILE
+        without reading it again
+    install TMP DEST NAME SHA ARCHIVE REUSE
+        verify TMP/NAME (first linked or copied from REUSE when that is not "-"), unpack it
+        there when ARCHIVE is "1", write the marker, rename TMP to DEST. DEST is never written
+        into: a complete DEST (its marker holds SHA) wins and TMP is discarded; an incomplete one
+        (no marker: a deploy of an older farm that died half-way) is moved aside first.
+        {"sha256" of the file, "installed": "renamed" | "exists" | null}
+    reap PGID PID GRACE         SIGCONT, SIGTERM, GRACE s, SIGKILL to process group PGID (only
+        if PID, its leader, is gone or is a farm agent), then check that no member is left
+        (kill -0; zombies do not count). {"gone", "left": [pid], "sent": [signal]} (+ "refused")
+
+**How it reaches a host.** Deploy asks ``status`` and runs ``install`` *before* the bundle (which
+holds this file) is on the host, so the SSH transport never imports it there: it sends this
+file's own text, ``python -c <this source> <command> args...`` (farm/pool/transport/base.py
+``helper_source``), and ``__name__ == "__main__"`` runs ``main``. The local transport imports the
+module and calls :func:`command` in its own process (no interpreter per command). Hence the rules
+for this file:
+
+* **Self-contained.** The standard library only, and nothing of the farm, not even a sibling in
+  farm/agent: ``-c`` text cannot import a module that is not on the host yet. That is why the
+  process-group functions (members of a group, killing it, a pid's liveness and start time,
+  whether a process is a farm agent) live here and not in a module of their own: this is their
+  one home, and farm/pool/transport/local.py, farm/pool/lab.py, farm/agent/devicelock.py and
+  farm/results/store.py import them from here. The failures are :class:`HostOpError` (not a
+  FarmError, which lives in a sibling); the local transport turns them into DeployError.
+* **Old interpreters.** The text runs under whatever ``python`` the inventory names, before
+  anything has checked its version (the agent itself needs 3.10). It is written for Python 3.7
+  and later: ``from __future__ import annotations`` keeps the annotations unevaluated, and there is
+  no walrus, no ``match``, no positional-only parameter, no ``str.removeprefix``, no
+  ``zip(strict=...)``, no parenthesised ``with``; ``tarfile``'s ``data`` filter only where it
+  exists. (The string in farm/pool/transport/base.py it replaced also ran on 3.6; on 3.6 and
+  older this text fails with a SyntaxError on the ``__future__`` import, which deploy reports as
+  the helper's failure.) tests/agent/test_hostops.py parses it as 3.7.
+* **Light to import.** The agent imports it (devicelock) at start: hashlib, tarfile, shutil and
+  uuid are imported by the commands that use them.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import signal
+import sys
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+MARKER = ".lsg-unpacked"  # a complete version directory's marker: the sha256 of its file
+STALE_AFTER_S = 86400.0  # .incoming-*/.stale-* directories older than this are a dead deploy's
+KILL_WAIT = 5.0  # seconds to wait for a process group to go after SIGKILL
+POLL_S = 0.02
+AGENT_MODULE = "farm.agent"  # an agent runs as `python -m farm.agent ...`
+
+
+class HostOpError(Exception):
+    """A command that cannot be done; ``main`` prints the message on stderr and exits 1."""
+
+
+# -- files ------------------------------------------------------------------------------------
+
+
+def sha256(path: str) -> str | None:
+    """The sha256 of a file; None when it does not exist."""
+    import hashlib
+
+    h = hashlib.sha256()
+    try:
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                h.update(block)
+    except FileNotFoundError:
+        return None
+    return h.hexdigest()
+
+
+def marker(directory: str) -> str | None:
+    """What a version directory's marker holds (its sha256); None without one."""
+    try:
+        with open(os.path.join(directory, MARKER)) as f:
+            return f.read().strip()
+    except OSError:
+        return None
+
+
+def unpack(archive: str, dest: str) -> None:
+    """Extract a tar archive into ``dest``; refuse it whole if any member is not a plain file or
+    directory inside ``dest``."""
+    import tarfile
+
+    with tarfile.open(archive, "r:*") as t:
+        members = t.getmembers()
+        for x in members:
+            parts = x.name.split("/")
+            if x.name.startswith("/") or ".." in parts or not (x.isfile() or x.isdir()):
+                raise HostOpError(f"refusing unsafe archive member {x.name!r} in {archive}")
+        if hasattr(tarfile, "data_filter"):
+            t.extractall(dest, members, filter="data")
+        else:
+            t.extractall(dest, members)
+
+
+def _remove_dead_deploys(parent: str) -> None:
+    import shutil
+
+    now = time.time()
+    for old in os.listdir(parent) if os.path.isdir(parent) else []:
+        p = os.path.join(parent, old)
+        try:
+            if old.startswith((".incoming-", ".stale-")) and now - os.path.getmtime(p) > (
+                STALE_AFTER_S
+            ):
+                shutil.rmtree(p, ignore_errors=True)  # left by a deploy that died a day ago
+        except OSError:
+            pass
+
+
+def install(
+    tmp: str, dest: str, name: str, expect: str, archive: bool, reuse: str | None
+) -> dict[str, Any]:
+    """The ``install`` command (see the module's docstring)."""
+    import shutil
+    import uuid
+
+    parent = os.path.dirname(dest)
+    _remove_dead_deploys(parent)
+    os.makedirs(tmp, exist_ok=True)
+    f = os.path.join(tmp, name)
+    if reuse is not None and not os.path.exists(f):
+        try:
+            os.link(reuse, f)
+        except OSError:
+            shutil.copyfile(reuse, f)
+    got = sha256(f)
+    if got != expect:
+        shutil.rmtree(tmp, ignore_errors=True)
+        return {"sha256": got, "installed": None}
+    if archive:
+        unpack(f, tmp)
+    with open(os.path.join(tmp, MARKER + ".tmp"), "w") as m:
+        m.write(expect + "\n")
+    os.replace(os.path.join(tmp, MARKER + ".tmp"), os.path.join(tmp, MARKER))
+    for _attempt in (1, 2):
+        try:
+            os.rename(tmp, dest)  # atomic; fails on a non-empty DEST
+            return {"sha256": got, "installed": "renamed"}
+        except OSError as e:
+            if e.errno not in (errno.ENOTEMPTY, errno.EEXIST, errno.EISDIR, errno.ENOTDIR):
+                raise
+        if marker(dest) == expect:  # another deploy won the rename: use its directory
+            shutil.rmtree(tmp, ignore_errors=True)
+            return {"sha256": got, "installed": "exists"}
+        aside = os.path.join(parent, f".stale-{os.path.basename(dest)}-{uuid.uuid4().hex[:8]}")
+        try:
+            os.rename(dest, aside)
+        except FileNotFoundError:
+            pass
+        shutil.rmtree(aside, ignore_errors=True)
+    raise HostOpError(f"cannot install {name}: {dest} stays incomplete")
+
+
+def status(archive: str, dest: str) -> dict[str, Any]:
+    """The ``status`` command (see the module's docstring)."""
+    unpacked = marker(dest)
+    if unpacked is not None and unpacked == os.path.basename(os.path.normpath(dest)):
+        return {"sha256": unpacked, "unpacked": unpacked}
+    return {"sha256": sha256(archive), "unpacked": unpacked}
+
+
+# -- processes and process groups ---------------------------------------------------------------
+
+
+def _stat(pid: int) -> list[bytes] | None:
+    """The fields of /proc/PID/stat after the command name (state first); None if unreadable."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+
+
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` exists and is not a zombie (kill -0; a process of another user
+    counts as alive; the zombie check needs /proc)."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    stat = _stat(pid)
+    return stat is None or stat[0] != b"Z"
+
+
+def start_time(pid: int) -> str | None:
+    """When process ``pid`` started (``starttime`` of /proc/PID/stat, clock ticks since boot):
+    tells a reused pid from the process that had it. None without such a process or /proc."""
+    stat = _stat(pid)
+    if stat is None or len(stat) < 20:
+        return None
+    return stat[19].decode("ascii", "replace")
+
+
+def members(pgid: int) -> list[int]:
+    """The live (not zombie) processes of process group ``pgid``, from /proc; without /proc,
+    ``[pgid]`` while kill -0 reaches the group, else []."""
+    if not os.path.isdir("/proc/self"):
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return []
+        except PermissionError:
+            pass
+        return [pgid]
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        stat = _stat(int(entry))
+        if stat is not None and int(stat[2]) == pgid and stat[0] != b"Z":
+            found.append(int(entry))
+    return found
+
+
+def group_of(pid: int) -> int | None:
+    """The process group of ``pid``; None when there is no such process."""
+    try:
+        return os.getpgid(pid)
+    except ProcessLookupError:
+        return None
+
+
+def cmdline(pid: int) -> list[str] | None:
+    """The arguments process ``pid`` was started with; None when they cannot be read (gone, no
+    /proc, another user's process on a hardened /proc)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            raw = f.read()
+    except OSError:
+        return None
+    return [a.decode("utf-8", "replace") for a in raw.split(b"\0") if a]
+
+
+def is_agent(argv: Sequence[str], workdir: str | None = None) -> bool:
+    """Whether a command line is a farm agent's (``python -m farm.agent ...``), and, with
+    ``workdir`` (an absolute path), one of that work directory (``--workdir``)."""
+    if AGENT_MODULE not in argv:
+        return False
+    if workdir is None:
+        return True
+    for i in range(len(argv) - 1):  # no zip(strict=...) before 3.10
+        if argv[i] == "--workdir" and os.path.abspath(argv[i + 1]) == workdir:
+            return True
+    return f"--workdir={workdir}" in argv
+
+
+def leader_is_agent(pid: int) -> bool:
+    """Whether ``pid`` may be treated as a farm agent: it is one, or it is gone (what is left of
+    its group is the agent's), or its command line cannot be read."""
+    argv = cmdline(pid)
+    return argv is None or is_agent(argv)
+
+
+def kill_group(
+    pgid: int,
+    grace: float | None,
+    kill_wait: float = KILL_WAIT,
+    poll: Callable[[], object] | None = None,
+) -> dict[str, Any]:
+    """Kill process group ``pgid`` and check that no live member is left.
+
+    SIGCONT (a stopped member must be able to die), SIGTERM and up to ``grace`` s for the group
+    to go (no SIGTERM when ``grace`` is None), then SIGKILL and up to ``kill_wait`` s. A signal
+    is sent only while the group has members. ``poll`` is called before every look at the group
+    (a parent collects its dead child there, so that it does not stay a zombie: zombies do not
+    count anyway). ``{"gone", "left": [pid], "sent": [signal name]}``, plus ``"refused"`` (the
+    reason) when a signal may not be sent."""
+    steps: list[tuple[signal.Signals, float]] = [(signal.SIGCONT, 0.0)]
+    if grace is not None:
+        steps.append((signal.SIGTERM, grace))
+    steps.append((signal.SIGKILL, kill_wait))
+
+    def left() -> list[int]:
+        if poll is not None:
+            poll()
+        return members(pgid)
+
+    sent: list[str] = []
+    for sig, wait in steps:
+        if not left():
+            break
+        try:
+            os.killpg(pgid, sig)
+        except ProcessLookupError:
+            break
+        except PermissionError as e:
+            return {"gone": False, "left": left(), "sent": sent, "refused": str(e)}
+        sent.append(signal.Signals(sig).name)
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline and left():
+            time.sleep(POLL_S)
+    remaining = left()
+    return {"gone": not remaining, "left": remaining, "sent": sent}
+
+
+def reap(pgid: int, pid: int, grace: float) -> dict[str, Any]:
+    """The ``reap`` command: :func:`kill_group` with SIGTERM, unless ``pid``, the group's
+    leader, is alive in it and not a farm agent (its number was reused)."""
+    found = members(pgid)
+    if found and pid in found and not leader_is_agent(pid):
+        return {"gone": False, "left": members(pgid), "sent": [], "refused": "not a farm agent"}
+    return kill_group(pgid, grace)
+
+
+# -- the program ------------------------------------------------------------------------------
+
+
+def command(argv: Sequence[str]) -> dict[str, Any]:
+    """Run one command (``argv``: its name, then its arguments as strings); its JSON reply."""
+    if not argv:
+        raise HostOpError("no helper command given (sha256, status, install, reap)")
+    cmd, args = argv[0], list(argv[1:])
+    if cmd == "sha256":
+        return {"sha256": sha256(args[0])}
+    if cmd == "status":
+        return status(args[0], args[1])
+    if cmd == "install":
+        tmp, dest, name, expect, archive, reuse = args
+        return install(tmp, dest, name, expect, archive == "1", None if reuse == "-" else reuse)
+    if cmd == "reap":
+        return reap(int(args[0]), int(args[1]), float(args[2]))
+    raise HostOpError(f"unknown helper command {cmd!r}")
+
+
+def main(argv: Sequence[str]) -> int:
+    """Run one command, print its JSON reply; exit status 0, or 1 and a message on stderr."""
+    try:
+        reply = command(argv)
+    except HostOpError as exc:
+        print(exc, file=sys.stderr)
+        return 1
+    print(json.dumps(reply))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
