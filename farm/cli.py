@@ -196,6 +196,11 @@ def cmd_hosts(argv: list[str]) -> int:
         action="store_true",
         help="deploy and health-check every host now (updates the quarantine)",
     )
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="the rows as JSON, each host's with what it last said it is (machine)",
+    )
     args = parser.parse_args(argv)
     inventory = prepare.load_pool(args.inventory)
     healths = None
@@ -205,18 +210,41 @@ def cmd_hosts(argv: list[str]) -> int:
             name: health.HostHealth(host=name, state=health.BAD, reasons=[why])
             for name, why in plan.unhealthy.items()
         }
-        healths.update(
-            {
-                name: health.HostHealth(host=name, state=health.GOOD, reasons=[])
-                for name in plan.hosts
+        for name in plan.hosts:
+            aside = {
+                int(slot.rpartition(":")[2]): why
+                for slot, why in plan.set_aside.items()
+                if slot.rpartition(":")[0] == name
             }
-        )
+            healths[name] = health.HostHealth(
+                host=name, state=health.GOOD, reasons=[], set_aside=aside
+            )
     rows = health.host_rows(inventory, paths.STATE_DIR, healths)
+    if args.json:
+        seen = health.Quarantine(paths.STATE_DIR).seen()
+        for row in rows:
+            if row["host"] in seen:
+                row["machine"] = seen[row["host"]]["machine"]
+        json.dump(rows, sys.stdout, indent=1)
+        sys.stdout.write("\n")
+        return 0
     table = Table(title="pool" + (" (just checked)" if args.check else ""))
-    columns = ("host", "transport", "address", "soc", "devices", "tags", "state", "reason", "since")
+    columns = (
+        "host",
+        "address",
+        "arch",
+        "soc",
+        "devices",
+        "cann",
+        "driver",
+        "chip",
+        "state",
+        "reason",
+        "since",
+    )
     for column in columns:
         table.add_column(column, overflow="fold")
-    colour = {"good": "green", "bad": "red"}
+    colour = {"good": "green", "bad": "red", health.SET_ASIDE: "yellow"}
     for row in rows:
         state = row["state"]
         table.add_row(

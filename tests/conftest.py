@@ -32,6 +32,16 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         for fixture, marker in MARKER_BY_FIXTURE.items():
             if fixture in getattr(item, "fixturenames", ()):
                 item.add_marker(marker)
+    # The longest first: modules that build the operator, then whole farm runs, then the rest,
+    # each module's tests together and in their order. pytest-xdist hands tests out in this
+    # order, so its workers finish together on short tests instead of one waiting for the other's
+    # last build.
+    rank: dict[Path, int] = {}
+    for item in items:
+        marks = {m.name for m in item.iter_markers()}
+        here = 0 if "build" in marks else 1 if "e2e" in marks else 2
+        rank[item.path] = min(rank.get(item.path, 2), here)
+    items.sort(key=lambda item: rank[item.path])
 
 
 @pytest.fixture(scope="session")

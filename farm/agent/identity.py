@@ -1,4 +1,5 @@
-"""What a host says about itself: SoC, device count, python and dependencies.
+"""What a host says about itself: SoC, device count, python and dependencies, and what the machine
+is (farm/agent/machine.py: architecture, CANN, driver, each chip's state).
 
 The identity comes from the host's *own* configuration, never from the orchestrator, so that the
 health check can catch a host that is not what the inventory claims. In order:
@@ -30,12 +31,12 @@ import importlib.metadata
 import importlib.util
 import os
 import re
-import shutil
 import socket
-import subprocess
 import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+
+from farm.agent import machine as host_machine
 
 REQUIRED_MODULES = ("numpy", "ml_dtypes")
 OPTIONAL_MODULES = ("torch",)
@@ -95,6 +96,7 @@ class Identity:
     backends: tuple[str, ...] = ()
     bundle: str | None = None
     problems: tuple[str, ...] = ()
+    machine: host_machine.Machine | None = None  # the architecture, CANN, driver, chips
 
     def to_wire(self) -> dict:
         d = asdict(self)
@@ -178,35 +180,18 @@ def _read_host_toml(path: Path, problems: list[str]) -> dict:
         return {}
 
 
-# npu-smi info prints a table; the first row of each NPU reads e.g.
-# "| 0     910B1               | OK            | 93.9   41   0 / 0  |"
-_NPU_ROW = re.compile(r"^\|\s*(\d+)\s+((?:Ascend)?\d{3}[A-Z]\d*)\s*\|", re.MULTILINE)
-
-
 def parse_npu_smi(text: str) -> tuple[str, int] | None:
-    """Parse ``npu-smi info`` output into (SoC name, device count); None if nothing is found."""
-    rows = _NPU_ROW.findall(text)
-    if not rows:
+    """Parse ``npu-smi info`` output into (SoC name, chip count); None if nothing is found."""
+    chips = host_machine.parse_npu_smi(text)
+    if not chips:
         return None
-    ids = {int(npu) for npu, _ in rows}
-    name = rows[0][1]
-    soc = name if name.startswith("Ascend") else "Ascend" + name
-    return soc, len(ids)
+    name = chips[0].name
+    return (name if name.startswith("Ascend") else "Ascend" + name), len(chips)
 
 
-def npu_smi_identity(timeout: float = 15.0) -> tuple[str, int] | None:
-    exe = shutil.which("npu-smi")
-    if exe is None:
-        return None
-    try:
-        proc = subprocess.run(
-            [exe, "info"], capture_output=True, text=True, timeout=timeout, check=False
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    if proc.returncode != 0:
-        return None
-    return parse_npu_smi(proc.stdout)
+def npu_smi_identity() -> tuple[str, int] | None:
+    text, chips, _ = host_machine.read_npu_smi()
+    return parse_npu_smi(text) if text and chips else None
 
 
 def check_deps() -> tuple[dict[str, str | None], tuple[str, ...]]:
@@ -291,6 +276,7 @@ def gather(
         backends=available_backends(deps),
         bundle=bundle_sha(),
         problems=declared.problems,
+        machine=host_machine.gather(emulated=declared.emulated),
     )
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import fnmatch
 import json
 import os
 import time
@@ -27,8 +28,9 @@ from pathlib import Path
 from typing import Any
 
 from farm.agent.errors import DeviceBusy, FarmError
+from farm.agent.machine import Machine, chip_problem
 from farm.pool.deploy import deploy, sha256_file, start_agent
-from farm.pool.inventory import HostSpec, Inventory
+from farm.pool.inventory import PIN_FIELDS, HostSpec, Inventory
 from farm.pool.transport import HANDSHAKE_TIMEOUT, Channel, Transport, open_transport
 
 GOOD, BAD, UNKNOWN = "good", "bad", "unknown"
@@ -37,8 +39,9 @@ QUARANTINE_FILE = "quarantine.json"
 QUARANTINE_AFTER = 3
 
 TransportFactory = Callable[[HostSpec], Transport]
-# canary(channel, identity) -> None when fine, or a reason; an exception is a reason too.
-Canary = Callable[[Channel, dict], "str | None"]
+# canary(channel, identity, device) -> None when fine, or a reason; an exception is a reason too.
+# ``device``: the first of the host's devices not set aside.
+Canary = Callable[[Channel, dict, int], "str | None"]
 
 
 @dataclass
@@ -52,6 +55,8 @@ class HostHealth:
     # What the check could not do, and why that is nobody's fault (a canary whose device another
     # run holds: the host stays good; the run's dispatcher waits for the device).
     notes: list[str] = field(default_factory=list)
+    # The chips of a good host that may not run cases, alone: device -> why (chip_set_aside).
+    set_aside: dict[int, str] = field(default_factory=dict)
 
     @property
     def good(self) -> bool:
@@ -92,6 +97,7 @@ def identity_problems(
             f"missing python module {module} on host {name}: pip install {module} on host {name} "
             f"(for {python.split()[0]})"
         )
+    reasons += pin_problems(host, ident)
     got = ident.get("bundle")
     if expected_bundle_sha and got != expected_bundle_sha:
         reasons.append(
@@ -99,6 +105,50 @@ def identity_problems(
             "expected; redeploy the agent"
         )
     return reasons
+
+
+def _machine(ident: Mapping[str, Any]) -> Machine | None:
+    raw = ident.get("machine")
+    return Machine.from_wire(raw) if isinstance(raw, dict) else None
+
+
+def pin_problems(host: HostSpec, ident: Mapping[str, Any]) -> list[str]:
+    """One line per inventory pin (arch = "aarch64", cann = "8.2.*", ...) the host does not
+    match, naming the field, the pin and what the host reports."""
+    if not host.pins:
+        return []
+    machine = _machine(ident)
+    reasons = []
+    for pin, pattern in host.pins:
+        found = getattr(machine, PIN_FIELDS[pin]) if machine is not None else None
+        if found is None or not fnmatch.fnmatchcase(found, pattern):
+            said = "nothing" if found is None else repr(found)
+            reasons.append(
+                f"host {host.name}: {pin} is pinned to {pattern!r} in the inventory, the host "
+                f"reports {said}; fix the pin or the host"
+            )
+    return reasons
+
+
+def chip_set_aside(host: HostSpec, ident: Mapping[str, Any]) -> dict[int, str]:
+    """The host's devices that may not run cases, each with its reason, from the chips the host
+    reports (npu-smi): a chip missing, in alarm, or with memory another process holds. A host that
+    reports no chips (no npu-smi: an emulated host) sets none aside."""
+    machine = _machine(ident)
+    if machine is None or machine.chips is None:
+        return {}
+    chips = {c.device: c for c in machine.chips}
+    aside = {}
+    for device in range(host.devices):
+        chip = chips.get(device)
+        if chip is None:
+            aside[device] = (
+                f"chip {device} is missing: npu-smi lists {len(chips)} chip(s), the inventory "
+                f"says {host.devices}"
+            )
+        elif (problem := chip_problem(chip)) is not None:
+            aside[device] = problem
+    return aside
 
 
 def check_host(
@@ -125,6 +175,7 @@ def check_host(
     start = time.monotonic()
     reasons: list[str] = []
     notes: list[str] = []
+    set_aside: dict[int, str] = {}
     identity: dict[str, Any] | None = None
     channel: Channel | None = None
     transport: Transport | None = None
@@ -140,7 +191,7 @@ def check_host(
             timeout=timeout,
         )
         identity = _checked_identity(
-            host, channel, expected_bundle_sha, canary, timeout, reasons, notes
+            host, channel, expected_bundle_sha, canary, timeout, reasons, notes, set_aside
         )
     except FarmError as exc:  # e.g. an unusable key or known_hosts (AuthError): this host only
         reasons.append(str(exc))
@@ -158,6 +209,7 @@ def check_host(
         identity=identity,
         seconds=time.monotonic() - start,
         notes=notes,
+        set_aside=set_aside,
     )
 
 
@@ -195,11 +247,12 @@ def check_local_hosts(
             started = time.monotonic()
             reasons: list[str] = []
             notes: list[str] = []
+            set_aside: dict[int, str] = {}
             identity: dict[str, Any] | None = None
             try:
                 channel = share.open(host.name)
                 identity = _checked_identity(
-                    host, channel, expected_bundle_sha, canary, timeout, reasons, notes
+                    host, channel, expected_bundle_sha, canary, timeout, reasons, notes, set_aside
                 )
             except FarmError as exc:
                 reasons.append(str(exc))
@@ -212,6 +265,7 @@ def check_local_hosts(
                 identity=identity,
                 seconds=time.monotonic() - started,
                 notes=notes,
+                set_aside=set_aside,
             )
     finally:
         share.close()
@@ -226,12 +280,21 @@ def _checked_identity(
     timeout: float,
     reasons: list[str],
     notes: list[str],
+    set_aside: dict[int, str],
 ) -> dict[str, Any]:
-    """identify, the identity's problems, then the canary: reasons and notes added in place."""
+    """identify, the identity's problems, the chips set aside, then the canary on the first
+    device left: reasons, notes and set_aside added in place."""
     identity = channel.identify(timeout)
     identity.pop("seq", None)
     identity.pop("ok", None)
     reasons += identity_problems(host, identity, expected_bundle_sha)
+    set_aside.update(chip_set_aside(host, identity))
+    usable = [d for d in range(host.devices) if d not in set_aside]
+    if not usable and not reasons:
+        reasons.append(
+            f"host {host.name}: every chip is set aside: "
+            + "; ".join(set_aside[d] for d in sorted(set_aside))
+        )
     if identity.get("executor"):
         notes.append(
             f"host {host.name} answers cases with the {identity['executor']} benchmark executor "
@@ -239,7 +302,7 @@ def _checked_identity(
         )
     if canary is not None and not reasons:
         try:
-            verdict = canary(channel, identity)
+            verdict = canary(channel, identity, usable[0])
         except DeviceBusy as exc:  # another run holds the device: not the host's fault
             verdict = None
             notes.append(f"canary not run on host {host.name}: {exc}")
@@ -304,9 +367,11 @@ def _now_iso(ts: float | None = None) -> str:
 class Quarantine:
     """Persistent host quarantine: ``<state_dir>/quarantine.json``, safe across processes.
 
-    Format: ``{"version": 1, "hosts": {name: {"reason", "since", "updated"}}}``. Mid-run
-    infrastructure errors are counted per run (farm/run/leases.py RunState) and land here when
-    they reach ``QUARANTINE_AFTER``.
+    Format: ``{"version": 1, "hosts": {name: {"reason", "since", "updated"}}, "chips":
+    {"name:device": {...the same}}, "seen": {name: {"machine", "checked"}}}``: the hosts set aside,
+    the chips of good hosts set aside alone, and what each host last said it is (for ``farm
+    hosts``). Mid-run infrastructure errors are counted per run (farm/run/leases.py RunState) and
+    land here when they reach ``QUARANTINE_AFTER``.
     """
 
     def __init__(self, state_dir: str | os.PathLike[str]) -> None:
@@ -337,11 +402,21 @@ class Quarantine:
         if not isinstance(data, dict):
             data = {}
         data.setdefault("version", 1)
-        data.setdefault("hosts", {})
+        for key in ("hosts", "chips", "seen"):
+            if not isinstance(data.get(key), dict):
+                data[key] = {}
         return data
 
     def entries(self) -> dict[str, dict[str, Any]]:
         return dict(self._read()["hosts"])
+
+    def chip_entries(self) -> dict[str, dict[str, Any]]:
+        """The chips set aside alone: "host:device" -> {"reason", "since", "updated"}."""
+        return dict(self._read()["chips"])
+
+    def seen(self) -> dict[str, dict[str, Any]]:
+        """What each host last said it is: name -> {"machine": Machine wire form, "checked"}."""
+        return dict(self._read()["seen"])
 
     def reason(self, host: str) -> str | None:
         entry = self._read()["hosts"].get(host)
@@ -349,38 +424,59 @@ class Quarantine:
 
     def add(self, host: str, reason: str) -> None:
         with self._locked() as data:
-            now = _now_iso()
-            entry = data["hosts"].get(host)
-            if entry is None:
-                data["hosts"][host] = {"reason": reason, "since": now, "updated": now}
-            else:
-                entry.update(reason=reason, updated=now)
+            _enter(data["hosts"], host, reason)
 
     def release(self, host: str) -> None:
         with self._locked() as data:
             data["hosts"].pop(host, None)
 
     def record(self, health: HostHealth) -> None:
-        """A bad check quarantines the host; a good one releases it."""
-        if health.good:
-            self.release(health.host)
-        else:
-            self.add(health.host, "; ".join(health.reasons) or "health check failed")
+        """A bad check quarantines the host; a good one releases it, and sets aside its chips
+        that may not run cases (and no others: a chip healthy again comes back)."""
+        with self._locked() as data:
+            name = health.host
+            if not health.good:
+                _enter(data["hosts"], name, "; ".join(health.reasons) or "health check failed")
+            else:
+                data["hosts"].pop(name, None)
+                for key in [k for k in data["chips"] if k.rpartition(":")[0] == name]:
+                    if int(key.rpartition(":")[2]) not in health.set_aside:
+                        del data["chips"][key]
+                for device, reason in health.set_aside.items():
+                    _enter(data["chips"], f"{name}:{device}", reason)
+            machine = (health.identity or {}).get("machine")
+            if isinstance(machine, dict):
+                data["seen"][name] = {"machine": machine, "checked": _now_iso(health.checked_at)}
+
+
+def _enter(table: dict[str, Any], key: str, reason: str) -> None:
+    """Set ``key`` aside in ``table`` with ``reason``; since when stays that of the first time."""
+    now = _now_iso()
+    entry = table.get(key)
+    if entry is None:
+        table[key] = {"reason": reason, "since": now, "updated": now}
+    else:
+        entry.update(reason=reason, updated=now)
 
 
 HOST_COLUMNS = (
     "host",
     "transport",
     "address",
+    "arch",
     "soc",
     "family",
     "devices",
+    "cann",
+    "driver",
+    "chip",
     "tags",
     "state",
     "quarantined",
     "reason",
     "since",
 )
+SET_ASIDE = "set aside"
 
 
 def host_rows(
@@ -388,37 +484,92 @@ def host_rows(
     state_dir: str | os.PathLike[str] | None = None,
     healths: Mapping[str, HostHealth] | None = None,
 ) -> list[dict[str, str]]:
-    """One row per host for ``farm hosts`` (keys: :data:`HOST_COLUMNS`, all strings).
+    """The rows of ``farm hosts`` (keys: :data:`HOST_COLUMNS`, all strings): one per host, then
+    one per chip ("host:device") of a host whose chips were reported, each with its health and,
+    when set aside, why and since when.
 
     ``state`` is this check's outcome where ``healths`` has the host, else ``bad`` for a
-    quarantined host and ``unknown`` otherwise.
+    quarantined host and ``unknown`` otherwise. The architecture, CANN, driver and chips are what
+    the host said at its last check.
     """
-    entries = Quarantine(state_dir).entries() if state_dir is not None else {}
+    q = Quarantine(state_dir) if state_dir is not None else None
+    entries = q.entries() if q else {}
+    chip_entries = q.chip_entries() if q else {}
+    seen = q.seen() if q else {}
     rows = []
     for h in inventory.hosts:
-        q = entries.get(h.name)
+        entry = entries.get(h.name)
         checked = (healths or {}).get(h.name)
         if checked is not None:
             state = checked.state
             reason = "; ".join(checked.reasons)
         else:
-            state = BAD if q else UNKNOWN
-            reason = q["reason"] if q else ""
+            state = BAD if entry else UNKNOWN
+            reason = entry["reason"] if entry else ""
+        raw = (checked.identity or {}).get("machine") if checked else None
+        raw = raw or (seen.get(h.name) or {}).get("machine")
+        machine = Machine.from_wire(raw) if isinstance(raw, dict) else None
+        chips = {c.device: c for c in (machine.chips or ())} if machine else {}
+        aside = {
+            int(k.rpartition(":")[2]): v
+            for k, v in chip_entries.items()
+            if k.rpartition(":")[0] == h.name
+        }
+        if checked is not None:
+            aside = {
+                d: {"reason": why, "since": (aside.get(d) or {}).get("since", "")}
+                for d, why in checked.set_aside.items()
+            }
         rows.append(
             {
                 "host": h.name,
                 "transport": h.transport,
                 "address": h.endpoint,
+                "arch": (machine.arch if machine else ""),
                 "soc": h.soc,
                 "family": h.family,
                 "devices": str(h.devices),
+                "cann": (machine.cann_version or "") if machine else "",
+                "driver": (machine.driver or "") if machine else "",
+                "chip": f"{len(aside)} set aside" if aside else "",
                 "tags": ",".join(h.tags),
                 "state": state,
-                "quarantined": "yes" if q else "no",
+                "quarantined": "yes" if entry else "no",
                 "reason": reason,
-                "since": q["since"] if q else "",
+                "since": entry["since"] if entry else "",
             }
         )
+        if not chips and not aside:
+            continue
+        for device in range(h.devices):
+            chip = chips.get(device)
+            out = aside.get(device)
+            rows.append(
+                {
+                    **{c: "" for c in HOST_COLUMNS},
+                    "host": f"{h.name}:{device}",
+                    "soc": h.soc,
+                    "chip": (
+                        f"{chip.name} {chip.health}"
+                        + (
+                            f", {chip.memory_used_mb}/{chip.memory_total_mb} MB"
+                            if chip.memory_total_mb
+                            else ""
+                        )
+                        + (
+                            f", AI Core {chip.aicore_percent}%"
+                            if chip.aicore_percent is not None
+                            else ""
+                        )
+                    )
+                    if chip
+                    else "missing",
+                    "state": SET_ASIDE if out else state,
+                    "quarantined": "yes" if out else "no",
+                    "reason": out["reason"] if out else "",
+                    "since": out["since"] if out else "",
+                }
+            )
     return rows
 
 
@@ -426,6 +577,7 @@ __all__ = [
     "BAD",
     "GOOD",
     "HOST_COLUMNS",
+    "SET_ASIDE",
     "UNKNOWN",
     "Canary",
     "HostHealth",
@@ -433,6 +585,8 @@ __all__ = [
     "check_host",
     "check_local_hosts",
     "check_pool",
+    "chip_set_aside",
     "host_rows",
     "identity_problems",
+    "pin_problems",
 ]

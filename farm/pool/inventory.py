@@ -18,6 +18,8 @@ Format::
     workdir = "lsg-farm"             # ssh: relative to the remote home; local: to this file
     host_key_policy = "strict"       # or "accept-new" (lab opt-in: record unknown keys)
     tags = ["nightly"]
+    arch = "aarch64"                 # optional pins, each a glob the host must match:
+    cann = "8.2.*"                   #   arch os glibc compiler cann driver firmware
 
     [[host]]
     name = "emu-01"
@@ -75,6 +77,18 @@ _HOST_FIELDS: dict[str, tuple[type | tuple[type, ...], str]] = {
     "env": (dict, "a table of string values (local transport only)"),
     "connect_timeout": ((int, float), "seconds > 0"),
 }
+# What a host must be, beyond its SoC: inventory field -> the Machine field it pins
+# (farm/agent/machine.py). A value is a glob (fnmatch): cann = "8.2.*".
+PIN_FIELDS = {
+    "arch": "arch",
+    "os": "os",
+    "glibc": "glibc",
+    "compiler": "compiler",
+    "cann": "cann_version",
+    "driver": "driver",
+    "firmware": "firmware",
+}
+_HOST_FIELDS.update({pin: (str, "a glob pattern, e.g. 8.2.*") for pin in PIN_FIELDS})
 
 
 @dataclass(frozen=True)
@@ -96,6 +110,7 @@ class HostSpec:
     tags: tuple[str, ...] = ()
     env: tuple[tuple[str, str], ...] = ()
     connect_timeout: float = DEFAULT_CONNECT_TIMEOUT
+    pins: tuple[tuple[str, str], ...] = ()  # (PIN_FIELDS key, glob) the host must match
     source: Path | None = field(default=None, compare=False)
 
     @property
@@ -282,7 +297,15 @@ def _host_from_fields(
     if not python:
         raise fail("python", "empty; name the interpreter, e.g. python3")
 
+    pins = []
+    for pin in PIN_FIELDS:
+        if pin in f:
+            if not f[pin].strip():
+                raise fail(pin, "empty; give a value or a glob, e.g. 8.2.*, or leave it out")
+            pins.append((pin, f[pin]))
+
     common = dict(
+        pins=tuple(pins),
         name=name,
         soc=f["soc"],
         devices=devices,
@@ -401,6 +424,7 @@ def default_inventory(workroot: str | os.PathLike[str]) -> Inventory:
 
 __all__ = [
     "HOST_KEY_POLICIES",
+    "PIN_FIELDS",
     "TRANSPORTS",
     "HostSpec",
     "Inventory",

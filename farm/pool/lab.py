@@ -51,6 +51,7 @@ from pathlib import Path
 from farm.agent import hostops
 from farm.errors import ConfigError, FarmError
 from farm.pool.inventory import Inventory, load_inventory
+from farm.pool.lab_npu_smi import default_chip
 from golden.soc import UnknownSocError
 from golden.soc import profile as soc_profile
 
@@ -76,6 +77,8 @@ class LabHost:
     hidden: list[str] = field(default_factory=list)
     pid: int | None = None
     cann_home: str = ""  # the host's CANN (ASCEND_HOME_PATH): here the emulated ACL runtime
+    arch: str = ""  # the CPU architecture it declares (LSG_EMULATED_ARCH); "" = this machine's
+    chips: list[dict] = field(default_factory=list)  # what its npu-smi reports (lab_npu_smi)
 
     def __post_init__(self) -> None:
         self.declared_soc = self.declared_soc or self.soc
@@ -333,10 +336,15 @@ class Lab:
 
         ``layout``: explicit (name, soc, devices) per host instead of the default cycle.
         ``cann``: "emulated" gives every host a CANN of its own in place of a real one: the
-        emulated ACL runtime in ``hosts/<name>/Ascend/lib64`` and the operator's op-api installed
-        under ``Ascend/opp/vendors/customize`` (what custom_opp_*.run does on a device), both from
-        this checkout's build, with ASCEND_HOME_PATH and ASCEND_OPP_PATH in the host's
-        environment; the acl backend then finds them as it finds CANN on an Atlas host.
+        emulated ACL runtime in ``hosts/<name>/Ascend/ascend-toolkit/latest/lib64`` and the
+        operator's op-api installed under its ``opp/vendors/customize`` (what custom_opp_*.run
+        does on a device), both from this checkout's build, with ASCEND_HOME_PATH and
+        ASCEND_OPP_PATH in the host's environment, and the version files of the toolkit, the
+        driver and the firmware (``emulated-<farm version>``); the acl backend then finds them as
+        it finds CANN on an Atlas host.
+
+        Every host has a stand-in ``npu-smi`` (farm/pool/lab_npu_smi.py) whose chips a test puts
+        into states with :meth:`set_chip`.
         """
         if cann not in ("", "emulated"):
             raise ConfigError(f"lab: --cann {cann!r}; use 'emulated' (or leave it out)")
@@ -451,6 +459,9 @@ class Lab:
         env = f"LSG_EMULATED_SOC={h.declared_soc} LSG_EMULATED_DEVICES={h.declared_devices}"
         if h.fault:
             env += f" LSG_EMULATED_FAULT={h.fault}"
+        if h.arch:
+            env += f" LSG_EMULATED_ARCH={h.arch}"
+        env += f" LSG_NPU_SMI={h.path / 'bin' / 'npu-smi'}"
         if h.cann_home:
             home = h.cann_home
             env += (
@@ -513,6 +524,25 @@ class Lab:
         wrapper.parent.mkdir(parents=True, exist_ok=True)
         wrapper.write_text("\n".join(script) + "\n")
         wrapper.chmod(0o755)
+        self._write_npu_smi(h)
+
+    def _write_npu_smi(self, h: LabHost) -> None:
+        """The host's stand-in npu-smi (farm/pool/lab_npu_smi.py) and its chips' state: one
+        healthy chip per declared device unless a test set them (set_chip)."""
+        name = h.declared_soc.removeprefix("Ascend")
+        while len(h.chips) < h.declared_devices:
+            h.chips.append(default_chip(name))
+        del h.chips[h.declared_devices :]
+        state = h.path / "npu-state.json"
+        tmp = state.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"version": "emulated", "chips": h.chips}, indent=1))
+        tmp.replace(state)
+        tool = h.path / "bin" / "npu-smi"
+        tool.write_text(
+            f"#!/bin/sh\n# npu-smi of farm lab host {h.name}: the lab's stand-in (TEST-ONLY)\n"
+            f'exec {_sh(self.python)} -m farm.pool.lab_npu_smi {_sh(str(state))} "$@"\n'
+        )
+        tool.chmod(0o755)
 
     # -- processes ------------------------------------------------------------------------------
 
@@ -604,20 +634,50 @@ class Lab:
         soc: str | None = None,
         devices: int | None = None,
         fault: str | None = None,
+        arch: str | None = None,
     ) -> None:
         """Change what the host *declares* about itself (its sshd SetEnv) and restart its sshd.
 
         ``soc``/``devices`` other than the inventory's make an identity mismatch; ``fault`` is a
         test-only agent fault such as ``"crash-after:2"`` or ``"corrupt-reply-after:2"`` (see
-        farm/agent/identity.py). New sessions see the change; running ones keep the old one.
+        farm/agent/identity.py); ``arch`` a CPU architecture other than this machine's
+        (``""``: this machine's). New sessions see the change; running ones keep the old one.
         """
         h = self.host(name)
+        if arch is not None:
+            h.arch = arch
         if soc is not None:
             h.declared_soc = soc
         if devices is not None:
             h.declared_devices = devices
         h.fault = fault
         self.start_host(name)
+
+    def set_chip(
+        self,
+        name: str,
+        device: int,
+        *,
+        health: str | None = None,
+        held_mb: int | None = None,
+        missing: bool | None = None,
+    ) -> None:
+        """Put one chip of a host into a state its npu-smi reports from now on (no restart):
+        ``health`` ("OK", "Warning", "Alarm", "Critical"), ``held_mb`` of its memory held by a
+        process that is not the farm's (0: none), ``missing`` (the driver lost it)."""
+        h = self.host(name)
+        self._write_npu_smi(h)  # one entry per declared device
+        chip = h.chips[device]
+        if health is not None:
+            chip["health"] = health
+        if held_mb is not None:
+            other = {"pid": 999_999, "name": "someone-elses-job", "memory": held_mb}
+            chip["processes"] = [other] if held_mb else []
+            chip["hbm_used"] = 3150 + held_mb
+        if missing is not None:
+            chip["missing"] = missing
+        self._write_npu_smi(h)
+        self._save()
 
     def hide_module(self, name: str, module: str = "ml_dtypes") -> None:
         """Emulate a missing python package on one host: its python can no longer import
@@ -633,6 +693,7 @@ class Lab:
         no agent left from before."""
         h = self.host(name)
         h.declared_soc, h.declared_devices, h.fault, h.hidden = h.soc, h.devices, None, []
+        h.arch, h.chips = "", []
         self.start_host(name)
         kill_agents(h.path / "work")  # what a test left running there (hung, or frozen)
 
@@ -699,10 +760,24 @@ def _emulated_cann_libs() -> Path:
     return lib.parent / build.ACL_DIR / "lib"
 
 
-def _install_cann(home: Path, libs: Path) -> Path:
-    """A CANN tree of the emulated runtime at `home`: lib64/ and the installed custom operator."""
+def _install_cann(root: Path, libs: Path) -> Path:
+    """An Ascend install of the emulated runtime under `root`, laid out as CANN's: the toolkit
+    (``ascend-toolkit/latest``: lib64/, the installed custom operator, the version file of each
+    architecture) beside ``driver/`` and ``firmware/`` with their version files. Returns the
+    toolkit's directory (ASCEND_HOME_PATH)."""
+    from farm import __version__
     from farm.agent.backends import acl_api  # the library names the backend looks for
 
+    home = root / "ascend-toolkit" / "latest"
+    version = f"emulated-{__version__}"
+    for arch in ("x86_64", "aarch64"):
+        (home / f"{arch}-linux").mkdir(parents=True, exist_ok=True)
+        (home / f"{arch}-linux" / "ascend_toolkit_install.info").write_text(
+            f"package_name=Ascend-cann-toolkit\nversion={version}\narch={arch}\n"
+        )
+    for part in ("driver", "firmware"):
+        (root / part).mkdir(parents=True, exist_ok=True)
+        (root / part / "version.info").write_text(f"Version={version}\n")
     (home / "lib64").mkdir(parents=True, exist_ok=True)
     for name in acl_api.LIB_FILES.values():
         shutil.copy2(libs / name, home / "lib64" / name)

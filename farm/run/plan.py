@@ -33,6 +33,8 @@ class Plan:
     slots: list[dict]  # healthy slots only: id, host, family, soc, device
     hosts: dict[str, dict]  # per healthy host: deployed directories and agent environment
     unhealthy: dict[str, str] = field(default_factory=dict)  # host -> why
+    # The chips of healthy hosts set aside alone: slot id ("host:device") -> why.
+    set_aside: dict[str, str] = field(default_factory=dict)
     case_timeout: float = 60.0
     quarantine_after: int = QUARANTINE_AFTER
     package: dict = field(default_factory=dict)  # version, sha256, target, file

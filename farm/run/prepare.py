@@ -118,10 +118,10 @@ def make_canary(backend: str):
                 digests[case.id] = sha256_of(*(t for t in inputs if t is not None))
             return digests[case.id]
 
-    def canary(channel, identity) -> str | None:
+    def canary(channel, identity, device: int = 0) -> str | None:
         family = soc.family_of(identity.get("soc", ""))
         for case in canary_cases(family):
-            record = channel.run_case(case.to_dict(), backend, 0, CANARY_TIMEOUT)
+            record = channel.run_case(case.to_dict(), backend, device, CANARY_TIMEOUT)
             if record.get("case_id") != case.id or record.get("outcome") not in (
                 "passed",
                 "failed",
@@ -306,7 +306,7 @@ def prepare_pool(
     canary = make_canary(backend)
     quarantine = health.Quarantine(state_dir)
 
-    hosts, slots, unhealthy = {}, [], {}
+    hosts, slots, unhealthy, set_aside = {}, [], {}, {}
     prepared = _prepare_all(inventory, bundle, bundle_sha, package, canary)
     for spec in inventory.hosts:
         checked, native_lib = prepared[spec.name]
@@ -317,6 +317,7 @@ def prepare_pool(
             unhealthy[spec.name] = "; ".join(checked.reasons)
             continue
         hosts[spec.name] = {"bundle_sha": bundle_sha, "native_lib": native_lib}
+        set_aside.update({f"{spec.name}:{d}": why for d, why in checked.set_aside.items()})
         slots += [
             {
                 "id": s.id,
@@ -326,6 +327,7 @@ def prepare_pool(
                 "device": s.device,
             }
             for s in spec.slots()
+            if s.device not in checked.set_aside
         ]
 
     if require_healthy and not hosts:
@@ -344,6 +346,7 @@ def prepare_pool(
         slots=slots,
         hosts=hosts,
         unhealthy=unhealthy,
+        set_aside=set_aside,
         case_timeout=case_timeout,
         package={
             "file": str(package) if package else "",

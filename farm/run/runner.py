@@ -79,7 +79,7 @@ def lost_record(case: Case) -> ResultRecord:
 
 def exit_code(records: list[ResultRecord], plan: Plan, quarantined_mid_run: dict) -> int:
     outcomes = Counter(r["outcome"] for r in records)
-    if outcomes["broken"] or plan.unhealthy or quarantined_mid_run:
+    if outcomes["broken"] or plan.unhealthy or plan.set_aside or quarantined_mid_run:
         return EXIT_INFRA
     return EXIT_PRODUCT if outcomes["failed"] else EXIT_OK
 
@@ -178,6 +178,12 @@ def run(
         console.print(
             f"host     {spec.name} ({spec.soc}, {spec.devices} dev) {mark}{why}", highlight=False
         )
+        for device, reason in sorted(checked.set_aside.items()):
+            console.print(
+                f"chip     {spec.name}:{device} [yellow]set aside[/]: {reason}; the host's other "
+                "chips run",
+                highlight=False,
+            )
 
     with console.status("health checks and deploy"):
         plan = prepare.prepare_pool(
@@ -350,6 +356,7 @@ def run_meta(plan: Plan, started: str) -> dict:
         "git_commit": plan.git_commit,
         "inventory": plan.slots,
         "unhealthy": plan.unhealthy,
+        "set_aside": plan.set_aside,
         "run_dir": str(plan.run_dir),
         "farm_version": __version__,
     }
@@ -368,6 +375,7 @@ def write_summary(plan: Plan, records: list[ResultRecord], code: int, quarantine
         "outcomes": dict(outcomes),
         "categories": dict(Counter(r["category"] for r in records if r["category"])),
         "unhealthy_hosts": plan.unhealthy,
+        "set_aside_chips": plan.set_aside,
         "quarantined_during_run": quarantined,
         "failures": [
             {k: r.get(k) for k in FAILURE_FIELDS} for r in records if r["outcome"] != "passed"

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from farm import __version__
-from farm.agent import protocol
+from farm.agent import identity, protocol
 from farm.agent.errors import AgentError, ProtocolError
 from farm.agent.identity import SLOW_REPLY_S, Declared, Fault, declared_identity, parse_npu_smi
 from farm.agent.server import AgentServer
@@ -227,6 +227,8 @@ def test_fault_injection_breaks_the_nth_reply(kind):
 def test_slow_fault_delays_every_reply_after_the_nth_and_breaks_none(monkeypatch):
     slept: list[float] = []
     monkeypatch.setattr(time, "sleep", slept.append)
+    # What the machine is takes commands (npu-smi, the compiler), which sleep while they wait.
+    monkeypatch.setattr(identity.host_machine, "gather", lambda **_: None)
     declared = Declared("Ascend910B1", 2, "env", Fault("slow-after", 1))
     out = io.BytesIO()
     requests = protocol.hello_request(1) + b"".join(

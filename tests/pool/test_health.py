@@ -1,15 +1,20 @@
 """Health checks name what is wrong with a host; the quarantine remembers it until a check
-passes."""
+passes. A host that is not what its inventory pins is refused with one line per pin; a chip
+that may not run cases (in alarm, missing, its memory held by another process) is set aside
+alone while the host's other chips stay in the pool, and comes back when it is healthy."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import platform
+import sys
 
 from farm.pool.health import (
     BAD,
     GOOD,
     HOST_COLUMNS,
+    SET_ASIDE,
     HostHealth,
     Quarantine,
     check_host,
@@ -18,6 +23,7 @@ from farm.pool.health import (
 )
 from farm.pool.inventory import default_inventory
 from farm.pool.lab import _free_port
+from farm.pool.lab_npu_smi import default_chip
 from farm.pool.transport import open_transport
 from tests.pool.conftest import ECHO
 
@@ -57,11 +63,11 @@ def test_undeclared_identity_and_wrong_bundle(local_host, agent_bundle):
 def test_canary_decides_last(local_host, agent_bundle):
     bundle, sha = agent_bundle
 
-    def canary_ok(channel, identity):
+    def canary_ok(channel, identity, device):
         result = channel.run_case({"id": "canary"}, "native", 0)
         return None if result["verdict"] == "pass" else "canary case failed"
 
-    def canary_bad(channel, identity):
+    def canary_bad(channel, identity, device):
         raise RuntimeError("golden mismatch on the canary case")
 
     good = check_host(local_host, open_transport, sha, canary_ok, bundle=bundle, executor=ECHO)
@@ -113,6 +119,87 @@ def test_ssh_unreachable_host_is_bad_with_the_reason(lab_inventory, agent_bundle
         f"host ghost (127.0.0.250:{port}): connection refused; is sshd "
         "running? check address/port in the inventory"
     ]
+
+
+def test_a_host_that_is_not_what_the_inventory_pins_is_refused_one_line_a_pin(
+    local_host, agent_bundle
+):
+    bundle, sha = agent_bundle
+    here = platform.machine()
+    pinned = dataclasses.replace(local_host, pins=(("arch", here[:3] + "*"),))
+    assert check_host(pinned, open_transport, sha, bundle=bundle).reasons == []
+    wrong = "riscv64" if here != "riscv64" else "aarch64"
+    pinned = dataclasses.replace(local_host, pins=(("arch", wrong), ("cann", "8.2.*")))
+    health = check_host(pinned, open_transport, sha, bundle=bundle)
+    assert health.state == BAD
+    assert health.reasons == [
+        f"host emu-t: arch is pinned to '{wrong}' in the inventory, the host reports '{here}'; "
+        "fix the pin or the host",
+        "host emu-t: cann is pinned to '8.2.*' in the inventory, the host reports nothing; fix "
+        "the pin or the host",
+    ]
+
+
+def _with_chips(host, tmp_path, chips):
+    """``host`` with the lab's stand-in npu-smi reporting ``chips``."""
+    state = tmp_path / "npu-state.json"
+    state.write_text(json.dumps({"chips": chips}))
+    tool = tmp_path / "npu-smi"
+    tool.write_text(f'#!/bin/sh\nexec {sys.executable} -m farm.pool.lab_npu_smi {state} "$@"\n')
+    tool.chmod(0o755)
+    return dataclasses.replace(host, env=host.env + (("LSG_NPU_SMI", str(tool)),))
+
+
+def test_a_chip_that_may_not_run_cases_is_set_aside_alone(local_host, agent_bundle, tmp_path):
+    bundle, sha = agent_bundle
+    ran_on = []
+
+    def canary(channel, identity, device):
+        ran_on.append(device)
+
+    alarm = {**default_chip("910B1"), "health": "Alarm"}
+    host = _with_chips(local_host, tmp_path, [alarm, default_chip("910B1")])
+    health = check_host(host, open_transport, sha, canary, bundle=bundle)
+    assert (health.state, health.reasons) == (GOOD, [])
+    assert health.set_aside == {0: "chip 0 (910B1) is in health Alarm (npu-smi)"}
+    assert ran_on == [1]  # the canary runs on a chip that may run cases
+
+    held = {**default_chip("910B1"), "processes": [{"pid": 4242, "name": "job", "memory": 900}]}
+    host = _with_chips(local_host, tmp_path, [held])  # and the second chip is missing
+    health = check_host(host, open_transport, sha, canary, bundle=bundle)
+    assert health.state == BAD and ran_on == [1]
+    assert health.reasons == [
+        "host emu-t: every chip is set aside: chip 0 (910B1) has memory held by another "
+        "process: pid 4242 job 900 MB; chip 1 is missing: npu-smi lists 1 chip(s), the "
+        "inventory says 2"
+    ]
+
+
+def test_a_chip_set_aside_is_kept_until_a_check_finds_it_healthy(tmp_path):
+    from farm.pool.inventory import HostSpec
+
+    q = Quarantine(tmp_path / "state")
+    q.record(HostHealth("a2-01", GOOD, [], set_aside={1: "chip 1 (910B1) is in health Alarm"}))
+    since = q.chip_entries()["a2-01:1"]["since"]
+    q.record(HostHealth("a2-01", GOOD, [], set_aside={1: "still in alarm"}))
+    assert q.chip_entries() == {
+        "a2-01:1": {
+            "reason": "still in alarm",
+            "since": since,
+            "updated": q.chip_entries()["a2-01:1"]["updated"],
+        }
+    }
+    assert q.entries() == {}  # the host itself is not quarantined
+
+    host = HostSpec("a2-01", "Ascend910B1", 2, transport="local", workdir=str(tmp_path))
+    inventory = dataclasses.replace(default_inventory(tmp_path / "h"), hosts=[host])
+    rows = {r["host"]: r for r in host_rows(inventory, tmp_path / "state")}
+    assert rows["a2-01"]["chip"] == "1 set aside"
+    assert rows["a2-01:1"]["state"] == SET_ASIDE and rows["a2-01:1"]["reason"] == "still in alarm"
+    assert rows["a2-01:1"]["since"] == since and rows["a2-01:0"]["state"] == "unknown"
+
+    q.record(HostHealth("a2-01", GOOD, []))  # healthy again: back in the pool
+    assert q.chip_entries() == {}
 
 
 def test_quarantine_until_a_check_passes(tmp_path):

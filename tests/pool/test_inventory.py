@@ -165,6 +165,8 @@ BAD = {
         ["[[host]] a2-01 and [[host]] a2-02", "127.0.0.2:2222"],
     ),
     "unnamed_entry": (host_block(name=None), ["[[host]] #1", 'missing field "name"']),
+    "empty_pin": (host_block(cann='""'), ["[[host]] a2-01", 'field "cann"', "empty", "8.2.*"]),
+    "pin_not_text": (host_block(arch="64"), ['field "arch"', "expected a glob pattern", "int"]),
 }
 
 
@@ -208,3 +210,9 @@ def test_every_host_message_names_the_entry_as_written(keys):
             load_inventory(write(keys, text))
         except ConfigError as exc:
             assert 'host "' not in str(exc), str(exc)
+
+
+def test_pins_of_a_host_and_of_the_defaults(keys):
+    text = '[defaults]\ncann = "8.2.*"\n' + host_block(arch='"aarch64"', driver='"24.1.*"')
+    (host,) = load_inventory(write(keys, text)).hosts
+    assert sorted(host.pins) == [("arch", "aarch64"), ("cann", "8.2.*"), ("driver", "24.1.*")]

@@ -397,7 +397,7 @@ def test_local_hosts_are_checked_through_one_agent_each_on_its_own(embedded):
     a2_01, a2_02, b310 = inventory.hosts
     liar = dataclasses.replace(a2_02, soc="Ascend910B4")
 
-    def canary(channel, identity):
+    def canary(channel, identity, device):
         timeout = 0.5 if channel.host.name == "emu-a2-01" else 5.0
         channel.run_case({"sleep": 2 if timeout < 1 else 0}, "native", 0, timeout)
         return None

@@ -27,10 +27,12 @@ import json
 import re
 from collections.abc import Iterable, Sequence
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from farm.agent import machine
 from farm.agent.backends import acl_api as api
 from farm.agent.backends.acl_session import AclCallError, HostTensor, OpRun, Runtime, run_op
 from farm.agent.backends.native import (
@@ -96,20 +98,13 @@ def _cann_description() -> str:
     return f"CANN {said}; driver {_driver_version()}; soc={soc.decode() if soc else '?'}"
 
 
-DRIVER_VERSION_FILE = "/usr/local/Ascend/driver/version.info"
-
-
-def _driver_version(path: str = DRIVER_VERSION_FILE) -> str:
-    """The NPU driver's version, from the driver package's version.info ("Version=24.1.0")."""
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            for line in f:
-                key, _, value = line.partition("=")
-                if key.strip().lower() == "version" and value.strip():
-                    return value.strip()
-    except OSError:
-        return f"unknown (no {path})"
-    return f"unknown ({path} names none)"
+def _driver_version(path: str | None = None) -> str:
+    """The NPU driver's version, from the driver package's version.info ("Version=24.1.0") in the
+    Ascend install root of the host's CANN (farm/agent/machine.py)."""
+    info = Path(path) if path else machine.driver_info()
+    if not info.is_file():
+        return f"unknown (no {info})"
+    return machine.info_value(info, "version") or f"unknown ({info} names none)"
 
 
 def host_tensor(a: np.ndarray) -> HostTensor:

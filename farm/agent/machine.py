@@ -1,0 +1,337 @@
+"""What a host is, beyond its SoC: CPU architecture, OS, C library, compiler, CANN, driver and
+firmware, and each NPU chip's state as ``npu-smi info`` reports it.
+
+Everything is read from the host itself, at the agent's ``identify``:
+
+- ``arch`` from the kernel (``platform.machine()``); an *emulated* host (one that declares its
+  SoC through ``LSG_EMULATED_SOC``) may declare another with ``LSG_EMULATED_ARCH``, so that a
+  lab on one x86_64 machine can stand for an aarch64 board (test-only, like the emulated SoC);
+- ``os`` from ``/etc/os-release`` (PRETTY_NAME), ``glibc`` from the C library itself, the
+  ``compiler`` from ``g++ --version`` when the host has one;
+- CANN from ``ASCEND_HOME_PATH`` (what CANN's ``set_env.sh`` exports): the version is the
+  ``version=`` line of ``<home>/<arch>-linux/ascend_toolkit_install.info`` (of the one
+  ``*-linux`` directory there is, when none is of the host's architecture);
+- the driver and the firmware from ``driver/version.info`` and ``firmware/version.info``
+  (``Version=`` lines) in the Ascend install root: the nearest directory above CANN's that has a
+  ``driver`` directory, else ``/usr/local/Ascend``;
+- the chips from ``npu-smi info`` (``LSG_NPU_SMI`` names another executable, for the SSH lab's
+  stand-in): per chip its health, its memory in use and its AI Core use, and the processes on it
+  that are not this agent's, whose memory keeps it from being ours.
+
+:func:`chip_problem` says whether a chip may run cases; the orchestrator sets a chip aside alone
+(farm/pool/health.py). Standard library only.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import re
+import shutil
+import subprocess
+from dataclasses import asdict, dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+ENV_ARCH = "LSG_EMULATED_ARCH"
+ENV_NPU_SMI = "LSG_NPU_SMI"
+DEFAULT_ASCEND_ROOT = Path("/usr/local/Ascend")
+COMMAND_TIMEOUT = 15.0
+# npu-smi's health words; a chip in any other state does not run cases.
+USABLE_HEALTH = ("OK", "Warning")
+
+
+@dataclass(frozen=True)
+class ChipProcess:
+    pid: int
+    name: str
+    memory_mb: int | None
+
+
+@dataclass(frozen=True)
+class Chip:
+    """One NPU chip: ``device`` is its ACL device id (npu-smi lists chips in that order)."""
+
+    device: int
+    npu: int
+    chip: int
+    name: str
+    health: str
+    memory_used_mb: int | None = None
+    memory_total_mb: int | None = None
+    aicore_percent: int | None = None
+    others: tuple[ChipProcess, ...] = ()  # processes on the chip that are not this agent's
+
+    @classmethod
+    def from_wire(cls, d: dict[str, Any]) -> Chip:
+        return cls(**{**d, "others": tuple(ChipProcess(**p) for p in d.get("others") or ())})
+
+
+@dataclass(frozen=True)
+class Machine:
+    arch: str
+    os: str
+    glibc: str | None = None
+    compiler: str | None = None
+    cann_version: str | None = None
+    cann_path: str | None = None
+    driver: str | None = None
+    firmware: str | None = None
+    chips: tuple[Chip, ...] | None = None  # None: the host has no npu-smi
+    npu_smi_problem: str | None = None  # why npu-smi said nothing usable
+    declared: tuple[str, ...] = field(default=())  # fields an emulated host declared
+
+    def to_wire(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_wire(cls, d: dict[str, Any]) -> Machine:
+        chips = d.get("chips")
+        return cls(
+            **{
+                **d,
+                "chips": None if chips is None else tuple(Chip.from_wire(c) for c in chips),
+                "declared": tuple(d.get("declared") or ()),
+            }
+        )
+
+
+def chip_problem(chip: Chip) -> str | None:
+    """Why a chip may not run cases, or None: a health other than OK or Warning, or memory held
+    by a process that is not the farm's."""
+    if chip.health not in USABLE_HEALTH:
+        return f"chip {chip.device} ({chip.name}) is in health {chip.health} (npu-smi)"
+    if chip.others:
+        held = ", ".join(
+            f"pid {p.pid} {p.name}" + (f" {p.memory_mb} MB" if p.memory_mb is not None else "")
+            for p in chip.others
+        )
+        return f"chip {chip.device} ({chip.name}) has memory held by another process: {held}"
+    return None
+
+
+# -- npu-smi -------------------------------------------------------------------------------
+
+# "| 0     910B3               | OK            | 93.9        41                0    / 0  |"
+_NPU_ROW = re.compile(r"^\|\s*(\d+)\s+((?:Ascend)?\d{3}[A-Z][0-9A-Z]*)\s*\|\s*([A-Za-z]+)\s*\|")
+# "| 0                         | 0000:C1:00.0  | 0           0    / 0          3162 / 65536 |"
+_CHIP_ROW = re.compile(r"^\|\s*(\d+)\s*\|\s*(\S+)\s*\|\s*(\d+|NA)\s+(.*)\|\s*$")
+_PAIR = re.compile(r"(\d+)\s*/\s*(\d+)")
+# "| 0       0                 | 1712733       | python3            | 48954             | ..."
+_PROCESS_ROW = re.compile(r"^\|\s*(\d+)\s+(\d+)\s*\|\s*(\d+)\s*\|\s*([^|]*?)\s*\|\s*(\d+|NA)\s*\|")
+
+
+def parse_npu_smi(text: str, own_pids: frozenset[int] = frozenset()) -> tuple[Chip, ...]:
+    """The chips of an ``npu-smi info`` table, in device order; processes in ``own_pids`` (this
+    agent's) are not counted as others'."""
+    lines = text.splitlines()
+    rows: list[tuple[int, str, str, int, str]] = []  # npu, name, health, chip, rest
+    in_processes = False
+    processes: dict[tuple[int, int], list[ChipProcess]] = {}
+    pending: tuple[int, str, str] | None = None
+    for line in lines:
+        if "Process id" in line:
+            in_processes = True
+            continue
+        if in_processes:
+            m = _PROCESS_ROW.match(line)
+            if m:
+                npu, chip, pid = int(m[1]), int(m[2]), int(m[3])
+                memory = None if m[5] == "NA" else int(m[5])
+                if pid not in own_pids:
+                    processes.setdefault((npu, chip), []).append(ChipProcess(pid, m[4], memory))
+            continue
+        m = _NPU_ROW.match(line)
+        if m:
+            pending = (int(m[1]), m[2], m[3])
+            continue
+        m = _CHIP_ROW.match(line)
+        if m and pending is not None:
+            rows.append((pending[0], pending[1], pending[2], int(m[1]), m[3] + " " + m[4]))
+            pending = None
+    chips = []
+    for device, (npu, name, health, chip, rest) in enumerate(rows):
+        aicore, _, usage = rest.partition(" ")
+        pairs = _PAIR.findall(usage)
+        used, total = (int(pairs[-1][0]), int(pairs[-1][1])) if pairs else (None, None)
+        chips.append(
+            Chip(
+                device=device,
+                npu=npu,
+                chip=chip,
+                name=name,
+                health=health,
+                memory_used_mb=used,
+                memory_total_mb=total,
+                aicore_percent=int(aicore) if aicore.isdigit() else None,
+                others=tuple(processes.get((npu, chip), ())),
+            )
+        )
+    return tuple(chips)
+
+
+def npu_smi_path(environ: dict[str, str] | None = None) -> str | None:
+    env = os.environ if environ is None else environ
+    if env.get(ENV_NPU_SMI):
+        return env[ENV_NPU_SMI]
+    return shutil.which("npu-smi") or next(
+        (p for p in ("/usr/local/sbin/npu-smi", "/usr/local/bin/npu-smi") if os.access(p, os.X_OK)),
+        None,
+    )
+
+
+def read_npu_smi(
+    environ: dict[str, str] | None = None,
+) -> tuple[str | None, tuple[Chip, ...] | None, str | None]:
+    """(npu-smi's text, its chips, the problem): (None, None, None) without npu-smi."""
+    exe = npu_smi_path(environ)
+    if exe is None:
+        return None, None, None
+    try:
+        proc = subprocess.run(
+            [exe, "info"], capture_output=True, text=True, timeout=COMMAND_TIMEOUT, check=False
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        return None, None, f"{exe} info failed: {exc}"
+    if proc.returncode != 0:
+        said = " ".join((proc.stderr or proc.stdout).split())[:300]
+        return proc.stdout, None, f"{exe} info exited {proc.returncode}: {said}"
+    chips = parse_npu_smi(proc.stdout, _own_pids())
+    if not chips:
+        return proc.stdout, chips, f"{exe} info listed no chip"
+    return proc.stdout, chips, None
+
+
+def _own_pids() -> frozenset[int]:
+    """This agent's process and its process group's members (/proc where there is one)."""
+    own = {os.getpid()}
+    group = os.getpgrp()
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return frozenset(own)
+    for entry in entries:
+        if entry.isdigit():
+            try:
+                if os.getpgid(int(entry)) == group:
+                    own.add(int(entry))
+            except OSError:
+                continue
+    return frozenset(own)
+
+
+# -- the rest of the machine ----------------------------------------------------------------
+
+
+@cache  # what does not change while the agent lives is read once
+def _os_name() -> str:
+    try:
+        text = Path("/etc/os-release").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return platform.platform()
+    m = re.search(r'^PRETTY_NAME="?([^"\n]*)"?', text, re.MULTILINE)
+    return m[1] if m else platform.platform()
+
+
+@cache
+def _glibc() -> str | None:
+    try:
+        text = os.confstr("CS_GNU_LIBC_VERSION")
+    except (ValueError, OSError, AttributeError):
+        text = None
+    if text:
+        return text.split()[-1]
+    name, version = platform.libc_ver()
+    return version or None
+
+
+@cache
+def _compiler() -> str | None:
+    exe = shutil.which("g++") or shutil.which("c++")
+    if exe is None:
+        return None
+    try:
+        proc = subprocess.run(
+            [exe, "--version"], capture_output=True, text=True, timeout=COMMAND_TIMEOUT
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    first = proc.stdout.splitlines()[0].strip() if proc.stdout else ""
+    return first or None
+
+
+def info_value(path: Path, key: str) -> str | None:
+    """The value of ``key=value`` (case-insensitive key) in a CANN info file, or None."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    m = re.search(rf"^\s*{key}\s*=\s*(\S+)", text, re.MULTILINE | re.IGNORECASE)
+    return m[1] if m else None
+
+
+def cann_version(home: Path, arch: str) -> str | None:
+    """The toolkit's version: of ``<arch>-linux`` first, else of the one ``*-linux`` there is."""
+    info = "ascend_toolkit_install.info"
+    found = info_value(home / f"{arch}-linux" / info, "version")
+    if found is None:
+        others = sorted(home.glob(f"*-linux/{info}"))
+        found = info_value(others[0], "version") if len(others) == 1 else None
+    return found
+
+
+def ascend_root(cann_home: Path | None) -> Path:
+    """The Ascend install root: the nearest directory above CANN's with a ``driver`` directory,
+    else /usr/local/Ascend."""
+    if cann_home is not None:
+        for parent in cann_home.resolve().parents:
+            if (parent / "driver").is_dir():
+                return parent
+    return DEFAULT_ASCEND_ROOT
+
+
+def driver_info(environ: dict[str, str] | None = None) -> Path:
+    """The driver's version.info, in the Ascend install root of the host's CANN."""
+    env = os.environ if environ is None else environ
+    home = Path(env["ASCEND_HOME_PATH"]) if env.get("ASCEND_HOME_PATH") else None
+    return ascend_root(home) / "driver" / "version.info"
+
+
+def gather(environ: dict[str, str] | None = None, *, emulated: bool = False) -> Machine:
+    env = os.environ if environ is None else environ
+    declared: list[str] = []
+    arch = platform.machine()
+    if emulated and env.get(ENV_ARCH):
+        arch = env[ENV_ARCH]
+        declared.append("arch")
+    home = Path(env["ASCEND_HOME_PATH"]) if env.get("ASCEND_HOME_PATH") else None
+    root = ascend_root(home)
+    _, chips, problem = read_npu_smi(dict(env))
+    return Machine(
+        arch=arch,
+        os=_os_name(),
+        glibc=_glibc(),
+        compiler=_compiler(),
+        cann_version=cann_version(home, arch) if home else None,
+        cann_path=str(home) if home else None,
+        driver=info_value(driver_info(dict(env)), "version"),
+        firmware=info_value(root / "firmware" / "version.info", "version"),
+        chips=chips,
+        npu_smi_problem=problem,
+        declared=tuple(declared),
+    )
+
+
+__all__ = [
+    "Chip",
+    "ChipProcess",
+    "Machine",
+    "USABLE_HEALTH",
+    "ascend_root",
+    "cann_version",
+    "chip_problem",
+    "gather",
+    "parse_npu_smi",
+    "read_npu_smi",
+]
