@@ -8,19 +8,32 @@ Targets:
                  the same design behind the same C ABI.
     ascend       the CANN package (op/ascendc/build.sh); needs the CANN toolkit.
 
-    build_native(target, build_dir, plant_bug="", sanitize=False) -> Path of the library
-    build_twin(build_dir, plant_bug="", sanitize=False) -> Path of liblsg_twin.so
-    build_package(target="ascendc-cpu", out_dir="dist/op", plant_bug="") -> Path of the archive
+    build_native(target, build_dir, plant_bug="", sanitize=False, arch=None) -> Path of the library
+    build_twin(build_dir, plant_bug="", sanitize=False, arch=None) -> Path of liblsg_twin.so
+    build_package(target="ascendc-cpu", out_dir="dist/op", plant_bug="", arch=None) -> the archive
     build_package(target, out_dir, build_dir=..., source_dir=<another op/>) -> the same, from
                  another tree's operator sources (`farm bisect`: a worktree at each commit)
+    package_arch(archive) -> "x86_64" | "aarch64"                  (what its manifest says)
+    cross_selftest(target, arch) -> (ok, output)   the C ABI self-test, under qemu for another arch
+    acl_example_selftest(arch) -> (ok, output)     the aclnn example on the emulated ACL runtime
     sanitize_check(matrix=None, target="twin") -> SanitizeReport  (ASan/UBSan, driven from Python)
     main(argv) -> exit code                                        (what `farm build` runs)
 
+Architectures (ARCHES: x86_64, aarch64; HOST_ARCH is this machine's, normalise_arch the names
+machines give them): `arch=None` builds for HOST_ARCH. The other is cross compiled with Debian's
+toolchain (apt-get install g++-aarch64-linux-gnu; on aarch64, g++-x86-64-linux-gnu) through the
+CMake toolchain file op/cmake/<triple>.cmake, into its own build directory (build/<target>-<arch>)
+and archive (...-<target>[-bug-X]-<arch>.tar.gz); the host's keep their plain names. A missing
+cross compiler or qemu is a BuildError naming the package to install; the sanitizer build and the
+ascend target are for this machine's architecture only. The self-test (op/tests/abi_selftest.cpp)
+runs a few real calls through the C ABI against a float64 reference, under qemu-<arch> -L
+/usr/<triple> for another architecture (`farm build --arch aarch64 --self-test`).
+
 The archive dist/op/logsoftmaxgrad-<version>-<target>.tar.gz holds the library, its headers and
-manifest.json (name, version, git commit, target, what the library is, SoC profiles, every file
-with its sha256). The same sources give the same archive byte for byte: sorted entries, fixed
-mtime/uid/gid/mode, gzip mtime 0, and a library built without build paths in it
-(op/CMakeLists.txt).
+manifest.json (name, version, git commit, target, arch, what the library is, SoC profiles, every
+file with its sha256). The same sources give the same archive byte for byte, for either
+architecture: sorted entries, fixed mtime/uid/gid/mode, gzip mtime 0, and a library built without
+build paths in it (op/CMakeLists.txt).
 """
 
 from __future__ import annotations
@@ -32,11 +45,13 @@ import hashlib
 import io
 import json
 import os
+import platform
 import re
 import shutil
 import subprocess
 import sys
 import tarfile
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -128,6 +143,95 @@ HEADERS = {
 ENTRY_MTIME = 0
 ENTRY_MODE = 0o644
 
+# -- CPU architectures -------------------------------------------------------------------------
+
+# The CPU architectures the C ABI targets build for: this machine's natively, the other cross
+# compiled with Debian's toolchain through a CMake toolchain file (op/cmake/<triple>.cmake).
+ARCHES = ("x86_64", "aarch64")
+_ARCH_ALIASES = {"amd64": "x86_64", "arm64": "aarch64"}
+# The GNU triple of each: the cross compiler's prefix and Debian's sysroot, /usr/<triple>.
+TRIPLES = {"x86_64": "x86_64-linux-gnu", "aarch64": "aarch64-linux-gnu"}
+CROSS_COMPILERS = {arch: f"{triple}-g++" for arch, triple in TRIPLES.items()}
+CROSS_PACKAGES = {"x86_64": "g++-x86-64-linux-gnu", "aarch64": "g++-aarch64-linux-gnu"}
+QEMU = {arch: f"qemu-{arch}" for arch in ARCHES}  # Debian's qemu-user
+QEMU_PACKAGE = "qemu-user"
+TOOLCHAIN_DIR = OP_DIR / "cmake"
+# ELF e_machine of each (the header's bytes 18-19).
+ELF_MACHINES = {62: "x86_64", 183: "aarch64"}
+
+
+def normalise_arch(name: str) -> str:
+    """The farm's name of a CPU architecture as machines report it (platform.machine(), uname -m):
+    "amd64" is "x86_64", "arm64" is "aarch64"; any other name is only lowercased (check_arch
+    refuses what is not in ARCHES)."""
+    name = name.strip().lower()
+    return _ARCH_ALIASES.get(name, name)
+
+
+# This machine's architecture: what a build is for unless it says otherwise.
+HOST_ARCH = normalise_arch(platform.machine())
+
+
+def check_arch(arch: str | None) -> str:
+    """`arch` normalised, HOST_ARCH for None; a BuildError for one not in ARCHES (this machine's
+    own is taken even if it is not: a native build needs no toolchain file)."""
+    if arch is None:
+        return HOST_ARCH
+    name = normalise_arch(arch)
+    if name not in ARCHES and name != HOST_ARCH:
+        raise BuildError(f"arch {arch!r}: use one of {', '.join(ARCHES)}")
+    return name
+
+
+def toolchain_file(arch: str) -> Path:
+    """The CMake toolchain file that cross compiles op/ for `arch` (op/cmake/<triple>.cmake)."""
+    return TOOLCHAIN_DIR / f"{TRIPLES[check_arch(arch)]}.cmake"
+
+
+def cross_compiler(arch: str) -> str:
+    """The path of the C++ cross compiler for `arch`; a BuildError naming the package when it is
+    not installed."""
+    arch = check_arch(arch)
+    name = CROSS_COMPILERS[arch]
+    found = shutil.which(name)
+    if not found:
+        raise BuildError(
+            f"arch {arch}: the cross compiler {name} is not installed here ({HOST_ARCH}): "
+            f"apt-get install {CROSS_PACKAGES[arch]}"
+        )
+    return found
+
+
+def emulator(arch: str) -> list[str]:
+    """How to run a program built for `arch` here: [] natively (HOST_ARCH), else qemu user-mode
+    emulation over Debian's sysroot of the arch: [qemu-<arch>, -L, /usr/<triple>]. A BuildError
+    naming the package when qemu or the sysroot is missing."""
+    arch = check_arch(arch)
+    if arch == HOST_ARCH:
+        return []
+    qemu = shutil.which(QEMU[arch])
+    if not qemu:
+        raise BuildError(
+            f"arch {arch}: {QEMU[arch]} is not installed, which runs {arch} programs here "
+            f"({HOST_ARCH}): apt-get install {QEMU_PACKAGE}"
+        )
+    sysroot = Path("/usr") / TRIPLES[arch]
+    if not (sysroot / "lib").is_dir():
+        raise BuildError(
+            f"arch {arch}: {sysroot}, the {arch} libraries qemu runs against, is missing: "
+            f"apt-get install {CROSS_PACKAGES[arch]}"
+        )
+    return [qemu, "-L", str(sysroot)]
+
+
+def elf_arch(data: bytes) -> str | None:
+    """The architecture of an ELF file's bytes (its header's e_machine, as ELF_MACHINES names
+    it; "e_machine <n>" for another); None when the bytes are not ELF."""
+    if len(data) < 20 or data[:4] != b"\x7fELF":
+        return None
+    machine = int.from_bytes(data[18:20], "big" if data[5] == 2 else "little")
+    return ELF_MACHINES.get(machine, f"e_machine {machine}")
+
 
 def _op_dir(source_dir: str | Path | None) -> Path:
     """The operator sources to build: this checkout's op/, or `source_dir` (another tree's op/)."""
@@ -148,19 +252,34 @@ def planted_bugs() -> dict[str, list[dict]]:
     return json.loads(PLANTED_BUGS_FILE.read_text())
 
 
-def default_build_dir(plant_bug: str = "", sanitize: bool = False, target: str = "twin") -> Path:
+def _arch_suffix(arch: str | None) -> str:
+    """Nothing for this machine's architecture, "-<arch>" for another."""
+    arch = check_arch(arch)
+    return "" if arch == HOST_ARCH else f"-{arch}"
+
+
+def default_build_dir(
+    plant_bug: str = "", sanitize: bool = False, target: str = "twin", arch: str | None = None
+) -> Path:
     """build/<target> for the real library (where the native backend looks), else a variant;
-    every planted bug of the emulated real kernel shares one, PLANTED_DIR."""
+    every planted bug of the emulated real kernel shares one, PLANTED_DIR. A build for another
+    architecture than this machine's has its own, with "-<arch>" appended (build/twin-aarch64)."""
     if target == "ascendc-cpu" and plant_bug and not sanitize:
-        return PLANTED_DIR
+        return planted_dir(arch)
     name = target + (f"-{plant_bug}" if plant_bug else "") + ("-sanitize" if sanitize else "")
-    return ROOT / "build" / name
+    return ROOT / "build" / (name + _arch_suffix(arch))
 
 
 # One build directory for every planted bug of the emulated real kernel (CMake LSG_PLANT_ALL): each
 # is its own target there, sharing the object files of the sources it does not edit, so that
 # building all of them costs little more than the edited files.
 PLANTED_DIR = ROOT / "build" / "ascendc-cpu-planted"
+
+
+def planted_dir(arch: str | None = None) -> Path:
+    """PLANTED_DIR for this machine's architecture; build/ascendc-cpu-planted-<arch> for another."""
+    suffix = _arch_suffix(arch)
+    return PLANTED_DIR.with_name(PLANTED_DIR.name + suffix) if suffix else PLANTED_DIR
 
 
 def cmake_executable() -> str:
@@ -211,6 +330,7 @@ def build_native(
     plant_bug: str = "",
     sanitize: bool = False,
     source_dir: str | Path | None = None,
+    arch: str | None = None,
 ) -> Path:
     """Configure op/ with CMake and build the library of `target` (ascendc-cpu or twin); returns
     its path. Incremental: a second call on the same directory only rebuilds what changed. A
@@ -221,7 +341,14 @@ def build_native(
 
     `source_dir`: build another tree's operator sources (its op/ directory) instead of this
     checkout's; give it its own `build_dir` (one directory per source tree: CMake refuses a build
-    directory configured from another source)."""
+    directory configured from another source).
+
+    `arch`: the CPU architecture to build for (ARCHES; None: this machine's, HOST_ARCH). Another
+    is cross compiled with Debian's toolchain (TRIPLES, the toolchain file op/cmake/<triple>.cmake)
+    into a build directory of its own (default_build_dir(..., arch=arch)), under the same rules:
+    the same sources give the same bytes. No sanitizer build for another architecture."""
+    arch = check_arch(arch)
+    cross = arch != HOST_ARCH
     if target not in NATIVE_TARGETS:
         raise BuildError(f"target {target!r} has no C ABI library: use one of {NATIVE_TARGETS}")
     if plant_bug not in PLANT_BUGS:
@@ -239,11 +366,28 @@ def build_native(
         )
     if source_dir is not None and build_dir is None:
         raise BuildError("building another source tree needs its own build_dir")
-    build_dir = Path(build_dir) if build_dir else default_build_dir(plant_bug, sanitize, target)
+    if cross and sanitize:
+        raise BuildError(
+            f"arch {arch}: the sanitizer build runs here under ASan/UBSan, so it is built for "
+            f"this machine's architecture only ({HOST_ARCH}): drop the arch, or run it on an "
+            f"{arch} machine"
+        )
+    # The cross compiler first: its absence is the one line to fix, before CMake says more.
+    cross_args = (
+        [
+            f"-DCMAKE_TOOLCHAIN_FILE={toolchain_file(arch)}",
+            f"-DCMAKE_CXX_COMPILER={cross_compiler(arch)}",
+        ]
+        if cross
+        else []
+    )
+    build_dir = (
+        Path(build_dir) if build_dir else default_build_dir(plant_bug, sanitize, target, arch)
+    )
     build_dir = build_dir if build_dir.is_absolute() else ROOT / build_dir
     # The shared planted directory builds the bug as its own target (LSG_PLANT_ALL); any other
     # directory builds the one library with the bug planted.
-    shared = target == "ascendc-cpu" and bool(plant_bug) and build_dir == PLANTED_DIR
+    shared = target == "ascendc-cpu" and bool(plant_bug) and build_dir == planted_dir(arch)
     cmake_target = f"{CMAKE_TARGETS[target]}_{plant_bug}" if shared else CMAKE_TARGETS[target]
     lib = (build_dir / "planted-lib" / plant_bug if shared else build_dir) / LIB_NAMES[target]
     # The real emulated kernel of this checkout also gets its ACL path, where the genuine headers
@@ -267,6 +411,7 @@ def build_native(
                 f"-DLSG_PLANT_ALL={'ON' if shared else 'OFF'}",
                 f"-DLSG_SANITIZE={'ON' if sanitize else 'OFF'}",
                 f"-DLSG_ACL_SDK={acl_sdk.sdk_dir() if acl else ''}",
+                *cross_args,
             ],
             "cmake configure",
             env=env,
@@ -286,6 +431,13 @@ def build_native(
         )
     if not lib.exists():
         raise BuildError(f"the build finished but {lib} is missing")
+    with open(lib, "rb") as f:
+        built_for = elf_arch(f.read(64))
+    if built_for != arch and arch in ELF_MACHINES.values():
+        raise BuildError(
+            f"{lib} was to be built for {arch} but is {built_for or 'not an ELF file'}: "
+            f"remove {build_dir} (configured for another architecture?) and build again"
+        )
     return lib
 
 
@@ -301,17 +453,23 @@ def acl_files(build_dir: Path) -> dict[str, bytes]:
 
 
 def build_twin(
-    build_dir: str | Path | None = None, plant_bug: str = "", sanitize: bool = False
+    build_dir: str | Path | None = None,
+    plant_bug: str = "",
+    sanitize: bool = False,
+    arch: str | None = None,
 ) -> Path:
     """build_native("twin", ...): the twin's liblsg_twin.so."""
-    return build_native("twin", build_dir, plant_bug, sanitize)
+    return build_native("twin", build_dir, plant_bug, sanitize, arch=arch)
 
 
 def build_ascendc_cpu(
-    build_dir: str | Path | None = None, plant_bug: str = "", sanitize: bool = False
+    build_dir: str | Path | None = None,
+    plant_bug: str = "",
+    sanitize: bool = False,
+    arch: str | None = None,
 ) -> Path:
     """build_native("ascendc-cpu", ...): the emulated real kernel's liblsg_ascendc_cpu.so."""
-    return build_native("ascendc-cpu", build_dir, plant_bug, sanitize)
+    return build_native("ascendc-cpu", build_dir, plant_bug, sanitize, arch=arch)
 
 
 # -- the package -------------------------------------------------------------------------------
@@ -380,12 +538,17 @@ def write_archive(path: Path, files: dict[str, bytes]) -> Path:
 
 
 def manifest(
-    target: str, files: dict[str, bytes], plant_bug: str = "", source_dir: str | Path | None = None
+    target: str,
+    files: dict[str, bytes],
+    plant_bug: str = "",
+    source_dir: str | Path | None = None,
+    arch: str | None = None,
 ) -> dict:
     return {
         "name": PACKAGE_NAME,
         "version": op_version(source_dir),
         "target": target,
+        "arch": check_arch(arch),
         "implementation": DESCRIPTIONS.get(target, ""),
         "library": next((n for n in sorted(files) if n.startswith("lib/")), ""),
         "acl": _acl_manifest(files),
@@ -420,9 +583,48 @@ def _acl_manifest(files: dict[str, bytes]) -> dict | None:
     }
 
 
-def archive_name(target: str, plant_bug: str = "", source_dir: str | Path | None = None) -> str:
+def archive_name(
+    target: str,
+    plant_bug: str = "",
+    source_dir: str | Path | None = None,
+    arch: str | None = None,
+) -> str:
+    """logsoftmaxgrad-<version>-<target>[-bug-<bug>].tar.gz for this machine's architecture,
+    with -<arch> before .tar.gz for another (logsoftmaxgrad-0.1.0-twin-aarch64.tar.gz)."""
     bug = f"-bug-{plant_bug}" if plant_bug else ""
-    return f"{PACKAGE_NAME}-{op_version(source_dir)}-{target}{bug}.tar.gz"
+    return f"{PACKAGE_NAME}-{op_version(source_dir)}-{target}{bug}{_arch_suffix(arch)}.tar.gz"
+
+
+def package_manifest(path: str | Path) -> dict:
+    """The manifest.json of a package archive; a BuildError when it has none."""
+    try:
+        with tarfile.open(path, "r:gz") as tar:
+            member = tar.extractfile("manifest.json")
+            if member is None:
+                raise KeyError("manifest.json")
+            return json.loads(member.read())
+    except (OSError, KeyError, tarfile.TarError, ValueError) as exc:
+        raise BuildError(f"{path}: not an operator package with a manifest ({exc})") from exc
+
+
+def package_arch(path: str | Path) -> str:
+    """The CPU architecture a package archive was built for: its manifest's "arch".
+
+    An archive from before the field (every one built for the machine that built it) is read by
+    its library instead: the ELF header's e_machine of its lib/*.so. Only an old archive with no
+    ELF library in it (an old ascend package: its installer is a shell archive) is taken as
+    HOST_ARCH, since the CANN package is built on the machine CANN is on."""
+    found = package_manifest(path)
+    if found.get("arch"):
+        return normalise_arch(str(found["arch"]))
+    library = found.get("library") or ""
+    if library:
+        with tarfile.open(path, "r:gz") as tar:
+            member = tar.extractfile(library)
+            arch = elf_arch(member.read(64)) if member is not None else None
+        if arch:
+            return arch
+    return HOST_ARCH
 
 
 def headers(target: str, source_dir: str | Path | None = None) -> tuple[Path, ...]:
@@ -458,6 +660,7 @@ def build_package(
     plant_bug: str = "",
     build_dir: str | Path | None = None,
     source_dir: str | Path | None = None,
+    arch: str | None = None,
 ) -> Path:
     """Build the operator for `target` and write its archive; returns the archive's path.
 
@@ -468,11 +671,22 @@ def build_package(
     source_dir: another tree's op/ directory to build instead of this checkout's (ascendc-cpu
     and twin; needs a build_dir of its own); its version, headers, SoC table and git commit go
     into the archive and its manifest.
+
+    arch: the CPU architecture (ARCHES; None: this machine's). ascendc-cpu and twin cross compile
+    for another (build_native), into an archive named with -<arch> (archive_name); ascend builds
+    where CANN is, for that machine only. The manifest says the arch of every package.
     """
     if target not in TARGETS:
         raise BuildError(f"target {target!r}: use one of {TARGETS}")
+    arch = check_arch(arch)
+    if target not in NATIVE_TARGETS and arch != HOST_ARCH:
+        raise BuildError(
+            f"target {target} is built by CANN's toolchain where CANN is installed, for that "
+            f"machine's architecture ({HOST_ARCH} here), not {arch}: run farm build --target "
+            f"{target} on an {arch} machine with the CANN toolkit"
+        )
     if target in NATIVE_TARGETS:
-        lib = build_native(target, build_dir, plant_bug=plant_bug, source_dir=source_dir)
+        lib = build_native(target, build_dir, plant_bug=plant_bug, source_dir=source_dir, arch=arch)
         files = {f"lib/{LIB_NAMES[target]}": lib.read_bytes()}
         files.update({f"include/{h.name}": h.read_bytes() for h in headers(target, source_dir)})
         if target == "ascendc-cpu" and not plant_bug and source_dir is None:
@@ -484,11 +698,104 @@ def build_package(
             raise BuildError("source_dir applies to the ascendc-cpu and twin targets only")
         files = _ascend_files()
     files["manifest.json"] = (
-        json.dumps(manifest(target, files, plant_bug, source_dir), indent=2, sort_keys=True) + "\n"
+        json.dumps(manifest(target, files, plant_bug, source_dir, arch), indent=2, sort_keys=True)
+        + "\n"
     ).encode()
     out_dir = Path(out_dir)
     out_dir = out_dir if out_dir.is_absolute() else ROOT / out_dir
-    return write_archive(out_dir / archive_name(target, plant_bug, source_dir), files)
+    return write_archive(out_dir / archive_name(target, plant_bug, source_dir, arch), files)
+
+
+# -- the self-test, on any architecture -------------------------------------------------------
+
+# The C ABI self-test (op/tests/abi_selftest.cpp): a driver of a few real calls per library,
+# built only on request, into <build dir>/tests/ (op/tests/abi_selftest.cmake).
+SELFTEST_DIR = "tests"
+ACL_EXAMPLE = "test_aclnn_log_softmax_grad"  # the aclnn example (lsg_acl_example), <build>/acl/
+SELFTEST_TIMEOUT = 300.0
+
+
+def selftest_target(target: str) -> str:
+    """The CMake target of `target`'s self-test: lsg_abi_selftest_twin, ..._ascendc_cpu."""
+    return "lsg_abi_selftest_" + target.replace("-", "_")
+
+
+def run_for_arch(
+    arch: str | None,
+    cmd: list[str],
+    env: dict[str, str] | None = None,
+    timeout: float = SELFTEST_TIMEOUT,
+) -> tuple[bool, str]:
+    """Run a program built for `arch` here, natively or under qemu user-mode emulation
+    (emulator); `env` goes to the program (qemu's -E), not to qemu. (ok, the command line and
+    what it printed)."""
+    prefix = emulator(check_arch(arch))
+    run_env = dict(os.environ)
+    if prefix:
+        prefix = prefix + [arg for k, v in (env or {}).items() for arg in ("-E", f"{k}={v}")]
+    else:
+        run_env.update(env or {})
+    full = prefix + cmd
+    shown = " ".join([*(f"{k}={v}" for k, v in (env or {}).items() if not prefix), *full])
+    try:
+        proc = subprocess.run(full, env=run_env, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return False, f"$ {shown}\ntimed out after {timeout:.0f} s\n"
+    except OSError as exc:
+        return False, f"$ {shown}\n{exc}\n"
+    tail = "" if proc.returncode == 0 else f"(exit {proc.returncode})\n"
+    return proc.returncode == 0, f"$ {shown}\n{proc.stdout}{proc.stderr}{tail}"
+
+
+def cross_selftest(
+    target: str = DEFAULT_TARGET,
+    arch: str | None = None,
+    build_dir: str | Path | None = None,
+    library: str | Path | None = None,
+) -> tuple[bool, str]:
+    """Build `target`'s library and its C ABI self-test for `arch` (None: this machine's) and run
+    the self-test: natively, or under qemu-<arch> -L /usr/<triple> for another architecture.
+    (ok, output). The driver makes a few real calls (every schedule, float32 and float16, a
+    rejection) and checks each against a float64 reference of its own; it exits non-zero naming
+    the call that failed. `library`: run it on that liblsg_*.so instead of the one it was linked
+    with (a packaged one: LD_LIBRARY_PATH, read before the driver's RUNPATH)."""
+    if target not in NATIVE_TARGETS:
+        raise BuildError(f"target {target!r} has no C ABI library: use one of {NATIVE_TARGETS}")
+    arch = check_arch(arch)
+    emulator(arch)  # qemu missing: say so before building anything
+    lib = build_native(target, build_dir, arch=arch)
+    cmake = cmake_executable()
+    with _locked(lib.parent):
+        _run(
+            [cmake, "--build", str(lib.parent), "--target", selftest_target(target)],
+            "cmake build",
+            env={**os.environ, "LC_ALL": "C"},
+        )
+    env = {}
+    if library is not None:
+        library = Path(library).resolve()
+        if library.name != LIB_NAMES[target]:
+            raise BuildError(f"{library}: the {target} self-test loads {LIB_NAMES[target]}")
+        env["LD_LIBRARY_PATH"] = str(library.parent)
+    exe = lib.parent / SELFTEST_DIR / selftest_target(target)
+    return run_for_arch(arch, [str(exe)], env)
+
+
+def acl_example_selftest(
+    arch: str | None = None, build_dir: str | Path | None = None
+) -> tuple[bool, str]:
+    """Build the emulated real kernel with the emulated ACL runtime for `arch` and run the aclnn
+    example (op/ascendc/examples) on it, natively or under qemu: (ok, output). Needs the genuine
+    ACL headers (farm.acl_sdk)."""
+    if not acl_sdk.present():
+        raise BuildError(
+            "the aclnn example is built against the genuine ACL headers, which are not here: "
+            "python -m farm.acl_sdk"
+        )
+    arch = check_arch(arch)
+    emulator(arch)  # qemu missing: say so before building anything
+    acl = build_native("ascendc-cpu", build_dir, arch=arch).parent / ACL_DIR
+    return run_for_arch(arch, [str(acl / ACL_EXAMPLE)], {"LD_LIBRARY_PATH": str(acl / "lib")})
 
 
 # -- sanitizers --------------------------------------------------------------------------------
@@ -682,6 +989,24 @@ def main(argv: list[str] | None = None) -> int:
         default=DEFAULT_TARGET,
         help="; ".join(describe(t) for t in TARGETS),
     )
+    parser.add_argument(
+        "--arch",
+        type=normalise_arch,
+        choices=ARCHES,
+        default=None,
+        help=f"the CPU architecture to build for (default: this machine's, {HOST_ARCH}); "
+        "ascendc-cpu and twin cross compile for another with Debian's toolchain (apt-get install "
+        + " ".join(CROSS_PACKAGES[a] for a in ARCHES if a != HOST_ARCH)
+        + "; op/cmake/*.cmake) into build/<target>-<arch> and "
+        "dist/op/logsoftmaxgrad-<version>-<target>-<arch>.tar.gz",
+    )
+    parser.add_argument(
+        "--self-test",
+        action="store_true",
+        help="after packaging ascendc-cpu or twin, run the C ABI self-test on the packaged "
+        "library (op/tests/abi_selftest.cpp; under qemu-user for another arch), and for "
+        "ascendc-cpu with the emulated ACL runtime the aclnn example too",
+    )
     parser.add_argument("--out", default="dist/op", help="directory of the archive")
     parser.add_argument(
         "--plant-bug",
@@ -705,6 +1030,11 @@ def main(argv: list[str] | None = None) -> int:
         return _drive(args.matrix, args.overflow_probe)
     try:
         if args.sanitize_check:
+            if args.arch not in (None, HOST_ARCH):
+                raise BuildError(
+                    f"--sanitize-check drives the library here: it builds for this machine's "
+                    f"architecture only ({HOST_ARCH}), not {args.arch}"
+                )
             if args.target not in NATIVE_TARGETS:
                 raise BuildError(f"--sanitize-check: target {args.target} has no library to drive")
             report = sanitize_check(args.matrix, target=args.target)
@@ -715,15 +1045,50 @@ def main(argv: list[str] | None = None) -> int:
             if not args.quiet:
                 print(f"sanitize check ok: {report.calls} calls, no sanitizer report")
             return 0
-        path = build_package(args.target, args.out, args.plant_bug)
+        if args.self_test and args.target not in NATIVE_TARGETS:
+            raise BuildError(f"--self-test: target {args.target} has no C ABI library to test")
+        if args.self_test and args.plant_bug:
+            raise BuildError("--self-test checks the real operator: drop --plant-bug")
+        path = build_package(args.target, args.out, args.plant_bug, arch=args.arch)
+        if not args.quiet:
+            print(
+                f"{path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}  "
+                f"sha256 {sha256_bytes(path.read_bytes())}"
+            )
+        if args.self_test:
+            return _self_test(path, args.target, check_arch(args.arch), args.quiet)
     except BuildError as exc:
         print(f"farm build: {exc}", file=sys.stderr)
         return exc.exit_code
-    if not args.quiet:
-        print(
-            f"{path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}  "
-            f"sha256 {sha256_bytes(path.read_bytes())}"
-        )
+    return 0
+
+
+def _self_test(package: Path, target: str, arch: str, quiet: bool) -> int:
+    """`farm build --self-test`: the C ABI self-test on the library of `package` (and the aclnn
+    example where the package has the emulated ACL runtime); 1 when one fails."""
+    with tempfile.TemporaryDirectory(prefix="lsg-selftest-") as tmp:
+        with tarfile.open(package, "r:gz") as tar:
+            member = tar.extractfile(f"lib/{LIB_NAMES[target]}")
+            if member is None:
+                raise BuildError(f"{package} has no lib/{LIB_NAMES[target]}")
+            library = Path(tmp) / LIB_NAMES[target]
+            library.write_bytes(member.read())
+        runs = [("C ABI self-test", cross_selftest(target, arch, library=library))]
+    if target == "ascendc-cpu" and package_manifest(package).get("acl"):
+        runs.append(("aclnn example", acl_example_selftest(arch)))
+    failed = [what for what, (ok, _) in runs if not ok]
+    for _, (ok, output) in runs:
+        if not ok or not quiet:
+            print(
+                output,
+                end="" if output.endswith("\n") else "\n",
+                file=sys.stdout if ok else sys.stderr,
+            )
+    if failed:
+        print(f"farm build: {' and '.join(failed)} FAILED on {arch}", file=sys.stderr)
+        return 1
+    if not quiet:
+        print(f"self-test ok on {arch}: " + ", ".join(what for what, _ in runs))
     return 0
 
 

@@ -90,6 +90,8 @@ def test_package_is_reproducible_and_its_manifest_true(tmp_path, target, monkeyp
         build.op_version(),
         target,
     )
+    # Built for this machine's architecture: the name says nothing more, the manifest says which.
+    assert manifest["arch"] == build.HOST_ARCH == build.package_arch(a)
     # The manifest says what the library is: for ascendc-cpu, the emulated real kernel.
     assert manifest["implementation"] == build.DESCRIPTIONS[target]
     assert manifest["library"] == f"lib/{lib_name}"

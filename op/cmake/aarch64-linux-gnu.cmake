@@ -1,0 +1,21 @@
+# Cross compiling op/ for aarch64 Linux with Debian's toolchain, on an x86_64 machine:
+#   apt-get install g++-aarch64-linux-gnu   (aarch64-linux-gnu-g++, sysroot /usr/aarch64-linux-gnu)
+#   cmake -S op -B build/x -DCMAKE_TOOLCHAIN_FILE=op/cmake/aarch64-linux-gnu.cmake
+# farm/build.py passes it for `farm build --arch aarch64` (with the compiler's path as
+# CMAKE_CXX_COMPILER). Its programs run here under qemu user-mode emulation (apt-get install
+# qemu-user): qemu-aarch64 -L /usr/aarch64-linux-gnu PROGRAM (op/README.md). Nothing of this file
+# reaches the binaries: the same sources give the same bytes, as in a native build.
+set(CMAKE_SYSTEM_NAME Linux)
+set(CMAKE_SYSTEM_PROCESSOR aarch64)
+set(LSG_CROSS_TRIPLE aarch64-linux-gnu)
+if(NOT CMAKE_CXX_COMPILER)
+  set(CMAKE_CXX_COMPILER ${LSG_CROSS_TRIPLE}-g++)
+endif()
+# Headers and libraries from the sysroot only; programs (cmake's own tools) from this machine.
+set(CMAKE_FIND_ROOT_PATH /usr/${LSG_CROSS_TRIPLE})
+set(CMAKE_FIND_ROOT_PATH_MODE_PROGRAM NEVER)
+set(CMAKE_FIND_ROOT_PATH_MODE_LIBRARY ONLY)
+set(CMAKE_FIND_ROOT_PATH_MODE_INCLUDE ONLY)
+set(CMAKE_FIND_ROOT_PATH_MODE_PACKAGE ONLY)
+# What runs an aarch64 program here (try_run, CTest).
+set(CMAKE_CROSSCOMPILING_EMULATOR qemu-aarch64 -L /usr/${LSG_CROSS_TRIPLE})
