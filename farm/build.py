@@ -59,8 +59,11 @@ from pathlib import Path
 
 from farm import acl_sdk
 from farm.agent.backends import acl_api
+from farm.agent.hostops import normalise_arch
+from farm.agent.machine import ELF_MACHINES, elf_arch_of
 from farm.errors import BuildError
 from farm.paths import REPO_ROOT as ROOT
+from farm.pool.deploy import package_manifest
 from golden.soc import FAMILIES, representative_soc
 
 OP_DIR = ROOT / "op"
@@ -148,7 +151,6 @@ ENTRY_MODE = 0o644
 # The CPU architectures the C ABI targets build for: this machine's natively, the other cross
 # compiled with Debian's toolchain through a CMake toolchain file (op/cmake/<triple>.cmake).
 ARCHES = ("x86_64", "aarch64")
-_ARCH_ALIASES = {"amd64": "x86_64", "arm64": "aarch64"}
 # The GNU triple of each: the cross compiler's prefix and Debian's sysroot, /usr/<triple>.
 TRIPLES = {"x86_64": "x86_64-linux-gnu", "aarch64": "aarch64-linux-gnu"}
 CROSS_COMPILERS = {arch: f"{triple}-g++" for arch, triple in TRIPLES.items()}
@@ -157,15 +159,6 @@ QEMU = {arch: f"qemu-{arch}" for arch in ARCHES}  # Debian's qemu-user
 QEMU_PACKAGE = "qemu-user"
 TOOLCHAIN_DIR = OP_DIR / "cmake"
 # ELF e_machine of each (the header's bytes 18-19).
-ELF_MACHINES = {62: "x86_64", 183: "aarch64"}
-
-
-def normalise_arch(name: str) -> str:
-    """The farm's name of a CPU architecture as machines report it (platform.machine(), uname -m):
-    "amd64" is "x86_64", "arm64" is "aarch64"; any other name is only lowercased (check_arch
-    refuses what is not in ARCHES)."""
-    name = name.strip().lower()
-    return _ARCH_ALIASES.get(name, name)
 
 
 # This machine's architecture: what a build is for unless it says otherwise.
@@ -222,15 +215,6 @@ def emulator(arch: str) -> list[str]:
             f"apt-get install {CROSS_PACKAGES[arch]}"
         )
     return [qemu, "-L", str(sysroot)]
-
-
-def elf_arch(data: bytes) -> str | None:
-    """The architecture of an ELF file's bytes (its header's e_machine, as ELF_MACHINES names
-    it; "e_machine <n>" for another); None when the bytes are not ELF."""
-    if len(data) < 20 or data[:4] != b"\x7fELF":
-        return None
-    machine = int.from_bytes(data[18:20], "big" if data[5] == 2 else "little")
-    return ELF_MACHINES.get(machine, f"e_machine {machine}")
 
 
 def _op_dir(source_dir: str | Path | None) -> Path:
@@ -432,7 +416,7 @@ def build_native(
     if not lib.exists():
         raise BuildError(f"the build finished but {lib} is missing")
     with open(lib, "rb") as f:
-        built_for = elf_arch(f.read(64))
+        built_for = elf_arch_of(f.read(64))
     if built_for != arch and arch in ELF_MACHINES.values():
         raise BuildError(
             f"{lib} was to be built for {arch} but is {built_for or 'not an ELF file'}: "
@@ -593,38 +577,6 @@ def archive_name(
     with -<arch> before .tar.gz for another (logsoftmaxgrad-0.1.0-twin-aarch64.tar.gz)."""
     bug = f"-bug-{plant_bug}" if plant_bug else ""
     return f"{PACKAGE_NAME}-{op_version(source_dir)}-{target}{bug}{_arch_suffix(arch)}.tar.gz"
-
-
-def package_manifest(path: str | Path) -> dict:
-    """The manifest.json of a package archive; a BuildError when it has none."""
-    try:
-        with tarfile.open(path, "r:gz") as tar:
-            member = tar.extractfile("manifest.json")
-            if member is None:
-                raise KeyError("manifest.json")
-            return json.loads(member.read())
-    except (OSError, KeyError, tarfile.TarError, ValueError) as exc:
-        raise BuildError(f"{path}: not an operator package with a manifest ({exc})") from exc
-
-
-def package_arch(path: str | Path) -> str:
-    """The CPU architecture a package archive was built for: its manifest's "arch".
-
-    An archive from before the field (every one built for the machine that built it) is read by
-    its library instead: the ELF header's e_machine of its lib/*.so. Only an old archive with no
-    ELF library in it (an old ascend package: its installer is a shell archive) is taken as
-    HOST_ARCH, since the CANN package is built on the machine CANN is on."""
-    found = package_manifest(path)
-    if found.get("arch"):
-        return normalise_arch(str(found["arch"]))
-    library = found.get("library") or ""
-    if library:
-        with tarfile.open(path, "r:gz") as tar:
-            member = tar.extractfile(library)
-            arch = elf_arch(member.read(64)) if member is not None else None
-        if arch:
-            return arch
-    return HOST_ARCH
 
 
 def headers(target: str, source_dir: str | Path | None = None) -> tuple[Path, ...]:

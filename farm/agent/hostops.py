@@ -18,6 +18,8 @@ and exits 1 (an unexpected OSError: its traceback, the last line naming it):
     reap PGID PID GRACE         SIGCONT, SIGTERM, GRACE s, SIGKILL to process group PGID (only
         if PID, its leader, is gone or is a farm agent), then check that no member is left
         (kill -0; zombies do not count). {"gone", "left": [pid], "sent": [signal]} (+ "refused")
+    arch                        the host's CPU architecture, as the farm names them (deploy picks
+        the package of it): {"arch", "declared": whether an emulated host declared it}
 
 **How it reaches a host.** Deploy asks ``status`` and runs ``install`` *before* the bundle (which
 holds this file) is on the host, so the SSH transport never imports it there: it sends this
@@ -61,6 +63,12 @@ STALE_AFTER_S = 86400.0  # .incoming-*/.stale-* directories older than this are 
 KILL_WAIT = 5.0  # seconds to wait for a process group to go after SIGKILL
 POLL_S = 0.02
 AGENT_MODULE = "farm.agent"  # an agent runs as `python -m farm.agent ...`
+# An emulated host declares its SoC (and may declare a CPU architecture other than the machine's)
+# in its environment: an SSH lab host through sshd's SetEnv, a local one through its inventory env.
+ENV_EMULATED_SOC = "LSG_EMULATED_SOC"
+ENV_EMULATED_ARCH = "LSG_EMULATED_ARCH"
+# The names other tools give the farm's architectures.
+ARCH_ALIASES = {"amd64": "x86_64", "x64": "x86_64", "arm64": "aarch64", "armv8l": "aarch64"}
 
 
 class HostOpError(Exception):
@@ -324,13 +332,33 @@ def reap(pgid: int, pid: int, grace: float) -> dict[str, Any]:
     return kill_group(pgid, grace)
 
 
+# -- the architecture -------------------------------------------------------------------------
+
+
+def normalise_arch(name: str) -> str:
+    """A CPU architecture as the farm names it: x86_64, aarch64 (others as the kernel says)."""
+    name = name.strip().lower()
+    return ARCH_ALIASES.get(name, name)
+
+
+def host_arch(environ: Any = None) -> dict[str, Any]:
+    """This host's architecture: the kernel's, or the one an emulated host declares (test-only:
+    an x86_64 lab host standing for an aarch64 board)."""
+    import platform
+
+    env = os.environ if environ is None else environ
+    if env.get(ENV_EMULATED_SOC) and env.get(ENV_EMULATED_ARCH):
+        return {"arch": normalise_arch(env[ENV_EMULATED_ARCH]), "declared": True}
+    return {"arch": normalise_arch(platform.machine()), "declared": False}
+
+
 # -- the program ------------------------------------------------------------------------------
 
 
 def command(argv: Sequence[str]) -> dict[str, Any]:
     """Run one command (``argv``: its name, then its arguments as strings); its JSON reply."""
     if not argv:
-        raise HostOpError("no helper command given (sha256, status, install, reap)")
+        raise HostOpError("no helper command given (sha256, status, install, reap, arch)")
     cmd, args = argv[0], list(argv[1:])
     if cmd == "sha256":
         return {"sha256": sha256(args[0])}
@@ -341,6 +369,8 @@ def command(argv: Sequence[str]) -> dict[str, Any]:
         return install(tmp, dest, name, expect, archive == "1", None if reuse == "-" else reuse)
     if cmd == "reap":
         return reap(int(args[0]), int(args[1]), float(args[2]))
+    if cmd == "arch":
+        return host_arch()
     raise HostOpError(f"unknown helper command {cmd!r}")
 
 

@@ -36,6 +36,7 @@ import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from farm.agent import hostops
 from farm.agent import machine as host_machine
 
 REQUIRED_MODULES = ("numpy", "ml_dtypes")
@@ -43,7 +44,7 @@ OPTIONAL_MODULES = ("torch",)
 FAULT_KINDS = ("corrupt-reply-after", "crash-after", "hang-after", "wrong-seq-after", "slow-after")
 SLOW_REPLY_S = 0.2
 
-ENV_SOC = "LSG_EMULATED_SOC"
+ENV_SOC = hostops.ENV_EMULATED_SOC
 ENV_DEVICES = "LSG_EMULATED_DEVICES"
 ENV_FAULT = "LSG_EMULATED_FAULT"
 HOST_FILE = "host.toml"

@@ -34,7 +34,9 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-ENV_ARCH = "LSG_EMULATED_ARCH"
+from farm.agent import hostops
+
+ENV_ARCH = hostops.ENV_EMULATED_ARCH
 ENV_NPU_SMI = "LSG_NPU_SMI"
 DEFAULT_ASCEND_ROOT = Path("/usr/local/Ascend")
 COMMAND_TIMEOUT = 15.0
@@ -95,6 +97,33 @@ class Machine:
                 "declared": tuple(d.get("declared") or ()),
             }
         )
+
+
+# ELF e_machine -> the architecture (of the CPUs the farm knows).
+ELF_MACHINES = {62: "x86_64", 183: "aarch64"}
+
+
+def kernel_arch() -> str:
+    """The architecture of the CPU this process runs on, whatever a host declares."""
+    return hostops.normalise_arch(platform.machine())
+
+
+def elf_arch_of(head: bytes) -> str | None:
+    """The architecture of an ELF file from its first 20 bytes or more (its header's e_machine,
+    as ELF_MACHINES names it; "ELF machine <n>" for another); None when they are not ELF."""
+    if len(head) < 20 or head[:4] != b"\x7fELF":
+        return None
+    number = int.from_bytes(head[18:20], "big" if head[5] == 2 else "little")
+    return ELF_MACHINES.get(number, f"ELF machine {number}")
+
+
+def elf_arch(path: str) -> str | None:
+    """The architecture an ELF file is built for, or None when it is not one (or unreadable)."""
+    try:
+        with open(path, "rb") as f:
+            return elf_arch_of(f.read(64))
+    except OSError:
+        return None
 
 
 def chip_problem(chip: Chip) -> str | None:
@@ -301,9 +330,9 @@ def driver_info(environ: dict[str, str] | None = None) -> Path:
 def gather(environ: dict[str, str] | None = None, *, emulated: bool = False) -> Machine:
     env = os.environ if environ is None else environ
     declared: list[str] = []
-    arch = platform.machine()
+    arch = kernel_arch()
     if emulated and env.get(ENV_ARCH):
-        arch = env[ENV_ARCH]
+        arch = hostops.normalise_arch(env[ENV_ARCH])
         declared.append("arch")
     home = Path(env["ASCEND_HOME_PATH"]) if env.get("ASCEND_HOME_PATH") else None
     root = ascend_root(home)

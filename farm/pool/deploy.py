@@ -37,6 +37,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from farm.agent import hostops, machine
 from farm.errors import ConfigError, DeployError
 from farm.paths import DIST_DIR, REPO_ROOT
 from farm.pool.inventory import HostSpec
@@ -268,6 +269,26 @@ def package_target(package: str | os.PathLike[str]) -> str:
     return str(package_manifest(package).get("target", ""))
 
 
+def package_arch(package: str | os.PathLike[str]) -> str:
+    """The CPU architecture a package's libraries are for: its manifest's "arch".
+
+    An archive from before the field (every one built for the machine that built it) is read by
+    its library instead: the ELF header's e_machine of its lib/*.so. Only an old archive with no
+    ELF library in it (an old ascend package: its installer is a shell archive) is taken as this
+    machine's, since the CANN package is built on the machine CANN is on."""
+    manifest = package_manifest(package)
+    if manifest.get("arch"):
+        return hostops.normalise_arch(str(manifest["arch"]))
+    library = manifest.get("library") or ""
+    if library:
+        with tarfile.open(package, "r:*") as tar:
+            member = tar.extractfile(library)
+            arch = machine.elf_arch_of(member.read(64)) if member is not None else None
+        if arch:
+            return arch
+    return machine.kernel_arch()
+
+
 def package_native_lib(package: str | os.PathLike[str]) -> str | None:
     """The path of the package's C ABI library (the emulated real kernel or the twin) inside it,
     from its manifest, or None."""
@@ -295,6 +316,8 @@ def agent_argv(
     host: HostSpec, *, native_lib: str | None = None, executor: str | None = None
 ) -> list[str]:
     argv = [host.python, "-m", "farm.agent", "--workdir", host.workdir]
+    if host.transport != "local" and host.env:  # the agent's environment there (CANN's)
+        argv = ["env", *(f"{k}={v}" for k, v in host.env), *argv]
     if native_lib:
         argv += ["--native-lib", native_lib]
     if executor:
@@ -384,6 +407,7 @@ __all__ = [
     "deploy_all",
     "find_op_package",
     "make_agent_bundle",
+    "package_arch",
     "package_manifest",
     "package_native_lib",
     "package_target",

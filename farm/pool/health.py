@@ -57,6 +57,7 @@ class HostHealth:
     notes: list[str] = field(default_factory=list)
     # The chips of a good host that may not run cases, alone: device -> why (chip_set_aside).
     set_aside: dict[int, str] = field(default_factory=dict)
+    package: str = ""  # the operator package deployed there (of the host's architecture)
 
     @property
     def good(self) -> bool:

@@ -28,9 +28,11 @@ Format::
     devices = 1
     env = { LSG_EMULATED_SOC = "Ascend310B1", LSG_EMULATED_DEVICES = "1" }
 
-``env`` (local transport only) is the emulated host's *own* configuration, the counterpart of
-sshd's ``SetEnv`` on an SSH lab host: the agent reads its identity from it, and the health check
-compares that identity with ``soc``/``devices`` here.
+``env`` of a local host is the emulated host's *own* configuration, the counterpart of sshd's
+``SetEnv`` on an SSH lab host: the agent reads its identity from it, and the health check
+compares that identity with ``soc``/``devices`` here. ``env`` of an SSH host is the agent's
+environment there (CANN's variables, which an SSH session does not source): the agent is
+started under ``env K=V ...``; it may not declare the identity (no ``LSG_EMULATED_*``).
 
 Every validation error is one :class:`~farm.errors.ConfigError` line that names the file, the
 host, the field and the fix.
@@ -58,6 +60,7 @@ TRANSPORTS = ("ssh", "local")
 HOST_KEY_POLICIES = ("strict", "accept-new")
 DEFAULT_SSH_WORKDIR = "lsg-farm"
 DEFAULT_CONNECT_TIMEOUT = 10.0
+EMULATED_PREFIX = "LSG_EMULATED_"  # an emulated host's own declarations (farm/agent/identity.py)
 
 _HOST_FIELDS: dict[str, tuple[type | tuple[type, ...], str]] = {
     # field: (type(s), description used in messages)
@@ -74,7 +77,7 @@ _HOST_FIELDS: dict[str, tuple[type | tuple[type, ...], str]] = {
     "python": (str, "the python interpreter on the host"),
     "workdir": (str, "a directory path on the host"),
     "tags": (list, "a list of strings"),
-    "env": (dict, "a table of string values (local transport only)"),
+    "env": (dict, "a table of string values: the agent's environment"),
     "connect_timeout": ((int, float), "seconds > 0"),
 }
 # What a host must be, beyond its SoC: inventory field -> the Machine field it pins
@@ -325,13 +328,17 @@ def _host_from_fields(
         workdir_path = _resolve(workdir, base) if workdir else base / ".lsg-hosts" / name
         return HostSpec(**common, workdir=str(workdir_path), env=tuple(sorted(env.items())))
 
-    # ssh
-    if "env" in f:
-        raise fail(
-            "env",
-            "only the local transport takes env; an SSH host declares its identity itself "
-            "(sshd SetEnv or host.toml in its workdir)",
-        )
+    # ssh: env is the agent's environment there (CANN's variables), never the host's identity
+    env = f.get("env", {})
+    for k, v in env.items():
+        if not isinstance(v, str):
+            raise fail("env", f"value of {k} must be a string, got {v!r}")
+        if k.startswith(EMULATED_PREFIX):
+            raise fail(
+                "env",
+                f"{k}: an SSH host declares its identity itself (sshd SetEnv or host.toml in "
+                "its workdir); env is the agent's environment there, e.g. CANN's variables",
+            )
     address = f.get("address")
     if not address:
         raise ConfigError(f'{where}: {label}: missing field "address"; the SSH host to reach')
@@ -375,6 +382,7 @@ def _host_from_fields(
         )
     return HostSpec(
         **common,
+        env=tuple(sorted(env.items())),
         address=address,
         port=port,
         user=user,

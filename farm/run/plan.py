@@ -37,7 +37,9 @@ class Plan:
     set_aside: dict[str, str] = field(default_factory=dict)
     case_timeout: float = 60.0
     quarantine_after: int = QUARANTINE_AFTER
-    package: dict = field(default_factory=dict)  # version, sha256, target, file
+    package: dict = field(default_factory=dict)  # version, sha256, target, file, arch
+    # The package of each CPU architecture the pool's hosts have: arch -> {file, sha256}.
+    packages: dict[str, dict] = field(default_factory=dict)
     git_commit: str = ""
     # What the run runs (suites.caseset.Selection.to_json); empty: the tier alone.
     selection: dict = field(default_factory=dict)

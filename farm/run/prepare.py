@@ -31,6 +31,7 @@ from farm.pool import deploy, health
 from farm.pool.inventory import HostSpec, Inventory, default_inventory, load_inventory
 from farm.pool.transport import Channel, Transport, open_transport
 from farm.pool.transport.local import AgentShare, share_key
+from farm.run.packages import Builder, Packages
 from farm.run.plan import Plan
 from golden import soc
 from suites.case import Case
@@ -183,12 +184,14 @@ def local_agent_limit(workers: int | None = None) -> int:
     return max(1, total // max(1, workers))
 
 
-def _deploy_host(host: HostSpec, bundle: Path, package: Path | None):
-    """Deploy: (None, native lib) or (a bad HostHealth, None). Never raises for a host problem."""
+def _deploy_host(host: HostSpec, bundle: Path, packages: Packages):
+    """Deploy the bundle and the package of the host's architecture: (None, native lib, the
+    package) or (a bad HostHealth, None, None). Never raises for a host problem."""
     started = time.monotonic()
     try:
         transport = open_transport(host)
         try:
+            package = packages.for_arch(transport.remote_arch()["arch"], host.name)
             _, native_lib = deploy.deploy_all(transport, bundle=bundle, op_package=package)
         finally:
             transport.close()
@@ -199,52 +202,60 @@ def _deploy_host(host: HostSpec, bundle: Path, package: Path | None):
             reasons=[str(exc)],
             seconds=time.monotonic() - started,
         )
-        return bad, None
-    return None, native_lib
+        return bad, None, None
+    return None, native_lib, package
 
 
-def _prepare_host(host: HostSpec, bundle: Path, bundle_sha: str, package: Path | None, canary):
+def _prepare_host(host: HostSpec, bundle: Path, bundle_sha: str, packages: Packages, canary):
     """Deploy, then check. Never raises for a host problem: it becomes a reason."""
-    bad, native_lib = _deploy_host(host, bundle, package)
+    bad, native_lib, package = _deploy_host(host, bundle, packages)
     if bad is not None:
-        return bad, None
+        return bad, None, None
     checked = health.check_host(
         host, open_transport, bundle_sha, canary, native_lib=native_lib, timeout=CANARY_TIMEOUT
     )
-    return checked, native_lib
+    return checked, native_lib, package
 
 
-def _check_local(hosts: list[HostSpec], bundle_sha: str, native_libs: dict, canary) -> dict:
+def _check_local(
+    hosts: list[HostSpec], bundle_sha: str, native_libs: dict, canary, deployed: dict
+) -> dict:
     """Check emulated hosts of this machine through one shared agent (health.check_local_hosts):
-    host name -> (HostHealth, native lib)."""
+    host name -> (HostHealth, native lib, package)."""
     checked = health.check_local_hosts(
         hosts, bundle_sha, canary, native_libs=native_libs, timeout=CANARY_TIMEOUT
     )
-    return {h.name: (checked[h.name], native_libs.get(h.name)) for h in hosts}
+    return {h.name: (checked[h.name], native_libs.get(h.name), deployed[h.name]) for h in hosts}
 
 
-def _prepare_all(inventory: Inventory, bundle: Path, bundle_sha: str, package, canary) -> dict:
-    """Every host deployed and checked: name -> (HostHealth, native lib). SSH hosts in parallel,
-    each on its own (deploy, then check). The emulated hosts of this machine are deployed one
-    after the other in one thread (copies and unpacking in this process: threads would only
-    contend for it, and each host after the first links the files the first one unpacked), then
-    checked in a few groups, each through one shared agent (an agent per host would start as
-    many interpreters as hosts at once), as many groups as the machine has cores."""
+def _prepare_all(
+    inventory: Inventory, bundle: Path, bundle_sha: str, packages: Packages, canary
+) -> dict:
+    """Every host deployed and checked: name -> (HostHealth, native lib, package). SSH hosts in
+    parallel, each on its own (deploy, then check). The emulated hosts of this machine are
+    deployed one after the other in one thread (copies and unpacking in this process: threads
+    would only contend for it, and each host after the first links the files the first one
+    unpacked), then checked in a few groups, each through one shared agent (an agent per host
+    would start as many interpreters as hosts at once), as many groups as the machine has
+    cores."""
     hosts = inventory.hosts
     results: dict = {}
     with ThreadPoolExecutor(max_workers=parallel_hosts(len(hosts))) as pool:
         remote = {
-            h.name: pool.submit(_prepare_host, h, bundle, bundle_sha, package, canary)
+            h.name: pool.submit(_prepare_host, h, bundle, bundle_sha, packages, canary)
             for h in hosts
             if h.transport != "local"
         }
         local = [h for h in hosts if h.transport == "local"]
-        deploying = pool.submit(lambda: [_deploy_host(h, bundle, package) for h in local])
+        deploying = pool.submit(lambda: [_deploy_host(h, bundle, packages) for h in local])
         native_libs: dict[str, str | None] = {}
+        deployed: dict[str, Path | None] = {}
         groups: dict[tuple, list[HostSpec]] = {}
-        for h, (bad, native_libs[h.name]) in zip(local, deploying.result(), strict=True):
+        for h, (bad, native_libs[h.name], deployed[h.name]) in zip(
+            local, deploying.result(), strict=True
+        ):
             if bad is not None:
-                results[h.name] = (bad, None)
+                results[h.name] = (bad, None, None)
                 continue
             lib = native_libs[h.name]
             rel = posixpath.relpath(lib, h.workdir) if lib else ""
@@ -255,7 +266,9 @@ def _prepare_all(inventory: Inventory, bundle: Path, bundle_sha: str, package, c
             size = -(-len(members) // min(chunks, len(members)))
             for i in range(0, len(members), size):
                 chunk = members[i : i + size]
-                checks.append(pool.submit(_check_local, chunk, bundle_sha, native_libs, canary))
+                checks.append(
+                    pool.submit(_check_local, chunk, bundle_sha, native_libs, canary, deployed)
+                )
         for future in checks:
             results.update(future.result())
         for name, future in remote.items():
@@ -277,6 +290,7 @@ def prepare_pool(
     require_healthy: bool = False,
     target: str | None = None,
     selection: Selection | None = None,
+    build_for: Builder | None = None,
 ) -> Plan:
     """Health-check and deploy every host; return the saved plan of healthy slots.
 
@@ -289,6 +303,10 @@ def prepare_pool(
 
     ``selection``: what the run runs (default: the tier alone); its case files are copied into
     the run directory and the plan names the copies.
+
+    ``build_for``: builds the package for another CPU architecture (farm/run/packages.py), for
+    the hosts of it; without it, only a package built here for ``target`` is built for them, and
+    a given ``package`` serves only hosts of its own architecture.
     """
     inventory = load_pool(inventory_path)
     if selection is not None:
@@ -301,22 +319,31 @@ def prepare_pool(
         # kernel; a no-op when it is up to date).
         from farm import build
 
-        package = build.build_package(target or build.DEFAULT_TARGET)
+        chosen = target or build.DEFAULT_TARGET
+        package = build.build_package(chosen)
+        if build_for is None:
+            build_for = lambda arch: build.build_package(chosen, arch=arch)  # noqa: E731
+    packages = Packages(package, build_for)
     bundle, bundle_sha = deploy.make_agent_bundle(state_dir / "bundle")
     canary = make_canary(backend)
     quarantine = health.Quarantine(state_dir)
 
     hosts, slots, unhealthy, set_aside = {}, [], {}, {}
-    prepared = _prepare_all(inventory, bundle, bundle_sha, package, canary)
+    prepared = _prepare_all(inventory, bundle, bundle_sha, packages, canary)
     for spec in inventory.hosts:
-        checked, native_lib = prepared[spec.name]
+        checked, native_lib, deployed = prepared[spec.name]
+        checked.package = deployed.name if deployed else ""
         quarantine.record(checked)
         if on_host is not None:
             on_host(spec, checked)
         if not checked.good:
             unhealthy[spec.name] = "; ".join(checked.reasons)
             continue
-        hosts[spec.name] = {"bundle_sha": bundle_sha, "native_lib": native_lib}
+        hosts[spec.name] = {
+            "bundle_sha": bundle_sha,
+            "native_lib": native_lib,
+            "package": checked.package,
+        }
         set_aside.update({f"{spec.name}:{d}": why for d, why in checked.set_aside.items()})
         slots += [
             {
@@ -337,6 +364,7 @@ def prepare_pool(
             + "; ".join(f"{name}: {why}" for name, why in unhealthy.items())
         )
     manifest = deploy.package_manifest(package) if package else {}
+    by_arch = packages.by_arch
     plan = Plan(
         run_id=run_id,
         run_dir=run_dir,
@@ -354,6 +382,10 @@ def prepare_pool(
             "target": manifest.get("target", ""),
             "implementation": manifest.get("implementation", ""),
             "sha256": deploy.sha256_file(package) if package else "",
+            "arch": deploy.package_arch(package),
+        },
+        packages={
+            arch: {"file": str(p), "sha256": deploy.sha256_file(p)} for arch, p in by_arch.items()
         },
         git_commit=git_commit(),
         selection={} if selection is None else selection.freeze(run_dir).to_json(),

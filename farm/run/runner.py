@@ -175,15 +175,22 @@ def run(
     def show_host(spec, checked):
         mark = "[green]good[/]" if checked.good else "[red]quarantined[/]"
         why = "" if checked.good else ": " + "; ".join(checked.reasons)
-        console.print(
-            f"host     {spec.name} ({spec.soc}, {spec.devices} dev) {mark}{why}", highlight=False
-        )
+        arch = ((checked.identity or {}).get("machine") or {}).get("arch")
+        what = f"{spec.soc}, {spec.devices} dev" + (f", {arch}" if arch else "")
+        shipped = f", package {escape(checked.package)}" if checked.package else ""
+        console.print(f"host     {spec.name} ({what}{shipped}) {mark}{why}", highlight=False)
         for device, reason in sorted(checked.set_aside.items()):
             console.print(
                 f"chip     {spec.name}:{device} [yellow]set aside[/]: {reason}; the host's other "
                 "chips run",
                 highlight=False,
             )
+
+    def build_for(arch: str) -> Path:  # the package of the pool's hosts of another arch
+        console.print(f"building the package for the {arch} hosts", highlight=False)
+        built = build.build_package(target, plant_bug=plant_bug, arch=arch)
+        console.print(f"package  {built.name} ({arch})", highlight=False)
+        return built
 
     with console.status("health checks and deploy"):
         plan = prepare.prepare_pool(
@@ -193,6 +200,7 @@ def run(
             selection=chosen,
             case_timeout=case_timeout,
             package=package,
+            build_for=build_for,
             on_host=show_host,
             require_healthy=True,
         )

@@ -1,8 +1,10 @@
 """Health per chip over the SSH lab: a chip in alarm, or with its memory held by another process
 (the lab's stand-in npu-smi reports it so), is set aside alone while its host's other chip runs
 the cases; the run says so (exit 2: the pool was not all there) and `farm hosts` shows each
-chip's state and why; once healthy again it is back at the next check. And `farm hosts` says
-what each host is: its architecture, CANN and driver."""
+chip's state and why; once healthy again it is back at the next check. And what each host is:
+`farm hosts` shows its architecture and CANN (here from the inventory's env, the agent's
+environment on an SSH host), and an inventory pin the host does not match refuses it, one line
+a pin."""
 
 from __future__ import annotations
 
@@ -28,14 +30,35 @@ def _hosts_json(farm, inventory: str, *options: str) -> dict[str, dict]:
     return {row["host"]: row for row in json.loads(proc.stdout)}
 
 
+def _inventory(lab, tmp_path) -> str:
+    """The lab's inventory with a CANN for a2-01 (its agent's environment: a toolkit whose
+    version file says 8.2.RC1), pinned to 8.2.*, and a200-01 pinned to an architecture it is
+    not."""
+    home = tmp_path / "Ascend" / "ascend-toolkit" / "latest"
+    (home / "x86_64-linux").mkdir(parents=True)
+    (home / "aarch64-linux").mkdir(parents=True)
+    for arch in ("x86_64", "aarch64"):
+        (home / f"{arch}-linux" / "ascend_toolkit_install.info").write_text("version=8.2.RC1\n")
+    text = lab.inventory_path.read_text()
+    text = text.replace(
+        'name = "a2-01"\n',
+        f'name = "a2-01"\ncann = "8.2.*"\nenv = {{ ASCEND_HOME_PATH = "{home}" }}\n',
+    )
+    text = text.replace('name = "a200-01"\n', 'name = "a200-01"\narch = "riscv64"\n')
+    path = tmp_path / "inventory.toml"
+    path.write_text(text)
+    return str(path)
+
+
 def test_a_chip_that_may_not_run_is_set_aside_alone_and_comes_back(
-    farm, lab, lab_inventory, broken_hosts
+    farm, lab, broken_hosts, tmp_path
 ):
+    inventory = _inventory(lab, tmp_path)
     broken_hosts += ["a2-01", "a2-02"]
     lab.set_chip("a2-01", 1, health="Alarm")
     lab.set_chip("a2-02", 0, held_mb=2048)
 
-    result = farm.run_tier("--inventory", lab_inventory, k=K)
+    result = farm.run_tier("--inventory", inventory, k=K)
     assert result.code == 2, result.text  # every case ran; the pool was not all there
     records = result.assert_one_result_per_case(select(K))
     assert all(r["outcome"] == "passed" for r in records.values())
@@ -48,19 +71,24 @@ def test_a_chip_that_may_not_run_is_set_aside_alone_and_comes_back(
         "memory held by another process: pid 999999 someone-elses-job 2048 MB" in aside["a2-02:0"]
     )
     assert "chip     a2-01:1 set aside: chip 1 (910B1) is in health Alarm" in result.text
+    here = platform.machine()
+    assert result.summary["unhealthy_hosts"] == {
+        "a200-01": f"host a200-01: arch is pinned to 'riscv64' in the inventory, the host reports "
+        f"'{here}'; fix the pin or the host"
+    }
 
-    rows = _hosts_json(farm, lab_inventory)
+    rows = _hosts_json(farm, inventory)
     assert rows["a2-01"]["state"] != "bad" and rows["a2-01"]["chip"] == "1 set aside"
     assert (rows["a2-01:1"]["state"], rows["a2-01:0"]["chip"]) == (
         "set aside",
         "910B1 OK, 3150/65536 MB, AI Core 0%",
     )
     assert rows["a2-01:1"]["since"] and "Alarm" in rows["a2-01:1"]["reason"]
-    assert rows["a2-01"]["arch"] == platform.machine()
+    assert (rows["a2-01"]["arch"], rows["a2-01"]["cann"]) == (here, "8.2.RC1")
     assert rows["a2-01"]["machine"]["chips"][1]["health"] == "Alarm"
 
     lab.set_chip("a2-01", 1, health="OK")
     lab.set_chip("a2-02", 0, held_mb=0)
-    rows = _hosts_json(farm, lab_inventory, "--check")
+    rows = _hosts_json(farm, inventory, "--check")
     assert rows["a2-01:1"]["state"] == "good" and rows["a2-02:0"]["state"] == "good", rows
     assert rows["a2-01"]["chip"] == "" and rows["a2-01:1"]["reason"] == ""

@@ -20,6 +20,7 @@ import pytest
 from farm import acl_sdk, build
 from farm.agent.backends import native
 from farm.errors import BuildError
+from farm.pool import deploy
 from golden.soc import PROFILES
 from tests.op.conftest import need_emulation
 
@@ -91,7 +92,7 @@ def test_package_is_reproducible_and_its_manifest_true(tmp_path, target, monkeyp
         target,
     )
     # Built for this machine's architecture: the name says nothing more, the manifest says which.
-    assert manifest["arch"] == build.HOST_ARCH == build.package_arch(a)
+    assert manifest["arch"] == build.HOST_ARCH == deploy.package_arch(a)
     # The manifest says what the library is: for ascendc-cpu, the emulated real kernel.
     assert manifest["implementation"] == build.DESCRIPTIONS[target]
     assert manifest["library"] == f"lib/{lib_name}"

@@ -23,7 +23,9 @@ import tarfile
 import pytest
 
 from farm import acl_sdk, build
-from farm.errors import BuildError
+from farm.agent import machine
+from farm.errors import BuildError, ConfigError
+from farm.pool import deploy
 from tests.op.conftest import need_emulation
 from tests.requirements import need
 
@@ -78,7 +80,7 @@ def test_the_aarch64_package_says_what_it_is(acpu_package):
     manifest = json.loads(files.pop("manifest.json"))
     assert manifest["arch"] == ARCH
     assert manifest["target"] == "ascendc-cpu"
-    assert build.package_arch(acpu_package) == ARCH
+    assert deploy.package_arch(acpu_package) == ARCH
     # Every library in it is an aarch64 ELF: the operator's and the emulated ACL runtime's.
     libs = [name for name in files if name.endswith(".so")]
     assert "lib/liblsg_ascendc_cpu.so" in libs
@@ -265,12 +267,12 @@ def test_package_arch_reads_the_manifest_else_the_library(tmp_path):
     elf = bytearray(64)
     elf[:6] = b"\x7fELF\x02\x01"
     elf[18:20] = EM_AARCH64.to_bytes(2, "little")
-    assert build.package_arch(archive("new.tar.gz", {"arch": "arm64"})) == "aarch64"
+    assert deploy.package_arch(archive("new.tar.gz", {"arch": "arm64"})) == "aarch64"
     # From before the field: the library says (its ELF header) ...
     old = archive("old.tar.gz", {"library": "lib/x.so"}, {"lib/x.so": bytes(elf)})
-    assert build.package_arch(old) == "aarch64"
+    assert deploy.package_arch(old) == "aarch64"
     # ... and without an ELF library (an old CANN package), the machine that built it: this one.
-    assert build.package_arch(archive("cann.tar.gz", {"library": ""})) == build.HOST_ARCH
-    assert build.elf_arch(b"#!/bin/sh\n") is None
-    with pytest.raises(BuildError, match="not an operator package"):
-        build.package_arch(build.write_archive(tmp_path / "none.tar.gz", {"a": b""}))
+    assert deploy.package_arch(archive("cann.tar.gz", {"library": ""})) == build.HOST_ARCH
+    assert machine.elf_arch_of(b"#!/bin/sh\n") is None
+    with pytest.raises(ConfigError, match="no readable manifest.json"):
+        deploy.package_arch(build.write_archive(tmp_path / "none.tar.gz", {"a": b""}))

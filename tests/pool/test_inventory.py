@@ -153,7 +153,10 @@ BAD = {
         host_block(known_hosts='"absent_known_hosts"'),
         ['field "known_hosts"', "absent_known_hosts", "ssh-keyscan -p 22 127.0.0.2", "accept-new"],
     ),
-    "env_on_ssh": (host_block(env='{ A = "1" }'), ['field "env"', "local transport"]),
+    "identity_in_ssh_env": (
+        host_block(env='{ LSG_EMULATED_SOC = "Ascend910B1" }'),
+        ['field "env"', "LSG_EMULATED_SOC", "declares its identity itself", "CANN's variables"],
+    ),
     "missing_soc": (host_block(soc=None), ["[[host]] a2-01", 'missing field "soc"']),
     "missing_address": (host_block(address=None), ['missing field "address"']),
     "same_endpoint_twice": (
@@ -216,3 +219,19 @@ def test_pins_of_a_host_and_of_the_defaults(keys):
     text = '[defaults]\ncann = "8.2.*"\n' + host_block(arch='"aarch64"', driver='"24.1.*"')
     (host,) = load_inventory(write(keys, text)).hosts
     assert sorted(host.pins) == [("arch", "aarch64"), ("cann", "8.2.*"), ("driver", "24.1.*")]
+
+
+def test_an_ssh_hosts_env_is_its_agents_environment(keys):
+    from farm.pool.deploy import agent_argv
+
+    home = "/usr/local/Ascend/ascend-toolkit/latest"
+    (host,) = load_inventory(
+        write(keys, host_block(env=f'{{ ASCEND_HOME_PATH = "{home}" }}'))
+    ).hosts
+    assert agent_argv(host)[:5] == [
+        "env",
+        f"ASCEND_HOME_PATH={home}",
+        "python3",
+        "-m",
+        "farm.agent",
+    ]

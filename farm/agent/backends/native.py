@@ -35,6 +35,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
+from farm.agent import machine
 from farm.agent.backends.result import BackendResult
 from golden import layouts
 from golden.contract import REASON_BY_ID
@@ -172,7 +173,16 @@ def load(library: str | Path | None = None) -> ctypes.CDLL:
 
 @cache
 def _load(path: str) -> ctypes.CDLL:
-    lib = ctypes.CDLL(path)
+    try:
+        lib = ctypes.CDLL(path)
+    except OSError as exc:
+        built_for, here = machine.elf_arch(path), machine.kernel_arch()
+        if built_for and built_for != here:
+            raise NativeError(
+                f"{path} is a library for {built_for}, and this machine runs {here}: the host "
+                f"needs the package of its architecture (farm build --arch {here})"
+            ) from exc
+        raise
     p, i32, i64, u64 = ctypes.POINTER, ctypes.c_int32, ctypes.c_int64, ctypes.c_uint64
     lib.lsg_version.restype = ctypes.c_char_p
     lib.lsg_build_info.restype = ctypes.c_char_p

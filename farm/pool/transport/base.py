@@ -462,6 +462,11 @@ class Transport(ABC):
             "install", tmp, dest, name, sha256, "1" if archive else "0", reuse or "-"
         )
 
+    def remote_arch(self) -> dict[str, Any]:
+        """The host's CPU architecture as the farm names it (hostops ``arch``): {"arch",
+        "declared"}; deploy gives the host the package of it."""
+        return self._helper("arch")
+
     def reap_group(self, pid: int, pgid: int, grace: float = REAP_GRACE) -> tuple[bool, str]:
         """Kill process group ``pgid`` on the host (SIGTERM, SIGKILL after ``grace`` s) and
         check that nothing of it is left: (gone, what happened, for messages). ``pid`` is the

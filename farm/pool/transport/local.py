@@ -28,7 +28,7 @@ from farm.agent import hostops
 from farm.agent.errors import InfraError
 from farm.agent.request import CaseRequest
 from farm.errors import AgentTimeout, ConnectionLost, DeployError, HostUnreachable
-from farm.pool.inventory import HostSpec
+from farm.pool.inventory import EMULATED_PREFIX, HostSpec
 from farm.pool.transport.base import (
     COMMAND_TIMEOUT,
     DEFAULT_TIMEOUT,
@@ -321,6 +321,10 @@ class LocalTransport(Transport):
             _COMPLETE.setdefault(reply["unpacked"], args[2])
         return reply
 
+    def remote_arch(self) -> dict[str, Any]:
+        # This machine's, or what the emulated host's own environment (its inventory env) says.
+        return hostops.host_arch({**os.environ, **self.host.env_dict})
+
     def close(self) -> None:
         for channel in self._channels:
             channel.close()
@@ -332,14 +336,13 @@ class LocalTransport(Transport):
 
 
 SHARED_STARTUP_ALLOWANCE = 30.0  # seconds a case may add when its shared agent is new (imports)
-_EMULATED_PREFIX = "LSG_EMULATED_"
 
 
 def share_key(host: HostSpec) -> tuple[str, tuple[tuple[str, str], ...]]:
     """What local hosts must have in common to share an agent process: the interpreter and the
     environment, apart from each host's own ``LSG_EMULATED_*`` declaration (which the shared
     agent keeps per host)."""
-    common = tuple(sorted((k, v) for k, v in host.env if not k.startswith(_EMULATED_PREFIX)))
+    common = tuple(sorted((k, v) for k, v in host.env if not k.startswith(EMULATED_PREFIX)))
     return host.python, common
 
 
@@ -368,7 +371,7 @@ def shared_agent_hosts(hosts: Sequence[HostSpec], bundle_dirs: dict[str, str]) -
         {
             "name": h.name,
             "workdir": h.workdir,
-            "env": {k: v for k, v in h.env if k.startswith(_EMULATED_PREFIX)},
+            "env": {k: v for k, v in h.env if k.startswith(EMULATED_PREFIX)},
             "bundle_dir": bundle_dirs.get(h.name),
         }
         for h in hosts
