@@ -567,6 +567,56 @@ def _acl_manifest(files: dict[str, bytes]) -> dict | None:
     }
 
 
+# What op/ascendc/build.sh reads, under op/: the source package a CANN build host builds from.
+SOURCE_PATHS = ("ascendc", "tiling", "VERSION")
+SOURCE_SKIP = ("build_out", "__pycache__")
+
+
+def source_files(source_dir: str | Path | None = None) -> dict[str, bytes]:
+    """The operator's sources a CANN build needs, as op/<path> -> bytes."""
+    root = _op_dir(source_dir)
+    files: dict[str, bytes] = {}
+    for rel in SOURCE_PATHS:
+        path = root / rel
+        found = [path] if path.is_file() else sorted(path.rglob("*"))
+        for f in found:
+            if f.is_file() and not any(part in SOURCE_SKIP for part in f.parts):
+                files[f"op/{f.relative_to(root).as_posix()}"] = f.read_bytes()
+    return files
+
+
+def source_package(out_dir: str | Path = "dist/op") -> Path:
+    """logsoftmaxgrad-<version>-source.tar.gz: the sources of the CANN package, built on a host
+    with CANN (farm/pool/cann_build.py); byte for byte the same for the same sources, so its
+    sha256 names them."""
+    files = source_files()
+    files["manifest.json"] = (
+        json.dumps(
+            {
+                "name": PACKAGE_NAME,
+                "version": op_version(),
+                "target": "source",
+                **git_state(),
+                "files": [
+                    {"path": n, "sha256": sha256_bytes(files[n]), "bytes": len(files[n])}
+                    for n in sorted(files)
+                ],
+            },
+            indent=2,
+            sort_keys=True,
+        )
+        + "\n"
+    ).encode()
+    out = Path(out_dir) if Path(out_dir).is_absolute() else ROOT / out_dir
+    return write_archive(out / f"{PACKAGE_NAME}-{op_version()}-source.tar.gz", files)
+
+
+def cann_here() -> bool:
+    """Whether this machine has the CANN toolkit to build the ascend target (ASCEND_HOME_PATH)."""
+    home = os.environ.get("ASCEND_HOME_PATH", "")
+    return bool(home) and Path(home).is_dir()
+
+
 def archive_name(
     target: str,
     plant_bug: str = "",

@@ -136,10 +136,11 @@ def cmd_run(argv: list[str]) -> int:
     parser.add_argument(
         "--target",
         default=build.DEFAULT_TARGET,
-        choices=build.NATIVE_TARGETS,
+        choices=build.TARGETS,
         help="the operator package to build and deploy: "
-        + "; ".join(build.describe(t) for t in build.NATIVE_TARGETS)
-        + f" (default {build.DEFAULT_TARGET})",
+        + "; ".join(build.describe(t) for t in build.TARGETS)
+        + f" (default {build.DEFAULT_TARGET}; ascend is built on the pool's hosts with CANN and "
+        "runs with --backend acl)",
     )
     parser.add_argument(
         "--plant-bug",

@@ -18,8 +18,9 @@ and exits 1 (an unexpected OSError: its traceback, the last line naming it):
     reap PGID PID GRACE         SIGCONT, SIGTERM, GRACE s, SIGKILL to process group PGID (only
         if PID, its leader, is gone or is a farm agent), then check that no member is left
         (kill -0; zombies do not count). {"gone", "left": [pid], "sent": [signal]} (+ "refused")
-    arch                        the host's CPU architecture, as the farm names them (deploy picks
-        the package of it): {"arch", "declared": whether an emulated host declared it}
+    platform                    what deploy picks the host's package by: {"arch": its CPU
+        architecture as the farm names them, "declared": whether an emulated host declared it,
+        "cann": the version of the CANN its ASCEND_HOME_PATH names, or null}
 
 **How it reaches a host.** Deploy asks ``status`` and runs ``install`` *before* the bundle (which
 holds this file) is on the host, so the SSH transport never imports it there: it sends this
@@ -352,13 +353,48 @@ def host_arch(environ: Any = None) -> dict[str, Any]:
     return {"arch": normalise_arch(platform.machine()), "declared": False}
 
 
+def info_value(path: str, key: str) -> str | None:
+    """The value of ``key=value`` (the key in any case) in a CANN or driver info file, or None."""
+    import re
+
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            text = f.read()
+    except OSError:
+        return None
+    m = re.search(r"^\s*" + re.escape(key) + r"\s*=\s*(\S+)", text, re.MULTILINE | re.IGNORECASE)
+    return m.group(1) if m else None
+
+
+def cann_version(home: str, arch: str) -> str | None:
+    """The CANN toolkit's version at ``home`` (ASCEND_HOME_PATH): the ``version=`` line of
+    ``<arch>-linux/ascend_toolkit_install.info``, else of the one ``*-linux`` directory there."""
+    import glob
+
+    info = "ascend_toolkit_install.info"
+    found = info_value(os.path.join(home, arch + "-linux", info), "version")
+    if found is None:
+        others = sorted(glob.glob(os.path.join(glob.escape(home), "*-linux", info)))
+        found = info_value(others[0], "version") if len(others) == 1 else None
+    return found
+
+
+def host_platform(environ: Any = None) -> dict[str, Any]:
+    """host_arch, and the version of the host's CANN (None without ASCEND_HOME_PATH)."""
+    env = os.environ if environ is None else environ
+    found = host_arch(env)
+    home = env.get("ASCEND_HOME_PATH")
+    found["cann"] = cann_version(home, found["arch"]) if home else None
+    return found
+
+
 # -- the program ------------------------------------------------------------------------------
 
 
 def command(argv: Sequence[str]) -> dict[str, Any]:
     """Run one command (``argv``: its name, then its arguments as strings); its JSON reply."""
     if not argv:
-        raise HostOpError("no helper command given (sha256, status, install, reap, arch)")
+        raise HostOpError("no helper command given (sha256, status, install, reap, platform)")
     cmd, args = argv[0], list(argv[1:])
     if cmd == "sha256":
         return {"sha256": sha256(args[0])}
@@ -369,8 +405,8 @@ def command(argv: Sequence[str]) -> dict[str, Any]:
         return install(tmp, dest, name, expect, archive == "1", None if reuse == "-" else reuse)
     if cmd == "reap":
         return reap(int(args[0]), int(args[1]), float(args[2]))
-    if cmd == "arch":
-        return host_arch()
+    if cmd == "platform":
+        return host_platform()
     raise HostOpError(f"unknown helper command {cmd!r}")
 
 

@@ -291,23 +291,11 @@ def _compiler() -> str | None:
 
 
 def info_value(path: Path, key: str) -> str | None:
-    """The value of ``key=value`` (case-insensitive key) in a CANN info file, or None."""
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return None
-    m = re.search(rf"^\s*{key}\s*=\s*(\S+)", text, re.MULTILINE | re.IGNORECASE)
-    return m[1] if m else None
+    return hostops.info_value(str(path), key)
 
 
 def cann_version(home: Path, arch: str) -> str | None:
-    """The toolkit's version: of ``<arch>-linux`` first, else of the one ``*-linux`` there is."""
-    info = "ascend_toolkit_install.info"
-    found = info_value(home / f"{arch}-linux" / info, "version")
-    if found is None:
-        others = sorted(home.glob(f"*-linux/{info}"))
-        found = info_value(others[0], "version") if len(others) == 1 else None
-    return found
+    return hostops.cann_version(str(home), arch)
 
 
 def ascend_root(cann_home: Path | None) -> Path:

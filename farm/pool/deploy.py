@@ -33,7 +33,7 @@ import tarfile
 import tempfile
 import time
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -41,7 +41,7 @@ from farm.agent import hostops, machine
 from farm.errors import ConfigError, DeployError
 from farm.paths import DIST_DIR, REPO_ROOT
 from farm.pool.inventory import HostSpec
-from farm.pool.transport.base import HANDSHAKE_TIMEOUT, Channel, Transport
+from farm.pool.transport.base import HANDSHAKE_TIMEOUT, Channel, Transport, env_argv
 
 # What ships to a host: the agent package and the maths, nothing else (farm/__init__.py only makes
 # `farm` a package there). Everything under these paths that is Python goes in.
@@ -313,16 +313,21 @@ def native_lib_on_host(report: DeployReport, package: str | os.PathLike[str]) ->
 
 
 def agent_argv(
-    host: HostSpec, *, native_lib: str | None = None, executor: str | None = None
+    host: HostSpec,
+    *,
+    native_lib: str | None = None,
+    executor: str | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> list[str]:
+    """How a host's agent starts: its python on the bundle; on an SSH host in its inventory env
+    (CANN's variables) and ``env`` (what the deployed package needs: cann_build.install)."""
     argv = [host.python, "-m", "farm.agent", "--workdir", host.workdir]
-    if host.transport != "local" and host.env:  # the agent's environment there (CANN's)
-        argv = ["env", *(f"{k}={v}" for k, v in host.env), *argv]
     if native_lib:
         argv += ["--native-lib", native_lib]
     if executor:
         argv += ["--executor", executor]
-    return argv
+    added = (host.env if host.transport != "local" else ()) + tuple(sorted((env or {}).items()))
+    return env_argv(added, argv)
 
 
 def start_agent(
@@ -332,11 +337,12 @@ def start_agent(
     native_lib: str | None = None,
     executor: str | None = None,
     timeout: float = HANDSHAKE_TIMEOUT,
+    env: Mapping[str, str] | None = None,
 ) -> Channel:
     """Start an agent from the deployed bundle ``bundle_sha`` and handshake with it."""
     host = transport.host
     return transport.open_channel(
-        agent_argv(host, native_lib=native_lib, executor=executor),
+        agent_argv(host, native_lib=native_lib, executor=executor, env=env),
         cwd=versions_dir(host, bundle_sha),
         timeout=timeout,
     )

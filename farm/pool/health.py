@@ -58,6 +58,9 @@ class HostHealth:
     # The chips of a good host that may not run cases, alone: device -> why (chip_set_aside).
     set_aside: dict[int, str] = field(default_factory=dict)
     package: str = ""  # the operator package deployed there (of the host's architecture)
+    # False: the host is left out for what is not its fault (no package can be had for it: a CANN
+    # build that failed); the quarantine does not take it.
+    blame_host: bool = True
 
     @property
     def good(self) -> bool:
@@ -162,8 +165,10 @@ def check_host(
     native_lib: str | None = None,
     executor: str | None = None,
     timeout: float = HANDSHAKE_TIMEOUT,
+    env: Mapping[str, str] | None = None,
 ) -> HostHealth:
-    """Check one host; never raises for a host problem (it becomes a reason).
+    """Check one host; never raises for a host problem (it becomes a reason). ``env``: what the
+    agent's environment needs for the deployed package (farm/pool/cann_build.py install).
 
     ``bundle``: deploy this agent bundle first (skipped when the host has it); its sha256 is the
     expected one unless ``expected_bundle_sha`` says otherwise. Without a bundle, the agent must
@@ -190,6 +195,7 @@ def check_host(
             native_lib=native_lib,
             executor=executor,
             timeout=timeout,
+            env=env,
         )
         identity = _checked_identity(
             host, channel, expected_bundle_sha, canary, timeout, reasons, notes, set_aside
@@ -437,7 +443,8 @@ class Quarantine:
         with self._locked() as data:
             name = health.host
             if not health.good:
-                _enter(data["hosts"], name, "; ".join(health.reasons) or "health check failed")
+                if health.blame_host:
+                    _enter(data["hosts"], name, "; ".join(health.reasons) or "health check failed")
             else:
                 data["hosts"].pop(name, None)
                 for key in [k for k in data["chips"] if k.rpartition(":")[0] == name]:

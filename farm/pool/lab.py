@@ -50,6 +50,7 @@ from pathlib import Path
 
 from farm.agent import hostops
 from farm.errors import ConfigError, FarmError
+from farm.pool import lab_cann_toolchain
 from farm.pool.inventory import Inventory, load_inventory
 from farm.pool.lab_npu_smi import default_chip
 from golden.soc import UnknownSocError
@@ -392,7 +393,7 @@ class Lab:
             (hdir / "authorized_keys").write_text(user_pub + "\n")
             h = LabHost(name, soc, devices, address, _free_port(address), str(hdir))
             if runtime is not None:
-                h.cann_home = str(_install_cann(hdir / "Ascend", runtime))
+                h.cann_home = str(_install_cann(hdir / "Ascend", runtime, self.python))
             self.hosts[name] = h
             key_type, key_b64 = host_pub.split()[:2]
             known_lines.append(f"[{address}]:{h.port} {key_type} {key_b64}\n")
@@ -679,6 +680,18 @@ class Lab:
         self._write_npu_smi(h)
         self._save()
 
+    def fail_cann_build(self, name: str, message: str | None) -> None:
+        """Make the host's stand-in CANN build fail with ``message`` as its compiler error
+        (None: build again); the host needs --cann emulated."""
+        h = self.host(name)
+        if not h.cann_home:
+            raise ConfigError(f"lab host {name} has no CANN: start the lab with cann='emulated'")
+        marker = Path(h.cann_home) / lab_cann_toolchain.FAIL_FILE
+        if message is None:
+            marker.unlink(missing_ok=True)
+        else:
+            marker.write_text(message + "\n")
+
     def hide_module(self, name: str, module: str = "ml_dtypes") -> None:
         """Emulate a missing python package on one host: its python can no longer import
         ``module`` (the package stays installed; the wrapper shadows it). No restart needed."""
@@ -694,6 +707,8 @@ class Lab:
         h = self.host(name)
         h.declared_soc, h.declared_devices, h.fault, h.hidden = h.soc, h.devices, None, []
         h.arch, h.chips = "", []
+        if h.cann_home:
+            (Path(h.cann_home) / lab_cann_toolchain.FAIL_FILE).unlink(missing_ok=True)
         self.start_host(name)
         kill_agents(h.path / "work")  # what a test left running there (hung, or frozen)
 
@@ -760,11 +775,12 @@ def _emulated_cann_libs() -> Path:
     return lib.parent / build.ACL_DIR / "lib"
 
 
-def _install_cann(root: Path, libs: Path) -> Path:
+def _install_cann(root: Path, libs: Path, python: str) -> Path:
     """An Ascend install of the emulated runtime under `root`, laid out as CANN's: the toolkit
     (``ascend-toolkit/latest``: lib64/, the installed custom operator, the version file of each
-    architecture) beside ``driver/`` and ``firmware/`` with their version files. Returns the
-    toolkit's directory (ASCEND_HOME_PATH)."""
+    architecture, the stand-in msopgen where CANN keeps its own, farm/pool/lab_cann_toolchain.py)
+    beside ``driver/`` and ``firmware/`` with their version files. Returns the toolkit's
+    directory (ASCEND_HOME_PATH)."""
     from farm import __version__
     from farm.agent.backends import acl_api  # the library names the backend looks for
 
@@ -778,6 +794,13 @@ def _install_cann(root: Path, libs: Path) -> Path:
     for part in ("driver", "firmware"):
         (root / part).mkdir(parents=True, exist_ok=True)
         (root / part / "version.info").write_text(f"Version={version}\n")
+    tools = home / "python" / "site-packages" / "bin"
+    tools.mkdir(parents=True, exist_ok=True)
+    (tools / "msopgen").write_text(
+        "#!/bin/sh\n# msopgen of a farm lab host: the lab's stand-in CANN toolchain (TEST-ONLY)\n"
+        f'exec {_sh(python)} -m farm.pool.lab_cann_toolchain msopgen "$@"\n'
+    )
+    (tools / "msopgen").chmod(0o755)
     (home / "lib64").mkdir(parents=True, exist_ok=True)
     for name in acl_api.LIB_FILES.values():
         shutil.copy2(libs / name, home / "lib64" / name)

@@ -22,16 +22,17 @@ import subprocess
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from farm.agent.errors import FarmError
 from farm.errors import ConfigError
 from farm.paths import REPO_ROOT, RUNS_DIR, STATE_DIR
-from farm.pool import deploy, health
+from farm.pool import cann_build, deploy, health
 from farm.pool.inventory import HostSpec, Inventory, default_inventory, load_inventory
 from farm.pool.transport import Channel, Transport, open_transport
 from farm.pool.transport.local import AgentShare, share_key
-from farm.run.packages import Builder, Packages
+from farm.run.packages import Builder, NoPackage, Packages
 from farm.run.plan import Plan
 from golden import soc
 from suites.case import Case
@@ -184,15 +185,26 @@ def local_agent_limit(workers: int | None = None) -> int:
     return max(1, total // max(1, workers))
 
 
+@dataclass
+class Deployed:
+    """What a host was given: the operator package of its platform, where its C ABI library is
+    (the CPU targets), and what its agent's environment needs (the CANN package's install)."""
+
+    package: Path
+    native_lib: str | None = None
+    env: dict[str, str] = field(default_factory=dict)
+
+
 def _deploy_host(host: HostSpec, bundle: Path, packages: Packages):
-    """Deploy the bundle and the package of the host's architecture: (None, native lib, the
-    package) or (a bad HostHealth, None, None). Never raises for a host problem."""
+    """Deploy the bundle and the package of the host's platform: (None, Deployed) or (a bad
+    HostHealth, None). Never raises for a host problem."""
     started = time.monotonic()
     try:
         transport = open_transport(host)
         try:
-            package = packages.for_arch(transport.remote_arch()["arch"], host.name)
-            _, native_lib = deploy.deploy_all(transport, bundle=bundle, op_package=package)
+            package = packages.for_host(transport.remote_platform(), host.name)
+            report, native_lib = deploy.deploy_all(transport, bundle=bundle, op_package=package)
+            env = cann_build.install(transport, report, package) if packages.cann else {}
         finally:
             transport.close()
     except FarmError as exc:
@@ -201,37 +213,43 @@ def _deploy_host(host: HostSpec, bundle: Path, packages: Packages):
             state=health.BAD,
             reasons=[str(exc)],
             seconds=time.monotonic() - started,
+            blame_host=not isinstance(exc, NoPackage) or not packages.cann,
         )
-        return bad, None, None
-    return None, native_lib, package
+        return bad, None
+    return None, Deployed(package, native_lib, env)
 
 
 def _prepare_host(host: HostSpec, bundle: Path, bundle_sha: str, packages: Packages, canary):
     """Deploy, then check. Never raises for a host problem: it becomes a reason."""
-    bad, native_lib, package = _deploy_host(host, bundle, packages)
+    bad, deployed = _deploy_host(host, bundle, packages)
     if bad is not None:
-        return bad, None, None
+        return bad, None
     checked = health.check_host(
-        host, open_transport, bundle_sha, canary, native_lib=native_lib, timeout=CANARY_TIMEOUT
+        host,
+        open_transport,
+        bundle_sha,
+        canary,
+        native_lib=deployed.native_lib,
+        env=deployed.env,
+        timeout=CANARY_TIMEOUT,
     )
-    return checked, native_lib, package
+    return checked, deployed
 
 
-def _check_local(
-    hosts: list[HostSpec], bundle_sha: str, native_libs: dict, canary, deployed: dict
-) -> dict:
+def _check_local(hosts: list[HostSpec], bundle_sha: str, deployed: dict, canary) -> dict:
     """Check emulated hosts of this machine through one shared agent (health.check_local_hosts):
-    host name -> (HostHealth, native lib, package)."""
+    host name -> (HostHealth, Deployed)."""
+    libs = {h.name: deployed[h.name].native_lib for h in hosts}
     checked = health.check_local_hosts(
-        hosts, bundle_sha, canary, native_libs=native_libs, timeout=CANARY_TIMEOUT
+        hosts, bundle_sha, canary, native_libs=libs, timeout=CANARY_TIMEOUT
     )
-    return {h.name: (checked[h.name], native_libs.get(h.name), deployed[h.name]) for h in hosts}
+    return {h.name: (checked[h.name], deployed[h.name]) for h in hosts}
 
 
 def _prepare_all(
     inventory: Inventory, bundle: Path, bundle_sha: str, packages: Packages, canary
 ) -> dict:
-    """Every host deployed and checked: name -> (HostHealth, native lib, package). SSH hosts in
+    """Every host deployed and checked: name -> (HostHealth, Deployed or None). SSH hosts in
     parallel, each on its own (deploy, then check). The emulated hosts of this machine are
     deployed one after the other in one thread (copies and unpacking in this process: threads
     would only contend for it, and each host after the first links the files the first one
@@ -248,16 +266,14 @@ def _prepare_all(
         }
         local = [h for h in hosts if h.transport == "local"]
         deploying = pool.submit(lambda: [_deploy_host(h, bundle, packages) for h in local])
-        native_libs: dict[str, str | None] = {}
-        deployed: dict[str, Path | None] = {}
+        deployed: dict[str, Deployed] = {}
         groups: dict[tuple, list[HostSpec]] = {}
-        for h, (bad, native_libs[h.name], deployed[h.name]) in zip(
-            local, deploying.result(), strict=True
-        ):
+        for h, (bad, given) in zip(local, deploying.result(), strict=True):
             if bad is not None:
-                results[h.name] = (bad, None, None)
+                results[h.name] = (bad, None)
                 continue
-            lib = native_libs[h.name]
+            deployed[h.name] = given
+            lib = given.native_lib
             rel = posixpath.relpath(lib, h.workdir) if lib else ""
             groups.setdefault((share_key(h), rel), []).append(h)
         checks = []
@@ -266,9 +282,7 @@ def _prepare_all(
             size = -(-len(members) // min(chunks, len(members)))
             for i in range(0, len(members), size):
                 chunk = members[i : i + size]
-                checks.append(
-                    pool.submit(_check_local, chunk, bundle_sha, native_libs, canary, deployed)
-                )
+                checks.append(pool.submit(_check_local, chunk, bundle_sha, deployed, canary))
         for future in checks:
             results.update(future.result())
         for name, future in remote.items():
@@ -320,10 +334,13 @@ def prepare_pool(
         from farm import build
 
         chosen = target or build.DEFAULT_TARGET
-        package = build.build_package(chosen)
-        if build_for is None:
-            build_for = lambda arch: build.build_package(chosen, arch=arch)  # noqa: E731
-    packages = Packages(package, build_for)
+        if chosen == "ascend" and not build.cann_here():
+            build_for = build_for or cann_build.builder(inventory)  # on the pool's CANN hosts
+        else:
+            package = build.build_package(chosen)
+            if build_for is None:
+                build_for = lambda arch, cann, host: build.build_package(chosen, arch=arch)  # noqa: E731
+    packages = Packages(package, build_for, target=target or "")
     bundle, bundle_sha = deploy.make_agent_bundle(state_dir / "bundle")
     canary = make_canary(backend)
     quarantine = health.Quarantine(state_dir)
@@ -331,8 +348,8 @@ def prepare_pool(
     hosts, slots, unhealthy, set_aside = {}, [], {}, {}
     prepared = _prepare_all(inventory, bundle, bundle_sha, packages, canary)
     for spec in inventory.hosts:
-        checked, native_lib, deployed = prepared[spec.name]
-        checked.package = deployed.name if deployed else ""
+        checked, deployed = prepared[spec.name]
+        checked.package = deployed.package.name if deployed else ""
         quarantine.record(checked)
         if on_host is not None:
             on_host(spec, checked)
@@ -341,7 +358,8 @@ def prepare_pool(
             continue
         hosts[spec.name] = {
             "bundle_sha": bundle_sha,
-            "native_lib": native_lib,
+            "native_lib": deployed.native_lib,
+            "agent_env": deployed.env,
             "package": checked.package,
         }
         set_aside.update({f"{spec.name}:{d}": why for d, why in checked.set_aside.items()})
@@ -363,8 +381,11 @@ def prepare_pool(
             f"no host of {where} is healthy, so nothing was started: "
             + "; ".join(f"{name}: {why}" for name, why in unhealthy.items())
         )
-    manifest = deploy.package_manifest(package) if package else {}
     by_arch = packages.by_arch
+    # Without a package of its own (the CANN package, built on the pool), the run's is the first
+    # one built for it.
+    first = package or next(iter(by_arch.values()), None)
+    manifest = deploy.package_manifest(first) if first else {"target": packages.target}
     plan = Plan(
         run_id=run_id,
         run_dir=run_dir,
@@ -377,12 +398,12 @@ def prepare_pool(
         set_aside=set_aside,
         case_timeout=case_timeout,
         package={
-            "file": str(package) if package else "",
+            "file": str(first) if first else "",
             "version": manifest.get("version", ""),
             "target": manifest.get("target", ""),
             "implementation": manifest.get("implementation", ""),
-            "sha256": deploy.sha256_file(package) if package else "",
-            "arch": deploy.package_arch(package),
+            "sha256": deploy.sha256_file(first) if first else "",
+            "arch": deploy.package_arch(first) if first else "",
         },
         packages={
             arch: {"file": str(p), "sha256": deploy.sha256_file(p)} for arch, p in by_arch.items()
@@ -446,7 +467,10 @@ def open_channel_factory(plan: Plan):
                 transport = transports[slot.host] = open_transport(spec)
         try:
             return deploy.start_agent(
-                transport, info["bundle_sha"], native_lib=info.get("native_lib")
+                transport,
+                info["bundle_sha"],
+                native_lib=info.get("native_lib"),
+                env=info.get("agent_env"),
             )
         except FarmError:
             # The connection itself may be what broke: the next attempt starts afresh.

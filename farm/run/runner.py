@@ -28,7 +28,7 @@ from rich.table import Table
 from farm import __version__, paths
 from farm.agent.record import FAILURE_FIELDS, ResultRecord, broken_record
 from farm.errors import StoreError, UsageError
-from farm.pool import health
+from farm.pool import cann_build, health
 from farm.run import prepare
 from farm.run.plan import Plan
 from farm.run.plugin import case_id_of, keep_cases
@@ -146,6 +146,11 @@ def run(
     # Mistakes stop here, before anything starts: nothing is run and nothing is stored.
     if not case_timeout > 0:
         raise UsageError(f"--case-timeout must be a positive number of seconds, not {case_timeout}")
+    if target == "ascend" and backend != "acl":
+        raise UsageError(
+            f"--target ascend with --backend {backend}: the CANN package runs through ACL; use "
+            "--backend acl"
+        )
     check_selection(extra_pytest or [])
     chosen = CaseSelection(
         tier=tier,
@@ -167,9 +172,16 @@ def run(
         highlight=False,
     )
 
-    with console.status("building the operator package"):
-        package = build.build_package(target, plant_bug=plant_bug)
-    console.print(f"package  {package.name}", highlight=False)
+    package: Path | None = None
+    if target == "ascend" and not build.cann_here():
+        console.print(
+            "package  the CANN package, built on the pool's hosts with CANN (no CANN here)",
+            highlight=False,
+        )
+    else:
+        with console.status("building the operator package"):
+            package = build.build_package(target, plant_bug=plant_bug)
+        console.print(f"package  {package.name}", highlight=False)
     console.print(f"target   {build.describe(target)}", highlight=False)
 
     def show_host(spec, checked):
@@ -186,7 +198,11 @@ def run(
                 highlight=False,
             )
 
-    def build_for(arch: str) -> Path:  # the package of the pool's hosts of another arch
+    def build_for(arch: str, cann: str | None, host: str) -> Path:  # for hosts of another arch
+        if package is None:  # the CANN package: on a host with that CANN
+            built = cann_build.builder(prepare.load_pool(inventory))(arch, cann, host)
+            console.print(f"package  {built.name} ({arch}, CANN {cann})", highlight=False)
+            return built
         console.print(f"building the package for the {arch} hosts", highlight=False)
         built = build.build_package(target, plant_bug=plant_bug, arch=arch)
         console.print(f"package  {built.name} ({arch})", highlight=False)
@@ -200,6 +216,7 @@ def run(
             selection=chosen,
             case_timeout=case_timeout,
             package=package,
+            target=target,
             build_for=build_for,
             on_host=show_host,
             require_healthy=True,

@@ -21,8 +21,13 @@ if [ -z "${ASCEND_HOME_PATH:-}" ] || [ ! -d "${ASCEND_HOME_PATH}" ]; then
   echo "op/ascendc/build.sh: needs the CANN toolkit, but ASCEND_HOME_PATH does not point to one (source <CANN>/set_env.sh first); the CPU twin builds without it: python -m farm.build --target twin" >&2
   exit 2
 fi
-if ! command -v msopgen >/dev/null 2>&1; then
-  echo "op/ascendc/build.sh: msopgen not found on PATH although ASCEND_HOME_PATH=${ASCEND_HOME_PATH}; source ${ASCEND_HOME_PATH}/set_env.sh" >&2
+# msopgen: on PATH (set_env.sh puts it there), else where the toolkit keeps it.
+msopgen=$(command -v msopgen 2>/dev/null || true)
+for candidate in "$ASCEND_HOME_PATH/python/site-packages/bin/msopgen" "$ASCEND_HOME_PATH/bin/msopgen"; do
+  if [ -z "$msopgen" ] && [ -x "$candidate" ]; then msopgen=$candidate; fi
+done
+if [ -z "$msopgen" ]; then
+  echo "op/ascendc/build.sh: msopgen not found on PATH nor under ASCEND_HOME_PATH=${ASCEND_HOME_PATH} (python/site-packages/bin); source ${ASCEND_HOME_PATH}/set_env.sh" >&2
   exit 2
 fi
 
@@ -31,7 +36,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 project="$work/LogSoftmaxGrad"
 
-msopgen gen -i "$here/log_softmax_grad.json" -c ai_core-Ascend910B1 -lan cpp -out "$project" >/dev/null
+"$msopgen" gen -i "$here/log_softmax_grad.json" -c ai_core-Ascend910B1 -lan cpp -out "$project" >/dev/null
 
 # Our sources over the generated stubs; the shared tiling beside op_host (it compiles *.cpp).
 rm -f "$project"/op_host/*.cpp "$project"/op_host/*.h "$project"/op_kernel/*.cpp

@@ -45,6 +45,9 @@ class BareHost(Transport):
     def put_file(self, local, remote) -> None:
         raise NotImplementedError
 
+    def get_file(self, remote, local) -> None:
+        raise NotImplementedError
+
     def run_argv(
         self, argv: Sequence[str], *, cwd: str | None = None, timeout: float = COMMAND_TIMEOUT
     ) -> tuple[int, str, str]:

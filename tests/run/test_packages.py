@@ -34,33 +34,34 @@ def test_each_architecture_gets_its_own_package_built_once(tmp_path):
     built: list[str] = []
     lock = threading.Lock()
 
-    def build_for(arch: str) -> Path:
+    def build_for(arch: str, cann: str | None, host: str) -> Path:
         with lock:
             built.append(arch)
         return package(tmp_path / f"pkg-{arch}.tar.gz", arch)
 
     first = package(tmp_path / "pkg.tar.gz", "x86_64")
     packages = Packages(first, build_for)
-    assert packages.for_arch("x86_64", "a2-01") == first
+    assert packages.for_host({"arch": "x86_64"}, "a2-01") == first
     threads = [
-        threading.Thread(target=packages.for_arch, args=("aarch64", f"h{i}")) for i in range(4)
+        threading.Thread(target=packages.for_host, args=({"arch": "aarch64"}, f"h{i}"))
+        for i in range(4)
     ]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
     assert built == ["aarch64"]
-    assert deploy.package_arch(packages.for_arch("aarch64", "h9")) == "aarch64"
+    assert deploy.package_arch(packages.for_host({"arch": "aarch64"}, "h9")) == "aarch64"
     assert set(packages.by_arch) == {"x86_64", "aarch64"}
 
 
 def test_an_architecture_without_a_package_is_one_line_with_the_fix(tmp_path):
-    def cannot(arch: str) -> Path:
+    def cannot(arch: str, cann: str | None, host: str) -> Path:
         raise BuildError("cmake configure failed (exit 1): aarch64-linux-gnu-g++ not found\nmore")
 
     packages = Packages(package(tmp_path / "pkg.tar.gz", "x86_64"), cannot)
     with pytest.raises(NoPackage) as info:
-        packages.for_arch("aarch64", "a200-01")
+        packages.for_host({"arch": "aarch64"}, "a200-01")
     assert str(info.value) == (
         "host a200-01 is aarch64: there is no ascendc-cpu package for aarch64: farm build "
         "--target ascendc-cpu --arch aarch64 failed: cmake configure failed (exit 1): "
@@ -68,15 +69,15 @@ def test_an_architecture_without_a_package_is_one_line_with_the_fix(tmp_path):
     )
     assert info.value.host == "a200-01"
     with pytest.raises(NoPackage) as info:
-        packages.for_arch("riscv64", "rv-01")
+        packages.for_host({"arch": "riscv64"}, "rv-01")
     assert str(info.value) == (
         "host rv-01 is riscv64: no ascendc-cpu package can be built for riscv64 (farm build "
         "--arch takes x86_64, aarch64)"
     )
     # A run given a package and no way to build serves only hosts of its architecture.
     given = Packages(package(tmp_path / "given.tar.gz", "x86_64"))
-    with pytest.raises(NoPackage, match=r"the run's package given.tar.gz is for x86_64; give "):
-        given.for_arch("aarch64", "a2-09")
+    with pytest.raises(NoPackage, match=r"the run's package is given.tar.gz; give the run one "):
+        given.for_host({"arch": "aarch64"}, "a2-09")
 
 
 def test_a_package_from_before_architectures_is_this_machines(tmp_path):

@@ -69,6 +69,12 @@ def helper_source() -> str:
     return Path(hostops.__file__).read_text(encoding="utf-8")
 
 
+def env_argv(env: Sequence[tuple[str, str]], argv: Sequence[str]) -> list[str]:
+    """``argv`` run in an environment with ``env`` added (POSIX env(1)): how a host's agent and
+    commands get its inventory env (CANN's variables), which an SSH session does not source."""
+    return ["env", *(f"{k}={v}" for k, v in env), *argv] if env else list(argv)
+
+
 def remote_command(argv: Sequence[str], cwd: str | None = None) -> str:
     """A POSIX shell command line that runs ``argv`` (in ``cwd``), every word quoted."""
     if not argv:
@@ -406,6 +412,10 @@ class Transport(ABC):
         """Upload ``local`` to ``remote`` atomically (temp name, then rename); parents created."""
 
     @abstractmethod
+    def get_file(self, remote: str, local: Path) -> None:
+        """Download ``remote`` to ``local`` (a temp name, then renamed: never half a file)."""
+
+    @abstractmethod
     def run_argv(
         self, argv: Sequence[str], *, cwd: str | None = None, timeout: float = COMMAND_TIMEOUT
     ) -> tuple[int, str, str]:
@@ -416,9 +426,14 @@ class Transport(ABC):
 
     # -- built on run_argv ----------------------------------------------------------------------
 
-    def _helper(self, *args: str, timeout: float = COMMAND_TIMEOUT) -> dict[str, Any]:
+    def _helper(
+        self,
+        *args: str,
+        timeout: float = COMMAND_TIMEOUT,
+        env: Sequence[tuple[str, str]] = (),
+    ) -> dict[str, Any]:
         rc, out, err = self.run_argv(
-            [self.host.python, "-c", helper_source(), *args], timeout=timeout
+            env_argv(env, [self.host.python, "-c", helper_source(), *args]), timeout=timeout
         )
         if rc != 0:
             detail = (err.strip().splitlines() or [describe_exit(rc)])[-1]
@@ -462,10 +477,10 @@ class Transport(ABC):
             "install", tmp, dest, name, sha256, "1" if archive else "0", reuse or "-"
         )
 
-    def remote_arch(self) -> dict[str, Any]:
-        """The host's CPU architecture as the farm names it (hostops ``arch``): {"arch",
-        "declared"}; deploy gives the host the package of it."""
-        return self._helper("arch")
+    def remote_platform(self) -> dict[str, Any]:
+        """What deploy picks the host's package by (hostops ``platform``): {"arch", "declared",
+        "cann"}, in the environment the host's agent gets (its inventory env: CANN's)."""
+        return self._helper("platform", env=self.host.env)
 
     def reap_group(self, pid: int, pgid: int, grace: float = REAP_GRACE) -> tuple[bool, str]:
         """Kill process group ``pgid`` on the host (SIGTERM, SIGKILL after ``grace`` s) and

@@ -250,6 +250,18 @@ class LocalTransport(Transport):
                 host=self.host.name,
             ) from None
 
+    def get_file(self, remote: str, local: Path) -> None:
+        tmp = local.with_name(f".{local.name}.part")
+        try:
+            local.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(remote, tmp)
+            os.replace(tmp, local)
+        except OSError as exc:
+            raise DeployError(
+                f"{self.where}: cannot copy {remote} to {local}: {exc.strerror}",
+                host=self.host.name,
+            ) from None
+
     def run_argv(
         self, argv: Sequence[str], *, cwd: str | None = None, timeout: float = COMMAND_TIMEOUT
     ) -> tuple[int, str, str]:
@@ -304,7 +316,12 @@ class LocalTransport(Transport):
             _COMPLETE[sha256] = dest
         return result
 
-    def _helper(self, *args: str, timeout: float = COMMAND_TIMEOUT) -> dict[str, Any]:
+    def _helper(
+        self,
+        *args: str,
+        timeout: float = COMMAND_TIMEOUT,
+        env: Sequence[tuple[str, str]] = (),  # a local host's commands have its env already
+    ) -> dict[str, Any]:
         cmd = args[0]
         try:
             reply = hostops.command(args)
@@ -321,9 +338,9 @@ class LocalTransport(Transport):
             _COMPLETE.setdefault(reply["unpacked"], args[2])
         return reply
 
-    def remote_arch(self) -> dict[str, Any]:
+    def remote_platform(self) -> dict[str, Any]:
         # This machine's, or what the emulated host's own environment (its inventory env) says.
-        return hostops.host_arch({**os.environ, **self.host.env_dict})
+        return hostops.host_platform({**os.environ, **self.host.env_dict})
 
     def close(self) -> None:
         for channel in self._channels:

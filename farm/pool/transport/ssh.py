@@ -592,6 +592,28 @@ class SSHTransport(Transport):
                 host=self.host.name,
             ) from None
 
+    def get_file(self, remote: str, local: Path) -> None:
+        sftp = self.sftp()
+        tmp = local.with_name(f".{local.name}.part")
+        try:
+            local.parent.mkdir(parents=True, exist_ok=True)
+            sftp.get(remote, os.fspath(tmp))
+            os.replace(tmp, local)
+        except TimeoutError:
+            raise AgentTimeout(
+                f"{self.where}: download of {remote} stalled for {SFTP_TIMEOUT:g}s",
+                host=self.host.name,
+            ) from None
+        except (EOFError, paramiko.SSHException) as exc:
+            raise ConnectionLost(
+                f"{self.where}: connection lost while downloading {remote}: {exc}",
+                host=self.host.name,
+            ) from None
+        except OSError as exc:
+            raise DeployError(
+                f"{self.where}: cannot download {remote} to {local}: {exc}", host=self.host.name
+            ) from None
+
     @staticmethod
     def _makedirs(sftp: paramiko.SFTPClient, path: str) -> None:
         if path in ("", "/", "."):

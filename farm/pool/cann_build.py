@@ -1,0 +1,181 @@
+"""The CANN package (target ascend), built where CANN is, and installed where it runs.
+
+**Built on a host.** The orchestrator has no CANN; a host of the pool that has the CANN version a
+group of hosts needs builds the package from the source package (``build.source_package``:
+what op/ascendc/build.sh reads), over its transport: the source package is deployed like any
+file, ``bash op/ascendc/build.sh OUT`` runs there in the host's agent environment (its inventory
+env: CANN's variables), and the installer it made and the build's log come back. The result is
+an operator package like the others (``logsoftmaxgrad-<version>-ascend-<arch>-cann<cann>-
+<source sha12>.tar.gz``, its manifest saying the architecture, the CANN version, the source
+sha256 and the host that built it), kept in dist/op: a later run for the same sources,
+architecture and CANN reuses it. A build that fails is :class:`CannBuildFailed` (a build
+failure, with the log kept beside the cache, never the host's fault).
+
+**Installed per version.** A host given the package unpacks it into its version directory as
+usual; :func:`install` then runs the installer there with ``--install-path=<that directory>/opp``
+(once: a marker says it is done), never into CANN's shared vendor directory, and the agent's
+environment gets ``ASCEND_CUSTOM_OPP_PATH`` pointing at it, so two runs of different operator
+versions on one host never load each other's operator.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+import tempfile
+from pathlib import Path
+
+from farm.errors import BuildError, FarmError
+from farm.paths import DIST_DIR
+from farm.pool import deploy
+from farm.pool.inventory import HostSpec, Inventory
+from farm.pool.transport import Transport, open_transport
+from farm.pool.transport.base import env_argv
+
+BUILD_TIMEOUT = 3600.0  # a CANN build of both SoCs takes minutes; a stuck one is stopped here
+INSTALL_TIMEOUT = 600.0
+LOG_TAIL_LINES = 20
+INSTALLED_MARKER = ".lsg-installed"
+CUSTOM_OPP_ENV = "ASCEND_CUSTOM_OPP_PATH"
+VENDOR = "customize"  # the vendor name of the project msopgen generates
+
+
+class CannBuildFailed(BuildError):
+    """The CANN build of the operator failed on its build host; the message has the log's tail
+    and where the whole log is."""
+
+
+def package_name(version: str, arch: str, cann: str, source_sha: str) -> str:
+    return f"logsoftmaxgrad-{version}-ascend-{arch}-cann{cann}-{source_sha[:12]}.tar.gz"
+
+
+def build_on(
+    host: HostSpec,
+    source: Path,
+    *,
+    arch: str,
+    cann: str,
+    out_dir: Path,
+    transport: Transport | None = None,
+) -> Path:
+    """The CANN package of ``source`` for ``arch`` and ``cann``: the one in ``out_dir`` when it
+    was built before, else built on ``host`` (which has that CANN) and kept there."""
+    from farm import build
+
+    manifest = deploy.package_manifest(source)
+    source_sha = deploy.sha256_file(source)
+    cached = out_dir / package_name(manifest["version"], arch, cann, source_sha)
+    if cached.is_file():
+        return cached
+    own = transport is None
+    t = transport or open_transport(host)
+    try:
+        report = deploy.deploy(t, host, [source])
+        remote = report.remote_dir(source.name)
+        out = posixpath.join(remote, f"cann-build-{arch}-{cann}")
+        argv = env_argv(host.env, ["bash", posixpath.join(remote, "op/ascendc/build.sh"), out])
+        rc, stdout, stderr = t.run_argv(argv, timeout=BUILD_TIMEOUT)
+        log = stdout + ("\n" if stdout and stderr else "") + stderr
+        log_file = cached.with_name(cached.name.removesuffix(".tar.gz") + ".log")
+        log_file.parent.mkdir(parents=True, exist_ok=True)
+        log_file.write_text(log)
+        if rc != 0:
+            lines = [line.strip() for line in log.strip().splitlines() if line.strip()]
+            tail = " | ".join(lines[-3:])
+            raise CannBuildFailed(
+                f"the CANN build of {source.name} on host {host.name} (CANN {cann}, {arch}) "
+                f"failed (exit {rc}): {tail or 'no output'}; the whole log: {log_file}"
+            )
+        installers = _installers(stdout, out)
+        if not installers:
+            raise CannBuildFailed(
+                f"the CANN build on host {host.name} finished but named no custom_opp_*.run in "
+                f"{out}; the whole log: {log_file}"
+            )
+        files: dict[str, bytes] = {}
+        with tempfile.TemporaryDirectory() as tmp:
+            for remote_file in installers:
+                local = Path(tmp) / posixpath.basename(remote_file)
+                t.get_file(remote_file, local)
+                files[local.name] = local.read_bytes()
+    finally:
+        if own:
+            t.close()
+    files["build.log"] = log.encode()
+    files["manifest.json"] = (
+        json.dumps(
+            {
+                **build.manifest("ascend", files),
+                "arch": arch,
+                "cann": cann,
+                "source_sha256": source_sha,
+                "built_on": host.name,
+                "git_commit": manifest.get("git_commit", "unknown"),
+                "git_dirty": manifest.get("git_dirty", False),
+            },
+            indent=2,
+            sort_keys=True,
+        )
+        + "\n"
+    ).encode()
+    return build.write_archive(cached, files)
+
+
+def builder(inventory: Inventory, out_dir: Path | None = None):
+    """A farm/run/packages.py Builder of the CANN package: the source package of this checkout,
+    built on the host that needs it (a host with that CANN), kept in ``out_dir`` (dist/op)."""
+    from farm import build
+
+    out = out_dir or DIST_DIR
+    source: list[Path] = []  # made on first need, once
+
+    def build_for(arch: str, cann: str | None, host: str) -> Path:
+        if not source:
+            source.append(build.source_package(out))
+        return build_on(inventory.host(host), source[0], arch=arch, cann=cann or "", out_dir=out)
+
+    return build_for
+
+
+def _installers(stdout: str, out: str) -> list[str]:
+    """The installers op/ascendc/build.sh says it made (its last line: "op/ascendc/build.sh:
+    <path> ..."), all of them under ``out``."""
+    for line in reversed(stdout.strip().splitlines()):
+        if line.startswith("op/ascendc/build.sh: "):
+            paths = line.split(": ", 1)[1].split()
+            return [p for p in paths if p.startswith(out + "/") and p.endswith(".run")]
+    return []
+
+
+def install(transport: Transport, report: deploy.DeployReport, package: Path) -> dict[str, str]:
+    """Install a deployed CANN package into its own version directory on the host (once) and
+    return the agent's environment for it: {ASCEND_CUSTOM_OPP_PATH: <dir>/opp/vendors/...}."""
+    host = transport.host
+    remote = report.remote_dir(package.name)
+    target = posixpath.join(remote, "opp")
+    vendor = posixpath.join(target, "vendors", VENDOR)
+    installers = [
+        f["path"]
+        for f in deploy.package_manifest(package).get("files", [])
+        if f["path"].startswith("custom_opp_") and f["path"].endswith(".run")
+    ]
+    if not installers:
+        raise BuildError(f"{package.name}: no custom_opp_*.run in the package; rebuild it")
+    script = (
+        f'[ -f "$1/{INSTALLED_MARKER}" ] && exit 0; '
+        'mkdir -p "$1" && bash "$2" --install-path="$1" && touch "$1/' + INSTALLED_MARKER + '"'
+    )
+    argv = env_argv(
+        host.env, ["sh", "-c", script, "install", target, posixpath.join(remote, installers[0])]
+    )
+    rc, out, err = transport.run_argv(argv, timeout=INSTALL_TIMEOUT)
+    if rc != 0:
+        said = " | ".join((err or out).strip().splitlines()[-3:]) or f"exit {rc}"
+        raise FarmError(
+            f"host {host.name}: installing {installers[0]} into {target} failed: {said}",
+            host=host.name,
+        )
+    return {CUSTOM_OPP_ENV: vendor}
+
+
+__all__ = ["CannBuildFailed", "build_on", "builder", "install", "package_name"]

@@ -1,0 +1,80 @@
+"""The CANN package built where CANN is (`farm run --target ascend`), over an SSH lab whose hosts
+have a CANN of their own: the emulated ACL runtime and, where CANN keeps msopgen, the lab's
+stand-in toolchain (farm/pool/lab_cann_toolchain.py), which checks what op/ascendc/build.sh gives
+it (the operator description, the project's settings, the sources' layout) and packs the lab's
+emulated op-api as the installer. The run builds the package there once, ships it to the hosts of
+that architecture and CANN, each installs it into its own version directory and the agent loads
+the operator from there; a second run reuses it; a build that fails is a build failure with its
+log, and no host is blamed for it."""
+
+from __future__ import annotations
+
+import json
+import tarfile
+
+from farm import __version__, acl_sdk
+from farm.paths import DIST_DIR
+from tests.e2e.conftest import select
+from tests.requirements import need, need_sshd
+
+K = "910b and f32 and strided"
+
+
+def test_the_cann_package_is_built_on_a_cann_host_once_and_installed_per_version(farm, tmp_path):
+    need(acl_sdk.present(), "the genuine ACL headers (python -m farm.acl_sdk downloads them)")
+    need_sshd()
+    from farm.pool.lab import Lab
+
+    lab = Lab(tmp_path / "lab")
+    built: list = []
+    try:
+        lab.up(layout=[("a2-c1", "Ascend910B1", 1), ("a2-c2", "Ascend910B1", 1)], cann="emulated")
+        inventory = str(lab.inventory_path)
+        run = ("--inventory", inventory, "--target", "ascend", "--backend", "acl")
+
+        first = farm.run_tier(*run, k=K)
+        assert first.code == 0, first.text
+        records = first.assert_one_result_per_case(select(K))
+        built = sorted(DIST_DIR.glob("logsoftmaxgrad-*-ascend-*-cannemulated-*.tar.gz"))
+        assert len(built) == 1, built
+        (package,) = built
+        with tarfile.open(package) as tar:
+            manifest = json.load(tar.extractfile("manifest.json"))
+            names = tar.getnames()
+        assert (manifest["target"], manifest["cann"]) == ("ascend", f"emulated-{__version__}")
+        assert manifest["built_on"] in ("a2-c1", "a2-c2") and manifest["source_sha256"]
+        assert any(n.startswith("custom_opp_") and n.endswith(".run") for n in names)
+        assert "build.log" in names and "[stand-in CANN] checked op_kernel/" in (
+            tarfile.open(package).extractfile("build.log").read().decode()
+        )
+        for r in records.values():
+            assert r["outcome"] == "passed", r["message"]
+            work = lab.hosts[r["host"]].path / "work" / "versions"
+            op_api = r["device_run"]["op_api"]
+            # The host's own install, in the package's version directory: not CANN's vendors.
+            assert op_api.startswith(str(work)) and "/opp/vendors/customize/op_api/" in op_api
+        for name in ("a2-c1", "a2-c2"):
+            installed = list(
+                (lab.hosts[name].path / "work" / "versions").glob("*/opp/.lsg-installed")
+            )
+            assert len(installed) == 1, name
+
+        stamp = package.stat().st_mtime_ns
+        second = farm.run_tier(*run, k=K)
+        assert second.code == 0, second.text
+        assert package.stat().st_mtime_ns == stamp  # reused, not built again
+
+        package.unlink()
+        for name in ("a2-c1", "a2-c2"):
+            lab.fail_cann_build(name, "expected ';' before '}' token")
+        failed = farm.run_tier(*run, k=K)
+        assert failed.code == 2, failed.text
+        text = " ".join(failed.text.split())
+        assert "the CANN package for it did not build" in text
+        assert "error: expected ';' before '}' token" in text and "the whole log:" in text
+        assert not failed.quarantine(), failed.quarantine()  # a build failure blames no host
+        assert not package.exists()
+    finally:
+        lab.down()
+        for p in built + sorted(DIST_DIR.glob("logsoftmaxgrad-*-ascend-*-cannemulated-*")):
+            p.unlink(missing_ok=True)
