@@ -123,18 +123,39 @@ def build_on(
 
 def builder(inventory: Inventory, out_dir: Path | None = None):
     """A farm/run/packages.py Builder of the CANN package: the source package of this checkout,
-    built on the host that needs it (a host with that CANN), kept in ``out_dir`` (dist/op)."""
+    built on the inventory's first build host (role = "build") of that architecture and CANN,
+    else on the host that needs it (it has that CANN), kept in ``out_dir`` (dist/op)."""
     from farm import build
 
     out = out_dir or DIST_DIR
     source: list[Path] = []  # made on first need, once
+    platforms: dict[str, dict] = {}  # build host -> what it said it is (once a run)
 
     def build_for(arch: str, cann: str | None, host: str) -> Path:
         if not source:
             source.append(build.source_package(out))
-        return build_on(inventory.host(host), source[0], arch=arch, cann=cann or "", out_dir=out)
+        where = _build_host(inventory, arch, cann, platforms) or inventory.host(host)
+        return build_on(where, source[0], arch=arch, cann=cann or "", out_dir=out)
 
     return build_for
+
+
+def _build_host(
+    inventory: Inventory, arch: str, cann: str | None, platforms: dict[str, dict]
+) -> HostSpec | None:
+    """The first build host of the inventory that is ``arch`` with CANN ``cann``; None when none
+    is (or none answers: the pool's own host builds then)."""
+    for candidate in inventory.build_hosts:
+        if candidate.name not in platforms:
+            try:
+                with open_transport(candidate) as t:
+                    platforms[candidate.name] = t.remote_platform()
+            except FarmError:
+                platforms[candidate.name] = {}
+        said = platforms[candidate.name]
+        if said.get("arch") == arch and said.get("cann") == cann:
+            return candidate
+    return None
 
 
 def _installers(stdout: str, out: str) -> list[str]:

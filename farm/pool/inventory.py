@@ -22,6 +22,12 @@ Format::
     cann = "8.2.*"                   #   arch os glibc compiler cann driver firmware
 
     [[host]]
+    name = "cann-build"              # role = "build": builds the CANN package, runs no cases
+    role = "build"                   #   (no soc or devices; farm/pool/cann_build.py)
+    address = "10.0.0.20"
+    env = { ASCEND_HOME_PATH = "/usr/local/Ascend/ascend-toolkit/latest" }
+
+    [[host]]
     name = "emu-01"
     transport = "local"              # the agent as a local subprocess (an emulated host)
     soc = "Ascend310B1"
@@ -57,6 +63,9 @@ from golden.soc import UnknownSocError
 from golden.soc import profile as soc_profile
 
 TRANSPORTS = ("ssh", "local")
+# "run": a host of the pool, whose devices run cases; "build": a host that only builds the CANN
+# package (farm/pool/cann_build.py), with no SoC or devices of its own to declare.
+ROLES = ("run", "build")
 HOST_KEY_POLICIES = ("strict", "accept-new")
 DEFAULT_SSH_WORKDIR = "lsg-farm"
 DEFAULT_CONNECT_TIMEOUT = 10.0
@@ -79,6 +88,7 @@ _HOST_FIELDS: dict[str, tuple[type | tuple[type, ...], str]] = {
     "tags": (list, "a list of strings"),
     "env": (dict, "a table of string values: the agent's environment"),
     "connect_timeout": ((int, float), "seconds > 0"),
+    "role": (str, '"run" (the default) or "build"'),
 }
 # What a host must be, beyond its SoC: inventory field -> the Machine field it pins
 # (farm/agent/machine.py). A value is a glob (fnmatch): cann = "8.2.*".
@@ -114,6 +124,7 @@ class HostSpec:
     env: tuple[tuple[str, str], ...] = ()
     connect_timeout: float = DEFAULT_CONNECT_TIMEOUT
     pins: tuple[tuple[str, str], ...] = ()  # (PIN_FIELDS key, glob) the host must match
+    role: str = "run"
     source: Path | None = field(default=None, compare=False)
 
     @property
@@ -160,8 +171,9 @@ class Slot:
 
 @dataclass(frozen=True)
 class Inventory:
-    hosts: list[HostSpec]
+    hosts: list[HostSpec]  # the pool: the hosts whose devices run cases
     source: Path | None = None
+    build_hosts: list[HostSpec] = field(default_factory=list)  # role = "build"
 
     def slots(self, family: str | None = None) -> list[Slot]:
         return [s for h in self.hosts for s in h.slots() if family is None or s.family == family]
@@ -222,6 +234,7 @@ def inventory_from_dict(data: Mapping[str, Any], *, source: Path | None = None) 
     if not hosts_raw:
         raise ConfigError(f"{where}: no [[host]] entries; declare at least one host")
     hosts: list[HostSpec] = []
+    builders: list[HostSpec] = []
     seen: dict[str, int] = {}
     endpoints: dict[tuple[str, int], str] = {}
     for index, raw in enumerate(hosts_raw):
@@ -248,8 +261,12 @@ def inventory_from_dict(data: Mapping[str, Any], *, source: Path | None = None) 
                     "or fix its address/port"
                 )
             endpoints[endpoint] = spec.name
-        hosts.append(spec)
-    return Inventory(hosts, source)
+        (builders if spec.role == "build" else hosts).append(spec)
+    if not hosts:
+        raise ConfigError(
+            f'{where}: every [[host]] has role = "build"; declare at least one host that runs cases'
+        )
+    return Inventory(hosts, source, builders)
 
 
 def _check_fields(where: str, label: str, table: Mapping[str, Any]) -> None:
@@ -279,16 +296,22 @@ def _host_from_fields(
     transport = f.get("transport", "ssh")
     if transport not in TRANSPORTS:
         raise fail("transport", f"{transport!r} is not a transport; use one of: ssh, local")
-    if "soc" not in f:
+    role = f.get("role", "run")
+    if role not in ROLES:
+        raise fail("role", f'{role!r}; use "run" (the default) or "build"')
+    if role == "build":  # it runs no cases: its SoC and devices, if any, do not matter
+        f = {k: v for k, v in f.items() if k not in ("soc", "devices")}
+    elif "soc" not in f:
         raise ConfigError(f'{where}: {label}: missing field "soc"; e.g. soc = "Ascend910B1"')
     try:
-        soc_profile(f["soc"])
+        if role == "run":
+            soc_profile(f["soc"])
     except UnknownSocError as exc:
         raise fail("soc", str(exc)) from None
-    if "devices" not in f:
+    if role == "run" and "devices" not in f:
         raise ConfigError(f'{where}: {label}: missing field "devices"; the host\'s device count')
-    devices = f["devices"]
-    if devices < 1:
+    devices = f.get("devices", 0)
+    if role == "run" and devices < 1:
         raise fail("devices", f"{devices} devices; a host needs at least 1")
     tags = f.get("tags", [])
     if not all(isinstance(t, str) and t for t in tags):
@@ -308,9 +331,10 @@ def _host_from_fields(
             pins.append((pin, f[pin]))
 
     common = dict(
+        role=role,
         pins=tuple(pins),
         name=name,
-        soc=f["soc"],
+        soc=f.get("soc", ""),
         devices=devices,
         transport=transport,
         python=python,

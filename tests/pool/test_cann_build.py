@@ -109,3 +109,42 @@ def test_the_stand_in_toolchain_refuses_what_a_cann_build_would(tmp_path, monkey
     (project / "op_host" / "tiling.cpp").unlink()  # build.sh forgot the shared tiling
     with pytest.raises(refused, match=r"op_host/tiling.cpp: No such file"):
         lab_cann_toolchain.build(project)
+
+
+def test_the_build_host_is_the_inventorys_of_that_cann_else_the_host_that_needs_it(
+    tmp_path, monkeypatch
+):
+    from farm.pool import inventory as inv
+
+    run = inv.HostSpec("a2-01", "Ascend910B1", 1, transport="local", workdir=str(tmp_path))
+    other = inv.HostSpec("b-old", "", 0, transport="local", workdir=str(tmp_path), role="build")
+    right = inv.HostSpec("b-new", "", 0, transport="local", workdir=str(tmp_path), role="build")
+    said = {
+        "b-old": {"arch": "aarch64", "cann": "8.0.RC3"},
+        "b-new": {"arch": "aarch64", "cann": "8.2.RC1"},
+    }
+
+    class Asked:
+        def __init__(self, host):
+            self.host = host
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return None
+
+        def remote_platform(self):
+            return said[self.host.name]
+
+    chosen = []
+    monkeypatch.setattr(cann_build, "open_transport", Asked)
+    monkeypatch.setattr(
+        cann_build, "build_on", lambda host, source, **kw: chosen.append(host.name) or source
+    )
+    monkeypatch.setattr("farm.build.source_package", lambda out: tmp_path / "source.tar.gz")
+    pool = inv.Inventory([run], None, [other, right])
+    build_for = cann_build.builder(pool, tmp_path)
+    build_for("aarch64", "8.2.RC1", "a2-01")
+    build_for("aarch64", "7.0.0", "a2-01")  # no build host has it: the host that needs it
+    assert chosen == ["b-new", "a2-01"]

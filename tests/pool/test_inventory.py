@@ -170,6 +170,11 @@ BAD = {
     "unnamed_entry": (host_block(name=None), ["[[host]] #1", 'missing field "name"']),
     "empty_pin": (host_block(cann='""'), ["[[host]] a2-01", 'field "cann"', "empty", "8.2.*"]),
     "pin_not_text": (host_block(arch="64"), ['field "arch"', "expected a glob pattern", "int"]),
+    "bad_role": (host_block(role='"runner"'), ['field "role"', "'runner'", '"build"']),
+    "only_build_hosts": (
+        host_block(role='"build"', soc=None, devices=None),
+        ['every [[host]] has role = "build"', "at least one host that runs cases"],
+    ),
 }
 
 
@@ -235,3 +240,13 @@ def test_an_ssh_hosts_env_is_its_agents_environment(keys):
         "-m",
         "farm.agent",
     ]
+
+
+def test_a_build_host_runs_no_cases_and_needs_no_soc(keys):
+    text = host_block() + host_block(
+        name='"cann-build"', address='"127.0.0.9"', role='"build"', soc=None, devices=None
+    )
+    inventory = load_inventory(write(keys, text))
+    assert [h.name for h in inventory.hosts] == ["a2-01"]
+    assert [(h.name, h.role, h.soc) for h in inventory.build_hosts] == [("cann-build", "build", "")]
+    assert [s.id for s in inventory.slots()] == ["a2-01:0", "a2-01:1"]

@@ -21,6 +21,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import logging
 import os
@@ -30,7 +31,7 @@ import threading
 import time
 import uuid
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import paramiko
@@ -563,24 +564,30 @@ class SSHTransport(Transport):
                     channel.settimeout(SFTP_TIMEOUT)
             return self._sftp
 
+    @contextlib.contextmanager
+    def _transfer(self, what: str) -> Iterator[None]:
+        """A stalled or lost SFTP transfer of ``what`` ("upload of x") as the transport's
+        errors; an OSError is the caller's to say."""
+        try:
+            yield
+        except TimeoutError:
+            raise AgentTimeout(
+                f"{self.where}: {what} stalled for {SFTP_TIMEOUT:g}s", host=self.host.name
+            ) from None
+        except (EOFError, paramiko.SSHException) as exc:
+            raise ConnectionLost(
+                f"{self.where}: connection lost during the {what}: {exc}", host=self.host.name
+            ) from None
+
     def put_file(self, local: Path, remote: str) -> None:
         sftp = self.sftp()
         parent = posixpath.dirname(remote)
         tmp = posixpath.join(parent, f".{posixpath.basename(remote)}.{uuid.uuid4().hex[:8]}.part")
         try:
-            self._makedirs(sftp, parent)
-            sftp.put(os.fspath(local), tmp, confirm=True)
-            sftp.posix_rename(tmp, remote)
-        except TimeoutError:
-            raise AgentTimeout(
-                f"{self.where}: upload of {Path(local).name} stalled for {SFTP_TIMEOUT:g}s",
-                host=self.host.name,
-            ) from None
-        except (EOFError, paramiko.SSHException) as exc:
-            raise ConnectionLost(
-                f"{self.where}: connection lost while uploading {Path(local).name}: {exc}",
-                host=self.host.name,
-            ) from None
+            with self._transfer(f"upload of {Path(local).name}"):
+                self._makedirs(sftp, parent)
+                sftp.put(os.fspath(local), tmp, confirm=True)
+                sftp.posix_rename(tmp, remote)
         except OSError as exc:
             try:
                 sftp.remove(tmp)
@@ -596,19 +603,10 @@ class SSHTransport(Transport):
         sftp = self.sftp()
         tmp = local.with_name(f".{local.name}.part")
         try:
-            local.parent.mkdir(parents=True, exist_ok=True)
-            sftp.get(remote, os.fspath(tmp))
-            os.replace(tmp, local)
-        except TimeoutError:
-            raise AgentTimeout(
-                f"{self.where}: download of {remote} stalled for {SFTP_TIMEOUT:g}s",
-                host=self.host.name,
-            ) from None
-        except (EOFError, paramiko.SSHException) as exc:
-            raise ConnectionLost(
-                f"{self.where}: connection lost while downloading {remote}: {exc}",
-                host=self.host.name,
-            ) from None
+            with self._transfer(f"download of {remote}"):
+                local.parent.mkdir(parents=True, exist_ok=True)
+                sftp.get(remote, os.fspath(tmp))
+                os.replace(tmp, local)
         except OSError as exc:
             raise DeployError(
                 f"{self.where}: cannot download {remote} to {local}: {exc}", host=self.host.name
