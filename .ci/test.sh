@@ -3,4 +3,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash .ci/setup.sh test
-exec .venv/bin/python -m pytest -n 2 -q "$@" tests
+# A file's tests on one worker (its module fixtures are made once), the heaviest files first
+# (tests/conftest.py orders them), so the two workers finish together.
+exec .venv/bin/python -m pytest -n 2 --dist loadfile -q "$@" tests
