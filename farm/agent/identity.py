@@ -184,15 +184,17 @@ def _read_host_toml(path: Path, problems: list[str]) -> dict:
 def parse_npu_smi(text: str) -> tuple[str, int] | None:
     """Parse ``npu-smi info`` output into (SoC name, chip count); None if nothing is found."""
     chips = host_machine.parse_npu_smi(text)
-    if not chips:
-        return None
+    return _soc_and_count(chips) if chips else None
+
+
+def _soc_and_count(chips: tuple[host_machine.Chip, ...]) -> tuple[str, int]:
     name = chips[0].name
     return (name if name.startswith("Ascend") else "Ascend" + name), len(chips)
 
 
 def npu_smi_identity() -> tuple[str, int] | None:
-    text, chips, _ = host_machine.read_npu_smi()
-    return parse_npu_smi(text) if text and chips else None
+    chips, _ = host_machine.read_npu_smi()
+    return _soc_and_count(chips) if chips else None
 
 
 def check_deps() -> tuple[dict[str, str | None], tuple[str, ...]]:
@@ -277,7 +279,7 @@ def gather(
         backends=available_backends(deps),
         bundle=bundle_sha(),
         problems=declared.problems,
-        machine=host_machine.gather(emulated=declared.emulated),
+        machine=host_machine.gather(),
     )
 
 

@@ -212,24 +212,22 @@ def npu_smi_path(environ: dict[str, str] | None = None) -> str | None:
 
 def read_npu_smi(
     environ: dict[str, str] | None = None,
-) -> tuple[str | None, tuple[Chip, ...] | None, str | None]:
-    """(npu-smi's text, its chips, the problem): (None, None, None) without npu-smi."""
+) -> tuple[tuple[Chip, ...] | None, str | None]:
+    """(npu-smi's chips, the problem): (None, None) without npu-smi."""
     exe = npu_smi_path(environ)
     if exe is None:
-        return None, None, None
+        return None, None
     try:
         proc = subprocess.run(
             [exe, "info"], capture_output=True, text=True, timeout=COMMAND_TIMEOUT, check=False
         )
     except (OSError, subprocess.SubprocessError) as exc:
-        return None, None, f"{exe} info failed: {exc}"
+        return None, f"{exe} info failed: {exc}"
     if proc.returncode != 0:
         said = " ".join((proc.stderr or proc.stdout).split())[:300]
-        return proc.stdout, None, f"{exe} info exited {proc.returncode}: {said}"
+        return None, f"{exe} info exited {proc.returncode}: {said}"
     chips = parse_npu_smi(proc.stdout, _own_pids())
-    if not chips:
-        return proc.stdout, chips, f"{exe} info listed no chip"
-    return proc.stdout, chips, None
+    return chips, None if chips else f"{exe} info listed no chip"
 
 
 def _own_pids() -> frozenset[int]:
@@ -294,10 +292,6 @@ def info_value(path: Path, key: str) -> str | None:
     return hostops.info_value(str(path), key)
 
 
-def cann_version(home: Path, arch: str) -> str | None:
-    return hostops.cann_version(str(home), arch)
-
-
 def ascend_root(cann_home: Path | None) -> Path:
     """The Ascend install root: the nearest directory above CANN's with a ``driver`` directory,
     else /usr/local/Ascend."""
@@ -315,28 +309,26 @@ def driver_info(environ: dict[str, str] | None = None) -> Path:
     return ascend_root(home) / "driver" / "version.info"
 
 
-def gather(environ: dict[str, str] | None = None, *, emulated: bool = False) -> Machine:
-    env = os.environ if environ is None else environ
-    declared: list[str] = []
-    arch = kernel_arch()
-    if emulated and env.get(ENV_ARCH):
-        arch = hostops.normalise_arch(env[ENV_ARCH])
-        declared.append("arch")
+def gather(environ: dict[str, str] | None = None) -> Machine:
+    """What the machine is. Its architecture and CANN version are hostops ``platform``'s, what
+    deploy picked the host's package by: the same rule on both sides."""
+    env = dict(os.environ if environ is None else environ)
+    platform_ = hostops.host_platform(env)
     home = Path(env["ASCEND_HOME_PATH"]) if env.get("ASCEND_HOME_PATH") else None
     root = ascend_root(home)
-    _, chips, problem = read_npu_smi(dict(env))
+    chips, problem = read_npu_smi(env)
     return Machine(
-        arch=arch,
+        arch=platform_["arch"],
         os=_os_name(),
         glibc=_glibc(),
         compiler=_compiler(),
-        cann_version=cann_version(home, arch) if home else None,
+        cann_version=platform_["cann"],
         cann_path=str(home) if home else None,
-        driver=info_value(driver_info(dict(env)), "version"),
+        driver=info_value(root / "driver" / "version.info", "version"),
         firmware=info_value(root / "firmware" / "version.info", "version"),
         chips=chips,
         npu_smi_problem=problem,
-        declared=tuple(declared),
+        declared=("arch",) if platform_["declared"] else (),
     )
 
 
@@ -346,7 +338,6 @@ __all__ = [
     "Machine",
     "USABLE_HEALTH",
     "ascend_root",
-    "cann_version",
     "chip_problem",
     "gather",
     "parse_npu_smi",

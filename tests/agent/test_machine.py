@@ -111,9 +111,10 @@ def test_cann_driver_and_firmware_come_from_their_version_files(tmp_path):
 
 def test_only_an_emulated_host_declares_another_architecture(tmp_path):
     env = {machine.ENV_ARCH: "aarch64", machine.ENV_NPU_SMI: str(tmp_path / "none")}
-    assert machine.gather(env, emulated=True).arch == "aarch64"
-    assert machine.gather(env, emulated=True).declared == ("arch",)
-    assert machine.gather(env).arch == platform.machine()
+    emulated = {**env, "LSG_EMULATED_SOC": "Ascend910B1"}
+    assert machine.gather(emulated).arch == "aarch64"
+    assert machine.gather(emulated).declared == ("arch",)
+    assert machine.gather(env).arch == platform.machine() and machine.gather(env).declared == ()
 
 
 def test_the_machine_crosses_the_wire_both_ways(tmp_path):
