@@ -13,7 +13,7 @@ Targets:
     build_package(target="ascendc-cpu", out_dir="dist/op", plant_bug="", arch=None) -> the archive
     build_package(target, out_dir, build_dir=..., source_dir=<another op/>) -> the same, from
                  another tree's operator sources (`farm bisect`: a worktree at each commit)
-    package_arch(archive) -> "x86_64" | "aarch64"                  (what its manifest says)
+    source_package(out_dir) -> the sources a CANN build host builds from (farm/pool/cann_build.py)
     cross_selftest(target, arch) -> (ok, output)   the C ABI self-test, under qemu for another arch
     acl_example_selftest(arch) -> (ok, output)     the aclnn example on the emulated ACL runtime
     sanitize_check(matrix=None, target="twin") -> SanitizeReport  (ASan/UBSan, driven from Python)
@@ -158,7 +158,6 @@ CROSS_PACKAGES = {"x86_64": "g++-x86-64-linux-gnu", "aarch64": "g++-aarch64-linu
 QEMU = {arch: f"qemu-{arch}" for arch in ARCHES}  # Debian's qemu-user
 QEMU_PACKAGE = "qemu-user"
 TOOLCHAIN_DIR = OP_DIR / "cmake"
-# ELF e_machine of each (the header's bytes 18-19).
 
 
 # This machine's architecture: what a build is for unless it says otherwise.
@@ -539,11 +538,16 @@ def manifest(
         **(git_state() if source_dir is None else git_state(source_dir)),
         "plant_bug": plant_bug,
         "soc_profiles": soc_profiles(source_dir),
-        "files": [
-            {"path": name, "sha256": sha256_bytes(files[name]), "bytes": len(files[name])}
-            for name in sorted(files)
-        ],
+        "files": file_entries(files),
     }
+
+
+def file_entries(files: dict[str, bytes]) -> list[dict]:
+    """A manifest's "files": every file of the archive with its sha256 and size, by name."""
+    return [
+        {"path": name, "sha256": sha256_bytes(files[name]), "bytes": len(files[name])}
+        for name in sorted(files)
+    ]
 
 
 def _acl_manifest(files: dict[str, bytes]) -> dict | None:
@@ -597,10 +601,7 @@ def source_package(out_dir: str | Path = "dist/op") -> Path:
                 "version": op_version(),
                 "target": "source",
                 **git_state(),
-                "files": [
-                    {"path": n, "sha256": sha256_bytes(files[n]), "bytes": len(files[n])}
-                    for n in sorted(files)
-                ],
+                "files": file_entries(files),
             },
             indent=2,
             sort_keys=True,

@@ -212,13 +212,11 @@ def cmd_hosts(argv: list[str]) -> int:
             for name, why in plan.unhealthy.items()
         }
         for name in plan.hosts:
-            aside = {
-                int(slot.rpartition(":")[2]): why
-                for slot, why in plan.set_aside.items()
-                if slot.rpartition(":")[0] == name
-            }
             healths[name] = health.HostHealth(
-                host=name, state=health.GOOD, reasons=[], set_aside=aside
+                host=name,
+                state=health.GOOD,
+                reasons=[],
+                set_aside=health.devices_of(plan.set_aside, name),
             )
     rows = health.host_rows(inventory, paths.STATE_DIR, healths)
     if args.json:

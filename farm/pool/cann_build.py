@@ -105,8 +105,7 @@ def build_on(
     files["manifest.json"] = (
         json.dumps(
             {
-                **build.manifest("ascend", files),
-                "arch": arch,
+                **build.manifest("ascend", files, arch=arch),
                 "cann": cann,
                 "source_sha256": source_sha,
                 "built_on": host.name,

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from farm.agent.errors import DeviceBusy, FarmError
-from farm.agent.machine import Machine, chip_problem
+from farm.agent.machine import Chip, Machine, chip_problem
 from farm.pool.deploy import deploy, sha256_file, start_agent
 from farm.pool.inventory import PIN_FIELDS, HostSpec, Inventory
 from farm.pool.transport import HANDSHAKE_TIMEOUT, Channel, Transport, open_transport
@@ -447,14 +447,24 @@ class Quarantine:
                     _enter(data["hosts"], name, "; ".join(health.reasons) or "health check failed")
             else:
                 data["hosts"].pop(name, None)
-                for key in [k for k in data["chips"] if k.rpartition(":")[0] == name]:
-                    if int(key.rpartition(":")[2]) not in health.set_aside:
-                        del data["chips"][key]
+                for device in devices_of(data["chips"], name):
+                    if device not in health.set_aside:  # healthy again: back in the pool
+                        del data["chips"][f"{name}:{device}"]
                 for device, reason in health.set_aside.items():
                     _enter(data["chips"], f"{name}:{device}", reason)
             machine = (health.identity or {}).get("machine")
             if isinstance(machine, dict):
                 data["seen"][name] = {"machine": machine, "checked": _now_iso(health.checked_at)}
+
+
+def devices_of(by_slot: Mapping[str, Any], host: str) -> dict[int, Any]:
+    """The entries of ``host``'s chips in a table keyed by slot id ("host:device"), by device."""
+    found = {}
+    for slot, value in by_slot.items():
+        name, _, device = slot.rpartition(":")
+        if name == host:
+            found[int(device)] = value
+    return found
 
 
 def _enter(table: dict[str, Any], key: str, reason: str) -> None:
@@ -518,11 +528,7 @@ def host_rows(
         raw = raw or (seen.get(h.name) or {}).get("machine")
         machine = Machine.from_wire(raw) if isinstance(raw, dict) else None
         chips = {c.device: c for c in (machine.chips or ())} if machine else {}
-        aside = {
-            int(k.rpartition(":")[2]): v
-            for k, v in chip_entries.items()
-            if k.rpartition(":")[0] == h.name
-        }
+        aside = devices_of(chip_entries, h.name)
         if checked is not None:
             aside = {
                 d: {"reason": why, "since": (aside.get(d) or {}).get("since", "")}
@@ -557,21 +563,7 @@ def host_rows(
                     **{c: "" for c in HOST_COLUMNS},
                     "host": f"{h.name}:{device}",
                     "soc": h.soc,
-                    "chip": (
-                        f"{chip.name} {chip.health}"
-                        + (
-                            f", {chip.memory_used_mb}/{chip.memory_total_mb} MB"
-                            if chip.memory_total_mb
-                            else ""
-                        )
-                        + (
-                            f", AI Core {chip.aicore_percent}%"
-                            if chip.aicore_percent is not None
-                            else ""
-                        )
-                    )
-                    if chip
-                    else "missing",
+                    "chip": _chip_text(chip) if chip else "missing",
                     "state": SET_ASIDE if out else state,
                     "quarantined": "yes" if out else "no",
                     "reason": out["reason"] if out else "",
@@ -579,6 +571,16 @@ def host_rows(
                 }
             )
     return rows
+
+
+def _chip_text(chip: Chip) -> str:
+    """ "910B1 OK, 3150/65536 MB, AI Core 0%": a chip as npu-smi reported it."""
+    text = f"{chip.name} {chip.health}"
+    if chip.memory_total_mb:
+        text += f", {chip.memory_used_mb}/{chip.memory_total_mb} MB"
+    if chip.aicore_percent is not None:
+        text += f", AI Core {chip.aicore_percent}%"
+    return text
 
 
 __all__ = [
@@ -594,6 +596,7 @@ __all__ = [
     "check_local_hosts",
     "check_pool",
     "chip_set_aside",
+    "devices_of",
     "host_rows",
     "identity_problems",
     "pin_problems",
