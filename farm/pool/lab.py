@@ -781,12 +781,12 @@ def _install_cann(root: Path, libs: Path, python: str) -> Path:
     architecture, the stand-in msopgen where CANN keeps its own, farm/pool/lab_cann_toolchain.py)
     beside ``driver/`` and ``firmware/`` with their version files. Returns the toolkit's
     directory (ASCEND_HOME_PATH)."""
-    from farm import __version__
+    from farm import __version__, build
     from farm.agent.backends import acl_api  # the library names the backend looks for
 
     home = root / "ascend-toolkit" / "latest"
     version = f"emulated-{__version__}"
-    for arch in ("x86_64", "aarch64"):
+    for arch in build.ARCHES:  # a host may declare either (Lab.declare(arch=...))
         (home / f"{arch}-linux").mkdir(parents=True, exist_ok=True)
         (home / f"{arch}-linux" / "ascend_toolkit_install.info").write_text(
             f"package_name=Ascend-cann-toolkit\nversion={version}\narch={arch}\n"
