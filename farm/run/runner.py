@@ -159,7 +159,7 @@ def run(
         explore_count=explore_count or DEFAULT_EXPLORE_COUNT,
     )
     cases = chosen.cases()  # a bad case file stops here: nothing half-parsed ever runs
-    prepare.load_pool(inventory)  # a bad inventory stops here too
+    pool = prepare.load_pool(inventory)  # a bad inventory stops here too
     store_path = default_store_path()
     check_store(store_path, create=True)  # a store that cannot take the results: before any host
     if store_path.exists():  # a run that never starts creates no store
@@ -198,9 +198,13 @@ def run(
                 highlight=False,
             )
 
+    # The CANN package, without CANN here: built on the pool's hosts with CANN (one builder a run:
+    # it makes the source package and asks the build hosts what they are once).
+    cann_builder = cann_build.builder(pool) if package is None else None
+
     def build_for(arch: str, cann: str | None, host: str) -> Path:  # for hosts of another arch
-        if package is None:  # the CANN package: on a host with that CANN
-            built = cann_build.builder(prepare.load_pool(inventory))(arch, cann, host)
+        if cann_builder is not None:
+            built = cann_builder(arch, cann, host)
             console.print(f"package  {built.name} ({arch}, CANN {cann})", highlight=False)
             return built
         console.print(f"building the package for the {arch} hosts", highlight=False)
