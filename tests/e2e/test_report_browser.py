@@ -116,7 +116,7 @@ def test_a_person_sees_the_regression_run(chromium, runs, tmp_path):
         assert "worst elements.csv" in page and "metrics.json" in page
         assert re.search(r"History 1\b", page)  # run 1, where it passed
         assert browser.eval(CLICK_TEXT + "('error distribution.png')") == 1
-        width, height = browser.wait_for(DECODED_IMAGE, timeout=20)
+        width, height = browser.wait_for(DECODED_IMAGE)
         assert width > 200 and height > 100  # the PNG, decoded by the browser
         shots.append(_screenshot(browser, "e2e-failed-case.png"))
     for shot in shots:

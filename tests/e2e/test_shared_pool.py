@@ -10,16 +10,19 @@ The lab: a2-01 and a2-02 (Ascend910B1, 2 devices each), a200-01 (Ascend310B1, 1 
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import hashlib
 import io
 import json
+import os
 import tarfile
 import time
 from pathlib import Path
 
 import pytest
 
+from farm.agent.devicelock import lock_paths, read_holder
 from farm.agent.errors import DeviceBusy
 from farm.pool.deploy import BUNDLE_PREFIX, bundle_files, deploy, start_agent
 from farm.pool.lab import Lab
@@ -99,6 +102,31 @@ def ps(transport) -> list[dict]:
 
 def agents_on(transport, workdir: str) -> list[dict]:
     return [r for r in ps(transport) if "farm.agent" in r["args"] and workdir in r["args"]]
+
+
+def wait_for_a_lock_waiter(workdir: str, device: int, other_than: int) -> None:
+    """Until a process other than ``other_than`` has ``device``'s lock file open (it is trying
+    the lock): an observable state, not a sleep that a slow machine could outlast."""
+    lock = str(lock_paths(workdir, device)[0])
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        for fd_dir in Path("/proc").glob("[0-9]*/fd"):
+            if fd_dir.parent.name == str(other_than):
+                continue
+            with contextlib.suppress(OSError):
+                if any(os.readlink(fd) == lock for fd in fd_dir.iterdir()):
+                    return
+        time.sleep(0.05)
+    pytest.fail(f"nobody but pid {other_than} ever tried the lock {lock}")
+
+
+def wait_for_the_holder(workdir: str, device: int, pid: int) -> None:
+    """Until agent ``pid`` holds ``device`` (it has taken a case for it)."""
+    deadline = time.monotonic() + 120
+    while pid not in read_holder(workdir, device).get("pids", []):
+        if time.monotonic() > deadline:
+            pytest.fail(f"agent {pid} never took device {device}")
+        time.sleep(0.05)
 
 
 def device_uses(workdir: str, device: int, since: float) -> list[dict]:
@@ -324,7 +352,7 @@ def test_lab_down_stops_every_agent_even_one_whose_session_is_gone(sshd, tmp_pat
             b'{"op":"run-case","seq":9,"case":{"origin":"fake:hang"},"backend":"b","device":0}\n',
             5.0,
         )
-        time.sleep(0.5)
+        wait_for_the_holder(host.workdir, 0, channel.agent_pid)  # it read the case and hangs
         t.close()  # the connection goes; the agent, hung, does not
         time.sleep(0.5)
         assert lab.agents(host.name) == [channel.agent_pid]
@@ -406,7 +434,9 @@ def test_a_farm_run_waits_for_the_device_another_run_holds(
             time.sleep(0.1)
         else:
             pytest.fail("the run's worker never started an agent on a200-01")
-        time.sleep(7.0)  # longer than the agent's lock wait: the worker is told "busy", waits
+        # The worker's agent is trying the device's lock (it has the lock file open): whether it
+        # still waits or was told busy and the dispatcher waits, the record must say so.
+        wait_for_a_lock_waiter(host.workdir, 0, other_than=holder.agent_pid)
         holder.close()
         result = farm.finish(proc)
     assert result.code == 0, result.text

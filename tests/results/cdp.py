@@ -29,6 +29,9 @@ FLAGS = (
     "--disable-sync",
     "--disable-dev-shm-usage",
 )
+# Waits return as soon as the browser answers; the limit only catches a browser that never does,
+# so it is far above what a loaded machine takes.
+PATIENT_S = 120.0
 
 
 class CdpError(RuntimeError):
@@ -89,7 +92,7 @@ class Browser:
         self,
         method: str,
         params: dict | None = None,
-        timeout: float = 30.0,
+        timeout: float = PATIENT_S,
         session: str | None = ...,
     ) -> dict:
         sid = self.session if session is ... else session
@@ -124,7 +127,7 @@ class Browser:
             raise CdpError(f"JS error: {res['exceptionDetails']}")
         return res.get("result", {}).get("value")
 
-    def wait_for(self, expression: str, timeout: float = 30.0, poll: float = 0.2):
+    def wait_for(self, expression: str, timeout: float = PATIENT_S, poll: float = 0.2):
         deadline = time.monotonic() + timeout
         while True:
             value = self.eval(expression)

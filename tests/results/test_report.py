@@ -433,8 +433,7 @@ def test_a_person_sees_the_report(chromium, three_runs, tmp_path):
         assert clicked == 1
         size = browser.wait_for(
             "[...document.images].filter(i => i.complete && i.naturalWidth > 200)"
-            ".map(i => [i.naturalWidth, i.naturalHeight])[0]",
-            timeout=20,
+            ".map(i => [i.naturalWidth, i.naturalHeight])[0]"
         )
         assert size[0] > 200 and size[1] > 100  # the error-distribution PNG, decoded
         browser.screenshot(ARTIFACTS / "report-failed-case.png")
