@@ -32,6 +32,11 @@ class StoreError(FarmError):
     """The run store cannot be used (schema newer than this farm, not a farm store, read-only)."""
 
 
+class RunDirUnwritable(FarmError):
+    """The runs directory cannot take what a run writes (full, read-only, no permission): the
+    message names the directory, the problem and the fix; what could be written is kept."""
+
+
 class HostUnreachable(InfraError):
     """No SSH session could be established (refused, timed out, no route, not an SSH server)."""
 
