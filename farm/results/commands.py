@@ -1,6 +1,7 @@
-"""`farm runs`, `farm baseline` and `farm compare`: the run store and the regression comparison on
-the command line (the comparison is farm/results/compare.py, its renderings
-farm/results/compare_render.py).
+"""`farm runs` (and `farm runs prune`), `farm baseline` and `farm compare`: the run store and the
+regression comparison on the command line (the comparison is farm/results/compare.py, its
+renderings farm/results/compare_render.py; what a prune keeps, farm/results/retention.py and
+RunStore.protected_runs).
 
 Exit codes of `farm compare`: 0 no regression (or no baseline to compare with), 1 regressions,
 2 usage error (unknown run, empty store).
@@ -9,11 +10,14 @@ Exit codes of `farm compare`: 0 no regression (or no baseline to compare with), 
 from __future__ import annotations
 
 import argparse
+import datetime as _dt
 import json
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
-from farm.errors import UsageError
+from farm.errors import StoreError, UsageError
+from farm.results import retention
 from farm.results.compare import DEFAULT_DRIFT_FACTOR, compare
 from farm.results.compare_render import (
     plain_table,
@@ -39,8 +43,15 @@ def _open(args) -> RunStore:
 
 def main_runs(argv: Sequence[str] | None = None) -> int:
     """`farm runs [--tier T] [--limit N] [--json] [--recover]`: list the recorded runs, newest
-    first (--recover: only close the runs whose process died, importing their records)."""
+    first, and what the store and the run directories take (--recover: only close the runs
+    whose process died, importing their records). `farm runs prune`: remove old runs."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["prune"]:
+        return main_prune(argv[1:])
     p = argparse.ArgumentParser(prog="farm runs", description=main_runs.__doc__)
+    p.add_argument(
+        "action", nargs="?", choices=("prune",), help="prune: see farm runs prune --help"
+    )
     _store_arg(p)
     p.add_argument("--tier")
     p.add_argument(
@@ -49,11 +60,14 @@ def main_runs(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--limit", type=int, default=20)
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     args = p.parse_args(argv)
+    if args.action:  # `farm runs --store S prune`: prune's options are its own
+        raise UsageError("prune goes first: farm runs prune [--store S] --keep N | --older-than T")
     with _open(args) as store:
         if args.recover:
             return 0
         runs = store.runs(limit=args.limit, tier=args.tier)
         baselines = {r["tier"]: store.explicit_baseline(r["tier"]) for r in runs}
+        size = retention.footprint(store.runs(limit=None), store.path)
     if args.json:
         print(json.dumps(runs, indent=2, sort_keys=True))
         return 0
@@ -104,7 +118,90 @@ def main_runs(argv: Sequence[str] | None = None) -> int:
         Console().print(t)
     else:  # pipes and logs get every character of the run ids
         print("\n".join(plain_table(hdr, rows, indent="")))
+    print(size.line(store.path))
     return 0
+
+
+def main_prune(argv: Sequence[str] | None = None) -> int:
+    """`farm runs prune (--older-than AGE | --keep N) [--dry-run] [--no-vacuum]`: delete old
+    runs from the store (their results, in one transaction) and their run directories
+    (runs/<run id>/), then give the space back (VACUUM). A run goes when any rule given picks
+    it; running runs, baselines and each suite's newest finished run with the run it is
+    compared with always stay (README: Retention)."""
+    p = argparse.ArgumentParser(prog="farm runs prune", description=main_prune.__doc__)
+    _store_arg(p)
+    p.add_argument(
+        "--older-than",
+        metavar="AGE",
+        type=retention.parse_age,
+        help="runs started longer ago than AGE (a number and m, h, d or w: 90d)",
+    )
+    p.add_argument(
+        "--keep", metavar="N", type=int, help="all but the N newest runs of each suite key"
+    )
+    p.add_argument("--dry-run", action="store_true", help="list what would go; remove nothing")
+    p.add_argument(
+        "--no-vacuum",
+        action="store_true",
+        help="skip VACUUM (it holds the store's write lock while it rewrites the file; the freed "
+        "pages are reused by later runs either way)",
+    )
+    args = p.parse_args(argv)
+    if args.older_than is None and args.keep is None:
+        raise UsageError("farm runs prune needs a rule: --older-than AGE, --keep N, or both")
+    if args.keep is not None and args.keep < 1:
+        raise UsageError(f"--keep {args.keep}: keep 1 or more runs of each suite")
+    now = _dt.datetime.now(_dt.timezone.utc)
+    with _open(args) as store:
+        path = Path(store.path)
+        before = retention.store_bytes(path)
+        doomed, spared = store.prune(
+            lambda runs: retention.chosen_by_rules(
+                runs, now=now, older_than=args.older_than, keep=args.keep
+            ),
+            dry_run=args.dry_run,
+        )
+        removed = retention.remove_run_directories(doomed, path, dry_run=args.dry_run)
+        if doomed and not args.dry_run and not args.no_vacuum:
+            store.reclaim_space()
+    print("\n".join(prune_report(removed, spared, path, before, args.dry_run)))
+    if removed.failed:  # the runs are gone from the store: nothing will find these again
+        raise StoreError("\n".join(f"run directory {f}: remove it by hand" for f in removed.failed))
+    return 0
+
+
+def prune_report(
+    removed: retention.Removed, spared: dict[str, str], store_path: Path, before: int, dry: bool
+) -> list[str]:
+    """What a prune removed (or would), run by run, what it kept that a rule picked, and the
+    space: the store's file before and after, and the run directories."""
+    verb = "would remove" if dry else "removed"
+    lines = []
+    for run in removed.runs:
+        size = removed.dir_bytes.get(run["run_id"])
+        where = f", directory {retention.human(size)}" if size is not None else ", no directory"
+        lines.append(
+            f"{verb} {run['run_id']} ({run['tier']}, {run['status']}, started "
+            f"{run['started_at']}, {run['counts']['total']} results{where})"
+        )
+    for run_id, why in sorted(spared.items()):
+        lines.append(f"kept {run_id}: {why}")
+    results = sum(r["counts"]["total"] for r in removed.runs)
+    dirs = sum(removed.dir_bytes.values())
+    if dry:
+        store_part = f"store {store_path} is {retention.human(before)} now"
+    else:
+        after = retention.store_bytes(store_path)
+        freed = max(before - after, 0) + dirs
+        store_part = (
+            f"store {store_path} {retention.human(before)} -> {retention.human(after)}; "
+            f"freed {retention.human(freed)} in all"
+        )
+    lines.append(
+        f"{verb} {len(removed.runs)} runs ({results} results) and {len(removed.dir_bytes)} run "
+        f"directories ({retention.human(dirs)}); {store_part}"
+    )
+    return lines
 
 
 def main_baseline(argv: Sequence[str] | None = None) -> int:

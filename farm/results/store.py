@@ -283,6 +283,9 @@ MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _m5_run_status,
     _m6_shrinks_and_bisects,
 ]
+# The tables whose rows belong to a run (a run_id column): a prune deletes them with the run.
+# A table added with a run_id column is listed here (tests/results/test_store.py checks).
+RUN_ROWS = ("results", "baselines")
 BISECT_STATUSES = ("running", "found", "inconclusive", "failed", "interrupted")
 BISECT_VERDICTS = ("good", "bad", "skip")
 RUN_STATUSES = ("running", "finished", "interrupted", "aborted")
@@ -840,6 +843,83 @@ class RunStore:
             sql + " ORDER BY started_at DESC, rowid DESC LIMIT 1", args
         ).fetchone()
         return row[0] if row else None
+
+    # ---- retention
+
+    def protected_runs(self) -> dict[str, str]:
+        """The runs no prune may remove, each with why: a running run (its process may be alive
+        and writing); each suite's explicit baseline; the run each suite's next run would be
+        compared with (whole or subset); each suite's newest finished run, which `farm compare`
+        and `farm report` default to, and the run it is compared with; the run each running run
+        will be compared with when it ends."""
+        keep: dict[str, str] = {}
+
+        def hold(run_id: str | None, why: str) -> None:
+            if run_id:
+                keep.setdefault(run_id, why)
+
+        running = self.db.execute("SELECT run_id, tier FROM runs WHERE status='running'")
+        for run_id, tier in running.fetchall():
+            hold(run_id, "running (its process may be alive)")
+            hold(self.baseline_for(tier, exclude_run_id=run_id), f"the baseline of {run_id}")
+        for tier, run_id in self.db.execute("SELECT tier, run_id FROM baselines").fetchall():
+            hold(run_id, f"the explicit baseline of {tier}")
+        for (tier,) in self.db.execute("SELECT DISTINCT tier FROM runs").fetchall():
+            hold(self.baseline_for(tier), f"the baseline of the next run of {tier}")
+            hold(self._newest_green(tier), f"the baseline of the next subset run of {tier}")
+            newest = self.latest_run(tier, finished=True)
+            if newest:
+                hold(newest["run_id"], f"the newest finished run of {tier}")
+                base = self.baseline_for(tier, exclude_run_id=newest["run_id"])
+                hold(base, f"the baseline of {newest['run_id']}")
+        return keep
+
+    def _newest_green(self, tier: str) -> str | None:
+        """What baseline_for gives a new subset run (which may be compared with a subset run)."""
+        explicit = self.explicit_baseline(tier)
+        if explicit:
+            return explicit
+        row = self.db.execute(
+            "SELECT run_id FROM runs WHERE tier=? AND status='finished' AND exit_code=0"
+            " AND n_total>0 AND n_failed=0 AND n_broken=0"
+            " ORDER BY started_at DESC, rowid DESC LIMIT 1",
+            (tier,),
+        ).fetchone()
+        return row[0] if row else None
+
+    def prune(
+        self,
+        choose: Callable[[list[dict]], Iterable[str]],
+        dry_run: bool = False,
+    ) -> tuple[list[dict], dict[str, str]]:
+        """Delete the runs `choose(runs)` picks (runs newest first) with every row that refers
+        to them, in one transaction, so that a concurrent `farm run` sees the store before or
+        after, never half pruned; the runs protected_runs names stay. Returns the runs deleted
+        (dry_run: that would be) and, of the picked runs that stay, why each stays."""
+        with self._tx():
+            runs = self.runs(limit=None)
+            picked = set(choose(runs))
+            protected = self.protected_runs()
+            doomed = [r for r in runs if r["run_id"] in picked and r["run_id"] not in protected]
+            spared = {run_id: why for run_id, why in protected.items() if run_id in picked}
+            if not dry_run:
+                ids = [(r["run_id"],) for r in doomed]
+                for table in RUN_ROWS:
+                    self.db.executemany(f"DELETE FROM {table} WHERE run_id=?", ids)
+                self.db.executemany("DELETE FROM runs WHERE run_id=?", ids)
+        return doomed, spared
+
+    def reclaim_space(self) -> None:
+        """Give the pages of deleted rows back to the file system. SQLite's own step (PostgreSQL
+        reclaims by its autovacuum): VACUUM rewrites the database and cannot run inside a
+        transaction; the checkpoint then writes the WAL back and truncates it."""
+        if str(self.path) == ":memory:":
+            return
+        try:
+            self.db.execute("VACUUM")
+            self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        except sqlite3.Error as exc:
+            raise _store_error(self.path, exc) from None
 
     # ---- trends
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as _dt
 import json
 import math
 import sqlite3
@@ -11,7 +12,14 @@ import numpy as np
 import pytest
 
 from farm.errors import StoreError, UsageError
-from farm.results.store import SCHEMA_VERSION, RunStore, history_path_for, schema_version
+from farm.results import commands, retention
+from farm.results.store import (
+    RUN_ROWS,
+    SCHEMA_VERSION,
+    RunStore,
+    history_path_for,
+    schema_version,
+)
 
 from .conftest import RUN_META, failed, record, rejected_ok
 
@@ -489,3 +497,192 @@ def test_a_really_full_disk_is_a_store_error_and_nothing_half_written(tmp_path):
     )
     assert "StoreError" in out.stdout and "full" in out.stdout, out.stdout + out.stderr
     assert "free space" in out.stdout and "kept ['first']" in out.stdout, out.stdout
+
+
+# -- retention: farm runs prune ----------------------------------------------------------------
+
+NOW = _dt.datetime(2026, 12, 1, 12, 0, tzinfo=_dt.timezone.utc)
+
+
+def _day(n: int) -> str:
+    """n days before NOW, as begin_run records a start."""
+    return (NOW - _dt.timedelta(days=n)).isoformat(timespec="seconds")
+
+
+def _prune(store, dry_run=False, **rules):
+    return store.prune(
+        lambda runs: retention.chosen_by_rules(runs, now=NOW, **rules), dry_run=dry_run
+    )
+
+
+def _ids(store):
+    return {r["run_id"] for r in store.runs(limit=None)}
+
+
+def test_prune_by_age_keeps_what_is_younger(store):
+    old = [_run(store, records=[record("a")], started_at=_day(d)) for d in (40, 35)]
+    young = [_run(store, records=[record("a")], started_at=_day(d)) for d in (20, 1)]
+    doomed, spared = _prune(store, older_than=retention.parse_age("30d"))
+    assert [r["run_id"] for r in doomed] == old[::-1] and spared == {}
+    assert _ids(store) == set(young)
+    assert store.results(old[0]) == [] and len(store.results(young[0])) == 1
+    # The clock decides, not the machine: a day later the 20-day run is still young.
+    assert _prune(store, older_than=retention.parse_age("21d")) == ([], {})
+
+
+def test_prune_by_count_keeps_the_newest_n_of_each_suite(store):
+    smoke = [_run(store, records=[record("a")], started_at=_day(10 - i)) for i in range(5)]
+    cases = [
+        _run(store, tier="cases:mine", records=[record("a")], started_at=_day(10 - i))
+        for i in range(3)
+    ]
+    doomed, _ = _prune(store, keep=2)
+    assert {r["run_id"] for r in doomed} == {*smoke[:3], cases[0]}
+    assert _ids(store) == {*smoke[3:], *cases[1:]}
+
+
+def test_prune_keeps_baselines_the_newest_run_and_what_it_is_compared_with(store):
+    pinned = _run(store, records=[failed("a")], exit_code=1, started_at=_day(90))
+    store.set_baseline("smoke", pinned)
+    gone = _run(store, records=[record("a")], started_at=_day(80))
+    smoke_newest = _run(store, records=[record("a")], started_at=_day(75))
+    nightly_green = _run(store, tier="nightly", records=[record("a")], started_at=_day(70))
+    nightly_red = _run(
+        store, tier="nightly", records=[failed("a")], exit_code=1, started_at=_day(60)
+    )
+    doomed, spared = _prune(store, older_than=retention.parse_age("1d"))
+    assert _ids(store) == {pinned, smoke_newest, nightly_green, nightly_red}
+    assert spared[pinned] == "the explicit baseline of smoke"
+    assert spared[smoke_newest] == "the newest finished run of smoke"
+    assert spared[nightly_red] == "the newest finished run of nightly"
+    assert "baseline" in spared[nightly_green]  # what the red run (and the next one) compare with
+    assert store.baseline_for("nightly", exclude_run_id=nightly_red) == nightly_green
+    assert [r["run_id"] for r in doomed] == [gone]
+
+
+def test_prune_never_touches_a_running_run_nor_its_directory(store, tmp_path):
+    running = store.begin_run({**RUN_META, "started_at": _day(50)})  # owned by this process
+    run_dir = tmp_path / running
+    (run_dir / "records").mkdir(parents=True)
+    (run_dir / "records" / "gw0.jsonl").write_text(json.dumps(record("a")) + "\n")
+    finished = _run(store, records=[record("a")], started_at=_day(47))
+    base = _run(store, records=[record("a")], started_at=_day(45))  # the newest one's baseline
+    newest = _run(store, records=[record("a")], started_at=_day(40))
+    doomed, spared = _prune(store, older_than=retention.parse_age("1d"))
+    assert [r["run_id"] for r in doomed] == [finished]
+    assert set(spared) == {running, base, newest}
+    assert spared[running] == "running (its process may be alive)"
+    assert store.get_run(running)["status"] == "running"
+    (tmp_path / finished).mkdir()
+    removed = retention.remove_run_directories(doomed, store.path, dry_run=False)
+    assert removed.dir_bytes == {finished: 0} and not (tmp_path / finished).exists()
+    assert (run_dir / "records" / "gw0.jsonl").is_file()
+
+
+def test_prune_removes_the_runs_directories_and_only_those(store, tmp_path):
+    gone = _run(store, records=[record("a")], started_at=_day(9))
+    elsewhere = tmp_path / "shared"  # a recorded run_dir not named after its run is not removed
+    elsewhere.mkdir()
+    odd = _run(store, records=[record("a")], started_at=_day(8), run_dir=str(elsewhere))
+    _run(store, records=[record("a")], started_at=_day(5))  # the baseline of the newest: kept
+    kept = _run(store, records=[record("a")], started_at=_day(1))
+    for run_id in (gone, kept):
+        (tmp_path / run_id / "allure-results").mkdir(parents=True)
+        (tmp_path / run_id / "allure-results" / "x-result.json").write_bytes(b"x" * 5000)
+    doomed, _ = _prune(store, keep=1)
+    assert {r["run_id"] for r in doomed} == {gone, odd}
+    removed = retention.remove_run_directories(doomed, store.path, dry_run=False)
+    assert removed.dir_bytes == {gone: 5000} and removed.failed == []
+    assert not (tmp_path / gone).exists() and elsewhere.is_dir() and (tmp_path / kept).is_dir()
+
+
+def test_a_dry_run_removes_nothing(store, tmp_path):
+    old = _run(store, records=[failed("a")], exit_code=1, started_at=_day(9))
+    _run(store, records=[record("a")], started_at=_day(1))
+    (tmp_path / old).mkdir()
+    (tmp_path / old / "summary.json").write_text("{}")
+    doomed, _ = _prune(store, dry_run=True, keep=1)
+    removed = retention.remove_run_directories(doomed, store.path, dry_run=True)
+    assert [r["run_id"] for r in removed.runs] == [old] and removed.dir_bytes == {old: 2}
+    assert old in _ids(store) and (tmp_path / old / "summary.json").is_file()
+
+
+def test_prune_deletes_every_row_that_refers_to_a_run(store):
+    """Every table with a run_id column is in RUN_ROWS: a table added later and not listed
+    there fails here, before a prune leaves rows of deleted runs behind (or fails on a key)."""
+    tables = [r[0] for r in store.db.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+    with_runs = {
+        t for t in tables if "run_id" in {c[1] for c in store.db.execute(f"PRAGMA table_info({t})")}
+    } - {"runs"}
+    assert with_runs == set(RUN_ROWS)
+    store.db.execute("PRAGMA foreign_keys=OFF")  # no cascade: the prune's own deletes must do it
+    old = _run(store, records=[record("a"), record("b")], started_at=_day(9))
+    for day in (5, 1):  # the newest and its baseline
+        _run(store, records=[record("a")], started_at=_day(day))
+    assert [r["run_id"] for r in _prune(store, keep=1)[0]] == [old]
+    for table in with_runs:
+        n = store.db.execute(f"SELECT COUNT(*) FROM {table} WHERE run_id=?", (old,)).fetchone()
+        assert n[0] == 0, table
+
+
+def test_the_store_is_smaller_after_a_prune_and_vacuum(tmp_path):
+    path = tmp_path / "farm.sqlite"
+    with RunStore(path) as store:
+        for d in range(6):
+            recs = [record(f"c{i}", message="m" * 400) for i in range(300)]
+            _run(store, records=recs, started_at=_day(10 - d))
+        before = retention.store_bytes(path)
+        doomed, _ = _prune(store, keep=1)
+        assert len(doomed) == 4  # the newest and its baseline stay
+        store.reclaim_space()
+        after = retention.store_bytes(path)
+    assert after < before / 2, (before, after)
+    with RunStore(path) as store:  # still a sound store
+        assert len(store.results(store.latest_run()["run_id"])) == 300
+
+
+def test_ages_and_sizes_read_as_people_write_them():
+    assert retention.parse_age("90d") == _dt.timedelta(days=90)
+    assert retention.parse_age("12h") == _dt.timedelta(hours=12)
+    assert retention.parse_age("2w") == _dt.timedelta(days=14)
+    for bad in ("30", "d", "0d", "3y", "-1d"):
+        with pytest.raises(UsageError, match="is not an age"):
+            retention.parse_age(bad)
+    assert [retention.human(n) for n in (512, 5632, 42 * 2**20, 3 * 2**30)] == [
+        "512 B",
+        "5.5 KiB",
+        "42.0 MiB",
+        "3.0 GiB",
+    ]
+
+
+def test_farm_runs_shows_the_size_and_prune_dry_run_lists_what_would_go(store, tmp_path, capsys):
+    old = _run(store, records=[failed("a")], exit_code=1, started_at=_day(9))  # no baseline
+    new = _run(store, records=[record("a")], started_at=_day(1))
+    (tmp_path / old).mkdir()
+    (tmp_path / old / "junit.xml").write_bytes(b"j" * 3000)
+    path = str(store.path)
+    assert commands.main_runs(["--store", path]) == 0
+    size_line = capsys.readouterr().out.splitlines()[-1]
+    assert size_line.startswith(f"store {path}: ") and "KiB" in size_line
+    assert "run directories: 2.9 KiB (1 of 2 runs have one)" in size_line
+
+    assert commands.main_runs(["prune", "--store", path, "--keep", "1", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert f"would remove {old} (smoke, finished, started {_day(9)}, 1 results," in out
+    assert "would remove 1 runs (1 results) and 1 run directories (2.9 KiB)" in out
+    assert _ids(store) == {old, new} and (tmp_path / old).is_dir()
+
+    assert commands.main_runs(["prune", "--store", path, "--keep", "1"]) == 0
+    out = capsys.readouterr().out
+    assert f"removed {old} " in out and "freed " in out
+    assert _ids(store) == {new} and not (tmp_path / old).exists()
+
+
+def test_farm_runs_prune_needs_a_rule(store):
+    with pytest.raises(UsageError, match="needs a rule"):
+        commands.main_runs(["prune", "--store", str(store.path)])
+    with pytest.raises(UsageError, match="keep 1 or more"):
+        commands.main_runs(["prune", "--store", str(store.path), "--keep", "0"])
+    with pytest.raises(UsageError, match="prune goes first"):
+        commands.main_runs(["--store", str(store.path), "prune"])
