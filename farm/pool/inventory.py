@@ -18,6 +18,7 @@ Format::
     workdir = "lsg-farm"             # ssh: relative to the remote home; local: to this file
     host_key_policy = "strict"       # or "accept-new" (lab opt-in: record unknown keys)
     tags = ["nightly"]
+    memory_budget = "64GiB"          # what one case may take there (default: suites/footprint.py)
     arch = "aarch64"                 # optional pins, each a glob the host must match:
     cann = "8.2.*"                   #   arch os glibc compiler cann driver firmware
 
@@ -47,6 +48,7 @@ host, the field and the fix.
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -89,6 +91,7 @@ _HOST_FIELDS: dict[str, tuple[type | tuple[type, ...], str]] = {
     "env": (dict, "a table of string values: the agent's environment"),
     "connect_timeout": ((int, float), "seconds > 0"),
     "role": (str, '"run" (the default) or "build"'),
+    "memory_budget": ((str, int), 'a size: bytes, or e.g. "8GiB", "512MiB"'),
 }
 # What a host must be, beyond its SoC: inventory field -> the Machine field it pins
 # (farm/agent/machine.py). A value is a glob (fnmatch): cann = "8.2.*".
@@ -125,6 +128,9 @@ class HostSpec:
     connect_timeout: float = DEFAULT_CONNECT_TIMEOUT
     pins: tuple[tuple[str, str], ...] = ()  # (PIN_FIELDS key, glob) the host must match
     role: str = "run"
+    # Bytes one case may take on the host (suites/footprint.py checks every case against it
+    # before a run); None: not declared, the farm's default applies.
+    memory_budget: int | None = None
     source: Path | None = field(default=None, compare=False)
 
     @property
@@ -322,6 +328,12 @@ def _host_from_fields(
     python = f.get("python", "python3")
     if not python:
         raise fail("python", "empty; name the interpreter, e.g. python3")
+    budget = None
+    if "memory_budget" in f:
+        try:
+            budget = parse_size(f["memory_budget"])
+        except ValueError as exc:
+            raise fail("memory_budget", str(exc)) from None
 
     pins = []
     for pin in PIN_FIELDS:
@@ -340,6 +352,7 @@ def _host_from_fields(
         python=python,
         tags=tuple(tags),
         connect_timeout=timeout,
+        memory_budget=budget,
         source=source,
     )
 
@@ -417,6 +430,37 @@ def _host_from_fields(
     )
 
 
+_SIZE_UNITS = {
+    "": 1,
+    "B": 1,
+    "KB": 10**3,
+    "MB": 10**6,
+    "GB": 10**9,
+    "TB": 10**12,
+    "KIB": 1 << 10,
+    "MIB": 1 << 20,
+    "GIB": 1 << 30,
+    "TIB": 1 << 40,
+}
+_SIZE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*")
+
+
+def parse_size(value: str | int) -> int:
+    """Bytes from an int or a text like "8GiB", "512 MiB", "2GB", "1.5TiB"; ValueError says
+    what is wrong."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        number, unit = float(value), ""
+    else:
+        match = _SIZE.fullmatch(str(value))
+        if not match or match.group(2).upper() not in _SIZE_UNITS:
+            raise ValueError(f'{value!r} is not a size; use e.g. "8GiB", "512MiB" or bytes')
+        number, unit = float(match.group(1)), match.group(2).upper()
+    size = int(number * _SIZE_UNITS[unit])
+    if size <= 0:
+        raise ValueError(f"{value!r} must be more than 0 bytes")
+    return size
+
+
 def _resolve(value: str, base: Path) -> Path:
     p = Path(os.path.expanduser(value))
     return p if p.is_absolute() else (base / p)
@@ -464,4 +508,5 @@ __all__ = [
     "default_inventory",
     "inventory_from_dict",
     "load_inventory",
+    "parse_size",
 ]

@@ -32,6 +32,7 @@ from farm.pool import cann_build, health
 from farm.run import prepare
 from farm.run.plan import Plan
 from farm.run.plugin import case_id_of, keep_cases
+from suites import footprint
 from suites.case import Case
 from suites.caseset import Selection as CaseSelection
 from suites.explore import DEFAULT_COUNT as DEFAULT_EXPLORE_COUNT
@@ -160,6 +161,7 @@ def run(
     )
     cases = chosen.cases()  # a bad case file stops here: nothing half-parsed ever runs
     pool = prepare.load_pool(inventory)  # a bad inventory stops here too
+    footprint.refuse_oversized(cases, footprint.pool_budgets(pool.hosts))  # before any host
     store_path = default_store_path()
     check_store(store_path, create=True)  # a store that cannot take the results: before any host
     if store_path.exists():  # a run that never starts creates no store
