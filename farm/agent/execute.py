@@ -15,7 +15,7 @@ import numpy as np
 from farm.agent.backends import BACKENDS
 from farm.agent.histogram import HistogramAccumulator
 from farm.agent.identity import Identity
-from farm.agent.outcome import classify
+from farm.agent.outcome import classify, is_allocation_failure, out_of_memory
 from farm.agent.record import DeviceRun, HostChecks, ResultRecord, Verdict
 from farm.agent.request import CaseRequest, Expectation
 from golden import dtypes, inputs, layouts
@@ -111,7 +111,40 @@ def descriptor_only(case: CaseRequest) -> bool:
 
 
 def run_case(case: CaseRequest, backend: str, device: int, identity: Identity) -> ResultRecord:
+    """The case's one record. An allocation that fails (numpy's MemoryError, the library's
+    std::bad_alloc) is the case's outcome, never an exception: an exception is the host's
+    infrastructure error, and would quarantine every host the case is tried on."""
     started = time.perf_counter()
+    try:
+        return _run_case(case, backend, device, identity, started)
+    except Exception as exc:
+        if not is_allocation_failure(exc):
+            raise
+        outcome, category, message = out_of_memory(exc, identity.host)
+    # Out of the handler: the traceback's frames, and the arrays they held, are released.
+    return {
+        "case_id": case["id"],
+        "status": None,
+        "reason": None,
+        "op_message": "",
+        "workspace": 0,
+        "tiling": None,
+        "out_guard_ok": None,
+        "metrics": None,
+        "standards": {},
+        "verdict": None,
+        "outcome": outcome,
+        "category": category,
+        "message": message,
+        "host": identity.host,
+        "soc": identity.soc,
+        "timings": {"total_s": time.perf_counter() - started},
+    }
+
+
+def _run_case(
+    case: CaseRequest, backend: str, device: int, identity: Identity, started: float
+) -> ResultRecord:
     if backend == "acl":
         from farm.agent.backends.acl import declare_host
 

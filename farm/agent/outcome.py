@@ -28,6 +28,7 @@ CATEGORIES = (
     "emulation_policy",  # the emulated device refused what CANN accepts (our caution, not CANN's)
     "infrastructure",
     "not_run",  # every device of its family was held by another run (broken, never charged)
+    "out_of_memory",  # the case needs more memory than the host has (broken, the case's fault)
 )
 # The reasons a backend gives when the emulated device stopped the kernel (status 561000;
 # farm/agent/backends/native.py): for breaking a rule of the hardware, or one of the emulation's
@@ -39,6 +40,28 @@ DEVICE_STOPS = {
     # The fault's own message ends with why: "(emulation policy: CANN accepts this; ...)".
     EMULATION_POLICY: "the emulated device refused the kernel by a rule of its own",
 }
+
+# What a library of the C ABI says when an allocation failed in it (its C++ std::bad_alloc,
+# caught at the ABI and returned as an internal error: op/ascendc_cpu/abi, op/twin).
+ALLOCATION_FAILURES = ("std::bad_alloc",)
+OUT_OF_MEMORY = "out_of_memory"
+
+
+def is_allocation_failure(exc: BaseException) -> bool:
+    """Whether `exc` is an allocation that failed: numpy's MemoryError, or the library's."""
+    return isinstance(exc, MemoryError) or any(w in str(exc) for w in ALLOCATION_FAILURES)
+
+
+def out_of_memory(exc: BaseException, host: str) -> tuple[Outcome, str, str]:
+    """The case's outcome when an allocation for it failed on `host`: broken (it never ran) and
+    the case's, not the host's: a host that cannot hold a case is not a faulty host."""
+    detail = " ".join(str(exc).split()) or exc.__class__.__name__
+    return (
+        "broken",
+        OUT_OF_MEMORY,
+        f"the case needs more memory than host {host} has ({detail}); make it smaller, or give "
+        "its hosts a memory_budget in the inventory that refuses it before a run",
+    )
 
 
 def classify(expect: Mapping[str, Any], record: ResultRecord) -> tuple[Outcome, str | None, str]:

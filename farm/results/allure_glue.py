@@ -99,6 +99,11 @@ CATEGORIES = [
         "matchedStatuses": ["broken"],
     },
     {
+        "name": "Out of memory (the case needs more than its host has)",
+        "messageRegex": _rx("out_of_memory"),
+        "matchedStatuses": ["broken"],
+    },
+    {
         "name": "Write outside the output",
         "messageRegex": _rx("out_of_bounds"),
         "matchedStatuses": ["failed"],
