@@ -137,7 +137,7 @@ def main_prune(argv: Sequence[str] | None = None) -> int:
         help="runs started longer ago than AGE (a number and m, h, d or w: 90d)",
     )
     p.add_argument(
-        "--keep", metavar="N", type=int, help="all but the N newest runs of each suite key"
+        "--keep", metavar="N", type=int, help="the N newest runs of each suite key (the rest go)"
     )
     p.add_argument("--dry-run", action="store_true", help="list what would go; remove nothing")
     p.add_argument(

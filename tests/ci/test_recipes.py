@@ -116,18 +116,30 @@ def test_what_farm_run_writes_is_where_the_recipes_look(written):
 
 
 @cache
-def farm_help(sub: str) -> str:
+def farm_help(*words: str) -> str:
     out = io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.suppress(SystemExit):
-        cli.main([sub, "--help"])
+        cli.main([*words, "--help"])
     return out.getvalue()
 
 
+def usage_of(*words: str) -> str:
+    return farm_help(*words).split("\n\n", 1)[0]
+
+
 @cache
-def options_of(sub: str) -> dict[str, object]:
-    """The options in `farm SUB --help`'s usage: None for a flag, a frozenset of choices, or
+def subcommands_of(sub: str) -> frozenset[str]:
+    """The choices of a positional in `farm SUB --help`'s usage (`[{prune}]`, `{set,show}`):
+    farm SUB's own subcommands, whose options are theirs (`farm SUB WORD --help`)."""
+    found = re.findall(r"(--?[\w-]+\s+)?\[?\{([^}]*)\}", usage_of(sub))
+    return frozenset(w for option, words in found if not option for w in words.split(","))
+
+
+@cache
+def options_of(*words: str) -> dict[str, object]:
+    """The options in `farm WORDS --help`'s usage: None for a flag, a frozenset of choices, or
     "VALUE" for any value."""
-    usage = farm_help(sub).split("\n\n", 1)[0]
+    usage = usage_of(*words)
     pattern = r"(?<![\w-])(--?[A-Za-z][\w-]*)(?:\s+(\{[^}]*\}|[A-Z][A-Z0-9_]*)(?=[\]\s|]))?"
     options: dict[str, object] = {}
     for name, arg in re.findall(pattern, usage):
@@ -148,8 +160,12 @@ def farm_command_problems(words: list[str]) -> list[str]:
     sub, rest = words[0], words[1:]
     if sub not in cli.COMMANDS:
         return [f"farm has no subcommand {sub!r} (it has {', '.join(cli.COMMANDS)})"]
-    options = options_of(sub)
     problems = []
+    if rest and rest[0] in subcommands_of(sub):
+        sub, rest = f"{sub} {rest[0]}", rest[1:]
+    elif subcommands_of(sub) and rest and not rest[0].startswith(("-", "$")):
+        problems.append(f"farm {sub} has no subcommand {rest[0]!r}")
+    options = options_of(*sub.split())
     i = 0
     while i < len(rest):
         word = rest[i]
@@ -223,8 +239,25 @@ class Job:
     def farm_runs(self) -> list[list[str]]:
         return [c for s in self.scripts for c in farm_commands(s) if c[:1] == ["run"]]
 
+    def farm_run_script(self) -> str:
+        (script,) = [s for s in self.scripts if runs_farm_run(s)]
+        return script
+
+    def prunes(self) -> list[tuple[int, list[str]]]:
+        """(index of the script, the command) of every `farm runs prune`."""
+        return [
+            (i, c)
+            for i, s in enumerate(self.scripts)
+            for c in farm_commands(s)
+            if c[:2] == ["runs", "prune"]
+        ]
+
     def tiers(self) -> set[str]:
         return {c[c.index("--tier") + 1] for c in self.farm_runs() if "--tier" in c}
+
+
+def runs_farm_run(script: str) -> bool:
+    return any(c[:1] == ["run"] for c in farm_commands(script))
 
 
 def github_on(doc: dict) -> dict:
@@ -272,7 +305,9 @@ def gitlab_jobs(text: str) -> dict[str, Job]:
             paths = changes.get("paths", []) if isinstance(changes, dict) else changes
             mr = '$CI_PIPELINE_SOURCE == "merge_request_event"' in rule.get("if", "")
             on_op = on_op or (mr and paths_select_op(paths))
-        scripts = ["\n".join(job.get("before_script", [])), "\n".join(job["script"])]
+        scripts = [
+            "\n".join(job.get(part, [])) for part in ("before_script", "script", "after_script")
+        ]
         jobs[name.removeprefix("farm:")] = Job(scripts, scheduled, on_op, raw=job)
     return jobs
 
@@ -418,9 +453,7 @@ def gh_expand(value: str, context: dict[str, str]) -> str:
 
 
 def gh_farm_step(job: dict) -> dict:
-    (step,) = [
-        s for s in job["steps"] if any(c[:1] == ["run"] for c in farm_commands(s.get("run", "")))
-    ]
+    (step,) = [s for s in job["steps"] if runs_farm_run(s.get("run", ""))]
     return step
 
 
@@ -514,6 +547,8 @@ def test_every_farm_command_and_ci_script_is_real(kind):
         ("--no-progress", "--no-progres", "no option --no-progres"),
         ("--tier smoke", "--tier smok", "--tier smok: not a tier"),
         ("bash .ci/setup.sh", "bash .ci/setpu.sh", ".ci/setpu.sh does not exist"),
+        ("runs prune --keep", "runs prune --kep", "farm runs prune has no option --kep"),
+        ("runs prune --keep", "runs prnue --keep", "farm runs has no subcommand 'prnue'"),
     ],
 )
 def test_the_command_checker_catches_a_misspelt_recipe(kind, right, wrong, why):
@@ -523,12 +558,63 @@ def test_the_command_checker_catches_a_misspelt_recipe(kind, right, wrong, why):
     assert any(why in p for p in problems), problems
 
 
+@pytest.mark.parametrize("kind", RECIPES)
+def test_nightly_prunes_the_store_after_its_run(kind):
+    """The store only grows unless CI prunes it: the nightly prunes by count and by age, after
+    farm run (the index of the script, in the order the job runs them)."""
+    jobs = PARSERS[kind](text_of(kind))
+    ((at, prune),) = jobs["nightly"].prunes()
+    assert "--keep" in prune and "--older-than" in prune and "--dry-run" not in prune
+    ran_at = jobs["nightly"].scripts.index(jobs["nightly"].farm_run_script())
+    assert ran_at < at, "after the run"
+
+
+def test_every_recipe_prunes_to_the_same_retention():
+    retentions = {
+        kind: PARSERS[kind](text_of(kind))["nightly"].prunes()[0][1][2:] for kind in RECIPES
+    }
+    assert len({tuple(r) for r in retentions.values()}) == 1, retentions
+
+
+def test_github_prunes_whatever_the_verdict_and_before_the_store_is_saved(sandbox):
+    steps = github_jobs(text_of("github"))["nightly"].raw["steps"]
+    (prune,) = [s for s in steps if "farm runs prune" in s.get("run", "")]
+    save = next(s for s in steps if str(s.get("uses", "")).startswith("actions/cache/save@"))
+    assert prune["if"] == "always()", "after a failing run too"
+    assert steps.index(gh_farm_step({"steps": steps})) < steps.index(prune) < steps.index(save)
+    status, farm_args = sandbox.run(prune["run"], 2, GH_SHELL)
+    assert farm_args[:2] == ["runs", "prune"]
+    assert status == 0, "a prune that fails warns; the run's verdict is the verdict step's"
+
+
+def test_gitlab_prunes_in_after_script():
+    """GitLab runs after_script whatever the script's verdict, ignores its exit code, and saves
+    the cache after it."""
+    job = gitlab_jobs(text_of("gitlab"))["nightly"]
+    ((at, _),) = job.prunes()
+    assert job.scripts[at] == "\n".join(job.raw["after_script"])
+
+
+def test_jenkins_prunes_in_post_always_without_changing_the_build(sandbox):
+    job = jenkins_jobs(text_of("jenkins"))["nightly"]
+    always = groovy_block(job.raw, r"\balways\s*\{")
+    (script,) = [s for s in sh_scripts(always) if "runs prune" in s]
+    assert re.search(r"sh\(returnStatus: true, script: '" + re.escape(script), always)
+    status, farm_args = sandbox.run(script, 2, JK_SHELL)
+    assert (
+        farm_args[:2] == ["runs", "prune"] and status == 2
+    )  # returnStatus keeps it from the build
+
+
 def test_the_option_checker_knows_choices_and_flags():
     assert farm_command_problems(["run", "--backend", "cuda"]) != []
     assert farm_command_problems(["run", "--no-report=yes"]) != []
     assert farm_command_problems(["run", "--tier"]) != []
     assert farm_command_problems(["cases", "--tier", "full", "--summary"]) == []
     assert farm_command_problems(["run", "--tier=nightly", "--", "-k", "bf16"]) == []
+    assert farm_command_problems(["runs", "prune", "--keep", "3", "--dry-run"]) == []
+    assert farm_command_problems(["runs", "--keep", "3"]) != []  # prune's option, not runs'
+    assert farm_command_problems(["baseline", "show", "--tier", "smoke"]) == []
 
 
 def test_github_exit_codes_and_run_directory(sandbox, written):
@@ -552,7 +638,7 @@ def test_github_exit_code_checker_fails_a_wrong_mapping(sandbox):
 def test_gitlab_exit_codes(sandbox):
     for name, job in gitlab_jobs(text_of("gitlab")).items():
         for code, wanted in WANTED.items():
-            status, farm_args = sandbox.run(job.scripts[-1], code, GL_SHELL)
+            status, farm_args = sandbox.run(job.farm_run_script(), code, GL_SHELL)
             assert farm_args is not None, (name, "farm did not run")
             assert status == code, (name, "the job's status is farm run's")
             assert gl_outcome(job.raw, status) == wanted, (name, code)
@@ -563,7 +649,7 @@ def test_gitlab_exit_codes(sandbox):
 def test_jenkins_exit_codes(sandbox):
     text = text_of("jenkins")
     for name, job in jenkins_jobs(text).items():
-        (script,) = [s for s in job.scripts if farm_commands(s)]
+        script = job.farm_run_script()
         assert re.search(r"sh\(returnStatus: true, script: ", job.raw)
         assert "farmVerdict(code)" in job.raw
         for code, wanted in WANTED.items():
@@ -582,8 +668,8 @@ def test_nightly_takes_the_inventory_from_ci_else_the_embedded_pool(sandbox):
     inventory = Path(args[args.index("--inventory") + 1])
     assert inventory.read_text().rstrip("\n") == toml
 
-    gitlab = gitlab_jobs(text_of("gitlab"))["nightly"].scripts[-1]
-    jenkins = next(s for s in jenkins_jobs(text_of("jenkins"))["nightly"].scripts if "farm" in s)
+    gitlab = gitlab_jobs(text_of("gitlab"))["nightly"].farm_run_script()
+    jenkins = jenkins_jobs(text_of("jenkins"))["nightly"].farm_run_script()
     for script, shell in ((gitlab, GL_SHELL), (jenkins, JK_SHELL)):
         _, args = sandbox.run(script, 0, shell)
         assert "--inventory" not in args
