@@ -686,3 +686,30 @@ def test_farm_runs_prune_needs_a_rule(store):
         commands.main_runs(["prune", "--store", str(store.path), "--keep", "0"])
     with pytest.raises(UsageError, match="prune goes first"):
         commands.main_runs(["--store", str(store.path), "prune"])
+
+
+def test_a_prune_holds_the_write_lock_and_is_all_or_nothing(store):
+    """A concurrent `farm run` cannot write while a prune deletes (it waits for the lock), and a
+    prune that fails half way deletes nothing."""
+    first = _run(store, records=[failed("a")], exit_code=1, started_at=_day(9))
+    second = _run(store, records=[failed("a")], exit_code=1, started_at=_day(8))
+    _run(store, records=[record("a")], started_at=_day(1))
+    other = sqlite3.connect(store.path, timeout=0, isolation_level=None)
+
+    def choose(runs):
+        with pytest.raises(sqlite3.OperationalError, match="locked"):
+            other.execute("BEGIN IMMEDIATE")
+        return retention.chosen_by_rules(runs, now=NOW, keep=1)
+
+    store.db.execute(  # the run's rows go first, then the run, which this refuses
+        f"CREATE TRIGGER refuse BEFORE DELETE ON runs WHEN old.run_id = '{second}'"
+        " BEGIN SELECT RAISE(ABORT, 'refused'); END"
+    )
+    with pytest.raises(StoreError, match="refused"):
+        store.prune(choose)
+    assert {first, second} <= _ids(store) and len(store.results(first)) == 1
+    store.db.execute("DROP TRIGGER refuse")
+    assert {r["run_id"] for r in store.prune(choose)[0]} == {first, second}
+    other.execute("BEGIN IMMEDIATE")  # the lock is free again
+    other.execute("ROLLBACK")
+    other.close()
