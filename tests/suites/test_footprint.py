@@ -1,0 +1,122 @@
+"""A case's footprint is what the agent really allocates for it, and a case over its hosts'
+memory budget is refused before anything runs, in one line that names it, its size, the budget
+and how to raise it."""
+
+from __future__ import annotations
+
+import tracemalloc
+
+import pytest
+
+from farm.agent.execute import run_case
+from farm.agent.identity import Identity
+from farm.pool.inventory import HostSpec, default_inventory
+from golden import bound
+from golden.layouts import View
+from suites import footprint
+from suites.case import Case
+
+IDENTITY = Identity(
+    host="emu-t", soc="Ascend910B1", devices=1, source="test", emulated=True, python="3"
+)
+BOMB = Case("ascend910b", "float16", (1_000_000, 1_000_000), (1,))
+
+
+def measured_peak(case: Case) -> int:
+    """The most the agent's own code held at once for the case (numpy reports every array's
+    memory to tracemalloc), from a cold golden workspace."""
+    bound.workspace().clear()
+    tracemalloc.start()
+    try:
+        record = run_case(case.to_dict(), "native", 0, IDENTITY)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert record["outcome"] in ("passed", "failed"), record["message"]
+    return peak
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        Case("ascend910b", "float32", (512, 1024), (1,)),
+        # The golden's slab keeps a whole reduce line: 2M float64 lines, not 1M.
+        Case("ascend910b", "float16", (1, 2_000_000), (1,)),
+        Case("ascend910b", "float32", (1000, 1000), (0,), y_dist="normal"),
+        Case(
+            "ascend910b",
+            "float32",
+            (256, 512),
+            (1,),
+            dy_layout="strided",
+            y_layout="strided",
+            out_layout="strided",
+        ),
+        # A view whose storage is eight times the tensor, and an out over a larger storage.
+        Case(
+            "ascend910b",
+            "float32",
+            (256, 512),
+            (1,),
+            y_layout=View((4096, 8), 256 * 4096, 0),
+            out_layout=View((1024, 1), 256 * 1024, 3),
+        ),
+        Case("ascend910b", "float16", (512, 1024), (1,), y_dtype="float32"),  # rejected
+        Case("ascend910b", "float32", (512, 1024), (1,), y_shape=(512, 1000)),  # rejected
+    ],
+    ids=lambda c: c.id[:60],
+)
+def test_the_footprint_bounds_what_the_agent_allocates(case):
+    peak = measured_peak(case)
+    estimate = footprint.footprint(case).bytes
+    assert peak <= estimate, f"{case.id}: measured {peak}, estimated {estimate}"
+    assert estimate <= 4 * peak, f"{case.id}: measured {peak}, estimated {estimate}"
+
+
+def test_storages_count_what_a_layout_makes_larger_than_the_view():
+    plain = Case("ascend910b", "float32", (64, 64), (1,))
+    wide = Case("ascend910b", "float32", (64, 64), (1,), out_layout=View((640, 1), 64 * 640, 0))
+    tensors = dict(footprint.footprint(wide).tensors)
+    assert tensors["out"] == 64 * 640 * 4 and tensors["dy"] == 64 * 64 * 4
+    assert "workspace" in tensors  # the operator copies a strided out through its workspace
+    assert "workspace" not in dict(footprint.footprint(plain).tensors)
+
+
+def test_sizes_read_as_people_write_them():
+    assert footprint.size_text(300) == "300 B"
+    assert footprint.size_text(8 << 30) == "8 GiB"
+    assert footprint.size_text(2 * 10**12) == "1.8 TiB"
+    assert footprint.footprint(BOMB).text.startswith("10.9 TiB in 3 tensors (5.5 TiB)")
+
+
+def test_the_memory_bomb_is_refused_in_one_line_with_the_way_to_raise_the_budget():
+    budgets = footprint.pool_budgets(default_inventory("/nonexistent").hosts, machine=64 << 30)
+    with pytest.raises(footprint.CaseTooLarge) as caught:
+        footprint.refuse_oversized([Case("ascend910b", "float32", (4, 8), (1,)), BOMB], budgets)
+    message = str(caught.value)
+    assert "\n" not in message
+    assert message.startswith(f"case {BOMB.id} needs 10.9 TiB in 3 tensors")
+    assert "3,000,000,000,000 elements" in message
+    assert "over the 8 GiB one case may take on the ascend910b hosts" in message
+    assert 'memory_budget (e.g. memory_budget = "64GiB")' in message
+    assert caught.value.exit_code == 2
+
+
+def test_the_budget_is_the_smallest_of_the_family_and_a_local_host_keeps_to_its_machine():
+    def host(name, soc="Ascend910B1", transport="ssh", budget=None):
+        return HostSpec(name, soc, 1, transport=transport, memory_budget=budget)
+
+    budgets = footprint.pool_budgets(
+        [host("big", budget=64 << 30), host("small", budget=2 << 30), host("b", "Ascend310B1")],
+        machine=1 << 40,
+    )
+    assert budgets["ascend910b"] == (2 << 30, "memory_budget of host small")
+    assert budgets["ascend310b"][0] == footprint.DEFAULT_MEMORY_BUDGET
+    tiny = footprint.host_budget(host("emu", transport="local"), machine=4 << 30)
+    assert tiny == (2 << 30, "50% of this machine's 4 GiB, host emu")
+    case = Case("ascend910b", "float32", (4096, 4096), (1,))  # about 400 MiB
+    footprint.refuse_oversized([case], budgets)  # fits: nothing raised
+    with pytest.raises(footprint.CaseTooLarge, match="memory_budget of host small"):
+        footprint.refuse_oversized(
+            [case], {"ascend910b": (256 << 20, "memory_budget of host small")}
+        )
