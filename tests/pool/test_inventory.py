@@ -171,6 +171,11 @@ BAD = {
     "empty_pin": (host_block(cann='""'), ["[[host]] a2-01", 'field "cann"', "empty", "8.2.*"]),
     "pin_not_text": (host_block(arch="64"), ['field "arch"', "expected a glob pattern", "int"]),
     "bad_role": (host_block(role='"runner"'), ['field "role"', "'runner'", '"build"']),
+    "budget_not_a_size": (
+        host_block(memory_budget='"lots"'),
+        ['field "memory_budget"', "'lots' is not a size", '"8GiB"'],
+    ),
+    "budget_of_no_bytes": (host_block(memory_budget="0"), ['field "memory_budget"', "more than 0"]),
     "only_build_hosts": (
         host_block(role='"build"', soc=None, devices=None),
         ['every [[host]] has role = "build"', "at least one host that runs cases"],
@@ -224,6 +229,18 @@ def test_pins_of_a_host_and_of_the_defaults(keys):
     text = '[defaults]\ncann = "8.2.*"\n' + host_block(arch='"aarch64"', driver='"24.1.*"')
     (host,) = load_inventory(write(keys, text)).hosts
     assert sorted(host.pins) == [("arch", "aarch64"), ("cann", "8.2.*"), ("driver", "24.1.*")]
+
+
+def test_a_memory_budget_of_a_host_and_of_the_defaults(keys):
+    text = (
+        '[defaults]\nmemory_budget = "8GiB"\n'
+        + host_block()
+        + host_block(name='"a2-02"', port="2222", memory_budget='"1.5 TiB"')
+        + host_block(name='"a2-03"', port="2223", memory_budget="1000000")
+    )
+    hosts = load_inventory(write(keys, text)).hosts
+    assert [h.memory_budget for h in hosts] == [8 << 30, int(1.5 * (1 << 40)), 1_000_000]
+    assert default_inventory(keys).hosts[0].memory_budget is None  # the farm's default applies
 
 
 def test_an_ssh_hosts_env_is_its_agents_environment(keys):
