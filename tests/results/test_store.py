@@ -713,3 +713,17 @@ def test_a_prune_holds_the_write_lock_and_is_all_or_nothing(store):
     other.execute("BEGIN IMMEDIATE")  # the lock is free again
     other.execute("ROLLBACK")
     other.close()
+
+
+def test_a_run_directory_that_cannot_be_removed_is_named_with_the_fix(store, tmp_path, monkeypatch):
+    old = _run(store, records=[failed("a")], exit_code=1, started_at=_day(9))
+    _run(store, records=[record("a")], started_at=_day(1))
+    (tmp_path / old).mkdir()
+
+    def refuse(path):
+        raise PermissionError(13, "Permission denied", str(path))
+
+    monkeypatch.setattr(retention.shutil, "rmtree", refuse)
+    with pytest.raises(StoreError, match=f"run directory {tmp_path / old}: Permission denied"):
+        commands.main_runs(["prune", "--store", str(store.path), "--keep", "1"])
+    assert old not in _ids(store)  # the rows went; the message says to remove it by hand
