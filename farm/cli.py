@@ -284,7 +284,10 @@ COMMANDS = {
     "build": (_delegate("farm.build"), "build the operator package (dist/op)"),
     "lab": (_delegate("farm.pool.lab"), "start or stop the local SSH lab (up | down | status)"),
     "report": (_delegate("farm.results.report"), "write the HTML report of a run"),
-    "runs": (_delegate("farm.results.commands", "main_runs"), "list the runs in the store"),
+    "runs": (
+        _delegate("farm.results.commands", "main_runs"),
+        "list the runs in the store and its size; prune: retention",
+    ),
     "baseline": (
         _delegate("farm.results.commands", "main_baseline"),
         "set or show the baseline run",
