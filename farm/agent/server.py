@@ -20,7 +20,8 @@ one of them in ``host``. Each host keeps what a host's own agent would have: its
 identity, its device locks (in its own work directory), its injected fault (counted over hello
 and that host's replies) and its executor. Requests are served one at a time, so a shared agent
 serializes its hosts' cases; a crash or a hang of one of them ends the agent for all (the
-orchestrator retries the others' cases, which never reached it).
+orchestrator retries the others' cases, which never reached it), and while one case is slow the
+orchestrator sends the other hosts' cases to another agent rather than have them wait.
 
 **Benchmark executor.** An *emulated* host may declare ``LSG_EMULATED_EXECUTOR=instant`` (its
 inventory ``env``, or sshd's ``SetEnv``): its cases are then answered at once with a well-formed

@@ -3,13 +3,16 @@ it by name (``--executor tests.pool.fake_executor:run``), proving the executor i
 
 Transport tests drive it with keys of the case: ``segv`` (crash in native code), ``fail`` (raise),
 ``expect``, ``sleep`` (seconds), ``child`` (first start a ``sleep`` child process in the agent's
-process group, which must die with it).
+process group, which must die with it), ``hold`` (a path: the case does not answer until the test
+creates that file, at most an hour; a hang the test releases). The origin's ``hold`` action does
+the same with the path after ``hold:``.
 
 Fault tests send real cases (suites.case.Case.to_dict()) and drive it with the case's ``origin``:
 ``fake:<action>[@host+host...]``, the action applying only on the named hosts (a host's name is
 its work directory's: ``.../<name>/work``), elsewhere the case passes:
 
 * ``hang``: sleep for an hour (with a ``sleep`` child process, so the whole group must die);
+* ``hold:<path>``: as the case's ``hold`` key, then pass (the action applies on every host);
 * ``segv``: crash in native code every time;
 * ``corrupt``: pass, but leave this agent "corrupted" (a flag in the process);
 * ``segv-if-corrupted``: crash if an earlier case corrupted this agent, else pass.
@@ -47,10 +50,19 @@ def _hang(with_child: bool) -> None:
     time.sleep(3600)
 
 
+def _hold(path: str) -> None:
+    """Until the test creates ``path`` (an hour at most: a test that forgot ends anyway)."""
+    deadline = time.monotonic() + 3600
+    while not os.path.exists(path) and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+
 def _action(case: dict) -> str | None:
     origin = str(case.get("origin") or "")
     if not origin.startswith("fake:"):
         return None
+    if origin.startswith("fake:hold:"):
+        return origin[len("fake:") :]
     action, _, hosts = origin[len("fake:") :].partition("@")
     if hosts and host_name() not in hosts.split("+"):
         return None
@@ -96,6 +108,8 @@ def _run(case: dict, backend: str, device: int, identity) -> dict:
         subprocess.Popen(["sleep", "3600"], stdin=subprocess.DEVNULL)
     if "sleep" in case:
         time.sleep(float(case["sleep"]))
+    if case.get("hold"):
+        _hold(str(case["hold"]))
     if case.get("segv"):  # an operator crashing in native code
         _segv()
     if case.get("fail"):
@@ -104,6 +118,8 @@ def _run(case: dict, backend: str, device: int, identity) -> dict:
     if action is not None or "origin" in case:
         if action == "hang":
             _hang(with_child=True)
+        elif action is not None and action.startswith("hold:"):
+            _hold(action[len("hold:") :])
         elif action == "segv":
             _segv()
         elif action == "segv-if-corrupted" and CORRUPTED_BY is not None:

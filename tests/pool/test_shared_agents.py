@@ -1,7 +1,7 @@
 """Agents shared by emulated hosts of this machine (farm/pool/transport/local.py AgentShare):
 several slots, of one host or of several, on one agent process that serves each host as its own
-agent would (identity, device locks), one request at a time, and a broken agent costs only the
-case that broke it."""
+agent would (identity, device locks), one request at a time, a broken agent costs only the case
+that broke it, and a case that does not answer holds up only its own slot."""
 
 from __future__ import annotations
 
@@ -100,13 +100,13 @@ class HangsOnlyTimeOut:
         return getattr(self.channel, name)
 
 
-def wait_until_busy(agent, timeout: float = 20.0) -> None:
-    """Until a request is on the wire to ``agent`` (a channel holds its lock for the request)."""
+def wait_until_busy(agent, timeout: float = 60.0) -> None:
+    """Until a request is on the wire to ``agent`` (the time it was sent is set just before it
+    is written, under the agent's lock). ``timeout`` only catches a test that never sends."""
     deadline = time.monotonic() + timeout
-    while not agent.lock.locked():
+    while agent.sent_at is None:
         assert time.monotonic() < deadline, "the first request never reached the agent"
         time.sleep(0.01)
-    time.sleep(0.1)  # and sent
 
 
 def test_hosts_that_may_share_an_agent(tmp_path):
@@ -147,14 +147,14 @@ def test_one_agent_serves_each_host_as_its_own_would(two_hosts):
 
 def test_requests_to_a_shared_agent_are_serialized(two_hosts):
     a, b = two_hosts
-    share = AgentShare({"g": [a, b]}, start_fake(), limit=1)
-    done: dict[str, tuple[float, float]] = {}
+    # Waiting behind a slow case for PATIENT before moving: both cases go to the one agent.
+    share = AgentShare({"g": [a, b]}, start_fake(), limit=1, stalled_after=PATIENT)
+    done: list[str] = []
 
     def run(slot, name, device):
-        started = time.monotonic()
-        # A generous timeout: the test is about the order, not the clock of a loaded machine.
-        slot.run_case({"id": name, "sleep": 0.4}, "native", device, timeout=30.0)
-        done[name] = (started, time.monotonic())
+        # The test is about the order, not the clock of a loaded machine: no timeout is near.
+        slot.run_case({"id": name, "sleep": 0.4}, "native", device, timeout=PATIENT)
+        done.append(name)
 
     try:
         slots = [share.open("emu-a", "emu-a:0"), share.open("emu-b", "emu-b:0")]
@@ -167,13 +167,68 @@ def test_requests_to_a_shared_agent_are_serialized(two_hosts):
         for t in threads:
             t.join()
         # Both waited for their turn, none timed out: the wait is not part of a case's timeout.
-        assert set(done) == {"one", "two"}
-        first, second = sorted(done.values(), key=lambda x: x[1])
-        assert second[1] - first[1] >= 0.35  # one after the other, never both at once
+        assert sorted(done) == ["one", "two"] and share.started == 1
+        # The agent's own log: one case ended before the other began, never both at once.
         log = Path(a.workdir, "fake-executor.log").read_text().splitlines()
         uses = sorted((json.loads(x)["start"], json.loads(x)["end"]) for x in log)
-        assert uses[0][1] <= uses[1][0]
+        assert len(uses) == 2 and uses[0][1] <= uses[1][0]
     finally:
+        share.close()
+
+
+def test_a_case_that_does_not_answer_holds_up_only_its_own_slot(tmp_path):
+    """Six slots of three hosts share one agent (limit 1). One slot's case does not answer until
+    the test releases it; the other five slots' cases all answer meanwhile, on one more agent
+    started beyond the limit while the first is held up, each case alone on its agent. Once
+    released, the held case answers on its own agent, and the share is back to its limit.
+
+    No clock decides the verdict: the hold is released only after the others answered (a
+    deadlock, the wrong behaviour, would hold them until then; the minute only ends such a
+    test), and no case is near its timeout."""
+    hosts = [emulated(tmp_path, f"emu-{i}") for i in range(3)]
+    share = AgentShare({"g": hosts}, start_fake(), limit=1, stalled_after=0.2)
+    release = tmp_path / "release"
+    lock = {"run": "run-1", "owner": "o-1"}
+    answered: dict[str, dict] = {}
+
+    def run(view, case):
+        device = int(view.key.rsplit(":", 1)[1])
+        answered[case["id"]] = view.run_case(case, "native", device, PATIENT, lock=lock)
+
+    try:
+        views = [share.open(h.name, f"{h.name}:{d}") for h in hosts for d in (0, 1)]
+        held, others = views[0], views[1:]
+        assert share.started == 1 and len({v.agent_pid for v in views}) == 1
+        held_pid = held.agent_pid
+        holding = threading.Thread(target=run, args=(held, {"id": "held", "hold": str(release)}))
+        holding.start()
+        wait_until_busy(held.agent)
+        threads = [threading.Thread(target=run, args=(v, {"id": v.key})) for v in others]
+        for t in threads:
+            t.start()
+        deadline = time.monotonic() + 60.0
+        for t in threads:
+            t.join(timeout=max(0.0, deadline - time.monotonic()))
+        answered_while_held = set(answered)
+        release.touch()
+        holding.join(timeout=PATIENT)
+        for t in threads:
+            t.join(timeout=PATIENT)
+        assert answered_while_held == {v.key for v in others}
+        assert answered["held"]["case_id"] == "held" and held.usable
+        assert {v.agent_pid for v in others} != {held_pid}  # they moved
+        assert share.started == 2 and share.peak == 2  # one beyond the limit, for the while
+        log = [json.loads(x) for x in Path(hosts[0].workdir, "fake-executor.log").open()]
+        for pid in {x["pid"] for x in log}:  # one case at a time on each agent
+            uses = sorted((x["start"], x["end"]) for x in log if x["pid"] == pid)
+            assert all(a[1] <= b[0] for a, b in zip(uses, uses[1:], strict=False)), uses
+        # The stall is over: the next requests bring the share back to its limit.
+        for view in views:
+            assert view.run_case({"id": f"after-{view.key}"}, "native", 0, PATIENT, lock=lock)
+        assert len(share.agents) == 1 and len({v.agent_pid for v in views}) == 1
+        assert group_members(held_pid) == []  # the held-up agent, surplus, closed
+    finally:
+        release.touch()
         share.close()
 
 
@@ -320,11 +375,11 @@ def test_a_busy_device_is_answered_at_once_and_holds_up_no_other_slot(two_hosts)
     share = AgentShare({"g": [a, b]}, start_fake(), limit=1)
     try:
         busy, free = share.open("emu-a", "emu-a:0"), share.open("emu-b", "emu-b:0")
-        lock = {"run": "run-B", "owner": "B", "lock_wait": 60.0}
-        started = time.monotonic()
+        # An agent that waited the lock wait would time the request out (PATIENT) first: busy is
+        # answered at once, whatever the machine's speed.
+        lock = {"run": "run-B", "owner": "B", "lock_wait": 10 * PATIENT}
         with pytest.raises(DeviceBusy) as info:
-            busy.run_case({"id": "mine"}, "native", 0, lock=lock)
-        assert time.monotonic() - started < 30  # at once, not after the lock wait
+            busy.run_case({"id": "mine"}, "native", 0, PATIENT, lock=lock)
         assert info.value.host == "emu-a" and info.value.holder["pids"] == [holder.agent_pid]
         assert busy.usable and free.run_case({"id": "f"}, "native", 0, lock=lock)["case_id"]
         holder.close()
@@ -398,8 +453,9 @@ def test_local_hosts_are_checked_through_one_agent_each_on_its_own(embedded):
     liar = dataclasses.replace(a2_02, soc="Ascend910B4")
 
     def canary(channel, identity, device):
-        timeout = 0.5 if channel.host.name == "emu-a2-01" else 5.0
-        channel.run_case({"sleep": 2 if timeout < 1 else 0}, "native", 0, timeout)
+        # emu-a2-01's canary never answers (it times out at any speed); the others' have time.
+        hangs = channel.host.name == "emu-a2-01"
+        channel.run_case({"sleep": 3600 if hangs else 0}, "native", 0, 0.5 if hangs else PATIENT)
         return None
 
     results = check_local_hosts(

@@ -353,6 +353,10 @@ class LocalTransport(Transport):
 
 
 SHARED_STARTUP_ALLOWANCE = 30.0  # seconds a case may add when its shared agent is new (imports)
+# Seconds one slot's request may hold a shared agent before the agent's other slots stop waiting
+# for it and go to another agent of the group (a smoke case answers in well under a second; one
+# that takes this long may be hanging until its timeout, a minute or more).
+STALLED_AFTER = 3.0
 
 
 def share_key(host: HostSpec) -> tuple[str, tuple[tuple[str, str], ...]]:
@@ -405,10 +409,18 @@ class SharedAgent:
         self.cases = 0  # cases it has answered
         self.devices: set[tuple[str, int]] = set()  # (host, device) it holds the lock of
         self.lock = threading.Lock()  # one request at a time, whichever slot sends it
+        self.sent_at: float | None = None  # when the request in flight was sent (monotonic)
+        self.surplus = False  # beyond the share's limit once a stall ended: closed when unused
 
     @property
     def usable(self) -> bool:
-        return self.channel.usable
+        """Open to new requests: not broken, not surplus."""
+        return self.channel.usable and not self.surplus
+
+    def stalled(self, after: float, now: float | None = None) -> bool:
+        """Whether the request in flight has held the agent for ``after`` seconds or more."""
+        sent = self.sent_at
+        return sent is not None and (time.monotonic() if now is None else now) - sent >= after
 
 
 class AgentShare:
@@ -420,6 +432,14 @@ class AgentShare:
     a view onto one agent of its group that names its host in every request. At most ``limit``
     agents run at once (each group gets one even beyond it); a new view goes to a new agent while
     there is room, else to the group's agent with the fewest views.
+
+    **A slow case holds up only its own slot.** A view that finds its agent busy with a request
+    in flight for ``stalled_after`` seconds (a case that may hang until its timeout) stops waiting
+    for it: it moves to an idle agent of the group, or to a new one while fewer than ``limit``
+    agents are not stalled (at most twice ``limit`` in all), else to the group's least used agent
+    that is not stalled, and otherwise keeps waiting and looks again. Once the stall ends (the
+    case answers, or its timeout breaks the agent), the agents beyond the limit are closed as
+    they become unused.
 
     What sharing must not change:
 
@@ -448,15 +468,17 @@ class AgentShare:
         groups: Mapping[str, Sequence[HostSpec]],
         start: Callable[[str, Sequence[HostSpec]], Channel],
         limit: int,
+        stalled_after: float = STALLED_AFTER,
     ) -> None:
         self.limit = max(1, int(limit))
+        self.stalled_after = stalled_after
         self._groups = {name: tuple(hosts) for name, hosts in groups.items()}
         self._group_of = {h.name: name for name, hosts in groups.items() for h in hosts}
         self._hosts = {h.name: h for hosts in groups.values() for h in hosts}
         self._start = start
         self._lock = threading.Lock()
         self._agents: list[SharedAgent] = []  # usable (pruned when found broken)
-        self._retired: list[SharedAgent] = []  # broken: killed in the background
+        self._retired: list[SharedAgent] = []  # broken (killed in the background), or surplus
         self._fresh_for: set[str] = set()  # slot keys whose next channel needs a fresh agent
         self.started = 0  # agents started, in all (tests, benchmarks)
         self.peak = 0  # the most agents alive at once
@@ -505,22 +527,76 @@ class AgentShare:
         return agent
 
     def _acquire(self, view: SharedChannel, old: SharedAgent | None) -> SharedAgent:
-        """Bind ``view`` to an agent of its host's group (instead of ``old``, which broke)."""
+        """Bind ``view`` to an agent of its host's group (instead of ``old``: broken or surplus)."""
         group = self._group_of[view.host.name]
         with self._lock:
-            if old is not None:
-                old.views -= 1
+            unused = self._leave_locked(old)
             self._prune()
             mine = [a for a in self._agents if a.group == group]
             if mine and len(self._agents) >= self.limit:
-                agent = min(mine, key=lambda a: a.views)
-                agent.views += 1
-                return agent
-            # Started under the lock: the views waiting for an agent want this one.
-            agent = self._new_locked(group)
+                now = time.monotonic()
+                agent = min(mine, key=lambda a: (a.stalled(self.stalled_after, now), a.views))
+            else:
+                # Started under the lock: the views waiting for an agent want this one.
+                agent = self._new_locked(group)
+                self._agents.append(agent)
             agent.views += 1
-            self._agents.append(agent)
-            return agent
+        if unused is not None:
+            unused.channel.close()
+        return agent
+
+    def _move(self, view: SharedChannel, stalled: SharedAgent) -> SharedAgent:
+        """Another agent for ``view``, whose agent ``stalled`` has had a request in flight for
+        ``stalled_after`` seconds; ``stalled`` itself when there is none to go to yet."""
+        group = self._group_of[view.host.name]
+        with self._lock:
+            self._prune()
+            if stalled not in self._agents:
+                return stalled  # broken or surplus meanwhile: the view finds another itself
+            now = time.monotonic()
+            going = [
+                a
+                for a in self._agents
+                if a.group == group and a is not stalled and not a.stalled(self.stalled_after, now)
+            ]
+            idle = [a for a in going if not a.lock.locked()]
+            flowing = sum(not a.stalled(self.stalled_after, now) for a in self._agents)
+            if idle:
+                agent = min(idle, key=lambda a: a.views)
+            elif flowing < self.limit and len(self._agents) < 2 * self.limit:
+                agent = self._new_locked(group)  # beyond the limit while the stall lasts
+                self._agents.append(agent)
+            elif going:
+                agent = min(going, key=lambda a: a.views)
+            else:
+                return stalled
+            stalled.views -= 1
+            agent.views += 1
+        return agent
+
+    def _answered(self, agent: SharedAgent) -> None:
+        """A request on ``agent`` was answered (its lock still held, nothing in flight): one
+        agent more than the limit allows now that no stall needs it is surplus; its views go
+        elsewhere on their next request, and the last one to leave closes it."""
+        with self._lock:
+            if agent not in self._agents:
+                return
+            now = time.monotonic()
+            flowing = sum(not a.stalled(self.stalled_after, now) for a in self._agents)
+            siblings = sum(a.group == agent.group for a in self._agents)
+            if flowing <= self.limit or siblings < 2:
+                return
+            agent.surplus = True
+            self._agents.remove(agent)
+            self._retired.append(agent)
+
+    def _leave_locked(self, agent: SharedAgent | None) -> SharedAgent | None:
+        """A view leaves ``agent`` (the share's lock held): the agent if it is now surplus and
+        unused, for the caller to close outside the lock."""
+        if agent is None:
+            return None
+        agent.views -= 1
+        return agent if agent.surplus and agent.views <= 0 else None
 
     def _new_locked(self, group: str) -> SharedAgent:
         channel = self._start(group, self._groups[group])
@@ -569,7 +645,7 @@ class AgentShare:
                 if agent is None:
                     continue
                 agent.views -= 1
-                if agent.views <= 0 and agent.usable:
+                if agent.views <= 0 and (agent.usable or agent.surplus):
                     if agent in self._agents:
                         self._agents.remove(agent)
                     idle.append(agent)
@@ -631,6 +707,29 @@ class SharedChannel:
             agent = self._agent = self._share._acquire(self, agent)
         return agent
 
+    def _turn(self, agent: SharedAgent) -> bool:
+        """Wait for ``agent``'s lock: True once this view holds it. False when this view moved
+        to another agent instead of waiting behind another slot's request that has held this
+        one for the share's ``stalled_after`` (see AgentShare)."""
+        if agent is self._private:  # its own agent: nobody else sends there
+            agent.lock.acquire()
+            return True
+        after = self._share.stalled_after
+        while True:
+            sent = agent.sent_at
+            wait = after if sent is None else sent + after - time.monotonic()
+            if agent.lock.acquire(timeout=max(0.0, wait)):
+                return True
+            if not agent.stalled(after):
+                continue  # the request it waited behind ended and another began: its turn next
+            other = self._share._move(self, agent)
+            if other is not agent:
+                self._agent = other
+                return False
+            # Nowhere to go yet (every agent the share may run is held up): look again later.
+            if agent.lock.acquire(timeout=after):
+                return True
+
     def _own(self, exc: InfraError, agent: SharedAgent) -> InfraError:
         """The error as this slot's host's own (the dispatcher counts it against that host)."""
         exc.host = self.host.name
@@ -658,25 +757,33 @@ class SharedChannel:
             msg["lock_wait"] = 0.0
         while True:
             agent = self._current()
-            with agent.lock:
+            if not self._turn(agent):
+                continue  # moved to another agent instead of waiting behind a stalled one
+            try:
                 if not agent.usable:
-                    continue  # broken while this request waited for it: never sent
+                    continue  # broken (or surplus) while this request waited for it: never sent
                 extra = 0.0
                 if device is not None and self._cases and agent.cases == 0:
                     # The dispatcher gives a channel's first case room for the agent's start
                     # (imports); a later case can meet a new agent too, after another slot's
-                    # case broke the one before.
+                    # case broke the one before or held it up.
                     extra += SHARED_STARTUP_ALLOWANCE
+                agent.sent_at = time.monotonic()
                 try:
                     reply = agent.channel.request(msg, timeout + extra)
                 except InfraError as exc:
-                    if not agent.usable:  # this request broke the agent
+                    if not agent.channel.usable:  # this request broke the agent
                         self._broke = agent
                         self._share._broken(agent, self.key, exc)
                     raise self._own(exc, agent) from None
+                finally:
+                    agent.sent_at = None
                 if device is not None:
                     agent.cases += 1
                     agent.devices.add((self.host.name, device))
+                self._share._answered(agent)
+            finally:
+                agent.lock.release()
             if device is not None:
                 self._cases += 1
             if self._private is not None:
