@@ -316,8 +316,40 @@ def _checked_identity(
         except Exception as exc:  # the canary's own failure is a reason
             verdict = f"{exc.__class__.__name__}: {exc}"
         if verdict:
-            reasons.append(f"canary failed on host {host.name}: {verdict}")
+            reasons.append(canary_reason(host.name, verdict))
     return identity
+
+
+def canary_reason(host: str, verdict: str) -> str:
+    return f"canary failed on host {host}: {verdict}"
+
+
+def canary_failure(health: HostHealth) -> str | None:
+    """What the canary said on a host whose one problem is its canary, with the host's own names
+    (inventory name, hostname) as <host>; None for any other host."""
+    prefix = canary_reason(health.host, "")
+    if len(health.reasons) != 1 or not health.reasons[0].startswith(prefix):
+        return None
+    text = health.reasons[0][len(prefix) :]
+    machine = (health.identity or {}).get("host")
+    for name in sorted(
+        {health.host, *([machine] if isinstance(machine, str) else [])}, key=len, reverse=True
+    ):
+        if name:
+            text = text.replace(name, "<host>")
+    return text
+
+
+def common_canary_failure(checks: Iterable[HostHealth]) -> str | None:
+    """The canary's failure when it fails the same way (modulo host names) on every host that
+    ran it, two at least: the farm's or the package's fault, not the hosts'. None otherwise (a
+    host failing alone is its own). Hosts that never reached the canary do not count; a good
+    host did (or was kept from it by another run's lease: then nothing is concluded)."""
+    ran = [c for c in checks if c.good or canary_failure(c) is not None]
+    failures = {canary_failure(c) for c in ran}
+    if len(ran) < 2 or len(failures) != 1 or None in failures:
+        return None
+    return failures.pop()
 
 
 def _unexpected(host: HostSpec, exc: Exception) -> str:

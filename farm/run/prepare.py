@@ -45,6 +45,11 @@ class NoHealthyHost(FarmError):
     """Not one host of the pool passed its health check: a run would have nowhere to go."""
 
 
+class CanaryBroken(FarmError):
+    """The canary fails the same way on every host: the farm's or the package's fault, which no
+    host is quarantined for; nothing is started."""
+
+
 def new_run_id(tier: str) -> str:
     stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     slug = "".join(c if c.isalnum() or c == "-" else "-" for c in tier)[:40]
@@ -347,11 +352,15 @@ def prepare_pool(
 
     hosts, slots, unhealthy, set_aside = {}, [], {}, {}
     prepared = _prepare_all(inventory, bundle, bundle_sha, packages, canary)
+    broken_canary = health.common_canary_failure(checked for checked, _ in prepared.values())
     for spec in inventory.hosts:
         checked, deployed = prepared[spec.name]
         checked.package = deployed.package.name if deployed else ""
+        pool_fault = broken_canary is not None and health.canary_failure(checked) is not None
+        if pool_fault:
+            checked.blame_host = False  # said once below, for the whole pool
         quarantine.record(checked)
-        if on_host is not None:
+        if on_host is not None and not pool_fault:
             on_host(spec, checked)
         if not checked.good:
             unhealthy[spec.name] = "; ".join(checked.reasons)
@@ -375,6 +384,11 @@ def prepare_pool(
             if s.device not in checked.set_aside
         ]
 
+    if broken_canary is not None:
+        raise CanaryBroken(
+            f"the canary fails the same way on every host: {broken_canary}; this is the farm's "
+            "or the package's fault, not the hosts' (none is quarantined): fix it, then rerun"
+        )
     if require_healthy and not hosts:
         where = "the embedded pool" if not inventory_path else f"inventory {inventory_path}"
         raise NoHealthyHost(

@@ -17,8 +17,11 @@ from farm.pool.health import (
     SET_ASIDE,
     HostHealth,
     Quarantine,
+    canary_failure,
+    canary_reason,
     check_host,
     check_pool,
+    common_canary_failure,
     host_rows,
 )
 from farm.pool.inventory import default_inventory
@@ -323,3 +326,26 @@ def test_an_unexpected_exception_is_a_reason_not_a_crash(local_host):
         "host emu-t: the check failed unexpectedly (KeyError: 'surprise'); fix what it names, "
         "then rerun farm hosts --check"
     ]
+
+
+def _canary_failed(host: str, verdict: str, machine: str | None = None) -> HostHealth:
+    identity = {"host": machine} if machine else None
+    return HostHealth(host, BAD, [canary_reason(host, verdict)], identity=identity)
+
+
+def test_a_canary_failing_the_same_way_on_every_host_is_the_farms_fault():
+    checks = [
+        _canary_failed("a2-01", "AgentError: no module farm.x in /w/a2-01/versions", "node-7"),
+        _canary_failed("a2-02", "AgentError: no module farm.x in /w/a2-02/versions"),
+        HostHealth("a200-01", BAD, ["host a200-01 is unreachable"]),  # never reached it
+    ]
+    assert common_canary_failure(checks) == "AgentError: no module farm.x in /w/<host>/versions"
+    assert canary_failure(checks[2]) is None
+
+
+def test_a_canary_failing_on_one_host_alone_is_that_hosts():
+    alone = [_canary_failed("a2-01", "the host made other inputs"), HostHealth("a2-02", GOOD)]
+    assert common_canary_failure(alone) is None
+    assert common_canary_failure([_canary_failed("a2-01", "x")]) is None  # one host: cannot tell
+    differ = [_canary_failed("a2-01", "x"), _canary_failed("a2-02", "y")]
+    assert common_canary_failure(differ) is None

@@ -40,3 +40,55 @@ def test_a_host_that_cannot_judge_is_named():
     channel = FakeChannel(lambda r: r.update(outcome="broken", message="executor raised"))
     reason = make_canary("native")(channel, {"soc": "Ascend910B1"})
     assert "no judged result came back: executor raised" in reason
+
+
+def _two_host_inventory(tmp_path):
+    import sys
+
+    hosts = "".join(
+        f'[[host]]\nname = "{name}"\ntransport = "local"\nsoc = "Ascend910B1"\ndevices = 1\n'
+        f'python = "{sys.executable}"\nworkdir = "{tmp_path / name}"\n'
+        'env = { LSG_EMULATED_SOC = "Ascend910B1", LSG_EMULATED_DEVICES = "1" }\n'
+        for name in ("emu-c1", "emu-c2")
+    )
+    path = tmp_path / "inventory.toml"
+    path.write_text(hosts)
+    return path
+
+
+def test_a_canary_broken_the_same_way_on_every_host_quarantines_none(tmp_path, monkeypatch):
+    """A bug of the farm itself (here: the orchestrator's known inputs are not what the
+    generators make) fails the canary alike on every host: said once, nobody quarantined, no
+    run started."""
+    import pytest
+
+    from farm import build
+    from farm.agent import execute
+    from farm.pool.health import Quarantine
+    from farm.run import prepare
+
+    real = execute.make_call_inputs
+
+    def wrong_inputs(case):
+        dy, y = real(case)
+        return dy * 2, y
+
+    monkeypatch.setattr(execute, "make_call_inputs", wrong_inputs)
+    seen = []
+    with pytest.raises(prepare.CanaryBroken) as caught:
+        prepare.prepare_pool(
+            _two_host_inventory(tmp_path),
+            run_dir=tmp_path / "run",
+            state_dir=tmp_path / "state",
+            package=build.build_package(build.DEFAULT_TARGET),
+            on_host=lambda spec, checked: seen.append(spec.name),
+        )
+    message = str(caught.value)
+    assert "\n" not in message and caught.value.exit_code == 2
+    assert message.startswith("the canary fails the same way on every host: canary ")
+    assert "made other inputs from the same seed" in message
+    assert "this is the farm's or the package's fault, not the hosts'" in message
+    assert "emu-c1" not in message and "emu-c2" not in message
+    assert seen == []  # no host is reported quarantined
+    assert Quarantine(tmp_path / "state").entries() == {}
+    assert not (tmp_path / "run").exists()
