@@ -66,11 +66,11 @@ def main_runs(argv: Sequence[str] | None = None) -> int:
         if args.recover:
             return 0
         runs = store.runs(limit=args.limit, tier=args.tier)
+        if args.json:
+            print(json.dumps(runs, indent=2, sort_keys=True))
+            return 0
         baselines = {r["tier"]: store.explicit_baseline(r["tier"]) for r in runs}
         size = retention.footprint(store.runs(limit=None), store.path)
-    if args.json:
-        print(json.dumps(runs, indent=2, sort_keys=True))
-        return 0
     hdr = (
         "run",
         "tier",

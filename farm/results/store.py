@@ -286,6 +286,8 @@ MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
 # The tables whose rows belong to a run (a run_id column): a prune deletes them with the run.
 # A table added with a run_id column is listed here (tests/results/test_store.py checks).
 RUN_ROWS = ("results", "baselines")
+# A green run, which an implicit baseline must be (the SQL of _run_dict's "green").
+_GREEN = "status='finished' AND exit_code=0 AND n_total>0 AND n_failed=0 AND n_broken=0"
 BISECT_STATUSES = ("running", "found", "inconclusive", "failed", "interrupted")
 BISECT_VERDICTS = ("good", "bad", "skip")
 RUN_STATUSES = ("running", "finished", "interrupted", "aborted")
@@ -822,10 +824,7 @@ class RunStore:
         explicit = self.explicit_baseline(tier)
         if explicit and explicit != exclude_run_id:
             return explicit
-        sql = (
-            "SELECT run_id FROM runs WHERE tier=? AND status='finished'"
-            " AND exit_code=0 AND n_total>0 AND n_failed=0 AND n_broken=0"
-        )
+        sql = f"SELECT run_id FROM runs WHERE tier=? AND {_GREEN}"
         args: list = [tier]
         ref = None
         if exclude_run_id:
@@ -880,8 +879,7 @@ class RunStore:
         if explicit:
             return explicit
         row = self.db.execute(
-            "SELECT run_id FROM runs WHERE tier=? AND status='finished' AND exit_code=0"
-            " AND n_total>0 AND n_failed=0 AND n_broken=0"
+            f"SELECT run_id FROM runs WHERE tier=? AND {_GREEN}"
             " ORDER BY started_at DESC, rowid DESC LIMIT 1",
             (tier,),
         ).fetchone()
