@@ -560,6 +560,16 @@ def test_prune_keeps_baselines_the_newest_run_and_what_it_is_compared_with(store
     assert [r["run_id"] for r in doomed] == [gone]
 
 
+def test_prune_keeps_what_the_next_subset_run_is_compared_with(store):
+    whole = _run(store, records=[record("a")], started_at=_day(9))
+    subset = _run(store, records=[record("a")], started_at=_day(8), subset=True)
+    red = _run(store, records=[failed("a")], exit_code=1, started_at=_day(7))
+    assert _prune(store, keep=1)[0] == []
+    assert _ids(store) == {whole, subset, red}
+    later = _run(store, records=[record("a")], subset=True, exit_code=None)
+    assert store.baseline_for("smoke", exclude_run_id=later) == subset
+
+
 def test_prune_never_touches_a_running_run_nor_its_directory(store, tmp_path):
     running = store.begin_run({**RUN_META, "started_at": _day(50)})  # owned by this process
     run_dir = tmp_path / running
