@@ -63,6 +63,19 @@ def _selection(args):
     )
 
 
+def _refuse_oversized(cases, inventory: str | None) -> None:
+    """A case that no host would hold is refused here as `farm run` refuses it (docs/case-files.md
+    "Memory"): against the inventory's budgets, or the default budget without one."""
+    from suites import footprint
+
+    if inventory:
+        from farm.pool.inventory import load_inventory
+
+        footprint.refuse_oversized(cases, footprint.pool_budgets(load_inventory(inventory).hosts))
+    else:
+        footprint.refuse_oversized(cases)
+
+
 def cmd_cases(argv: list[str]) -> int:
     if argv[:1] == ["import"]:
         from suites.importers import command
@@ -86,12 +99,18 @@ def cmd_cases(argv: list[str]) -> int:
     group.add_argument(
         "-o", "--output", metavar="FILE", help="write a case file (.json .yaml .csv)"
     )
+    parser.add_argument(
+        "--inventory",
+        metavar="FILE",
+        help="refuse cases over this pool's memory_budget (default: the farm's default budget)",
+    )
     args = parser.parse_args(argv)
 
     started = time.perf_counter()
     chosen = _selection(args)
     cases = chosen.cases()
     elapsed = time.perf_counter() - started
+    _refuse_oversized(cases, args.inventory)
     if args.json:
         json.dump(casefile.document(cases, chosen.label), sys.stdout, allow_nan=False)
         sys.stdout.write("\n")
