@@ -126,11 +126,14 @@ def test_one_agent_serves_each_host_as_its_own_would(two_hosts):
         assert share.started == 1 and len({s.agent_pid for s in slots}) == 1
         pid = slots[0].agent_pid
         # Each host's own declaration, not the inventory's and not another host's.
-        assert slots[0].identify()["soc"] == "Ascend910B1"
-        assert (slots[2].identify()["soc"], slots[2].identify()["devices"]) == ("Ascend910B2", 1)
+        assert slots[0].identify(PATIENT)["soc"] == "Ascend910B1"
+        assert (slots[2].identify(PATIENT)["soc"], slots[2].identify(PATIENT)["devices"]) == (
+            "Ascend910B2",
+            1,
+        )
         lock = {"run": "run-1", "owner": "o-1"}
         for slot, device in zip(slots, (0, 1, 0), strict=True):
-            result = slot.run_case({"id": slot.key}, "native", device, lock=lock)
+            result = slot.run_case({"id": slot.key}, "native", device, PATIENT, lock=lock)
             assert (result["case_id"], result["device"]) == (slot.key, device)
         # Every device it ran a case on is locked, in its own host's work directory.
         for host, device in ((a, 0), (a, 1), (b, 0)):
@@ -138,8 +141,8 @@ def test_one_agent_serves_each_host_as_its_own_would(two_hosts):
             assert holder["pids"] == [pid] and holder["run"] == "run-1", (host.name, holder)
         # A device the host does not have is refused for that host only; the agent goes on.
         with pytest.raises(ProtocolError, match="device 1 does not exist"):
-            slots[2].run_case({"id": "x"}, "native", 1)
-        assert slots[0].run_case({"id": "again"}, "native", 0)["case_id"] == "again"
+            slots[2].run_case({"id": "x"}, "native", 1, PATIENT)
+        assert slots[0].run_case({"id": "again"}, "native", 0, PATIENT)["case_id"] == "again"
     finally:
         share.close()
     assert group_members(pid) == []
@@ -282,7 +285,7 @@ def test_a_crash_reruns_on_a_fresh_agent_of_its_own(two_hosts):
             crashed.run_case({"id": "c", "segv": True}, "native", 0, timeout=PATIENT)
         assert "Fatal Python error: Segmentation fault" in info.value.stderr_tail
         assert info.value.host == "emu-a"
-        assert other.run_case({"id": "o"}, "native", 0)["case_id"] == "o"  # on a new agent
+        assert other.run_case({"id": "o"}, "native", 0, PATIENT)["case_id"] == "o"  # on a new agent
         crashed.close()
         assert crashed.reaped is True
         rerun = share.open("emu-a", "emu-a:0")
@@ -290,7 +293,7 @@ def test_a_crash_reruns_on_a_fresh_agent_of_its_own(two_hosts):
         assert record["case_id"] == "c2" and rerun.agent_pid != other.agent_pid
         assert share.started == 3  # the first, the others' replacement, the rerun's own
         assert len(share.agents) == 1  # the rerun's agent closed: the group had its one
-        assert rerun.run_case({"id": "next"}, "native", 0)["case_id"] == "next"
+        assert rerun.run_case({"id": "next"}, "native", 0, PATIENT)["case_id"] == "next"
         assert rerun.agent_pid == other.agent_pid
     finally:
         share.close()
@@ -318,10 +321,12 @@ def test_the_share_keeps_at_most_its_limit_of_agents(tmp_path):
 def test_a_hang_on_a_shared_agent_charges_nobody_and_loses_no_other_case(tmp_path):
     """Two hosts of one family share one agent. A case that hangs times out on both hosts (a
     hang: the case's failure, no host charged); a case queued behind it on the same agent
-    passes on its first attempt, with no infrastructure error of any host."""
-    a, b = emulated(tmp_path, "emu-a", devices=1), emulated(tmp_path, "emu-b", devices=1)
+    passes on its first attempt, with no infrastructure error of any host. (emu-b has a slot
+    for each: the hang's retry never waits for the fine case's lease, whose time no test sets.)"""
+    a, b = emulated(tmp_path, "emu-a", devices=1), emulated(tmp_path, "emu-b", devices=2)
     share = AgentShare({"g": [a, b]}, start_fake(), limit=1)
-    slots = [SlotInfo(f"{h.name}:0", h.name, FAMILY, h.soc, 0) for h in (a, b)]
+    slots = [SlotInfo(f"{h.name}:{d}", h.name, FAMILY, h.soc, d) for h in (a, b) for d in (0, 1)]
+    slots = [s for s in slots if s.id != "emu-a:1"]
     state = RunState(tmp_path / "run" / "state.json")
     dispatcher = Dispatcher(
         slots,
@@ -348,7 +353,7 @@ def test_a_hang_on_a_shared_agent_charges_nobody_and_loses_no_other_case(tmp_pat
         t.start()
         wait_until_busy(first.agent)
         first.close()
-        run(fine, "emu-b:0")
+        run(fine, "emu-b:1")
         t.join()
     finally:
         dispatcher.close()
@@ -371,7 +376,7 @@ def test_a_busy_device_is_answered_at_once_and_holds_up_no_other_slot(two_hosts)
         [sys.executable, "-m", "farm.agent", "--executor", FAKE, "--workdir", a.workdir],
         cwd=str(REPO),
     )
-    holder.run_case({"id": "theirs"}, "native", 0, lock={"run": "run-A", "owner": "A"})
+    holder.run_case({"id": "theirs"}, "native", 0, PATIENT, lock={"run": "run-A", "owner": "A"})
     share = AgentShare({"g": [a, b]}, start_fake(), limit=1)
     try:
         busy, free = share.open("emu-a", "emu-a:0"), share.open("emu-b", "emu-b:0")
@@ -381,9 +386,11 @@ def test_a_busy_device_is_answered_at_once_and_holds_up_no_other_slot(two_hosts)
         with pytest.raises(DeviceBusy) as info:
             busy.run_case({"id": "mine"}, "native", 0, PATIENT, lock=lock)
         assert info.value.host == "emu-a" and info.value.holder["pids"] == [holder.agent_pid]
-        assert busy.usable and free.run_case({"id": "f"}, "native", 0, lock=lock)["case_id"]
+        assert (
+            busy.usable and free.run_case({"id": "f"}, "native", 0, PATIENT, lock=lock)["case_id"]
+        )
         holder.close()
-        assert busy.run_case({"id": "mine"}, "native", 0, lock=lock)["case_id"] == "mine"
+        assert busy.run_case({"id": "mine"}, "native", 0, PATIENT, lock=lock)["case_id"] == "mine"
     finally:
         share.close()
         other_run.close()
@@ -413,7 +420,7 @@ def test_the_embedded_pool_runs_no_more_agents_than_the_limit(embedded):
         assert len(slots) == 5 and share.started == 2
         assert len({s.agent_pid for s in slots}) == 2
         for slot in slots:  # each slot's host answers for itself, its bundle where deployed
-            ident = slot.identify()
+            ident = slot.identify(PATIENT)
             assert (ident["soc"], ident["devices"]) == (slot.host.soc, slot.host.devices)
             assert ident["bundle"] == sha
     finally:

@@ -157,14 +157,18 @@ def test_a_busy_slot_sends_the_case_to_a_free_one_and_charges_nobody(make):
     no_charges(state)
 
 
-def test_a_case_waits_for_busy_devices_then_runs(make):
+def test_a_case_waits_for_busy_devices_then_runs(make, monkeypatch):
+    import farm.run.dispatch as dispatch_mod
+
     calls = []
 
     def behave(slot, cid, ch):
         calls.append(slot.id)
         return "busy" if len(calls) <= 5 else "pass"
 
-    dispatcher, world, state, said = make(behave, busy_wait=60.0)
+    monkeypatch.setattr(dispatch_mod, "BUSY_POLL", 0.0)  # no real pause between the rounds
+    # It waits as long as it takes: no limit a slow machine could reach first.
+    dispatcher, world, state, said = make(behave, busy_wait=float("inf"))
     record = dispatcher.run(case(), "h1:0")
     assert record["outcome"] == "passed" and record["notes"][0].startswith("waited ")
     assert set(calls[:4]) == {s.id for s in SLOTS}  # every slot of the family was asked
@@ -237,7 +241,11 @@ def test_a_timeout_on_one_host_and_a_pass_on_another_charges_the_first(make):
     assert again["slot"] == "h1:0" and world.calls[-1][2] == len(world.channels) - 1
 
 
-def test_a_slot_whose_stuck_agent_survives_is_not_used_again(make):
+def test_a_slot_whose_stuck_agent_survives_is_not_used_again(make, monkeypatch):
+    import farm.run.dispatch as dispatch_mod
+
+    # Not checked again within the test, however slow the machine (the test's own clock).
+    monkeypatch.setattr(dispatch_mod, "DEAD_RECHECK", float("inf"))
     dispatcher, world, state, said = make(
         lambda slot, cid, ch: "timeout" if slot.id == "h1:0" else "pass"
     )
@@ -255,6 +263,7 @@ def test_a_slot_whose_stuck_agent_survives_is_not_used_again(make):
 def test_a_set_aside_slot_is_checked_again_and_used_once_its_agent_is_gone(make, monkeypatch):
     import farm.run.dispatch as dispatch_mod
 
+    monkeypatch.setattr(dispatch_mod, "DEAD_RECHECK", float("inf"))
     dispatcher, world, state, said = make(
         lambda slot, cid, ch: "timeout" if slot.id == "h1:0" and not ch.cases else "pass"
     )
