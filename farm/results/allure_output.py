@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import os
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -36,10 +37,14 @@ _SAYS_SOMETHING = frozenset({"failed", "broken"})
 HIDDEN_PARAMETERS = frozenset({"case"})
 
 
-def install(config) -> bool:
+def install(config, on_refused: Callable[[OSError], None] | None = None) -> bool:
     """Make the running allure-pytest's output cheap (see the module's docstring). Returns
     whether it did: False without allure-pytest, without --alluredir, or with an allure-pytest
-    whose internals are not the ones this was written against."""
+    whose internals are not the ones this was written against.
+
+    ``on_refused``: called with the OSError of a result the file system refused (a full or
+    read-only runs directory) instead of letting it out of allure-pytest's hooks, where it is a
+    pytest INTERNALERROR; it may raise (an error that is no such refusal)."""
     try:
         import allure_commons
         from allure_commons.logger import AllureFileLogger
@@ -57,7 +62,17 @@ def install(config) -> bool:
     if not hasattr(logger, "_report_item") or not _children_once(listener):
         return False
     report_dir: Path = logger._report_dir
-    logger._report_item = lambda item: write_item(report_dir, item)  # type: ignore[method-assign]
+
+    def report_item(item: Any) -> Path | None:
+        try:
+            return write_item(report_dir, item)
+        except OSError as exc:
+            if on_refused is None:
+                raise
+            on_refused(exc)
+            return None
+
+    logger._report_item = report_item  # type: ignore[method-assign]
     return True
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,7 +21,9 @@ import pytest
 
 from farm.agent.outcome import CATEGORIES
 from farm.agent.record import ResultRecord
+from farm.errors import RunDirUnwritable
 from farm.paths import REPO_ROOT
+from farm.run import fault_injection, run_dir
 from farm.run import plan as plan_mod
 from farm.run.dispatch import Dispatcher
 from farm.run.leases import RunState
@@ -120,8 +123,47 @@ def pytest_configure(config):
             raise pytest.UsageError(f"farm: {exc}") from None
         keep_cases(plan, cases)
     config.stash[PLAN] = plan
+    fault_injection.install()
     if worker is None:
         config.pluginmanager.register(_XdistHooks(plan), "farm-xdist")
+    else:
+        _stop_on_sigterm()
+
+
+def _stop_on_sigterm() -> None:
+    """A worker winds down on SIGTERM as on Ctrl-C (a signal to the whole process group: the
+    case running finishes its record or has none, the session ends, allure-pytest closes)
+    instead of dying half-way through writing."""
+
+    def stop(signum, frame):
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # once: winding down is not interrupted
+        raise KeyboardInterrupt
+
+    try:
+        signal.signal(signal.SIGTERM, stop)
+    except ValueError:  # not the main thread: the default stays
+        pass
+
+
+RUN_DIR_FAULT = "farm_run_dir_fault"  # the key of the first runs-directory fault a process hit
+_FAULT = pytest.StashKey[str]()
+
+
+def stop_for_run_dir(session, message: str) -> None:
+    """A write to the runs directory was refused: this process runs no more cases (every one
+    would be lost), and the orchestrator learns why (a worker's workeroutput; the session's
+    stash without xdist) to say it in one line."""
+    config = session.config
+    output = getattr(config, "workeroutput", None)
+    if output is not None:
+        output.setdefault(RUN_DIR_FAULT, message)
+    config.stash.setdefault(_FAULT, message)
+    session.shouldstop = message
+
+
+def run_dir_fault(config) -> str | None:
+    """The runs-directory fault this process hit, if any."""
+    return config.stash.get(_FAULT, None)
 
 
 def pytest_sessionstart(session):
@@ -129,7 +171,12 @@ def pytest_sessionstart(session):
     if PLAN in session.config.stash:
         from farm.results import allure_output
 
-        allure_output.install(session.config)
+        def refused(exc: OSError) -> None:
+            if not run_dir.is_fault(exc):
+                raise exc
+            stop_for_run_dir(session, str(run_dir.unwritable(exc)))
+
+        allure_output.install(session.config, on_refused=refused)
 
 
 def _selection(config):
@@ -375,24 +422,27 @@ def farm_pipeline(request, farm_plan, farm_dispatcher):
 def farm_records(farm_plan):
     """This worker's records file: every case's record, appended as it comes back."""
     worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
-    records = RecordWriter(farm_plan.run_dir / "records" / f"{worker}.jsonl")
-    yield records
-    records.close()
+    yield RecordWriter(farm_plan.run_dir / "records" / f"{worker}.jsonl")
 
 
 class RecordWriter:
-    """Append-only JSON lines, flushed per record so a killed worker loses nothing written."""
+    """Append-only JSON lines, one open-write-close per record: a killed worker loses nothing
+    written, and a refused write (a full or read-only runs directory) leaves every record before
+    it whole and is a RunDirUnwritable."""
 
     def __init__(self, path: Path):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._fh = open(path, "a", encoding="utf-8")
+        self.path = path
 
     def write(self, record: ResultRecord) -> None:
-        self._fh.write(json.dumps(record, allow_nan=False, default=str) + "\n")
-        self._fh.flush()
-
-    def close(self) -> None:
-        self._fh.close()
+        line = json.dumps(record, allow_nan=False, default=str) + "\n"
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with open(self.path, "a", encoding="utf-8") as fh:
+                fh.write(line)
+        except OSError as exc:
+            if not run_dir.is_fault(exc):
+                raise
+            raise run_dir.unwritable(exc) from None
 
 
 # The test item whose body is running (the `farm_run` of a test acts for it).
@@ -420,7 +470,11 @@ def farm_run(request, farm_pipeline, farm_records):
         if item is None:
             raise RuntimeError("farm_run(case) is called from the body of a test, not elsewhere")
         record = farm_pipeline.result(case, item.stash.get(_PREFERRED, None))
-        farm_records.write(record)
+        try:
+            farm_records.write(record)
+        except RunDirUnwritable as exc:  # the case has no record: it is not part of the run
+            stop_for_run_dir(item.session, str(exc))
+            raise
         item.stash[_RECORD] = (record, farm_records)
         item.user_properties.extend(
             [
@@ -429,7 +483,12 @@ def farm_run(request, farm_pipeline, farm_records):
                 ("farm_category", record.get("category")),
             ]
         )
-        _annotate(record)
+        try:
+            _annotate(record)
+        except OSError as exc:  # an attachment refused: the record stands, no more cases run
+            if not run_dir.is_fault(exc):
+                raise
+            stop_for_run_dir(item.session, str(run_dir.unwritable(exc)))
         return record
 
     return run
@@ -454,7 +513,10 @@ def pytest_runtest_makereport(item, call):
     tag = tagged.group(1) if tagged else ""
     amended = dict(record, outcome="failed", category=tag if tag in CATEGORIES else "check")
     amended["message"] = f"passed its standards, then failed a check of the suite: {why}"
-    writer.write(amended)
+    try:
+        writer.write(amended)
+    except RunDirUnwritable as exc:  # the case stays as first recorded; no more cases run
+        stop_for_run_dir(item.session, str(exc))
 
 
 def _annotate(record: ResultRecord) -> None:

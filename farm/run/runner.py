@@ -14,7 +14,9 @@ import contextlib
 import datetime as _dt
 import json
 import os
+import shutil
 import signal
+import tempfile
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,9 +31,9 @@ from farm import __version__, paths
 from farm.agent.record import FAILURE_FIELDS, ResultRecord, broken_record
 from farm.errors import StoreError, UsageError
 from farm.pool import cann_build, health
-from farm.run import prepare
+from farm.run import fault_injection, prepare, run_dir
 from farm.run.plan import Plan
-from farm.run.plugin import case_id_of, keep_cases
+from farm.run.plugin import RUN_DIR_FAULT, case_id_of, keep_cases, run_dir_fault
 from suites import footprint
 from suites.case import Case
 from suites.caseset import Selection as CaseSelection
@@ -91,7 +93,10 @@ def default_workers(slots: int) -> int:
     return max(1, min(slots, os.cpu_count() or 1))
 
 
-def pytest_args(plan: Plan, workers: int, extra: list[str]) -> list[str]:
+def pytest_args(plan: Plan, workers: int, extra: list[str], junit: Path | None = None) -> list[str]:
+    """pytest's command line for the run. ``junit``: where pytest writes its JUnit (default
+    the run's junit.xml; farm run has it written elsewhere and writes the run's junit.xml from
+    it, farm/results/reconcile.py)."""
     results = plan.run_dir / "allure-results"
     args = [str(paths.REPO_ROOT / f) for f in SUITE_FILES]
     args += [
@@ -100,7 +105,7 @@ def pytest_args(plan: Plan, workers: int, extra: list[str]) -> list[str]:
         "--alluredir",
         str(results),
         "--junitxml",
-        str(plan.run_dir / JUNIT_XML),
+        str(junit or plan.run_dir / JUNIT_XML),
         "-p",
         "no:cacheprovider",
         "-p",
@@ -138,11 +143,6 @@ def run(
     explore_count: int | None = None,
     history_runs: int | None = None,
 ) -> int:
-    from farm import build
-    from farm.results.store import RunStore, check_store, default_store_path
-    from farm.run.leases import RunState
-    from farm.run.progress import LiveProgress
-
     console = console or Console(stderr=True, soft_wrap=True)  # messages stay one line
     # Mistakes stop here, before anything starts: nothing is run and nothing is stored.
     if not case_timeout > 0:
@@ -161,6 +161,31 @@ def run(
     )
     cases = chosen.cases()  # a bad case file stops here: nothing half-parsed ever runs
     pool = prepare.load_pool(inventory)  # a bad inventory stops here too
+    fault_injection.install()
+    with run_dir.refusals_as_errors():  # a runs directory that takes no write: one line
+        plan, cases, store_path, started = _prepare(
+            console, chosen, cases, pool, inventory, backend, target, plant_bug, case_timeout
+        )
+    return _run_session(
+        console,
+        plan,
+        chosen,
+        cases,
+        store_path,
+        started,
+        jobs=jobs,
+        report=report,
+        extra_pytest=extra_pytest or [],
+        progress=progress,
+        history_runs=history_runs,
+    )
+
+
+def _prepare(console, chosen, cases, pool, inventory, backend, target, plant_bug, case_timeout):
+    """Store, package, health checks and deploy, the plan; the run begun in the store."""
+    from farm import build
+    from farm.results.store import RunStore, check_store, default_store_path
+
     footprint.refuse_oversized(cases, footprint.pool_budgets(pool.hosts))  # before any host
     store_path = default_store_path()
     check_store(store_path, create=True)  # a store that cannot take the results: before any host
@@ -235,20 +260,96 @@ def run(
     started = _dt.datetime.now().isoformat(timespec="seconds")
     with RunStore(store_path) as store:
         store.begin_run(run_meta(plan, started))
+    return plan, cases, store_path, started
+
+
+def _run_session(
+    console: Console,
+    plan: Plan,
+    chosen: CaseSelection,
+    cases: list[Case],
+    store_path: Path,
+    started: str,
+    *,
+    jobs: int | None,
+    report: bool,
+    extra_pytest: list[str],
+    progress: bool,
+    history_runs: int | None,
+) -> int:
+    """The begun run: pytest on the pool, then store, outputs, summary and report."""
+    from farm.run.progress import LiveProgress
 
     workers = jobs or default_workers(len(plan.slots))
     errors = CollectionErrors(console)
     selection = Selection()
-    plugins = [errors, selection]
+    faults = RunDirFaults()
+    plugins = [errors, selection, faults]
     plugins += [LiveProgress(console=console, title=chosen.key)] if progress else []
-    with interruptible() as signals:
-        pytest_code = pytest.main(pytest_args(plan, workers, extra_pytest or []), plugins=plugins)
+    # pytest's JUnit is raw material written outside the runs directory: the run's junit.xml is
+    # made from it and the records (reconcile.junit), and a full runs directory cannot make
+    # pytest's writer fail inside its hooks.
+    staging = Path(tempfile.mkdtemp(prefix="farm-junit-"))
+    try:
+        args = pytest_args(plan, workers, extra_pytest, junit=staging / JUNIT_XML)
+        with interruptible(forward=workers > 1) as signals:
+            try:
+                pytest_code = pytest.main(args, plugins=plugins)
+            except OSError as exc:  # a write of pytest's own refused by the runs directory
+                if not run_dir.is_fault(exc):
+                    raise
+                faults.messages.append(str(run_dir.unwritable(exc)))
+                pytest_code = pytest.ExitCode.INTERNAL_ERROR
+        return _after_session(
+            console,
+            plan,
+            chosen,
+            cases,
+            store_path,
+            started,
+            pytest_code=pytest_code,
+            signals=signals,
+            errors=errors,
+            selection=selection,
+            fault=faults.messages[0] if faults.messages else None,
+            pytest_junit=staging / JUNIT_XML,
+            report=report,
+            extra_pytest=extra_pytest,
+            history_runs=history_runs,
+        )
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def _after_session(
+    console: Console,
+    plan: Plan,
+    chosen: CaseSelection,
+    cases: list[Case],
+    store_path: Path,
+    started: str,
+    *,
+    pytest_code,
+    signals: list[int],
+    errors: CollectionErrors,
+    selection: Selection,
+    fault: str | None,
+    pytest_junit: Path,
+    report: bool,
+    extra_pytest: list[str],
+    history_runs: int | None,
+) -> int:
+    """What the session left: one record per case stored, the outputs made to hold exactly the
+    stored cases, the summary, the report; the exit code."""
+    from farm.results.store import RunStore
+    from farm.run.leases import RunState
+
     interrupted = signals[0] if signals else None
     # -x / --maxfail stop the session on purpose (with xdist pytest then says "interrupted").
     stopped = selection.stopped_on_failure and interrupted is None
     pytest_broke = (
         bool(errors.errors) or (pytest_code not in (0, 1) and not stopped) and interrupted is None
-    )
+    ) and fault is None
     if pytest_code == pytest.ExitCode.NO_TESTS_COLLECTED:
         console.print(
             f"[red]no case of {escape(chosen.label)} matched the selection {extra_pytest}[/]"
@@ -256,18 +357,12 @@ def run(
     elif pytest_broke:
         console.print(f"[red]pytest could not run the suites (exit {pytest_code})[/]")
     tier_size = len(cases)
-    drawing = None
-    if report and interrupted is None:
-        from farm.results.case_plots import render_in_background
-
-        drawing = render_in_background(plan.run_dir / "allure-results")
     if not errors.errors:
         # The run's cases are those pytest selected (-k, -m, --lf deselect the others); none
         # when pytest stopped before collecting (a usage error, say).
         cases = [c for c in cases if c.id in (selection.case_ids or ())]
-    records, notes = collect_records(
-        plan.run_dir, cases, drop_missing=stopped or interrupted is not None
-    )
+    cut_short = stopped or interrupted is not None or fault is not None
+    records, notes = collect_records(plan.run_dir, cases, drop_missing=cut_short)
     for note in notes:
         console.print(f"[yellow]note:[/] {note}")
     if stopped:
@@ -275,14 +370,29 @@ def run(
             f"[yellow]stopped by -x/--maxfail after {len(records)} of {len(cases)} cases: the "
             "rest were not run; this run is a subset and never a baseline[/]"
         )
+    # The Allure results hold the stored cases before the plots are drawn into them.
+    outputs = RunOutputs(plan, records, selection.nodeids, {c.id: c for c in cases})
+    fault = fault or outputs.allure()
+    drawing = None
+    if report and interrupted is None and fault is None:
+        from farm.results.case_plots import render_in_background
+
+        drawing = render_in_background(plan.run_dir / "allure-results")
     # A run of fewer cases than its tier (-k, -m, --lf, -x) is never the tier's baseline.
     subset = stopped or len(records) < tier_size
     quarantined = RunState(plan.state_path).quarantined() if plan.state_path.exists() else {}
     for host, why in quarantined.items():
-        health.Quarantine(paths.STATE_DIR).add(host, why)
         console.print(f"[red]quarantined during the run:[/] {host}: {why}")
+        try:
+            health.Quarantine(paths.STATE_DIR).add(host, why)
+        except OSError as exc:
+            if not run_dir.is_fault(exc):
+                raise
+            fault = fault or str(run_dir.unwritable(exc))
     code = EXIT_INFRA if pytest_broke else exit_code(records, plan, quarantined)
     status = "finished"
+    if fault is not None and len(records) < len(cases):
+        code, status = EXIT_INFRA, "aborted"  # cut short by its runs directory, not by a signal
     if interrupted is not None:
         code, status = 128 + interrupted, "interrupted"
         console.print(
@@ -301,19 +411,88 @@ def run(
         if drawing is not None:
             drawing.join()
         return EXIT_INFRA
-    summary_path = write_summary(plan, records, code, quarantined)
-    from farm.results.allure_glue import write_results_extras
-
-    write_results_extras(plan.run_dir / "allure-results", run_meta(plan, started))
-    print_summary(console, records, plan, code, summary_path)
+    fault = fault or outputs.rest(pytest_junit, code, quarantined, run_meta(plan, started))
     if drawing is not None:
         drawing.join()
+    if fault is not None:
+        console.print(
+            f"[bold red]error:[/] {escape(fault)} ({len(records)} cases stored as run "
+            f"{plan.run_id}, {status}{outputs.left_out()})",
+            highlight=False,
+        )
+        return code if interrupted is not None else EXIT_INFRA
+    print_summary(console, records, plan, code, plan.run_dir / SUMMARY_JSON)
     if report and interrupted is None:
         from farm.results import report as report_mod
 
         history = ["--history-runs", str(history_runs)] if history_runs else []
-        report_mod.main([plan.run_id, "--store", str(store_path), *history])
+        fault_injection.enter(fault_injection.REPORT)
+        if report_mod.main([plan.run_id, "--store", str(store_path), *history]) == EXIT_INFRA:
+            return EXIT_INFRA  # no report: the one line above said why; the results are stored
     return code
+
+
+class RunOutputs:
+    """A run's JUnit, Allure results and summary, each holding exactly the stored cases (the
+    records): farm/results/reconcile.py. An output the runs directory refuses to take whole is
+    left out, never left partial: what was written of it is removed."""
+
+    def __init__(
+        self, plan: Plan, records: list[ResultRecord], nodeids: dict[str, str], cases: dict
+    ):
+        self.plan, self.records, self.nodeids, self.cases = plan, records, nodeids, cases
+        self.missing: list[str] = []
+
+    def allure(self) -> str | None:
+        """The Allure results made to hold the stored cases; the fault's line, if refused."""
+        from farm.results import reconcile
+
+        results = self.plan.run_dir / "allure-results"
+        try:
+            reconcile.allure(results, self.records, self.nodeids, self.cases)
+        except OSError as exc:
+            if not run_dir.is_fault(exc):
+                raise
+            for path in results.glob(f"*{reconcile.RESULT_SUFFIX}"):
+                path.unlink()
+            self.missing.append("Allure results")
+            return str(run_dir.unwritable(exc))
+        return None
+
+    def rest(self, pytest_junit: Path, code: int, quarantined: dict, meta: dict) -> str | None:
+        """junit.xml, summary.json and the Allure extras; the first fault's line, if any."""
+        from farm.results import reconcile
+        from farm.results.allure_glue import write_results_extras
+
+        run = self.plan.run_dir
+        steps = [
+            (
+                "JUnit",
+                run / JUNIT_XML,
+                lambda: reconcile.junit(pytest_junit, run / JUNIT_XML, self.records, self.nodeids),
+            ),
+            (
+                "summary",
+                run / SUMMARY_JSON,
+                lambda: write_summary(self.plan, self.records, code, quarantined),
+            ),
+            ("Allure extras", None, lambda: write_results_extras(run / "allure-results", meta)),
+        ]
+        fault = None
+        for name, path, write in steps:
+            try:
+                write()
+            except OSError as exc:
+                if not run_dir.is_fault(exc):
+                    raise
+                if path is not None:
+                    path.unlink(missing_ok=True)
+                self.missing.append(name)
+                fault = fault or str(run_dir.unwritable(exc))
+        return fault
+
+    def left_out(self) -> str:
+        return f"; not written: {', '.join(self.missing)}" if self.missing else ""
 
 
 def check_selection(extra: list[str]) -> None:
@@ -335,15 +514,24 @@ def check_selection(extra: list[str]) -> None:
 
 
 @contextlib.contextmanager
-def interruptible() -> Iterator[list[int]]:
+def interruptible(forward: bool = False) -> Iterator[list[int]]:
     """SIGTERM (a CI cancel) stops the run as Ctrl-C does; yields the signals received. Only
     the first one interrupts: pytest and its workers then wind down, and a second Ctrl-C must
-    not break that half-way."""
+    not break that half-way.
+
+    ``forward``: the session's xdist workers are this process's children. A signal to the
+    process group reaches them too; one to this pid alone (kill PID, a supervisor) would stop
+    only the controller while they ran every case they were given, so it is passed on to them
+    as the Ctrl-C they would have had."""
     received: list[int] = []
 
     def stop(signum, frame):
         received.append(signum)
         if len(received) == 1:
+            if forward:
+                for pid in child_pids():
+                    with contextlib.suppress(ProcessLookupError, PermissionError):
+                        os.kill(pid, signal.SIGINT)
             raise KeyboardInterrupt
 
     old = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
@@ -355,6 +543,28 @@ def interruptible() -> Iterator[list[int]]:
     finally:
         for s, handler in old.items():
             signal.signal(s, handler)
+
+
+def child_pids() -> list[int]:
+    """The pids of this process's children (Linux /proc; none elsewhere)."""
+    me, found = os.getpid(), []
+    try:
+        entries = list(os.scandir("/proc"))
+    except OSError:
+        return []
+    for entry in entries:
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", "rb") as fh:
+                stat = fh.read()
+        except OSError:  # gone meanwhile
+            continue
+        # pid (comm) state ppid ...: comm may hold spaces and parentheses.
+        fields = stat[stat.rindex(b")") + 1 :].split()
+        if len(fields) > 1 and int(fields[1]) == me:
+            found.append(int(entry.name))
+    return found
 
 
 @contextlib.contextmanager
@@ -415,7 +625,12 @@ def write_summary(plan: Plan, records: list[ResultRecord], code: int, quarantine
         "junit": str(plan.run_dir / JUNIT_XML),
     }
     path = plan.run_dir / SUMMARY_JSON
-    path.write_text(json.dumps(summary, indent=1))
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        tmp.write_text(json.dumps(summary, indent=1))
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
     return path
 
 
@@ -455,6 +670,7 @@ class Selection:
 
     def __init__(self):
         self.case_ids: set[str] | None = None
+        self.nodeids: dict[str, str] = {}  # case id -> its node id
         self.maxfail = 0
         self.failures = 0
 
@@ -479,7 +695,27 @@ class Selection:
             self._take(ids)
 
     def _take(self, nodeids) -> None:
-        self.case_ids = {cid for cid in map(case_id_of, nodeids) if cid is not None}
+        self.nodeids = {cid: n for n in nodeids if (cid := case_id_of(n)) is not None}
+        self.case_ids = set(self.nodeids)
+
+
+class RunDirFaults:
+    """The runs-directory faults of the session's processes: each worker's, from its
+    workeroutput when it goes down, and this process's (no xdist)."""
+
+    def __init__(self):
+        self.messages: list[str] = []
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node, error):
+        message = (getattr(node, "workeroutput", None) or {}).get(RUN_DIR_FAULT)
+        if message:
+            self.messages.append(message)
+
+    def pytest_sessionfinish(self, session):
+        message = run_dir_fault(session.config)
+        if message:
+            self.messages.append(message)
 
 
 class CollectionErrors:

@@ -1,0 +1,188 @@
+"""A run's JUnit and Allure results made to hold exactly the cases the store holds.
+
+However a run stops (a signal to the orchestrator alone or to its process group, -x, a worker
+that died, a runs directory that filled), the records are the truth: they are what the store
+imports. pytest's JUnit is written by the controller from the reports that reached it before it
+stopped listening, and allure-pytest's results by each worker from what it ran, so either can
+hold a case with no record or miss one that has a record. Here JUnit keeps pytest's entry of
+every stored case and gains an entry, from its record, for a stored case pytest never reported;
+the Allure results lose the files of cases without a record and gain one, from its record, for a
+stored case without one. Entries are never rewritten: what pytest and allure-pytest said stays.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+import xml.etree.ElementTree as ET
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from farm.agent.record import ResultRecord
+from farm.run.plugin import case_id_of
+
+# How a record's outcome reads in JUnit (None: a testcase without a failure element).
+_JUNIT_ELEMENT = {"passed": None, "failed": "failure", "broken": "error"}
+RESULT_SUFFIX = "-result.json"
+_STOPPED = "no result came back for this case before the run stopped; this entry is its record"
+
+
+def junit_classname(nodeid: str) -> tuple[str, str]:
+    """(classname, name) of a node id as pytest's junitxml writes them."""
+    path, _, rest = nodeid.partition("::")
+    parts = rest.split("::")
+    module = path[:-3] if path.endswith(".py") else path
+    classname = ".".join([module.replace("/", "."), *parts[:-1]])
+    return classname, parts[-1]
+
+
+def junit(
+    pytest_xml: Path | None,
+    out: Path,
+    records: Iterable[ResultRecord],
+    nodeids: Mapping[str, str],
+) -> set[str]:
+    """Write ``out``: pytest's JUnit (``pytest_xml``, may be missing or cut short) less the
+    testcases of cases without a record, plus one from the record of each stored case pytest
+    did not report. ``nodeids``: case id -> its node id. Returns the case ids written."""
+    by_id = {r["case_id"]: r for r in records}
+    root = _parse(pytest_xml)
+    suites = [root] if root.tag == "testsuite" else list(root.iter("testsuite"))
+    if not suites:
+        suites = [ET.SubElement(root, "testsuite", name="pytest")]
+    written: set[str] = set()
+    for suite in suites:
+        for case in list(suite.findall("testcase")):
+            cid = case_id_of(case.get("name", "")) or ""
+            if cid not in by_id or cid in written:
+                suite.remove(case)
+            else:
+                written.add(cid)
+    for cid, record in by_id.items():
+        if cid not in written:
+            suites[0].append(_junit_case(record, nodeids.get(cid)))
+            written.add(cid)
+    for suite in suites:
+        _recount(suite)
+    _write_atomically(out, ET.tostring(root, encoding="utf-8", xml_declaration=True))
+    return written
+
+
+def _parse(path: Path | None) -> ET.Element:
+    try:
+        if path is not None and path.is_file():
+            return ET.parse(path).getroot()
+    except ET.ParseError:
+        pass  # a file pytest was stopped writing: made anew from the records
+    root = ET.Element("testsuites", name="pytest tests")
+    ET.SubElement(root, "testsuite", name="pytest")
+    return root
+
+
+def _junit_case(record: ResultRecord, nodeid: str | None) -> ET.Element:
+    from farm.results.allure_glue import failure_message
+
+    cid = record["case_id"]
+    classname, name = junit_classname(nodeid) if nodeid else ("suites", f"case[{cid}]")
+    case = ET.Element("testcase", classname=classname, name=name, time="0")
+    props = ET.SubElement(case, "properties")
+    for key in ("host", "outcome", "category"):
+        ET.SubElement(props, "property", name=f"farm_{key}", value=str(record.get(key)))
+    element = _JUNIT_ELEMENT.get(str(record.get("outcome")), "error")
+    if element is not None:
+        ET.SubElement(case, element, message=failure_message(record)).text = _STOPPED
+    return case
+
+
+def _recount(suite: ET.Element) -> None:
+    cases = suite.findall("testcase")
+    suite.set("tests", str(len(cases)))
+    for attr, tag in (("failures", "failure"), ("errors", "error"), ("skipped", "skipped")):
+        suite.set(attr, str(sum(1 for c in cases if c.find(tag) is not None)))
+
+
+def allure_case_id(result: Mapping) -> str:
+    """The case of an allure-pytest result: its title is the case id once the case ran
+    (allure_glue.annotate), else pytest's name, ``test_x[<case id>]``."""
+    name = str(result.get("name", ""))
+    return case_id_of(name) or name
+
+
+def allure(
+    results_dir: Path,
+    records: Iterable[ResultRecord],
+    nodeids: Mapping[str, str],
+    cases: Mapping[str, object],
+) -> set[str]:
+    """Remove the Allure results of cases without a record and write one, from its record, for
+    each stored case without one. ``cases``: case id -> the Case the suites parametrize with
+    (its history id is made from it, as allure-pytest makes it). Returns the case ids present.
+    An OSError of a write is raised after the removals are done."""
+    by_id = {r["case_id"]: r for r in records}
+    present: set[str] = set()
+    for path in sorted(results_dir.glob(f"*{RESULT_SUFFIX}")) if results_dir.is_dir() else []:
+        try:
+            cid = allure_case_id(json.loads(path.read_text(encoding="utf-8")))
+        except (OSError, ValueError):
+            cid = ""  # a file its worker was stopped writing
+        if cid in by_id and cid not in present:
+            present.add(cid)
+        else:
+            path.unlink()
+    for cid, record in by_id.items():
+        if cid not in present:
+            result = allure_result(record, nodeids.get(cid), cases.get(cid))
+            _write_atomically(
+                results_dir / f"{result['uuid']}{RESULT_SUFFIX}", json.dumps(result).encode()
+            )
+            present.add(cid)
+    return present
+
+
+def allure_result(record: ResultRecord, nodeid: str | None, case: object) -> dict:
+    """An Allure result of a stored case that has none, with the identity allure-pytest gives
+    the case (full name, history id), so the case's history goes on."""
+    from allure_commons.utils import md5, represent
+
+    from farm.results import allure_glue
+
+    cid, family = record["case_id"], str(record.get("family", ""))
+    classname, name = junit_classname(nodeid) if nodeid else ("suites", "case")
+    function = name.split("[", 1)[0]
+    full_name = f"{classname}#{function}"
+    original_case = represent(case) if case is not None else represent(cid)
+    status = str(record.get("outcome"))
+    result: dict = {
+        "uuid": str(uuid.uuid4()),
+        "name": cid,
+        "fullName": full_name,
+        "historyId": md5(full_name, original_case, represent(family)),
+        "testCaseId": md5(full_name),
+        "status": status if status in _JUNIT_ELEMENT else "broken",
+        "description": _STOPPED,
+        "parameters": [
+            {"name": "case", "value": represent(cid), "mode": "hidden"},
+            {"name": "family", "value": represent(family)},
+        ],
+        "labels": [
+            {"name": "epic", "value": allure_glue.EPIC},
+            *({"name": "feature", "value": f} for f in allure_glue.features(record)),
+            {"name": "story", "value": allure_glue.story(record)},
+            {"name": "severity", "value": allure_glue.severity(record)},
+            {"name": allure_glue.ENVIRONMENT_LABEL, "value": family},
+            {"name": "suite", "value": classname.rsplit(".", 1)[-1]},
+        ],
+    }
+    if status != "passed":
+        result["statusDetails"] = {"message": allure_glue.failure_message(record)}
+    return result
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)

@@ -1,0 +1,66 @@
+"""A runs directory that cannot take a run's writes: what the problem is called, in one line.
+
+Every writer of a run's files (the workers' records and Allure results, the orchestrator's JUnit,
+summary and report) turns the OSError it gets into :func:`unwritable`'s RunDirUnwritable, so the
+person reads one line naming the directory, what is wrong with it and the fix, whoever hit it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+from farm import paths
+from farm.errors import RunDirUnwritable
+
+# errno -> what is wrong with the directory, and what to do about it.
+_PROBLEMS = {
+    errno.ENOSPC: ("is full", "free space on that disk"),
+    errno.EDQUOT: ("is over its disk quota", "free space or raise the quota"),
+    errno.EROFS: ("is on a read-only file system", "mount it writable"),
+    errno.EACCES: ("is not writable", "check its permissions"),
+    errno.EPERM: ("is not writable", "check its permissions"),
+}
+# errnos that say the directory cannot be written, as opposed to a bug of the writer.
+FAULT_ERRNOS = frozenset(_PROBLEMS)
+
+
+def is_fault(exc: BaseException) -> bool:
+    """Whether ``exc`` says the disk or its permissions refuse a write (not a bug)."""
+    return isinstance(exc, OSError) and exc.errno in FAULT_ERRNOS
+
+
+def unwritable(exc: OSError, runs_dir: Path | None = None) -> RunDirUnwritable:
+    """The one-line error of a write refused by the runs directory (or, when the refused path
+    is elsewhere, a store set by FARM_STORE say, by that path's directory)."""
+    runs = Path(runs_dir or paths.RUNS_DIR)
+    problem, fix = _PROBLEMS.get(exc.errno or 0, (f"refused a write ({exc.strerror})", ""))
+    fix = fix or "check the disk and its permissions"
+    refused = exc.filename
+    if refused is None or is_inside(refused, runs):
+        where = f"runs directory {runs}"
+        elsewhere = "set FARM_RUNS to another place"
+    else:
+        where = f"directory {Path(os.fsdecode(refused)).parent}"
+        elsewhere = "use another place"
+    return RunDirUnwritable(f"{where} {problem}: {fix}, or {elsewhere}, then rerun")
+
+
+@contextlib.contextmanager
+def refusals_as_errors(runs_dir: Path | None = None) -> Iterator[None]:
+    """A write the disk or its permissions refuse is a RunDirUnwritable, not a traceback."""
+    try:
+        yield
+    except OSError as exc:
+        if not is_fault(exc):
+            raise
+        raise unwritable(exc, runs_dir) from None
+
+
+def is_inside(path: str | os.PathLike, runs_dir: Path | None = None) -> bool:
+    base = os.path.realpath(runs_dir or paths.RUNS_DIR)
+    target = os.path.realpath(os.fsdecode(path))
+    return target == base or target.startswith(base + os.sep)
