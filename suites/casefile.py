@@ -26,6 +26,8 @@ import difflib
 import io
 import json
 import math
+import re
+import reprlib
 from collections.abc import Iterable
 from dataclasses import fields, replace
 from pathlib import Path
@@ -34,6 +36,7 @@ from typing import Any
 from farm.errors import UsageError
 from golden import contract, soc
 
+from . import limits
 from .case import TENSORS, Case, MalformedCase
 
 FORMAT = "logsoftmaxgrad-cases"
@@ -99,6 +102,18 @@ class CaseFileError(UsageError):
     """A case file that cannot be run: every bad field, one per line."""
 
 
+_REPR = reprlib.Repr()
+_REPR.maxstring = _REPR.maxother = 100
+_REPR.maxlist = _REPR.maxdict = 10
+_REPR.maxlevel = 4
+
+
+def _shown(value: Any) -> str:
+    """A value as a message quotes it: repr, cut short. Quoting never walks more than a few
+    dozen items, however big the value (an alias can make a small file's value huge)."""
+    return _REPR.repr(value)
+
+
 # -- reading ----------------------------------------------------------------------------
 
 
@@ -106,6 +121,7 @@ def load(path: str | Path) -> list[Case]:
     """The cases of one file, in file order; CaseFileError lists every problem."""
     path = Path(path)
     kind = file_kind(path)
+    limits.FILE_BYTES.check_file(path)  # before a byte is read: the parse holds it whole
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -113,6 +129,7 @@ def load(path: str | Path) -> list[Case]:
     except (OSError, UnicodeDecodeError) as exc:
         raise CaseFileError(f"{path}: cannot read it ({exc})") from None
     entries, lines = _PARSERS[kind](path, text)
+    limits.CASES.check(len(entries), path)  # before any case is made
     return entries_to_cases(entries, str(path), lines)
 
 
@@ -145,31 +162,114 @@ def file_kind(path: Path) -> str:
 
 
 def _parse_json(path: Path, text: str) -> tuple[list, list[int | None]]:
+    limits.check_json_depth(text, path)  # json recurses per level
     try:
-        data = json.loads(text)
+        data, starts = _json_with_starts(text)
     except json.JSONDecodeError as exc:
         raise CaseFileError(f"{path}: line {exc.lineno}: not JSON ({exc.msg})") from None
     entries = _document_entries(path, data)
-    return entries, _json_lines(text, len(entries))
+    if len(starts) != len(entries):
+        return entries, [None] * len(entries)
+    return entries, _lines_at(text, starts)
 
 
-def _json_lines(text: str, n: int) -> list[int | None]:
-    """The line of each entry, from YAML's positions (JSON is YAML); unknown if that fails."""
-    try:
-        import yaml
+_DECODER = json.JSONDecoder()
+_JSON_SPACE = re.compile(r"[ \t\n\r]*")
 
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        return _node_lines(node, n)
-    except Exception:  # positions are a courtesy: never a reason to refuse a valid file
-        return [None] * n
+
+def _json_with_starts(text: str) -> tuple[Any, list[int]]:
+    """json.loads(text), and where each entry of its case list starts (the list itself, or
+    the document's "cases"): json's own scanner reads every value, this reads only the
+    brackets and commas around the entries."""
+    at = _JSON_SPACE.match(text).end()  # type: ignore[union-attr]
+    starts: list[int] = []
+    data: Any
+    if text.startswith("[", at):
+        data, end = _json_list(text, at, starts)
+    elif text.startswith("{", at):
+        data, end = _json_document(text, at, starts)
+    else:
+        data, end = _DECODER.raw_decode(text, at)
+    end = _JSON_SPACE.match(text, end).end()  # type: ignore[union-attr]
+    if end != len(text):
+        raise json.JSONDecodeError("Extra data", text, end)
+    return data, starts
+
+
+def _json_next(text: str, at: int) -> int:
+    return _JSON_SPACE.match(text, at).end()  # type: ignore[union-attr]
+
+
+def _json_list(text: str, at: int, starts: list[int]) -> tuple[list, int]:
+    """The list whose "[" is at `at`, the index after it; `starts` gets each item's index."""
+    items: list = []
+    at = _json_next(text, at + 1)
+    if text.startswith("]", at):
+        return items, at + 1
+    while True:
+        starts.append(at)
+        item, at = _DECODER.raw_decode(text, at)
+        items.append(item)
+        at = _json_next(text, at)
+        if text.startswith("]", at):
+            return items, at + 1
+        if not text.startswith(",", at):
+            raise json.JSONDecodeError("Expecting ',' delimiter", text, at)
+        at = _json_next(text, at + 1)
+
+
+def _json_document(text: str, at: int, starts: list[int]) -> tuple[dict, int]:
+    """The object whose "{" is at `at`; the starts of the items of its "cases" list."""
+    data: dict[str, Any] = {}
+    at = _json_next(text, at + 1)
+    if text.startswith("}", at):
+        return data, at + 1
+    while True:
+        if not text.startswith('"', at):
+            raise json.JSONDecodeError(
+                "Expecting property name enclosed in double quotes", text, at
+            )
+        key, at = _DECODER.raw_decode(text, at)
+        at = _json_next(text, at)
+        if not text.startswith(":", at):
+            raise json.JSONDecodeError("Expecting ':' delimiter", text, at)
+        at = _json_next(text, at + 1)
+        if key == "cases" and text.startswith("[", at):
+            starts.clear()
+            data[key], at = _json_list(text, at, starts)
+        else:
+            data[key], at = _DECODER.raw_decode(text, at)
+        at = _json_next(text, at)
+        if text.startswith("}", at):
+            return data, at + 1
+        if not text.startswith(",", at):
+            raise json.JSONDecodeError("Expecting ',' delimiter", text, at)
+        at = _json_next(text, at + 1)
+
+
+def _lines_at(text: str, starts: list[int]) -> list[int | None]:
+    """The line of each index (ascending), counting newlines once."""
+    lines: list[int | None] = []
+    line, last = 1, 0
+    for at in starts:
+        line += text.count("\n", last, at)
+        last = at
+        lines.append(line)
+    return lines
 
 
 def _parse_yaml(path: Path, text: str) -> tuple[list, list[int | None]]:
     import yaml
 
+    loader_class = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's, where built
     try:
-        data = yaml.safe_load(text)
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        _check_yaml_events(path, yaml.parse(text, Loader=loader_class))
+        loader = loader_class(text)
+        try:
+            node = loader.get_single_node()
+            data = loader.construct_document(node) if node is not None else None
+        finally:
+            loader.dispose()
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}: " if mark is not None else ""
@@ -177,6 +277,51 @@ def _parse_yaml(path: Path, text: str) -> tuple[list, list[int | None]]:
         raise CaseFileError(f"{path}: {where}not YAML ({problem})") from None
     entries = _document_entries(path, data)
     return entries, _node_lines(node, len(entries))
+
+
+def _check_yaml_events(path: Path, events: Iterable[Any]) -> None:
+    """LimitExceeded when the document nests deeper than NESTING_DEPTH or has more than
+    YAML_NODES nodes, an alias counted as the nodes it stands for; from the parser's events,
+    before anything is composed (the composer recurses per level, and nothing here expands
+    an alias: its size was counted when its anchor closed)."""
+    import yaml
+
+    max_depth, max_nodes = limits.NESTING_DEPTH.value(), limits.YAML_NODES.value()
+    sizes: dict[str, int] = {}  # anchor -> the nodes its node stands for
+    open_: list[list[Any]] = []  # per open collection: [its nodes so far, its anchor]
+    total = 0
+    for event in events:
+        if isinstance(event, yaml.CollectionStartEvent):
+            open_.append([1, event.anchor])
+            total += 1
+            if len(open_) > max_depth:
+                limits.NESTING_DEPTH.check(len(open_), path, at_least=True)
+            continue
+        if isinstance(event, yaml.CollectionEndEvent):
+            size, anchor = open_.pop()
+            if anchor is not None:
+                sizes[anchor] = size
+        elif isinstance(event, yaml.AliasEvent):
+            anchor = event.anchor or ""
+            if anchor not in sizes and any(a == anchor for _, a in open_):
+                mark = event.start_mark
+                raise CaseFileError(
+                    f"{path}: line {mark.line + 1 if mark else '?'}: alias *{event.anchor} inside "
+                    f"its own anchor &{event.anchor} (a structure that contains itself)"
+                )
+            size = sizes.get(anchor, 1)  # an unknown alias: the composer names it
+            total += size
+        elif isinstance(event, yaml.ScalarEvent):
+            size = 1
+            total += 1
+            if event.anchor is not None:
+                sizes[event.anchor] = 1
+        else:
+            continue
+        if open_:
+            open_[-1][0] += size
+        if total > max_nodes:
+            limits.YAML_NODES.check(total, path, at_least=True)
 
 
 def _node_lines(node, n: int) -> list[int | None]:
@@ -197,8 +342,16 @@ def _parse_csv(path: Path, text: str) -> tuple[list, list[int | None]]:
     objects as JSON ([2, 3], {"rtol": 0.001}); a shape also as 2x3 or scalar; axes also as
     one integer."""
     reader = csv.reader(io.StringIO(text))
-    rows = [(reader.line_num, row) for row in reader]
-    rows = [(n, r) for n, r in rows if any(cell.strip() for cell in r) and not _comment(r)]
+    rows: list[tuple[int, list[str]]] = []
+    most = limits.CASES.value() + 1  # and the header
+    try:
+        for row in reader:
+            if any(cell.strip() for cell in row) and not _comment(row):
+                rows.append((reader.line_num, row))
+                if len(rows) > most:  # before the rest is read
+                    limits.CASES.check(len(rows) - 1, path, at_least=True)
+    except csv.Error as exc:
+        raise CaseFileError(f"{path}: line {reader.line_num}: not CSV ({exc})") from None
     if not rows:
         raise CaseFileError(f"{path}: no header row (the first row names the fields)")
     header_line, header = rows[0]
@@ -216,7 +369,7 @@ def _parse_csv(path: Path, text: str) -> tuple[list, list[int | None]]:
         entry: dict[str, Any] = {}
         for name, cell in zip(header, row, strict=False):
             if cell.strip():
-                entry[name] = _csv_cell(name, cell.strip())
+                entry[name] = _csv_cell(name, cell.strip(), f"{path}: line {line}")
         if len(row) > len(header):
             entry["\0extra"] = row[len(header) :]
         entries.append(entry)
@@ -228,8 +381,11 @@ def _comment(row: list[str]) -> bool:
     return bool(row) and row[0].lstrip().startswith("#")
 
 
-def _csv_cell(name: str, cell: str) -> Any:
+def _csv_cell(name: str, cell: str, where: str = "") -> Any:
+    cell = _csv_unescaped(cell)
     if cell[0] in "[{":
+        if cell.count("[") + cell.count("{") > limits.NESTING_DEPTH.value():  # else too shallow
+            limits.check_json_depth(cell, f"{where}: column {name!r}")
         try:
             return json.loads(cell)
         except json.JSONDecodeError:
@@ -268,10 +424,10 @@ def _document_entries(path: Path, data: Any) -> list:
         )
     problems = []
     if data.get("format") != FORMAT:
-        problems.append(f"{path}: format {data.get('format')!r} (use {FORMAT!r})")
+        problems.append(f"{path}: format {_shown(data.get('format'))} (use {FORMAT!r})")
     version = data.get("version")
     if not isinstance(version, int) or isinstance(version, bool) or version < 1:
-        problems.append(f"{path}: version {version!r} (use {VERSION})")
+        problems.append(f"{path}: version {_shown(version)} (use {VERSION})")
     elif version > VERSION:
         problems.append(
             f"{path}: version {version} was written by a newer farm (this one reads up to "
@@ -362,11 +518,8 @@ def entry_cases(entry: Any, origin: str = "") -> tuple[list[Case], list[str]]:
             continue
         if problems:
             continue
-        if "id" in entry and len(families) == 1 and entry["id"] != case.id:
-            problems.append(
-                f"id {entry['id']!r} does not match its fields ({case.id}); fix the fields or "
-                "drop the id"
-            )
+        if "id" in entry and entry["id"] != case.id:
+            problems.append(_wrong_id(entry["id"], case, len(families)))
             continue
         stated = _stated_expectation(entry.get("expect"), family)
         if isinstance(stated, str) and stated.startswith("\0"):
@@ -379,10 +532,20 @@ def entry_cases(entry: Any, origin: str = "") -> tuple[list[Case], list[str]]:
     return cases, problems
 
 
+def _wrong_id(given: Any, case: Case, families: int) -> str:
+    """An entry's id that is not the id of the case its fields make (for every family the entry
+    names: an id is one case's)."""
+    which = f" on {case.family}" if families > 1 else ""
+    fix = "fix the fields or drop the id"
+    if families > 1:
+        fix = "an id names one case: give the entry its family, or drop the id"
+    return f"id {_shown(given)} does not match its fields, which make {case.id}{which}; {fix}"
+
+
 def _unknown(key: str) -> str:
     near = difflib.get_close_matches(key, list(_TYPES), n=1)
     hint = f"did you mean {near[0]!r}?" if near else "see docs/case-files.md for the fields"
-    return f"unknown field {key!r} ({hint})"
+    return f"unknown field {_shown(key)} ({hint})"
 
 
 def _extra(cells: list[str]) -> str:
@@ -407,7 +570,7 @@ def _type_problems(entry: dict) -> tuple[list[str], set[str]]:
 
     def wrong(key: str) -> None:
         bad.add(key)
-        problems.append(f"field {key!r}: {entry[key]!r} is not {_TYPES[key]}")
+        problems.append(f"field {key!r}: {_shown(entry[key])} is not {_TYPES[key]}")
 
     for key, value in entry.items():
         if key not in _TYPES:
@@ -452,7 +615,7 @@ def _families(value: Any) -> tuple[list[str], list[str]]:
         family = family_named(name)
         if family is None:
             problems.append(
-                f"field 'family': {name!r} is not a family or SoC (use one of "
+                f"field 'family': {_shown(name)} is not a family or SoC (use one of "
                 f"{', '.join(soc.FAMILIES)}, their short ids, a SoC such as Ascend910B3, or 'all')"
             )
         elif family not in out:
@@ -492,12 +655,12 @@ def _stated_expectation(value: Any, family: str) -> str | None:
         for key, each in value.items():
             named = family_named(key)
             if named is None:
-                return f"\0field 'expect': {key!r} is not a family or SoC"
+                return f"\0field 'expect': {_shown(key)} is not a family or SoC"
             if named == family:
                 return _stated_expectation(each, family)
         return None
     if not isinstance(value, str):
-        return f"\0field 'expect': {value!r} is not {_TYPES['expect']}"
+        return f"\0field 'expect': {_shown(value)} is not {_TYPES['expect']}"
     text = value.strip().lower()
     if text in ("accept", "pass", "precision", "success"):
         return "accept"
@@ -511,7 +674,7 @@ def _stated_expectation(value: Any, family: str) -> str | None:
                 f"{', '.join(contract.REJECTION_REASONS)})"
             )
         return text
-    return f"\0field 'expect': {value!r} is not {_TYPES['expect']}"
+    return f"\0field 'expect': {_shown(value)} is not {_TYPES['expect']}"
 
 
 def _departure(case: Case, stated: str | None) -> str:
@@ -592,4 +755,32 @@ def _csv_value(value: Any) -> str:
         return json.dumps(value, allow_nan=False)
     if isinstance(value, float) and not math.isfinite(value):
         return str(value)
-    return str(value)
+    return _csv_escaped(str(value))
+
+
+# A cell a spreadsheet would read as a formula (OWASP, "CSV Injection"): one starting with
+# = + - @, a tab or a carriage return. Written after a single quote, which spreadsheets show
+# as text and this reader drops again; a cell that itself starts with the quote gets another,
+# so every text reads back as written. Numbers (-1, -inf) are not formulas and stay bare.
+_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+_ESCAPE = "'"
+
+
+def _csv_escaped(text: str) -> str:
+    if not text.startswith((*_FORMULA_STARTS, _ESCAPE)) or _is_numeral(text):
+        return text
+    return _ESCAPE + text
+
+
+def _csv_unescaped(cell: str) -> str:
+    if cell.startswith(_ESCAPE) and cell[1:].startswith((*_FORMULA_STARTS, _ESCAPE)):
+        return cell[1:]
+    return cell
+
+
+def _is_numeral(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True

@@ -1,0 +1,120 @@
+"""How big an input may be: case files (suites/casefile.py) and the importers' inputs
+(suites/importers/), each limit checked before the work it bounds.
+
+    limits.FILE_BYTES.check_file(path)            # before the file is read
+    limits.check_json_depth(text, source)         # before json parses (it recurses)
+    limits.CASES.check(len(entries), source)      # before a case is made of an entry
+
+A file over a limit is refused with one line (LimitExceeded, a UsageError: exit 2) naming the
+file, what was measured and the limit, and, where a file may legitimately be that big, the
+environment variable that raises it. The values are sized on the farm's own largest output,
+`farm cases --tier full -o FILE` (31,831 cases: 28 MB as JSON, 22 MB as YAML), with room to
+spare; attacks (a billion-laughs YAML, a 100 MB file, nesting a million deep) are orders of
+magnitude past them.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from farm.errors import UsageError
+
+
+class LimitExceeded(UsageError):
+    """An input over one of the limits below: one line, the file, the measure, the limit."""
+
+
+@dataclass(frozen=True)
+class Limit:
+    """One limit: what it measures (in words), its default, and the variable that raises it
+    (None: no legitimate input comes near it, so it cannot be raised)."""
+
+    what: str
+    default: int
+    env: str | None = None
+
+    def value(self) -> int:
+        if self.env is None or not os.environ.get(self.env, "").strip():
+            return self.default
+        text = os.environ[self.env].strip()
+        if not text.isdigit() or int(text) < 1:
+            raise UsageError(f"{self.env}={text!r}: use a whole number above 0")
+        return int(text)
+
+    def check(self, measured: int, source: str | Path, at_least: bool = False) -> None:
+        """LimitExceeded when `measured` is over the limit; `at_least`: counting stopped at
+        the first unit past it (the real measure is larger)."""
+        limit = self.value()
+        if measured <= limit:
+            return
+        amount = f"{'more than ' if at_least else ''}{limit if at_least else measured:,}"
+        fix = (
+            f"; if it is meant to be this big, set {self.env} (e.g. {self.env}={limit * 4})"
+            if self.env
+            else "; no case file or suite input needs more: check how it was made"
+        )
+        raise LimitExceeded(f"{source}: {amount} {self.what}, over the limit of {limit:,}{fix}")
+
+    def check_file(self, path: Path) -> None:
+        """The size of a file, from the file system: nothing of it is read."""
+        try:
+            size = path.stat().st_size
+        except OSError:
+            return  # the read that follows names the problem (missing, a directory, ...)
+        self.check(size, path)
+
+
+FILE_BYTES = Limit("bytes", 64 * 2**20, "FARM_MAX_INPUT_BYTES")
+"""64 MiB: twice the farm's own full tier as a JSON case file (28 MB). A case file is read and
+parsed whole into memory (some ten times its size), so the size is the first thing checked; a
+100 MB file is refused before a byte of it is read."""
+
+CASES = Limit("cases", 100_000, "FARM_MAX_INPUT_CASES")
+"""100,000 entries (source cases, for an importer) in one file: three times the full tier
+(31,831). Making and checking a case costs about 0.1 ms and its data some kilobytes, so this
+bounds a file's cost at seconds and hundreds of MB; counted before any case is made."""
+
+NESTING_DEPTH = Limit("levels of nesting", 64)
+"""64 levels of lists, objects or (in C++) brackets. A case file nests at most 5 deep
+(document, cases, case, layout, strides), an msopst or ATK file about 6, a UT's C++ brackets
+seldom past 10. Python's JSON and YAML parsers recurse per level and fail past about 1,000 with a
+RecursionError; this is checked before them, by a scan that does not recurse."""
+
+YAML_NODES = Limit("YAML nodes (aliases expanded)", 5_000_000, "FARM_MAX_YAML_NODES")
+"""5 million nodes, counting an alias as the nodes it stands for: a case is some 45 nodes, so
+this is CASES' worth. An alias costs nothing to parse, but whatever walks the data (a message
+quoting a value, `farm cases --json`) walks the expansion: nine levels of ten aliases ("billion
+laughs") make 10^9 nodes from 1 KB. Counted while parsing, before the document is built."""
+
+
+# A string as json's scanner reads one; an unterminated one runs to the end (json stops there
+# too), and possessive repeats never backtrack, so the scan is linear whatever the text.
+_JSON_STRING = re.compile(r'"(?:[^"\\]++|\\.)*+"?', re.S)
+_NOT_A_BRACKET = re.compile(r"[^\[\]{}]++")
+_STEPS = bytes.maketrans(b"[{]}", b"\x01\x01\xff\xff")  # an opening bracket +1, a closing -1
+_CHUNK = 1 << 20  # brackets summed at a time: memory stays a few MB whatever the text
+
+
+def json_depth(text: str) -> int:
+    """How deep the text's lists and objects nest, strings skipped as json reads them; in one
+    pass at C speed (regular expressions, then a running sum in numpy), without recursion.
+    Brackets that never close (JSON that is not JSON) count as the levels a parser would open
+    before it fails."""
+    import numpy as np  # loaded already by every user of the limits (suites.case, golden)
+
+    skeleton = _NOT_A_BRACKET.sub("", _JSON_STRING.sub("", text)).encode("ascii")
+    steps = np.frombuffer(skeleton.translate(_STEPS), dtype=np.int8)
+    deepest = level = 0
+    for at in range(0, len(steps), _CHUNK):
+        levels = np.cumsum(steps[at : at + _CHUNK], dtype=np.int64) + level
+        deepest = max(deepest, int(levels.max()))
+        level = int(levels[-1])
+    return deepest
+
+
+def check_json_depth(text: str, source: str | Path) -> None:
+    """LimitExceeded when the JSON text nests deeper than NESTING_DEPTH, before it is parsed."""
+    NESTING_DEPTH.check(json_depth(text), source)
