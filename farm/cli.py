@@ -300,6 +300,7 @@ COMMANDS = {
     "repro": (cmd_repro, "rerun one case and print its inputs, tiling and metrics"),
     "shrink": (_delegate("farm.run.shrink"), "the smallest case that still fails the same way"),
     "bisect": (_delegate("farm.run.bisect"), "find the first commit where selected cases fail"),
+    "triage": (_delegate("farm.results.triage_command"), "what a run's failures share, ranked"),
     "build": (_delegate("farm.build"), "build the operator package (dist/op)"),
     "lab": (_delegate("farm.pool.lab"), "start or stop the local SSH lab (up | down | status)"),
     "report": (_delegate("farm.results.report"), "write the HTML report of a run"),
