@@ -120,7 +120,7 @@ def run_case(case: CaseRequest, backend: str, device: int, identity: Identity) -
     except Exception as exc:
         if not is_allocation_failure(exc):
             raise
-        outcome, category, message = out_of_memory(exc, identity.host)
+        outcome, category, message = out_of_memory(exc)
     # Out of the handler: the traceback's frames, and the arrays they held, are released.
     return {
         "case_id": case["id"],

@@ -52,14 +52,14 @@ def is_allocation_failure(exc: BaseException) -> bool:
     return isinstance(exc, MemoryError) or any(w in str(exc) for w in ALLOCATION_FAILURES)
 
 
-def out_of_memory(exc: BaseException, host: str) -> tuple[Outcome, str, str]:
-    """The case's outcome when an allocation for it failed on `host`: broken (it never ran) and
-    the case's, not the host's: a host that cannot hold a case is not a faulty host."""
+def out_of_memory(exc: BaseException) -> tuple[Outcome, str, str]:
+    """The case's outcome when an allocation for it failed: broken (it never ran) and the case's,
+    not the host's (the record names the host): a host that cannot hold a case is not faulty."""
     detail = " ".join(str(exc).split()) or exc.__class__.__name__
     return (
         "broken",
         OUT_OF_MEMORY,
-        f"the case needs more memory than host {host} has ({detail}); make it smaller, or give "
+        f"the case needs more memory than its host has ({detail}); make it smaller, or give "
         "its hosts a memory_budget in the inventory that refuses it before a run",
     )
 
