@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 
@@ -344,7 +345,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"farm: unknown command {command!r}\n\n{usage()}", file=sys.stderr)
         return 2
     try:
-        return COMMANDS[command][0](rest)
+        code = COMMANDS[command][0](rest)
+        sys.stdout.flush()  # a closed pipe is found here, not at exit past this handler
+        return code
+    except BrokenPipeError:
+        # The reader went away (`farm cases --json | head`): nothing more can reach it. Point
+        # stdout at /dev/null so the interpreter's last flush is quiet; exit as a shell's
+        # writer killed by SIGPIPE does (128 + 13).
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     except KeyboardInterrupt:
         Console(stderr=True).print(f"[yellow]interrupted[/]: farm {command} stopped (exit 130)")
         return 130
