@@ -29,6 +29,7 @@ import numpy as np
 from farm.errors import UsageError
 from golden import dtypes, inputs, layouts, reference
 from golden.contract import axes_consecutive, axes_in_range, merge_shape, normalize_axes
+from suites.case import Case
 
 # What one case may take on a host that declares no memory_budget in the inventory.
 DEFAULT_MEMORY_BUDGET = 8 << 30
@@ -43,6 +44,8 @@ GENERATION_SLAB_ARRAYS = 8
 # int64 arrays of a view's elements that placing it (element_offsets, np.unique's sort and
 # index) or checking out's guard holds at once.
 OFFSET_ARRAYS = 6
+# Bytes per element of a case's largest tensor or slab that bound its footprint (upper_bound).
+UPPER_BOUND_BYTES = 512
 _UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB")
 
 
@@ -90,8 +93,8 @@ def _storage(layout: layouts.Layout, shape: tuple[int, ...]) -> int:
     return max(layouts.resolve(layout, shape).storage, 1)
 
 
-def footprint(case) -> Footprint:
-    """The peak memory `case` (a suites.case.Case) takes on an agent, from its fields alone:
+def footprint(case: Case) -> Footprint:
+    """The peak memory `case` takes on an agent, from its fields alone:
     nothing is allocated here."""
     shapes = {name: tuple(case.tensor_shape(name)) for name in ("dy", "y", "out")}
     sizes = {
@@ -129,6 +132,19 @@ def footprint(case) -> Footprint:
     return Footprint(resident + max(phases), tuple(tensors), sum(n.values()))
 
 
+def upper_bound(case: Case) -> int:
+    """A bound of footprint(case) from its largest tensor or storage alone, cheap enough for a
+    whole tier: every term of the footprint is at most a few dozen bytes (16 at most an element,
+    20 float64 slab arrays) per element of the largest of them or of a slab."""
+    largest = 1
+    for name in ("dy", "y", "out"):
+        n = math.prod(case.tensor_shape(name))
+        layout = getattr(case, f"{name}_layout")
+        storage = layout.storage if isinstance(layout, layouts.View) else 2 * n
+        largest = max(largest, n, storage)
+    return UPPER_BOUND_BYTES * max(largest, reference.SLAB_ELEMENTS, inputs.GEN_SLAB)
+
+
 def _golden_slab(shape: tuple[int, ...], axes: tuple[int, ...]) -> int:
     """Elements of the golden's largest slab (golden/reference.py slabs: a whole reduce line)."""
     n = math.prod(shape)
@@ -151,13 +167,15 @@ def _generation_slab(shape: tuple[int, ...], axes: tuple[int, ...]) -> int:
 
 
 def oversized(
-    cases: Iterable, budgets: Mapping[str, tuple[int, str]], default: tuple[int, str]
-) -> list[tuple[object, Footprint, int, str]]:
+    cases: Iterable[Case], budgets: Mapping[str, tuple[int, str]], default: tuple[int, str]
+) -> list[tuple[Case, Footprint, int, str]]:
     """(case, footprint, budget, where the budget comes from) of each case over its family's
     budget (`budgets`: family -> (bytes, source); families not in it get `default`)."""
     over = []
     for case in cases:
         budget, source = budgets.get(case.family, default)
+        if upper_bound(case) <= budget:
+            continue  # most cases, at no cost
         size = footprint(case)
         if size.bytes > budget:
             over.append((case, size, budget, source))
@@ -208,7 +226,7 @@ class CaseTooLarge(UsageError):
 
 
 def refuse_oversized(
-    cases: Iterable,
+    cases: Iterable[Case],
     budgets: Mapping[str, tuple[int, str]] | None = None,
     default: tuple[int, str] = (DEFAULT_MEMORY_BUDGET, "the default"),
 ) -> None:

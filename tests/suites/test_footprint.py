@@ -71,6 +71,14 @@ def test_the_footprint_bounds_what_the_agent_allocates(case):
     estimate = footprint.footprint(case).bytes
     assert peak <= estimate, f"{case.id}: measured {peak}, estimated {estimate}"
     assert estimate <= 4 * peak, f"{case.id}: measured {peak}, estimated {estimate}"
+    assert estimate <= footprint.upper_bound(case)
+
+
+def test_the_cheap_bound_that_spares_a_tier_the_full_count_is_a_bound():
+    from suites import matrix
+
+    for case in [*matrix.expand("smoke"), BOMB]:
+        assert footprint.footprint(case).bytes <= footprint.upper_bound(case), case.id
 
 
 def test_storages_count_what_a_layout_makes_larger_than_the_view():
