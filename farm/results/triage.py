@@ -1,0 +1,448 @@
+"""What a run's failures share that its passing cases do not: a few ranked groups, each a
+conjunction of at most two predicates over what the farm records of a case, with its counts and
+the command that reruns exactly its cases.
+
+    features(record)  -> {feature: value}   the case's own description, its planned tiling
+    triage(records, run) -> Triage          ranked groups (or why there are none)
+    triage_lines(store, run_id) -> [str]    what `farm triage RUN` prints
+
+Only what a case *is* makes a predicate (family, dtype, schedule, tiling, extents, layout, special
+values, value forms, the standard it asks for); what happened to it (its category, the standard
+that failed) describes a group but never defines one: "category precision" covers every precision
+failure and no pass, and says nothing of the cause. Broken cases are the pool's, not the
+operator's: they are counted on neither side. Pure functions of the records, apart from
+triage_lines, which reads them from the store.
+"""
+
+from __future__ import annotations
+
+import itertools
+import shlex
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+from golden import soc
+from golden.dtypes import numpy_dtype
+from golden.inputs import SPECIAL_PLACEMENTS
+from suites.tiling import SCHEDULE_IDS, expected_tiling
+
+# The extents and tiling numbers that make "over a threshold" predicates (d1 > 64).
+NUMERIC = (
+    "rank",
+    "numel",
+    "d0",
+    "d1",
+    "d2",
+    "row_len",
+    "chunk_count",
+    "tail_elems",
+    "cores_used",
+    "big_cores",
+)
+# Yes/no features, and how a predicate on each reads.
+BOOLEAN_TEXT = {
+    "ragged_tail": ("last chunk ends ragged (not whole 32-byte blocks)", "last chunk whole blocks"),
+    "full_last_chunk": ("last chunk a whole UB block", "last chunk shorter than a UB block"),
+}
+TOP = 3  # how many groups a triage names
+INLINE_IDS = 40  # a group of at most this many cases is rerun with -k; a larger one via a file
+PAIR_CANDIDATES = 400  # the single predicates (most failures first) that pairs are made of
+ALL_FAILED = "every case failed: no shared feature distinguishes them"
+
+
+@dataclass(frozen=True, order=True)
+class Predicate:
+    feature: str
+    op: str  # "=", ">" or "<="
+    value: Any
+
+    def holds(self, features: Mapping[str, Any]) -> bool:
+        have = features.get(self.feature)
+        if have is None:
+            return False
+        if self.op == "=":
+            return bool(have == self.value)
+        return have > self.value if self.op == ">" else have <= self.value
+
+    @property
+    def text(self) -> str:
+        if self.feature in BOOLEAN_TEXT:
+            yes, no = BOOLEAN_TEXT[self.feature]
+            return yes if self.value else no
+        if self.feature == "schedule":
+            return str(self.value)
+        if self.op == "=":
+            return f"{self.feature} {self.value}"
+        return f"{self.feature} {self.op} {self.value:,}"
+
+
+@dataclass
+class Group:
+    predicates: tuple[Predicate, ...]
+    failed: int  # failures in the group
+    failures: int  # failures of the run (counted: failed outcomes)
+    passed: int  # passing cases in the group
+    passes: int  # passing cases of the run
+    case_ids: list[str]  # every case of the run the group holds (any outcome), sorted
+    categories: dict[str, int]  # how the group's failures failed
+    rerun: str = ""
+
+    @property
+    def text(self) -> str:
+        return " with ".join(p.text for p in self.predicates)
+
+    @property
+    def score(self) -> float:
+        """F1 of the group as a predictor of failure: many failures covered, few passes."""
+        return 2 * self.failed / (2 * self.failed + self.passed + (self.failures - self.failed))
+
+    def line(self) -> str:
+        how = ", ".join(f"{n} {c}" for c, n in sorted(self.categories.items(), key=_by_count))
+        return (
+            f"{self.failed:,} of {self.failures:,} failures: {self.text} "
+            f"({self.passed:,} of {self.passes:,} passing cases) [{how}]"
+        )
+
+    def to_json(self) -> dict:
+        return {
+            "group": self.text,
+            "predicates": [
+                {"feature": p.feature, "op": p.op, "value": p.value} for p in self.predicates
+            ],
+            "failed": self.failed,
+            "failures": self.failures,
+            "passed": self.passed,
+            "passes": self.passes,
+            "score": round(self.score, 4),
+            "categories": self.categories,
+            "case_ids": self.case_ids,
+            "rerun": self.rerun,
+            "line": self.line(),
+        }
+
+
+@dataclass
+class Triage:
+    run_id: str
+    failures: int
+    passes: int
+    broken: int
+    groups: list[Group] = field(default_factory=list)
+    why_none: str = ""  # why there are no groups
+
+    def lines(self) -> list[str]:
+        if self.why_none:
+            return [self.why_none]
+        out = []
+        for n, group in enumerate(self.groups, 1):
+            out.append(f"{n}. {group.line()}")
+            out.append(f"   rerun: {group.rerun}")
+        if self.broken:
+            out.append(f"({self.broken:,} broken cases left out: the pool's, not the operator's)")
+        return out
+
+    def to_json(self) -> dict:
+        return {
+            "run_id": self.run_id,
+            "failures": self.failures,
+            "passes": self.passes,
+            "broken": self.broken,
+            "groups": [g.to_json() for g in self.groups],
+            "message": self.why_none,
+        }
+
+
+def _by_count(item: tuple[str, int]) -> tuple[int, str]:
+    return -item[1], item[0]
+
+
+# -- features --------------------------------------------------------------------------------
+
+
+def features(record: Mapping[str, Any]) -> dict[str, Any]:
+    """What the farm records of a case, as named values: its fields, and where the operator runs
+    it, the tiling the design plans for it (suites/tiling.py)."""
+    case_id = str(record["case_id"])
+    expect = record.get("expect") or {}
+    shape = [int(d) for d in record.get("shape") or []]
+    numel = 1
+    for d in shape:
+        numel *= d
+    out: dict[str, Any] = {
+        "family": record.get("family"),
+        "soc": record.get("soc"),
+        "dtype": record.get("dtype"),
+        "schedule": record.get("schedule"),
+        "api": record.get("api"),
+        "layout": record.get("layout"),
+        "special": record.get("special"),
+        "y_dist": record.get("y_dist"),
+        "dy_dist": record.get("dy_dist"),
+        "kind": expect.get("kind"),
+        "standard": expect.get("standard"),
+        "expected_reason": expect.get("reason"),
+        "rank": len(shape),
+        "numel": numel,
+        "axes": ",".join(str(a) for a in record.get("axes") or []),
+    }
+    out.update(_id_features(case_id, str(record.get("special") or "none")))
+    out.update(_tiling_features(record, shape))
+    return {k: v for k, v in out.items() if v is not None}
+
+
+def _id_features(case_id: str, special: str) -> dict[str, Any]:
+    """What only the case id says (suites/case.py Case.id): the special value's placement, the
+    value forms' numbers, each tensor's layout."""
+    parts = case_id.split("_")
+    out: dict[str, Any] = {}
+    if len(parts) >= 6:
+        for name, text in (("y", parts[4]), ("dy", parts[5])):
+            dist = text.removeprefix(f"{name}.")
+            if dist.startswith(("range.", "fill.")):
+                out[f"{name}_values"] = dist
+    rest = "_".join(parts[6:])
+    if special != "none":
+        out["special_at"] = "random"
+        for at in SPECIAL_PLACEMENTS:
+            if rest.startswith(f"{special}.{at}"):
+                out["special_at"] = at
+        token = special + ("" if out["special_at"] == "random" else f".{out['special_at']}")
+        rest = rest.removeprefix(token)
+    tensors = {"dy": "contiguous", "y": "contiguous", "out": "contiguous"}
+    for part in rest.split("_"):
+        if part == "strided":
+            tensors.update(dy="strided", y="strided")
+        for name in tensors:
+            if part.startswith(f"{name}."):
+                layout = part.removeprefix(f"{name}.")
+                tensors[name] = layout if layout == "strided" else "view"
+    out.update({f"{name}_layout": layout for name, layout in tensors.items()})
+    return out
+
+
+def _tiling_features(record: Mapping[str, Any], shape: list[int]) -> dict[str, Any]:
+    if record.get("schedule") not in SCHEDULE_IDS:
+        return {}  # rejected or empty: the operator plans nothing
+    soc_name = record.get("soc") or soc.representative_soc(str(record.get("family"))).name
+    dtype = str(record.get("dtype"))
+    case = SimpleNamespace(shape=tuple(shape), axes=tuple(record.get("axes") or ()), dtype=dtype)
+    try:
+        plan = expected_tiling(case, soc_name, record.get("layout") == "contiguous")
+    except (soc.UnknownSocError, ValueError, ZeroDivisionError):
+        return {}
+    block_bytes = soc.profile(soc_name).block_bytes
+    return {
+        "tiling_key": plan["key"],
+        "d0": plan["d0"],
+        "d1": plan["d1"],
+        "d2": plan["d2"],
+        "row_len": plan["row_len"],
+        "chunk_count": plan["chunk_count"],
+        "tail_elems": plan["tail_elems"],
+        "cores_used": plan["cores_used"],
+        "big_cores": plan["big_cores"],
+        "ragged_tail": plan["tail_elems"] * numpy_dtype(dtype).itemsize % block_bytes != 0,
+        "full_last_chunk": plan["tail_elems"] == plan["block_elems"],
+    }
+
+
+# -- predicates and groups -------------------------------------------------------------------
+
+
+def _predicates(rows: Sequence[dict[str, Any]], failing: Sequence[bool]) -> list[Predicate]:
+    """Every predicate that holds for at least one failure. A numeric feature's thresholds are
+    the data's distinct values where a split can pay: "> v" just below a failing value, "<= v"
+    at a failing value (any other threshold keeps the same failures and more passes)."""
+    found: set[Predicate] = set()
+    for feature in sorted({k for r in rows for k in r}):
+        values = [(r.get(feature), f) for r, f in zip(rows, failing, strict=True)]
+        if feature in NUMERIC:
+            distinct = sorted({v for v, _ in values if v is not None})
+            failed = {v for v, f in values if f and v is not None}
+            for below, above in itertools.pairwise(distinct):
+                if above in failed:
+                    found.add(Predicate(feature, ">", below))
+                if below in failed:
+                    found.add(Predicate(feature, "<=", below))
+        else:
+            found.update(Predicate(feature, "=", v) for v, f in values if f and v is not None)
+    return sorted(found, key=lambda p: (p.feature, p.op, str(p.value)))
+
+
+def _mask(rows: Sequence[dict[str, Any]], predicate: Predicate) -> int:
+    bits = 0
+    for i, row in enumerate(rows):
+        if predicate.holds(row):
+            bits |= 1 << i
+    return bits
+
+
+def triage(records: Iterable[Mapping[str, Any]], run: Mapping[str, Any] | None = None) -> Triage:
+    """Rank the conjunctions of at most two predicates by how well they tell the run's failures
+    from its passes (F1); ties go to the simpler group, then to the one with fewer passes, then
+    by name. Groups holding the same cases are one group (the simplest name kept)."""
+    run = run or {}
+    records = list(records)
+    judged = [r for r in records if r.get("outcome") in ("passed", "failed")]
+    every = [features(r) for r in records]
+    rows = [every[i] for i, r in enumerate(records) if r.get("outcome") in ("passed", "failed")]
+    failing = [r["outcome"] == "failed" for r in judged]
+    n_fail = sum(failing)
+    result = Triage(
+        run_id=str(run.get("run_id", "")),
+        failures=n_fail,
+        passes=len(judged) - n_fail,
+        broken=len(records) - len(judged),
+    )
+    if not n_fail:
+        result.why_none = f"no failures{_of(result.run_id)}: nothing to triage"
+        return result
+    if not result.passes:
+        result.why_none = ALL_FAILED
+        return result
+
+    fail_bits = sum(1 << i for i, f in enumerate(failing) if f)
+    masks = {p: _mask(rows, p) for p in _predicates(rows, failing)}
+    candidates: dict[tuple[Predicate, ...], int] = {(p,): m for p, m in masks.items()}
+    by_cover = sorted(masks, key=lambda p: (-(masks[p] & fail_bits).bit_count(), p))
+    for a, b in itertools.combinations(by_cover[:PAIR_CANDIDATES], 2):
+        if a.feature != b.feature:
+            both = masks[a] & masks[b]
+            if both & fail_bits:
+                candidates[tuple(sorted((a, b)))] = both
+
+    def rank(item: tuple[tuple[Predicate, ...], int]) -> tuple:
+        preds, bits = item
+        tp = (bits & fail_bits).bit_count()
+        fp = bits.bit_count() - tp
+        return (-2 * tp / (2 * tp + fp + n_fail - tp), len(preds), fp, [p.text for p in preds])
+
+    seen: set[int] = set()
+    for preds, bits in sorted(candidates.items(), key=rank):
+        if bits in seen:
+            continue
+        seen.add(bits)
+        result.groups.append(_group(preds, bits, fail_bits, judged, records, every, result, run))
+        if len(result.groups) == TOP:
+            break
+    return result
+
+
+def _group(preds, bits, fail_bits, judged, records, every, result: Triage, run) -> Group:
+    members = [judged[i] for i in range(len(judged)) if bits >> i & 1]
+    tp = (bits & fail_bits).bit_count()
+    ids = sorted(
+        str(r["case_id"])
+        for r, f in zip(records, every, strict=True)
+        if all(p.holds(f) for p in preds)
+    )
+    group = Group(
+        predicates=tuple(preds),
+        failed=tp,
+        failures=result.failures,
+        passed=len(members) - tp,
+        passes=result.passes,
+        case_ids=ids,
+        categories=dict(
+            Counter(str(r.get("category")) for r in members if r["outcome"] == "failed")
+        ),
+    )
+    group.rerun = rerun_command(run, ids, len(result.groups) + 1)
+    return group
+
+
+def _of(run_id: str) -> str:
+    return f" in run {run_id}" if run_id else ""
+
+
+# -- rerunning a group -----------------------------------------------------------------------
+
+
+def keyword_expression(case_ids: Iterable[str]) -> str:
+    """The pytest -k expression that selects exactly these cases: a suite item is named
+    ``test_x[<case id>]`` (farm/run/plugin.py), and -k matches a word as a substring of the
+    item's name, so the bracketed id matches its own item and no other."""
+    return " or ".join(f"[{cid}]" for cid in case_ids)
+
+
+def selection_arguments(run: Mapping[str, Any]) -> list[str]:
+    """`farm run`'s arguments for the run's selection: its tier, case files, exploration."""
+    selection = run.get("selection") or {"tier": run.get("tier")}
+    args: list[str] = []
+    if selection.get("tier"):
+        args += ["--tier", str(selection["tier"])]
+    for path in selection.get("files") or ():
+        args += ["--cases", str(path)]
+    if selection.get("explore") is not None:
+        args += ["--explore", str(selection["explore"])]
+        args += ["--explore-count", str(selection.get("explore_count"))]
+    return args
+
+
+def operator_arguments(run: Mapping[str, Any]) -> list[str]:
+    """`farm run`'s arguments for the run's operator, where they differ from the defaults."""
+    from farm import build
+    from farm.agent.backends import BACKENDS
+
+    args: list[str] = []
+    target = run.get("target") or build.DEFAULT_TARGET
+    if target != build.DEFAULT_TARGET:
+        args += ["--target", str(target)]
+    if run.get("backend") and run["backend"] != BACKENDS[0]:
+        args += ["--backend", str(run["backend"])]
+    bug = planted_bug(run)
+    if bug:
+        args += ["--plant-bug", bug]
+    return args
+
+
+def planted_bug(run: Mapping[str, Any]) -> str:
+    """The bug the run's operator was built with, from its archive's name (farm/build.py
+    archive_name: ...-<target>-bug-<bug>[-<arch>].tar.gz)."""
+    from farm import build
+
+    name = Path(str((run.get("package") or {}).get("file") or "")).name
+    for bug in build.PLANT_BUGS:
+        if bug and (name.endswith(f"-bug-{bug}.tar.gz") or f"-bug-{bug}-" in name):
+            return bug
+    return ""
+
+
+def group_file(run_id: str, number: int) -> str:
+    return f"triage-{run_id}-{number}.json"
+
+
+def rerun_command(run: Mapping[str, Any], case_ids: Sequence[str], number: int) -> str:
+    """One command line that reruns exactly the group's cases: -k over their ids, or for a large
+    group its cases written to a case file first (`farm triage RUN --group N -o FILE`)."""
+    if len(case_ids) <= INLINE_IDS:
+        argv = ["farm", "run", *selection_arguments(run), *operator_arguments(run)]
+        return shlex.join([*argv, "--", "-k", keyword_expression(case_ids)])
+    run_id = str(run.get("run_id") or "RUN")
+    path = group_file(run_id, number)
+    write = ["farm", "triage", run_id, "--group", str(number), "-o", path]
+    rerun = ["farm", "run", "--cases", path, *operator_arguments(run)]
+    return shlex.join(write) + " && " + shlex.join(rerun)
+
+
+# -- from the store --------------------------------------------------------------------------
+
+
+def triage_run(store: Any, run_id: str) -> Triage:
+    """The triage of a stored run (farm/results/store.py RunStore)."""
+    run = store.get_run(run_id)
+    if run is None:
+        from farm.errors import UsageError
+
+        raise UsageError(f"no run {run_id!r} in the store (list them with `farm runs`)")
+    return triage(store.results(run_id), run)
+
+
+def triage_lines(store: Any, run_id: str) -> list[str]:
+    """What `farm triage RUN` prints: the ranked groups with their rerun commands, or one line
+    saying why there are none. (For `farm run`'s end, summary.json and the report.)"""
+    return triage_run(store, run_id).lines()

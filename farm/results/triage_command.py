@@ -1,0 +1,79 @@
+"""`farm triage [RUN] [--json] [--group N -o FILE]`: what a run's failures share that its passing
+cases do not (farm/results/triage.py), each group with its counts and the command that reruns
+exactly its cases; --group N -o FILE writes group N's cases to a case file (`farm run --cases
+FILE` runs them)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from rich.console import Console
+
+from farm.errors import UsageError
+from farm.results import triage
+from farm.results.store import RunStore, default_store_path
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="farm triage", description=__doc__.splitlines()[0])
+    parser.add_argument("run", nargs="?", metavar="RUN", help="the run (default: the newest)")
+    parser.add_argument("--json", action="store_true", help="the groups and their cases as JSON")
+    parser.add_argument("--group", type=int, metavar="N", help="with -o: the N-th group's cases")
+    parser.add_argument("-o", "--output", metavar="FILE", help="with --group: the case file")
+    parser.add_argument("--store", help="the run store (default: $FARM_STORE or runs/)")
+    args = parser.parse_args(argv)
+    if (args.group is None) != (args.output is None):
+        raise UsageError("--group N and -o FILE go together (the file gets group N's cases)")
+
+    with RunStore(args.store or default_store_path(), create=False) as store:
+        run = store.get_run(args.run) if args.run else store.latest_run()
+        if run is None:
+            raise UsageError(
+                f"no run {args.run!r} in the store (list them with `farm runs`)"
+                if args.run
+                else "the store has no runs yet: run something first"
+            )
+        result = triage.triage_run(store, run["run_id"])
+    if args.group is not None:
+        return _write_group(run, result, args.group, Path(args.output))
+    if args.json:
+        json.dump(result.to_json(), sys.stdout, indent=1)
+        sys.stdout.write("\n")
+        return 0
+    console = Console(soft_wrap=True)
+    console.print(
+        f"run {run['run_id']}: {result.failures:,} failed, {result.passes:,} passed",
+        highlight=False,
+    )
+    for line in result.lines():
+        console.print(line, highlight=False, markup=False)
+    return 0
+
+
+def _write_group(run: dict, result: triage.Triage, number: int, path: Path) -> int:
+    from suites import casefile
+    from suites.caseset import Selection, find_case
+
+    if not 1 <= number <= len(result.groups):
+        raise UsageError(
+            f"run {run['run_id']} has no group {number} (it has {len(result.groups)}; "
+            "list them with `farm triage RUN`)"
+        )
+    casefile.file_kind(path)  # an unknown suffix stops here
+    group = result.groups[number - 1]
+    selection = Selection.from_json(run.get("selection"), run["tier"])
+    try:
+        by_id = {c.id: c for c in selection.cases()}
+    except UsageError:  # the run's case files are gone: each case is looked up on its own
+        by_id = {}
+    cases = [by_id.get(cid) or find_case(cid, selection.files) for cid in group.case_ids]
+    casefile.dump(cases, path, source=f"triage group {number} of run {run['run_id']}")
+    Console().print(
+        f"{len(cases):,} cases of group {number} ({group.text}) written to {path}; "
+        f"run them with `farm run --cases {path}`",
+        highlight=False,
+    )
+    return 0
