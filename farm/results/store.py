@@ -1085,7 +1085,7 @@ def _store_error(path: Path, exc: BaseException) -> StoreError:
     if "full" in text:
         fix = (
             "free space on that disk or set FARM_STORE elsewhere; the run's records stay in "
-            "runs/<run>/records and the next farm command (farm runs) imports them"
+            "runs/<run>/records and farm runs --recover imports them"
         )
     elif "readonly" in text or "read-only" in text:
         fix = "fix its permissions or set FARM_STORE to a writable copy"
