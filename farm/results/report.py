@@ -473,7 +473,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """`farm report [RUN]`: Allure report of a run with history, regression summary and trend.
 
     Exit code: 0 when the quality gate passes and there is no regression against the baseline,
-    1 otherwise, 2 when the report could not be generated (tools missing, no results)."""
+    1 otherwise, 2 when the report could not be generated (tools missing, no results; a runs
+    directory that refuses the report's files is a RunDirUnwritable)."""
     from farm.results.compare import DEFAULT_DRIFT_FACTOR, compare
     from farm.results.compare_render import to_text
     from farm.results.store import default_store_path, history_path_for, open_existing
@@ -521,11 +522,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         series = store.metric_series(tier, args.trend_runs)
     results = Path(args.results) if args.results else default_results_dir(run, store_path)
     from farm.results.shrink_links import link_shrinks
+    from farm.run import run_dir
 
-    link_shrinks(results, store_path, run)  # a failing case's shrunk form (farm shrink)
     out = Path(args.out) if args.out else default_report_dir(run, store_path)
     history = None if args.no_history else history_path_for(store_path, tier)
     try:
+        link_shrinks(results, store_path, run)  # a failing case's shrunk form (farm shrink)
         code, index = generate(
             results,
             out,
@@ -539,6 +541,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ToolMissing, FileNotFoundError) as exc:
         print(f"farm report: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:  # a full or read-only disk where the report is written
+        if not run_dir.is_fault(exc):
+            raise
+        then = f"then make the report with farm report {run_id} (the run's results are stored)"
+        raise run_dir.unwritable(exc, then=then) from None
     if code != 0:
         print(f"farm report: allure generate failed with exit code {code}", file=sys.stderr)
         return 2

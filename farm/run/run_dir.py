@@ -33,9 +33,12 @@ def is_fault(exc: BaseException) -> bool:
     return isinstance(exc, OSError) and exc.errno in FAULT_ERRNOS
 
 
-def unwritable(exc: OSError, runs_dir: Path | None = None) -> RunDirUnwritable:
+def unwritable(
+    exc: OSError, runs_dir: Path | None = None, then: str = "then rerun"
+) -> RunDirUnwritable:
     """The one-line error of a write refused by the runs directory (or, when the refused path
-    is elsewhere, a store set by FARM_STORE say, by that path's directory)."""
+    is elsewhere, a store set by FARM_STORE say, by that path's directory); ``then``: what to
+    do once it is fixed."""
     runs = Path(runs_dir or paths.RUNS_DIR)
     problem, fix = _PROBLEMS.get(exc.errno or 0, (f"refused a write ({exc.strerror})", ""))
     fix = fix or "check the disk and its permissions"
@@ -46,7 +49,7 @@ def unwritable(exc: OSError, runs_dir: Path | None = None) -> RunDirUnwritable:
     else:
         where = f"directory {Path(os.fsdecode(refused)).parent}"
         elsewhere = "use another place"
-    return RunDirUnwritable(f"{where} {problem}: {fix}, or {elsewhere}, then rerun")
+    return RunDirUnwritable(f"{where} {problem}: {fix}, or {elsewhere}, {then}")
 
 
 @contextlib.contextmanager

@@ -48,13 +48,17 @@ SUMMARY_JSON = "summary.json"
 
 
 def collect_records(
-    run_dir: Path, cases: list[Case], drop_missing: bool = False
+    run_dir: Path,
+    cases: list[Case],
+    drop_missing: bool = False,
+    stopped_by: str = "pytest stopped early (-x)",
 ) -> tuple[list[ResultRecord], list[str]]:
     """Exactly one record per case: the workers' records, and a broken record for any case that
     has none (a worker died). Returns the records and notes about duplicates or strays.
 
     ``drop_missing``: the session was stopped on purpose (-x, --maxfail) or interrupted: cases
-    without a record were never run, and are left out of the run instead of counted as lost.
+    without a record were never run, and are left out of the run instead of counted as lost
+    (``stopped_by`` says what stopped it, in the note).
     A later record of a case replaces an earlier one (the plugin amends a record when a check
     of the suite fails after it was written)."""
     from farm.results.store import read_records
@@ -68,7 +72,7 @@ def collect_records(
     if drop_missing:
         not_run = [c for c in cases if c.id not in by_id]
         if not_run:
-            notes.append(f"{len(not_run)} selected case(s) not run: pytest stopped early (-x)")
+            notes.append(f"{len(not_run)} selected case(s) not run: {stopped_by}")
         cases = [c for c in cases if c.id in by_id]
     for case in cases:
         if case.id not in by_id:
@@ -362,7 +366,14 @@ def _after_session(
         # when pytest stopped before collecting (a usage error, say).
         cases = [c for c in cases if c.id in (selection.case_ids or ())]
     cut_short = stopped or interrupted is not None or fault is not None
-    records, notes = collect_records(plan.run_dir, cases, drop_missing=cut_short)
+    why = (
+        "the run was interrupted"
+        if interrupted is not None
+        else "its runs directory refused writes"
+        if fault is not None and not stopped
+        else "pytest stopped early (-x)"
+    )
+    records, notes = collect_records(plan.run_dir, cases, drop_missing=cut_short, stopped_by=why)
     for note in notes:
         console.print(f"[yellow]note:[/] {note}")
     if stopped:
@@ -372,7 +383,8 @@ def _after_session(
         )
     # The Allure results hold the stored cases before the plots are drawn into them.
     outputs = RunOutputs(plan, records, selection.nodeids, {c.id: c for c in cases})
-    fault = fault or outputs.allure()
+    allure_fault = outputs.allure()
+    fault = fault or allure_fault
     drawing = None
     if report and interrupted is None and fault is None:
         from farm.results.case_plots import render_in_background
@@ -411,7 +423,8 @@ def _after_session(
         if drawing is not None:
             drawing.join()
         return EXIT_INFRA
-    fault = fault or outputs.rest(pytest_junit, code, quarantined, run_meta(plan, started))
+    written_fault = outputs.rest(pytest_junit, code, quarantined, run_meta(plan, started))
+    fault = fault or written_fault
     if drawing is not None:
         drawing.join()
     if fault is not None:
@@ -427,8 +440,8 @@ def _after_session(
 
         history = ["--history-runs", str(history_runs)] if history_runs else []
         fault_injection.enter(fault_injection.REPORT)
-        if report_mod.main([plan.run_id, "--store", str(store_path), *history]) == EXIT_INFRA:
-            return EXIT_INFRA  # no report: the one line above said why; the results are stored
+        # A runs directory that refuses the report is a RunDirUnwritable: one line, exit 2.
+        report_mod.main([plan.run_id, "--store", str(store_path), *history])
     return code
 
 
@@ -453,8 +466,7 @@ class RunOutputs:
         except OSError as exc:
             if not run_dir.is_fault(exc):
                 raise
-            for path in results.glob(f"*{reconcile.RESULT_SUFFIX}"):
-                path.unlink()
+            shutil.rmtree(results, ignore_errors=True)  # deleting needs no space
             self.missing.append("Allure results")
             return str(run_dir.unwritable(exc))
         return None
