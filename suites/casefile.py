@@ -123,7 +123,9 @@ def load(path: str | Path) -> list[Case]:
     kind = file_kind(path)
     limits.FILE_BYTES.check_file(path)  # before a byte is read: the parse holds it whole
     try:
-        text = path.read_text(encoding="utf-8")
+        # CSV keeps its line ends as written: a quoted cell may hold a carriage return.
+        with path.open(encoding="utf-8", newline="" if kind == "csv" else None) as f:
+            text = f.read()
     except FileNotFoundError:
         raise CaseFileError(f"{path}: no such case file (check the path)") from None
     except (OSError, UnicodeDecodeError) as exc:
@@ -274,6 +276,9 @@ def _parse_yaml(path: Path, text: str) -> tuple[list, list[int | None]]:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}: " if mark is not None else ""
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        if problem == "exceeded maximum nesting depth":  # libyaml's own stop, at 1,000
+            limit = limits.NESTING_DEPTH.value()
+            limits.NESTING_DEPTH.check(limit + 1, path, at_least=True)
         raise CaseFileError(f"{path}: {where}not YAML ({problem})") from None
     entries = _document_entries(path, data)
     return entries, _node_lines(node, len(entries))
@@ -740,11 +745,15 @@ def dump(cases: Iterable[Case], path: str | Path, source: str = "") -> Path:
 def _csv_text(cases: list[Case]) -> str:
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
+    # csv quotes a cell holding the line end ("\n") but not a lone carriage return, which a
+    # reader takes for one: a row with one is written with every cell quoted.
+    quoting = csv.writer(out, lineterminator="\n", quoting=csv.QUOTE_ALL)
     writer.writerow(CSV_COLUMNS)
     for case in cases:
         data = case.to_dict()
         data["note"] = case.note
-        writer.writerow([_csv_value(data.get(col)) for col in CSV_COLUMNS])
+        row = [_csv_value(data.get(col)) for col in CSV_COLUMNS]
+        (quoting if any("\r" in cell for cell in row) else writer).writerow(row)
     return out.getvalue()
 
 

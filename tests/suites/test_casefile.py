@@ -227,3 +227,85 @@ def test_a_scalar_perturbation_is_a_shape_mismatch():
 def test_the_same_case_twice_in_one_file_is_kept_once(tmp_path):
     path = casefile.dump([SMOKE[0], SMOKE[1], SMOKE[0]], tmp_path / "twice.json")
     assert [c.id for c in casefile.load(path)] == [SMOKE[0].id, SMOKE[1].id]
+
+
+# Text a spreadsheet evaluates when a cell starts with it (OWASP, "CSV Injection").
+FORMULAS = [
+    '=HYPERLINK("http://x","y")',
+    "@SUM(A1:A9)",
+    "+1+1",
+    "-2+3",
+    "\tleading tab",
+    "\rleading return",
+    "'already quoted",
+    "''two quotes",
+]
+
+
+def test_csv_cells_a_spreadsheet_would_evaluate_are_text_and_read_back(tmp_path):
+    import csv
+    from dataclasses import replace
+
+    base = next(c for c in SMOKE if c.axes == (-1,) and c.y_dist == "uniform")
+    cases = [  # one shape each: a note is no part of a case's id
+        replace(base, shape=(3, 17 + i), note=text, origin=text) for i, text in enumerate(FORMULAS)
+    ]
+    cases.append(replace(base, note="plain", y_dist="fill", y_fill=-1.0))
+    path = casefile.dump(cases, tmp_path / "cases.csv")
+    with path.open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    for row, text in zip(rows, FORMULAS, strict=False):
+        assert row["note"] == row["origin"] == "'" + text  # shown as text, never run
+    assert rows[-1]["axes"] == "[-1]" and rows[-1]["y_fill"] == "-1.0"  # numbers stay numbers
+    assert rows[-1]["note"] == "plain"
+    back = casefile.load(path)
+    assert [c.note for c in back] == [*FORMULAS, "plain"]
+    assert [c.origin for c in back][: len(FORMULAS)] == FORMULAS
+    assert back[-1].y_fill == -1.0
+
+
+def test_a_hand_written_quote_is_kept_unless_it_escapes_a_formula(tmp_path):
+    path = tmp_path / "hand.csv"
+    path.write_text("dtype,shape,axes,note\nfloat32,2x3,-1,'quoted'\nfloat32,2x4,-1,'=A1\n")
+    first, _, second, _ = casefile.load(path)
+    assert first.note == "'quoted'"
+    assert second.note == "=A1"
+
+
+def test_an_id_that_does_not_match_its_fields_is_refused_with_both_ids(tmp_path):
+    made = casefile.load(_written(tmp_path, "ok.yaml", "  - {family: 910b, dtype: float32, "
+                                  "shape: [2, 3], axes: -1}\n"))[0]  # fmt: skip
+    lines = _problems(
+        tmp_path,
+        "ids.yaml",
+        "format: logsoftmaxgrad-cases\nversion: 1\ncases:\n"
+        "  - {family: 910b, dtype: float32, shape: [2, 3], axes: -1, id: not_this}\n"
+        f"  - {{dtype: float32, shape: [2, 3], axes: -1, id: {made.id}}}\n"  # every family
+        f"  - {{family: 910b, dtype: float32, shape: [2, 3], axes: -1, id: {made.id}}}\n",
+    )
+    assert lines == [
+        f"{tmp_path}/ids.yaml: case 0 (line 4): id 'not_this' does not match its fields, which "
+        f"make {made.id}; fix the fields or drop the id",
+        f"{tmp_path}/ids.yaml: case 1 (line 5): id {made.id!r} does not match its fields, which "
+        f"make {made.id.replace('910b', '310b', 1)} on ascend310b; an id names one case: give "
+        "the entry its family, or drop the id",
+    ]
+
+
+def _written(tmp_path, name: str, cases: str):
+    path = tmp_path / name
+    path.write_text("format: logsoftmaxgrad-cases\nversion: 1\ncases:\n" + cases)
+    return path
+
+
+def test_json_problems_name_the_entrys_line(tmp_path):
+    lines = _problems(
+        tmp_path,
+        "bad.json",
+        '{"format": "logsoftmaxgrad-cases", "version": 1,\n "cases": [\n'
+        '  {"dtype": "float32", "shape": [2], "axes": 0},\n'
+        '  {"dtype": "float32",\n   "shap": [2], "axes": 0}\n]}\n',
+    )
+    assert lines[0] == (
+        f"{tmp_path}/bad.json: case 1 (line 4): unknown field 'shap' (did you mean 'shape'?)"
+    )
