@@ -47,18 +47,61 @@ NUMERIC = (
 BOOLEAN_TEXT = {
     "ragged_tail": ("last chunk ends ragged (not whole 32-byte blocks)", "last chunk whole blocks"),
     "full_last_chunk": ("last chunk a whole UB block", "last chunk shorter than a UB block"),
+    "narrow_dtype": ("a 2-byte dtype (float16, bfloat16)", "a dtype of 4 bytes or more"),
 }
+# Every feature, in the order a group names them; among groups that tell failures from passes
+# equally well, the one of the earlier features is named (a schedule before the axes that imply it).
+FEATURES = (
+    "schedule",
+    "family",
+    "soc",
+    "dtype",
+    "narrow_dtype",
+    "tiling_key",
+    "ragged_tail",
+    "full_last_chunk",
+    "chunk_count",
+    "tail_elems",
+    "d0",
+    "d1",
+    "d2",
+    "row_len",
+    "cores_used",
+    "big_cores",
+    "rank",
+    "numel",
+    "layout",
+    "dy_layout",
+    "y_layout",
+    "out_layout",
+    "special",
+    "special_at",
+    "y_dist",
+    "dy_dist",
+    "y_values",
+    "dy_values",
+    "kind",
+    "standard",
+    "expected_reason",
+    "api",
+    "axes",
+)
+_RANK = {name: i for i, name in enumerate(FEATURES)}
 TOP = 3  # how many groups a triage names
 INLINE_IDS = 40  # a group of at most this many cases is rerun with -k; a larger one via a file
 PAIR_CANDIDATES = 400  # the single predicates (most failures first) that pairs are made of
 ALL_FAILED = "every case failed: no shared feature distinguishes them"
 
 
-@dataclass(frozen=True, order=True)
+@dataclass(frozen=True)
 class Predicate:
     feature: str
     op: str  # "=", ">" or "<="
     value: Any
+
+    @property
+    def order(self) -> tuple:
+        return (_RANK.get(self.feature, len(FEATURES)), self.feature, self.op, str(self.value))
 
     def holds(self, features: Mapping[str, Any]) -> bool:
         have = features.get(self.feature)
@@ -189,9 +232,17 @@ def features(record: Mapping[str, Any]) -> dict[str, Any]:
         "numel": numel,
         "axes": ",".join(str(a) for a in record.get("axes") or []),
     }
+    out["narrow_dtype"] = _itemsize(out["dtype"]) == 2 if out["dtype"] else None
     out.update(_id_features(case_id, str(record.get("special") or "none")))
     out.update(_tiling_features(record, shape))
     return {k: v for k, v in out.items() if v is not None}
+
+
+def _itemsize(dtype: str) -> int | None:
+    try:
+        return int(numpy_dtype(dtype).itemsize)
+    except (TypeError, ValueError, KeyError):
+        return None
 
 
 def _id_features(case_id: str, special: str) -> dict[str, Any]:
@@ -245,7 +296,7 @@ def _tiling_features(record: Mapping[str, Any], shape: list[int]) -> dict[str, A
         "tail_elems": plan["tail_elems"],
         "cores_used": plan["cores_used"],
         "big_cores": plan["big_cores"],
-        "ragged_tail": plan["tail_elems"] * numpy_dtype(dtype).itemsize % block_bytes != 0,
+        "ragged_tail": plan["tail_elems"] * (_itemsize(dtype) or 4) % block_bytes != 0,
         "full_last_chunk": plan["tail_elems"] == plan["block_elems"],
     }
 
@@ -258,7 +309,7 @@ def _predicates(rows: Sequence[dict[str, Any]], failing: Sequence[bool]) -> list
     the data's distinct values where a split can pay: "> v" just below a failing value, "<= v"
     at a failing value (any other threshold keeps the same failures and more passes)."""
     found: set[Predicate] = set()
-    for feature in sorted({k for r in rows for k in r}):
+    for feature in sorted({k for r in rows for k in r}, key=lambda f: (_RANK.get(f, 99), f)):
         values = [(r.get(feature), f) for r, f in zip(rows, failing, strict=True)]
         if feature in NUMERIC:
             distinct = sorted({v for v, _ in values if v is not None})
@@ -270,7 +321,7 @@ def _predicates(rows: Sequence[dict[str, Any]], failing: Sequence[bool]) -> list
                     found.add(Predicate(feature, "<=", below))
         else:
             found.update(Predicate(feature, "=", v) for v, f in values if f and v is not None)
-    return sorted(found, key=lambda p: (p.feature, p.op, str(p.value)))
+    return sorted(found, key=lambda p: p.order)
 
 
 def _mask(rows: Sequence[dict[str, Any]], predicate: Predicate) -> int:
@@ -283,8 +334,9 @@ def _mask(rows: Sequence[dict[str, Any]], predicate: Predicate) -> int:
 
 def triage(records: Iterable[Mapping[str, Any]], run: Mapping[str, Any] | None = None) -> Triage:
     """Rank the conjunctions of at most two predicates by how well they tell the run's failures
-    from its passes (F1); ties go to the simpler group, then to the one with fewer passes, then
-    by name. Groups holding the same cases are one group (the simplest name kept)."""
+        from its passes (F1); ties go to the simpler group, then to the one with fewer passes, then
+        by name. A group that says nothing new after a better one (the same cases, or a part of its
+    failures with no fewer passes) is left out."""
     run = run or {}
     records = list(records)
     judged = [r for r in records if r.get("outcome") in ("passed", "failed")]
@@ -308,28 +360,37 @@ def triage(records: Iterable[Mapping[str, Any]], run: Mapping[str, Any] | None =
     fail_bits = sum(1 << i for i, f in enumerate(failing) if f)
     masks = {p: _mask(rows, p) for p in _predicates(rows, failing)}
     candidates: dict[tuple[Predicate, ...], int] = {(p,): m for p, m in masks.items()}
-    by_cover = sorted(masks, key=lambda p: (-(masks[p] & fail_bits).bit_count(), p))
+    by_cover = sorted(masks, key=lambda p: (-(masks[p] & fail_bits).bit_count(), p.order))
     for a, b in itertools.combinations(by_cover[:PAIR_CANDIDATES], 2):
         if a.feature != b.feature:
             both = masks[a] & masks[b]
             if both & fail_bits:
-                candidates[tuple(sorted((a, b)))] = both
+                candidates[tuple(sorted((a, b), key=lambda p: p.order))] = both
 
     def rank(item: tuple[tuple[Predicate, ...], int]) -> tuple:
         preds, bits = item
         tp = (bits & fail_bits).bit_count()
         fp = bits.bit_count() - tp
-        return (-2 * tp / (2 * tp + fp + n_fail - tp), len(preds), fp, [p.text for p in preds])
+        return (-2 * tp / (2 * tp + fp + n_fail - tp), len(preds), fp, [p.order for p in preds])
 
-    seen: set[int] = set()
+    kept: list[int] = []
     for preds, bits in sorted(candidates.items(), key=rank):
-        if bits in seen:
+        if any(_dominated(bits, other, fail_bits) for other in kept):
             continue
-        seen.add(bits)
+        kept.append(bits)
         result.groups.append(_group(preds, bits, fail_bits, judged, records, every, result, run))
         if len(result.groups) == TOP:
             break
     return result
+
+
+def _dominated(bits: int, other: int, fail_bits: int) -> bool:
+    """A group is worth naming after `other` only if it covers a failure `other` does not, or
+    leaves out one of its passes: same cases, fewer failures or more passes say nothing new."""
+    pass_bits = ~fail_bits
+    no_new_failure = bits & fail_bits & ~other == 0
+    no_fewer_pass = other & pass_bits & ~bits == 0
+    return no_new_failure and no_fewer_pass
 
 
 def _group(preds, bits, fail_bits, judged, records, every, result: Triage, run) -> Group:
