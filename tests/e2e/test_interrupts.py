@@ -1,8 +1,12 @@
 """Runs that end any way are recorded as what they were, and user mistakes are usage errors.
 
-A nightly `farm run` on the embedded pool is stopped mid-way by SIGTERM (what a CI cancel sends),
-by two Ctrl-C, or killed outright; each test asserts the exit code, that every case that finished
-is in the store exactly once, and what the store says the run was."""
+A nightly `farm run` on the embedded pool is stopped mid-way by SIGTERM to its pid (what a CI
+cancel or a supervisor sends), by Ctrl-C to its process group (a terminal), by two Ctrl-C, or
+killed outright; each test asserts the exit code, that the run stopped (far fewer cases stored
+than the tier has), that every case that finished is in the store exactly once, what the store
+says the run was, and that the store, the records, JUnit, the Allure results and the summary hold
+the same cases with the same outcomes (tests/e2e/outcome_sets.py). The signal is sent once the
+workers have written a number of records, never after a sleep."""
 
 from __future__ import annotations
 
@@ -17,8 +21,11 @@ from pathlib import Path
 
 import pytest
 
+from suites import matrix
 from tests.e2e.conftest import REPO
+from tests.e2e.outcome_sets import disagreements
 
+NIGHTLY = len(matrix.expand("nightly"))
 STARTUP_LIMIT = 240  # build, health checks and the first records, on a loaded 2-core machine
 
 
@@ -82,7 +89,13 @@ def store_run(tmp_path: Path) -> tuple[dict, list[str]]:
     return run, ids
 
 
-def test_sigterm_stores_what_finished_and_marks_the_run_interrupted(tmp_path):
+def run_dir_of(tmp_path: Path, run: dict) -> Path:
+    return tmp_path / "runs" / run["run_id"]
+
+
+def test_sigterm_to_the_pid_stops_the_run_and_every_output_holds_what_finished(tmp_path):
+    """The signal reaches the orchestrator alone: its xdist workers must stop too, not run
+    every case they were given while the orchestrator stopped listening."""
     proc, _ = start(tmp_path)
     wait_for_records(tmp_path, proc, 40)
     proc.send_signal(signal.SIGTERM)
@@ -93,6 +106,21 @@ def test_sigterm_stores_what_finished_and_marks_the_run_interrupted(tmp_path):
     assert (run["status"], run["exit_code"]) == ("interrupted", 143)
     finished = written(tmp_path)
     assert sorted(ids) == sorted(finished) and len(ids) == len(set(ids)) >= 40
+    assert len(ids) < NIGHTLY // 4, f"{len(ids)} of {NIGHTLY} cases ran after the signal"
+    assert disagreements(run_dir_of(tmp_path, run), tmp_path / "s.db") == []
+
+
+def test_ctrl_c_to_the_process_group_leaves_every_output_holding_what_finished(tmp_path):
+    proc, _ = start(tmp_path)
+    wait_for_records(tmp_path, proc, 40)
+    os.killpg(proc.pid, signal.SIGINT)  # a terminal's Ctrl-C: the orchestrator and its workers
+    out, err = proc.communicate(timeout=180)
+    assert proc.returncode == 130, out + err
+    assert "Traceback" not in err
+    run, ids = store_run(tmp_path)
+    assert (run["status"], run["exit_code"]) == ("interrupted", 130)
+    assert sorted(ids) == sorted(written(tmp_path)) and len(ids) < NIGHTLY // 4
+    assert disagreements(run_dir_of(tmp_path, run), tmp_path / "s.db") == []
 
 
 def test_two_ctrl_c_store_once_without_a_traceback(tmp_path):
@@ -106,6 +134,7 @@ def test_two_ctrl_c_store_once_without_a_traceback(tmp_path):
     assert "Traceback" not in err
     run, ids = store_run(tmp_path)
     assert run["status"] == "interrupted" and len(ids) == len(set(ids)) > 0
+    assert disagreements(run_dir_of(tmp_path, run), tmp_path / "s.db") == []
 
 
 def test_a_killed_run_is_found_by_the_next_command_and_marked_aborted(tmp_path):

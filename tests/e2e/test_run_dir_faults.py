@@ -1,0 +1,168 @@
+"""A runs directory that refuses writes: read-only, full from the start, filling mid-run, full
+only when the report is written, and with the store inside it.
+
+Each `farm run` must end with one error line naming the directory, the problem and the fix,
+exit 2, keep every record it could write and store it, never leave the run `running`, and leave
+outputs (store, records, JUnit, Allure results, summary) that hold the same cases
+(tests/e2e/outcome_sets.py); an output the directory refused is absent, never partial.
+
+The disk is not really filled: FARM_FAULT_RUNS_DIR (farm/run/fault_injection.py) makes every
+write under the runs directory fail with the errno, in the orchestrator and its workers alike,
+from the start, from the report step on, or once a file exists, which the test creates when the
+workers have written a number of records (a point it controls, not a sleep). Root ignores
+chmod, so the read-only directory of CI (root) is the injected EROFS; the chmod one runs where
+the tests are not root.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import subprocess
+
+import pytest
+
+from farm.results import report
+from farm.run import fault_injection
+from tests.e2e.conftest import Farm
+from tests.e2e.outcome_sets import disagreements
+
+SELECTION = "f32"  # about 130 smoke cases: enough for the disk to fill half-way
+MID_RUN = 8  # records written before the disk "fills"
+
+
+def start(
+    farm: Farm, fault: str | None, *, report_too: bool = False, k: str = SELECTION, env=None
+) -> subprocess.Popen:
+    """`farm run` of the smoke cases matching ``k`` with the runs directory refusing writes as
+    ``fault`` says (None: not at all)."""
+    env = dict(env or farm.env)
+    if fault is not None:
+        env[fault_injection.ENV] = fault
+    args = ["run", "--tier", "smoke", "--no-progress", *([] if report_too else ["--no-report"])]
+    return subprocess.Popen(
+        farm.argv(*args, "--", "-k", k),
+        cwd=farm.root,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def errors_of(result) -> list[str]:
+    return [line for line in result.err.splitlines() if line.startswith("error:")]
+
+
+def assert_one_line(result, problem: str) -> str:
+    assert result.code == 2, result.text
+    assert "Traceback" not in result.text and "INTERNALERROR" not in result.text, result.text
+    (line,) = errors_of(result)
+    assert f"runs directory {result.runs} {problem}" in line, line
+    return line
+
+
+def run_status(store, run_id: str) -> tuple[str, int | None, int]:
+    db = sqlite3.connect(store)
+    try:
+        status, code = db.execute(
+            "SELECT status, exit_code FROM runs WHERE run_id=?", (run_id,)
+        ).fetchone()
+        (n,) = db.execute("SELECT COUNT(*) FROM results WHERE run_id=?", (run_id,)).fetchone()
+    finally:
+        db.close()
+    return status, code, n
+
+
+@pytest.mark.parametrize(
+    "errno_name, problem, fix",
+    [
+        ("ENOSPC", "is full", "free space"),
+        ("EROFS", "is on a read-only file system", "mount it writable"),
+    ],
+)
+def test_a_runs_directory_refusing_from_the_start_is_one_line_and_nothing_runs(
+    farm, errno_name, problem, fix
+):
+    result = farm.finish(start(farm, errno_name))
+    line = assert_one_line(result, problem)
+    assert fix in line and "FARM_RUNS" in line
+    assert result.run_dir is None  # no run began: nothing is stored or left running
+    assert not farm.store.exists() or run_count(farm.store) == 0
+
+
+def run_count(store) -> int:
+    db = sqlite3.connect(store)
+    try:
+        return db.execute("SELECT COUNT(*) FROM runs").fetchone()[0]
+    finally:
+        db.close()
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes through chmod: the EROFS case above")
+def test_a_read_only_runs_directory_by_its_permissions(farm):
+    farm.runs.mkdir()
+    farm.runs.chmod(0o555)
+    try:
+        result = farm.finish(start(farm, None, k="f64"))
+    finally:
+        farm.runs.chmod(0o755)
+    assert "check its permissions" in assert_one_line(result, "is not writable")
+
+
+def test_a_runs_directory_filling_mid_run_keeps_what_was_written(farm):
+    full = farm.root / "disk-full"
+    proc = start(farm, f"ENOSPC:{full}")
+    run_dir = farm.wait_for_records(proc, MID_RUN)
+    full.touch()  # the disk fills here
+    result = farm.finish(proc)
+    line = assert_one_line(result, "is full")
+    assert "not written: JUnit, summary" in line, line
+    status, code, stored = run_status(farm.store, run_dir.name)
+    assert (status, code) == ("aborted", 2)
+    assert MID_RUN <= stored < 130  # every record written is stored, and the run stopped
+    assert disagreements(run_dir, farm.store, absent_ok=frozenset({"junit", "summary"})) == []
+
+
+def test_a_store_in_the_filling_runs_directory_is_closed_by_the_next_command(farm):
+    """The store lives in the runs directory (no FARM_STORE): it cannot take the results
+    either; once there is space again the next farm command imports the records."""
+    full = farm.root / "disk-full"
+    env = dict(farm.env, **{fault_injection.ENV: f"ENOSPC:{full}"})
+    del env["FARM_STORE"]  # the default: farm.sqlite in the runs directory
+    farm.store = farm.runs / "farm.sqlite"
+    proc = start(farm, None, env=env)
+    run_dir = farm.wait_for_records(proc, MID_RUN)
+    full.touch()
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 2 and "Traceback" not in err, err
+    (line,) = [ln for ln in err.splitlines() if ln.startswith("error:")]
+    assert f"run store {farm.store}" in line and "disk is full" in line, line
+    full.unlink()  # space again
+    env.pop(fault_injection.ENV)
+    listed = subprocess.run(
+        farm.argv("runs"), cwd=farm.root, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert listed.returncode == 0 and "marked aborted" in listed.stderr, listed.stderr
+    status, code, stored = run_status(farm.store, run_dir.name)
+    assert (status, code) == ("aborted", 2) and stored >= MID_RUN
+    # The Allure results could not hold every stored case, so none are left.
+    assert (
+        disagreements(run_dir, farm.store, absent_ok=frozenset({"junit", "summary", "allure"}))
+        == []
+    )
+
+
+@pytest.mark.skipif(
+    not report.allure_available(), reason="no Allure 3: the report step stops first"
+)
+def test_a_runs_directory_full_only_at_report_time_stores_the_results(farm):
+    result = farm.finish(start(farm, f"ENOSPC:{fault_injection.REPORT}", report_too=True))
+    line = assert_one_line(result, "is full")
+    assert f"farm report {result.run_dir.name}" in line
+    status, code, stored = run_status(farm.store, result.run_dir.name)
+    assert status == "finished" and stored == len(result.summary["failures"]) + sum(
+        n for o, n in result.summary["outcomes"].items() if o == "passed"
+    )
+    assert not (result.run_dir / "report").exists()
+    assert disagreements(result.run_dir, farm.store) == []
