@@ -17,6 +17,7 @@ triage_lines, which reads them from the store.
 from __future__ import annotations
 
 import itertools
+import re
 import shlex
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -25,7 +26,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from golden import soc
+from golden import layouts, soc
 from golden.dtypes import numpy_dtype
 from golden.inputs import SPECIAL_PLACEMENTS
 from suites.tiling import SCHEDULE_IDS, expected_tiling
@@ -233,7 +234,7 @@ def features(record: Mapping[str, Any]) -> dict[str, Any]:
         "axes": ",".join(str(a) for a in record.get("axes") or []),
     }
     out["narrow_dtype"] = _itemsize(out["dtype"]) == 2 if out["dtype"] else None
-    out.update(_id_features(case_id, str(record.get("special") or "none")))
+    out.update(_id_features(case_id, str(record.get("special") or "none"), shape))
     out.update(_tiling_features(record, shape))
     return {k: v for k, v in out.items() if v is not None}
 
@@ -245,7 +246,7 @@ def _itemsize(dtype: str) -> int | None:
         return None
 
 
-def _id_features(case_id: str, special: str) -> dict[str, Any]:
+def _id_features(case_id: str, special: str, shape: Sequence[int]) -> dict[str, Any]:
     """What only the case id says (suites/case.py Case.id): the special value's placement, the
     value forms' numbers, each tensor's layout."""
     parts = case_id.split("_")
@@ -269,10 +270,25 @@ def _id_features(case_id: str, special: str) -> dict[str, Any]:
             tensors.update(dy="strided", y="strided")
         for name in tensors:
             if part.startswith(f"{name}."):
-                layout = part.removeprefix(f"{name}.")
-                tensors[name] = layout if layout == "strided" else "view"
+                tensors[name] = _layout_kind(part.removeprefix(f"{name}."), shape)
     out.update({f"{name}_layout": layout for name, layout in tensors.items()})
     return out
+
+
+_VIEW_TEXT = re.compile(r"st(none|-?\d+(?:\.-?\d+)*)(?:\.off(\d+))?\.sz(\d+)")
+
+
+def _layout_kind(text: str, shape: Sequence[int]) -> str:
+    """A tensor's layout as the operator sees it: "contiguous" (by name, or a view with C-order
+    strides, golden/layouts.py is_dense), else "strided"."""
+    view = _VIEW_TEXT.fullmatch(text)
+    if view is None:
+        return text if text in layouts.NAMES else "strided"
+    strides = () if view[1] == "none" else tuple(int(s) for s in view[1].split("."))
+    if len(strides) != len(shape):
+        return "strided"  # a perturbed shape (a rejection case): not a dense view of the case's
+    parsed = layouts.View(strides, int(view[3]), int(view[2] or 0))
+    return "contiguous" if layouts.is_dense(parsed, shape) else "strided"
 
 
 def _tiling_features(record: Mapping[str, Any], shape: list[int]) -> dict[str, Any]:
@@ -304,32 +320,43 @@ def _tiling_features(record: Mapping[str, Any], shape: list[int]) -> dict[str, A
 # -- predicates and groups -------------------------------------------------------------------
 
 
-def _predicates(rows: Sequence[dict[str, Any]], failing: Sequence[bool]) -> list[Predicate]:
-    """Every predicate that holds for at least one failure. A numeric feature's thresholds are
-    the data's distinct values where a split can pay: "> v" just below a failing value, "<= v"
-    at a failing value (any other threshold keeps the same failures and more passes)."""
-    found: set[Predicate] = set()
-    for feature in sorted({k for r in rows for k in r}, key=lambda f: (_RANK.get(f, 99), f)):
-        values = [(r.get(feature), f) for r, f in zip(rows, failing, strict=True)]
-        if feature in NUMERIC:
-            distinct = sorted({v for v, _ in values if v is not None})
-            failed = {v for v, f in values if f and v is not None}
-            for below, above in itertools.pairwise(distinct):
-                if above in failed:
-                    found.add(Predicate(feature, ">", below))
-                if below in failed:
-                    found.add(Predicate(feature, "<=", below))
-        else:
-            found.update(Predicate(feature, "=", v) for v, f in values if f and v is not None)
-    return sorted(found, key=lambda p: p.order)
+def _predicates(rows: Sequence[dict[str, Any]], failing: Sequence[bool]) -> dict[Predicate, int]:
+    """Every predicate that holds for at least one failure, with the rows it holds for (a bit
+    per row). A numeric feature's thresholds are the data's distinct values where a split can
+    pay: "> v" just below a failing value, "<= v" at a failing value (any other threshold keeps
+    the same failures and more passes)."""
+    found: dict[Predicate, int] = {}
+    names = sorted({k for r in rows for k in r}, key=lambda f: (_RANK.get(f, len(FEATURES)), f))
+    for feature in names:
+        where: dict[Any, list[int]] = {}
+        failed: set[Any] = set()
+        for i, (row, fails) in enumerate(zip(rows, failing, strict=True)):
+            value = row.get(feature)
+            if value is not None:
+                where.setdefault(value, []).append(i)
+                if fails:
+                    failed.add(value)
+        by_value = {value: _bits(indices, len(rows)) for value, indices in where.items()}
+        if feature not in NUMERIC:
+            found.update((Predicate(feature, "=", v), by_value[v]) for v in failed)
+            continue
+        distinct = sorted(by_value)
+        at_most = list(itertools.accumulate(by_value[v] for v in distinct))
+        every = at_most[-1] if at_most else 0
+        for i, (below, above) in enumerate(itertools.pairwise(distinct)):
+            if above in failed:
+                found[Predicate(feature, ">", below)] = every & ~at_most[i]
+            if below in failed:
+                found[Predicate(feature, "<=", below)] = at_most[i]
+    return dict(sorted(found.items(), key=lambda item: item[0].order))
 
 
-def _mask(rows: Sequence[dict[str, Any]], predicate: Predicate) -> int:
-    bits = 0
-    for i, row in enumerate(rows):
-        if predicate.holds(row):
-            bits |= 1 << i
-    return bits
+def _bits(indices: Iterable[int], n: int) -> int:
+    """The set of row indices as an int, bit i for row i."""
+    buffer = bytearray((n + 7) // 8)
+    for i in indices:
+        buffer[i >> 3] |= 1 << (i & 7)
+    return int.from_bytes(buffer, "little")
 
 
 def triage(records: Iterable[Mapping[str, Any]], run: Mapping[str, Any] | None = None) -> Triage:
@@ -357,24 +384,28 @@ def triage(records: Iterable[Mapping[str, Any]], run: Mapping[str, Any] | None =
         result.why_none = ALL_FAILED
         return result
 
-    fail_bits = sum(1 << i for i, f in enumerate(failing) if f)
-    masks = {p: _mask(rows, p) for p in _predicates(rows, failing)}
-    candidates: dict[tuple[Predicate, ...], int] = {(p,): m for p, m in masks.items()}
-    by_cover = sorted(masks, key=lambda p: (-(masks[p] & fail_bits).bit_count(), p.order))
+    fail_bits = _bits((i for i, f in enumerate(failing) if f), len(failing))
+    masks = _predicates(rows, failing)
+    order = {p: p.order for p in masks}
+    covers = {p: (m & fail_bits).bit_count() for p, m in masks.items()}
+
+    def key(preds: tuple[Predicate, ...], tp: int, n: int) -> tuple:
+        fp = n - tp
+        return (-2 * tp / (2 * tp + fp + n_fail - tp), len(preds), fp, [order[p] for p in preds])
+
+    ranked = [(key((p,), covers[p], m.bit_count()), (p,), m) for p, m in masks.items()]
+    by_cover = sorted(masks, key=lambda p: (-covers[p], order[p]))
     for a, b in itertools.combinations(by_cover[:PAIR_CANDIDATES], 2):
         if a.feature != b.feature:
             both = masks[a] & masks[b]
-            if both & fail_bits:
-                candidates[tuple(sorted((a, b), key=lambda p: p.order))] = both
-
-    def rank(item: tuple[tuple[Predicate, ...], int]) -> tuple:
-        preds, bits = item
-        tp = (bits & fail_bits).bit_count()
-        fp = bits.bit_count() - tp
-        return (-2 * tp / (2 * tp + fp + n_fail - tp), len(preds), fp, [p.order for p in preds])
+            tp = (both & fail_bits).bit_count()
+            if tp:
+                pair = (a, b) if order[a] < order[b] else (b, a)
+                ranked.append((key(pair, tp, both.bit_count()), pair, both))
+    ranked.sort(key=lambda item: item[0])
 
     kept: list[int] = []
-    for preds, bits in sorted(candidates.items(), key=rank):
+    for _, preds, bits in ranked:
         if any(_dominated(bits, other, fail_bits) for other in kept):
             continue
         kept.append(bits)
