@@ -393,7 +393,9 @@ def triage(records: Iterable[Mapping[str, Any]], run: Mapping[str, Any] | None =
         fp = n - tp
         return (-2 * tp / (2 * tp + fp + n_fail - tp), len(preds), fp, [order[p] for p in preds])
 
-    ranked = [(key((p,), covers[p], m.bit_count()), (p,), m) for p, m in masks.items()]
+    ranked: list[tuple[tuple, tuple[Predicate, ...], int]] = [
+        (key((p,), covers[p], m.bit_count()), (p,), m) for p, m in masks.items()
+    ]
     by_cover = sorted(masks, key=lambda p: (-covers[p], order[p]))
     for a, b in itertools.combinations(by_cover[:PAIR_CANDIDATES], 2):
         if a.feature != b.feature:
