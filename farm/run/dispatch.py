@@ -73,7 +73,9 @@ class CaseChannel(Protocol):
     """A persistent channel to one agent (farm/pool/transport/base.py Channel, or a test fake).
 
     A channel may also have ``reaped``/``reap_detail`` (set when closing it killed a stuck agent,
-    see base.Channel); the dispatcher reads them with getattr."""
+    see base.Channel), and ``warm`` (True: the agent it sends the next case to is running and
+    answers a busy device at once, so the case needs no room for start-up: a shared agent's,
+    farm/pool/transport/local.py); the dispatcher reads them with getattr."""
 
     def run_case(
         self,
@@ -355,11 +357,13 @@ class Dispatcher:
             channel = self._channels[slot.id] = self.open_channel(slot)
             self._history[slot.id] = []
             self._fresh.add(slot.id)
-        if slot.id in self._fresh:
+        if slot.id in self._fresh and not getattr(channel, "warm", False):
             # A new agent imports numpy, the operator's library (and torch for benchmark-ratio)
             # on its first case; that is start-up, not the case being slow. It also takes the
             # device lock first, waiting up to lock_wait if the device is busy; an agent that
-            # has finished a case holds the lock until it exits.
+            # has finished a case holds the lock until it exits. (A new channel to a shared
+            # agent that has run cases is warm: a case that hangs there is not given the
+            # allowance, which would only keep its slot waiting longer.)
             timeout += self.startup_allowance + self.lock_wait
         lock = {"run": self.run_id, "owner": self.owner, "lock_wait": self.lock_wait}
         try:

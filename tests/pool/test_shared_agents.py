@@ -124,6 +124,7 @@ def test_one_agent_serves_each_host_as_its_own_would(two_hosts):
         slots = [share.open("emu-a", "emu-a:0"), share.open("emu-a", "emu-a:1")]
         slots.append(share.open("emu-b", "emu-b:0"))
         assert share.started == 1 and len({s.agent_pid for s in slots}) == 1
+        assert not slots[0].warm  # a new agent: its first case needs room for the start
         pid = slots[0].agent_pid
         # Each host's own declaration, not the inventory's and not another host's.
         assert slots[0].identify(PATIENT)["soc"] == "Ascend910B1"
@@ -143,6 +144,7 @@ def test_one_agent_serves_each_host_as_its_own_would(two_hosts):
         with pytest.raises(ProtocolError, match="device 1 does not exist"):
             slots[2].run_case({"id": "x"}, "native", 1, PATIENT)
         assert slots[0].run_case({"id": "again"}, "native", 0, PATIENT)["case_id"] == "again"
+        assert share.open("emu-b", "emu-b:0 again").warm  # a new channel to a running agent
     finally:
         share.close()
     assert group_members(pid) == []

@@ -11,7 +11,7 @@ import pytest
 
 from farm.agent.errors import DeviceBusy
 from farm.errors import AgentTimeout, ConnectionLost
-from farm.run.dispatch import Dispatcher, SlotInfo, run_owner
+from farm.run.dispatch import Dispatcher, SlotInfo, case_timeout, run_owner
 from farm.run.leases import RunState
 from suites.case import Case
 
@@ -38,6 +38,7 @@ class World:
         self.channels: list[FakeChannel] = []
         self.unkillable: set[str] = set()  # slots whose stuck agents survive
         self.lock_waits: dict[str, dict] = {}  # slot -> the agent waited for its device
+        self.warm: set[str] = set()  # slots whose new channels reach an agent already running
 
     def open(self, slot: SlotInfo) -> FakeChannel:
         channel = FakeChannel(self, slot, len(self.channels))
@@ -53,11 +54,14 @@ class FakeChannel:
         self.reaped: bool | None = None
         self.reap_detail = ""
         self.locks: list[dict] = []
+        self.timeouts: list[float] = []
         self.last_device_lock: dict | None = None
+        self.warm = slot.id in world.warm
 
     def run_case(self, case, backend, device, timeout, *, lock=None):
         assert not self.closed
         self.locks.append(dict(lock or {}))
+        self.timeouts.append(timeout)
         self.world.calls.append((self.slot.id, case["id"], self.number))
         action = self.world.behave(self.slot, case["id"], self)
         if action == "busy":
@@ -211,6 +215,23 @@ def test_devices_busy_past_the_limit_make_the_case_not_run(make):
 
 
 # -- timeouts and hangs -----------------------------------------------------------------------
+
+
+def test_a_new_channel_to_a_running_agent_gets_no_startup_allowance(make):
+    """A channel that says its agent is warm (a shared agent that has run cases) has its first
+    case timed as the case alone: a case that hangs there would otherwise keep its slot waiting
+    the start-up allowance and the lock wait longer. A new agent's first case gets both."""
+    dispatcher, world, _, _ = make(
+        lambda slot, cid, ch: "pass", startup_allowance=30.0, lock_wait=5.0
+    )
+    world.warm.add("h1:1")
+    first, second, third = case(8), case(16), case(24)
+    dispatcher.run(first, "h1:0")
+    dispatcher.run(second, "h1:1")
+    dispatcher.run(third, "h1:0")
+    cold, warm = world.channels
+    assert cold.timeouts == [case_timeout(first, 1.0) + 35.0, case_timeout(third, 1.0)]
+    assert warm.timeouts == [case_timeout(second, 1.0)]
 
 
 def test_a_case_that_hangs_on_two_hosts_is_the_cases_failure(make):

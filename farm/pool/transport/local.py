@@ -667,6 +667,7 @@ class SharedChannel:
         self._broke: SharedAgent | None = None  # the agent this channel's own request broke
         self._closed = False
         self._cases = 0  # cases answered through this channel
+        self._said_warm = False  # told the dispatcher no start-up allowance was needed
         self.last_device_lock: dict[str, Any] | None = None
         self.reaped: bool | None = None
         self.reap_detail = ""
@@ -682,6 +683,16 @@ class SharedChannel:
     @property
     def agent(self) -> SharedAgent | None:
         return self._private or self._agent
+
+    @property
+    def warm(self) -> bool:
+        """Whether the agent this channel's next case goes to has answered cases already (it
+        runs, its imports are done; a shared agent never waits for a device): the dispatcher
+        then gives the case no start-up allowance. Should the case meet a new agent after all,
+        the channel gives it the allowance itself."""
+        agent = self.agent
+        self._said_warm = agent is not None and agent.usable and agent.cases > 0
+        return self._said_warm
 
     @property
     def agent_pid(self) -> int | None:
@@ -763,10 +774,10 @@ class SharedChannel:
                 if not agent.usable:
                     continue  # broken (or surplus) while this request waited for it: never sent
                 extra = 0.0
-                if device is not None and self._cases and agent.cases == 0:
+                if device is not None and agent.cases == 0 and (self._cases or self._said_warm):
                     # The dispatcher gives a channel's first case room for the agent's start
-                    # (imports); a later case can meet a new agent too, after another slot's
-                    # case broke the one before or held it up.
+                    # (imports) unless the channel said it was warm; a case can meet a new agent
+                    # after all, after another slot's case broke the one before or held it up.
                     extra += SHARED_STARTUP_ALLOWANCE
                 agent.sent_at = time.monotonic()
                 try:
