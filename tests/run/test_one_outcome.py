@@ -1,13 +1,25 @@
 """One outcome per case: a suite check that fails after the record was written (the tiling
-check) amends the record, so the store, the summary and the exit code say what JUnit says."""
+check) amends the record, so the store, the summary and the exit code say what JUnit says; after
+any stop JUnit and the Allure results hold exactly the stored cases (farm/results/reconcile.py);
+a runs directory that refuses writes is one line (farm/run/run_dir.py), and the fault injection
+the e2e tests use refuses what a full disk would (farm/run/fault_injection.py); a signal to the
+orchestrator's pid reaches its workers."""
 
 from __future__ import annotations
 
+import errno
+import os
+import signal
+import subprocess
+import sys
 from types import SimpleNamespace
 
 import pytest
 
-from farm.run import plugin
+from farm import paths
+from farm.errors import RunDirUnwritable
+from farm.results import reconcile
+from farm.run import fault_injection, plugin, run_dir, runner
 from farm.run.runner import collect_records
 from suites import matrix
 from suites.tiling import TilingMismatch
@@ -67,3 +79,216 @@ def test_the_last_record_of_a_case_counts(tmp_path):
     (records / "gw0.jsonl").write_text(json.dumps(first) + "\n" + json.dumps(amended) + "\n")
     got, _ = collect_records(tmp_path, [case])
     assert got[0]["outcome"] == "failed" and got[0]["category"] == "tiling"
+
+
+# -- every output holds the stored cases (farm/results/reconcile.py) ------------------------
+
+SMOKE = {c.id: c for c in matrix.expand("smoke")}
+
+
+def stored(*outcomes: str) -> list[dict]:
+    """Records of the first smoke cases with these outcomes."""
+    cases = list(SMOKE.values())[: len(outcomes)]
+    return [
+        {"case_id": c.id, "family": c.family, "outcome": o, "category": None, "message": o}
+        for c, o in zip(cases, outcomes, strict=True)
+    ]
+
+
+def nodeid(case_id: str) -> str:
+    return f"suites/test_precision.py::test_precision[{case_id}]"
+
+
+def junit_ids(path) -> dict[str, str]:
+    import xml.etree.ElementTree as ET
+
+    out = {}
+    for case in ET.parse(path).getroot().iter("testcase"):
+        kinds = {child.tag for child in case}
+        out[plugin.case_id_of(case.get("name"))] = (
+            "failed" if "failure" in kinds else "broken" if "error" in kinds else "passed"
+        )
+    return out
+
+
+def test_junit_keeps_pytests_entries_of_stored_cases_only_and_adds_the_missing(tmp_path):
+    records = stored("passed", "failed", "broken")
+    a, b, c = (r["case_id"] for r in records)
+    pytest_xml = tmp_path / "pytest.xml"
+    pytest_xml.write_text(
+        '<?xml version="1.0"?><testsuites><testsuite name="pytest" tests="2" failures="0" '
+        f'errors="0"><testcase classname="suites.test_precision" name="test_precision[{a}]" '
+        'time="1.5"><properties><property name="farm_host" value="h"/></properties></testcase>'
+        '<testcase classname="suites.test_precision" name="test_precision[no-record]" '
+        'time="2"/></testsuite></testsuites>'
+    )
+    out = tmp_path / "junit.xml"
+    reconcile.junit(pytest_xml, out, records, {r["case_id"]: nodeid(r["case_id"]) for r in records})
+    assert junit_ids(out) == {a: "passed", b: "failed", c: "broken"}
+    text = out.read_text()
+    assert 'time="1.5"' in text  # pytest's own entry kept as it was
+    assert 'tests="3" failures="1" errors="1"' in text.replace('skipped="0" ', "")
+    assert 'classname="suites.test_precision"' in text and "no-record" not in text
+
+
+def test_junit_cut_short_or_missing_is_made_from_the_records(tmp_path):
+    records = stored("passed", "failed")
+    half = tmp_path / "pytest.xml"
+    half.write_text('<?xml version="1.0"?><testsuites><testsuite name="pytest"><testc')
+    for source in (half, tmp_path / "none.xml"):
+        out = tmp_path / "junit.xml"
+        reconcile.junit(source, out, records, {})
+        assert junit_ids(out) == {r["case_id"]: r["outcome"] for r in records}
+
+
+def test_allure_loses_results_without_a_record_and_gains_the_stored_ones(tmp_path):
+    import json
+
+    records = stored("passed", "broken")
+    kept, missing = records
+    (tmp_path / "a-result.json").write_text(json.dumps({"name": kept["case_id"], "x": 1}))
+    (tmp_path / "b-result.json").write_text(
+        json.dumps({"name": "test_precision[not-stored]", "status": "passed"})
+    )
+    (tmp_path / "c-result.json").write_text('{"name": "half-writ')
+    (tmp_path / "d-attachment.png").write_bytes(b"png")
+    ids = {r["case_id"]: nodeid(r["case_id"]) for r in records}
+    present = reconcile.allure(tmp_path, records, ids, SMOKE)
+    assert present == {kept["case_id"], missing["case_id"]}
+    results = [json.loads(p.read_text()) for p in sorted(tmp_path.glob("*-result.json"))]
+    assert len(results) == 2 and {"name": kept["case_id"], "x": 1} in results
+    (made,) = [r for r in results if r["name"] == missing["case_id"]]
+    assert made["status"] == "broken" and made["fullName"] == "suites.test_precision#test_precision"
+    assert (tmp_path / "d-attachment.png").exists()
+
+
+def test_a_made_allure_result_has_the_history_id_allure_pytest_gives_the_case():
+    from allure_commons.utils import md5, represent
+
+    case = next(iter(SMOKE.values()))
+    record = {"case_id": case.id, "family": case.family, "outcome": "passed"}
+    made = reconcile.allure_result(record, nodeid(case.id), case)
+    # allure-pytest: md5 of the full name and the non-excluded parameters' original values,
+    # by name (the Case object, then the family annotate adds).
+    full = "suites.test_precision#test_precision"
+    assert made["historyId"] == md5(full, represent(case), represent(case.family))
+    assert made["testCaseId"] == md5(full)
+
+
+# -- a runs directory that refuses writes -------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "code, says",
+    [
+        (errno.ENOSPC, "is full: free space on that disk"),
+        (errno.EROFS, "is on a read-only file system: mount it writable"),
+        (errno.EACCES, "is not writable: check its permissions"),
+    ],
+)
+def test_a_refused_write_is_one_line_naming_the_directory_and_the_fix(tmp_path, code, says):
+    exc = OSError(code, os.strerror(code), str(tmp_path / "runs" / "r1" / "junit.xml"))
+    message = str(run_dir.unwritable(exc, tmp_path / "runs"))
+    assert message.startswith(f"runs directory {tmp_path / 'runs'} {says}"), message
+    assert "FARM_RUNS" in message and "\n" not in message
+    assert run_dir.is_fault(exc) and not run_dir.is_fault(OSError(errno.ENOENT, "x"))
+
+
+def test_a_refused_write_elsewhere_names_that_directory(tmp_path):
+    exc = OSError(errno.ENOSPC, "full", str(tmp_path / "store" / "farm.sqlite"))
+    message = str(run_dir.unwritable(exc, tmp_path / "runs"))
+    assert message.startswith(f"directory {tmp_path / 'store'} is full"), message
+
+
+def test_the_record_writer_says_a_full_directory_and_keeps_what_it_wrote(tmp_path, monkeypatch):
+    path = tmp_path / "records" / "gw0.jsonl"
+    writer = plugin.RecordWriter(path)
+    writer.write({"case_id": "a", "outcome": "passed"})
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device", str(path))
+
+    monkeypatch.setattr(plugin, "open", full, raising=False)
+    with pytest.raises(RunDirUnwritable, match="is full"):
+        writer.write({"case_id": "b", "outcome": "passed"})
+    monkeypatch.undo()
+    assert path.read_text().splitlines() == ['{"case_id": "a", "outcome": "passed"}']
+
+
+INJECTED = """
+import os, sys
+from pathlib import Path
+from farm.run import fault_injection
+assert fault_injection.install()
+runs = Path(os.environ["FARM_RUNS"])
+def tries(what, *paths):
+    try:
+        what()
+        print("ok")
+    except OSError as exc:
+        print(exc.errno)
+tries(lambda: (runs / "new.txt").write_text("x"))
+tries(lambda: (runs / "old.txt").read_text())
+tries(lambda: (runs / "sub").mkdir())
+tries(lambda: (runs / "old.txt").unlink())
+tries(lambda: (Path(sys.argv[1]) / "elsewhere.txt").write_text("x"))
+fault_injection.enter(fault_injection.REPORT)
+tries(lambda: (runs / "after.txt").write_text("x"))
+"""
+
+
+@pytest.mark.parametrize(
+    "when, before, after_report",
+    [("", "28", "28"), ("report", "ok", "28"), ("marker", "28", "28"), ("absent", "ok", "ok")],
+)
+def test_the_injected_fault_refuses_writes_under_the_runs_directory_only(
+    tmp_path, when, before, after_report
+):
+    """In a subprocess: an audit hook is for the life of its process."""
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    (runs / "old.txt").write_text("old")
+    marker = tmp_path / ("marker" if when == "marker" else "never")
+    if when == "marker":
+        marker.touch()
+    spec = {"": "ENOSPC", "report": "ENOSPC:report"}.get(when, f"ENOSPC:{marker}")
+    env = dict(os.environ, FARM_RUNS=str(runs), **{fault_injection.ENV: spec})
+    out = subprocess.run(
+        [sys.executable, "-c", INJECTED, str(tmp_path)],
+        cwd=paths.REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout.split()
+    # write, read, mkdir, unlink (deleting needs no space), elsewhere, after the report starts
+    assert out == [before, "ok", before, "ok", "ok", after_report]
+
+
+# -- a signal to the orchestrator's pid reaches its workers --------------------------------
+
+
+def test_a_signal_to_the_pid_is_passed_on_to_the_children_as_ctrl_c():
+    child = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import time\ntry:\n    print('ready', flush=True)\n    time.sleep(120)\n"
+            "except KeyboardInterrupt:\n    print('interrupted', flush=True)\n",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert child.stdout.readline().strip() == "ready"
+        assert child.pid in runner.child_pids()
+        with runner.interruptible(forward=True) as received:
+            os.kill(os.getpid(), signal.SIGTERM)  # to this pid alone
+            signal.pause()  # the handler raises in this thread
+        assert received == [signal.SIGTERM]
+        assert child.stdout.readline().strip() == "interrupted"
+        assert child.wait(timeout=30) == 0
+    finally:
+        child.kill()
+        child.wait()
