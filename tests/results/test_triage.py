@@ -237,3 +237,17 @@ def test_farm_triage_json_and_its_mistakes(tmp_path, capsys):
         triage_command.main(["nope", "--store", db])
     with pytest.raises(UsageError, match="no group 7"):
         triage_command.main([run_id, "--store", db, "--group", "7", "-o", str(tmp_path / "x.json")])
+
+
+def test_farm_triage_prints_the_groups_through_the_command_table(tmp_path, capsys):
+    from farm import cli
+
+    cases, failing = mid_run()
+    store, run_id = stored_run(tmp_path, records_of(cases, failing), {"tier": "smoke"})
+    store.close()
+    assert cli.main(["triage", run_id, "--store", str(tmp_path / "farm.sqlite")]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == f"run {run_id}: 4 failed, {len(cases) - 4} passed"
+    assert out[1].startswith("1. 4 of 4 failures: REDUCE_MID with d1 > 64 (0 of ")
+    assert cli.main(["triage", "--group", "1", "--store", str(tmp_path / "farm.sqlite")]) == 2
+    assert "--group N and -o FILE go together" in capsys.readouterr().err
