@@ -26,6 +26,7 @@ from tests.e2e.conftest import REPO
 from tests.e2e.outcome_sets import disagreements
 
 NIGHTLY = len(matrix.expand("nightly"))
+AFTER_SIGNAL = 8  # records a stopping run may still write: one per worker and slot at most
 STARTUP_LIMIT = 240  # build, health checks and the first records, on a loaded 2-core machine
 
 
@@ -99,6 +100,7 @@ def test_sigterm_to_the_pid_stops_the_run_and_every_output_holds_what_finished(t
     proc, _ = start(tmp_path)
     wait_for_records(tmp_path, proc, 40)
     proc.send_signal(signal.SIGTERM)
+    at_signal = len(written(tmp_path))
     out, err = proc.communicate(timeout=180)
     assert proc.returncode == 143, out + err
     assert "interrupted by SIGTERM" in err and "Traceback" not in err
@@ -106,7 +108,8 @@ def test_sigterm_to_the_pid_stops_the_run_and_every_output_holds_what_finished(t
     assert (run["status"], run["exit_code"]) == ("interrupted", 143)
     finished = written(tmp_path)
     assert sorted(ids) == sorted(finished) and len(ids) == len(set(ids)) >= 40
-    assert len(ids) < NIGHTLY // 4, f"{len(ids)} of {NIGHTLY} cases ran after the signal"
+    # Each worker finishes at most the record it was writing: none goes on with its cases.
+    assert len(ids) - at_signal <= AFTER_SIGNAL, f"{len(ids) - at_signal} cases after the signal"
     assert disagreements(run_dir_of(tmp_path, run), tmp_path / "s.db") == []
 
 
