@@ -22,13 +22,22 @@ The test text is read, not compiled (the conventions of the ops-nn / ops-math op
 
 Not expressible (the case is not imported, with the reason): loops, parameterized tests
 (TEST_P), several OP_API_UT calls in one test, values the reader cannot resolve.
+
+Reading is linear in the text, whatever it holds: brackets are matched in one pass per text
+(_brackets), searches resume where the last stopped, patterns never backtrack over what they
+matched, a name is resolved once. Nesting past suites.limits.NESTING_DEPTH refuses the file, so
+what is read once per level (a call's arguments, an if's condition) stays a bounded multiple.
 """
 
 from __future__ import annotations
 
+import functools
 import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
+
+from suites import limits
 
 from .common import (
     FAMILY_FORMS,
@@ -61,24 +70,28 @@ _DEF = re.compile(
     r"(?:std::)?vector\s*<\s*int64_t\s*>)\s*&?\s+(\w+)\s*(=)?\s*(?=[^=])"
 )
 _STATUS_CHECK = re.compile(r"\b(EXPECT_EQ|ASSERT_EQ|EXPECT_NE|ASSERT_NE)\s*\(")
-_NUMBER = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?[fFlLuU]*")
+# Possessive: a long run of digits that is not a number fails in one pass, not in n^2 steps.
+_NUMBER = re.compile(r"[-+]?(?:\d++(?:\.\d*+)?|\.\d++)(?:[eE][-+]?\d++)?[fFlLuU]*+")
+_INTEGER = re.compile(r"[-+]?\d{1,18}[lLuU]*+")  # an int64 at most: int() has a digit limit
 
 
 def parse(text: str, source: str) -> ImportResult:
     code = _strip_comments(text)
+    limits.NESTING_DEPTH.check(_brackets(code).deepest, source)
     tests = list(_TEST.finditer(code))
     if not tests:
         raise Unreadable(
             "no TEST_F or TEST in it: give an aclnn UT source (gtest, OP_API_UT of "
             "aclnnLogSoftmaxBackward)"
         )
+    limits.CASES.check(len(tests), source)
     fixtures = _fixture_socs(code)
     result = ImportResult("aclnn-ut")
     for match in tests:
         kind, fixture, test = match.groups()
         name = result.add_case(f"{fixture}.{test}")
-        body, _ = _block(code, match.end() - 1)
         try:
+            body, _ = _block(code, match.end() - 1)
             if kind == "TEST_P":
                 raise NotExpressible(
                     "a parameterized test (TEST_P): its parameters are elsewhere; import by hand"
@@ -94,41 +107,69 @@ def parse(text: str, source: str) -> ImportResult:
 # -- C++ text ---------------------------------------------------------------------------
 
 
-def _strip_comments(text: str) -> str:
-    pattern = re.compile(r"//[^\n]*|/\*.*?\*/|\"(?:\\.|[^\"\\])*\"|'(?:\\.|[^'\\])*'", re.S)
+# A comment, or a string or character literal (kept: a "//" inside one is no comment). What is
+# never closed runs to the end of the text (a comment) or of the line (a literal), as a compiler
+# reads it; possessive repeats never give back what they matched, so this is one linear pass.
+_LITERAL = r"\"(?:[^\"\\\n]++|\\.)*+\"?|'(?:[^'\\\n]++|\\.)*+'?"
+_COMMENT_OR_LITERAL = re.compile(r"//[^\n]*+|/\*(?:[^*]++|\*(?!/))*+(?:\*/)?|" + _LITERAL, re.S)
+_LITERAL_OR_BRACKET = re.compile(_LITERAL + r"|[(){}\[\]]", re.S)
 
-    def keep_strings(m: re.Match[str]) -> str:
+
+def _strip_comments(text: str) -> str:
+    def keep_literals(m: re.Match[str]) -> str:
         s = m.group(0)
         if s.startswith("/"):
             return " " + "\n" * s.count("\n")
         return s
 
-    return pattern.sub(keep_strings, text)
+    return _COMMENT_OR_LITERAL.sub(keep_literals, text)
 
 
 _PAIRS = {"(": ")", "{": "}", "[": "]"}
+_NEVER_CLOSED = -1
+
+
+@dataclass(frozen=True)
+class _Brackets:
+    """Where each bracket of a text closes: its index; _NEVER_CLOSED; or -2 - i when a bracket
+    of the wrong kind at i comes first. Brackets in literals do not count."""
+
+    closes: dict[int, int]
+    deepest: int
+
+
+@functools.lru_cache(maxsize=32)
+def _brackets(code: str) -> _Brackets:
+    """The brackets of a text, matched in one pass (a text is matched once, however many of its
+    blocks are asked for: asking each from its start, as a scan, was quadratic)."""
+    closes: dict[int, int] = {}
+    stack: list[int] = []
+    deepest = 0
+    for m in _LITERAL_OR_BRACKET.finditer(code):
+        ch, at = m.group(0), m.start()
+        if ch in _PAIRS:
+            stack.append(at)
+            deepest = max(deepest, len(stack))
+        elif len(ch) == 1 and ch in ")]}" and stack:
+            if _PAIRS[code[stack[-1]]] == ch:
+                closes[stack.pop()] = at
+            else:  # every bracket open here meets this one before its own
+                closes.update(dict.fromkeys(stack, -2 - at))
+                stack.clear()
+    closes.update(dict.fromkeys(stack, _NEVER_CLOSED))
+    return _Brackets(closes, deepest)
 
 
 def _block(code: str, start: int) -> tuple[str, int]:
     """The text inside the bracket at `start` and the index after its closing bracket."""
-    stack = []
-    i = start
-    while i < len(code):
-        ch = code[i]
-        if ch in "\"'":
-            end = code.find(ch, i + 1)
-            while end > 0 and code[end - 1] == "\\":
-                end = code.find(ch, end + 1)
-            i = end if end > 0 else len(code)
-        elif ch in _PAIRS:
-            stack.append(_PAIRS[ch])
-        elif ch in _PAIRS.values():
-            if not stack or stack.pop() != ch:
-                raise NotExpressible(f"unbalanced {ch!r} in the test")
-            if not stack:
-                return code[start + 1 : i], i + 1
-        i += 1
-    raise NotExpressible("a bracket is never closed")
+    end = _brackets(code).closes.get(start)
+    if end is None:
+        raise NotExpressible("a bracket inside a string or character literal")
+    if end == _NEVER_CLOSED:
+        raise NotExpressible("a bracket is never closed")
+    if end < 0:
+        raise NotExpressible(f"unbalanced {code[-2 - end]!r} in the test")
+    return code[start + 1 : end], end + 1
 
 
 def _split(args: str) -> list[str]:
@@ -152,19 +193,38 @@ def _split(args: str) -> list[str]:
     return parts
 
 
+_CLASS = re.compile(r"\bclass\s+(\w+)\s*:")
+_SET_UP = re.compile(r"\b(SetUpTestCase|SetUpTestSuite|SetUp)\s*\(\s*\)")
+_BRACE_OR_END = re.compile(r"[{;]")
+
+
+def _braces_after(code: str, heads: Iterable[re.Match[str]]) -> Iterator[tuple[str, int]]:
+    """(name, index of the "{") of each head followed by a "{" before any ";" (as the pattern
+    `head[^{;]*{` would match them, without overlap). One scan: a search starts where the last
+    one stopped, or after it."""
+    stop = -1
+    for head in heads:
+        if head.start() <= stop:
+            continue  # inside the last one's match: finditer would not see it
+        if stop < head.end():
+            found = _BRACE_OR_END.search(code, head.end())
+            stop = found.start() if found else len(code)
+        if stop < len(code) and code[stop] == "{":
+            yield head.group(1), stop
+
+
 def _fixture_socs(code: str) -> dict[str, str]:
     """The SoC each fixture's SetUpTestCase / SetUp sets."""
     out: dict[str, str] = {}
-    for match in re.finditer(r"\bclass\s+(\w+)\s*:[^{;]*\{", code):
+    for fixture, brace in _braces_after(code, _CLASS.finditer(code)):
         try:
-            body, _ = _block(code, match.end() - 1)
-        except NotExpressible:
+            body, _ = _block(code, brace)
+            for _, setup in _braces_after(body, _SET_UP.finditer(body)):
+                socs = _SOC.findall(_block(body, setup)[0])
+                if socs:
+                    out[fixture] = socs[-1]
+        except NotExpressible:  # a fixture that does not parse sets no SoC; its tests say why
             continue
-        for setup in re.finditer(r"\b(SetUpTestCase|SetUpTestSuite|SetUp)\s*\(\s*\)[^{;]*\{", body):
-            inner, _ = _block(body, setup.end() - 1)
-            socs = _SOC.findall(inner)
-            if socs:
-                out[match.group(1)] = socs[-1]
     return out
 
 
@@ -176,44 +236,69 @@ class _Test:
     body: str
     defs: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    # What a text resolves to, and the number a resolved text is: a name used many times (a
+    # shape of a thousand `n`s) is read once.
+    _resolved: dict[str, str] = field(default_factory=dict, repr=False)
+    _numbers: dict[str, float | None] = field(default_factory=dict, repr=False)
 
-    def resolve(self, expr: str, seen: tuple[str, ...] = ()) -> str:
-        expr = _uncast(expr.strip())
-        while expr.startswith("(") and expr.endswith(")") and _block(expr, 0)[1] == len(expr):
-            expr = _uncast(expr[1:-1].strip())
-        if re.fullmatch(r"\w+", expr) and expr in self.defs and expr not in seen:
-            return self.resolve(self.defs[expr], (*seen, expr))
-        return expr
+    def resolve(self, expr: str) -> str:
+        if expr in self._resolved:
+            return self._resolved[expr]
+        seen: set[str] = set()  # a chain of names is followed in a loop, not a recursion
+        text = expr
+        while True:
+            text = _uncast(text.strip())
+            while text.startswith("(") and text.endswith(")") and _block(text, 0)[1] == len(text):
+                text = _uncast(text[1:-1].strip())  # at most NESTING_DEPTH times
+            if text not in self.defs or text in seen:  # the names defined are words
+                break
+            seen.add(text)
+            text = self.defs[text]
+        self._resolved[expr] = text
+        return text
 
     def integer(self, expr: str, what: str) -> int:
         text = self.resolve(expr)
-        if re.fullmatch(r"[-+]?\d+[lLuU]*", text):
+        if _INTEGER.fullmatch(text):
             return int(text.rstrip("lLuU"))
-        raise NotExpressible(f"{what} {expr!r} is not an integer the reader can resolve")
+        raise NotExpressible(f"{what} {_shown(expr)} is not an integer the reader can resolve")
 
     def number(self, expr: str, what: str) -> float:
         text = self.resolve(expr)
-        if _NUMBER.fullmatch(text):
-            return float(text.rstrip("fFlLuU"))
-        raise NotExpressible(f"{what} {expr!r} is not a number the reader can resolve")
+        if text not in self._numbers:
+            self._numbers[text] = float(text.rstrip("fFlLuU")) if _NUMBER.fullmatch(text) else None
+        value = self._numbers[text]
+        if value is None:
+            raise NotExpressible(f"{what} {_shown(expr)} is not a number the reader can resolve")
+        return value
+
+    def _listed(self, expr: str, what: str) -> list[str]:
+        text = self.resolve(expr)
+        vector = _VECTOR.match(text)
+        text = text[vector.end() :].strip() if vector else text
+        if text.startswith("(") and text.endswith(")"):
+            text = text[1:-1].strip()
+        if not (text.startswith("{") and text.endswith("}")):
+            raise NotExpressible(f"{what} {_shown(expr)} is not a list the reader can resolve")
+        return _split(text[1:-1])
 
     def ints(self, expr: str, what: str) -> tuple[int, ...]:
-        text = self.resolve(expr)
-        text = re.sub(r"^(?:std::)?vector\s*<[^>]*>\s*", "", text).strip()
-        if text.startswith("(") and text.endswith(")"):
-            text = text[1:-1].strip()
-        if not (text.startswith("{") and text.endswith("}")):
-            raise NotExpressible(f"{what} {expr!r} is not a list the reader can resolve")
-        return shape_of([self.integer(p, what) for p in _split(text[1:-1])], what)
+        return shape_of([self.integer(p, what) for p in self._listed(expr, what)], what)
 
     def numbers(self, expr: str, what: str) -> list[float]:
-        text = self.resolve(expr)
-        text = re.sub(r"^(?:std::)?vector\s*<[^>]*>\s*", "", text).strip()
-        if text.startswith("(") and text.endswith(")"):
-            text = text[1:-1].strip()
-        if not (text.startswith("{") and text.endswith("}")):
-            raise NotExpressible(f"{what} {expr!r} is not a list the reader can resolve")
-        return [self.number(p, what) for p in _split(text[1:-1])]
+        return [self.number(p, what) for p in self._listed(expr, what)]
+
+
+_VECTOR = re.compile(r"(?:std::)?vector\s*+<[^>]*+>\s*+")
+
+
+def _cut(text: str) -> str:
+    """Source text as a message or note shows it: cut short (a crafted file's line can be huge)."""
+    return text if len(text) <= 80 else f"{text[:77]}..."
+
+
+def _shown(text: str) -> str:
+    return repr(_cut(text))
 
 
 _CAST = re.compile(
@@ -222,27 +307,37 @@ _CAST = re.compile(
 
 
 def _uncast(expr: str) -> str:
-    expr = _CAST.sub("", expr)
+    cast = _CAST.match(expr)
+    expr = expr[cast.end() :] if cast else expr
     m = re.fullmatch(r"static_cast\s*<[^>]*>\s*\((.*)\)", expr, re.S)
     return m.group(1).strip() if m else expr
 
 
+_STATEMENT_MARKS = re.compile(r"[;(){}\[\]]")
+
+
 def _definitions(body: str) -> dict[str, str]:
-    defs: dict[str, str] = {}
-    for m in _DEF.finditer(body):
-        i = m.end()
-        depth, j = 0, i
-        while j < len(body):
-            ch = body[j]
-            if ch in "({[":
-                depth += 1
-            elif ch in ")}]":
-                depth -= 1
-            elif ch == ";" and depth == 0:
-                break
-            j += 1
-        defs[m.group(1)] = body[i:j].strip()
-    return defs
+    """Each name the test defines and the text it is given: up to the ";" that ends its
+    statement (or the end of the block it is in). One pass over the body for all of them."""
+    found = [(m.group(1), m.end()) for m in _DEF.finditer(body)]
+    ends = [len(body)] * len(found)
+    waiting: list[list[int]] = [[]]  # per open bracket level, the definitions not yet ended
+    next_def = 0
+    for mark in _STATEMENT_MARKS.finditer(body):
+        at, ch = mark.start(), mark.group(0)
+        while next_def < len(found) and found[next_def][1] <= at:
+            waiting[-1].append(next_def)
+            next_def += 1
+        if ch in "({[":
+            waiting.append([])
+            continue
+        if ch == ";" or len(waiting) == 1:  # a statement ends (or a stray closing bracket)
+            ended, waiting[-1] = waiting[-1], []
+        else:  # a block closes: what was defined in it ends with it
+            ended = waiting.pop()
+        for k in ended:
+            ends[k] = at
+    return {name: body[start:end].strip() for (name, start), end in zip(found, ends, strict=True)}
 
 
 def _test(name: str, body: str, fixture_soc: str | None) -> tuple[dict[str, Any], Any]:
@@ -256,7 +351,7 @@ def _test(name: str, body: str, fixture_soc: str | None) -> tuple[dict[str, Any]
     t = _Test(body, _definitions(body))
     args = _split(_block(body, calls[0].end() - 1)[0])
     if not args or args[0] != API:
-        raise NotExpressible(f"calls {args[0] if args else '?'}, not {API}")
+        raise NotExpressible(f"calls {_cut(args[0]) if args else '?'}, not {API}")
     ins = _io(args, "INPUT")
     outs = _io(args, "OUTPUT")
     if len(ins) != 3 or len(outs) != 1:
@@ -303,17 +398,23 @@ def _io(args: list[str], kind: str) -> list[str]:
     return []
 
 
+_METHOD = re.compile(r"\s*+\.\s*+(\w++)\s*+\(")
+_SPACE = re.compile(r"\s*+")
+
+
 def _tensor(t: _Test, expr: str, label: str) -> tuple[Tensor, tuple[float, float] | None]:
     text = t.resolve(expr)
     if text in ("nullptr", "NULL", "0"):
         return Tensor(missing=True), None
     m = re.match(r"TensorDesc\s*\(", text)
     if not m:
-        raise NotExpressible(f"{label} {expr!r} is not a TensorDesc the reader can resolve")
+        raise NotExpressible(f"{label} {_shown(expr)} is not a TensorDesc the reader can resolve")
     inner, end = _block(text, m.end() - 1)
     args = _split(inner)
     if len(args) not in (3, 6):
-        raise NotExpressible(f"{label} TensorDesc({inner}) has {len(args)} arguments (3 or 6)")
+        raise NotExpressible(
+            f"{label} TensorDesc({_cut(inner)}) has {len(args)} arguments (3 or 6)"
+        )
     shape = t.ints(args[0], f"{label} shape")
     check_format(t.resolve(args[2]), label, t.notes)
     tensor = Tensor(farm_dtype(t.resolve(args[1]), f"{label} dtype"), shape)
@@ -325,14 +426,13 @@ def _tensor(t: _Test, expr: str, label: str) -> tuple[Tensor, tuple[float, float
         storage = t.ints(args[5], f"{label} storage shape")
         tensor.layout = storage_layout(shape, strides, offset, storage)
     precision = None
-    rest = text[end:]
-    while rest.strip():
-        call = re.match(r"\s*\.\s*(\w+)\s*\(", rest)
+    at = end  # the methods are read in place: slicing off each one was quadratic in a chain
+    while not _SPACE.fullmatch(text, at):
+        call = _METHOD.match(text, at)
         if not call:
-            raise NotExpressible(f"{label}: cannot read {rest.strip()!r}")
-        margs, stop = _block(rest, call.end() - 1)
+            raise NotExpressible(f"{label}: cannot read {_shown(text[at:].strip())}")
+        margs, at = _block(text, call.end() - 1)
         method, parts = call.group(1), _split(margs)
-        rest = rest[stop:]
         if method == "ValueRange" and len(parts) == 2 and label != "out":
             lo, hi = (t.number(p, f"{label} ValueRange") for p in parts)
             tensor.values = value_bounds(lo, hi, f"{label} ValueRange")
@@ -352,7 +452,7 @@ def _tensor(t: _Test, expr: str, label: str) -> tuple[Tensor, tuple[float, float
         elif method in ("ValueRange", "Value") and label == "out":
             continue  # the output's values are the operator's to write
         else:
-            t.notes.append(f"{label}.{method}({margs.strip()}) not read")
+            t.notes.append(f"{label}.{method}({_cut(margs.strip())}) not read")
     return tensor, precision
 
 
@@ -435,7 +535,9 @@ def _soc_branches(
         or len(joins) > 1
         or (joins and joins != ({"||"} if ops == {"=="} else {"&&"}))
     ):
-        t.notes.append(f"the SoC condition ({' '.join(cond.split())}) not read: no expectation")
+        t.notes.append(
+            f"the SoC condition ({_cut(' '.join(cond.split()))}) not read: no expectation"
+        )
         return None, None
     named = {family_of_soc(s) for s in socs}
     first, second = _status_of(then), _status_of(otherwise)

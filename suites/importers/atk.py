@@ -29,6 +29,8 @@ import json
 import re
 from typing import Any
 
+from suites import limits
+
 from .common import (
     Imported,
     ImportResult,
@@ -58,6 +60,7 @@ RUN_KEYS = {
 
 
 def parse(text: str, source: str) -> ImportResult:
+    limits.check_json_depth(text, source)  # json recurses per level
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -72,6 +75,7 @@ def parse(text: str, source: str) -> ImportResult:
             "not an ATK case file: expected a JSON list of cases (objects with name, inputs), "
             'or {"cases": [...]}'
         )
+    limits.CASES.check(len(data), source)
     result = ImportResult("atk")
     for index, case in enumerate(data):
         api = case.get("aclnn_name") or case.get("name") or "case"

@@ -3,9 +3,10 @@ outside suite's cases as a farm case file (docs/importers.md).
 
 Per source case it prints what the farm could not express and why: the case imported with a
 note saying what differs, or not imported with the reason. It ends with one line:
-"N source cases → M farm cases, K not imported, J with notes". Exit 0 when it wrote cases, 1
-when no case could be imported (each one listed with why), 2 for a file it cannot read at all,
-an unknown format or a bad output path (one line, nothing written).
+"N source cases → M farm cases, K not imported, J with notes". Exit 0 when it wrote cases; 2
+when it wrote none: no case could be imported (each one listed with why), a file it cannot read
+at all or over an input limit (suites/limits.py), an unknown format or a bad output path (one
+line). Exit 1 is farm run's "the operator failed", which an import never says.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from farm.errors import UsageError
-from suites import casefile
+from suites import casefile, limits
 from suites.case import Case
 
 from . import FORMATS, Conversion, Unreadable
@@ -48,6 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     conversions: list[tuple[str, Conversion]] = []
     for file_name in args.files:
         path = Path(file_name)
+        limits.FILE_BYTES.check_file(path)  # before a byte is read
         try:
             text = path.read_text(encoding="utf-8")
         except FileNotFoundError:
@@ -82,7 +84,9 @@ def main(argv: list[str] | None = None) -> int:
         f"{sources} source cases → {len(cases)} farm cases, {skipped} not imported, "
         f"{noted} with notes"
     )
-    return 0 if cases else 1  # nothing to run is not a success, though every case is listed
+    # Nothing to run is not a success, though every case is listed: a script that imports and
+    # then runs stops here, with the code of every import that wrote nothing.
+    return 0 if cases else 2
 
 
 def _unique(cases: list[Case]) -> list[Case]:

@@ -39,6 +39,10 @@ class ImportResult:
     imported: list[Imported] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (name, reason)
     parent: dict[str, str] = field(default_factory=dict)  # a sub-case's source case
+    _names: set[str] = field(default_factory=set, repr=False)  # source_cases, to look up
+
+    def __post_init__(self) -> None:
+        self._names.update(self.source_cases)
 
     def source_of(self, name: str) -> str:
         """The source case an entry or sub-case name belongs to."""
@@ -55,9 +59,10 @@ class ImportResult:
 
     def add_case(self, name: str) -> str:
         """Count a source case; a name seen before gets its position (" #3") appended."""
-        if name in self.source_cases:
+        if name in self._names:  # a set: a file of many cases is not read in quadratic time
             name = f"{name} #{len(self.source_cases) + 1}"
         self.source_cases.append(name)
+        self._names.add(name)
         return name
 
     def convert(self, source: str) -> Conversion:

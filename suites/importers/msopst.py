@@ -24,7 +24,10 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 from typing import Any
+
+from suites import limits
 
 from .common import (
     Imported,
@@ -59,6 +62,7 @@ DISTRIBUTIONS = (
 
 
 def parse(text: str, source: str) -> ImportResult:
+    limits.check_json_depth(text, source)  # json recurses per level
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -73,6 +77,7 @@ def parse(text: str, source: str) -> ImportResult:
             "not an msopst case file: expected a JSON list of cases (objects with case_name, "
             "op, input_desc, output_desc)"
         )
+    limits.CASES.check(len(data), source)
     result = ImportResult("msopst")
     for index, case in enumerate(data):
         name = result.add_case(str(case.get("case_name") or f"case {index}"))
@@ -80,6 +85,10 @@ def parse(text: str, source: str) -> ImportResult:
             _case(result, name, case)
         except NotExpressible as exc:
             result.skipped.append((name, str(exc)))
+        # Sub-cases multiply (a desc's lists are crossed): counted as they are made.
+        made = len(result.imported) + len(result.skipped)
+        if made > limits.CASES.value():
+            limits.CASES.check(made, source, at_least=True)
     return result
 
 
@@ -254,6 +263,13 @@ def _variants(desc: Any, is_input: bool) -> list[dict[str, Any]]:
         lists["value_range"] = _ranges(desc.get("value_range", [DEFAULT_RANGE]))
         lists["data_distribute"] = _listed(desc.get("data_distribute", "uniform"))
     keys = list(lists)
+    # The cross product is counted before it is made: five lists of a hundred are 10^10.
+    count, most = math.prod(len(v) for v in lists.values()), limits.CASES.value()
+    if count > most:
+        raise NotExpressible(
+            f"its lists cross into {count:,} variants, more than the {most:,} cases a file may "
+            f"hold (set {limits.CASES.env} to raise it)"
+        )
     out = []
     for combo in itertools.product(*(lists[k] for k in reversed(keys))):
         variant = dict(desc)

@@ -35,6 +35,8 @@ import io
 import math
 from typing import Any
 
+from suites import limits
+
 from .common import (
     FAMILY_FORMS,
     Imported,
@@ -77,9 +79,14 @@ ACLNN = COMMON | {
 
 def parse(text: str, source: str) -> ImportResult:
     reader = csv.DictReader(io.StringIO(text))
+    most = limits.CASES.value()
     try:
         header = list(reader.fieldnames or [])
-        rows = list(reader)
+        rows = []
+        for row in reader:  # counted as read: the rest of a file past the limit is not
+            rows.append(row)
+            if len(rows) > most:
+                limits.CASES.check(len(rows), source, at_least=True)
     except csv.Error as exc:
         raise Unreadable(f"not CSV ({exc}): give a TTK case CSV") from None
     if "api_name" not in header and "op_name" not in header:
@@ -118,8 +125,11 @@ def _literal(row: dict[str, Any], column: str, default: Any = None) -> Any:
         return default
     try:
         return ast.literal_eval(text)
-    except (ValueError, SyntaxError):
-        raise NotExpressible(f"{column} {text!r} is not a Python literal") from None
+    # Python's parser stops nesting (200 brackets: SyntaxError; some thousands of operators:
+    # MemoryError, its stack) at once, at a bounded depth.
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        shown = text if len(text) <= 80 else f"{text[:77]}..."
+        raise NotExpressible(f"{column} {shown!r} is not a Python literal") from None
 
 
 def _row(name: str, row: dict[str, Any], mode: str) -> dict[str, Any]:

@@ -68,7 +68,7 @@ def test_names_are_printed_as_text_not_markup(tmp_path, capsys):
         ["cases", "import", "--format", "msopst", str(source), "-o", str(tmp_path / "o.json")]
     )
     text = capsys.readouterr().out
-    assert rc == 1  # every case listed, but nothing to run
+    assert rc == 2  # every case listed, but nothing to run: nothing written, as for a bad file
     assert "[bold]x[/bold]: not imported: op 'Softmax' is not LogSoftmaxGrad" in text
     assert "no case could be imported" in text and not (tmp_path / "o.json").exists()
     assert text.strip().splitlines()[-1] == (
