@@ -152,3 +152,19 @@ def test_bad_inventory_is_one_clear_message(tmp_path, runs):
     assert out.returncode == 2
     assert "Ascend910X" in out.stderr and "[[host]] x" in out.stderr
     assert not list(Path(runs["FARM_RUNS"]).glob("*-smoke-*"))
+
+
+def test_a_closed_pipe_ends_farm_quietly():
+    """`farm cases --json | head -c 10`: the reader goes away; no BrokenPipeError traceback."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "farm.cli", "cases", "--tier", "smoke", "--json"],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.read(10)  # the JSON is some 200 KB, past a pipe's buffer: the writer waits
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=300) == 141, err  # 128 + SIGPIPE, as a shell's writer ends
+    assert err == ""
