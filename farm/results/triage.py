@@ -46,7 +46,7 @@ NUMERIC = (
 )
 # Yes/no features, and how a predicate on each reads.
 BOOLEAN_TEXT = {
-    "ragged_tail": ("last chunk ends ragged (not whole 32-byte blocks)", "last chunk whole blocks"),
+    "ragged_tail": ("last chunk ends ragged (not whole blocks)", "last chunk of whole blocks"),
     "full_last_chunk": ("last chunk a whole UB block", "last chunk shorter than a UB block"),
     "narrow_dtype": ("a 2-byte dtype (float16, bfloat16)", "a dtype of 4 bytes or more"),
 }
