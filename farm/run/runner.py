@@ -167,22 +167,31 @@ def run(
     pool = prepare.load_pool(inventory)  # a bad inventory stops here too
     fault_injection.install()
     with run_dir.refusals_as_errors():  # a runs directory that takes no write: one line
-        plan, cases, store_path, started = _prepare(
-            console, chosen, cases, pool, inventory, backend, target, plant_bug, case_timeout
+        # pytest's JUnit is raw material written outside the runs directory: the run's
+        # junit.xml is made from it and the records (reconcile.junit), and a full runs directory
+        # cannot make pytest's writer fail inside its hooks.
+        staging = Path(tempfile.mkdtemp(prefix="farm-junit-"))
+    try:
+        with run_dir.refusals_as_errors():
+            plan, cases, store_path, started = _prepare(
+                console, chosen, cases, pool, inventory, backend, target, plant_bug, case_timeout
+            )
+        return _run_session(
+            console,
+            plan,
+            chosen,
+            cases,
+            store_path,
+            started,
+            pytest_junit=staging / JUNIT_XML,
+            jobs=jobs,
+            report=report,
+            extra_pytest=extra_pytest or [],
+            progress=progress,
+            history_runs=history_runs,
         )
-    return _run_session(
-        console,
-        plan,
-        chosen,
-        cases,
-        store_path,
-        started,
-        jobs=jobs,
-        report=report,
-        extra_pytest=extra_pytest or [],
-        progress=progress,
-        history_runs=history_runs,
-    )
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
 
 
 def _prepare(console, chosen, cases, pool, inventory, backend, target, plant_bug, case_timeout):
@@ -275,6 +284,7 @@ def _run_session(
     store_path: Path,
     started: str,
     *,
+    pytest_junit: Path,
     jobs: int | None,
     report: bool,
     extra_pytest: list[str],
@@ -290,39 +300,32 @@ def _run_session(
     faults = RunDirFaults()
     plugins = [errors, selection, faults]
     plugins += [LiveProgress(console=console, title=chosen.key)] if progress else []
-    # pytest's JUnit is raw material written outside the runs directory: the run's junit.xml is
-    # made from it and the records (reconcile.junit), and a full runs directory cannot make
-    # pytest's writer fail inside its hooks.
-    staging = Path(tempfile.mkdtemp(prefix="farm-junit-"))
-    try:
-        args = pytest_args(plan, workers, extra_pytest, junit=staging / JUNIT_XML)
-        with interruptible(forward=workers > 1) as signals:
-            try:
-                pytest_code = pytest.main(args, plugins=plugins)
-            except OSError as exc:  # a write of pytest's own refused by the runs directory
-                if not run_dir.is_fault(exc):
-                    raise
-                faults.messages.append(str(run_dir.unwritable(exc)))
-                pytest_code = pytest.ExitCode.INTERNAL_ERROR
-        return _after_session(
-            console,
-            plan,
-            chosen,
-            cases,
-            store_path,
-            started,
-            pytest_code=pytest_code,
-            signals=signals,
-            errors=errors,
-            selection=selection,
-            fault=faults.messages[0] if faults.messages else None,
-            pytest_junit=staging / JUNIT_XML,
-            report=report,
-            extra_pytest=extra_pytest,
-            history_runs=history_runs,
-        )
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+    args = pytest_args(plan, workers, extra_pytest, junit=pytest_junit)
+    with interruptible(forward=workers > 1) as signals:
+        try:
+            pytest_code = pytest.main(args, plugins=plugins)
+        except OSError as exc:  # a write of pytest's own refused by the runs directory
+            if not run_dir.is_fault(exc):
+                raise
+            faults.messages.append(str(run_dir.unwritable(exc)))
+            pytest_code = pytest.ExitCode.INTERNAL_ERROR
+    return _after_session(
+        console,
+        plan,
+        chosen,
+        cases,
+        store_path,
+        started,
+        pytest_code=pytest_code,
+        signals=signals,
+        errors=errors,
+        selection=selection,
+        fault=faults.messages[0] if faults.messages else None,
+        pytest_junit=pytest_junit,
+        report=report,
+        extra_pytest=extra_pytest,
+        history_runs=history_runs,
+    )
 
 
 def _after_session(

@@ -151,6 +151,9 @@ def test_allure_loses_results_without_a_record_and_gains_the_stored_ones(tmp_pat
         json.dumps({"name": "test_precision[not-stored]", "status": "passed"})
     )
     (tmp_path / "c-result.json").write_text('{"name": "half-writ')
+    # another writer's field order: read whole
+    (tmp_path / "e-result.json").write_text(json.dumps({"status": "passed", "name": "x"}))
+    assert reconcile._result_case_id(tmp_path / "e-result.json") == "x"
     (tmp_path / "d-attachment.png").write_bytes(b"png")
     ids = {r["case_id"]: nodeid(r["case_id"]) for r in records}
     present = reconcile.allure(tmp_path, records, ids, SMOKE)
