@@ -169,13 +169,15 @@ def _parse_json(path: Path, text: str) -> tuple[list, list[int | None]]:
         data, starts = _json_with_starts(text)
     except json.JSONDecodeError as exc:
         raise CaseFileError(f"{path}: line {exc.lineno}: not JSON ({exc.msg})") from None
+    except limits.IntegerTooLong as exc:
+        raise CaseFileError(f"{path}: not JSON the farm can read ({exc})") from None
     entries = _document_entries(path, data)
     if len(starts) != len(entries):
         return entries, [None] * len(entries)
     return entries, _lines_at(text, starts)
 
 
-_DECODER = json.JSONDecoder()
+_DECODER = json.JSONDecoder(parse_int=limits.json_integer)
 _JSON_SPACE = re.compile(r"[ \t\n\r]*")
 
 
@@ -280,6 +282,9 @@ def _parse_yaml(path: Path, text: str) -> tuple[list, list[int | None]]:
             limit = limits.NESTING_DEPTH.value()
             limits.NESTING_DEPTH.check(limit + 1, path, at_least=True)
         raise CaseFileError(f"{path}: {where}not YAML ({problem})") from None
+    except ValueError as exc:  # an integer past the 4,300 digits Python converts
+        problem = str(exc).split(";")[0]
+        raise CaseFileError(f"{path}: not YAML the farm can read ({problem})") from None
     entries = _document_entries(path, data)
     return entries, _node_lines(node, len(entries))
 

@@ -117,6 +117,23 @@ def json_depth(text: str) -> int:
     return deepest
 
 
+class IntegerTooLong(ValueError):
+    """A JSON integer past the digits Python converts (sys.get_int_max_str_digits)."""
+
+
+INTEGER_DIGITS = 40  # an extent, axis, seed or offset is 20 digits at most
+
+
+def json_integer(text: str) -> int:
+    """json's parse_int: Python refuses an integer of more than 4,300 digits with a ValueError
+    that says to raise its limit; no field takes one of a hundredth of that, so say so plainly."""
+    if len(text) > INTEGER_DIGITS:
+        raise IntegerTooLong(
+            f"an integer of {len(text):,} digits; no field takes one past {INTEGER_DIGITS}"
+        )
+    return int(text)
+
+
 def check_json_depth(text: str, source: str | Path) -> None:
     """LimitExceeded when the JSON text nests deeper than NESTING_DEPTH, before it is parsed."""
     NESTING_DEPTH.check(json_depth(text), source)

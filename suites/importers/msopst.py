@@ -64,7 +64,9 @@ DISTRIBUTIONS = (
 def parse(text: str, source: str) -> ImportResult:
     limits.check_json_depth(text, source)  # json recurses per level
     try:
-        data = json.loads(text)
+        data = json.loads(text, parse_int=limits.json_integer)
+    except limits.IntegerTooLong as exc:
+        raise Unreadable(f"not JSON the farm can read ({exc})") from None
     except json.JSONDecodeError as exc:
         raise Unreadable(
             f"line {exc.lineno}: not JSON ({exc.msg}): give an msopst case file (a JSON list "

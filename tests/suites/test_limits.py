@@ -204,3 +204,13 @@ def test_nesting_is_counted_as_json_reads_it():
     assert limits.json_depth("[[[") == 3  # unclosed: the levels a parser opens before failing
     assert limits.json_depth('"' + '\\"' * 1000) == 0  # one unterminated string
     assert limits.json_depth("7") == 0
+
+
+@pytest.mark.parametrize("suffix", [".json", ".yaml"])
+def test_an_integer_past_pythons_digits_is_one_line(tmp_path, suffix):
+    path = tmp_path / f"long{suffix}"
+    path.write_text(json.dumps([ENTRY])[:-2] + ', "seed": ' + "1" * 5000 + "}]")
+    with pytest.raises(casefile.CaseFileError) as err:
+        casefile.load(path)
+    assert str(err.value).startswith(f"{path}: not {suffix[1:].upper()} the farm can read (")
+    assert "5000 digits" in str(err.value).replace(",", "")

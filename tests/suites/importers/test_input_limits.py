@@ -261,3 +261,11 @@ def test_an_importer_input_over_the_size_limit_is_not_read(tmp_path, monkeypatch
         f"error: {source}: 2,002 bytes, over the limit of 1,000; if it is meant to be this big, "
         "set FARM_MAX_INPUT_BYTES (e.g. FARM_MAX_INPUT_BYTES=4000)"
     ]
+
+
+@pytest.mark.parametrize("fmt", ["msopst", "atk"])
+def test_a_json_integer_past_pythons_digits_is_unreadable(fmt):
+    from suites.importers import Unreadable
+
+    with pytest.raises(Unreadable, match="an integer of 5,000 digits; no field takes one past 40"):
+        FORMATS[fmt]('[{"case_name": "x", "attr": ' + "1" * 5000 + "}]", "x.json")
