@@ -552,8 +552,9 @@ def _wrong_id(given: Any, case: Case, families: int) -> str:
     return f"id {_shown(given)} does not match its fields, which make {case.id}{which}; {fix}"
 
 
-def _unknown(key: str) -> str:
-    near = difflib.get_close_matches(key, list(_TYPES), n=1)
+def _unknown(key: Any) -> str:
+    # A YAML key may be a number or null: no field's name, and no spelling to suggest.
+    near = difflib.get_close_matches(key, list(_TYPES), n=1) if isinstance(key, str) else []
     hint = f"did you mean {near[0]!r}?" if near else "see docs/case-files.md for the fields"
     return f"unknown field {_shown(key)} ({hint})"
 

@@ -309,3 +309,18 @@ def test_json_problems_name_the_entrys_line(tmp_path):
     assert lines[0] == (
         f"{tmp_path}/bad.json: case 1 (line 4): unknown field 'shap' (did you mean 'shape'?)"
     )
+
+
+def test_a_key_that_is_not_text_is_an_unknown_field(tmp_path):
+    lines = _problems(
+        tmp_path,
+        "keys.yaml",
+        "format: logsoftmaxgrad-cases\nversion: 1\ncases:\n"
+        "  - {1: 2, null: 3, dtype: float32, shape: [2], axes: 0}\n",
+    )
+    assert lines == [
+        f"{tmp_path}/keys.yaml: case 0 (line 4): unknown field 1 (see docs/case-files.md for "
+        "the fields)",
+        f"{tmp_path}/keys.yaml: case 0 (line 4): unknown field None (see docs/case-files.md for "
+        "the fields)",
+    ]
