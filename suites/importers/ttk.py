@@ -169,7 +169,7 @@ def _row(name: str, row: dict[str, Any], mode: str) -> dict[str, Any]:
 def _families(value: Any, notes: list[str]) -> list[str] | None:
     if value in (None, (), []):
         return None
-    names = [value] if isinstance(value, str) else list(value)
+    names = list(value) if isinstance(value, (list, tuple, set)) else [value]  # 5: one name
     include = [str(n) for n in names if not str(n).startswith("-")]
     exclude = [str(n)[1:] for n in names if str(n).startswith("-")]
     if include:
@@ -219,7 +219,7 @@ def _per(value: Any, n: int, what: str, default: Any = None) -> list[Any]:
     """One value per tensor: TTK's broadcast ('ND',) -> every tensor."""
     if value is None or value == ():
         return [default] * n
-    items = [value] if isinstance(value, str) else list(value)
+    items = list(value) if isinstance(value, (list, tuple)) else [value]  # 5: one value
     if len(items) == 1:
         return items * n
     if len(items) != n:
@@ -264,7 +264,7 @@ def _kernel(row: dict[str, Any], notes: list[str]) -> tuple[dict[str, Tensor], l
             notes.append(f"{column} {ori} ignored (the farm passes the shapes)")
     for column in ("input_ori_formats", "output_ori_formats"):
         ori = _literal(row, column)
-        values = [ori] if isinstance(ori, str) else list(ori or ())
+        values = list(ori) if isinstance(ori, (list, tuple)) else [] if ori is None else [ori]
         if any(str(f).upper() != "ND" for f in values):
             notes.append(f"{column} {ori} ignored")
     if _literal(row, "output_shape_unknown_indexes", ()):
@@ -309,7 +309,7 @@ def _aclnn(row: dict[str, Any], notes: list[str]) -> tuple[dict[str, Tensor], li
     outputs = _literal(row, "output_tensor_indexes")
     out_index = n - 1
     if outputs not in (None, ()):
-        indexes = [outputs] if isinstance(outputs, int) else list(outputs)
+        indexes = list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
         if len(indexes) != 1 or not isinstance(indexes[0], int) or not 0 <= indexes[0] < n:
             raise NotExpressible(f"output_tensor_indexes {outputs!r} does not name one tensor")
         out_index = indexes[0]

@@ -197,3 +197,18 @@ def test_original_shapes_and_formats_per_tensor():
         "input_ori_shapes ((16,), (2, 8)) ignored (the farm passes the shapes); "
         "input_ori_formats ('NCHW', 'ND') ignored"
     )
+
+
+def test_a_single_number_where_a_tuple_goes_is_read_or_refused_not_a_crash():
+    header = (
+        "testcase_name,op_name,input_shapes,output_shapes,input_dtypes,soc_series,input_ori_formats"
+    )
+    row = 'one,log_softmax_grad,"((2, 3), (2, 3))","((2, 3),)","(\'float32\',)",5,1.5'
+    result = ttk.parse(f"{header}\n{row}\n", "x.csv")
+    assert result.skipped == [
+        ("one", "soc_series 5: no SoC of the farm's families (ascend910b, ascend310b)")
+    ]
+    aclnn = "testcase_name,api_name,tensor_view_shapes,tensor_dtypes,output_tensor_indexes"
+    row = 'two,aclnnLogSoftmaxBackward,"((2, 3), (2, 3), (2, 3))","(\'float32\',)",2.5'
+    result = ttk.parse(f"{aclnn}\n{row}\n", "x.csv")
+    assert result.skipped == [("two", "output_tensor_indexes 2.5 does not name one tensor")]
