@@ -76,6 +76,13 @@ _INTEGER = re.compile(r"[-+]?\d{1,18}[lLuU]*+")  # an int64 at most: int() has a
 
 
 def parse(text: str, source: str) -> ImportResult:
+    try:
+        return _parse(text, source)
+    finally:
+        _brackets.cache_clear()  # the texts of one file are not kept past its reading
+
+
+def _parse(text: str, source: str) -> ImportResult:
     code = _strip_comments(text)
     limits.NESTING_DEPTH.check(_brackets(code).deepest, source)
     tests = list(_TEST.finditer(code))
