@@ -33,13 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     casefile.file_kind(Path(args.output))  # an unknown suffix stops here
 
     with RunStore(args.store or default_store_path(), create=False) as store:
-        run = store.get_run(args.run) if args.run else store.latest_run()
-        if run is None:
-            raise UsageError(
-                f"no run {args.run!r} in the store (list them with `farm runs`)"
-                if args.run
-                else "the store has no runs yet: run something first"
-            )
+        run = store.run_or_latest(args.run)
         rows = store.result_rows(run["run_id"])
     selection = Selection.from_json(run.get("selection"), run["tier"])
     in_run = {c.id: c for c in _run_cases(selection)}

@@ -730,6 +730,18 @@ class RunStore:
         row = self.db.execute("SELECT * FROM runs WHERE run_id=?", (run_id,)).fetchone()
         return _run_dict(row) if row else None
 
+    def run_or_latest(self, run_id: str | None) -> dict:
+        """The run a command was asked about (``run_id``), or the latest run when none is named;
+        a UsageError when there is no such run."""
+        run = self.get_run(run_id) if run_id else self.latest_run()
+        if run is None:
+            raise UsageError(
+                f"no run {run_id!r} in the store (list them with `farm runs`)"
+                if run_id
+                else "the store has no runs yet: run something first"
+            )
+        return run
+
     def latest_run(self, tier: str | None = None, finished: bool = False) -> dict | None:
         sql = "SELECT * FROM runs WHERE 1=1"
         args: list = []

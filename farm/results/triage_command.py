@@ -29,13 +29,7 @@ def main(argv: list[str] | None = None) -> int:
         raise UsageError("--group N and -o FILE go together (the file gets group N's cases)")
 
     with RunStore(args.store or default_store_path(), create=False) as store:
-        run = store.get_run(args.run) if args.run else store.latest_run()
-        if run is None:
-            raise UsageError(
-                f"no run {args.run!r} in the store (list them with `farm runs`)"
-                if args.run
-                else "the store has no runs yet: run something first"
-            )
+        run = store.run_or_latest(args.run)
         result = triage.triage_run(store, run["run_id"])
     if args.group is not None:
         return _write_group(run, result, args.group, Path(args.output))
