@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from tests.e2e.conftest import Farm
+from tests.inventories import local_910b_hosts
 
 # The orchestrator's address space while it validates the memory bomb: far below one of its
 # tensors (1.8 TiB), enough for the farm's own imports.
@@ -69,15 +70,9 @@ def small_hosts(tmp_path: Path) -> Path:
         f'MALLOC_ARENA_MAX=2 exec {sys.executable} "$@"\n'
     )
     python.chmod(0o755)
-    hosts = "".join(
-        f'[[host]]\nname = "{name}"\ntransport = "local"\nsoc = "Ascend910B1"\ndevices = 1\n'
-        f'python = "{python}"\nworkdir = "{tmp_path / name}"\nmemory_budget = "64GiB"\n'
-        'env = { LSG_EMULATED_SOC = "Ascend910B1", LSG_EMULATED_DEVICES = "1" }\n'
-        for name in ("small-1", "small-2")
+    return local_910b_hosts(
+        tmp_path, ("small-1", "small-2"), python, extra='memory_budget = "64GiB"\n'
     )
-    inventory = tmp_path / "inventory.toml"
-    inventory.write_text(hosts)
-    return inventory
 
 
 def test_an_allocation_that_fails_on_the_agent_is_the_cases_result(farm, tmp_path):

@@ -3,6 +3,7 @@
 from farm.agent.execute import make_call_inputs
 from farm.run.prepare import canary_cases, make_canary
 from golden.inputs import sha256_of
+from tests.inventories import local_910b_hosts
 
 
 class FakeChannel:
@@ -43,17 +44,7 @@ def test_a_host_that_cannot_judge_is_named():
 
 
 def _two_host_inventory(tmp_path):
-    import sys
-
-    hosts = "".join(
-        f'[[host]]\nname = "{name}"\ntransport = "local"\nsoc = "Ascend910B1"\ndevices = 1\n'
-        f'python = "{sys.executable}"\nworkdir = "{tmp_path / name}"\n'
-        'env = { LSG_EMULATED_SOC = "Ascend910B1", LSG_EMULATED_DEVICES = "1" }\n'
-        for name in ("emu-c1", "emu-c2")
-    )
-    path = tmp_path / "inventory.toml"
-    path.write_text(hosts)
-    return path
+    return local_910b_hosts(tmp_path, ("emu-c1", "emu-c2"))
 
 
 def test_a_canary_broken_the_same_way_on_every_host_quarantines_none(tmp_path, monkeypatch):
