@@ -127,21 +127,26 @@ def pytest_configure(config):
     if worker is None:
         config.pluginmanager.register(_XdistHooks(plan), "farm-xdist")
     else:
-        _stop_on_sigterm()
+        _wind_down_on_signals()
 
 
-def _stop_on_sigterm() -> None:
+def _wind_down_on_signals() -> None:
     """A worker winds down on SIGTERM as on Ctrl-C (a signal to the whole process group: the
     case running finishes its record or has none, the session ends, allure-pytest closes)
-    instead of dying half-way through writing."""
+    instead of dying half-way through writing. Only the first signal counts: a group signal
+    reaches a worker twice (from the terminal or supervisor, and passed on by the orchestrator,
+    farm/run/runner.py interruptible), and a second KeyboardInterrupt would break the wind-down
+    half-way."""
 
     def stop(signum, frame):
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # once: winding down is not interrupted
+        for s in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(s, signal.SIG_IGN)
         raise KeyboardInterrupt
 
     try:
-        signal.signal(signal.SIGTERM, stop)
-    except ValueError:  # not the main thread: the default stays
+        for s in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(s, stop)
+    except ValueError:  # not the main thread: the defaults stay
         pass
 
 
@@ -432,11 +437,14 @@ class RecordWriter:
 
     def __init__(self, path: Path):
         self.path = path
+        self._dir_made = False
 
     def write(self, record: ResultRecord) -> None:
         line = json.dumps(record, allow_nan=False, default=str) + "\n"
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            if not self._dir_made:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self._dir_made = True
             with open(self.path, "a", encoding="utf-8") as fh:
                 fh.write(line)
         except OSError as exc:
