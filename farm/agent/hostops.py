@@ -243,6 +243,20 @@ def members(pgid: int) -> list[int]:
     return found
 
 
+def children(ppid: int) -> list[int]:
+    """The live processes whose parent is ``ppid``, from /proc (none without /proc)."""
+    if not os.path.isdir("/proc/self"):
+        return []
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        stat = _stat(int(entry))
+        if stat is not None and int(stat[1]) == ppid and stat[0] != b"Z":
+            found.append(int(entry))
+    return found
+
+
 def group_of(pid: int) -> int | None:
     """The process group of ``pid``; None when there is no such process."""
     try:

@@ -545,7 +545,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _bisect(args, git: Git, good: str, commits: list[str], cases, selection) -> int:
     from farm.results.store import RunStore
-    from farm.run.runner import interruptible, shielded
+    from farm.run.interrupts import interruptible, shielded
 
     console = Console(stderr=args.json, highlight=False, soft_wrap=True)
     bad = commits[-1]

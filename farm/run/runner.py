@@ -10,15 +10,12 @@ written records imported and the run marked aborted (farm/results/store.py recov
 
 from __future__ import annotations
 
-import contextlib
 import datetime as _dt
-import json
 import os
 import shutil
 import signal
 import tempfile
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import cast
 
@@ -28,12 +25,15 @@ from rich.markup import escape
 from rich.table import Table
 
 from farm import __version__, paths
-from farm.agent.record import FAILURE_FIELDS, ResultRecord, broken_record
+from farm.agent.record import ResultRecord, broken_record
 from farm.errors import StoreError, UsageError
 from farm.pool import cann_build, health
 from farm.run import fault_injection, prepare, run_dir
+from farm.run.interrupts import interruptible, shielded
+from farm.run.outputs import JUNIT_XML, SUMMARY_JSON, RunOutputs
 from farm.run.plan import Plan
-from farm.run.plugin import RUN_DIR_FAULT, case_id_of, keep_cases, run_dir_fault
+from farm.run.plugin import keep_cases
+from farm.run.session_plugins import CollectionErrors, RunDirFaults, Selection
 from suites import footprint
 from suites.case import Case
 from suites.caseset import Selection as CaseSelection
@@ -41,10 +41,6 @@ from suites.explore import DEFAULT_COUNT as DEFAULT_EXPLORE_COUNT
 
 SUITE_FILES = ("suites/test_precision.py", "suites/test_rejection.py")
 EXIT_OK, EXIT_PRODUCT, EXIT_INFRA = 0, 1, 2
-# What a run leaves in runs/<run id>/ besides records/ and allure-results/ (the report's
-# directory is farm.results.report.default_report_dir).
-JUNIT_XML = "junit.xml"
-SUMMARY_JSON = "summary.json"
 
 
 def collect_records(
@@ -448,68 +444,6 @@ def _after_session(
     return code
 
 
-class RunOutputs:
-    """A run's JUnit, Allure results and summary, each holding exactly the stored cases (the
-    records): farm/results/reconcile.py. An output the runs directory refuses to take whole is
-    left out, never left partial: what was written of it is removed."""
-
-    def __init__(
-        self, plan: Plan, records: list[ResultRecord], nodeids: dict[str, str], cases: dict
-    ):
-        self.plan, self.records, self.nodeids, self.cases = plan, records, nodeids, cases
-        self.missing: list[str] = []
-
-    def allure(self) -> str | None:
-        """The Allure results made to hold the stored cases; the fault's line, if refused."""
-        from farm.results import reconcile
-
-        results = self.plan.run_dir / "allure-results"
-        try:
-            reconcile.allure(results, self.records, self.nodeids, self.cases)
-        except OSError as exc:
-            if not run_dir.is_fault(exc):
-                raise
-            shutil.rmtree(results, ignore_errors=True)  # deleting needs no space
-            self.missing.append("Allure results")
-            return str(run_dir.unwritable(exc))
-        return None
-
-    def rest(self, pytest_junit: Path, code: int, quarantined: dict, meta: dict) -> str | None:
-        """junit.xml, summary.json and the Allure extras; the first fault's line, if any."""
-        from farm.results import reconcile
-        from farm.results.allure_glue import write_results_extras
-
-        run = self.plan.run_dir
-        steps = [
-            (
-                "JUnit",
-                run / JUNIT_XML,
-                lambda: reconcile.junit(pytest_junit, run / JUNIT_XML, self.records, self.nodeids),
-            ),
-            (
-                "summary",
-                run / SUMMARY_JSON,
-                lambda: write_summary(self.plan, self.records, code, quarantined),
-            ),
-            ("Allure extras", None, lambda: write_results_extras(run / "allure-results", meta)),
-        ]
-        fault = None
-        for name, path, write in steps:
-            try:
-                write()
-            except OSError as exc:
-                if not run_dir.is_fault(exc):
-                    raise
-                if path is not None:
-                    path.unlink(missing_ok=True)
-                self.missing.append(name)
-                fault = fault or str(run_dir.unwritable(exc))
-        return fault
-
-    def left_out(self) -> str:
-        return f"; not written: {', '.join(self.missing)}" if self.missing else ""
-
-
 def check_selection(extra: list[str]) -> None:
     """A malformed -k expression is the user's mistake: one line, before anything runs (pytest
     would otherwise report it per worker and the run would store every case as broken)."""
@@ -526,76 +460,6 @@ def check_selection(extra: list[str]) -> None:
                 Expression.compile(expr)
             except SyntaxError as exc:
                 raise UsageError(f"{arg[:2]} {expr!r} is not a valid expression: {exc}") from None
-
-
-@contextlib.contextmanager
-def interruptible(forward: bool = False) -> Iterator[list[int]]:
-    """SIGTERM (a CI cancel) stops the run as Ctrl-C does; yields the signals received. Only
-    the first one interrupts: pytest and its workers then wind down, and a second Ctrl-C must
-    not break that half-way.
-
-    ``forward``: the session's xdist workers are this process's children. A signal to the
-    process group reaches them too; one to this pid alone (kill PID, a supervisor) would stop
-    only the controller while they ran every case they were given, so it is passed on to them
-    as the Ctrl-C they would have had."""
-    received: list[int] = []
-
-    def stop(signum, frame):
-        received.append(signum)
-        if len(received) == 1:
-            if forward:
-                for pid in child_pids():
-                    with contextlib.suppress(ProcessLookupError, PermissionError):
-                        os.kill(pid, signal.SIGINT)
-            raise KeyboardInterrupt
-
-    old = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield received
-    except KeyboardInterrupt:
-        if not received:
-            received.append(signal.SIGINT)
-    finally:
-        for s, handler in old.items():
-            signal.signal(s, handler)
-
-
-def child_pids() -> list[int]:
-    """The pids of this process's children (Linux /proc; none elsewhere)."""
-    me, found = os.getpid(), []
-    try:
-        entries = list(os.scandir("/proc"))
-    except OSError:
-        return []
-    for entry in entries:
-        if not entry.name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry.name}/stat", "rb") as fh:
-                stat = fh.read()
-        except OSError:  # gone meanwhile
-            continue
-        # pid (comm) state ppid ...: comm may hold spaces and parentheses.
-        fields = stat[stat.rindex(b")") + 1 :].split()
-        if len(fields) > 1 and int(fields[1]) == me:
-            found.append(int(entry.name))
-    return found
-
-
-@contextlib.contextmanager
-def shielded(console: Console) -> Iterator[None]:
-    """While the results are stored, a second Ctrl-C or SIGTERM only says it is being finished
-    (no traceback, no half-written run)."""
-
-    def note(signum, frame):
-        console.print(f"[yellow]{signal.Signals(signum).name}: storing the results first[/]")
-
-    old = {s: signal.signal(s, note) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for s, handler in old.items():
-            signal.signal(s, handler)
 
 
 def run_meta(plan: Plan, started: str) -> dict:
@@ -616,37 +480,6 @@ def run_meta(plan: Plan, started: str) -> dict:
         "run_dir": str(plan.run_dir),
         "farm_version": __version__,
     }
-
-
-def write_summary(plan: Plan, records: list[ResultRecord], code: int, quarantined: dict) -> Path:
-    outcomes = Counter(r["outcome"] for r in records)
-    summary = {
-        "run_id": plan.run_id,
-        "tier": plan.tier,
-        "label": CaseSelection.from_json(plan.selection, plan.tier).label,
-        "backend": plan.backend,
-        "target": plan.package.get("target", ""),
-        "exit_code": code,
-        "cases": len(records),
-        "outcomes": dict(outcomes),
-        "categories": dict(Counter(r["category"] for r in records if r["category"])),
-        "unhealthy_hosts": plan.unhealthy,
-        "set_aside_chips": plan.set_aside,
-        "quarantined_during_run": quarantined,
-        "failures": [
-            {k: r.get(k) for k in FAILURE_FIELDS} for r in records if r["outcome"] != "passed"
-        ],
-        "allure_results": str(plan.run_dir / "allure-results"),
-        "junit": str(plan.run_dir / JUNIT_XML),
-    }
-    path = plan.run_dir / SUMMARY_JSON
-    tmp = path.with_name(path.name + ".tmp")
-    try:
-        tmp.write_text(json.dumps(summary, indent=1))
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-    return path
 
 
 def print_summary(console: Console, records, plan: Plan, code: int, summary_path: Path) -> None:
@@ -677,77 +510,3 @@ def print_summary(console: Console, records, plan: Plan, code: int, summary_path
     console.print(f"summary  {summary_path}")
     console.print(f"allure   {plan.run_dir / 'allure-results'}")
     console.print(f"junit    {plan.run_dir / 'junit.xml'}")
-
-
-class Selection:
-    """The case ids pytest selected: from the session (no xdist) or from the first worker's
-    collection (xdist: every worker collects the same items); and whether -x stopped it."""
-
-    def __init__(self):
-        self.case_ids: set[str] | None = None
-        self.nodeids: dict[str, str] = {}  # case id -> its node id
-        self.maxfail = 0
-        self.failures = 0
-
-    @property
-    def stopped_on_failure(self) -> bool:
-        """-x / --maxfail N was given and reached: pytest stopped the session on purpose."""
-        return self.maxfail > 0 and self.failures >= self.maxfail
-
-    def pytest_configure(self, config):
-        self.maxfail = config.getoption("maxfail", 0) or 0
-
-    def pytest_runtest_logreport(self, report):
-        if report.failed:
-            self.failures += 1
-
-    def pytest_collection_finish(self, session):
-        self._take(item.nodeid for item in session.items)
-
-    @pytest.hookimpl(optionalhook=True)
-    def pytest_xdist_node_collection_finished(self, node, ids):
-        if self.case_ids is None:
-            self._take(ids)
-
-    def _take(self, nodeids) -> None:
-        self.nodeids = {cid: n for n in nodeids if (cid := case_id_of(n)) is not None}
-        self.case_ids = set(self.nodeids)
-
-
-class RunDirFaults:
-    """The runs-directory faults of the session's processes: each worker's, from its
-    workeroutput when it goes down, and this process's (no xdist)."""
-
-    def __init__(self):
-        self.messages: list[str] = []
-
-    @pytest.hookimpl(optionalhook=True)
-    def pytest_testnodedown(self, node, error):
-        message = (getattr(node, "workeroutput", None) or {}).get(RUN_DIR_FAULT)
-        if message:
-            self.messages.append(message)
-
-    def pytest_sessionfinish(self, session):
-        message = run_dir_fault(session.config)
-        if message:
-            self.messages.append(message)
-
-
-class CollectionErrors:
-    """With pytest's terminal off, collection errors and internal errors still reach people."""
-
-    def __init__(self, console: Console):
-        self.console = console
-        self.errors = 0
-
-    def pytest_collectreport(self, report):
-        if report.failed:
-            self.errors += 1
-            self.console.print(f"[red]collection error[/] in {report.nodeid}:")
-            self.console.print(str(report.longrepr), highlight=False, markup=False)
-
-    def pytest_internalerror(self, excrepr, excinfo):
-        self.errors += 1
-        self.console.print(
-            f"[red]pytest internal error:[/] {escape(str(excinfo.value))}", highlight=False
-        )

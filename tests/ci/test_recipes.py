@@ -28,7 +28,7 @@ import yaml
 from farm import cli
 from farm.results import report
 from farm.results.store import default_store_path, history_path_for
-from farm.run import runner
+from farm.run import outputs, runner
 from farm.run.plan import Plan
 from farm.run.prepare import new_run_id
 from suites import matrix
@@ -84,7 +84,7 @@ def written(tmp_path_factory) -> Written:
     report_dir = report.default_report_dir({"run_id": run_id, "run_dir": str(run_dir)}, Path("x"))
     scratch = tmp_path_factory.mktemp("run") / run_id
     scratch.mkdir()
-    summary = runner.write_summary(
+    summary = outputs.write_summary(
         Plan(run_id, scratch, "nightly", "native", inventory={}, slots=[], hosts={}), [], 0, {}
     )
     with pytest.MonkeyPatch.context() as mp:

@@ -17,9 +17,10 @@ from types import SimpleNamespace
 import pytest
 
 from farm import paths
+from farm.agent import hostops
 from farm.errors import RunDirUnwritable
 from farm.results import reconcile
-from farm.run import fault_injection, plugin, run_dir, runner
+from farm.run import fault_injection, interrupts, plugin, run_dir
 from farm.run.runner import collect_records
 from suites import matrix
 from suites.tiling import TilingMismatch
@@ -285,8 +286,8 @@ def test_a_signal_to_the_pid_is_passed_on_to_the_children_as_ctrl_c():
     )
     try:
         assert child.stdout.readline().strip() == "ready"
-        assert child.pid in runner.child_pids()
-        with runner.interruptible(forward=True) as received:
+        assert child.pid in hostops.children(os.getpid())
+        with interrupts.interruptible(forward=True) as received:
             os.kill(os.getpid(), signal.SIGTERM)  # to this pid alone
             signal.pause()  # the handler raises in this thread
         assert received == [signal.SIGTERM]

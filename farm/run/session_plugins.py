@@ -1,0 +1,85 @@
+"""The pytest plugins `farm run` gives its in-process session: which cases pytest selected and
+whether -x stopped it, the runs-directory faults of its workers, and collection errors shown
+with pytest's terminal off."""
+
+from __future__ import annotations
+
+import pytest
+from rich.console import Console
+from rich.markup import escape
+
+from farm.run.plugin import RUN_DIR_FAULT, case_id_of, run_dir_fault
+
+
+class Selection:
+    """The case ids pytest selected: from the session (no xdist) or from the first worker's
+    collection (xdist: every worker collects the same items); and whether -x stopped it."""
+
+    def __init__(self):
+        self.case_ids: set[str] | None = None
+        self.nodeids: dict[str, str] = {}  # case id -> its node id
+        self.maxfail = 0
+        self.failures = 0
+
+    @property
+    def stopped_on_failure(self) -> bool:
+        """-x / --maxfail N was given and reached: pytest stopped the session on purpose."""
+        return self.maxfail > 0 and self.failures >= self.maxfail
+
+    def pytest_configure(self, config):
+        self.maxfail = config.getoption("maxfail", 0) or 0
+
+    def pytest_runtest_logreport(self, report):
+        if report.failed:
+            self.failures += 1
+
+    def pytest_collection_finish(self, session):
+        self._take(item.nodeid for item in session.items)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node, ids):
+        if self.case_ids is None:
+            self._take(ids)
+
+    def _take(self, nodeids) -> None:
+        self.nodeids = {cid: n for n in nodeids if (cid := case_id_of(n)) is not None}
+        self.case_ids = set(self.nodeids)
+
+
+class RunDirFaults:
+    """The runs-directory faults of the session's processes: each worker's, from its
+    workeroutput when it goes down, and this process's (no xdist)."""
+
+    def __init__(self):
+        self.messages: list[str] = []
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node, error):
+        message = (getattr(node, "workeroutput", None) or {}).get(RUN_DIR_FAULT)
+        if message:
+            self.messages.append(message)
+
+    def pytest_sessionfinish(self, session):
+        message = run_dir_fault(session.config)
+        if message:
+            self.messages.append(message)
+
+
+class CollectionErrors:
+    """With pytest's terminal off, collection errors and internal errors still reach people."""
+
+    def __init__(self, console: Console):
+        self.console = console
+        self.errors = 0
+
+    def pytest_collectreport(self, report):
+        if report.failed:
+            self.errors += 1
+            self.console.print(f"[red]collection error[/] in {report.nodeid}:")
+            self.console.print(str(report.longrepr), highlight=False, markup=False)
+
+    def pytest_internalerror(self, excrepr, excinfo):
+        self.errors += 1
+        self.console.print(
+            f"[red]pytest internal error:[/] {escape(str(excinfo.value))}", highlight=False
+        )
