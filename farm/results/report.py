@@ -65,6 +65,8 @@ SETUP_FIX = "bash .ci/setup.sh run"
 # report grows by ~3.9 MiB for each of the first six reports kept, ~1.6 MiB for each one after
 # (reports/README.md).
 HISTORY_RUNS = 30
+# farm report's exit code when it made no report (an unknown run, Allure missing or failing).
+EXIT_NO_REPORT = 2
 
 # Labels the report does not show. allure-pytest gives every test the orchestrator's hostname
 # ("host", not the pool host, which is a parameter), the xdist thread, "pytest", "cpython3", the
@@ -509,16 +511,16 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"farm report: {'unknown run ' + repr(args.run) if args.run else 'no runs'}",
                 file=sys.stderr,
             )
-            return 2
+            return EXIT_NO_REPORT
         run_id, tier = run["run_id"], run["tier"]
         try:
             comp = compare(store, run_id, args.baseline, args.drift_factor)
         except KeyError as exc:
             print(f"farm report: {exc.args[0]}", file=sys.stderr)
-            return 2
+            return EXIT_NO_REPORT
         except ValueError as exc:  # a bad --drift-factor
             print(f"farm report: {exc}", file=sys.stderr)
-            return 2
+            return EXIT_NO_REPORT
         series = store.metric_series(tier, args.trend_runs)
     results = Path(args.results) if args.results else default_results_dir(run, store_path)
     from farm.results.shrink_links import link_shrinks
@@ -540,7 +542,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     except (ToolMissing, FileNotFoundError) as exc:
         print(f"farm report: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_NO_REPORT
     except OSError as exc:  # a full or read-only disk where the report is written
         if not run_dir.is_fault(exc):
             raise
@@ -548,7 +550,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise run_dir.unwritable(exc, then=then) from None
     if code != 0:
         print(f"farm report: allure generate failed with exit code {code}", file=sys.stderr)
-        return 2
+        return EXIT_NO_REPORT
     print(f"report: {index}")
     sys.stdout.write(to_text(comp, limit=20))
     gate, msgs = quality_gate(results)

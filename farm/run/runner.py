@@ -10,6 +10,7 @@ written records imported and the run marked aborted (farm/results/store.py recov
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import os
 import shutil
@@ -26,9 +27,9 @@ from rich.table import Table
 
 from farm import __version__, paths
 from farm.agent.record import ResultRecord, broken_record
-from farm.errors import StoreError, UsageError
+from farm.errors import RunDirUnwritable, StoreError, UsageError
 from farm.pool import cann_build, health
-from farm.run import fault_injection, prepare, run_dir
+from farm.run import fault_injection, outputs, prepare, run_dir
 from farm.run.interrupts import interruptible, shielded
 from farm.run.outputs import JUNIT_XML, SUMMARY_JSON, RunOutputs
 from farm.run.plan import Plan
@@ -435,13 +436,39 @@ def _after_session(
         return code if interrupted is not None else EXIT_INFRA
     print_summary(console, records, plan, code, plan.run_dir / SUMMARY_JSON)
     if report and interrupted is None:
-        from farm.results import report as report_mod
-
-        history = ["--history-runs", str(history_runs)] if history_runs else []
-        fault_injection.enter(fault_injection.REPORT)
-        # A runs directory that refuses the report is a RunDirUnwritable: one line, exit 2.
-        report_mod.main([plan.run_id, "--store", str(store_path), *history])
+        problem = make_report(plan.run_id, store_path, history_runs)
+        if problem is not None:
+            console.print(f"[bold red]error:[/] {escape(problem)}", highlight=False)
+            return degraded(plan, store_path, records, quarantined)
     return code
+
+
+def make_report(run_id: str, store_path: Path, history_runs: int | None) -> str | None:
+    """The run's report; None when it was made, else why not in one line (its gate and
+    regressions are the report's to say: farm report prints them)."""
+    from farm.results import report as report_mod
+
+    history = ["--history-runs", str(history_runs)] if history_runs else []
+    fault_injection.enter(fault_injection.REPORT)
+    try:
+        made = report_mod.main([run_id, "--store", str(store_path), *history])
+    except RunDirUnwritable as exc:
+        return str(exc)
+    if made == report_mod.EXIT_NO_REPORT:
+        return f"no report was made for run {run_id} (farm report said why, above)"
+    return None
+
+
+def degraded(plan: Plan, store_path: Path, records: list[ResultRecord], quarantined) -> int:
+    """A run whose outputs could not all be made after it was stored exits 2, and the store and
+    the summary say 2 as well where they can still be written."""
+    from farm.results.store import RunStore
+
+    with contextlib.suppress(StoreError, OSError), RunStore(store_path) as store:
+        store.finish_run(plan.run_id, EXIT_INFRA, status="finished")
+    with contextlib.suppress(OSError):
+        outputs.write_summary(plan, records, EXIT_INFRA, quarantined)
+    return EXIT_INFRA
 
 
 def check_selection(extra: list[str]) -> None:

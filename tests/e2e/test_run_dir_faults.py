@@ -162,5 +162,6 @@ def test_a_runs_directory_full_only_at_report_time_stores_the_results(farm):
     assert f"farm report {result.run_dir.name}" in line
     status, code, stored = run_status(farm.store, result.run_dir.name)
     assert status == "finished" and stored == result.summary["cases"] > 0
+    assert result.code == 2  # degraded: the run has no report
     assert not (result.run_dir / "report").exists()
     assert disagreements(result.run_dir, farm.store) == []

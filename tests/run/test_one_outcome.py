@@ -8,6 +8,7 @@ orchestrator's pid reaches its workers."""
 from __future__ import annotations
 
 import errno
+import json
 import os
 import signal
 import subprocess
@@ -296,3 +297,30 @@ def test_a_signal_to_the_pid_is_passed_on_to_the_children_as_ctrl_c():
     finally:
         child.kill()
         child.wait()
+
+
+def test_a_run_whose_report_is_not_made_is_degraded_in_the_store_and_the_summary(
+    tmp_path, monkeypatch
+):
+    """farm report made no report (Allure missing or failing, an unknown run): farm run says
+    why in one line and exits 2, and the store and summary.json say 2 as well."""
+    from farm.results import report
+    from farm.results.store import RunStore
+    from farm.run import runner
+    from farm.run.plan import Plan
+
+    monkeypatch.setattr(report, "main", lambda argv: report.EXIT_NO_REPORT)
+    assert "no report was made for run r1" in runner.make_report("r1", tmp_path / "s.db", None)
+    monkeypatch.setattr(report, "main", lambda argv: 1)  # a failed gate: the report exists
+    assert runner.make_report("r1", tmp_path / "s.db", None) is None
+
+    store_path, run_dir = tmp_path / "farm.sqlite", tmp_path / "r1"
+    run_dir.mkdir()
+    with RunStore(store_path) as store:
+        store.begin_run({"run_id": "r1", "tier": "smoke", "started_at": "2026-12-01T00:00:00"})
+        store.finish_run("r1", 0)
+    plan = Plan("r1", run_dir, "smoke", "native", inventory={}, slots=[], hosts={})
+    assert runner.degraded(plan, store_path, [], {}) == 2
+    with RunStore(store_path) as store:
+        assert store.get_run("r1")["exit_code"] == 2
+    assert json.loads((run_dir / "summary.json").read_text())["exit_code"] == 2
