@@ -11,7 +11,10 @@ of 512 slots would need 512 workers (~40 MB each, most of them waiting for a rep
   lane. Each thread runs the cases that prefer its slot (farm/run/leases.py assign_slots, which
   balances their cost) in item order through the worker's Dispatcher (its retries, leases, busy
   and hang rules unchanged), so every slot stays busy while the test items, in order, only wait
-  for a result already on its way.
+  for a result already on its way;
+* a case that has been in flight for STUCK_AFTER seconds (it may hang until its timeout) stops
+  counting against the window, and the cases queued behind it on its slot are taken by the
+  lane's idle slots of its family (:class:`Pipeline`).
 
 A result is handed to its item once (the plugin then writes the record): cases run ahead of an
 item that never comes (-x stopped the session, a crash moved the lane) are dropped when the
@@ -23,15 +26,20 @@ from __future__ import annotations
 
 import collections
 import threading
+import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from farm.agent.record import ResultRecord
+from farm.pool.transport.local import STALLED_AFTER
 from farm.run.dispatch import Dispatcher, SlotInfo
 from farm.run.leases import assign_slots, balance_lanes, case_costs, slot_loads
 from suites.case import Case
 
 LANE_PREFIX = "lane"
+# Seconds in flight after which a case counts as stuck, not computing: the shared agents' own
+# threshold for moving the other slots off an agent held up by one case.
+STUCK_AFTER = STALLED_AFTER
 
 
 def lanes(
@@ -81,8 +89,14 @@ class Pipeline:
     """Cases of a worker's lanes, run ahead on every slot of those lanes.
 
     ``work``: lane -> the (case, preferred slot) of its items, in item order. ``slot_lane``: slot
-    id -> lane (from :func:`lanes`). ``window``: at most this many slots of a lane run at once
-    (None: all; local pools cap it at the cores, see farm/run/plugin.py)."""
+    id -> lane (from :func:`lanes`). ``window``: at most this many cases of a lane compute at
+    once (None: no cap; local pools cap it at the cores, see farm/run/plugin.py).
+
+    **A stuck case holds up only itself.** A case in flight for ``stuck_after`` seconds (a
+    smoke case answers in well under a second: this one may hang until its timeout) is waiting,
+    not computing: it no longer takes a place of the window, and the cases queued behind it on
+    its slot are taken, earliest item first, by the lane's other slots of its family as they
+    become idle (each still one case at a time, leased by the dispatcher as ever)."""
 
     def __init__(
         self,
@@ -91,16 +105,20 @@ class Pipeline:
         slot_lane: dict[str, str],
         window: int | None = None,
         run: Callable[[Case, str | None], ResultRecord] | None = None,
+        stuck_after: float = STUCK_AFTER,
     ):
         self.dispatcher = dispatcher
         self.work = work
         self.slot_lane = slot_lane
         self.window = window
+        self.stuck_after = stuck_after
         self._run = run or dispatcher.run
         self._cond = threading.Condition()
         self._queues: dict[str, collections.deque[Case]] = {}  # slot id -> its cases
+        self._in_flight: dict[str, float] = {}  # slot id -> when its case began (monotonic)
         self._results: dict[str, tuple[ResultRecord | None, BaseException | None]] = {}
         self._pending: set[str] = set()
+        self._order: dict[str, int] = {}  # case id -> its item's place in its lane
         self._started: set[str] = set()
         self._threads: list[threading.Thread] = []
         self._closing = False
@@ -131,54 +149,92 @@ class Pipeline:
     # -- the slot side --------------------------------------------------------------------
 
     def _start(self, lane: str) -> None:
-        """Queue the lane's cases by family and start a thread per slot (caller holds _cond)."""
+        """Queue the lane's cases by slot and start a thread per slot (caller holds _cond)."""
         self._started.add(lane)
         slots = [s for s in self.dispatcher.slots.values() if self.slot_lane.get(s.id) == lane]
-        for case, preferred in self.work.get(lane, []):
+        for place, (case, preferred) in enumerate(self.work.get(lane, [])):
             if preferred in self.dispatcher.slots and case.id not in self._pending:
                 self._queues.setdefault(preferred, collections.deque()).append(case)
                 self._pending.add(case.id)
-        gate = threading.BoundedSemaphore(self.window) if self.window else None
+                self._order[case.id] = place
+        # Every slot of a family with queued cases gets a thread, an empty queue included: it
+        # takes what a stuck sibling cannot run.
+        families = {self.dispatcher.slots[sid].family for sid, q in self._queues.items() if q}
+        siblings: dict[str, list[str]] = {}
         for slot in sorted(slots, key=lambda s: s.id):
-            queue = self._queues.get(slot.id)
-            if not queue:
-                continue
+            if slot.family in families:
+                siblings.setdefault(slot.family, []).append(slot.id)
+        lane_slots = [sid for family in sorted(siblings) for sid in siblings[family]]
+        for sid in lane_slots:
+            slot = self.dispatcher.slots[sid]
             thread = threading.Thread(
                 target=self._drive,
-                args=(slot, queue, gate),
+                args=(slot, siblings[slot.family], lane_slots),
                 name=f"farm-slot-{slot.id}",
                 daemon=True,
             )
             self._threads.append(thread)
             thread.start()
 
-    def _drive(
-        self,
-        slot: SlotInfo,
-        queue: collections.deque[Case],
-        gate: threading.BoundedSemaphore | None,
-    ) -> None:
+    def _stuck(self, sid: str, now: float) -> bool:
+        began = self._in_flight.get(sid)
+        return began is not None and now - began >= self.stuck_after
+
+    def _next(
+        self, slot: SlotInfo, siblings: list[str], lane_slots: list[str], now: float
+    ) -> tuple[Case | None, float | None]:
+        """(the case ``slot`` runs next, None for none yet; when to look again, None: never:
+        no case of its family is left) (caller holds _cond)."""
+        queued = [sid for sid in siblings if self._queues.get(sid)]
+        if not queued:
+            return None, None
+        soonest = [
+            self._in_flight[sid] + self.stuck_after
+            for sid in lane_slots
+            if sid in self._in_flight and not self._stuck(sid, now)
+        ]
+        later = min(soonest) if soonest else None
+        if self.window is not None:
+            computing = sum(
+                1 for sid in lane_slots if sid in self._in_flight and not self._stuck(sid, now)
+            )
+            if computing >= self.window:
+                return None, later
+        own = self._queues.get(slot.id)
+        if own:
+            return own.popleft(), None
+        # The earliest item of a sibling that is stuck on a case (its queue waits for it).
+        stuck = [sid for sid in queued if self._stuck(sid, now)]
+        if stuck:
+            victim = min(stuck, key=lambda sid: self._order[self._queues[sid][0].id])
+            return self._queues[victim].popleft(), None
+        return None, later
+
+    def _drive(self, slot: SlotInfo, siblings: list[str], lane_slots: list[str]) -> None:
         while True:
-            if gate is not None:
-                gate.acquire()
-            try:
-                with self._cond:
-                    if self._closing or not queue:
+            with self._cond:
+                while True:
+                    if self._closing:
                         return
-                    case = queue.popleft()
-                record: ResultRecord | None = None
-                error: BaseException | None = None
-                try:
-                    record = self._run(case, slot.id)
-                except BaseException as exc:  # handed to the item, which reports it
-                    error = exc
-                with self._cond:
-                    self._pending.discard(case.id)
-                    self._results[case.id] = (record, error)
-                    self._cond.notify_all()
-            finally:
-                if gate is not None:
-                    gate.release()
+                    now = time.monotonic()
+                    case, later = self._next(slot, siblings, lane_slots, now)
+                    if case is not None:
+                        break
+                    if later is None and not any(self._queues.get(s) for s in siblings):
+                        return
+                    self._cond.wait(None if later is None else max(0.0, later - now))
+                self._in_flight[slot.id] = time.monotonic()
+            record: ResultRecord | None = None
+            error: BaseException | None = None
+            try:
+                record = self._run(case, slot.id)
+            except BaseException as exc:  # handed to the item, which reports it
+                error = exc
+            with self._cond:
+                self._in_flight.pop(slot.id, None)
+                self._pending.discard(case.id)
+                self._results[case.id] = (record, error)
+                self._cond.notify_all()
 
     def close(self, timeout: float = 5.0) -> list[str]:
         """Stop taking cases; returns the ids run ahead that no item took (they are dropped)."""

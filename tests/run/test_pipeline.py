@@ -187,3 +187,78 @@ def test_what_ran_ahead_of_items_that_never_came_is_dropped():
         time.sleep(0.01)
     dropped = pipeline.close()
     assert dropped == sorted(c.id for c, _ in work["lane0"][1:])
+
+
+class HeldDispatcher(FakeDispatcher):
+    """One case does not answer until the test releases it: once every other case completed
+    (or after 60 s, which only a deadlock reaches). The others answer at once, but only after
+    the held case began, so that it is in flight while they run."""
+
+    def __init__(self, slots, held: str, others: list[str]):
+        super().__init__(slots, delay=0.0)
+        self.held, self.others = held, sorted(others)
+        self.held_began = threading.Event()
+        self.done: list[str] = []
+        self.released_early = False
+
+    def run(self, case, preferred=None):
+        if case.id != self.held:
+            assert self.held_began.wait(60.0), "the held case never began"
+            record = super().run(case, preferred)
+            with self._lock:
+                self.done.append(case.id)
+            return record
+        with self._lock:
+            self.ran.append((case.id, preferred))
+        self.held_began.set()
+        deadline = time.monotonic() + 60.0  # catches a deadlock only
+        while time.monotonic() < deadline:
+            with self._lock:
+                if sorted(self.done) == self.others:
+                    break
+            time.sleep(0.01)
+        else:
+            self.released_early = True
+        return {"case_id": case.id, "outcome": "failed", "slot": preferred}
+
+
+def test_a_case_that_does_not_answer_holds_up_only_itself():
+    """The held case's slot has cases queued behind it, and the window has room for it and one
+    more: the other slot of its family takes those cases, and the other family's cases still
+    run, while the held case stays in flight."""
+    family_a, family_c = cases(7), cases(3, "ascend310b")
+    held = family_a[0]
+    slots = [SLOTS[0], SLOTS[1], SLOTS[3]]  # a:0 and a:1 of 910B, c:0 of 310B
+    work = {"lane0": [(c, "a:0") for c in family_a[:5]] + [(c, "a:1") for c in family_a[5:]]}
+    work["lane0"] += [(c, "c:0") for c in family_c]
+    others = [c.id for c, _ in work["lane0"] if c.id != held.id]
+    dispatcher = HeldDispatcher(slots, held.id, others)
+    pipeline = Pipeline(
+        dispatcher, work, {s.id: "lane0" for s in slots}, window=2, stuck_after=0.05
+    )
+    records = [pipeline.result(c, p) for c, p in work["lane0"]]
+    assert not dispatcher.released_early, f"only {dispatcher.done} completed"
+    assert [r["case_id"] for r in records] == [c.id for c, _ in work["lane0"]]
+    assert sorted(cid for cid, _ in dispatcher.ran) == sorted(c.id for c, _ in work["lane0"])
+    slot_of = {r["case_id"]: r["slot"] for r in records}
+    # The cases queued behind the held one on a:0 ran on a:1, never on the other family's slot.
+    assert slot_of[held.id] == "a:0"
+    assert {slot_of[c.id] for c in family_a[1:5]} == {"a:1"}
+    assert {slot_of[c.id] for c in family_c} == {"c:0"}
+    assert pipeline.close() == []
+
+
+def test_a_stuck_case_leaves_its_place_in_the_window():
+    """A window of one: the held case, stuck, does not keep the lane's other cases waiting."""
+    family_a = cases(4)
+    held = family_a[0]
+    slots = [SLOTS[0], SLOTS[1]]
+    work = {"lane0": [(held, "a:0")] + [(c, "a:1") for c in family_a[1:]]}
+    dispatcher = HeldDispatcher(slots, held.id, [c.id for c in family_a[1:]])
+    pipeline = Pipeline(
+        dispatcher, work, {s.id: "lane0" for s in slots}, window=1, stuck_after=0.05
+    )
+    records = [pipeline.result(c, p) for c, p in work["lane0"]]
+    assert not dispatcher.released_early, f"only {dispatcher.done} completed"
+    assert [r["outcome"] for r in records] == ["failed"] + ["passed"] * 3
+    assert pipeline.close() == []
