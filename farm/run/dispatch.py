@@ -46,6 +46,7 @@ from farm.agent.errors import DeviceBusy, InfraError
 from farm.agent.record import ResultRecord, broken_record, with_case
 from farm.agent.request import CaseRequest
 from farm.errors import AgentTimeout, ConnectionLost
+from farm.pool.transport.base import HANDSHAKE_TIMEOUT
 from farm.run.leases import LeaseTimeout, RunState, lease_any
 from suites.case import Case
 
@@ -75,7 +76,9 @@ class CaseChannel(Protocol):
     A channel may also have ``reaped``/``reap_detail`` (set when closing it killed a stuck agent,
     see base.Channel), and ``warm`` (True: the agent it sends the next case to is running and
     answers a busy device at once, so the case needs no room for start-up: a shared agent's,
-    farm/pool/transport/local.py); the dispatcher reads them with getattr."""
+    farm/pool/transport/local.py), and ``warm_up(timeout)`` (a new agent's start-up, done before
+    its first case under a timeout of its own: base.Channel.warm_up); the dispatcher reads them
+    with getattr."""
 
     def run_case(
         self,
@@ -173,6 +176,7 @@ class Dispatcher:
         lock_wait: float = LOCK_WAIT,
         busy_wait: float = BUSY_WAIT,
         startup_allowance: float = AGENT_STARTUP_ALLOWANCE,
+        handshake_timeout: float = HANDSHAKE_TIMEOUT,
         notify: Callable[[str], None] | None = None,
     ):
         """``left_out``: family -> {host: reason} for the hosts the health check kept out of
@@ -189,7 +193,8 @@ class Dispatcher:
         self.run_id, self.owner = run_owner(lock_dir, run_id)
         self.lock_wait = lock_wait
         self.busy_wait = busy_wait
-        self.startup_allowance = startup_allowance
+        self.startup_allowance = startup_allowance  # for channels that cannot warm_up
+        self.handshake_timeout = handshake_timeout  # a new agent's warm_up, before its case
         self.notify = notify or _to_stderr
         self._channels: dict[str, CaseChannel] = {}
         self._history: dict[str, list[str]] = {}  # slot -> cases run on its current agent
@@ -358,17 +363,28 @@ class Dispatcher:
             self._history[slot.id] = []
             self._fresh.add(slot.id)
         if slot.id in self._fresh and not getattr(channel, "warm", False):
-            # A new agent imports numpy, the operator's library (and torch for benchmark-ratio)
-            # on its first case; that is start-up, not the case being slow. It also takes the
-            # device lock first, waiting up to lock_wait if the device is busy; an agent that
-            # has finished a case holds the lock until it exits. (A new channel to a shared
-            # agent that has run cases is warm: a case that hangs there is not given the
-            # allowance, which would only keep its slot waiting longer.)
-            timeout += self.startup_allowance + self.lock_wait
+            # A new agent imports numpy and gathers its identity first: start-up, not the case
+            # being slow. A channel that can (warm_up) does it before the case is sent, under
+            # the handshake's timeout, so that the case gets exactly its own timeout (a case
+            # that hangs keeps its slot no longer than that) and a slow start is an
+            # infrastructure error, never a hang; a channel that cannot gets the start-up
+            # allowance on its first case. (A new channel to a shared agent that has run cases
+            # is warm: nothing to do.)
+            warm_up = getattr(channel, "warm_up", None)
+            if warm_up is not None:
+                warm_up(self.handshake_timeout)
+            else:
+                timeout += self.startup_allowance
+            if not getattr(channel, "warm", False):
+                # The agent takes the device lock on its first case, waiting up to lock_wait
+                # if the device is busy (a shared agent never waits: it says warm once up).
+                timeout += self.lock_wait
         lock = {"run": self.run_id, "owner": self.owner, "lock_wait": self.lock_wait}
         try:
             result = channel.run_case(payload, self.backend, slot.device, timeout, lock=lock)
         except AgentTimeout as exc:
+            if getattr(exc, "start_up", False):
+                raise  # a shared agent met a new agent and warmed it: slow to start, no hang
             raise _TimedOut(exc, timeout) from None
         except ConnectionLost as exc:
             text = _crash_text(exc)

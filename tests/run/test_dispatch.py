@@ -234,6 +234,106 @@ def test_a_new_channel_to_a_running_agent_gets_no_startup_allowance(make):
     assert warm.timeouts == [case_timeout(second, 1.0)]
 
 
+class StartingChannel(FakeChannel):
+    """A fake agent that starts up on request (warm_up): the world's ``events`` say in which
+    order the start-up and the case came, and with which timeouts. ``shared``: once up, it says
+    warm (a shared agent never waits for a device); ``slow``: its start-up times out."""
+
+    shared = False
+    slow: set[str] = set()
+
+    def warm_up(self, timeout):
+        self.world.events.append(("warm_up", self.slot.id, timeout))
+        if self.slot.id in self.slow:
+            exc = AgentTimeout(f"host {self.slot.host}: no reply to identify #2 within 9s")
+            exc.start_up = True
+            raise exc
+        self.warm = self.shared
+
+    def run_case(self, case, backend, device, timeout, *, lock=None):
+        self.world.events.append(("run_case", self.slot.id, timeout))
+        return super().run_case(case, backend, device, timeout, lock=lock)
+
+
+def starting_world(make, channel, **kwargs):
+    dispatcher, world, state, said = make(
+        lambda slot, cid, ch: "pass", startup_allowance=30.0, lock_wait=5.0, **kwargs
+    )
+    world.events = []
+
+    def open_starting(slot):
+        opened = channel(world, slot, len(world.channels))
+        world.channels.append(opened)
+        return opened
+
+    dispatcher.open_channel = open_starting
+    return dispatcher, world, state, said
+
+
+def test_a_new_agent_starts_up_before_its_case_which_gets_exactly_its_timeout(make):
+    """A channel that can start its agent up (warm_up) does so under the handshake's timeout
+    before the case is sent: the case's timeout starts after it, with no start-up allowance; a
+    shared agent's (warm once up) is the case's timeout alone, another agent's leaves room for
+    the device lock it takes on its first case."""
+
+    class Shared(StartingChannel):
+        shared = True
+
+    first, second = case(8), case(16)
+    dispatcher, world, _, _ = starting_world(make, Shared, handshake_timeout=9.0)
+    dispatcher.run(first, "h1:0")
+    dispatcher.run(second, "h1:0")
+    assert world.events == [
+        ("warm_up", "h1:0", 9.0),
+        ("run_case", "h1:0", case_timeout(first, 1.0)),
+        ("run_case", "h1:0", case_timeout(second, 1.0)),
+    ]
+    dispatcher, world, _, _ = starting_world(make, StartingChannel, handshake_timeout=9.0)
+    dispatcher.run(first, "h1:0")
+    assert world.events == [
+        ("warm_up", "h1:0", 9.0),
+        ("run_case", "h1:0", case_timeout(first, 1.0) + 5.0),
+    ]
+
+
+def test_an_agent_slow_to_start_is_its_hosts_error_never_a_hang(make):
+    """Start-up timed out on both hosts of the family: no hang (the case never ran); each is an
+    infrastructure error of its host, and the case passes where an agent started."""
+
+    class Slow(StartingChannel):
+        slow = {"h1:0", "h2:0"}
+
+    dispatcher, world, state, _ = starting_world(make, Slow)
+    record = dispatcher.run(case(), "h1:0")
+    assert (record["outcome"], record["slot"], record["attempts"]) == ("passed", "h1:1", 3)
+    assert record.get("category") != "hang"
+    assert [e[:2] for e in world.events] == [
+        ("warm_up", "h1:0"),
+        ("warm_up", "h2:0"),
+        ("warm_up", "h1:1"),
+        ("run_case", "h1:1"),
+    ]
+    assert set(state.read()["infra_errors"]) == {"h1", "h2"}
+
+
+def test_a_start_up_that_times_out_inside_the_request_is_no_hang_either(make):
+    """A shared channel whose case met a new agent starts it up inside run_case; its start-up
+    timeout is marked so: an infrastructure error of the host, not the case timing out."""
+
+    def behave(slot, cid, channel):
+        if slot.host == "h1":
+            exc = AgentTimeout(f"host {slot.host}: no reply to identify #2 within 30s")
+            exc.start_up = True
+            raise exc
+        return "pass"
+
+    dispatcher, _, state, _ = make(behave)
+    record = dispatcher.run(case(), "h1:0")
+    assert (record["outcome"], record["host"]) == ("passed", "h2")
+    assert [e["outcome"] for e in record["attempts_log"]] == ["infrastructure", "passed"]
+    assert set(state.read()["infra_errors"]) == {"h1"}
+
+
 def test_a_case_that_hangs_on_two_hosts_is_the_cases_failure(make):
     dispatcher, world, state, said = make(lambda slot, cid, ch: "timeout")
     record = dispatcher.run(case(), "h1:0")

@@ -38,7 +38,7 @@ import shlex
 import threading
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -109,6 +109,16 @@ def describe_exit(status: int | None) -> str:
     if status < 0:
         return f"killed by signal {-status}"
     return f"exit status {status}{hints.get(status, '')}"
+
+
+def warm_up(identify: Callable[[], Any]) -> None:
+    """Run an agent's start-up request; an AgentTimeout of it is marked ``start_up`` (the
+    dispatcher retries it elsewhere as an infrastructure error, never counts it as a hang)."""
+    try:
+        identify()
+    except AgentTimeout as exc:
+        exc.start_up = True  # type: ignore[attr-defined]
+        raise
 
 
 class Channel(ABC):
@@ -335,6 +345,13 @@ class Channel(ABC):
 
     def identify(self, timeout: float = DEFAULT_TIMEOUT) -> dict[str, Any]:
         return self.request({"op": "identify"}, timeout)
+
+    def warm_up(self, timeout: float = HANDSHAKE_TIMEOUT) -> None:
+        """The agent's start-up, done before its first case under a timeout of its own: the
+        imports and the identity gather of ``identify`` (numpy, ml_dtypes), which would
+        otherwise fall in that case's timeout. A timeout here is the agent starting slowly, not
+        a case that hangs: the AgentTimeout says so (``start_up``)."""
+        warm_up(lambda: self.identify(timeout))
 
     def run_case(
         self,

@@ -11,6 +11,7 @@ checked to be gone (base.py, "reaping"; farm/agent/hostops.py ``kill_group``).
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import selectors
 import shutil
@@ -41,6 +42,7 @@ from farm.pool.transport.base import (
     agent_label,
     describe_exit,
     reap_outcome,
+    warm_up,
 )
 
 # The live (not zombie) processes of a process group: farm/agent/hostops.py, the one home of the
@@ -352,7 +354,6 @@ class LocalTransport(Transport):
 # Agents shared by the emulated hosts of this machine
 
 
-SHARED_STARTUP_ALLOWANCE = 30.0  # seconds a case may add when its shared agent is new (imports)
 # Seconds one slot's request may hold a shared agent before the agent's other slots stop waiting
 # for it and go to another agent of the group (a smoke case answers in well under a second; one
 # that takes this long may be hanging until its timeout, a minute or more).
@@ -407,6 +408,7 @@ class SharedAgent:
         self.group = group
         self.views = 0  # SharedChannels bound to it
         self.cases = 0  # cases it has answered
+        self.warmed = False  # its start-up (identify: imports, identity) is done
         self.devices: set[tuple[str, int]] = set()  # (host, device) it holds the lock of
         self.lock = threading.Lock()  # one request at a time, whichever slot sends it
         self.sent_at: float | None = None  # when the request in flight was sent (monotonic)
@@ -666,8 +668,6 @@ class SharedChannel:
         self._private: SharedAgent | None = None  # a fresh agent for the first case (a crash)
         self._broke: SharedAgent | None = None  # the agent this channel's own request broke
         self._closed = False
-        self._cases = 0  # cases answered through this channel
-        self._said_warm = False  # told the dispatcher no start-up allowance was needed
         self.last_device_lock: dict[str, Any] | None = None
         self.reaped: bool | None = None
         self.reap_detail = ""
@@ -686,13 +686,16 @@ class SharedChannel:
 
     @property
     def warm(self) -> bool:
-        """Whether the agent this channel's next case goes to has answered cases already (it
-        runs, its imports are done; a shared agent never waits for a device): the dispatcher
-        then gives the case no start-up allowance. Should the case meet a new agent after all,
-        the channel gives it the allowance itself."""
+        """Whether the agent this channel's next case goes to has started up (answered a case,
+        or warmed up: its imports are done; a shared agent never waits for a device): the
+        dispatcher then gives the case exactly its timeout. Should the case meet a new agent
+        after all, the channel warms that one up first (see :meth:`request`)."""
         agent = self.agent
-        self._said_warm = agent is not None and agent.usable and agent.cases > 0
-        return self._said_warm
+        return agent is not None and agent.usable and (agent.warmed or agent.cases > 0)
+
+    def warm_up(self, timeout: float = HANDSHAKE_TIMEOUT) -> None:
+        """The start-up of the agent this channel's next case goes to (base.Channel.warm_up)."""
+        warm_up(lambda: self.request({"op": "identify"}, timeout))
 
     @property
     def agent_pid(self) -> int | None:
@@ -773,15 +776,16 @@ class SharedChannel:
             try:
                 if not agent.usable:
                     continue  # broken (or surplus) while this request waited for it: never sent
-                extra = 0.0
-                if device is not None and agent.cases == 0 and (self._cases or self._said_warm):
-                    # The dispatcher gives a channel's first case room for the agent's start
-                    # (imports) unless the channel said it was warm; a case can meet a new agent
-                    # after all, after another slot's case broke the one before or held it up.
-                    extra += SHARED_STARTUP_ALLOWANCE
                 agent.sent_at = time.monotonic()
                 try:
-                    reply = agent.channel.request(msg, timeout + extra)
+                    if device is not None and not (agent.warmed or agent.cases):
+                        # A new agent (another slot's case broke the one before, or held it
+                        # up): its start-up under its own timeout, so that the case still gets
+                        # exactly its timeout.
+                        start = {"op": "identify", "host": self.host.name}
+                        warm_up(functools.partial(agent.channel.request, start, HANDSHAKE_TIMEOUT))
+                        agent.warmed = True
+                    reply = agent.channel.request(msg, timeout)
                 except InfraError as exc:
                     if not agent.channel.usable:  # this request broke the agent
                         self._broke = agent
@@ -792,13 +796,13 @@ class SharedChannel:
                 if device is not None:
                     agent.cases += 1
                     agent.devices.add((self.host.name, device))
+                elif msg.get("op") == "identify":
+                    agent.warmed = True
                 self._share._answered(agent)
             finally:
                 agent.lock.release()
-            if device is not None:
-                self._cases += 1
-            if self._private is not None:
-                self._share._settle(self)
+            if self._private is not None and device is not None:
+                self._share._settle(self)  # after its first case, not its warm-up
             return reply
 
     def identify(self, timeout: float = DEFAULT_TIMEOUT) -> dict[str, Any]:
