@@ -46,6 +46,9 @@ _NONFINITE_JSON = {"inf": math.inf, "-inf": -math.inf, "nan": NAN}
 _TUPLE_FIELDS = ("shape", "axes", "y_shape", "out_shape")
 _EXPLORE_TAG = re.compile(r"[A-Za-z0-9-]{1,40}\.\d+")
 TOLERANCE_KEYS = ("rtol", "atol", "max_fail_fraction")
+# How every note that an outside source's expectation departs from the contract ends (casefile,
+# the importers): the report tags those cases "departs from its source", not every note.
+DEPARTS = "judged by the contract"
 
 
 def shape_text(shape: tuple[int, ...] | None) -> str:

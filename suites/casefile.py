@@ -37,7 +37,7 @@ from farm.errors import UsageError
 from golden import contract, soc
 
 from . import limits
-from .case import TENSORS, Case, MalformedCase
+from .case import DEPARTS, TENSORS, Case, MalformedCase
 
 FORMAT = "logsoftmaxgrad-cases"
 VERSION = 1
@@ -701,7 +701,7 @@ def _departure(case: Case, stated: str | None) -> str:
     by_contract = "accepts it" if case.accepted else f"rejects it ({case.expected.reason})"
     return (
         f"the source expects {said} on {case.family}; the contract (SPEC section 2) "
-        f"{by_contract}: judged by the contract"
+        f"{by_contract}: {DEPARTS}"
     )
 
 

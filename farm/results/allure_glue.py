@@ -50,6 +50,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from farm.agent.outcome import CATEGORIES as OUTCOME_CATEGORIES
+from suites.case import DEPARTS
 
 # The category of a failed record -> the prefix its failure message must start with.
 CATEGORY_PREFIXES = {category: f"[{category}] " for category in OUTCOME_CATEGORIES}
@@ -367,6 +368,15 @@ def _fmt(v) -> str:
         return str(v)
 
 
+DEPARTS_TAG = "departs from its source"
+
+
+def departs(record: Mapping) -> bool:
+    """Whether an outside source expected other than the contract: its note says so. A note that
+    only says what the farm could not express (an importer's) is shown, not tagged."""
+    return DEPARTS in str(record.get("note") or "")
+
+
 def annotate(record: Mapping, *, plot_one_in: int = PLOT_SAMPLE_ONE_IN) -> None:
     """Label, parametrise and attach one case's result in the running Allure test."""
     import allure
@@ -388,8 +398,8 @@ def annotate(record: Mapping, *, plot_one_in: int = PLOT_SAMPLE_ONE_IN) -> None:
 
     # Identity: the family and the case (below) make the history id.
     dyn.parameter("family", family)
-    if record.get("note"):
-        dyn.tag("departs from its source")
+    if departs(record):
+        dyn.tag(DEPARTS_TAG)
     # The suites parametrize on the Case object: allure-pytest adds it as a non-excluded "case"
     # parameter showing the Case repr, and the history id takes its original value. Show the case
     # id instead: allure-pytest then changes only the displayed value, never the history id nor

@@ -627,3 +627,15 @@ def test_report_step_draws_a_bounded_sample_of_passes(tmp_path):
 
 def _names(result: dict) -> list[str]:
     return [a["name"] for a in result.get("attachments", [])]
+
+
+def test_only_a_departure_from_the_contract_is_tagged():
+    departure = (
+        "the source expects acceptance on ascend310b; the contract (SPEC section 2) rejects it "
+        "(bf16_unsupported_on_soc): judged by the contract"
+    )
+    assert glue.departs({"note": departure})
+    assert glue.departs({"note": "field 'priority' not read; " + departure})
+    # What the farm could not express is a note shown on the case, not a departure.
+    assert not glue.departs({"note": "grad format NCHW read as ND (the same memory order)"})
+    assert not glue.departs({"note": ""}) and not glue.departs({})
