@@ -63,6 +63,12 @@ STATUSES = {
     "ACLNN_ERR_PARAM_NULLPTR": 161001,
     "ACLNN_ERR_PARAM_INVALID": 161002,
 }
+# The op_api UT helpers' defaults (ops-nn tests/ut/op_api: op_api_ut_common TensorDesc, the
+# opdev platform stub): an input drawn without ValueRange, Precision's absolute tolerance, and
+# the SoC a test runs on when nothing sets one.
+DEFAULT_RANGE = (-2.0, 2.0)
+DEFAULT_ATOL = 1e-8
+DEFAULT_SOC = "Ascend910B"
 _TEST = re.compile(r"\b(TEST_F|TEST_P|TEST)\s*\(\s*(\w+)\s*,\s*(\w+)\s*\)\s*\{")
 _SOC = re.compile(r"SetPlatformSocVersion\s*\(\s*((?:op::)?SocVersion::\w+)\s*\)")
 _DEF = re.compile(
@@ -173,7 +179,7 @@ def _block(code: str, start: int) -> tuple[str, int]:
     if end is None:
         raise NotExpressible("a bracket inside a string or character literal")
     if end == _NEVER_CLOSED:
-        raise NotExpressible("a bracket is never closed")
+        raise NotExpressible("a bracket is never closed: the file ends inside it (cut short?)")
     if end < 0:
         raise NotExpressible(f"unbalanced {code[-2 - end]!r} in the test")
     return code[start + 1 : end], end + 1
@@ -374,16 +380,16 @@ def _test(name: str, body: str, fixture_soc: str | None) -> tuple[dict[str, Any]
         tensor, precision = _tensor(t, expr, label)
         tensors[role] = tensor
         if role == "out" and precision is not None:
+            relative, percentage, absolute = precision
             if precise:
-                tol = tolerance(precision[0], precision[1], 0, "Precision")
+                tol = tolerance(relative, absolute, percentage, "Precision")
             else:
                 t.notes.append(
-                    f"Precision({precision[0]:g}, {precision[1]:g}) is set but ut.TestPrecision() "
-                    "is not called: no tolerance imported"
+                    f"Precision({relative:g}, {percentage:g}, {absolute:g}) is set but "
+                    "ut.TestPrecision() is not called: no tolerance imported"
                 )
     dim = t.integer(ins[2], "dim")
     socs = _SOC.findall(body[: calls[0].start()]) or ([fixture_soc] if fixture_soc else [])
-    family = None
     if socs:
         family = family_of_soc(socs[-1])
         if family is None:
@@ -391,6 +397,12 @@ def _test(name: str, body: str, fixture_soc: str | None) -> tuple[dict[str, Any]
                 f"runs on {socs[-1].split('::')[-1]}, not a SoC of the farm's families "
                 f"({', '.join(FAMILY_FORMS)})"
             )
+    else:
+        family = family_of_soc(DEFAULT_SOC)
+        t.notes.append(
+            f"sets no SoC: the UT runs on {DEFAULT_SOC}, the op_api stub's default; imported "
+            f"on {family} only"
+        )
     expect, status = _expectation(t, family)
     entry = make_entry(name, {k: tensors[k] for k in ("dy", "y", "out")}, [dim], "dim",
                        t.notes, expect, family, tol)  # fmt: skip
@@ -409,7 +421,7 @@ _METHOD = re.compile(r"\s*+\.\s*+(\w++)\s*+\(")
 _SPACE = re.compile(r"\s*+")
 
 
-def _tensor(t: _Test, expr: str, label: str) -> tuple[Tensor, tuple[float, float] | None]:
+def _tensor(t: _Test, expr: str, label: str) -> tuple[Tensor, tuple[float, float, float] | None]:
     text = t.resolve(expr)
     if text in ("nullptr", "NULL", "0"):
         return Tensor(missing=True), None
@@ -454,12 +466,17 @@ def _tensor(t: _Test, expr: str, label: str) -> tuple[Tensor, tuple[float, float
                     f"[{lo:g}, {hi:g}]"
                 )
             tensor.values = value_bounds(lo, hi, f"{label} Value")
-        elif method == "Precision" and len(parts) == 2:
-            precision = (t.number(parts[0], "Precision"), t.number(parts[1], "Precision"))
+        elif method == "Precision" and len(parts) in (2, 3):
+            # (relative, percentage, absolute = 1e-8): the comparison's rtol, the fraction of
+            # elements allowed past it and its atol (op_api_ut_common TensorDesc::Precision)
+            values = [t.number(p, "Precision") for p in parts]
+            precision = (values[0], values[1], values[2] if len(values) == 3 else DEFAULT_ATOL)
         elif method in ("ValueRange", "Value") and label == "out":
             continue  # the output's values are the operator's to write
         else:
             t.notes.append(f"{label}.{method}({_cut(margs.strip())}) not read")
+    if label != "out" and tensor.values is None:
+        tensor.values = DEFAULT_RANGE  # what the UT draws an input from without ValueRange
     return tensor, precision
 
 

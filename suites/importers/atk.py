@@ -40,8 +40,10 @@ from .common import (
     farm_dtype,
     integer,
     make_entry,
+    missing_field,
     number,
     shape_of,
+    special_value,
     tolerance,
     value_bounds,
 )
@@ -56,6 +58,11 @@ RUN_KEYS = {
     "id", "default_seed", "version", "api", "api_type", "name", "aclnn_name", "triton_name",
     "kernel_name", "fusion_mode", "outputs", "inputs", "standard", "expected_error_msg",
     "backward",
+}  # fmt: skip
+# The keys of an input (a tensor or an attribute) that say what ATK calls it with.
+INPUT_KEYS = {
+    "name", "type", "required", "dtype", "shape", "range_values", "outlier_values", "backward",
+    "align_32B",
 }  # fmt: skip
 
 
@@ -78,6 +85,12 @@ def parse(text: str, source: str) -> ImportResult:
             'or {"cases": [...]}'
         )
     limits.CASES.check(len(data), source)
+    if data and not any("inputs" in case for case in data):
+        keys = dict.fromkeys(k for case in data for k in case)
+        raise Unreadable(
+            missing_field("inputs", keys, "key in any case", RUN_KEYS)
+            + ": an ATK case lists its tensors and attributes in inputs"
+        )
     result = ImportResult("atk")
     for index, case in enumerate(data):
         api = case.get("aclnn_name") or case.get("name") or "case"
@@ -108,7 +121,7 @@ def _entry(name: str, case: dict[str, Any]) -> dict[str, Any]:
         for k in case
         if k not in RUN_KEYS and not k.endswith(("_api_type", "_name"))
     ]
-    tensors, attrs = _inputs(case.get("inputs"), notes)
+    tensors, attrs = _inputs(case, notes)
     if "dim" not in attrs or attrs["dim"] in (None, "default"):
         raise NotExpressible("no dim attribute (LogSoftmaxBackward needs one)")
     dim = integer(_unwrap(attrs.pop("dim")), "attribute dim")
@@ -131,9 +144,12 @@ def _unwrap(value: Any) -> Any:
     return value
 
 
-def _inputs(inputs: Any, notes: list[str]) -> tuple[dict[str, Tensor], dict[str, Any]]:
+def _inputs(case: dict[str, Any], notes: list[str]) -> tuple[dict[str, Tensor], dict[str, Any]]:
+    if "inputs" not in case:
+        raise NotExpressible(missing_field("inputs", case, "key in this case", RUN_KEYS))
+    inputs = case["inputs"]
     if not isinstance(inputs, list):
-        raise NotExpressible("no inputs list")
+        raise NotExpressible(f"inputs {_shown(inputs)} is not a list")
     found: list[tuple[str | None, Tensor]] = []
     attrs: dict[str, Any] = {}
     for item in inputs:
@@ -147,6 +163,9 @@ def _inputs(inputs: Any, notes: list[str]) -> tuple[dict[str, Tensor], dict[str,
         if not isinstance(item, dict):
             raise NotExpressible(f"input {item!r} is not an object")
         kind = str(item.get("type", "tensor"))
+        notes += [
+            f"input {item.get('name')} field {k!r} not read" for k in item if k not in INPUT_KEYS
+        ]
         if kind == "tensor":
             found.append((ROLES.get(_norm(item.get("name"))), _tensor(item, notes)))
         elif kind == "tensors":
@@ -177,7 +196,15 @@ def _tensor(item: dict[str, Any], notes: list[str]) -> Tensor:
         return Tensor(missing=True)
     tensor = Tensor(farm_dtype(item["dtype"], f"{label} dtype"), shape_of(item["shape"], label))
     bounds = item.get("range_values")
-    if isinstance(bounds, list) and len(bounds) == 2:
+    special = _special(bounds)
+    if special is not None:  # ATK's special-value inputs: every element that value
+        tensor.values = (special, special)
+    elif isinstance(bounds, list) and any(special_value(b) is not None for b in bounds):
+        raise NotExpressible(
+            f"{label} range_values {_shown(bounds)}: a range with a special bound (the farm "
+            "fills one special value, or draws between finite bounds)"
+        )
+    elif isinstance(bounds, list) and len(bounds) == 2:
         tensor.values = value_bounds(bounds[0], bounds[1], f"{label} range_values")
     elif (isinstance(bounds, list) and len(bounds) == 1) or isinstance(bounds, (int, float)):
         value = number(_unwrap(bounds), f"{label} range_values")
@@ -188,7 +215,30 @@ def _tensor(item: dict[str, Any], notes: list[str]) -> Tensor:
         notes.append(
             f"{label} outlier_values {item['outlier_values']} not mixed in (not expressible)"
         )
+    if item.get("backward"):
+        notes.append(
+            f"{label} backward: ATK also checks the gradient that reaches this input through "
+            "the API's backward; not expressible (the farm checks out only)"
+        )
+    if item.get("align_32B"):
+        notes.append(f"{label} align_32B {item['align_32B']!r} not read (the farm allocates)")
     return tensor
+
+
+def _special(bounds: Any) -> float | None:
+    """The special value of range_values "inf", ["inf"] or ["inf", "inf"] (or -inf, nan)."""
+    values = bounds if isinstance(bounds, list) else [bounds]
+    found = [special_value(v) for v in values]
+    if not values or len(values) > 2 or found[0] is None:
+        return None
+    if len(found) == 2 and str(found[0]) != str(found[1]):
+        return None  # ["-inf", "inf"]: a range the farm cannot draw from, refused below
+    return found[0]
+
+
+def _shown(value: Any) -> str:
+    text = json.dumps(value)
+    return text if len(text) <= 80 else f"{text[:77]}..."
 
 
 def _standard(standard: Any, notes: list[str]) -> dict[str, float] | None:

@@ -22,6 +22,7 @@ from suites import casefile, limits
 from suites.case import Case
 
 from . import FORMATS, Conversion, Unreadable
+from .common import merged
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -90,10 +91,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _unique(cases: list[Case]) -> list[Case]:
-    """Each case once (two files may make the same case)."""
+    """Each case once (two files may make the same case: kept with both origins and notes)."""
     seen: dict[str, Case] = {}
     for case in cases:
-        seen.setdefault(case.id, case)
+        seen[case.id] = merged(seen[case.id], case) if case.id in seen else case
     return list(seen.values())
 
 

@@ -3,14 +3,15 @@ the vocabulary the parsers use (dtypes, SoCs, numbers, shapes, tolerances, entri
 
 from __future__ import annotations
 
+import difflib
 import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from suites import casefile
-from suites.case import DTYPE_SHORT, Case
+from suites.case import DEPARTS, DTYPE_SHORT, Case, value_json
 
 # -- results ----------------------------------------------------------------------------
 
@@ -82,11 +83,8 @@ class ImportResult:
                 case = _status_note(case, item)
                 if case.id in by_id:
                     at = by_id[case.id]
-                    kept = out.cases[at]
                     out.merged.append((item.name, case.family, out.case_names[at]))
-                    if case.note and case.note not in kept.note:
-                        note = f"{kept.note}; {case.note}" if kept.note else case.note
-                        out.cases[at] = replace(kept, note=note)
+                    out.cases[at] = merged(out.cases[at], case)
                     continue
                 by_id[case.id] = len(out.cases)
                 out.cases.append(case)
@@ -107,6 +105,22 @@ class Conversion:
     @property
     def all_skipped(self) -> list[tuple[str, str]]:
         return self.result.skipped + self.skipped
+
+
+ORIGINS_JOIN = "; "  # between the origins of source cases that make one farm case
+
+
+def merged(kept: Case, twin: Case) -> Case:
+    """A farm case made twice kept once: both notes, and both origins, so that every source
+    case is found in the written file and the report (each origin names its file and case)."""
+    note = kept.note
+    if twin.note and twin.note not in kept.note:
+        note = f"{kept.note}; {twin.note}" if kept.note else twin.note
+    origins = kept.origin.split(ORIGINS_JOIN)
+    origin = kept.origin
+    if twin.origin and twin.origin not in origins:
+        origin = ORIGINS_JOIN.join([*origins, twin.origin]) if kept.origin else twin.origin
+    return replace(kept, note=note, origin=origin)
 
 
 def _strip_where(line: str, source: str) -> str:
@@ -135,8 +149,7 @@ def _status_note(case: Case, item: Imported) -> Case:
     want = _STATUS_NAMES.get(status, str(status))
     note = (
         f"the source expects status {status} ({want}) on {case.family}; the contract "
-        f"(SPEC section 2) gives {case.expected.status} ({case.expected.reason}): judged by "
-        "the contract"
+        f"(SPEC section 2) gives {case.expected.status} ({case.expected.reason}): {DEPARTS}"
     )
     return replace(case, note=f"{case.note}; {note}" if case.note else note)
 
@@ -252,6 +265,29 @@ class Tensor:
     missing: bool = False  # a null tensor (nullptr, None)
 
 
+SPECIAL_VALUES = {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}
+
+
+def special_value(value: Any) -> float | None:
+    """A source's special value ("inf", "-inf", "nan", any case, or a non-finite number) as a
+    float; None for anything else."""
+    if isinstance(value, str):
+        return SPECIAL_VALUES.get(value.strip().lower())
+    if isinstance(value, float) and not math.isfinite(value):
+        return value
+    return None
+
+
+def missing_field(field: str, present: Iterable[Any], where: str, known: Iterable[str] = ()) -> str:
+    """The line "no 'field' <where>", naming the nearest field that is there and none of the
+    format's known fields (a renamed column or key; a known one is there for its own sake)."""
+    skip = set(known)
+    names = [str(p) for p in present if p is not None and p not in skip]
+    near = difflib.get_close_matches(field, names, n=1, cutoff=0.6)
+    hint = f" ({near[0]!r} is there: renamed? name it {field!r})" if near else ""
+    return f"no {field!r} {where}{hint}"
+
+
 def value_bounds(lo: Any, hi: Any, what: str) -> tuple[float, float]:
     """[lo, hi] of a source's value range: finite, lo <= hi."""
     bounds = (number(lo, what), number(hi, what))
@@ -312,9 +348,9 @@ def make_entry(
         if tensor.missing or tensor.values is None:
             continue
         lo, hi = tensor.values
-        if lo == hi:
+        if lo == hi or (math.isnan(lo) and math.isnan(hi)):
             entry[f"{t}_dist"] = "fill"
-            entry[f"{t}_fill"] = lo
+            entry[f"{t}_fill"] = value_json(lo)  # "inf", "-inf", "nan" as the case file has them
         else:
             entry[f"{t}_dist"] = "range"
             entry[f"{t}_range"] = [lo, hi]

@@ -39,6 +39,7 @@ from .common import (
     farm_dtype,
     integer,
     make_entry,
+    missing_field,
     number,
     shape_of,
     tolerance,
@@ -80,6 +81,13 @@ def parse(text: str, source: str) -> ImportResult:
             "op, input_desc, output_desc)"
         )
     limits.CASES.check(len(data), source)
+    keys = dict.fromkeys(k for case in data for k in case)
+    for required in ("input_desc", "output_desc"):
+        if data and required not in keys:
+            raise Unreadable(
+                missing_field(required, keys, "key in any case", CASE_KEYS)
+                + ": an msopst case describes its tensors in input_desc and output_desc"
+            )
     result = ImportResult("msopst")
     for index, case in enumerate(data):
         name = result.add_case(str(case.get("case_name") or f"case {index}"))
@@ -102,6 +110,9 @@ def _case(result: ImportResult, name: str, case: dict[str, Any]) -> None:
         raise NotExpressible(f"op {op!r} is not LogSoftmaxGrad")
     if case.get("run_torch_api"):
         notes.append(f"run_torch_api {case['run_torch_api']}: the farm calls the operator itself")
+    for required in ("input_desc", "output_desc"):
+        if required not in case:
+            raise NotExpressible(missing_field(required, case, "key in this case", CASE_KEYS))
     inputs = case.get("input_desc")
     outputs = case.get("output_desc")
     if not isinstance(inputs, list) or len(inputs) != 2:

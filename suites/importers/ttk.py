@@ -49,6 +49,7 @@ from .common import (
     farm_dtype,
     integer,
     make_entry,
+    missing_field,
     shape_of,
     storage_layout,
     tolerance,
@@ -76,6 +77,13 @@ ACLNN = COMMON | {
     "manual_tensor_binaries", "manual_golden_binaries",
 }  # fmt: skip
 
+# The columns without which no case of a mode has its tensors (or, in ACLNN mode, its dim): a
+# header without one is a renamed column, not cases to list one by one.
+REQUIRED = {
+    "kernel": ("input_shapes", "input_dtypes", "output_shapes", "output_dtypes"),
+    "aclnn": ("tensor_view_shapes", "tensor_dtypes", "attributes"),
+}
+
 
 def parse(text: str, source: str) -> ImportResult:
     reader = csv.DictReader(io.StringIO(text))
@@ -98,6 +106,12 @@ def parse(text: str, source: str) -> ImportResult:
     if "api_name" in header:
         first = next((r["api_name"] for r in rows if (r.get("api_name") or "").strip()), "")
         mode = "aclnn" if first.strip().lower().startswith("aclnn") else "e2e"
+    for column in REQUIRED.get(mode, ()):
+        if column not in header:
+            raise Unreadable(
+                missing_field(column, header, "column in the header", KERNEL | ACLNN)
+                + f": TTK's {mode} mode needs it for every case"
+            )
     result = ImportResult("ttk")
     for index, row in enumerate(rows, start=1):
         if not any(v.strip() for v in row.values() if isinstance(v, str)) and None not in row:

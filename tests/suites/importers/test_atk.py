@@ -6,7 +6,7 @@ import json
 
 from suites.importers import atk
 
-from . import accounted, convert, departure, outcomes, parse
+from . import SAMPLES, accounted, convert, departure, outcomes, parse
 
 SAMPLE = "logsoftmaxgrad_atk.json"
 
@@ -50,6 +50,15 @@ def test_the_sample_becomes_these_entries():
                note="output outlier_values [-65504] not mixed in (not expressible); backward: "
                "ATK also checks the API's own backward; not expressible"),
         _entry(9, "float32", [10, 5], -1, [-1.0, 1.0], None, "reject", missing="y"),
+        # ATK's special-value inputs are the case file's special fills
+        _entry(10, "float32", [4, 32], -1, ["inf", "inf"], [-3.0, 0.0], "accept"),
+        _entry(11, "float16", [2, 16], -1, [-1.0, 1.0], ["-inf", "-inf"], "accept"),
+        _entry(12, "float32", [3, 5], 1, ["nan", "nan"], [-2.0, 0.0], "accept",
+               note="grad_output backward: ATK also checks the gradient that reaches this input "
+               "through the API's backward; not expressible (the farm checks out only); input "
+               "output field 'layout' not read"),
+        _entry(13, "float32", [16, 128], -1, [-1.0, 1.0], [-8.0, 0.0], "accept",
+               tolerance={"rtol": 0.0001, "atol": 0.0001, "max_fail_fraction": 0.001}),
     ]  # fmt: skip
     assert result.skipped == [
         (
@@ -76,6 +85,9 @@ def test_the_cases_carry_the_contracts_verdict_and_departures():
             (6, ("dtype_mismatch", "dtype_mismatch")),
             (7, ("ok", "ok")),
             (9, ("null_tensor", "null_tensor")),
+            (10, ("ok", "ok")),
+            (11, ("ok", "ok")),
+            (12, ("ok", "ok")),
         )
         for fam, reason in zip(("910b", "310b"), by_family, strict=True)
     ]
@@ -90,6 +102,63 @@ def test_the_cases_carry_the_contracts_verdict_and_departures():
         "acceptance", "ascend910b", "rejects it (dtype_mismatch)"
     )
     assert notes["LogSoftmaxBackward#3", "ascend910b"] == ""  # ATK expects the rejection too
+    # #13 is #0 again (without the input_dtype that changes nothing): one farm case per family,
+    # with both source cases in its origin
+    assert conversion.merged == [
+        ("LogSoftmaxBackward#13", family, "LogSoftmaxBackward#0")
+        for family in ("ascend910b", "ascend310b")
+    ]
+    assert {c.origin for c in conversion.cases[:2]} == {
+        "logsoftmaxgrad_atk.json:LogSoftmaxBackward#0; "
+        "logsoftmaxgrad_atk.json:LogSoftmaxBackward#13"
+    }
+    fills = {c.id.split("_", 1)[1]: (c.y_fill, c.dy_fill) for c in conversion.cases[-6:]}
+    assert [str(v) for v in fills.values()] == ["(None, inf)", "(-inf, None)", "(None, nan)"]
+
+
+def test_a_renamed_inputs_key_is_named_in_one_line():
+    import pytest
+
+    from suites.importers import Unreadable
+
+    cases = json.loads((SAMPLES / SAMPLE).read_text())
+    renamed = [{("input" if k == "inputs" else k): v for k, v in c.items()} for c in cases]
+    with pytest.raises(Unreadable) as caught:
+        atk.parse(json.dumps(renamed), "renamed.json")
+    assert str(caught.value) == (
+        "no 'inputs' key in any case ('input' is there: renamed? name it 'inputs'): an ATK case "
+        "lists its tensors and attributes in inputs"
+    )
+    # one case without it, among others that have it: that case, naming the key
+    result = atk.parse(json.dumps([cases[0], renamed[1]]), "one.json")
+    assert result.skipped == [
+        (
+            "LogSoftmaxBackward#1",
+            "no 'inputs' key in this case ('input' is there: renamed? name it 'inputs')",
+        )
+    ]
+
+
+def test_special_values_as_atk_writes_them():
+    def case(range_values) -> str:
+        tensor = {"type": "tensor", "dtype": "fp32", "shape": [2, 2]}
+        return json.dumps([{"id": 0, "aclnn_name": "LogSoftmaxBackward", "inputs": [
+            dict(tensor, name="grad_output", range_values=range_values),
+            dict(tensor, name="output", range_values=[-1, 0]),
+            {"name": "dim", "type": "attr", "range_values": -1},
+        ]}])  # fmt: skip
+
+    for written, fill in (("inf", "inf"), (["-INF"], "-inf"), (["nan", "nan"], "nan")):
+        (entry,) = atk.parse(case(written), "x").entries
+        assert (entry["dy_dist"], entry["dy_fill"]) == ("fill", fill)
+    result = atk.parse(case(["-inf", "inf"]), "x")
+    assert result.skipped == [
+        (
+            "LogSoftmaxBackward#0",
+            'grad_output range_values ["-inf", "inf"]: a range with a special bound (the farm '
+            "fills one special value, or draws between finite bounds)",
+        )
+    ]
 
 
 def test_the_cases_wrapper_composite_attributes_and_tensor_lists():

@@ -13,9 +13,9 @@ from . import SAMPLES, convert
 
 RUNS = [
     ("msopst", ["logsoftmaxgrad_msopst.json"], 9, 16, 3, 9),
-    ("atk", ["logsoftmaxgrad_atk.json"], 10, 18, 1, 7),
-    ("ttk", ["logsoftmaxgrad_ttk.csv", "logsoftmaxgrad_ttk_aclnn.csv"], 15, 20, 4, 9),
-    ("aclnn-ut", ["test_aclnn_log_softmax_backward.cpp"], 12, 19, 2, 9),
+    ("atk", ["logsoftmaxgrad_atk.json"], 14, 24, 1, 9),
+    ("ttk", ["logsoftmaxgrad_ttk.csv", "logsoftmaxgrad_ttk_aclnn.csv"], 16, 20, 4, 9),
+    ("aclnn-ut", ["test_aclnn_log_softmax_backward.cpp"], 14, 11, 2, 11),
 ]
 
 
@@ -63,7 +63,8 @@ def test_the_report_says_per_source_case_what_was_not_expressed(capsys, tmp_path
 
 def test_names_are_printed_as_text_not_markup(tmp_path, capsys):
     source = tmp_path / "odd.json"
-    source.write_text(json.dumps([{"case_name": "[bold]x[/bold]", "op": "Softmax"}]))
+    case = {"case_name": "[bold]x[/bold]", "op": "Softmax", "input_desc": [], "output_desc": []}
+    source.write_text(json.dumps([case]))
     rc = main(
         ["cases", "import", "--format", "msopst", str(source), "-o", str(tmp_path / "o.json")]
     )
@@ -94,6 +95,70 @@ def test_a_farm_case_made_twice_is_kept_once_with_both_notes(tmp_path, capsys):
     loaded = casefile.load(out)
     assert len(loaded) == 2
     assert all(c.note == "field 'priority' not read" for c in loaded)
+    # every source case is in the written file: the kept case's origin names both
+    assert all(c.origin == "twins.json:A; twins.json:B" for c in loaded)
+
+
+def test_a_case_made_by_two_files_keeps_both_origins(tmp_path, capsys):
+    sample = SAMPLES / "logsoftmaxgrad_atk.json"
+    again = tmp_path / "again.json"
+    again.write_text(sample.read_text())
+    out = tmp_path / "o.json"
+    argv = ["cases", "import", "--format", "atk", str(sample), str(again), "-o", str(out)]
+    assert main(argv) == 0
+    first = next(c for c in casefile.load(out) if c.origin.startswith("logsoftmaxgrad_atk.json"))
+    assert first.origin == "; ".join(
+        f"{f}:LogSoftmaxBackward#{i}" for f in ("logsoftmaxgrad_atk.json", "again.json")
+        for i in (0, 13)
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("fmt", "sample", "edit", "line"),
+    [
+        ("ttk", "logsoftmaxgrad_ttk_renamed.csv", None,
+         "no 'input_shapes' column in the header ('input_shape' is there: renamed? name it "
+         "'input_shapes'): TTK's kernel mode needs it for every case"),
+        ("atk", "logsoftmaxgrad_atk.json", ('"inputs"', '"input_list"'),
+         "no 'inputs' key in any case ('input_list' is there: renamed? name it 'inputs'): an ATK "
+         "case lists its tensors and attributes in inputs"),
+        ("msopst", "logsoftmaxgrad_msopst.json", ('"input_desc"', '"inputs_desc"'),
+         "no 'input_desc' key in any case ('inputs_desc' is there: renamed? name it "
+         "'input_desc'): an msopst case describes its tensors in input_desc and output_desc"),
+    ],
+)  # fmt: skip
+def test_a_renamed_required_field_is_one_line_and_exit_2(tmp_path, capsys, fmt, sample, edit, line):
+    source = SAMPLES / sample
+    if edit is not None:
+        source = tmp_path / sample
+        source.write_text((SAMPLES / sample).read_text().replace(*edit))
+    out = tmp_path / "o.json"
+    assert main(["cases", "import", "--format", fmt, str(source), "-o", str(out)]) == 2
+    printed = capsys.readouterr()
+    assert printed.err.strip().splitlines() == [f"error: {source}: {line}"]
+    assert printed.out == "" and not out.exists()
+
+
+def test_a_truncated_ut_imports_its_whole_tests_and_lists_the_cut_one(tmp_path, capsys):
+    out = tmp_path / "o.json"
+    source = SAMPLES / "test_aclnn_truncated.cpp"
+    assert main(["cases", "import", "--format", "aclnn-ut", str(source), "-o", str(out)]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    cut = "l2_log_softmax_backward_test.case_002_float16_variables"
+    assert (
+        f"  {cut}: not imported: a bracket is never closed: the file ends inside it (cut short?)"
+        in lines
+    )
+    assert lines[-1] == "2 source cases → 1 farm cases, 1 not imported, 1 with notes"
+    # cut inside its first test: nothing to write, exit 2, the test listed in one line
+    first = tmp_path / "first.cpp"
+    first.write_text(source.read_text().split("ValueRange(-10, 0)")[0])
+    assert main(["cases", "import", "--format", "aclnn-ut", str(first), "-o", str(out)]) == 2
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert [line for line in lines if ": not imported: " in line] == [
+        "  l2_log_softmax_backward_test.case_001_float32: not imported: a bracket is never "
+        "closed: the file ends inside it (cut short?)"
+    ]
 
 
 @pytest.mark.parametrize(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from suites.importers import ttk
 
-from . import accounted, convert, departure, outcomes, parse
+from . import SAMPLES, accounted, convert, departure, outcomes, parse
 
 KERNEL = "logsoftmaxgrad_ttk.csv"
 ACLNN = "logsoftmaxgrad_ttk_aclnn.csv"
@@ -48,6 +48,9 @@ def test_kernel_mode_sample_becomes_these_entries():
                y_dtype="float16"),
         _entry("LSG_guaranteed_010", "float16", [6, 100], [-1], [-1.0, 1.0], [-5.0, 0.0],
                note="dy values [0] that TTK mixes in are not expressible: left out"),
+        # LSG_fp32_001 again, only network_name differs (ignored): the same farm case
+        _entry("LSG_fp32_012_rerun", "float32", [32, 512], [1], [-5.0, 5.0], [-20.0, 0.0],
+               tolerance={"rtol": 0.0001, "atol": 1e-05, "max_fail_fraction": 0.001}),
     ]  # fmt: skip
     assert result.skipped == [
         ("LSG_disabled_008", "disabled in the source (is_enabled False)"),
@@ -89,6 +92,38 @@ def test_kernel_mode_cases():
     assert conversion.cases[0].id == (
         "910b_f32_32x512_ax1_y.range.-20to0_dy.range.-5to5_tol.r0.0001.a1e-05.f0.001"
     )
+    # the rerun row is kept once per family; both rows are in the kept case's origin
+    assert [m[0] for m in conversion.merged] == ["LSG_fp32_012_rerun"] * 2
+    assert conversion.cases[0].origin == (
+        "logsoftmaxgrad_ttk.csv:LSG_fp32_001; logsoftmaxgrad_ttk.csv:LSG_fp32_012_rerun"
+    )
+    # What TTK could not say (an axes key read as axis) is a note, never a departure.
+    from suites.case import DEPARTS
+
+    named = zip(conversion.case_names, conversion.cases, strict=True)
+    departing = [n for n, c in named if DEPARTS in c.note]
+    assert departing == ["LSG_bf16_310b_003", "LSG_mismatch_007", "LSG_mismatch_007"]
+    assert conversion.cases[6].note and DEPARTS not in conversion.cases[6].note
+
+
+def test_a_renamed_required_column_is_one_line_naming_it():
+    import pytest
+
+    from suites.importers import Unreadable
+
+    with pytest.raises(Unreadable) as caught:
+        parse("ttk", "logsoftmaxgrad_ttk_renamed.csv")
+    assert str(caught.value) == (
+        "no 'input_shapes' column in the header ('input_shape' is there: renamed? name it "
+        "'input_shapes'): TTK's kernel mode needs it for every case"
+    )
+    aclnn = (SAMPLES / ACLNN).read_text().replace("tensor_dtypes", "tensor_dtype", 1)
+    with pytest.raises(Unreadable, match="^no 'tensor_dtypes' column .*'tensor_dtype' is there"):
+        ttk.parse(aclnn, "x.csv")
+    # a column that is simply absent, with nothing near it: named, without a guess
+    dropped = (SAMPLES / KERNEL).read_text().replace(",output_dtypes,", ",remark2,", 1)
+    with pytest.raises(Unreadable, match=r"^no 'output_dtypes' column in the header: TTK"):
+        ttk.parse(dropped, "x.csv")
 
 
 def test_aclnn_mode_sample_strides_offsets_and_null_tensors():
@@ -201,14 +236,17 @@ def test_original_shapes_and_formats_per_tensor():
 
 def test_a_single_number_where_a_tuple_goes_is_read_or_refused_not_a_crash():
     header = (
-        "testcase_name,op_name,input_shapes,output_shapes,input_dtypes,soc_series,input_ori_formats"
+        "testcase_name,op_name,input_shapes,output_shapes,input_dtypes,output_dtypes,soc_series,"
+        "input_ori_formats"
     )
-    row = 'one,log_softmax_grad,"((2, 3), (2, 3))","((2, 3),)","(\'float32\',)",5,1.5'
+    row = 'one,log_softmax_grad,"((2, 3), (2, 3))","((2, 3),)","(\'float32\',)",float32,5,1.5'
     result = ttk.parse(f"{header}\n{row}\n", "x.csv")
     assert result.skipped == [
         ("one", "soc_series 5: no SoC of the farm's families (ascend910b, ascend310b)")
     ]
-    aclnn = "testcase_name,api_name,tensor_view_shapes,tensor_dtypes,output_tensor_indexes"
-    row = 'two,aclnnLogSoftmaxBackward,"((2, 3), (2, 3), (2, 3))","(\'float32\',)",2.5'
+    aclnn = (
+        "testcase_name,api_name,tensor_view_shapes,tensor_dtypes,output_tensor_indexes,attributes"
+    )
+    row = 'two,aclnnLogSoftmaxBackward,"((2, 3), (2, 3), (2, 3))","(\'float32\',)",2.5,{}'
     result = ttk.parse(f"{aclnn}\n{row}\n", "x.csv")
     assert result.skipped == [("two", "output_tensor_indexes 2.5 does not name one tensor")]

@@ -159,6 +159,34 @@ TEST_F(l2_log_softmax_backward_test, case_011_nullptr_gradOutput)
     EXPECT_EQ(aclRet, ACLNN_ERR_PARAM_INVALID);
 }
 
+// Precision(relative, percentage, absolute): rtol 0.001 on all but 0.05% of the elements, atol
+// 0.0001; gradOutput has no ValueRange (the UT draws it from its default range)
+TEST_F(l2_log_softmax_backward_test, case_012_precision_three_arguments)
+{
+    auto gradOutput = TensorDesc({6, 10}, ACL_FLOAT, ACL_FORMAT_ND);
+    auto output = TensorDesc({6, 10}, ACL_FLOAT, ACL_FORMAT_ND).ValueRange(-5, 0);
+    auto gradInput = TensorDesc({6, 10}, ACL_FLOAT, ACL_FORMAT_ND).Precision(0.001, 0.0005, 0.0001);
+
+    auto ut = OP_API_UT(aclnnLogSoftmaxBackward, INPUT(gradOutput, output, -1), OUTPUT(gradInput));
+    uint64_t workspaceSize = 0;
+    aclnnStatus aclRet = ut.TestGetWorkspaceSize(&workspaceSize);
+    EXPECT_EQ(aclRet, ACLNN_SUCCESS);
+    ut.TestPrecision();
+}
+
+// the constant gradient again, under another name: one farm case for both
+TEST_F(l2_log_softmax_backward_test, case_013_constant_grad_again)
+{
+    auto gradOutput = TensorDesc({3, 16}, ACL_FLOAT, ACL_FORMAT_ND).ValueRange(0.5, 0.5);
+    auto output = TensorDesc({3, 16}, ACL_FLOAT, ACL_FORMAT_ND).ValueRange(-4, 0);
+    auto gradInput = TensorDesc({3, 16}, ACL_FLOAT, ACL_FORMAT_ND);
+
+    auto ut = OP_API_UT(aclnnLogSoftmaxBackward, INPUT(gradOutput, output, 1), OUTPUT(gradInput));
+    uint64_t workspaceSize = 0;
+    aclnnStatus aclRet = ut.TestGetWorkspaceSize(&workspaceSize);
+    EXPECT_EQ(aclRet, ACLNN_SUCCESS);
+}
+
 class l2_log_softmax_backward_950_test : public testing::Test {
 protected:
     static void SetUpTestCase() { op::SetPlatformSocVersion(op::SocVersion::ASCEND950); }
