@@ -36,10 +36,11 @@ REPO = Path(__file__).resolve().parents[2]
 FAKE = "tests.pool.fake_executor:run"
 A2 = "ascend910b"
 A200 = "ascend310b"
-# A case's timeout: the fake executor answers in milliseconds; a new agent starts in well under
-# STARTUP; the device lock is free or shared unless a test makes it busy.
+# A case's timeout: the fake executor answers in milliseconds; a new agent starts up before its
+# first case (warm_up, under the handshake's timeout: STARTUP is only for channels that cannot);
+# the device lock is free or shared unless a test makes it busy.
 TIMEOUT, STARTUP, LOCK_WAIT = 2.0, 3.0, 1.0
-HUNG = TIMEOUT + STARTUP + LOCK_WAIT  # a hung case's timeout on a fresh agent
+HUNG = TIMEOUT + LOCK_WAIT  # a hung case's timeout on a fresh agent: its own, and the lock's
 
 
 def fake_bundle(out: Path) -> tuple[Path, str]:
