@@ -4,10 +4,11 @@ entries: each TEST_F (or TEST) is a source case.
 The test text is read, not compiled (the conventions of the ops-nn / ops-math op_api UTs):
 
 - tensors: ``TensorDesc(shape, dtype, format)`` or ``TensorDesc(shape, dtype, format, strides,
-  offset, storageShape)`` (a strided view), with ``.ValueRange(lo, hi)`` (lo == hi: a fill),
-  ``.Value(vector{...})`` (not expressible: drawn uniform in the values' range, noted) and, on
-  the output, ``.Precision(rtol, atol)``, which is the case's tolerance when the test calls
-  ``ut.TestPrecision()`` (fail fraction 0: every element); a null tensor is ``nullptr``
+  offset, storageShape)`` (a strided view), with ``.ValueRange(lo, hi)`` (lo == hi: a fill; an
+  input without one is drawn from the helper's [-2, 2]), ``.Value(vector{...})`` (not
+  expressible: drawn uniform in the values' range, noted) and, on the output,
+  ``.Precision(relative, percentage, absolute = 1e-8)``, which is the case's tolerance (rtol,
+  max_fail_fraction, atol) when the test calls ``ut.TestPrecision()``; a null tensor is ``nullptr``
   (``(aclTensor*)nullptr``). Shapes and dims may be literals or variables defined in the test
   (``vector<int64_t> shape = {2, 3}; int64_t dim = -1; aclDataType dtype = ACL_FLOAT;``).
 - the call: ``OP_API_UT(aclnnLogSoftmaxBackward, INPUT(gradOutput, output, dim), OUTPUT(out))``.
@@ -18,7 +19,7 @@ The test text is read, not compiled (the conventions of the ops-nn / ops-math op
   else {EXPECT..}`` gives the expectation per family.
 - the SoC: ``SetPlatformSocVersion(SocVersion::X)`` in the test, else in its fixture's
   SetUpTestCase / SetUp: the family of X (a SoC outside the farm's families: not imported);
-  none: every family.
+  none: Ascend910B, where the op_api stub runs a test that sets none (noted).
 
 Not expressible (the case is not imported, with the reason): loops, parameterized tests
 (TEST_P), several OP_API_UT calls in one test, values the reader cannot resolve.

@@ -15,12 +15,14 @@ a JSON list of cases, or {"cases": [...]}, each
 Read: the API (name or aclnn_name: aclnnLogSoftmaxBackward, torch._log_softmax_backward_data);
 tensors by name (grad_output / gradOutput -> dy, output -> y, out / grad_input -> out), else by
 position; a tensor whose dtype or shape is null is a null tensor; range_values [lo, hi] (lo ==
-hi, or one value: a fill); attributes dim (a value, or [value]) and input_dtype (torch's
-output dtype: out's dtype); expected_error_msg (set: the source expects a rejection; null: a
-pass); standard.acc: "equal" is a zero tolerance, {"<name>": {"rtol", "atol", "ptol"}} a
-tolerance, any other standard (default, single_bm, mixed_tolerance_bm, cv_fused_double_benchmark
-and its ratios) has no farm form. ATK names no SoC in a case: every family. Ignored (how ATK
-runs): id, default_seed, version, api, api_type and the other *_api_type, *_name keys, outputs.
+hi, or one value: a fill; ["inf"], ["-inf"], ["nan"]: that special fill); per input, backward
+(its gradient checked too: noted), align_32B (noted), other keys (noted); attributes dim (a
+value, or [value]) and input_dtype (torch's output dtype: out's dtype); expected_error_msg
+(set: the source expects a rejection; null: a pass); standard.acc: "equal" is a zero tolerance,
+{"<name>": {"rtol", "atol", "ptol"}} a tolerance, any other standard (default, single_bm,
+mixed_tolerance_bm, cv_fused_double_benchmark and its ratios) has no farm form. ATK names no SoC
+in a case: every family. Ignored (how ATK runs): id, default_seed, version, api, api_type and
+the other *_api_type, *_name keys, outputs.
 """
 
 from __future__ import annotations
