@@ -51,7 +51,7 @@ from farm.run.leases import LeaseTimeout, RunState, lease_any
 from suites.case import Case
 
 MAX_RETRIES = 2
-AGENT_STARTUP_ALLOWANCE = 30.0  # seconds
+AGENT_STARTUP_ALLOWANCE = 30.0  # seconds a first case gets on a channel that cannot warm_up
 LOCK_WAIT = 5.0  # seconds an agent waits for its device before it answers busy
 BUSY_WAIT = 600.0  # seconds a family's cases wait, in all, for devices another run holds
 BUSY_POLL = 1.0  # a slot that answered busy is asked again after this long at the soonest
