@@ -6,7 +6,7 @@ import json
 
 from suites.importers import msopst
 
-from . import accounted, convert, departure, outcomes, parse
+from . import SAMPLES, accounted, convert, departure, outcomes, parse
 
 SAMPLE = "logsoftmaxgrad_msopst.json"
 THRESHOLD_NOTE = (
@@ -214,3 +214,17 @@ def test_unknown_fields_and_attributes_are_noted_not_dropped():
     assert (
         entry["note"] == "field 'priority' not read; attribute 'dim' read as LogSoftmaxGrad's axis"
     )
+
+
+def test_a_case_without_input_desc_names_the_key_among_cases_that_have_it():
+    cases = json.loads((SAMPLES / "logsoftmaxgrad_msopst.json").read_text())
+    renamed = {("inputs_desc" if k == "input_desc" else k): v for k, v in cases[0].items()}
+    result = msopst.parse(json.dumps([renamed, cases[1]]), "x.json")
+    assert result.skipped == [
+        (
+            cases[0]["case_name"],
+            "no 'input_desc' key in this case ('inputs_desc' is there: renamed? name it "
+            "'input_desc')",
+        )
+    ]
+    assert [i.source_case for i in result.imported] == [cases[1]["case_name"]]
