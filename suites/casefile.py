@@ -21,14 +21,17 @@ Beyond the fields of suites.case.Case, an entry may carry:
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import difflib
+import functools
+import gc
 import io
 import json
 import math
 import re
 import reprlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
@@ -98,6 +101,10 @@ _STRING_FIELDS = (
 _OPTIONAL_STRINGS = ("level", "y_dtype", "out_dtype", "missing")
 
 
+LinesOf = list[int | None] | Callable[[], list[int | None]]
+"""The line of each entry of a parsed file, or how to find them when a message needs them."""
+
+
 class CaseFileError(UsageError):
     """A case file that cannot be run: every bad field, one per line."""
 
@@ -130,9 +137,24 @@ def load(path: str | Path) -> list[Case]:
         raise CaseFileError(f"{path}: no such case file (check the path)") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise CaseFileError(f"{path}: cannot read it ({exc})") from None
-    entries, lines = _PARSERS[kind](path, text)
-    limits.CASES.check(len(entries), path)  # before any case is made
-    return entries_to_cases(entries, str(path), lines)
+    with _collector_paused():
+        entries, lines = _PARSERS[kind](path, text)
+        limits.CASES.check(len(entries), path)  # before any case is made
+        return entries_to_cases(entries, str(path), lines)
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Python's cycle collector off while a file is read: parsing and making cases allocate
+    hundreds of thousands of objects, none of them garbage, and the collector, run every
+    700 allocations, walks them all again and again (two thirds of a YAML file's load)."""
+    was_on = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_on:
+            gc.enable()
 
 
 def load_many(paths: Iterable[str | Path]) -> list[Case]:
@@ -163,18 +185,25 @@ def file_kind(path: Path) -> str:
     return kind
 
 
-def _parse_json(path: Path, text: str) -> tuple[list, list[int | None]]:
+def _parse_json(path: Path, text: str) -> tuple[list, LinesOf]:
     limits.check_json_depth(text, path)  # json recurses per level
     try:
-        data, starts = _json_with_starts(text)
+        data = _DECODER.decode(text)
     except json.JSONDecodeError as exc:
         raise CaseFileError(f"{path}: line {exc.lineno}: not JSON ({exc.msg})") from None
     except limits.IntegerTooLong as exc:
         raise CaseFileError(f"{path}: not JSON the farm can read ({exc})") from None
     entries = _document_entries(path, data)
-    if len(starts) != len(entries):
-        return entries, [None] * len(entries)
-    return entries, _lines_at(text, starts)
+    return entries, lambda: _json_entry_lines(text, len(entries))
+
+
+def _json_entry_lines(text: str, n: int) -> list[int | None]:
+    """The line of each of the n entries: the text read again, only when a message needs them
+    (json.loads knows no lines; reading with them costs a tenth of a load)."""
+    _, starts = _json_with_starts(text)
+    if len(starts) != n:
+        return [None] * n
+    return _lines_at(text, starts)
 
 
 _DECODER = json.JSONDecoder(parse_int=limits.json_integer)
@@ -262,12 +291,12 @@ def _lines_at(text: str, starts: list[int]) -> list[int | None]:
     return lines
 
 
-def _parse_yaml(path: Path, text: str) -> tuple[list, list[int | None]]:
+def _parse_yaml(path: Path, text: str) -> tuple[list, LinesOf]:
     import yaml
 
-    loader_class = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's, where built
+    loader_class = _yaml_loader()
     try:
-        _check_yaml_events(path, yaml.parse(text, Loader=loader_class))
+        _check_yaml_events(path, loader_class(text))
         loader = loader_class(text)
         try:
             node = loader.get_single_node()
@@ -286,52 +315,116 @@ def _parse_yaml(path: Path, text: str) -> tuple[list, list[int | None]]:
         problem = str(exc).split(";")[0]
         raise CaseFileError(f"{path}: not YAML the farm can read ({problem})") from None
     entries = _document_entries(path, data)
-    return entries, _node_lines(node, len(entries))
+    return entries, lambda: _node_lines(node, len(entries))
 
 
-def _check_yaml_events(path: Path, events: Iterable[Any]) -> None:
+@functools.cache
+def _yaml_loader() -> type:
+    """libyaml's safe loader (where PyYAML was built with it) with two memos: a case file says
+    the same few hundred scalars ("float32", "contiguous", null) a hundred thousand times, and
+    PyYAML resolves each one's tag by regular expressions and constructs it afresh. Both
+    depend on the scalar's text alone (no path resolvers; a plain scalar's tag on its text, a
+    constructed str, int, float, bool or None is immutable), so each is done once per text."""
+    import yaml
+    from yaml.nodes import ScalarNode
+
+    base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    immutable = (str, int, float, bool, type(None))
+
+    class Loader(base):  # type: ignore[misc, valid-type]
+        def __init__(self, stream: str) -> None:
+            super().__init__(stream)
+            self.tags: dict[str, str] = {}
+            self.scalars: dict[tuple[str, str], Any] = {}
+
+        def resolve(self, kind: type, value: Any, implicit: Any) -> str:
+            if kind is not ScalarNode or not implicit[0]:
+                return super().resolve(kind, value, implicit)
+            tag = self.tags.get(value)
+            if tag is None:
+                tag = self.tags[value] = super().resolve(kind, value, implicit)
+            return tag
+
+        def construct_object(self, node: Any, deep: bool = False) -> Any:
+            if node.__class__ is not ScalarNode:
+                return super().construct_object(node, deep)
+            key = (node.tag, node.value)
+            try:
+                return self.scalars[key]
+            except KeyError:
+                value = super().construct_object(node, deep)
+            if type(value) in immutable:
+                self.scalars[key] = value
+            return value
+
+    return Loader
+
+
+def _check_yaml_events(path: Path, loader: Any) -> None:
     """LimitExceeded when the document nests deeper than NESTING_DEPTH or has more than
     YAML_NODES nodes, an alias counted as the nodes it stands for; from the parser's events,
     before anything is composed (the composer recurses per level, and nothing here expands
-    an alias: its size was counted when its anchor closed)."""
-    import yaml
+    an alias: its size was counted when its anchor closed). One test of the event's class per
+    event, the commonest first: this pass is run on every YAML file."""
+    from yaml.events import (
+        AliasEvent,
+        MappingEndEvent,
+        MappingStartEvent,
+        ScalarEvent,
+        SequenceEndEvent,
+        SequenceStartEvent,
+        StreamEndEvent,
+    )
 
     max_depth, max_nodes = limits.NESTING_DEPTH.value(), limits.YAML_NODES.value()
     sizes: dict[str, int] = {}  # anchor -> the nodes its node stands for
     open_: list[list[Any]] = []  # per open collection: [its nodes so far, its anchor]
     total = 0
-    for event in events:
-        if isinstance(event, yaml.CollectionStartEvent):
-            open_.append([1, event.anchor])
-            total += 1
-            if len(open_) > max_depth:
-                limits.NESTING_DEPTH.check(len(open_), path, at_least=True)
-            continue
-        if isinstance(event, yaml.CollectionEndEvent):
-            size, anchor = open_.pop()
-            if anchor is not None:
-                sizes[anchor] = size
-        elif isinstance(event, yaml.AliasEvent):
-            anchor = event.anchor or ""
-            if anchor not in sizes and any(a == anchor for _, a in open_):
-                mark = event.start_mark
-                raise CaseFileError(
-                    f"{path}: line {mark.line + 1 if mark else '?'}: alias *{event.anchor} inside "
-                    f"its own anchor &{event.anchor} (a structure that contains itself)"
-                )
-            size = sizes.get(anchor, 1)  # an unknown alias: the composer names it
+    try:
+        while True:
+            event = loader.get_event()
+            kind = event.__class__
+            if kind is ScalarEvent:
+                size = 1
+                if event.anchor is not None:
+                    sizes[event.anchor] = 1
+            elif kind is MappingStartEvent or kind is SequenceStartEvent:
+                open_.append([1, event.anchor])
+                total += 1
+                if len(open_) > max_depth:
+                    limits.NESTING_DEPTH.check(len(open_), path, at_least=True)
+                continue
+            elif kind is MappingEndEvent or kind is SequenceEndEvent:
+                size, anchor = open_.pop()
+                if anchor is not None:
+                    sizes[anchor] = size
+                if open_:
+                    open_[-1][0] += size
+                continue  # counted in total when it opened and as its items came
+            elif kind is AliasEvent:
+                size = _alias_size(path, event, sizes, open_)
+            elif kind is StreamEndEvent or event is None:
+                return
+            else:
+                continue
             total += size
-        elif isinstance(event, yaml.ScalarEvent):
-            size = 1
-            total += 1
-            if event.anchor is not None:
-                sizes[event.anchor] = 1
-        else:
-            continue
-        if open_:
-            open_[-1][0] += size
-        if total > max_nodes:
-            limits.YAML_NODES.check(total, path, at_least=True)
+            if open_:
+                open_[-1][0] += size
+            if total > max_nodes:
+                limits.YAML_NODES.check(total, path, at_least=True)
+    finally:
+        loader.dispose()
+
+
+def _alias_size(path: Path, event: Any, sizes: dict[str, int], open_: list[list[Any]]) -> int:
+    anchor = event.anchor or ""
+    if anchor not in sizes and any(a == anchor for _, a in open_):
+        mark = event.start_mark
+        raise CaseFileError(
+            f"{path}: line {mark.line + 1 if mark else '?'}: alias *{event.anchor} inside "
+            f"its own anchor &{event.anchor} (a structure that contains itself)"
+        )
+    return sizes.get(anchor, 1)  # an unknown alias: the composer names it
 
 
 def _node_lines(node, n: int) -> list[int | None]:
@@ -454,23 +547,27 @@ def _document_entries(path: Path, data: Any) -> list:
     return list(cases or ())
 
 
-def entries_to_cases(
-    entries: list, source: str, lines: list[int | None] | None = None
-) -> list[Case]:
-    """Cases from parsed entries, or CaseFileError with one line per bad field."""
-    lines = lines or [None] * len(entries)
+def entries_to_cases(entries: list, source: str, lines: LinesOf | None = None) -> list[Case]:
+    """Cases from parsed entries, or CaseFileError with one line per bad field, naming the
+    entry's line where `lines` gives it (a list, or a function that finds them: called only
+    when there is a problem to report)."""
     cases: list[Case] = []
-    problems: list[str] = []
+    problems: list[tuple[int, str]] = []  # (entry index, problem)
     seen: set[str] = set()  # the same case twice is kept once
     stem = Path(source).name
-    for index, (entry, line) in enumerate(zip(entries, lines, strict=True)):
-        where = f"{source}: case {index}" + (f" (line {line})" if line else "")
+    for index, entry in enumerate(entries):
         made, wrong = entry_cases(entry, origin=f"{stem}#{index}")
-        problems += [f"{where}: {w}" for w in wrong]
-        cases += [c for c in made if c.id not in seen]
-        seen.update(c.id for c in made)
+        problems += [(index, w) for w in wrong]
+        for case in made:
+            if case.id not in seen:
+                seen.add(case.id)
+                cases.append(case)
     if problems:
-        shown = problems[:MAX_MESSAGES]
+        at = lines() if callable(lines) else lines or [None] * len(entries)
+        shown = [
+            f"{source}: case {index}" + (f" (line {at[index]})" if at[index] else "") + f": {w}"
+            for index, w in problems[:MAX_MESSAGES]
+        ]
         if len(problems) > MAX_MESSAGES:
             shown.append(f"... and {len(problems) - MAX_MESSAGES} more problems")
         raise CaseFileError("\n".join(shown))
@@ -483,11 +580,13 @@ def entry_cases(entry: Any, origin: str = "") -> tuple[list[Case], list[str]]:
     """The cases of one entry (one per family) and its problems, one per bad field."""
     if not isinstance(entry, dict):
         return [], [f"expected an object of case fields, got {type(entry).__name__}"]
-    problems = [
-        _extra(value) if key == "\0extra" else _unknown(key)
-        for key, value in entry.items()
-        if key not in _TYPES
-    ]
+    problems = []
+    if not entry.keys() <= _TYPES.keys():  # the common case in one test
+        problems = [
+            _extra(value) if key == "\0extra" else _unknown(key)
+            for key, value in entry.items()
+            if key not in _TYPES
+        ]
     typed, badly_typed = _type_problems(entry)
     problems += typed
     families, wrong = _families(entry.get("family"))
@@ -574,43 +673,53 @@ def _is_number(v: Any) -> bool:
 _REQUIRED = ("dtype", "shape", "axes")
 
 
+def _int_list(v: Any) -> bool:
+    return isinstance(v, list) and all(_is_int(d) for d in v)
+
+
+# What a field's value may be, by the kind of field (the schema, docs/case-file.schema.json, is
+# made from the same kinds); a field not named here is checked where it is read.
+_KIND_OK: dict[str, Callable[[Any], bool]] = {
+    "text": lambda v: isinstance(v, str),
+    "optional_text": lambda v: v is None or isinstance(v, str),
+    "int_list": _int_list,
+    "optional_int_list": lambda v: v is None or _int_list(v),
+    "axes": lambda v: _is_int(v) or _int_list(v),
+    "range": lambda v: (
+        v is None or (isinstance(v, list) and len(v) == 2 and all(map(_is_number, v)))
+    ),
+    "fill": lambda v: v is None or _is_number(v) or v in ("inf", "-inf", "nan"),
+    "tolerance": lambda v: v is None or isinstance(v, dict),
+    "layout": lambda v: isinstance(v, (str, dict)),
+    "int": _is_int,
+}
+_FIELD_KIND: dict[str, str] = {
+    **{key: "text" for key in _STRING_FIELDS},
+    **{key: "optional_text" for key in _OPTIONAL_STRINGS},
+    "shape": "int_list",
+    "y_shape": "optional_int_list",
+    "out_shape": "optional_int_list",
+    "axes": "axes",
+    "y_range": "range",
+    "dy_range": "range",
+    "y_fill": "fill",
+    "dy_fill": "fill",
+    "tolerance": "tolerance",
+    **{f"{t}_layout": "layout" for t in TENSORS},
+    "seed": "int",
+}
+_FIELD_OK = {key: _KIND_OK[kind] for key, kind in _FIELD_KIND.items()}
+
+
 def _type_problems(entry: dict) -> tuple[list[str], set[str]]:
     """One line per field of the wrong type or missing, and the names of the bad fields."""
     problems = []
     bad: set[str] = set()
-
-    def wrong(key: str) -> None:
-        bad.add(key)
-        problems.append(f"field {key!r}: {_shown(entry[key])} is not {_TYPES[key]}")
-
     for key, value in entry.items():
-        if key not in _TYPES:
-            continue
-        if key in _STRING_FIELDS and not isinstance(value, str):
-            wrong(key)
-        elif key in _OPTIONAL_STRINGS and value is not None and not isinstance(value, str):
-            wrong(key)
-        elif key in ("shape", "y_shape", "out_shape"):
-            if not (value is None and key != "shape") and not (
-                isinstance(value, list) and all(_is_int(d) for d in value)
-            ):
-                wrong(key)
-        elif key == "axes" and not (
-            _is_int(value) or (isinstance(value, list) and all(_is_int(a) for a in value))
-        ):
-            wrong(key)
-        elif key in ("y_range", "dy_range") and value is not None:
-            if not (isinstance(value, list) and len(value) == 2 and all(map(_is_number, value))):
-                wrong(key)
-        elif key in ("y_fill", "dy_fill") and value is not None:
-            if not (_is_number(value) or value in ("inf", "-inf", "nan")):
-                wrong(key)
-        elif key == "tolerance" and value is not None and not isinstance(value, dict):
-            wrong(key)
-        elif key.endswith("_layout") and not isinstance(value, (str, dict)):
-            wrong(key)
-        elif key == "seed" and not _is_int(value):
-            wrong(key)
+        ok = _FIELD_OK.get(key)
+        if ok is not None and not ok(value):
+            bad.add(key)
+            problems.append(f"field {key!r}: {_shown(value)} is not {_TYPES[key]}")
     for key in _REQUIRED:
         if key not in entry:
             problems.append(f"field {key!r} is missing (every case needs dtype, shape, axes)")

@@ -324,3 +324,49 @@ def test_a_key_that_is_not_text_is_an_unknown_field(tmp_path):
         f"{tmp_path}/keys.yaml: case 0 (line 4): unknown field None (see docs/case-files.md for "
         "the fields)",
     ]
+
+
+def test_a_good_file_is_not_read_again_for_its_lines(tmp_path, monkeypatch):
+    """Entries' lines serve only messages: a file without a problem is parsed once."""
+    path = casefile.dump(SMOKE[:20], tmp_path / "good.json")
+
+    def never(*args, **kwargs):
+        raise AssertionError("the lines were looked for")
+
+    monkeypatch.setattr(casefile, "_json_with_starts", never)
+    monkeypatch.setattr(casefile, "_node_lines", never)
+    _same(casefile.load(path), SMOKE[:20])
+    _same(casefile.load(casefile.dump(SMOKE[:20], tmp_path / "good.yaml")), SMOKE[:20])
+
+
+def test_a_bad_entry_after_many_good_ones_is_named_by_its_line(tmp_path):
+    """The lines are found after the fact, when there is a problem: still the entry's own."""
+    text = json.dumps(casefile.document(SMOKE[:30]), indent=1)
+    last = text.rindex('"shape"')
+    text = text[:last] + '"shap"' + text[last + len('"shape"') :]
+    line = text[: text.rindex("{", 0, last)].count("\n") + 1
+    lines = _problems(tmp_path, "late.json", text)
+    assert lines[0] == (
+        f"{tmp_path}/late.json: case 29 (line {line}): unknown field 'shap' (did you mean 'shape'?)"
+    )
+
+
+def test_yaml_merge_keys_tags_and_shared_values_read_as_pyyaml_reads_them(tmp_path):
+    """The memoised loader gives what yaml.safe_load gives: merges, explicit tags, a number
+    that is text when quoted."""
+    import yaml
+
+    text = (
+        "format: logsoftmaxgrad-cases\nversion: 1\ncases:\n"
+        "  - &base {dtype: float32, shape: [2, 3], axes: -1, note: '1'}\n"
+        "  - {<<: *base, dtype: float16, note: !!str 2}\n"
+        "  - {<<: *base, shape: [4, 3], note: plain}\n"
+    )
+    path = tmp_path / "merged.yaml"
+    path.write_text(text)
+    cases = casefile.load(path)
+    expected = [e for e in yaml.safe_load(text)["cases"] for _ in ("910b", "310b")]
+    assert [(c.dtype, list(c.shape), c.note) for c in cases] == [
+        (e["dtype"], e["shape"], e["note"]) for e in expected
+    ]
+    assert [c.note for c in cases[::2]] == ["1", "2", "plain"]
