@@ -115,7 +115,9 @@ class Pipeline:
         self._run = run or dispatcher.run
         self._cond = threading.Condition()
         self._queues: dict[str, collections.deque[Case]] = {}  # slot id -> its cases
-        self._in_flight: dict[str, float] = {}  # slot id -> when its case began (monotonic)
+        # lane -> {slot id: when its case in flight began (monotonic)}
+        self._lane_in_flight: dict[str, dict[str, float]] = {}
+        self._left: dict[tuple[str, str], int] = {}  # (lane, family) -> its cases still queued
         self._results: dict[str, tuple[ResultRecord | None, BaseException | None]] = {}
         self._pending: set[str] = set()
         self._order: dict[str, int] = {}  # case id -> its item's place in its lane
@@ -157,73 +159,62 @@ class Pipeline:
                 self._queues.setdefault(preferred, collections.deque()).append(case)
                 self._pending.add(case.id)
                 self._order[case.id] = place
+                family = self.dispatcher.slots[preferred].family
+                self._left[(lane, family)] = self._left.get((lane, family), 0) + 1
+        self._lane_in_flight[lane] = {}
         # Every slot of a family with queued cases gets a thread, an empty queue included: it
         # takes what a stuck sibling cannot run.
-        families = {self.dispatcher.slots[sid].family for sid, q in self._queues.items() if q}
-        siblings: dict[str, list[str]] = {}
         for slot in sorted(slots, key=lambda s: s.id):
-            if slot.family in families:
-                siblings.setdefault(slot.family, []).append(slot.id)
-        lane_slots = [sid for family in sorted(siblings) for sid in siblings[family]]
-        for sid in lane_slots:
-            slot = self.dispatcher.slots[sid]
+            if not self._left.get((lane, slot.family)):
+                continue
             thread = threading.Thread(
-                target=self._drive,
-                args=(slot, siblings[slot.family], lane_slots),
-                name=f"farm-slot-{slot.id}",
-                daemon=True,
+                target=self._drive, args=(slot, lane), name=f"farm-slot-{slot.id}", daemon=True
             )
             self._threads.append(thread)
             thread.start()
 
-    def _stuck(self, sid: str, now: float) -> bool:
-        began = self._in_flight.get(sid)
-        return began is not None and now - began >= self.stuck_after
-
-    def _next(
-        self, slot: SlotInfo, siblings: list[str], lane_slots: list[str], now: float
-    ) -> tuple[Case | None, float | None]:
-        """(the case ``slot`` runs next, None for none yet; when to look again, None: never:
-        no case of its family is left) (caller holds _cond)."""
-        queued = [sid for sid in siblings if self._queues.get(sid)]
-        if not queued:
-            return None, None
-        soonest = [
-            self._in_flight[sid] + self.stuck_after
-            for sid in lane_slots
-            if sid in self._in_flight and not self._stuck(sid, now)
-        ]
-        later = min(soonest) if soonest else None
-        if self.window is not None:
-            computing = sum(
-                1 for sid in lane_slots if sid in self._in_flight and not self._stuck(sid, now)
-            )
-            if computing >= self.window:
-                return None, later
+    def _next(self, slot: SlotInfo, lane: str, now: float) -> tuple[Case | None, float | None]:
+        """(the case ``slot`` runs next, or None for none yet; then when to look again, or
+        None: when a case ends) (caller holds _cond). Only the lane's cases in flight are
+        looked at, never all its slots: a lane may have hundreds."""
+        in_flight = self._lane_in_flight[lane]
+        computing = [began for began in in_flight.values() if now - began < self.stuck_after]
+        later = min(computing) + self.stuck_after if computing else None
+        if self.window is not None and len(computing) >= self.window:
+            return None, later
         own = self._queues.get(slot.id)
         if own:
-            return own.popleft(), None
-        # The earliest item of a sibling that is stuck on a case (its queue waits for it).
-        stuck = [sid for sid in queued if self._stuck(sid, now)]
-        if stuck:
-            victim = min(stuck, key=lambda sid: self._order[self._queues[sid][0].id])
-            return self._queues[victim].popleft(), None
+            return self._take(lane, slot.family, own), None
+        # The earliest item queued behind a sibling stuck on a case.
+        behind = [
+            queue
+            for sid, began in in_flight.items()
+            if now - began >= self.stuck_after
+            and self.dispatcher.slots[sid].family == slot.family
+            and (queue := self._queues.get(sid))
+        ]
+        if behind:
+            queue = min(behind, key=lambda q: self._order[q[0].id])
+            return self._take(lane, slot.family, queue), None
         return None, later
 
-    def _drive(self, slot: SlotInfo, siblings: list[str], lane_slots: list[str]) -> None:
+    def _take(self, lane: str, family: str, queue: collections.deque[Case]) -> Case:
+        self._left[(lane, family)] -= 1
+        return queue.popleft()
+
+    def _drive(self, slot: SlotInfo, lane: str) -> None:
+        in_flight = self._lane_in_flight[lane]
         while True:
             with self._cond:
                 while True:
-                    if self._closing:
-                        return
+                    if self._closing or not self._left.get((lane, slot.family)):
+                        return  # nothing of its family left to run, its own or a sibling's
                     now = time.monotonic()
-                    case, later = self._next(slot, siblings, lane_slots, now)
+                    case, later = self._next(slot, lane, now)
                     if case is not None:
                         break
-                    if later is None and not any(self._queues.get(s) for s in siblings):
-                        return
                     self._cond.wait(None if later is None else max(0.0, later - now))
-                self._in_flight[slot.id] = time.monotonic()
+                in_flight[slot.id] = time.monotonic()
             record: ResultRecord | None = None
             error: BaseException | None = None
             try:
@@ -231,7 +222,7 @@ class Pipeline:
             except BaseException as exc:  # handed to the item, which reports it
                 error = exc
             with self._cond:
-                self._in_flight.pop(slot.id, None)
+                in_flight.pop(slot.id, None)
                 self._pending.discard(case.id)
                 self._results[case.id] = (record, error)
                 self._cond.notify_all()
@@ -244,6 +235,7 @@ class Pipeline:
                 for case in queue:
                     self._pending.discard(case.id)
                 queue.clear()
+            self._left.clear()
             self._cond.notify_all()
         for thread in self._threads:
             thread.join(timeout)
