@@ -20,12 +20,12 @@ from farm.errors import StoreError, UsageError
 from farm.results import retention
 from farm.results.compare import DEFAULT_DRIFT_FACTOR, compare
 from farm.results.compare_render import (
+    headline,
     plain_table,
     render_rich,
     to_html,
     to_markdown,
     to_text,
-    verdict,
 )
 from farm.results.store import RunStore, default_store_path, open_existing
 
@@ -320,7 +320,7 @@ def main_compare(argv: Sequence[str] | None = None) -> int:
         if args.output:
             with open(args.output, "w", encoding="utf-8") as f:
                 f.write(text)
-            print(verdict(comp))
+            print("\n".join(headline(comp)))
         else:
             sys.stdout.write(text if text.endswith("\n") else text + "\n")
     return 1 if comp.has_regressions else 0

@@ -7,7 +7,10 @@ A *regression* is one of:
   - precision drift: one of MERE, MARE, RMSE, max_abs grew beyond drift_factor x its baseline
     value *and* above the noise floor of the case's dtype (both, so that a jump from 1e-9 to
     3e-9 in float32 is not news);
-  - a case missing from the run (present in the baseline).
+  - a case missing from the run (present in the baseline), when both runs are of one suite.
+Runs of different suites (suite keys, the store's tier column: another tier, other case files;
+or other exploration salts) are compared on the cases they share; a case only one of them has is
+"not in both suites", never a regression, and every rendering says first that the suites differ.
 A case that is *broken* in the run (an infrastructure error after retries) was not verified; it is
 listed apart and counts as a regression only with strict=True (`--strict`).
 """
@@ -15,6 +18,7 @@ listed apart and counts as a regression only with strict=True (`--strict`).
 from __future__ import annotations
 
 import json
+import re
 import statistics
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
@@ -65,6 +69,40 @@ def resolve_noise_floor(noise_floor=None) -> dict[str, dict[str, float]]:
 def _floor(floors: Mapping, dtype: str | None, metric: str) -> float:
     d = floors.get(str(dtype)) or floors.get("*")
     return float(d[metric]) if d else FALLBACK_FLOOR
+
+
+@dataclass(frozen=True)
+class Suite:
+    """What a run ran, as far as a comparison cares: its suite key (the store's tier column:
+    the tier and the case files' stems), its label for people, and its exploration salt
+    (explored cases are extra cases: they do not change the key)."""
+
+    key: str
+    label: str = field(default="", compare=False)  # words for the key: not the suite itself
+    explore: str | None = None
+
+    @classmethod
+    def of_run(cls, run: Mapping) -> Suite:
+        selection = run.get("selection") or {}
+        explore = selection.get("explore") if isinstance(selection, Mapping) else None
+        return cls(str(run.get("tier")), str(run.get("label") or ""), explore)
+
+    @property
+    def shown(self) -> str:
+        return self.label or self.key
+
+
+# An explored case's id ends in x.<salt>.<n> (suites/case.py Case.id).
+_EXPLORED = re.compile(r"_x\.([A-Za-z0-9-]{1,40})\.\d+$")
+
+
+def _in_suite(case_id: str, suite: Suite, other: Suite) -> bool:
+    """Whether `suite` would have run a case that `other` ran: not when their keys differ (other
+    fixed cases), nor for a case explored with a salt `suite` did not draw from."""
+    if suite.key != other.key:
+        return False
+    explored = _EXPLORED.search(case_id)
+    return explored is None or explored.group(1) == suite.explore
 
 
 # --------------------------------------------------------------------------- result model
@@ -121,9 +159,21 @@ class Comparison:
     drift: list[Drift] = field(default_factory=list)
     missing_in_run: list[str] = field(default_factory=list)
     missing_in_baseline: list[str] = field(default_factory=list)
+    # Cases only one run has because the runs are of different suites: not regressions.
+    not_in_both_suites: list[str] = field(default_factory=list)
+    run_suite: Suite | None = None
+    baseline_suite: Suite | None = None
     per_dtype: list[GroupSummary] = field(default_factory=list)
     baseline_per_dtype: list[GroupSummary] = field(default_factory=list)
     strict: bool = False
+
+    @property
+    def suites_differ(self) -> bool:
+        return (
+            self.run_suite is not None
+            and self.baseline_suite is not None
+            and self.run_suite != self.baseline_suite
+        )
 
     @property
     def has_regressions(self) -> bool:
@@ -145,6 +195,7 @@ class Comparison:
         d = asdict(self)
         d["has_regressions"] = self.has_regressions
         d["regressed_cases"] = self.regressed_cases
+        d["suites_differ"] = self.suites_differ
         return d
 
     def to_json(self, indent: int | None = 2) -> str:
@@ -184,8 +235,10 @@ def compare_rows(
     drift_factor: float = DEFAULT_DRIFT_FACTOR,
     noise_floor=None,
     strict: bool = False,
+    suites: tuple[Suite, Suite] | None = None,
 ) -> Comparison:
-    """Compare two lists of result rows (RunStore.result_rows or full records)."""
+    """Compare two lists of result rows (RunStore.result_rows or full records); `suites`, the
+    run's and the baseline's, tell a case missing from the run from one its suite has not."""
     if drift_factor <= 0:
         raise ValueError("drift_factor must be positive")
     floors = resolve_noise_floor(noise_floor)
@@ -196,6 +249,8 @@ def compare_rows(
         noise_floor=floors,
         strict=strict,
     )
+    if suites is not None:
+        comp.run_suite, comp.baseline_suite = suites
     run_rows = [_flat(r) for r in run_rows]
     comp.per_dtype = _summaries(run_rows)
     if base_rows is None:
@@ -204,8 +259,17 @@ def compare_rows(
     comp.baseline_per_dtype = _summaries(base_rows)
     run = {r["case_id"]: r for r in run_rows}
     base = {r["case_id"]: r for r in base_rows}
-    comp.missing_in_run = sorted(set(base) - set(run))
-    comp.missing_in_baseline = sorted(set(run) - set(base))
+    only_base, only_run = sorted(set(base) - set(run)), sorted(set(run) - set(base))
+    if suites is not None:
+        run_suite, base_suite = suites
+        comp.not_in_both_suites = sorted(
+            [cid for cid in only_base if not _in_suite(cid, run_suite, base_suite)]
+            + [cid for cid in only_run if not _in_suite(cid, base_suite, run_suite)]
+        )
+        apart = set(comp.not_in_both_suites)
+        only_base = [cid for cid in only_base if cid not in apart]
+        only_run = [cid for cid in only_run if cid not in apart]
+    comp.missing_in_run, comp.missing_in_baseline = only_base, only_run
     for cid in sorted(set(run) & set(base)):
         a, b = run[cid], base[cid]
         change = CaseChange(
@@ -275,6 +339,7 @@ def compare(
     elif store.get_run(baseline_id) is None:
         raise KeyError(f"unknown baseline run {baseline_id!r}")
     base_rows = store.result_rows(baseline_id) if baseline_id else None
+    base = store.get_run(baseline_id) if baseline_id else None
     return compare_rows(
         store.result_rows(run_id),
         base_rows,
@@ -283,4 +348,5 @@ def compare(
         drift_factor=drift_factor,
         noise_floor=noise_floor,
         strict=strict,
+        suites=(Suite.of_run(run), Suite.of_run(base)) if base is not None else None,
     )

@@ -22,12 +22,29 @@ def verdict(c: Comparison) -> str:
     if c.baseline_id is None:
         return f"run {c.run_id}: no baseline to compare with"
     word = "REGRESSIONS" if c.has_regressions else "no regressions"
+    apart = f", {len(c.not_in_both_suites)} not in both suites" if c.suites_differ else ""
     return (
         f"run {c.run_id} vs baseline {c.baseline_id}: {word} "
         f"({len(c.new_failures)} new failures, {len(c.drift)} drifts, "
         f"{len(c.missing_in_run)} missing; {len(c.fixed)} fixed, "
-        f"{len(c.still_failing)} still failing, {len(c.new_broken)} newly broken)"
+        f"{len(c.still_failing)} still failing, {len(c.new_broken)} newly broken{apart})"
     )
+
+
+def suites_line(c: Comparison) -> str:
+    """The line every rendering starts with when the two runs are of different suites (else
+    empty): the cases only one of them has are why, not regressions."""
+    if not c.suites_differ or c.run_suite is None or c.baseline_suite is None:
+        return ""
+    return (
+        f"the runs are of different suites ({c.run_suite.shown} vs {c.baseline_suite.shown}): "
+        f"{len(c.not_in_both_suites)} cases are only in one of them"
+    )
+
+
+def headline(c: Comparison) -> list[str]:
+    """The lines above the tables: that the suites differ (when they do), then the verdict."""
+    return [line for line in (suites_line(c), verdict(c)) if line]
 
 
 def _sections(c: Comparison, limit: int | None):
@@ -102,6 +119,14 @@ def _sections(c: Comparison, limit: int | None):
                 more([[x] for x in cut(c.missing_in_baseline)], c.missing_in_baseline, 1),
             )
         )
+        if c.suites_differ:
+            out.append(
+                (
+                    f"Not in both suites, not compared ({len(c.not_in_both_suites)})",
+                    ["case"],
+                    more([[x] for x in cut(c.not_in_both_suites)], c.not_in_both_suites, 1),
+                )
+            )
     out.append(
         (
             "Per family and dtype",
@@ -151,7 +176,7 @@ def plain_table(hdr: Sequence[str], rows: Sequence[Sequence], indent: str = "  "
 
 def to_text(c: Comparison, limit: int | None = 50) -> str:
     """Plain text, for files and logs."""
-    lines = [verdict(c), ""]
+    lines = [*headline(c), ""]
     for title, hdr, rows in _sections(c, limit):
         if not rows:
             continue
@@ -168,6 +193,8 @@ def render_rich(c: Comparison, console=None, limit: int | None = 50) -> None:
 
     console = console or Console()
     style = "bold red" if c.has_regressions else "bold green"
+    if suites_line(c):
+        console.print(suites_line(c), style="bold yellow")
     console.print(verdict(c), style=style)
     for title, hdr, rows in _sections(c, limit):
         if not rows:
@@ -184,7 +211,10 @@ def to_markdown(c: Comparison, limit: int | None = 100) -> str:
     def esc(v):
         return "" if v is None else str(v).replace("|", "\\|")
 
-    lines = ["## Regression summary", "", f"**{esc(verdict(c))}**", ""]
+    lines = ["## Regression summary", ""]
+    if suites_line(c):
+        lines += [f"**{esc(suites_line(c))}**", ""]
+    lines += [f"**{esc(verdict(c))}**", ""]
     for title, hdr, rows in _sections(c, limit):
         lines.append(f"### {title}")
         lines.append("")
@@ -209,8 +239,10 @@ def to_html(c: Comparison, limit: int | None = 200, trend_png_name: str | None =
         "td,th{border:1px solid #ccc;padding:3px 8px;text-align:left}"
         "th{background:#f3f3f3}h2{margin-top:0}</style></head><body>",
         "<h2>Regression summary</h2>",
-        f"<p id='verdict' style='color:{colour};font-weight:bold'>{e(verdict(c))}</p>",
     ]
+    if suites_line(c):
+        parts.append(f"<p id='suites' style='font-weight:bold'>{e(suites_line(c))}</p>")
+    parts.append(f"<p id='verdict' style='color:{colour};font-weight:bold'>{e(verdict(c))}</p>")
     if trend_png_name:
         parts.append(f"<p><img alt='trend' src='{e(trend_png_name)}'></p>")
     for title, hdr, rows in _sections(c, limit):

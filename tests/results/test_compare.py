@@ -285,3 +285,95 @@ def test_compare_rows_accepts_full_records():
     assert [(d.case_id, d.metric) for d in c.drift] == [("a", "mere")]
     assert [x.case_id for x in c.new_failures] == ["b"]
     assert cmp.compare_rows(run, None).baseline_id is None
+
+
+def _suite_run(store, recs, started, tier, label, explore=None):
+    selection = {"tier": None, "files": [], "explore": explore}
+    meta = {**RUN_META, "tier": tier, "label": label, "selection": selection}
+    run_id = store.begin_run({**meta, "started_at": started})
+    store.add_results(run_id, recs)
+    store.finish_run(run_id, 0)
+    return run_id
+
+
+def test_runs_of_different_case_files_say_so_and_do_not_count_the_others_cases(store, capsys):
+    """The issue: two case files' runs, 198 cases "missing" and a regression, without a word
+    that the suites differ."""
+    shared = [record("both"), record("both-drift", dtype="float16", metrics={"mere": 1e-4})]
+    b = _suite_run(
+        store,
+        [*shared, *(record(f"only-a-{i}") for i in range(198))],
+        "2026-11-01T10:00:00+00:00",
+        "cases:a",
+        "cases from a.json",
+    )
+    r = _suite_run(
+        store,
+        [
+            record("both"),
+            record("both-drift", dtype="float16", metrics={"mere": 3e-4}),
+            record("only-b"),
+        ],  # fmt: skip
+        "2026-11-02T10:00:00+00:00",
+        "cases:b",
+        "cases from b.json",
+    )
+    c = cmp.compare(store, r, b)
+    assert c.suites_differ and c.run_suite.key == "cases:b" and c.baseline_suite.key == "cases:a"
+    assert c.missing_in_run == [] and c.missing_in_baseline == []
+    assert c.not_in_both_suites == sorted([f"only-a-{i}" for i in range(198)] + ["only-b"])
+    assert c.regressed_cases == ["both-drift"]  # the cases both ran are still compared
+    line = (
+        "the runs are of different suites (cases from b.json vs cases from a.json): 199 cases "
+        "are only in one of them"
+    )
+    text = render.to_text(c)
+    assert text.splitlines()[0] == line
+    assert "0 missing;" in text.splitlines()[1] and "199 not in both suites" in text
+    assert "Not in both suites, not compared (199)" in text
+    assert f"<p id='suites' style='font-weight:bold'>{line}</p>" in render.to_html(c)
+    assert f"**{line}**" in render.to_markdown(c)
+    assert json.loads(c.to_json())["suites_differ"] is True
+
+    path = str(store.path)
+    both_green = [record("both"), record("only-a")]
+    a2 = _suite_run(store, both_green, "2026-11-03T10:00:00+00:00", "cases:a", "cases from a.json")
+    b2 = _suite_run(store, [record("both")], "2026-11-04T10:00:00+00:00", "cases:b", "b")
+    capsys.readouterr()
+    assert commands.main_compare(["--store", path, b2, "--baseline", a2, "--format", "text"]) == 0
+    assert capsys.readouterr().out.splitlines()[0] == (
+        "the runs are of different suites (b vs cases from a.json): 1 cases are only in one of them"
+    )
+
+
+def test_runs_of_one_suite_still_count_a_missing_case(store):
+    b = _suite_run(store, [record("x"), record("y")], "2026-11-01T10:00:00+00:00", "nightly", "n")
+    r = _suite_run(store, [record("x")], "2026-11-02T10:00:00+00:00", "nightly", "n")
+    c = cmp.compare(store, r, b)
+    assert not c.suites_differ and c.missing_in_run == ["y"] and c.regressed_cases == ["y"]
+    assert render.suites_line(c) == "" and render.to_text(c).startswith(f"run {r} vs baseline")
+
+
+def test_cases_explored_from_another_salt_are_not_in_both_suites(store):
+    explored_a = "910b_f32_2x3_d-1_y.uniform_dy.normal_x.2026-12-01.0"
+    explored_b = "910b_f32_4x5_d-1_y.uniform_dy.normal_x.2026-12-02.0"
+    b = _suite_run(
+        store,
+        [record("tier-case"), record("gone"), record(explored_a)],
+        "2026-11-01T10:00:00+00:00",
+        "nightly",
+        "tier nightly + 300 explored (salt 2026-12-01)",
+        explore="2026-12-01",
+    )
+    r = _suite_run(
+        store,
+        [record("tier-case"), record(explored_b)],
+        "2026-11-02T10:00:00+00:00",
+        "nightly",
+        "tier nightly + 300 explored (salt 2026-12-02)",
+        explore="2026-12-02",
+    )
+    c = cmp.compare(store, r, b)
+    assert c.suites_differ
+    assert c.not_in_both_suites == sorted([explored_a, explored_b])
+    assert c.missing_in_run == ["gone"] and c.regressed_cases == ["gone"]  # a tier case is missed
