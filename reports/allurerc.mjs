@@ -8,11 +8,13 @@
 //   FARM_ALLURE_HISTORY_LIMIT       history entries kept        (default 30)
 //   FARM_ALLURE_ENVIRONMENTS        JSON {family id: environment name}, one environment per family
 //   FARM_ALLURE_GLOBAL_ATTACHMENTS  JSON list of files shown as the report's global attachments
-//                                   (the regression summary and the trend plot)
+//                                   (the regression summary, the triage and the trend plot)
+//   FARM_ALLURE_HIDE_LABELS         JSON list of the labels the report does not show
 // categories.json and quality-gate.json beside this file are shared with the Python side
 // (farm/results/allure_glue.py CATEGORIES, farm/results/report.py quality_gate).
 import { readFileSync } from "node:fs";
-import { defineConfig } from "allure";
+// Not from "allure": importing that package runs its command line (generate.mjs reads this file).
+import { defineConfig } from "@allurereport/plugin-api";
 
 const env = process.env;
 const readJson = (name) => JSON.parse(readFileSync(new URL(`./${name}`, import.meta.url), "utf8"));
@@ -39,10 +41,13 @@ export default defineConfig({
   ...(env.FARM_ALLURE_HISTORY ? { historyPath: env.FARM_ALLURE_HISTORY } : {}),
   historyLimit: Number(env.FARM_ALLURE_HISTORY_LIMIT || 30),
   environments,
+  hideLabels: JSON.parse(env.FARM_ALLURE_HIDE_LABELS || "[]"),
   // Allure 2 style rules (messageRegex/matchedStatuses); Allure 3 reads them as compatibility
   // matchers. Failure messages start with "[<category>] " (farm.results.allure_glue.CATEGORY_PREFIXES).
   categories: { rules: readJson("categories.json") },
-  // `allure quality-gate` and `allure run` use this; farm/results/report.py evaluates the same rules.
+  // `allure quality-gate` and `allure run` use this. The report's Quality Gates section shows the
+  // farm's gate, evaluated from the same file in farm/results/report.py and handed to the report
+  // by generate.mjs (`allure generate` evaluates none).
   qualityGate: { rules: [readJson("quality-gate.json")] },
   globalAttachments,
   plugins: {

@@ -575,6 +575,11 @@ def _description(record: Mapping, detailed: bool = True) -> str:
 # --------------------------------------------------------------------------- run-level files
 
 
+def properties_text(props: Mapping[str, str]) -> str:
+    """environment.properties: one `key=value` line each, in order (the report's Metadata)."""
+    return "".join(f"{_props_escape(k, key=True)}={_props_escape(v)}\n" for k, v in props.items())
+
+
 def _props_escape(s: str, key: bool = False) -> str:
     out = []
     for ch in str(s):
@@ -687,11 +692,7 @@ def write_results_extras(results_dir: str | os.PathLike, run_meta: Mapping) -> l
     p.write_text(json.dumps(CATEGORIES, indent=2) + "\n", encoding="utf-8")
     written.append(p)
     p = d / "environment.properties"
-    props = environment_properties(run_meta)
-    p.write_text(
-        "".join(f"{_props_escape(k, key=True)}={_props_escape(v)}\n" for k, v in props.items()),
-        encoding="utf-8",
-    )
+    p.write_text(properties_text(environment_properties(run_meta)), encoding="utf-8")
     written.append(p)
     p = d / "executor.json"
     info = {k: v for k, v in executor_info(run_meta).items() if v not in (None, "")}

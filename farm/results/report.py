@@ -1,8 +1,10 @@
 """Allure 3 report generation, with history carried from run to run, and the quality gate.
 
-`generate()` runs the Allure 3 CLI installed in reports/node_modules (`npm ci` in reports/):
+`generate()` runs Allure 3, installed in reports/node_modules (`npm ci` in reports/), through
+reports/generate.mjs, which is `allure generate RESULTS -c reports/allurerc.mjs` and hands the
+report the farm's quality gate (below):
 
-    allure generate RESULTS -c reports/allurerc.mjs --output OUT
+    node reports/generate.mjs RESULTS
 
 Per-run settings travel in environment variables that reports/allurerc.mjs reads (see there).
 History: Allure 3 appends one JSON line per generated report to the history file (kept beside the
@@ -13,12 +15,17 @@ Two details of Allure 3.x matter here:
   - it never cleans the output directory, and it flattens its plugin's directory into the output
     only when that directory is the only one there; so every report is generated into a fresh
     directory that then replaces OUT;
-  - `allure quality-gate` crashes on Node 20 (3.15+ use Iterator helpers; Node >= 22 needed),
-    so the gate that decides the exit code is evaluated here from the same rules
-    (reports/quality-gate.json), on the allure-results files themselves.
+  - `allure generate` evaluates no quality gate, and `allure quality-gate` crashes on Node 20
+    (3.15+ use Iterator helpers; Node >= 22 needed), so the gate that decides the exit code is
+    evaluated here (`farm_gate`): the rules of reports/quality-gate.json on the allure-results
+    files themselves, the run finished, no regression against the baseline. generate.mjs hands
+    its results to the report (as `allure run` does with its own), so the report's Quality
+    Gates tab shows the very rules, values and verdict `farm report` prints and exits with.
 
-The regression summary and the precision trend are added as the report's *global attachments*
-(Allure 3's "Global Attachments" tab), so they do not count as test cases.
+The regression summary, the triage of the failures (farm/results/triage_render.py) and the
+precision trend are added as the report's *global attachments* (Allure 3's "Global Attachments"
+tab), so they do not count as test cases; each triage group's line is also among the overview's
+Metadata, first.
 
 Before Allure runs, the cases' error-distribution PNGs are drawn from the data the test items left
 in allure-results (farm/results/case_plots.py), so a test item never draws one.
@@ -44,7 +51,9 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from farm.errors import ToolMissing
 from farm.paths import REPO_ROOT
@@ -89,6 +98,13 @@ HIDDEN_LABELS = (
 )
 
 
+def generate_command(reports_dir: Path = REPORTS_DIR) -> list[str]:
+    """The command that makes a report with the pinned Allure 3 (reports/generate.mjs);
+    ToolMissing when node or Allure is missing."""
+    node, _ = allure_command(reports_dir)
+    return [node, str(Path(reports_dir) / "generate.mjs")]
+
+
 def allure_command(reports_dir: Path = REPORTS_DIR) -> list[str]:
     """The command that runs the pinned Allure 3 CLI; ToolMissing when node or it is missing."""
     cli = Path(reports_dir) / "node_modules" / "allure" / "cli.js"
@@ -114,13 +130,25 @@ def allure_available(reports_dir: Path = REPORTS_DIR) -> bool:
 
 
 def write_summary_files(
-    dest: Path, comparison=None, trend_png: bytes | None = None, run_meta: Mapping | None = None
+    dest: Path,
+    comparison=None,
+    trend_png: bytes | None = None,
+    run_meta: Mapping | None = None,
+    triage=None,
 ) -> list[Path]:
-    """The run-level attachments: regression summary (HTML, Markdown, JSON) and trend PNG."""
-    from farm.results import compare_render
+    """The run-level attachments: the triage (HTML, Markdown) of a run with failures, the
+    regression summary (HTML, Markdown, JSON) and trend PNG. `triage`: (Triage, [NextSteps])."""
+    from farm.results import compare_render, triage_render
 
     dest.mkdir(parents=True, exist_ok=True)
     files: list[Path] = []
+    if triage is not None and triage[0].failures:
+        p = dest / triage_render.HTML_NAME
+        p.write_text(triage_render.to_html(*triage), encoding="utf-8")
+        files.append(p)
+        p = dest / triage_render.MARKDOWN_NAME
+        p.write_text(triage_render.to_markdown(*triage), encoding="utf-8")
+        files.append(p)
     if trend_png:
         p = dest / "precision-trend.png"
         p.write_bytes(trend_png)
@@ -162,6 +190,8 @@ def generate(
     trend_series: Sequence[Mapping] | None = None,
     run_meta: Mapping | None = None,
     extra_attachments: Sequence[str | os.PathLike] = (),
+    gate: Sequence[GateRule] | None = None,
+    triage=None,
     history_limit: int = HISTORY_RUNS,
     reports_dir: Path = REPORTS_DIR,
     timeout: float = 600,
@@ -170,7 +200,9 @@ def generate(
 
     Returns (exit code of the Allure CLI, path of index.html). A non-zero code, or no
     index.html, means the report was not produced; out_dir is then left as it was.
-    `history_path=None` generates without history.
+    `history_path=None` generates without history. `gate`: the rules the report's Quality
+    Gates tab shows (farm_gate). `triage`: (Triage, [NextSteps]) of the run
+    (farm/results/triage_next.py run_triage), shown on the overview and as a global attachment.
 
     First the cases' pending error-distribution plots are drawn into results_dir
     (case_plots.render_quietly; idempotent), even when Allure then turns out to be missing
@@ -183,7 +215,7 @@ def generate(
     if not results_dir.is_dir():
         raise FileNotFoundError(f"no allure results at {results_dir}")
     render_quietly(results_dir)
-    cmd = allure_command(reports_dir)
+    cmd = generate_command(reports_dir)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}-", dir=out_dir.parent))
     try:
@@ -194,7 +226,8 @@ def generate(
 
             trend = trend_png(trend_series)
         attachments = [
-            str(p) for p in write_summary_files(work / "summary", comparison, trend, run_meta)
+            str(p)
+            for p in write_summary_files(work / "summary", comparison, trend, run_meta, triage)
         ]
         attachments += [str(Path(p).resolve()) for p in extra_attachments]
         env = dict(os.environ)
@@ -204,8 +237,19 @@ def generate(
             FARM_ALLURE_HISTORY_LIMIT=str(int(history_limit)),
             FARM_ALLURE_GLOBAL_ATTACHMENTS=json.dumps(attachments),
             FARM_ALLURE_ENVIRONMENTS=json.dumps(environment_names()),
+            FARM_ALLURE_HIDE_LABELS=json.dumps(HIDDEN_LABELS),
             NO_COLOR="1",
         )
+        env.pop("FARM_ALLURE_QUALITY_GATE", None)
+        if gate is not None:
+            gate_file = work / "quality-gate-results.json"
+            gate_file.write_text(json.dumps([r.to_allure() for r in gate]), encoding="utf-8")
+            env["FARM_ALLURE_QUALITY_GATE"] = str(gate_file)
+        metadata = {}
+        if triage is not None:
+            from farm.results import triage_render
+
+            metadata = triage_render.overview(*triage)
         hp = None
         if history_path:
             hp = Path(history_path).resolve()
@@ -215,16 +259,7 @@ def generate(
             env.pop("FARM_ALLURE_HISTORY", None)
         with _compact_history_around(hp):
             proc = subprocess.run(
-                [
-                    *cmd,
-                    "generate",
-                    str(allure_input(results_dir, work / "allure-input")),
-                    "-c",
-                    str(Path(reports_dir) / "allurerc.mjs"),
-                    "--output",
-                    str(staging),
-                    *[arg for label in HIDDEN_LABELS for arg in ("--hide-labels", label)],
-                ],
+                [*cmd, str(allure_input(results_dir, work / "allure-input", metadata))],
                 cwd=str(reports_dir),
                 env=env,
                 capture_output=True,
@@ -249,10 +284,11 @@ def generate(
 _FIXTURE_FAILED = re.compile(rb'"status"\s*:\s*"(?:failed|broken)"')
 
 
-def allure_input(results_dir: Path, view: Path) -> Path:
+def allure_input(results_dir: Path, view: Path, metadata: Mapping[str, str] | None = None) -> Path:
     """The directory `allure generate` reads: `view`, holding hard links to the files of
     `results_dir` (copies where a link cannot be made) less the fixture containers whose
-    fixtures all passed.
+    fixtures all passed; `metadata` (the triage's lines) put first in its environment.properties,
+    the overview's Metadata (a file of its own: the run's results are not changed).
 
     allure-pytest writes a container per fixture per test, and a session fixture's container
     names every test of its worker as a child: Allure then lists the farm's session fixtures
@@ -275,10 +311,25 @@ def allure_input(results_dir: Path, view: Path) -> Path:
                     os.link(entry.path, view / entry.name)
                 except OSError:  # another file system, or links not allowed
                     shutil.copyfile(entry.path, view / entry.name)
+        if metadata:
+            _put_first(view / "environment.properties", metadata)
     except OSError as exc:  # Allure reads the results as they are
         sys.stderr.write(f"farm report: reading the allure-results whole: {exc}\n")
         return results_dir
     return view
+
+
+def _put_first(properties: Path, entries: Mapping[str, str]) -> None:
+    """environment.properties with `entries` before its own lines; replaced, never written
+    through (it is a hard link to the run's own)."""
+    from farm.results.allure_glue import properties_text
+
+    try:
+        own = properties.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        own = ""
+    properties.unlink(missing_ok=True)
+    properties.write_text(properties_text(entries) + own, encoding="utf-8")
 
 
 # --------------------------------------------------------------------------- history
@@ -402,10 +453,32 @@ def read_results(results_dir: str | os.PathLike) -> list[dict]:
     return list(latest.values())
 
 
-def quality_gate(
+@dataclass(frozen=True)
+class GateRule:
+    """One rule of the farm's quality gate, evaluated: what the report's Quality Gates tab shows
+    (Allure 3's quality gate result) and `farm report` prints."""
+
+    rule: str
+    expected: Any
+    actual: Any
+    success: bool
+    message: str
+
+    def to_allure(self) -> dict:
+        return {
+            "rule": self.rule,
+            "expected": self.expected,
+            "actual": self.actual,
+            "success": self.success,
+            "message": self.message,
+            "testResults": [],
+        }
+
+
+def gate_rules(
     results_dir: str | os.PathLike, rules: Mapping | None = None, reports_dir: Path = REPORTS_DIR
-) -> tuple[int, list[str]]:
-    """Evaluate Allure-3-style gate rules on allure results: (0 | 1, failed rule messages).
+) -> list[GateRule]:
+    """Allure-3-style gate rules evaluated on allure results, each passed or failed.
 
     Rules: maxFailures (failed + broken tests allowed), minTestsCount, successRate (0..1,
     passed / all). Retries of a test count once (its last attempt).
@@ -415,19 +488,92 @@ def quality_gate(
     total = len(trs)
     failures = sum(r.get("status") in ("failed", "broken") for r in trs)
     passed = sum(r.get("status") == "passed" for r in trs)
-    msgs = []
-    if "maxFailures" in rules and failures > int(rules["maxFailures"]):
-        msgs.append(
-            f"maxFailures: {failures} failed or broken tests exceed the allowed "
-            f"{int(rules['maxFailures'])}"
+    out = []
+    if "maxFailures" in rules:
+        most = int(rules["maxFailures"])
+        ok = failures <= most
+        verb = "within" if ok else "exceed"
+        out.append(
+            GateRule(
+                "maxFailures",
+                most,
+                failures,
+                ok,
+                f"maxFailures: {failures} failed or broken tests {verb} the allowed {most}",
+            )
         )
-    if "minTestsCount" in rules and total < int(rules["minTestsCount"]):
-        msgs.append(f"minTestsCount: {total} tests, fewer than {int(rules['minTestsCount'])}")
+    if "minTestsCount" in rules:
+        least = int(rules["minTestsCount"])
+        ok = total >= least
+        how = "at least" if ok else "fewer than"
+        msg = f"minTestsCount: {total} tests, {how} {least}"
+        out.append(GateRule("minTestsCount", least, total, ok, msg))
     if "successRate" in rules:
+        least_rate = float(rules["successRate"])
         rate = passed / total if total else 0.0
-        if rate < float(rules["successRate"]):
-            msgs.append(f"successRate: {rate:.4f} below {float(rules['successRate'])}")
+        ok = rate >= least_rate
+        msg = f"successRate: {rate:.4f} {'at least' if ok else 'below'} {least_rate}"
+        out.append(GateRule("successRate", least_rate, round(rate, 4), ok, msg))
+    return out
+
+
+def quality_gate(
+    results_dir: str | os.PathLike, rules: Mapping | None = None, reports_dir: Path = REPORTS_DIR
+) -> tuple[int, list[str]]:
+    """The rules of gate_rules: (0 | 1, the failed rules' messages)."""
+    msgs = [r.message for r in gate_rules(results_dir, rules, reports_dir) if not r.success]
     return (1 if msgs else 0), msgs
+
+
+def farm_gate(
+    results_dir: str | os.PathLike,
+    run: Mapping,
+    comparison=None,
+    *,
+    regression_gate: bool = True,
+    reports_dir: Path = REPORTS_DIR,
+) -> list[GateRule]:
+    """The farm's quality gate of a run: the rules of reports/quality-gate.json (gate_rules),
+    the run finished (runFinished: an interrupted or aborted run did not run every case), and,
+    unless `regression_gate` is off, no regression against its baseline (noRegressions: new
+    failures, precision drift, cases gone, farm/results/compare.py; for a subset run the cases
+    it did not select are not gone). The last can fail when every case passed (a drift), and
+    then makes `farm run` exit 1 too."""
+    out = gate_rules(results_dir, reports_dir=reports_dir)
+    finished = run.get("status") == "finished"
+    out.append(
+        GateRule(
+            "runFinished",
+            "finished",
+            str(run.get("status")),
+            finished,
+            f"run {run.get('run_id')} is {run.get('status')}"
+            + ("" if finished else ": not every case ran"),
+        )
+    )
+    if regression_gate and comparison is not None:
+        regressed_ids = set(comparison.regressed_cases) if comparison.has_regressions else set()
+        if run.get("subset"):  # the cases a -k, -m or -x left out are not gone from the operator
+            regressed_ids -= set(comparison.missing_in_run)
+        regressed = len(regressed_ids)
+        if comparison.baseline_id is None:
+            msg = "noRegressions: no baseline to compare with"
+        elif regressed:
+            msg = (
+                f"noRegressions: {regressed} cases regressed against the baseline "
+                f"{comparison.baseline_id} (farm compare {comparison.run_id})"
+            )
+        else:
+            msg = f"noRegressions: no regression against the baseline {comparison.baseline_id}"
+        out.append(GateRule("noRegressions", 0, regressed, not regressed, msg))
+    return out
+
+
+def gate_exit_code(gate: Sequence[GateRule]) -> int:
+    """0 every rule passed; 2 the run did not finish (infrastructure or a stop); else 1."""
+    if any(r.rule == "runFinished" and not r.success for r in gate):
+        return EXIT_NO_REPORT
+    return 0 if all(r.success for r in gate) else 1
 
 
 # --------------------------------------------------------------------------- farm report
@@ -474,12 +620,14 @@ def add_history_runs_option(parser: argparse.ArgumentParser, default: int | None
 def main(argv: Sequence[str] | None = None) -> int:
     """`farm report [RUN]`: Allure report of a run with history, regression summary and trend.
 
-    Exit code: 0 when the quality gate passes and there is no regression against the baseline,
-    1 otherwise, 2 when the report could not be generated (tools missing, no results; a runs
-    directory that refuses the report's files is a RunDirUnwritable)."""
+    Exit code: the farm's quality gate (farm_gate, the report's Quality Gates tab): 0 when every
+    rule passes (reports/quality-gate.json's, and no regression against the baseline), 1
+    otherwise, 2 when the run did not finish or the report could not be generated (tools missing,
+    no results; a runs directory that refuses the report's files is a RunDirUnwritable)."""
     from farm.results.compare import DEFAULT_DRIFT_FACTOR, compare
     from farm.results.compare_render import to_text
     from farm.results.store import default_store_path, history_path_for, open_existing
+    from farm.results.triage_next import run_triage
 
     p = argparse.ArgumentParser(prog="farm report", description=main.__doc__)
     p.add_argument("run", nargs="?", help="default: the newest run")
@@ -498,7 +646,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument(
         "--no-regression-gate",
         action="store_true",
-        help="exit 0 on regressions (the Allure quality gate still applies)",
+        help="exit 0 on regressions: the gate leaves out its noRegressions rule (the rules of "
+        "reports/quality-gate.json still apply)",
     )
     args = p.parse_args(argv)
 
@@ -522,6 +671,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"farm report: {exc}", file=sys.stderr)
             return EXIT_NO_REPORT
         series = store.metric_series(tier, args.trend_runs)
+        triage = run_triage(store, run_id)
     results = Path(args.results) if args.results else default_results_dir(run, store_path)
     from farm.results.shrink_links import link_shrinks
     from farm.run import run_dir
@@ -530,6 +680,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     history = None if args.no_history else history_path_for(store_path, tier)
     try:
         link_shrinks(results, store_path, run)  # a failing case's shrunk form (farm shrink)
+        gate = farm_gate(results, run, comp, regression_gate=not args.no_regression_gate)
         code, index = generate(
             results,
             out,
@@ -538,6 +689,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             comparison=comp,
             trend_series=series,
             run_meta=run,
+            gate=gate,
+            triage=triage,
             history_limit=args.history_runs,
         )
     except (ToolMissing, FileNotFoundError) as exc:
@@ -553,16 +706,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_NO_REPORT
     print(f"report: {index}")
     sys.stdout.write(to_text(comp, limit=20))
-    gate, msgs = quality_gate(results)
-    if run["status"] != "finished":
-        msgs.insert(0, f"run {run_id} is {run['status']}: not every case ran")
-        gate = 2
-    for m in msgs:
-        print(f"quality gate: {m}")
-    if gate == 0:
+    for rule in gate:
+        if not rule.success:
+            print(f"quality gate: {rule.message}")
+    verdict = gate_exit_code(gate)
+    if verdict == 0:
         print("quality gate: passed")
-    if gate:
-        return gate
-    if comp.has_regressions and not args.no_regression_gate:
-        return 1
-    return 0
+    return verdict

@@ -47,8 +47,11 @@ class RunOutputs:
             return str(run_dir.unwritable(exc))
         return None
 
-    def rest(self, pytest_junit: Path, code: int, quarantined: dict, meta: dict) -> str | None:
-        """junit.xml, summary.json and the Allure extras; the first fault's line, if any."""
+    def rest(
+        self, pytest_junit: Path, code: int, quarantined: dict, meta: dict, extra=None
+    ) -> str | None:
+        """junit.xml, summary.json (with `extra`: write_summary) and the Allure extras; the first
+        fault's line, if any."""
         from farm.results import reconcile
         from farm.results.allure_glue import write_results_extras
 
@@ -62,7 +65,7 @@ class RunOutputs:
             (
                 "summary",
                 run / SUMMARY_JSON,
-                lambda: write_summary(self.plan, self.records, code, quarantined),
+                lambda: write_summary(self.plan, self.records, code, quarantined, extra),
             ),
             ("Allure extras", None, lambda: write_results_extras(run / "allure-results", meta)),
         ]
@@ -83,7 +86,11 @@ class RunOutputs:
         return f"; not written: {', '.join(self.missing)}" if self.missing else ""
 
 
-def write_summary(plan: Plan, records: list[ResultRecord], code: int, quarantined: dict) -> Path:
+def write_summary(
+    plan: Plan, records: list[ResultRecord], code: int, quarantined: dict, extra=None
+) -> Path:
+    """summary.json; `extra`: what the run's judgement adds (farm/run/runner.py summary_extra:
+    quality_gate, triage)."""
     outcomes = Counter(r["outcome"] for r in records)
     summary = {
         "run_id": plan.run_id,
@@ -103,6 +110,7 @@ def write_summary(plan: Plan, records: list[ResultRecord], code: int, quarantine
         ],
         "allure_results": str(plan.run_dir / "allure-results"),
         "junit": str(plan.run_dir / JUNIT_XML),
+        **(extra or {}),
     }
     path = plan.run_dir / SUMMARY_JSON
     tmp = path.with_name(path.name + ".tmp")

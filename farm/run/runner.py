@@ -1,6 +1,9 @@
 """`farm run`: build, health, deploy, run the tier through pytest, store, report, exit code.
 
-Exit codes: 0 every case passed; 1 product failures; 2 the run was degraded or incomplete by
+Exit codes: 0 every case passed; 1 product failures, or a quality gate that failed although every
+case passed (the farm's gate, farm/results/report.py farm_gate, the report's Quality Gates tab: a
+regression against the baseline such as a precision drift or cases gone; stored as 1 too, so that
+such a run is never a baseline); 2 the run was degraded or incomplete by
 infrastructure (a host quarantined, a family without a healthy slot, a case broken or lost), or
 could not be stored, or was a usage error; 130 / 143 the run was interrupted by SIGINT / SIGTERM
 (what finished is stored, and the run is marked interrupted: never a baseline, never a passed
@@ -423,7 +426,12 @@ def _after_session(
         if drawing is not None:
             drawing.join()
         return EXIT_INFRA
-    written_fault = outputs.rest(pytest_junit, code, quarantined, run_meta(plan, started))
+    gate, followup = [], None
+    if interrupted is None and fault is None and status == "finished":
+        meta = dict(run_meta(plan, started), status=status, subset=subset)
+        code, gate, followup = judge(console, store_path, meta, records, code)
+    extra = summary_extra(gate, followup)
+    written_fault = outputs.rest(pytest_junit, code, quarantined, run_meta(plan, started), extra)
     fault = fault or written_fault
     if drawing is not None:
         drawing.join()
@@ -435,12 +443,64 @@ def _after_session(
         )
         return code if interrupted is not None else EXIT_INFRA
     print_summary(console, records, plan, code, plan.run_dir / SUMMARY_JSON)
+    # With a report, farm report prints the gate (all of its rules), after the triage.
+    print_judgement(console, [] if report and interrupted is None else gate, followup)
     if report and interrupted is None:
         problem = make_report(plan.run_id, store_path, history_runs)
         if problem is not None:
             console.print(f"[bold red]error:[/] {escape(problem)}", highlight=False)
-            return degraded(plan, store_path, records, quarantined)
+            return degraded(plan, store_path, records, quarantined, extra)
     return code
+
+
+def judge(console: Console, store_path: Path, run: dict, records: list, code: int):
+    """The finished run's quality gate (farm_gate, as its report shows it) and the triage of its
+    failures: (exit code, gate, (Triage, [NextSteps])). A gate that fails while every case passed
+    makes the exit code 1, in the store as well."""
+    from farm.results.compare import compare
+    from farm.results.report import farm_gate, gate_exit_code
+    from farm.results.store import RunStore
+    from farm.results.triage_next import with_baseline
+
+    try:
+        with RunStore(store_path) as store:
+            comparison = compare(store, run["run_id"])
+            followup = with_baseline(store, records, run)
+        gate = farm_gate(Path(run["run_dir"]) / "allure-results", run, comparison)
+        if code == EXIT_OK and gate_exit_code(gate) == EXIT_PRODUCT:
+            code = EXIT_PRODUCT
+            with RunStore(store_path) as store:
+                store.finish_run(run["run_id"], code, status="finished", subset=run["subset"])
+    except StoreError as exc:  # the run is stored; farm report can judge it later
+        console.print(f"[yellow]note:[/] quality gate and triage not made: {escape(str(exc))}")
+        return code, [], None
+    return code, gate, followup
+
+
+def summary_extra(gate, followup) -> dict:
+    """summary.json's quality_gate (each rule as the report's Quality Gates tab shows it) and
+    triage (farm/results/triage_next.py triage_json)."""
+    from farm.results.triage_next import triage_json
+
+    extra: dict = {"quality_gate": [rule.to_allure() for rule in gate]} if gate else {}
+    if followup is not None:
+        extra["triage"] = triage_json(*followup)
+    return extra
+
+
+def print_judgement(console: Console, gate, followup) -> None:
+    """After the summary table: the gate's failed rules and, for a run with failures, its
+    triage (plain text: case ids and commands hold brackets rich would read as markup)."""
+    for rule in gate:
+        if not rule.success:
+            console.print(f"quality gate: {rule.message}", markup=False, highlight=False)
+    if followup is None or not followup[0].failures:
+        return
+    from farm.results.triage_next import lines
+
+    console.print("triage   what the failures share:", highlight=False)
+    for line in lines(*followup):
+        console.print(line, markup=False, highlight=False)
 
 
 def make_report(run_id: str, store_path: Path, history_runs: int | None) -> str | None:
@@ -459,7 +519,9 @@ def make_report(run_id: str, store_path: Path, history_runs: int | None) -> str 
     return None
 
 
-def degraded(plan: Plan, store_path: Path, records: list[ResultRecord], quarantined) -> int:
+def degraded(
+    plan: Plan, store_path: Path, records: list[ResultRecord], quarantined, extra=None
+) -> int:
     """A run whose outputs could not all be made after it was stored exits 2, and the store and
     the summary say 2 as well where they can still be written."""
     from farm.results.store import RunStore
@@ -467,7 +529,7 @@ def degraded(plan: Plan, store_path: Path, records: list[ResultRecord], quaranti
     with contextlib.suppress(StoreError, OSError), RunStore(store_path) as store:
         store.finish_run(plan.run_id, EXIT_INFRA, status="finished")
     with contextlib.suppress(OSError):
-        outputs.write_summary(plan, records, EXIT_INFRA, quarantined)
+        outputs.write_summary(plan, records, EXIT_INFRA, quarantined, extra)
     return EXIT_INFRA
 
 
@@ -524,7 +586,7 @@ def print_summary(console: Console, records, plan: Plan, code: int, summary_path
         console.print(f"  [red]{r['outcome']}[/] {r['case_id']}: {r['message']}", highlight=False)
     verdict = {
         0: "[green]all passed[/]",
-        1: "[red]product failures[/]",
+        1: "[red]product failures[/]" if outcomes["failed"] else "[red]quality gate failed[/]",
         2: "[yellow]degraded or incomplete by infrastructure[/]",
     }.get(code, "[red]interrupted: only what finished is stored[/]")
     console.print(
