@@ -23,6 +23,7 @@ from golden.inputs import (
     Y_DISTS,
 )
 from golden.layouts import Layout
+from golden.standards import ERROR_BOUND, LEVELS, STANDARDS
 
 DTYPE_SHORT = {
     "float32": "f32",
@@ -46,6 +47,7 @@ _NONFINITE_JSON = {"inf": math.inf, "-inf": -math.inf, "nan": NAN}
 _TUPLE_FIELDS = ("shape", "axes", "y_shape", "out_shape")
 _EXPLORE_TAG = re.compile(r"[A-Za-z0-9-]{1,40}\.\d+")
 TOLERANCE_KEYS = ("rtol", "atol", "max_fail_fraction")
+CASE_STANDARDS = (*STANDARDS, ERROR_BOUND)  # what golden.standards.judge_standard judges
 # How every note that an outside source's expectation departs from the contract ends (casefile,
 # the importers): the report tags those cases "departs from its source", not every note.
 DEPARTS = "judged by the contract"
@@ -224,6 +226,10 @@ class Case:
             problems.append(f"api {self.api!r} (use 'dim' or 'axes')")
         if self.api == "dim" and len(self.axes) != 1:
             problems.append(f"api 'dim' takes exactly one axis, got {list(self.axes)}")
+        if self.standard not in CASE_STANDARDS:
+            problems.append(f"standard {self.standard!r} (use one of {', '.join(CASE_STANDARDS)})")
+        if self.level not in (None, *LEVELS):
+            problems.append(f"level {self.level!r} (use one of {', '.join(LEVELS)}, or none)")
         if self.missing not in (None, *TENSORS):
             problems.append(f"missing {self.missing!r} (use one of {', '.join(TENSORS)})")
         if any(d < 0 for d in self.shape):
