@@ -8,6 +8,7 @@ import argparse
 import json
 import re
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -16,6 +17,7 @@ from farm.results import allure_glue as glue
 from farm.results import compare as cmp
 from farm.results import report
 from farm.results.store import RunStore, history_path_for
+from farm.results.triage_next import run_triage
 
 from .cdp import Browser, serve
 from .conftest import (
@@ -81,6 +83,7 @@ def three_runs(tmp_path_factory):
             store.finish_run(run_id, 0 if all(r["outcome"] == "passed" for r in recs) else 1)
             comp = cmp.compare(store, run_id)
             out = work / f"run{n}" / "report"
+            gate = report.farm_gate(results, store.get_run(run_id), comp)
             code, index = report.generate(
                 results,
                 out,
@@ -89,6 +92,8 @@ def three_runs(tmp_path_factory):
                 comparison=comp,
                 trend_series=store.metric_series("smoke", 10),
                 run_meta=store.get_run(run_id),
+                gate=gate,
+                triage=run_triage(store, run_id),
             )
             runs.append(
                 {
@@ -98,6 +103,7 @@ def three_runs(tmp_path_factory):
                     "index": index,
                     "code": code,
                     "comparison": comp,
+                    "gate": gate,
                 }
             )
     return {"work": work, "store": store_path, "history": history, "runs": runs}
@@ -327,6 +333,78 @@ def test_quality_gate(three_runs):
     assert report.quality_gate(r3["results"], {"maxFailures": 1})[0] == 0
     code, msgs = report.quality_gate(r3["results"], {"minTestsCount": 10, "successRate": 0.9})
     assert code == 1 and len(msgs) == 2
+    rules = report.gate_rules(r3["results"], {"minTestsCount": 10, "successRate": 0.5})
+    assert [(r.rule, r.expected, r.actual, r.success) for r in rules] == [
+        ("minTestsCount", 10, 5, False),
+        ("successRate", 0.5, 0.8, True),
+    ]
+
+
+def test_farm_gate_is_the_rules_the_run_and_its_regressions(three_runs):
+    """Run 1: every rule passed, nothing to regress against. Run 3: its failure fails
+    maxFailures and, a new failure against run 1, noRegressions."""
+    r1, _, r3 = three_runs["runs"]
+    assert [(r.rule, r.success) for r in r1["gate"]] == [
+        ("maxFailures", True),
+        ("minTestsCount", True),
+        ("runFinished", True),
+        ("noRegressions", True),
+    ]
+    assert r1["gate"][-1].message == "noRegressions: no baseline to compare with"
+    assert report.gate_exit_code(r1["gate"]) == 0
+    failed = {r.rule: r for r in r3["gate"] if not r.success}
+    assert set(failed) == {"maxFailures", "noRegressions"}
+    assert (failed["noRegressions"].expected, failed["noRegressions"].actual) == (0, 1)
+    assert report.gate_exit_code(r3["gate"]) == 1
+    assert [r.to_allure()["rule"] for r in r3["gate"]] == [r.rule for r in r3["gate"]]
+
+
+def test_a_gate_can_fail_when_every_case_passed(three_runs):
+    """A drift is a regression of cases that all passed: the gate fails (and farm run exits 1,
+    tests/run/test_judgement.py); the cases a subset run did not select are not regressions."""
+    r1 = three_runs["runs"][0]
+    drifted = SimpleNamespace(
+        run_id="r", baseline_id="b", has_regressions=True, regressed_cases=["c1", "c2"],
+        missing_in_run=["c2"],
+    )  # fmt: skip
+    run = {"run_id": "r", "status": "finished"}
+    gate = report.farm_gate(r1["results"], run, drifted)
+    assert [r.rule for r in gate if not r.success] == ["noRegressions"] and gate[-1].actual == 2
+    assert report.gate_exit_code(gate) == 1
+    subset = report.farm_gate(r1["results"], dict(run, subset=True), drifted)
+    assert subset[-1].actual == 1 and not subset[-1].success
+    assert report.farm_gate(r1["results"], run, drifted, regression_gate=False)[-1].rule == (
+        "runFinished"
+    )
+    stopped = report.farm_gate(r1["results"], dict(run, status="interrupted"), None)
+    assert not stopped[-1].success and report.gate_exit_code(stopped) == 2
+
+
+def test_the_report_holds_the_farms_gate_and_the_triage(three_runs):
+    """The Quality Gates tab's data (widgets/quality-gate.json, what generate.mjs handed
+    Allure) is farm_gate's; a run with failures has its triage on the overview's Metadata, first
+    after the executor, and as a global attachment."""
+    r1, _, r3 = three_runs["runs"]
+    for r in (r1, r3):
+        shown = json.loads((r["out"] / "widgets" / "quality-gate.json").read_text())
+        (results,) = shown.values()
+        assert results == [rule.to_allure() for rule in r["gate"]]
+    env = json.loads((r3["out"] / "widgets" / "allure_environment.json").read_text())
+    names = [e["name"] for e in env]
+    assert names[:2] == ["triage.1", "triage"], names
+    assert (
+        env[0]["values"][0].startswith("1 of 1 failures: ")
+        and "[1 precision]" in env[0]["values"][0]
+    )
+    globals_ = json.loads((r3["out"] / "widgets" / "globals.json").read_text())
+    page = next(a for a in globals_["attachments"] if a["name"] == "triage.html")
+    text = (r3["out"] / "data" / "attachments" / f"{page['id']}{page['ext']}").read_text()
+    assert f"-k &#x27;[{WATCHED}]&#x27;" in text and f"farm shrink {WATCHED}" in text
+    assert "farm bisect" not in text and "ran the same commit" in text  # the one git commit
+    # A green run has no triage; the run's own environment.properties is as farm run wrote it.
+    env1 = json.loads((r1["out"] / "widgets" / "allure_environment.json").read_text())
+    assert not any(e["name"].startswith("triage") for e in env1)
+    assert "triage" not in (r3["results"] / "environment.properties").read_text()
 
 
 def test_farm_report_command(three_runs, tmp_path, capsys):
@@ -390,6 +468,15 @@ def _broken_reports_dir(tmp_path: Path) -> Path:
 
 # --------------------------------------------------------------------------- the browser
 
+# Clicks the elements whose own text is exactly `txt`; returns how many.
+CLICK_TEXT = """(txt => {
+  const w = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT), hits = [];
+  while (w.nextNode()) if (w.currentNode.nodeValue.trim() === txt)
+    hits.push(w.currentNode.parentElement);
+  hits.forEach(e => e.click());
+  return hits.length;
+})"""
+
 
 def _text(browser) -> str:
     return re.sub(r"\s+", " ", browser.eval("document.body.innerText"))
@@ -416,7 +503,20 @@ def test_a_person_sees_the_report(chromium, three_runs, tmp_path):
         assert re.search(r"Failed 1\b", main) and re.search(r"Passed 4\b", main)
         assert 'Environment: "Atlas A2 (Ascend910B)"' in main
         assert 'Environment: "Atlas 200I-500 A2 (Ascend310B)"' in main
-        assert "Global Attachments 5" in main and "package.sha256" in main
+        assert "Global Attachments 7" in main and "package.sha256" in main
+        # The triage of its one failure, on the overview.
+        assert "triage.1 1 of 1 failures: " in main and "Global Attachments, triage.html" in main
+
+        # The farm's gate in the report's own Quality Gates tab: as farm report says, failed.
+        assert re.search(r"Quality Gates 4\b", main)
+        assert browser.eval(CLICK_TEXT + "('Quality Gates')") == 1
+        browser.wait_for("document.body.innerText.includes('noRegressions')")
+        gates = _text(browser)
+        browser.screenshot(ARTIFACTS / "report-quality-gate-failed.png")
+        for rule in three_runs["runs"][-1]["gate"]:
+            assert rule.message in gates, (rule.message, gates[:2000])
+        assert "maxFailures Error maxFailures: 1 failed or broken tests exceed" in gates
+        assert "minTestsCount Success minTestsCount: 5 tests, at least 1" in gates
 
         # The failed case: message, category, history, and its plot once its row is opened.
         browser.call("Page.navigate", {"url": f"{base}/index.html#{watched['id']}"})
@@ -439,3 +539,18 @@ def test_a_person_sees_the_report(chromium, three_runs, tmp_path):
         browser.screenshot(ARTIFACTS / "report-failed-case.png")
     assert (ARTIFACTS / "report-overview.png").stat().st_size > 10_000
     assert (ARTIFACTS / "report-failed-case.png").stat().st_size > 10_000
+
+
+def test_a_person_sees_the_gate_passed(chromium, three_runs, tmp_path):
+    """A green run's report: every rule of the farm's gate in the Quality Gates tab, passed."""
+    r1 = three_runs["runs"][0]
+    with serve(r1["out"]) as base, Browser(chromium, tmp_path / "profile") as browser:
+        browser.open(f"{base}/index.html")
+        browser.wait_for("document.body && document.body.innerText.includes('Quality Gates')")
+        assert browser.eval(CLICK_TEXT + "('Quality Gates')") == 1
+        browser.wait_for("document.body.innerText.includes('noRegressions')")
+        gates = _text(browser)
+        browser.screenshot(ARTIFACTS / "report-quality-gate-passed.png")
+    for rule in r1["gate"]:
+        assert f"{rule.rule} Success {rule.message}" in gates, gates[:2000]
+    assert not re.search(r"\bError\b", gates)  # a failed rule's mark ("Global Errors" aside)
