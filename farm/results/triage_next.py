@@ -19,14 +19,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from farm.results.triage import (
-    INLINE_IDS,
-    Group,
-    Triage,
-    group_file,
-    operator_arguments,
-    triage,
-)
+from farm.results import triage as grouping
+from farm.results.triage import Group, Triage, group_file, operator_arguments, triage
 
 
 @dataclass(frozen=True)
@@ -109,7 +103,7 @@ def bisect_command(
             "nothing to bisect"
         )
     ends = ["--good", str(good), "--bad", str(bad), *bisect_target(run)]
-    if len(failing) <= INLINE_IDS:
+    if len(failing) <= grouping.INLINE_IDS:
         return shlex.join(["farm", "bisect", *ends, *case_file_arguments(run), *failing]), ""
     run_id = str(run.get("run_id") or "RUN")
     path = group_file(run_id, number)
@@ -162,7 +156,7 @@ def triage_json(result: Triage, steps: Sequence[NextSteps]) -> dict[str, Any]:
             "rerun": group.rerun,
             **step.to_json(),
         }
-        if len(group.case_ids) <= INLINE_IDS:
+        if len(group.case_ids) <= grouping.INLINE_IDS:
             g["case_ids"] = group.case_ids
         groups.append(g)
     return {

@@ -251,3 +251,94 @@ def test_farm_triage_prints_the_groups_through_the_command_table(tmp_path, capsy
     assert out[1].startswith("1. 4 of 4 failures: REDUCE_MID with d1 > 64 (0 of ")
     assert cli.main(["triage", "--group", "1", "--store", str(tmp_path / "farm.sqlite")]) == 2
     assert "--group N and -o FILE go together" in capsys.readouterr().err
+
+
+# -- what to run next (farm/results/triage_next.py) ------------------------------------------
+
+GOOD, BAD = "a" * 40, "b" * 40
+
+
+def test_each_group_says_what_to_shrink_and_what_to_bisect(tmp_path):
+    """The representative is the group's smallest failing case; the bisect goes from the
+    baseline's commit to the run's, over the group's failures, and farm bisect and farm shrink
+    take the commands as they are."""
+    import shlex
+
+    from farm.results import triage_next
+    from farm.run import bisect, shrink
+
+    cases, failing = mid_run()
+    records = records_of(cases, failing)
+    run = {"run_id": "R", "tier": "smoke", "git_commit": BAD, "target": "twin"}
+    result = triage.triage(records, run)
+    (step, *_) = triage_next.next_steps(result, records, run, {"run_id": "B", "git_commit": GOOD})
+    by_id = {c.id: c for c in cases}
+    smallest = min(failing, key=lambda cid: (by_id[cid].numel, cid))
+    assert step.representative == smallest
+    assert step.shrink == f"farm shrink {smallest} --target twin"
+    assert step.bisect == shlex.join(
+        ["farm", "bisect", "--good", GOOD, "--bad", BAD, "--target", "twin", *sorted(failing)]
+    )
+    parsed = bisect._parser().parse_args(shlex.split(step.bisect)[2:])
+    assert (parsed.good, parsed.bad, sorted(parsed.case_ids)) == (GOOD, BAD, sorted(failing))
+    assert shrink._parser().parse_args(shlex.split(step.shrink)[2:]).case_id == smallest
+    lines = triage_next.lines(result, [step])
+    assert lines[:4] == [
+        result.lines()[0],
+        result.lines()[1],
+        f"   shrink: {step.shrink}",
+        f"   bisect: {step.bisect}",
+    ]
+
+
+def test_no_bisect_without_a_baseline_of_another_commit():
+    from farm.results import triage_next
+
+    cases, failing = mid_run()
+    records = records_of(cases, failing)
+    run = {"run_id": "R", "git_commit": BAD}
+    result = triage.triage(records, run)
+    none = triage_next.next_steps(result, records, run, None)[0]
+    assert none.bisect == "" and "no baseline" in none.no_bisect
+    same = triage_next.next_steps(result, records, run, {"run_id": "B", "git_commit": BAD})[0]
+    assert same.bisect == "" and same.no_bisect.startswith("the baseline B ran the same commit")
+    assert triage_next.lines(result, [none])[3] == f"   bisect: {none.no_bisect}"
+
+
+def test_a_large_group_is_bisected_from_its_case_file_and_summarised_without_ids(monkeypatch):
+    from farm.results import triage_next
+
+    monkeypatch.setattr(triage, "INLINE_IDS", 2)
+    cases, failing = mid_run()
+    records = records_of(cases, failing)
+    run = {"run_id": "R", "git_commit": BAD, "selection": {"files": ["x.json"]}}
+    result = triage.triage(records, run)
+    steps = triage_next.next_steps(result, records, run, {"run_id": "B", "git_commit": GOOD})
+    assert steps[0].bisect == (
+        "farm triage R --group 1 -o triage-R-1.json && "
+        f"farm bisect --good {GOOD} --bad {BAD} --cases triage-R-1.json"
+    )
+    assert steps[0].shrink.endswith(" --cases x.json")
+    summary = triage_next.triage_json(result, steps)
+    top = summary["groups"][0]
+    assert top["line"] == result.groups[0].line() and top["rerun"] == result.groups[0].rerun
+    assert (top["failed"], top["cases"], top["representative"]) == (4, 4, steps[0].representative)
+    assert "case_ids" not in top  # 4 cases, more than INLINE_IDS (2)
+    monkeypatch.setattr(triage, "INLINE_IDS", 40)
+    assert triage_next.triage_json(result, steps)["groups"][0]["case_ids"] == sorted(failing)
+
+
+def test_the_triage_of_a_stored_run_bisects_from_its_baseline(tmp_path):
+    from farm.results import triage_next
+
+    cases, failing = mid_run()
+    with RunStore(tmp_path / "farm.sqlite") as store:
+        good = store.begin_run({"tier": "smoke", "git_commit": GOOD})
+        store.add_results(good, records_of(cases, set()))
+        store.finish_run(good, 0, {})
+        bad = store.begin_run({"tier": "smoke", "git_commit": BAD})
+        store.add_results(bad, records_of(cases, failing))
+        store.finish_run(bad, 1, {})
+        result, steps = triage_next.run_triage(store, bad)
+        assert triage_next.run_triage(store, good)[0].why_none.startswith("no failures")
+    assert result.groups and steps[0].bisect.startswith(f"farm bisect --good {GOOD} --bad {BAD} ")
