@@ -1,8 +1,9 @@
 """The reports of real `farm run`s, opened in headless Chromium (DevTools protocol over a pipe,
 tests/results/cdp.py) and read the way a person reads them: the number of cases, both SoC
 families as environments, the regression summary, a failed case with its error-distribution plot,
-and a case's history over the three runs. Screenshots are left in reports/artifacts/ (ignored by
-git) for CI to keep as artifacts.
+a case's history over the three runs, the triage of the red run on its overview, and the farm's
+quality gate in the Quality Gates tab, failed and passed. Screenshots are left in
+reports/artifacts/ (ignored by git) for CI to keep as artifacts.
 
 Needs chromium and reports/node_modules: skipped without them, failed with FARM_REQUIRE_ALL=1.
 """
@@ -94,7 +95,10 @@ def test_a_person_sees_the_regression_run(chromium, runs, tmp_path):
         )
         for cid in runs.expected:
             assert cid in main
-        assert "executor GitHub Actions" in main and "package.sha256" in main
+        assert "executor GitHub Actions" in main
+        # The triage's lines come first in the Metadata: the package's under "Show more".
+        assert browser.eval(CLICK_TEXT + "('Show more')") >= 1
+        browser.wait_for("document.body.innerText.includes('package.sha256')")
 
         # The regression summary, among the global attachments.
         assert browser.eval(CLICK_TEXT + "('Global Attachments')") >= 1
@@ -139,3 +143,65 @@ def test_a_person_sees_three_runs_in_the_history(chromium, runs, tmp_path):
     assert items == ["tree-leaf-status-failed", "tree-leaf-status-passed"]
     assert case["status"] == "passed"
     assert shot.stat().st_size > 10_000
+
+
+def _quality_gates(browser) -> str:
+    """The report's Quality Gates tab, opened, as text."""
+    assert browser.eval(CLICK_TEXT + "('Quality Gates')") == 1
+    browser.wait_for("document.body.innerText.includes('noRegressions')")
+    return _text(browser)
+
+
+def test_a_person_sees_the_triage_and_the_gate_of_the_red_run(chromium, runs, tmp_path):
+    """The tail-bug run: farm run printed the triage of its failures after the summary table
+    and wrote it into summary.json; the report's overview shows each group's line, its
+    triage.html the commands; the Quality Gates tab the farm's gate, failed, as farm run's exit
+    code (1) says."""
+    r2 = runs.runs[1]
+    bad = len(runs.expected)
+    triage = r2.summary["triage"]
+    assert triage["failures"] == bad and triage["groups"], triage
+    top = triage["groups"][0]
+    assert top["failed"] <= bad and top["representative"] in runs.expected
+    assert set(top["case_ids"]) >= {cid for cid in runs.expected if cid in top["case_ids"]}
+    assert "--plant-bug tail" in top["rerun"] and top["shrink"].startswith(
+        f"farm shrink {top['representative']} --target twin --plant-bug tail"
+    )
+    # Runs 1 and 2 ran one commit (the bug is planted, not committed): nothing to bisect.
+    assert top["bisect"] == "" and "ran the same commit" in top["no_bisect"]
+    printed = r2.output.split("triage   what the failures share:", 1)[1]
+    assert f"1. {top['line']}" in printed and f"   rerun: {top['rerun']}" in printed
+    assert f"   shrink: {top['shrink']}" in printed
+    assert r2.output.index("triage   what") > r2.output.index("product failures (exit 1)")
+    gate = {g["rule"]: g for g in r2.summary["quality_gate"]}
+    assert not gate["maxFailures"]["success"] and gate["maxFailures"]["actual"] == bad
+    assert not gate["noRegressions"]["success"]  # new failures against run 1
+
+    with serve(r2.report) as base, Browser(chromium, tmp_path / "profile") as browser:
+        browser.open(f"{base}/index.html")
+        browser.wait_for("document.body && document.body.innerText.includes('Environment: \"')")
+        main = _text(browser)
+        for n, group in enumerate(triage["groups"], 1):
+            assert f"triage.{n} {group['line']}" in main, main[:1500]
+        assert re.search(r"Quality Gates 4\b", main)
+        shot = _screenshot(browser, "e2e-triage-overview.png")
+        gates = _quality_gates(browser)
+        gate_shot = _screenshot(browser, "e2e-quality-gate-failed.png")
+    assert f"maxFailures Error {gate['maxFailures']['message']}" in gates
+    assert f"noRegressions Error {gate['noRegressions']['message']}" in gates
+    assert f"minTestsCount Success {gate['minTestsCount']['message']}" in gates
+    assert shot.stat().st_size > 10_000 and gate_shot.stat().st_size > 10_000
+
+
+def test_a_person_sees_the_gate_of_the_green_run_passed(chromium, runs, tmp_path):
+    r3 = runs.runs[2]
+    assert r3.code == 0 and all(g["success"] for g in r3.summary["quality_gate"])
+    assert "triage" not in r3.output.split("junit", 1)[1]  # nothing failed: nothing printed
+    with serve(r3.report) as base, Browser(chromium, tmp_path / "profile") as browser:
+        browser.open(f"{base}/index.html")
+        browser.wait_for("document.body && document.body.innerText.includes('Quality Gates')")
+        assert "triage.1" not in _text(browser)
+        gates = _quality_gates(browser)
+    for g in r3.summary["quality_gate"]:
+        assert f"{g['rule']} Success {g['message']}" in gates, gates[:1500]
+    assert not re.search(r"\bError\b", gates)
