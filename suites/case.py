@@ -45,7 +45,7 @@ TENSORS = ("dy", "y", "out")
 NAN = float("nan")
 _NONFINITE_JSON = {"inf": math.inf, "-inf": -math.inf, "nan": NAN}
 _TUPLE_FIELDS = ("shape", "axes", "y_shape", "out_shape")
-_EXPLORE_TAG = re.compile(r"[A-Za-z0-9-]{1,40}\.\d+")
+EXPLORE_TAG = re.compile(r"[A-Za-z0-9-]{1,40}\.\d+")
 TOLERANCE_KEYS = ("rtol", "atol", "max_fail_fraction")
 CASE_STANDARDS = (*STANDARDS, ERROR_BOUND)  # what golden.standards.judge_standard judges
 # How every note that an outside source's expectation departs from the contract ends (casefile,
@@ -244,7 +244,7 @@ class Case:
                     "'max_fail_fraction': ..}})"
                 )
         if not isinstance(self.explore, str) or (
-            self.explore and not _EXPLORE_TAG.fullmatch(self.explore)
+            self.explore and not EXPLORE_TAG.fullmatch(self.explore)
         ):
             problems.append(f"explore {self.explore!r} (use '<salt>.<n>', salt of [A-Za-z0-9-])")
         for key in ("dtype", "y_dtype", "out_dtype"):

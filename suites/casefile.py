@@ -50,7 +50,7 @@ MAX_MESSAGES = 40  # lines of one error; the rest are counted
 # What each field of an entry may be (checked before a Case is made, so that a wrong type is
 # named as such rather than as a Python error).
 _INT_LIST = "a list of integers"
-_TYPES: dict[str, str] = {
+FIELD_TYPES: dict[str, str] = {
     "family": "a family, a list of families, or 'all'",
     "dtype": "a dtype name",
     "shape": _INT_LIST,
@@ -462,7 +462,7 @@ def _parse_csv(path: Path, text: str) -> tuple[list, list[int | None]]:
     problems = [
         f"{path}: line {header_line}: column {name!r}: {_unknown(name)}"
         for name in header
-        if name not in _TYPES
+        if name not in FIELD_TYPES
     ]
     if problems:
         raise CaseFileError("\n".join(problems))
@@ -581,17 +581,17 @@ def entry_cases(entry: Any, origin: str = "") -> tuple[list[Case], list[str]]:
     if not isinstance(entry, dict):
         return [], [f"expected an object of case fields, got {type(entry).__name__}"]
     problems = []
-    if not entry.keys() <= _TYPES.keys():  # the common case in one test
+    if not entry.keys() <= FIELD_TYPES.keys():  # the common case in one test
         problems = [
             _extra(value) if key == "\0extra" else _unknown(key)
             for key, value in entry.items()
-            if key not in _TYPES
+            if key not in FIELD_TYPES
         ]
     typed, badly_typed = _type_problems(entry)
     problems += typed
     families, wrong = _families(entry.get("family"))
     problems += wrong
-    if not families or any(key not in entry or key in badly_typed for key in _REQUIRED):
+    if not families or any(key not in entry or key in badly_typed for key in REQUIRED):
         return [], problems
     # The fields of the right type still make a case, so that its other problems (a layout
     # that does not fit its shape, say) are named now too, not after the first fix.
@@ -653,7 +653,7 @@ def _wrong_id(given: Any, case: Case, families: int) -> str:
 
 def _unknown(key: Any) -> str:
     # A YAML key may be a number or null: no field's name, and no spelling to suggest.
-    near = difflib.get_close_matches(key, list(_TYPES), n=1) if isinstance(key, str) else []
+    near = difflib.get_close_matches(key, list(FIELD_TYPES), n=1) if isinstance(key, str) else []
     hint = f"did you mean {near[0]!r}?" if near else "see docs/case-files.md for the fields"
     return f"unknown field {_shown(key)} ({hint})"
 
@@ -670,15 +670,15 @@ def _is_number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
-_REQUIRED = ("dtype", "shape", "axes")
+REQUIRED = ("dtype", "shape", "axes")
 
 
 def _int_list(v: Any) -> bool:
     return isinstance(v, list) and all(_is_int(d) for d in v)
 
 
-# What a field's value may be, by the kind of field (the schema, docs/case-file.schema.json, is
-# made from the same kinds); a field not named here is checked where it is read.
+# What a field's value may be, by the kind of field (suites/casefile_schema.py makes the JSON
+# Schema of the same kinds); a field not named here is checked where it is read.
 _KIND_OK: dict[str, Callable[[Any], bool]] = {
     "text": lambda v: isinstance(v, str),
     "optional_text": lambda v: v is None or isinstance(v, str),
@@ -693,7 +693,7 @@ _KIND_OK: dict[str, Callable[[Any], bool]] = {
     "layout": lambda v: isinstance(v, (str, dict)),
     "int": _is_int,
 }
-_FIELD_KIND: dict[str, str] = {
+FIELD_KINDS: dict[str, str] = {
     **{key: "text" for key in _STRING_FIELDS},
     **{key: "optional_text" for key in _OPTIONAL_STRINGS},
     "shape": "int_list",
@@ -708,7 +708,7 @@ _FIELD_KIND: dict[str, str] = {
     **{f"{t}_layout": "layout" for t in TENSORS},
     "seed": "int",
 }
-_FIELD_OK = {key: _KIND_OK[kind] for key, kind in _FIELD_KIND.items()}
+_FIELD_OK = {key: _KIND_OK[kind] for key, kind in FIELD_KINDS.items()}
 
 
 def _type_problems(entry: dict) -> tuple[list[str], set[str]]:
@@ -719,8 +719,8 @@ def _type_problems(entry: dict) -> tuple[list[str], set[str]]:
         ok = _FIELD_OK.get(key)
         if ok is not None and not ok(value):
             bad.add(key)
-            problems.append(f"field {key!r}: {_shown(value)} is not {_TYPES[key]}")
-    for key in _REQUIRED:
+            problems.append(f"field {key!r}: {_shown(value)} is not {FIELD_TYPES[key]}")
+    for key in REQUIRED:
         if key not in entry:
             problems.append(f"field {key!r} is missing (every case needs dtype, shape, axes)")
     return problems, bad
@@ -745,21 +745,30 @@ def _families(value: Any) -> tuple[list[str], list[str]]:
     return out, problems
 
 
+FAMILY_NAMES: dict[str, str] = {
+    **{profile.lower(): p.family for profile, p in soc.PROFILES.items()},
+    **{f"ascend{short}": family for family, short in soc.FAMILY_SHORT.items()},
+    **{short: family for family, short in soc.FAMILY_SHORT.items()},
+    **{family: family for family in soc.FAMILIES},
+}
+"""Every name of a family a case file may use, in lower case (read in any case): the family, its
+short id, "ascend" and the short id, or one of its SoCs."""
+
+
 def family_named(name: Any) -> str | None:
     """The family a name means: a family, its short id, or a SoC of it (any case)."""
     if not isinstance(name, str):
         return None
-    key = name.strip().lower()
-    for family, short in soc.FAMILY_SHORT.items():
-        if key in (family, short, f"ascend{short}"):
-            return family
-    for profile_name, profile in soc.PROFILES.items():
-        if key == profile_name.lower():
-            return profile.family
-    return None
+    return FAMILY_NAMES.get(name.strip().lower())
 
 
 # -- expectations -----------------------------------------------------------------------
+
+
+# The words a source may use for its expectation (in any case); a rejection may also name its
+# reason, "reject:<reason>" (golden.contract.REJECTION_REASONS).
+ACCEPT_WORDS = ("accept", "pass", "precision", "success")
+REJECT_WORDS = ("reject", "fail", "error")
 
 
 def _stated_expectation(value: Any, family: str) -> str | None:
@@ -780,11 +789,11 @@ def _stated_expectation(value: Any, family: str) -> str | None:
                 return _stated_expectation(each, family)
         return None
     if not isinstance(value, str):
-        return f"\0field 'expect': {_shown(value)} is not {_TYPES['expect']}"
+        return f"\0field 'expect': {_shown(value)} is not {FIELD_TYPES['expect']}"
     text = value.strip().lower()
-    if text in ("accept", "pass", "precision", "success"):
+    if text in ACCEPT_WORDS:
         return "accept"
-    if text in ("reject", "fail", "error"):
+    if text in REJECT_WORDS:
         return "reject"
     if text.startswith("reject:"):
         reason = text.split(":", 1)[1]
@@ -794,7 +803,7 @@ def _stated_expectation(value: Any, family: str) -> str | None:
                 f"{', '.join(contract.REJECTION_REASONS)})"
             )
         return text
-    return f"\0field 'expect': {_shown(value)} is not {_TYPES['expect']}"
+    return f"\0field 'expect': {_shown(value)} is not {FIELD_TYPES['expect']}"
 
 
 def _departure(case: Case, stated: str | None) -> str:
