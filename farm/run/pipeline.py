@@ -113,7 +113,16 @@ class Pipeline:
         self.window = window
         self.stuck_after = stuck_after
         self._run = run or dispatcher.run
-        self._cond = threading.Condition()
+        self._cond_lock = threading.Lock()
+        self._cond = threading.Condition(self._cond_lock)  # where the items wait for results
+        # lane -> where its slots wait for a place in the window (one woken per answer, who
+        # hands it on if it does not take it; the herd of a lane's slots woken at every answer
+        # cost a 256-slot pool half its orchestrator's CPU again).
+        self._room: dict[str, threading.Condition] = {}
+        # (lane, family) -> where the lane's slots with nothing of their own left wait (on the
+        # same lock): woken by no answer, only by a sibling's case getting stuck (their timeout)
+        # and the family's last queued case being taken.
+        self._idle: dict[tuple[str, str], threading.Condition] = {}
         self._queues: dict[str, collections.deque[Case]] = {}  # slot id -> its cases
         # lane -> {slot id: when its case in flight began (monotonic)}
         self._lane_in_flight: dict[str, dict[str, float]] = {}
@@ -161,7 +170,9 @@ class Pipeline:
                 self._order[case.id] = place
                 family = self.dispatcher.slots[preferred].family
                 self._left[(lane, family)] = self._left.get((lane, family), 0) + 1
+                self._idle.setdefault((lane, family), threading.Condition(self._cond_lock))
         self._lane_in_flight[lane] = {}
+        self._room[lane] = threading.Condition(self._cond_lock)
         # Every slot of a family with queued cases gets a thread, an empty queue included: it
         # takes what a stuck sibling cannot run.
         for slot in sorted(slots, key=lambda s: s.id):
@@ -173,48 +184,63 @@ class Pipeline:
             self._threads.append(thread)
             thread.start()
 
-    def _next(self, slot: SlotInfo, lane: str, now: float) -> tuple[Case | None, float | None]:
-        """(the case ``slot`` runs next, or None for none yet; then when to look again, or
-        None: when a case ends) (caller holds _cond). Only the lane's cases in flight are
+    def _next(
+        self, slot: SlotInfo, lane: str, now: float
+    ) -> tuple[Case | None, threading.Condition, float | None]:
+        """(the case ``slot`` runs next, or None for none yet; then where to wait and until
+        when, None: until notified) (caller holds _cond). Only the lane's cases in flight are
         looked at, never all its slots: a lane may have hundreds."""
         in_flight = self._lane_in_flight[lane]
-        computing = [began for began in in_flight.values() if now - began < self.stuck_after]
-        later = min(computing) + self.stuck_after if computing else None
-        if self.window is not None and len(computing) >= self.window:
-            return None, later
         own = self._queues.get(slot.id)
-        if own:
-            return self._take(lane, slot.family, own), None
-        # The earliest item queued behind a sibling stuck on a case.
-        behind = [
-            queue
-            for sid, began in in_flight.items()
-            if now - began >= self.stuck_after
-            and self.dispatcher.slots[sid].family == slot.family
-            and (queue := self._queues.get(sid))
-        ]
-        if behind:
-            queue = min(behind, key=lambda q: self._order[q[0].id])
-            return self._take(lane, slot.family, queue), None
-        return None, later
+        behind: list[collections.deque[Case]] = []
+        if not own:
+            # The earliest item queued behind a sibling stuck on a case, or when to look again.
+            soonest = now + self.stuck_after  # a case begun after this look is stuck by then
+            for sid, began in in_flight.items():
+                queue = self._queues.get(sid)
+                if queue and self.dispatcher.slots[sid].family == slot.family:
+                    if now - began >= self.stuck_after:
+                        behind.append(queue)
+                    else:
+                        soonest = min(soonest, began + self.stuck_after)
+            if not behind:
+                return None, self._idle[(lane, slot.family)], soonest
+        computing = self._computing(lane, now)
+        if self.window is not None and len(computing) >= self.window:
+            return None, self._room[lane], min(computing) + self.stuck_after
+        queue = own or min(behind, key=lambda q: self._order[q[0].id])
+        self._left[(lane, slot.family)] -= 1
+        if not self._left[(lane, slot.family)]:
+            self._idle[(lane, slot.family)].notify_all()  # nothing left to take: they end
+        return queue.popleft(), self._cond, None
 
-    def _take(self, lane: str, family: str, queue: collections.deque[Case]) -> Case:
-        self._left[(lane, family)] -= 1
-        return queue.popleft()
+    def _computing(self, lane: str, now: float) -> list[float]:
+        """When the lane's cases in flight that are not stuck began (caller holds _cond)."""
+        return [b for b in self._lane_in_flight[lane].values() if now - b < self.stuck_after]
+
+    def _hand_on(self, lane: str) -> None:
+        """A place in the window this slot does not take goes to another (caller holds _cond)."""
+        if self.window is not None and len(self._computing(lane, time.monotonic())) < self.window:
+            self._room[lane].notify()
 
     def _drive(self, slot: SlotInfo, lane: str) -> None:
         in_flight = self._lane_in_flight[lane]
+        room = self._room[lane]
         while True:
             with self._cond:
                 while True:
                     if self._closing or not self._left.get((lane, slot.family)):
+                        self._hand_on(lane)
                         return  # nothing of its family left to run, its own or a sibling's
                     now = time.monotonic()
-                    case, later = self._next(slot, lane, now)
+                    case, where, until = self._next(slot, lane, now)
                     if case is not None:
                         break
-                    self._cond.wait(None if later is None else max(0.0, later - now))
+                    if where is not room:
+                        self._hand_on(lane)
+                    where.wait(None if until is None else max(0.0, until - now))
                 in_flight[slot.id] = time.monotonic()
+                self._hand_on(lane)
             record: ResultRecord | None = None
             error: BaseException | None = None
             try:
@@ -226,6 +252,7 @@ class Pipeline:
                 self._pending.discard(case.id)
                 self._results[case.id] = (record, error)
                 self._cond.notify_all()
+                room.notify()
 
     def close(self, timeout: float = 5.0) -> list[str]:
         """Stop taking cases; returns the ids run ahead that no item took (they are dropped)."""
@@ -237,6 +264,8 @@ class Pipeline:
                 queue.clear()
             self._left.clear()
             self._cond.notify_all()
+            for waiting in [*self._idle.values(), *self._room.values()]:
+                waiting.notify_all()
         for thread in self._threads:
             thread.join(timeout)
         with self._cond:

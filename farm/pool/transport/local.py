@@ -695,7 +695,7 @@ class SharedChannel:
 
     def warm_up(self, timeout: float = HANDSHAKE_TIMEOUT) -> None:
         """The start-up of the agent this channel's next case goes to (base.Channel.warm_up)."""
-        warm_up(lambda: self.request({"op": "identify"}, timeout))
+        warm_up(lambda: self.request({"op": "identify"}, timeout, start_up=True))
 
     @property
     def agent_pid(self) -> int | None:
@@ -753,8 +753,12 @@ class SharedChannel:
             exc.args = (exc.message,)
         return exc
 
-    def request(self, msg: dict[str, Any], timeout: float = DEFAULT_TIMEOUT) -> dict[str, Any]:
-        """One request for this channel's host on its agent (see Channel.request)."""
+    def request(
+        self, msg: dict[str, Any], timeout: float = DEFAULT_TIMEOUT, *, start_up: bool = False
+    ) -> dict[str, Any]:
+        """One request for this channel's host on its agent (see Channel.request). ``start_up``:
+        only for an agent that has not started up yet (another slot's warm-up may have done
+        it while this one waited for the agent: the many slots of a new agent send one)."""
         if not self.usable:
             why = "it was closed" if self._closed else "its agent broke"
             raise ConnectionLost(
@@ -776,6 +780,8 @@ class SharedChannel:
             try:
                 if not agent.usable:
                     continue  # broken (or surplus) while this request waited for it: never sent
+                if start_up and (agent.warmed or agent.cases):
+                    return {"ok": True}
                 agent.sent_at = time.monotonic()
                 try:
                     if device is not None and not (agent.warmed or agent.cases):
