@@ -44,6 +44,8 @@ from .case import DEPARTS, TENSORS, Case, MalformedCase
 
 FORMAT = "logsoftmaxgrad-cases"
 VERSION = 1
+# The document's keys; "$schema" is an editor's (docs/case-file.schema.json), read past.
+TOP_LEVEL = ("format", "version", "cases", "source", "description", "$schema")
 SUFFIXES = {".json": "json", ".yaml": "yaml", ".yml": "yaml", ".csv": "csv"}
 MAX_MESSAGES = 40  # lines of one error; the rest are counted
 
@@ -536,7 +538,7 @@ def _document_entries(path: Path, data: Any) -> list:
             f"{path}: version {version} was written by a newer farm (this one reads up to "
             f"{VERSION}): upgrade the farm"
         )
-    unknown = sorted(set(data) - {"format", "version", "cases", "source", "description"})
+    unknown = sorted(set(data) - set(TOP_LEVEL))
     for key in unknown:
         problems.append(f"{path}: top-level key {key!r} is unknown (use format, version, cases)")
     cases = data.get("cases")

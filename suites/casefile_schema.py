@@ -193,6 +193,14 @@ def _unchecked(name: str) -> dict[str, Any]:
 def schema() -> dict[str, Any]:
     """The JSON Schema of a case file: a list of cases, or the versioned document."""
     cases = {"type": "array", "items": {"$ref": "#/$defs/case"}, "minItems": 1}
+    top = {
+        "format": {"const": casefile.FORMAT},
+        "version": {"type": "integer", "minimum": 1, "maximum": casefile.VERSION},
+        "source": {"type": "string"},
+        "description": {"type": "string"},
+        "$schema": {"type": "string", "description": "for editors; the farm reads past it"},
+        "cases": cases,
+    }
     return {
         "$schema": DIALECT,
         "title": "LogSoftmaxGrad test farm case file",
@@ -204,13 +212,8 @@ def schema() -> dict[str, Any]:
         "$defs": {
             "document": {
                 "type": "object",
-                "properties": {
-                    "format": {"const": casefile.FORMAT},
-                    "version": {"type": "integer", "minimum": 1, "maximum": casefile.VERSION},
-                    "source": {"type": "string"},
-                    "description": {"type": "string"},
-                    "cases": cases,
-                },
+                # A key casefile reads that is not described above fails here (KeyError).
+                "properties": {key: top[key] for key in casefile.TOP_LEVEL},
                 "required": ["format", "version", "cases"],
                 "additionalProperties": False,
             },

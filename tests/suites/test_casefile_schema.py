@@ -145,3 +145,11 @@ def test_a_wrong_document_is_refused_by_the_schema_and_by_the_farm(tmp_path, doc
     path.write_text(json.dumps(document))
     with pytest.raises(casefile.CaseFileError):
         casefile.load(path)
+
+
+def test_an_editors_schema_key_is_read_past(tmp_path):
+    document = {"$schema": "../docs/case-file.schema.json", **HEAD, "cases": [GOOD]}
+    assert _schema_errors(document) == []
+    path = tmp_path / "edited.json"
+    path.write_text(json.dumps(document))
+    assert len(casefile.load(path)) == 2  # one per family
