@@ -12,6 +12,7 @@ from pathlib import Path
 from rich.console import Console
 
 from farm.results.store import RunStore
+from farm.results.triage import Triage
 from farm.run import runner
 from tests.results.conftest import failed, record
 
@@ -94,3 +95,24 @@ def test_a_run_with_failures_keeps_its_code_and_has_its_triage(tmp_path):
     summary = runner.summary_extra(gate, followup)["triage"]
     assert summary["failures"] == 2 and summary["groups"][0]["case_ids"] == ["m0", "m1"]
     assert summary["groups"][0]["line"].startswith("2 of 2 failures: REDUCE_MID")
+
+
+def test_the_judgement_is_printed_as_plain_text(tmp_path):
+    """The gate's failed rules, then the triage: case ids and -k expressions hold brackets that
+    rich would otherwise read as markup and drop."""
+    store_path = tmp_path / "farm.sqlite"
+    records = [record("c0"), record("c1"), failed("[m0]", schedule="REDUCE_MID")]
+    with RunStore(store_path) as store:
+        run = _run(store, tmp_path, records)
+    _, gate, followup = _judge(store_path, run, records, runner.EXIT_PRODUCT)
+    out = io.StringIO()
+    runner.print_judgement(Console(file=out, width=400, color_system=None), gate, followup)
+    text = out.getvalue().splitlines()
+    assert text[0] == "quality gate: maxFailures: 1 failed or broken tests exceed the allowed 0"
+    assert text[1] == "triage   what the failures share:"
+    assert text[2].startswith("1. 1 of 1 failures: REDUCE_MID")
+    assert text[3] == "   rerun: farm run --tier smoke -- -k '[[m0]]'"
+    assert text[4] == "   shrink: farm shrink '[m0]'"
+    out = io.StringIO()
+    runner.print_judgement(Console(file=out), [], (Triage("r", failures=0, passes=3, broken=0), []))
+    assert out.getvalue() == ""  # nothing failed: nothing to triage
