@@ -671,7 +671,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"farm report: {exc}", file=sys.stderr)
             return EXIT_NO_REPORT
         series = store.metric_series(tier, args.trend_runs)
-        triage = run_triage(store, run_id)
+        triage = run_triage(store, run_id, comp.baseline_id)  # bisected from --baseline
     results = Path(args.results) if args.results else default_results_dir(run, store_path)
     from farm.results.shrink_links import link_shrinks
     from farm.run import run_dir

@@ -169,23 +169,28 @@ def triage_json(result: Triage, steps: Sequence[NextSteps]) -> dict[str, Any]:
 
 
 def with_baseline(
-    store: Any, records: Sequence[Mapping[str, Any]], run: Mapping[str, Any]
+    store: Any,
+    records: Sequence[Mapping[str, Any]],
+    run: Mapping[str, Any],
+    baseline_id: str | None = None,
 ) -> tuple[Triage, list[NextSteps]]:
-    """The triage of a run's records, with the next steps against the run's baseline
-    (farm/results/store.py baseline_for; looked up only when there are groups)."""
+    """The triage of a run's records, with the next steps against `baseline_id`, by default the
+    run's baseline (farm/results/store.py baseline_for; looked up only when there are groups)."""
     result = triage(records, run)
     baseline = None
     if result.groups:
-        baseline_id = store.baseline_for(run["tier"], exclude_run_id=run["run_id"])
+        baseline_id = baseline_id or store.baseline_for(run["tier"], exclude_run_id=run["run_id"])
         baseline = store.get_run(baseline_id) if baseline_id else None
     return result, next_steps(result, records, run, baseline)
 
 
-def run_triage(store: Any, run_id: str) -> tuple[Triage, list[NextSteps]]:
-    """The triage of a stored run and its next steps."""
+def run_triage(
+    store: Any, run_id: str, baseline_id: str | None = None
+) -> tuple[Triage, list[NextSteps]]:
+    """The triage of a stored run and its next steps (against `baseline_id`: with_baseline)."""
     run = store.get_run(run_id)
     if run is None:
         from farm.errors import UsageError
 
         raise UsageError(f"no run {run_id!r} in the store (list them with `farm runs`)")
-    return with_baseline(store, store.results(run_id), run)
+    return with_baseline(store, store.results(run_id), run, baseline_id)
