@@ -317,7 +317,9 @@ def _parse_yaml(path: Path, text: str) -> tuple[list, LinesOf]:
         problem = str(exc).split(";")[0]
         raise CaseFileError(f"{path}: not YAML the farm can read ({problem})") from None
     entries = _document_entries(path, data)
-    return entries, lambda: _node_lines(node, len(entries))
+    # The lines now, from the nodes (a few ms): the nodes, with two marks each, are several
+    # times the data; they are let go before the cases are made.
+    return entries, _node_lines(node, len(entries))
 
 
 @functools.cache
