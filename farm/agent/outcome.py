@@ -22,7 +22,8 @@ CATEGORIES = (
     "tiling",  # the tiling the operator planned differs from the design (suites/tiling.py)
     "tiling_mismatch",  # the host tiling function gave the kernel what the shared plan did not
     "check",  # passed its standards, then failed another check of the suite
-    "hang",  # timed out on two different hosts: the case's own fault (farm/run/dispatch.py)
+    "hang",  # timed out, its host then answered its canary (or timed out on two hosts too):
+    # the case's own fault (farm/run/dispatch.py)
     "out_of_bounds",
     "kernel_fault",
     "emulation_policy",  # the emulated device refused what CANN accepts (our caution, not CANN's)

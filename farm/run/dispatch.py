@@ -16,11 +16,15 @@ The rules, as a case meets them:
   case there starts a fresh agent, which takes the device lock the dead one released. A slot whose
   agent could not be verified gone (any broken channel: unkillable, or its host unreachable) is
   set aside by this worker and checked again every DEAD_RECHECK seconds. The case moves on.
-  Timeouts are charged when the case is decided: if it completes elsewhere (or is given up for
-  another reason), each timeout is an infrastructure error of its host, as before; **if it timed
-  out on two different hosts, the case is what hangs**: a product failure (category ``hang``)
-  naming both hosts and their timeouts, and no host is charged (only an agent that could not be
-  killed is its host's problem).
+  **The host is asked at once whose fault it was** (``_confirm_hang``): the family's canary
+  cases, the health check's own (farm/run/prepare.py make_canary), run on the same device through
+  a fresh channel under the canary's timeout. **A canary answered right means the case hangs**:
+  a product failure (category ``hang``) naming the host, its timeout and its canary, after one
+  timeout; no host is charged. A canary that fails, times out or cannot reach the host leaves the
+  timeout the host's, as before: it is charged when the case is decided (completed elsewhere, or
+  given up: each timeout an infrastructure error of its host), and a case that then times out on
+  a second host hangs too (two different hosts, both named; nobody charged). Only an agent that
+  could not be killed is always its host's problem (and its slot gets no canary).
 * **An operator crash** (the agent died of a fatal signal: CRASH_MARKERS on its stderr) may be the
   late effect of an earlier case's memory corruption on the same agent. The case is rerun once on
   a fresh agent (same slot, same lease): if it crashes again, that is this case's crash (failed,
@@ -49,6 +53,10 @@ from farm.errors import AgentTimeout, ConnectionLost
 from farm.pool.transport.base import HANDSHAKE_TIMEOUT
 from farm.run.leases import LeaseTimeout, RunState, lease_any
 from suites.case import Case
+
+# canary(channel, identity, device) -> None when the host answered right, else what it said
+# (farm/pool/health.py Canary; the dispatcher's is prepare.make_canary's unless given one).
+Canary = Callable[[Any, dict, int], "str | None"]
 
 MAX_RETRIES = 2
 AGENT_STARTUP_ALLOWANCE = 30.0  # seconds a first case gets on a channel that cannot warm_up
@@ -178,11 +186,14 @@ class Dispatcher:
         startup_allowance: float = AGENT_STARTUP_ALLOWANCE,
         handshake_timeout: float = HANDSHAKE_TIMEOUT,
         notify: Callable[[str], None] | None = None,
+        canary: Canary | None = None,
     ):
         """``left_out``: family -> {host: reason} for the hosts the health check kept out of
         the run, so that a family without a healthy slot says why. ``run_id`` names the run in
         the hosts' device locks (default: the name of ``lock_dir``'s parent, the run directory).
-        ``notify`` receives the lines a person watching should see (default: stderr)."""
+        ``notify`` receives the lines a person watching should see (default: stderr).
+        ``canary`` asks a host whose case timed out whether it still runs cases right (default:
+        the health check's, farm/run/prepare.py make_canary)."""
         self.left_out = left_out or {}
         self.slots = {s.id: s for s in slots}
         self.open_channel = open_channel
@@ -196,6 +207,12 @@ class Dispatcher:
         self.startup_allowance = startup_allowance  # for channels that cannot warm_up
         self.handshake_timeout = handshake_timeout  # a new agent's warm_up, before its case
         self.notify = notify or _to_stderr
+        if canary is None:
+            # Imported here: prepare reaches this module through the transports it imports.
+            from farm.run.prepare import make_canary
+
+            canary = make_canary(backend)
+        self.canary = canary
         self._channels: dict[str, CaseChannel] = {}
         self._history: dict[str, list[str]] = {}  # slot -> cases run on its current agent
         self._fresh: set[str] = set()  # slots whose agent has not finished a case yet
@@ -286,11 +303,18 @@ class Dispatcher:
             wanted = self._wanted(candidates, p)
             self._pace(wanted, p)
             slot: SlotInfo | None = None
+            record: ResultRecord | None = None
+            hang: ResultRecord | None = None
             try:
                 timeout = case_timeout(case, self.base_timeout)
                 with lease_any(self.lock_dir, wanted, timeout=timeout) as slot_id:
                     slot = self.slots[slot_id]
-                    record = self._run_on(slot, payload, case, p)
+                    try:
+                        record = self._run_on(slot, payload, case, p)
+                    except _TimedOut as exc:
+                        # Decided under the slot's lease: the canary that asks its host whose
+                        # fault it was runs on the same slot.
+                        hang = self._timed_out(case, slot, exc, p, started)
             except LeaseTimeout as exc:
                 p.waits += 1
                 p.errors.append(str(exc))
@@ -300,11 +324,6 @@ class Dispatcher:
                 if given_up is not None:
                     return given_up
                 continue
-            except _TimedOut as exc:
-                assert slot is not None
-                hang = self._timed_out(case, slot, exc, p, started)
-                if hang is not None:
-                    return hang
             except _CrashedTwice:
                 return self._crash(case, p, started)
             except InfraError as exc:
@@ -315,7 +334,10 @@ class Dispatcher:
                 self.state.record_infra_error(slot.host, str(exc))
             else:
                 assert slot is not None
-                return self._done(case, record, slot, p, started)
+                if hang is not None:
+                    return hang
+                if record is not None:
+                    return self._done(case, record, slot, p, started)
             if len(p.tried) + p.waits > MAX_RETRIES:
                 return self._give_up(
                     case, p, started, f"gave up after {len(p.tried) + p.waits} attempts"
@@ -496,11 +518,46 @@ class Dispatcher:
                 "killed": killed,
             }
         )
-        p.log.append(_entry(slot, "timeout", message))
         hosts = list(dict.fromkeys(x["host"] for x in p.timeouts))
         if len(hosts) >= 2:
+            p.log.append(_entry(slot, "timeout", message))
+            return self._hang(case, p, started)
+        # An agent that could not be killed holds the device: no canary can be sent there.
+        answer = self._confirm_hang(slot) if killed is not False else None
+        if answer is None:
+            if killed is not False:
+                p.timeouts[-1]["message"] = message = f"{message}; its canary did not answer right"
+        else:
+            p.timeouts[-1]["canary"] = answer
+        p.errors[-1] = message
+        p.log.append(_entry(slot, "timeout", message))
+        if answer is not None:
             return self._hang(case, p, started)
         return None
+
+    def _confirm_hang(self, slot: SlotInfo) -> str | None:
+        """Whether ``slot``'s host runs cases right just after a case timed out there: the
+        canary (the health check's) on the same device through a fresh channel, which is kept
+        for the slot's next case when it answers right. The canary's cases (None when it did
+        not answer right: the channel is dropped, a stuck one reaped as any other)."""
+        lock = {"run": self.run_id, "owner": self.owner, "lock_wait": self.lock_wait}
+        channel = self._channels[slot.id] = self.open_channel(slot)
+        locked = _Locked(channel, lock)
+        self._history[slot.id] = locked.sent
+        self._fresh.add(slot.id)
+        try:
+            warm_up = getattr(channel, "warm_up", None)
+            if warm_up is not None and not getattr(channel, "warm", False):
+                warm_up(self.handshake_timeout)
+            verdict = self.canary(locked, {"soc": slot.soc}, slot.device)
+        except Exception as exc:  # a canary that cannot run says the same as one that fails
+            verdict = f"{exc.__class__.__name__}: {exc}"
+        if verdict or not locked.sent:
+            self._say(f"{slot.id}: its canary after the timeout: {verdict or 'nothing ran'}")
+            self._drop(slot)
+            return None
+        self._fresh.discard(slot.id)
+        return ", ".join(locked.sent)
 
     def _settle_timeouts(self, p: _Progress) -> None:
         """The case did not hang everywhere: each timeout was its host's infrastructure error."""
@@ -516,17 +573,28 @@ class Dispatcher:
             for x in timeouts
         )
         killed = all(x["killed"] is not False for x in timeouts)
-        message = (
-            f"the case hangs: it timed out on {len(hosts)} hosts, {where}; a case that hangs "
-            "on every host it runs on is the case's failure, not the hosts' "
-            + ("(the stuck agents were killed)" if killed else "(some stuck agents survived)")
-        )
+        confirmed = timeouts[-1].get("canary")
+        if confirmed:
+            message = (
+                f"the case hangs: it timed out on {where}, and the host answered its canary "
+                f"({confirmed}) right after: the case's failure, not the host's "
+                + ("(the stuck agent was killed)" if killed else "(its stuck agent survived)")
+            )
+        else:
+            message = (
+                f"the case hangs: it timed out on {len(hosts)} hosts, {where}; a case that hangs "
+                "on every host it runs on is the case's failure, not the hosts' "
+                + ("(the stuck agents were killed)" if killed else "(some stuck agents survived)")
+            )
         timeout_messages = {x["message"] for x in timeouts}
         p.errors = [e for e in p.errors if e not in timeout_messages]
         p.timeouts = []
         record = self._record(case, p, started, message, last=timeouts[-1]["slot"])
         record.update({"outcome": "failed", "category": HANG})
-        _extra(record, "hang", {"hosts": hosts, "timeouts": [x["timeout"] for x in timeouts]})
+        hang: dict[str, Any] = {"hosts": hosts, "timeouts": [x["timeout"] for x in timeouts]}
+        if confirmed:
+            hang["canary"] = confirmed
+        _extra(record, "hang", hang)
         return record
 
     def _crash(self, case: Case, p: _Progress, started: float) -> ResultRecord:
@@ -603,6 +671,22 @@ class Dispatcher:
         if p.log:
             _extra(record, "attempts_log", p.log)
         return record
+
+
+class _Locked:
+    """A channel whose requests carry this run's device-lock fields (the canary's calls do
+    not name them), so that the canary's agent holds the device as the run's own."""
+
+    def __init__(self, channel: CaseChannel, lock: dict[str, Any]) -> None:
+        self.channel, self.lock = channel, lock
+        self.sent: list[str] = []  # the canary's cases that came back
+
+    def run_case(
+        self, case: CaseRequest, backend: str, device: int, timeout: float
+    ) -> dict[str, Any]:
+        result = self.channel.run_case(case, backend, device, timeout, lock=self.lock)
+        self.sent.append(str(case["id"]))
+        return result
 
 
 def _entry(slot: SlotInfo, outcome: str, detail: str) -> dict[str, Any]:

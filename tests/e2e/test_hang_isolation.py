@@ -9,9 +9,10 @@ passes at once, but for one case that hangs wherever it runs. Before, the other 
 queued behind the hang on their shared agent until its timeout killed it.
 
 The verdict is an order of events, not a duration: every other case ended (the agent's own log)
-and came back (the dispatcher's record) before the hang's first timeout fired. The hang's first
-timeout is the test's own clock, far beyond what the other cases need; its retry on the
-family's other host is cut short (the case is a hang either way).
+and came back (the dispatcher's record) before the hang's timeout fired. The hang's timeout is
+the test's own clock, far beyond what the other cases need. Its host then answers its canary
+right (the fake executor answers canary cases as a real agent does): the case is a hang after
+that one timeout, never sent to another host, and no host is charged.
 """
 
 from __future__ import annotations
@@ -34,8 +35,8 @@ from tests.e2e.conftest import SMOKE
 from tests.e2e.test_shared_pool import FAKE, fake_bundle
 
 HANG = "fake:hang"
-HANG_TIMEOUT = 30.0  # the hang's first attempt: the other 289 fake cases need a second or two
-RETRY_TIMEOUT = 2.0  # the hang's retry on the family's other host
+HANG_TIMEOUT = 30.0  # the hang's one attempt: the other 289 fake cases need a second or two
+RETRY_TIMEOUT = 2.0  # a second attempt at the hang, which must not come
 PATIENT = 120.0  # every case meant to answer: no timeout near
 
 
@@ -49,7 +50,8 @@ class HangClock:
     def run_case(self, case, backend, device, timeout, *, lock=None):
         if case.get("origin") != HANG:
             reply = self.channel.run_case(case, backend, device, PATIENT, lock=lock)
-            self.events.setdefault("answered", []).append(time.time())
+            kind = "canary" if case.get("origin") == "canary" else "answered"
+            self.events.setdefault(kind, []).append(time.time())
             return reply
         first = "hang_sent" not in self.events
         self.events.setdefault("hang_sent", []).append(time.time())
@@ -130,7 +132,10 @@ def test_a_hanging_case_holds_up_only_its_own_slot(pool, tmp_path):
 
     hung = records.pop(hang.id)
     assert (hung["outcome"], hung["category"]) == ("failed", "hang"), hung
-    assert hung["hang"]["hosts"] == ["emu-a2-01", "emu-a2-02"]
+    assert hung["hang"]["hosts"] == ["emu-a2-01"] and hung["attempts"] == 1, hung
+    assert "and the host answered its canary (" in hung["message"], hung
+    assert len(events["hang_sent"]) == 1
+    assert RunState(tmp_path / "run" / "state.json").read()["infra_errors"] == {}
     assert len(records) == len(SMOKE)
     for record in records.values():
         assert (record["outcome"], record["attempts"], record["infra_errors"]) == (
@@ -146,6 +151,7 @@ def test_a_hanging_case_holds_up_only_its_own_slot(pool, tmp_path):
     ends = [x["end"] for x in log if x["case"] in records]
     assert len(ends) == len(SMOKE) and max(ends) < fired
     assert len(events["answered"]) == len(SMOKE) and max(events["answered"]) < fired
+    assert len(events["canary"]) == 2 and min(events["canary"]) > fired  # asked after the timeout
     # One agent beyond the limit while the hang held the first; none left afterwards.
     assert share.started == 2 and share.peak == 2
     pids = {x["pid"] for x in log}

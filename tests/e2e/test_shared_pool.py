@@ -285,20 +285,35 @@ def test_a_second_run_waits_for_a_busy_pool_and_reports_its_cases_not_run(
 # -- hung agents -------------------------------------------------------------------------------
 
 
-def test_a_case_that_hangs_on_one_host_is_killed_there_and_passes_on_the_other(
+@contextlib.contextmanager
+def canary_wrong(inventory, name: str):
+    """Host ``name`` answers the canary wrong (tests/pool/fake_executor.py CANARY_WRONG)."""
+    from tests.pool.fake_executor import CANARY_WRONG
+
+    marker = Path(inventory.host(name).workdir) / CANARY_WRONG
+    marker.touch()
+    try:
+        yield
+    finally:
+        marker.unlink()
+
+
+def test_a_case_that_hangs_on_a_host_failing_its_canary_is_killed_there_and_passes_elsewhere(
     pool, tmp_path, no_agents_left
 ):
+    """The timeout is the host's when the host then fails its canary too."""
     inventory, sha = pool
     run = Run(inventory, sha, tmp_path / "run", slots_of(inventory, A2))
     try:
         hung = case(A2, 10, origin="fake:hang@a2-01")
-        record = run.dispatcher.run(hung, "a2-01:0")
+        with canary_wrong(inventory, "a2-01"):
+            record = run.dispatcher.run(hung, "a2-01:0")
         assert (record["outcome"], record["host"], record["attempts"]) == ("passed", "a2-02", 2)
         assert record["message"] == "fake pass on a2-02"
         assert len(record["infra_errors"]) == 1
         error = record["infra_errors"][0]
         assert error.startswith("a2-01:0: host a2-01") and "no reply to run-case" in error
-        assert "was killed (TERM)" in error
+        assert "was killed (TERM)" in error and "its canary did not answer right" in error
         assert list(run.state.read()["infra_errors"]) == ["a2-01"]  # as before: the host's error
         stuck = run.opened[0]
         assert stuck.host.name == "a2-01" and stuck.reaped is True
@@ -313,24 +328,29 @@ def test_a_case_that_hangs_on_one_host_is_killed_there_and_passes_on_the_other(
         run.close()
 
 
-def test_a_case_that_hangs_on_every_host_is_a_hang_and_quarantines_nobody(
+def test_a_case_that_hangs_where_the_host_answers_its_canary_is_a_hang_and_charges_nobody(
     pool, tmp_path, no_agents_left
 ):
+    """One timeout, then the host answers its canary right: the case hangs, nowhere else tried."""
     inventory, sha = pool
     run = Run(inventory, sha, tmp_path / "run", slots_of(inventory, A2))
     try:
         record = run.dispatcher.run(case(A2, 12, origin="fake:hang"), "a2-01:0")
-        assert (record["outcome"], record["category"]) == ("failed", "hang")
+        assert (record["outcome"], record["category"], record["attempts"]) == ("failed", "hang", 1)
         msg = record["message"]
-        assert msg.startswith("the case hangs: it timed out on 2 hosts, a2-01 (a2-01:0, no reply")
-        assert "and a2-02 (a2-02:" in msg and f"within {HUNG:g} s)" in msg
-        assert "the stuck agents were killed" in msg
+        assert msg.startswith(
+            f"the case hangs: it timed out on a2-01 (a2-01:0, no reply within {HUNG:g} s)"
+        )
+        assert "and the host answered its canary (" in msg and "the stuck agent was killed" in msg
+        assert record["hang"]["hosts"] == ["a2-01"]
         assert run.state.read() == {"infra_errors": {}, "quarantined": {}}
-        pgids = [ch.agent_pgid for ch in run.opened]
-        for name in ("a2-01", "a2-02"):
-            t = run.transport(name)
-            assert agents_on(t, inventory.host(name).workdir) == []
-            assert in_groups(t, pgids) == []
+        # The stuck agent is gone with its group; the canary's agent stays for the slot.
+        stuck, canary = run.opened
+        t = run.transport("a2-01")
+        assert in_groups(t, [stuck.agent_pgid]) == []
+        left = agents_on(t, inventory.host("a2-01").workdir)
+        assert {r["pgid"] for r in left} == {canary.agent_pgid}
+        assert agents_on(run.transport("a2-02"), inventory.host("a2-02").workdir) == []
     finally:
         run.close()
 

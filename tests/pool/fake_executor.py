@@ -16,6 +16,11 @@ its work directory's: ``.../<name>/work``), elsewhere the case passes:
 * ``segv``: crash in native code every time;
 * ``corrupt``: pass, but leave this agent "corrupted" (a flag in the process);
 * ``segv-if-corrupted``: crash if an earlier case corrupted this agent, else pass.
+
+The farm's canary cases (origin ``canary``: farm/run/prepare.py canary_cases) pass with the
+digest of the inputs their seed makes, as a real agent's do (numpy imported for them alone), so
+that the dispatcher's canary after a timeout finds the host well; a host whose work directory
+holds ``CANARY_WRONG`` answers them with another digest (a host at fault).
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ import sys
 import time
 
 CORRUPTED_BY: str | None = None
+CANARY_WRONG = "fake-canary-wrong"  # in a host's work directory: its canary answers are wrong
 
 
 def host_name() -> str:
@@ -67,6 +73,28 @@ def _action(case: dict) -> str | None:
     if hosts and host_name() not in hosts.split("+"):
         return None
     return action
+
+
+def _canary(case: dict, device: int, identity) -> dict:
+    workdir = _workdir() or os.getcwd()
+    if os.path.exists(os.path.join(workdir, CANARY_WRONG)):
+        digest = "0" * 64
+    else:
+        from farm.agent.execute import make_call_inputs
+        from golden.inputs import sha256_of
+
+        digest = sha256_of(*(t for t in make_call_inputs(case) if t is not None))  # type: ignore[arg-type]
+    return {
+        "case_id": case.get("id"),
+        "outcome": "passed",
+        "category": None,
+        "message": f"fake canary on {host_name()}",
+        "host": socket.gethostname(),
+        "soc": identity.soc,
+        "device": device,
+        "inputs_sha256": digest,
+        "timings": {},
+    }
 
 
 def _workdir() -> str | None:
@@ -115,6 +143,8 @@ def _run(case: dict, backend: str, device: int, identity) -> dict:
     if case.get("fail"):
         raise ValueError(f"fake executor told to fail: {case['fail']}")
     action = _action(case)
+    if case.get("origin") == "canary":
+        return _canary(case, device, identity)
     if action is not None or "origin" in case:
         if action == "hang":
             _hang(with_child=True)

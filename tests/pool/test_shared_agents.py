@@ -321,10 +321,11 @@ def test_the_share_keeps_at_most_its_limit_of_agents(tmp_path):
 
 
 def test_a_hang_on_a_shared_agent_charges_nobody_and_loses_no_other_case(tmp_path):
-    """Two hosts of one family share one agent. A case that hangs times out on both hosts (a
-    hang: the case's failure, no host charged); a case queued behind it on the same agent
-    passes on its first attempt, with no infrastructure error of any host. (emu-b has a slot
-    for each: the hang's retry never waits for the fine case's lease, whose time no test sets.)"""
+    """Two hosts of one family share one agent. A case that hangs times out on emu-a, which
+    then answers its canary right (a hang: the case's failure, after one timeout, no host
+    charged); a case queued behind it on the same agent passes on its first attempt, with no
+    infrastructure error of any host. (emu-b has a slot for each: were the hang retried, it
+    would never wait for the fine case's lease, whose time no test sets.)"""
     a, b = emulated(tmp_path, "emu-a", devices=1), emulated(tmp_path, "emu-b", devices=2)
     share = AgentShare({"g": [a, b]}, start_fake(), limit=1)
     slots = [SlotInfo(f"{h.name}:{d}", h.name, FAMILY, h.soc, d) for h in (a, b) for d in (0, 1)]
@@ -363,7 +364,8 @@ def test_a_hang_on_a_shared_agent_charges_nobody_and_loses_no_other_case(tmp_pat
     ok, hung = records[fine.id], records[hang.id]
     assert (ok["outcome"], ok["attempts"], ok["infra_errors"]) == ("passed", 1, []), ok
     assert (hung["outcome"], hung["category"]) == ("failed", "hang"), hung
-    assert {x["host"] for x in hung["attempts_log"]} == {"emu-a", "emu-b"}
+    assert [x["host"] for x in hung["attempts_log"]] == ["emu-a"] and hung["attempts"] == 1
+    assert hung["hang"]["hosts"] == ["emu-a"] and "answered its canary" in hung["message"]
     assert state.read()["infra_errors"] == {} and state.quarantined() == {}
     assert share.started >= 2 and share.agents == []
 

@@ -13,6 +13,8 @@ from farm.agent.errors import DeviceBusy
 from farm.errors import AgentTimeout, ConnectionLost
 from farm.run.dispatch import Dispatcher, SlotInfo, case_timeout, run_owner
 from farm.run.leases import RunState
+from farm.run.prepare import canary_cases
+from golden.inputs import sha256_of
 from suites.case import Case
 
 FAMILY = "ascend910b"
@@ -29,8 +31,10 @@ def case(n: int = 8) -> Case:
 
 
 class World:
-    """Scripts the agents: ``behave(slot, case_id, channel) -> "pass" | "busy" | "timeout" |
-    "crash"``. Records every call and every channel opened."""
+    """Scripts the agents: ``behave(slot, case_id, channel) -> "pass" | "broken" | "busy" |
+    "timeout" | "crash"``. Records every call and every channel opened. A case that passes
+    comes back with the digest of the inputs its seed makes, as a real agent's does (the
+    dispatcher's canary checks it)."""
 
     def __init__(self, behave: Callable[[SlotInfo, str, FakeChannel], str]):
         self.behave = behave
@@ -93,6 +97,8 @@ class FakeChannel:
             raise exc
         self.cases.append(case["id"])
         self.last_device_lock = self.world.lock_waits.pop(self.slot.id, None)
+        if action == "broken":
+            return {"case_id": case["id"], "outcome": "broken", "message": "no backend"}
         return {
             "case_id": case["id"],
             "outcome": "passed",
@@ -100,6 +106,7 @@ class FakeChannel:
             "message": "within the bound",
             "host": "machine",
             "timings": {},
+            "inputs_sha256": inputs_digest(case),
         }
 
     def close(self):
@@ -108,6 +115,15 @@ class FakeChannel:
     def reap_again(self):
         self.reaped = self.slot.id not in self.world.unkillable
         return self.reaped
+
+
+def inputs_digest(case) -> str:
+    from farm.agent.execute import make_call_inputs
+
+    return sha256_of(*(t for t in make_call_inputs(case) if t is not None))
+
+
+CANARY = [c.id for c in canary_cases(FAMILY)]
 
 
 @pytest.fixture
@@ -334,7 +350,67 @@ def test_a_start_up_that_times_out_inside_the_request_is_no_hang_either(make):
     assert set(state.read()["infra_errors"]) == {"h1"}
 
 
+def test_a_timeout_its_host_answers_the_canary_right_after_is_a_hang(make):
+    """One timeout is enough when the host then runs its canary right: the case hangs, after
+    one attempt, and the host is not charged. The canary runs on the same device through a fresh
+    channel, as the run's own (its lock fields), and that channel serves the slot's next case."""
+    hanging = case()
+    dispatcher, world, state, said = make(
+        lambda slot, cid, ch: "timeout" if cid == hanging.id else "pass"
+    )
+    record = dispatcher.run(hanging, "h1:0")
+    assert (record["outcome"], record["category"], record["attempts"]) == ("failed", "hang", 1)
+    msg = record["message"]
+    assert msg.startswith("the case hangs: it timed out on h1 (h1:0, no reply within 1 s)")
+    assert f"the host answered its canary ({', '.join(CANARY)}) right after" in msg
+    timeout = case_timeout(hanging, 1.0)
+    assert record["hang"] == {"hosts": ["h1"], "timeouts": [timeout], "canary": ", ".join(CANARY)}
+    assert record["infra_errors"] == [] and record["slot"] == "h1:0"
+    assert world.calls == [("h1:0", hanging.id, 0)] + [("h1:0", cid, 1) for cid in CANARY]
+    stuck, fresh = world.channels
+    assert stuck.closed and not fresh.closed and fresh.locks == stuck.locks * 2
+    no_charges(state)
+    dispatcher.run(case(16), "h1:0")
+    assert world.calls[-1][2] == 1 and len(world.channels) == 2
+
+
+def test_a_canary_that_fails_after_a_timeout_charges_the_host_and_the_case_moves(make):
+    hanging = case()
+
+    def behave(slot, cid, ch):
+        if cid == hanging.id and slot.host == "h1":
+            return "timeout"
+        return "broken" if cid in CANARY and slot.host == "h1" else "pass"
+
+    dispatcher, world, state, said = make(behave)
+    record = dispatcher.run(hanging, "h1:0")
+    assert (record["outcome"], record["host"], record["attempts"]) == ("passed", "h2", 2)
+    assert "its canary did not answer right" in record["infra_errors"][0]
+    assert any(line.startswith("h1:0: its canary after the timeout: canary ") for line in said)
+    assert list(state.read()["infra_errors"]) == ["h1"]
+    assert world.channels[1].closed  # the canary's agent is not kept for the slot
+
+
+def test_a_canary_that_times_out_too_charges_the_host(make):
+    hanging = case()
+    dispatcher, world, state, said = make(
+        lambda slot, cid, ch: "timeout" if slot.host == "h1" else "pass"
+    )
+    record = dispatcher.run(hanging, "h1:0")
+    assert (record["outcome"], record["host"]) == ("passed", "h2")
+    assert [c[:2] for c in world.calls] == [
+        ("h1:0", hanging.id),
+        ("h1:0", CANARY[0]),
+        ("h2:0", hanging.id),
+    ]
+    assert any("its canary after the timeout: AgentTimeout" in line for line in said)
+    assert list(state.read()["infra_errors"]) == ["h1"]
+    assert world.channels[1].closed  # the stuck canary's agent was dropped (reaped) too
+
+
 def test_a_case_that_hangs_on_two_hosts_is_the_cases_failure(make):
+    """When the host does not answer its canary either, the timeout is the host's, until the
+    case times out on a second host too: then it is the case that hangs."""
     dispatcher, world, state, said = make(lambda slot, cid, ch: "timeout")
     record = dispatcher.run(case(), "h1:0")
     assert (record["outcome"], record["category"]) == ("failed", "hang")
