@@ -279,8 +279,13 @@ def test_a_signal_to_the_pid_is_passed_on_to_the_children_as_ctrl_c():
         [
             sys.executable,
             "-c",
-            "import time\ntry:\n    print('ready', flush=True)\n    time.sleep(120)\n"
-            "except KeyboardInterrupt:\n    print('interrupted', flush=True)\n",
+            # Whatever SIGINT disposition it inherits from the test process: the child waits
+            # for the signal itself and says whether it came.
+            "import signal\nsignal.signal(signal.SIGINT, signal.SIG_DFL)\n"
+            "signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})\n"
+            "print('ready', flush=True)\n"
+            "got = signal.sigtimedwait({signal.SIGINT}, 120)\n"
+            "print('interrupted' if got else 'no signal', flush=True)\n",
         ],
         stdout=subprocess.PIPE,
         text=True,
