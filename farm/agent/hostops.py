@@ -233,26 +233,23 @@ def members(pgid: int) -> list[int]:
         except PermissionError:
             pass
         return [pgid]
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        stat = _stat(int(entry))
-        if stat is not None and int(stat[2]) == pgid and stat[0] != b"Z":
-            found.append(int(entry))
-    return found
+    return _live_where(2, pgid)
 
 
 def children(ppid: int) -> list[int]:
     """The live processes whose parent is ``ppid``, from /proc (none without /proc)."""
-    if not os.path.isdir("/proc/self"):
-        return []
+    return _live_where(1, ppid) if os.path.isdir("/proc/self") else []
+
+
+def _live_where(field: int, value: int) -> list[int]:
+    """The live (not zombie) processes whose /proc stat ``field`` (after the command name:
+    1 the parent, 2 the process group) is ``value``."""
     found = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
         stat = _stat(int(entry))
-        if stat is not None and int(stat[1]) == ppid and stat[0] != b"Z":
+        if stat is not None and int(stat[field]) == value and stat[0] != b"Z":
             found.append(int(entry))
     return found
 

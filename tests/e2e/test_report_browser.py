@@ -26,14 +26,6 @@ from .report_fixtures import (
 
 BROKEN = "910b_f16_3x17_d-1_y.uniform_dy.normal"
 
-# Clicks the elements whose own text is exactly `txt`; returns how many.
-CLICK_TEXT = """(txt => {
-  const w = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT), hits = [];
-  while (w.nextNode()) if (w.currentNode.nodeValue.trim() === txt)
-    hits.push(w.currentNode.parentElement);
-  hits.forEach(e => e.click());
-  return hits.length;
-})"""
 # The text of the iframe an HTML attachment is shown in (a same-origin blob), once loaded.
 IFRAME_TEXT = """(() => {
   for (const f of document.querySelectorAll('iframe')) {
@@ -97,13 +89,13 @@ def test_a_person_sees_the_regression_run(chromium, runs, tmp_path):
             assert cid in main
         assert "executor GitHub Actions" in main
         # The triage's lines come first in the Metadata: the package's under "Show more".
-        assert browser.eval(CLICK_TEXT + "('Show more')") >= 1
+        assert browser.click_text("Show more") >= 1
         browser.wait_for("document.body.innerText.includes('package.sha256')")
 
         # The regression summary, among the global attachments.
-        assert browser.eval(CLICK_TEXT + "('Global Attachments')") >= 1
+        assert browser.click_text("Global Attachments") >= 1
         browser.wait_for("document.body.innerText.includes('regression-summary.html')")
-        assert browser.eval(CLICK_TEXT + "('regression-summary.html')") == 1
+        assert browser.click_text("regression-summary.html") == 1
         summary = re.sub(r"\s+", " ", browser.wait_for(IFRAME_TEXT))
         assert f"REGRESSIONS ({bad} new failures" in summary
         new = summary.split(f"New failures ({bad})", 1)[1].split("Precision drift", 1)[0]
@@ -119,7 +111,7 @@ def test_a_person_sees_the_regression_run(chromium, runs, tmp_path):
         assert "[precision] FAIL" in page and "Category: Precision failure" in page
         assert "worst elements.csv" in page and "metrics.json" in page
         assert re.search(r"History 1\b", page)  # run 1, where it passed
-        assert browser.eval(CLICK_TEXT + "('error distribution.png')") == 1
+        assert browser.click_text("error distribution.png") == 1
         width, height = browser.wait_for(DECODED_IMAGE)
         assert width > 200 and height > 100  # the PNG, decoded by the browser
         shots.append(_screenshot(browser, "e2e-failed-case.png"))
@@ -147,7 +139,7 @@ def test_a_person_sees_three_runs_in_the_history(chromium, runs, tmp_path):
 
 def _quality_gates(browser) -> str:
     """The report's Quality Gates tab, opened, as text."""
-    assert browser.eval(CLICK_TEXT + "('Quality Gates')") == 1
+    assert browser.click_text("Quality Gates") == 1
     browser.wait_for("document.body.innerText.includes('noRegressions')")
     return _text(browser)
 

@@ -32,6 +32,14 @@ FLAGS = (
 # Waits return as soon as the browser answers; the limit only catches a browser that never does,
 # so it is far above what a loaded machine takes.
 PATIENT_S = 120.0
+# Clicks the elements whose own text is exactly `txt` (Browser.click_text); returns how many.
+CLICK_TEXT = """(txt => {
+  const w = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT), hits = [];
+  while (w.nextNode()) if (w.currentNode.nodeValue.trim() === txt)
+    hits.push(w.currentNode.parentElement);
+  hits.forEach(e => e.click());
+  return hits.length;
+})"""
 
 
 class CdpError(RuntimeError):
@@ -126,6 +134,10 @@ class Browser:
         if "exceptionDetails" in res:
             raise CdpError(f"JS error: {res['exceptionDetails']}")
         return res.get("result", {}).get("value")
+
+    def click_text(self, text: str) -> int:
+        """Clicks the elements whose own text is exactly ``text``; returns how many."""
+        return self.eval(CLICK_TEXT + f"({json.dumps(text)})")
 
     def wait_for(self, expression: str, timeout: float = PATIENT_S, poll: float = 0.2):
         deadline = time.monotonic() + timeout

@@ -468,15 +468,6 @@ def _broken_reports_dir(tmp_path: Path) -> Path:
 
 # --------------------------------------------------------------------------- the browser
 
-# Clicks the elements whose own text is exactly `txt`; returns how many.
-CLICK_TEXT = """(txt => {
-  const w = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT), hits = [];
-  while (w.nextNode()) if (w.currentNode.nodeValue.trim() === txt)
-    hits.push(w.currentNode.parentElement);
-  hits.forEach(e => e.click());
-  return hits.length;
-})"""
-
 
 def _text(browser) -> str:
     return re.sub(r"\s+", " ", browser.eval("document.body.innerText"))
@@ -509,7 +500,7 @@ def test_a_person_sees_the_report(chromium, three_runs, tmp_path):
 
         # The farm's gate in the report's own Quality Gates tab: as farm report says, failed.
         assert re.search(r"Quality Gates 4\b", main)
-        assert browser.eval(CLICK_TEXT + "('Quality Gates')") == 1
+        assert browser.click_text("Quality Gates") == 1
         browser.wait_for("document.body.innerText.includes('noRegressions')")
         gates = _text(browser)
         browser.screenshot(ARTIFACTS / "report-quality-gate-failed.png")
@@ -547,7 +538,7 @@ def test_a_person_sees_the_gate_passed(chromium, three_runs, tmp_path):
     with serve(r1["out"]) as base, Browser(chromium, tmp_path / "profile") as browser:
         browser.open(f"{base}/index.html")
         browser.wait_for("document.body && document.body.innerText.includes('Quality Gates')")
-        assert browser.eval(CLICK_TEXT + "('Quality Gates')") == 1
+        assert browser.click_text("Quality Gates") == 1
         browser.wait_for("document.body.innerText.includes('noRegressions')")
         gates = _text(browser)
         browser.screenshot(ARTIFACTS / "report-quality-gate-passed.png")

@@ -141,7 +141,10 @@ def test_a_renamed_required_field_is_one_line_and_exit_2(tmp_path, capsys, fmt, 
 
 def test_a_truncated_ut_imports_its_whole_tests_and_lists_the_cut_one(tmp_path, capsys):
     out = tmp_path / "o.json"
-    source = SAMPLES / "test_aclnn_truncated.cpp"
+    # The sample UT cut short inside its second test, as a copy broken off mid-write would be.
+    lines = (SAMPLES / "test_aclnn_log_softmax_backward.cpp").read_text().splitlines(True)
+    source = tmp_path / "test_aclnn_truncated.cpp"
+    source.write_text("".join(lines[:40]) + lines[40].split("ValueRange")[0])
     assert main(["cases", "import", "--format", "aclnn-ut", str(source), "-o", str(out)]) == 0
     lines = capsys.readouterr().out.strip().splitlines()
     cut = "l2_log_softmax_backward_test.case_002_float16_variables"
