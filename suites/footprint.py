@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from farm.errors import UsageError
+from farm.sizes import size_text
 from golden import dtypes, inputs, layouts, reference
 from golden.contract import axes_consecutive, axes_in_range, merge_shape, normalize_axes
 from suites.case import Case
@@ -46,18 +47,6 @@ GENERATION_SLAB_ARRAYS = 8
 OFFSET_ARRAYS = 6
 # Bytes per element of a case's largest tensor or slab that bound its footprint (upper_bound).
 UPPER_BOUND_BYTES = 512
-_UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB")
-
-
-def size_text(nbytes: float) -> str:
-    """1.8 TiB, 512 MiB, 300 B: binary units, one decimal where it matters."""
-    value, unit = float(nbytes), 0
-    while value >= 1024 and unit < len(_UNITS) - 1:
-        value /= 1024
-        unit += 1
-    if unit == 0:
-        return f"{int(value)} B"
-    return f"{value:.1f} {_UNITS[unit]}".replace(".0 ", " ")
 
 
 @dataclass(frozen=True)

@@ -48,7 +48,6 @@ host, the field and the fix.
 from __future__ import annotations
 
 import os
-import re
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -61,6 +60,7 @@ else:  # pragma: no cover - the farm runs on 3.11+, hosts only need the agent
     import tomli as tomllib
 
 from farm.errors import ConfigError
+from farm.sizes import parse_size
 from golden.soc import UnknownSocError
 from golden.soc import profile as soc_profile
 
@@ -430,37 +430,6 @@ def _host_from_fields(
     )
 
 
-_SIZE_UNITS = {
-    "": 1,
-    "B": 1,
-    "KB": 10**3,
-    "MB": 10**6,
-    "GB": 10**9,
-    "TB": 10**12,
-    "KIB": 1 << 10,
-    "MIB": 1 << 20,
-    "GIB": 1 << 30,
-    "TIB": 1 << 40,
-}
-_SIZE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*")
-
-
-def parse_size(value: str | int) -> int:
-    """Bytes from an int or a text like "8GiB", "512 MiB", "2GB", "1.5TiB"; ValueError says
-    what is wrong."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        number, unit = float(value), ""
-    else:
-        match = _SIZE.fullmatch(str(value))
-        if not match or match.group(2).upper() not in _SIZE_UNITS:
-            raise ValueError(f'{value!r} is not a size; use e.g. "8GiB", "512MiB" or bytes')
-        number, unit = float(match.group(1)), match.group(2).upper()
-    size = int(number * _SIZE_UNITS[unit])
-    if size <= 0:
-        raise ValueError(f"{value!r} must be more than 0 bytes")
-    return size
-
-
 def _resolve(value: str, base: Path) -> Path:
     p = Path(os.path.expanduser(value))
     return p if p.is_absolute() else (base / p)
@@ -508,5 +477,4 @@ __all__ = [
     "default_inventory",
     "inventory_from_dict",
     "load_inventory",
-    "parse_size",
 ]

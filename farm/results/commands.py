@@ -28,6 +28,7 @@ from farm.results.compare_render import (
     to_text,
 )
 from farm.results.store import RunStore, default_store_path, open_existing
+from farm.sizes import size_text
 
 
 def _store_arg(p: argparse.ArgumentParser) -> None:
@@ -179,7 +180,7 @@ def prune_report(
     lines = []
     for run in removed.runs:
         size = removed.dir_bytes.get(run["run_id"])
-        where = f", directory {retention.human(size)}" if size is not None else ", no directory"
+        where = f", directory {size_text(size)}" if size is not None else ", no directory"
         lines.append(
             f"{verb} {run['run_id']} ({run['tier']}, {run['status']}, started "
             f"{run['started_at']}, {run['counts']['total']} results{where})"
@@ -189,17 +190,17 @@ def prune_report(
     results = sum(r["counts"]["total"] for r in removed.runs)
     dirs = sum(removed.dir_bytes.values())
     if dry:
-        store_part = f"store {store_path} is {retention.human(before)} now"
+        store_part = f"store {store_path} is {size_text(before)} now"
     else:
         after = retention.store_bytes(store_path)
         freed = max(before - after, 0) + dirs
         store_part = (
-            f"store {store_path} {retention.human(before)} -> {retention.human(after)}; "
-            f"freed {retention.human(freed)} in all"
+            f"store {store_path} {size_text(before)} -> {size_text(after)}; "
+            f"freed {size_text(freed)} in all"
         )
     lines.append(
         f"{verb} {len(removed.runs)} runs ({results} results) and {len(removed.dir_bytes)} run "
-        f"directories ({retention.human(dirs)}); {store_part}"
+        f"directories ({size_text(dirs)}); {store_part}"
     )
     return lines
 

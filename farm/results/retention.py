@@ -21,6 +21,7 @@ from pathlib import Path
 
 from farm.errors import UsageError
 from farm.results.report import run_dir_of
+from farm.sizes import size_text
 
 AGE_UNITS = {"m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 _AGE = re.compile(r"(\d+)([mhdw])")
@@ -73,16 +74,6 @@ def chosen_by_rules(
 # --------------------------------------------------------------------------- sizes
 
 
-def human(n: int) -> str:
-    """Bytes for people: 512 B, 5.4 KiB, 40.2 MiB, 1.1 GiB."""
-    size = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if size < 1024 or unit == "GiB":
-            return f"{int(size)} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    raise AssertionError("unreachable")
-
-
 def store_bytes(store_path: str | os.PathLike) -> int:
     """The SQLite store on disk: the database and its write-ahead log (the WAL holds pages not yet
     written back, so the file alone can be smaller than what the store takes)."""
@@ -127,8 +118,8 @@ class Footprint:
 
     def line(self, store_path: Path) -> str:
         return (
-            f"store {store_path}: {human(self.store)}; run directories: {human(self.run_dirs)} "
-            f"({self.n_dirs} of {self.n_runs} runs have one)"
+            f"store {store_path}: {size_text(self.store)}; run directories: "
+            f"{size_text(self.run_dirs)} ({self.n_dirs} of {self.n_runs} runs have one)"
         )
 
 

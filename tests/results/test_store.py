@@ -19,6 +19,7 @@ from farm.results.store import (
     history_path_for,
     schema_version,
 )
+from farm.sizes import size_text
 
 from .conftest import RUN_META, failed, record, rejected_ok
 
@@ -665,11 +666,11 @@ def test_ages_and_sizes_read_as_people_write_them():
     for bad in ("30", "d", "0d", "3y", "-1d"):
         with pytest.raises(UsageError, match="is not an age"):
             retention.parse_age(bad)
-    assert [retention.human(n) for n in (512, 5632, 42 * 2**20, 3 * 2**30)] == [
+    assert [size_text(n) for n in (512, 5632, 42 * 2**20, 3 * 2**30)] == [
         "512 B",
         "5.5 KiB",
-        "42.0 MiB",
-        "3.0 GiB",
+        "42 MiB",
+        "3 GiB",
     ]
 
 

@@ -11,6 +11,7 @@ import pytest
 from farm.agent.execute import run_case
 from farm.agent.identity import Identity
 from farm.pool.inventory import HostSpec, default_inventory
+from farm.sizes import size_text
 from golden import bound
 from golden.layouts import View
 from suites import footprint
@@ -91,9 +92,9 @@ def test_storages_count_what_a_layout_makes_larger_than_the_view():
 
 
 def test_sizes_read_as_people_write_them():
-    assert footprint.size_text(300) == "300 B"
-    assert footprint.size_text(8 << 30) == "8 GiB"
-    assert footprint.size_text(2 * 10**12) == "1.8 TiB"
+    assert size_text(300) == "300 B"
+    assert size_text(8 << 30) == "8 GiB"
+    assert size_text(2 * 10**12) == "1.8 TiB"
     assert footprint.footprint(BOMB).text.startswith("10.9 TiB in 3 tensors (5.5 TiB)")
 
 
