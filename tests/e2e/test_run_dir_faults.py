@@ -117,11 +117,15 @@ def test_a_runs_directory_filling_mid_run_keeps_what_was_written(farm):
     full.touch()  # the disk fills here
     result = farm.finish(proc)
     line = assert_one_line(result, "is full")
-    assert "not written: JUnit, summary" in line, line
+    left_out = set(line.rsplit("not written: ", 1)[1].rstrip(")").split(", "))
+    assert {"JUnit", "summary"} <= left_out, line
     status, code, stored = run_status(farm.store, run_dir.name)
     assert (status, code) == ("aborted", 2)
     assert MID_RUN <= stored < 130  # every record written is stored, and the run stopped
-    assert disagreements(run_dir, farm.store, absent_ok=frozenset({"junit", "summary"})) == []
+    # The Allure results are left out too when a stored case's result was still to be written
+    # once the disk was full (how far a worker got before the fill is the machine's speed).
+    absent = {"junit", "summary"} | ({"allure"} if "Allure results" in left_out else set())
+    assert disagreements(run_dir, farm.store, absent_ok=frozenset(absent)) == []
 
 
 def test_a_store_in_the_filling_runs_directory_is_closed_by_the_next_command(farm):
