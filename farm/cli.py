@@ -184,6 +184,17 @@ def cmd_run(argv: list[str]) -> int:
     parser.add_argument("--no-report", action="store_true", help="skip the HTML report")
     add_history_runs_option(parser, default=None)  # None: farm report's default
     parser.add_argument("--no-progress", action="store_true", help="no live progress display")
+    parser.add_argument(
+        "--shard",
+        metavar="K/N",
+        help="run the K-th of N shards of the selection (split by estimated cost; every job "
+        "computes the same split), as one shard of --run-group; farm merge makes them one run",
+    )
+    parser.add_argument(
+        "--run-group",
+        metavar="ID",
+        help="the logical run this shard is part of (e.g. the CI pipeline id)",
+    )
     parser.add_argument("pytest_args", nargs="*", help="after --: passed to pytest (e.g. -k)")
     args = parser.parse_args(argv)
     chosen = _selection(args)
@@ -202,6 +213,8 @@ def cmd_run(argv: list[str]) -> int:
         explore=chosen.explore,
         explore_count=chosen.explore_count,
         history_runs=args.history_runs,
+        shard=args.shard,
+        run_group=args.run_group,
     )
 
 
@@ -298,6 +311,10 @@ COMMANDS = {
         "list cases (a tier, --cases files, --explore), write case files; import, promote",
     ),
     "hosts": (cmd_hosts, "the pool and its health (--check to check now)"),
+    "merge": (
+        _delegate("farm.results.merge_command"),
+        "make the shards of a sharded run (--shard, --run-group) one run",
+    ),
     "repro": (cmd_repro, "rerun one case and print its inputs, tiling and metrics"),
     "shrink": (_delegate("farm.run.shrink"), "the smallest case that still fails the same way"),
     "bisect": (_delegate("farm.run.bisect"), "find the first commit where selected cases fail"),

@@ -46,6 +46,10 @@ class Plan:
     # At most this many slots of a lane run at once in one worker (farm/run/pipeline.py);
     # 0: all of them. Pools of this machine cap it at its cores.
     window: int = 0
+    # One shard of a sharded run ("K/N", farm/run/shard.py) of the logical run `run_group`;
+    # empty: the whole selection, a run of its own.
+    shard: str = ""
+    run_group: str = ""
 
     @property
     def path(self) -> Path:
@@ -104,7 +108,10 @@ class Plan:
                 return cases
         except Exception:  # noqa: BLE001 - a damaged or stale pickle can raise almost anything
             pass
-        return Selection.from_json(self.selection, self.tier).cases()
+        from farm.run import shard
+
+        cases = Selection.from_json(self.selection, self.tier).cases()
+        return shard.pick(cases, shard.parse(self.shard) if self.shard else None)
 
     @classmethod
     def load(cls, path: Path) -> Plan:

@@ -32,6 +32,7 @@ from farm import __version__, paths
 from farm.agent.record import ResultRecord, broken_record
 from farm.errors import RunDirUnwritable, StoreError, UsageError
 from farm.pool import cann_build, health
+from farm.results.store.location import StoreLocation
 from farm.run import fault_injection, outputs, prepare, run_dir
 from farm.run.interrupts import interruptible, shielded
 from farm.run.outputs import JUNIT_XML, SUMMARY_JSON, RunOutputs
@@ -146,7 +147,13 @@ def run(
     explore: str | None = None,
     explore_count: int | None = None,
     history_runs: int | None = None,
+    shard: str | None = None,
+    run_group: str | None = None,
 ) -> int:
+    """``shard`` ("K/N") and ``run_group``: run one shard of the logical run ``run_group``
+    (farm/run/shard.py; merged by farm/results/merge.py)."""
+    from farm.run import shard as shard_mod
+
     console = console or Console(stderr=True, soft_wrap=True)  # messages stay one line
     # Mistakes stop here, before anything starts: nothing is run and nothing is stored.
     if not case_timeout > 0:
@@ -157,6 +164,13 @@ def run(
             "--backend acl"
         )
     check_selection(extra_pytest or [])
+    if (shard is None) != (run_group is None):
+        raise UsageError(
+            "--shard and --run-group go together: each shard names the logical run it is part "
+            "of, e.g. --shard 1/4 --run-group $CI_PIPELINE_ID"
+        )
+    part = shard_mod.parse(shard) if shard is not None else None
+    group = shard_mod.check_group(run_group) if run_group is not None else ""
     chosen = CaseSelection(
         tier=tier,
         files=tuple(case_files),
@@ -164,6 +178,7 @@ def run(
         explore_count=explore_count or DEFAULT_EXPLORE_COUNT,
     )
     cases = chosen.cases()  # a bad case file stops here: nothing half-parsed ever runs
+    cases = shard_mod.pick(cases, part)
     pool = prepare.load_pool(inventory)  # a bad inventory stops here too
     fault_injection.install()
     with run_dir.refusals_as_errors():  # a runs directory that takes no write: one line
@@ -174,9 +189,19 @@ def run(
     try:
         with run_dir.refusals_as_errors():
             plan, cases, store_path, started = _prepare(
-                console, chosen, cases, pool, inventory, backend, target, plant_bug, case_timeout
+                console,
+                chosen,
+                cases,
+                pool,
+                inventory,
+                backend,
+                target,
+                plant_bug,
+                case_timeout,
+                shard=str(part or ""),
+                run_group=group,
             )
-        return _run_session(
+        code = _run_session(
             console,
             plan,
             chosen,
@@ -192,23 +217,41 @@ def run(
         )
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+    if plan.run_group and code in (EXIT_OK, EXIT_PRODUCT, EXIT_INFRA):
+        from farm.results import merge_command
+
+        merge_command.after_shard(console, store_path, plan.run_group, report, history_runs)
+    return code
 
 
-def _prepare(console, chosen, cases, pool, inventory, backend, target, plant_bug, case_timeout):
+def _prepare(
+    console,
+    chosen,
+    cases,
+    pool,
+    inventory,
+    backend,
+    target,
+    plant_bug,
+    case_timeout,
+    shard="",
+    run_group="",
+):
     """Store, package, health checks and deploy, the plan; the run begun in the store."""
     from farm import build
-    from farm.results.store import RunStore, check_store, default_store_path
+    from farm.results.store import RunStore, check_store, default_location
 
     footprint.refuse_oversized(cases, footprint.pool_budgets(pool.hosts))  # before any host
-    store_path = default_store_path()
+    store_path = default_location()
     check_store(store_path, create=True)  # a store that cannot take the results: before any host
     if store_path.exists():  # a run that never starts creates no store
         with RunStore(store_path) as store:
             for run_id, n in store.recover_orphans():
                 console.print(f"run {run_id}: its process had died; {n} records imported, aborted")
     target = target or build.DEFAULT_TARGET
+    part = f" (shard {shard} of run group {escape(run_group)})" if shard else ""
     console.print(
-        f"[bold]farm run[/] {escape(chosen.label)}: {len(cases):,} cases, backend {backend}",
+        f"[bold]farm run[/] {escape(chosen.label)}{part}: {len(cases):,} cases, backend {backend}",
         highlight=False,
     )
 
@@ -269,6 +312,9 @@ def _prepare(console, chosen, cases, pool, inventory, backend, target, plant_bug
     for family in families_without:
         console.print(f"[red]no healthy slot of family {family}: its cases will be broken[/]")
 
+    if shard:  # the workers pick the same shard when they expand the selection themselves
+        plan.shard, plan.run_group = shard, run_group
+        plan.save()
     keep_cases(plan, cases)
     started = _dt.datetime.now().isoformat(timespec="seconds")
     with RunStore(store_path) as store:
@@ -281,7 +327,7 @@ def _run_session(
     plan: Plan,
     chosen: CaseSelection,
     cases: list[Case],
-    store_path: Path,
+    store_path: StoreLocation,
     started: str,
     *,
     pytest_junit: Path,
@@ -309,6 +355,11 @@ def _run_session(
                 raise
             faults.messages.append(str(run_dir.unwritable(exc)))
             pytest_code = pytest.ExitCode.INTERNAL_ERROR
+    if plan.shard and pytest_code == pytest.ExitCode.NO_TESTS_COLLECTED and not errors.errors:
+        # A shard may hold none of the selection (N over the cases, or -k): an empty run, whole.
+        console.print(f"shard {plan.shard}: no case of {escape(chosen.label)} in this shard")
+        pytest_code = pytest.ExitCode.OK
+        selection.case_ids = selection.case_ids or set()
     return _after_session(
         console,
         plan,
@@ -333,7 +384,7 @@ def _after_session(
     plan: Plan,
     chosen: CaseSelection,
     cases: list[Case],
-    store_path: Path,
+    store_path: StoreLocation,
     started: str,
     *,
     pytest_code,
@@ -393,8 +444,9 @@ def _after_session(
         from farm.results.case_plots import render_in_background
 
         drawing = render_in_background(plan.run_dir / "allure-results")
-    # A run of fewer cases than its tier (-k, -m, --lf, -x) is never the tier's baseline.
-    subset = stopped or len(records) < tier_size
+    # A run of fewer cases than its tier (-k, -m, --lf, -x) is never the tier's baseline; nor
+    # is one shard (its merged run may be).
+    subset = stopped or len(records) < tier_size or bool(plan.shard)
     quarantined = RunState(plan.state_path).quarantined() if plan.state_path.exists() else {}
     for host, why in quarantined.items():
         console.print(f"[red]quarantined during the run:[/] {host}: {why}")
@@ -453,7 +505,7 @@ def _after_session(
     return code
 
 
-def judge(console: Console, store_path: Path, run: dict, records: list, code: int):
+def judge(console: Console, store_path: StoreLocation, run: dict, records: list, code: int):
     """The finished run's quality gate (farm_gate, as its report shows it) and the triage of its
     failures: (exit code, gate, (Triage, [NextSteps])). A gate that fails while every case passed
     makes the exit code 1, in the store as well."""
@@ -503,7 +555,7 @@ def print_judgement(console: Console, gate, followup) -> None:
         console.print(line, markup=False, highlight=False)
 
 
-def make_report(run_id: str, store_path: Path, history_runs: int | None) -> str | None:
+def make_report(run_id: str, store_path: StoreLocation, history_runs: int | None) -> str | None:
     """The run's report; None when it was made, else why not in one line (its gate and
     regressions are the report's to say: farm report prints them)."""
     from farm.results import report as report_mod
@@ -511,7 +563,7 @@ def make_report(run_id: str, store_path: Path, history_runs: int | None) -> str 
     history = ["--history-runs", str(history_runs)] if history_runs else []
     fault_injection.enter(fault_injection.REPORT)
     try:
-        made = report_mod.main([run_id, "--store", str(store_path), *history])
+        made = report_mod.main([run_id, "--store", store_path.spec, *history])
     except RunDirUnwritable as exc:
         return str(exc)
     if made == report_mod.EXIT_NO_REPORT:
@@ -520,7 +572,7 @@ def make_report(run_id: str, store_path: Path, history_runs: int | None) -> str 
 
 
 def degraded(
-    plan: Plan, store_path: Path, records: list[ResultRecord], quarantined, extra=None
+    plan: Plan, store_path: StoreLocation, records: list[ResultRecord], quarantined, extra=None
 ) -> int:
     """A run whose outputs could not all be made after it was stored exits 2, and the store and
     the summary say 2 as well where they can still be written."""
@@ -568,6 +620,7 @@ def run_meta(plan: Plan, started: str) -> dict:
         "set_aside": plan.set_aside,
         "run_dir": str(plan.run_dir),
         "farm_version": __version__,
+        **({"shard": plan.shard, "run_group": plan.run_group} if plan.shard else {}),
     }
 
 

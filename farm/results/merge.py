@@ -1,0 +1,182 @@
+"""The shards of one sharded run (`farm run --shard K/N --run-group ID`) made one run.
+
+The merged run is a run of its own in the store: every shard's records, one summary.json, one
+junit.xml and one allure-results directory (from the shards' run directories), one exit code by
+the rules of an unsharded run (farm/run/runner.py exit_code, then the quality gate against the
+suite's baseline), and it is the baseline candidate (a shard never is). It is whole only when
+every shard 1..N is in the store, finished, of one suite, package and commit, with its run
+directory at hand; otherwise it is recorded incomplete (aborted, exit 2) with the reasons, one
+per shard, so that a missing or failed shard never makes a green run.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from farm import paths
+from farm.errors import UsageError
+from farm.run import shard as shard_mod
+from farm.run.outputs import JUNIT_XML, SUMMARY_JSON
+
+ALLURE_RESULTS = "allure-results"
+# What each run's allure-results holds once for the run, not per case: written anew for the
+# merged run (farm/results/allure_glue.py write_results_extras).
+_RUN_EXTRAS = frozenset({"categories.json", "environment.properties", "executor.json"})
+# What the shards of one logical run share; a shard that differs is not of the same run.
+SAME_FIELDS = ("tier", "selection", "git_commit", "package_sha256", "backend", "target")
+# The merged run's status when it is incomplete (the store's statuses: RUN_STATUSES).
+INCOMPLETE_STATUS = "aborted"
+
+
+@dataclass
+class Group:
+    """What the store holds of one run group: its shards by index and what keeps it from being
+    one whole run."""
+
+    group: str
+    count: int
+    shards: dict[int, dict] = field(default_factory=dict)  # K -> the shard's run (newest of K)
+    run_dirs: dict[int, Path] = field(default_factory=dict)  # K -> its run directory, found
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def complete(self) -> bool:
+        return not self.problems
+
+    @property
+    def run_ids(self) -> list[str]:
+        return [self.shards[k]["run_id"] for k in sorted(self.shards)]
+
+
+def shard_runs(store, group: str) -> list[dict]:
+    """The shard runs of ``group`` in the store, newest first."""
+    return [r for r in store.runs(limit=None) if r.get("run_group") == group and r.get("shard")]
+
+
+def merged_runs(store, group: str) -> list[dict]:
+    """The merged runs made of ``group`` so far, newest first."""
+    return [
+        r for r in store.runs(limit=None) if r.get("run_group") == group and r.get("merged_from")
+    ]
+
+
+def find_run_dir(run: dict, runs_dir: Path | None) -> tuple[Path | None, list[Path]]:
+    """A shard's run directory: <runs_dir>/<run id> (where a CI merge job put the shards'
+    artifacts), else the directory it recorded, else <FARM_RUNS>/<run id>. Returns the one
+    found (None) and the places looked in."""
+    places = [runs_dir / run["run_id"]] if runs_dir is not None else []
+    places += [Path(run["run_dir"])] if run.get("run_dir") else []
+    places.append(paths.RUNS_DIR / run["run_id"])
+    places = list(dict.fromkeys(places))
+    for place in places:
+        if (place / JUNIT_XML).is_file() and (place / ALLURE_RESULTS).is_dir():
+            return place, places
+    return None, places
+
+
+def gather(store, group: str, runs_dir: Path | None = None) -> Group:
+    """The group's shards and why it is not whole (if it is not). A group with no shard in the
+    store is a UsageError: there is nothing to merge."""
+    runs = shard_runs(store, group)
+    if not runs:
+        raise UsageError(
+            f"run group {group!r}: no shard of it in the store; run `farm run --shard K/N "
+            f"--run-group {group}` first (or point FARM_STORE at the store the shards used)"
+        )
+    counts = sorted({shard_mod.parse(r["shard"]).count for r in runs})
+    found = Group(group, counts[-1])
+    if len(counts) > 1:
+        found.problems.append(f"its shards disagree on N ({', '.join(map(str, counts))})")
+    by_index: dict[int, list[dict]] = {}
+    for run in runs:
+        by_index.setdefault(shard_mod.parse(run["shard"]).index, []).append(run)
+    for k in range(1, found.count + 1):
+        tries = by_index.get(k, [])
+        if not tries:
+            found.problems.append(f"shard {k}/{found.count} is missing")
+            continue
+        # A shard retried by CI: its newest finished try counts.
+        run = next((r for r in tries if r["status"] == "finished"), tries[0])
+        found.shards[k] = run
+        name = f"shard {k}/{found.count} (run {run['run_id']})"
+        if run["status"] != "finished":
+            found.problems.append(f"{name} is {run['status']}")
+            continue
+        where, looked = find_run_dir(run, runs_dir)
+        if where is None:
+            found.problems.append(
+                f"{name}: its run directory is not found (looked in "
+                f"{', '.join(map(str, looked))}): put its artifacts in <runs dir>/{run['run_id']}/"
+            )
+        else:
+            found.run_dirs[k] = where
+    if found.shards:
+        first = found.shards[min(found.shards)]
+        for k, run in sorted(found.shards.items()):
+            for name in SAME_FIELDS:
+                if run.get(name) != first.get(name):
+                    found.problems.append(
+                        f"shard {k}/{found.count} (run {run['run_id']}) has another {name} "
+                        f"({run.get(name)!r}, not {first.get(name)!r}): not the same run"
+                    )
+    return found
+
+
+def merged_junit(group: Group, out: Path, records: list) -> None:
+    """One junit.xml of the shards' testsuites, holding exactly the merged run's cases
+    (farm/results/reconcile.py junit: a stored case a shard's JUnit lacks gains an entry)."""
+    from farm.results import reconcile
+
+    root = ET.Element("testsuites", name="pytest tests")
+    for k in sorted(group.run_dirs):
+        try:
+            shard_root = ET.parse(group.run_dirs[k] / JUNIT_XML).getroot()
+        except ET.ParseError:
+            continue  # its cases come from their records below
+        suites = [shard_root] if shard_root.tag == "testsuite" else shard_root.iter("testsuite")
+        for suite in suites:
+            suite.set("name", f"{suite.get('name', 'pytest')} shard {k}/{group.count}")
+            root.append(suite)
+    combined = out.with_name(out.name + ".shards")
+    try:
+        combined.write_bytes(ET.tostring(root, encoding="utf-8", xml_declaration=True))
+        reconcile.junit(combined, out, records, {})
+    finally:
+        combined.unlink(missing_ok=True)
+
+
+def merged_allure(group: Group, results: Path, records: list) -> None:
+    """One allure-results: every shard's per-case files (results, attachments, plots), then
+    reconciled to exactly the merged run's cases. The run's own extras are written afterwards
+    for the merged run."""
+    from farm.results import reconcile
+
+    results.mkdir(parents=True, exist_ok=True)
+    for k in sorted(group.run_dirs):
+        for path in sorted((group.run_dirs[k] / ALLURE_RESULTS).iterdir()):
+            if path.is_file() and path.name not in _RUN_EXTRAS:
+                shutil.copyfile(path, results / path.name)
+    reconcile.allure(results, records, {}, {})
+
+
+def quarantined_in(group: Group) -> dict[str, str]:
+    """The hosts the shards quarantined mid-run (each shard's summary.json)."""
+    out: dict[str, str] = {}
+    for k in sorted(group.run_dirs):
+        try:
+            summary = json.loads((group.run_dirs[k] / SUMMARY_JSON).read_text())
+        except (OSError, ValueError):
+            continue
+        out.update(summary.get("quarantined_during_run") or {})
+    return out
+
+
+def incomplete_line(group: Group, merged_id: str) -> str:
+    """The one line `farm merge` ends an incomplete merge with."""
+    return f"run group {group.group}: merged run {merged_id} is incomplete (exit 2): " + "; ".join(
+        group.problems
+    )

@@ -1,0 +1,227 @@
+"""`farm merge GROUP`: the shards of a sharded run made one run (farm/results/merge.py), with
+one summary, one JUnit, one Allure report and one exit code; also what a shard does when it
+finishes last (:func:`after_shard`).
+
+Exit codes are `farm run`'s: 0 every case passed; 1 product failures (or the quality gate);
+2 degraded by infrastructure, or incomplete: a shard missing, not finished, of another run, or
+its run directory not found (the line says which).
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections import Counter
+from pathlib import Path
+from typing import cast
+
+from rich.console import Console
+from rich.markup import escape
+
+from farm import paths
+from farm.agent.record import ResultRecord
+from farm.errors import FarmError, UsageError
+from farm.results import merge as merge_mod
+from farm.run.outputs import JUNIT_XML, SUMMARY_JSON, write_summary
+from farm.run.plan import Plan
+from suites.caseset import Selection
+
+
+def main(argv: list[str]) -> int:
+    from farm.results.report import add_history_runs_option
+    from farm.results.store import default_store_path
+
+    parser = argparse.ArgumentParser(
+        prog="farm merge",
+        description="make the shards of a sharded run (farm run --shard K/N --run-group GROUP) "
+        "one run: one summary, JUnit, report and exit code (0 passed, 1 product failures, 2 "
+        "degraded or incomplete: a shard missing or failed)",
+    )
+    parser.add_argument("group", help="the run group (--run-group of the shards)")
+    parser.add_argument(
+        "--runs-dir",
+        type=Path,
+        help="where the shards' run directories are, <runs dir>/<run id>/ (a CI merge job's "
+        "downloaded artifacts); the merged run is written there too (default: $FARM_RUNS)",
+    )
+    parser.add_argument("--store", help="the run store (default: $FARM_STORE)")
+    parser.add_argument("--no-report", action="store_true", help="skip the HTML report")
+    add_history_runs_option(parser, default=None)
+    args = parser.parse_args(argv)
+    store_path = Path(args.store) if args.store else default_store_path()
+    console = Console(stderr=True, soft_wrap=True)
+    return merge(
+        console, store_path, args.group, args.runs_dir, not args.no_report, args.history_runs
+    )
+
+
+def after_shard(
+    console: Console, store_path: Path, group: str, report: bool, history_runs: int | None
+) -> None:
+    """A shard has ended: when every shard of its group has finished and their run directories
+    are here, it makes the merged run (the last shard to finish merges); otherwise it says how
+    to merge later. Never changes the shard's own exit code."""
+    from farm.results.store import RunStore
+
+    try:
+        with RunStore(store_path) as store:
+            found = merge_mod.gather(store, group)
+    except FarmError as exc:
+        console.print(f"[yellow]note:[/] run group {escape(group)} not merged: {escape(str(exc))}")
+        return
+    if not found.complete:
+        console.print(
+            f"run group {escape(group)}: not merged yet ({escape('; '.join(found.problems))}); "
+            f"once every shard is done: farm merge {escape(group)}",
+            highlight=False,
+        )
+        return
+    console.print(f"run group {escape(group)}: every shard has finished; merging", highlight=False)
+    try:
+        merge(console, store_path, group, None, report, history_runs)
+    except FarmError as exc:
+        console.print(f"[yellow]note:[/] run group {escape(group)} not merged: {escape(str(exc))}")
+
+
+def merge(
+    console: Console,
+    store_path: Path,
+    group_id: str,
+    runs_dir: Path | None = None,
+    report: bool = True,
+    history_runs: int | None = None,
+) -> int:
+    """Merge run group ``group_id``; the merged run's exit code."""
+    from farm.results.store import open_existing
+    from farm.run import run_dir as run_dir_mod
+    from farm.run import runner
+
+    with open_existing(store_path) as store:
+        group = merge_mod.gather(store, group_id, runs_dir)
+        earlier = _merged_already(store, group)
+        if earlier is not None:
+            console.print(
+                f"run group {escape(group_id)}: merged already as run {earlier['run_id']} "
+                f"(exit {earlier['exit_code']})",
+                highlight=False,
+            )
+            if not group.complete:
+                console.print(merge_mod.incomplete_line(group, earlier["run_id"]), markup=False)
+            return int(earlier["exit_code"])
+        records: list[ResultRecord] = []
+        for k in sorted(group.shards):
+            if group.shards[k]["status"] == "finished":
+                records += cast(list[ResultRecord], store.results(group.shards[k]["run_id"]))
+    doubled = sorted(cid for cid, n in Counter(r["case_id"] for r in records).items() if n > 1)
+    if doubled:
+        group.problems.append(
+            f"{len(doubled)} case(s) in more than one shard (e.g. {doubled[0]}): the shards "
+            "split different selections"
+        )
+    plan = _merged_plan(group, runs_dir or paths.RUNS_DIR)
+    started = min(r["started_at"] for r in group.shards.values())
+    quarantined = merge_mod.quarantined_in(group)
+    meta = dict(
+        runner.run_meta(plan, started),
+        run_group=group_id,
+        shards=group.count,
+        merged_from=group.run_ids,
+        incomplete=list(group.problems),
+    )
+    if group.complete:
+        code = runner.exit_code(records, plan, quarantined)
+        if any(r["exit_code"] == runner.EXIT_INFRA for r in group.shards.values()):
+            code = runner.EXIT_INFRA  # a shard degraded by infrastructure degrades the run
+        status = "finished"
+        whole = {c.id for c in Selection.from_json(plan.selection, plan.tier).cases()}
+        subset = {r["case_id"] for r in records} != whole
+    else:
+        code, status, subset = runner.EXIT_INFRA, merge_mod.INCOMPLETE_STATUS, True
+    with run_dir_mod.refusals_as_errors():
+        plan.run_dir.mkdir(parents=True, exist_ok=True)
+        from farm.results.store import RunStore
+
+        with RunStore(store_path) as store:
+            store.begin_run(meta)
+            store.add_results(plan.run_id, records)
+            store.finish_run(plan.run_id, code, status=status, subset=subset)
+        results = plan.run_dir / merge_mod.ALLURE_RESULTS
+        merge_mod.merged_allure(group, results, records)
+        merge_mod.merged_junit(group, plan.run_dir / JUNIT_XML, records)
+        gate, followup = [], None
+        if group.complete:
+            code, gate, followup = runner.judge(
+                console, store_path, dict(meta, status=status, subset=subset), records, code
+            )
+        from farm.results.allure_glue import write_results_extras
+
+        write_results_extras(results, meta)
+        extra = runner.summary_extra(gate, followup)
+        extra.update(
+            run_group=group_id,
+            shards={str(k): run["run_id"] for k, run in sorted(group.shards.items())},
+            incomplete=list(group.problems),
+        )
+        write_summary(plan, records, code, quarantined, extra)
+    console.print(
+        f"run group {escape(group_id)}: merged run {plan.run_id} of {len(group.shards)} of "
+        f"{group.count} shards",
+        highlight=False,
+    )
+    runner.print_summary(console, records, plan, code, plan.run_dir / SUMMARY_JSON)
+    if not group.complete:
+        console.print(merge_mod.incomplete_line(group, plan.run_id), markup=False, highlight=False)
+        return runner.EXIT_INFRA
+    runner.print_judgement(console, [] if report else gate, followup)
+    if report:
+        problem = runner.make_report(plan.run_id, store_path, history_runs)
+        if problem is not None:
+            console.print(f"[bold red]error:[/] {escape(problem)}", highlight=False)
+            return runner.degraded(plan, store_path, records, quarantined, extra)
+    return code
+
+
+def _merged_already(store, group: merge_mod.Group) -> dict | None:
+    """The group's newest merged run, when it was made of exactly these shards with the same
+    verdict on their completeness: merging again would make the same run twice (a merge job
+    after the last shard merged)."""
+    earlier = merge_mod.merged_runs(store, group.group)
+    if not earlier:
+        return None
+    newest = earlier[0]
+    same = newest.get("merged_from") == group.run_ids
+    if same and newest.get("incomplete", []) == group.problems and newest["status"] != "running":
+        return newest
+    return None
+
+
+def _merged_plan(group: merge_mod.Group, runs_dir: Path) -> Plan:
+    """The merged run as a Plan (what the summary and the run's metadata are written from): the
+    shards' suite, package and commit; their hosts, unhealthy hosts and chips set aside."""
+    from farm.run.prepare import new_run_id
+
+    if not group.shards:
+        raise UsageError(f"run group {group.group!r}: no shard of it to merge")
+    first = group.shards[min(group.shards)]
+    run_id = new_run_id(first["tier"])
+    slots: dict[str, dict] = {}
+    unhealthy: dict[str, str] = {}
+    set_aside: dict[str, str] = {}
+    for run in group.shards.values():
+        for host in run.get("inventory") or []:
+            slots.setdefault(str(host.get("name")), host)
+        unhealthy.update(run.get("unhealthy") or {})
+        set_aside.update(run.get("set_aside") or {})
+    return Plan(
+        run_id=run_id,
+        run_dir=runs_dir / run_id,
+        tier=first["tier"],
+        backend=first.get("backend") or "",
+        inventory={},
+        slots=list(slots.values()),
+        hosts={},
+        unhealthy=unhealthy,
+        set_aside=set_aside,
+        package=first.get("package") or {},
+        git_commit=first.get("git_commit") or "",
+        selection=first.get("selection") or {},
+    )
