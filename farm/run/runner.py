@@ -479,7 +479,9 @@ def _after_session(
             drawing.join()
         return EXIT_INFRA
     gate, followup = [], None
-    if interrupted is None and fault is None and status == "finished":
+    # An empty shard has nothing to judge (its merged run is judged whole).
+    judged = records or not plan.shard
+    if interrupted is None and fault is None and status == "finished" and judged:
         meta = dict(run_meta(plan, started), status=status, subset=subset)
         code, gate, followup = judge(console, store_path, meta, records, code)
     extra = summary_extra(gate, followup)

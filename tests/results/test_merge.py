@@ -1,0 +1,221 @@
+"""`farm merge` (farm/results/merge.py, merge_command.py) over shards written straight into a
+real store and run directories: what makes a group whole or incomplete, and the merged run's
+records, exit code, JUnit, Allure results and summary. The shards run for real in
+tests/e2e/test_sharding.py."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from farm.errors import UsageError
+from farm.results import merge, merge_command
+from farm.results.store import RunStore
+
+from .conftest import RUN_META, failed, record
+
+GROUP = "pipeline-42"
+
+
+def _shard_dir(root: Path, run_id: str, records: list[dict]) -> Path:
+    """What a shard leaves in its run directory: junit.xml, allure-results, summary.json."""
+    where = root / run_id
+    (where / "allure-results").mkdir(parents=True)
+    suites = ET.Element("testsuites")
+    suite = ET.SubElement(suites, "testsuite", name="pytest")
+    for r in records:
+        case = ET.SubElement(
+            suite, "testcase", classname="suites.test_precision", name=f"test_x[{r['case_id']}]"
+        )
+        if r["outcome"] == "failed":
+            ET.SubElement(case, "failure", message=r["message"])
+        result = {"name": r["case_id"], "uuid": f"u-{r['case_id']}", "status": r["outcome"]}
+        (where / "allure-results" / f"u-{r['case_id']}-result.json").write_text(json.dumps(result))
+        (where / "allure-results" / f"u-{r['case_id']}-attachment.txt").write_text("plot")
+    (where / "allure-results" / "environment.properties").write_text(f"shard={run_id}\n")
+    (where / "junit.xml").write_bytes(ET.tostring(suites))
+    (where / "summary.json").write_text(json.dumps({"quarantined_during_run": {}}))
+    return where
+
+
+def _shard(store, root, k, n, records, *, status="finished", code=0, group=GROUP, **meta):
+    run_id = f"shard-{group}-{k}-of-{n}-{meta.get('git_commit', 'c')[:4]}-{status}"
+    run_dir = _shard_dir(root, run_id, records)
+    store.begin_run(
+        {
+            **RUN_META,
+            "run_id": run_id,
+            "run_dir": str(run_dir),
+            "shard": f"{k}/{n}",
+            "run_group": group,
+            "subset": True,
+            **meta,
+        }
+    )
+    store.add_results(run_id, records)
+    store.finish_run(run_id, code, status=status, subset=True)
+    return run_id
+
+
+@pytest.fixture
+def where(tmp_path):
+    return tmp_path
+
+
+@pytest.fixture
+def store_path(tmp_path):
+    return tmp_path / "farm.sqlite"
+
+
+def _merge(store_path, runs_dir):
+    console = Console(stderr=True, soft_wrap=True, width=200)
+    return merge_command.merge(console, store_path, GROUP, runs_dir, report=False)
+
+
+def _merged(store_path) -> dict:
+    with RunStore(store_path) as store:
+        (run,) = merge.merged_runs(store, GROUP)
+        return dict(run, records=store.results(run["run_id"]))
+
+
+def test_four_whole_shards_make_one_run_of_all_their_cases(where, store_path, capsys):
+    runs = where / "runs"
+    with RunStore(store_path) as store:
+        for k in range(1, 5):
+            _shard(store, runs, k, 4, [record(f"c{k}a"), record(f"c{k}b")])
+    assert _merge(store_path, runs) == 0
+    run = _merged(store_path)
+    assert run["status"] == "finished" and run["exit_code"] == 0
+    assert sorted(r["case_id"] for r in run["records"]) == sorted(
+        f"c{k}{x}" for k in range(1, 5) for x in "ab"
+    )
+    assert run["run_group"] == GROUP and len(run["merged_from"]) == 4
+    assert "shard" not in run  # the merged run is no shard: it may be a baseline
+    out = Path(run["run_dir"])
+    assert out.parent == runs
+    junit = ET.parse(out / "junit.xml").getroot()
+    assert len(list(junit.iter("testcase"))) == 8
+    assert [s.get("name") for s in junit.iter("testsuite")] == [
+        f"pytest shard {k}/4" for k in range(1, 5)
+    ]
+    results = sorted(p.name for p in (out / "allure-results").glob("*-result.json"))
+    assert len(results) == 8
+    assert len(list((out / "allure-results").glob("*-attachment.txt"))) == 8
+    env = (out / "allure-results" / "environment.properties").read_text()
+    assert "shard=" not in env  # the run's own extras, not a shard's
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["cases"] == 8 and summary["exit_code"] == 0
+    assert summary["incomplete"] == [] and sorted(summary["shards"]) == ["1", "2", "3", "4"]
+
+
+def test_a_failure_in_one_shard_fails_the_merged_run(where, store_path):
+    runs = where / "runs"
+    with RunStore(store_path) as store:
+        _shard(store, runs, 1, 2, [record("a")])
+        _shard(store, runs, 2, 2, [failed("b")], code=1)
+    assert _merge(store_path, runs) == 1
+    assert _merged(store_path)["exit_code"] == 1
+
+
+def test_a_shard_degraded_by_infrastructure_degrades_the_merged_run(where, store_path):
+    runs = where / "runs"
+    with RunStore(store_path) as store:
+        _shard(store, runs, 1, 2, [record("a")])
+        _shard(store, runs, 2, 2, [record("b")], code=2)
+    assert _merge(store_path, runs) == 2
+    assert _merged(store_path)["status"] == "finished"
+
+
+def test_a_missing_shard_makes_an_incomplete_run_never_a_green_one(where, store_path, capsys):
+    runs = where / "runs"
+    with RunStore(store_path) as store:
+        for k in (1, 2, 4):
+            _shard(store, runs, k, 4, [record(f"c{k}")])
+    assert _merge(store_path, runs) == 2
+    run = _merged(store_path)
+    assert run["status"] == merge.INCOMPLETE_STATUS and run["exit_code"] == 2 and run["subset"]
+    assert not run["green"]
+    assert run["incomplete"] == ["shard 3/4 is missing"]
+    lines = capsys.readouterr().err.splitlines()
+    assert any("is incomplete (exit 2): shard 3/4 is missing" in line for line in lines)
+    with RunStore(store_path) as store:
+        assert store.baseline_for("smoke") is None
+
+
+@pytest.mark.parametrize("status", ["interrupted", "aborted"])
+def test_a_shard_that_did_not_finish_makes_the_run_incomplete(where, store_path, status):
+    runs = where / "runs"
+    with RunStore(store_path) as store:
+        _shard(store, runs, 1, 2, [record("a")])
+        bad = _shard(store, runs, 2, 2, [record("b")], status=status, code=130)
+        found = merge.gather(store, GROUP, runs)
+    assert found.problems == [f"shard 2/2 (run {bad}) is {status}"]
+    assert _merge(store_path, runs) == 2
+
+
+def test_a_shard_whose_run_directory_is_not_here_makes_the_run_incomplete(where, store_path):
+    runs = where / "runs"
+    with RunStore(store_path) as store:
+        _shard(store, runs, 1, 2, [record("a")])
+        gone = _shard(store, runs, 2, 2, [record("b")])
+    for path in sorted((runs / gone).rglob("*"), reverse=True):
+        path.unlink() if path.is_file() else path.rmdir()
+    (runs / gone).rmdir()
+    with RunStore(store_path) as store:
+        (problem,) = merge.gather(store, GROUP, runs).problems
+    assert problem.startswith(f"shard 2/2 (run {gone}): its run directory is not found")
+    assert str(runs / gone) in problem
+    assert _merge(store_path, runs) == 2
+
+
+def test_shards_of_another_commit_are_not_one_run(where, store_path):
+    runs = where / "runs"
+    with RunStore(store_path) as store:
+        _shard(store, runs, 1, 2, [record("a")])
+        _shard(store, runs, 2, 2, [record("b")], git_commit="f" * 40)
+        (problem,) = merge.gather(store, GROUP, runs).problems
+    assert "has another git_commit" in problem
+
+
+def test_shards_that_disagree_on_n_are_not_one_run(where, store_path):
+    runs = where / "runs"
+    with RunStore(store_path) as store:
+        _shard(store, runs, 1, 2, [record("a")])
+        _shard(store, runs, 2, 3, [record("b")])
+        problems = merge.gather(store, GROUP, runs).problems
+    assert problems[0] == "its shards disagree on N (2, 3)"
+    assert "shard 3/3 is missing" in problems
+
+
+def test_a_retried_shard_counts_its_finished_try(where, store_path):
+    runs = where / "runs"
+    with RunStore(store_path) as store:
+        _shard(store, runs, 1, 2, [record("a")])
+        _shard(store, runs, 2, 2, [record("b")], status="aborted", code=2)
+        again = _shard(store, runs, 2, 2, [record("b")], git_commit=RUN_META["git_commit"])
+        found = merge.gather(store, GROUP, runs)
+    assert found.complete and found.shards[2]["run_id"] == again
+
+
+def test_merging_again_makes_no_second_run(where, store_path, capsys):
+    """The last shard to finish merges; the CI merge job after it finds the merged run."""
+    runs = where / "runs"
+    with RunStore(store_path) as store:
+        for k in (1, 2):
+            _shard(store, runs, k, 2, [record(f"c{k}")])
+    assert _merge(store_path, runs) == 0
+    assert _merge(store_path, runs) == 0
+    assert "merged already as run" in capsys.readouterr().err
+    with RunStore(store_path) as store:
+        assert len(merge.merged_runs(store, GROUP)) == 1
+
+
+def test_a_group_with_no_shard_is_a_usage_error(store_path):
+    with RunStore(store_path) as store:
+        store.begin_run(dict(RUN_META))
+        with pytest.raises(UsageError, match=f"run group '{GROUP}': no shard of it"):
+            merge.gather(store, GROUP)
