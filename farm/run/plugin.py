@@ -28,6 +28,7 @@ from farm.run import plan as plan_mod
 from farm.run.dispatch import Dispatcher
 from farm.run.leases import RunState
 from farm.run.pipeline import Pipeline, plan_lanes
+from farm.run.scheduling import SlotScheduling
 
 if TYPE_CHECKING:
     from suites.case import Case
@@ -299,64 +300,9 @@ def _lane_groups(plan: plan_mod.Plan, nodeids: list[str], workers: int) -> dict[
     }
 
 
-def _make_slot_scheduling(config, log, plan):
-    from xdist.scheduler import LoadScopeScheduling
-
-    class SlotScheduling(LoadScopeScheduling):
-        """xdist scheduling by lane: all the cases whose preferred slot is in one lane go to one
-        worker, which keeps every slot of the lane busy (farm/run/pipeline.py). (xdist's own
-        loadgroup relies on rewriting node ids, which pytest 9 no longer allows, so the farm
-        groups here instead.)"""
-
-        _groups: dict[str, str] = {}
-
-        def schedule(self):
-            if self.collection is None and self.registered_collections:
-                collected = list(next(iter(self.registered_collections.values())))
-                self._groups = _lane_groups(plan, collected, len(self.nodes))
-            super().schedule()
-
-        def _split_scope(self, nodeid: str) -> str:
-            return self._groups.get(nodeid, nodeid)
-
-        # xdist recounts every item of a worker's units at each finished test (_pending_of,
-        # O(items)): with a lane of thousands of cases per unit that is quadratic. The count of
-        # each unit (by identity: units live as long as the session) is kept up to date instead.
-        def __init__(self, config, log=None):
-            super().__init__(config, log)
-            self._left: dict[int, int] = {}
-            self._index: dict[object, dict[str, int]] = {}
-
-        # xdist finds each item of a unit in the worker's collection with list.index: quadratic,
-        # 7 s of the controller for the full tier's 31,700 items while every worker waits.
-        def _assign_work_unit(self, node) -> None:
-            assert self.workqueue
-            scope, unit = self.workqueue.popitem(last=False)
-            self.assigned_work.setdefault(node, {})[scope] = unit
-            if node not in self._index:
-                first: dict[str, int] = {}
-                for i, nodeid in enumerate(self.registered_collections[node]):
-                    first.setdefault(nodeid, i)  # as list.index
-                self._index[node] = first
-            index = self._index[node]
-            node.send_runtest_some([index[nodeid] for nodeid, done in unit.items() if not done])
-
-        def _left_in(self, unit: dict[str, bool]) -> int:
-            if id(unit) not in self._left:
-                self._left[id(unit)] = list(unit.values()).count(False)
-            return self._left[id(unit)]
-
-        def _pending_of(self, workload: dict[str, dict[str, bool]]) -> int:
-            return sum(self._left_in(unit) for unit in workload.values())
-
-        def mark_test_complete(self, node, item_index: int, duration: float = 0) -> None:
-            nodeid = self.registered_collections[node][item_index]
-            unit = self.assigned_work[node][self._split_scope(nodeid)]
-            if not unit[nodeid]:
-                self._left[id(unit)] = self._left_in(unit) - 1
-            super().mark_test_complete(node, item_index, duration)
-
-    return SlotScheduling(config, log)
+def _make_slot_scheduling(config, log, plan: plan_mod.Plan) -> SlotScheduling:
+    """The controller's scheduler: each lane's items to one worker (farm/run/scheduling.py)."""
+    return SlotScheduling(config, log, lambda nodeids, n: _lane_groups(plan, nodeids, n))
 
 
 def _has_case(item) -> bool:
