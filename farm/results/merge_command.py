@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 from collections import Counter
 from pathlib import Path
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 from rich.console import Console
 from rich.markup import escape
@@ -25,10 +25,13 @@ from farm.run.outputs import JUNIT_XML, SUMMARY_JSON, write_summary
 from farm.run.plan import Plan
 from suites.caseset import Selection
 
+if TYPE_CHECKING:
+    from farm.results.store import StoreLocation
+
 
 def main(argv: list[str]) -> int:
     from farm.results.report import add_history_runs_option
-    from farm.results.store import default_store_path
+    from farm.results.store import store_location
 
     parser = argparse.ArgumentParser(
         prog="farm merge",
@@ -43,11 +46,13 @@ def main(argv: list[str]) -> int:
         help="where the shards' run directories are, <runs dir>/<run id>/ (a CI merge job's "
         "downloaded artifacts); the merged run is written there too (default: $FARM_RUNS)",
     )
-    parser.add_argument("--store", help="the run store (default: $FARM_STORE)")
+    parser.add_argument(
+        "--store", help="the run store: a SQLite path or a postgresql:// URL (default: $FARM_STORE)"
+    )
     parser.add_argument("--no-report", action="store_true", help="skip the HTML report")
     add_history_runs_option(parser, default=None)
     args = parser.parse_args(argv)
-    store_path = Path(args.store) if args.store else default_store_path()
+    store_path = store_location(args.store)
     console = Console(stderr=True, soft_wrap=True)
     return merge(
         console, store_path, args.group, args.runs_dir, not args.no_report, args.history_runs
@@ -55,7 +60,11 @@ def main(argv: list[str]) -> int:
 
 
 def after_shard(
-    console: Console, store_path: Path, group: str, report: bool, history_runs: int | None
+    console: Console,
+    store_path: StoreLocation,
+    group: str,
+    report: bool,
+    history_runs: int | None,
 ) -> None:
     """A shard has ended: when every shard of its group has finished and their run directories
     are here, it makes the merged run (the last shard to finish merges); otherwise it says how
@@ -84,7 +93,7 @@ def after_shard(
 
 def merge(
     console: Console,
-    store_path: Path,
+    store_path: StoreLocation,
     group_id: str,
     runs_dir: Path | None = None,
     report: bool = True,

@@ -14,7 +14,7 @@ from rich.console import Console
 
 from farm.errors import UsageError
 from farm.results import merge, merge_command
-from farm.results.store import RunStore
+from farm.results.store import RunStore, store_location
 
 from .conftest import RUN_META, failed, record
 
@@ -73,7 +73,8 @@ def store_path(tmp_path):
 
 def _merge(store_path, runs_dir):
     console = Console(stderr=True, soft_wrap=True, width=200)
-    return merge_command.merge(console, store_path, GROUP, runs_dir, report=False)
+    location = store_location(store_path)
+    return merge_command.merge(console, location, GROUP, runs_dir, report=False)
 
 
 def _merged(store_path) -> dict:
