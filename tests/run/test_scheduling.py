@@ -5,6 +5,9 @@ collections, report finished items, are lost mid-run, and a crash hook asks for 
 from __future__ import annotations
 
 import inspect
+import os
+import subprocess
+import sys
 from types import SimpleNamespace
 
 import pytest
@@ -413,3 +416,87 @@ def test_an_item_a_lost_worker_had_finished_runs_again_with_its_queued_lane():
     replacement = session.join()
     session.run()
     assert session.ran[replacement.gateway.id] == items(lane0=4)  # the finished one again
+
+
+# -- under xdist's own DSession --------------------------------------------------------------
+
+LANE_CONFTEST = """
+import pytest
+from farm.run.scheduling import SlotScheduling
+
+def by_lane(nodeids, workers):
+    return {n: n.rpartition("[")[2].split("-")[0] for n in nodeids if "[" in n}
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_xdist_make_scheduler(config, log):
+    return SlotScheduling(config, log, by_lane)
+"""
+
+RERUN_HOOK = """
+def pytest_handlecrashitem(crashitem, report, sched):
+    sched.mark_test_pending(crashitem)
+    report.outcome = "rerun"
+"""
+
+LANE_TESTS = """
+import os
+from pathlib import Path
+import pytest
+
+@pytest.mark.parametrize("item", [f"lane{k}-{i}" for k in range(2) for i in range(6)])
+def test_item(item):
+    log = Path(os.environ["LANE_LOG"])
+    with open(log, "a") as fh:
+        fh.write(f"{os.environ['PYTEST_XDIST_WORKER']} {item}\\n")
+    crashed = log.with_name("crashed")
+    if item == "lane0-2" and not crashed.exists():
+        crashed.touch()
+        os._exit(1)  # the worker dies mid-lane, as a worker killed by the OOM killer
+"""
+
+
+@pytest.mark.parametrize("rerun_hook", [False, True], ids=["crash-reported", "crash-rerun"])
+def test_a_worker_lost_mid_lane_under_xdist_hands_the_rest_of_the_lane_to_its_replacement(
+    tmp_path, rerun_hook
+):
+    """A real ``pytest -n 2``: the worker running lane0 dies on its third item; xdist starts
+    another, which gets the rest of lane0 (the crashed item first), and nothing is run twice but
+    the crashed item. With a pytest_handlecrashitem hook that asks for the crashed item again
+    (mark_test_pending), it still runs once more, not twice."""
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    (tmp_path / "conftest.py").write_text(LANE_CONFTEST + (RERUN_HOOK if rerun_hook else ""))
+    (tmp_path / "test_lanes.py").write_text(LANE_TESTS)
+    log = tmp_path / "ran.log"
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-n",
+            "2",
+            "-p",
+            "no:farm",
+            "-p",
+            "no:cacheprovider",
+            "-q",
+        ],
+        cwd=tmp_path,
+        env={**os.environ, "LANE_LOG": str(log)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    out = proc.stdout + proc.stderr
+    ran = [line.split() for line in log.read_text().splitlines()]
+    by_worker: dict[str, list[str]] = {}
+    for worker, item in ran:
+        by_worker.setdefault(worker, []).append(item)
+    lane0 = [f"lane0-{i}" for i in range(6)]
+    assert by_worker.pop("gw0") == lane0[:3]
+    assert by_worker.pop("gw1") == [f"lane1-{i}" for i in range(6)]
+    ((replacement, rest),) = by_worker.items()  # the worker xdist started in gw0's place
+    assert replacement not in ("gw0", "gw1") and rest == lane0[2:], out
+    if rerun_hook:
+        assert proc.returncode == 0 and "12 passed, 1 rerun" in out, out
+    else:
+        assert proc.returncode == 1 and "1 failed, 12 passed" in out, out
