@@ -114,11 +114,11 @@ class SlotScheduling:
 
     @property
     def tests_finished(self) -> bool:
-        """Nothing queued and every worker down to its last REFILL_AT items or fewer (xdist then
-        shuts the workers down, which lets them finish those)."""
+        """Nothing queued and every worker down to the item it is running, if any (xdist then
+        shuts the workers down, which lets them finish it)."""
         if not self.collection_is_completed or self._queue:
             return False
-        return all(self._left(node) < REFILL_AT for node in self._assigned)
+        return all(self._left(node) <= 1 for node in self._assigned)
 
     @property
     def has_pending(self) -> bool:

@@ -209,6 +209,19 @@ def test_a_worker_gets_its_next_unit_when_two_or_fewer_items_are_left():
     assert session.finished() == sorted(session.collection)
 
 
+def test_tests_are_finished_once_each_worker_is_down_to_the_item_it_runs():
+    session = Session(items(lane0=3, lane1=3))
+    gw0, gw1 = session.workers
+    sched = session.sched
+    session.step(gw0)
+    session.step(gw0)
+    assert not sched.tests_finished  # gw1 has three left
+    session.step(gw1)
+    assert not sched.tests_finished
+    session.step(gw1)
+    assert sched.tests_finished and sched.has_pending  # one each, running
+
+
 def test_workers_beyond_the_lanes_are_shut_down_at_once():
     session = Session(items(lane0=3, lane1=5), workers=3)
     gw0, gw1, gw2 = session.workers
