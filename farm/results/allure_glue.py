@@ -618,9 +618,9 @@ def environment_properties(run_meta: Mapping) -> dict[str, str]:
         "git.commit": run_meta.get("git_commit"),
         "farm.version": run_meta.get("farm_version"),
     }
-    from farm.results.store import _inventory
+    from farm.results.store.rows import inventory_list
 
-    for h in _inventory(run_meta.get("inventory")):
+    for h in inventory_list(run_meta.get("inventory")):
         desc = str(h.get("soc") or "?")
         if h.get("family"):
             desc += f" ({h['family']})"

@@ -14,7 +14,6 @@ import datetime as _dt
 import json
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 
 from farm.errors import StoreError, UsageError
 from farm.results import retention
@@ -27,7 +26,7 @@ from farm.results.compare_render import (
     to_markdown,
     to_text,
 )
-from farm.results.store import RunStore, default_store_path, open_existing
+from farm.results.store import RunStore, StoreLocation, open_existing
 from farm.sizes import size_text
 
 
@@ -39,7 +38,7 @@ def _store_arg(p: argparse.ArgumentParser) -> None:
 
 def _open(args) -> RunStore:
     """The store to read: it must exist (a typo in --store is not a new, empty store)."""
-    return open_existing(args.store or default_store_path())
+    return open_existing(args.store)
 
 
 def main_runs(argv: Sequence[str] | None = None) -> int:
@@ -71,7 +70,7 @@ def main_runs(argv: Sequence[str] | None = None) -> int:
             print(json.dumps(runs, indent=2, sort_keys=True))
             return 0
         baselines = {r["tier"]: store.explicit_baseline(r["tier"]) for r in runs}
-        size = retention.footprint(store.runs(limit=None), store.path)
+        size = retention.footprint(store.runs(limit=None), store.location, store.size_bytes())
     hdr = (
         "run",
         "tier",
@@ -119,7 +118,7 @@ def main_runs(argv: Sequence[str] | None = None) -> int:
         Console().print(t)
     else:  # pipes and logs get every character of the run ids
         print("\n".join(plain_table(hdr, rows, indent="")))
-    print(size.line(store.path))
+    print(size.line(store.location))
     return 0
 
 
@@ -154,25 +153,30 @@ def main_prune(argv: Sequence[str] | None = None) -> int:
         raise UsageError(f"--keep {args.keep}: keep 1 or more runs of each suite")
     now = _dt.datetime.now(_dt.timezone.utc)
     with _open(args) as store:
-        path = Path(store.path)
-        before = retention.store_bytes(path)
+        before = store.size_bytes()
         doomed, spared = store.prune(
             lambda runs: retention.chosen_by_rules(
                 runs, now=now, older_than=args.older_than, keep=args.keep
             ),
             dry_run=args.dry_run,
         )
-        removed = retention.remove_run_directories(doomed, path, dry_run=args.dry_run)
+        removed = retention.remove_run_directories(doomed, store.location, dry_run=args.dry_run)
         if doomed and not args.dry_run and not args.no_vacuum:
             store.reclaim_space()
-    print("\n".join(prune_report(removed, spared, path, before, args.dry_run)))
+        after = store.size_bytes()
+    print("\n".join(prune_report(removed, spared, store.location, before, after, args.dry_run)))
     if removed.failed:  # the runs are gone from the store: nothing will find these again
         raise StoreError("\n".join(f"run directory {f}: remove it by hand" for f in removed.failed))
     return 0
 
 
 def prune_report(
-    removed: retention.Removed, spared: dict[str, str], store_path: Path, before: int, dry: bool
+    removed: retention.Removed,
+    spared: dict[str, str],
+    store: StoreLocation,
+    before: int,
+    after: int,
+    dry: bool,
 ) -> list[str]:
     """What a prune removed (or would), run by run, what it kept that a rule picked, and the
     space: the store's file before and after, and the run directories."""
@@ -190,12 +194,11 @@ def prune_report(
     results = sum(r["counts"]["total"] for r in removed.runs)
     dirs = sum(removed.dir_bytes.values())
     if dry:
-        store_part = f"store {store_path} is {size_text(before)} now"
+        store_part = f"store {store} is {size_text(before)} now"
     else:
-        after = retention.store_bytes(store_path)
         freed = max(before - after, 0) + dirs
         store_part = (
-            f"store {store_path} {size_text(before)} -> {size_text(after)}; "
+            f"store {store} {size_text(before)} -> {size_text(after)}; "
             f"freed {size_text(freed)} in all"
         )
     lines.append(

@@ -14,7 +14,7 @@ from pathlib import Path
 from rich.console import Console
 
 from farm.errors import UsageError
-from farm.results.store import RunStore, default_store_path
+from farm.results.store import RunStore
 from suites import casefile, explore
 from suites.case import Case
 from suites.caseset import Selection, find_case
@@ -32,7 +32,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     casefile.file_kind(Path(args.output))  # an unknown suffix stops here
 
-    with RunStore(args.store or default_store_path(), create=False) as store:
+    with RunStore(args.store, create=False) as store:
         run = store.run_or_latest(args.run)
         rows = store.result_rows(run["run_id"])
     selection = Selection.from_json(run.get("selection"), run["tier"])

@@ -7,9 +7,10 @@ report the farm's quality gate (below):
     node reports/generate.mjs RESULTS
 
 Per-run settings travel in environment variables that reports/allurerc.mjs reads (see there).
-History: Allure 3 appends one JSON line per generated report to the history file (kept beside the
-run store, one per tier: farm.results.store.history_path_for) and reads it back on the next
-generate, so each case's History tab shows its earlier runs.
+History: Allure 3 appends one JSON line per generated report to a history file and reads it back
+on the next generate, so each case's History tab shows its earlier runs. The lines live in the run
+store, one series per tier (farm/results/store/history.py), so that every runner of a team shares
+them: each report gets a copy of the newest ones, and its own line goes back into the store.
 
 Two details of Allure 3.x matter here:
   - it never cleans the output directory, and it flattens its plugin's directory into the output
@@ -41,8 +42,6 @@ from __future__ import annotations
 
 import argparse
 import base64
-import contextlib
-import fcntl
 import json
 import os
 import re
@@ -50,13 +49,15 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from farm.errors import ToolMissing
 from farm.paths import REPO_ROOT
+from farm.results.store.history import StoredHistory
+from farm.results.store.location import StoreLocation
 from golden import soc
 
 REPORTS_DIR = REPO_ROOT / "reports"
@@ -183,7 +184,7 @@ def write_summary_files(
 def generate(
     results_dir: str | os.PathLike,
     out_dir: str | os.PathLike,
-    history_path: str | os.PathLike | None,
+    history: StoredHistory | None,
     *,
     report_name: str | None = None,
     comparison=None,
@@ -200,9 +201,11 @@ def generate(
 
     Returns (exit code of the Allure CLI, path of index.html). A non-zero code, or no
     index.html, means the report was not produced; out_dir is then left as it was.
-    `history_path=None` generates without history. `gate`: the rules the report's Quality
-    Gates tab shows (farm_gate). `triage`: (Triage, [NextSteps]) of the run
-    (farm/results/triage_next.py run_triage), shown on the overview and as a global attachment.
+    `history`: the tier's history in the store, which Allure reads (its newest
+    `history_limit` lines) and to which the report's line is added; None: no history.
+    `gate`: the rules the report's Quality Gates tab shows (farm_gate). `triage`: (Triage,
+    [NextSteps]) of the run (farm/results/triage_next.py run_triage), shown on the overview and
+    as a global attachment.
 
     First the cases' pending error-distribution plots are drawn into results_dir
     (case_plots.render_quietly; idempotent), even when Allure then turns out to be missing
@@ -250,26 +253,26 @@ def generate(
             from farm.results import triage_render
 
             metadata = triage_render.overview(*triage)
-        hp = None
-        if history_path:
-            hp = Path(history_path).resolve()
-            hp.parent.mkdir(parents=True, exist_ok=True)
+        env.pop("FARM_ALLURE_HISTORY", None)
+        hp, last_before = None, None
+        if history is not None:
+            hp = work / "history.jsonl"
+            last_before = history_copy(history, hp, history_limit)
             env["FARM_ALLURE_HISTORY"] = str(hp)
-        else:
-            env.pop("FARM_ALLURE_HISTORY", None)
-        with _compact_history_around(hp):
-            proc = subprocess.run(
-                [*cmd, str(allure_input(results_dir, work / "allure-input", metadata))],
-                cwd=str(reports_dir),
-                env=env,
-                capture_output=True,
-                text=True,
-                timeout=timeout,
-            )
+        proc = subprocess.run(
+            [*cmd, str(allure_input(results_dir, work / "allure-input", metadata))],
+            cwd=str(reports_dir),
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
         index = staging / "index.html"
         if proc.returncode != 0 or not index.is_file():
             sys.stderr.write(proc.stdout[-4000:] + proc.stderr[-4000:])
             return (proc.returncode or 1), out_dir / "index.html"
+        if history is not None and hp is not None:
+            _keep_new_history_line(history, hp, last_before)
         if out_dir.exists():
             shutil.rmtree(out_dir)
         staging.rename(out_dir)
@@ -405,29 +408,28 @@ def _history_item(item: dict, newest: bool) -> dict:
     return out
 
 
-@contextlib.contextmanager
-def _compact_history_around(history: Path | None) -> Iterator[None]:
-    """Around one `allure generate`: the history compacted before (lines an older farm left) and
-    after (the line Allure appended), under a lock on the history, so that two reports of one
-    tier never lose each other's line."""
-    if history is None:
-        yield
-        return
-    with open(history.with_name(history.name + ".lock"), "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            _compact_quietly(history)
-            yield
-        finally:
-            _compact_quietly(history)
-            fcntl.flock(lock, fcntl.LOCK_UN)
+def history_copy(history: StoredHistory, path: Path, limit: int) -> str | None:
+    """The file Allure reads: the tier's newest `limit` lines, compacted (the name and labels
+    only in the newest: compact_history); returns the newest line as the store has it."""
+    lines = history.lines(limit)
+    path.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
+    compact_history(path)
+    return lines[-1] if lines else None
 
 
-def _compact_quietly(history: Path) -> None:
+def _keep_new_history_line(history: StoredHistory, path: Path, last_before: str | None) -> None:
+    """The line Allure appended to the report's copy of the history, compacted, kept in the
+    store. A store that cannot take it (a read-only role) costs the next reports this run's
+    point, not this report."""
+    from farm.errors import StoreError
+
     try:
-        compact_history(history)
-    except OSError as exc:  # the report goes on with the history as Allure left it
-        sys.stderr.write(f"farm report: history not compacted: {exc}\n")
+        compact_history(path)
+        lines = [ln for ln in path.read_text(encoding="utf-8").splitlines() if ln.strip()]
+        if lines and lines[-1] != last_before:
+            history.keep(lines[-1])
+    except (OSError, StoreError) as exc:
+        sys.stderr.write(f"farm report: this report's history line not kept: {exc}\n")
 
 
 # --------------------------------------------------------------------------- quality gate
@@ -579,19 +581,23 @@ def gate_exit_code(gate: Sequence[GateRule]) -> int:
 # --------------------------------------------------------------------------- farm report
 
 
-def run_dir_of(run: Mapping, store_path: Path) -> Path:
-    """The run's directory: its recorded run_dir, else <store dir>/<run_id>."""
-    if run.get("run_dir"):
-        return Path(run["run_dir"])
-    return Path(store_path).resolve().parent / run["run_id"]
+def run_dir_of(run: Mapping, store: StoreLocation) -> Path:
+    """The run's directory: its recorded run_dir; else, or when that is not on this machine (a
+    shared store's run made by another runner, its directory fetched as a CI artifact),
+    <runs home>/<run_id> (the SQLite store's directory, or the runs directory)."""
+    recorded = Path(run["run_dir"]) if run.get("run_dir") else None
+    if recorded is not None and recorded.is_dir():
+        return recorded
+    here = store.runs_home / run["run_id"]
+    return here if recorded is None or here.is_dir() else recorded
 
 
-def default_results_dir(run: Mapping, store_path: Path) -> Path:
-    return run_dir_of(run, store_path) / "allure-results"
+def default_results_dir(run: Mapping, store: StoreLocation) -> Path:
+    return run_dir_of(run, store) / "allure-results"
 
 
-def default_report_dir(run: Mapping, store_path: Path) -> Path:
-    return run_dir_of(run, store_path) / "report"
+def default_report_dir(run: Mapping, store: StoreLocation) -> Path:
+    return run_dir_of(run, store) / "report"
 
 
 def history_runs(text: str) -> int:
@@ -626,7 +632,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     no results; a runs directory that refuses the report's files is a RunDirUnwritable)."""
     from farm.results.compare import DEFAULT_DRIFT_FACTOR, compare
     from farm.results.compare_render import to_text
-    from farm.results.store import default_store_path, history_path_for, open_existing
+    from farm.results.store import StoredHistory, open_existing, store_location
     from farm.results.triage_next import run_triage
 
     p = argparse.ArgumentParser(prog="farm report", description=main.__doc__)
@@ -651,8 +657,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     args = p.parse_args(argv)
 
-    store_path = Path(args.store) if args.store else default_store_path()
-    with open_existing(store_path) as store:
+    location = store_location(args.store)
+    with open_existing(location) as store:
         # Without a run: the last one that finished (an interrupted run is no report's default).
         run = store.get_run(args.run) if args.run else store.latest_run(finished=True)
         if run is None:
@@ -672,14 +678,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             return EXIT_NO_REPORT
         series = store.metric_series(tier, args.trend_runs)
         triage = run_triage(store, run_id, comp.baseline_id)  # bisected from --baseline
-    results = Path(args.results) if args.results else default_results_dir(run, store_path)
+    results = Path(args.results) if args.results else default_results_dir(run, location)
     from farm.results.shrink_links import link_shrinks
     from farm.run import run_dir
 
-    out = Path(args.out) if args.out else default_report_dir(run, store_path)
-    history = None if args.no_history else history_path_for(store_path, tier)
+    out = Path(args.out) if args.out else default_report_dir(run, location)
+    history = None if args.no_history else StoredHistory(location, tier, run_id)
     try:
-        link_shrinks(results, store_path, run)  # a failing case's shrunk form (farm shrink)
+        link_shrinks(results, location, run)  # a failing case's shrunk form (farm shrink)
         gate = farm_gate(results, run, comp, regression_gate=not args.no_regression_gate)
         code, index = generate(
             results,

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from farm.errors import UsageError
 from farm.results.report import run_dir_of
+from farm.results.store.location import StoreLocation
 from farm.sizes import size_text
 
 AGE_UNITS = {"m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
@@ -74,18 +75,6 @@ def chosen_by_rules(
 # --------------------------------------------------------------------------- sizes
 
 
-def store_bytes(store_path: str | os.PathLike) -> int:
-    """The SQLite store on disk: the database and its write-ahead log (the WAL holds pages not yet
-    written back, so the file alone can be smaller than what the store takes)."""
-    total = 0
-    for suffix in ("", "-wal", "-shm"):
-        try:
-            total += os.stat(f"{os.fspath(store_path)}{suffix}").st_size
-        except FileNotFoundError:
-            pass
-    return total
-
-
 def tree_bytes(path: Path) -> int:
     """What a directory's files take (links are not followed); 0 when it is not there."""
     total = 0
@@ -98,10 +87,10 @@ def tree_bytes(path: Path) -> int:
     return total
 
 
-def run_directory(run: Mapping, store_path: Path) -> Path | None:
+def run_directory(run: Mapping, store: StoreLocation) -> Path | None:
     """A run's directory, when it is one prune may remove: it exists, is no link, and is named
     after the run (a recorded run_dir elsewhere, say a shared folder, is never removed)."""
-    path = run_dir_of(run, store_path)
+    path = run_dir_of(run, store)
     if path.name != run["run_id"] or path.is_symlink() or not path.is_dir():
         return None
     return path
@@ -116,16 +105,16 @@ class Footprint:
     n_dirs: int
     n_runs: int
 
-    def line(self, store_path: Path) -> str:
+    def line(self, store: StoreLocation) -> str:
         return (
-            f"store {store_path}: {size_text(self.store)}; run directories: "
+            f"store {store}: {size_text(self.store)}; run directories: "
             f"{size_text(self.run_dirs)} ({self.n_dirs} of {self.n_runs} runs have one)"
         )
 
 
-def footprint(runs: list[dict], store_path: Path) -> Footprint:
-    dirs = [d for d in (run_directory(r, store_path) for r in runs) if d is not None]
-    return Footprint(store_bytes(store_path), sum(map(tree_bytes, dirs)), len(dirs), len(runs))
+def footprint(runs: list[dict], store: StoreLocation, store_bytes: int) -> Footprint:
+    dirs = [d for d in (run_directory(r, store) for r in runs) if d is not None]
+    return Footprint(store_bytes, sum(map(tree_bytes, dirs)), len(dirs), len(runs))
 
 
 # --------------------------------------------------------------------------- removing
@@ -140,12 +129,12 @@ class Removed:
     failed: list[str] = field(default_factory=list)  # directories that could not be removed
 
 
-def remove_run_directories(runs: Iterable[Mapping], store_path: Path, dry_run: bool) -> Removed:
+def remove_run_directories(runs: Iterable[Mapping], store: StoreLocation, dry_run: bool) -> Removed:
     """The directories of pruned runs, measured and (unless dry run) removed. Only runs already
     gone from the store come here: a running run's directory is never one of them."""
     done = Removed(runs=[dict(r) for r in runs])
     for run in done.runs:
-        path = run_directory(run, store_path)
+        path = run_directory(run, store)
         if path is None:
             continue
         done.dir_bytes[run["run_id"]] = tree_bytes(path)

@@ -25,6 +25,8 @@ import uuid
 from collections.abc import Mapping
 from pathlib import Path
 
+from farm.results.store.location import StoreLocation
+
 SHRUNK_NAME = "shrunk form"
 SHRUNK_FILE_NAME = "shrunk form.json"
 ATTACHMENT_NAMES = (SHRUNK_NAME, SHRUNK_FILE_NAME)
@@ -70,22 +72,20 @@ def failing_results(results_dir: Path) -> dict[Path, dict]:
     return out
 
 
-def link_shrinks(
-    results_dir: str | os.PathLike, store_path: str | os.PathLike, run: Mapping
-) -> int:
+def link_shrinks(results_dir: str | os.PathLike, store: StoreLocation, run: Mapping) -> int:
     """Add the shrunk forms to the failing cases of `run` in `results_dir` (see above); returns
     how many cases got one. A problem here (unreadable store, read-only results) is a warning on
     stderr: the report goes on without the links."""
     from farm.agent.errors import FarmError
 
     try:
-        return _link(Path(results_dir), Path(store_path), run)
+        return _link(Path(results_dir), store, run)
     except (OSError, FarmError) as exc:
         sys.stderr.write(f"farm report: shrunk forms not linked: {exc}\n")
         return 0
 
 
-def _link(results_dir: Path, store_path: Path, run: Mapping) -> int:
+def _link(results_dir: Path, store: StoreLocation, run: Mapping) -> int:
     from farm.results.store import open_existing
 
     sha = package_sha(run)
@@ -95,8 +95,8 @@ def _link(results_dir: Path, store_path: Path, run: Mapping) -> int:
     if not failing:
         return 0
     ids = {path: case_id_of(result) for path, result in failing.items()}
-    with open_existing(store_path) as store:
-        shrinks = store.shrinks_for(set(ids.values()), sha)
+    with open_existing(store) as opened:
+        shrinks = opened.shrinks_for(set(ids.values()), sha)
     if not shrinks:
         return 0
     bug = plant_bug_of(run)

@@ -14,7 +14,7 @@ from rich.console import Console
 
 from farm.errors import UsageError
 from farm.results import triage
-from farm.results.store import RunStore, default_store_path
+from farm.results.store import RunStore
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -28,7 +28,7 @@ def main(argv: list[str] | None = None) -> int:
     if (args.group is None) != (args.output is None):
         raise UsageError("--group N and -o FILE go together (the file gets group N's cases)")
 
-    with RunStore(args.store or default_store_path(), create=False) as store:
+    with RunStore(args.store, create=False) as store:
         run = store.run_or_latest(args.run)
         result = triage.triage_run(store, run["run_id"])
     if args.group is not None:

@@ -714,9 +714,9 @@ def _row_detail(row: Mapping[str, Any]) -> dict[str, Any]:
 
 def show(bisect_id: str | None, store_path: str | None, as_json: bool) -> int:
     """`farm bisect --show [ID]`: a stored bisect (default the newest) and its steps."""
-    from farm.results.store import RunStore, default_store_path
+    from farm.results.store import RunStore
 
-    with RunStore(store_path or default_store_path(), create=False) as store:
+    with RunStore(store_path, create=False) as store:
         rows = store.bisects(limit=None)
         if bisect_id:
             rows = [r for r in rows if r["bisect_id"] == bisect_id]

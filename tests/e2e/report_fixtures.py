@@ -3,7 +3,7 @@
 Run 1 builds the real operator, run 2 the operator with the planted tail bug
 (`farm run --plant-bug tail`: the last chunk of a row is computed in whole 32-byte blocks only,
 its unaligned remainder never written), run 3 the real one again. All three go into one run store
-and one Allure history file in a temporary directory (FARM_RUNS / FARM_STORE), never runs/.
+and the store's Allure history in a temporary directory (FARM_RUNS / FARM_STORE), never runs/.
 Each run ends by generating its own report, as `farm run` does.
 
 What run 2 must break is derived here independently of the farm: every selected case is run
@@ -88,11 +88,12 @@ class Runs:
     expected: set  # case ids the tail bug must break (derived from the twin directly)
     runs: list = field(default_factory=list)
 
-    @property
-    def history(self) -> Path:
-        from farm.results.store import history_path_for
+    def history_lines(self) -> list[str]:
+        """The smoke tier's Allure history, as the store keeps it."""
+        from farm.results.store import RunStore
 
-        return history_path_for(self.store, "smoke")
+        with RunStore(self.store, create=False) as store:
+            return store.history_lines("smoke")
 
     def farm(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
         return subprocess.run(

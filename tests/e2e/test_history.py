@@ -1,5 +1,5 @@
 """History across three consecutive real `farm run`s (good, planted tail bug, good) in one store:
-the Allure history file beside the store gets one line per report, and the third report shows,
+the store's Allure history gets one line per report, and the third report shows,
 for every case, three entries: this run and the two before it, with the bug run's failures where
 they were.
 """
@@ -26,8 +26,8 @@ def runs(tmp_path_factory):
     return runs
 
 
-def test_history_file_has_one_line_per_report(runs):
-    lines = runs.history.read_text().splitlines()
+def test_the_stores_history_has_one_line_per_report(runs):
+    lines = runs.history_lines()
     assert len(lines) == 3
     points = [json.loads(line) for line in lines]
     # Each line is one run's report, and holds every case of the slice with its status then.

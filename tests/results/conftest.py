@@ -13,6 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from farm.results.report import REPO_ROOT
 from tests.requirements import need, need_allure, need_chromium  # noqa: F401  (re-exported)
 
@@ -213,3 +215,26 @@ def run_allure_session(workdir, records, name="run") -> Path:
     else:
         assert proc.returncode == 1, proc.stdout + proc.stderr
     return results
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_spec(request, tmp_path, monkeypatch):
+    """Where a test's run store is: a SQLite file in tmp_path, or a fresh schema on the
+    PostgreSQL server (tests/postgres.py). Either way a run's directory is looked for in
+    tmp_path when the run does not record one."""
+    if request.param == "sqlite":
+        yield str(tmp_path / "farm.sqlite")
+        return
+    from tests.postgres import fresh_schema
+
+    monkeypatch.setattr("farm.results.store.location.RUNS_DIR", tmp_path)
+    with fresh_schema() as url:
+        yield url
+
+
+@pytest.fixture
+def store(store_spec):
+    from farm.results.store import RunStore
+
+    with RunStore(store_spec) as s:
+        yield s

@@ -1,5 +1,5 @@
 """Allure 3 report generation: three consecutive runs through the store, the glue and
-`allure generate`, with history carried in the JSONL beside the run store; the quality gate; and
+`allure generate`, with history carried through the run store; the quality gate; and
 a headless Chromium looking at the result the way a person would."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from farm.errors import ToolMissing
 from farm.results import allure_glue as glue
 from farm.results import compare as cmp
 from farm.results import report
-from farm.results.store import RunStore, history_path_for
+from farm.results.store import RunStore, StoredHistory, store_location
 from farm.results.triage_next import run_triage
 
 from .cdp import Browser, serve
@@ -66,7 +66,6 @@ def three_runs(tmp_path_factory):
     need_allure()
     work = tmp_path_factory.mktemp("report")
     store_path = work / "runs" / "farm.sqlite"
-    history = history_path_for(store_path, "smoke")
     runs = []
     with RunStore(store_path) as store:
         for n in (1, 2, 3):
@@ -87,7 +86,7 @@ def three_runs(tmp_path_factory):
             code, index = report.generate(
                 results,
                 out,
-                history,
+                StoredHistory(store_location(store_path), "smoke", run_id),
                 report_name=f"smoke {run_id}",
                 comparison=comp,
                 trend_series=store.metric_series("smoke", 10),
@@ -106,7 +105,12 @@ def three_runs(tmp_path_factory):
                     "gate": gate,
                 }
             )
-    return {"work": work, "store": store_path, "history": history, "runs": runs}
+    return {"work": work, "store": store_path, "runs": runs}
+
+
+def _history(store_path) -> list[str]:
+    with RunStore(store_path) as store:
+        return store.history_lines("smoke")
 
 
 def _test_results(out: Path) -> dict:
@@ -157,7 +161,7 @@ def test_reports_show_the_plots_drawn_at_report_time(three_runs):
 
 
 def test_history_is_carried_across_three_runs(three_runs):
-    lines = three_runs["history"].read_text().splitlines()
+    lines = _history(three_runs["store"])
     assert len(lines) == 3
     points = [json.loads(x) for x in lines]
     last = _test_results(three_runs["runs"][-1]["out"])
@@ -177,20 +181,27 @@ def test_history_is_carried_across_three_runs(three_runs):
     assert last[("prec-f32-new", "ascend910b")]["history"] == []
 
 
-def test_history_runs_bounds_what_each_case_shows_and_the_tier_keeps(three_runs, tmp_path):
-    """A report with history_limit 1 shows each case one earlier result, and the tier's history
-    keeps the newest report only (Allure 3 cuts the file as it appends)."""
-    history = tmp_path / "allure-history-smoke.jsonl"
-    history.write_bytes(three_runs["history"].read_bytes())
-    assert len(history.read_text().splitlines()) == 3
+def test_history_runs_bounds_what_each_case_shows_and_the_store_keeps_every_line(
+    three_runs, tmp_path
+):
+    """A report with history_limit 1 reads the newest line only and shows each case one earlier
+    result; the store keeps every report's line (a prune removes them with their runs)."""
+    store_path = tmp_path / "farm.sqlite"
+    with RunStore(store_path) as store:
+        for line in _history(three_runs["store"]):
+            store.add_history_line("smoke", line)
     last = three_runs["runs"][-1]
     code, _ = report.generate(
-        last["results"], tmp_path / "out", history, report_name="smoke", history_limit=1
+        last["results"],
+        tmp_path / "out",
+        StoredHistory(store_location(store_path), "smoke"),
+        report_name="smoke",
+        history_limit=1,
     )
     assert code == 0
     shown = _test_results(tmp_path / "out")[(WATCHED, "ascend910b")]["history"]
     assert [h["status"] for h in shown] == ["failed"]
-    assert len(history.read_text().splitlines()) == 1
+    assert len(_history(store_path)) == 4
 
 
 def test_history_runs_must_be_a_number_of_reports():
@@ -202,8 +213,13 @@ def test_history_runs_must_be_a_number_of_reports():
 
 def test_history_keeps_a_compact_entry_per_case(three_runs):
     """The report embeds each case's entries of every run kept: the history keeps of a case what
-    the History tab and the charts read, the name and labels only in the newest run's line."""
-    points = [json.loads(x) for x in three_runs["history"].read_text().splitlines()]
+    the History tab and the charts read, the name and labels only in the newest run's line of
+    what a report reads."""
+    copy = three_runs["work"] / "history-copy.jsonl"
+    history = StoredHistory(store_location(three_runs["store"]), "smoke")
+    newest_line = report.history_copy(history, copy, limit=10)
+    assert newest_line == _history(three_runs["store"])[-1]
+    points = [json.loads(x) for x in copy.read_text().splitlines()]
     for i, point in enumerate(points):
         newest = i == len(points) - 1
         allowed = set(report.HISTORY_ITEM_KEYS) | set(report.HISTORY_NEWEST_KEYS if newest else ())
@@ -217,9 +233,9 @@ def test_history_keeps_a_compact_entry_per_case(three_runs):
     watched = _test_results(three_runs["runs"][-1]["out"])[(WATCHED, "ascend910b")]
     for h in watched["history"]:
         assert "fullName" not in h and "trace" not in h and h["status"] in ("passed", "failed")
-    before = three_runs["history"].read_bytes()
-    assert report.compact_history(three_runs["history"]) == 0  # already compact: untouched
-    assert three_runs["history"].read_bytes() == before
+    before = copy.read_bytes()
+    assert report.compact_history(copy) == 0  # already compact: untouched
+    assert copy.read_bytes() == before
 
 
 def test_compact_history_of_lines_allure_wrote_whole(tmp_path):

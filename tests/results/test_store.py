@@ -1,4 +1,5 @@
-"""The SQLite run store: round trip, idempotent writes, migrations, baselines, trends."""
+"""The run store on SQLite and on PostgreSQL (each test that takes `store` runs on both): round
+trip, idempotent writes, migrations, baselines, trends, retention; SQLite's own file checks."""
 
 from __future__ import annotations
 
@@ -16,7 +17,6 @@ from farm.results.store import (
     RUN_ROWS,
     SCHEMA_VERSION,
     RunStore,
-    history_path_for,
     schema_version,
 )
 from farm.sizes import size_text
@@ -25,7 +25,8 @@ from .conftest import RUN_META, failed, record, rejected_ok
 
 
 @pytest.fixture
-def store(tmp_path):
+def sqlite_store(tmp_path):
+    """For what only a SQLite store has (its file, its locks, its statement trace)."""
     with RunStore(tmp_path / "farm.sqlite") as s:
         yield s
 
@@ -143,17 +144,18 @@ def test_bad_records_are_refused_and_nothing_is_half_written(store):
         store.add_results("no-such-run", [record("ok")])
 
 
-def test_a_bulk_write_is_one_transaction(store):
+def test_a_bulk_write_is_one_transaction(sqlite_store):
     """What makes 5,000 results quick to store is one transaction, one batched insert: checked
     by counting what SQLite was asked to do, not by a clock."""
+    store = sqlite_store
     run_id = _run(store, exit_code=None)
     recs = [record(f"case-{i:05d}", dtype=("float16", "float32")[i % 2]) for i in range(5000)]
     statements: list[str] = []
-    store.db.set_trace_callback(statements.append)
+    store.db.conn.set_trace_callback(statements.append)
     try:
         store.add_results(run_id, recs)
     finally:
-        store.db.set_trace_callback(None)
+        store.db.conn.set_trace_callback(None)
     verbs = [s.split(None, 1)[0].upper() for s in statements]
     assert verbs.count("COMMIT") == 1 and verbs.count("BEGIN") <= 1, verbs
     assert verbs.count("INSERT") == 5000  # executemany: one statement per row, one transaction
@@ -319,9 +321,27 @@ def test_metric_series_per_family_and_dtype(store):
     assert rej and all(p["mere_median"] is None for p in rej)
 
 
-def test_history_path_is_beside_the_store_per_tier(tmp_path):
-    p = history_path_for(tmp_path / "x" / "farm.sqlite", "nightly")
-    assert p == (tmp_path / "x" / "allure-history-nightly.jsonl").resolve()
+def test_each_tiers_history_is_kept_in_order_and_pruned_with_its_run(store):
+    old = _run(store, records=[failed("a")], exit_code=1, started_at=_day(9))
+    new = _run(store, records=[record("a")], started_at=_day(1))
+    for i, run_id in enumerate((old, new, new)):
+        store.add_history_line("smoke", json.dumps({"n": i}), run_id)
+    store.add_history_line("nightly", "{}", new)
+    assert store.history_lines("smoke") == ['{"n": 0}', '{"n": 1}', '{"n": 2}']
+    assert store.history_lines("smoke", limit=2) == ['{"n": 1}', '{"n": 2}']
+    store.prune(lambda runs: [old])
+    assert store.history_lines("smoke") == ['{"n": 1}', '{"n": 2}']
+    assert store.history_lines("nightly") == ["{}"]
+
+
+def test_a_history_file_from_before_v7_is_taken_in_once(tmp_path):
+    legacy = tmp_path / "allure-history-smoke.jsonl"
+    legacy.write_text('{"a": 1}\n{"a": 2}\n')
+    with RunStore(tmp_path / "farm.sqlite") as store:
+        assert store.history_lines("smoke") == ['{"a": 1}', '{"a": 2}']
+        store.add_history_line("smoke", '{"a": 3}')
+        assert store.history_lines("smoke") == ['{"a": 1}', '{"a": 2}', '{"a": 3}']
+    assert not legacy.exists() and legacy.with_name(legacy.name + ".imported").is_file()
 
 
 # -- what a run was, and stores that cannot serve ------------------------------------------
@@ -437,7 +457,8 @@ def test_a_read_only_store_and_a_missing_one_are_refused(tmp_path):
         RunStore(tmp_path / "typo.sqlite", create=False)
 
 
-def test_a_full_disk_is_a_store_error_naming_the_path(store, monkeypatch):
+def test_a_full_disk_is_a_store_error_naming_the_path(sqlite_store, monkeypatch):
+    store = sqlite_store
     run_id = store.begin_run(RUN_META)
 
     class FullDisk:
@@ -445,14 +466,14 @@ def test_a_full_disk_is_a_store_error_naming_the_path(store, monkeypatch):
             self.db = db
 
         def execute(self, sql, *args):
-            if sql.startswith("INSERT OR REPLACE INTO results"):
+            if sql.startswith("INSERT INTO results"):
                 raise sqlite3.OperationalError("database or disk is full")
             return self.db.execute(sql, *args)
 
         def executemany(self, sql, *args):
             raise sqlite3.OperationalError("database or disk is full")
 
-    monkeypatch.setattr(store, "db", FullDisk(store.db))
+    monkeypatch.setattr(store.db, "conn", FullDisk(store.db.conn))
     with pytest.raises(StoreError, match="disk is full.*free space"):
         store.add_results(run_id, [record("a")])
 
@@ -592,7 +613,7 @@ def test_prune_never_touches_a_running_run_nor_its_directory(store, tmp_path):
     assert spared[running] == "running (its process may be alive)"
     assert store.get_run(running)["status"] == "running"
     (tmp_path / finished).mkdir()
-    removed = retention.remove_run_directories(doomed, store.path, dry_run=False)
+    removed = retention.remove_run_directories(doomed, store.location, dry_run=False)
     assert removed.dir_bytes == {finished: 0} and not (tmp_path / finished).exists()
     assert (run_dir / "records" / "gw0.jsonl").is_file()
 
@@ -609,7 +630,7 @@ def test_prune_removes_the_runs_directories_and_only_those(store, tmp_path):
         (tmp_path / run_id / "allure-results" / "x-result.json").write_bytes(b"x" * 5000)
     doomed, _ = _prune(store, keep=1)
     assert {r["run_id"] for r in doomed} == {gone, odd}
-    removed = retention.remove_run_directories(doomed, store.path, dry_run=False)
+    removed = retention.remove_run_directories(doomed, store.location, dry_run=False)
     assert removed.dir_bytes == {gone: 5000} and removed.failed == []
     assert not (tmp_path / gone).exists() and elsewhere.is_dir() and (tmp_path / kept).is_dir()
 
@@ -620,14 +641,15 @@ def test_a_dry_run_removes_nothing(store, tmp_path):
     (tmp_path / old).mkdir()
     (tmp_path / old / "summary.json").write_text("{}")
     doomed, _ = _prune(store, dry_run=True, keep=1)
-    removed = retention.remove_run_directories(doomed, store.path, dry_run=True)
+    removed = retention.remove_run_directories(doomed, store.location, dry_run=True)
     assert [r["run_id"] for r in removed.runs] == [old] and removed.dir_bytes == {old: 2}
     assert old in _ids(store) and (tmp_path / old / "summary.json").is_file()
 
 
-def test_prune_deletes_every_row_that_refers_to_a_run(store):
+def test_prune_deletes_every_row_that_refers_to_a_run(sqlite_store):
     """Every table with a run_id column is in RUN_ROWS: a table added later and not listed
     there fails here, before a prune leaves rows of deleted runs behind (or fails on a key)."""
+    store = sqlite_store
     tables = [r[0] for r in store.db.execute("SELECT name FROM sqlite_master WHERE type='table'")]
     with_runs = {
         t for t in tables if "run_id" in {c[1] for c in store.db.execute(f"PRAGMA table_info({t})")}
@@ -649,11 +671,11 @@ def test_the_store_is_smaller_after_a_prune_and_vacuum(tmp_path):
         for d in range(6):
             recs = [record(f"c{i}", message="m" * 400) for i in range(300)]
             _run(store, records=recs, started_at=_day(10 - d))
-        before = retention.store_bytes(path)
+        before = store.size_bytes()
         doomed, _ = _prune(store, keep=1)
         assert len(doomed) == 4  # the newest and its baseline stay
         store.reclaim_space()
-        after = retention.store_bytes(path)
+        after = store.size_bytes()
     assert after < before / 2, (before, after)
     with RunStore(path) as store:  # still a sound store
         assert len(store.results(store.latest_run()["run_id"])) == 300
@@ -679,10 +701,10 @@ def test_farm_runs_shows_the_size_and_prune_dry_run_lists_what_would_go(store, t
     new = _run(store, records=[record("a")], started_at=_day(1))
     (tmp_path / old).mkdir()
     (tmp_path / old / "junit.xml").write_bytes(b"j" * 3000)
-    path = str(store.path)
+    path = store.location.spec
     assert commands.main_runs(["--store", path]) == 0
     size_line = capsys.readouterr().out.splitlines()[-1]
-    assert size_line.startswith(f"store {path}: ") and "KiB" in size_line
+    assert size_line.startswith(f"store {store.location.display}: ") and "KiB" in size_line
     assert "run directories: 2.9 KiB (1 of 2 runs have one)" in size_line
 
     assert commands.main_runs(["prune", "--store", path, "--keep", "1", "--dry-run"]) == 0
@@ -699,16 +721,17 @@ def test_farm_runs_shows_the_size_and_prune_dry_run_lists_what_would_go(store, t
 
 def test_farm_runs_prune_needs_a_rule(store):
     with pytest.raises(UsageError, match="needs a rule"):
-        commands.main_runs(["prune", "--store", str(store.path)])
+        commands.main_runs(["prune", "--store", store.location.spec])
     with pytest.raises(UsageError, match="keep 1 or more"):
-        commands.main_runs(["prune", "--store", str(store.path), "--keep", "0"])
+        commands.main_runs(["prune", "--store", store.location.spec, "--keep", "0"])
     with pytest.raises(UsageError, match="prune goes first"):
-        commands.main_runs(["--store", str(store.path), "prune"])
+        commands.main_runs(["--store", store.location.spec, "prune"])
 
 
-def test_a_prune_holds_the_write_lock_and_is_all_or_nothing(store):
+def test_a_prune_holds_the_write_lock_and_is_all_or_nothing(sqlite_store):
     """A concurrent `farm run` cannot write while a prune deletes (it waits for the lock), and a
     prune that fails half way deletes nothing."""
+    store = sqlite_store
     first = _run(store, records=[failed("a")], exit_code=1, started_at=_day(9))
     second = _run(store, records=[failed("a")], exit_code=1, started_at=_day(8))
     _run(store, records=[record("a")], started_at=_day(1))
@@ -743,5 +766,5 @@ def test_a_run_directory_that_cannot_be_removed_is_named_with_the_fix(store, tmp
 
     monkeypatch.setattr(retention.shutil, "rmtree", refuse)
     with pytest.raises(StoreError, match=f"run directory {tmp_path / old}: Permission denied"):
-        commands.main_runs(["prune", "--store", str(store.path), "--keep", "1"])
+        commands.main_runs(["prune", "--store", store.location.spec, "--keep", "1"])
     assert old not in _ids(store)  # the rows went; the message says to remove it by hand

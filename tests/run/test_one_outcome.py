@@ -21,6 +21,7 @@ from farm import paths
 from farm.agent import hostops
 from farm.errors import RunDirUnwritable
 from farm.results import reconcile
+from farm.results.store import store_location
 from farm.run import fault_injection, interrupts, plugin, run_dir
 from farm.run.runner import collect_records
 from suites import matrix
@@ -315,9 +316,10 @@ def test_a_run_whose_report_is_not_made_is_degraded_in_the_store_and_the_summary
     from farm.run.plan import Plan
 
     monkeypatch.setattr(report, "main", lambda argv: report.EXIT_NO_REPORT)
-    assert "no report was made for run r1" in runner.make_report("r1", tmp_path / "s.db", None)
+    store = store_location(tmp_path / "s.db")
+    assert "no report was made for run r1" in runner.make_report("r1", store, None)
     monkeypatch.setattr(report, "main", lambda argv: 1)  # a failed gate: the report exists
-    assert runner.make_report("r1", tmp_path / "s.db", None) is None
+    assert runner.make_report("r1", store, None) is None
 
     store_path, run_dir = tmp_path / "farm.sqlite", tmp_path / "r1"
     run_dir.mkdir()

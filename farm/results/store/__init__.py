@@ -1,0 +1,61 @@
+"""The run store: every run and every case result, in a SQLite file (the embedded default) or
+in a PostgreSQL database a team's runners share (`--store postgresql://…` or $FARM_STORE).
+
+One row per run (its metadata, exit code and summary counts), one row per (run, case) with the
+columns the comparisons query plus the full result record as JSON, one baseline per tier, the
+shrinks and bisects, and each tier's Allure history. The parts, by job:
+
+    location.py        where the store is (a path or a URL), and its name with the password hidden
+    dialects.py        the two databases behind one interface
+    schema.py          the versioned schema, one definition for both, and its migrations
+    checks.py          a store that cannot serve is refused before anything starts
+    rows.py            records and runs as rows, both ways
+    runs.py            runs and results; orphans' recovery (owners.py: whose run is alive)
+    baselines.py       baselines and retention
+    investigations.py  shrinks and bisects
+    trends.py          the precision trend
+    history.py         Allure history
+    transfer.py        a store's whole history copied to another (farm store migrate)
+    runstore.py        RunStore, all of the above on one connection
+"""
+
+from farm.agent.record import METRIC_COLUMNS
+from farm.results.store.checks import check_store
+from farm.results.store.history import StoredHistory
+from farm.results.store.investigations import BISECT_STATUSES, BISECT_VERDICTS
+from farm.results.store.location import (
+    StoreLocation,
+    default_location,
+    parse_location,
+    redact,
+    store_location,
+)
+from farm.results.store.owners import owner_alive, process_owner, read_records
+from farm.results.store.rows import RUN_STATUSES, dumps
+from farm.results.store.runstore import RunStore, open_existing
+from farm.results.store.schema import MIGRATIONS, RUN_ROWS, SCHEMA_VERSION, migrate, schema_version
+
+__all__ = [
+    "BISECT_STATUSES",
+    "BISECT_VERDICTS",
+    "METRIC_COLUMNS",
+    "MIGRATIONS",
+    "RUN_ROWS",
+    "RUN_STATUSES",
+    "SCHEMA_VERSION",
+    "RunStore",
+    "StoreLocation",
+    "StoredHistory",
+    "check_store",
+    "default_location",
+    "dumps",
+    "migrate",
+    "open_existing",
+    "owner_alive",
+    "parse_location",
+    "process_owner",
+    "read_records",
+    "redact",
+    "schema_version",
+    "store_location",
+]

@@ -1,0 +1,143 @@
+"""Baselines (what a run is compared with) and retention (what a prune may remove)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+from farm.errors import UsageError
+from farm.results.store.rows import GREEN_SQL
+from farm.results.store.runs import Runs
+from farm.results.store.schema import RUN_ROWS
+from farm.results.store.timestamps import now
+
+
+class Baselines(Runs):
+    def set_baseline(self, tier: str, run_id: str) -> None:
+        run = self.get_run(run_id)
+        if run is None:
+            raise KeyError(f"unknown run {run_id!r}")
+        if run["status"] != "finished":
+            raise UsageError(
+                f"run {run_id} is {run['status']}: a baseline must be a finished run of the "
+                "whole tier; pick one from farm runs"
+            )
+        if run["subset"]:
+            raise UsageError(
+                f"run {run_id} ran a subset of tier {run['tier']} (-k or a case selection): a "
+                "baseline must cover the whole tier"
+            )
+        if run["tier"] != tier:
+            raise UsageError(f"run {run_id} is of tier {run['tier']}, not {tier}")
+        with self._tx():
+            self.db.execute(
+                "INSERT INTO baselines(tier, run_id, set_at) VALUES (?,?,?)"
+                " ON CONFLICT (tier) DO UPDATE SET run_id=excluded.run_id, set_at=excluded.set_at",
+                (tier, run_id, now()),
+            )
+
+    def clear_baseline(self, tier: str) -> None:
+        with self._tx():
+            self.db.execute("DELETE FROM baselines WHERE tier=?", (tier,))
+
+    def explicit_baseline(self, tier: str) -> str | None:
+        row = self.db.execute("SELECT run_id FROM baselines WHERE tier=?", (tier,)).fetchone()
+        return row[0] if row else None
+
+    def baseline_for(self, tier: str, exclude_run_id: str | None = None) -> str | None:
+        """The baseline run of a tier.
+
+        The explicit baseline (set_baseline) when there is one and it is not the run being
+        compared; else the newest fully green finished run of the same tier (exit code 0, at least
+        one result, none failed or broken), excluding `exclude_run_id` and, when that run is
+        known, anything that started after it. A run of the whole tier is only ever compared
+        with a run of the whole tier: a subset run (-k, -x) is never its implicit baseline; a
+        subset run may be compared with either.
+        """
+        explicit = self.explicit_baseline(tier)
+        if explicit and explicit != exclude_run_id:
+            return explicit
+        sql = f"SELECT run_id FROM runs WHERE tier=? AND {GREEN_SQL}"
+        args: list = [tier]
+        ref = None
+        if exclude_run_id:
+            sql += " AND run_id<>?"
+            args.append(exclude_run_id)
+            ref = self.db.execute(
+                "SELECT started_at, seq, subset FROM runs WHERE run_id=?", (exclude_run_id,)
+            ).fetchone()
+            if ref:
+                sql += " AND (started_at < ? OR (started_at = ? AND seq < ?))"
+                args += [ref[0], ref[0], ref[1]]
+        if ref is None or not ref[2]:
+            sql += " AND subset=0"
+        row = self.db.execute(sql + " ORDER BY started_at DESC, seq DESC LIMIT 1", args).fetchone()
+        return row[0] if row else None
+
+    def _newest_green(self, tier: str) -> str | None:
+        """What baseline_for gives a new subset run (which may be compared with a subset run)."""
+        explicit = self.explicit_baseline(tier)
+        if explicit:
+            return explicit
+        row = self.db.execute(
+            f"SELECT run_id FROM runs WHERE tier=? AND {GREEN_SQL}"
+            " ORDER BY started_at DESC, seq DESC LIMIT 1",
+            (tier,),
+        ).fetchone()
+        return row[0] if row else None
+
+    # ---- retention
+
+    def protected_runs(self) -> dict[str, str]:
+        """The runs no prune may remove, each with why: a running run (its process may be alive
+        and writing); each suite's explicit baseline; the run each suite's next run would be
+        compared with (whole or subset); each suite's newest finished run, which `farm compare`
+        and `farm report` default to, and the run it is compared with; the run each running run
+        will be compared with when it ends."""
+        keep: dict[str, str] = {}
+
+        def hold(run_id: str | None, why: str) -> None:
+            if run_id:
+                keep.setdefault(run_id, why)
+
+        running = self.db.execute("SELECT run_id, tier FROM runs WHERE status='running'")
+        for run_id, tier in running.fetchall():
+            hold(run_id, "running (its process may be alive)")
+            hold(self.baseline_for(tier, exclude_run_id=run_id), f"the baseline of {run_id}")
+        for tier, run_id in self.db.execute("SELECT tier, run_id FROM baselines").fetchall():
+            hold(run_id, f"the explicit baseline of {tier}")
+        for (tier,) in self.db.execute("SELECT DISTINCT tier FROM runs").fetchall():
+            hold(self.baseline_for(tier), f"the baseline of the next run of {tier}")
+            hold(self._newest_green(tier), f"the baseline of the next subset run of {tier}")
+            newest = self.latest_run(tier, finished=True)
+            if newest:
+                hold(newest["run_id"], f"the newest finished run of {tier}")
+                base = self.baseline_for(tier, exclude_run_id=newest["run_id"])
+                hold(base, f"the baseline of {newest['run_id']}")
+        return keep
+
+    def prune(
+        self,
+        choose: Callable[[list[dict]], Iterable[str]],
+        dry_run: bool = False,
+    ) -> tuple[list[dict], dict[str, str]]:
+        """Delete the runs `choose(runs)` picks (runs newest first) with every row that refers
+        to them, in one transaction, so that a concurrent `farm run` sees the store before or
+        after, never half pruned; the runs protected_runs names stay. Returns the runs deleted
+        (dry_run: that would be) and, of the picked runs that stay, why each stays."""
+        with self._tx():
+            runs = self.runs(limit=None)
+            picked = set(choose(runs))
+            protected = self.protected_runs()
+            doomed = [r for r in runs if r["run_id"] in picked and r["run_id"] not in protected]
+            spared = {run_id: why for run_id, why in protected.items() if run_id in picked}
+            if not dry_run and doomed:
+                ids = [(r["run_id"],) for r in doomed]
+                for table in RUN_ROWS:
+                    self.db.executemany(f"DELETE FROM {table} WHERE run_id=?", ids)
+                self.db.executemany("DELETE FROM runs WHERE run_id=?", ids)
+        return doomed, spared
+
+    def reclaim_space(self) -> None:
+        """Give the pages of deleted rows back (SQLite's VACUUM; PostgreSQL's autovacuum does it
+        by itself)."""
+        self.db.reclaim_space()

@@ -1,0 +1,114 @@
+"""Refuse a store that cannot serve before anything starts: one StoreError line naming the
+store (its password hidden) and the fix."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+
+from farm.errors import StoreError
+from farm.results.store.dialects import PostgresDatabase
+from farm.results.store.location import SQLITE, StoreLocation, store_location
+from farm.results.store.schema import SCHEMA_VERSION, newer_than_farm
+
+
+def check_store(spec: str | os.PathLike | StoreLocation, *, create: bool) -> StoreLocation:
+    """`create`: a missing store may be made here (farm run at the default or configured
+    place); otherwise a missing store is an error (a typo in --store must not quietly become a
+    new, empty store)."""
+    location = store_location(spec)
+    if location.kind == SQLITE:
+        _check_sqlite(location, create)
+    else:
+        db = PostgresDatabase(location)
+        try:
+            check_postgres(db, create)
+        finally:
+            db.close()
+    return location
+
+
+def check_postgres(db: PostgresDatabase, create: bool) -> None:
+    where = f"run store {db.location.display}"
+    with db.errors_named():
+        tables = db.tables()
+        version = 0
+        if "schema_version" in tables:
+            row = db.execute("SELECT MAX(version) FROM schema_version").fetchone()
+            version = int(row[0] or 0)
+    if version > SCHEMA_VERSION:
+        raise newer_than_farm(where, version)
+    if not version and "runs" in tables:
+        raise StoreError(f"{where} has a runs table but no farm schema: use a database of its own")
+    if not version and tables:
+        raise StoreError(
+            f"{where} is a database with other tables, not a farm run store: give the farm a "
+            "database of its own, or a schema of its own (?options=-csearch_path%3Dfarm)"
+        )
+    if not version and not create:
+        raise StoreError(
+            f"no run store in {where}: check FARM_STORE, or run farm run (or farm store "
+            "migrate) first"
+        )
+
+
+def _check_sqlite(location: StoreLocation, create: bool) -> None:
+    assert location.path is not None
+    p = location.path
+    if str(p) == ":memory:":
+        return
+    where = f"run store {p}"
+    if not p.exists():
+        if not create:
+            raise StoreError(
+                f"no {where}: check the path (--store / FARM_STORE), or run farm run first"
+            )
+        probe = p.parent if str(p.parent) else p.cwd()
+        while not probe.exists() and probe != probe.parent:
+            probe = probe.parent
+        if not os.access(probe, os.W_OK | os.X_OK):
+            raise StoreError(
+                f"cannot create {where}: {probe} is not writable; fix its permissions or set "
+                "FARM_STORE (and FARM_RUNS) to a writable place"
+            )
+        return
+    if p.is_dir():
+        raise StoreError(f"{where} is a directory: give the store's file, e.g. {p}/farm.sqlite")
+    if p.stat().st_size == 0:
+        raise StoreError(f"{where} is an empty file, not a run store: remove it or restore it")
+    with open(p, "rb") as f:
+        magic = f.read(16)
+    if magic != b"SQLite format 3\x00":
+        raise StoreError(
+            f"{where} is not a SQLite database (corrupt or another file): move it aside and "
+            "restore it from a backup, or point FARM_STORE elsewhere"
+        )
+    if not os.access(p, os.W_OK) or not os.access(p.parent, os.W_OK | os.X_OK):
+        raise StoreError(
+            f"{where} is read-only (the file or its directory): fix its permissions or set "
+            "FARM_STORE to a writable copy"
+        )
+    try:
+        db = sqlite3.connect(f"file:{p}?mode=ro", uri=True, timeout=10)
+        try:
+            status = db.execute("PRAGMA quick_check").fetchone()[0]
+            tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+            version = 0
+            if "schema_version" in tables:
+                version = int(
+                    db.execute("SELECT MAX(version) FROM schema_version").fetchone()[0] or 0
+                )
+        finally:
+            db.close()
+    except sqlite3.DatabaseError as exc:
+        raise StoreError(
+            f"{where} cannot be read ({exc}): move it aside and restore it from a backup"
+        ) from None
+    if status != "ok":
+        raise StoreError(
+            f"{where} failed its integrity check ({status}): move it aside and restore it"
+        )
+    if version > SCHEMA_VERSION:
+        raise newer_than_farm(where, version)
+    if tables and "runs" not in tables:
+        raise StoreError(f"{where} is a SQLite database but not a farm run store")

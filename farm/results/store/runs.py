@@ -1,0 +1,205 @@
+"""Runs and their results: begin, write, finish, list, read; and the orphans' recovery.
+
+Run metadata (`begin_run(meta)`), all keys optional except `tier`:
+
+    run_id          "20261129-151200-smoke-ab12" (made from the start time and tier if absent)
+    tier            "smoke" | "nightly" | "full" | ...
+    package_version, package_sha256   the operator package under test
+                    (a nested {"package": {"version", "sha256"}} is accepted too)
+    target          what the package was built for ("ascendc-cpu", "twin"; or package.target)
+    git_commit
+    inventory       [{"name": host, "soc": "Ascend910B3", "family": "ascend910b"}, ...]
+                    or {host: soc}, or the plan's slots ({"host", "soc", "family", ...}; one
+                    entry per host is kept)
+    run_dir         where the run writes (farm report looks for <run_dir>/allure-results)
+    run_group       the logical run a shard belongs to (farm run --run-group, farm merge)
+    backend         "native" | "torch" | ...
+    farm_version
+    started_at      ISO 8601 (now if absent); ended_at / exit_code are set by finish_run
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from farm.errors import UsageError
+from farm.results.store.base import StoreBase
+from farm.results.store.owners import owner_alive, process_owner, read_records
+from farm.results.store.rows import (
+    INSERT_RESULT,
+    RESULT_COLUMNS,
+    RUN_STATUSES,
+    dumps,
+    inventory_list,
+    refresh_counts,
+    result_row,
+    run_dict,
+)
+from farm.results.store.timestamps import now, stamp
+
+_NEWEST_FIRST = " ORDER BY started_at DESC, seq DESC"
+
+
+class Runs(StoreBase):
+    def begin_run(self, meta: Mapping) -> str:
+        """Record the start of a run and return its run_id."""
+        meta = dict(meta)
+        tier = str(meta.get("tier") or "adhoc")
+        started = str(meta.get("started_at") or meta.get("start") or now())
+        run_id = meta.get("run_id") or f"{stamp()}-{tier}-{secrets.token_hex(2)}"
+        pkg = meta.get("package") or {}
+        meta.update(run_id=run_id, tier=tier, started_at=started)
+        group = meta.get("run_group")
+        with self._tx():
+            self.db.execute(
+                "INSERT INTO runs (run_id, tier, package_version, package_sha256, target,"
+                " git_commit, backend, farm_version, started_at, meta_json, inventory_json,"
+                " status, subset, owner, run_group)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?,?,'running',?,?,?)",
+                (
+                    run_id,
+                    tier,
+                    meta.get("package_version") or pkg.get("version"),
+                    meta.get("package_sha256") or pkg.get("sha256"),
+                    meta.get("target") or pkg.get("target"),
+                    meta.get("git_commit"),
+                    meta.get("backend"),
+                    meta.get("farm_version"),
+                    started,
+                    dumps(meta),
+                    dumps(inventory_list(meta.get("inventory"))),
+                    int(bool(meta.get("subset"))),
+                    meta.get("owner") or process_owner(),
+                    str(group) if group else None,
+                ),
+            )
+        return run_id
+
+    def add_results(self, run_id: str, records: Iterable[Mapping]) -> int:
+        """Write records in one transaction. A case written again replaces its earlier row."""
+        rows = [result_row(run_id, r) for r in records]
+        with self._tx():
+            if not self.db.execute("SELECT 1 FROM runs WHERE run_id=?", (run_id,)).fetchone():
+                raise KeyError(f"unknown run {run_id!r}: call begin_run first")
+            if rows:
+                self.db.executemany(INSERT_RESULT, rows)
+            refresh_counts(self.db, run_id)
+        return len(rows)
+
+    def finish_run(
+        self,
+        run_id: str,
+        exit_code: int,
+        ended_at: str | None = None,
+        status: str = "finished",
+        subset: bool | None = None,
+    ) -> None:
+        """End a run as what it was: finished, interrupted (a signal stopped it) or aborted
+        (its process died; found and closed by recover_orphans)."""
+        if status not in RUN_STATUSES[1:]:
+            raise ValueError(f"status {status!r}: use one of {', '.join(RUN_STATUSES[1:])}")
+        with self._tx():
+            cur = self.db.execute(
+                "UPDATE runs SET ended_at=?, exit_code=?, status=?,"
+                " subset=COALESCE(?, subset) WHERE run_id=?",
+                (
+                    ended_at or now(),
+                    int(exit_code),
+                    status,
+                    None if subset is None else int(bool(subset)),
+                    run_id,
+                ),
+            )
+            if cur.rowcount != 1:
+                raise KeyError(f"unknown run {run_id!r}")
+            refresh_counts(self.db, run_id)
+
+    def runs(self, limit: int | None = 20, tier: str | None = None) -> list[dict]:
+        """Newest first."""
+        sql = "SELECT * FROM runs"
+        args: list = []
+        if tier is not None:
+            sql += " WHERE tier=?"
+            args.append(tier)
+        sql += _NEWEST_FIRST
+        if limit is not None:
+            sql += " LIMIT ?"
+            args.append(int(limit))
+        return [run_dict(r) for r in self.db.execute(sql, args)]
+
+    def group_runs(self, run_group: str) -> list[dict]:
+        """The runs recorded under one run group (a CI pipeline's shards and their merge),
+        oldest first."""
+        rows = self.db.execute(
+            "SELECT * FROM runs WHERE run_group=? ORDER BY started_at, seq", (run_group,)
+        )
+        return [run_dict(r) for r in rows]
+
+    def get_run(self, run_id: str) -> dict | None:
+        row = self.db.execute("SELECT * FROM runs WHERE run_id=?", (run_id,)).fetchone()
+        return run_dict(row) if row else None
+
+    def run_or_latest(self, run_id: str | None) -> dict:
+        """The run a command was asked about (``run_id``), or the latest run when none is named;
+        a UsageError when there is no such run."""
+        run = self.get_run(run_id) if run_id else self.latest_run()
+        if run is None:
+            raise UsageError(
+                f"no run {run_id!r} in the store (list them with `farm runs`)"
+                if run_id
+                else "the store has no runs yet: run something first"
+            )
+        return run
+
+    def latest_run(self, tier: str | None = None, finished: bool = False) -> dict | None:
+        sql = "SELECT * FROM runs WHERE 1=1"
+        args: list = []
+        if tier is not None:
+            sql += " AND tier=?"
+            args.append(tier)
+        if finished:
+            sql += " AND status='finished'"
+        row = self.db.execute(sql + _NEWEST_FIRST + " LIMIT 1", args).fetchone()
+        return run_dict(row) if row else None
+
+    def results(self, run_id: str) -> list[dict]:
+        """Full records of a run, ordered by case_id."""
+        return [
+            json.loads(r[0])
+            for r in self.db.execute(
+                "SELECT record_json FROM results WHERE run_id=? ORDER BY case_id", (run_id,)
+            )
+        ]
+
+    def result_rows(self, run_id: str) -> list[dict]:
+        """The queried columns only (no record JSON): fast for comparisons of large runs."""
+        cols = [c for c in RESULT_COLUMNS if c != "record_json"]
+        return [
+            dict(r)
+            for r in self.db.execute(
+                f"SELECT {', '.join(cols)} FROM results WHERE run_id=? ORDER BY case_id",
+                (run_id,),
+            )
+        ]
+
+    def recover_orphans(self) -> list[tuple[str, int]]:
+        """Close the runs whose process died without ending them (SIGKILL, a crash, a power
+        cut): import the records they wrote (runs/<run>/records/*.jsonl) and mark them aborted
+        with exit 2. Runs owned by a live process, or by another machine, are left alone.
+        Returns (run id, records imported) of each run closed."""
+        closed = []
+        rows = self.db.execute(
+            "SELECT * FROM runs WHERE status='running'" + _NEWEST_FIRST
+        ).fetchall()
+        for run in map(run_dict, rows):
+            if owner_alive(run["owner"]) is not False:
+                continue
+            records, _ = read_records(Path(run.get("run_dir") or ""))
+            if records:
+                self.add_results(run["run_id"], records.values())
+            self.finish_run(run["run_id"], 2, status="aborted")
+            closed.append((run["run_id"], len(records)))
+        return closed
