@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # All set-up, safe to rerun: system packages (when root), the virtualenv, the operator package
-# (the default target: the real Ascend C kernel on the CPU emulation) and Allure 3. `setup.sh run` is enough for `farm run`; `setup.sh test` adds what the tests need
-# (an OpenSSH server for the SSH lab, Chromium for the report test and, on a machine that is not
-# aarch64, Debian's aarch64 cross compiler and qemu-user: tests/op/test_cross_build.py).
+# (the default target: the real Ascend C kernel on the CPU emulation) and Allure 3. `setup.sh run`
+# is enough for `farm run`; `setup.sh test` adds what the tests need (an OpenSSH server for the SSH
+# lab, a PostgreSQL server for the shared store's tests, Chromium for the report test and, on a
+# machine that is not aarch64, Debian's aarch64 cross compiler and qemu-user:
+# tests/op/test_cross_build.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 purpose=${1:-run}
@@ -10,6 +12,7 @@ purpose=${1:-run}
 need=()
 if [ "$purpose" = test ]; then
   [ -x /usr/sbin/sshd ] || need+=(openssh-server)
+  ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
   command -v chromium >/dev/null || need+=(chromium)
   if [ "$(uname -m)" != aarch64 ]; then  # on aarch64 the aarch64 build is native
     command -v aarch64-linux-gnu-g++ >/dev/null || need+=(g++-aarch64-linux-gnu)

@@ -3,6 +3,17 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash .ci/setup.sh test
+# The shared store's tests run against a real PostgreSQL server: a throwaway one on loopback,
+# stopped when the tests end (FARM_TEST_POSTGRES, unless the caller gives one).
+if [ -z "${FARM_TEST_POSTGRES:-}" ]; then
+  pg_dir=$(mktemp -d -u "${TMPDIR:-/tmp}/farm-pg.XXXXXX")
+  trap 'bash .ci/postgres.sh stop "$pg_dir"' EXIT
+  if url=$(bash .ci/postgres.sh start "$pg_dir"); then
+    export FARM_TEST_POSTGRES=$url
+  else
+    echo "test: no PostgreSQL server for the store tests (they skip, or fail under CI)" >&2
+  fi
+fi
 # A file's tests on one worker (its module fixtures are made once), the heaviest files first
 # (tests/conftest.py orders them), so the two workers finish together.
-exec .venv/bin/python -m pytest -n 2 --dist loadfile -q "$@" tests
+.venv/bin/python -m pytest -n 2 --dist loadfile -q "$@" tests
