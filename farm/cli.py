@@ -326,6 +326,10 @@ COMMANDS = {
         _delegate("farm.results.commands", "main_runs"),
         "list the runs in the store and its size; prune: retention",
     ),
+    "store": (
+        _delegate("farm.results.store_command"),
+        "the run store: info; migrate a store's history into another (SQLite to PostgreSQL)",
+    ),
     "baseline": (
         _delegate("farm.results.commands", "main_baseline"),
         "set or show the baseline run",
