@@ -94,6 +94,7 @@ class SlotScheduling:
         self.numnodes = expected_workers(config)
         self._group = group
         self.collection: list[str] | None = None
+        self._collected: set[str] = set()  # the collection's node ids, for look-ups
         self._scopes: dict[str, str] = {}  # node id -> unit key, set at the first schedule
         self.registered_collections: dict[WorkerController, list[str]] = {}
         self._index: dict[WorkerController, dict[str, int]] = {}  # node -> node id -> index
@@ -180,6 +181,7 @@ class SlotScheduling:
         self.collection = list(next(iter(self.registered_collections.values())))
         if not self.collection:
             return
+        self._collected = set(self.collection)
         self._scopes = self._group(self.collection, len(self.nodes))
         units: dict[str, dict[str, bool]] = {}
         for nodeid in self.collection:
@@ -211,7 +213,7 @@ class SlotScheduling:
         """Run ``item`` again (a ``pytest_handlecrashitem`` hook asks for it): on the worker that
         has its lane while that one takes work, else queued with its lane. An item still to run
         stays as it is (the item a lost worker crashed on is queued again already)."""
-        if self.collection is None or item not in self._scopes:
+        if item not in self._collected:
             raise ValueError(f"{item}: not an item of this session's collection; cannot rerun it")
         key = self._scope(item)
         queued = self._queue.get(key)

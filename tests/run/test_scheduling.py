@@ -379,6 +379,15 @@ def test_an_item_of_a_finished_worker_is_queued_for_the_next_worker():
     assert [session.sched.registered_collections[late][i] for i in late.sent] == [again]
 
 
+def test_an_item_outside_any_lane_asked_for_again_runs_again():
+    session = Session(items(lane0=3, lane1=3) + ["t.py::solo"])
+    session.run()
+    session.sched.mark_test_pending("t.py::solo")
+    late = session.join()
+    session.run()
+    assert session.ran[late.gateway.id] == ["t.py::solo"]
+
+
 def test_an_item_not_collected_cannot_be_asked_for():
     session = Session(items(lane0=2, lane1=2))
     with pytest.raises(ValueError, match=r"t\.py::nope: not an item"):
