@@ -477,6 +477,10 @@ def test_item(item):
 """
 
 
+# What this session (itself maybe an xdist worker) would pass on to the pytest it starts.
+OUTER_SESSION_ENV = ("PYTEST_ADDOPTS", "PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT")
+
+
 @pytest.mark.parametrize("rerun_hook", [False, True], ids=["crash-reported", "crash-rerun"])
 def test_a_worker_lost_mid_lane_under_xdist_hands_the_rest_of_the_lane_to_its_replacement(
     tmp_path, rerun_hook
@@ -489,6 +493,7 @@ def test_a_worker_lost_mid_lane_under_xdist_hands_the_rest_of_the_lane_to_its_re
     (tmp_path / "conftest.py").write_text(LANE_CONFTEST + (RERUN_HOOK if rerun_hook else ""))
     (tmp_path / "test_lanes.py").write_text(LANE_TESTS)
     log = tmp_path / "ran.log"
+    env = {k: v for k, v in os.environ.items() if k not in OUTER_SESSION_ENV}
     proc = subprocess.run(
         [
             sys.executable,
@@ -503,7 +508,7 @@ def test_a_worker_lost_mid_lane_under_xdist_hands_the_rest_of_the_lane_to_its_re
             "-q",
         ],
         cwd=tmp_path,
-        env={**os.environ, "LANE_LOG": str(log)},
+        env={**env, "LANE_LOG": str(log)},
         capture_output=True,
         text=True,
         timeout=300,
