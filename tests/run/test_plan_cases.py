@@ -98,8 +98,6 @@ def test_cases_that_cannot_be_saved_are_expanded_by_each_process(tmp_path, monke
 
 
 class FakeConfig:
-    option = SimpleNamespace(loadscopereorder=True)
-
     def getvalue(self, name):
         return {"tx": ["2*popen"], "dist": "loadgroup"}[name]
 
