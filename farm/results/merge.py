@@ -54,14 +54,12 @@ class Group:
 
 def shard_runs(store, group: str) -> list[dict]:
     """The shard runs of ``group`` in the store, newest first."""
-    return [r for r in store.runs(limit=None) if r.get("run_group") == group and r.get("shard")]
+    return [r for r in reversed(store.group_runs(group)) if r.get("shard")]
 
 
 def merged_runs(store, group: str) -> list[dict]:
     """The merged runs made of ``group`` so far, newest first."""
-    return [
-        r for r in store.runs(limit=None) if r.get("run_group") == group and r.get("merged_from")
-    ]
+    return [r for r in reversed(store.group_runs(group)) if r.get("merged_from")]
 
 
 def find_run_dir(run: dict, runs_dir: Path | None) -> tuple[Path | None, list[Path]]:

@@ -115,6 +115,13 @@ def merge(
             )
             if not group.complete:
                 console.print(merge_mod.incomplete_line(group, earlier["run_id"]), markup=False)
+                return runner.EXIT_INFRA
+            if report and not (Path(earlier["run_dir"]) / "report").is_dir():
+                # The last shard merged without a report (shards run --no-report): make it now.
+                problem = runner.make_report(earlier["run_id"], store_path, history_runs)
+                if problem is not None:
+                    console.print(f"[bold red]error:[/] {escape(problem)}", highlight=False)
+                    return runner.EXIT_INFRA
             return int(earlier["exit_code"])
         records: list[ResultRecord] = []
         for k in sorted(group.shards):

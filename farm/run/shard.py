@@ -19,8 +19,9 @@ from farm.errors import UsageError
 from farm.run.leases import case_costs
 
 _SHARD = re.compile(r"\A([1-9][0-9]*)/([1-9][0-9]*)\Z")
-# A run group names run directories' neighbours and CI artifacts: plain characters only.
-_GROUP = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")
+# A run group is what CI names a pipeline by (GITHUB_RUN_ID, CI_PIPELINE_ID, Jenkins' BUILD_TAG
+# with its %2F): one word of plain characters, so that it reads the same in every shell.
+_GROUP = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9._:%+@=-]{0,127}\Z")
 
 
 @dataclass(frozen=True)
@@ -47,8 +48,8 @@ def check_group(group: str) -> str:
     """A run group id as CI gives it (a pipeline id, say): letters, digits, '.', '_', '-'."""
     if _GROUP.match(group) is None:
         raise UsageError(
-            f"--run-group {group!r}: use 1 to 64 letters, digits, '.', '_' or '-' (e.g. the CI "
-            "pipeline id)"
+            f"--run-group {group!r}: use 1 to 128 letters, digits and . _ : % + @ = -, starting "
+            "with a letter or digit (e.g. the CI pipeline id)"
         )
     return group
 
