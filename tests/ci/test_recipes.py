@@ -5,7 +5,10 @@ and pre-merge jobs, and checked against the farm itself: every ``farm`` command 
 subcommands and options (``farm SUB --help``), the artefact paths against what ``farm run``
 writes (taken from farm/run/runner.py, farm/results/report.py and farm/results/store.py, not
 written down here), and the exit-code mapping by running the recipes' own shell steps against a
-stub ``farm`` that exits 0, 1 or 2. Each checker also gets a broken recipe, to show it can fail.
+stub ``farm`` that exits 0, 1 or 2. The nightly is sharded: each recipe's CI parallelism (GitHub's
+matrix, GitLab's ``parallel:``, Jenkins' matrix) must run shards 1..N of one run group with N its
+own size, and a merge job after all of them; the store comes from the CI's secrets and no
+credentials are in a recipe. Each checker also gets a broken recipe, to show it can fail.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ import yaml
 
 from farm import cli
 from farm.results import report
-from farm.results.store import default_store_path, history_path_for
+from farm.results.store import default_location, parse_location
 from farm.run import outputs, runner
 from farm.run.plan import Plan
 from farm.run.prepare import new_run_id
@@ -57,8 +60,8 @@ class Written:
     junit: str
     summary: str
     report: str
+    allure_results: str
     store: str
-    history: dict[str, str]
 
 
 def default_runs_dir() -> Path:
@@ -81,24 +84,27 @@ def written(tmp_path_factory) -> Written:
     plan = Plan(run_id, run_dir, "nightly", "native", inventory={}, slots=[], hosts={})
     args = runner.pytest_args(plan, 1, [])
     junit = Path(args[args.index("--junitxml") + 1])
-    report_dir = report.default_report_dir({"run_id": run_id, "run_dir": str(run_dir)}, Path("x"))
+    report_dir = report.default_report_dir(
+        {"run_id": run_id, "run_dir": str(run_dir)}, parse_location("x")
+    )
     scratch = tmp_path_factory.mktemp("run") / run_id
     scratch.mkdir()
     summary = outputs.write_summary(
         Plan(run_id, scratch, "nightly", "native", inventory={}, slots=[], hosts={}), [], 0, {}
     )
+    results = Path(args[args.index("--alluredir") + 1])
     with pytest.MonkeyPatch.context() as mp:
         mp.delenv("FARM_STORE", raising=False)
         mp.chdir(REPO)
-        store = REPO / default_store_path()
+        store = REPO / default_location().spec
     return Written(
         run_id=run_id,
         run_dir=rel(run_dir, REPO),
         junit=rel(junit, REPO),
         summary=f"{rel(run_dir, REPO)}/{summary.relative_to(scratch).as_posix()}",
         report=rel(report_dir, REPO),
+        allure_results=rel(results, REPO),
         store=rel(store, REPO),
-        history={tier: rel(history_path_for(store, tier), REPO) for tier in matrix.TIERS},
     )
 
 
@@ -106,7 +112,7 @@ def test_what_farm_run_writes_is_where_the_recipes_look(written):
     """The recipes' comments and globs assume runs/<run id>/ and runs/farm.sqlite: so does farm."""
     assert written.run_dir == f"runs/{written.run_id}"
     assert written.store == "runs/farm.sqlite"
-    assert written.history["nightly"] == "runs/allure-history-nightly.jsonl"
+    assert written.allure_results == f"runs/{written.run_id}/allure-results"
     assert fnmatch.fnmatch(written.junit, "runs/*/junit.xml")
     assert fnmatch.fnmatch(written.summary, "runs/*/summary.json")
     assert fnmatch.fnmatch(written.report, "runs/*/report")
@@ -239,8 +245,12 @@ class Job:
     def farm_runs(self) -> list[list[str]]:
         return [c for s in self.scripts for c in farm_commands(s) if c[:1] == ["run"]]
 
-    def farm_run_script(self) -> str:
-        (script,) = [s for s in self.scripts if runs_farm_run(s)]
+    def farm_merges(self) -> list[list[str]]:
+        return [c for s in self.scripts for c in farm_commands(s) if c[:1] == ["merge"]]
+
+    def farm_script(self) -> str:
+        """The one script that runs `farm run` or `farm merge`: the job's verdict."""
+        (script,) = [s for s in self.scripts if runs_farm(s)]
         return script
 
     def prunes(self) -> list[tuple[int, list[str]]]:
@@ -256,8 +266,9 @@ class Job:
         return {c[c.index("--tier") + 1] for c in self.farm_runs() if "--tier" in c}
 
 
-def runs_farm_run(script: str) -> bool:
-    return any(c[:1] == ["run"] for c in farm_commands(script))
+def runs_farm(script: str) -> bool:
+    """Whether the script runs `farm run` or `farm merge` (whose exit code is the verdict)."""
+    return any(c[:1] in (["run"], ["merge"]) for c in farm_commands(script))
 
 
 def github_on(doc: dict) -> dict:
@@ -453,18 +464,27 @@ def gh_expand(value: str, context: dict[str, str]) -> str:
 
 
 def gh_farm_step(job: dict) -> dict:
-    (step,) = [s for s in job["steps"] if runs_farm_run(s.get("run", ""))]
+    (step,) = [s for s in job["steps"] if runs_farm(s.get("run", ""))]
     return step
 
 
-def gh_outcome(job: dict, sandbox: Sandbox, code: int, secrets: dict | None = None) -> dict:
-    """Run the job's farm step and verdict step as GitHub would; the job's outcome."""
+def gh_outcome(
+    job: dict,
+    sandbox: Sandbox,
+    code: int,
+    secrets: dict | None = None,
+    context: dict | None = None,
+    env: dict | None = None,
+) -> dict:
+    """Run the job's farm step and verdict step as GitHub would; the job's outcome. ``context``:
+    more of GitHub's expressions (matrix.shard, ...); ``env``: GitHub's own variables."""
     step = gh_farm_step(job)
     outputs = sandbox.root / "github-output"
     outputs.write_text("")
-    context = {f"secrets.{k}": v for k, v in (secrets or {}).items()}
+    context = {**{f"secrets.{k}": v for k, v in (secrets or {}).items()}, **(context or {})}
+    base = dict(env or {})
     env = {k: gh_expand(v, context) for k, v in step.get("env", {}).items()}
-    env.update(GITHUB_OUTPUT=str(outputs), RUNNER_TEMP=str(sandbox.root))
+    env.update(base, GITHUB_OUTPUT=str(outputs), RUNNER_TEMP=str(sandbox.root))
     status, farm_args = sandbox.run(step["run"], code, GH_SHELL, env)
     out = dict(line.split("=", 1) for line in outputs.read_text().splitlines())
     context.update({f"steps.{step['id']}.outputs.{k}": v for k, v in out.items()})
@@ -505,12 +525,16 @@ def jenkins_result(text: str, code: int) -> str:
 # -- the tests -------------------------------------------------------------------------------------
 
 
+MERGE = "nightly-merge"
+
+
 @pytest.mark.parametrize("kind", RECIPES)
 def test_nightly_runs_the_nightly_tier_on_a_schedule(kind):
     jobs = PARSERS[kind](text_of(kind))
-    assert jobs["nightly"].scheduled
+    assert jobs["nightly"].scheduled and jobs[MERGE].scheduled
     assert jobs["nightly"].tiers() == {"nightly"}
-    assert not jobs["nightly"].on_op_change
+    assert not jobs["nightly"].on_op_change and not jobs[MERGE].on_op_change
+    assert jobs[MERGE].farm_runs() == [] and len(jobs[MERGE].farm_merges()) == 1
 
 
 @pytest.mark.parametrize("kind", RECIPES)
@@ -549,6 +573,8 @@ def test_every_farm_command_and_ci_script_is_real(kind):
         ("bash .ci/setup.sh", "bash .ci/setpu.sh", ".ci/setpu.sh does not exist"),
         ("runs prune --keep", "runs prune --kep", "farm runs prune has no option --kep"),
         ("runs prune --keep", "runs prnue --keep", "farm runs has no subcommand 'prnue'"),
+        ("--run-group", "--run-grop", "no option --run-grop"),
+        ("--runs-dir", "--run-dir", "farm merge has no option --run-dir"),
     ],
 )
 def test_the_command_checker_catches_a_misspelt_recipe(kind, right, wrong, why):
@@ -559,44 +585,42 @@ def test_the_command_checker_catches_a_misspelt_recipe(kind, right, wrong, why):
 
 
 @pytest.mark.parametrize("kind", RECIPES)
-def test_nightly_prunes_the_store_after_its_run(kind):
-    """The store only grows unless CI prunes it: the nightly prunes by count and by age, after
-    farm run (the index of the script, in the order the job runs them)."""
+def test_the_merge_prunes_the_store_after_it(kind):
+    """The store only grows unless CI prunes it: the nightly's merge job prunes by count and by
+    age, after farm merge (the index of the script, in the order the job runs them); no shard
+    prunes (a prune while other shards still run would race them)."""
     jobs = PARSERS[kind](text_of(kind))
-    ((at, prune),) = jobs["nightly"].prunes()
+    ((at, prune),) = jobs[MERGE].prunes()
     assert "--keep" in prune and "--older-than" in prune and "--dry-run" not in prune
-    ran_at = jobs["nightly"].scripts.index(jobs["nightly"].farm_run_script())
-    assert ran_at < at, "after the run"
+    merged_at = jobs[MERGE].scripts.index(jobs[MERGE].farm_script())
+    assert merged_at < at, "after the merge"
+    assert jobs["nightly"].prunes() == []
 
 
 def test_every_recipe_prunes_to_the_same_retention():
-    retentions = {
-        kind: PARSERS[kind](text_of(kind))["nightly"].prunes()[0][1][2:] for kind in RECIPES
-    }
+    retentions = {kind: PARSERS[kind](text_of(kind))[MERGE].prunes()[0][1][2:] for kind in RECIPES}
     assert len({tuple(r) for r in retentions.values()}) == 1, retentions
 
 
-def test_github_prunes_whatever_the_verdict_and_before_the_store_is_saved(sandbox):
-    steps = github_jobs(text_of("github"))["nightly"].raw["steps"]
+def test_github_prunes_whatever_the_verdict(sandbox):
+    steps = github_jobs(text_of("github"))[MERGE].raw["steps"]
     (prune,) = [s for s in steps if "farm runs prune" in s.get("run", "")]
-    save = next(s for s in steps if str(s.get("uses", "")).startswith("actions/cache/save@"))
-    assert prune["if"] == "always()", "after a failing run too"
-    assert steps.index(gh_farm_step({"steps": steps})) < steps.index(prune) < steps.index(save)
+    assert prune["if"] == "always()", "after a failing merge too"
+    assert steps.index(gh_farm_step({"steps": steps})) < steps.index(prune)
     status, farm_args = sandbox.run(prune["run"], 2, GH_SHELL)
     assert farm_args[:2] == ["runs", "prune"]
     assert status == 0, "a prune that fails warns; the run's verdict is the verdict step's"
 
 
 def test_gitlab_prunes_in_after_script():
-    """GitLab runs after_script whatever the script's verdict, ignores its exit code, and saves
-    the cache after it."""
-    job = gitlab_jobs(text_of("gitlab"))["nightly"]
+    """GitLab runs after_script whatever the script's verdict and ignores its exit code."""
+    job = gitlab_jobs(text_of("gitlab"))[MERGE]
     ((at, _),) = job.prunes()
     assert job.scripts[at] == "\n".join(job.raw["after_script"])
 
 
 def test_jenkins_prunes_in_post_always_without_changing_the_build(sandbox):
-    job = jenkins_jobs(text_of("jenkins"))["nightly"]
+    job = jenkins_jobs(text_of("jenkins"))[MERGE]
     always = groovy_block(job.raw, r"\balways\s*\{")
     (script,) = [s for s in sh_scripts(always) if "runs prune" in s]
     assert re.search(r"sh\(returnStatus: true, script: '" + re.escape(script), always)
@@ -638,7 +662,7 @@ def test_github_exit_code_checker_fails_a_wrong_mapping(sandbox):
 def test_gitlab_exit_codes(sandbox):
     for name, job in gitlab_jobs(text_of("gitlab")).items():
         for code, wanted in WANTED.items():
-            status, farm_args = sandbox.run(job.farm_run_script(), code, GL_SHELL)
+            status, farm_args = sandbox.run(job.farm_script(), code, GL_SHELL)
             assert farm_args is not None, (name, "farm did not run")
             assert status == code, (name, "the job's status is farm run's")
             assert gl_outcome(job.raw, status) == wanted, (name, code)
@@ -649,14 +673,14 @@ def test_gitlab_exit_codes(sandbox):
 def test_jenkins_exit_codes(sandbox):
     text = text_of("jenkins")
     for name, job in jenkins_jobs(text).items():
-        script = job.farm_run_script()
+        script = job.farm_script()
         assert re.search(r"sh\(returnStatus: true, script: ", job.raw)
         assert "farmVerdict(code)" in job.raw
         for code, wanted in WANTED.items():
             status, _ = sandbox.run(script, code, JK_SHELL)
             assert status == code, name
             assert jenkins_result(text, status) == wanted, (name, code)
-    swapped = text.replace("unstable('farm run", "error('farm run")
+    swapped = text.replace("unstable('farm exit", "error('farm exit")
     assert jenkins_result(swapped, 2) == "failure"
 
 
@@ -668,8 +692,8 @@ def test_nightly_takes_the_inventory_from_ci_else_the_embedded_pool(sandbox):
     inventory = Path(args[args.index("--inventory") + 1])
     assert inventory.read_text().rstrip("\n") == toml
 
-    gitlab = gitlab_jobs(text_of("gitlab"))["nightly"].farm_run_script()
-    jenkins = jenkins_jobs(text_of("jenkins"))["nightly"].farm_run_script()
+    gitlab = gitlab_jobs(text_of("gitlab"))["nightly"].farm_script()
+    jenkins = jenkins_jobs(text_of("jenkins"))["nightly"].farm_script()
     for script, shell in ((gitlab, GL_SHELL), (jenkins, JK_SHELL)):
         _, args = sandbox.run(script, 0, shell)
         assert "--inventory" not in args
@@ -678,26 +702,67 @@ def test_nightly_takes_the_inventory_from_ci_else_the_embedded_pool(sandbox):
 
 
 def test_github_publishes_the_run_directory(written):
-    for name, job in github_jobs(text_of("github")).items():
+    for name in ("pre-merge", MERGE):
+        job = github_jobs(text_of("github"))[name]
         step = gh_farm_step(job.raw)
         context = {f"steps.{step['id']}.outputs.run_dir": written.run_dir}
-        uploaded = {
-            gh_expand(line, context).strip().rstrip("/")
-            for s in job.raw["steps"]
-            if str(s.get("uses", "")).startswith("actions/upload-artifact@")
-            for line in str(s["with"]["path"]).splitlines()
-            if line.strip()
-        }
-        assert {written.junit, written.summary, written.report} <= uploaded, name
+        assert {written.junit, written.summary, written.report} <= gh_uploaded(job, context), name
+
+
+def gh_uploaded(job: Job, context: dict[str, str]) -> set[str]:
+    return {
+        gh_expand(line, context).strip().rstrip("/")
+        for s in job.raw["steps"]
+        if str(s.get("uses", "")).startswith("actions/upload-artifact@")
+        for line in str(s["with"]["path"]).splitlines()
+        if line.strip()
+    }
+
+
+def test_github_shards_hand_their_run_directories_to_the_merge(sandbox, written):
+    """Each shard uploads a directory holding <run id>/ (its junit.xml, summary.json and
+    allure-results); the merge job downloads every shard's artifact into runs/, where farm
+    merge --runs-dir runs looks for runs/<run id>/."""
+    jobs = github_jobs(text_of("github"))
+    shard, merge = jobs["nightly"].raw, jobs[MERGE].raw
+    got = gh_outcome(shard, sandbox, 0, context={"matrix.shard": "1", "strategy.job-total": "4"})
+    staged = sandbox.root / "farm-shard" / written.run_id
+    assert (staged / "summary.json").is_file(), "the run directory itself is in the artifact"
+    upload = next(
+        s for s in shard["steps"] if str(s.get("uses", "")).startswith("actions/upload-artifact@")
+    )
+    assert upload["if"].startswith("always()"), "a failing shard's results are merged too"
+    path = gh_expand(upload["with"]["path"], {"runner.temp": str(sandbox.root)}).rstrip("/")
+    assert Path(path) == staged.parent, got["outputs"]
+    (download,) = [
+        s for s in merge["steps"] if str(s.get("uses", "")).startswith("actions/download-artifact@")
+    ]
+    assert download["with"]["path"] == "runs" and download["with"]["merge-multiple"] is True
+    names = {
+        gh_expand(upload["with"]["name"], {"matrix.shard": str(k)}) for k in shard_values(shard)
+    }
+    assert all(fnmatch.fnmatch(n, download["with"]["pattern"]) for n in names)
+    ((_, *rest),) = jobs[MERGE].farm_merges()
+    assert rest[rest.index("--runs-dir") + 1] == download["with"]["path"]
+
+
+def shard_values(job: dict) -> list[int]:
+    return [int(k) for k in job["strategy"]["matrix"]["shard"]]
 
 
 def test_gitlab_publishes_the_run_directory(written):
-    for name, job in gitlab_jobs(text_of("gitlab")).items():
-        artifacts = job.raw["artifacts"]
+    jobs = gitlab_jobs(text_of("gitlab"))
+    for name in ("pre-merge", MERGE):
+        artifacts = jobs[name].raw["artifacts"]
         assert artifacts["when"] == "always"
         assert fnmatch.fnmatch(written.junit, artifacts["reports"]["junit"]), name
         for path in (written.junit, written.summary, written.report):
             assert any(fnmatch.fnmatch(path, p.rstrip("/")) for p in artifacts["paths"]), path
+    shard = jobs["nightly"].raw["artifacts"]
+    assert shard["when"] == "always", "a failing shard's results are merged too"
+    for path in (written.junit, written.summary, written.allure_results):
+        assert any(fnmatch.fnmatch(path, p.rstrip("/")) for p in shard["paths"]), path
+    assert "reports" not in shard, "the pipeline's test report is the merged run's alone"
 
 
 def test_jenkins_publishes_the_run_directory(sandbox, written):
@@ -714,48 +779,183 @@ def test_jenkins_publishes_the_run_directory(sandbox, written):
     patterns = [p.strip().replace("${runDir}", run_dir) for p in archived.split(",")]
     for path in (written.junit, written.summary, written.report + "/index.html"):
         assert any(fnmatch.fnmatch(path, p) for p in patterns), path
-    assert "skipMarkingBuildUnstable: true" in publish, "farm run's exit code decides alone"
-    for name, job in jenkins_jobs(text).items():
-        assert "publishFarmRun()" in groovy_block(job.raw, r"\balways\s*\{"), name
+    assert "skipMarkingBuildUnstable: true" in publish, "farm's exit code decides alone"
+    jobs = jenkins_jobs(text)
+    for name in ("pre-merge", MERGE):
+        assert "publishFarmRun()" in groovy_block(jobs[name].raw, r"\balways\s*\{"), name
 
 
-def uncovered(patterns: list[str], written: Written) -> list[str]:
-    wanted = [written.store, *written.history.values()]
-    return [p for p in wanted if not any(fnmatch.fnmatch(p, pat) for pat in patterns)]
+def test_jenkins_shards_stash_their_run_directories_for_the_merge(written):
+    jobs = jenkins_jobs(text_of("jenkins"))
+    always = groovy_block(jobs["nightly"].raw, r"\balways\s*\{")
+    stash = re.search(r"stash\(name: \"([^\"]+)\".*?includes: '([^']+)'", always, re.S)
+    assert stash, "each shard stashes its run directory, whatever its verdict"
+    includes = [p.strip() for p in stash[2].split(",")]
+    for path in (written.junit, written.summary, written.allure_results + "/x-result.json"):
+        assert any(fnmatch.fnmatch(path, p) for p in includes), path
+    values = jenkins_shard_values(jobs["nightly"].raw)
+    merge = jobs[MERGE].raw
+    unstashed = re.search(r"for \(shard in \[([^\]]*)\]\)", merge)
+    assert unstashed and re.findall(r"'(\d+)'", unstashed[1]) == values, "every shard's stash"
+    assert 'unstash "' + stash[1].replace("${env.SHARD}", "${shard}") + '"' in merge
 
 
-def test_github_caches_the_store_and_history_whatever_the_verdict(written):
-    for name, job in github_jobs(text_of("github")).items():
-        steps = job.raw["steps"]
-        restore = [s for s in steps if str(s.get("uses", "")).startswith("actions/cache/restore@")]
-        save = [s for s in steps if str(s.get("uses", "")).startswith("actions/cache/save@")]
-        assert len(restore) == len(save) == 1, name
-        assert restore[0]["with"]["path"] == save[0]["with"]["path"], "same paths, same cache"
-        assert save[0]["if"] == "always()", "saved after a failing run too"
-        assert uncovered(save[0]["with"]["path"].split(), written) == [], name
-        farm_at = steps.index(gh_farm_step(job.raw))
-        assert steps.index(restore[0]) < farm_at < steps.index(save[0])
+def jenkins_shard_values(block: str) -> list[str]:
+    axis = groovy_block(block, r"\baxis\s*\{")
+    assert re.search(r"name\s+'SHARD'", axis)
+    return re.findall(r"'(\d+)'", re.search(r"values\s+(.*)", axis)[1])
 
 
-def test_gitlab_caches_the_store_and_history_whatever_the_verdict(written):
-    for name, job in gitlab_jobs(text_of("gitlab")).items():
-        assert job.raw["cache"]["when"] == "always", name
-        assert uncovered(job.raw["cache"]["paths"], written) == [], name
+# -- sharding: N jobs, one run group, a merge after all of them ----------------------------------
+
+RUN_IDS = {"GITHUB_RUN_ID": "4242", "CI_PIPELINE_ID": "4242", "BUILD_TAG": "jenkins-farm-main-42"}
 
 
-def test_jenkins_keeps_the_store_and_history_outside_the_workspace():
+def shard_args(kind: str, text: str, k: int, sandbox: Sandbox) -> list[str]:
+    """farm's argv in shard k of the recipe's nightly (its CI's own parallelism: the index and
+    the count as that CI gives them to the k-th job)."""
+    jobs = PARSERS[kind](text)
+    if kind == "github":
+        raw = jobs["nightly"].raw
+        context = {"matrix.shard": str(k), "strategy.job-total": str(len(shard_values(raw)))}
+        return gh_outcome(raw, sandbox, 0, context=context, env=RUN_IDS)["farm_args"]
+    if kind == "gitlab":
+        n = jobs["nightly"].raw["parallel"]
+        env = {**RUN_IDS, "CI_NODE_INDEX": str(k), "CI_NODE_TOTAL": str(n)}
+        _, args = sandbox.run(jobs["nightly"].farm_script(), 0, GL_SHELL, env)
+        return args
+    _, args = sandbox.run(jobs["nightly"].farm_script(), 0, JK_SHELL, {**RUN_IDS, "SHARD": str(k)})
+    return args
+
+
+def shard_count(kind: str, text: str) -> int:
+    """How many parallel jobs the recipe's CI runs the nightly as."""
+    job = PARSERS[kind](text)["nightly"].raw
+    if kind == "github":
+        return len(shard_values(job))
+    if kind == "gitlab":
+        return int(job["parallel"])
+    return len(jenkins_shard_values(job))
+
+
+def sharding_problems(kind: str, text: str, sandbox: Sandbox) -> list[str]:
+    """Why the recipe's nightly is not N jobs running shards 1..N of one run group."""
+    n = shard_count(kind, text)
+    problems = [] if n > 1 else [f"{n} parallel job(s): not sharded"]
+    groups = set()
+    for k in range(1, n + 1):
+        args = shard_args(kind, text, k, sandbox)
+        shard = args[args.index("--shard") + 1] if "--shard" in args else None
+        if shard != f"{k}/{n}":
+            problems.append(f"job {k} of {n} runs --shard {shard}")
+        groups.add(args[args.index("--run-group") + 1] if "--run-group" in args else None)
+    if len(groups) != 1 or None in groups:
+        problems.append(f"the shards' run groups: {sorted(map(str, groups))}")
+    merge = PARSERS[kind](text)[MERGE].farm_script()
+    shell = {"github": GH_SHELL, "gitlab": GL_SHELL, "jenkins": JK_SHELL}[kind]
+    _, args = sandbox.run(merge, 0, shell, RUN_IDS)
+    if args is None or args[:1] != ["merge"] or args[1:2] != sorted(map(str, groups))[:1]:
+        problems.append(f"farm merge {args[1:2] if args else None}, not the shards' group {groups}")
+    return problems
+
+
+@pytest.mark.parametrize("kind", RECIPES)
+def test_the_nightly_is_n_parallel_shards_of_one_run_group(kind, sandbox):
+    """The CI's own parallelism (GitHub's matrix, GitLab's parallel:, Jenkins' matrix of parallel
+    stages) runs N jobs; job k runs --shard k/N, and all of them and the merge name one group."""
+    assert shard_count(kind, text_of(kind)) == 4
+    assert sharding_problems(kind, text_of(kind), sandbox) == []
+
+
+@pytest.mark.parametrize(
+    ("kind", "right", "wrong"),
+    [
+        ("github", "${{ strategy.job-total }}", "5"),
+        ("gitlab", "$CI_NODE_INDEX/$CI_NODE_TOTAL", "$CI_NODE_INDEX/3"),
+        ("jenkins", '"$SHARD/4"', '"$SHARD/5"'),
+        ("jenkins", "'1', '2', '3', '4'", "'1', '2', '3'"),
+        ("github", 'farm merge "github-$GITHUB_RUN_ID"', 'farm merge "github-$GITHUB_RUN_NUMBER"'),
+    ],
+)
+def test_the_sharding_checker_catches_a_wrong_n_or_group(kind, right, wrong, sandbox):
+    text = text_of(kind)
+    assert right in text
+    assert sharding_problems(kind, text.replace(right, wrong), sandbox) != []
+
+
+def test_the_merge_runs_after_every_shard_whatever_their_verdicts():
+    github = github_jobs(text_of("github"))[MERGE].raw
+    assert github["needs"] in ("nightly", ["nightly"]), "needs the matrix: all of its jobs"
+    assert github["if"].startswith("always() && "), "after failed shards too"
+    assert github_jobs(text_of("github"))["nightly"].raw["strategy"]["fail-fast"] is False
+    gitlab = gitlab_jobs(text_of("gitlab"))[MERGE].raw
+    assert gitlab["needs"] == [{"job": "farm:nightly", "artifacts": True}]
+    assert all(rule.get("when") == "always" for rule in gitlab["rules"])
     text = text_of("jenkins")
-    store = re.search(r"FARM_STORE\s*=\s*'([^']+)'", groovy_block(text, r"environment\s*\{"))
-    assert store, "FARM_STORE is set for the whole pipeline"
-    store_path = Path(store[1])
-    assert store_path.is_absolute(), "a relative store would live in the workspace"
-    for tier in matrix.TIERS:
-        assert history_path_for(store_path, tier).parent == store_path.parent
+    stages = re.findall(r"stage\('([\w-]+)'\)", text)
+    assert stages.index("nightly") + 1 == stages.index(MERGE), "the stage after the shards"
+    verdict = groovy_block(text, r"def farmVerdict\(int code\)\s*\{")
+    assert "catchError(buildResult: 'FAILURE', stageResult: 'FAILURE')" in verdict, (
+        "a failing shard must not skip the merge stage"
+    )
 
 
-def test_cache_checker_fails_a_cache_without_history(written):
-    assert uncovered(["runs/farm.sqlite*"], written) == list(written.history.values())
-    assert uncovered(["runs/*.jsonl"], written) == [written.store]
+def test_pre_merge_compares_with_the_latest_nightly_baseline(sandbox):
+    """After the smoke run, each recipe compares it with the nightly tier's baseline (the
+    latest merged nightly, unless one was set), never changing the verdict."""
+    for kind in RECIPES:
+        compares = [
+            c for s in PARSERS[kind](text_of(kind))["pre-merge"].scripts for c in farm_commands(s)
+        ]
+        assert ["baseline", "show", "--tier", "nightly"] in compares, kind
+        (compare,) = [c for c in compares if c[:1] == ["compare"]]
+        assert compare[compare.index("--baseline") + 1] == "$nightly", kind
+
+
+# -- the store: PostgreSQL from the CI's secrets, never in a file ---------------------------------
+
+CREDENTIALS = re.compile(
+    r"postgres(?:ql)?://[^\s'\"@/]*:[^\s'\"@/]+@(?!HOST)|password\s*[=:]\s*(?!\s*$)\S+",
+    re.IGNORECASE,
+)
+
+
+def credentials_in(text: str) -> list[str]:
+    """A database URL with a password or a password assignment, outside the documentation's
+    placeholder (postgresql://USER:PASSWORD@HOST...)."""
+    return [m[0] for m in CREDENTIALS.finditer(text) if "USER:PASSWORD@HOST" not in m[0]]
+
+
+@pytest.mark.parametrize("kind", RECIPES)
+def test_no_credentials_in_the_recipe(kind):
+    assert credentials_in(text_of(kind)) == []
+
+
+def test_the_credentials_checker_finds_a_password():
+    assert credentials_in("FARM_STORE: postgresql://farm:s3cret@db.lab:5432/farm")
+    assert credentials_in("env:\n  PGPASSWORD=hunter2")
+    assert credentials_in("postgresql://USER:PASSWORD@HOST:5432/DB") == []
+
+
+def test_github_takes_the_store_from_its_secrets_in_every_job():
+    for name, job in github_jobs(text_of("github")).items():
+        assert job.raw["env"]["FARM_STORE"] == "${{ secrets.FARM_STORE }}", name
+        cached = [s for s in job.raw["steps"] if str(s.get("uses", "")).startswith("actions/cache")]
+        assert cached == [], f"{name}: the store is the server's, nothing of it is cached"
+
+
+def test_gitlab_leaves_the_store_to_its_ci_variables():
+    doc = yaml.safe_load(text_of("gitlab"))
+    for name, job in gitlab_jobs(text_of("gitlab")).items():
+        assert "FARM_STORE" not in (job.raw.get("variables") or {}), name
+        assert "cache" not in job.raw, f"{name}: the store is the server's, nothing is cached"
+    assert "FARM_STORE" not in (doc.get("variables") or {})
+
+
+def test_jenkins_takes_the_store_from_its_credentials():
+    text = text_of("jenkins")
+    store = re.search(r"FARM_STORE\s*=\s*(.+)", groovy_block(text, r"environment\s*\{"))
+    assert store and re.fullmatch(r"credentials\('[\w-]+'\)", store[1].strip()), store
 
 
 def test_pre_commit_runs_ruff_ruff_format_and_mypy_from_the_venv():
