@@ -10,7 +10,7 @@ import pytest
 
 from farm.errors import StoreError
 from farm.results import commands
-from farm.results.store import RunStore, open_existing, redact, store_location
+from farm.results.store import SCHEMA_VERSION, RunStore, open_existing, redact, store_location
 from tests.postgres import fresh_schema, reader_role, with_user
 
 from .conftest import RUN_META, failed, record
@@ -136,3 +136,38 @@ def test_one_runs_import_does_not_wait_for_anothers(url):
             second.add_results(b, [record("x")])  # commits while `first` is still open
             second.finish_run(b, 0)
         assert second.get_run(b)["counts"]["total"] == 1
+
+
+def test_a_store_another_runner_is_creating_is_waited_for_not_refused(url):
+    """The first runs of a team's new store start together: while one creates the schema (it
+    holds the migration lock, its schema_version table still at 0), another waits for that
+    lock instead of calling the half-made store someone else's database."""
+    outcome: list[object] = []
+
+    def open_it() -> None:
+        try:
+            with RunStore(url) as store:
+                outcome.append(store.version)
+        except BaseException as exc:  # noqa: BLE001  (reported below)
+            outcome.append(exc)
+
+    with psycopg.connect(url, autocommit=True) as creator:
+        # migrate's first step, committed: the version table, empty; then the lock, held in the
+        # transaction of the next step.
+        creator.execute("CREATE TABLE schema_version (version BIGINT PRIMARY KEY, applied_at TEXT)")
+        with creator.transaction():
+            creator.execute("SELECT pg_advisory_xact_lock(hashtext('farm:schema'))")
+            waiter = threading.Thread(target=open_it)
+            waiter.start()
+            with psycopg.connect(url, autocommit=True) as watch:
+                while (
+                    not outcome
+                    and not watch.execute(
+                        "SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
+                    ).fetchone()
+                ):
+                    pass  # until the waiter is queued on the lock (or failed without waiting)
+            assert not outcome, outcome
+        # the creator's step ends; the waiter makes the store
+    waiter.join()
+    assert outcome == [SCHEMA_VERSION]

@@ -38,9 +38,9 @@ def check_postgres(db: PostgresDatabase, create: bool) -> None:
             version = int(row[0] or 0)
     if version > SCHEMA_VERSION:
         raise newer_than_farm(where, version)
-    if not version and "runs" in tables:
-        raise StoreError(f"{where} has a runs table but no farm schema: use a database of its own")
-    if not version and tables:
+    # A schema_version table at version 0 is a store another run is creating right now: its
+    # migration holds the lock this one's will wait for.
+    if "schema_version" not in tables and tables:
         raise StoreError(
             f"{where} is a database with other tables, not a farm run store: give the farm a "
             "database of its own, or a schema of its own (?options=-csearch_path%3Dfarm)"
