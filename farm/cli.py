@@ -195,8 +195,15 @@ def cmd_run(argv: list[str]) -> int:
         metavar="ID",
         help="the logical run this shard is part of (e.g. the CI pipeline id)",
     )
+    parser.add_argument(
+        "--store",
+        help="run store: a SQLite file or postgresql://USER:PASSWORD@HOST/DB (default: "
+        "$FARM_STORE, else runs/farm.sqlite; prefer $FARM_STORE for a URL with a password)",
+    )
     parser.add_argument("pytest_args", nargs="*", help="after --: passed to pytest (e.g. -k)")
     args = parser.parse_args(argv)
+    if args.store:  # the run's every process and command finds the store where the farm's do
+        os.environ["FARM_STORE"] = args.store
     chosen = _selection(args)
     return runner.run(
         chosen.tier,

@@ -71,6 +71,8 @@ def test_version_is_the_package_version():
         (("cases", "--tier", "weekly"), "unknown tier 'weekly'"),
         (("runs",), "is newer than this farm"),
         (("build", "--target", "ascend"), "needs the CANN toolkit"),
+        (("run", "--store", "postgresql://farm:hunter2@127.0.0.1:1/farm"), "farm:***@127.0.0.1:1"),
+        (("store", "info", "--store", "mysql://db/farm"), "not a store the farm knows"),
     ],
 )
 def test_known_failures_are_one_line_without_a_traceback(tmp_path, args, needle):
@@ -89,6 +91,7 @@ def test_known_failures_are_one_line_without_a_traceback(tmp_path, args, needle)
     assert out.returncode == 2, out.stdout + out.stderr
     assert needle in out.stderr and "Traceback" not in out.stderr
     assert len(out.stderr.strip().splitlines()) == 1, out.stderr
+    assert "hunter2" not in out.stdout + out.stderr
 
 
 def test_repro_gives_the_same_numbers_on_every_host_of_the_family(runs):
