@@ -27,7 +27,7 @@ ALLURE_RESULTS = "allure-results"
 # merged run (farm/results/allure_glue.py write_results_extras).
 _RUN_EXTRAS = frozenset({"categories.json", "environment.properties", "executor.json"})
 # What the shards of one logical run share; a shard that differs is not of the same run.
-SAME_FIELDS = ("tier", "selection", "git_commit", "package_sha256", "backend", "target")
+SAME_FIELDS = ("tier", "label", "git_commit", "package_sha256", "backend", "target")
 # The merged run's status when it is incomplete (the store's statuses: RUN_STATUSES).
 INCOMPLETE_STATUS = "aborted"
 
@@ -116,12 +116,44 @@ def gather(store, group: str, runs_dir: Path | None = None) -> Group:
         first = found.shards[min(found.shards)]
         for k, run in sorted(found.shards.items()):
             for name in SAME_FIELDS:
-                if run.get(name) != first.get(name):
+                if _field(run, name) != _field(first, name):
                     found.problems.append(
                         f"shard {k}/{found.count} (run {run['run_id']}) has another {name} "
                         f"({run.get(name)!r}, not {first.get(name)!r}): not the same run"
                     )
     return found
+
+
+def _field(run: dict, name: str):
+    """A field the shards of one run share. The label stands for the selection: its recorded
+    form names each shard's own copies of its case files (runs/<run id>/cases/)."""
+    if name == "label":
+        selection = dict(run.get("selection") or {})
+        selection.pop("files", None)
+        return selection or run.get("label")
+    return run.get(name)
+
+
+def whole_selection(group: Group) -> set[str] | None:
+    """The case ids of the shards' whole selection (their union, when nothing deselected any),
+    from a shard's own copy of its case files; None when it cannot be expanded here."""
+    from farm.agent.errors import FarmError
+    from suites.caseset import Selection
+
+    if not group.shards:
+        return None
+    k = min(group.shards)
+    run = group.shards[k]
+    data = dict(run.get("selection") or {})
+    if data.get("files"):
+        if k not in group.run_dirs:
+            return None
+        cases = group.run_dirs[k] / "cases"
+        data["files"] = [str(cases / Path(f).name) for f in data["files"]]
+    try:
+        return {c.id for c in Selection.from_json(data, run["tier"]).cases()}
+    except (FarmError, OSError):
+        return None
 
 
 def merged_junit(group: Group, out: Path, records: list) -> None:

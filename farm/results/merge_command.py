@@ -23,7 +23,6 @@ from farm.errors import FarmError, UsageError
 from farm.results import merge as merge_mod
 from farm.run.outputs import JUNIT_XML, SUMMARY_JSON, write_summary
 from farm.run.plan import Plan
-from suites.caseset import Selection
 
 if TYPE_CHECKING:
     from farm.results.store import StoreLocation
@@ -148,8 +147,9 @@ def merge(
         if any(r["exit_code"] == runner.EXIT_INFRA for r in group.shards.values()):
             code = runner.EXIT_INFRA  # a shard degraded by infrastructure degrades the run
         status = "finished"
-        whole = {c.id for c in Selection.from_json(plan.selection, plan.tier).cases()}
-        subset = {r["case_id"] for r in records} != whole
+        # A baseline only when the shards ran the whole selection (none ran -k), as known here.
+        whole = merge_mod.whole_selection(group)
+        subset = whole is None or {r["case_id"] for r in records} != whole
     else:
         code, status, subset = runner.EXIT_INFRA, merge_mod.INCOMPLETE_STATUS, True
     with run_dir_mod.refusals_as_errors():

@@ -161,7 +161,7 @@ def test_merging_again_makes_the_report_of_the_same_run(sharded):
 def test_an_empty_shard_records_its_run(farm):
     """N over the cases (here: -k leaves this shard none): exit 0, a finished run of no case."""
     result = farm.run(
-        "run", "--tier", "smoke", "--no-progress", "--no-report", "--jobs", "1",
+        "run", "--tier", "smoke", "--no-progress", "--no-report", "--target", "twin", "--jobs", "1",
         "--shard", "2/2", "--run-group", "empty-1", "--", "-k", "no_such_case_word",
     )  # fmt: skip
     assert result.code == 0, result.text[-3000:]

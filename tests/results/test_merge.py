@@ -220,3 +220,39 @@ def test_a_group_with_no_shard_is_a_usage_error(store_path):
         store.begin_run(dict(RUN_META))
         with pytest.raises(UsageError, match=f"run group '{GROUP}': no shard of it"):
             merge.gather(store, GROUP)
+
+
+def test_shards_of_the_whole_tier_merge_into_its_baseline_candidate(where, store_path):
+    """Shards that ran every case of their tier make a whole run: not a subset, the tier's
+    baseline once green (no shard ever is)."""
+    from suites import matrix
+
+    runs = where / "runs"
+    ids = [c.id for c in matrix.expand("smoke")]
+    with RunStore(store_path) as store:
+        _shard(store, runs, 1, 2, [record(cid) for cid in ids[::2]])
+        _shard(store, runs, 2, 2, [record(cid) for cid in ids[1::2]])
+        assert store.baseline_for("smoke") is None
+    assert _merge(store_path, runs) == 0
+    run = _merged(store_path)
+    assert not run["subset"] and run["green"]
+    with RunStore(store_path) as store:
+        assert store.baseline_for("smoke") == run["run_id"]
+
+
+def test_shards_with_their_own_copies_of_one_case_file_are_one_run(where, store_path):
+    """A case-file run records its copy of the file (runs/<run id>/cases/): not a difference."""
+    runs = where / "runs"
+    with RunStore(store_path) as store:
+        for k in (1, 2):
+            selection = {
+                "tier": None,
+                "files": [f"/ci/job{k}/runs/r{k}/cases/0-mine.yaml"],
+                "names": ["mine.yaml"],
+                "explore": None,
+                "explore_count": 50,
+            }
+            _shard(store, runs, k, 2, [record(f"c{k}")], tier="cases:mine", selection=selection)
+        found = merge.gather(store, GROUP, runs)
+    assert found.complete, found.problems
+    assert merge.whole_selection(found) is None  # no copy of the file here: a subset, to be safe
