@@ -4,13 +4,16 @@ Run by hand (never from the tests); see benchmarks/README.md.
 
     .venv/bin/python benchmarks/concurrent_runs.py                 # the smoke tier
     .venv/bin/python benchmarks/concurrent_runs.py -k "f32"         # a -k selection of it
+    .venv/bin/python benchmarks/concurrent_runs.py --tier nightly   # the target's scale
 
 An SSH lab (``farm.pool.lab.lab_up``, three hosts) comes up in a temporary directory and goes
 down at the end. Each run is ``farm run --tier T --no-report --no-progress --inventory <lab>``
 as a subprocess with its own ``FARM_RUNS`` and ``FARM_STORE`` (so the two share only the lab and
 its hosts' device locks). First one run alone, then two started at the same time. Printed: the
-wall time of the run alone and of the pair, each run's exit code, and whether every case of the
-tier has exactly one record in each run's store (a query of its SQLite store).
+wall time of the run alone and of the pair, the pair against the two one after the other (twice
+the run alone; the target: at most 1.2x), the machine's load average (1 min) as each phase began
+and ended (the machine may be shared), each run's exit code, and whether every case of the tier
+has exactly one record in each run's store (a query of its SQLite store).
 """
 
 from __future__ import annotations
@@ -65,6 +68,10 @@ def store_check(root: Path, want: list[str]) -> str:
     return f"ok ({len(got)} cases, one record each)"
 
 
+def load() -> str:
+    return f"{os.getloadavg()[0]:.1f}"
+
+
 def finish(proc: subprocess.Popen) -> tuple[int, str]:
     out, _ = proc.communicate(timeout=RUN_TIMEOUT)
     return proc.returncode, out
@@ -88,18 +95,22 @@ def main(argv: list[str] | None = None) -> int:
         try:
             inventory = lab_root / "inventory.toml"
             assert inventory.is_file(), inventory
+            loads = [load()]
             t0 = time.monotonic()
             code, out = finish(start(tmp_path / "alone", inventory, args.tier, args.k))
             alone = time.monotonic() - t0
+            loads.append(load())
             alone_store = store_check(tmp_path / "alone", want)
             if code not in (0, 1):
                 print(out[-3000:])
 
+            loads.append(load())
             t0 = time.monotonic()
             pair_roots = [tmp_path / "pair-a", tmp_path / "pair-b"]
             procs = [start(r, inventory, args.tier, args.k) for r in pair_roots]
             results = [finish(p) for p in procs]
             pair = time.monotonic() - t0
+            loads.append(load())
             pair_stores = [store_check(tmp_path / n, want) for n in ("pair-a", "pair-b")]
             for c, o in results:
                 if c not in (0, 1):
@@ -110,7 +121,11 @@ def main(argv: list[str] | None = None) -> int:
     sel = f" -k {args.k!r}" if args.k else ""
     print(f"concurrent runs: tier {args.tier}{sel}, {len(want)} cases, SSH lab of 3 hosts")
     print(f"  one run alone : {alone:7.1f} s  exit {code}  store {alone_store}")
-    print(f"  two at once   : {pair:7.1f} s  (the pair, wall; {pair / alone:.2f}x one alone)")
+    print(
+        f"  two at once   : {pair:7.1f} s  (the pair, wall; {pair / alone:.2f}x one alone, "
+        f"{pair / (2 * alone):.2f}x the two one after the other)"
+    )
+    print(f"  load average  : alone {loads[0]} -> {loads[1]}, pair {loads[2]} -> {loads[3]}")
     for name, (c, _), check in zip(("a", "b"), results, pair_stores, strict=True):
         print(f"    run {name}       : exit {c}  store {check}")
     good = all(s.startswith("ok") for s in [alone_store, *pair_stores])

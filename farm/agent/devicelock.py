@@ -29,6 +29,13 @@ or of none (a health check), needs the lock free: it waits for it up to ``lock_w
 holder (run, agent pids, since when). All acquisitions go through the gate (an exclusive flock
 held for microseconds), which makes the exclusive-then-shared conversion safe.
 
+**A waiting agent is woken by the release, not by polling.** While it waits, a thread of the agent
+blocks in ``flock(LOCK_EX)`` on a descriptor of its own (:class:`_ReleaseWatch`): the kernel grants
+it the moment the holders' descriptors close, the thread lets go at once and wakes the waiting
+acquire, which takes the lock through the gate as any other attempt. The watch never holds the
+lock for more than those microseconds; if another agent takes the device first, the acquire
+simply watches again, until ``lock_wait`` runs out.
+
 Standard library only: this module ships to hosts with the agent. Whether a holder's pid is alive
 is farm/agent/hostops.py's ``alive`` (a zombie holds no lock: its descriptors are closed).
 """
@@ -40,6 +47,7 @@ import fcntl
 import json
 import os
 import socket
+import threading
 import time
 from collections.abc import Iterator
 from datetime import datetime, timezone
@@ -50,8 +58,8 @@ from farm.agent.errors import DeviceBusy
 from farm.agent.hostops import alive
 
 DEFAULT_LOCK_WAIT = 10.0  # seconds an agent waits for a busy device when the request does not say
-POLL_S = 0.1
 LOCK_DIR = "locks"
+WATCH_THREAD = "farm-lock-watch:"  # the name of a watch's thread, then its lock file
 
 
 def lock_paths(workdir: str | os.PathLike[str], device: int) -> tuple[Path, Path, Path]:
@@ -105,6 +113,7 @@ class DeviceLocks:
         # The last acquire that had to wait: {"device", "waited_s", "holder": whom it waited for}.
         self.last_wait: dict[str, Any] | None = None
         self._fds: dict[int, int] = {}
+        self._watches: dict[int, _ReleaseWatch] = {}  # device -> what wakes a wait for it
 
     def acquire(
         self,
@@ -146,7 +155,10 @@ class DeviceLocks:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     break
-                time.sleep(min(POLL_S, remaining))
+                watch = self._watches.get(device)
+                if watch is None:
+                    watch = self._watches[device] = _ReleaseWatch(lock)
+                watch.wait(remaining)  # until the holders let go, or the wait runs out
         except BaseException:
             os.close(fd)
             raise
@@ -206,6 +218,58 @@ class DeviceLocks:
                 pass
         self._fds.clear()
         self.held.clear()
+
+
+class _ReleaseWatch:
+    """Says when a device's lock is let go: a daemon thread blocks in ``flock(LOCK_EX)`` on its
+    own descriptor of the lock file, which the kernel grants once every holder's descriptor is
+    closed (the holder released it, exited or died), and lets go of it at once.
+
+    It only tells the waiting acquire "free now": the acquire then tries through the gate, as
+    any attempt does (taking the lock here, outside the gate, would race the gate's
+    exclusive-then-shared conversion). A thread still blocked when its acquire gave up is kept
+    for the device's next wait, so an agent asked again and again for a busy device has one such
+    thread per device at most."""
+
+    def __init__(self, lock: Path) -> None:
+        self.lock = lock
+        self._mutex = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._freed = threading.Event()
+
+    def wait(self, timeout: float) -> bool:
+        """True once the lock has been free since the watch began (possibly during an earlier
+        wait that gave up), False after ``timeout`` seconds without."""
+        with self._mutex:
+            if self._thread is None or not (self._thread.is_alive() or self._freed.is_set()):
+                self._freed = threading.Event()
+                self._thread = threading.Thread(
+                    target=self._block,
+                    args=(self._freed,),
+                    name=f"{WATCH_THREAD}{self.lock}",
+                    daemon=True,
+                )
+                self._thread.start()
+            freed = self._freed
+        if not freed.wait(timeout):
+            return False
+        with self._mutex:
+            if self._freed is freed:
+                self._thread = None  # spent: the next wait starts a new watch
+        return True
+
+    def _block(self, freed: threading.Event) -> None:
+        try:
+            fd = os.open(self.lock, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError:
+            return  # nothing to watch with: the acquire waits out its time and answers busy
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except OSError:
+            return
+        finally:
+            os.close(fd)  # lets go of the lock, if it was granted
+        freed.set()
 
 
 @contextlib.contextmanager

@@ -10,7 +10,12 @@ The rules, as a case meets them:
   fault. The case tries the family's other slots and waits, saying so (a line on stderr, a note in
   the record), until its family has waited ``busy_wait`` seconds; then it is reported as not run
   (broken, category ``not_run``, naming the busy devices and the run that holds them). A busy
-  device never counts against its host.
+  device never counts against its host. **Free devices first:** the worker remembers the slots
+  whose device another run holds, and its cases take the family's other slots (waiting for their
+  leases, woken when one is let go) rather than queue on a held device; a held slot is asked again
+  at most every BUSY_POLL seconds, with no lock wait, in case the other run has let go. Only when
+  every device of the family is held does a case wait on them, in the agent, which is woken the
+  moment the holder lets go (up to ``lock_wait`` a request, then asked again at once).
 * **A timeout** breaks the channel, which kills the stuck agent's whole process group and checks
   that it is gone (farm/pool/transport/base.py, "reaping") before the slot is used again: the next
   case there starts a fresh agent, which takes the device lock the dead one released. A slot whose
@@ -51,7 +56,7 @@ from farm.agent.record import ResultRecord, broken_record, with_case
 from farm.agent.request import CaseRequest
 from farm.errors import AgentTimeout, ConnectionLost
 from farm.pool.transport.base import HANDSHAKE_TIMEOUT
-from farm.run.leases import LeaseTimeout, RunState, lease_any
+from farm.run.leases import LeaseTimeout, RunState, lease, lease_any
 from suites.case import Case
 
 # canary(channel, identity, device) -> None when the host answered right, else what it said
@@ -63,6 +68,7 @@ AGENT_STARTUP_ALLOWANCE = 30.0  # seconds a first case gets on a channel that ca
 LOCK_WAIT = 5.0  # seconds an agent waits for its device before it answers busy
 BUSY_WAIT = 600.0  # seconds a family's cases wait, in all, for devices another run holds
 BUSY_POLL = 1.0  # a slot that answered busy is asked again after this long at the soonest
+LET_GO_WAIT = 5.0  # seconds a slot done with waits for its lease, to close its agent
 DEAD_RECHECK = 30.0  # seconds before a slot whose agent could not be killed is checked again
 CRASH_MARKERS = ("Fatal Python error", "Segmentation fault", "Aborted", "AddressSanitizer")
 HANG = "hang"
@@ -146,7 +152,9 @@ class _Progress:
     timeouts: list[dict[str, Any]] = field(default_factory=list)  # charged once decided
     crashes: list[dict[str, Any]] = field(default_factory=list)
     busy: dict[str, DeviceBusy] = field(default_factory=dict)  # slot -> the latest busy answer
-    busy_at: dict[str, float] = field(default_factory=dict)
+    busy_at: dict[str, float] = field(default_factory=dict)  # slot -> when it was asked
+    asked_at: float | None = None  # when the latest request was sent
+    quick: set[str] = field(default_factory=set)  # held slots asked without a lock wait
     waited_from: float | None = None
     log: list[dict[str, Any]] = field(default_factory=list)  # one entry per attempt
     need_fresh: bool = False  # after a crash: the rerun must start a fresh agent
@@ -220,6 +228,28 @@ class Dispatcher:
         # last checked. Not used until a new check (reap_again) finds the agent gone.
         self._dead: dict[str, tuple[CaseChannel, float]] = {}
         self._busy_since: dict[str, float] = {}  # family -> since when its cases wait
+        # Slots whose device another run held when last asked -> when that was (monotonic):
+        # the worker's cases go to the family's other slots first (see _wanted).
+        self._held: dict[str, float] = {}
+
+    def let_go(self, slot_id: str) -> None:
+        """Close the slot's agent: this worker has no more cases for it (farm/run/pipeline.py).
+        Its device lock goes with it, so another run waiting for the device is woken now, not
+        at this worker's end. A case that still comes to the slot starts a new agent."""
+        if slot_id not in self._channels:
+            return
+        try:
+            with lease(self.lock_dir, slot_id, LET_GO_WAIT):  # no case of this worker on it
+                channel = self._channels.pop(slot_id, None)
+                self._history.pop(slot_id, None)
+                self._fresh.discard(slot_id)
+        except LeaseTimeout:
+            return  # in use after all: it goes at the worker's end
+        if channel is not None:
+            try:
+                channel.close()
+            except Exception:  # closing a dead channel is not news
+                pass
 
     def close(self) -> None:
         for channel in self._channels.values():
@@ -273,10 +303,26 @@ class Dispatcher:
 
     def _wanted(self, candidates: list[SlotInfo], p: _Progress) -> list[str]:
         """Any free slot of the best candidates: the preferred one first, then the others on
-        hosts this case has not failed on yet; a slot that answered busy goes last."""
+        hosts this case has not failed on yet.
+
+        Slots whose device another run holds (as last asked, by any case of this worker) are
+        left out while the family has others: the case waits for those (their leases), and a
+        held slot joins, last and asked without a lock wait (``p.quick``), only when it was last
+        asked BUSY_POLL seconds ago or more. When every candidate is held, a slot that answered
+        this case busy goes last, as ever."""
         tried_hosts = {self.slots[t].host for t in p.tried}
         first = candidates[0].host in tried_hosts
         wanted = [s.id for s in candidates if (s.host in tried_hosts) == first]
+        held = {sid: at for sid in wanted if (at := self._held.get(sid)) is not None}
+        free = [sid for sid in wanted if sid not in held]
+        if free and held:
+            now = time.monotonic()
+            due = sorted(
+                (sid for sid, at in held.items() if now - at >= BUSY_POLL), key=held.__getitem__
+            )
+            p.quick = set(due)
+            return free + due
+        p.quick = set()
         wanted.sort(key=lambda sid: p.busy_at.get(sid, float("-inf")))
         return wanted
 
@@ -384,6 +430,9 @@ class Dispatcher:
             channel = self._channels[slot.id] = self.open_channel(slot)
             self._history[slot.id] = []
             self._fresh.add(slot.id)
+        # A held slot asked while the family has free ones is asked only whether its device is
+        # free now: no lock wait (the case has other slots to go to).
+        lock_wait = 0.0 if slot.id in p.quick else self.lock_wait
         if slot.id in self._fresh and not getattr(channel, "warm", False):
             # A new agent imports numpy and gathers its identity first: start-up, not the case
             # being slow. A channel that can (warm_up) does it before the case is sent, under
@@ -400,8 +449,9 @@ class Dispatcher:
             if not getattr(channel, "warm", False):
                 # The agent takes the device lock on its first case, waiting up to lock_wait
                 # if the device is busy (a shared agent never waits: it says warm once up).
-                timeout += self.lock_wait
-        lock = {"run": self.run_id, "owner": self.owner, "lock_wait": self.lock_wait}
+                timeout += lock_wait
+        lock = {"run": self.run_id, "owner": self.owner, "lock_wait": lock_wait}
+        p.asked_at = time.monotonic()
         try:
             result = channel.run_case(payload, self.backend, slot.device, timeout, lock=lock)
         except AgentTimeout as exc:
@@ -419,6 +469,7 @@ class Dispatcher:
             p.lock_waits.append(f"{slot.id}: {_holder_text(holder)}")
             p.lock_waited_s += float(waited.get("waited_s") or 0.0)
         self._fresh.discard(slot.id)
+        self._held.pop(slot.id, None)  # its agent has the device now
         self._history.setdefault(slot.id, []).append(case.id)
         p.need_fresh = False
         return with_case(ResultRecord(**result), case, payload)  # type: ignore[typeddict-item]
@@ -456,7 +507,9 @@ class Dispatcher:
     # -- busy devices ---------------------------------------------------------------------
 
     def _pace(self, wanted: list[str], p: _Progress) -> None:
-        """When every slot wanted answered busy a moment ago, wait a little before asking."""
+        """When every slot wanted was asked a moment ago and answered busy, wait a little before
+        asking again. Counted from the asking: an agent that waited for the device (woken the
+        moment it is let go) has spent that time already, and is asked again at once."""
         if not wanted or not all(sid in p.busy_at for sid in wanted):
             return
         pause = min(p.busy_at[sid] for sid in wanted) + BUSY_POLL - time.monotonic()
@@ -471,7 +524,9 @@ class Dispatcher:
         if p.tried and p.tried[-1] == slot.id:
             p.tried.pop()  # nothing ran: it was not an attempt on that slot
         p.busy[slot.id] = exc
-        p.busy_at[slot.id] = now
+        asked = now if p.asked_at is None else p.asked_at
+        p.busy_at[slot.id] = asked
+        self._held[slot.id] = asked
         if not any(e["outcome"] == "busy" and e["slot"] == slot.id for e in p.log):
             p.log.append(_entry(slot, "busy", _holder_text(exc)))
         since = self._busy_since.setdefault(case.family, now)

@@ -174,7 +174,93 @@ class LeaseTimeout(TimeoutError):
 # Slot id -> threads of this process waiting for it (farm/run/pipeline.py runs a thread per slot).
 _WAITERS: Counter[str] = Counter()
 _WAITERS_LOCK = threading.Lock()
-HANDOVER_S = 0.02  # longer than a waiter's poll (5 ms)
+HANDOVER_S = 0.02  # far longer than a woken waiter needs to take the slot (microseconds)
+# A wait watches at most this many of its slots (a thread each, see _Watches); the rest, of a
+# family of hundreds of slots, are tried again every UNWATCHED_RETRY_S.
+WATCHED_AT_MOST = 32
+UNWATCHED_RETRY_S = 0.05
+WATCH_THREAD = "farm-lease-watch:"  # the name of a watch's thread, then its lock file
+
+
+class _Watches:
+    """What wakes this process's threads waiting for slot leases: per lock file that some
+    thread waits for, one daemon thread blocked in ``flock(LOCK_EX)`` on its own handle.
+
+    The kernel grants that flock when the slot's holder lets go (releases it, exits or dies), in
+    whatever process; the watch then hands the lock, held, to a thread still waiting for the slot
+    (it becomes that thread's lease), or lets go of it at once when none is left. A slot is so
+    never free with a waiter asleep, and a woken waiter does not race the holder's next lease
+    for it."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._wanted: Counter[Path] = Counter()  # lock file -> threads waiting for it
+        self._watching: set[Path] = set()  # lock files with a watch blocked on them
+        self._granted: dict[Path, IO[str]] = {}  # lock file -> a held handle for a waiter
+
+    def wait(self, paths: list[Path], deadline: float) -> tuple[Path, IO[str]] | None:
+        """One of ``paths``, held (the first granted), or None at ``deadline``, or after
+        UNWATCHED_RETRY_S when some of them are not watched (the caller tries those again)."""
+        watched = paths[:WATCHED_AT_MOST]
+        with self._cond:
+            self._wanted.update(watched)
+            try:
+                while True:
+                    for path in watched:
+                        fh = self._granted.pop(path, None)
+                        if fh is not None:
+                            return path, fh
+                    for path in watched:
+                        if path not in self._watching:
+                            self._watching.add(path)
+                            threading.Thread(
+                                target=self._watch,
+                                args=(path,),
+                                name=f"{WATCH_THREAD}{path}",
+                                daemon=True,
+                            ).start()
+                    remaining = deadline - time.monotonic()
+                    if len(paths) > len(watched):
+                        remaining = min(remaining, UNWATCHED_RETRY_S)
+                    if remaining <= 0:
+                        return None
+                    self._cond.wait(remaining)
+                    if len(paths) > len(watched) and not self._granted.keys() & set(watched):
+                        return None  # time to try the unwatched ones again
+            finally:
+                self._wanted.subtract(watched)
+
+    def _watch(self, path: Path) -> None:
+        try:
+            fh = open(path, "a+")
+        except OSError:
+            fh = None
+        if fh is not None:
+            try:
+                fcntl.flock(fh, fcntl.LOCK_EX)  # until the holder lets go
+            except OSError:
+                fh.close()
+                fh = None
+        with self._cond:
+            self._watching.discard(path)
+            if fh is not None and self._wanted[path] > 0 and path not in self._granted:
+                self._granted[path] = fh
+                self._cond.notify_all()
+                return
+        if fh is not None:
+            fh.close()  # nobody here waits for the slot any more: let go of it
+
+
+_WATCHES = _Watches()
+
+
+def _forget_watches_in_child() -> None:
+    """A forked child has none of its parent's watch threads: it starts its own."""
+    global _WATCHES
+    _WATCHES = _Watches()
+
+
+os.register_at_fork(after_in_child=_forget_watches_in_child)
 
 
 @contextlib.contextmanager
@@ -186,8 +272,8 @@ def lease(lock_dir: Path, slot_id: str, timeout: float) -> Iterator[None]:
 
 @contextlib.contextmanager
 def lease_any(lock_dir: Path, slot_ids: list[str], timeout: float) -> Iterator[str]:
-    """Hold one of `slot_ids` exclusively: the first free one in the given order, waiting up to
-    `timeout` for any of them. Yields the slot id held.
+    """Hold one of `slot_ids` exclusively: the first free one in the given order, else the first
+    to be let go within `timeout` (woken by the release, see _Watches). Yields the slot id held.
 
     Waiting on several slots at once matters when a host is lost mid-run: its workers' cases
     move to the family's other slots, and queueing them all on one of those (while another is
@@ -199,6 +285,8 @@ def lease_any(lock_dir: Path, slot_ids: list[str], timeout: float) -> Iterator[s
     # A lock file is opened only when its slot is tried: the first free slot is usually the
     # first one, and a family of hundreds of slots must not cost an open per slot per case.
     handles: dict[str, IO[str]] = {}
+    paths = {slot_id: _lock_path(lock_dir, slot_id) for slot_id in slot_ids}
+    by_path = {path: slot_id for slot_id, path in paths.items()}
     held = None
     waiting = False
     try:
@@ -206,7 +294,7 @@ def lease_any(lock_dir: Path, slot_ids: list[str], timeout: float) -> Iterator[s
             for slot_id in slot_ids:
                 fh = handles.get(slot_id)
                 if fh is None:
-                    fh = handles[slot_id] = open(_lock_path(lock_dir, slot_id), "a+")
+                    fh = handles[slot_id] = open(paths[slot_id], "a+")
                 try:
                     fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 except BlockingIOError:
@@ -214,18 +302,25 @@ def lease_any(lock_dir: Path, slot_ids: list[str], timeout: float) -> Iterator[s
                 held = (slot_id, fh)
                 break
             else:
-                if time.monotonic() > deadline:
+                if not waiting:
+                    waiting = True
+                    with _WAITERS_LOCK:
+                        _WAITERS.update(slot_ids)
+                granted = _WATCHES.wait([paths[s] for s in slot_ids], deadline)
+                if granted is not None:
+                    slot_id = by_path[granted[0]]
+                    mine = handles.pop(slot_id, None)
+                    if mine is not None:
+                        mine.close()  # the watch's handle is the lease now
+                    handles[slot_id] = granted[1]
+                    held = (slot_id, granted[1])
+                elif time.monotonic() >= deadline:
                     busy = ", ".join(slot_ids)
                     raise LeaseTimeout(
                         f"slot {busy} stayed busy for {timeout:.0f} s"
                         if len(slot_ids) == 1
                         else f"slots {busy} all stayed busy for {timeout:.0f} s"
                     )
-                if not waiting:
-                    waiting = True
-                    with _WAITERS_LOCK:
-                        _WAITERS.update(slot_ids)
-                time.sleep(0.005)
         try:
             yield held[0]
         finally:

@@ -14,7 +14,10 @@ of 512 slots would need 512 workers (~40 MB each, most of them waiting for a rep
   for a result already on its way;
 * a case that has been in flight for STUCK_AFTER seconds (it may hang until its timeout) stops
   counting against the window, and the cases queued behind it on its slot are taken by the
-  lane's idle slots of its family (:class:`Pipeline`).
+  lane's idle slots of its family (:class:`Pipeline`);
+* a slot thread with nothing of its family left to run lets go of its slot's agent
+  (``Dispatcher.let_go``), and with it of the device's lock: another run waiting for the device
+  is woken then, not when this worker ends.
 
 A result is handed to its item once (the plugin then writes the record): cases run ahead of an
 item that never comes (-x stopped the session, a crash moved the lane) are dropped when the
@@ -228,10 +231,8 @@ class Pipeline:
         room = self._room[lane]
         while True:
             with self._cond:
-                while True:
-                    if self._closing or not self._left.get((lane, slot.family)):
-                        self._hand_on(lane)
-                        return  # nothing of its family left to run, its own or a sibling's
+                case = None
+                while not (self._closing or not self._left.get((lane, slot.family))):
                     now = time.monotonic()
                     case, where, until = self._next(slot, lane, now)
                     if case is not None:
@@ -239,8 +240,17 @@ class Pipeline:
                     if where is not room:
                         self._hand_on(lane)
                     where.wait(None if until is None else max(0.0, until - now))
-                in_flight[slot.id] = time.monotonic()
-                self._hand_on(lane)
+                if case is None:  # nothing of its family left to run, its own or a sibling's
+                    self._hand_on(lane)
+                    closing = self._closing
+                else:
+                    in_flight[slot.id] = time.monotonic()
+                    self._hand_on(lane)
+            if case is None:
+                let_go = getattr(self.dispatcher, "let_go", None)
+                if not closing and let_go is not None:
+                    let_go(slot.id)  # its device is free for another run now
+                return
             record: ResultRecord | None = None
             error: BaseException | None = None
             try:

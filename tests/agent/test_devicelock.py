@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from farm.agent import protocol
+from farm.agent import devicelock, protocol
 from farm.agent.devicelock import DEFAULT_LOCK_WAIT, DeviceLocks, lock_paths, read_holder
 from farm.agent.errors import DeviceBusy, InfraError
 from farm.agent.identity import Declared
@@ -178,3 +178,71 @@ def test_run_case_lock_fields_are_validated():
         with pytest.raises(protocol.RequestError) as info:
             protocol.decode_request(line)
         assert info.value.kind == "bad-request"
+
+
+# -- a waiting agent is woken by the release ------------------------------------------------------
+
+
+def _watches(workdir, device: int = 0) -> list[threading.Thread]:
+    lock = lock_paths(workdir, device)[0]
+    return [t for t in threading.enumerate() if t.name == f"{devicelock.WATCH_THREAD}{lock}"]
+
+
+def test_a_waiting_agent_is_woken_by_the_release_not_by_polling(tmp_path, monkeypatch):
+    """Two attempts in all, the busy one and the one after the holder let go, and no sleep in
+    between: the kernel wakes the waiter when the holder's descriptors close."""
+    proc, stop = holder_process(tmp_path)
+    locks = DeviceLocks(tmp_path, run="run-B")
+    attempts: list[object] = []
+    first_was_busy = threading.Event()
+    attempt = locks._try
+
+    def counted(*args):
+        record = attempt(*args)
+        attempts.append(record)
+        if record is None:
+            first_was_busy.set()
+        return record
+
+    def no_sleep(seconds):
+        raise AssertionError(f"the waiting agent slept {seconds} s: it polls")
+
+    monkeypatch.setattr(locks, "_try", counted)
+    monkeypatch.setattr(devicelock.time, "sleep", no_sleep)
+    got: dict = {}
+    waiter = threading.Thread(
+        target=lambda: got.update(locks.acquire(0, owner="owner-B", wait=120)), daemon=True
+    )
+    waiter.start()
+    try:
+        assert first_was_busy.wait(30), "the waiter never tried the device"
+    finally:
+        stop.set()  # the holder exits: its flock goes with it
+        proc.join(10)
+    waiter.join(60)
+    assert not waiter.is_alive(), "the waiter was not woken by the release"
+    assert got["run"] == "run-B" and got["pids"] == [os.getpid()]
+    assert len(attempts) == 2 and attempts[0] is None  # busy, then taken: no attempts between
+    assert locks.last_wait is not None and locks.last_wait["holder"]["run"] == "run-A"
+
+
+def test_an_agent_asked_again_keeps_one_watch_per_device_and_it_never_keeps_the_lock(tmp_path):
+    """Each run-case on a busy device waits its lock_wait and answers busy; the watch of the
+    first one, still blocked, serves the next: one thread per device, however often asked. Once
+    the holder goes, the left-over watch lets go of the lock at once: the device is free."""
+    proc, stop = holder_process(tmp_path)
+    locks = DeviceLocks(tmp_path, run="run-B")
+    try:
+        for _ in range(3):
+            with pytest.raises(DeviceBusy, match="is busy: held by run run-A"):
+                locks.acquire(0, owner="owner-B", wait=0.05)
+        mine = _watches(tmp_path)
+        assert len(mine) == 1
+    finally:
+        stop.set()
+        proc.join(10)
+    for thread in mine:
+        thread.join(60)
+        assert not thread.is_alive(), "the watch was not woken by the release"
+    record = DeviceLocks(tmp_path, run="run-C").acquire(0, owner="owner-C", wait=0)
+    assert record["run"] == "run-C"

@@ -5,12 +5,14 @@ agents and transports are exercised by tests/e2e/test_shared_pool.py on the SSH 
 
 from __future__ import annotations
 
+import fcntl
 from collections.abc import Callable
 
 import pytest
 
 from farm.agent.errors import DeviceBusy
 from farm.errors import AgentTimeout, ConnectionLost
+from farm.run import leases
 from farm.run.dispatch import Dispatcher, SlotInfo, case_timeout, run_owner
 from farm.run.leases import RunState
 from farm.run.prepare import canary_cases
@@ -228,6 +230,136 @@ def test_devices_busy_past_the_limit_make_the_case_not_run(make):
     calls_before = len(world.calls)
     again = dispatcher.run(case(16), "h2:0")
     assert again["category"] == "not_run" and len(world.calls) - calls_before == len(SLOTS)
+
+
+def test_a_worker_sends_its_cases_to_free_slots_not_to_a_device_another_run_holds(make):
+    """Learned once: the next case that prefers the held slot goes straight to a free one (the
+    free slots come first, the held one after them only once it is due to be asked again)."""
+    dispatcher, world, state, _ = make(
+        lambda slot, cid, ch: "busy" if slot.id == "h1:0" else "pass"
+    )
+    first = dispatcher.run(case(), "h1:0")
+    assert [c[0] for c in world.calls] == ["h1:0", "h1:1"] and first["slot"] == "h1:1"
+    world.calls.clear()
+    for n in (16, 24, 32):
+        record = dispatcher.run(case(n), "h1:0")
+        assert record["outcome"] == "passed" and record["attempts"] == 1
+        assert "attempts_log" not in record and "notes" not in record  # nothing waited
+    assert "h1:0" not in {c[0] for c in world.calls}
+    no_charges(state)
+
+
+def test_a_held_slot_is_asked_again_without_a_lock_wait_and_used_once_let_go(
+    make, monkeypatch, tmp_path
+):
+    """The free slots are all leased (this run's other cases run there), and the held slot is
+    due to be asked again: it is, with no lock wait, since the case has other slots to go to;
+    the other run has let go, so the case runs there and the slot is no longer held."""
+    import farm.run.dispatch as dispatch_mod
+
+    monkeypatch.setattr(dispatch_mod, "BUSY_POLL", 0.0)  # due to be asked at once
+    other_run = {"holds": True}
+
+    def behave(slot, cid, ch):
+        return "busy" if slot.id == "h1:0" and other_run["holds"] else "pass"
+
+    dispatcher, world, state, _ = make(behave, lock_wait=5.0)
+    assert dispatcher.run(case(), "h1:0")["slot"] == "h1:1"
+    other_run["holds"] = False
+    lock_dir = tmp_path / "run-1" / "locks"
+    leased = []
+    for sid in ("h1:1", "h2:0", "h2:1"):
+        fh = open(leases._lock_path(lock_dir, sid), "a+")
+        fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)  # another worker's case runs there
+        leased.append(fh)
+    try:
+        record = dispatcher.run(case(16), "h2:0")
+    finally:
+        for fh in leased:
+            fh.close()
+    assert record["slot"] == "h1:0" and record["outcome"] == "passed"
+    waits = [lock["lock_wait"] for ch in world.channels for lock in ch.locks]
+    h1_0 = next(ch for ch in world.channels if ch.slot.id == "h1:0")
+    assert [lock["lock_wait"] for lock in h1_0.locks] == [5.0, 0.0]  # first asked, then probed
+    assert waits.count(0.0) == 1
+    world.calls.clear()
+    assert dispatcher.run(case(24), "h1:0")["slot"] == "h1:0"  # no longer held
+    assert [c[0] for c in world.calls] == ["h1:0"]
+    no_charges(state)
+
+
+def test_a_slot_let_go_closes_its_agent_and_a_later_case_starts_a_new_one(
+    make, monkeypatch, tmp_path
+):
+    """The pipeline lets go of a slot it has nothing left for: the agent goes, and with it the
+    device lock another run may wait for. One in use (leased) is left to the worker's end."""
+    import farm.run.dispatch as dispatch_mod
+
+    dispatcher, world, state, _ = make(lambda slot, cid, ch: "pass")
+    dispatcher.run(case(), "h1:0")
+    dispatcher.run(case(16), "h2:0")
+    dispatcher.let_go("h1:0")
+    dispatcher.let_go("h1:1")  # never opened: nothing to do
+    assert [ch.closed for ch in world.channels] == [True, False]
+    monkeypatch.setattr(dispatch_mod, "LET_GO_WAIT", 0.0)
+    lease = open(leases._lock_path(tmp_path / "run-1" / "locks", "h2:0"), "a+")
+    fcntl.flock(lease, fcntl.LOCK_EX | fcntl.LOCK_NB)  # a case of another thread runs there
+    try:
+        dispatcher.let_go("h2:0")
+    finally:
+        lease.close()
+    assert [ch.closed for ch in world.channels] == [True, False]
+    assert dispatcher.run(case(24), "h1:0")["slot"] == "h1:0"
+    assert len(world.channels) == 3 and world.channels[2].slot.id == "h1:0"
+    no_charges(state)
+
+
+class FakeClock:
+    """The dispatcher's clock (its module's ``time``): the agents' waits and the dispatcher's
+    pauses advance it; the pauses are recorded."""
+
+    def __init__(self):
+        self.now = 1000.0
+        self.pauses: list[float] = []
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def perf_counter(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.pauses.append(seconds)
+        self.now += seconds
+
+
+def test_a_case_whose_agents_waited_for_the_devices_is_asked_again_at_once(make, monkeypatch):
+    """Every device of the family is held: each request waits its lock wait in the agent (woken
+    the moment the holder lets go) before it answers busy, and the next round goes at once; only
+    agents that answer busy at once (no lock wait) are asked again after a pause."""
+    import farm.run.dispatch as dispatch_mod
+
+    clock = FakeClock()
+    monkeypatch.setattr(dispatch_mod, "time", clock)
+    asked = []
+
+    def behave(slot, cid, ch):
+        asked.append(slot.id)
+        if len(asked) > 12:
+            return "pass"
+        clock.now += ch.locks[-1]["lock_wait"]  # the agent waited its lock wait, in vain
+        return "busy"
+
+    dispatcher, world, state, _ = make(behave, lock_wait=2.0, busy_wait=float("inf"))
+    assert dispatcher.run(case(), "h1:0")["outcome"] == "passed"
+    assert len(asked) == 13 and clock.pauses == []  # three rounds of four, no pause between
+
+    asked.clear()
+    clock.pauses.clear()
+    answering_at_once, _, _, _ = make(behave, lock_wait=0.0, busy_wait=float("inf"))
+    assert answering_at_once.run(case(16), "h1:0")["outcome"] == "passed"
+    assert clock.pauses and all(p == pytest.approx(dispatch_mod.BUSY_POLL) for p in clock.pauses)
+    no_charges(state)
 
 
 # -- timeouts and hangs -----------------------------------------------------------------------

@@ -146,6 +146,62 @@ def test_every_case_runs_once_on_its_family_and_reaches_its_item():
     assert pipeline.close() == []
 
 
+class LettingGo(FakeDispatcher):
+    """Records the slots let go (the dispatcher closes their agents, and so their device locks);
+    the cases of ``held_family`` wait until the test lets them run."""
+
+    def __init__(self, slots, held_family=None):
+        super().__init__(slots, delay=0.0)
+        self.held_family = held_family
+        self.run_held = threading.Event()
+        self.let_go_order: list[str] = []
+        self.let_go_of: dict[str, threading.Event] = {s.id: threading.Event() for s in slots}
+
+    def run(self, case, preferred=None):
+        if case.family == self.held_family:
+            assert self.run_held.wait(60), "the test never let the held cases run"
+        return super().run(case, preferred)
+
+    def let_go(self, slot_id):
+        with self._lock:
+            self.let_go_order.append(slot_id)
+        self.let_go_of[slot_id].set()
+
+
+def test_a_slot_with_nothing_of_its_family_left_lets_go_of_its_device():
+    """The 310B slot's cases are done while the 910B ones still run: its device is let go then
+    (for another run waiting for it), not at the worker's end."""
+    dispatcher = LettingGo(SLOTS, held_family="ascend910b")
+    big, small = cases(12), cases(2, family="ascend310b")
+    work = {"lane0": [(c, "c:0") for c in small] + [(c, "a:0") for c in big]}
+    pipeline = Pipeline(dispatcher, work, {s.id: "lane0" for s in SLOTS})
+    for c, p in work["lane0"][:2]:
+        assert pipeline.result(c, p)["outcome"] == "passed"
+    assert dispatcher.let_go_of["c:0"].wait(60), "the 310B slot was not let go"
+    assert dispatcher.let_go_order == ["c:0"]  # the 910B slots still have cases to run
+    dispatcher.run_held.set()
+    for c, p in work["lane0"][2:]:
+        assert pipeline.result(c, p)["outcome"] == "passed"
+    assert pipeline.close() == []
+    # Each slot at most once (one that had not seen the end yet when the pipeline closed leaves
+    # its agent to the worker's end).
+    order = dispatcher.let_go_order
+    assert order[0] == "c:0" and len(set(order)) == len(order)
+
+
+def test_a_closing_pipeline_lets_the_worker_close_its_agents():
+    """-x stopped the session: the threads end without letting go one by one (the dispatcher
+    closes every agent at the worker's end)."""
+    dispatcher = LettingGo(SLOTS)
+    work = {"lane0": [(c, "a:0") for c in cases(6)]}
+    pipeline = Pipeline(dispatcher, work, {s.id: "lane0" for s in SLOTS})
+    with pipeline._cond:
+        pipeline._start("lane0")
+        pipeline._closing = True
+    pipeline.close()
+    assert dispatcher.let_go_order == []
+
+
 def test_a_window_caps_the_slots_running_at_once():
     dispatcher = FakeDispatcher(SLOTS)
     work = {"lane0": [(c, SLOTS[i % 4].id) for i, c in enumerate(cases(9))]}
