@@ -132,7 +132,7 @@ def merge(
             f"{len(doubled)} case(s) in more than one shard (e.g. {doubled[0]}): the shards "
             "split different selections"
         )
-    plan = _merged_plan(group, runs_dir or paths.RUNS_DIR)
+    plan = _merged_plan(group, (runs_dir or paths.RUNS_DIR).absolute())
     started = min(r["started_at"] for r in group.shards.values())
     quarantined = merge_mod.quarantined_in(group)
     meta = dict(
