@@ -77,6 +77,9 @@ def run_tier(work: Path, tier: str, report: bool, interval: float, jobs: int | N
         "wall_s": wall,
         "first_record_s": first,
         "cases_wall_s": (last - first) if first is not None and last is not None else None,
+        "last_record_s": last,
+        # After the last case: pytest's end, the store import, the report (benchmarks/floor.py).
+        "tail_s": (wall - last) if last is not None else None,
         "agents_cpu_s": agents_cpu,
         "orchestrator_cpu_s": orch_cpu,
         "cores": cores,
