@@ -173,6 +173,10 @@ def measure(
         "ratio": farm["wall_s"] / floor["wall_s"] if floor["wall_s"] else None,
         "orchestrator_cpu_per_case_ms": 1000 * farm["orchestrator_cpu_s"] / cases,
         "tail_s": farm["tail_s"],
+        # The same comparison in CPU seconds, which a loaded machine distorts less than walls.
+        "cpu_ratio": (farm["agents_cpu_s"] + farm["orchestrator_cpu_s"]) / floor["cpu_s"]
+        if floor["cpu_s"]
+        else None,
     }
 
 
@@ -183,8 +187,8 @@ def _load(values) -> str:
 def table(results: list[dict]) -> str:
     rows = [
         "| tier | cases | floor wall | farm wall | farm / floor | orchestrator CPU / case | tail "
-        "| floor CPU | agents' CPU | load (floor; farm) |",
-        "|---|--:|--:|--:|--:|--:|--:|--:|--:|---|",
+        "| floor CPU | agents' CPU | farm CPU / floor CPU | load (floor; farm) |",
+        "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|",
     ]
     for r in results:
         f, m = r["floor"], r["farm"]
@@ -193,7 +197,8 @@ def table(results: list[dict]) -> str:
             f"| {r['tier']} | {f['cases']} | {f['wall_s']:.1f} s "
             f"| {m['wall_s']:.1f} s{'' if r['report'] else ' (no report)'} | {r['ratio']:.2f} "
             f"| {r['orchestrator_cpu_per_case_ms']:.1f} ms | {tail} | {f['cpu_s']:.1f} s "
-            f"| {m['agents_cpu_s']:.1f} s | {_load(f['load_before'])} → {_load(f['load_after'])}; "
+            f"| {m['agents_cpu_s']:.1f} s | {r['cpu_ratio']:.2f} "
+            f"| {_load(f['load_before'])} → {_load(f['load_after'])}; "
             f"{_load(m['load_before'])} → {_load(m['load_after'])} |"
         )
     return "\n".join(rows)
