@@ -338,6 +338,7 @@ def _run_session(
     history_runs: int | None,
 ) -> int:
     """The begun run: pytest on the pool, then store, outputs, summary and report."""
+    from farm.results.store.heartbeat import heartbeat
     from farm.run.progress import LiveProgress
 
     workers = jobs or default_workers(len(plan.slots))
@@ -347,7 +348,7 @@ def _run_session(
     plugins = [errors, selection, faults]
     plugins += [LiveProgress(console=console, title=chosen.key)] if progress else []
     args = pytest_args(plan, workers, extra_pytest, junit=pytest_junit)
-    with interruptible(forward=workers > 1) as signals:
+    with interruptible(forward=workers > 1) as signals, heartbeat(store_path, plan.run_id):
         try:
             pytest_code = pytest.main(args, plugins=plugins)
         except OSError as exc:  # a write of pytest's own refused by the runs directory

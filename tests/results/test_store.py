@@ -368,6 +368,35 @@ def test_interrupted_aborted_and_subset_runs_are_never_baselines(store):
     assert store.get_run(interrupted)["status"] == "interrupted"
 
 
+def test_another_machines_run_is_dead_once_its_heartbeat_is_stale(store):
+    """A CI job cancelled on another runner leaves its run running: the next command anywhere
+    closes it once it has been silent for STALE_AFTER, and leaves alone one that still beats."""
+    from farm.results.store.runs import STALE_AFTER
+
+    start = _dt.datetime.now(_dt.timezone.utc) - _dt.timedelta(hours=1)
+    meta = {**RUN_META, "started_at": start.isoformat()}
+    silent = store.begin_run({**meta, "owner": "ci-runner-7:41:99"})
+    beating = store.begin_run({**meta, "owner": "ci-runner-8:41:99"})
+    store.beat(beating)
+    now = _dt.datetime.now(_dt.timezone.utc)
+    assert store.recover_orphans(at=start + STALE_AFTER / 2) == []  # both fresh then
+    assert store.recover_orphans(at=now) == [(silent, 0)]
+    assert store.get_run(silent)["status"] == "aborted"
+    assert store.get_run(beating)["status"] == "running"
+
+
+def test_a_run_beats_while_its_session_lasts(store):
+    import threading
+
+    from farm.results.store.heartbeat import heartbeat
+
+    run_id = store.begin_run(RUN_META)
+    assert store.get_run(run_id)["heartbeat_at"] is None
+    with heartbeat(store.location, run_id, every=3600):
+        assert store.get_run(run_id)["heartbeat_at"] is not None  # the first beat, on entry
+    assert not [t for t in threading.enumerate() if t.name.startswith("heartbeat")]
+
+
 def test_a_dead_runs_records_are_imported_and_it_is_marked_aborted(store, tmp_path):
     run_dir = tmp_path / "run"
     (run_dir / "records").mkdir(parents=True)

@@ -184,6 +184,7 @@ def run_dict(row: Any) -> dict:
     d["subset"] = bool(row["subset"])
     d["owner"] = row["owner"]
     d["run_group"] = row["run_group"]
+    d["heartbeat_at"] = row["heartbeat_at"]
     d["finished"] = row["status"] == "finished"
     d["green"] = bool(
         d["finished"]

@@ -20,6 +20,7 @@ Run metadata (`begin_run(meta)`), all keys optional except `tier`:
 
 from __future__ import annotations
 
+import datetime as _dt
 import json
 import secrets
 from collections.abc import Iterable, Mapping
@@ -41,6 +42,10 @@ from farm.results.store.rows import (
 from farm.results.store.timestamps import now, stamp
 
 _NEWEST_FIRST = " ORDER BY started_at DESC, seq DESC"
+# A running run's owner marks it alive this often (farm/results/store/heartbeat.py); a run of
+# another machine silent for STALE_AFTER is taken for dead (its runner killed with its job).
+HEARTBEAT_S = 60.0
+STALE_AFTER = _dt.timedelta(minutes=15)
 
 
 class Runs(StoreBase):
@@ -185,17 +190,31 @@ class Runs(StoreBase):
             )
         ]
 
-    def recover_orphans(self) -> list[tuple[str, int]]:
+    def beat(self, run_id: str) -> None:
+        """The run's owner is alive (see HEARTBEAT_S)."""
+        with self._tx():
+            self.db.execute(
+                "UPDATE runs SET heartbeat_at=? WHERE run_id=? AND status='running'",
+                (now(), run_id),
+            )
+
+    def recover_orphans(self, at: _dt.datetime | None = None) -> list[tuple[str, int]]:
         """Close the runs whose process died without ending them (SIGKILL, a crash, a power
-        cut): import the records they wrote (runs/<run>/records/*.jsonl) and mark them aborted
-        with exit 2. Runs owned by a live process, or by another machine, are left alone.
-        Returns (run id, records imported) of each run closed."""
+        cut, a CI job cancelled): import the records they wrote (runs/<run>/records/*.jsonl,
+        where they are on this machine) and mark them aborted with exit 2. A run of this machine
+        is dead when its owner's process is; a run of another machine when it has given no sign
+        of life (heartbeat) for STALE_AFTER before `at` (now). Returns (run id, records
+        imported) of each run closed."""
+        at = at or _dt.datetime.now(_dt.timezone.utc)
         closed = []
         rows = self.db.execute(
             "SELECT * FROM runs WHERE status='running'" + _NEWEST_FIRST
         ).fetchall()
         for run in map(run_dict, rows):
-            if owner_alive(run["owner"]) is not False:
+            alive = owner_alive(run["owner"])
+            if alive is None:  # another machine's: only its heartbeat can tell
+                alive = not _silent_since(run, at - STALE_AFTER)
+            if alive:
                 continue
             records, _ = read_records(Path(run.get("run_dir") or ""))
             if records:
@@ -203,3 +222,16 @@ class Runs(StoreBase):
             self.finish_run(run["run_id"], 2, status="aborted")
             closed.append((run["run_id"], len(records)))
         return closed
+
+
+def _silent_since(run: Mapping, cutoff: _dt.datetime) -> bool:
+    """Whether a running run's last sign of life (its heartbeat, else its start) is before
+    `cutoff`; a time that cannot be read is no sign of life."""
+    last = run.get("heartbeat_at") or run.get("started_at") or ""
+    try:
+        when = _dt.datetime.fromisoformat(str(last))
+    except ValueError:
+        return True
+    if when.tzinfo is None:
+        when = when.astimezone()
+    return when < cutoff

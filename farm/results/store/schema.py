@@ -198,9 +198,10 @@ def _m6_shrinks_and_bisects(db: Database) -> None:
 def _m7_team_store(db: Database) -> None:
     """v7: what a store shared by a team's runners needs. An insertion order that is a column
     (`seq`: SQLite's rowid, which broke ties between runs started in the same second, is not
-    on PostgreSQL); the run group a CI pipeline's shards belong to; and each tier's Allure
-    history, which lived in a file beside the store and which runners on other machines cannot
-    share (`farm report` imports an old file on first use)."""
+    on PostgreSQL); the run group a CI pipeline's shards belong to; a running run's last sign
+    of life (`heartbeat_at`: a runner on another machine cannot ask whether its owner's process
+    lives); and each tier's Allure history, which lived in a file beside the store and which
+    runners on other machines cannot share (taken in on a tier's first report)."""
     if db.dialect == SQLITE:
         db.execute("ALTER TABLE runs ADD COLUMN seq INTEGER")
         db.execute("UPDATE runs SET seq = rowid")
@@ -214,6 +215,7 @@ def _m7_team_store(db: Database) -> None:
     db.script(
         """
         ALTER TABLE runs ADD COLUMN run_group TEXT;
+        ALTER TABLE runs ADD COLUMN heartbeat_at TEXT;
         CREATE INDEX runs_group ON runs(run_group);
         CREATE INDEX runs_tier_started_seq ON runs(tier, started_at, seq);
         CREATE TABLE allure_history (
