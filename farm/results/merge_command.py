@@ -133,7 +133,9 @@ def merge(
             "split different selections"
         )
     plan = _merged_plan(group, (runs_dir or paths.RUNS_DIR).absolute())
-    started = min(r["started_at"] for r in group.shards.values())
+    # The latest shard's start, so that the merged run (stored after every shard) is the newest
+    # run of its tier: what farm report and farm compare take without a run id.
+    started = max(r["started_at"] for r in group.shards.values())
     quarantined = merge_mod.quarantined_in(group)
     meta = dict(
         runner.run_meta(plan, started),

@@ -86,8 +86,9 @@ def _merged(store_path) -> dict:
 def test_four_whole_shards_make_one_run_of_all_their_cases(where, store_path, capsys):
     runs = where / "runs"
     with RunStore(store_path) as store:
-        for k in range(1, 5):
-            _shard(store, runs, k, 4, [record(f"c{k}a"), record(f"c{k}b")])
+        for k in range(1, 5):  # the CI's jobs start one after another
+            started = f"2026-12-01T02:0{k}:00+00:00"
+            _shard(store, runs, k, 4, [record(f"c{k}a"), record(f"c{k}b")], started_at=started)
     assert _merge(store_path, runs) == 0
     run = _merged(store_path)
     assert run["status"] == "finished" and run["exit_code"] == 0
@@ -111,6 +112,8 @@ def test_four_whole_shards_make_one_run_of_all_their_cases(where, store_path, ca
     summary = json.loads((out / "summary.json").read_text())
     assert summary["cases"] == 8 and summary["exit_code"] == 0
     assert summary["incomplete"] == [] and sorted(summary["shards"]) == ["1", "2", "3", "4"]
+    with RunStore(store_path) as store:  # what farm report and compare take without a run id
+        assert store.latest_run(finished=True)["run_id"] == run["run_id"]
 
 
 def test_a_failure_in_one_shard_fails_the_merged_run(where, store_path):
