@@ -9,12 +9,12 @@ that names the store (its password hidden) and the fix.
 
 from __future__ import annotations
 
+import abc
 import contextlib
 import os
 import re
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
-from pathlib import Path
 from typing import Any
 
 from farm.errors import StoreError
@@ -67,7 +67,7 @@ def store_error(location: StoreLocation, exc: BaseException) -> StoreError:
     return StoreError(f"run store {location.display}: {text}: {_fix_for(text, location)}")
 
 
-class Database:
+class Database(abc.ABC):
     """One connection to a store's database."""
 
     dialect: str
@@ -83,11 +83,11 @@ class Database:
     def ddl(self, text: str) -> str:
         return text
 
-    def execute(self, sql: str, args: Sequence[Any] = ()) -> Any:
-        raise NotImplementedError
+    @abc.abstractmethod
+    def execute(self, sql: str, args: Sequence[Any] = ()) -> Any: ...
 
-    def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
-        raise NotImplementedError
+    @abc.abstractmethod
+    def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None: ...
 
     def script(self, sql: str) -> None:
         """DDL statement by statement, inside the caller's transaction."""
@@ -95,25 +95,26 @@ class Database:
             if stmt.strip():
                 self.execute(self.ddl(stmt))
 
-    def transaction(self) -> contextlib.AbstractContextManager[Database]:
-        raise NotImplementedError
+    @abc.abstractmethod
+    def transaction(self) -> contextlib.AbstractContextManager[Database]: ...
 
+    @abc.abstractmethod
     def lock(self, name: str) -> None:
-        """Inside a transaction: wait until no other transaction holds `name` (SQLite's BEGIN
-        IMMEDIATE already lets one writer in at a time)."""
+        """Inside a transaction: wait until no other transaction holds `name`."""
 
     # -- the database as a whole
-    def tables(self) -> set[str]:
-        raise NotImplementedError
+    @abc.abstractmethod
+    def tables(self) -> set[str]: ...
 
-    def size_bytes(self) -> int:
-        raise NotImplementedError
+    @abc.abstractmethod
+    def size_bytes(self) -> int: ...
 
+    @abc.abstractmethod
     def reclaim_space(self) -> None:
-        """Give deleted rows' space back (PostgreSQL's autovacuum does that by itself)."""
+        """Give deleted rows' space back."""
 
-    def close(self) -> None:
-        raise NotImplementedError
+    @abc.abstractmethod
+    def close(self) -> None: ...
 
     @contextlib.contextmanager
     def errors_named(self) -> Iterator[None]:
@@ -156,6 +157,9 @@ class SqliteDatabase(Database):
                 self.conn.execute("ROLLBACK")
                 raise
             self.conn.execute("COMMIT")
+
+    def lock(self, name: str) -> None:
+        """BEGIN IMMEDIATE already lets one writer in at a time."""
 
     def tables(self) -> set[str]:
         rows = self.conn.execute("SELECT name FROM sqlite_master WHERE type='table'")
@@ -251,6 +255,9 @@ class PostgresDatabase(Database):
         ).fetchone()
         return int(row[0]) if row else 0
 
+    def reclaim_space(self) -> None:
+        """PostgreSQL's autovacuum gives deleted rows' space back by itself."""
+
     def close(self) -> None:
         self.conn.close()
 
@@ -268,8 +275,3 @@ def connect(location: StoreLocation, timeout: float = 60.0) -> Database:
     if location.kind == POSTGRESQL:
         return PostgresDatabase(location)
     return SqliteDatabase(location, timeout=timeout)
-
-
-def sqlite_path(location: StoreLocation) -> Path:
-    assert location.path is not None
-    return location.path
