@@ -571,6 +571,18 @@ def farm_gate(
     return out
 
 
+@dataclass(frozen=True)
+class Judged:
+    """What `farm run` has already worked out of the run it stored, with farm report's defaults
+    (the tier's baseline, the default drift factor, the regression gate on): the comparison, the
+    quality gate (farm_gate) and the triage (Triage, [NextSteps]). Its report takes them as they
+    are: each costs a read of the whole run (its results files, its stored records)."""
+
+    comparison: Any
+    gate: list[GateRule]
+    triage: Any
+
+
 def gate_exit_code(gate: Sequence[GateRule]) -> int:
     """0 every rule passed; 2 the run did not finish (infrastructure or a stop); else 1."""
     if any(r.rule == "runFinished" and not r.success for r in gate):
@@ -623,7 +635,7 @@ def add_history_runs_option(parser: argparse.ArgumentParser, default: int | None
     )
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, judged: Judged | None = None) -> int:
     """`farm report [RUN]`: Allure report of a run with history, regression summary and trend.
 
     Exit code: the farm's quality gate (farm_gate, the report's Quality Gates tab): 0 when every
@@ -668,8 +680,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
             return EXIT_NO_REPORT
         run_id, tier = run["run_id"], run["tier"]
+        # `judged` (farm run's, of the run it stored) stands for the comparison, gate and
+        # triage only where these arguments ask for the defaults it was made with.
+        defaults = args.baseline is None and args.drift_factor == DEFAULT_DRIFT_FACTOR
+        if judged is not None and not (
+            defaults and not args.no_regression_gate and judged.comparison.run_id == run_id
+        ):
+            judged = None
         try:
-            comp = compare(store, run_id, args.baseline, args.drift_factor)
+            comp = (
+                compare(store, run_id, args.baseline, args.drift_factor)
+                if judged is None
+                else judged.comparison
+            )
         except KeyError as exc:
             print(f"farm report: {exc.args[0]}", file=sys.stderr)
             return EXIT_NO_REPORT
@@ -677,7 +700,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"farm report: {exc}", file=sys.stderr)
             return EXIT_NO_REPORT
         series = store.metric_series(tier, args.trend_runs)
-        triage = run_triage(store, run_id, comp.baseline_id)  # bisected from --baseline
+        # bisected from --baseline
+        triage = run_triage(store, run_id, comp.baseline_id) if judged is None else judged.triage
     results = Path(args.results) if args.results else default_results_dir(run, location)
     from farm.results.shrink_links import link_shrinks
     from farm.run import run_dir
@@ -686,7 +710,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     history = None if args.no_history else StoredHistory(location, tier, run_id)
     try:
         link_shrinks(results, location, run)  # a failing case's shrunk form (farm shrink)
-        gate = farm_gate(results, run, comp, regression_gate=not args.no_regression_gate)
+        gate = (
+            farm_gate(results, run, comp, regression_gate=not args.no_regression_gate)
+            if judged is None
+            else judged.gate
+        )
         code, index = generate(
             results,
             out,

@@ -479,12 +479,14 @@ def _after_session(
         if drawing is not None:
             drawing.join()
         return EXIT_INFRA
-    gate, followup = [], None
+    gate, followup, judged = [], None, None
     # An empty shard has nothing to judge (its merged run is judged whole).
-    judged = records or not plan.shard
-    if interrupted is None and fault is None and status == "finished" and judged:
+    to_judge = records or not plan.shard
+    if interrupted is None and fault is None and status == "finished" and to_judge:
         meta = dict(run_meta(plan, started), status=status, subset=subset)
-        code, gate, followup = judge(console, store_path, meta, records, code)
+        code, judged = judgement(console, store_path, meta, records, code)
+        if judged is not None:
+            gate, followup = judged.gate, judged.triage
     extra = summary_extra(gate, followup)
     written_fault = outputs.rest(pytest_junit, code, quarantined, run_meta(plan, started), extra)
     fault = fault or written_fault
@@ -501,7 +503,9 @@ def _after_session(
     # With a report, farm report prints the gate (all of its rules), after the triage.
     print_judgement(console, [] if report and interrupted is None else gate, followup)
     if report and interrupted is None:
-        problem = make_report(plan.run_id, store_path, history_runs)
+        # The report takes the gate, comparison and triage made above: each is a read of the
+        # whole run (the results files, the stored records) that would otherwise be done twice.
+        problem = make_report(plan.run_id, store_path, history_runs, judged)
         if problem is not None:
             console.print(f"[bold red]error:[/] {escape(problem)}", highlight=False)
             return degraded(plan, store_path, records, quarantined, extra)
@@ -512,8 +516,15 @@ def judge(console: Console, store_path: StoreLocation, run: dict, records: list,
     """The finished run's quality gate (farm_gate, as its report shows it) and the triage of its
     failures: (exit code, gate, (Triage, [NextSteps])). A gate that fails while every case passed
     makes the exit code 1, in the store as well."""
+    code, judged = judgement(console, store_path, run, records, code)
+    return (code, [], None) if judged is None else (code, judged.gate, judged.triage)
+
+
+def judgement(console: Console, store_path: StoreLocation, run: dict, records: list, code: int):
+    """judge's work, kept for the run's report (report.Judged; None when the store refused):
+    (exit code, Judged | None)."""
     from farm.results.compare import compare
-    from farm.results.report import farm_gate, gate_exit_code
+    from farm.results.report import Judged, farm_gate, gate_exit_code
     from farm.results.store import RunStore
     from farm.results.triage_next import with_baseline
 
@@ -528,8 +539,8 @@ def judge(console: Console, store_path: StoreLocation, run: dict, records: list,
                 store.finish_run(run["run_id"], code, status="finished", subset=run["subset"])
     except StoreError as exc:  # the run is stored; farm report can judge it later
         console.print(f"[yellow]note:[/] quality gate and triage not made: {escape(str(exc))}")
-        return code, [], None
-    return code, gate, followup
+        return code, None
+    return code, Judged(comparison, gate, followup)
 
 
 def summary_extra(gate, followup) -> dict:
@@ -558,15 +569,19 @@ def print_judgement(console: Console, gate, followup) -> None:
         console.print(line, markup=False, highlight=False)
 
 
-def make_report(run_id: str, store_path: StoreLocation, history_runs: int | None) -> str | None:
+def make_report(
+    run_id: str, store_path: StoreLocation, history_runs: int | None, judged=None
+) -> str | None:
     """The run's report; None when it was made, else why not in one line (its gate and
-    regressions are the report's to say: farm report prints them)."""
+    regressions are the report's to say: farm report prints them). `judged`: the run's
+    report.Judged, when this process has it."""
     from farm.results import report as report_mod
 
     history = ["--history-runs", str(history_runs)] if history_runs else []
     fault_injection.enter(fault_injection.REPORT)
     try:
-        made = report_mod.main([run_id, "--store", store_path.spec, *history])
+        argv = [run_id, "--store", store_path.spec, *history]
+        made = report_mod.main(argv) if judged is None else report_mod.main(argv, judged=judged)
     except RunDirUnwritable as exc:
         return str(exc)
     if made == report_mod.EXIT_NO_REPORT:
