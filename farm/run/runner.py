@@ -580,8 +580,7 @@ def make_report(
     history = ["--history-runs", str(history_runs)] if history_runs else []
     fault_injection.enter(fault_injection.REPORT)
     try:
-        argv = [run_id, "--store", store_path.spec, *history]
-        made = report_mod.main(argv) if judged is None else report_mod.main(argv, judged=judged)
+        made = report_mod.main([run_id, "--store", store_path.spec, *history], judged=judged)
     except RunDirUnwritable as exc:
         return str(exc)
     if made == report_mod.EXIT_NO_REPORT:
