@@ -292,6 +292,59 @@ def _locked(build_dir: Path) -> Iterator[None]:
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
+@dataclass
+class BuildStamp:
+    """What a build directory's target was last built from, so that a build with nothing to do
+    skips CMake (a no-op `cmake --build` takes a second: a farm run's start-up, and every test
+    that builds). It is make's own rule, kept by the farm: every file of the inputs (the op/
+    sources, the ACL headers) by path, size and modification time, the configure command, the
+    targets, and the outputs as that build left them. Anything different, missing or unreadable
+    runs CMake, which decides what to rebuild."""
+
+    path: Path
+    configure: list[str]
+    targets: list[str]
+
+    @staticmethod
+    def sources(roots: list[Path]) -> list[list]:
+        return [
+            [str(f), st.st_size, st.st_mtime_ns]
+            for root in roots
+            for f in sorted(root.rglob("*"))
+            if f.is_file() and (st := f.stat())
+        ]
+
+    @staticmethod
+    def _outputs(outputs: list[Path]) -> list[list] | None:
+        try:
+            return [[str(f), (st := f.stat()).st_size, st.st_mtime_ns] for f in outputs]
+        except OSError:
+            return None
+
+    def _key(self, sources: list[list], outputs: list[list] | None) -> dict:
+        return {
+            "configure": self.configure,
+            "targets": self.targets,
+            "sources": sources,
+            "outputs": outputs,
+        }
+
+    def current(self, sources: list[list], outputs: list[Path]) -> bool:
+        built = self._outputs(outputs)
+        if built is None:
+            return False
+        try:
+            return json.loads(self.path.read_text()) == self._key(sources, built)
+        except (OSError, ValueError):
+            return False
+
+    def write(self, sources: list[list], outputs: list[Path]) -> None:
+        try:
+            self.path.write_text(json.dumps(self._key(sources, self._outputs(outputs))))
+        except OSError:
+            pass  # no stamp: the next build runs CMake, as without one
+
+
 def _run(cmd: list[str], what: str, cwd: Path = ROOT, env: dict | None = None) -> str:
     proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
     output = proc.stdout + proc.stderr
@@ -381,37 +434,41 @@ def build_native(
     targets = [cmake_target] + ([ACL_CMAKE_TARGET] if acl else [])
     cmake = cmake_executable()
     env = {**os.environ, "LC_ALL": "C"}
+    configure = [
+        cmake,
+        "-S",
+        str(_op_dir(source_dir)),
+        "-B",
+        str(build_dir),
+        "-DCMAKE_BUILD_TYPE=Release",
+        f"-DLSG_PLANT_BUG={'' if shared else plant_bug}",
+        f"-DLSG_PLANT_ALL={'ON' if shared else 'OFF'}",
+        f"-DLSG_SANITIZE={'ON' if sanitize else 'OFF'}",
+        f"-DLSG_ACL_SDK={acl_sdk.sdk_dir() if acl else ''}",
+        *cross_args,
+    ]
+    outputs = [lib] + ([build_dir / ACL_DIR / "lib" / name for name in ACL_LIBS] if acl else [])
+    inputs = [_op_dir(source_dir)] + ([acl_sdk.sdk_dir()] if acl else [])
     with _locked(build_dir):
-        _run(
-            [
-                cmake,
-                "-S",
-                str(_op_dir(source_dir)),
-                "-B",
-                str(build_dir),
-                "-DCMAKE_BUILD_TYPE=Release",
-                f"-DLSG_PLANT_BUG={'' if shared else plant_bug}",
-                f"-DLSG_PLANT_ALL={'ON' if shared else 'OFF'}",
-                f"-DLSG_SANITIZE={'ON' if sanitize else 'OFF'}",
-                f"-DLSG_ACL_SDK={acl_sdk.sdk_dir() if acl else ''}",
-                *cross_args,
-            ],
-            "cmake configure",
-            env=env,
-        )
-        _run(
-            [
-                cmake,
-                "--build",
-                str(build_dir),
-                "--target",
-                *targets,
-                "-j",
-                str(os.cpu_count() or 2),
-            ],
-            "cmake build",
-            env=env,
-        )
+        stamp = BuildStamp(build_dir / f".farm-built-{cmake_target}.json", configure, targets)
+        sources = stamp.sources(inputs)
+        if not stamp.current(sources, outputs):
+            _run(configure, "cmake configure", env=env)
+            _run(
+                [
+                    cmake,
+                    "--build",
+                    str(build_dir),
+                    "--target",
+                    *targets,
+                    "-j",
+                    str(os.cpu_count() or 2),
+                ],
+                "cmake build",
+                env=env,
+            )
+            # The sources as they were before the build: one edited meanwhile builds again.
+            stamp.write(sources, outputs)
     if not lib.exists():
         raise BuildError(f"the build finished but {lib} is missing")
     with open(lib, "rb") as f:
@@ -509,6 +566,10 @@ def write_archive(path: Path, files: dict[str, bytes]) -> Path:
             info.uid = info.gid = 0
             info.uname = info.gname = ""
             tar.addfile(info, io.BytesIO(files[name]))
+    if _holds(path, raw.getvalue()):
+        # The same bytes already: compressing them again (level 9) is most of a no-op build.
+        # Not rewritten, so that a deploy reading it meanwhile never sees it change.
+        return path
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")  # two builds at once must not mix
     with (
@@ -518,6 +579,15 @@ def write_archive(path: Path, files: dict[str, bytes]) -> Path:
         gz.write(raw.getvalue())
     tmp.replace(path)
     return path
+
+
+def _holds(path: Path, tar: bytes) -> bool:
+    """Whether the archive at `path` is the gzip of exactly `tar`."""
+    try:
+        with gzip.open(path, "rb") as gz:
+            return gz.read(len(tar) + 1) == tar
+    except (OSError, EOFError, gzip.BadGzipFile):
+        return False
 
 
 def manifest(

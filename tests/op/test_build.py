@@ -115,6 +115,47 @@ def test_write_archive_depends_only_on_content(tmp_path):
     assert gzip.decompress(one.read_bytes())  # a valid gzip stream
 
 
+def test_an_unchanged_archive_is_not_written_again(tmp_path):
+    files = {"a.txt": b"one"}
+    path = build.write_archive(tmp_path / "p.tar.gz", files)
+    before = path.stat()
+    assert build.write_archive(path, files) == path
+    assert (path.stat().st_ino, path.stat().st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
+    build.write_archive(path, {"a.txt": b"two"})
+    assert read_archive(path) == {"a.txt": b"two"}
+
+
+@pytest.mark.build
+def test_a_build_with_nothing_to_do_skips_cmake(tmp_path, monkeypatch):
+    """The build stamp (farm.build BuildStamp): CMake runs again when a source is edited, the
+    output is gone, or the configuration differs, and not otherwise."""
+    op = tmp_path / "op"
+    shutil.copytree(build.OP_DIR, op, ignore=shutil.ignore_patterns("__pycache__"))
+    out = tmp_path / "build"
+    lib = build.build_native("twin", out, source_dir=op)
+    calls: list[str] = []
+    real_run = build._run
+
+    def counted(cmd, what, *args, **kwargs):
+        calls.append(what)
+        return real_run(cmd, what, *args, **kwargs)
+
+    monkeypatch.setattr(build, "_run", counted)
+    assert build.build_native("twin", out, source_dir=op) == lib
+    assert calls == []
+    source = op / "twin" / "kernel.cpp"
+    source.write_text(source.read_text() + "\n// edited\n")
+    build.build_native("twin", out, source_dir=op)
+    assert calls == ["cmake configure", "cmake build"]
+    build.build_native("twin", out, source_dir=op)
+    assert len(calls) == 2
+    lib.unlink()
+    assert build.build_native("twin", out, source_dir=op).is_file()
+    assert len(calls) == 4
+    build.build_native("twin", out, plant_bug="tail", source_dir=op)  # another configuration
+    assert len(calls) == 6
+
+
 def test_main_builds_the_emulated_real_kernel_by_default(tmp_path, acpu_build, capsys):
     assert build.DEFAULT_TARGET == "ascendc-cpu"
     assert build.main(["--out", str(tmp_path), "--quiet"]) == 0
