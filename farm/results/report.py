@@ -445,7 +445,8 @@ def read_results(results_dir: str | os.PathLike) -> list[dict]:
     latest: dict[str, dict] = {}
     for f in Path(results_dir).glob("*-result.json"):
         try:
-            r = json.loads(f.read_text(encoding="utf-8"))
+            with open(f, "rb") as fh:  # bytes: no text decoding before the parser's own
+                r = json.loads(fh.read())
         except (OSError, ValueError):
             continue
         key = r.get("historyId") or r.get("uuid") or f.name
