@@ -21,7 +21,7 @@ import signal
 import tempfile
 from collections import Counter
 from pathlib import Path
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 import pytest
 from rich.console import Console
@@ -44,6 +44,9 @@ from suites.case import Case
 from suites.caseset import Selection as CaseSelection
 from suites.explore import DEFAULT_COUNT as DEFAULT_EXPLORE_COUNT
 
+if TYPE_CHECKING:
+    from farm.results.store.owners import RecordFiles
+
 SUITE_FILES = ("suites/test_precision.py", "suites/test_rejection.py")
 EXIT_OK, EXIT_PRODUCT, EXIT_INFRA = 0, 1, 2
 
@@ -53,18 +56,20 @@ def collect_records(
     cases: list[Case],
     drop_missing: bool = False,
     stopped_by: str = "pytest stopped early (-x)",
+    files: RecordFiles | None = None,
 ) -> tuple[list[ResultRecord], list[str]]:
     """Exactly one record per case: the workers' records, and a broken record for any case that
     has none (a worker died). Returns the records and notes about duplicates or strays.
 
     ``drop_missing``: the session was stopped on purpose (-x, --maxfail) or interrupted: cases
     without a record were never run, and are left out of the run instead of counted as lost
-    (``stopped_by`` says what stopped it, in the note).
+    (``stopped_by`` says what stopped it, in the note). ``files``: the run's records files as
+    far as they were read while it ran (the rest is read here).
     A later record of a case replaces an earlier one (the plugin amends a record when a check
     of the suite fails after it was written)."""
-    from farm.results.store import read_records
+    from farm.results.store.owners import RecordFiles
 
-    found, notes = read_records(run_dir)
+    found, notes = (files or RecordFiles(run_dir)).read(final=True)
     by_id = cast(dict[str, ResultRecord], found)
     wanted = {c.id for c in cases}
     for stray in sorted(set(by_id) - wanted):
@@ -339,6 +344,7 @@ def _run_session(
 ) -> int:
     """The begun run: pytest on the pool, then store, outputs, summary and report."""
     from farm.results.store.heartbeat import heartbeat
+    from farm.results.store.owners import RecordFiles
     from farm.run.progress import LiveProgress
 
     workers = jobs or default_workers(len(plan.slots))
@@ -348,7 +354,13 @@ def _run_session(
     plugins = [errors, selection, faults]
     plugins += [LiveProgress(console=console, title=chosen.key)] if progress else []
     args = pytest_args(plan, workers, extra_pytest, junit=pytest_junit)
-    with interruptible(forward=workers > 1) as signals, heartbeat(store_path, plan.run_id):
+    # The records are parsed as the workers write them: the tail after the last case is shorter.
+    records = RecordFiles(plan.run_dir)
+    with (
+        interruptible(forward=workers > 1) as signals,
+        heartbeat(store_path, plan.run_id),
+        records.following(),
+    ):
         try:
             pytest_code = pytest.main(args, plugins=plugins)
         except OSError as exc:  # a write of pytest's own refused by the runs directory
@@ -377,6 +389,7 @@ def _run_session(
         report=report,
         extra_pytest=extra_pytest,
         history_runs=history_runs,
+        records_read=records,
     )
 
 
@@ -397,6 +410,7 @@ def _after_session(
     report: bool,
     extra_pytest: list[str],
     history_runs: int | None,
+    records_read: RecordFiles | None = None,
 ) -> int:
     """What the session left: one record per case stored, the outputs made to hold exactly the
     stored cases, the summary, the report; the exit code."""
@@ -428,7 +442,9 @@ def _after_session(
         if fault is not None and not stopped
         else "pytest stopped early (-x)"
     )
-    records, notes = collect_records(plan.run_dir, cases, drop_missing=cut_short, stopped_by=why)
+    records, notes = collect_records(
+        plan.run_dir, cases, drop_missing=cut_short, stopped_by=why, files=records_read
+    )
     for note in notes:
         console.print(f"[yellow]note:[/] {note}")
     if stopped:

@@ -13,6 +13,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 from types import SimpleNamespace
 
 import pytest
@@ -21,7 +22,8 @@ from farm import paths
 from farm.agent import hostops
 from farm.errors import RunDirUnwritable
 from farm.results import reconcile
-from farm.results.store import store_location
+from farm.results.store import read_records, store_location
+from farm.results.store.owners import RecordFiles
 from farm.run import fault_injection, interrupts, plugin, run_dir
 from farm.run.runner import collect_records
 from suites import matrix
@@ -82,6 +84,50 @@ def test_the_last_record_of_a_case_counts(tmp_path):
     (records / "gw0.jsonl").write_text(json.dumps(first) + "\n" + json.dumps(amended) + "\n")
     got, _ = collect_records(tmp_path, [case])
     assert got[0]["outcome"] == "failed" and got[0]["category"] == "tiling"
+
+
+def test_records_read_as_they_are_written_are_the_records_read_at_the_end(tmp_path):
+    """farm run parses the records files while its cases run (RecordFiles.following): what it
+    has at the end is read_records' answer, whatever was half-written when it looked."""
+    records = tmp_path / "records"
+    records.mkdir()
+    lines = {
+        "gw0.jsonl": [{"case_id": "a", "outcome": "passed"}, {"case_id": "b", "outcome": "passed"}],
+        "gw1.jsonl": [{"case_id": "c", "outcome": "broken"}, {"case_id": "a", "outcome": "failed"}],
+    }
+    text = {name: "".join(json.dumps(r) + "\n" for r in recs) for name, recs in lines.items()}
+    files = RecordFiles(tmp_path)
+    assert files.read() == ({}, [])
+    # Each file written in pieces, cut mid-line: a piece without its newline waits.
+    for cut in (7, 40, None):
+        for name, whole in text.items():
+            (records / name).write_text(whole[:cut] if cut else whole)
+        files.read()
+    (records / "gw0.jsonl").write_text(text["gw0.jsonl"] + '{"case_id": "b", "outc')
+    got = files.read(final=True)
+    assert got == read_records(tmp_path)
+    by_id, notes = got
+    assert by_id["a"]["outcome"] == "failed"  # gw1 comes after gw0, as read_records has it
+    assert notes == ["gw0.jsonl:3: unreadable record (a worker died mid-write)"]
+
+
+def test_records_followed_while_the_run_goes_on(tmp_path, monkeypatch):
+    (tmp_path / "records").mkdir()
+    (tmp_path / "records" / "gw0.jsonl").write_text('{"case_id": "a", "outcome": "passed"}\n')
+    files = RecordFiles(tmp_path)
+    parsed = threading.Event()
+    read = files.read
+
+    def reading(final=False):
+        got = read(final)
+        if got[0]:
+            parsed.set()
+        return got
+
+    monkeypatch.setattr(files, "read", reading)
+    with files.following(every=0.01):
+        assert parsed.wait(60), "the follower never read the records file"
+    assert read(final=True)[0] == {"a": {"case_id": "a", "outcome": "passed"}}
 
 
 # -- every output holds the stored cases (farm/results/reconcile.py) ------------------------

@@ -6,6 +6,9 @@ from __future__ import annotations
 import json
 import os
 import socket
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from farm.agent import hostops
@@ -40,16 +43,73 @@ def read_records(run_dir: Path) -> tuple[dict[str, dict], list[str]]:
     """The records a run's workers wrote (<run_dir>/records/*.jsonl), the last one of each case
     (the plugin appends an amended record when a suite check fails after the first), and notes
     on what could not be read (a worker killed mid-write leaves a partial line)."""
-    by_id: dict[str, dict] = {}
-    notes: list[str] = []
-    for path in sorted((run_dir / "records").glob("*.jsonl")) if str(run_dir) else []:
-        for line_no, line in enumerate(path.read_text().splitlines(), 1):
+    files = RecordFiles(run_dir)
+    return files.read(final=True)
+
+
+class RecordFiles:
+    """A run's records files, read as they grow (farm run reads them while its cases run, so
+    that little is left to parse once the last case is done): each complete line is parsed
+    once; :meth:`read` with ``final`` also takes what follows the last newline (a partial line
+    is then a note). The result is read_records': files in name order, a later record of a
+    case replacing an earlier one."""
+
+    def __init__(self, run_dir: Path):
+        self.dir = run_dir / "records" if str(run_dir) else None
+        self._read: dict[Path, tuple[int, int]] = {}  # file -> (bytes parsed, lines parsed)
+        self._by_file: dict[Path, dict[str, dict]] = {}
+        self._notes: dict[Path, list[str]] = {}
+
+    def read(self, final: bool = False) -> tuple[dict[str, dict], list[str]]:
+        """Parse what was appended since the last call; returns (records by case id, notes)."""
+        paths = sorted(self.dir.glob("*.jsonl")) if self.dir is not None else []
+        for path in paths:
+            self._read_file(path, final)
+        by_id: dict[str, dict] = {}
+        notes: list[str] = []
+        for path in paths:
+            by_id.update(self._by_file.get(path, {}))
+            notes += self._notes.get(path, [])
+        return by_id, notes
+
+    @contextmanager
+    def following(self, every: float = 2.0) -> Iterator[RecordFiles]:
+        """Read what the workers append every `every` seconds, in a thread, until the block
+        ends. A file it cannot read stops it quietly: the final read (in the caller) says why."""
+        stop = threading.Event()
+
+        def follow() -> None:
+            while not stop.wait(every):
+                try:
+                    self.read()
+                except (OSError, KeyError, TypeError):
+                    return
+
+        thread = threading.Thread(target=follow, name="farm-records", daemon=True)
+        thread.start()
+        try:
+            yield self
+        finally:
+            stop.set()
+            thread.join()
+
+    def _read_file(self, path: Path, final: bool) -> None:
+        done, line_no = self._read.get(path, (0, 0))
+        with open(path, "rb") as f:
+            f.seek(done)
+            chunk = f.read()
+        end = len(chunk) if final else chunk.rfind(b"\n") + 1
+        records = self._by_file.setdefault(path, {})
+        for line in chunk[:end].split(b"\n")[: None if final else -1]:
+            line_no += 1
             if not line.strip():
                 continue
             try:
                 record = json.loads(line)
-            except json.JSONDecodeError:
-                notes.append(f"{path.name}:{line_no}: unreadable record (a worker died mid-write)")
+            except ValueError:  # JSONDecodeError, or bytes that are not UTF-8
+                self._notes.setdefault(path, []).append(
+                    f"{path.name}:{line_no}: unreadable record (a worker died mid-write)"
+                )
                 continue
-            by_id[record["case_id"]] = record  # a later record amends an earlier one
-    return by_id, notes
+            records[record["case_id"]] = record  # a later record amends an earlier one
+        self._read[path] = (done + end, line_no)
