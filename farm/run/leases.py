@@ -342,6 +342,16 @@ def _lock_path(lock_dir: Path, slot_id: str) -> Path:
     return lock_dir / (slot_id.replace(":", "_").replace("/", "_") + ".lock")
 
 
+def _copied(state: dict) -> dict:
+    """A copy of a run state a caller may change without changing the cached one."""
+    return {
+        key: {k: list(v) if isinstance(v, list) else v for k, v in value.items()}
+        if isinstance(value, dict)
+        else value
+        for key, value in state.items()
+    }
+
+
 class RunState:
     """Infrastructure errors per host and hosts quarantined during this run."""
 
@@ -349,6 +359,7 @@ class RunState:
         self.path = Path(path)
         self.quarantine_after = quarantine_after
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._last: tuple[bytes, dict] | None = None  # read(): the file's bytes and their state
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[dict]:
@@ -371,16 +382,25 @@ class RunState:
         Every writer replaces the file atomically (a complete temp file, then ``os.replace``) under
         the lock, so a reader sees one complete version, the latest one when it opened the file.
         Dispatch reads this once per case: a locked read-modify-write here cost a rename per case
-        and serialized every worker on the lock (benchmarks/RESULTS.md)."""
+        and serialized every worker on the lock (benchmarks/RESULTS.md). The same bytes as
+        last time are not parsed again (a copy of that state is returned)."""
         try:
-            state = json.loads(self.path.read_text())
-        except (FileNotFoundError, json.JSONDecodeError):
-            state = {}
-        if not isinstance(state, dict):
-            state = {}
-        state.setdefault("infra_errors", {})
-        state.setdefault("quarantined", {})
-        return state
+            with open(self.path, "rb") as fh:
+                raw = fh.read()
+        except FileNotFoundError:
+            raw = b""
+        last = self._last
+        if last is None or last[0] != raw:
+            try:
+                state = json.loads(raw) if raw else {}
+            except ValueError:
+                state = {}
+            if not isinstance(state, dict):
+                state = {}
+            state.setdefault("infra_errors", {})
+            state.setdefault("quarantined", {})
+            last = self._last = (raw, state)
+        return _copied(last[1])
 
     def quarantined(self) -> dict[str, str]:
         return self.read()["quarantined"]

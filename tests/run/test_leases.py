@@ -55,6 +55,20 @@ def test_read_returns_a_copy(tmp_path):
     assert state.quarantined() == {"h1": "down"}
 
 
+def test_a_reader_sees_every_change_another_process_writes(tmp_path):
+    """read() parses the file again only when its bytes changed: a writer's update (another
+    worker's RunState) is seen at once, and changing what read() returned changes nothing."""
+    reader, writer = RunState(tmp_path / "state.json"), RunState(tmp_path / "state.json")
+    writer.record_infra_error("h1", "timeout")
+    first = reader.read()
+    first["infra_errors"]["h1"].append("not really")
+    assert reader.read()["infra_errors"] == {"h1": ["timeout"]}
+    writer.quarantine("h2", "down")
+    assert reader.quarantined() == {"h2": "down"}
+    (tmp_path / "state.json").unlink()
+    assert reader.read() == {"infra_errors": {}, "quarantined": {}}
+
+
 def _errors(path: str, host: str, n: int) -> None:
     state = RunState(path, quarantine_after=10_000)
     for i in range(n):
