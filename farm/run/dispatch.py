@@ -56,6 +56,7 @@ from farm.agent.record import ResultRecord, broken_record, with_case
 from farm.agent.request import CaseRequest
 from farm.errors import AgentTimeout, ConnectionLost
 from farm.pool.transport.base import HANDSHAKE_TIMEOUT
+from farm.run import run_dir
 from farm.run.leases import LeaseTimeout, RunState, lease, lease_any
 from suites.case import Case
 
@@ -245,6 +246,12 @@ class Dispatcher:
                 self._fresh.discard(slot_id)
         except LeaseTimeout:
             return  # in use after all: it goes at the worker's end
+        except OSError as exc:
+            if not run_dir.is_fault(exc):
+                raise
+            # The runs directory refuses the lock file (full, read-only): the run is stopping
+            # on that fault already, and the agent goes at the worker's end as when in use.
+            return
         if channel is not None:
             try:
                 channel.close()

@@ -6,6 +6,7 @@ agents and transports are exercised by tests/e2e/test_shared_pool.py on the SSH 
 from __future__ import annotations
 
 import fcntl
+import os
 from collections.abc import Callable
 
 import pytest
@@ -649,4 +650,35 @@ def test_a_case_that_crashes_twice_is_the_cases_crash(make):
     assert "(the agent's first case); rerun on a fresh agent, it died again on h1:0" in msg
     assert [e["outcome"] for e in record["attempts_log"]] == ["crash", "crash"]
     assert len(world.channels) == 2
+    no_charges(state)
+
+
+def test_a_slot_let_go_under_a_full_runs_directory_is_left_to_the_worker_end(
+    make, monkeypatch, tmp_path
+):
+    """The runs directory fills mid-run and a slot runs out of work: its lock file cannot be
+    opened, so let_go leaves the agent for the worker's end instead of raising in the slot's
+    thread (the run is stopping on that fault already). Any other error still raises."""
+    import builtins
+    import errno
+
+    dispatcher, world, state, _ = make(lambda slot, cid, ch: "pass")
+    dispatcher.run(case(), "h1:0")
+    real_open = builtins.open
+    refusal = [errno.ENOSPC]
+
+    def refusing_open(path, *args, **kwargs):
+        if str(path).endswith(".lock"):
+            raise OSError(refusal[0], os.strerror(refusal[0]), str(path))
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "open", refusing_open)
+    dispatcher.let_go("h1:0")
+    assert [ch.closed for ch in world.channels] == [False]
+    refusal[0] = errno.EIO
+    with pytest.raises(OSError):
+        dispatcher.let_go("h1:0")
+    monkeypatch.setattr(builtins, "open", real_open)
+    dispatcher.let_go("h1:0")
+    assert [ch.closed for ch in world.channels] == [True]
     no_charges(state)
