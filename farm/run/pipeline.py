@@ -122,6 +122,7 @@ class Pipeline:
         # hands it on if it does not take it; the herd of a lane's slots woken at every answer
         # cost a 256-slot pool half its orchestrator's CPU again).
         self._room: dict[str, threading.Condition] = {}
+        self._room_waiting: dict[str, int] = {}  # lane -> its slots waiting in _room
         # (lane, family) -> where the lane's slots with nothing of their own left wait (on the
         # same lock): woken by no answer, only by a sibling's case getting stuck (their timeout)
         # and the family's last queued case being taken.
@@ -176,6 +177,7 @@ class Pipeline:
                 self._idle.setdefault((lane, family), threading.Condition(self._cond_lock))
         self._lane_in_flight[lane] = {}
         self._room[lane] = threading.Condition(self._cond_lock)
+        self._room_waiting[lane] = 0
         # Every slot of a family with queued cases gets a thread, an empty queue included: it
         # takes what a stuck sibling cannot run.
         for slot in sorted(slots, key=lambda s: s.id):
@@ -188,11 +190,20 @@ class Pipeline:
             thread.start()
 
     def _next(
-        self, slot: SlotInfo, lane: str, now: float
+        self, slot: SlotInfo, lane: str, now: float, after_a_case: bool = False
     ) -> tuple[Case | None, threading.Condition, float | None]:
         """(the case ``slot`` runs next, or None for none yet; then where to wait and until
         when, None: until notified) (caller holds _cond). Only the lane's cases in flight are
-        looked at, never all its slots: a lane may have hundreds."""
+        looked at, never all its slots: a lane may have hundreds.
+
+        ``after_a_case``: the slot has just given back its place in the window. When others
+        wait for one, it queues behind them instead of taking that place again: a slot that
+        wins the lock every time would keep the window for itself while the item the session
+        waits for sits on a slot that never gets a turn (one lane of 5 slots, a window of 2-4:
+        the nightly's first record came at 50-77 s instead of 5 s)."""
+        if after_a_case and self.window is not None and self._room_waiting[lane]:
+            computing = self._computing(lane, now)
+            return None, self._room[lane], (min(computing) if computing else now) + self.stuck_after
         in_flight = self._lane_in_flight[lane]
         own = self._queues.get(slot.id)
         behind: list[collections.deque[Case]] = []
@@ -229,17 +240,25 @@ class Pipeline:
     def _drive(self, slot: SlotInfo, lane: str) -> None:
         in_flight = self._lane_in_flight[lane]
         room = self._room[lane]
+        after_a_case = False
         while True:
             with self._cond:
                 case = None
                 while not (self._closing or not self._left.get((lane, slot.family))):
                     now = time.monotonic()
-                    case, where, until = self._next(slot, lane, now)
+                    case, where, until = self._next(slot, lane, now, after_a_case)
+                    after_a_case = False
                     if case is not None:
                         break
                     if where is not room:
                         self._hand_on(lane)
-                    where.wait(None if until is None else max(0.0, until - now))
+                        where.wait(None if until is None else max(0.0, until - now))
+                        continue
+                    self._room_waiting[lane] += 1
+                    try:
+                        room.wait(None if until is None else max(0.0, until - now))
+                    finally:
+                        self._room_waiting[lane] -= 1
                 if case is None:  # nothing of its family left to run, its own or a sibling's
                     self._hand_on(lane)
                     closing = self._closing
@@ -263,6 +282,7 @@ class Pipeline:
                 self._results[case.id] = (record, error)
                 self._cond.notify_all()
                 room.notify()
+                after_a_case = True
 
     def close(self, timeout: float = 5.0) -> list[str]:
         """Stop taking cases; returns the ids run ahead that no item took (they are dropped)."""

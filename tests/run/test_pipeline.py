@@ -211,6 +211,38 @@ def test_a_window_caps_the_slots_running_at_once():
     assert dispatcher.most_at_once == 2
 
 
+def test_a_slot_that_gave_back_its_place_queues_behind_the_slots_waiting_for_one():
+    """A window smaller than the lane: the slot that just finished a case does not take the
+    place it freed while others wait for one (it would win the lock every time and keep the
+    window, while the items wait for a case on a slot that never gets a turn). The slots take
+    turns, so the run keeps close to item order."""
+    three = [SlotInfo(f"a:{i}", "a", "ascend910b", "Ascend910B1", i) for i in range(3)]
+    started = threading.Event()
+
+    class Gated(FakeDispatcher):
+        def run(self, case, preferred=None):
+            # The first case waits until the other two slots wait for the window.
+            if not started.is_set():
+                deadline = time.monotonic() + 60
+                while pipeline._room_waiting["lane0"] < 2 and time.monotonic() < deadline:
+                    time.sleep(0.001)
+                started.set()
+            return super().run(case, preferred)
+
+    dispatcher = Gated(three, delay=0.0)
+    work = {"lane0": [(c, three[i % 3].id) for i, c in enumerate(cases(18))]}
+    pipeline = Pipeline(dispatcher, work, {s.id: "lane0" for s in three}, window=1)
+    for c, p in work["lane0"]:
+        assert pipeline.result(c, p)["outcome"] == "passed"
+    assert pipeline.close() == []
+    assert dispatcher.most_at_once == 1
+    ran: Counter[str] = Counter()
+    for _, slot in dispatcher.ran:
+        ran[slot] += 1
+        lead = max(ran[s.id] for s in three) - min(ran[s.id] for s in three)
+        assert lead <= 2, f"one slot kept the window: {dispatcher.ran}"
+
+
 def test_an_error_reaches_the_item_of_its_case_only():
     mixed = cases(8)
     dispatcher = FakeDispatcher(SLOTS, fail=[mixed[5].id])
