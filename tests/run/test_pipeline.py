@@ -205,7 +205,10 @@ def test_a_closing_pipeline_lets_the_worker_close_its_agents():
 def test_a_window_caps_the_slots_running_at_once():
     dispatcher = FakeDispatcher(SLOTS)
     work = {"lane0": [(c, SLOTS[i % 4].id) for i, c in enumerate(cases(9))]}
-    pipeline = Pipeline(dispatcher, work, {s.id: "lane0" for s in SLOTS}, window=2)
+    # No case counts as stuck however slow the machine (a stuck case leaves the window).
+    pipeline = Pipeline(
+        dispatcher, work, {s.id: "lane0" for s in SLOTS}, window=2, stuck_after=3600.0
+    )
     for c, p in work["lane0"]:
         pipeline.result(c, p)
     assert dispatcher.most_at_once == 2
@@ -231,7 +234,10 @@ def test_a_slot_that_gave_back_its_place_queues_behind_the_slots_waiting_for_one
 
     dispatcher = Gated(three, delay=0.0)
     work = {"lane0": [(c, three[i % 3].id) for i, c in enumerate(cases(18))]}
-    pipeline = Pipeline(dispatcher, work, {s.id: "lane0" for s in three}, window=1)
+    # No case counts as stuck however slow the machine: the window stays at one.
+    pipeline = Pipeline(
+        dispatcher, work, {s.id: "lane0" for s in three}, window=1, stuck_after=3600.0
+    )
     for c, p in work["lane0"]:
         assert pipeline.result(c, p)["outcome"] == "passed"
     assert pipeline.close() == []

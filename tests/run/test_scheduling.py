@@ -520,7 +520,8 @@ def test_a_worker_lost_mid_lane_under_xdist_hands_the_rest_of_the_lane_to_its_re
         by_worker.setdefault(worker, []).append(item)
     lane0 = [f"lane0-{i}" for i in range(6)]
     # Which of gw0 and gw1 gets lane0 is whichever asks first: the machine's speed decides.
-    crashed = next(w for w in ("gw0", "gw1") if by_worker.get(w, [""])[0] == "lane0-0")
+    crashed = next((w for w in ("gw0", "gw1") if by_worker.get(w, [""])[0] == "lane0-0"), None)
+    assert crashed is not None, f"no first worker began lane0: {by_worker}\n{out}"
     survivor = "gw1" if crashed == "gw0" else "gw0"
     assert by_worker.pop(crashed) == lane0[:3], out
     assert by_worker.pop(survivor) == [f"lane1-{i}" for i in range(6)], out
