@@ -237,6 +237,42 @@ def test_a_case_that_does_not_answer_holds_up_only_its_own_slot(tmp_path):
         share.close()
 
 
+def test_after_a_stall_the_agent_started_for_it_goes_and_the_held_one_stays(tmp_path):
+    """The agent that was held up has answered many cases (its imports, torch among them, are
+    paid); the one started for the stall has answered one. When the stall ends the share is
+    back to its limit by closing the new one: both slots then run on the agent they began on.
+    (Closing the held one made every stall's new agent pay the start-up again.)"""
+    host = emulated(tmp_path, "emu-0")
+    share = AgentShare({"g": [host]}, start_fake(), limit=1, stalled_after=0.2)
+    release = tmp_path / "release"
+    lock = {"run": "run-1", "owner": "o-1"}
+    try:
+        held, moving = share.open(host.name, "emu-0:0"), share.open(host.name, "emu-0:1")
+        for i in range(3):
+            held.run_case({"id": f"warm-{i}"}, "native", 0, PATIENT, lock=lock)
+        old_pid = held.agent_pid
+        holding = threading.Thread(
+            target=held.run_case,
+            args=({"id": "held", "hold": str(release)}, "native", 0, PATIENT),
+            kwargs={"lock": lock},
+        )
+        holding.start()
+        wait_until_busy(held.agent)
+        assert moving.run_case({"id": "moved"}, "native", 1, PATIENT, lock=lock)["case_id"]
+        new_pid = moving.agent_pid
+        assert new_pid != old_pid and share.started == 2  # it moved while the other was held
+        release.touch()
+        holding.join(timeout=PATIENT)
+        assert not holding.is_alive()
+        assert moving.run_case({"id": "after"}, "native", 1, PATIENT, lock=lock)["case_id"]
+        assert (held.agent_pid, moving.agent_pid) == (old_pid, old_pid)
+        assert share.started == 2 and len(share.agents) == 1
+        assert group_members(new_pid) == []  # the agent started for the stall, closed
+    finally:
+        release.touch()
+        share.close()
+
+
 def test_a_timeout_kills_the_agent_and_the_other_slots_case_is_not_lost(two_hosts):
     """Slot one's case hangs; slot two's case waits behind it on the same agent. The timeout
     kills the agent (verified); slot one's channel reports it; slot two's case, which never

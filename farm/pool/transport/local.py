@@ -579,18 +579,26 @@ class AgentShare:
     def _answered(self, agent: SharedAgent) -> None:
         """A request on ``agent`` was answered (its lock still held, nothing in flight): one
         agent more than the limit allows now that no stall needs it is surplus; its views go
-        elsewhere on their next request, and the last one to leave closes it."""
+        elsewhere on their next request, and the last one to leave closes it.
+
+        The surplus one is the group's flowing agent that has answered the fewest cases (the
+        newest on a tie): as a rule the one started for the stall, not the agent that was held
+        up, whose start-up (imports, torch for the benchmark cases) is paid. Retiring the agent
+        that answered instead made each stall's new agent pay that start-up again, and on a
+        loaded machine the start-up itself (torch: ~3 s) held the new agent up past the stall
+        threshold: a chain of new agents (20 in a nightly run under a profiler)."""
         with self._lock:
             if agent not in self._agents:
                 return
             now = time.monotonic()
-            flowing = sum(not a.stalled(self.stalled_after, now) for a in self._agents)
-            siblings = sum(a.group == agent.group for a in self._agents)
-            if flowing <= self.limit or siblings < 2:
+            flowing = [a for a in self._agents if not a.stalled(self.stalled_after, now)]
+            siblings = [a for a in flowing if a.group == agent.group]
+            if len(flowing) <= self.limit or len(siblings) < 2:
                 return
-            agent.surplus = True
-            self._agents.remove(agent)
-            self._retired.append(agent)
+            surplus = min(reversed(siblings), key=lambda a: a.cases)
+            surplus.surplus = True
+            self._agents.remove(surplus)
+            self._retired.append(surplus)
 
     def _leave_locked(self, agent: SharedAgent | None) -> SharedAgent | None:
         """A view leaves ``agent`` (the share's lock held): the agent if it is now surplus and
