@@ -345,6 +345,12 @@ def _judge(case: CaseRequest, dy, y, out, expect: Expectation) -> ResultRecord:
 
 def _plain(value):
     """JSON-safe: NaN and inf become strings, numpy scalars become Python numbers."""
+    kind = type(value)
+    # The exact built-in types first: a record's metrics are a few hundred of them a case.
+    if kind is int or kind is str or kind is bool or value is None:
+        return value
+    if kind is float:
+        return value if math.isfinite(value) else str(value)
     if isinstance(value, dict):
         return {k: _plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):

@@ -122,10 +122,25 @@ def _children_once(listener: Any) -> bool:
     if cache is None or reporter is None or not hasattr(listener, "_update_fixtures_children"):
         return False
     added: set[tuple[str, str]] = set()
+    # (the item's parent node, its fixture names) -> its fixtures: the same for every case of a
+    # suite (a fixture is defined on a module, class or package, never on one item), and looking
+    # them up is pytest's fixture matching for each name, twice per case.
+    fixtures_of: dict[tuple[str, tuple[str, ...]], list] = {}
+
+    def item_fixtures(item) -> list:
+        names = getattr(getattr(item, "_request", None), "fixturenames", None)
+        parent = getattr(item, "parent", None)
+        if names is None or parent is None:
+            return _test_fixtures(item)
+        key = (parent.nodeid, tuple(names))
+        found = fixtures_of.get(key)
+        if found is None:
+            found = fixtures_of[key] = _test_fixtures(item)
+        return found
 
     def update_fixtures_children(item) -> None:
         test_uuid = cache.get(item.nodeid)
-        for fixturedef in _test_fixtures(item):
+        for fixturedef in item_fixtures(item):
             group_uuid = cache.get(fixturedef)
             if not group_uuid:
                 group_uuid = cache.push(fixturedef)

@@ -172,8 +172,12 @@ def run_dir_fault(config) -> str | None:
     return config.stash.get(_FAULT, None)
 
 
+_SESSION = pytest.StashKey[pytest.Session]()  # for the session fixtures (see farm_plan)
+
+
 def pytest_sessionstart(session):
     """After every plugin's configure: allure-pytest's output made cheap for the run's scale."""
+    session.config.stash[_SESSION] = session
     if PLAN in session.config.stash:
         from farm.results import allure_output
 
@@ -311,15 +315,21 @@ def _has_case(item) -> bool:
     return hasattr(item, "callspec") and isinstance(item.callspec.params.get("case"), Case)
 
 
+# The farm's session fixtures take ``pytestconfig``, never ``request``: pytest (9.x) makes a new
+# fixture definition of ``request`` (an inspect.signature included) for every fixture that asks
+# for it, on every test item, though the fixture's value is cached for the session: four of them
+# cost every case ~0.4 ms of the orchestrator's CPU.
+
+
 @pytest.fixture(scope="session")
-def farm_plan(request) -> plan_mod.Plan:
-    if PLAN not in request.config.stash:
+def farm_plan(pytestconfig) -> plan_mod.Plan:
+    if PLAN not in pytestconfig.stash:
         pytest.fail("the farm plugin is not active: run pytest on suites/ or pass --farm-inventory")
-    return request.config.stash[PLAN]
+    return pytestconfig.stash[PLAN]
 
 
 @pytest.fixture(scope="session")
-def farm_dispatcher(request, farm_plan):
+def farm_dispatcher(farm_plan):
     from farm.run.prepare import _reload_pool, open_channel_factory
 
     left_out: dict[str, dict[str, str]] = {}
@@ -350,15 +360,15 @@ def workers_of(config) -> int:
 
 
 @pytest.fixture(scope="session")
-def farm_pipeline(request, farm_plan, farm_dispatcher):
+def farm_pipeline(pytestconfig, farm_plan, farm_dispatcher):
     """The worker's lanes, run ahead on all their slots (farm/run/pipeline.py)."""
-    session = request.session
+    session = pytestconfig.stash[_SESSION]
     preferred = [
         (item.callspec.params["case"], item.stash.get(_PREFERRED, ""))
         for item in session.items
         if _has_case(item)
     ]
-    slot_lane = request.config.stash.get(_SLOT_LANE, {})
+    slot_lane = pytestconfig.stash.get(_SLOT_LANE, {})
     work: dict[str, list] = {}
     for case, slot in preferred:
         lane = slot_lane.get(slot)
@@ -413,11 +423,11 @@ def pytest_runtest_call(item):
 
 
 @pytest.fixture(scope="session")
-def farm_run(request, farm_pipeline, farm_records):
+def farm_run(pytestconfig, farm_pipeline, farm_records):
     """Run a case on the pool for the running test; returns its final record (already stored
     and annotated). Session-scoped: a function-scoped fixture costs every case its own set-up,
     finalizer and Allure fixture record, ~0.5 ms a case of the orchestrator's time."""
-    config = request.config
+    config = pytestconfig
 
     def run(case: Case) -> ResultRecord:
         item = config.stash.get(_RUNNING, None)
