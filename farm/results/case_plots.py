@@ -46,7 +46,9 @@ from farm.results.allure_glue import (
 )
 
 # Below this many plots one process draws them all (a worker pool costs more than it saves).
-PARALLEL_FROM = 16
+# The workers are forked after this process has imported matplotlib (_draw_all): a worker's
+# start is a fork, not matplotlib's ~1 s import.
+PARALLEL_FROM = 4
 # The most passes per (family, dtype) whose plot is drawn (failures: all of them).
 PASS_PLOTS_PER_GROUP = 8
 _NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "lsg-farm:error-distribution")
@@ -126,6 +128,23 @@ def render_in_background(results_dir: str | os.PathLike) -> threading.Thread:
     return thread
 
 
+def preload_in_background() -> threading.Thread:
+    """Import matplotlib (farm.results.plots, ~1 s of CPU) while the cases run, in a process
+    that mostly waits for them (`farm run` under pytest-xdist): the report step's first plot then
+    starts drawing at once, and the processes that draw the plots, forked from it, inherit the
+    import. A matplotlib that fails to import is left for the drawing to report."""
+    thread = threading.Thread(target=_preload, name="farm-plots-import", daemon=True)
+    thread.start()
+    return thread
+
+
+def _preload() -> None:
+    try:
+        import farm.results.plots  # noqa: F401
+    except Exception:  # noqa: BLE001 - said where a plot is drawn (a "plot error" attachment)
+        pass
+
+
 def _passes_left(results_dir: Path, pending: dict[Path, dict], per_group: int) -> set[Path]:
     """The passed results beyond the first `per_group` of their (family, dtype) group."""
     groups: dict[tuple[str, str], list[tuple[int, str, Path]]] = {}
@@ -174,6 +193,10 @@ def _draw_all(results_dir: Path, sources: list[str], jobs: int | None) -> list[d
         jobs = (os.cpu_count() or 1) if len(sources) >= PARALLEL_FROM else 1
     jobs = max(1, min(jobs, len(sources)))
     if jobs > 1:
+        try:
+            import farm.results.plots  # noqa: F401  (once, here: the forked workers inherit it)
+        except Exception:  # noqa: BLE001 - each plot then says why (draw_one)
+            pass
         try:
             with ProcessPoolExecutor(max_workers=jobs) as pool:
                 return list(

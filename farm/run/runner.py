@@ -356,6 +356,10 @@ def _run_session(
     args = pytest_args(plan, workers, extra_pytest, junit=pytest_junit)
     # The records are parsed as the workers write them: the tail after the last case is shorter.
     records = RecordFiles(plan.run_dir)
+    if report and workers > 1:  # this process only waits for the workers meanwhile
+        from farm.results.case_plots import preload_in_background
+
+        preload_in_background()
     with (
         interruptible(forward=workers > 1) as signals,
         heartbeat(store_path, plan.run_id),
