@@ -38,7 +38,7 @@ from farm.run.interrupts import interruptible, shielded
 from farm.run.outputs import JUNIT_XML, SUMMARY_JSON, RunOutputs
 from farm.run.plan import Plan
 from farm.run.plugin import keep_cases
-from farm.run.session_plugins import CollectionErrors, RunDirFaults, Selection
+from farm.run.session_plugins import CollectionErrors, PlotsPreload, RunDirFaults, Selection
 from suites import footprint
 from suites.case import Case
 from suites.caseset import Selection as CaseSelection
@@ -353,13 +353,10 @@ def _run_session(
     faults = RunDirFaults()
     plugins = [errors, selection, faults]
     plugins += [LiveProgress(console=console, title=chosen.key)] if progress else []
+    plugins += [PlotsPreload()] if report and workers > 1 else []
     args = pytest_args(plan, workers, extra_pytest, junit=pytest_junit)
     # The records are parsed as the workers write them: the tail after the last case is shorter.
     records = RecordFiles(plan.run_dir)
-    if report and workers > 1:  # this process only waits for the workers meanwhile
-        from farm.results.case_plots import preload_in_background
-
-        preload_in_background()
     with (
         interruptible(forward=workers > 1) as signals,
         heartbeat(store_path, plan.run_id),

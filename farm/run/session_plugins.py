@@ -1,6 +1,6 @@
 """The pytest plugins `farm run` gives its in-process session: which cases pytest selected and
-whether -x stopped it, the runs-directory faults of its workers, and collection errors shown
-with pytest's terminal off."""
+whether -x stopped it, the runs-directory faults of its workers, collection errors shown with
+pytest's terminal off, and matplotlib imported while the workers run the cases."""
 
 from __future__ import annotations
 
@@ -83,3 +83,21 @@ class CollectionErrors:
         self.console.print(
             f"[red]pytest internal error:[/] {escape(str(excinfo.value))}", highlight=False
         )
+
+
+class PlotsPreload:
+    """Under pytest-xdist this process only waits while the workers run the cases: once the
+    first worker has collected (this process's own imports are done by then), matplotlib is
+    imported in the background for the report's plots (farm/results/case_plots.py
+    preload_in_background)."""
+
+    def __init__(self):
+        self.started = False
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node, ids):
+        if not self.started:
+            self.started = True
+            from farm.results.case_plots import preload_in_background
+
+            preload_in_background()
