@@ -23,7 +23,13 @@ import tarfile
 import time
 from pathlib import Path
 
+import pytest
+
 from farm import build
+
+# It builds the operator at every step (~100 s in all): among the first files CI hands out
+# (tests/conftest.py), not the last.
+pytestmark = pytest.mark.build
 
 N, K, S = 12, 8, 9  # commits after the base; the one that plants the bug; the one that breaks
 NOREDUCE = "910b_f32_4x1x33_d1_y.uniform_dy.normal"  # fails under seed_noreduce
