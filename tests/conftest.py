@@ -34,8 +34,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
                 item.add_marker(marker)
     # The longest first: modules that build the operator, then whole farm runs, then the rest,
     # each module's tests together and in their order. pytest-xdist (--dist loadfile: .ci/test.sh)
-    # hands files out in this order, so its workers finish together on short files instead of
-    # one waiting for the other's last build.
+    # hands files out in this order (with --no-loadscope-reorder, which .ci/test.sh passes), so
+    # its workers finish together on short files instead of one waiting for the other's last
+    # build.
     rank: dict[Path, int] = {}
     for item in items:
         marks = {m.name for m in item.iter_markers()}
