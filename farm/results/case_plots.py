@@ -141,7 +141,7 @@ def preload_in_background() -> threading.Thread:
 def _preload() -> None:
     try:
         import farm.results.plots  # noqa: F401
-    except Exception:  # noqa: BLE001 - said where a plot is drawn (a "plot error" attachment)
+    except Exception:  # noqa: BLE001 - each plot then says why (draw_one: a "plot error")
         pass
 
 
@@ -193,10 +193,7 @@ def _draw_all(results_dir: Path, sources: list[str], jobs: int | None) -> list[d
         jobs = (os.cpu_count() or 1) if len(sources) >= PARALLEL_FROM else 1
     jobs = max(1, min(jobs, len(sources)))
     if jobs > 1:
-        try:
-            import farm.results.plots  # noqa: F401  (once, here: the forked workers inherit it)
-        except Exception:  # noqa: BLE001 - each plot then says why (draw_one)
-            pass
+        _preload()  # once, here: the forked workers inherit matplotlib
         try:
             with ProcessPoolExecutor(max_workers=jobs) as pool:
                 return list(
