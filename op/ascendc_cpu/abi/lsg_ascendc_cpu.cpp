@@ -233,19 +233,6 @@ uint64_t system_workspace_bytes(const lsg::SocProfile& soc) {
     return platform_ascendc::PlatformAscendC(&info).GetLibApiWorkSpaceSize();
 }
 
-// `bytes` of zeros the device reads the kernel's workspace from: one buffer for every run, of
-// the largest system workspace of the SoC table, allocated on first use and never written.
-const uint8_t* system_workspace(size_t bytes) {
-    static const std::vector<uint8_t> zeros([] {
-        uint64_t most = 0;
-        for (int i = 0; i < lsg::soc_count(); ++i)
-            most = std::max<uint64_t>(most, system_workspace_bytes(lsg::soc_at(i)));
-        return static_cast<size_t>(most);
-    }());
-    if (bytes > zeros.size()) throw std::length_error("system workspace above the SoC table's");
-    return zeros.data();
-}
-
 int32_t run_failed(lsg_executor* ex, int32_t reason, std::string text) {
     ex->run_status = LSG_ERR_INNER;
     ex->run_reason = reason;
@@ -361,13 +348,13 @@ int32_t lsg_run(void* workspace, uint64_t workspace_size, lsg_executor* executor
         const size_t bytes = numel(call.dy.shape) * es;
         // The kernel's own workspace, of the size the tiling function asked for (the system
         // workspace of the Ascend C library), which the framework provides; its content is
-        // unspecified (here zeros: one buffer shared by every run, which the device only reads).
+        // unspecified (the device presents zeros).
         const size_t sys_bytes = static_cast<size_t>(executor->host.workspaces.at(0));
         const std::vector<emu::GmBuffer> gm = {
             {const_cast<void*>(v.dy), bytes, "grad_output", false, es},
             {const_cast<void*>(v.y), bytes, "output", false, es},
             {v.out, bytes, "grad_input", true, es},
-            {const_cast<uint8_t*>(system_workspace(sys_bytes)), sys_bytes, "workspace", false, 1},
+            {nullptr, sys_bytes, "workspace", false, 1, true},
         };
         const emu::Soc device{soc.name, soc.vector_cores, soc.ub_bytes, soc.block_bytes,
                               soc.bf16_cast};

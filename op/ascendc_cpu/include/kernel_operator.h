@@ -338,14 +338,23 @@ inline void check_block_count(const char* api, uint64_t count) {
 // A UB operand before it is touched: its state, its address on an `align`-byte boundary, and
 // `need` bytes within the tensor (`rule` / `detail` for the message).  `align_why` /
 // `length_why`: PolicyFault instead of Fault.
-template <class T>
+// `detail()` makes the message's detail, called only when the length check fails: these checks
+// run on every copy and vector instruction, and the text is several heap allocations.
+template <class T, class Detail>
+void check_length(const char* api, const char* rule, const char* role, const LocalTensor<T>& t,
+                  uint64_t need, const Detail& detail, const char* why = nullptr) {
+    const ::emu::rt::Ref& r = t.emu_ref();
+    if (r.slot < 0 || need <= r.bytes) return;  // ::emu::rt::check_length's own test
+    ::emu::rt::check_length(api, rule, role, r, need, detail(), sizeof(T), type_name<T>(), why);
+}
+
+template <class T, class Detail>
 void ub_operand(const char* api, const char* role, const LocalTensor<T>& t,
                 ::emu::rt::Access access, uint32_t align, const char* align_why, const char* rule,
-                uint64_t need, const std::string& detail, const char* length_why) {
+                uint64_t need, const Detail& detail, const char* length_why) {
     ::emu::rt::check_state(api, role, t.emu_ref(), access);
     ::emu::rt::check_align(api, role, t.emu_ref(), align, align_why);
-    ::emu::rt::check_length(api, rule, role, t.emu_ref(), need, detail, sizeof(T),
-                            type_name<T>(), length_why);
+    check_length(api, rule, role, t, need, detail, length_why);
 }
 
 // The copy operand of the count form: count * sizeof(T) within the tensor.
@@ -353,7 +362,8 @@ template <class T>
 void copy_operand(const char* role, const LocalTensor<T>& t, ::emu::rt::Access access,
                   uint64_t count) {
     ub_operand("DataCopy", role, t, access, kBlock, nullptr, "count beyond the tensor",
-               count * sizeof(T), count_detail(count, sizeof(T)), a2_only(kCopyOverflowWhy));
+               count * sizeof(T), [&] { return count_detail(count, sizeof(T)); },
+               a2_only(kCopyOverflowWhy));
 }
 
 // The UB side of the DataCopyParams form: blockCount bursts of blockLen blocks, stride blocks
@@ -362,10 +372,13 @@ template <class T>
 void params_operand(const char* role, const LocalTensor<T>& t, ::emu::rt::Access access,
                     uint64_t count, uint64_t len_blocks, uint64_t stride_blocks) {
     const uint64_t need = count * len_blocks * kBlock + (count - 1) * stride_blocks * kBlock;
-    ub_operand("DataCopy", role, t, access, kBlock, nullptr, "bursts beyond the tensor", need,
-               bursts_detail(count, std::to_string(len_blocks * kBlock) + " B",
-                             stride_blocks * kBlock),
-               a2_only(kCopyOverflowWhy));
+    ub_operand(
+        "DataCopy", role, t, access, kBlock, nullptr, "bursts beyond the tensor", need,
+        [&] {
+            return bursts_detail(count, std::to_string(len_blocks * kBlock) + " B",
+                                 stride_blocks * kBlock);
+        },
+        a2_only(kCopyOverflowWhy));
 }
 
 }  // namespace emu_detail
@@ -501,12 +514,14 @@ void DataCopyPad(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const Da
         emu_detail::a2_only("CANN's Ascend310B implementation does not check it; the emulation "
                             "does not model where an unaligned burst lands"),
         "bursts beyond the tensor", span,
-        emu_detail::bursts_detail(
-            p.blockCount,
-            "AlignUp(" + std::to_string(p.blockLen) +
-                (left + right ? " + " + std::to_string(left + right) + " B padding" : "") +
-                ", 32) = " + std::to_string(burst) + " B",
-            uint64_t{p.dstStride} * kBlock),
+        [&] {
+            return emu_detail::bursts_detail(
+                p.blockCount,
+                "AlignUp(" + std::to_string(p.blockLen) +
+                    (left + right ? " + " + std::to_string(left + right) + " B padding" : "") +
+                    ", 32) = " + std::to_string(burst) + " B",
+                uint64_t{p.dstStride} * kBlock);
+        },
         emu_detail::a2_only(emu_detail::kCopyOverflowWhy));
     uint8_t* base = ::emu::rt::ub("DataCopyPad", "dst", dst.emu_ref(), 0, span,
                                   ::emu::rt::Access::kMte2Write, kBlock);
@@ -537,10 +552,12 @@ void DataCopyPad(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const Da
     emu_detail::ub_operand(
         "DataCopyPad", "src", src, ::emu::rt::Access::kMte3Read, kBlock, nullptr,
         "bursts beyond the tensor", need,
-        emu_detail::bursts_detail(p.blockCount,
-                                  "AlignUp(" + std::to_string(p.blockLen) + ", 32) = " +
-                                      std::to_string(burst) + " B",
-                                  uint64_t{p.srcStride} * kBlock),
+        [&] {
+            return emu_detail::bursts_detail(p.blockCount,
+                                             "AlignUp(" + std::to_string(p.blockLen) +
+                                                 ", 32) = " + std::to_string(burst) + " B",
+                                             uint64_t{p.srcStride} * kBlock);
+        },
         emu_detail::a2_only(emu_detail::kCopyOverflowWhy));
     const uint64_t span = (p.blockCount - 1) * ub_step + p.blockLen;
     const uint8_t* base = ::emu::rt::ub("DataCopyPad", "src", src.emu_ref(), 0, span,
@@ -597,7 +614,7 @@ template <class T>
 void vec_operand(const char* api, const char* role, const LocalTensor<T>& t,
                  ::emu::rt::Access access, uint64_t count) {
     ub_operand(api, role, t, access, kBlock, nullptr, "count beyond the tensor",
-               count * sizeof(T), count_detail(count, sizeof(T)), nullptr);
+               count * sizeof(T), [&] { return count_detail(count, sizeof(T)); }, nullptr);
 }
 
 template <class T, class F>
@@ -932,26 +949,27 @@ void ReduceSum(const LocalTensor<T>& dst, const LocalTensor<T>& src, const Local
     emu_detail::vec_operand(api, "src", src, Access::kVecRead, n);
     emu_detail::ub_operand(api, "dst", dst, Access::kVecWrite, sizeof(T), nullptr,
                            "dst shorter than one element", sizeof(T),
-                           emu_detail::count_detail(1, sizeof(T)), nullptr);
+                           [] { return emu_detail::count_detail(1, sizeof(T)); }, nullptr);
     const uint64_t written = static_cast<uint64_t>(emu_detail::reduce_work_written(count));
     if (b310) {
         const uint64_t need = n / 64 > 0 ? n / 64 : 1;
         ::emu::rt::check_state(api, "work", work.emu_ref(), Access::kVecWrite);
         ::emu::rt::check_align(api, "work", work.emu_ref(), sizeof(T));
-        ::emu::rt::check_length(api, "work tensor too small", "work", work.emu_ref(),
-                                need * sizeof(T),
-                                "count " + std::to_string(count) +
-                                    ": max(1, floor(count / 64)) = " + std::to_string(need) +
-                                    " elements",
-                                sizeof(T), emu_detail::type_name<T>());
-        ::emu::rt::check_length(api, "work shorter than CANN's implementation writes", "work",
-                                work.emu_ref(), written * sizeof(T),
-                                "count " + std::to_string(count) + ": work[0] and work[1] hold "
-                                "the body and tail sums",
-                                sizeof(T), emu_detail::type_name<T>(),
-                                "CANN's check asks for max(1, floor(count / 64)) elements, but "
-                                "its Ascend310B implementation writes work[1] when count % 64 "
-                                "!= 0");
+        emu_detail::check_length(api, "work tensor too small", "work", work, need * sizeof(T),
+                                 [&] {
+                                     return "count " + std::to_string(count) +
+                                            ": max(1, floor(count / 64)) = " +
+                                            std::to_string(need) + " elements";
+                                 });
+        emu_detail::check_length(api, "work shorter than CANN's implementation writes", "work",
+                                 work, written * sizeof(T),
+                                 [&] {
+                                     return "count " + std::to_string(count) +
+                                            ": work[0] and work[1] hold the body and tail sums";
+                                 },
+                                 "CANN's check asks for max(1, floor(count / 64)) elements, but "
+                                 "its Ascend310B implementation writes work[1] when count % 64 "
+                                 "!= 0");
     }
     const T* s = reinterpret_cast<const T*>(
         ::emu::rt::ub(api, "src", src.emu_ref(), 0, n * sizeof(T), Access::kVecRead,

@@ -19,6 +19,8 @@
 #include <thread>
 #include <utility>
 
+#include <sys/mman.h>
+
 #include "emu/runtime.h"
 
 namespace emu {
@@ -65,12 +67,31 @@ struct Region {
     std::unique_ptr<std::atomic<int32_t>[]> writer;  // output elements: 0 unwritten, core + 1
 };
 
+// The GM arena's memory: anonymous pages, zero until written, so that a region whose content is
+// unspecified (the system workspace, 16 MiB on Atlas A2) costs nothing until the kernel reads it.
+class Arena {
+public:
+    explicit Arena(size_t bytes) : bytes_(bytes) {
+        void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED) throw std::bad_alloc();
+        base_ = static_cast<uint8_t*>(p);
+    }
+    ~Arena() { munmap(base_, bytes_); }
+    Arena(const Arena&) = delete;
+    Arena& operator=(const Arena&) = delete;
+    uint8_t* base() const { return base_; }  // page-aligned
+
+private:
+    uint8_t* base_ = nullptr;
+    size_t bytes_ = 0;
+};
+
 struct Device {
     const Soc* soc = nullptr;
     ReduceSumOrder order = ReduceSumOrder::kSequentialRepeats;
     uint64_t tiling_key = 0;
     uint32_t block_dim = 0;
-    std::unique_ptr<uint8_t[]> arena;
+    std::unique_ptr<Arena> arena;
     std::vector<Region> regions;  // in address order
 };
 
@@ -86,6 +107,9 @@ struct Slot {
     TPosition pos = TPosition::VECCALC;
     SlotState state = SlotState::kFree;
     uint32_t gen = 1;
+    // Bytes from `start` that may have been written since the slot was last filled with
+    // kFreshUbFill (every UB write goes through ub()): AllocTensor refills only those.
+    uint32_t dirty = 0;
 };
 
 struct Queue {
@@ -100,7 +124,9 @@ struct Queue {
 struct Core {
     Device* dev = nullptr;
     int64_t idx = 0;
-    std::vector<uint8_t> ub;
+    // Uninitialised: a kernel reaches the UB only through its buffer slots, and new_slot fills
+    // each slot with kFreshUbFill before any tensor of it exists.
+    std::unique_ptr<uint8_t[]> ub;
     void* pipe = nullptr;
     uint64_t ub_used = 0;
     std::vector<Slot> slots;
@@ -111,6 +137,7 @@ struct Core {
     uint8_t allocated_ids[static_cast<int>(HardEvent::MAX)] = {};
     // Hazards between the scalar unit and the vector pipe, per 32-byte UB block: the sequence
     // number of the last access; an access is ordered after those with a number <= synced.
+    // Sized to the UB the slots have reached (new_slot), which every access lies in.
     uint64_t vseq = 0, sseq = 0, synced_v = 0, synced_s = 0;
     std::vector<uint64_t> vread, vwrite, sread, swrite;
 };
@@ -156,8 +183,9 @@ uint64_t unsynced(const std::vector<uint64_t>& shadow, uint64_t lo, uint64_t hi,
 
 void hazards(Core& c, const char* api, const char* role, uint64_t lo, uint64_t hi, Access a) {
     if (hi <= lo) return;
-    const std::string vs = "SetFlag/WaitFlag<HardEvent::V_S>";
-    const std::string sv = "SetFlag/WaitFlag<HardEvent::S_V>";
+    // Plain literals: this runs on every UB access, and a std::string here is two heap allocations.
+    constexpr const char* vs = "SetFlag/WaitFlag<HardEvent::V_S>";
+    constexpr const char* sv = "SetFlag/WaitFlag<HardEvent::S_V>";
     switch (a) {
         case Access::kVecRead: {
             const uint64_t at = unsynced(c.swrite, lo, hi, c.synced_s);
@@ -215,7 +243,11 @@ Slot& new_slot(Core& c, uint64_t bytes, int32_t queue, int32_t index, TPosition 
     s.state = state;
     c.ub_used += bytes;
     c.slots.push_back(s);
-    std::memset(c.ub.data() + s.start, kFreshUbFill, bytes);
+    std::memset(c.ub.get() + s.start, kFreshUbFill, bytes);
+    const size_t blocks = (c.ub_used + kUbBlock - 1) / kUbBlock;
+    if (c.vread.size() < blocks) {
+        for (auto* shadow : {&c.vread, &c.vwrite, &c.sread, &c.swrite}) shadow->resize(blocks, 0);
+    }
     return c.slots.back();
 }
 
@@ -349,7 +381,11 @@ uint8_t* ub(const char* api, const char* role, const Ref& t, uint64_t offset, ui
               range(static_cast<int64_t>(lo), static_cast<int64_t>(hi)) + ", the tensor is " +
               range(t.addr, int64_t{t.addr} + t.bytes) + " (" + slot_text(c, t.slot) + ")");
     hazards(c, api, role, lo, hi, access);
-    return c.ub.data() + lo;
+    if (!is_read(access)) {
+        Slot& s = c.slots[static_cast<size_t>(t.slot)];
+        s.dirty = std::max(s.dirty, static_cast<uint32_t>(hi - s.start));
+    }
+    return c.ub.get() + lo;
 }
 
 Ref offset_ref(const Ref& t, uint64_t offset, uint32_t elem_bytes, const char* type) {
@@ -403,9 +439,10 @@ void check_cast_overlap(const Ref& dst, uint32_t dst_size, const Ref& src, uint3
     if (dst.slot < 0 || src.slot < 0 || count == 0) return;
     const uint64_t d0 = dst.addr, s0 = src.addr;
     const uint64_t d1 = d0 + count * dst_size, s1 = s0 + count * src_size;
-    const std::string where =
-        "dst UB " + range(static_cast<int64_t>(d0), static_cast<int64_t>(d1)) + ", src UB " +
-        range(static_cast<int64_t>(s0), static_cast<int64_t>(s1));
+    const auto where = [&] {  // built only for a message: Cast runs this on every call
+        return "dst UB " + range(static_cast<int64_t>(d0), static_cast<int64_t>(d1)) +
+               ", src UB " + range(static_cast<int64_t>(s0), static_cast<int64_t>(s1));
+    };
     // CANN's rule (its Cast asserts it in CPU debug): a widening Cast whose source starts at or
     // after the 32-byte block that ends its own length counted from dst (the source in the back
     // half) is accepted; a widening Cast onto its own address is refused; otherwise an overlap is
@@ -414,11 +451,11 @@ void check_cast_overlap(const Ref& dst, uint32_t dst_size, const Ref& src, uint3
     const uint64_t back = (d0 + count * src_size + kUbBlock - 1) / kUbBlock * kUbBlock;
     if (!(widen && s0 >= back)) {
         if (widen && s0 == d0)
-            fault("Cast: a widening Cast in place (CANN refuses it): " + where);
+            fault("Cast: a widening Cast in place (CANN refuses it): " + where());
         const uint64_t low_bytes = d0 > s0 ? count * src_size : count * dst_size;
         const uint64_t low = std::min(d0, s0), high = std::max(d0, s0);
         if (low_bytes > 256 && s0 != d0 && low + low_bytes > high)
-            fault("Cast: dst and src overlap by more than CANN allows: " + where + " (the lower "
+            fault("Cast: dst and src overlap by more than CANN allows: " + where() + " (the lower "
                   "operand's " + std::to_string(low_bytes) + " B, more than one 256-byte repeat, "
                   "run into the higher one)");
     }
@@ -575,13 +612,15 @@ Ref tbuf_get(int32_t id, uint64_t len, uint32_t elem_bytes, const char* type) {
         fault(std::string(api) + ": TBuf used after its TPipe was destroyed");
     if (len == UINT64_MAX) return Ref{s.start, s.bytes, sid, s.gen};
     const uint64_t bytes = len * elem_bytes;
-    const std::string what = std::to_string(len) + " elements x " + std::to_string(elem_bytes) +
-                             " B = " + std::to_string(bytes) + " B of " + type;
+    const auto what = [&] {  // built only for a message
+        return std::to_string(len) + " elements x " + std::to_string(elem_bytes) + " B = " +
+               std::to_string(bytes) + " B of " + type;
+    };
     if (len == 0) fault(std::string(api) + ": length is 0: Get<" + type + ">(0)");
     if (bytes % kUbBlock)
-        fault(std::string(api) + ": length not a multiple of 32 bytes: " + what);
+        fault(std::string(api) + ": length not a multiple of 32 bytes: " + what());
     if (bytes > s.bytes)
-        fault(std::string(api) + ": length beyond the buffer: " + what + ", the TBuf has " +
+        fault(std::string(api) + ": length beyond the buffer: " + what() + ", the TBuf has " +
               std::to_string(s.bytes) + " B");
     return Ref{s.start, static_cast<uint32_t>(bytes), sid, s.gen};
 }
@@ -596,7 +635,9 @@ Ref que_alloc(int32_t id) {
         if (s.state != SlotState::kFree) continue;
         s.state = SlotState::kAllocated;
         q.cursor = (i + 1) % q.slots.size();
-        std::memset(c.ub.data() + s.start, kFreshUbFill, s.bytes);  // stale data reads as NaN
+        // Stale data reads as NaN: the bytes written since the last fill are filled again.
+        std::memset(c.ub.get() + s.start, kFreshUbFill, s.dirty);
+        s.dirty = 0;
         return Ref{s.start, s.bytes, q.slots[i], s.gen};
     }
     fault(std::string(api) + ": no free buffer: all " + std::to_string(q.slots.size()) +
@@ -763,13 +804,7 @@ void run_core(Device& dev, KernelFn kernel, uint32_t idx, uint8_t* const args[5]
     Core c;
     c.dev = &dev;
     c.idx = idx;
-    const size_t ub_bytes = static_cast<size_t>(dev.soc->ub_bytes);
-    c.ub.assign(ub_bytes, rt::kFreshUbFill);
-    const size_t blocks = (ub_bytes + rt::kUbBlock - 1) / rt::kUbBlock;
-    c.vread.assign(blocks, 0);
-    c.vwrite.assign(blocks, 0);
-    c.sread.assign(blocks, 0);
-    c.swrite.assign(blocks, 0);
+    c.ub.reset(new uint8_t[static_cast<size_t>(dev.soc->ub_bytes)]);
     struct Current {
         explicit Current(Core* p) { rt::t_core = p; }
         ~Current() { rt::t_core = nullptr; }
@@ -798,7 +833,7 @@ void launch(KernelFn kernel, uint32_t block_dim, const Soc& soc, uint64_t tiling
 
     // The GM arena: per region [guard][data, padded to 512 B][guard]; the tiling data last.
     struct Source {
-        const void* data;
+        const void* data;  // null: zeros (unspecified content)
         size_t bytes;
         std::string name;
         bool output;
@@ -807,22 +842,22 @@ void launch(KernelFn kernel, uint32_t block_dim, const Soc& soc, uint64_t tiling
     std::vector<Source> sources;
     for (size_t i = 0; i < gm.size(); ++i) {
         const GmBuffer& g = gm[i];
-        if (g.data == nullptr && g.bytes > 0)
+        if (g.data == nullptr && g.bytes > 0 && !g.unspecified)
             throw Fault("launch: GM buffer is null with " + std::to_string(g.bytes) + " B: " +
                         (g.name ? g.name : "gm[" + std::to_string(i) + "]"));
-        sources.push_back({g.data, g.bytes, g.name ? g.name : "gm[" + std::to_string(i) + "]",
-                           g.output, g.elem_bytes ? g.elem_bytes : 1});
+        if (g.unspecified && g.output)
+            throw Fault("launch: an output's content cannot be unspecified: " +
+                        (g.name ? std::string(g.name) : "gm[" + std::to_string(i) + "]"));
+        sources.push_back({g.unspecified ? nullptr : g.data, g.bytes,
+                           g.name ? g.name : "gm[" + std::to_string(i) + "]", g.output,
+                           g.elem_bytes ? g.elem_bytes : 1});
     }
     sources.push_back({tiling, tiling_bytes, "tiling", false, 1});
     uint64_t total = 0;
     for (const Source& s : sources)
         total += 2 * rt::kGuardBytes + round_up(std::max<uint64_t>(s.bytes, 1), rt::kRegionAlign);
-    dev.arena.reset(new uint8_t[total + rt::kRegionAlign]);
-    uint8_t* base = dev.arena.get();
-    base += (rt::kRegionAlign - reinterpret_cast<uintptr_t>(base) % rt::kRegionAlign) %
-            rt::kRegionAlign;
-    std::memset(base, rt::kGuardFill, total);
-    uint8_t* at = base;
+    dev.arena.reset(new rt::Arena(total));
+    uint8_t* at = dev.arena->base();
     for (const Source& s : sources) {
         Region r;
         r.name = s.name;
@@ -833,7 +868,11 @@ void launch(KernelFn kernel, uint32_t block_dim, const Soc& soc, uint64_t tiling
                rt::kGuardBytes;
         r.output = s.output;
         r.elem_bytes = s.elem_bytes;
-        if (s.bytes) std::memcpy(r.data, s.data, s.bytes);
+        // Only the guards and the padding are filled: the data is copied, or left as the
+        // arena's zero pages when its content is unspecified.
+        std::memset(r.lo, rt::kGuardFill, rt::kGuardBytes);
+        if (s.bytes && s.data) std::memcpy(r.data, s.data, s.bytes);
+        std::memset(r.data + s.bytes, rt::kGuardFill, static_cast<size_t>(r.hi - (r.data + s.bytes)));
         if (r.output) {
             r.elems = s.bytes / s.elem_bytes;
             r.writer.reset(new std::atomic<int32_t>[r.elems]());

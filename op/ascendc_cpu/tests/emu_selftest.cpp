@@ -1125,6 +1125,70 @@ KERNEL(fresh_ub) {
     std::memcpy(&g_fresh, &v, 4);
 }
 
+// A queue buffer allocated again reads as NaN where the last allocation wrote it (by the vector
+// pipe, by a GM copy, by the scalar unit), and where nothing wrote it.
+float g_again[4];
+KERNEL(realloc_reads_nan) {
+    UNUSED_ARGS;
+    TPipe pipe;
+    TQue<TPosition::VECIN, 1> q;
+    pipe.InitBuffer(q, 1, 1024);
+    LocalTensor<float> t = q.AllocTensor<float>();
+    DataCopy(t, gm_floats(a), 8);
+    Duplicate(t[8], 1.0f, 64);
+    const event_t e = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::V_S));
+    SetFlag<HardEvent::V_S>(e);
+    WaitFlag<HardEvent::V_S>(e);
+    t.SetValue(200, 2.0f);
+    q.FreeTensor(t);
+    q.EnQue(q.AllocTensor<float>());  // the same buffer again
+    LocalTensor<float> u = q.DeQue<float>();
+    const uint32_t at[4] = {3, 40, 200, 250};
+    for (int i = 0; i < 4; ++i) g_again[i] = u.GetValue(at[i]);
+    q.FreeTensor(u);
+}
+
+// A GM buffer of unspecified content (the system workspace) reads as zeros, whatever its
+// data pointer holds; an output cannot be one.
+float g_ws_seen[8];
+KERNEL(read_workspace) {
+    static_cast<void>(a), static_cast<void>(b), static_cast<void>(out), static_cast<void>(tiling);
+    ONE_TBUF(t, 64);
+    LocalTensor<float> l = t.Get<float>();
+    DataCopy(l, gm_floats(ws)[64], 8);
+    for (int i = 0; i < 8; ++i) g_ws_seen[i] = l.GetValue(i);
+}
+
+std::string run_with_workspace(std::vector<float>& ws, bool unspecified, bool output) {
+    std::vector<float> in(kElems, 1.0f);
+    std::vector<emu::GmBuffer> gm = {{in.data(), kElems * 4, "in0", false, 4},
+                                     {in.data(), kElems * 4, "in1", false, 4},
+                                     {nullptr, 0, "out", true, 4},
+                                     {ws.data(), ws.size() * 4, "workspace", output, 4,
+                                      unspecified}};
+    try {
+        emu::launch(read_workspace, 1, k910, 0, gm, nullptr, 0, 1);
+    } catch (const emu::Fault& f) {
+        return f.what();
+    }
+    return "";
+}
+
+void check_workspace() {
+    std::vector<float> ws(1024, 3.0f);
+    std::string err = run_with_workspace(ws, true, false);
+    bool zeros = err.empty();
+    for (float v : g_ws_seen) zeros = zeros && v == 0.0f && !std::signbit(v);
+    report(zeros, "a GM buffer of unspecified content reads as zeros", err);
+    err = run_with_workspace(ws, false, false);
+    bool copied = err.empty();
+    for (float v : g_ws_seen) copied = copied && v == 3.0f;
+    report(copied, "a GM buffer is copied", err);
+    err = run_with_workspace(ws, true, true);
+    report(err.rfind("launch: an output's content cannot be unspecified: workspace", 0) == 0,
+           "an output of unspecified content is refused", err);
+}
+
 }  // namespace
 
 // ReduceSum over 12688 floats: CANN's order on Ascend310B (body + tail) against the old one (the
@@ -1479,6 +1543,13 @@ int main() {
         const std::string err = run(fresh_ub, 1, k910, 0);
         report(err.empty() && g_fresh == 0xFFFFFFFFu, "fresh UB reads as NaN", err);
     }
+    {
+        const std::string err = run(realloc_reads_nan, 1, k910, 0);
+        bool nan = err.empty();
+        for (float v : g_again) nan = nan && std::isnan(v);
+        report(nan, "a queue buffer allocated again reads as NaN where it was written", err);
+    }
+    check_workspace();
     try {
         AscendC::GetBlockIdx();
         report(false, "API outside launch", "no fault");
