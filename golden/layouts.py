@@ -174,22 +174,23 @@ def overlaps(layout: Layout, shape: Sequence[int]) -> bool:
     shape = tuple(int(d) for d in shape)
     view = resolve(layout, shape)
     n = math.prod(shape)
-    if n <= 1:
-        return False
-    # Sufficient rule: sorted by stride, each stride clears the span of the smaller ones.
-    dims = sorted((s, d) for s, d in zip(view.strides, shape, strict=True) if d > 1)
-    span, disjoint = 0, True
-    for s, d in dims:
-        if s <= span:
-            disjoint = False
-            break
-        span += s * (d - 1)
-    if disjoint:
+    if n <= 1 or _strides_clear(view, shape):
         return False
     if n > EXACT_OVERLAP_LIMIT:
         return True  # cannot show it is disjoint cheaply: treat as overlapping
     offsets = element_offsets(view, shape)
     return np.unique(offsets).size != offsets.size
+
+
+def _strides_clear(view: View, shape: tuple[int, ...]) -> bool:
+    """A sufficient rule for a view without overlap: sorted by stride, each stride clears the
+    span of the smaller ones."""
+    span = 0
+    for s, d in sorted((s, d) for s, d in zip(view.strides, shape, strict=True) if d > 1):
+        if s <= span:
+            return False
+        span += s * (d - 1)
+    return True
 
 
 def element_offsets(layout: Layout, shape: Sequence[int]) -> np.ndarray:
@@ -249,7 +250,10 @@ def place(values: np.ndarray, layout: Layout) -> np.ndarray:
         return view
     offsets = element_offsets(layout, values.shape)
     flat = np.ascontiguousarray(values).reshape(-1)
-    if np.unique(offsets).size == offsets.size:
+    # The strides' rule first: np.unique sorts or hashes every offset (~8 ms a 10^5-element view).
+    if _strides_clear(resolve(layout, values.shape), values.shape) or (
+        np.unique(offsets).size == offsets.size
+    ):
         storage[offsets] = flat
     else:
         reversed_first = np.unique(offsets[::-1], return_index=True)[1]
