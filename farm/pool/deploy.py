@@ -222,14 +222,27 @@ def deploy(transport: Transport, host: HostSpec | None, files: Iterable[Path]) -
 # The operator package (dist/op/*.tar.gz, built by farm/build.py)
 
 
-def find_op_package(dist: str | os.PathLike[str] = DIST_DIR, target: str = "ascendc-cpu") -> Path:
-    """The newest op package for ``target`` in ``dist``, never one with a planted bug."""
+def find_op_package(
+    dist: str | os.PathLike[str] = DIST_DIR, target: str = "ascendc-cpu", arch: str | None = None
+) -> Path:
+    """The newest op package for ``target`` built for ``arch`` (default: this machine's) in
+    ``dist``, never one with a planted bug. The architecture is the package's own (package_arch):
+    ``dist`` holds the packages of every architecture a run has built."""
+    import platform
+
+    want = hostops.normalise_arch(arch or platform.machine())
     found = sorted(
-        (p for p in Path(dist).glob(f"*-{target}*.tar.gz") if "-bug-" not in p.name),
+        (
+            p
+            for p in Path(dist).glob(f"*-{target}*.tar.gz")
+            if "-bug-" not in p.name and package_arch(p) == want
+        ),
         key=lambda p: p.stat().st_mtime,
     )
     if not found:
-        raise ConfigError(f"no {target} operator package in {dist}; run 'farm build' first")
+        raise ConfigError(
+            f"no {target} operator package for {want} in {dist}; run 'farm build --arch {want}'"
+        )
     return found[-1]
 
 

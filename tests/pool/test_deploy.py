@@ -14,13 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from farm.errors import DeployError
+from farm.errors import ConfigError, DeployError
 from farm.pool.deploy import (
     BUNDLE_PATHS,
     agent_argv,
     bundle_files,
     deploy,
     deploy_all,
+    find_op_package,
     make_agent_bundle,
     native_lib_on_host,
     sha256_file,
@@ -114,12 +115,13 @@ def test_bundle_files_lists_only_python_sources():
     assert "farm/agent/server.py" in files and "golden/soc.py" in files
 
 
-def fake_op_package(path: Path, payload: bytes) -> Path:
+def fake_op_package(path: Path, payload: bytes, **manifest_fields) -> Path:
     files = {"lib/liblsg_twin.so": payload, "include/lsg.h": b"/* h */\n"}
     manifest = {
         "name": "logsoftmaxgrad",
         "target": "twin",
         "files": [{"path": p, "bytes": len(b)} for p, b in sorted(files.items())],
+        **manifest_fields,
     }
     files["manifest.json"] = json.dumps(manifest).encode()
     with tarfile.open(path, "w:gz") as tar:
@@ -128,6 +130,28 @@ def fake_op_package(path: Path, payload: bytes) -> Path:
             info.size = len(data)
             tar.addfile(info, io.BytesIO(data))
     return path
+
+
+def test_find_op_package_takes_the_package_of_the_architecture(tmp_path):
+    """dist/op holds the packages of every architecture a run built (a mixed pool's run builds
+    the aarch64 one too): the newest of this machine's is the default, never the newest of all."""
+    import os
+    import platform
+
+    from farm.agent.hostops import normalise_arch
+
+    here = normalise_arch(platform.machine())
+    other = "aarch64" if here == "x86_64" else "x86_64"
+    mine = fake_op_package(tmp_path / "logsoftmaxgrad-0.1.0-twin.tar.gz", b"\x7fELF", arch=here)
+    theirs = fake_op_package(
+        tmp_path / f"logsoftmaxgrad-0.1.0-twin-{other}.tar.gz", b"\x7fELF", arch=other
+    )
+    fake_op_package(tmp_path / "logsoftmaxgrad-0.1.0-twin-bug-x.tar.gz", b"\x7fELF", arch=here)
+    os.utime(mine, (1, 1))  # the other architecture's is the newest file
+    assert find_op_package(tmp_path, "twin") == mine
+    assert find_op_package(tmp_path, "twin", arch=other) == theirs
+    with pytest.raises(ConfigError, match=f"no ascendc-cpu operator package for {here}"):
+        find_op_package(tmp_path, "ascendc-cpu")
 
 
 def test_local_deploy_skips_then_reuploads_after_a_change(local_host, tmp_path, agent_bundle):
