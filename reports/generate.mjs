@@ -11,17 +11,38 @@
 //   FARM_ALLURE_QUALITY_GATE   a JSON file: a list of Allure quality gate results
 //                              ({rule, expected, actual, success, message}); unset: none shown
 // The other settings are allurerc.mjs's (FARM_ALLURE_*, see there).
+//
+// `node generate.mjs --stdin`: the same, started before its results exist (`farm run` starts it
+// with its cases, farm/results/report.py AllureProcess): Allure's modules are loaded at once (more
+// than a second of CPU, while the machine waits for the first cases), then one JSON line on stdin
+// says what to do: {"results": RESULTS_DIR, "env": {NAME: VALUE, ...}} (the FARM_ALLURE_* settings,
+// set before allurerc.mjs is read). End of input without a line: exit 0, nothing written.
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { AllureReport, readConfig } from "@allurereport/core";
 
-const [resultsDir, ...rest] = process.argv.slice(2);
-if (!resultsDir || rest.length) {
-  console.error("usage: node generate.mjs RESULTS_DIR");
+const [first, ...rest] = process.argv.slice(2);
+if (!first || rest.length) {
+  console.error("usage: node generate.mjs RESULTS_DIR | node generate.mjs --stdin");
   process.exit(2);
 }
 
 try {
+  const core = import("@allurereport/core");
+  // allurerc.mjs's plugin, loaded now: readConfig then finds it in the module cache.
+  const awesome = import("@allurereport/plugin-awesome");
+  let resultsDir = first;
+  if (first === "--stdin") {
+    const line = await firstLine(process.stdin);
+    if (line === null) process.exit(0);
+    const request = JSON.parse(line);
+    resultsDir = request.results;
+    for (const [name, value] of Object.entries(request.env ?? {})) {
+      if (value === null) delete process.env[name];
+      else process.env[name] = String(value);
+    }
+  }
+  const { AllureReport, readConfig } = await core;
+  await awesome;
   const here = fileURLToPath(new URL(".", import.meta.url));
   const config = await readConfig(here, fileURLToPath(new URL("./allurerc.mjs", import.meta.url)));
   const report = new AllureReport(config);
@@ -35,4 +56,15 @@ try {
 } catch (error) {
   console.error(`farm's allure generate failed: ${error?.stack ?? error}`);
   process.exit(1);
+}
+
+// The first line of a stream (without its newline), or null at its end without one.
+async function firstLine(stream) {
+  let text = "";
+  for await (const chunk of stream) {
+    text += chunk;
+    const end = text.indexOf("\n");
+    if (end >= 0) return text.slice(0, end);
+  }
+  return text ? text : null;
 }

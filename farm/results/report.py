@@ -6,6 +6,8 @@ report the farm's quality gate (below):
 
     node reports/generate.mjs RESULTS
 
+or by an `AllureProcess`, the same script started with `--stdin` before the results exist (farm
+run starts it with its cases, so that Allure's modules are loaded by the time the report is made).
 Per-run settings travel in environment variables that reports/allurerc.mjs reads (see there).
 History: Allure 3 appends one JSON line per generated report to a history file and reads it back
 on the next generate, so each case's History tab shows its earlier runs. The lines live in the run
@@ -119,6 +121,85 @@ def allure_command(reports_dir: Path = REPORTS_DIR) -> list[str]:
     return [node, str(cli)]
 
 
+class AllureProcess:
+    """`node reports/generate.mjs --stdin`, started before the run's results exist: Allure's
+    modules load (~1.5 s of CPU) while the cases run, not after the last one. `generate` hands
+    it the results and the settings; a report that is not made leaves it to `discard`."""
+
+    def __init__(self, reports_dir: Path = REPORTS_DIR):
+        self.reports_dir = Path(reports_dir)
+        self._proc: subprocess.Popen | None = subprocess.Popen(
+            [*generate_command(self.reports_dir), "--stdin"],
+            cwd=str(self.reports_dir),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+
+    def take(self) -> subprocess.Popen | None:
+        """The waiting process, once (None when it has exited meanwhile: start a new one)."""
+        proc, self._proc = self._proc, None
+        if proc is not None and proc.poll() is not None:
+            _reap(proc)
+            return None
+        return proc
+
+    def discard(self) -> None:
+        """End it unused: its input closes, and it exits writing nothing."""
+        proc = self.take()
+        if proc is not None:
+            _reap(proc)
+
+
+def _reap(proc: subprocess.Popen) -> None:
+    try:
+        proc.communicate(timeout=10)
+    except (subprocess.TimeoutExpired, OSError, ValueError):
+        proc.kill()
+        proc.wait()
+
+
+def _run_generate(
+    cmd: list[str],
+    results: Path,
+    changes: Mapping[str, str | None],
+    reports_dir: Path,
+    timeout: float,
+    allure: AllureProcess | None,
+) -> tuple[int, str, str]:
+    """generate.mjs on `results` with the environment changed by `changes` (None: unset), by
+    `allure` when it is waiting for the same reports_dir, else by a new process:
+    (exit code, stdout, stderr)."""
+    proc = allure.take() if allure is not None else None
+    if proc is not None and allure is not None and allure.reports_dir == Path(reports_dir):
+        request = json.dumps({"results": str(results), "env": dict(changes)}) + "\n"
+        try:
+            out, err = proc.communicate(request, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, err = proc.communicate()
+            raise subprocess.TimeoutExpired(cmd, timeout, out, err) from None
+        return proc.returncode, out, err
+    if proc is not None:
+        _reap(proc)
+    env = dict(os.environ)
+    for name, value in changes.items():
+        if value is None:
+            env.pop(name, None)
+        else:
+            env[name] = value
+    done = subprocess.run(
+        [*cmd, str(results)],
+        cwd=str(reports_dir),
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    return done.returncode, done.stdout, done.stderr
+
+
 def allure_available(reports_dir: Path = REPORTS_DIR) -> bool:
     try:
         allure_command(reports_dir)
@@ -196,6 +277,7 @@ def generate(
     history_limit: int = HISTORY_RUNS,
     reports_dir: Path = REPORTS_DIR,
     timeout: float = 600,
+    allure: AllureProcess | None = None,
 ) -> tuple[int, Path]:
     """Generate the Allure 3 report of `results_dir` into `out_dir` (replaced).
 
@@ -205,7 +287,7 @@ def generate(
     `history_limit` lines) and to which the report's line is added; None: no history.
     `gate`: the rules the report's Quality Gates tab shows (farm_gate). `triage`: (Triage,
     [NextSteps]) of the run (farm/results/triage_next.py run_triage), shown on the overview and
-    as a global attachment.
+    as a global attachment. `allure`: Allure already started and waiting (AllureProcess).
 
     First the cases' pending error-distribution plots are drawn into results_dir
     (case_plots.render_quietly; idempotent), even when Allure then turns out to be missing
@@ -233,44 +315,37 @@ def generate(
             for p in write_summary_files(work / "summary", comparison, trend, run_meta, triage)
         ]
         attachments += [str(Path(p).resolve()) for p in extra_attachments]
-        env = dict(os.environ)
-        env.update(
-            FARM_ALLURE_OUTPUT=str(staging),
-            FARM_ALLURE_NAME=report_name or "LogSoftmaxGrad farm",
-            FARM_ALLURE_HISTORY_LIMIT=str(int(history_limit)),
-            FARM_ALLURE_GLOBAL_ATTACHMENTS=json.dumps(attachments),
-            FARM_ALLURE_ENVIRONMENTS=json.dumps(environment_names()),
-            FARM_ALLURE_HIDE_LABELS=json.dumps(HIDDEN_LABELS),
-            NO_COLOR="1",
-        )
-        env.pop("FARM_ALLURE_QUALITY_GATE", None)
+        changes: dict[str, str | None] = {
+            "FARM_ALLURE_OUTPUT": str(staging),
+            "FARM_ALLURE_NAME": report_name or "LogSoftmaxGrad farm",
+            "FARM_ALLURE_HISTORY_LIMIT": str(int(history_limit)),
+            "FARM_ALLURE_GLOBAL_ATTACHMENTS": json.dumps(attachments),
+            "FARM_ALLURE_ENVIRONMENTS": json.dumps(environment_names()),
+            "FARM_ALLURE_HIDE_LABELS": json.dumps(HIDDEN_LABELS),
+            "NO_COLOR": "1",
+            "FARM_ALLURE_QUALITY_GATE": None,
+            "FARM_ALLURE_HISTORY": None,
+        }
         if gate is not None:
             gate_file = work / "quality-gate-results.json"
             gate_file.write_text(json.dumps([r.to_allure() for r in gate]), encoding="utf-8")
-            env["FARM_ALLURE_QUALITY_GATE"] = str(gate_file)
+            changes["FARM_ALLURE_QUALITY_GATE"] = str(gate_file)
         metadata = {}
         if triage is not None:
             from farm.results import triage_render
 
             metadata = triage_render.overview(*triage)
-        env.pop("FARM_ALLURE_HISTORY", None)
         hp, last_before = None, None
         if history is not None:
             hp = work / "history.jsonl"
             last_before = history_copy(history, hp, history_limit)
-            env["FARM_ALLURE_HISTORY"] = str(hp)
-        proc = subprocess.run(
-            [*cmd, str(allure_input(results_dir, work / "allure-input", metadata))],
-            cwd=str(reports_dir),
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-        )
+            changes["FARM_ALLURE_HISTORY"] = str(hp)
+        view = allure_input(results_dir, work / "allure-input", metadata)
+        code, stdout, stderr = _run_generate(cmd, view, changes, reports_dir, timeout, allure)
         index = staging / "index.html"
-        if proc.returncode != 0 or not index.is_file():
-            sys.stderr.write(proc.stdout[-4000:] + proc.stderr[-4000:])
-            return (proc.returncode or 1), out_dir / "index.html"
+        if code != 0 or not index.is_file():
+            sys.stderr.write(stdout[-4000:] + stderr[-4000:])
+            return (code or 1), out_dir / "index.html"
         if history is not None and hp is not None:
             _keep_new_history_line(history, hp, last_before)
         if out_dir.exists():
@@ -636,7 +711,11 @@ def add_history_runs_option(parser: argparse.ArgumentParser, default: int | None
     )
 
 
-def main(argv: Sequence[str] | None = None, judged: Judged | None = None) -> int:
+def main(
+    argv: Sequence[str] | None = None,
+    judged: Judged | None = None,
+    allure: AllureProcess | None = None,
+) -> int:
     """`farm report [RUN]`: Allure report of a run with history, regression summary and trend.
 
     Exit code: the farm's quality gate (farm_gate, the report's Quality Gates tab): 0 when every
@@ -727,6 +806,7 @@ def main(argv: Sequence[str] | None = None, judged: Judged | None = None) -> int
             gate=gate,
             triage=triage,
             history_limit=args.history_runs,
+            allure=allure,
         )
     except (ToolMissing, FileNotFoundError) as exc:
         print(f"farm report: {exc}", file=sys.stderr)

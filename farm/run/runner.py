@@ -38,13 +38,20 @@ from farm.run.interrupts import interruptible, shielded
 from farm.run.outputs import JUNIT_XML, SUMMARY_JSON, RunOutputs
 from farm.run.plan import Plan
 from farm.run.plugin import keep_cases
-from farm.run.session_plugins import CollectionErrors, PlotsPreload, RunDirFaults, Selection
+from farm.run.session_plugins import (
+    AllurePrewarm,
+    CollectionErrors,
+    PlotsPreload,
+    RunDirFaults,
+    Selection,
+)
 from suites import footprint
 from suites.case import Case
 from suites.caseset import Selection as CaseSelection
 from suites.explore import DEFAULT_COUNT as DEFAULT_EXPLORE_COUNT
 
 if TYPE_CHECKING:
+    from farm.results.report import AllureProcess
     from farm.results.store.owners import RecordFiles
 
 SUITE_FILES = ("suites/test_precision.py", "suites/test_rejection.py")
@@ -354,6 +361,8 @@ def _run_session(
     plugins = [errors, selection, faults]
     plugins += [LiveProgress(console=console, title=chosen.key)] if progress else []
     plugins += [PlotsPreload()] if report and workers > 1 else []
+    allure = AllurePrewarm()
+    plugins += [allure] if report else []
     args = pytest_args(plan, workers, extra_pytest, junit=pytest_junit)
     # The records are parsed as the workers write them: the tail after the last case is shorter.
     records = RecordFiles(plan.run_dir)
@@ -374,24 +383,28 @@ def _run_session(
         console.print(f"shard {plan.shard}: no case of {escape(chosen.label)} in this shard")
         pytest_code = pytest.ExitCode.OK
         selection.case_ids = selection.case_ids or set()
-    return _after_session(
-        console,
-        plan,
-        chosen,
-        cases,
-        store_path,
-        started,
-        pytest_code=pytest_code,
-        signals=signals,
-        errors=errors,
-        selection=selection,
-        fault=faults.messages[0] if faults.messages else None,
-        pytest_junit=pytest_junit,
-        report=report,
-        extra_pytest=extra_pytest,
-        history_runs=history_runs,
-        records_read=records,
-    )
+    try:
+        return _after_session(
+            console,
+            plan,
+            chosen,
+            cases,
+            store_path,
+            started,
+            pytest_code=pytest_code,
+            signals=signals,
+            errors=errors,
+            selection=selection,
+            fault=faults.messages[0] if faults.messages else None,
+            pytest_junit=pytest_junit,
+            report=report,
+            extra_pytest=extra_pytest,
+            history_runs=history_runs,
+            records_read=records,
+            allure=allure.allure,
+        )
+    finally:
+        allure.discard()  # when no report took it
 
 
 def _after_session(
@@ -412,9 +425,11 @@ def _after_session(
     extra_pytest: list[str],
     history_runs: int | None,
     records_read: RecordFiles | None = None,
+    allure: AllureProcess | None = None,
 ) -> int:
     """What the session left: one record per case stored, the outputs made to hold exactly the
-    stored cases, the summary, the report; the exit code."""
+    stored cases, the summary, the report; the exit code. `allure`: Allure started for the
+    report (farm/results/report.py AllureProcess)."""
     from farm.results.store import RunStore
     from farm.run.leases import RunState
 
@@ -522,7 +537,7 @@ def _after_session(
     if report and interrupted is None:
         # The report takes the gate, comparison and triage made above: each is a read of the
         # whole run (the results files, the stored records) that would otherwise be done twice.
-        problem = make_report(plan.run_id, store_path, history_runs, judged)
+        problem = make_report(plan.run_id, store_path, history_runs, judged, allure)
         if problem is not None:
             console.print(f"[bold red]error:[/] {escape(problem)}", highlight=False)
             return degraded(plan, store_path, records, quarantined, extra)
@@ -587,17 +602,19 @@ def print_judgement(console: Console, gate, followup) -> None:
 
 
 def make_report(
-    run_id: str, store_path: StoreLocation, history_runs: int | None, judged=None
+    run_id: str, store_path: StoreLocation, history_runs: int | None, judged=None, allure=None
 ) -> str | None:
     """The run's report; None when it was made, else why not in one line (its gate and
     regressions are the report's to say: farm report prints them). `judged`: the run's
-    report.Judged, when this process has it."""
+    report.Judged, when this process has it; `allure`: a report.AllureProcess waiting."""
     from farm.results import report as report_mod
 
     history = ["--history-runs", str(history_runs)] if history_runs else []
     fault_injection.enter(fault_injection.REPORT)
     try:
-        made = report_mod.main([run_id, "--store", store_path.spec, *history], judged=judged)
+        made = report_mod.main(
+            [run_id, "--store", store_path.spec, *history], judged=judged, allure=allure
+        )
     except RunDirUnwritable as exc:
         return str(exc)
     if made == report_mod.EXIT_NO_REPORT:

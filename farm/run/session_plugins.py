@@ -1,6 +1,7 @@
 """The pytest plugins `farm run` gives its in-process session: which cases pytest selected and
 whether -x stopped it, the runs-directory faults of its workers, collection errors shown with
-pytest's terminal off, and matplotlib imported while the workers run the cases."""
+pytest's terminal off, and matplotlib imported and Allure started while the workers run the
+cases."""
 
 from __future__ import annotations
 
@@ -101,3 +102,37 @@ class PlotsPreload:
             from farm.results.case_plots import preload_in_background
 
             preload_in_background()
+
+
+class AllurePrewarm:
+    """Starts Allure for the run's report (farm/results/report.py AllureProcess) as the cases
+    begin, once the first worker has collected (or this process, without xdist): its modules
+    load while the cases run. `allure` is None when it could not start (the report step then
+    says what is missing); the runner discards it when no report is made."""
+
+    def __init__(self):
+        self.started = False
+        self.allure = None
+
+    def _start(self) -> None:
+        if self.started:
+            return
+        self.started = True
+        from farm.errors import ToolMissing
+        from farm.results.report import AllureProcess
+
+        try:
+            self.allure = AllureProcess()
+        except (ToolMissing, OSError):
+            self.allure = None
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node, ids):
+        self._start()
+
+    def pytest_collection_finish(self, session):
+        self._start()
+
+    def discard(self) -> None:
+        if self.allure is not None:
+            self.allure.discard()

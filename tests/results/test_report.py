@@ -93,6 +93,8 @@ def three_runs(tmp_path_factory):
                 run_meta=store.get_run(run_id),
                 gate=gate,
                 triage=run_triage(store, run_id),
+                # Run 2's Allure is started before its results exist, as farm run starts it.
+                allure=report.AllureProcess() if n == 2 else None,
             )
             runs.append(
                 {
@@ -442,6 +444,22 @@ def test_farm_report_command(three_runs, tmp_path, capsys):
     assert (r1["results"].parent / "report" / "index.html").is_file()
     assert report.main(["nope", "--store", store]) == 2
     assert report.main([r1["run_id"], "--store", store, "--results", str(tmp_path / "none")]) == 2
+
+
+def test_an_allure_process_not_used_exits_and_one_gone_is_replaced(three_runs, tmp_path):
+    """farm run starts Allure with its cases (report.AllureProcess): a run that makes no report
+    ends it unused, and a report whose waiting process has gone starts another."""
+    waiting = report.AllureProcess()
+    proc = waiting._proc
+    waiting.discard()
+    assert proc is not None and proc.returncode == 0 and waiting.take() is None
+    gone = report.AllureProcess()
+    assert gone._proc is not None
+    gone._proc.kill()
+    gone._proc.wait()
+    r = three_runs["runs"][0]
+    code, index = report.generate(r["results"], tmp_path / "out", None, allure=gone)
+    assert code == 0 and index.is_file()
 
 
 def test_generate_keeps_the_old_report_when_allure_fails(three_runs, tmp_path):

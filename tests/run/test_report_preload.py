@@ -1,5 +1,6 @@
-"""farm run under pytest-xdist imports matplotlib for the report's plots while the workers run
-the cases (farm/run/session_plugins.py PlotsPreload), once, in the background."""
+"""farm run prepares its report while the cases run (farm/run/session_plugins.py): under
+pytest-xdist it imports matplotlib for the plots (PlotsPreload), and it starts Allure
+(AllurePrewarm), each once."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ import sys
 import threading
 
 from farm.results import case_plots
-from farm.run.session_plugins import PlotsPreload
+from farm.run.session_plugins import AllurePrewarm, PlotsPreload
+from tests.requirements import need_allure
 
 
 def test_the_first_worker_collection_starts_one_import_in_the_background(monkeypatch):
@@ -27,3 +29,16 @@ def test_the_first_worker_collection_starts_one_import_in_the_background(monkeyp
     assert len(started) == 1 and started[0].daemon
     started[0].join(timeout=120)
     assert "farm.results.plots" in sys.modules  # matplotlib's Agg backend with it
+
+
+def test_allure_starts_once_with_the_cases_and_ends_unused_when_discarded():
+    need_allure()
+    plugin = AllurePrewarm()
+    plugin.pytest_collection_finish(session=None)  # without xdist
+    plugin.pytest_xdist_node_collection_finished(node="gw0", ids=[])  # with: once all the same
+    allure = plugin.allure
+    assert allure is not None
+    proc = allure._proc
+    assert proc is not None and proc.poll() is None  # waiting for its results
+    plugin.discard()
+    assert proc.returncode == 0 and allure.take() is None
