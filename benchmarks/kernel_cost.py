@@ -13,9 +13,9 @@ kernel's vector instructions one by one, which is what the ratio measures. --thr
 default) is one host thread for all emulated cores: the cost per element of the emulation itself;
 --threads 0 uses every core of the machine. Each call's outputs are compared bit for bit
 (NaN-aware) between the two libraries: the table says so. A call of the emulated kernel also pays
-a fixed cost: the device copies every GM buffer into its guarded arena, the system workspace the
-tiling function asks for included (16 MiB on Atlas A2, 2 MiB on Ascend310B1), which dominates
-small calls (--soc Ascend310B1 shows the difference).
+a fixed cost: the device copies the inputs and the output into its guarded arena (the system
+workspace, 16 MiB on Atlas A2, is presented as zero pages, not copied) and sets up each core's
+state, which weighs on small calls.
 
 Both libraries are built first (farm.build, a no-op when up to date). Nothing is asserted: timings
 on a shared machine are measurements.
