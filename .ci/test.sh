@@ -15,6 +15,8 @@ if [ -z "${FARM_TEST_POSTGRES:-}" ]; then
   fi
 fi
 # A file's tests on one worker (its module fixtures are made once), the heaviest files first
-# (tests/conftest.py orders them), so the two workers finish together. The 25 slowest tests are
-# listed at the end: what to look at when CI nears its 15 minutes.
-.venv/bin/python -m pytest -n 2 --dist loadfile -q --durations=25 "$@" tests
+# (tests/conftest.py orders them; --no-loadscope-reorder keeps that order, where pytest-xdist
+# would hand out the files with the most tests first and leave the slow whole-farm runs for the
+# end), so the two workers finish together. The 25 slowest tests are listed at the end: what to
+# look at when CI nears its 15 minutes.
+.venv/bin/python -m pytest -n 2 --dist loadfile --no-loadscope-reorder -q --durations=25 "$@" tests

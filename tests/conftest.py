@@ -33,11 +33,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             if fixture in getattr(item, "fixturenames", ()):
                 item.add_marker(marker)
     # The longest first: modules that build the operator, then whole farm runs, then the rest,
-    # each module's tests together and in their order. pytest-xdist 3.8 (--dist loadfile:
-    # .ci/test.sh) then hands out the files with the most tests first, this order only among
-    # files of as many tests; --no-loadscope-reorder would keep it whole, but a test of
-    # tests/pool/test_ssh_lab.py then fails after the whole-farm runs on the same worker (see
-    # benchmarks/RESULTS.md, "CI time" of 2026-12-02).
+    # each module's tests together and in their order. pytest-xdist (--dist loadfile:
+    # .ci/test.sh) hands files out in this order (with --no-loadscope-reorder, which .ci/test.sh
+    # passes), so its workers finish together on short files instead of one waiting for the
+    # other's last build.
     rank: dict[Path, int] = {}
     for item in items:
         marks = {m.name for m in item.iter_markers()}
