@@ -63,6 +63,7 @@ from farm.results.store.location import StoreLocation
 from golden import soc
 
 REPORTS_DIR = REPO_ROOT / "reports"
+TREND_RUNS = 20  # the runs the precision trend plot shows
 
 
 def environment_names() -> dict[str, str]:
@@ -270,6 +271,7 @@ def generate(
     report_name: str | None = None,
     comparison=None,
     trend_series: Sequence[Mapping] | None = None,
+    trend: bytes | None = None,
     run_meta: Mapping | None = None,
     extra_attachments: Sequence[str | os.PathLike] = (),
     gate: Sequence[GateRule] | None = None,
@@ -305,8 +307,7 @@ def generate(
     work = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}-", dir=out_dir.parent))
     try:
         staging = work / "report"
-        trend = None
-        if trend_series:
+        if trend is None and trend_series:
             from farm.results.plots import trend_png
 
             trend = trend_png(trend_series)
@@ -657,6 +658,9 @@ class Judged:
     comparison: Any
     gate: list[GateRule]
     triage: Any
+    # The precision trend PNG of the tier's last TREND_RUNS runs, this one's included (`farm run`
+    # draws it while its cases' plots are drawn); None: the report draws it.
+    trend: bytes | None = None
 
 
 def gate_exit_code(gate: Sequence[GateRule]) -> int:
@@ -738,7 +742,7 @@ def main(
     p.add_argument("--out", help="report dir (default: <run dir>/report)")
     p.add_argument("--baseline", help="baseline run (default: the tier's baseline)")
     p.add_argument("--drift-factor", type=float, default=DEFAULT_DRIFT_FACTOR)
-    p.add_argument("--trend-runs", type=int, default=20)
+    p.add_argument("--trend-runs", type=int, default=TREND_RUNS)
     p.add_argument("--no-history", action="store_true")
     add_history_runs_option(p, default=HISTORY_RUNS)
     p.add_argument(
@@ -779,7 +783,8 @@ def main(
         except ValueError as exc:  # a bad --drift-factor
             print(f"farm report: {exc}", file=sys.stderr)
             return EXIT_NO_REPORT
-        series = store.metric_series(tier, args.trend_runs)
+        trend = judged.trend if judged is not None and args.trend_runs == TREND_RUNS else None
+        series = store.metric_series(tier, args.trend_runs) if trend is None else None
         # bisected from --baseline
         triage = run_triage(store, run_id, comp.baseline_id) if judged is None else judged.triage
     results = Path(args.results) if args.results else default_results_dir(run, location)
@@ -802,6 +807,7 @@ def main(
             report_name=f"LogSoftmaxGrad {tier} {run_id}",
             comparison=comp,
             trend_series=series,
+            trend=trend,
             run_meta=run,
             gate=gate,
             triage=triage,

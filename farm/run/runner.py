@@ -523,6 +523,8 @@ def _after_session(
     written_fault = outputs.rest(pytest_junit, code, quarantined, run_meta(plan, started), extra)
     fault = fault or written_fault
     if drawing is not None:
+        if judged is not None and fault is None:
+            judged = with_trend(store_path, plan.tier, judged)
         drawing.join()
     if fault is not None:
         console.print(
@@ -573,6 +575,24 @@ def judgement(console: Console, store_path: StoreLocation, run: dict, records: l
         console.print(f"[yellow]note:[/] quality gate and triage not made: {escape(str(exc))}")
         return code, None
     return code, Judged(comparison, gate, followup)
+
+
+def with_trend(store_path: StoreLocation, tier: str, judged):
+    """`judged` with its report's precision trend PNG (report.Judged.trend), drawn here while
+    the cases' plots are drawn in the background: off the report's path. A store or a plot that
+    fails leaves it to the report, which then says why."""
+    import dataclasses
+
+    from farm.results.plots import trend_png
+    from farm.results.report import TREND_RUNS
+    from farm.results.store import RunStore
+
+    try:
+        with RunStore(store_path) as store:
+            series = store.metric_series(tier, TREND_RUNS)
+        return dataclasses.replace(judged, trend=trend_png(series)) if series else judged
+    except Exception:  # noqa: BLE001 - the report draws it again and reports what failed
+        return judged
 
 
 def summary_extra(gate, followup) -> dict:
