@@ -320,10 +320,11 @@ def _judge(case: CaseRequest, dy, y, out, expect: Expectation) -> ResultRecord:
         on_errors=hist.add,
         tolerance=expect.get("tolerance"),
     )
-    m = dict(j.metrics)
-    m["hist"] = hist.result(m["n"])
+    # The histogram is plain already (Python ints and finite floats): _plain walks the rest.
+    metrics = _plain(j.metrics)
+    metrics["hist"] = hist.result(metrics["n"])
     return {
-        "metrics": _plain(m),
+        "metrics": metrics,
         "standards": {
             name: {
                 "passed": v.passed,

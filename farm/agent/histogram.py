@@ -37,6 +37,22 @@ def default_edges() -> np.ndarray:
     return np.linspace(LOG10_MIN, LOG10_MAX, n + 1)
 
 
+# The default edges as an accumulator keeps them (read-only): every case's histogram starts from
+# them, and making them again (two linspaces, a comparison) was ~0.2 ms a case.
+_DEFAULT_EDGES = default_edges()
+_DEFAULT_EDGES.flags.writeable = False
+
+
+def _binning(e: np.ndarray) -> tuple[bool, float, float]:
+    """(evenly spaced, bins per unit, the largest value below the last edge) of edges `e`."""
+    nbins = e.size - 1
+    uniform = bool(np.array_equal(e, np.linspace(e[0], e[-1], nbins + 1)))
+    return uniform, nbins / (e[-1] - e[0]), np.nextafter(e[-1], -np.inf)
+
+
+_DEFAULT_SHAPE = _binning(_DEFAULT_EDGES)
+
+
 class HistogramAccumulator:
     """The histogram of log10(relative error), fed chunk by chunk (see golden_free_histogram).
 
@@ -47,19 +63,21 @@ class HistogramAccumulator:
     out of it again; an array with no NaN/inf is not copied to drop them."""
 
     def __init__(self, edges=None):
-        e = np.asarray(default_edges() if edges is None else edges, dtype=np.float64)
+        self.zeros = 0
+        self.finite = 0
+        if edges is None:
+            self.edges = _DEFAULT_EDGES
+            self.counts = np.zeros(_DEFAULT_EDGES.size - 1, dtype=np.int64)
+            self._uniform, self._scale, self._top = _DEFAULT_SHAPE
+            return
+        e = np.asarray(edges, dtype=np.float64)
         if e.ndim != 1 or e.size < 2 or np.any(np.diff(e) <= 0):
             raise ValueError(
                 "edges must be a strictly increasing 1-d sequence of at least 2 values"
             )
         self.edges = e
         self.counts = np.zeros(e.size - 1, dtype=np.int64)
-        self.zeros = 0
-        self.finite = 0
-        nbins = e.size - 1
-        self._uniform = bool(np.array_equal(e, np.linspace(e[0], e[-1], nbins + 1)))
-        self._scale = nbins / (e[-1] - e[0])
-        self._top = np.nextafter(e[-1], -np.inf)
+        self._uniform, self._scale, self._top = _binning(e)
 
     def add(self, rel_err: np.ndarray) -> None:
         arrays = _SPARE.pop("arrays", None) or {}
