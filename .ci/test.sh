@@ -17,6 +17,9 @@ fi
 # A file's tests on one worker (its module fixtures are made once), the heaviest files first
 # (tests/conftest.py orders them; --no-loadscope-reorder keeps that order, where pytest-xdist
 # would hand out the files with the most tests first and leave the slow whole-farm runs for the
-# end), so the two workers finish together. The 25 slowest tests are listed at the end: what to
-# look at when CI nears its 15 minutes.
-.venv/bin/python -m pytest -n 2 --dist loadfile --no-loadscope-reorder -q --durations=25 "$@" tests
+# end), so the workers finish together. One worker more than the cores: many tests wait (for a
+# timeout, a frozen host, a lock another run holds), and the extra worker's tests use those
+# cores meanwhile (benchmarks/RESULTS.md, "CI time" of 2026-12-03). The 25 slowest tests are
+# listed at the end: what to look at when CI nears its 15 minutes.
+workers=$(( $(nproc) + 1 ))
+.venv/bin/python -m pytest -n "$workers" --dist loadfile --no-loadscope-reorder -q --durations=25 "$@" tests
