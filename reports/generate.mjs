@@ -30,6 +30,10 @@ try {
   const core = import("@allurereport/core");
   // allurerc.mjs's plugin, loaded now: readConfig then finds it in the module cache.
   const awesome = import("@allurereport/plugin-awesome");
+  // A failed import is reported below, where it is awaited, not as an unhandled rejection while
+  // the request is read.
+  core.catch(() => {});
+  awesome.catch(() => {});
   let resultsDir = first;
   if (first === "--stdin") {
     const line = await firstLine(process.stdin);
