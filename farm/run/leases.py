@@ -39,6 +39,9 @@ DTYPE_ELEMENT_COST = {"bfloat16": (4, 3), "float16": (6, 5)}
 # the embedded pool the workers and the agents share the cores: a lane's time is its agents'
 # work plus its worker's.
 WORKER_CASE_ELEMENTS = 10_700
+# What an agent pays once, on its first benchmark-ratio case: PyTorch's import for the benchmark
+# (golden/benchmark.py), ~2.8 s of CPU (torch 2.13, this machine), in the unit above.
+BENCHMARK_IMPORT_ELEMENTS = 6_700_000
 
 
 @functools.cache
@@ -57,6 +60,12 @@ def case_cost(case) -> int:
         return case.numel * num // den + REJECTION_OVERHEAD_ELEMENTS
     num, den = DTYPE_ELEMENT_COST.get(case.dtype, (1, 1))
     return case.numel * num // den + _family_overhead(case.family)
+
+
+def needs_benchmark(case) -> bool:
+    """Whether the agent judges ``case`` against PyTorch's kernel (the benchmark-ratio standard):
+    the first such case costs its agent PyTorch's import (BENCHMARK_IMPORT_ELEMENTS)."""
+    return bool(case.accepted) and getattr(case, "standard", None) == "benchmark-ratio"
 
 
 def case_costs(cases: Iterable) -> dict[str, int]:
@@ -78,12 +87,22 @@ def slot_loads(
     worker's (``assignment``: case id -> slot)."""
     cases = list(cases)
     weight = lane_costs(cases, costs)
-    loads: Counter[str] = Counter()
+    loads = _imports(cases, assignment)
     for case in cases:
         slot = assignment.get(case.id)
         if slot is not None:
             loads[slot] += weight[case.id]
     return dict(loads)
+
+
+def _imports(cases: list, assignment: Mapping[str, str]) -> Counter[str]:
+    """slot id -> PyTorch's import, for the slots that run a benchmark-ratio case."""
+    return Counter(
+        dict.fromkeys(
+            {assignment[c.id] for c in cases if c.id in assignment and needs_benchmark(c)},
+            BENCHMARK_IMPORT_ELEMENTS,
+        )
+    )
 
 
 def balance_lanes(
@@ -98,14 +117,18 @@ def balance_lanes(
 
     Lanes take whole slots, and a slot can carry more than an even share: the embedded pool's
     one Ascend310B slot has 45% of a nightly run's cases, so the worker whose lane holds it would
-    run alone for the last seconds. Cases of a family with slots in both lanes even it out.
-    Deterministic (every worker computes the same one)."""
+    run alone for the last seconds. Cases of a family with slots in both lanes even it out;
+    benchmark-ratio cases stay on their one slot (:func:`assign_slots`). Deterministic (every
+    worker computes the same one)."""
     cases = list(cases)
     out = dict(assignment)
     weight = lane_costs(cases, costs)
     members: dict[str, list] = {}
+    slot_load = _imports(cases, out)
     load: Counter[str] = Counter()
-    slot_load: Counter[str] = Counter()
+    for slot, cost in slot_load.items():
+        if slot in slot_lane:
+            load[slot_lane[slot]] += cost
     for case in cases:
         lane = slot_lane.get(out.get(case.id, ""))
         if lane is not None:
@@ -124,7 +147,7 @@ def balance_lanes(
         for case in sorted(members.get(heavy, []), key=lambda c: (-weight[c.id], c.id)):
             cost = weight[case.id]
             there = targets.get(case.family)
-            if not there or 2 * cost > load[heavy] - load[light]:
+            if not there or 2 * cost > load[heavy] - load[light] or needs_benchmark(case):
                 stay.append(case)
                 continue
             slot = min(there, key=lambda s: (slot_load[s], s))
@@ -146,8 +169,11 @@ def assign_slots(
 ) -> dict[str, str]:
     """case id -> preferred slot id, balancing the estimated cost within each family.
 
-    Greedy longest-first onto the least-loaded slot: deterministic, so every xdist worker
-    computes the same assignment from the same plan.
+    A family's benchmark-ratio cases all go to one slot, which carries PyTorch's import in its
+    load: spread over the slots, every agent of the family would import PyTorch (2.8 s of CPU
+    each, most of a smoke run's agents' work). The rest goes greedy longest-first onto the
+    least-loaded slot. Deterministic, so every xdist worker computes the same assignment from
+    the same plan.
     """
     cases = list(cases)
     costs = costs if costs is not None else case_costs(cases)
@@ -160,6 +186,12 @@ def assign_slots(
         if not slots:
             continue
         load = {slot: 0 for slot in slots}
+        benchmarked = [c for c in members if needs_benchmark(c)]
+        if benchmarked:
+            first = min(slots)
+            load[first] = BENCHMARK_IMPORT_ELEMENTS + sum(costs[c.id] for c in benchmarked)
+            out.update((c.id, first) for c in benchmarked)
+            members = [c for c in members if not needs_benchmark(c)]
         for case in sorted(members, key=lambda c: (-costs[c.id], c.id)):
             slot = min(slots, key=lambda s: (load[s], s))
             load[slot] += costs[case.id]

@@ -11,7 +11,13 @@ from collections import Counter
 import pytest
 
 from farm.run.dispatch import SlotInfo
-from farm.run.leases import WORKER_CASE_ELEMENTS, assign_slots, case_cost, slot_loads
+from farm.run.leases import (
+    BENCHMARK_IMPORT_ELEMENTS,
+    WORKER_CASE_ELEMENTS,
+    assign_slots,
+    case_cost,
+    slot_loads,
+)
 from farm.run.pipeline import Pipeline, lanes, plan_lanes
 from suites.case import Case
 
@@ -89,6 +95,39 @@ def test_assignment_balances_estimated_cost_and_the_estimate_tells_cases_apart()
     assert case_cost(Case("ascend910b", "float32", (4, 8), (-1,))) > case_cost(
         Case("ascend310b", "float32", (4, 8), (-1,))
     )
+
+
+def test_a_familys_benchmark_ratio_cases_share_one_slot_that_carries_pytorchs_import():
+    """Spread over the slots, every agent of a family would import PyTorch for its first
+    benchmark-ratio case (2.8 s of CPU each): they go to one slot, whose load counts the import
+    once, and evening out the lanes never moves them."""
+    bench = [
+        Case(family, "float32", (8, 129 + i), (-1,), standard="benchmark-ratio", level=level)
+        for family in ("ascend910b", "ascend310b")
+        for i, level in enumerate(("L0", "L1", "L2") * 3)
+    ]
+    rest = cases(90) + [Case("ascend310b", "float32", (2, 3 + i), (-1,)) for i in range(30)]
+    mine = [*rest, *bench]
+    by_family = {"ascend910b": ["a:0", "a:1", "b:0"], "ascend310b": ["c:0"]}
+    assignment = assign_slots(mine, by_family)
+    assert {assignment[c.id] for c in bench if c.family == "ascend910b"} == {"a:0"}
+    loads = slot_loads(mine, assignment)
+    work = {
+        slot: sum(case_cost(c) + WORKER_CASE_ELEMENTS for c in mine if assignment[c.id] == slot)
+        for slot in loads
+    }
+    assert {slot: loads[slot] - work[slot] for slot in loads} == {
+        "a:0": BENCHMARK_IMPORT_ELEMENTS,
+        "a:1": 0,
+        "b:0": 0,
+        "c:0": BENCHMARK_IMPORT_ELEMENTS,
+    }
+    # The import is work the balance sees: the other 910B slots take more of the rest.
+    assert work["a:0"] < min(work["a:1"], work["b:0"])
+    for n in (1, 2, 3):
+        planned, _ = plan_lanes(mine, SLOTS, by_family, n)
+        for family in ("ascend910b", "ascend310b"):
+            assert len({planned[c.id] for c in bench if c.family == family}) == 1
 
 
 def test_lanes_even_out_a_slot_that_carries_more_than_its_share():
