@@ -14,6 +14,7 @@ import json
 import os
 import re
 import signal
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -409,6 +410,28 @@ class RecordWriter:
             raise run_dir.unwritable(exc) from None
 
 
+# farm_run's value, once pytest has made it (the same function for every test of the session).
+_FARM_RUN = pytest.StashKey[Callable]()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    """A suite test's ``case`` and ``farm_run`` arguments are handed to it as the values they
+    are, before pytest fills the test's arguments (only those it lacks): the parameter's
+    per-item pseudo-fixture (which only returns it), with allure-pytest's fixture record around
+    it, and the per-item look-up of the session fixtures farm_run depends on (each adding a
+    finalizer to their lists) cost ~0.8 ms a case of a worker's time. A fixture of the test's
+    own that asks for either still gets it from pytest, the same object. Should a future pytest
+    fill arguments otherwise, this changes nothing but the speed."""
+    funcargs = getattr(item, "funcargs", None)
+    if not isinstance(funcargs, dict) or not _has_case(item):
+        return
+    funcargs.setdefault("case", item.callspec.params["case"])
+    run = item.config.stash.get(_FARM_RUN, None)
+    if run is not None and "farm_run" in item.fixturenames:
+        funcargs.setdefault("farm_run", run)
+
+
 # The test item whose body is running (the `farm_run` of a test acts for it).
 _RUNNING = pytest.StashKey["pytest.Item | None"]()
 
@@ -455,6 +478,7 @@ def farm_run(pytestconfig, farm_pipeline, farm_records):
             stop_for_run_dir(item.session, str(run_dir.unwritable(exc)))
         return record
 
+    config.stash[_FARM_RUN] = run
     return run
 
 
