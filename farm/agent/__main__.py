@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import faulthandler
+import gc
 import json
 import os
 import sys
@@ -172,4 +173,9 @@ def _release_devices() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    # The agent's work is done and said: frozen, its objects (PyTorch's modules, after a
+    # benchmark-ratio case) are not walked by the cyclic garbage collector of the interpreter's
+    # finalization, which the orchestrator waits for (0.6 s -> 0.2 s with torch loaded).
+    gc.freeze()
+    sys.exit(code)
