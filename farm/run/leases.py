@@ -65,7 +65,7 @@ def case_cost(case) -> int:
 def needs_benchmark(case) -> bool:
     """Whether the agent judges ``case`` against PyTorch's kernel (the benchmark-ratio standard):
     the first such case costs its agent PyTorch's import (BENCHMARK_IMPORT_ELEMENTS)."""
-    return bool(case.accepted) and getattr(case, "standard", None) == "benchmark-ratio"
+    return bool(case.accepted) and case.standard == "benchmark-ratio"
 
 
 def case_costs(cases: Iterable) -> dict[str, int]:
@@ -186,13 +186,15 @@ def assign_slots(
         if not slots:
             continue
         load = {slot: 0 for slot in slots}
-        benchmarked = [c for c in members if needs_benchmark(c)]
+        benchmarked: list = []
+        rest: list = []
+        for case in members:
+            (benchmarked if needs_benchmark(case) else rest).append(case)
         if benchmarked:
             first = min(slots)
             load[first] = BENCHMARK_IMPORT_ELEMENTS + sum(costs[c.id] for c in benchmarked)
             out.update((c.id, first) for c in benchmarked)
-            members = [c for c in members if not needs_benchmark(c)]
-        for case in sorted(members, key=lambda c: (-costs[c.id], c.id)):
+        for case in sorted(rest, key=lambda c: (-costs[c.id], c.id)):
             slot = min(slots, key=lambda s: (load[s], s))
             load[slot] += costs[case.id]
             out[case.id] = slot

@@ -8,7 +8,7 @@ pytest_plugins = ["pytester"]
 
 CONFTEST = """
 import pytest
-from farm.run.plugin import pytest_runtest_setup  # the hook under test
+from farm.run.plugin import pytest_runtest_setup  # the hook under test, alone (-p no:farm)
 from suites.case import Case
 
 SET_UP = []
@@ -50,7 +50,7 @@ def test_another_parameter(other):
 def test_a_case_is_handed_over_and_a_fixture_that_asks_for_it_still_gets_it(pytester):
     pytester.makeconftest(CONFTEST)
     pytester.makepyfile(test_suite=TESTS)
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:farm")
     result.assert_outcomes(passed=5)
     set_up = (pytester.path / "set_up.txt").read_text().split("\n")
     case_set_up = sorted(line.split("[")[0] for line in set_up if line.endswith(" case"))
