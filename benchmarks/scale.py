@@ -417,7 +417,8 @@ def main(argv: list[str] | None = None) -> int:
 
     print("building the operator package (untimed) ...", flush=True)
     build.build_package()
-    work = args.work or Path(tempfile.mkdtemp(prefix="lsg-scale-"))
+    temporary = None if args.work else tempfile.TemporaryDirectory(prefix="lsg-scale-")
+    work = args.work or Path(temporary.name)
     results: list[Result] = []
     for slots in sizes:
         root = work / f"pool-{slots}"
@@ -439,7 +440,10 @@ def main(argv: list[str] | None = None) -> int:
                 print("\n".join(result.lines[-15:]), flush=True)
     print()
     print(table(results))
-    print(f"\npools in {work}" + ("" if args.work else " (temporary)"))
+    if temporary is None:
+        print(f"\npools in {work}")
+    else:
+        temporary.cleanup()  # ~90 MiB of host work directories and stores
     if args.json:
         args.json.write_text(
             json.dumps([{k: v for k, v in asdict(r).items() if k != "lines"} for r in results])

@@ -14,7 +14,7 @@ import pytest
 from farm.agent.errors import DeviceBusy
 from farm.errors import AgentTimeout, ConnectionLost
 from farm.run import leases
-from farm.run.dispatch import Dispatcher, SlotInfo, case_timeout, run_owner
+from farm.run.dispatch import Dispatcher, SlotInfo, _Progress, case_timeout, run_owner
 from farm.run.leases import RunState
 from farm.run.prepare import canary_cases
 from golden.inputs import sha256_of
@@ -152,6 +152,32 @@ def make(tmp_path):
 
 def no_charges(state: RunState) -> None:
     assert state.read() == {"infra_errors": {}, "quarantined": {}}
+
+
+# -- the order slots are tried in --------------------------------------------------------------
+
+
+def test_a_case_tries_its_preferred_slot_then_the_others_and_other_hosts_after_a_failure(make):
+    """The order holds whatever order the pool lists its slots in, and follows quarantine and
+    a reassigned pool (the dispatcher keeps the family's slots indexed)."""
+    dispatcher, _, state, _ = make(lambda slot, cid, ch: "pass")
+    hosts = ("h3", "h1", "h2")
+    pool = [SlotInfo(f"{h}:{d}", h, FAMILY, "Ascend910B1", d) for h in hosts for d in (1, 0)]
+    pool.append(SlotInfo("x1:0", "x1", "ascend310b", "Ascend310B1", 0))
+    dispatcher.slots = {s.id: s for s in pool}
+
+    def order(preferred, tried=()):
+        return [s.id for s in dispatcher._candidates(FAMILY, preferred, list(tried))]
+
+    assert order("h2:1") == ["h2:1", "h1:0", "h1:1", "h2:0", "h3:0", "h3:1"]
+    assert order(None) == ["h1:0", "h1:1", "h2:0", "h2:1", "h3:0", "h3:1"]
+    # tried on h2:1: the slots of other hosts first, the other slot of h2 after them
+    assert order("h2:1", ["h2:1"]) == ["h1:0", "h1:1", "h3:0", "h3:1", "h2:0"]
+    candidates = dispatcher._candidates(FAMILY, "h2:1", [])
+    assert dispatcher._wanted(candidates, _Progress()) == order("h2:1")
+    state.quarantine("h1", "test")
+    assert order("h1:0") == ["h2:0", "h2:1", "h3:0", "h3:1"]
+    assert [s.id for s in dispatcher._candidates("ascend310b", "h1:0", [])] == ["x1:0"]
 
 
 # -- busy devices -----------------------------------------------------------------------------
