@@ -133,7 +133,9 @@ aclnnStatus aclnnLogSoftmaxGradGetWorkspaceSize(const aclTensor* gradOutput,
                         {const_cast<void*>(r_dy.data), bytes, "grad_output", false, es},
                         {const_cast<void*>(r_y.data), bytes, "output", false, es},
                         {const_cast<void*>(r_out.data), bytes, "grad_input", true, es},
-                        {const_cast<void*>(r_ws.data), r_ws.bytes, "workspace", false, 1},
+                        // The op's workspace holds nothing the kernel may rely on at launch
+                        // (aclnn's contract; fresh device memory is garbage): presented as such.
+                        {const_cast<void*>(r_ws.data), r_ws.bytes, "workspace", false, 1, true},
                     };
                     const unsigned threads = std::max(1u, std::thread::hardware_concurrency());
                     try {

@@ -62,13 +62,14 @@ struct Region {
     uint64_t bytes = 0;
     uint8_t* hi = nullptr;    // end of the trailing guard
     bool output = false;
+    bool unspecified = false;  // content nobody wrote (the system workspace): never to be read
     uint64_t elem_bytes = 1;
     uint64_t elems = 0;
     std::unique_ptr<std::atomic<int32_t>[]> writer;  // output elements: 0 unwritten, core + 1
 };
 
 // The GM arena's memory: anonymous pages, zero until written, so that a region whose content is
-// unspecified (the system workspace, 16 MiB on Atlas A2) costs nothing until the kernel reads it.
+// unspecified (the system workspace, 16 MiB on Atlas A2) costs nothing: no kernel may read it.
 class Arena {
 public:
     explicit Arena(size_t bytes) : bytes_(bytes) {
@@ -499,6 +500,11 @@ uint8_t* gm(const char* api, uint64_t addr, uint64_t bytes, bool write) {
         fault(std::string(api) + ": GM access outside the tensor: " + (write ? "write" : "read") +
               " of bytes " + range(lo, hi) + " of " + r.name + ", which has " +
               std::to_string(r.bytes) + " B");
+    if (!write && r.unspecified)
+        policy_fault(std::string(api) + ": GM read of content nothing wrote: bytes " +
+                         range(lo, hi) + " of " + r.name + ", whose content is unspecified",
+                     "on a device it holds whatever the memory held last, so what the kernel "
+                     "computes from it is garbage there; the emulation would present zeros");
     if (write) {
         if (!r.output)
             policy_fault(std::string(api) + ": GM write to an input tensor: bytes " +
@@ -838,6 +844,7 @@ void launch(KernelFn kernel, uint32_t block_dim, const Soc& soc, uint64_t tiling
         std::string name;
         bool output;
         size_t elem_bytes;
+        bool unspecified;
     };
     std::vector<Source> sources;
     for (size_t i = 0; i < gm.size(); ++i) {
@@ -850,9 +857,9 @@ void launch(KernelFn kernel, uint32_t block_dim, const Soc& soc, uint64_t tiling
                         (g.name ? std::string(g.name) : "gm[" + std::to_string(i) + "]"));
         sources.push_back({g.unspecified ? nullptr : g.data, g.bytes,
                            g.name ? g.name : "gm[" + std::to_string(i) + "]", g.output,
-                           g.elem_bytes ? g.elem_bytes : 1});
+                           g.elem_bytes ? g.elem_bytes : 1, g.unspecified});
     }
-    sources.push_back({tiling, tiling_bytes, "tiling", false, 1});
+    sources.push_back({tiling, tiling_bytes, "tiling", false, 1, false});
     uint64_t total = 0;
     for (const Source& s : sources)
         total += 2 * rt::kGuardBytes + round_up(std::max<uint64_t>(s.bytes, 1), rt::kRegionAlign);
@@ -867,9 +874,10 @@ void launch(KernelFn kernel, uint32_t block_dim, const Soc& soc, uint64_t tiling
         r.hi = r.data + round_up(std::max<uint64_t>(s.bytes, 1), rt::kRegionAlign) +
                rt::kGuardBytes;
         r.output = s.output;
+        r.unspecified = s.unspecified;
         r.elem_bytes = s.elem_bytes;
         // Only the guards and the padding are filled: the data is copied, or left as the
-        // arena's zero pages when its content is unspecified.
+        // arena's zero pages when its content is unspecified (gm() refuses to read it).
         std::memset(r.lo, rt::kGuardFill, rt::kGuardBytes);
         if (s.bytes && s.data) std::memcpy(r.data, s.data, s.bytes);
         std::memset(r.data + s.bytes, rt::kGuardFill, static_cast<size_t>(r.hi - (r.data + s.bytes)));
