@@ -336,11 +336,7 @@ class Dispatcher:
         tried_hosts = {self.slots[t].host for t in p.tried}
         first = candidates[0].host in tried_hosts
         wanted = [s.id for s in candidates if (s.host in tried_hosts) == first]
-        held = (
-            {sid: at for sid in wanted if (at := self._held.get(sid)) is not None}
-            if self._held
-            else {}
-        )
+        held = {sid: at for sid in wanted if (at := self._held.get(sid)) is not None}
         free = [sid for sid in wanted if sid not in held]
         if free and held:
             now = time.monotonic()

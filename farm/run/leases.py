@@ -319,6 +319,7 @@ def lease_any(lock_dir: Path, slot_ids: list[str], timeout: float) -> Iterator[s
     # is usually the first one, and a family of hundreds of slots must not cost an open or a path
     # per slot per case (256 of them cost 2 ms a case).
     handles: dict[str, IO[str]] = {}
+    by_path: dict[Path, str] = {}  # made when the first wait begins
     held = None
     waiting = False
     try:
@@ -338,7 +339,7 @@ def lease_any(lock_dir: Path, slot_ids: list[str], timeout: float) -> Iterator[s
                     waiting = True
                     with _WAITERS_LOCK:
                         _WAITERS.update(slot_ids)
-                by_path = {_lock_path(lock_dir, s): s for s in slot_ids}
+                    by_path = {_lock_path(lock_dir, s): s for s in slot_ids}
                 granted = _WATCHES.wait(list(by_path), deadline)
                 if granted is not None:
                     slot_id = by_path[granted[0]]

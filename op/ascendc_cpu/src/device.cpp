@@ -55,25 +55,13 @@ const char* position_name(TPosition p) {
 
 // ---- the device: GM regions ------------------------------------------------------------------
 
-struct Region {
-    std::string name;
-    uint8_t* lo = nullptr;    // start of the leading guard
-    uint8_t* data = nullptr;  // the buffer
-    uint64_t bytes = 0;
-    uint8_t* hi = nullptr;    // end of the trailing guard
-    bool output = false;
-    bool unspecified = false;  // content nobody wrote (the system workspace): never to be read
-    uint64_t elem_bytes = 1;
-    uint64_t elems = 0;
-    std::unique_ptr<std::atomic<int32_t>[]> writer;  // output elements: 0 unwritten, core + 1
-};
-
-// The GM arena's memory: anonymous pages, zero until written, so that a region whose content is
-// unspecified (the system workspace, 16 MiB on Atlas A2) costs nothing: no kernel may read it.
+// Anonymous pages, zero until written: the GM arena, so that a region whose content is
+// unspecified (the system workspace, 16 MiB on Atlas A2) costs nothing unless the kernel uses it,
+// and the shadow that says which of that region's bytes the kernel has written.
 class Arena {
 public:
-    explicit Arena(size_t bytes) : bytes_(bytes) {
-        void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    explicit Arena(size_t bytes) : bytes_(std::max<size_t>(bytes, 1)) {
+        void* p = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (p == MAP_FAILED) throw std::bad_alloc();
         base_ = static_cast<uint8_t*>(p);
     }
@@ -85,6 +73,22 @@ public:
 private:
     uint8_t* base_ = nullptr;
     size_t bytes_ = 0;
+};
+
+struct Region {
+    std::string name;
+    uint8_t* lo = nullptr;    // start of the leading guard
+    uint8_t* data = nullptr;  // the buffer
+    uint64_t bytes = 0;
+    uint8_t* hi = nullptr;    // end of the trailing guard
+    bool output = false;
+    // Content the kernel may not rely on (the system workspace): it may write it, and read only
+    // what it wrote. `written`: one byte per byte of the region, non-zero once written.
+    bool unspecified = false;
+    std::unique_ptr<Arena> written;
+    uint64_t elem_bytes = 1;
+    uint64_t elems = 0;
+    std::unique_ptr<std::atomic<int32_t>[]> writer;  // output elements: 0 unwritten, core + 1
 };
 
 struct Device {
@@ -500,11 +504,23 @@ uint8_t* gm(const char* api, uint64_t addr, uint64_t bytes, bool write) {
         fault(std::string(api) + ": GM access outside the tensor: " + (write ? "write" : "read") +
               " of bytes " + range(lo, hi) + " of " + r.name + ", which has " +
               std::to_string(r.bytes) + " B");
-    if (!write && r.unspecified)
-        policy_fault(std::string(api) + ": GM read of content nothing wrote: bytes " +
-                         range(lo, hi) + " of " + r.name + ", whose content is unspecified",
-                     "on a device it holds whatever the memory held last, so what the kernel "
-                     "computes from it is garbage there; the emulation would present zeros");
+    if (r.unspecified) {
+        uint8_t* shadow = r.written->base();
+        for (int64_t i = lo; i < hi; ++i) {
+            if (write) {
+                __atomic_store_n(&shadow[i], 1, __ATOMIC_RELAXED);
+            } else if (!__atomic_load_n(&shadow[i], __ATOMIC_RELAXED)) {
+                policy_fault(std::string(api) + ": GM read of content nothing wrote: bytes " +
+                                 range(lo, hi) + " of " + r.name +
+                                 ", whose content is unspecified; byte " + std::to_string(i) +
+                                 " was never written",
+                             "on a device it holds whatever the memory held last, so what the "
+                             "kernel computes from it is garbage there; the emulation would "
+                             "present zeros");
+            }
+        }
+        return reinterpret_cast<uint8_t*>(addr);
+    }
     if (write) {
         if (!r.output)
             policy_fault(std::string(api) + ": GM write to an input tensor: bytes " +
@@ -875,9 +891,10 @@ void launch(KernelFn kernel, uint32_t block_dim, const Soc& soc, uint64_t tiling
                rt::kGuardBytes;
         r.output = s.output;
         r.unspecified = s.unspecified;
+        if (r.unspecified) r.written.reset(new rt::Arena(s.bytes));
         r.elem_bytes = s.elem_bytes;
         // Only the guards and the padding are filled: the data is copied, or left as the
-        // arena's zero pages when its content is unspecified (gm() refuses to read it).
+        // arena's zero pages when its content is unspecified (gm() reads only what was written).
         std::memset(r.lo, rt::kGuardFill, rt::kGuardBytes);
         if (s.bytes && s.data) std::memcpy(r.data, s.data, s.bytes);
         std::memset(r.data + s.bytes, rt::kGuardFill, static_cast<size_t>(r.hi - (r.data + s.bytes)));

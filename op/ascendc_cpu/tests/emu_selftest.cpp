@@ -1148,15 +1148,30 @@ KERNEL(realloc_reads_nan) {
     q.FreeTensor(u);
 }
 
-// A GM buffer of unspecified content (the system workspace) is never read: a read is a policy
-// fault naming it (the emulation would present zeros where a device holds garbage); an output
-// cannot be one.
+// A GM buffer of unspecified content (the system workspace): the kernel may write it and read
+// back what it wrote; a read of a byte it did not write is a policy fault naming it (the
+// emulation would present zeros where a device holds garbage); an output cannot be one.
 float g_ws_seen[8];
+uint32_t g_ws_written = 0;  // floats written at ws[64] before the 8 are read back
 KERNEL(read_workspace) {
     static_cast<void>(a), static_cast<void>(b), static_cast<void>(out), static_cast<void>(tiling);
-    ONE_TBUF(t, 64);
+    TPipe pipe;
+    TQue<TPosition::VECOUT, 1> to_gm;
+    TBuf<TPosition::VECCALC> t;
+    pipe.InitBuffer(to_gm, 1, 64);
+    pipe.InitBuffer(t, 64);
+    if (g_ws_written) {
+        LocalTensor<float> w = to_gm.AllocTensor<float>();
+        Duplicate(w, 5.0f, 8);
+        to_gm.EnQue(w);
+        LocalTensor<float> r = to_gm.DeQue<float>();
+        DataCopyPad(gm_floats(ws)[64], r, DataCopyExtParams{1, g_ws_written * 4, 0, 0, 0});
+        to_gm.FreeTensor(r);
+        PipeBarrier<PIPE_ALL>();
+    }
     LocalTensor<float> l = t.Get<float>();
     DataCopy(l, gm_floats(ws)[64], 8);
+    PipeBarrier<PIPE_ALL>();
     for (int i = 0; i < 8; ++i) g_ws_seen[i] = l.GetValue(i);
 }
 
@@ -1181,11 +1196,26 @@ std::string run_with_workspace(std::vector<float>& ws, bool unspecified, bool ou
 
 void check_workspace() {
     std::vector<float> ws(1024, 3.0f);
+    g_ws_written = 0;
     std::string err = run_with_workspace(ws, true, false);
     report(err.rfind("DataCopy: GM read of content nothing wrote: bytes [256, 288) of workspace, "
-                     "whose content is unspecified, core 0 (emulation policy: CANN accepts this; ",
+                     "whose content is unspecified; byte 256 was never written, core 0 "
+                     "(emulation policy: CANN accepts this; ",
                      0) == 0 && g_policy,
            "a read of a GM buffer of unspecified content is a policy fault naming it", err);
+    g_ws_written = 4;
+    err = run_with_workspace(ws, true, false);
+    report(err.rfind("DataCopy: GM read of content nothing wrote: bytes [256, 288) of workspace, "
+                     "whose content is unspecified; byte 272 was never written, core 0 ",
+                     0) == 0 && g_policy,
+           "a read of unspecified GM the kernel wrote only in part names the first byte it did "
+           "not write", err);
+    g_ws_written = 8;
+    err = run_with_workspace(ws, true, false);
+    bool read_back = err.empty();
+    for (float v : g_ws_seen) read_back = read_back && v == 5.0f;
+    report(read_back, "what the kernel wrote to unspecified GM it reads back", err);
+    g_ws_written = 0;
     err = run_with_workspace(ws, false, false);
     bool copied = err.empty();
     for (float v : g_ws_seen) copied = copied && v == 3.0f;

@@ -4,12 +4,12 @@
 //
 // launch() runs `kernel` for every block index 0..block_dim-1, sequentially (threads <= 1) or on
 // `threads` host threads, over one emulated GM:
-//   - each GmBuffer is copied (one of unspecified content is not, and reading it is refused)
-//     into a GM region with guard bytes on both sides; the kernel's five GM_ADDR arguments are
+//   - each GmBuffer is copied (one of unspecified content is not: the kernel reads only what it
+//     wrote there) into a GM region with guard bytes on both sides; the kernel's five GM_ADDR arguments are
 //     gm[0..3] (dy, y, out, workspace; nullptr where gm has fewer entries) and a GM copy of the
 //     tiling data (what GET_TILING_DATA reads);
-//   - every GM access of the kernel is checked against the region it falls in, writes to a
-//     non-output region are refused, and the guard bytes are verified after the run;
+//   - every GM access of the kernel is checked against the region it falls in, writes to an
+//     input region are refused, and the guard bytes are verified after the run;
 //   - each output element must be written exactly once (when block_dim > 0 and the output is not
 //     empty), by one core;
 //   - outputs are copied back after the run (also when it throws, for inspection);
@@ -69,8 +69,8 @@ struct GmBuffer {
     bool output;
     size_t elem_bytes;
     // An input whose content the kernel may not rely on (the system workspace the framework
-    // provides): `data` is not read and may be null, nothing is copied, and a kernel's read of it
-    // is a PolicyFault (on a device it holds whatever the memory held last).
+    // provides): `data` is not read and may be null, nothing is copied; the kernel may write it,
+    // and its read of a byte it did not write is a PolicyFault (a device holds garbage there).
     bool unspecified = false;
 };
 
