@@ -85,6 +85,34 @@ def test_guard_compares_bits_not_values():
     assert not layouts.outside_untouched(storage, "strided", (2, 2))
 
 
+@pytest.mark.parametrize(
+    "layout, shape",
+    [
+        ("contiguous", (3, 5)),
+        ("contiguous", ()),
+        ("contiguous", (2, 0, 3)),
+        (View((5, 1), 15, 0), (3, 5)),  # dense over its whole storage
+        (View((5, 1), 16, 0), (3, 5)),  # dense, one element after it
+        (View((5, 1), 16, 1), (3, 5)),  # dense, one element before it
+        (View((99, 1), 5, 0), (1, 5)),  # dense: extent 1, any stride
+        (View((1, 3), 15, 0), (3, 5)),  # column-major: every element, not C order
+        ("strided", (3, 5)),
+        (View((2, 3), 8, 0), (3, 2)),  # interleaved
+    ],
+)
+def test_the_guard_sees_every_element_outside_the_view_and_none_inside(layout, shape):
+    """The guard's answer, element by element: a write to any storage element outside the view
+    is seen, a write inside is not (the C-order dense view over its whole storage included,
+    which the guard answers without looking)."""
+    storage, view = layouts.allocate(shape, np.float32, layout)
+    inside = set(layouts.element_offsets(layout, shape).tolist()) if view.size else set()
+    assert layouts.outside_untouched(storage, layout, shape)
+    for position in range(storage.size):
+        written = storage.copy()
+        written[position] = 1.0
+        assert layouts.outside_untouched(written, layout, shape) == (position in inside), position
+
+
 def test_overlapping_input_view_is_deterministic():
     values = np.arange(12, dtype=np.float32).reshape(3, 4)
     view = layouts.place(values, View((0, 1), 4))
