@@ -348,7 +348,7 @@ int32_t lsg_run(void* workspace, uint64_t workspace_size, lsg_executor* executor
         const size_t bytes = numel(call.dy.shape) * es;
         // The kernel's own workspace, of the size the tiling function asked for (the system
         // workspace of the Ascend C library), which the framework provides; its content is
-        // unspecified (the emulated device presents 0xFF bytes).
+        // unspecified (the emulated device refuses a read of a byte the kernel has not written).
         const size_t sys_bytes = static_cast<size_t>(executor->host.workspaces.at(0));
         const std::vector<emu::GmBuffer> gm = {
             {const_cast<void*>(v.dy), bytes, "grad_output", false, es},

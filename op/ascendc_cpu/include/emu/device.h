@@ -5,9 +5,9 @@
 // launch() runs `kernel` for every block index 0..block_dim-1, sequentially (threads <= 1) or on
 // `threads` host threads, over one emulated GM:
 //   - each GmBuffer is copied (one of unspecified content is not: the kernel reads only what it
-//     wrote there) into a GM region with guard bytes on both sides; the kernel's five GM_ADDR arguments are
-//     gm[0..3] (dy, y, out, workspace; nullptr where gm has fewer entries) and a GM copy of the
-//     tiling data (what GET_TILING_DATA reads);
+//     wrote there) into a GM region with guard bytes on both sides; the kernel's five GM_ADDR
+//     arguments are gm[0..3] (dy, y, out, workspace; nullptr where gm has fewer entries) and a
+//     GM copy of the tiling data (what GET_TILING_DATA reads);
 //   - every GM access of the kernel is checked against the region it falls in, writes to an
 //     input region are refused, and the guard bytes are verified after the run;
 //   - each output element must be written exactly once (when block_dim > 0 and the output is not
