@@ -269,11 +269,12 @@ def outside_untouched(storage: np.ndarray, layout: Layout, shape: Sequence[int])
     n = math.prod(shape)
     # A C-order view from the storage's first element over exactly its n elements (every
     # contiguous output) leaves nothing outside: no offsets to make (13 ns an element).
-    if n and storage.size == n and resolve(layout, shape).offset == 0 and is_dense(layout, shape):
+    view = resolve(layout, shape)
+    if n and storage.size == n and view.offset == 0 and is_dense(view, shape):
         return True
     mask = np.ones(storage.size, dtype=bool)
     if n:
-        mask[element_offsets(layout, shape)] = False
+        mask[element_offsets(view, shape)] = False
     if not mask.any():
         return True
     bits = np.dtype(f"u{storage.dtype.itemsize}")
