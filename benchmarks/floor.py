@@ -27,8 +27,10 @@ Then, in the same invocation, ``farm run --tier T --no-progress`` on the embedde
 (tier_time.run_tier: its own FARM_RUNS and FARM_STORE in a temporary directory, the process tree
 sampled as in scale.py). Reported per tier: floor wall, farm wall (with the report unless
 ``--no-report``), their ratio (issue 26's target: at most 1.5), the orchestrator's CPU per case,
-the tail (the last record written to the command's end), the floor's CPU beside the agents' CPU,
-and the load average before and after each half.
+the tail (the last record written to the command's end), the floor's CPU beside the agents' CPU
+and beside the whole farm run's (every process, Allure's included: the kernel's count of the
+reaped children), and the load average before and after each half; then the farm run's CPU by
+role (agents, controller, xdist workers, plots, allure, other: benchmarks/scale.py role_of).
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from scale import ROLES  # noqa: E402
 from tier_time import run_tier  # noqa: E402
 
 from farm.agent import execute  # noqa: E402
@@ -174,9 +177,8 @@ def measure(
         "orchestrator_cpu_per_case_ms": 1000 * farm["orchestrator_cpu_s"] / cases,
         "tail_s": farm["tail_s"],
         # The same comparison in CPU seconds, which a loaded machine distorts less than walls.
-        "cpu_ratio": (farm["agents_cpu_s"] + farm["orchestrator_cpu_s"]) / floor["cpu_s"]
-        if floor["cpu_s"]
-        else None,
+        # Every process of the run (Allure's node included), from the kernel's count.
+        "cpu_ratio": farm["tree_cpu_s"] / floor["cpu_s"] if floor["cpu_s"] else None,
     }
 
 
@@ -200,6 +202,24 @@ def table(results: list[dict]) -> str:
             f"| {m['agents_cpu_s']:.1f} s | {r['cpu_ratio']:.2f} "
             f"| {_load(f['load_before'])} → {_load(f['load_after'])}; "
             f"{_load(m['load_before'])} → {_load(m['load_after'])} |"
+        )
+    return "\n".join(rows)
+
+
+def roles_table(results: list[dict]) -> str:
+    """Where each farm run's CPU went (tier_time.roles_line), beside the floor's."""
+    rows = [
+        "| tier | floor CPU | farm CPU, every process | " + " | ".join(ROLES) + " | not sampled |",
+        "|---|" + "--:|" * (len(ROLES) + 3),
+    ]
+    for r in results:
+        m = r["farm"]
+        roles = m["cpu_by_role"]
+        missed = m["tree_cpu_s"] - sum(roles.values())
+        rows.append(
+            f"| {r['tier']} | {r['floor']['cpu_s']:.1f} s | {m['tree_cpu_s']:.1f} s | "
+            + " | ".join(f"{roles[role]:.1f} s" for role in ROLES)
+            + f" | {missed:.1f} s |"
         )
     return "\n".join(rows)
 
@@ -245,6 +265,8 @@ def main(argv: list[str] | None = None) -> int:
             if m["exit"] != 0:
                 print("\n".join(m.get("tail", [])))
     print(table(results))
+    print()
+    print(roles_table(results))
     if args.json:
         args.json.write_text(json.dumps(results, indent=1))
     return 0 if all(r["farm"]["exit"] == 0 for r in results) else 1

@@ -126,6 +126,7 @@ def descendants(root: int) -> list[int]:
 class Proc:
     pid: int
     kind: str  # orchestrator | agent | helper
+    role: str  # one of ROLES
     cpu: float = 0.0  # seconds, user + system
     rss: float = 0.0  # MiB
     fds: int = 0
@@ -158,6 +159,28 @@ def kind_of(cmd: str) -> str:
     if "-m farm.cli" in cmd or "exec(eval(sys.stdin.readline()))" in cmd:
         return "orchestrator"
     return "helper"
+
+
+# Who spends a run's CPU, finer than kind_of (benchmarks/floor.py and tier_time.py report it).
+ROLES = ("agents", "controller", "xdist workers", "plots", "allure", "other")
+
+
+def role_of(pid: int, cmd: str, root: int) -> str:
+    """The process's part in a run whose `farm run` is ``root``: its agents, the controller (farm
+    run itself: pytest's session, xdist's scheduling, the store, the report's steps), pytest-xdist's
+    workers (the cases' dispatch, records and Allure results), the plots (farm run's forked
+    drawing processes), Allure's report (node), or other (git, a deploy helper, ...)."""
+    if pid == root:
+        return "controller"
+    if "-m farm.agent" in cmd:
+        return "agents"
+    if "exec(eval(sys.stdin.readline()))" in cmd:
+        return "xdist workers"
+    if "-m farm.cli" in cmd:
+        return "plots"
+    if "generate.mjs" in cmd:
+        return "allure"
+    return "other"
 
 
 @dataclass
@@ -224,7 +247,7 @@ class Monitor:
             cmd, cpu, rss, fds = got
             proc = self.procs.get(pid)
             if proc is None:
-                proc = self.procs[pid] = Proc(pid, kind_of(cmd))
+                proc = self.procs[pid] = Proc(pid, kind_of(cmd), role_of(pid, cmd, self.root_pid))
             proc.cpu, proc.rss, proc.fds, proc.alive = max(proc.cpu, cpu), rss, fds, True
         live = [p for p in self.procs.values() if p.alive]
         orch = [p for p in live if p.kind == "orchestrator"]
@@ -242,6 +265,14 @@ class Monitor:
                 agent_cpu=sum(p.cpu for p in self.procs.values() if p.kind == "agent"),
             )
         )
+
+    def cpu_by_role(self) -> dict[str, float]:
+        """CPU seconds of every process seen, by role (a process is read while it lives: what it
+        spends after its last sample, and processes shorter than the interval, are missed)."""
+        spent = dict.fromkeys(ROLES, 0.0)
+        for proc in self.procs.values():
+            spent[proc.role] += proc.cpu
+        return spent
 
     def _loop(self) -> None:
         while not self._stop.is_set():

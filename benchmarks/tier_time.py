@@ -15,7 +15,10 @@ sampled from /proc as in benchmarks/scale.py. Reported:
 * the agents' compute: the CPU time of every agent process (user + system), summed; divided by
   the machine's cores, it is the shortest wall time that compute allows on this machine;
 * the ratio of the wall time to that bound (the issue's target: at most 1.5), and the
-  orchestrator's CPU beside it (what the farm itself costs; it competes for the same cores).
+  orchestrator's CPU beside it (what the farm itself costs; it competes for the same cores):
+  farm run and pytest-xdist's workers, the forked plot processes included, Allure's node not;
+* the CPU by role (agents, controller, xdist workers, plots, allure, other; scale.py role_of)
+  and the whole process tree's, from the kernel's accounting of the reaped children.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -35,12 +39,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from scale import RUN_TIMEOUT, Monitor  # noqa: E402
 
 
+def _cpu(usage: resource.struct_rusage) -> float:
+    return usage.ru_utime + usage.ru_stime
+
+
 def run_tier(work: Path, tier: str, report: bool, interval: float, jobs: int | None = None) -> dict:
     env = dict(os.environ, FARM_RUNS=str(work / "runs"), FARM_STORE=str(work / "farm.sqlite"))
     argv = [sys.executable, "-m", "farm.cli", "run", "--tier", tier, "--no-progress"]
     argv += [] if report else ["--no-report"]
     argv += [] if jobs is None else ["--jobs", str(jobs)]
     tail: list[str] = []
+    children_before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.monotonic()
     proc = subprocess.Popen(
         argv, cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
@@ -62,6 +71,7 @@ def run_tier(work: Path, tier: str, report: bool, interval: float, jobs: int | N
             code = proc.wait()
     reader.join(10)
     wall = time.monotonic() - started
+    children_after = resource.getrusage(resource.RUSAGE_CHILDREN)
     samples = monitor.samples
     cases = max(max((s.records for s in samples), default=0), monitor._records())
     first = next((s.t for s in samples if s.records > 0), None)
@@ -82,12 +92,22 @@ def run_tier(work: Path, tier: str, report: bool, interval: float, jobs: int | N
         "tail_s": (wall - last) if last is not None else None,
         "agents_cpu_s": agents_cpu,
         "orchestrator_cpu_s": orch_cpu,
+        # Every process of the run, reaped: the kernel's count, which sampling cannot miss.
+        "tree_cpu_s": _cpu(children_after) - _cpu(children_before),
+        "cpu_by_role": monitor.cpu_by_role(),
         "cores": cores,
         "bound_s": bound,
         "ratio": wall / bound if bound else None,
         "agents": max((s.agents for s in samples), default=0),
         "tail": tail,
     }
+
+
+def roles_line(r: dict) -> str:
+    """Where the run's CPU went, by role (scale.py role_of), beside the kernel's count of all of
+    it; the difference is what the samples missed (short-lived processes, last slices)."""
+    roles = ", ".join(f"{role} {cpu:.1f}" for role, cpu in r["cpu_by_role"].items())
+    return f"CPU by role (s): {roles}; every process {r['tree_cpu_s']:.1f}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -115,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
         f"first to last record {cases_wall})\n"
         f"agents' CPU {r['agents_cpu_s']:.1f} s in {r['agents']} agents / {r['cores']} cores = "
         f"{r['bound_s']:.1f} s; wall / that = {r['ratio']:.2f} (target <= 1.5)\n"
-        f"orchestrator CPU {r['orchestrator_cpu_s']:.1f} s"
+        f"orchestrator CPU {r['orchestrator_cpu_s']:.1f} s\n{roles_line(r)}"
     )
     if args.json:
         args.json.write_text(json.dumps({k: v for k, v in r.items() if k != "tail"}))
