@@ -104,6 +104,55 @@ struct Device {
 
 enum class SlotState : uint8_t { kFree, kAllocated, kEnqueued, kDequeued, kBuffer };
 
+// Byte ranges [lo, hi) of a slot, relative to its start, kept as a few disjoint ranges rather
+// than one high-water mark: a 2-byte dtype's block is copied in at its back half and cast up from
+// its front (op/ascendc/op_kernel), so a short row writes two small ranges a block apart, and
+// refilling everything up to the last byte written took a quarter of the emulated device's time
+// on large cases. Past kMax ranges the two closest merge: a refill then covers the gap between
+// them too (filled bytes filled again), never less than what was written.
+struct DirtyRanges {
+    static constexpr int kMax = 4;
+    uint32_t lo[kMax + 1] = {};
+    uint32_t hi[kMax + 1] = {};
+    int n = 0;
+
+    void add(uint32_t a, uint32_t b) {
+        if (a >= b) return;
+        for (int i = 0; i < n; ++i)
+            if (lo[i] <= a && b <= hi[i]) return;  // the usual case: a range already dirty
+        lo[n] = a;
+        hi[n] = b;
+        ++n;
+        // Sorted by start, then overlapping or touching neighbours merged.
+        for (int i = n - 1; i > 0 && lo[i] < lo[i - 1]; --i) {
+            std::swap(lo[i], lo[i - 1]);
+            std::swap(hi[i], hi[i - 1]);
+        }
+        int m = 0;
+        for (int i = 1; i < n; ++i) {
+            if (lo[i] <= hi[m]) {
+                hi[m] = std::max(hi[m], hi[i]);
+            } else {
+                ++m;
+                lo[m] = lo[i];
+                hi[m] = hi[i];
+            }
+        }
+        n = m + 1;
+        if (n > kMax) {
+            int closest = 0;
+            for (int i = 1; i + 1 < n; ++i)
+                if (lo[i + 1] - hi[i] < lo[closest + 1] - hi[closest]) closest = i;
+            hi[closest] = hi[closest + 1];
+            for (int i = closest + 1; i + 1 < n; ++i) {
+                lo[i] = lo[i + 1];
+                hi[i] = hi[i + 1];
+            }
+            --n;
+        }
+    }
+};
+
 struct Slot {
     uint32_t start = 0;
     uint32_t bytes = 0;
@@ -112,9 +161,9 @@ struct Slot {
     TPosition pos = TPosition::VECCALC;
     SlotState state = SlotState::kFree;
     uint32_t gen = 1;
-    // Bytes from `start` that may have been written since the slot was last filled with
-    // kFreshUbFill (every UB write goes through ub()): AllocTensor refills only those.
-    uint32_t dirty = 0;
+    // Where the slot may have been written since it was last filled with kFreshUbFill (every UB
+    // write goes through ub()): AllocTensor refills only those bytes.
+    DirtyRanges dirty;
 };
 
 struct Queue {
@@ -388,7 +437,7 @@ uint8_t* ub(const char* api, const char* role, const Ref& t, uint64_t offset, ui
     hazards(c, api, role, lo, hi, access);
     if (!is_read(access)) {
         Slot& s = c.slots[static_cast<size_t>(t.slot)];
-        s.dirty = std::max(s.dirty, static_cast<uint32_t>(hi - s.start));
+        s.dirty.add(static_cast<uint32_t>(lo - s.start), static_cast<uint32_t>(hi - s.start));
     }
     return c.ub.get() + lo;
 }
@@ -658,8 +707,10 @@ Ref que_alloc(int32_t id) {
         s.state = SlotState::kAllocated;
         q.cursor = (i + 1) % q.slots.size();
         // Stale data reads as NaN: the bytes written since the last fill are filled again.
-        std::memset(c.ub.get() + s.start, kFreshUbFill, s.dirty);
-        s.dirty = 0;
+        for (int r = 0; r < s.dirty.n; ++r)
+            std::memset(c.ub.get() + s.start + s.dirty.lo[r], kFreshUbFill,
+                        s.dirty.hi[r] - s.dirty.lo[r]);
+        s.dirty.n = 0;
         return Ref{s.start, s.bytes, q.slots[i], s.gen};
     }
     fault(std::string(api) + ": no free buffer: all " + std::to_string(q.slots.size()) +

@@ -1148,6 +1148,35 @@ KERNEL(realloc_reads_nan) {
     q.FreeTensor(u);
 }
 
+// The same after writes in more places than the emulation tracks apart (device.cpp DirtyRanges:
+// the closest merge), the last address first, one by the vector pipe: the buffer allocated again
+// reads as NaN in every element, in each of two rounds (the second after a refill).
+bool g_scattered_nan[2] = {false, false};
+KERNEL(realloc_scattered_reads_nan) {
+    UNUSED_ARGS;
+    TPipe pipe;
+    TQue<TPosition::VECIN, 1> q;
+    pipe.InitBuffer(q, 1, 1024);
+    for (int round = 0; round < 2; ++round) {
+        LocalTensor<float> t = q.AllocTensor<float>();
+        Duplicate(t[96], 1.0f, 8);
+        const event_t e = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::V_S));
+        SetFlag<HardEvent::V_S>(e);
+        WaitFlag<HardEvent::V_S>(e);
+        for (uint32_t at : {255u, 190u, 130u, 70u, 40u, 10u, 1u}) t.SetValue(at - round, 2.0f);
+        q.FreeTensor(t);
+        q.EnQue(q.AllocTensor<float>());
+        LocalTensor<float> u = q.DeQue<float>();
+        bool nan = true;
+        for (uint32_t i = 0; i < 256; ++i) nan = nan && std::isnan(u.GetValue(i));
+        g_scattered_nan[round] = nan;
+        q.FreeTensor(u);
+        const event_t s = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::S_V));
+        SetFlag<HardEvent::S_V>(s);  // the next round's vector write after these scalar reads
+        WaitFlag<HardEvent::S_V>(s);
+    }
+}
+
 // A GM buffer of unspecified content (the system workspace): the kernel may write it and read
 // back what it wrote; a read of a byte it did not write is a policy fault naming it (the
 // emulation would present zeros where a device holds garbage); an output cannot be one.
@@ -1584,6 +1613,11 @@ int main() {
         bool nan = err.empty();
         for (float v : g_again) nan = nan && std::isnan(v);
         report(nan, "a queue buffer allocated again reads as NaN where it was written", err);
+    }
+    {
+        const std::string err = run(realloc_scattered_reads_nan, 1, k910, 0);
+        report(err.empty() && g_scattered_nan[0] && g_scattered_nan[1],
+               "a queue buffer written in many places reads as NaN in every element again", err);
     }
     check_workspace();
     try {

@@ -50,8 +50,7 @@ inline uint16_t narrow(float f, int ebits, int mbits, Round mode) {
     const uint32_t sig = fexp == 0 ? fman : (fman | 0x800000u);
     if (sig == 0) return static_cast<uint16_t>(sign);
     const int qe = fexp == 0 ? -149 : static_cast<int>(fexp) - 150;
-    int bitlen = 0;
-    for (uint32_t s = sig; s; s >>= 1) ++bitlen;
+    const int bitlen = 32 - __builtin_clz(sig);  // sig != 0
     const int ex = qe + bitlen - 1;  // floor(log2 |f|)
     const int bias = (1 << (ebits - 1)) - 1;
     const int emin = 1 - bias;
