@@ -20,8 +20,10 @@ from __future__ import annotations
 
 import ctypes
 import json
+import os
 import struct
 import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -290,6 +292,49 @@ def test_the_backend_result_of_a_kernel_fault_in_the_agent(acpu_lib, monkeypatch
         "kernel_fault",
     )
     assert "DataCopy" in record["op_message"] and record["verdict"] is None
+
+
+# An agent loads the library (with dlopen, through ctypes), then PyTorch for a benchmark-ratio
+# case, or PyTorch first when an earlier case needed it; the ACL emulation's op-api library may be
+# loaded too. Each of them with initial-exec TLS takes part of glibc's static TLS surplus for
+# dlopen'ed libraries (the emulated device's core lookup, device.cpp t_core; torch's libgomp).
+_LOAD_ORDER = """
+import ctypes, sys
+import numpy as np
+from farm.agent.backends import native
+from golden.benchmark import torch_benchmark
+from golden.inputs import make_inputs
+
+def device():
+    ctypes.CDLL(sys.argv[1])  # the ACL emulation's op-api, with its own copy of the device
+    dy, y = make_inputs((64, 300), "float16", (-1,), "uniform", "normal", "none", 5)
+    result = native.run(dy, y, (-1,), "Ascend910B1", threads=4)  # the lookup on 4 threads
+    assert result.status == 0 and np.isfinite(result.out.astype(np.float32)).all(), result
+
+def pytorch():
+    dy, y = make_inputs((8, 64), "float32", (-1,), "uniform", "normal", "none", 5)
+    assert torch_benchmark(dy, y, (-1,), "float32").shape == (8, 64)
+
+for step in sys.argv[2:]:
+    {"device": device, "pytorch": pytorch}[step]()
+print("loaded")
+"""
+
+
+@pytest.mark.build
+@pytest.mark.parametrize("order", [("device", "pytorch"), ("pytorch", "device")])
+def test_the_library_and_pytorch_load_into_one_process_in_either_order(acpu_build, order):
+    op_api = acpu_build.parent / build.ACL_DIR / "lib" / "libcust_opapi.so"
+    assert op_api.is_file(), f"{op_api}: the ascendc-cpu build has no ACL op-api library"
+    env = {**os.environ, native.ENV_LIB: str(acpu_build)}
+    proc = subprocess.run(
+        [sys.executable, "-c", _LOAD_ORDER, str(op_api), *order],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert proc.returncode == 0 and proc.stdout.strip() == "loaded", proc.stderr[-2000:]
 
 
 # -- the twin, an independent second implementation ------------------------------------------

@@ -196,7 +196,13 @@ struct Core {
     std::vector<uint64_t> vread, vwrite, sread, swrite;
 };
 
-thread_local Core* t_core = nullptr;
+// Every AscendC call looks its core up here, several times: with the default TLS model of a
+// library loaded with dlopen each lookup calls __tls_get_addr (a fifth of the emulated device's
+// time on the nightly's largest cases). initial-exec is one load; it puts this library's TLS
+// block (64 bytes: this, the C ABI's and the tiling's) in glibc's static TLS surplus for dlopen'ed
+// libraries (512 bytes; torch's libgomp, loaded before or after us in an agent, takes 120).
+// tests/op/test_ascendc_cpu.py loads them into one process in both orders.
+thread_local Core* t_core __attribute__((tls_model("initial-exec"))) = nullptr;
 
 Core& core(const char* api) {
     if (t_core == nullptr)
