@@ -391,8 +391,8 @@ void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, uint32_t co
     if (count == 0) return;  // blockLen 0: CANN warns, a NOP
     emu_detail::copy_operand("dst", dst, ::emu::rt::Access::kMte2Write, count);
     const uint8_t* s = ::emu::rt::gm("DataCopy", src.emu_addr(), bytes, false);
-    uint8_t* d = ::emu::rt::ub("DataCopy", "dst", dst.emu_ref(), 0, bytes,
-                               ::emu::rt::Access::kMte2Write, emu_detail::kBlock);
+    uint8_t* d = ::emu::rt::ub_checked("DataCopy", "dst", dst.emu_ref(), 0, bytes,
+                                       ::emu::rt::Access::kMte2Write, emu_detail::kBlock);
     std::memcpy(d, s, bytes);
 }
 
@@ -403,8 +403,8 @@ void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, uint32_t co
     if (bytes % emu_detail::kBlock) emu_detail::length_fault("UB -> GM", count, sizeof(T));
     if (count == 0) return;
     emu_detail::copy_operand("src", src, ::emu::rt::Access::kMte3Read, count);
-    const uint8_t* s = ::emu::rt::ub("DataCopy", "src", src.emu_ref(), 0, bytes,
-                                     ::emu::rt::Access::kMte3Read, emu_detail::kBlock);
+    const uint8_t* s = ::emu::rt::ub_checked("DataCopy", "src", src.emu_ref(), 0, bytes,
+                                             ::emu::rt::Access::kMte3Read, emu_detail::kBlock);
     uint8_t* d = ::emu::rt::gm("DataCopy", dst.emu_addr(), bytes, true);
     std::memcpy(d, s, bytes);
 }
@@ -423,10 +423,10 @@ void DataCopy(const LocalTensor<T>& dst, const LocalTensor<T>& src, uint32_t cou
                                   bytes,
                                   "the result depends on the order in which the copy reads and "
                                   "writes its blocks, which the emulation does not model");
-    const uint8_t* s = ::emu::rt::ub("DataCopy", "src", src.emu_ref(), 0, bytes,
-                                     ::emu::rt::Access::kUbCopyRead, emu_detail::kBlock);
-    uint8_t* d = ::emu::rt::ub("DataCopy", "dst", dst.emu_ref(), 0, bytes,
-                               ::emu::rt::Access::kUbCopyWrite, emu_detail::kBlock);
+    const uint8_t* s = ::emu::rt::ub_checked("DataCopy", "src", src.emu_ref(), 0, bytes,
+                                             ::emu::rt::Access::kUbCopyRead, emu_detail::kBlock);
+    uint8_t* d = ::emu::rt::ub_checked("DataCopy", "dst", dst.emu_ref(), 0, bytes,
+                                       ::emu::rt::Access::kUbCopyWrite, emu_detail::kBlock);
     std::memmove(d, s, bytes);
 }
 
@@ -443,9 +443,9 @@ void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const DataC
         const uint8_t* s = ::emu::rt::gm(
             "DataCopy", src.emu_addr() + i * (len + uint64_t{p.srcStride} * emu_detail::kBlock),
             len, false);
-        uint8_t* d = ::emu::rt::ub("DataCopy", "dst", dst.emu_ref(),
-                                   i * (len + uint64_t{p.dstStride} * emu_detail::kBlock), len,
-                                   ::emu::rt::Access::kMte2Write, emu_detail::kBlock);
+        uint8_t* d = ::emu::rt::ub_checked(
+            "DataCopy", "dst", dst.emu_ref(), i * (len + uint64_t{p.dstStride} * emu_detail::kBlock),
+            len, ::emu::rt::Access::kMte2Write, emu_detail::kBlock);
         std::memcpy(d, s, len);
     }
 }
@@ -459,9 +459,9 @@ void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const DataC
                                p.blockLen, p.srcStride);
     const uint64_t len = uint64_t{p.blockLen} * emu_detail::kBlock;
     for (uint64_t i = 0; i < p.blockCount; ++i) {
-        const uint8_t* s = ::emu::rt::ub("DataCopy", "src", src.emu_ref(),
-                                         i * (len + uint64_t{p.srcStride} * emu_detail::kBlock),
-                                         len, ::emu::rt::Access::kMte3Read, emu_detail::kBlock);
+        const uint8_t* s = ::emu::rt::ub_checked(
+            "DataCopy", "src", src.emu_ref(), i * (len + uint64_t{p.srcStride} * emu_detail::kBlock),
+            len, ::emu::rt::Access::kMte3Read, emu_detail::kBlock);
         uint8_t* d = ::emu::rt::gm(
             "DataCopy", dst.emu_addr() + i * (len + uint64_t{p.dstStride} * emu_detail::kBlock),
             len, true);
@@ -523,8 +523,8 @@ void DataCopyPad(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const Da
                 uint64_t{p.dstStride} * kBlock);
         },
         emu_detail::a2_only(emu_detail::kCopyOverflowWhy));
-    uint8_t* base = ::emu::rt::ub("DataCopyPad", "dst", dst.emu_ref(), 0, span,
-                                  ::emu::rt::Access::kMte2Write, kBlock);
+    uint8_t* base = ::emu::rt::ub_checked("DataCopyPad", "dst", dst.emu_ref(), 0, span,
+                                          ::emu::rt::Access::kMte2Write, kBlock);
     for (uint64_t i = 0; i < p.blockCount; ++i) {
         const uint8_t* s = ::emu::rt::gm("DataCopyPad",
                                          src.emu_addr() + i * (uint64_t{p.blockLen} + p.srcStride),
@@ -560,8 +560,8 @@ void DataCopyPad(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const Da
         },
         emu_detail::a2_only(emu_detail::kCopyOverflowWhy));
     const uint64_t span = (p.blockCount - 1) * ub_step + p.blockLen;
-    const uint8_t* base = ::emu::rt::ub("DataCopyPad", "src", src.emu_ref(), 0, span,
-                                        ::emu::rt::Access::kMte3Read, kBlock);
+    const uint8_t* base = ::emu::rt::ub_checked("DataCopyPad", "src", src.emu_ref(), 0, span,
+                                                ::emu::rt::Access::kMte3Read, kBlock);
     for (uint64_t i = 0; i < p.blockCount; ++i) {
         uint8_t* d = ::emu::rt::gm("DataCopyPad",
                                    dst.emu_addr() + i * (uint64_t{p.blockLen} + p.dstStride),
@@ -629,9 +629,11 @@ void unary(const char* api, const LocalTensor<T>& dst, const LocalTensor<T>& src
     vec_operand(api, "src", src, ::emu::rt::Access::kVecRead, n);
     vec_operand(api, "dst", dst, ::emu::rt::Access::kVecWrite, n);
     const T* s = reinterpret_cast<const T*>(
-        ::emu::rt::ub(api, "src", src.emu_ref(), 0, bytes, ::emu::rt::Access::kVecRead, kBlock));
+        ::emu::rt::ub_checked(api, "src", src.emu_ref(), 0, bytes,
+                              ::emu::rt::Access::kVecRead, kBlock));
     T* d = reinterpret_cast<T*>(
-        ::emu::rt::ub(api, "dst", dst.emu_ref(), 0, bytes, ::emu::rt::Access::kVecWrite, kBlock));
+        ::emu::rt::ub_checked(api, "dst", dst.emu_ref(), 0, bytes,
+                              ::emu::rt::Access::kVecWrite, kBlock));
     ::emu::rt::check_overlap(api, "dst", dst.emu_ref(), bytes, "src", src.emu_ref(), bytes);
     for (int64_t i = 0; i < count; ++i) d[i] = Arith<T>::store(f(Arith<T>::load(s[i])));
 }
@@ -649,11 +651,14 @@ void binary(const char* api, const LocalTensor<T>& dst, const LocalTensor<T>& a,
     vec_operand(api, "src1", b, ::emu::rt::Access::kVecRead, n);
     vec_operand(api, "dst", dst, ::emu::rt::Access::kVecWrite, n);
     const T* x = reinterpret_cast<const T*>(
-        ::emu::rt::ub(api, "src0", a.emu_ref(), 0, bytes, ::emu::rt::Access::kVecRead, kBlock));
+        ::emu::rt::ub_checked(api, "src0", a.emu_ref(), 0, bytes,
+                              ::emu::rt::Access::kVecRead, kBlock));
     const T* y = reinterpret_cast<const T*>(
-        ::emu::rt::ub(api, "src1", b.emu_ref(), 0, bytes, ::emu::rt::Access::kVecRead, kBlock));
+        ::emu::rt::ub_checked(api, "src1", b.emu_ref(), 0, bytes,
+                              ::emu::rt::Access::kVecRead, kBlock));
     T* d = reinterpret_cast<T*>(
-        ::emu::rt::ub(api, "dst", dst.emu_ref(), 0, bytes, ::emu::rt::Access::kVecWrite, kBlock));
+        ::emu::rt::ub_checked(api, "dst", dst.emu_ref(), 0, bytes,
+                              ::emu::rt::Access::kVecWrite, kBlock));
     ::emu::rt::check_overlap(api, "dst", dst.emu_ref(), bytes, "src0", a.emu_ref(), bytes);
     ::emu::rt::check_overlap(api, "dst", dst.emu_ref(), bytes, "src1", b.emu_ref(), bytes);
     for (int64_t i = 0; i < count; ++i)
@@ -713,9 +718,9 @@ void Duplicate(const LocalTensor<T>& dst, const T& scalar, const int32_t& count)
     const uint64_t n = static_cast<uint64_t>(count);
     ::emu::rt::vec_begin();
     emu_detail::vec_operand("Duplicate", "dst", dst, ::emu::rt::Access::kVecWrite, n);
-    T* d = reinterpret_cast<T*>(::emu::rt::ub("Duplicate", "dst", dst.emu_ref(), 0,
-                                              n * sizeof(T), ::emu::rt::Access::kVecWrite,
-                                              emu_detail::kBlock));
+    T* d = reinterpret_cast<T*>(::emu::rt::ub_checked("Duplicate", "dst", dst.emu_ref(), 0,
+                                                      n * sizeof(T), ::emu::rt::Access::kVecWrite,
+                                                      emu_detail::kBlock));
     for (int32_t i = 0; i < count; ++i) d[i] = scalar;
 }
 
@@ -780,11 +785,11 @@ void Cast(const LocalTensor<TDst>& dst, const LocalTensor<TSrc>& src, const Roun
         emu_detail::vec_operand("Cast", "src", src, ::emu::rt::Access::kVecRead, n);
         emu_detail::vec_operand("Cast", "dst", dst, ::emu::rt::Access::kVecWrite, n);
         const TSrc* s = reinterpret_cast<const TSrc*>(
-            ::emu::rt::ub("Cast", "src", src.emu_ref(), 0, n * sizeof(TSrc),
-                          ::emu::rt::Access::kVecRead, emu_detail::kBlock));
+            ::emu::rt::ub_checked("Cast", "src", src.emu_ref(), 0, n * sizeof(TSrc),
+                                  ::emu::rt::Access::kVecRead, emu_detail::kBlock));
         TDst* d = reinterpret_cast<TDst*>(
-            ::emu::rt::ub("Cast", "dst", dst.emu_ref(), 0, n * sizeof(TDst),
-                          ::emu::rt::Access::kVecWrite, emu_detail::kBlock));
+            ::emu::rt::ub_checked("Cast", "dst", dst.emu_ref(), 0, n * sizeof(TDst),
+                                  ::emu::rt::Access::kVecWrite, emu_detail::kBlock));
         // CANN's overlap rule (Fault), then the repeat-by-repeat model (PolicyFault): what passes
         // both gives, read all first, what the hardware's repeat-by-repeat execution gives.
         ::emu::rt::check_cast_overlap(dst.emu_ref(), sizeof(TDst), src.emu_ref(), sizeof(TSrc),
@@ -972,14 +977,15 @@ void ReduceSum(const LocalTensor<T>& dst, const LocalTensor<T>& src, const Local
                                  "!= 0");
     }
     const T* s = reinterpret_cast<const T*>(
-        ::emu::rt::ub(api, "src", src.emu_ref(), 0, n * sizeof(T), Access::kVecRead,
-                      emu_detail::kBlock));
-    T* w = b310 ? reinterpret_cast<T*>(::emu::rt::ub(api, "work", work.emu_ref(), 0,
-                                                     written * sizeof(T), Access::kVecWrite,
-                                                     sizeof(T)))
+        ::emu::rt::ub_checked(api, "src", src.emu_ref(), 0, n * sizeof(T), Access::kVecRead,
+                              emu_detail::kBlock));
+    T* w = b310 ? reinterpret_cast<T*>(::emu::rt::ub_checked(api, "work", work.emu_ref(), 0,
+                                                             written * sizeof(T), Access::kVecWrite,
+                                                             sizeof(T)))
                 : nullptr;
     T* d = reinterpret_cast<T*>(
-        ::emu::rt::ub(api, "dst", dst.emu_ref(), 0, sizeof(T), Access::kVecWrite, sizeof(T)));
+        ::emu::rt::ub_checked(api, "dst", dst.emu_ref(), 0, sizeof(T), Access::kVecWrite,
+                              sizeof(T)));
     if (b310) {
         const char* why =
             "CANN does not check it; its Ascend310B implementation writes the work tensor while "

@@ -204,9 +204,13 @@ struct Core {
 // tests/op/test_ascendc_cpu.py loads them into one process in both orders.
 thread_local Core* t_core __attribute__((tls_model("initial-exec"))) = nullptr;
 
-Core& core(const char* api) {
-    if (t_core == nullptr)
-        throw Fault(std::string(api) + ": AscendC API called outside emu::launch");
+[[noreturn, gnu::cold, gnu::noinline]] void outside_launch(const char* api) {
+    throw Fault(std::string(api) + ": AscendC API called outside emu::launch");
+}
+
+// Inlined into every check: the message is built out of line, in outside_launch.
+inline Core& core(const char* api) {
+    if (__builtin_expect(t_core == nullptr, 0)) outside_launch(api);
     return *t_core;
 }
 
@@ -428,8 +432,13 @@ void check_length(const char* api, const char* rule, const char* role, const Ref
 
 uint8_t* ub(const char* api, const char* role, const Ref& t, uint64_t offset, uint64_t bytes,
             Access access, uint32_t align) {
-    Core& c = core(api);
     check_state(api, role, t, access);
+    return ub_checked(api, role, t, offset, bytes, access, align);
+}
+
+uint8_t* ub_checked(const char* api, const char* role, const Ref& t, uint64_t offset,
+                    uint64_t bytes, Access access, uint32_t align) {
+    Core& c = core(api);
     const uint64_t lo = uint64_t{t.addr} + offset;
     const uint64_t hi = lo + bytes;
     if (align > 1 && lo % align)

@@ -306,6 +306,28 @@ KERNEL(used_while_enqueued) {
     Duplicate(t, 1.0f, 8);
 }
 
+// GetValue and SetValue check the tensor's state in ub() itself (no ub_operand before them, as
+// the copy and vector instructions have): a scalar access is refused like a vector one.
+KERNEL(get_value_after_free) {
+    UNUSED_ARGS;
+    TPipe pipe;
+    TQue<TPosition::VECOUT, 1> q;
+    pipe.InitBuffer(q, 2, 1024);
+    LocalTensor<float> t = q.AllocTensor<float>();
+    q.FreeTensor(t);
+    (void)t.GetValue(0);
+}
+
+KERNEL(set_value_while_enqueued) {
+    UNUSED_ARGS;
+    TPipe pipe;
+    TQue<TPosition::VECOUT, 1> q;
+    pipe.InitBuffer(q, 1, 1024);
+    LocalTensor<float> t = q.AllocTensor<float>();
+    q.EnQue(t);
+    t.SetValue(0, 1.0f);
+}
+
 KERNEL(vecin_read_early) {
     UNUSED_ARGS;
     TPipe pipe;
@@ -1348,6 +1370,10 @@ int main() {
                  "TQue::EnQue: tensor not allocated from this queue");
     expect_fault("use between EnQue and DeQue", used_while_enqueued,
                  "Duplicate: queue tensor used between EnQue and DeQue: dst");
+    expect_fault("GetValue after FreeTensor", get_value_after_free,
+                 "LocalTensor::GetValue: queue tensor used after FreeTensor: tensor");
+    expect_fault("SetValue between EnQue and DeQue", set_value_while_enqueued,
+                 "LocalTensor::SetValue: queue tensor used between EnQue and DeQue: tensor");
     expect_fault("VECIN read before EnQue/DeQue", vecin_read_early,
                  "Exp: VECIN tensor read before EnQue/DeQue: src");
     expect_fault("VECOUT copied out before EnQue/DeQue", vecout_copied_early,
