@@ -93,6 +93,7 @@ struct Region {
 
 struct Device {
     const Soc* soc = nullptr;
+    bool ascend310b = false;  // soc's name starts "Ascend310B": asked on every copy instruction
     ReduceSumOrder order = ReduceSumOrder::kSequentialRepeats;
     uint64_t tiling_key = 0;
     uint32_t block_dim = 0;
@@ -380,7 +381,7 @@ int64_t block_idx() { return core("GetBlockIdx").idx; }
 int64_t block_num() { return core("GetBlockNum").dev->block_dim; }
 uint64_t tiling_key() { return core("TILING_KEY_IS").dev->tiling_key; }
 const Soc& soc() { return *core("Cast").dev->soc; }
-bool ascend310b() { return core("Ascend C API").dev->soc->name.rfind("Ascend310B", 0) == 0; }
+bool ascend310b() { return core("Ascend C API").dev->ascend310b; }
 ReduceSumOrder reduce_sum_order() { return core("ReduceSum").dev->order; }
 
 void vec_begin() { ++core("vector instruction").vseq; }
@@ -915,6 +916,7 @@ void launch(KernelFn kernel, uint32_t block_dim, const Soc& soc, uint64_t tiling
 
     Device dev;
     dev.soc = &soc;
+    dev.ascend310b = soc.name.rfind("Ascend310B", 0) == 0;
     dev.order = resolve_order(soc);
     dev.tiling_key = tiling_key;
     dev.block_dim = block_dim;
