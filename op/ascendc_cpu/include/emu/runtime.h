@@ -89,7 +89,7 @@ EMU_API uint8_t* ub(const char* api, const char* role, const Ref& t, uint64_t of
                     uint64_t bytes, Access access, uint32_t align);
 // ub() for an operand whose state this very call has just checked (check_state, as
 // kernel_operator.h's ub_operand does for every copy and vector operand): the rest of ub()'s
-// checks, without the state's again (several a call, a tenth of the device's time otherwise).
+// checks without the state's again (checked twice, it was a tenth of the device's time).
 EMU_API uint8_t* ub_checked(const char* api, const char* role, const Ref& t, uint64_t offset,
                             uint64_t bytes, Access access, uint32_t align);
 // LocalTensor::operator[]: the element offset inside the tensor (offset * elem_bytes < length).
