@@ -195,6 +195,10 @@ struct Core {
     // Sized to the UB the slots have reached (new_slot), which every access lies in.
     uint64_t vseq = 0, sseq = 0, synced_v = 0, synced_s = 0;
     std::vector<uint64_t> vread, vwrite, sread, swrite;
+    // The highest sequence number marked in each shadow: when it is not above the last sync, no
+    // block of that shadow is, and its scan is skipped (a vector instruction of a kernel that
+    // made no scalar UB access since its last sync: nearly every one).
+    uint64_t vread_top = 0, vwrite_top = 0, sread_top = 0, swrite_top = 0;
 };
 
 // Every AscendC call looks its core up here, several times: with the default TLS model of a
@@ -239,11 +243,19 @@ void mark(std::vector<uint64_t>& shadow, uint64_t lo, uint64_t hi, uint64_t seq)
     for (uint64_t b = lo / kUbBlock; b < (hi + kUbBlock - 1) / kUbBlock; ++b) shadow[b] = seq;
 }
 
-// The first block in [lo, hi) whose shadow is above `synced`, or UINT64_MAX.
-uint64_t unsynced(const std::vector<uint64_t>& shadow, uint64_t lo, uint64_t hi, uint64_t synced) {
+// The first block in [lo, hi) whose shadow is above `synced`, or UINT64_MAX; `top`: the highest
+// value marked in the shadow (Core's *_top).
+uint64_t unsynced(const std::vector<uint64_t>& shadow, uint64_t top, uint64_t lo, uint64_t hi,
+                  uint64_t synced) {
+    if (top <= synced) return UINT64_MAX;
     for (uint64_t b = lo / kUbBlock; b < (hi + kUbBlock - 1) / kUbBlock; ++b)
         if (shadow[b] > synced) return b * kUbBlock;
     return UINT64_MAX;
+}
+
+void mark(std::vector<uint64_t>& shadow, uint64_t& top, uint64_t lo, uint64_t hi, uint64_t seq) {
+    mark(shadow, lo, hi, seq);
+    top = std::max(top, seq);
 }
 
 void hazards(Core& c, const char* api, const char* role, uint64_t lo, uint64_t hi, Access a) {
@@ -253,39 +265,39 @@ void hazards(Core& c, const char* api, const char* role, uint64_t lo, uint64_t h
     constexpr const char* sv = "SetFlag/WaitFlag<HardEvent::S_V>";
     switch (a) {
         case Access::kVecRead: {
-            const uint64_t at = unsynced(c.swrite, lo, hi, c.synced_s);
+            const uint64_t at = unsynced(c.swrite, c.swrite_top, lo, hi, c.synced_s);
             if (at != UINT64_MAX)
                 fault(std::string(api) + ": vector read of a scalar write without " + sv + ": " +
                       role + " at UB byte " + std::to_string(at));
-            mark(c.vread, lo, hi, c.vseq);
+            mark(c.vread, c.vread_top, lo, hi, c.vseq);
             break;
         }
         case Access::kVecWrite: {
-            uint64_t at = unsynced(c.swrite, lo, hi, c.synced_s);
-            if (at == UINT64_MAX) at = unsynced(c.sread, lo, hi, c.synced_s);
+            uint64_t at = unsynced(c.swrite, c.swrite_top, lo, hi, c.synced_s);
+            if (at == UINT64_MAX) at = unsynced(c.sread, c.sread_top, lo, hi, c.synced_s);
             if (at != UINT64_MAX)
                 fault(std::string(api) + ": vector write after a scalar access without " + sv +
                       ": " + role + " at UB byte " + std::to_string(at));
-            mark(c.vwrite, lo, hi, c.vseq);
+            mark(c.vwrite, c.vwrite_top, lo, hi, c.vseq);
             break;
         }
         case Access::kScalarRead: {
             ++c.sseq;
-            const uint64_t at = unsynced(c.vwrite, lo, hi, c.synced_v);
+            const uint64_t at = unsynced(c.vwrite, c.vwrite_top, lo, hi, c.synced_v);
             if (at != UINT64_MAX)
                 fault(std::string(api) + ": scalar read of a vector write without " + vs +
                       ": UB byte " + std::to_string(at));
-            mark(c.sread, lo, hi, c.sseq);
+            mark(c.sread, c.sread_top, lo, hi, c.sseq);
             break;
         }
         case Access::kScalarWrite: {
             ++c.sseq;
-            uint64_t at = unsynced(c.vwrite, lo, hi, c.synced_v);
-            if (at == UINT64_MAX) at = unsynced(c.vread, lo, hi, c.synced_v);
+            uint64_t at = unsynced(c.vwrite, c.vwrite_top, lo, hi, c.synced_v);
+            if (at == UINT64_MAX) at = unsynced(c.vread, c.vread_top, lo, hi, c.synced_v);
             if (at != UINT64_MAX)
                 fault(std::string(api) + ": scalar write after a vector access without " + vs +
                       ": UB byte " + std::to_string(at));
-            mark(c.swrite, lo, hi, c.sseq);
+            mark(c.swrite, c.swrite_top, lo, hi, c.sseq);
             break;
         }
         default: break;  // MTE pipes: ordered through the queues (see README)
