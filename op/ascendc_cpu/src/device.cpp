@@ -196,8 +196,8 @@ struct Core {
     uint64_t vseq = 0, sseq = 0, synced_v = 0, synced_s = 0;
     std::vector<uint64_t> vread, vwrite, sread, swrite;
     // The highest sequence number marked in each shadow: when it is not above the last sync, no
-    // block of that shadow is, and its scan is skipped (a vector instruction of a kernel that
-    // made no scalar UB access since its last sync: nearly every one).
+    // block of that shadow is, and its scan is skipped (a vector operand with no scalar UB
+    // access since the last sync).
     uint64_t vread_top = 0, vwrite_top = 0, sread_top = 0, swrite_top = 0;
 };
 
