@@ -239,10 +239,6 @@ Queue& live_queue(Core& c, int32_t id, const char* api) {
     return q;
 }
 
-void mark(std::vector<uint64_t>& shadow, uint64_t lo, uint64_t hi, uint64_t seq) {
-    for (uint64_t b = lo / kUbBlock; b < (hi + kUbBlock - 1) / kUbBlock; ++b) shadow[b] = seq;
-}
-
 // The first block in [lo, hi) whose shadow is above `synced`, or UINT64_MAX; `top`: the highest
 // value marked in the shadow (Core's *_top).
 uint64_t unsynced(const std::vector<uint64_t>& shadow, uint64_t top, uint64_t lo, uint64_t hi,
@@ -253,8 +249,9 @@ uint64_t unsynced(const std::vector<uint64_t>& shadow, uint64_t top, uint64_t lo
     return UINT64_MAX;
 }
 
+// Blocks [lo, hi) of a shadow get `seq`; `top` keeps the highest value marked (for unsynced).
 void mark(std::vector<uint64_t>& shadow, uint64_t& top, uint64_t lo, uint64_t hi, uint64_t seq) {
-    mark(shadow, lo, hi, seq);
+    for (uint64_t b = lo / kUbBlock; b < (hi + kUbBlock - 1) / kUbBlock; ++b) shadow[b] = seq;
     top = std::max(top, seq);
 }
 
