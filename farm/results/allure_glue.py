@@ -47,6 +47,7 @@ import io
 import json
 import os
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from farm.agent.outcome import CATEGORIES as OUTCOME_CATEGORIES
@@ -371,50 +372,65 @@ def _fmt(v) -> str:
 DEPARTS_TAG = "departs from its source"
 
 
+@dataclass(frozen=True)
+class Annotations:
+    """What `annotate` says of a case in its running Allure test: labels as (type, value) and
+    parameters as (name, value, excluded), in the order allure.dynamic is given them."""
+
+    title: str
+    labels: list[tuple[str, str]]
+    parameters: list[tuple[str, str, bool]]
+    description: str
+
+
 def departs(record: Mapping) -> bool:
     """Whether an outside source expected other than the contract: its note says so. A note that
     only says what the farm could not express (an importer's) is shown, not tagged."""
     return DEPARTS in str(record.get("note") or "")
 
 
-def annotate(record: Mapping, *, plot_one_in: int = PLOT_SAMPLE_ONE_IN) -> None:
-    """Label, parametrise and attach one case's result in the running Allure test."""
-    import allure
-
-    dyn = allure.dynamic
+def case_annotations(record: Mapping, *, plot_one_in: int = PLOT_SAMPLE_ONE_IN) -> Annotations:
+    """The title, labels, parameters and description of one case's Allure result."""
     case_id = str(record.get("case_id", ""))
     family = str(record.get("family", ""))
-    dyn.title(case_id)
-    dyn.epic(EPIC)
-    dyn.feature(*features(record))
-    dyn.story(story(record))
-    dyn.severity(severity(record))
-    dyn.label(ENVIRONMENT_LABEL, family)
+    labels = [("epic", EPIC)] + [("feature", f) for f in features(record)]
+    labels += [("story", story(record)), ("severity", severity(record))]
+    labels.append((ENVIRONMENT_LABEL, family))
     if record.get("soc"):
-        dyn.label("soc", str(record["soc"]))
+        labels.append(("soc", str(record["soc"])))
     # No tag repeats the family (the environment), the dtype (the case id and the description)
     # or the schedule (the story): the report repeats every tag of every case in its trees and
     # search indexes.
+    if departs(record):
+        labels.append(("tag", DEPARTS_TAG))
 
     # Identity: the family and the case (below) make the history id.
-    dyn.parameter("family", family)
-    if departs(record):
-        dyn.tag(DEPARTS_TAG)
+    parameters = [("family", family, False)]
     # The suites parametrize on the Case object: allure-pytest adds it as a non-excluded "case"
     # parameter showing the Case repr, and the history id takes its original value. Show the case
     # id instead: allure-pytest then changes only the displayed value, never the history id nor
     # `excluded`. (A test without that argument gets "case" as a new, excluded parameter.)
     # It is hidden as it is written (farm/results/allure_output.py): the case id is the title.
-    dyn.parameter("case", case_id, excluded=True)
+    parameters.append(("case", case_id, True))
     # Shown, but not identity.
-    dyn.parameter("host", host_name(record), excluded=True)
+    parameters.append(("host", host_name(record), True))
     hostname = record.get("hostname") or record.get("host")
     if hostname and str(hostname) != host_name(record):
-        dyn.parameter("hostname", str(hostname), excluded=True)
-    dyn.parameter("seed", str(record.get("seed", "")), excluded=True)
+        parameters.append(("hostname", str(hostname), True))
+    parameters.append(("seed", str(record.get("seed", "")), True))
     # The slot, the attempts and the timings are in the description's last line (run_line), not
     # parameters: the report repeats every parameter of every case in its search indexes.
-    dyn.description(_description(record, detailed=detailed(record, plot_one_in)))
+    description = _description(record, detailed=detailed(record, plot_one_in))
+    return Annotations(case_id, labels, parameters, description)
+
+
+def annotate(record: Mapping, *, plot_one_in: int = PLOT_SAMPLE_ONE_IN) -> None:
+    """Label, parametrise and attach one case's result in the running Allure test."""
+    import allure
+
+    from farm.results.allure_output import apply_annotations
+
+    apply_annotations(case_annotations(record, plot_one_in=plot_one_in))
 
     if wants_metrics(record, plot_one_in):
         text = metrics_json(record)

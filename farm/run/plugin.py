@@ -15,7 +15,6 @@ import json
 import os
 import re
 import signal
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -327,11 +326,11 @@ def _has_case(item) -> bool:
 def farm_plan(pytestconfig) -> plan_mod.Plan:
     if PLAN not in pytestconfig.stash:
         pytest.fail("the farm plugin is not active: run pytest on suites/ or pass --farm-inventory")
-    return pytestconfig.stash[PLAN]
+    return _keep(pytestconfig, "farm_plan", pytestconfig.stash[PLAN])
 
 
 @pytest.fixture(scope="session")
-def farm_dispatcher(farm_plan):
+def farm_dispatcher(pytestconfig, farm_plan):
     from farm.run.prepare import _reload_pool, open_channel_factory
 
     left_out: dict[str, dict[str, str]] = {}
@@ -349,7 +348,7 @@ def farm_dispatcher(farm_plan):
         base_timeout=farm_plan.case_timeout,
         run_id=farm_plan.run_id,
     )
-    yield dispatcher
+    yield _keep(pytestconfig, "farm_dispatcher", dispatcher)
     dispatcher.close()
 
 
@@ -377,21 +376,23 @@ def farm_pipeline(pytestconfig, farm_plan, farm_dispatcher):
         if lane is not None:
             work.setdefault(lane, []).append((case, slot))
     pipeline = Pipeline(farm_dispatcher, work, slot_lane, window=farm_plan.window or None)
-    yield pipeline
+    yield _keep(pytestconfig, "farm_pipeline", pipeline)
     pipeline.close()
 
 
 @pytest.fixture(scope="session")
-def farm_records(farm_plan):
+def farm_records(pytestconfig, farm_plan):
     """This worker's records file: every case's record, appended as it comes back."""
     worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
-    yield RecordWriter(farm_plan.run_dir / "records" / f"{worker}.jsonl")
+    writer = RecordWriter(farm_plan.run_dir / "records" / f"{worker}.jsonl")
+    yield _keep(pytestconfig, "farm_records", writer)
 
 
 class RecordWriter:
     """Append-only JSON lines, one open-write-close per record: a killed worker loses nothing
     written, and a refused write (a full or read-only runs directory) leaves every record before
-    it whole and is a RunDirUnwritable."""
+    it whole and is a RunDirUnwritable. The file is opened as the operating system's, without
+    Python's buffered text layers (their look-ups are four more system calls a record)."""
 
     def __init__(self, path: Path):
         self.path = path
@@ -403,8 +404,7 @@ class RecordWriter:
             if not self._dir_made:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 self._dir_made = True
-            with open(self.path, "a", encoding="utf-8") as fh:
-                fh.write(line)
+            run_dir.append(self.path, line.encode("utf-8"))
         except OSError as exc:
             if not run_dir.is_fault(exc):
                 raise
@@ -422,26 +422,35 @@ def pytest_sessionfinish(session):
         gc.freeze()
 
 
-# farm_run's value, once pytest has made it (the same function for every test of the session).
-_FARM_RUN = pytest.StashKey[Callable]()
+# The values of the farm's session fixtures (farm_run and those it depends on), each stored by
+# its fixture when pytest makes it: the same objects for every test of the session.
+_SESSION_VALUES = pytest.StashKey[dict[str, object]]()
+
+
+def _keep(config, name: str, value):
+    config.stash.setdefault(_SESSION_VALUES, {"pytestconfig": config})[name] = value
+    return value
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item):
-    """A suite test's ``case`` and ``farm_run`` arguments are handed to it as the values they
-    are, before pytest fills the test's arguments (only those it lacks): the parameter's
-    per-item pseudo-fixture (which only returns it), with allure-pytest's fixture record around
-    it, and the per-item look-up of the session fixtures farm_run depends on (each adding a
-    finalizer to their lists) cost ~0.8 ms a case of a worker's time. A fixture of the test's
-    own that asks for either still gets it from pytest, the same object. Should a future pytest
-    fill arguments otherwise, this changes nothing but the speed."""
+    """A suite test's ``case`` argument, and ``farm_run`` with the session fixtures it depends
+    on, are handed to it as the values they are, before pytest fills the test's arguments (only
+    those it lacks): the parameter's per-item pseudo-fixture (which only returns it), with
+    allure-pytest's fixture record around it, and pytest's per-item look-up of each session
+    fixture in farm_run's closure (six a case, each adding a finalizer to its fixture's list)
+    cost ~1 ms a case of a worker's time. A fixture of the test's own that asks for any of them
+    still gets it from pytest, the same object. Should a future pytest fill arguments
+    otherwise, this changes nothing but the speed."""
     funcargs = getattr(item, "funcargs", None)
     if not isinstance(funcargs, dict) or not _has_case(item):
         return
     funcargs.setdefault("case", item.callspec.params["case"])
-    run = item.config.stash.get(_FARM_RUN, None)
-    if run is not None and "farm_run" in item.fixturenames:
-        funcargs.setdefault("farm_run", run)
+    values = item.config.stash.get(_SESSION_VALUES, {})
+    if "farm_run" in values:  # its closure is made: every value below is in `values`
+        for name in item.fixturenames:
+            if name in values:
+                funcargs.setdefault(name, values[name])
 
 
 # The test item whose body is running (the `farm_run` of a test acts for it).
@@ -490,8 +499,7 @@ def farm_run(pytestconfig, farm_pipeline, farm_records):
             stop_for_run_dir(item.session, str(run_dir.unwritable(exc)))
         return record
 
-    config.stash[_FARM_RUN] = run
-    return run
+    return _keep(config, "farm_run", run)
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -132,3 +132,99 @@ def test_installed_in_a_session_only_what_says_something_is_written(tmp_path):
     assert container["afters"][0]["status"] == "broken"
     uuids = {json.loads((results / n).read_text())["uuid"] for n in result_files}
     assert sorted(container["children"]) == sorted(uuids)
+
+
+_ANNOTATED = """
+import json
+import os
+
+import pytest
+
+from farm.results.allure_glue import annotate
+from farm.results.allure_output import _running_result
+
+RECORDS = json.load(open("records.json"))
+DIRECT = []  # whether each test's annotations went straight to allure-pytest's result
+
+if os.environ.get("FARM_TEST_SECOND_ALLURE_PLUGIN"):  # then allure.dynamic is the way
+    import allure_commons
+
+    class SecondPlugin:
+        @allure_commons.hookimpl
+        def add_label(self, label_type, labels):
+            pass
+
+    allure_commons.plugin_manager.register(SecondPlugin())
+
+
+# As the suites do: a "case" argument, whose parameter annotate() then shows as the case id.
+@pytest.mark.parametrize("case", range(len(RECORDS)))
+def test_case(case):
+    DIRECT.append(_running_result() is not None)
+    annotate(RECORDS[case])
+
+
+def teardown_module():
+    with open("direct.json", "w") as fh:
+        json.dump(DIRECT, fh)
+"""
+
+
+def _annotated_results(work: Path, records: list[dict], second_plugin: bool) -> dict:
+    """Each result of a session annotating `records`, by title, without what differs between
+    two sessions (ids, times, the attachments' file names, the thread and host labels); and
+    whether each went straight."""
+    work.mkdir()
+    (work / "records.json").write_text(json.dumps(records))
+    (work / "test_annotated.py").write_text(_ANNOTATED)
+    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT))
+    env.pop("PYTEST_ADDOPTS", None)
+    if second_plugin:
+        env["FARM_TEST_SECOND_ALLURE_PLUGIN"] = "1"
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:xdist"]
+        + ["-p", "no:randomly", "--alluredir=allure-results", "--rootdir", str(work)]
+        + [str(work / "test_annotated.py")],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    results = {}
+    for f in (work / "allure-results").glob("*-result.json"):
+        r = json.loads(f.read_text())
+        for key in ("uuid", "start", "stop"):
+            r.pop(key)
+        r["labels"] = [lab for lab in r["labels"] if lab["name"] not in ("thread", "host")]
+        for attachment in r.get("attachments", []):
+            attachment.pop("source")
+        results[r["name"]] = r
+    return {"results": results, "direct": json.loads((work / "direct.json").read_text())}
+
+
+def test_annotations_written_straight_are_what_allure_dynamic_writes(tmp_path):
+    from suites.case import DEPARTS
+
+    from .conftest import failed, record, rejected_ok
+
+    records = [
+        record("prec-f32-tail"),
+        record("prec-f32-tail-310", family="ascend310b", host="emu-310-0", soc="Ascend310B1"),
+        failed("prec-f16-mid", dtype="float16", metrics={"mere": 4e-3, "mare": 3.1e-2}),
+        rejected_ok("rej-dtype"),
+        record("departs", note=f"{DEPARTS}: tolerance 1e-3", hostname="atlas-7.lab"),
+    ]
+    straight = _annotated_results(tmp_path / "straight", records, second_plugin=False)
+    dynamic = _annotated_results(tmp_path / "dynamic", records, second_plugin=True)
+    assert straight["direct"] == [True] * len(records)
+    assert dynamic["direct"] == [False] * len(records)
+    assert sorted(straight["results"]) == sorted(r["case_id"] for r in records)
+    assert straight["results"] == dynamic["results"]
+    departs = straight["results"]["departs"]
+    assert {"name": "tag", "value": "departs from its source"} in departs["labels"]
+    shown = {p["name"]: p for p in departs["parameters"]}
+    # The suites' "case" argument: its value shown as the case id, still part of the history id.
+    assert shown["case"]["value"] == "'departs'" and "excluded" not in shown["case"]
+    assert shown["hostname"]["excluded"] is True

@@ -58,3 +58,65 @@ def test_a_case_is_handed_over_and_a_fixture_that_asks_for_it_still_gets_it(pyte
     assert case_set_up == ["test_with_a_fixture"] * 2
     # Not a Case: pytest's own way, unchanged.
     assert sum(line.endswith(" other") for line in set_up) == 1
+
+
+SESSION_CONFTEST = """
+import pytest
+from _pytest.fixtures import FixtureRequest
+from farm.run.plugin import _keep, pytest_runtest_setup  # the hook under test (-p no:farm)
+from suites.case import Case
+
+LOOKED_UP = []
+_getfixturevalue = FixtureRequest.getfixturevalue
+
+def getfixturevalue(self, argname):
+    LOOKED_UP.append((self.node.name, argname))
+    return _getfixturevalue(self, argname)
+
+FixtureRequest.getfixturevalue = getfixturevalue
+
+def pytest_generate_tests(metafunc):
+    cases = [Case("ascend910b", "float32", (2, n), (-1,)) for n in (3, 4, 5)]
+    metafunc.parametrize("case", cases, ids=[c.id for c in cases])
+
+@pytest.fixture(scope="session")
+def farm_plan(pytestconfig):
+    return _keep(pytestconfig, "farm_plan", object())
+
+@pytest.fixture(scope="session")
+def farm_run(pytestconfig, farm_plan):
+    return _keep(pytestconfig, "farm_run", lambda case: (case, farm_plan))
+
+@pytest.fixture
+def own(farm_plan):
+    return farm_plan
+
+def pytest_sessionfinish(session):
+    with open("looked_up.txt", "w") as fh:
+        fh.writelines(f"{name} {arg}\\n" for name, arg in LOOKED_UP)
+"""
+
+SESSION_TESTS = """
+def test_run(case, farm_run):
+    assert farm_run(case)[0] is case
+
+def test_own_fixture(case, farm_run, own):
+    assert own is farm_run(case)[1]
+"""
+
+
+def test_farm_run_and_its_closure_are_looked_up_once_a_session(pytester):
+    pytester.makeconftest(SESSION_CONFTEST)
+    pytester.makepyfile(test_suite=SESSION_TESTS)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:farm")
+    result.assert_outcomes(passed=6)
+    lines = (pytester.path / "looked_up.txt").read_text().splitlines()
+    looked_up = [tuple(line.split(" ")) for line in lines if not line.startswith(" ")]
+    first = looked_up[0][0]
+    assert first.startswith("test_run[")
+    assert {"farm_run", "farm_plan", "pytestconfig"} <= {n for i, n in looked_up if i == first}
+    # Every later test gets farm_run and its closure handed over; a test's own fixture that
+    # asks for one of them (`own`) still gets it from pytest, the same object (the asserts).
+    later = [(i, n) for i, n in looked_up if i != first]
+    assert {n for _, n in later} == {"request", "own", "farm_plan"}
+    assert {i for i, n in later if n == "farm_plan"} == {i for i, n in later if n == "own"}

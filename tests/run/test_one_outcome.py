@@ -260,7 +260,7 @@ def test_the_record_writer_says_a_full_directory_and_keeps_what_it_wrote(tmp_pat
     def full(*args, **kwargs):
         raise OSError(errno.ENOSPC, "No space left on device", str(path))
 
-    monkeypatch.setattr(plugin, "open", full, raising=False)
+    monkeypatch.setattr(os, "write", full)  # a full disk: the file opens, the write is refused
     with pytest.raises(RunDirUnwritable, match="is full"):
         writer.write({"case_id": "b", "outcome": "passed"})
     monkeypatch.undo()
