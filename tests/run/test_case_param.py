@@ -1,6 +1,7 @@
 """A suite's ``case`` argument reaches its test as the parameter itself, without the per-item
-pseudo-fixture pytest would set up for it (farm/run/plugin.py pytest_runtest_setup); a fixture
-that asks for ``case`` still gets it from pytest."""
+pseudo-fixture pytest would set up for it, and ``farm_run`` with its session closure as the
+values made for the first test (farm/run/plugin.py pytest_runtest_setup); a fixture that asks
+for any of them still gets it from pytest."""
 
 from __future__ import annotations
 
