@@ -44,6 +44,7 @@ from farm.results.allure_glue import (
     plot_error_text,
     sample_hash,
 )
+from farm.run.run_dir import write_whole
 
 # Below this many plots one process draws them all (a worker pool costs more than it saves).
 # The workers are forked after this process has imported matplotlib (_draw_all): a worker's
@@ -105,7 +106,7 @@ def render_case_plots(
                 counts.plots += 1
             else:
                 counts.errors += 1
-        _write_json(path, result)
+        write_whole(path, json.dumps(result, ensure_ascii=False).encode("utf-8"))
     return counts
 
 
@@ -225,10 +226,3 @@ def draw_one(results_dir: Path, data_source: str) -> dict:
         name = f"{stem}-attachment.txt"
         (results_dir / name).write_text(plot_error_text(exc), encoding="utf-8")
         return {"name": PLOT_ERROR_NAME, "source": name, "type": "text/plain"}
-
-
-def _write_json(path: Path, obj: dict) -> None:
-    """Replace a result file whole (a reader never sees half of it)."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(obj, ensure_ascii=False), encoding="utf-8")
-    os.replace(tmp, path)

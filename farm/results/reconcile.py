@@ -13,7 +13,6 @@ stored case without one. Entries are never rewritten: what pytest and allure-pyt
 from __future__ import annotations
 
 import json
-import os
 import re
 import uuid
 import xml.etree.ElementTree as ET
@@ -22,6 +21,7 @@ from pathlib import Path
 
 from farm.agent.record import ResultRecord
 from farm.run.plugin import case_id_of
+from farm.run.run_dir import write_whole
 
 # How a record's outcome reads in JUnit (None: a testcase without a failure element).
 _JUNIT_ELEMENT = {"passed": None, "failed": "failure", "broken": "error"}
@@ -66,7 +66,7 @@ def junit(
             written.add(cid)
     for suite in suites:
         _recount(suite)
-    _write_atomically(out, ET.tostring(root, encoding="utf-8", xml_declaration=True))
+    write_whole(out, ET.tostring(root, encoding="utf-8", xml_declaration=True))
     return written
 
 
@@ -131,7 +131,7 @@ def allure(
     for cid, record in by_id.items():
         if cid not in present:
             result = allure_result(record, nodeids.get(cid), cases.get(cid))
-            _write_atomically(
+            write_whole(
                 results_dir / f"{result['uuid']}{RESULT_SUFFIX}", json.dumps(result).encode()
             )
             present.add(cid)
@@ -195,12 +195,3 @@ def allure_result(record: ResultRecord, nodeid: str | None, case: object) -> dic
     if status != "passed":
         result["statusDetails"] = {"message": allure_glue.failure_message(record)}
     return result
-
-
-def _write_atomically(path: Path, data: bytes) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    try:
-        tmp.write_bytes(data)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)

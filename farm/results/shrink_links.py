@@ -26,6 +26,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from farm.results.store.location import StoreLocation
+from farm.run.run_dir import write_whole
 
 SHRUNK_NAME = "shrunk form"
 SHRUNK_FILE_NAME = "shrunk form.json"
@@ -194,11 +195,4 @@ def _attach(results_dir: Path, path: Path, result: dict, shrink: Mapping, bug: s
         f"{description}{DESCRIPTION_MARK}`{shrink['shrunk_id']}` "
         f"({_count(shrink.get('numel_after'))} elements), fails the same way: `{line}`"
     )
-    _write_json(path, result)
-
-
-def _write_json(path: Path, obj: dict) -> None:
-    """Replace a result file whole (a reader never sees half of it)."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(obj, ensure_ascii=False), encoding="utf-8")
-    os.replace(tmp, path)
+    write_whole(path, json.dumps(result, ensure_ascii=False).encode("utf-8"))

@@ -5,7 +5,6 @@ out whole, never partial, when the runs directory refuses it."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from collections import Counter
 from pathlib import Path
@@ -113,10 +112,5 @@ def write_summary(
         **(extra or {}),
     }
     path = plan.run_dir / SUMMARY_JSON
-    tmp = path.with_name(path.name + ".tmp")
-    try:
-        tmp.write_text(json.dumps(summary, indent=1))
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+    run_dir.write_whole(path, json.dumps(summary, indent=1).encode("utf-8"))
     return path

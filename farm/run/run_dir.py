@@ -86,14 +86,20 @@ def append(path: str | os.PathLike, data: bytes) -> None:
 
 def write_whole(path: str | os.PathLike, data: bytes) -> None:
     """Write ``path`` as a whole: into ``<path>.tmp``, renamed into place once written, so that
-    no reader ever finds part of it (as allure-pytest writes its files)."""
+    no reader ever finds part of it (as allure-pytest writes its files); a write refused leaves
+    neither ``path`` changed nor the temporary file behind."""
     tmp = os.fsdecode(path) + ".tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o666)
     try:
-        _write_all(fd, data)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o666)
+        try:
+            _write_all(fd, data)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 def _write_all(fd: int, data: bytes) -> None:

@@ -102,22 +102,29 @@ def test_many(n, per_test, fine_session, breaks_at_teardown):
 """
 
 
-def test_installed_in_a_session_only_what_says_something_is_written(tmp_path):
-    (tmp_path / "conftest.py").write_text(_CONFTEST)
-    (tmp_path / "test_x.py").write_text(_TESTS)
-    results = tmp_path / "allure-results"
-    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT))
-    env.pop("PYTEST_ADDOPTS", None)
-    proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-s", "-p", "no:cacheprovider", "-p", "no:xdist"]
-        + ["-p", "no:randomly", f"--alluredir={results}", "--rootdir", str(tmp_path)]
-        + [str(tmp_path / "test_x.py")],
-        cwd=tmp_path,
-        env=env,
+def _pytest_with_allure(test_file: Path, *options: str, env: dict | None = None):
+    """pytest on `test_file` in its own directory, in a process of its own, with allure-pytest
+    writing to <that directory>/allure-results and no option of the outer run's."""
+    work = test_file.parent
+    environ = dict(os.environ, PYTHONPATH=str(REPO_ROOT), **(env or {}))
+    environ.pop("PYTEST_ADDOPTS", None)
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", *options, "-p", "no:cacheprovider", "-p", "no:xdist"]
+        + ["-p", "no:randomly", f"--alluredir={work / 'allure-results'}", "--rootdir", str(work)]
+        + [str(test_file)],
+        cwd=work,
+        env=environ,
         capture_output=True,
         text=True,
         timeout=120,
     )
+
+
+def test_installed_in_a_session_only_what_says_something_is_written(tmp_path):
+    (tmp_path / "conftest.py").write_text(_CONFTEST)
+    (tmp_path / "test_x.py").write_text(_TESTS)
+    results = tmp_path / "allure-results"
+    proc = _pytest_with_allure(tmp_path / "test_x.py", "-s")
     assert "INSTALLED True" in proc.stdout, proc.stdout + proc.stderr
     names = [p.name for p in results.iterdir()]
     result_files = [n for n in names if n.endswith("-result.json")]
@@ -177,20 +184,8 @@ def _annotated_results(work: Path, records: list[dict], second_plugin: bool) -> 
     work.mkdir()
     (work / "records.json").write_text(json.dumps(records))
     (work / "test_annotated.py").write_text(_ANNOTATED)
-    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT))
-    env.pop("PYTEST_ADDOPTS", None)
-    if second_plugin:
-        env["FARM_TEST_SECOND_ALLURE_PLUGIN"] = "1"
-    proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:xdist"]
-        + ["-p", "no:randomly", "--alluredir=allure-results", "--rootdir", str(work)]
-        + [str(work / "test_annotated.py")],
-        cwd=work,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    extra_env = {"FARM_TEST_SECOND_ALLURE_PLUGIN": "1"} if second_plugin else {}
+    proc = _pytest_with_allure(work / "test_annotated.py", env=extra_env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     results = {}
     for f in (work / "allure-results").glob("*-result.json"):

@@ -379,3 +379,18 @@ def test_a_run_whose_report_is_not_made_is_degraded_in_the_store_and_the_summary
     with RunStore(store_path) as store:
         assert store.get_run("r1")["exit_code"] == 2
     assert json.loads((run_dir / "summary.json").read_text())["exit_code"] == 2
+
+
+def test_a_refused_whole_write_leaves_the_old_file_and_no_temporary(tmp_path, monkeypatch):
+    path = tmp_path / "summary.json"
+    run_dir.write_whole(path, b'{"old": 1}')
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device", str(path))
+
+    monkeypatch.setattr(os, "write", full)
+    with pytest.raises(OSError):
+        run_dir.write_whole(path, b'{"new": 2}')
+    monkeypatch.undo()
+    assert path.read_bytes() == b'{"old": 1}'
+    assert [p.name for p in tmp_path.iterdir()] == ["summary.json"]
