@@ -10,7 +10,6 @@ directory and to Allure.
 
 from __future__ import annotations
 
-import gc
 import json
 import os
 import re
@@ -24,7 +23,7 @@ from farm.agent.outcome import CATEGORIES
 from farm.agent.record import ResultRecord
 from farm.errors import RunDirUnwritable
 from farm.paths import REPO_ROOT
-from farm.run import fault_injection, run_dir
+from farm.run import fault_injection, heap, run_dir
 from farm.run import plan as plan_mod
 from farm.run.dispatch import Dispatcher
 from farm.run.leases import RunState
@@ -177,9 +176,11 @@ _SESSION = pytest.StashKey[pytest.Session]()  # for the session fixtures (see fa
 
 
 def pytest_sessionstart(session):
-    """After every plugin's configure: allure-pytest's output made cheap for the run's scale."""
+    """After every plugin's configure: allure-pytest's output made cheap for the run's scale,
+    and the session's long-lived objects kept from the garbage collector (farm/run/heap.py)."""
     session.config.stash[_SESSION] = session
     if PLAN in session.config.stash:
+        heap.keep_long_lived()
         from farm.results import allure_output
 
         def refused(exc: OSError) -> None:
@@ -411,15 +412,29 @@ class RecordWriter:
             raise run_dir.unwritable(exc) from None
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_collection(session):
+    """A farm run's items are made with the garbage collector off, then frozen
+    (farm/run/heap.py)."""
+    if PLAN not in session.config.stash:
+        yield
+        return
+    with heap.collecting():
+        yield
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session):
-    """A pytest-xdist worker of a farm run exits once its session is over, and the controller
-    waits for it before the run's tail begins: frozen, the session's objects (every item and
-    case) are not walked by the cyclic garbage collector of the interpreter's finalization, ~1.1
-    s of every nightly run."""
+    """The session's objects back under the garbage collector, except in a pytest-xdist worker,
+    which exits with its session (and the controller waits for it before the run's tail
+    begins): they stay frozen there (farm/run/heap.py settle)."""
     config = session.config
-    if PLAN in config.stash and getattr(config, "workerinput", None) is not None:
-        gc.freeze()
+    if PLAN not in config.stash:
+        return
+    if getattr(config, "workerinput", None) is not None:
+        heap.settle()
+    else:
+        heap.release()
 
 
 # The values of the farm's session fixtures (farm_run and those it depends on), each stored by
