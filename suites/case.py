@@ -430,7 +430,7 @@ class Case:
     def expected(self) -> contract.Expected:
         return contract.expected_outcome(self.call())
 
-    @property
+    @cached_property
     def accepted(self) -> bool:
         return self.expected.accepted
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import functools
+import heapq
 import json
 import os
 import threading
@@ -194,10 +195,14 @@ def assign_slots(
             first = min(slots)
             load[first] = BENCHMARK_IMPORT_ELEMENTS + sum(costs[c.id] for c in benchmarked)
             out.update((c.id, first) for c in benchmarked)
-        for case in sorted(rest, key=lambda c: (-costs[c.id], c.id)):
-            slot = min(slots, key=lambda s: (load[s], s))
-            load[slot] += costs[case.id]
-            out[case.id] = slot
+        # The least-loaded slot, the lowest id on a tie, from a heap of (load, slot): the same
+        # choice as a min over the slots, for families of hundreds of slots too.
+        least = [(spent, slot) for slot, spent in load.items()]
+        heapq.heapify(least)
+        for _, case_id, cost in sorted((-costs[c.id], c.id, costs[c.id]) for c in rest):
+            spent, slot = least[0]
+            heapq.heapreplace(least, (spent + cost, slot))
+            out[case_id] = slot
     return out
 
 
