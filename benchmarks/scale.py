@@ -191,6 +191,7 @@ class Sample:
     orch_rss: float
     orch_fds: int
     orch_cpu: float  # cumulative, every orchestrator process seen so far
+    controller_cpu: float  # cumulative: of it, farm run itself (see role_of)
     agents: int
     agent_rss: float
     agent_cpu: float
@@ -260,6 +261,7 @@ class Monitor:
                 orch_rss=sum(p.rss for p in orch),
                 orch_fds=sum(p.fds for p in orch),
                 orch_cpu=sum(p.cpu for p in self.procs.values() if p.kind == "orchestrator"),
+                controller_cpu=sum(p.cpu for p in self.procs.values() if p.role == "controller"),
                 agents=len(agents),
                 agent_rss=sum(p.rss for p in agents),
                 agent_cpu=sum(p.cpu for p in self.procs.values() if p.kind == "agent"),
@@ -304,6 +306,7 @@ class Result:
     first_record_s: float | None
     cases_per_s: float | None
     orch_cpu_ms_per_case: float | None
+    controller_cpu_ms_per_case: float | None  # of it, farm run itself; the rest its xdist workers
     agent_cpu_ms_per_case: float | None
     startup_cpu_s: float | None  # the orchestrator's CPU until the health checks are done
     orch_procs: int
@@ -367,10 +370,11 @@ def run_once(
     # order, so a window inside the run would time the writing of records, not their making.)
     start = next((s for s in samples if prepared is not None and s.t >= prepared), None)
     end = next((s for s in samples if cases and s.records >= cases), None)
-    rate = orch = agent = startup_cpu = None
+    rate = orch = controller = agent = startup_cpu = None
     if start is not None and end is not None and end.t > start.t:
         rate = cases / (end.t - start.t)
         orch = 1000 * (end.orch_cpu - start.orch_cpu) / cases
+        controller = 1000 * (end.controller_cpu - start.controller_cpu) / cases
         agent = 1000 * (end.agent_cpu - start.agent_cpu) / cases
         startup_cpu = start.orch_cpu
     peak = max(samples, key=lambda s: s.orch_rss) if samples else None
@@ -387,6 +391,7 @@ def run_once(
         first_record_s=first,
         cases_per_s=rate,
         orch_cpu_ms_per_case=orch,
+        controller_cpu_ms_per_case=controller,
         agent_cpu_ms_per_case=agent,
         startup_cpu_s=startup_cpu,
         orch_procs=max((s.orch_procs for s in samples), default=0),
@@ -407,11 +412,19 @@ def _f(value: float | None, fmt: str) -> str:
     return "—" if value is None else format(value, fmt)
 
 
+def _workers(r: Result) -> float | None:
+    """The xdist workers' CPU a case: the orchestrator's less the controller's."""
+    if r.orch_cpu_ms_per_case is None or r.controller_cpu_ms_per_case is None:
+        return None
+    return r.orch_cpu_ms_per_case - r.controller_cpu_ms_per_case
+
+
 def table(results: list[Result]) -> str:
     warm = [r for r in results if r.phase == "warm"]
     cold = {r.slots: r for r in results if r.phase == "cold"}
     head = (
-        "| slots (hosts) | cases/s | orch. CPU ms/case | agents' CPU ms/case | orch. processes "
+        "| slots (hosts) | cases/s | orch. CPU ms/case (controller + workers) "
+        "| agents' CPU ms/case | orch. processes "
         "| orch. RSS MiB (per slot) | orch. fds | start-up s: package built / hosts ready "
         "(cold) | start-up orch. CPU s | first record s | agents: most at once (RSS MiB: run, "
         "health checks) | exit |"
@@ -422,7 +435,8 @@ def table(results: list[Result]) -> str:
         ready = _f(r.prepare_s, ".1f") + (f" ({_f(c.prepare_s, '.1f')})" if c else "")
         rows.append(
             f"| {r.slots} ({r.hosts}) | {_f(r.cases_per_s, '.0f')} "
-            f"| {_f(r.orch_cpu_ms_per_case, '.2f')} | {_f(r.agent_cpu_ms_per_case, '.2f')} "
+            f"| {_f(r.orch_cpu_ms_per_case, '.2f')} ({_f(r.controller_cpu_ms_per_case, '.2f')} "
+            f"+ {_f(_workers(r), '.2f')}) | {_f(r.agent_cpu_ms_per_case, '.2f')} "
             f"| {r.orch_procs} | {r.orch_rss_mib:.0f} ({r.orch_rss_mib_per_slot:.2f}) "
             f"| {r.orch_fds} | {_f(r.build_s, '.1f')} / {ready} | {_f(r.startup_cpu_s, '.1f')} "
             f"| {_f(r.first_record_s, '.1f')} "
@@ -463,7 +477,8 @@ def main(argv: list[str] | None = None) -> int:
             print(
                 f"{slots:4d} slots {phase}: exit {result.exit_code}, {result.cases} cases in "
                 f"{result.wall_s:.1f} s, {_f(result.cases_per_s, '.0f')} cases/s, orchestrator "
-                f"{_f(result.orch_cpu_ms_per_case, '.2f')} ms CPU/case, {result.orch_procs} "
+                f"{_f(result.orch_cpu_ms_per_case, '.2f')} ms CPU/case (controller "
+                f"{_f(result.controller_cpu_ms_per_case, '.2f')}), {result.orch_procs} "
                 f"processes, {result.orch_rss_mib:.0f} MiB, {result.agents} agents",
                 flush=True,
             )
