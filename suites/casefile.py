@@ -21,22 +21,21 @@ Beyond the fields of suites.case.Case, an entry may carry:
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import difflib
 import functools
-import gc
 import io
 import json
 import math
 import re
 import reprlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
 
 from farm.errors import UsageError
+from farm.run import heap
 from golden import contract, soc
 
 from . import limits
@@ -139,24 +138,10 @@ def load(path: str | Path) -> list[Case]:
         raise CaseFileError(f"{path}: no such case file (check the path)") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise CaseFileError(f"{path}: cannot read it ({exc})") from None
-    with _collector_paused():
+    with heap.paused():  # parsing and making the cases leave no garbage
         entries, lines = _PARSERS[kind](path, text)
         limits.CASES.check(len(entries), path)  # before any case is made
         return entries_to_cases(entries, str(path), lines)
-
-
-@contextlib.contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Python's cycle collector off while a file is read: parsing and making cases allocate
-    hundreds of thousands of objects, none of them garbage, and the collector, run every
-    700 allocations, walks them all again and again (two thirds of a YAML file's load)."""
-    was_on = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_on:
-            gc.enable()
 
 
 def load_many(paths: Iterable[str | Path]) -> list[Case]:

@@ -7,9 +7,9 @@ every finished case, a growing share), is walked by each full collection, and fu
 come as the heap grows: ~11 s of the full tier's CPU in its pytest processes, 2.3 s of it in the
 workers' collection, before their first case (benchmarks/RESULTS.md, issue 26). So:
 
-* :func:`collecting`: the items are made with the collector off (making them leaves no garbage
-  to speak of), and what exists after them is frozen (``gc.freeze``: left out of every later
-  collection; reference counting frees a frozen object as ever);
+* :func:`collecting`: the items are made with the collector off (:func:`paused`: making them
+  leaves no garbage to speak of), and what exists after them is frozen (``gc.freeze``: left
+  out of every later collection; reference counting frees a frozen object as ever);
 * :func:`keep_long_lived`: from then on, what survives a full collection is frozen too;
 * :func:`release`: once the session is over, every object is unfrozen (the controller goes on
   to the store and the report, and what the session leaves behind is garbage then);
@@ -28,8 +28,10 @@ from collections.abc import Iterator
 
 
 @contextlib.contextmanager
-def collecting() -> Iterator[None]:
-    """The collector off while the session's items are made; they are frozen afterwards."""
+def paused() -> Iterator[None]:
+    """The collector off while many objects are made and none is garbage (a session's items, a
+    case file's cases), as it was before afterwards: run every 700 allocations, it walks them
+    all again and again (two thirds of a YAML case file's load)."""
     was_on = gc.isenabled()
     gc.disable()
     try:
@@ -37,6 +39,15 @@ def collecting() -> Iterator[None]:
     finally:
         if was_on:
             gc.enable()
+
+
+@contextlib.contextmanager
+def collecting() -> Iterator[None]:
+    """The collector off while the session's items are made; they are frozen afterwards."""
+    try:
+        with paused():
+            yield
+    finally:
         gc.freeze()
 
 

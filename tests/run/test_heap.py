@@ -45,6 +45,15 @@ def test_items_are_made_with_the_collector_off_then_frozen():
     assert _walked(item)
 
 
+def test_a_pause_turns_the_collector_off_and_back_on_and_freezes_nothing():
+    gc.enable()
+    with heap.paused():
+        assert not gc.isenabled()
+        made = Node()
+    assert gc.isenabled()
+    assert _walked(made)
+
+
 def test_a_collector_that_was_off_stays_off():
     gc.disable()
     with heap.collecting():
