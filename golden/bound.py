@@ -50,9 +50,11 @@ from __future__ import annotations
 
 import math
 import threading
+from typing import Literal
 
 import numpy as np
 
+from golden import fused as fused_mod
 from golden.dtypes import numpy_dtype, round_to
 
 U32 = 2.0**-24  # fp32 unit roundoff
@@ -145,22 +147,21 @@ _SIGN_OFF: dict[str, np.unsignedinteger] = {
     "bfloat16": np.uint16(0x7FFF),
 }
 # Per case dtype: fraction bits, exponent bias, exponent width.
-_FORMAT = {"float32": (23, 127, 8), "float16": (10, 15, 5), "bfloat16": (7, 127, 8)}
+FORMAT = {"float32": (23, 127, 8), "float16": (10, 15, 5), "bfloat16": (7, 127, 8)}
 
 
 def _spacing_table(dtype: str) -> np.ndarray:
     """The spacing of `dtype` by exponent field: 2^(1-bias-p) for zero and subnormals,
     2^(E-bias-p) for normals, NaN for the all-ones field (inf, NaN)."""
-    p, bias, width = _FORMAT[dtype]
+    p, bias, width = FORMAT[dtype]
     top = (1 << width) - 1
     return np.array([2.0 ** (max(e, 1) - bias - p) for e in range(top)] + [np.nan])
 
 
-_SPACING_TABLE = {name: _spacing_table(name) for name in _FORMAT}
+SPACING_TABLE = {name: _spacing_table(name) for name in FORMAT}
 # The bits of the largest finite value, whose next value is inf.
-_MAX_BITS: dict[str, np.unsignedinteger] = {
-    name: _UINT_OF[name](((1 << w) - 2) << p | ((1 << p) - 1))
-    for name, (p, _, w) in _FORMAT.items()
+MAX_BITS: dict[str, np.unsignedinteger] = {
+    name: _UINT_OF[name](((1 << w) - 2) << p | ((1 << p) - 1)) for name, (p, _, w) in FORMAT.items()
 }
 
 
@@ -213,9 +214,9 @@ def spacing(
     mag = ws.s(base, r.shape, uint)
     idx = ws.s(base + 1, r.shape, np.intp)
     np.bitwise_and(r.view(uint), _SIGN_OFF[dtype], out=mag)
-    np.right_shift(mag, _FORMAT[dtype][0], out=idx)
-    np.take(_SPACING_TABLE[dtype], idx, out=out, mode="clip")  # indices are in range
-    top = np.equal(mag, _MAX_BITS[dtype], out=ws.b(2, r.shape))
+    np.right_shift(mag, FORMAT[dtype][0], out=idx)
+    np.take(SPACING_TABLE[dtype], idx, out=out, mode="clip")  # indices are in range
+    top = np.equal(mag, MAX_BITS[dtype], out=ws.b(2, r.shape))
     if top.any():
         out[top] = np.inf
     return out
@@ -223,10 +224,10 @@ def spacing(
 
 # Rounding a float64 x >= 0 to a 16-bit dtype carries into the next binade when its 52
 # fraction bits reach (2^(p+1) - 1) << (51 - p): x >= 2^E (2 - 2^-(p+1)), ties going up to the
-# even 2^(E+1). Above _NEAR_MAX (the tie there goes down, to the even neighbour) RNE gives the
+# even 2^(E+1). Above NEAR_MAX (the tie there goes down, to the even neighbour) RNE gives the
 # largest finite value, from OVERFLOW inf.
-_CARRY = {name: ((1 << (p + 1)) - 1) << (51 - p) for name, (p, _, _) in _FORMAT.items()}
-_NEAR_MAX = {"float16": 65504.0 - 16.0, "bfloat16": float(2.0**128 * (1 - 2.0**-8) - 2.0**119)}
+CARRY = {name: ((1 << (p + 1)) - 1) << (51 - p) for name, (p, _, _) in FORMAT.items()}
+NEAR_MAX = {"float16": 65504.0 - 16.0, "bfloat16": float(2.0**128 * (1 - 2.0**-8) - 2.0**119)}
 
 
 def spacing_at(x: np.ndarray, dtype: str, ws: Workspace, base: int) -> np.ndarray:
@@ -235,19 +236,19 @@ def spacing_at(x: np.ndarray, dtype: str, ws: Workspace, base: int) -> np.ndarra
     into, 2^(E - p) with E its exponent (plus one where rounding carries), at least the
     subnormal spacing; inf where x rounds to the largest finite value, NaN where to inf.
     In scratch s(base) (the result), s(base+1), b(0)."""
-    p, bias, _ = _FORMAT[dtype]
+    p, bias, _ = FORMAT[dtype]
     bits = x.view(np.int64)
     e = ws.s(base, x.shape, np.int64)
     f = ws.s(base + 1, x.shape, np.int64)
     mask = ws.b(0, x.shape)
     np.right_shift(bits, 52, out=e)  # biased float64 exponent (no sign bit: x >= 0)
     np.bitwise_and(bits, (1 << 52) - 1, out=f)
-    e += np.greater_equal(f, _CARRY[dtype], out=mask)
+    e += np.greater_equal(f, CARRY[dtype], out=mask)
     e -= p
     np.maximum(e, 1023 + 1 - bias - p, out=e)  # the subnormal spacing at least
     e <<= 52
     out = e.view(np.float64)
-    big = np.greater(x, _NEAR_MAX[dtype], out=mask)
+    big = np.greater(x, NEAR_MAX[dtype], out=mask)
     if big.any():
         out[big] = np.where(x[big] < OVERFLOW[dtype], np.inf, np.nan)
     return out
@@ -349,7 +350,13 @@ def elementwise(dy3: np.ndarray, y3: np.ndarray, golden3: np.ndarray, dtype: str
     return allowed, bound
 
 
-def golden_and_bound(dy3: np.ndarray, y3: np.ndarray, dtype: str, ws: Workspace | None = None):
+def golden_and_bound(
+    dy3: np.ndarray,
+    y3: np.ndarray,
+    dtype: str,
+    ws: Workspace | None = None,
+    fused: fused_mod.Kernel | None | Literal["auto"] = "auto",
+):
     """(golden, allowed, bound) of a [rows, d1, cols] slab in the case dtype, reducing axis 1.
 
     ``golden`` is golden.reference.grad_3d's, bit for bit (the same float64 operations in the
@@ -362,8 +369,12 @@ def golden_and_bound(dy3: np.ndarray, y3: np.ndarray, dtype: str, ws: Workspace 
     product exp(y) * sum can (max e times the largest |sum| plus its error bound, an upper bound
     of every element's, rounding being monotone) and no output is within its bound of the
     dtype's overflow (max |golden| + bound): each class mask of ``elementwise`` is then FINITE
-    alone. Anything else (NaN, inf, huge values) runs the whole model."""
+    alone. Anything else (NaN, inf, huge values) runs the whole model.
+
+    ``fused``: the library that computes a plain slab's golden and bound in one pass, the same
+    bits (golden/fused.py; "auto": this host's, when it has one; None: numpy)."""
     ws = Workspace() if ws is None else ws
+    kernel = fused_mod.kernel() if isinstance(fused, str) else fused
     shape = dy3.shape
     d1 = shape[1]
     ovf32 = OVERFLOW["float32"]
@@ -398,8 +409,6 @@ def golden_and_bound(dy3: np.ndarray, y3: np.ndarray, dtype: str, ws: Workspace 
                 np.copyto(copy, lines)
                 lines = copy
             s = lines.sum(axis=2)[:, None, :]
-            np.multiply(e, s, out=g)
-            np.subtract(d, g, out=g)
             abs_lines = np.swapaxes(ad, 1, 2)
             if not abs_lines.flags.c_contiguous:
                 abs_lines = np.abs(lines, out=lines)  # the copy, no longer needed
@@ -415,7 +424,16 @@ def golden_and_bound(dy3: np.ndarray, y3: np.ndarray, dtype: str, ws: Workspace 
                 and emax * (1 + EXP_REL_ERR) < ovf32
                 and (emax * (1 + EXP_REL_ERR) + FLUSH) * s_hi * (1 + U32) < ovf32
             )
-        if plain:
+        if plain and kernel is not None:  # the golden and the bound in one pass (golden/fused.c)
+            bound = ws.get("bound", shape)
+            per_line = None if s_err is None else (s, abs_s, s_err)
+            top = kernel.golden_bound(d, e, ad, per_line, dtype, g, bound)
+            if top < OVERFLOW[dtype]:
+                return g, FINITE, bound
+        elif d1 > 1:  # grad_3d: dy - exp(y) * sum
+            np.multiply(e, s, out=g)
+            np.subtract(d, g, out=g)
+        if plain and kernel is None:
             bound, top = _plain_bound(g, ad, e, abs_s, s_err, dtype, ws)
             if top < OVERFLOW[dtype]:
                 return g, FINITE, bound

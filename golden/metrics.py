@@ -19,10 +19,12 @@ odd (golden/bound.py).
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Literal
 
 import numpy as np
 
 from golden import bound as bound_mod
+from golden import fused as fused_mod
 from golden.bound import FINITE, NAN, NEGINF, POSINF, class_names, class_of
 from golden.dtypes import (
     DOUBLE_THOUSANDTH_TOL,
@@ -106,8 +108,12 @@ class MetricsAccumulator:
         k: int = 8,
         ws: bound_mod.Workspace | None = None,
         name: str = "m",
+        fused: fused_mod.Kernel | None | Literal["auto"] = "auto",
     ):
         self.dtype = check_dtype(dtype)
+        # The compared elements' metrics from golden/fused.c ("auto": when this host has it),
+        # or from numpy (None); the same bits either way.
+        self._fused = fused_mod.kernel() if isinstance(fused, str) else fused
         self._ws = bound_mod.Workspace() if ws is None else ws
         self._prefix = name + "."
         self.shape = tuple(shape)
@@ -276,6 +282,8 @@ class MetricsAccumulator:
         m = int(a.size)
         if m == 0:
             return None
+        if self._fused is not None:
+            return self._compared_fused(a, g, rg, abits, bound, to_flat, where)
         t = T[dtype]
         tol = DOUBLE_THOUSANDTH_TOL[dtype]
         c["n_compared"] += m
@@ -362,13 +370,7 @@ class MetricsAccumulator:
         if worst > 1:
             over = np.greater(ratio, 1, out=mask)
             c["bound_violations"] += int(np.count_nonzero(over))
-            if self.k > 0:
-                idx = np.flatnonzero(over)
-                top = idx[np.argsort(-ratio[idx], kind="stable")[: self.k]]
-                pos = top if where is None else where[top]
-                self.bound_cand.append(
-                    (ratio[top], to_flat(pos), a[top], g[top], err[top], bound[top])
-                )
+            self._bound_candidates(ratio, over, a, g, err, bound, to_flat, where)
         if dtype == "float32":
             return
         with np.errstate(invalid="ignore"):
@@ -384,6 +386,75 @@ class MetricsAccumulator:
                 nz = np.flatnonzero(resid)
                 sign = np.sign(g[nz]).astype(resid.dtype)
                 self.rounding_bias_sum += int((resid[nz] * sign).sum())
+
+    def _bound_candidates(self, ratio, over, a, g, err, bound, to_flat, where) -> None:
+        """The chunk's worst violations of the bound (``over``: ratio > 1), kept for the k
+        worst of the case."""
+        if self.k > 0:
+            idx = np.flatnonzero(over)
+            top = idx[np.argsort(-ratio[idx], kind="stable")[: self.k]]
+            pos = top if where is None else where[top]
+            self.bound_cand.append((ratio[top], to_flat(pos), a[top], g[top], err[top], bound[top]))
+
+    def _compared_fused(self, a, g, rg, abits, bound, to_flat, where) -> np.ndarray:
+        """What ``_compared`` and ``_bound`` account, from golden/fused.c (the same bits); the
+        few values that only the worst elements need are computed for them alone."""
+        c, wc, bc, ws, k = self.c, self.wc, self.bc, self._ws, self.k
+        m = int(a.size)
+        uint = abits.dtype
+        rbits = rg.view(uint)
+        rel = ws.get(self._prefix + "rel", m)
+        s = self._fused.compared(  # type: ignore[union-attr]
+            np.ascontiguousarray(a),
+            np.ascontiguousarray(g),
+            np.ascontiguousarray(abits),
+            np.ascontiguousarray(rbits),
+            None if bound is None else np.ascontiguousarray(bound),
+            self.dtype,
+            rel,
+        )
+        c["n_compared"] += m
+        self.sq_sum += s["sq_sum"]
+        self.rel_sum += s["rel_sum"]
+        self.max_abs = max(self.max_abs, s["max_abs"])
+        self.max_rel = max(self.max_rel, s["max_rel"])
+        self.ulp_max = max(self.ulp_max, int(s["ulp_max"]))
+        self.ulp_sum += float(s["ulp_sum"])
+        self.signed_ulp_sum += s["signed_ulp_sum"]
+        for name in ("mixed_ok", "dt_rel_over", "dt_abs_over", "small_n", "small_err_count"):
+            c[name] += int(s[name])
+        if k > 0:
+            top = _top_k(rel, k)
+            pos = top if where is None else where[top]
+            at, gt = a[top], g[top]
+            ulp = np.abs(_ordinals(abits[top], ws, 6, 7) - _ordinals(rbits[top], ws, 8, 7))
+            self.cand.append((rel[top], to_flat(pos), at, gt, np.abs(at - gt), ulp))
+        if bound is None:
+            return rel
+        wc["sq_sum"] += s["wc_sq_sum"]
+        bc["sq_sum"] += s["bc_sq_sum"]
+        wc["rel_sum"] += s["wc_rel_sum"]
+        wc["max_rel"] = max(wc["max_rel"], s["wc_max_rel"])
+        wc["max_abs"] = max(wc["max_abs"], s["wc_max_abs"])
+        for name in ("mixed_ok", "dt_rel_over", "dt_abs_over", "small_err_count"):
+            wc[name] += int(s["wc_" + name])
+        bc["rel_sum"] += s["bc_rel_sum"]
+        bc["max_rel"] = max(bc["max_rel"], s["bc_max_rel"])
+        bc["small_err_count"] += int(s["bc_small_err_count"])
+        c["bound_n"] += m
+        self.bound_max_ratio = max(self.bound_max_ratio, s["bound_max_ratio"])
+        if s["bound_violations"]:
+            c["bound_violations"] += int(s["bound_violations"])
+            err = np.abs(a - g)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                ratio = err / bound
+            off = ~(bound > 0)
+            ratio[off] = np.where(err[off] > 0, np.inf, 0.0)
+            self._bound_candidates(ratio, ratio > 1, a, g, err, bound, to_flat, where)
+        if self.dtype != "float32" and s["rounding_bias_n"]:
+            c["rounding_bias_n"] += int(s["rounding_bias_n"])
+            self.rounding_bias_sum += int(s["rounding_bias_sum"])
+        return rel
 
     def result(self) -> dict:
         c, m = self.c, self.c["n_compared"]

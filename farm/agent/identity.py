@@ -98,6 +98,7 @@ class Identity:
     bundle: str | None = None
     problems: tuple[str, ...] = ()
     machine: host_machine.Machine | None = None  # the architecture, CANN, driver, chips
+    judging: str = ""  # which path judges: golden/fused.py status (fused, or numpy and why)
 
     def to_wire(self) -> dict:
         d = asdict(self)
@@ -267,6 +268,7 @@ def gather(
     if declared is None:
         declared = declared_identity(workdir)
     deps, missing = check_deps()
+    judging, unjudgeable = judging_path() if not missing else ("none: modules missing", ())
     return Identity(
         host=socket.gethostname(),
         soc=declared.soc,
@@ -278,9 +280,21 @@ def gather(
         missing=missing,
         backends=available_backends(deps),
         bundle=bundle_sha(),
-        problems=declared.problems,
+        problems=declared.problems + unjudgeable,
         machine=host_machine.gather(),
+        judging=judging,
     )
+
+
+def judging_path() -> tuple[str, tuple[str, ...]]:
+    """(which path judges, the problem when $LSG_FUSED=require and the fused one cannot be had:
+    the host cannot judge as it was asked to)."""
+    from golden import fused
+
+    try:
+        return fused.status(), ()
+    except RuntimeError as exc:
+        return f"none: {exc}", (str(exc),)
 
 
 __all__ = [
@@ -292,6 +306,7 @@ __all__ = [
     "check_deps",
     "declared_identity",
     "gather",
+    "judging_path",
     "npu_smi_identity",
     "parse_npu_smi",
 ]

@@ -44,8 +44,9 @@ from farm.pool.inventory import HostSpec
 from farm.pool.transport.base import HANDSHAKE_TIMEOUT, Channel, Transport, env_argv
 
 # What ships to a host: the agent package and the maths, nothing else (farm/__init__.py only makes
-# `farm` a package there). Everything under these paths that is Python goes in.
-BUNDLE_PATHS = ("farm/__init__.py", "farm/agent", "golden")
+# `farm` a package there). Everything under these paths that is Python goes in, and the fused
+# judging pass's C source, which the agent builds on the host (golden/fused.py).
+BUNDLE_PATHS = ("farm/__init__.py", "farm/agent", "golden", "golden/fused.c")
 BUNDLE_PREFIX = "lsg-agent"
 _ENTRY_MTIME = 946684800  # 2000-01-01: fixed, so identical sources give identical bytes
 _ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar")

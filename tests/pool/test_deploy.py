@@ -109,9 +109,9 @@ def test_bundle_is_self_contained(tmp_path, agent_bundle):
     assert out["heavy"] == []
 
 
-def test_bundle_files_lists_only_python_sources():
+def test_bundle_files_lists_the_python_sources_and_the_fused_pass_source():
     files = bundle_files()
-    assert all(name.endswith(".py") for name in files)
+    assert [name for name in files if not name.endswith(".py")] == ["golden/fused.c"]
     assert "farm/agent/server.py" in files and "golden/soc.py" in files
 
 

@@ -1,0 +1,342 @@
+/* Judging's arithmetic in two passes over a slab, the same bits as numpy's ~100 (golden/fused.py
+ * builds, checks and loads this; the numpy code it replaces stays the reference):
+ *
+ *   lsg_golden_bound  the golden and the error bound of a plain slab: golden/bound.py
+ *                     golden_and_bound's numpy path (grad_3d's golden, then _plain_bound);
+ *   lsg_compared      every metric of the compared elements: golden/metrics.py
+ *                     MetricsAccumulator._compared and _bound.
+ *
+ * The same bits because every element's values come from the same IEEE operations in the same
+ * order (no fused multiply-add: the build passes -ffp-contract=off; no reassociation), every sum
+ * is taken in numpy's own order (its pairwise summation of a contiguous float64 array: blocks of
+ * 8 lanes up to 128 elements, halves at multiples of 8 above), and counts and maxima do not
+ * depend on order (maxima: NaN wins, as in numpy). golden/fused.py refuses a library that does
+ * not reproduce the numpy path on its samples; tests/golden/test_fused.py compares the two on
+ * the tiers' kinds of input.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#pragma STDC FP_CONTRACT OFF
+
+enum { S_REL, S_SQ, S_SIGNED_ULP, S_WC_REL, S_WC_SQ, S_BC_REL, S_BC_SQ, NSUMS };
+enum { M_ABS, M_REL, M_WC_REL, M_WC_ABS, M_BC_REL, M_BOUND_RATIO, NMAX };
+enum { I_ULP_SUM, I_ULP_MAX, I_MIXED_OK, I_DT_REL_OVER, I_DT_ABS_OVER, I_SMALL_N,
+       I_SMALL_ERR, I_WC_MIXED_OK, I_WC_DT_REL_OVER, I_WC_DT_ABS_OVER, I_WC_SMALL_ERR,
+       I_BC_SMALL_ERR, I_BOUND_VIOLATIONS, I_BIAS_N, I_BIAS_SUM, NI };
+
+enum { FLOAT32 = 0, FLOAT16 = 1, BFLOAT16 = 2 };
+
+typedef struct {
+    const double *a, *g, *bound;
+    const uint16_t *abits16, *rbits16;
+    const uint32_t *abits32, *rbits32;
+    const double *spacing; /* by exponent field (golden/bound.py SPACING_TABLE) */
+    uint32_t max_bits;
+    double t, tol, small_threshold, small_err_bound, rel_eps, clean_fraction;
+    double *rel;
+} pass;
+
+/* The order-free results: maxima (NaN wins, as in numpy's) and counts. Each leaf keeps its own
+ * on its stack, so that the stores into rel[] cannot alias them. */
+typedef struct {
+    double max[NMAX];
+    int max_nan[NMAX];
+    int64_t i[NI];
+} tally;
+
+static void tally_init(tally *t) {
+    memset(t, 0, sizeof *t);
+    for (int k = 0; k < NMAX; k++) t->max[k] = -INFINITY;
+}
+
+static void tally_merge(tally *into, const tally *t) {
+    for (int k = 0; k < NMAX; k++) {
+        into->max_nan[k] |= t->max_nan[k];
+        if (t->max[k] > into->max[k]) into->max[k] = t->max[k];
+    }
+    int64_t ulp_max = into->i[I_ULP_MAX] > t->i[I_ULP_MAX] ? into->i[I_ULP_MAX] : t->i[I_ULP_MAX];
+    for (int k = 0; k < NI; k++) into->i[k] += t->i[k];
+    into->i[I_ULP_MAX] = ulp_max;
+}
+
+static inline void take_max(tally *t, int k, double v) {
+    t->max_nan[k] |= v != v;
+    t->max[k] = v > t->max[k] ? v : t->max[k];
+}
+
+/* The value of the golden rounded to the dtype, from its bits (exact). */
+static inline double decode(int dtype, uint32_t bits) {
+    uint32_t wide;
+    if (dtype == FLOAT32) {
+        wide = bits;
+    } else if (dtype == BFLOAT16) {
+        wide = bits << 16;
+    } else {
+        uint32_t sign = (bits & 0x8000u) << 16, e = bits & 0x7C00u, m = bits & 0x3FFu;
+        if (e == 0) { /* zero and subnormals: m * 2^-24, exact in float */
+            float f = (float)m * 0x1p-24f;
+            return sign ? -(double)f : (double)f;
+        }
+        wide = sign | (e == 0x7C00u ? 0x7F800000u : (e + 0x1C000u) << 13) | m << 13;
+    }
+    float f;
+    memcpy(&f, &wide, sizeof f);
+    return f;
+}
+
+/* golden.dtypes.ordinal: sign-magnitude to a signed integer, +0 and -0 both 0. */
+static inline int64_t ordinal(uint32_t sign_off, uint32_t bits) {
+    int64_t mag = bits & sign_off;
+    return bits & ~sign_off ? -mag : mag;
+}
+
+/* Elements lo .. lo+cnt-1 (cnt <= 8): their relative errors stored, the order-free results
+ * into t, the summed values into v[k][j]. dtype and judged are constants where it is inlined. */
+static inline __attribute__((always_inline)) void block(const pass *p, tally *t, int64_t lo,
+                                                         int cnt, double v[NSUMS][8],
+                                                         int dtype, int judged) {
+    const uint32_t sign_off = dtype == FLOAT32 ? 0x7FFFFFFFu : 0x7FFFu;
+    const int frac = dtype == FLOAT32 ? 23 : dtype == FLOAT16 ? 10 : 7;
+    for (int j = 0; j < cnt; j++) {
+        int64_t i = lo + j;
+        double a = p->a[i], g = p->g[i];
+        double diff = a - g;
+        double err = fabs(diff);
+        double absg = fabs(g);
+        double den = absg + p->rel_eps;
+        double rel = err / den;
+        p->rel[i] = rel;
+        v[S_REL][j] = rel;
+        v[S_SQ][j] = err * err;
+        take_max(t, M_ABS, err);
+        take_max(t, M_REL, rel);
+
+        uint32_t ab = dtype == FLOAT32 ? p->abits32[i] : p->abits16[i];
+        uint32_t rb = dtype == FLOAT32 ? p->rbits32[i] : p->rbits16[i];
+        int64_t dord = ordinal(sign_off, ab) - ordinal(sign_off, rb);
+        int64_t ulp = dord < 0 ? -dord : dord;
+        t->i[I_ULP_SUM] += ulp;
+        t->i[I_ULP_MAX] = ulp > t->i[I_ULP_MAX] ? ulp : t->i[I_ULP_MAX];
+
+        uint32_t mag = rb & sign_off;
+        double spacing = mag == p->max_bits ? INFINITY : p->spacing[mag >> frac];
+        v[S_SIGNED_ULP][j] = spacing > 0 ? diff / spacing : 0.0;
+
+        double lim = absg * p->t;
+        lim = lim + p->t;
+        int small = absg < p->small_threshold;
+        t->i[I_MIXED_OK] += err <= lim;
+        t->i[I_DT_REL_OVER] += rel > p->tol;
+        t->i[I_DT_ABS_OVER] += err > p->tol;
+        t->i[I_SMALL_N] += small;
+        t->i[I_SMALL_ERR] += small & (err > p->small_err_bound);
+
+        if (!judged) continue;
+        double b = p->bound[i];
+        double wrel = b / den;
+        double best = fabs(decode(dtype, rb) - g);
+        double brel = best / den;
+        v[S_WC_REL][j] = wrel;
+        v[S_WC_SQ][j] = b * b;
+        v[S_BC_REL][j] = brel;
+        v[S_BC_SQ][j] = best * best;
+        take_max(t, M_WC_REL, wrel);
+        take_max(t, M_WC_ABS, b);
+        take_max(t, M_BC_REL, brel);
+        t->i[I_WC_MIXED_OK] += b <= lim;
+        t->i[I_WC_DT_REL_OVER] += wrel > p->tol;
+        t->i[I_WC_DT_ABS_OVER] += b > p->tol;
+        t->i[I_WC_SMALL_ERR] += small & (b > p->small_err_bound);
+        t->i[I_BC_SMALL_ERR] += small & (best > p->small_err_bound);
+        double ratio = b > 0 ? err / b : (err > 0 ? INFINITY : 0.0);
+        take_max(t, M_BOUND_RATIO, ratio);
+        t->i[I_BOUND_VIOLATIONS] += ratio > 1;
+        if (dtype == FLOAT32) continue;
+        int clean = b - spacing * 0.5 <= spacing * p->clean_fraction;
+        t->i[I_BIAS_N] += clean;
+        t->i[I_BIAS_SUM] += clean ? dord * ((g > 0) - (g < 0)) : 0;
+    }
+}
+
+/* numpy's pairwise summation (its float add reduction) of every sum at once, in a function per
+ * dtype and bound (the constants let the compiler drop the branches of the others). */
+#define PAIRWISE(NAME, DTYPE, JUDGED)                                                           \
+    static void NAME(const pass *p, tally *into, int64_t lo, int64_t n, double res[NSUMS]) {   \
+        const int nsums = (JUDGED) ? NSUMS : S_WC_REL;                                          \
+        if (n > 128) {                                                                          \
+            int64_t half = n / 2;                                                               \
+            half -= half % 8;                                                                   \
+            double right[NSUMS];                                                                \
+            NAME(p, into, lo, half, res);                                                       \
+            NAME(p, into, lo + half, n - half, right);                                          \
+            for (int k = 0; k < nsums; k++) res[k] += right[k];                                 \
+            return;                                                                             \
+        }                                                                                       \
+        double v[NSUMS][8];                                                                     \
+        tally t;                                                                                \
+        tally_init(&t);                                                                         \
+        int64_t i = 0;                                                                          \
+        for (int k = 0; k < NSUMS; k++) res[k] = 0.0;                                           \
+        if (n >= 8) {                                                                           \
+            double r[NSUMS][8];                                                                 \
+            block(p, &t, lo, 8, r, DTYPE, JUDGED);                                              \
+            for (i = 8; i < n - (n % 8); i += 8) {                                              \
+                block(p, &t, lo + i, 8, v, DTYPE, JUDGED);                                      \
+                for (int k = 0; k < nsums; k++)                                                 \
+                    for (int j = 0; j < 8; j++) r[k][j] += v[k][j];                             \
+            }                                                                                   \
+            for (int k = 0; k < nsums; k++)                                                     \
+                res[k] = ((r[k][0] + r[k][1]) + (r[k][2] + r[k][3])) +                          \
+                         ((r[k][4] + r[k][5]) + (r[k][6] + r[k][7]));                           \
+        }                                                                                       \
+        int rest = (int)(n - i);                                                                \
+        block(p, &t, lo + i, rest, v, DTYPE, JUDGED);                                           \
+        for (int k = 0; k < nsums; k++)                                                         \
+            for (int j = 0; j < rest; j++) res[k] += v[k][j];                                   \
+        tally_merge(into, &t);                                                                  \
+    }
+
+PAIRWISE(pairwise_f32, FLOAT32, 0)
+PAIRWISE(pairwise_f32_bound, FLOAT32, 1)
+PAIRWISE(pairwise_f16, FLOAT16, 0)
+PAIRWISE(pairwise_f16_bound, FLOAT16, 1)
+PAIRWISE(pairwise_bf16, BFLOAT16, 0)
+PAIRWISE(pairwise_bf16_bound, BFLOAT16, 1)
+
+/* m compared elements: the actual and the golden in float64, the bits of the actual and of the
+ * golden rounded to the case dtype (uint16 for float16/bfloat16, uint32 for float32), the error
+ * bound (NULL: not judged). Each element's relative error into rel[]; the sums, maxima and counts
+ * into dout[] (S_ then M_) and iout[] (I_), in golden/fused.py's SUMS, MAXIMA and COUNTS order.
+ * limits[]: T, the double-thousandth tolerance, the small-value threshold and error bound, the
+ * relative error's guard and the rounding bias's clean fraction. Returns 0; 1 for an unknown
+ * dtype code. */
+int lsg_compared(int64_t m, const double *a, const double *g, const void *abits,
+                const void *rbits, const double *bound, int dtype, const double *spacing,
+                uint32_t max_bits, const double *limits, double *rel, double *dout,
+                int64_t *iout) {
+    static void (*const by_dtype[3][2])(const pass *, tally *, int64_t, int64_t, double *) = {
+        {pairwise_f32, pairwise_f32_bound},
+        {pairwise_f16, pairwise_f16_bound},
+        {pairwise_bf16, pairwise_bf16_bound},
+    };
+    if (dtype != FLOAT32 && dtype != FLOAT16 && dtype != BFLOAT16) return 1;
+    pass p;
+    memset(&p, 0, sizeof p);
+    p.a = a;
+    p.g = g;
+    p.bound = bound;
+    if (dtype == FLOAT32) {
+        p.abits32 = abits;
+        p.rbits32 = rbits;
+    } else {
+        p.abits16 = abits;
+        p.rbits16 = rbits;
+    }
+    p.spacing = spacing;
+    p.max_bits = max_bits;
+    p.t = limits[0];
+    p.tol = limits[1];
+    p.small_threshold = limits[2];
+    p.small_err_bound = limits[3];
+    p.rel_eps = limits[4];
+    p.clean_fraction = limits[5];
+    p.rel = rel;
+    tally t;
+    tally_init(&t);
+    double sums[NSUMS];
+    by_dtype[dtype][bound != NULL](&p, &t, 0, m, sums);
+    for (int k = 0; k < NSUMS; k++) dout[k] = 0.0 + sums[k]; /* numpy's sum of -0.0s is 0.0 */
+    for (int k = 0; k < NMAX; k++) dout[NSUMS + k] = t.max_nan[k] ? NAN : t.max[k];
+    memcpy(iout, t.i, sizeof t.i);
+    return 0;
+}
+
+/* golden/bound.py spacing_at of x >= 0 (no NaN), for float16 and bfloat16: the spacing of the
+ * binade x rounds into, from its float64 bits (the fraction at or above `carry` rounds up into the
+ * next binade; at least the subnormal spacing, 2^(least - 1023)); inf where x rounds to the
+ * largest finite value, NaN where to inf. */
+static inline double spacing_at(double x, int64_t carry, int64_t p, int64_t least,
+                                double near_max, double overflow) {
+    int64_t bits;
+    memcpy(&bits, &x, sizeof bits);
+    int64_t e = (bits >> 52) + ((bits & (((int64_t)1 << 52) - 1)) >= carry);
+    e -= p;
+    e = e > least ? e : least;
+    e <<= 52;
+    double sp;
+    memcpy(&sp, &e, sizeof sp);
+    if (x > near_max) sp = x < overflow ? INFINITY : NAN;
+    return sp;
+}
+
+/* spacing_at of n values, with golden_bound's constants k[] (for golden/fused.py's check). */
+void lsg_spacing_at(int64_t n, const double *x, const double *k, double *out) {
+    for (int64_t i = 0; i < n; i++)
+        out[i] = spacing_at(x[i], (int64_t)k[8], (int64_t)k[9], (int64_t)k[10], k[11], k[12]);
+}
+
+/* golden/bound.py golden_and_bound's plain slab in one pass: the golden (d - e*s, reduce
+ * extent above 1; else given) and _plain_bound's bound, its terms in _plain_bound's order, of a
+ * [rows, d1, cols] slab; s, abs_s and s_err are per line (rows*cols; abs_s NULL: |dy| itself,
+ * s_err NULL: no sum, the reduce extent 1). k[]: U32, 2*U32, EXP_REL_ERR, FLUSH, 1+EXP_REL_ERR,
+ * 1+4*U32, 4*FLUSH, SLACK64, then for 16-bit dtypes the spacing_at constants: the carry
+ * fraction, p, the least biased exponent, _NEAR_MAX and OVERFLOW. *top: max(|golden| + B32). */
+int lsg_golden_bound(int64_t rows, int64_t d1, int64_t cols, const double *d, const double *e,
+                     const double *ad, const double *s, const double *abs_s,
+                     const double *s_err, int half_ulp, const double *k, double *g,
+                     double *bound, double *top) {
+    const double u32 = k[0], two_u32 = k[1], eps = k[2], flush = k[3], one_eps = k[4];
+    const double one_4u = k[5], four_flush = k[6], slack = k[7];
+    const int64_t carry = (int64_t)k[8], p = (int64_t)k[9], least = (int64_t)k[10];
+    const double near_max = k[11], overflow = k[12];
+    double mx = -INFINITY;
+    int nan = 0;
+    for (int64_t r = 0; r < rows; r++) {
+        for (int64_t i = 0; i < d1; i++) {
+            int64_t base = (r * d1 + i) * cols;
+            for (int64_t c = 0; c < cols; c++) {
+                int64_t x = base + c, line = r * cols + c;
+                double ex = e[x], adx = ad[x];
+                if (s) {
+                    double q = ex * s[line];
+                    g[x] = d[x] - q;
+                }
+                double as = abs_s ? abs_s[line] : adx;
+                double absg = fabs(g[x]);
+                double b = absg * u32;
+                double t = adx * u32;
+                b += t;
+                t = ex * two_u32;
+                t *= as;
+                b += t;
+                double u = ex * eps;
+                u += flush;
+                u *= as;
+                if (s_err) {
+                    t = ex * one_eps;
+                    t += flush;
+                    t *= s_err[line];
+                    t += u;
+                } else {
+                    t = u;
+                }
+                t *= one_4u;
+                b += t;
+                b += four_flush;
+                t = ex * as;
+                t += adx;
+                t *= slack;
+                b += t;
+                absg += b;
+                nan |= absg != absg;
+                mx = absg > mx ? absg : mx;
+                if (half_ulp) b += spacing_at(absg, carry, p, least, near_max, overflow) * 0.5;
+                bound[x] = b;
+            }
+        }
+    }
+    *top = nan ? NAN : mx;
+    return 0;
+}

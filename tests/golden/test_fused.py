@@ -1,0 +1,163 @@
+"""golden/fused.c judges with numpy's bits: every record the same whichever path made it, and a
+library that differs anywhere is refused before it judges."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from golden import fused
+from golden.judge import judge_case
+from tests.golden import fp32_kernel
+from tests.golden.test_judge import DTYPES, KINDS, outside_inputs
+from tests.requirements import need
+
+# [shape, axes]: reduce extent 1, lines along memory, across it (reduce-mid and reduce-first),
+# lengths around the pairwise blocks, and a case larger than the slabs it is cut into below.
+SHAPES = [
+    ((16, 1), (-1,)),
+    ((4, 1000), (-1,)),
+    ((3, 70, 5), (1,)),
+    ((129, 6), (0,)),
+    ((2, 8, 9, 3), (1, 2)),
+    ((3, 4100), (-1,)),
+]
+
+
+def the_library() -> fused.Kernel:
+    k = fused.kernel() if fused.mode() != "off" else None
+    need(k is not None, f"the fused judging pass ({fused.status()})")
+    assert k is not None
+    return k
+
+
+def planted(out: np.ndarray, how: str, rng) -> np.ndarray:
+    """The output of a wrong kernel: a few elements an ulp up, one far off, one NaN."""
+    out = out.copy()
+    flat = out.reshape(-1)
+    if how == "nudged" and flat.size:
+        at = rng.choice(flat.size, min(5, flat.size), replace=False)
+        flat[at] = np.nextafter(flat[at], np.inf).astype(out.dtype)
+    elif how == "far" and flat.size:
+        flat[rng.integers(flat.size)] *= 3
+    elif how == "nan" and flat.size:
+        flat[rng.integers(flat.size)] = np.nan
+    return out
+
+
+def judged(monkeypatch, path: str, *args, **kwargs):
+    monkeypatch.setenv(fused.ENV_MODE, path)
+    j = judge_case(*args, **kwargs)
+    return j.passed, j.reason, repr(j.metrics), repr(j.verdicts), repr(j.applicability)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_fused_passes_judge_every_kind_of_input_as_numpy_does(monkeypatch, dtype, kind):
+    the_library()
+    rng = np.random.default_rng(len(kind))
+    for shape, axes in SHAPES:
+        dy, y = outside_inputs(kind, shape, dtype, rng)
+        correct = fp32_kernel.run(dy, y, axes, dtype, order="pairwise")
+        for how in ("correct", "nudged", "far", "nan"):
+            out = correct if how == "correct" else planted(correct, how, rng)
+            for slab in (1 << 20, 1000):  # one slab, and several (their sums chained)
+                args = (dy, y, out, axes, dtype)
+                kw = {"slab_elements": slab}
+                want = judged(monkeypatch, "off", *args, **kw)
+                got = judged(monkeypatch, "require", *args, **kw)
+                assert got == want, f"{shape} {axes} {how} slab {slab}"
+
+
+def test_the_fused_passes_judge_a_tolerance_and_a_benchmark_as_numpy_does(monkeypatch):
+    the_library()
+    rng = np.random.default_rng(5)
+    dy, y = outside_inputs("plain", (6, 900), "float16", rng)
+    out = fp32_kernel.run(dy, y, (-1,), "float16")
+    bench = planted(out, "nudged", rng)
+    kw = {"tolerance": {"rtol": 1e-3, "atol": 1e-5, "max_fail_fraction": 0.0}, "benchmark": bench}
+    want = judged(monkeypatch, "off", dy, y, out, (-1,), "float16", **kw)
+    assert judged(monkeypatch, "require", dy, y, out, (-1,), "float16", **kw) == want
+
+
+# Changes a compiler or an edit could make, each of which moves some bits: the library must be
+# refused for every one.
+MUTANTS = {
+    "the 8 lanes folded in another order": (
+        "((r[k][0] + r[k][1]) + (r[k][2] + r[k][3]))",
+        "(((r[k][0] + r[k][1]) + r[k][2]) + r[k][3])",
+    ),
+    "halves not at multiples of 8": ("half -= half % 8;", ""),
+    "a fused multiply-add": (
+        "double q = ex * s[line];\n                    g[x] = d[x] - q;",
+        "g[x] = fma(-ex, s[line], d[x]);",
+    ),
+    "the bound's terms in another order": (
+        "b += t;\n                b += four_flush;",
+        "b += four_flush;\n                b += t;",
+    ),
+    "the rounding bias's sign at zero": ("((g > 0) - (g < 0))", "((g >= 0) - (g < 0))"),
+    "the half ulp's carry": (">= carry)", "> carry)"),
+    "an element's count off the edge": (
+        "small & (err > p->small_err_bound)",
+        "small & (err >= p->small_err_bound)",
+    ),
+}
+
+
+@pytest.mark.parametrize("mutant", sorted(MUTANTS))
+def test_a_library_that_differs_from_numpy_is_refused(tmp_path, mutant):
+    the_library()
+    old, new = MUTANTS[mutant]
+    text = fused.SOURCE.read_text()
+    assert text.count(old) == 1, f"the mutant's text is not in {fused.SOURCE.name} once"
+    source = tmp_path / "fused.c"
+    source.write_text(text.replace(old, new))
+    library = tmp_path / "mutant.so"
+    fused.build(library, source)
+    assert fused.self_check(fused.Kernel(library)) != ""
+
+
+def test_the_library_as_built_passes_its_own_check():
+    assert fused.self_check(the_library()) == ""
+
+
+def test_without_a_compiler_judging_takes_the_numpy_path_and_says_why(monkeypatch, tmp_path):
+    monkeypatch.setattr(fused, "_LOADED", {})
+    monkeypatch.setenv(fused.ENV_CACHE, str(tmp_path / "cache"))
+    monkeypatch.setenv("CC", str(tmp_path / "no-such-cc"))
+    monkeypatch.setenv(fused.ENV_MODE, "auto")
+    assert fused.kernel() is None
+    assert fused.status().startswith("numpy (golden/fused.c could not be built or loaded")
+    dy, y = outside_inputs("plain", (4, 100), "float32", np.random.default_rng(1))
+    assert judge_case(dy, y, fp32_kernel.run(dy, y, (-1,), "float32"), (-1,), "float32").passed
+    monkeypatch.setenv(fused.ENV_MODE, "require")
+    with pytest.raises(RuntimeError, match=r"LSG_FUSED=require, but .*could not be built"):
+        fused.kernel()
+    from farm.agent.identity import judging_path
+
+    said, problems = judging_path()
+    assert said.startswith("none: ") and problems and "could not be built" in problems[0]
+
+
+def test_the_path_can_be_chosen_and_a_wrong_choice_is_named(monkeypatch):
+    monkeypatch.setenv(fused.ENV_MODE, "off")
+    assert fused.kernel() is None and fused.status() == "numpy ($LSG_FUSED=off)"
+    monkeypatch.setenv(fused.ENV_MODE, "fast")
+    with pytest.raises(RuntimeError, match=r"\$LSG_FUSED='fast' is not one of auto, off, require"):
+        fused.kernel()
+
+
+def test_a_built_library_is_found_again_not_rebuilt(monkeypatch, tmp_path):
+    the_library()
+    monkeypatch.setattr(fused, "_LOADED", {})
+    monkeypatch.setenv(fused.ENV_CACHE, str(tmp_path))
+    monkeypatch.setenv(fused.ENV_MODE, "auto")
+    first = fused.kernel()
+    assert first is not None and first.path.parent == tmp_path
+    stamp = first.path.stat().st_mtime_ns
+    monkeypatch.setattr(fused, "_LOADED", {})
+    monkeypatch.setattr(fused, "build", lambda *a: pytest.fail("built again"))
+    again = fused.kernel()
+    assert again is not None and again.path == first.path
+    assert first.path.stat().st_mtime_ns == stamp
