@@ -9,16 +9,19 @@ as the reference and as the path where the library cannot be had.
 
 The library is built with this host's C compiler ($CC, else cc) into a per-user cache
 ($LSG_FUSED_CACHE, else $XDG_CACHE_HOME/lsg-farm, else ~/.cache/lsg-farm), named by the source's
-and flags' sha256 and the machine, so a host builds it once per version of the source. It is used
-only after it has reproduced the numpy path exactly on samples that reach every branch (each
-dtype, with and without a bound, zeros, subnormals, zero and infinite bounds, rounding-bias
-elements, pairwise lengths around 8 and 128, slabs reduced along and across memory and of extent
-1, plain and near float16's overflow): a compiler that fuses or reorders the arithmetic is
-refused. ``status()`` says which path judges and why (the agent's identity carries it).
+and flags' sha256 and the machine, so a host builds it once per version of the source. Each
+process uses it only after it has reproduced the numpy path exactly on samples that reach every
+branch (each dtype, with and without a bound, zeros, subnormals, zero and infinite bounds,
+values exactly on the thresholds the counts compare with, pairwise lengths below 8, within a
+block and across halves, slabs reduced along and across memory and of extent 1, plain, tiny and
+near float16's overflow, the half ulp's carry ties): a compiler that fuses or reorders the
+arithmetic is refused, and so is the library beside a numpy whose summation order is not the
+one it reproduces (numpy's internals are relied on, and checked, here alone). ``status()`` says
+which path judges and why; the agent's identity carries it.
 
 $LSG_FUSED: "auto" (the default), "off" (numpy always: the reference, and a benchmark's before),
-"require" (a RuntimeError when the library cannot be had: CI sets it, so that a broken build
-fails the tests instead of passing them on the slower path).
+"require" (a RuntimeError when the library cannot be had; an agent reports it as a problem, so
+the host is refused rather than judging on the slower path).
 """
 
 from __future__ import annotations
