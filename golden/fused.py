@@ -27,6 +27,7 @@ the host is refused rather than judging on the slower path).
 from __future__ import annotations
 
 import ctypes
+import fcntl
 import hashlib
 import os
 import platform
@@ -267,7 +268,7 @@ def _load(source: Path = SOURCE) -> tuple[str, Kernel | None]:
     path = library_path(source)
     try:
         if not path.is_file():
-            build(path, source)
+            _build_once(path, source)
         k = Kernel(path)
     except (OSError, RuntimeError, subprocess.SubprocessError) as exc:
         return f"golden/fused.c could not be built or loaded: {exc}", None
@@ -275,6 +276,16 @@ def _load(source: Path = SOURCE) -> tuple[str, Kernel | None]:
     if differs:
         return f"{path} differs from the numpy path ({differs}); check $CC and its flags", None
     return "", k
+
+
+def _build_once(path: Path, source: Path) -> None:
+    """Build unless another process of this host did while this one waited: the agents of a
+    fresh host start together, and one compiler run serves them all."""
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    with open(path.parent / f".{path.name}.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not path.is_file():
+            build(path, source)
 
 
 def build(path: Path, source: Path = SOURCE) -> None:

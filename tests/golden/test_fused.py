@@ -3,6 +3,11 @@ library that differs anywhere is refused before it judges."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -11,6 +16,8 @@ from golden.judge import judge_case
 from tests.golden import fp32_kernel
 from tests.golden.test_judge import DTYPES, KINDS, outside_inputs
 from tests.requirements import need
+
+REPO = Path(__file__).resolve().parents[2]
 
 # [shape, axes]: reduce extent 1, lines along memory, across it (reduce-mid and reduce-first),
 # lengths around the pairwise blocks, and a case larger than the slabs it is cut into below.
@@ -161,3 +168,26 @@ def test_a_built_library_is_found_again_not_rebuilt(monkeypatch, tmp_path):
     again = fused.kernel()
     assert again is not None and again.path == first.path
     assert first.path.stat().st_mtime_ns == stamp
+
+
+def test_processes_starting_together_build_the_library_once(tmp_path):
+    the_library()
+    calls = tmp_path / "calls"
+    cc = tmp_path / "cc"
+    cc.write_text(f'#!/bin/sh\necho built >> {calls}\nexec cc "$@"\n')
+    cc.chmod(0o755)
+    env = {
+        **os.environ,
+        "CC": str(cc),
+        fused.ENV_CACHE: str(tmp_path / "cache"),
+        fused.ENV_MODE: "require",
+    }
+    code = "from golden import fused; print(fused.status())"
+    procs = [
+        subprocess.Popen([sys.executable, "-c", code], env=env, cwd=REPO, stdout=subprocess.PIPE)
+        for _ in range(3)
+    ]
+    said = {p.communicate(timeout=300)[0].decode().strip() for p in procs}
+    assert [p.returncode for p in procs] == [0, 0, 0]
+    assert len(said) == 1 and said.pop().startswith(f"fused ({tmp_path / 'cache'}")
+    assert calls.read_text() == "built\n"
