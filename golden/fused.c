@@ -340,3 +340,28 @@ int lsg_golden_bound(int64_t rows, int64_t d1, int64_t cols, const double *d, co
     *top = nan ? NAN : mx;
     return 0;
 }
+
+/* farm/agent/histogram.py HistogramAccumulator's binning of n values log10(|error|) (numpy's
+ * log10, already taken) on evenly spaced edges: the exact zeros (-inf) counted apart, every value
+ * clamped into [edges[0], top] and binned as numpy.histogram bins (the bin from the value, then
+ * one step down below its edge, one step up at or above the next), added to counts[]. */
+void lsg_histogram(int64_t n, const double *logs, const double *edges, int64_t last,
+                   double scale, double top, int64_t *counts, int64_t *zeros) {
+    const double first = edges[0];
+    int64_t z = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double v = logs[i];
+        z += v == -INFINITY;
+        v = v < first ? first : v; /* np.clip: maximum, then minimum */
+        v = v > top ? top : v;
+        double at = v - first;
+        at *= scale;
+        int64_t k = (int64_t)at;
+        k = k < last ? k : last;
+        k -= v < edges[k];
+        k += v >= edges[k + 1];
+        counts[k] += 1;
+    }
+    counts[0] -= z;
+    *zeros += z;
+}

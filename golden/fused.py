@@ -126,6 +126,9 @@ class Kernel:
         self._spacing_at = lib.lsg_spacing_at
         self._spacing_at.argtypes = [i64, p, p, p]
         self._spacing_at.restype = None
+        self._histogram = lib.lsg_histogram
+        self._histogram.argtypes = [i64, p, p, i64, ctypes.c_double, ctypes.c_double, p, p]
+        self._histogram.restype = None
         self.path = path
         self._limits = {dt: _limits(dt) for dt in _DTYPE_CODE}
         self._constants = {dt: _bound_constants(dt) for dt in _DTYPE_CODE}
@@ -214,6 +217,28 @@ class Kernel:
         out = np.empty_like(x)
         self._spacing_at(x.size, x.ctypes.data, self._constants[dtype].ctypes.data, out.ctypes.data)
         return out
+
+    def histogram(
+        self, logs: np.ndarray, edges: np.ndarray, scale: float, top: float, counts: np.ndarray
+    ) -> int:
+        """farm/agent/histogram.py's binning of log10 values on evenly spaced ``edges`` (``scale``
+        bins per unit, ``top`` the largest value below the last edge), added to ``counts``
+        (int64, one per bin); returns how many were log10(0), which no bin keeps."""
+        _check([logs], logs.size, np.dtype(np.float64))
+        _check([edges], counts.size + 1, np.dtype(np.float64))
+        _check([counts], counts.size, np.dtype(np.int64))
+        zeros = ctypes.c_int64(0)
+        self._histogram(
+            logs.size,
+            logs.ctypes.data,
+            edges.ctypes.data,
+            counts.size - 1,
+            scale,
+            top,
+            counts.ctypes.data,
+            ctypes.byref(zeros),
+        )
+        return zeros.value
 
 
 _LOCK = threading.Lock()

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from farm.agent.histogram import HistogramAccumulator, default_edges
 from golden import fused
 from golden.judge import judge_case
 from tests.golden import fp32_kernel
@@ -191,3 +192,24 @@ def test_processes_starting_together_build_the_library_once(tmp_path):
     assert [p.returncode for p in procs] == [0, 0, 0]
     assert len(said) == 1 and said.pop().startswith(f"fused ({tmp_path / 'cache'}")
     assert calls.read_text() == "built\n"
+
+
+def test_the_fused_histogram_bins_as_numpy_does_on_every_edge(monkeypatch):
+    the_library()
+    edges = default_edges()
+    x = 10.0**edges
+    up, down = np.nextafter(x, np.inf), np.nextafter(x, 0.0)
+    errors = np.concatenate(
+        [x, up, down, np.nextafter(up, np.inf), np.nextafter(down, 0.0), [0.0, 0.0, 1e-300, 1e300]]
+    )
+    errors = np.concatenate([errors, np.random.default_rng(9).random(5000) * 10.0**-6])
+    counted = {}
+    for path in ("off", "require"):
+        monkeypatch.setenv(fused.ENV_MODE, path)
+        hist = HistogramAccumulator()
+        hist.add(errors)
+        counted[path] = hist.result(errors.size)
+    assert counted["require"] == counted["off"]
+    logs = np.clip(np.log10(errors[errors > 0]), edges[0], np.nextafter(edges[-1], -np.inf))
+    assert counted["off"]["counts"] == np.histogram(logs, bins=edges)[0].tolist()
+    assert counted["off"]["zeros"] == 2
