@@ -1,10 +1,12 @@
-/* Judging's arithmetic in two passes over a slab, the same bits as numpy's ~100 (golden/fused.py
+/* Judging's arithmetic in single passes over a slab, the same bits as numpy's ~100 (golden/fused.py
  * builds, checks and loads this; the numpy code it replaces stays the reference):
  *
  *   lsg_golden_bound  the golden and the error bound of a plain slab: golden/bound.py
  *                     golden_and_bound's numpy path (grad_3d's golden, then _plain_bound);
  *   lsg_compared      every metric of the compared elements: golden/metrics.py
- *                     MetricsAccumulator._compared and _bound.
+ *                     MetricsAccumulator._compared and _bound;
+ *   lsg_histogram     the error histogram's binning of numpy's log10 values:
+ *                     farm/agent/histogram.py HistogramAccumulator.
  *
  * The same bits because every element's values come from the same IEEE operations in the same
  * order (no fused multiply-add: the build passes -ffp-contract=off; no reassociation), every sum

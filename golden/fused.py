@@ -3,9 +3,11 @@
 Two passes replace numpy's ~100 over each slab (ARCHITECTURE.md: the golden, the bound and every
 metric in one pass): ``golden_bound``, the golden and the error bound of a plain slab
 (golden/bound.py golden_and_bound), and ``compared``, every metric of the compared elements
-(golden/metrics.py MetricsAccumulator._compared and _bound). Both give numpy's bits exactly
-(golden/fused.c says how), so a record is the same whichever path judged it; the numpy code stays
-as the reference and as the path where the library cannot be had.
+(golden/metrics.py MetricsAccumulator._compared and _bound); and ``histogram``, the error
+histogram's binning of numpy's log10 values (farm/agent/histogram.py, which the self-check below
+leaves to tests/golden/test_fused.py: it has no arithmetic to reorder). All give numpy's bits
+exactly (golden/fused.c says how), so a record is the same whichever path judged it; the numpy
+code stays as the reference and as the path where the library cannot be had.
 
 The library is built with this host's C compiler ($CC, else cc) into a per-user cache
 ($LSG_FUSED_CACHE, else $XDG_CACHE_HOME/lsg-farm, else ~/.cache/lsg-farm), named by the source's
