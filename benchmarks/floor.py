@@ -12,9 +12,9 @@ no test farm can skip, and nothing else:
 * the inputs from the case's seed (the agent's own ``make_call_inputs``: values, fills, special
   placement, layouts over NaN storage);
 * the operator call on the default target's library (``farm build``'s ascendc-cpu package: the
-  emulated real kernel on the emulated device), through the native backend's ``run_call`` on the
-  SoC the embedded pool serves the case's family with; descriptor-only cases are planned only,
-  as the agent does;
+  emulated real kernel on the emulated device), through the agent's own
+  ``execute.call_operator`` on the native backend, on the SoC the embedded pool serves the
+  case's family with; descriptor-only cases are planned only, as the agent does;
 * the float64 golden (golden.reference.log_softmax_grad) of every accepted case the operator
   computed: no metrics, no standards, no histogram, no torch benchmark.
 
@@ -54,7 +54,7 @@ from scale import ROLES  # noqa: E402
 from tier_time import run_tier  # noqa: E402
 
 from farm.agent import execute  # noqa: E402
-from farm.agent.backends.native import load, run_call  # noqa: E402
+from farm.agent.backends.native import load  # noqa: E402
 from golden.reference import log_softmax_grad  # noqa: E402
 
 # The forked workers' view of the run: the case dicts and their SoCs, set before the pool starts
@@ -95,18 +95,7 @@ def floor_case(index: int) -> tuple[float, float, float]:
         return 0.0, time.perf_counter() - started, 0.0
     dy, y = execute.make_call_inputs(case)
     made = time.perf_counter()
-    out_shape = case.get("out_shape")
-    result = run_call(
-        dy,
-        y,
-        tuple(case["axes"]),
-        soc,
-        out_dtype=case.get("out_dtype") or case["dtype"],
-        out_shape=None if out_shape is None else tuple(out_shape),
-        missing=case.get("missing"),
-        api=case["api"],
-        out_layout=execute.case_layout(case, "out"),
-    )
+    result = execute.call_operator(case, dy, y, "native", soc)
     ran = time.perf_counter()
     judgeable = case["expect"]["kind"] == "precision" and dy is not None and y is not None
     if result.status == 0 and result.out is not None and judgeable:

@@ -5,11 +5,11 @@
 Run by hand (never from the tests; see benchmarks/README.md). For every ``--every``-th case of
 the tier that the agent judges (accepted, not descriptor-only, the operator returned an output),
 the inputs and the operator's output are made once (`execute.make_call_inputs`, the default
-target's library through `run_call`, as benchmarks/floor.py does), then the agent's judging,
-`execute._judge`, runs once with $LSG_FUSED=off and once with it on, in turns (which goes first
-alternates from case to case, so the machine's load falls on both alike). Printed: the judged
-cases, each path's CPU seconds (the process's, summed over the calls) and how many records
-differ between the two paths (the fused path must make the same bits: 0).
+target's library through `execute.call_operator`, as benchmarks/floor.py does), then the
+agent's judging, `execute._judge`, runs once with $LSG_FUSED=off and once with it on, in turns
+(which goes first alternates from case to case, so the machine's load falls on both alike).
+Printed: the judged cases, each path's CPU seconds (the process's, summed over the calls) and
+how many records differ between the two paths (the fused path must make the same bits: 0).
 """
 
 from __future__ import annotations
@@ -25,7 +25,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from floor import tier_cases  # noqa: E402
 
 from farm.agent import execute  # noqa: E402
-from farm.agent.backends.native import run_call  # noqa: E402
 from golden import fused  # noqa: E402
 
 
@@ -36,18 +35,7 @@ def operator_output(case: dict, soc: str):
     dy, y = execute.make_call_inputs(case)
     if dy is None or y is None:
         return None
-    out_shape = case.get("out_shape")
-    result = run_call(
-        dy,
-        y,
-        tuple(case["axes"]),
-        soc,
-        out_dtype=case.get("out_dtype") or case["dtype"],
-        out_shape=None if out_shape is None else tuple(out_shape),
-        missing=case.get("missing"),
-        api=case["api"],
-        out_layout=execute.case_layout(case, "out"),
-    )
+    result = execute.call_operator(case, dy, y, "native", soc)
     return None if result.status != 0 or result.out is None else (dy, y, result.out)
 
 

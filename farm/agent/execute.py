@@ -154,21 +154,7 @@ def _run_case(
         result = _describe_only(case, backend, identity, device)
     else:
         dy, y = make_call_inputs(case)
-        out_dtype = case.get("out_dtype") or case["dtype"]
-        out_extents = case.get("out_shape")
-        out_shape = tuple(out_extents) if out_extents is not None else None
-        result = _backend(backend)(
-            dy,
-            y,
-            tuple(case["axes"]),
-            identity.soc,
-            out_dtype=out_dtype,
-            out_shape=out_shape,
-            missing=case.get("missing"),
-            api=case["api"],
-            device=device,
-            out_layout=case_layout(case, "out"),
-        )
+        result = call_operator(case, dy, y, backend, identity.soc, device)
     backend_s = result.seconds
 
     record: ResultRecord = {
@@ -212,6 +198,24 @@ def _run_case(
         }
     )
     return record
+
+
+def call_operator(case: CaseRequest, dy, y, backend: str, soc: str | None, device: int = 0):
+    """The operator on a case's inputs through ``backend``, as the case asks for it (its axes,
+    output dtype and shape, missing operands, API and output layout); the backend's result."""
+    out_extents = case.get("out_shape")
+    return _backend(backend)(
+        dy,
+        y,
+        tuple(case["axes"]),
+        soc,
+        out_dtype=case.get("out_dtype") or case["dtype"],
+        out_shape=tuple(out_extents) if out_extents is not None else None,
+        missing=case.get("missing"),
+        api=case["api"],
+        device=device,
+        out_layout=case_layout(case, "out"),
+    )
 
 
 def _describe_only(case: CaseRequest, backend: str, identity: Identity, device: int):
