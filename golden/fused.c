@@ -359,7 +359,10 @@ void lsg_histogram(int64_t n, const double *logs, const double *edges, int64_t l
         double at = v - first;
         at *= scale;
         int64_t k = (int64_t)at;
+        /* k is in [0, last] for every value numpy's log10 gives an error (finite or -inf); the
+         * lower clamp keeps any other value from writing outside counts[] */
         k = k < last ? k : last;
+        k = k > 0 ? k : 0;
         k -= v < edges[k];
         k += v >= edges[k + 1];
         counts[k] += 1;
