@@ -89,22 +89,24 @@ def _require_float_format(name: str) -> tuple[int, int]:
 
 
 def _round_to_odd_f32(x64: np.ndarray) -> np.ndarray:
-    """float64 -> float32 with round-to-odd (truncate, then set the last bit when inexact)."""
+    """float64 -> float32 with round-to-odd (truncate toward zero, then set the last bit when
+    inexact).
+
+    From numpy's round-to-nearest-even: where RNE went past x (away from zero), the truncated
+    value is one step below in the sign-magnitude encoding; setting the last bit of an inexact
+    truncation gives the odd one of x's two neighbours. Whole-array passes with no masked
+    assignment (a masked assignment made this 14x slower). Overflow stays inf, NaN stays NaN."""
     with np.errstate(over="ignore"):
         f = x64.astype(np.float32)
     back = f.astype(np.float64)
+    inexact = back != x64
+    inexact &= np.isfinite(f)
+    past = back > x64
+    past ^= x64 < 0
+    past &= inexact
     bits = f.view(np.uint32)
-    inexact = (back != x64) & np.isfinite(f) & ~np.isnan(x64)
-    even = (bits & np.uint32(1)) == 0
-    fix = inexact & even
-    if np.any(fix):
-        # x lies strictly between two neighbours; RNE chose the even one, take the odd one,
-        # which is one step toward x in magnitude (sign-magnitude encoding).
-        away = np.abs(x64) > np.abs(back)
-        step = np.where(away, np.uint32(1), np.uint32(np.iinfo(np.uint32).max))  # +1 or -1
-        bits = bits.copy()
-        bits[fix] = bits[fix] + step[fix]
-        f = bits.view(np.float32)
+    bits -= past.view(np.uint8)
+    bits |= inexact.view(np.uint8)
     return f
 
 
@@ -125,12 +127,12 @@ def round_to(x: np.ndarray, name: str) -> np.ndarray:
         return np.clip(r, info.min, info.max).astype(dt)
     if x.dtype.kind in "iub":
         x = x.astype(np.float64)
+    x64 = x.astype(np.float64, copy=False)
     if name == "bfloat16":
-        x64 = x.astype(np.float64)
         return _round_to_odd_f32(x64).astype(dt)
     with np.errstate(over="ignore"):
         # numpy rounds float64 -> float16 / float32 once, with RNE; float64 is exact.
-        return x.astype(np.float64).astype(dt)
+        return x64.astype(dt)
 
 
 def to_float64(x: np.ndarray) -> np.ndarray:
