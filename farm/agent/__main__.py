@@ -34,6 +34,8 @@ import sys
 import time
 from collections.abc import Iterator
 
+from farm.agent import allocator
+
 AGENTS_DIR = "agents"
 
 
@@ -123,6 +125,7 @@ def main(argv: list[str] | None = None) -> int:
     # fault" and a traceback on stderr; the orchestrator reads it to call the case an operator
     # crash.
     faulthandler.enable()
+    allocator.keep_freed_memory()
     if args.native_lib:
         os.environ["LSG_NATIVE_LIB"] = args.native_lib
 
