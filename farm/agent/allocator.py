@@ -8,10 +8,10 @@ with the blocks freed, so a stream of cases of changing sizes keeps asking the k
 and every page first touched is a fault. With the mmap threshold fixed at 16 MiB and the heap's
 top trimmed only past 32 MiB, a case's arrays reuse the pages of the cases before it: the
 nightly's inputs, operator calls and judging in one process made 610,000 page faults with the
-defaults and 228,000 with these (1.95 → 1.07 s of system time), and in a nightly run the
-agents spent 44.1 / 46.4 s of CPU before, 40.6 / 40.5 s after (benchmarks/RESULTS.md). The cost:
-up to 32 MiB of freed memory stays in the agent between cases; arrays above 16 MiB are mapped
-and unmapped as before.
+defaults and 228,000 with these (1.95 → 1.07 s of system time); a nightly run's two agents
+1.24–1.40 million before, 0.46 million after (benchmarks/RESULTS.md). The cost: up to 32 MiB of
+freed memory stays in the agent between cases; arrays above 16 MiB are mapped and unmapped as
+before.
 
 Only the agent does this (the process that runs cases); a C library without glibc's ``mallopt``
 (musl, another libc) is left as it is.
