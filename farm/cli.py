@@ -278,6 +278,7 @@ def cmd_hosts(argv: list[str]) -> int:
         "cann",
         "driver",
         "chip",
+        "judging",
         "state",
         "reason",
         "since",

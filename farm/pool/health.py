@@ -454,7 +454,8 @@ class Quarantine:
         return dict(self._read()["chips"])
 
     def seen(self) -> dict[str, dict[str, Any]]:
-        """What each host last said it is: name -> {"machine": Machine wire form, "checked"}."""
+        """What each host last said it is: name -> {"machine": Machine wire form, "judging":
+        which path judges there (golden/fused.py status), "checked"}."""
         return dict(self._read()["seen"])
 
     def reason(self, host: str) -> str | None:
@@ -484,9 +485,14 @@ class Quarantine:
                         del data["chips"][f"{name}:{device}"]
                 for device, reason in health.set_aside.items():
                     _enter(data["chips"], f"{name}:{device}", reason)
-            machine = (health.identity or {}).get("machine")
+            identity = health.identity or {}
+            machine = identity.get("machine")
             if isinstance(machine, dict):
-                data["seen"][name] = {"machine": machine, "checked": _now_iso(health.checked_at)}
+                data["seen"][name] = {
+                    "machine": machine,
+                    "judging": str(identity.get("judging") or ""),
+                    "checked": _now_iso(health.checked_at),
+                }
 
 
 def devices_of(by_slot: Mapping[str, Any], host: str) -> dict[int, Any]:
@@ -520,6 +526,7 @@ HOST_COLUMNS = (
     "cann",
     "driver",
     "chip",
+    "judging",
     "tags",
     "state",
     "quarantined",
@@ -539,8 +546,8 @@ def host_rows(
     when set aside, why and since when.
 
     ``state`` is this check's outcome where ``healths`` has the host, else ``bad`` for a
-    quarantined host and ``unknown`` otherwise. The architecture, CANN, driver and chips are what
-    the host said at its last check.
+    quarantined host and ``unknown`` otherwise. The architecture, CANN, driver, chips and judging
+    path (golden/fused.py: fused, or numpy and why) are what the host said at its last check.
     """
     q = Quarantine(state_dir) if state_dir is not None else None
     entries = q.entries() if q else {}
@@ -556,8 +563,10 @@ def host_rows(
         else:
             state = BAD if entry else UNKNOWN
             reason = entry["reason"] if entry else ""
-        raw = (checked.identity or {}).get("machine") if checked else None
-        raw = raw or (seen.get(h.name) or {}).get("machine")
+        said = (checked.identity or {}) if checked else {}
+        last = seen.get(h.name) or {}
+        raw = said.get("machine") or last.get("machine")
+        judging = str(said.get("judging") or last.get("judging") or "")
         machine = Machine.from_wire(raw) if isinstance(raw, dict) else None
         chips = {c.device: c for c in (machine.chips or ())} if machine else {}
         aside = devices_of(chip_entries, h.name)
@@ -578,6 +587,7 @@ def host_rows(
                 "cann": (machine.cann_version or "") if machine else "",
                 "driver": (machine.driver or "") if machine else "",
                 "chip": f"{len(aside)} set aside" if aside else "",
+                "judging": judging,
                 "tags": ",".join(h.tags),
                 "state": state,
                 "quarantined": "yes" if entry else "no",
