@@ -360,11 +360,7 @@ class MetricsAccumulator:
         np.greater(best, small_bound, out=mask)
         bc["small_err_count"] += int(np.count_nonzero(np.logical_and(mask, small, out=mask)))
         c["bound_n"] += m
-        with np.errstate(invalid="ignore", divide="ignore"):
-            ratio = np.divide(err, bound, out=wrel)
-        if not np.greater(bound, 0, out=mask).all():
-            off = ~mask  # err / bound where bound > 0, else inf for a nonzero error
-            ratio[off] = np.where(err[off] > 0, np.inf, 0.0)
+        ratio = _bound_ratio(err, bound, wrel, mask)
         worst = float(ratio.max())
         self.bound_max_ratio = max(self.bound_max_ratio, worst)
         if worst > 1:
@@ -446,10 +442,7 @@ class MetricsAccumulator:
         if s["bound_violations"]:
             c["bound_violations"] += int(s["bound_violations"])
             err = np.abs(a - g)
-            with np.errstate(invalid="ignore", divide="ignore"):
-                ratio = err / bound
-            off = ~(bound > 0)
-            ratio[off] = np.where(err[off] > 0, np.inf, 0.0)
+            ratio = _bound_ratio(err, bound, np.empty(m), np.empty(m, bool))
             self._bound_candidates(ratio, ratio > 1, a, g, err, bound, to_flat, where)
         if self.dtype != "float32" and s["rounding_bias_n"]:
             c["rounding_bias_n"] += int(s["rounding_bias_n"])
@@ -553,6 +546,17 @@ def _ordinals(bits: np.ndarray, ws: bound_mod.Workspace, slot: int, sign_slot: i
 # Blocks for the top-k search: the k-th largest block maximum bounds the k-th largest value from
 # below, so one pass of block maxima and one comparison find every candidate.
 _TOP_BLOCK = 256
+
+
+def _bound_ratio(err: np.ndarray, bound: np.ndarray, out: np.ndarray, mask: np.ndarray):
+    """Each error over its bound into ``out``: err / bound where the bound is positive, else
+    inf for a nonzero error and 0 for none (``mask``: scratch)."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ratio = np.divide(err, bound, out=out)
+    if not np.greater(bound, 0, out=mask).all():
+        off = ~mask
+        ratio[off] = np.where(err[off] > 0, np.inf, 0.0)
+    return ratio
 
 
 def _top_k(v: np.ndarray, k: int) -> np.ndarray:
