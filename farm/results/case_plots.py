@@ -110,23 +110,43 @@ def render_case_plots(
     return counts
 
 
-def render_quietly(results_dir: str | os.PathLike) -> None:
+def render_quietly(results_dir: str | os.PathLike) -> bool:
     """render_case_plots, as the report step needs it: a results directory it cannot write
-    (read-only, say) leaves the report without the plots, and says so."""
+    (read-only, say) leaves the report without the plots, and says so. True when every pending
+    plot was drawn."""
     try:
         render_case_plots(results_dir)
     except OSError as exc:
         sys.stderr.write(f"farm report: error-distribution plots not drawn: {exc}\n")
+        return False
+    return True
 
 
-def render_in_background(results_dir: str | os.PathLike) -> threading.Thread:
-    """Start drawing a finished run's plots while its records are stored (`farm run`): the
-    drawing runs in worker processes, the store import in this one, and on a machine of few
-    cores the report step then starts with its plots done. Join the thread before the report;
-    the report step's own render_case_plots finds nothing left to draw."""
-    thread = threading.Thread(target=render_quietly, args=(results_dir,), name="farm-case-plots")
-    thread.start()
-    return thread
+class BackgroundDrawing:
+    """A finished run's plots drawn while its records are stored (`farm run`): the drawing runs
+    in worker processes, the store import in this one, and on a machine of few cores the report
+    step then starts with its plots done. :meth:`join` before the report: True when every plot
+    was drawn, and the report need not look for pending ones again (a scan of every result
+    file: 0.7 s for the full tier's 31,831)."""
+
+    def __init__(self, results_dir: str | os.PathLike):
+        self._drawn = False
+        self._thread = threading.Thread(
+            target=self._draw, args=(results_dir,), name="farm-case-plots"
+        )
+        self._thread.start()
+
+    def _draw(self, results_dir: str | os.PathLike) -> None:
+        self._drawn = render_quietly(results_dir)
+
+    def join(self) -> bool:
+        self._thread.join()
+        return self._drawn
+
+
+def render_in_background(results_dir: str | os.PathLike) -> BackgroundDrawing:
+    """Start drawing a finished run's plots (BackgroundDrawing)."""
+    return BackgroundDrawing(results_dir)
 
 
 def preload_in_background() -> threading.Thread:

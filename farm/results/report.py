@@ -280,6 +280,7 @@ def generate(
     reports_dir: Path = REPORTS_DIR,
     timeout: float = 600,
     allure: AllureProcess | None = None,
+    plots_drawn: bool = False,
 ) -> tuple[int, Path]:
     """Generate the Allure 3 report of `results_dir` into `out_dir` (replaced).
 
@@ -293,7 +294,8 @@ def generate(
 
     First the cases' pending error-distribution plots are drawn into results_dir
     (case_plots.render_quietly; idempotent), even when Allure then turns out to be missing
-    (ToolMissing), so that the allure-results are whole for any Allure to read.
+    (ToolMissing), so that the allure-results are whole for any Allure to read; not when
+    `plots_drawn` says they already are.
     """
     from farm.results.case_plots import render_quietly
 
@@ -301,7 +303,8 @@ def generate(
     out_dir = Path(out_dir).resolve()
     if not results_dir.is_dir():
         raise FileNotFoundError(f"no allure results at {results_dir}")
-    render_quietly(results_dir)
+    if not plots_drawn:
+        render_quietly(results_dir)
     cmd = generate_command(reports_dir)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}-", dir=out_dir.parent))
@@ -661,6 +664,9 @@ class Judged:
     # The precision trend PNG of the tier's last TREND_RUNS runs, this one's included (`farm run`
     # draws it while its cases' plots are drawn); None: the report draws it.
     trend: bytes | None = None
+    # Every pending error-distribution plot is drawn (`farm run` drew them while it stored the
+    # records): the report does not look for them again.
+    plots_drawn: bool = False
 
 
 def gate_exit_code(gate: Sequence[GateRule]) -> int:
@@ -813,6 +819,7 @@ def main(
             triage=triage,
             history_limit=args.history_runs,
             allure=allure,
+            plots_drawn=judged is not None and judged.plots_drawn,
         )
     except (ToolMissing, FileNotFoundError) as exc:
         print(f"farm report: {exc}", file=sys.stderr)

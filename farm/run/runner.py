@@ -14,6 +14,7 @@ written records imported and the run marked aborted (farm/results/store.py recov
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime as _dt
 import os
 import shutil
@@ -525,7 +526,9 @@ def _after_session(
     if drawing is not None:
         if judged is not None and fault is None:
             judged = with_trend(store_path, plan.tier, judged)
-        drawing.join()
+        drawn = drawing.join()
+        if judged is not None:
+            judged = dataclasses.replace(judged, plots_drawn=drawn)
     if fault is not None:
         console.print(
             f"[bold red]error:[/] {escape(fault)} ({len(records)} cases stored as run "
@@ -581,8 +584,6 @@ def with_trend(store_path: StoreLocation, tier: str, judged):
     """`judged` with its report's precision trend PNG (report.Judged.trend), drawn here while
     the cases' plots are drawn in the background: off the report's path. A store or a plot that
     fails leaves it to the report, which then says why."""
-    import dataclasses
-
     from farm.results.plots import trend_png
     from farm.results.report import TREND_RUNS
     from farm.results.store import RunStore

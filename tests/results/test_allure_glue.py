@@ -437,7 +437,7 @@ def test_plots_drawn_in_the_background_are_the_report_steps(session, tmp_path):
     step then finds nothing left to draw."""
     for name, data in session["items_files"].items():
         (tmp_path / name).write_bytes(data)
-    render_in_background(tmp_path).join()
+    assert render_in_background(tmp_path).join() is True
     assert _files(tmp_path) == session["rendered_files"]
     again = render_case_plots(tmp_path)
     assert (again.plots, again.errors, again.passes_left) == (0, 0, 0)
@@ -448,7 +448,8 @@ def test_plots_that_cannot_be_written_leave_the_report_without_them(monkeypatch,
         raise OSError(30, "Read-only file system", str(results_dir))
 
     monkeypatch.setattr(case_plots, "render_case_plots", read_only)
-    render_in_background("/nowhere/allure-results").join()
+    # The report step then looks for the plots again (report.Judged.plots_drawn).
+    assert render_in_background("/nowhere/allure-results").join() is False
     err = capsys.readouterr().err
     assert "error-distribution plots not drawn" in err and "Read-only file system" in err
 

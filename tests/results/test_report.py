@@ -491,6 +491,26 @@ def test_missing_allure_is_the_farms_tool_missing(three_runs, tmp_path, monkeypa
     assert len(err_lines) == 1 and err_lines[0].startswith("farm report: node ")
 
 
+@pytest.mark.parametrize("plots_drawn", [False, True])
+def test_generate_looks_for_pending_plots_unless_told_they_are_drawn(
+    tmp_path, monkeypatch, plots_drawn
+):
+    """`farm run` draws the plots while it stores the records and says so (Judged.plots_drawn):
+    the report then skips its own scan of every result file. Otherwise it draws them first,
+    even when Allure then turns out to be missing."""
+    looked: list[Path] = []
+    monkeypatch.setattr(
+        "farm.results.case_plots.render_quietly", lambda results: looked.append(results) or True
+    )
+    results = tmp_path / "allure-results"
+    results.mkdir()
+    bare = tmp_path / "bare-reports"
+    bare.mkdir()
+    with pytest.raises(ToolMissing):
+        report.generate(results, tmp_path / "out", None, reports_dir=bare, plots_drawn=plots_drawn)
+    assert looked == ([] if plots_drawn else [results.resolve()])
+
+
 def _broken_reports_dir(tmp_path: Path) -> Path:
     """A reports/ dir whose allurerc.mjs throws, with the real node_modules."""
     d = tmp_path / "broken-reports"
