@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from farm.agent.outcome import CATEGORIES
-from farm.agent.record import ResultRecord
+from farm.agent.record import JSON_FORM, ResultRecord
 from farm.errors import RunDirUnwritable
 from farm.paths import REPO_ROOT
 from farm.run import fault_injection, heap, run_dir
@@ -400,7 +400,7 @@ class RecordWriter:
         self._dir_made = False
 
     def write(self, record: ResultRecord) -> None:
-        line = json.dumps(record, allow_nan=False, default=str) + "\n"
+        line = json.dumps(record, allow_nan=False, default=str, **JSON_FORM) + "\n"
         try:
             if not self._dir_made:
                 self.path.parent.mkdir(parents=True, exist_ok=True)

@@ -502,7 +502,8 @@ def _after_session(
         )
     try:
         with shielded(console), RunStore(store_path) as store:
-            store.add_results(plan.run_id, records)
+            texts = records_read.texts(records) if records_read is not None else None
+            store.add_results(plan.run_id, records, texts)
             store.finish_run(plan.run_id, code, status=status, subset=subset)
     except StoreError as exc:
         console.print(

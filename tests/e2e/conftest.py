@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pytest
 
+from farm.results.store.rows import dumps
 from suites import matrix
 
 REPO = Path(__file__).resolve().parents[2]
@@ -111,7 +112,11 @@ class FarmResult:
         rows = self.store_rows()
         assert sorted(r["case_id"] for r in rows) == want
         assert self.store_run()["exit_code"] == self.code
-        return {r["case_id"]: r for r in self.raw_records()}
+        by_id = {r["case_id"]: r for r in self.raw_records()}
+        # The store keeps each record as its worker's line (RecordFiles.texts): the record in
+        # the store's JSON form, byte for byte.
+        assert all(r["record_json"] == dumps(by_id[r["case_id"]]) for r in rows)
+        return by_id
 
 
 def _run_dirs(runs: Path) -> list[Path]:

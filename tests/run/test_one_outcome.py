@@ -109,6 +109,12 @@ def test_records_read_as_they_are_written_are_the_records_read_at_the_end(tmp_pa
     by_id, notes = got
     assert by_id["a"]["outcome"] == "failed"  # gw1 comes after gw0, as read_records has it
     assert notes == ["gw0.jsonl:3: unreadable record (a worker died mid-write)"]
+    # The store takes each record as the line it was read from (the last one of its case); a
+    # record that was not read here (a lost case's, a copy) is encoded by the store.
+    lost = {"case_id": "d", "outcome": "broken"}
+    texts = files.texts([by_id["a"], dict(by_id["b"]), by_id["c"], lost])
+    assert texts == {"a": json.dumps(lines["gw1.jsonl"][1]), "c": json.dumps(lines["gw1.jsonl"][0])}
+    assert files.texts([by_id["b"]]) == {"b": json.dumps(lines["gw0.jsonl"][1])}
 
 
 def test_records_followed_while_the_run_goes_on(tmp_path, monkeypatch):
@@ -255,7 +261,7 @@ def test_a_refused_write_elsewhere_names_that_directory(tmp_path):
 def test_the_record_writer_says_a_full_directory_and_keeps_what_it_wrote(tmp_path, monkeypatch):
     path = tmp_path / "records" / "gw0.jsonl"
     writer = plugin.RecordWriter(path)
-    writer.write({"case_id": "a", "outcome": "passed"})
+    writer.write({"outcome": "passed", "case_id": "a"})
 
     def full(*args, **kwargs):
         raise OSError(errno.ENOSPC, "No space left on device", str(path))
@@ -264,7 +270,8 @@ def test_the_record_writer_says_a_full_directory_and_keeps_what_it_wrote(tmp_pat
     with pytest.raises(RunDirUnwritable, match="is full"):
         writer.write({"case_id": "b", "outcome": "passed"})
     monkeypatch.undo()
-    assert path.read_text().splitlines() == ['{"case_id": "a", "outcome": "passed"}']
+    # In the store's JSON form (keys sorted, no spaces): the store keeps the line as it is.
+    assert path.read_text().splitlines() == ['{"case_id":"a","outcome":"passed"}']
 
 
 INJECTED = """

@@ -7,7 +7,7 @@ import json
 import os
 import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -58,6 +58,9 @@ class RecordFiles:
         self.dir = run_dir / "records" if str(run_dir) else None
         self._read: dict[Path, tuple[int, int]] = {}  # file -> (bytes parsed, lines parsed)
         self._by_file: dict[Path, dict[str, dict]] = {}
+        # file -> case id -> where its record's line is (offset, length): the store keeps the
+        # line as it is (texts), not a second encoding of the record it was parsed into.
+        self._spans: dict[Path, dict[str, tuple[int, int]]] = {}
         self._notes: dict[Path, list[str]] = {}
 
     def read(self, final: bool = False) -> tuple[dict[str, dict], list[str]]:
@@ -100,8 +103,11 @@ class RecordFiles:
             chunk = f.read()
         end = len(chunk) if final else chunk.rfind(b"\n") + 1
         records = self._by_file.setdefault(path, {})
+        spans = self._spans.setdefault(path, {})
+        at = done
         for line in chunk[:end].split(b"\n")[: None if final else -1]:
             line_no += 1
+            start, at = at, at + len(line) + 1
             if not line.strip():
                 continue
             try:
@@ -112,4 +118,26 @@ class RecordFiles:
                 )
                 continue
             records[record["case_id"]] = record  # a later record amends an earlier one
+            spans[record["case_id"]] = (start, len(line))
         self._read[path] = (done + end, line_no)
+
+    def texts(self, records: Iterable[Mapping]) -> dict[str, str]:
+        """case id -> the JSON line each of `records` was parsed from, for the records read
+        here (the very objects :meth:`read` returned; any other record, a lost case's say, has
+        none): what the store keeps of them, without encoding them again (2.7 s of CPU for the
+        full tier's 31,831, after its last case). Lines are read back from their files."""
+        wanted: dict[Path, list[tuple[int, int, str]]] = {}
+        for record in records:
+            cid = record["case_id"]
+            for path, by_id in self._by_file.items():
+                if by_id.get(cid) is record:
+                    start, length = self._spans[path][cid]
+                    wanted.setdefault(path, []).append((start, length, cid))
+                    break
+        texts: dict[str, str] = {}
+        for path, spans in wanted.items():
+            with open(path, "rb") as f:
+                for start, length, cid in sorted(spans):
+                    f.seek(start)
+                    texts[cid] = f.read(length).decode("utf-8")
+        return texts

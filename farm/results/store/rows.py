@@ -8,7 +8,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from farm.agent.record import METRIC_COLUMNS, OUTCOMES, TIMING_COLUMNS
+from farm.agent.record import JSON_FORM, METRIC_COLUMNS, OUTCOMES, TIMING_COLUMNS
 
 # A green run, which an implicit baseline must be (the SQL of run_dict's "green").
 GREEN_SQL = "status='finished' AND exit_code=0 AND n_total>0 AND n_failed=0 AND n_broken=0"
@@ -29,7 +29,7 @@ def _jsonable(obj):
 
 
 def dumps(obj) -> str:
-    return json.dumps(obj, default=_jsonable, separators=(",", ":"), sort_keys=True)
+    return json.dumps(obj, default=_jsonable, **JSON_FORM)
 
 
 def num(x) -> float | None:
@@ -120,7 +120,9 @@ INSERT_RESULT = (
 )
 
 
-def result_row(run_id: str, rec: Mapping) -> tuple:
+def result_row(run_id: str, rec: Mapping, text: str | None = None) -> tuple:
+    """The results row of a record. `text`: the record's JSON as it was read (a line of the
+    run's records files, written in JSON_FORM), kept as it is; else the record is encoded."""
     if not rec.get("case_id"):
         raise ValueError("a result record needs a case_id")
     if rec.get("outcome") not in OUTCOMES:
@@ -152,7 +154,7 @@ def result_row(run_id: str, rec: Mapping) -> tuple:
         rec.get("slot"),
         int(attempts) if attempts is not None else None,
         *(num(t.get(c)) for c in TIMING_COLUMNS),
-        dumps(rec),
+        dumps(rec) if text is None else text,
     )
 
 

@@ -83,9 +83,13 @@ class Runs(StoreBase):
             )
         return run_id
 
-    def add_results(self, run_id: str, records: Iterable[Mapping]) -> int:
-        """Write records in one transaction. A case written again replaces its earlier row."""
-        rows = [result_row(run_id, r) for r in records]
+    def add_results(
+        self, run_id: str, records: Iterable[Mapping], texts: Mapping[str, str] | None = None
+    ) -> int:
+        """Write records in one transaction. A case written again replaces its earlier row.
+        `texts`: case id -> the JSON a record was read from, stored as it is (RecordFiles.texts)."""
+        texts = texts or {}
+        rows = [result_row(run_id, r, texts.get(r["case_id"])) for r in records]
         with self._tx():
             if not self.db.execute("SELECT 1 FROM runs WHERE run_id=?", (run_id,)).fetchone():
                 raise KeyError(f"unknown run {run_id!r}: call begin_run first")
