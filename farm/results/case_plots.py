@@ -44,6 +44,7 @@ from farm.results.allure_glue import (
     plot_error_text,
     sample_hash,
 )
+from farm.results.result_files import read_file, result_files
 from farm.run.run_dir import write_whole
 
 # Below this many plots one process draws them all (a worker pool costs more than it saves).
@@ -75,13 +76,14 @@ def render_case_plots(
     """
     results_dir = Path(results_dir)
     pending: dict[Path, dict] = {}
-    for path in sorted(results_dir.glob("*-result.json")):
+    for name in result_files(results_dir):
         try:
-            raw = path.read_bytes()
+            raw = read_file(name)
         except OSError:
             continue
         if PLOT_DATA_NAME.encode() not in raw:  # most results: no need to parse them
             continue
+        path = Path(name)
         try:
             result = json.loads(raw)
         except ValueError:

@@ -13,6 +13,7 @@ stored case without one. Entries are never rewritten: what pytest and allure-pyt
 from __future__ import annotations
 
 import json
+import os
 import re
 import uuid
 import xml.etree.ElementTree as ET
@@ -20,12 +21,12 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from farm.agent.record import ResultRecord
+from farm.results.result_files import RESULT_SUFFIX, read_file, result_files
 from farm.run.plugin import case_id_of
 from farm.run.run_dir import write_whole
 
 # How a record's outcome reads in JUnit (None: a testcase without a failure element).
 _JUNIT_ELEMENT = {"passed": None, "failed": "failure", "broken": "error"}
-RESULT_SUFFIX = "-result.json"
 _STOPPED = "no result came back for this case before the run stopped; this entry is its record"
 
 
@@ -122,12 +123,12 @@ def allure(
     An OSError of a write is raised after the removals are done."""
     by_id = {r["case_id"]: r for r in records}
     present: set[str] = set()
-    for path in sorted(results_dir.glob(f"*{RESULT_SUFFIX}")) if results_dir.is_dir() else []:
+    for path in result_files(results_dir):
         cid = _result_case_id(path)
         if cid in by_id and cid not in present:
             present.add(cid)
         else:
-            path.unlink()
+            os.unlink(path)
     for cid, record in by_id.items():
         if cid not in present:
             result = allure_result(record, nodeids.get(cid), cases.get(cid))
@@ -144,16 +145,14 @@ def allure(
 _LEADING_NAME = re.compile(rb'\A\{\s*"name"\s*:\s*("(?:[^"\\]|\\.)*")')
 
 
-def _result_case_id(path: Path) -> str:
+def _result_case_id(path: str | os.PathLike) -> str:
     """The case of an Allure result file; "" for one that cannot be read (its worker was
     stopped writing it)."""
     try:
-        with open(path, "rb") as fh:
-            head = fh.read(1024)
-            leading = _LEADING_NAME.match(head)
-            if leading is not None:
-                return allure_case_id({"name": json.loads(leading.group(1))})
-            return allure_case_id(json.loads(head + fh.read()))
+        leading = _LEADING_NAME.match(read_file(path, 1024))
+        if leading is not None:
+            return allure_case_id({"name": json.loads(leading.group(1))})
+        return allure_case_id(json.loads(read_file(path)))
     except (OSError, ValueError):
         return ""
 

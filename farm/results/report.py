@@ -521,14 +521,15 @@ def load_gate_rules(reports_dir: Path = REPORTS_DIR) -> dict:
 
 def read_results(results_dir: str | os.PathLike) -> list[dict]:
     """The final attempt of every test in an allure-results directory (one per historyId)."""
+    from farm.results.result_files import read_file, result_files
+
     latest: dict[str, dict] = {}
-    for f in Path(results_dir).glob("*-result.json"):
+    for f in result_files(results_dir):
         try:
-            with open(f, "rb") as fh:  # bytes: no text decoding before the parser's own
-                r = json.loads(fh.read())
+            r = json.loads(read_file(f))  # bytes: no text decoding before the parser's own
         except (OSError, ValueError):
             continue
-        key = r.get("historyId") or r.get("uuid") or f.name
+        key = r.get("historyId") or r.get("uuid") or os.path.basename(f)
         prev = latest.get(key)
         if prev is None or (r.get("stop") or 0) >= (prev.get("stop") or 0):
             latest[key] = r

@@ -58,10 +58,13 @@ def case_id_of(result: Mapping) -> str:
 
 
 def failing_results(results_dir: Path) -> dict[Path, dict]:
+    from farm.results.result_files import read_file, result_files
+
     out: dict[Path, dict] = {}
-    for path in sorted(results_dir.glob("*-result.json")):
+    for name in result_files(results_dir):
+        path = Path(name)
         try:
-            raw = path.read_bytes()
+            raw = read_file(name)
             # Most results pass: parse only those that can be a failure.
             if b'"failed"' not in raw and b'"broken"' not in raw:
                 continue

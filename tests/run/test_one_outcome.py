@@ -209,6 +209,9 @@ def test_allure_loses_results_without_a_record_and_gains_the_stored_ones(tmp_pat
     # another writer's field order: read whole
     (tmp_path / "e-result.json").write_text(json.dumps({"status": "passed", "name": "x"}))
     assert reconcile._result_case_id(tmp_path / "e-result.json") == "x"
+    # and a long one, read past its first bytes
+    (tmp_path / "f-result.json").write_text(json.dumps({"description": "d" * 200_000, "name": "y"}))
+    assert reconcile._result_case_id(tmp_path / "f-result.json") == "y"
     (tmp_path / "d-attachment.png").write_bytes(b"png")
     ids = {r["case_id"]: nodeid(r["case_id"]) for r in records}
     present = reconcile.allure(tmp_path, records, ids, SMOKE)
