@@ -455,26 +455,33 @@ def compact_history(path: str | os.PathLike) -> int:
     last = max((i for i, line in enumerate(lines) if line.strip()), default=-1)
     changed = 0
     for i, line in enumerate(lines):
-        newest = i == last
-        if not any(m in line for m in _WHOLE) and (newest or b'"labels"' not in line):
-            continue
-        try:
-            point = json.loads(line)
-        except ValueError:
-            continue
-        if not isinstance(point, dict) or not isinstance(point.get("testResults"), dict):
-            continue
-        point["testResults"] = {
-            k: _history_item(v, newest) if isinstance(v, dict) else v
-            for k, v in point["testResults"].items()
-        }
-        lines[i] = json.dumps(point, separators=(",", ":"), ensure_ascii=False).encode()
-        changed += 1
+        compacted = compact_history_line(line, newest=i == last)
+        if compacted is not None:
+            lines[i] = compacted
+            changed += 1
     if changed:
         tmp = path.with_name(f".{path.name}.tmp")
         tmp.write_bytes(b"\n".join(lines))
         os.replace(tmp, path)
     return changed
+
+
+def compact_history_line(line: bytes, newest: bool) -> bytes | None:
+    """One line of a history JSONL with each case's entry compacted (compact_history), or None
+    where it is so already (or is no history point: it stays as it is)."""
+    if not any(m in line for m in _WHOLE) and (newest or b'"labels"' not in line):
+        return None
+    try:
+        point = json.loads(line)
+    except ValueError:
+        return None
+    if not isinstance(point, dict) or not isinstance(point.get("testResults"), dict):
+        return None
+    point["testResults"] = {
+        k: _history_item(v, newest) if isinstance(v, dict) else v
+        for k, v in point["testResults"].items()
+    }
+    return json.dumps(point, separators=(",", ":"), ensure_ascii=False).encode()
 
 
 def _history_item(item: dict, newest: bool) -> dict:
@@ -491,24 +498,46 @@ def history_copy(history: StoredHistory, path: Path, limit: int) -> str | None:
     """The file Allure reads: the tier's newest `limit` lines, compacted (the name and labels
     only in the newest: compact_history); returns the newest line as the store has it."""
     lines = history.lines(limit)
-    path.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
-    compact_history(path)
+    with open(path, "wb") as out:
+        for i, line in enumerate(lines):
+            raw = line.encode("utf-8")
+            out.write((compact_history_line(raw, newest=i == len(lines) - 1) or raw) + b"\n")
     return lines[-1] if lines else None
 
 
 def _keep_new_history_line(history: StoredHistory, path: Path, last_before: str | None) -> None:
-    """The line Allure appended to the report's copy of the history, compacted, kept in the
-    store. A store that cannot take it (a read-only role) costs the next reports this run's
+    """The line Allure appended to the report's copy of the history (its last: Allure writes
+    the lines it keeps before it), compacted, kept in the store. Only that line is read: the
+    copy holds up to --history-runs lines of every case of the tier (17 MB each for the full
+    tier's). A store that cannot take it (a read-only role) costs the next reports this run's
     point, not this report."""
     from farm.errors import StoreError
 
     try:
-        compact_history(path)
-        lines = [ln for ln in path.read_text(encoding="utf-8").splitlines() if ln.strip()]
-        if lines and lines[-1] != last_before:
-            history.keep(lines[-1])
+        line = _last_line(path)
+        if line is None:
+            return
+        text = (compact_history_line(line, newest=True) or line).decode("utf-8")
+        if text != last_before:
+            history.keep(text)
     except (OSError, StoreError) as exc:
         sys.stderr.write(f"farm report: this report's history line not kept: {exc}\n")
+
+
+def _last_line(path: Path) -> bytes | None:
+    """A file's last line that is not blank, read from its end."""
+    with open(path, "rb") as f:
+        start = end = f.seek(0, os.SEEK_END)
+        tail = b""
+        while start > 0:
+            start = max(0, start - max(1 << 20, end - start))  # twice as much each time
+            f.seek(start)
+            tail = f.read(end - start)
+            body = tail.rstrip()
+            cut = body.rfind(b"\n")
+            if cut >= 0:
+                return body[cut + 1 :]
+        return tail.rstrip() or None
 
 
 # --------------------------------------------------------------------------- quality gate

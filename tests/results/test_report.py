@@ -284,6 +284,23 @@ def test_compact_history_of_lines_allure_wrote_whole(tmp_path):
     assert report.compact_history(tmp_path / "none.jsonl") == 0
 
 
+def test_the_line_allure_appended_is_read_from_the_end_of_the_copy(tmp_path):
+    """The report keeps the last line of its history copy, whatever its size (the full tier's
+    is 17 MB) and whatever came before it."""
+    path = tmp_path / "history.jsonl"
+    big = b'{"x":"' + b"y" * (3 << 20) + b'"}'
+    for text, last in (
+        (b"a\nb\n" + big + b"\n\n  \n", big),
+        (big + b"\n" + b"c", b"c"),
+        (big, big),
+        (b"only\n", b"only"),
+        (b"", None),
+        (b"\n \n", None),
+    ):
+        path.write_bytes(text)
+        assert report._last_line(path) == last
+
+
 def test_each_case_costs_the_report_only_what_it_shows(three_runs):
     """No label a person does not read, no set-up or tear-down of fixtures that passed."""
     for tr in _test_results(three_runs["runs"][-1]["out"]).values():
