@@ -115,6 +115,11 @@ def test_records_read_as_they_are_written_are_the_records_read_at_the_end(tmp_pa
     texts = files.texts([by_id["a"], dict(by_id["b"]), by_id["c"], lost])
     assert texts == {"a": json.dumps(lines["gw1.jsonl"][1]), "c": json.dumps(lines["gw1.jsonl"][0])}
     assert files.texts([by_id["b"]]) == {"b": json.dumps(lines["gw0.jsonl"][1])}
+    (records / "gw1.jsonl").unlink()  # gone since: its records are encoded by the store
+    assert files.texts(by_id.values()) == {"b": json.dumps(lines["gw0.jsonl"][1])}
+    gw0 = records / "gw0.jsonl"  # rewritten since (no farm process does): not taken either
+    gw0.write_text(gw0.read_text().replace('"b"', '"z"'))
+    assert files.texts(by_id.values()) == {}
 
 
 def test_records_followed_while_the_run_goes_on(tmp_path, monkeypatch):
