@@ -37,7 +37,7 @@ A nightly report is thousands of passed cases, so what each case costs in the re
 (its size and time grow with failures, not passes): Allure reads the allure-results without the
 containers of fixtures that passed (`allure_input`), the labels no one reads are hidden
 (HIDDEN_LABELS), and the history keeps of each case only what the report shows of it
-(`compact_history`).
+(`compact_history_line`).
 """
 
 from __future__ import annotations
@@ -437,38 +437,14 @@ HISTORY_ITEM_KEYS = (
 )
 HISTORY_NEWEST_KEYS = ("name", "labels")
 HISTORY_LABELS = ("epic", "feature", "story", "severity")
-# In a line Allure wrote and compact_history has not rewritten yet.
+# In a line Allure wrote and compact_history_line has not rewritten yet.
 _WHOLE = (b'"fullName"', b'"reportLinks"')
 
 
-def compact_history(path: str | os.PathLike) -> int:
-    """Rewrite a history JSONL so that each case's entry keeps HISTORY_ITEM_KEYS, and in the
-    newest line also HISTORY_NEWEST_KEYS (with HISTORY_LABELS only); returns how many lines it
-    rewrote. Lines already so (and any it cannot parse) stay as they are; the file is replaced
-    whole, only when a line changed."""
-    path = Path(path)
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        return 0
-    lines = raw.split(b"\n")
-    last = max((i for i, line in enumerate(lines) if line.strip()), default=-1)
-    changed = 0
-    for i, line in enumerate(lines):
-        compacted = compact_history_line(line, newest=i == last)
-        if compacted is not None:
-            lines[i] = compacted
-            changed += 1
-    if changed:
-        tmp = path.with_name(f".{path.name}.tmp")
-        tmp.write_bytes(b"\n".join(lines))
-        os.replace(tmp, path)
-    return changed
-
-
 def compact_history_line(line: bytes, newest: bool) -> bytes | None:
-    """One line of a history JSONL with each case's entry compacted (compact_history), or None
-    where it is so already (or is no history point: it stays as it is)."""
+    """One line of a history JSONL with each case's entry cut to HISTORY_ITEM_KEYS, and in the
+    newest line also HISTORY_NEWEST_KEYS (with HISTORY_LABELS only); None where it is so already
+    (or is no history point: it stays as it is)."""
     from farm.run.heap import paused
 
     if not any(m in line for m in _WHOLE) and (newest or b'"labels"' not in line):
@@ -501,7 +477,7 @@ def _history_item(item: dict, newest: bool) -> dict:
 
 def history_copy(history: StoredHistory, path: Path, limit: int) -> str | None:
     """The file Allure reads: the tier's newest `limit` lines, compacted (the name and labels
-    only in the newest: compact_history); returns the newest line as the store has it."""
+    only in the newest: compact_history_line); returns the newest line as the store has it."""
     lines = history.lines(limit)
     with open(path, "wb") as out:
         for i, line in enumerate(lines):

@@ -235,12 +235,14 @@ def test_history_keeps_a_compact_entry_per_case(three_runs):
     watched = _test_results(three_runs["runs"][-1]["out"])[(WATCHED, "ascend910b")]
     for h in watched["history"]:
         assert "fullName" not in h and "trace" not in h and h["status"] in ("passed", "failed")
-    before = copy.read_bytes()
-    assert report.compact_history(copy) == 0  # already compact: untouched
-    assert copy.read_bytes() == before
+    # Already compact: no line of the copy would be rewritten.
+    lines = copy.read_bytes().splitlines()
+    assert [report.compact_history_line(x, i == len(lines) - 1) for i, x in enumerate(lines)] == [
+        None
+    ] * len(lines)
 
 
-def test_compact_history_of_lines_allure_wrote_whole(tmp_path):
+def test_compact_history_of_lines_allure_wrote_whole():
     labels = [
         {"name": n, "value": v}
         for n, v in (("epic", "E"), ("feature", "precision"), ("thread", "1-Main"), ("host", "vm"))
@@ -261,13 +263,12 @@ def test_compact_history_of_lines_allure_wrote_whole(tmp_path):
         "historyId": "h",
         "reportLinks": [],
     }
-    point = {"uuid": "u", "name": "r", "timestamp": 3, "testResults": {"h": whole}, "url": ""}
-    path = tmp_path / "allure-history-smoke.jsonl"
-    path.write_text(json.dumps(point) + '\nnot json but "fullName"\n' + json.dumps(point) + "\n")
-    assert report.compact_history(path) == 2
-    lines = path.read_text().split("\n")
-    assert lines[1] == 'not json but "fullName"' and lines[3] == ""  # kept as they were
-    old, new = json.loads(lines[0])["testResults"]["h"], json.loads(lines[2])["testResults"]["h"]
+    point = json.dumps({"uuid": "u", "name": "r", "timestamp": 3, "testResults": {"h": whole}})
+    older = report.compact_history_line(point.encode(), newest=False)
+    newest = report.compact_history_line(point.encode(), newest=True)
+    assert older is not None and newest is not None
+    assert report.compact_history_line(b'not json but "fullName"', newest=False) is None  # kept
+    old, new = json.loads(older)["testResults"]["h"], json.loads(newest)["testResults"]["h"]
     assert old == {
         "id": "i",
         "environment": "Atlas A2 (Ascend910B)",
@@ -280,8 +281,10 @@ def test_compact_history_of_lines_allure_wrote_whole(tmp_path):
         "historyId": "h",
     }
     assert new == {**old, "name": "case", "labels": labels[:2]}
-    assert report.compact_history(path) == 0
-    assert report.compact_history(tmp_path / "none.jsonl") == 0
+    # Compact already: nothing to rewrite (an older line loses the newest's name and labels).
+    assert report.compact_history_line(newest, newest=True) is None
+    assert report.compact_history_line(older, newest=False) is None
+    assert report.compact_history_line(newest, newest=False) is not None
 
 
 def test_the_line_allure_appended_is_read_from_the_end_of_the_copy(tmp_path):
