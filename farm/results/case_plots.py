@@ -146,11 +146,6 @@ class BackgroundDrawing:
         return self._drawn
 
 
-def render_in_background(results_dir: str | os.PathLike) -> BackgroundDrawing:
-    """Start drawing a finished run's plots (BackgroundDrawing)."""
-    return BackgroundDrawing(results_dir)
-
-
 def preload_in_background() -> threading.Thread:
     """Import matplotlib (farm.results.plots, ~1 s of CPU) while the cases run, in a process
     that mostly waits for them (`farm run` under pytest-xdist): the report step's first plot then

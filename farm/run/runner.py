@@ -475,9 +475,9 @@ def _after_session(
     fault = fault or allure_fault
     drawing = None
     if report and interrupted is None and fault is None:
-        from farm.results.case_plots import render_in_background
+        from farm.results.case_plots import BackgroundDrawing
 
-        drawing = render_in_background(plan.run_dir / "allure-results")
+        drawing = BackgroundDrawing(plan.run_dir / "allure-results")
     # A run of fewer cases than its tier (-k, -m, --lf, -x) is never the tier's baseline; nor
     # is one shard (its merged run may be).
     subset = stopped or len(records) < tier_size or bool(plan.shard)

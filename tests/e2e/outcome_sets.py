@@ -17,8 +17,9 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from farm.results.result_files import RESULT_SUFFIX
+
 Outcomes = dict[str, str]
-RESULT_SUFFIX = "-result.json"  # allure-pytest's name of a test's result file
 
 
 def case_id_of(name: str) -> str:

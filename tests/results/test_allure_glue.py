@@ -10,7 +10,7 @@ import pytest
 
 from farm.results import allure_glue as glue
 from farm.results import case_plots
-from farm.results.case_plots import render_case_plots, render_in_background
+from farm.results.case_plots import BackgroundDrawing, render_case_plots
 from farm.results.plots import error_histogram_png
 from farm.results.report import REPORTS_DIR
 
@@ -437,7 +437,7 @@ def test_plots_drawn_in_the_background_are_the_report_steps(session, tmp_path):
     step then finds nothing left to draw."""
     for name, data in session["items_files"].items():
         (tmp_path / name).write_bytes(data)
-    assert render_in_background(tmp_path).join() is True
+    assert BackgroundDrawing(tmp_path).join() is True
     assert _files(tmp_path) == session["rendered_files"]
     again = render_case_plots(tmp_path)
     assert (again.plots, again.errors, again.passes_left) == (0, 0, 0)
@@ -449,7 +449,7 @@ def test_plots_that_cannot_be_written_leave_the_report_without_them(monkeypatch,
 
     monkeypatch.setattr(case_plots, "render_case_plots", read_only)
     # The report step then looks for the plots again (report.Judged.plots_drawn).
-    assert render_in_background("/nowhere/allure-results").join() is False
+    assert BackgroundDrawing("/nowhere/allure-results").join() is False
     err = capsys.readouterr().err
     assert "error-distribution plots not drawn" in err and "Read-only file system" in err
 
