@@ -140,7 +140,7 @@ def allure(
 
 
 # The farm's results open with their name (farm/results/allure_output.py writes the fields in
-# allure-pytest's order): read from the first bytes, a run's results are scanned in a fraction
+# allure-pytest's order): taken from the first bytes, a run's results are scanned in a fraction
 # of the time a whole parse of each takes. Others are parsed whole.
 _LEADING_NAME = re.compile(rb'\A\{\s*"name"\s*:\s*("(?:[^"\\]|\\.)*")')
 
@@ -149,10 +149,11 @@ def _result_case_id(path: str | os.PathLike) -> str:
     """The case of an Allure result file; "" for one that cannot be read (its worker was
     stopped writing it)."""
     try:
-        leading = _LEADING_NAME.match(read_file(path, 1024))
+        raw = read_file(path)  # one read: a result is a few KiB
+        leading = _LEADING_NAME.match(raw)
         if leading is not None:
             return allure_case_id({"name": json.loads(leading.group(1))})
-        return allure_case_id(json.loads(read_file(path)))
+        return allure_case_id(json.loads(raw))
     except (OSError, ValueError):
         return ""
 

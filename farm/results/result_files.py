@@ -23,12 +23,10 @@ def result_files(results_dir: str | os.PathLike) -> list[str]:
     return [os.path.join(top, name) for name in names]
 
 
-def read_file(path: str | os.PathLike, limit: int | None = None) -> bytes:
-    """A file's bytes: all of them, or its first ``limit``."""
+def read_file(path: str | os.PathLike) -> bytes:
+    """A file's bytes."""
     fd = os.open(path, os.O_RDONLY)
     try:
-        if limit is not None:
-            return os.read(fd, limit)
         chunks = []
         while chunk := os.read(fd, 1 << 16):
             chunks.append(chunk)
