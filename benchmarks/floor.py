@@ -31,6 +31,13 @@ the tail (the last record written to the command's end), the floor's CPU beside 
 and beside the whole farm run's (every process, Allure's included: the kernel's count of the
 reaped children), and the load average before and after each half; then the farm run's CPU by
 role (agents, controller, xdist workers, plots, allure, other: benchmarks/scale.py role_of).
+
+With ``--least``, also the least wall time a farm with one pytest item per case and this report
+could take, measured in the same invocation: the floor's CPU, plus pytest's own CPU on as many
+empty items (benchmarks/pytest_floor.py items_cpu: xdist, JUnit, allure-pytest, as `farm run`
+runs them), plus the CPU the farm run's Allure and plots took, over the processes; and the farm
+run's wall against it. The floor leaves out pytest and the report, which the issue's decisions
+keep; this yardstick keeps them and leaves out only the farm's own code.
 """
 
 from __future__ import annotations
@@ -50,6 +57,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from pytest_floor import items_cpu  # noqa: E402
 from scale import ROLES  # noqa: E402
 from tier_time import run_tier  # noqa: E402
 
@@ -143,7 +151,12 @@ def run_floor(tier: str, processes: int) -> dict[str, Any]:
 
 
 def measure(
-    tier: str, report: bool, processes: int, interval: float, keep: Path | None = None
+    tier: str,
+    report: bool,
+    processes: int,
+    interval: float,
+    keep: Path | None = None,
+    least: bool = False,
 ) -> dict[str, Any]:
     floor = run_floor(tier, processes)
     load_before = os.getloadavg()
@@ -157,6 +170,12 @@ def measure(
         farm.pop("tail", None)  # the command's last lines, kept to show a failure
     farm["load_before"], farm["load_after"] = load_before, os.getloadavg()
     cases = farm["cases"] or floor["cases"]
+    least_s = None
+    if least:
+        roles = farm["cpu_by_role"]
+        items = items_cpu(cases, processes)
+        least_s = (floor["cpu_s"] + items + roles["allure"] + roles["plots"]) / processes
+        floor["pytest_items_cpu_s"] = items
     return {
         "tier": tier,
         "report": report,
@@ -168,6 +187,8 @@ def measure(
         # The same comparison in CPU seconds, which a loaded machine distorts less than walls.
         # Every process of the run (Allure's node included), from the kernel's count.
         "cpu_ratio": farm["tree_cpu_s"] / floor["cpu_s"] if floor["cpu_s"] else None,
+        "least_s": least_s,
+        "least_ratio": farm["wall_s"] / least_s if least_s else None,
     }
 
 
@@ -213,6 +234,27 @@ def roles_table(results: list[dict]) -> str:
     return "\n".join(rows)
 
 
+def least_table(results: list[dict]) -> str:
+    """The farm run's wall against the least a farm with per-case items and the report could
+    take (``--least``): (floor CPU + pytest on the items + Allure + plots) / processes."""
+    rows = [
+        "| tier | floor CPU | pytest on the items | Allure + plots | least wall | farm wall "
+        "| farm / least |",
+        "|---|--:|--:|--:|--:|--:|--:|",
+    ]
+    for r in results:
+        if r["least_s"] is None:
+            continue
+        f, m = r["floor"], r["farm"]
+        report_cpu = m["cpu_by_role"]["allure"] + m["cpu_by_role"]["plots"]
+        rows.append(
+            f"| {r['tier']} | {f['cpu_s']:.1f} s | {f['pytest_items_cpu_s']:.1f} s "
+            f"| {report_cpu:.1f} s | {r['least_s']:.1f} s | {m['wall_s']:.1f} s "
+            f"| {r['least_ratio']:.2f} |"
+        )
+    return "\n".join(rows)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tiers", default="smoke,nightly", help="comma-separated tiers")
@@ -225,6 +267,12 @@ def main(argv: list[str] | None = None) -> int:
         type=Path,
         default=None,
         help="keep each farm run's runs/ and store in KEEP/<tier>/ (default: a temporary one)",
+    )
+    parser.add_argument(
+        "--least",
+        action="store_true",
+        help="also measure pytest on the tier's items and report the farm against the least "
+        "wall a farm with per-case items and the report could take",
     )
     args = parser.parse_args(argv)
 
@@ -239,7 +287,9 @@ def main(argv: list[str] | None = None) -> int:
         # workers inherit the variable (farm run's agents get theirs from the deployment).
         os.environ[ENV_LIB] = str(unpack_library(archive, Path(lib_dir)))
         for tier in [t for t in args.tiers.split(",") if t]:
-            r = measure(tier, not args.no_report, args.processes, args.interval, args.keep)
+            r = measure(
+                tier, not args.no_report, args.processes, args.interval, args.keep, args.least
+            )
             results.append(r)
             f, m = r["floor"], r["farm"]
             print(
@@ -256,6 +306,9 @@ def main(argv: list[str] | None = None) -> int:
     print(table(results))
     print()
     print(roles_table(results))
+    if args.least:
+        print()
+        print(least_table(results))
     if args.json:
         args.json.write_text(json.dumps(results, indent=1))
     return 0 if all(r["farm"]["exit"] == 0 for r in results) else 1

@@ -78,6 +78,16 @@ def run_once(work: Path, extra: list[str]) -> tuple[float, float]:
     return wall, cpu
 
 
+def items_cpu(items: int, workers: int) -> float:
+    """The CPU seconds of one pytest run over ``items`` empty items with everything a farm run
+    has before any farm code (xdist on ``workers``, JUnit, allure-pytest): benchmarks/floor.py's
+    least wall time of a farm with per-case items."""
+    with tempfile.TemporaryDirectory(prefix="lsg-floor-") as tmp:
+        work = Path(tmp)
+        (work / "test_floor.py").write_text(BODY.format(items=items))
+        return run_once(work, list(variants(workers, work).values())[-1])[1]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--items", type=int, default=6_700, help="test items (default: nightly)")
