@@ -171,7 +171,7 @@ def measure(
     farm["load_before"], farm["load_after"] = load_before, os.getloadavg()
     cases = farm["cases"] or floor["cases"]
     least_s = None
-    if least:
+    if least and cases:
         roles = farm["cpu_by_role"]
         items = items_cpu(cases, processes)
         least_s = (floor["cpu_s"] + items + roles["allure"] + roles["plots"]) / processes
