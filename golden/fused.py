@@ -280,8 +280,11 @@ def status() -> str:
 
 def cache_dir() -> Path:
     given = os.environ.get(ENV_CACHE)
-    if given:
-        return Path(given)
+    return Path(given) if given else user_cache_root()
+
+
+def user_cache_root() -> Path:
+    """The farm's per-user cache on a host: $XDG_CACHE_HOME/lsg-farm, else ~/.cache/lsg-farm."""
     xdg = os.environ.get("XDG_CACHE_HOME")
     return (Path(xdg) if xdg else Path.home() / ".cache") / "lsg-farm"
 

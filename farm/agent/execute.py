@@ -308,7 +308,7 @@ def _judge(case: CaseRequest, dy, y, out, expect: Expectation) -> ResultRecord:
     level = expect.get("level") or "L0"
     benchmark = None
     if requested == "benchmark-ratio":
-        from golden.benchmark import torch_benchmark
+        from farm.agent.benchmark_cache import torch_benchmark
 
         benchmark = torch_benchmark(dy, y, case["axes"], dtype)
     hist = HistogramAccumulator()

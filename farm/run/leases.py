@@ -41,7 +41,9 @@ DTYPE_ELEMENT_COST = {"bfloat16": (4, 3), "float16": (6, 5)}
 # work plus its worker's.
 WORKER_CASE_ELEMENTS = 10_700
 # What an agent pays once, on its first benchmark-ratio case: PyTorch's import for the benchmark
-# (golden/benchmark.py), ~2.8 s of CPU (torch 2.13, this machine), in the unit above.
+# (golden/benchmark.py), ~2.8 s of CPU (torch 2.13, this machine), in the unit above. A host that
+# kept every result its cases ask for (farm/agent/benchmark_cache.py) pays none; the plan cannot
+# know which results a host kept, and counts it.
 BENCHMARK_IMPORT_ELEMENTS = 6_700_000
 
 
