@@ -77,7 +77,12 @@ def cache_dir() -> Path | None:
     given = os.environ.get(ENV_CACHE)
     if given == "off":
         return None
-    return Path(given) if given else fused.user_cache_root() / "benchmarks"
+    if given:
+        return Path(given)
+    try:
+        return fused.user_cache_root() / "benchmarks"
+    except RuntimeError:  # no home directory to be found: no cache, PyTorch as before
+        return None
 
 
 def entry_path(dy, y, axes: Sequence[int] | int, dtype: str) -> Path | None:

@@ -124,6 +124,10 @@ def test_the_key_names_the_kernel_pytorch_picks(monkeypatch):
     assert bc.entry_path(dy, y, [-1], "float32") not in (None, base)
 
 
+def no_home(cls):
+    raise RuntimeError("Could not determine home directory.")
+
+
 def test_no_entry_without_pytorch_a_readable_cpu_or_a_cache(monkeypatch):
     dy, y = inputs((4, 6), "float32")
 
@@ -141,6 +145,11 @@ def test_no_entry_without_pytorch_a_readable_cpu_or_a_cache(monkeypatch):
     bc._installation.cache_clear()
     monkeypatch.setenv(bc.ENV_CACHE, "off")
     assert bc.entry_path(dy, y, [-1], "float32") is None
+    with monkeypatch.context() as m:  # the default place, on a host with no home directory
+        m.delenv(bc.ENV_CACHE)
+        m.delenv("XDG_CACHE_HOME", raising=False)
+        m.setattr(bc.fused.Path, "home", classmethod(no_home))
+        assert bc.entry_path(dy, y, [-1], "float32") is None
     # What the benchmark refuses or makes without PyTorch is never kept.
     monkeypatch.setenv(bc.ENV_CACHE, "/nonexistent")
     assert bc.entry_path(dy[:0], y[:0], [-1], "float32") is None
