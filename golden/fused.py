@@ -295,8 +295,8 @@ def library_path(source: Path = SOURCE) -> Path:
 
 
 def _load(source: Path = SOURCE) -> tuple[str, Kernel | None]:
-    path = library_path(source)
     try:
+        path = library_path(source)  # RuntimeError: no home directory for the default cache
         if not path.is_file():
             _build_once(path, source)
         k = Kernel(path)

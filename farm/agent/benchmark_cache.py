@@ -165,7 +165,7 @@ def _keep(entry: Path, result: np.ndarray) -> None:
     directory = entry.parent
     temporary = None
     try:
-        directory.mkdir(parents=True, exist_ok=True)
+        directory.mkdir(parents=True, exist_ok=True, mode=0o700)  # the user's alone
         if not _room(directory, len(blob)):
             return
         fd, temporary = tempfile.mkstemp(dir=directory, prefix=".part-")

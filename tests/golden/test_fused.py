@@ -148,6 +148,21 @@ def test_without_a_compiler_judging_takes_the_numpy_path_and_says_why(monkeypatc
     assert said.startswith("none: ") and problems and "could not be built" in problems[0]
 
 
+def test_a_host_without_a_home_directory_judges_on_the_numpy_path(monkeypatch):
+    def no_home(cls):
+        raise RuntimeError("Could not determine home directory.")
+
+    monkeypatch.setattr(fused, "_LOADED", {})
+    monkeypatch.delenv(fused.ENV_CACHE, raising=False)
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    monkeypatch.setenv(fused.ENV_MODE, "auto")
+    monkeypatch.setattr(fused.Path, "home", classmethod(no_home))
+    assert fused.kernel() is None
+    assert fused.status() == (
+        "numpy (golden/fused.c could not be built or loaded: Could not determine home directory.)"
+    )
+
+
 def test_the_path_can_be_chosen_and_a_wrong_choice_is_named(monkeypatch):
     monkeypatch.setenv(fused.ENV_MODE, "off")
     assert fused.kernel() is None and fused.status() == "numpy ($LSG_FUSED=off)"
