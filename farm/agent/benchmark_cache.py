@@ -85,6 +85,20 @@ def cache_dir() -> Path | None:
         return None
 
 
+def status() -> str:
+    """Where this host keeps PyTorch's results and how many it holds (`farm hosts`' judging)."""
+    directory = cache_dir()
+    if directory is None:
+        return "PyTorch's results not kept (no cache directory, or $LSG_BENCHMARK_CACHE=off)"
+    if _installation() is None:
+        return "PyTorch's results not kept (no PyTorch, or the CPU's features unreadable)"
+    kept = [size for path, size, _ in _entries(directory) if path.name.endswith(SUFFIX)]
+    return (
+        f"PyTorch's results kept in {directory}: {len(kept):,}, "
+        f"{sum(kept) / 2**20:.0f} of {BUDGET >> 20} MiB"
+    )
+
+
 def entry_path(dy, y, axes: Sequence[int] | int, dtype: str) -> Path | None:
     """Where the result of these inputs is kept; None when it is not (no cache, no PyTorch, a
     CPU whose features cannot be read, inputs the benchmark refuses or computes without it)."""

@@ -287,12 +287,14 @@ def gather(
 
 
 def judging_path() -> tuple[str, tuple[str, ...]]:
-    """(which path judges, the problem when $LSG_FUSED=require and the fused one cannot be had:
-    the host cannot judge as it was asked to)."""
+    """(which path judges, and where PyTorch's benchmark results are kept; the problem when
+    $LSG_FUSED=require and the fused one cannot be had: the host cannot judge as it was asked
+    to)."""
+    from farm.agent import benchmark_cache
     from golden import fused
 
     try:
-        return fused.status(), ()
+        return f"{fused.status()}; {benchmark_cache.status()}", ()
     except RuntimeError as exc:
         return f"none: {exc}", (str(exc),)
 

@@ -249,3 +249,20 @@ def test_the_agent_judges_benchmark_ratio_cases_through_the_cache(monkeypatch):
     assert called == ["cache"]
     again = execute._judge(case, dy, y, out, expect)  # type: ignore[arg-type]
     assert again == judged and judged["verdict"]["passed"]
+
+
+def test_farm_hosts_says_where_the_results_are_kept_and_how_many(monkeypatch, cache):
+    from farm.agent.identity import judging_path
+
+    assert bc.status() == f"PyTorch's results kept in {cache}: 0, 0 of 512 MiB"
+    for seed in range(3):
+        bc.torch_benchmark(*inputs((2, 64), "float32", seed), [-1], "float32")
+    assert bc.status() == f"PyTorch's results kept in {cache}: 3, 0 of 512 MiB"
+    said, problems = judging_path()
+    assert said.endswith(f"; PyTorch's results kept in {cache}: 3, 0 of 512 MiB") and not problems
+    monkeypatch.setenv(bc.ENV_CACHE, "off")
+    assert bc.status().startswith("PyTorch's results not kept (no cache directory")
+    monkeypatch.setenv(bc.ENV_CACHE, str(cache))
+    monkeypatch.setattr(bc, "_cpu_features", lambda: None)
+    bc._installation.cache_clear()
+    assert bc.status().startswith("PyTorch's results not kept (no PyTorch")
