@@ -65,6 +65,14 @@ def torch_benchmark(
     merged = merge_shape(shape, axes)
     g = _to_torch(torch, dy.astype(dt, copy=False).reshape(merged), dtype)
     o = _to_torch(torch, y.astype(dt, copy=False).reshape(merged), dtype)
-    with torch.no_grad():
-        r = torch._log_softmax_backward_data(g, o, 1, tdt)
+    threads = torch.get_num_threads()
+    # One thread: the kernel reduces each line on one thread whatever their number (the same
+    # bits, tests/golden/test_benchmark.py), and an agent sharing the host's cores with others
+    # gains nothing from OpenMP's extra threads but their spinning after each call.
+    torch.set_num_threads(1)
+    try:
+        with torch.no_grad():
+            r = torch._log_softmax_backward_data(g, o, 1, tdt)
+    finally:
+        torch.set_num_threads(threads)
     return _to_numpy(torch, r, dtype).reshape(shape)

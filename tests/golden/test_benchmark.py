@@ -34,6 +34,47 @@ def test_close_to_golden_in_the_case_dtype(dtype, shape, axes):
     assert v.passed, v.reason
 
 
+@pytest.mark.parametrize("dtype", SUPPORTED)
+def test_the_benchmark_runs_on_one_thread_with_the_bits_of_any_number(dtype):
+    """The kernel reduces each line on one thread: its result does not depend on how many
+    threads PyTorch has, so the benchmark takes one (and gives the caller's count back)."""
+    torch = pytest.importorskip("torch")
+    shapes = [((64, 4096), (1,)), ((16, 300, 64), (1,)), ((2, 70000), (0,)), ((3, 5, 9000), (2,))]
+    before = torch.get_num_threads()
+    try:
+        for shape, axes in shapes:
+            dy, y = make_inputs(shape, dtype, axes, "normal", "normal", seed=3)
+            torch.set_num_threads(4)
+            ours = torch_benchmark(dy, y, axes, dtype)
+            assert torch.get_num_threads() == 4
+            merged = (int(np.prod(shape[: axes[0]])), shape[axes[0]], -1)
+            tdt = {"float32": torch.float32, "float16": torch.float16}.get(dtype, torch.bfloat16)
+            g = torch.from_numpy(np.ascontiguousarray(dy).view(np.uint8).copy())
+            o = torch.from_numpy(np.ascontiguousarray(y).view(np.uint8).copy())
+            g, o = (t.view(tdt).reshape(merged) for t in (g, o))
+            with torch.no_grad():
+                four = torch._log_softmax_backward_data(g, o, 1, tdt).contiguous()
+            assert ours.tobytes() == four.view(torch.uint8).numpy().tobytes()
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_the_benchmark_asks_for_one_thread(monkeypatch):
+    torch = pytest.importorskip("torch")
+    seen = []
+    kernel = torch._log_softmax_backward_data
+
+    def spy(*args):
+        seen.append(torch.get_num_threads())
+        return kernel(*args)
+
+    monkeypatch.setattr(torch, "_log_softmax_backward_data", spy)
+    dy, y = make_inputs((8, 129), "float16", (-1,), "normal", "normal", seed=3)
+    before = torch.get_num_threads()
+    torch_benchmark(dy, y, (-1,), "float16")
+    assert seen == [1] and torch.get_num_threads() == before
+
+
 def test_empty_and_errors():
     e = np.zeros((3, 0), dtype=numpy_dtype("bfloat16"))
     out = torch_benchmark(e, e, (-1,), "bfloat16")
