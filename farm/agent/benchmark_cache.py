@@ -19,7 +19,9 @@ write, a disk's fault) is a miss, removed, and PyTorch computes the result again
 written whole (a temporary file renamed into place), so the agents of a host share the cache. It
 holds at most BUDGET bytes: when it is full, entries unused for STALE_AFTER go, and while it
 stays full nothing is added (the cases a team runs every day keep their place; a larger tier
-does not push them out).
+does not push them out). Each agent looks at the directory once and then counts what it adds
+itself, so agents filling it at the same time may pass the budget by what the others added
+meanwhile; the next agent to look finds it full.
 
 Where: $LSG_BENCHMARK_CACHE, else ``benchmarks/`` in the per-user cache of golden/fused.py;
 "off": no cache (PyTorch for every case). Without PyTorch installed nothing is read, so a host
