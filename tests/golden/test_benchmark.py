@@ -39,6 +39,7 @@ def test_the_benchmark_runs_on_one_thread_with_the_bits_of_any_number(dtype):
     """The kernel reduces each line on one thread: its result does not depend on how many
     threads PyTorch has, so the benchmark takes one (and gives the caller's count back)."""
     import torch
+
     shapes = [((64, 4096), (1,)), ((16, 300, 64), (1,)), ((2, 70000), (0,)), ((3, 5, 9000), (2,))]
     before = torch.get_num_threads()
     try:
@@ -61,6 +62,7 @@ def test_the_benchmark_runs_on_one_thread_with_the_bits_of_any_number(dtype):
 
 def test_the_benchmark_asks_for_one_thread(monkeypatch):
     import torch
+
     seen = []
     kernel = torch._log_softmax_backward_data
 
