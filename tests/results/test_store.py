@@ -7,6 +7,7 @@ import datetime as _dt
 import json
 import math
 import sqlite3
+import time
 
 import numpy as np
 import pytest
@@ -439,6 +440,74 @@ def test_a_corrupt_store_is_refused(tmp_path):
     data = bytearray(path.read_bytes())
     data[5000:9000] = b"\xff" * 4000  # a page of garbage
     path.write_bytes(bytes(data))
+    with pytest.raises(StoreError, match="restore it"):
+        RunStore(path)
+
+
+def _count_integrity_checks(monkeypatch) -> list[str]:
+    from farm.results.store import checks
+
+    seen: list[str] = []
+    whole = checks.integrity
+
+    def counted(db):
+        seen.append("checked")
+        return whole(db)
+
+    monkeypatch.setattr(checks, "integrity", counted)
+    return seen
+
+
+def test_a_store_is_checked_whole_once_by_the_process_that_writes_it(tmp_path, monkeypatch):
+    """The whole-file check costs what the store weighs; a farm run opens its store ten
+    times, writing between the opens, and checks it once."""
+    path = tmp_path / "farm.sqlite"
+    with RunStore(path) as s:  # made here: nothing to check yet
+        run_id = s.begin_run(RUN_META)
+    seen = _count_integrity_checks(monkeypatch)
+    for i in range(4):
+        with RunStore(path) as s:
+            s.add_results(run_id, [record(f"c{i}-{j}") for j in range(300)])
+    with RunStore(path, create=False) as s:
+        s.finish_run(run_id, 0)
+    assert seen == ["checked"]
+
+
+def test_a_store_changed_by_others_since_it_was_checked_is_checked_again(tmp_path, monkeypatch):
+    path = tmp_path / "farm.sqlite"
+    with RunStore(path) as s:
+        s.add_results(s.begin_run(RUN_META), [record(f"c{i}") for i in range(200)])
+    seen = _count_integrity_checks(monkeypatch)
+    RunStore(path).close()
+    assert seen == ["checked"]
+    # Another process's write: the file's state moves on (past the file system's clock tick,
+    # which the state is read with).
+    time.sleep(0.05)
+    other = sqlite3.connect(path)
+    other.execute("UPDATE runs SET git_commit = 'changed elsewhere'")
+    other.commit()
+    other.close()
+    RunStore(path).close()
+    assert seen == ["checked", "checked"]
+    # Bytes written into it: refused again, though this process found it sound twice.
+    time.sleep(0.05)
+    data = bytearray(path.read_bytes())
+    data[5000:9000] = b"\xff" * 4000
+    path.write_bytes(bytes(data))
+    with pytest.raises(StoreError, match="restore it"):
+        RunStore(path)
+
+
+def test_a_corrupt_copy_moved_into_a_checked_stores_place_is_refused(tmp_path):
+    path = tmp_path / "farm.sqlite"
+    with RunStore(path) as s:
+        s.add_results(s.begin_run(RUN_META), [record(f"c{i}") for i in range(200)])
+    RunStore(path).close()  # checked whole: sound
+    copy = tmp_path / "copy.sqlite"
+    data = bytearray(path.read_bytes())
+    data[5000:9000] = b"\xff" * 4000
+    copy.write_bytes(bytes(data))
+    copy.replace(path)
     with pytest.raises(StoreError, match="restore it"):
         RunStore(path)
 

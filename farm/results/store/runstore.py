@@ -7,7 +7,7 @@ import sys
 
 from farm.errors import StoreError
 from farm.results.store.baselines import Baselines
-from farm.results.store.checks import check_postgres, check_store
+from farm.results.store.checks import check_postgres, check_store, closed_by_this_process
 from farm.results.store.dialects import PostgresDatabase, connect
 from farm.results.store.history import AllureHistory
 from farm.results.store.investigations import Investigations
@@ -17,7 +17,8 @@ from farm.results.store.trends import Trends
 
 
 class RunStore(Baselines, Investigations, Trends, AllureHistory):
-    """A run store. One instance per process (or thread); cheap to open.
+    """A run store. One instance per process (or thread); cheap to open (a SQLite file is
+    checked whole once a process, checks.py).
 
     `spec`: a SQLite path or a postgresql:// URL (farm/results/store/location.py); None: the
     default ($FARM_STORE, else runs/farm.sqlite). `create=False` refuses a store that does not
@@ -49,6 +50,8 @@ class RunStore(Baselines, Investigations, Trends, AllureHistory):
 
     def close(self) -> None:
         self.db.close()
+        if self.location.kind == SQLITE and self.path is not None and str(self.path) != ":memory:":
+            closed_by_this_process(self.path)
 
     def __enter__(self) -> RunStore:
         return self
