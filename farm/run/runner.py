@@ -252,15 +252,14 @@ def _prepare(
 ):
     """Store, package, health checks and deploy, the plan; the run begun in the store."""
     from farm import build
-    from farm.results.store import RunStore, check_store, default_location
+    from farm.results.store import RunStore, check_store_while, default_location
 
     footprint.refuse_oversized(cases, footprint.pool_budgets(pool.hosts))  # before any host
     store_path = default_location()
-    check_store(store_path, create=True)  # a store that cannot take the results: before any host
-    if store_path.exists():  # a run that never starts creates no store
-        with RunStore(store_path) as store:
-            for run_id, n in store.recover_orphans():
-                console.print(f"run {run_id}: its process had died; {n} records imported, aborted")
+    # A store that cannot take the results is refused before any host; only the scan of the
+    # whole file (it reads all of it: a store's history) runs while the package is built and
+    # the hosts are checked, and refuses a corrupt store before anything is written into it.
+    store_scan = check_store_while(store_path, create=True)
     target = target or build.DEFAULT_TARGET
     part = f" (shard {shard} of run group {escape(run_group)})" if shard else ""
     console.print(
@@ -329,8 +328,15 @@ def _prepare(
         plan.shard, plan.run_group = shard, run_group
         plan.save()
     keep_cases(plan, cases)
+    try:
+        store_scan.result()
+    except StoreError:
+        shutil.rmtree(plan.run_dir, ignore_errors=True)  # its plan only: the run never began
+        raise
     started = _dt.datetime.now().isoformat(timespec="seconds")
     with RunStore(store_path) as store:
+        for run_id, n in store.recover_orphans():
+            console.print(f"run {run_id}: its process had died; {n} records imported, aborted")
         store.begin_run(run_meta(plan, started))
     return plan, cases, store_path, started
 

@@ -512,6 +512,54 @@ def test_a_corrupt_copy_moved_into_a_checked_stores_place_is_refused(tmp_path):
         RunStore(path)
 
 
+def _store_corrupt_deep_inside(path):
+    """A store whose header, schema and version read well and whose results pages do not:
+    what only the whole-file scan finds."""
+    with RunStore(path) as s:
+        s.add_results(s.begin_run(RUN_META), [record(f"c{i}") for i in range(3000)])
+    data = bytearray(path.read_bytes())
+    data[-40000:-20000] = b"\xff" * 20000
+    path.write_bytes(bytes(data))
+
+
+def test_the_whole_file_scan_left_to_a_thread_refuses_a_corrupt_store_in_one_line(tmp_path):
+    from farm.results.store import check_store_while
+
+    path = tmp_path / "farm.sqlite"
+    _store_corrupt_deep_inside(path)
+    pending = check_store_while(path, create=True)  # the header and schema read well
+    with pytest.raises(StoreError, match="failed its integrity check") as refused:
+        pending.result()
+    assert "\n" not in str(refused.value) and "more): move it aside and restore it" in str(
+        refused.value
+    )
+    with pytest.raises(StoreError, match="failed its integrity check"):
+        RunStore(path)  # not taken for sound after the scan refused it
+
+
+def test_what_costs_nothing_to_see_is_refused_before_the_scan_starts(tmp_path):
+    from farm.results.store import check_store_while
+
+    path = tmp_path / "farm.sqlite"
+    path.write_bytes(b"not sqlite at all" * 64)
+    with pytest.raises(StoreError, match="is not a SQLite database"):
+        check_store_while(path, create=True)
+
+
+def test_a_store_scanned_in_a_thread_is_not_scanned_again_when_opened(tmp_path, monkeypatch):
+    from farm.results.store import check_store_while
+
+    path = tmp_path / "farm.sqlite"
+    with RunStore(path) as s:
+        s.add_results(s.begin_run(RUN_META), [record(f"c{i}") for i in range(200)])
+    seen = _count_integrity_checks(monkeypatch)
+    check_store_while(path, create=True).result()
+    with RunStore(path) as s:
+        s.begin_run({**RUN_META, "run_id": "next-run"})
+    RunStore(path).close()
+    assert seen == ["checked"]
+
+
 def test_a_read_only_store_and_a_missing_one_are_refused(tmp_path):
     """Read-only for real: file modes as a user; as root (CI), a read-only tmpfs in a private
     mount namespace, since root writes through file modes."""

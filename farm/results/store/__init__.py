@@ -20,7 +20,7 @@ shrinks and bisects, and each tier's Allure history. The parts, by job:
 """
 
 from farm.agent.record import METRIC_COLUMNS
-from farm.results.store.checks import check_store
+from farm.results.store.checks import check_store, check_store_while
 from farm.results.store.history import StoredHistory
 from farm.results.store.investigations import BISECT_STATUSES, BISECT_VERDICTS
 from farm.results.store.location import (
@@ -47,6 +47,7 @@ __all__ = [
     "StoreLocation",
     "StoredHistory",
     "check_store",
+    "check_store_while",
     "default_location",
     "dumps",
     "migrate",

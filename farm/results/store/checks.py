@@ -10,7 +10,8 @@ SQLite wrote for it). Another process's writes, a file copied or moved into the 
 bytes written into it: each leaves another state, and the next open checks the file whole. A
 change within the file system's clock tick of the state kept (a few ms) is left to SQLite,
 which reports a corrupt page when it reads it, as a StoreError like every other database failure
-(dialects.py ``errors_named``)."""
+(dialects.py ``errors_named``). `farm run` scans the file while its package is built and its
+hosts are checked (check_store_while)."""
 
 from __future__ import annotations
 
@@ -25,13 +26,41 @@ from farm.results.store.location import SQLITE, StoreLocation, store_location
 from farm.results.store.schema import SCHEMA_VERSION, newer_than_farm
 
 
+class PendingScan:
+    """The whole-file scan of a SQLite store, running in a thread (check_store_while)."""
+
+    def __init__(self) -> None:
+        self.thread: threading.Thread | None = None
+        self.error: StoreError | None = None
+
+    def result(self) -> None:
+        """Wait for the scan; raise the StoreError it found."""
+        if self.thread is not None:
+            self.thread.join()
+        if self.error is not None:
+            raise self.error
+
+
+def check_store_while(spec: str | os.PathLike | StoreLocation, *, create: bool) -> PendingScan:
+    """check_store, but the whole-file scan of a SQLite store this process has not checked is
+    left to a thread: the other checks refuse now, the scan's verdict comes from
+    ``PendingScan.result()``, before which the caller writes nothing into the store (farm run:
+    the scan reads while the package is built and the hosts are checked, and a corrupt store is
+    refused before the run begins)."""
+    location = store_location(spec)
+    if location.kind == SQLITE:
+        return _check_sqlite(location, create, scan_later=True)
+    check_store(location, create=create)
+    return PendingScan()
+
+
 def check_store(spec: str | os.PathLike | StoreLocation, *, create: bool) -> StoreLocation:
     """`create`: a missing store may be made here (farm run at the default or configured
     place); otherwise a missing store is an error (a typo in --store must not quietly become a
     new, empty store)."""
     location = store_location(spec)
     if location.kind == SQLITE:
-        _check_sqlite(location, create)
+        _check_sqlite(location, create).result()
     else:
         db = PostgresDatabase(location)
         try:
@@ -94,11 +123,46 @@ def closed_by_this_process(path: Path) -> None:
             _SOUND[identity] = _state(stat)
 
 
-def _check_sqlite(location: StoreLocation, create: bool) -> None:
+def _unreadable(where: str, exc: sqlite3.DatabaseError) -> StoreError:
+    return StoreError(f"{where} cannot be read ({exc}): move it aside and restore it from a backup")
+
+
+def _unsound(where: str, status: str) -> StoreError:
+    """The check's first problem (SQLite lists them all, one a line, after a heading)."""
+    problems = [line for line in status.splitlines() if line and not line.startswith("***")]
+    first = problems[0] if problems else status.strip()
+    more = f" and {len(problems) - 1} more" if len(problems) > 1 else ""
+    return StoreError(
+        f"{where} failed its integrity check ({first}{more}): move it aside and restore it"
+    )
+
+
+def _scan(path: Path, where: str, stat: os.stat_result, pending: PendingScan) -> None:
+    try:
+        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=10)
+        try:
+            status = integrity(db)
+        finally:
+            db.close()
+        if status != "ok":
+            pending.error = _unsound(where, status)
+    except sqlite3.DatabaseError as exc:
+        pending.error = _unreadable(where, exc)
+    if pending.error is None:
+        _found_sound(stat)
+
+
+def _found_sound(stat: os.stat_result) -> None:
+    with _SOUND_LOCK:
+        _SOUND[(stat.st_dev, stat.st_ino)] = _state(stat)
+
+
+def _check_sqlite(location: StoreLocation, create: bool, scan_later: bool = False) -> PendingScan:
     assert location.path is not None
     p = location.path
+    done = PendingScan()
     if str(p) == ":memory:":
-        return
+        return done
     where = f"run store {p}"
     if not p.exists():
         if not create:
@@ -113,7 +177,7 @@ def _check_sqlite(location: StoreLocation, create: bool) -> None:
                 f"cannot create {where}: {probe} is not writable; fix its permissions or set "
                 "FARM_STORE (and FARM_RUNS) to a writable place"
             )
-        return
+        return done
     if p.is_dir():
         raise StoreError(f"{where} is a directory: give the store's file, e.g. {p}/farm.sqlite")
     stat = p.stat()
@@ -138,7 +202,7 @@ def _check_sqlite(location: StoreLocation, create: bool) -> None:
     try:
         db = sqlite3.connect(f"file:{p}?mode=ro", uri=True, timeout=10)
         try:
-            status = "ok" if sound else integrity(db)
+            status = "ok" if sound or scan_later else integrity(db)
             tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
             version = 0
             if "schema_version" in tables:
@@ -148,17 +212,20 @@ def _check_sqlite(location: StoreLocation, create: bool) -> None:
         finally:
             db.close()
     except sqlite3.DatabaseError as exc:
-        raise StoreError(
-            f"{where} cannot be read ({exc}): move it aside and restore it from a backup"
-        ) from None
+        raise _unreadable(where, exc) from None
     if status != "ok":
-        raise StoreError(
-            f"{where} failed its integrity check ({status}): move it aside and restore it"
-        )
+        raise _unsound(where, status)
     if version > SCHEMA_VERSION:
         raise newer_than_farm(where, version)
     if tables and "runs" not in tables:
         raise StoreError(f"{where} is a SQLite database but not a farm run store")
-    if not sound:
-        with _SOUND_LOCK:
-            _SOUND[identity] = _state(stat)
+    if sound:
+        return done
+    if not scan_later:
+        _found_sound(stat)
+        return done
+    done.thread = threading.Thread(
+        target=_scan, args=(p, where, stat, done), name="farm-store-scan", daemon=True
+    )
+    done.thread.start()
+    return done
