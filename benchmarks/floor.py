@@ -157,15 +157,16 @@ def measure(
     interval: float,
     keep: Path | None = None,
     least: bool = False,
+    store: Path | None = None,
 ) -> dict[str, Any]:
     floor = run_floor(tier, processes)
     load_before = os.getloadavg()
     if keep is None:
         with tempfile.TemporaryDirectory(prefix="lsg-floor-") as tmp:
-            farm = run_tier(Path(tmp), tier, report, interval)
+            farm = run_tier(Path(tmp), tier, report, interval, store=store)
     else:  # the run directory and store kept, for verdicts_identical.py
         (keep / tier).mkdir(parents=True, exist_ok=True)
-        farm = run_tier(keep / tier, tier, report, interval)
+        farm = run_tier(keep / tier, tier, report, interval, store=store)
     if farm["exit"] == 0:
         farm.pop("tail", None)  # the command's last lines, kept to show a failure
     farm["load_before"], farm["load_after"] = load_before, os.getloadavg()
@@ -274,6 +275,13 @@ def main(argv: list[str] | None = None) -> int:
         help="also measure pytest on the tier's items and report the farm against the least "
         "wall a farm with per-case items and the report could take",
     )
+    parser.add_argument(
+        "--store",
+        type=Path,
+        default=None,
+        help="farm run starts from a copy of this SQLite store (a store with history), not an "
+        "empty one",
+    )
     args = parser.parse_args(argv)
 
     from farm import build
@@ -288,7 +296,13 @@ def main(argv: list[str] | None = None) -> int:
         os.environ[ENV_LIB] = str(unpack_library(archive, Path(lib_dir)))
         for tier in [t for t in args.tiers.split(",") if t]:
             r = measure(
-                tier, not args.no_report, args.processes, args.interval, args.keep, args.least
+                tier,
+                not args.no_report,
+                args.processes,
+                args.interval,
+                args.keep,
+                args.least,
+                args.store,
             )
             results.append(r)
             f, m = r["floor"], r["farm"]

@@ -7,7 +7,9 @@ Run by hand (never from the tests; see benchmarks/README.md):
 
 ``farm run --tier T --no-progress`` on the embedded default pool (the real operator: the CPU twin
 of the kernel, the golden, the judging), as a subprocess with its own ``FARM_RUNS`` and
-``FARM_STORE`` in a temporary directory, after an untimed ``farm build``. Its process tree is
+``FARM_STORE`` in a temporary directory, after an untimed ``farm build``. The store is empty
+unless ``--store FILE`` gives one to start from (copied, untimed): a store with a history, as a
+farm that runs every night has. Its process tree is
 sampled from /proc as in benchmarks/scale.py. Reported:
 
 * wall: the whole command (start-up, every case, and the report unless ``--no-report``), and the
@@ -43,8 +45,18 @@ def _cpu(usage: resource.struct_rusage) -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def run_tier(work: Path, tier: str, report: bool, interval: float, jobs: int | None = None) -> dict:
+def run_tier(
+    work: Path,
+    tier: str,
+    report: bool,
+    interval: float,
+    jobs: int | None = None,
+    store: Path | None = None,
+) -> dict:
+    """``store``: the run starts from a copy of this store (untimed), not an empty one."""
     env = dict(os.environ, FARM_RUNS=str(work / "runs"), FARM_STORE=str(work / "farm.sqlite"))
+    if store is not None:
+        copy_store(store, work / "farm.sqlite")
     argv = [sys.executable, "-m", "farm.cli", "run", "--tier", tier, "--no-progress"]
     argv += [] if report else ["--no-report"]
     argv += [] if jobs is None else ["--jobs", str(jobs)]
@@ -110,6 +122,27 @@ def roles_line(r: dict) -> str:
     return f"CPU by role (s): {roles}; every process {r['tree_cpu_s']:.1f}"
 
 
+def copy_store(store: Path, to: Path) -> None:
+    """A SQLite store copied whole through SQLite's backup (its WAL included, however it was
+    left), and on the disk before the timed run starts: the copy's writing back must not fall
+    inside it."""
+    import sqlite3
+
+    if not store.is_file():
+        raise SystemExit(f"--store {store}: no such store file")
+    source, target = sqlite3.connect(f"file:{store}?mode=ro", uri=True), sqlite3.connect(to)
+    try:
+        source.backup(target)
+    finally:
+        source.close()
+        target.close()
+    fd = os.open(to, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tier", default="nightly")
@@ -117,6 +150,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=None, help="farm run --jobs (default: its own)")
     parser.add_argument("--interval", type=float, default=0.2, help="seconds between samples")
     parser.add_argument("--json", type=Path, default=None, help="write the result here")
+    parser.add_argument(
+        "--store",
+        type=Path,
+        default=None,
+        help="start from a copy of this SQLite store (a store with history), not an empty one",
+    )
     args = parser.parse_args(argv)
 
     from farm import build
@@ -124,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
     print("building the operator package (untimed) ...", flush=True)
     build.build_package()
     with tempfile.TemporaryDirectory(prefix="lsg-tier-") as tmp:
-        r = run_tier(Path(tmp), args.tier, not args.no_report, args.interval, args.jobs)
+        r = run_tier(Path(tmp), args.tier, not args.no_report, args.interval, args.jobs, args.store)
     if r["exit"] != 0:
         print("\n".join(r["tail"]))
     cases_wall = "—" if r["cases_wall_s"] is None else f"{r['cases_wall_s']:.1f} s"
