@@ -512,6 +512,80 @@ def test_a_corrupt_copy_moved_into_a_checked_stores_place_is_refused(tmp_path):
         RunStore(path)
 
 
+def _a_new_process(monkeypatch) -> None:
+    """What this process knows of the stores it found sound, forgotten: as a new process."""
+    from farm.results.store import checks
+
+    monkeypatch.setattr(checks, "_SOUND", {})
+
+
+def test_a_store_the_farm_read_whole_and_wrote_last_is_not_read_whole_by_the_next_process(
+    tmp_path, monkeypatch
+):
+    path = tmp_path / "farm.sqlite"
+    with RunStore(path) as s:
+        run_id = s.begin_run(RUN_META)
+    seen = _count_integrity_checks(monkeypatch)
+    with RunStore(path) as s:  # read whole here
+        s.add_results(run_id, [record(f"c{i}") for i in range(300)])
+    _a_new_process(monkeypatch)
+    with RunStore(path) as s:  # the farm wrote it last: trusted
+        s.finish_run(run_id, 0)
+    _a_new_process(monkeypatch)
+    RunStore(path, create=False).close()
+    assert seen == ["checked"]
+
+
+def test_the_next_process_reads_whole_a_store_another_program_wrote(tmp_path, monkeypatch):
+    path = tmp_path / "farm.sqlite"
+    with RunStore(path) as s:
+        s.add_results(s.begin_run(RUN_META), [record(f"c{i}") for i in range(200)])
+    seen = _count_integrity_checks(monkeypatch)
+    RunStore(path).close()
+    time.sleep(0.05)  # past the file system's clock tick of the state kept
+    other = sqlite3.connect(path)
+    other.execute("UPDATE runs SET git_commit = 'changed elsewhere'")
+    other.commit()
+    other.close()
+    _a_new_process(monkeypatch)
+    RunStore(path).close()
+    assert seen == ["checked", "checked"]
+
+
+def test_a_store_read_whole_a_week_ago_is_read_whole_again(tmp_path, monkeypatch):
+    from farm.results.store import checks
+
+    path = tmp_path / "farm.sqlite"
+    with RunStore(path) as s:
+        s.add_results(s.begin_run(RUN_META), [record(f"c{i}") for i in range(200)])
+    seen = _count_integrity_checks(monkeypatch)
+    RunStore(path).close()
+    record_path = path.with_name(path.name + checks.CHECKED_SUFFIX)
+    kept = json.loads(record_path.read_text())
+    kept["checked_at"] -= checks.TRUSTED_FOR_S + 60
+    record_path.write_text(json.dumps(kept))
+    _a_new_process(monkeypatch)
+    RunStore(path).close()
+    assert seen == ["checked", "checked"]
+
+
+def test_a_corrupt_store_with_a_record_from_before_is_refused_by_the_next_process(
+    tmp_path, monkeypatch
+):
+    """Bytes written deep inside, where only a whole read finds them."""
+    path = tmp_path / "farm.sqlite"
+    with RunStore(path) as s:
+        s.add_results(s.begin_run(RUN_META), [record(f"c{i}") for i in range(3000)])
+    RunStore(path).close()  # read whole: sound, and so recorded
+    time.sleep(0.05)
+    data = bytearray(path.read_bytes())
+    data[-40000:-20000] = b"\xff" * 20000
+    path.write_bytes(bytes(data))
+    _a_new_process(monkeypatch)
+    with pytest.raises(StoreError, match="failed its integrity check"):
+        RunStore(path)
+
+
 def _store_corrupt_deep_inside(path):
     """A store whose header, schema and version read well and whose results pages do not:
     what only the whole-file scan finds."""

@@ -2,22 +2,28 @@
 store (its password hidden) and the fix.
 
 A SQLite store's integrity check (``PRAGMA quick_check``) reads the whole file: it costs what
-the store's history weighs (0.1 s for 180 MB, cached), and a `farm run` opens its store ten
-times. So a process checks a file whole once, and again only when someone else has changed it
-since: it keeps each file it checked with the file's state (size, modification and change
-times), and refreshes that state when one of its own connections to the file closes (what
-SQLite wrote for it). Another process's writes, a file copied or moved into the store's place,
-bytes written into it: each leaves another state, and the next open checks the file whole. A
-change within the file system's clock tick of the state kept (a few ms) is left to SQLite,
-which reports a corrupt page when it reads it, as a StoreError like every other database failure
-(dialects.py ``errors_named``). `farm run` scans the file while its package is built and its
-hosts are checked (check_store_while)."""
+the store's history weighs (a month of nightlies, 1.3 GB: 0.5 s from the page cache, 17 s from
+the disk), and a `farm run` opens its store ten times. So the farm reads a store whole when
+something other than the farm has written it since it last did, and at least every
+TRUSTED_FOR_S: it keeps the file's state (size, modification and change times) as it found it
+sound, refreshed whenever one of its own connections to the file closes (what SQLite wrote for
+it), in the process and in a record beside the store (``<store>.checked``) for the next ones.
+Another program's writes, a file copied or moved into the store's place, bytes written into it:
+each leaves another state, and the next open reads the file whole. Corruption that changes no
+state (a failing disk) or comes within the file system's clock tick of the state kept (a few
+ms) is left to SQLite, which reports a corrupt page when it reads it, as a StoreError like every
+other database failure (dialects.py ``errors_named``), and to the next whole read. `farm run`
+makes its whole read in a thread while its package is built and its hosts are checked
+(check_store_while)."""
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import sqlite3
 import threading
+import time
 from pathlib import Path
 
 from farm.errors import StoreError
@@ -42,8 +48,8 @@ class PendingScan:
 
 
 def check_store_while(spec: str | os.PathLike | StoreLocation, *, create: bool) -> PendingScan:
-    """check_store, but the whole-file scan of a SQLite store this process has not checked is
-    left to a thread: the other checks refuse now, the scan's verdict comes from
+    """check_store, but the whole-file scan of a SQLite store that needs one is left to a
+    thread: the other checks refuse now, the scan's verdict comes from
     ``PendingScan.result()``, before which the caller writes nothing into the store (farm run:
     the scan reads while the package is built and the hosts are checked, and a corrupt store is
     refused before the run begins)."""
@@ -94,14 +100,48 @@ def check_postgres(db: PostgresDatabase, create: bool) -> None:
         )
 
 
-# (device, inode) of the store files this process checked whole -> their state then, or when a
-# connection of this process to them last closed.
-_SOUND: dict[tuple[int, int], tuple[int, int, int]] = {}
+# (device, inode) of the store files found sound -> (their state then, or when a connection of
+# this process to them last closed; when they were last read whole).
+_SOUND: dict[tuple[int, int], tuple[tuple[int, int, int], float]] = {}
 _SOUND_LOCK = threading.Lock()
+# A store read whole and since written by the farm alone is read whole again after this long.
+TRUSTED_FOR_S = 7 * 86400
+# Beside the store: when the farm last read it whole, and the file as the farm last left it.
+CHECKED_SUFFIX = ".checked"
 
 
 def _state(stat: os.stat_result) -> tuple[int, int, int]:
     return (stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
+
+
+def _checked_path(path: Path) -> Path:
+    return path.with_name(path.name + CHECKED_SUFFIX)
+
+
+def _checked_at(path: Path, stat: os.stat_result) -> float | None:
+    """When the farm last read the store whole, if it was also the last to write it (the file
+    is as its record beside it says) and that was less than TRUSTED_FOR_S ago; else None."""
+    try:
+        record = json.loads(_checked_path(path).read_text(encoding="utf-8"))
+        checked_at = float(record["checked_at"])
+        same = record["file"] == [stat.st_dev, stat.st_ino, *_state(stat)]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return checked_at if same and 0 <= time.time() - checked_at < TRUSTED_FOR_S else None
+
+
+def _keep_record(path: Path, stat: os.stat_result, checked_at: float) -> None:
+    """The record beside the store, written whole; none where its directory refuses it (the
+    next process then reads the store whole)."""
+    record = {"file": [stat.st_dev, stat.st_ino, *_state(stat)], "checked_at": checked_at}
+    target = _checked_path(path)
+    temporary = target.with_name(f".{target.name}.{os.getpid()}.{threading.get_ident()}")
+    try:
+        temporary.write_text(json.dumps(record), encoding="utf-8")
+        os.replace(temporary, target)
+    except OSError:
+        with contextlib.suppress(OSError):
+            temporary.unlink()
 
 
 def integrity(db: sqlite3.Connection) -> str:
@@ -111,16 +151,19 @@ def integrity(db: sqlite3.Connection) -> str:
 
 def closed_by_this_process(path: Path) -> None:
     """One of this process's connections to the SQLite store at ``path`` has closed: the file
-    as it is now is what this process wrote into a store it had checked, no reason to check it
-    whole again (a file it never checked stays unchecked)."""
+    as it is now is what this process wrote into a store found sound, no reason to read it
+    whole again, here or in the next process (a file never found sound stays so)."""
     try:
         stat = path.stat()
     except OSError:
         return
     identity = (stat.st_dev, stat.st_ino)
     with _SOUND_LOCK:
-        if identity in _SOUND:
-            _SOUND[identity] = _state(stat)
+        known = _SOUND.get(identity)
+        if known is None:
+            return
+        _SOUND[identity] = (_state(stat), known[1])
+    _keep_record(path, stat, known[1])
 
 
 def _unreadable(where: str, exc: sqlite3.DatabaseError) -> StoreError:
@@ -149,12 +192,13 @@ def _scan(path: Path, where: str, stat: os.stat_result, pending: PendingScan) ->
     except sqlite3.DatabaseError as exc:
         pending.error = _unreadable(where, exc)
     if pending.error is None:
-        _found_sound(stat)
+        _found_sound(path, stat, time.time())
 
 
-def _found_sound(stat: os.stat_result) -> None:
+def _found_sound(path: Path, stat: os.stat_result, checked_at: float) -> None:
     with _SOUND_LOCK:
-        _SOUND[(stat.st_dev, stat.st_ino)] = _state(stat)
+        _SOUND[(stat.st_dev, stat.st_ino)] = (_state(stat), checked_at)
+    _keep_record(path, stat, checked_at)
 
 
 def _check_sqlite(location: StoreLocation, create: bool, scan_later: bool = False) -> PendingScan:
@@ -185,7 +229,14 @@ def _check_sqlite(location: StoreLocation, create: bool, scan_later: bool = Fals
         raise StoreError(f"{where} is an empty file, not a run store: remove it or restore it")
     identity = (stat.st_dev, stat.st_ino)
     with _SOUND_LOCK:
-        sound = _SOUND.get(identity) == _state(stat)
+        known = _SOUND.get(identity)
+    sound = known is not None and known[0] == _state(stat)
+    if not sound:
+        checked_at = _checked_at(p, stat)
+        if checked_at is not None:  # read whole by an earlier process, written by the farm since
+            with _SOUND_LOCK:
+                _SOUND[identity] = (_state(stat), checked_at)
+            sound = True
     if not sound:
         with open(p, "rb") as f:
             magic = f.read(16)
@@ -222,7 +273,7 @@ def _check_sqlite(location: StoreLocation, create: bool, scan_later: bool = Fals
     if sound:
         return done
     if not scan_later:
-        _found_sound(stat)
+        _found_sound(p, stat, time.time())
         return done
     done.thread = threading.Thread(
         target=_scan, args=(p, where, stat, done), name="farm-store-scan", daemon=True

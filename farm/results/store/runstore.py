@@ -17,8 +17,8 @@ from farm.results.store.trends import Trends
 
 
 class RunStore(Baselines, Investigations, Trends, AllureHistory):
-    """A run store. One instance per process (or thread); cheap to open (a SQLite file is
-    checked whole once a process, checks.py).
+    """A run store. One instance per process (or thread); cheap to open (a SQLite file is read
+    whole only when another program has written it since the farm last did, checks.py).
 
     `spec`: a SQLite path or a postgresql:// URL (farm/results/store/location.py); None: the
     default ($FARM_STORE, else runs/farm.sqlite). `create=False` refuses a store that does not
