@@ -8,8 +8,8 @@ Run by hand (never from the tests; see benchmarks/README.md):
 ``farm run --tier T --no-progress`` on the embedded default pool (the real operator: the CPU twin
 of the kernel, the golden, the judging), as a subprocess with its own ``FARM_RUNS`` and
 ``FARM_STORE`` in a temporary directory, after an untimed ``farm build``. The store is empty
-unless ``--store FILE`` gives one to start from (copied, untimed): a store with a history, as a
-farm that runs every night has. Its process tree is
+unless ``--store FILE`` gives one to start from (copied and opened once by the farm, untimed): a
+store with a history, as a farm that runs every night has. Its process tree is
 sampled from /proc as in benchmarks/scale.py. Reported:
 
 * wall: the whole command (start-up, every case, and the report unless ``--no-report``), and the
@@ -123,24 +123,23 @@ def roles_line(r: dict) -> str:
 
 
 def copy_store(store: Path, to: Path) -> None:
-    """A SQLite store copied whole through SQLite's backup (its WAL included, however it was
-    left), and on the disk before the timed run starts: the copy's writing back must not fall
-    inside it."""
-    import sqlite3
+    """A SQLite store copied whole, opened once by the farm as a farm that ran yesterday had
+    (its whole read, and the record beside it that spares the next one: farm/results/store/
+    checks.py), and on the disk before the timed run starts: none of it falls inside the run."""
+    from farm.results.store import RunStore
+    from farm.results.store.checks import CHECKED_SUFFIX
+    from farm.results.store.transfer import backup_sqlite
 
     if not store.is_file():
         raise SystemExit(f"--store {store}: no such store file")
-    source, target = sqlite3.connect(f"file:{store}?mode=ro", uri=True), sqlite3.connect(to)
-    try:
-        source.backup(target)
-    finally:
-        source.close()
-        target.close()
-    fd = os.open(to, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    backup_sqlite(store, to)
+    RunStore(to, create=False).close()
+    for path in (to, to.with_name(to.name + CHECKED_SUFFIX)):
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,21 +1,17 @@
 """`farm run` with a run store whose header and schema read well and whose pages do not: the
-whole-file scan runs while the package is built and the hosts are checked, and the run is
-refused before it begins: one error line naming the store and the fix, exit 2, no run directory
-left, nothing written into the store."""
+whole read runs while the package is built and the hosts are checked, and the run is refused
+before it begins: one error line naming the store and the fix, exit 2, no run directory left,
+nothing written into the store."""
 
 from __future__ import annotations
 
-from farm.results.store import RunStore
 from tests.e2e.conftest import Farm
-from tests.results.conftest import RUN_META, record
+from tests.results.conftest import DEEP_INSIDE, garble, store_with_results
 
 
 def test_a_corrupt_store_refuses_the_run_before_it_begins(farm: Farm):
-    with RunStore(farm.store) as s:
-        s.add_results(s.begin_run(RUN_META), [record(f"c{i}") for i in range(3000)])
-    data = bytearray(farm.store.read_bytes())
-    data[-40000:-20000] = b"\xff" * 20000
-    farm.store.write_bytes(bytes(data))
+    store_with_results(farm.store, 3000)
+    garble(farm.store, DEEP_INSIDE)
     before = farm.store.read_bytes()
 
     result = farm.run_tier(k="f32 and 910b")

@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -127,6 +128,32 @@ RUN_META = {
     "backend": "native",
     "farm_version": "0.1.0",
 }
+
+
+# --------------------------------------------------------------------------- stores on disk
+
+# Where bytes written into a store_with_results(path, 3000) file land in its results pages:
+# past its header, schema and version, so that only a whole read of the file finds them.
+DEEP_INSIDE = slice(-40000, -20000)
+FIRST_PAGES = slice(5000, 9000)
+
+
+def store_with_results(path: Path, n: int = 200) -> None:
+    """A SQLite run store at `path` holding one run of `n` synthetic records."""
+    from farm.results.store import RunStore
+
+    with RunStore(path) as store:
+        store.add_results(store.begin_run(RUN_META), [record(f"c{i}") for i in range(n)])
+
+
+def garble(path: Path, where: slice) -> None:
+    """Bytes of 0xff written into the file in place, as a failing disk or another program
+    would; first past the file system's clock tick since its last change (a few ms), so that
+    its size and times move on as a later write's do."""
+    time.sleep(0.05)
+    data = bytearray(path.read_bytes())
+    data[where] = b"\xff" * len(data[where])
+    path.write_bytes(bytes(data))
 
 
 # --------------------------------------------------------------------------- allure sessions

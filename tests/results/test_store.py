@@ -22,7 +22,16 @@ from farm.results.store import (
 )
 from farm.sizes import size_text
 
-from .conftest import RUN_META, failed, record, rejected_ok
+from .conftest import (
+    DEEP_INSIDE,
+    FIRST_PAGES,
+    RUN_META,
+    failed,
+    garble,
+    record,
+    rejected_ok,
+    store_with_results,
+)
 
 
 @pytest.fixture
@@ -435,11 +444,8 @@ def test_stores_that_cannot_serve_are_refused_with_the_fix(tmp_path, make, needl
 
 def test_a_corrupt_store_is_refused(tmp_path):
     path = tmp_path / "farm.sqlite"
-    with RunStore(path) as s:
-        s.add_results(s.begin_run(RUN_META), [record(f"c{i}") for i in range(200)])
-    data = bytearray(path.read_bytes())
-    data[5000:9000] = b"\xff" * 4000  # a page of garbage
-    path.write_bytes(bytes(data))
+    store_with_results(path)
+    garble(path, FIRST_PAGES)
     with pytest.raises(StoreError, match="restore it"):
         RunStore(path)
 
@@ -458,11 +464,19 @@ def _count_integrity_checks(monkeypatch) -> list[str]:
     return seen
 
 
-def test_a_store_is_checked_whole_once_by_the_process_that_writes_it(tmp_path, monkeypatch):
-    """The whole-file check costs what the store weighs; a farm run opens its store ten
-    times, writing between the opens, and checks it once."""
+def _written_by_another_program(path) -> None:
+    time.sleep(0.05)  # past the file system's clock tick of the state the farm kept
+    other = sqlite3.connect(path)
+    other.execute("UPDATE runs SET git_commit = 'changed elsewhere'")
+    other.commit()
+    other.close()
+
+
+def test_a_store_the_farm_writes_is_read_whole_once(tmp_path, monkeypatch):
+    """The whole read costs what the store weighs; a farm run opens its store ten times,
+    writing between the opens, and the next runs open it again: it is read whole once."""
     path = tmp_path / "farm.sqlite"
-    with RunStore(path) as s:  # made here: nothing to check yet
+    with RunStore(path) as s:  # made here: nothing to read yet
         run_id = s.begin_run(RUN_META)
     seen = _count_integrity_checks(monkeypatch)
     for i in range(4):
@@ -473,134 +487,59 @@ def test_a_store_is_checked_whole_once_by_the_process_that_writes_it(tmp_path, m
     assert seen == ["checked"]
 
 
-def test_a_store_changed_by_others_since_it_was_checked_is_checked_again(tmp_path, monkeypatch):
+def test_a_store_another_program_wrote_is_read_whole_again(tmp_path, monkeypatch):
     path = tmp_path / "farm.sqlite"
-    with RunStore(path) as s:
-        s.add_results(s.begin_run(RUN_META), [record(f"c{i}") for i in range(200)])
+    store_with_results(path)
     seen = _count_integrity_checks(monkeypatch)
     RunStore(path).close()
-    assert seen == ["checked"]
-    # Another process's write: the file's state moves on (past the file system's clock tick,
-    # which the state is read with).
-    time.sleep(0.05)
-    other = sqlite3.connect(path)
-    other.execute("UPDATE runs SET git_commit = 'changed elsewhere'")
-    other.commit()
-    other.close()
+    _written_by_another_program(path)
     RunStore(path).close()
     assert seen == ["checked", "checked"]
-    # Bytes written into it: refused again, though this process found it sound twice.
-    time.sleep(0.05)
-    data = bytearray(path.read_bytes())
-    data[5000:9000] = b"\xff" * 4000
-    path.write_bytes(bytes(data))
-    with pytest.raises(StoreError, match="restore it"):
+
+
+def test_bytes_written_into_a_store_found_sound_are_found(tmp_path):
+    """Deep inside, where only a whole read finds them, under the record the farm left."""
+    path = tmp_path / "farm.sqlite"
+    store_with_results(path, 3000)
+    RunStore(path).close()  # read whole: sound, and so recorded
+    garble(path, DEEP_INSIDE)
+    with pytest.raises(StoreError, match="failed its integrity check"):
         RunStore(path)
 
 
-def test_a_corrupt_copy_moved_into_a_checked_stores_place_is_refused(tmp_path):
+def test_a_corrupt_copy_moved_into_a_sound_stores_place_is_refused(tmp_path):
     path = tmp_path / "farm.sqlite"
-    with RunStore(path) as s:
-        s.add_results(s.begin_run(RUN_META), [record(f"c{i}") for i in range(200)])
-    RunStore(path).close()  # checked whole: sound
+    store_with_results(path)
+    RunStore(path).close()  # read whole: sound
     copy = tmp_path / "copy.sqlite"
-    data = bytearray(path.read_bytes())
-    data[5000:9000] = b"\xff" * 4000
-    copy.write_bytes(bytes(data))
+    copy.write_bytes(path.read_bytes())
+    garble(copy, FIRST_PAGES)
     copy.replace(path)
     with pytest.raises(StoreError, match="restore it"):
         RunStore(path)
-
-
-def _a_new_process(monkeypatch) -> None:
-    """What this process knows of the stores it found sound, forgotten: as a new process."""
-    from farm.results.store import checks
-
-    monkeypatch.setattr(checks, "_SOUND", {})
-
-
-def test_a_store_the_farm_read_whole_and_wrote_last_is_not_read_whole_by_the_next_process(
-    tmp_path, monkeypatch
-):
-    path = tmp_path / "farm.sqlite"
-    with RunStore(path) as s:
-        run_id = s.begin_run(RUN_META)
-    seen = _count_integrity_checks(monkeypatch)
-    with RunStore(path) as s:  # read whole here
-        s.add_results(run_id, [record(f"c{i}") for i in range(300)])
-    _a_new_process(monkeypatch)
-    with RunStore(path) as s:  # the farm wrote it last: trusted
-        s.finish_run(run_id, 0)
-    _a_new_process(monkeypatch)
-    RunStore(path, create=False).close()
-    assert seen == ["checked"]
-
-
-def test_the_next_process_reads_whole_a_store_another_program_wrote(tmp_path, monkeypatch):
-    path = tmp_path / "farm.sqlite"
-    with RunStore(path) as s:
-        s.add_results(s.begin_run(RUN_META), [record(f"c{i}") for i in range(200)])
-    seen = _count_integrity_checks(monkeypatch)
-    RunStore(path).close()
-    time.sleep(0.05)  # past the file system's clock tick of the state kept
-    other = sqlite3.connect(path)
-    other.execute("UPDATE runs SET git_commit = 'changed elsewhere'")
-    other.commit()
-    other.close()
-    _a_new_process(monkeypatch)
-    RunStore(path).close()
-    assert seen == ["checked", "checked"]
 
 
 def test_a_store_read_whole_a_week_ago_is_read_whole_again(tmp_path, monkeypatch):
     from farm.results.store import checks
 
     path = tmp_path / "farm.sqlite"
-    with RunStore(path) as s:
-        s.add_results(s.begin_run(RUN_META), [record(f"c{i}") for i in range(200)])
+    store_with_results(path)
     seen = _count_integrity_checks(monkeypatch)
     RunStore(path).close()
     record_path = path.with_name(path.name + checks.CHECKED_SUFFIX)
     kept = json.loads(record_path.read_text())
     kept["checked_at"] -= checks.TRUSTED_FOR_S + 60
     record_path.write_text(json.dumps(kept))
-    _a_new_process(monkeypatch)
     RunStore(path).close()
     assert seen == ["checked", "checked"]
 
 
-def test_a_corrupt_store_with_a_record_from_before_is_refused_by_the_next_process(
-    tmp_path, monkeypatch
-):
-    """Bytes written deep inside, where only a whole read finds them."""
-    path = tmp_path / "farm.sqlite"
-    with RunStore(path) as s:
-        s.add_results(s.begin_run(RUN_META), [record(f"c{i}") for i in range(3000)])
-    RunStore(path).close()  # read whole: sound, and so recorded
-    time.sleep(0.05)
-    data = bytearray(path.read_bytes())
-    data[-40000:-20000] = b"\xff" * 20000
-    path.write_bytes(bytes(data))
-    _a_new_process(monkeypatch)
-    with pytest.raises(StoreError, match="failed its integrity check"):
-        RunStore(path)
-
-
-def _store_corrupt_deep_inside(path):
-    """A store whose header, schema and version read well and whose results pages do not:
-    what only the whole-file scan finds."""
-    with RunStore(path) as s:
-        s.add_results(s.begin_run(RUN_META), [record(f"c{i}") for i in range(3000)])
-    data = bytearray(path.read_bytes())
-    data[-40000:-20000] = b"\xff" * 20000
-    path.write_bytes(bytes(data))
-
-
-def test_the_whole_file_scan_left_to_a_thread_refuses_a_corrupt_store_in_one_line(tmp_path):
+def test_the_whole_read_left_to_a_thread_refuses_a_corrupt_store_in_one_line(tmp_path):
     from farm.results.store import check_store_while
 
     path = tmp_path / "farm.sqlite"
-    _store_corrupt_deep_inside(path)
+    store_with_results(path, 3000)
+    garble(path, DEEP_INSIDE)
     pending = check_store_while(path, create=True)  # the header and schema read well
     with pytest.raises(StoreError, match="failed its integrity check") as refused:
         pending.result()
@@ -608,10 +547,10 @@ def test_the_whole_file_scan_left_to_a_thread_refuses_a_corrupt_store_in_one_lin
         refused.value
     )
     with pytest.raises(StoreError, match="failed its integrity check"):
-        RunStore(path)  # not taken for sound after the scan refused it
+        RunStore(path)  # not taken for sound after the read refused it
 
 
-def test_what_costs_nothing_to_see_is_refused_before_the_scan_starts(tmp_path):
+def test_what_costs_nothing_to_see_is_refused_before_the_whole_read_starts(tmp_path):
     from farm.results.store import check_store_while
 
     path = tmp_path / "farm.sqlite"
@@ -620,12 +559,11 @@ def test_what_costs_nothing_to_see_is_refused_before_the_scan_starts(tmp_path):
         check_store_while(path, create=True)
 
 
-def test_a_store_scanned_in_a_thread_is_not_scanned_again_when_opened(tmp_path, monkeypatch):
+def test_a_store_read_whole_in_a_thread_is_not_read_again_when_opened(tmp_path, monkeypatch):
     from farm.results.store import check_store_while
 
     path = tmp_path / "farm.sqlite"
-    with RunStore(path) as s:
-        s.add_results(s.begin_run(RUN_META), [record(f"c{i}") for i in range(200)])
+    store_with_results(path)
     seen = _count_integrity_checks(monkeypatch)
     check_store_while(path, create=True).result()
     with RunStore(path) as s:

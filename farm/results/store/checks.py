@@ -5,9 +5,9 @@ A SQLite store's integrity check (``PRAGMA quick_check``) reads the whole file: 
 the store's history weighs (a month of nightlies, 1.3 GB: 0.5 s from the page cache, 17 s from
 the disk), and a `farm run` opens its store ten times. So the farm reads a store whole when
 something other than the farm has written it since it last did, and at least every
-TRUSTED_FOR_S: it keeps the file's state (size, modification and change times) as it found it
-sound, refreshed whenever one of its own connections to the file closes (what SQLite wrote for
-it), in the process and in a record beside the store (``<store>.checked``) for the next ones.
+TRUSTED_FOR_S: a record beside the store (``<store>.checked``) keeps the file's identity and
+state (device, inode, size, modification and change times) as the farm found it sound, and
+follows whenever one of the farm's connections to the file closes (what SQLite wrote for it).
 Another program's writes, a file copied or moved into the store's place, bytes written into it:
 each leaves another state, and the next open reads the file whole. Corruption that changes no
 state (a failing disk) or comes within the file system's clock tick of the state kept (a few
@@ -100,44 +100,50 @@ def check_postgres(db: PostgresDatabase, create: bool) -> None:
         )
 
 
-# (device, inode) of the store files found sound -> (their state then, or when a connection of
-# this process to them last closed; when they were last read whole).
-_SOUND: dict[tuple[int, int], tuple[tuple[int, int, int], float]] = {}
-_SOUND_LOCK = threading.Lock()
 # A store read whole and since written by the farm alone is read whole again after this long.
 TRUSTED_FOR_S = 7 * 86400
-# Beside the store: when the farm last read it whole, and the file as the farm last left it.
+# Beside the store: the file as the farm last left it, and when the farm last read it whole.
 CHECKED_SUFFIX = ".checked"
 
 
-def _state(stat: os.stat_result) -> tuple[int, int, int]:
-    return (stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
+def _file(stat: os.stat_result) -> list[int]:
+    """The file's identity and state: device, inode, size, modification and change times."""
+    return [stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns]
 
 
 def _checked_path(path: Path) -> Path:
     return path.with_name(path.name + CHECKED_SUFFIX)
 
 
-def _checked_at(path: Path, stat: os.stat_result) -> float | None:
-    """When the farm last read the store whole, if it was also the last to write it (the file
-    is as its record beside it says) and that was less than TRUSTED_FOR_S ago; else None."""
+def _record(path: Path) -> tuple[list[int], float] | None:
+    """The record beside the store: (the file as the farm last left it, when it last read the
+    file whole); None if there is none that reads."""
     try:
         record = json.loads(_checked_path(path).read_text(encoding="utf-8"))
-        checked_at = float(record["checked_at"])
-        same = record["file"] == [stat.st_dev, stat.st_ino, *_state(stat)]
+        return list(record["file"]), float(record["checked_at"])
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    return checked_at if same and 0 <= time.time() - checked_at < TRUSTED_FOR_S else None
+
+
+def _trusted(path: Path, stat: os.stat_result) -> bool:
+    """The farm read the store whole less than TRUSTED_FOR_S ago and was the last to write it
+    (the file is as its record says)."""
+    record = _record(path)
+    return (
+        record is not None
+        and record[0] == _file(stat)
+        and 0 <= time.time() - record[1] < TRUSTED_FOR_S
+    )
 
 
 def _keep_record(path: Path, stat: os.stat_result, checked_at: float) -> None:
     """The record beside the store, written whole; none where its directory refuses it (the
-    next process then reads the store whole)."""
-    record = {"file": [stat.st_dev, stat.st_ino, *_state(stat)], "checked_at": checked_at}
+    next open then reads the store whole)."""
+    text = json.dumps({"file": _file(stat), "checked_at": checked_at})
     target = _checked_path(path)
     temporary = target.with_name(f".{target.name}.{os.getpid()}.{threading.get_ident()}")
     try:
-        temporary.write_text(json.dumps(record), encoding="utf-8")
+        temporary.write_text(text, encoding="utf-8")
         os.replace(temporary, target)
     except OSError:
         with contextlib.suppress(OSError):
@@ -150,20 +156,18 @@ def integrity(db: sqlite3.Connection) -> str:
 
 
 def closed_by_this_process(path: Path) -> None:
-    """One of this process's connections to the SQLite store at ``path`` has closed: the file
-    as it is now is what this process wrote into a store found sound, no reason to read it
-    whole again, here or in the next process (a file never found sound stays so)."""
+    """One of this process's connections to the SQLite store at ``path`` has closed. It was
+    opened sound (every open checks: the record matched, or the file was read whole), so the
+    file as it is now is what SQLite wrote for it: the record follows, its last whole read kept
+    (a store with no record of the same file stays without one)."""
     try:
         stat = path.stat()
     except OSError:
         return
-    identity = (stat.st_dev, stat.st_ino)
-    with _SOUND_LOCK:
-        known = _SOUND.get(identity)
-        if known is None:
-            return
-        _SOUND[identity] = (_state(stat), known[1])
-    _keep_record(path, stat, known[1])
+    record = _record(path)
+    if record is None or record[0][:2] != _file(stat)[:2] or record[0] == _file(stat):
+        return  # none, another file's, or only read
+    _keep_record(path, stat, record[1])
 
 
 def _unreadable(where: str, exc: sqlite3.DatabaseError) -> StoreError:
@@ -192,13 +196,7 @@ def _scan(path: Path, where: str, stat: os.stat_result, pending: PendingScan) ->
     except sqlite3.DatabaseError as exc:
         pending.error = _unreadable(where, exc)
     if pending.error is None:
-        _found_sound(path, stat, time.time())
-
-
-def _found_sound(path: Path, stat: os.stat_result, checked_at: float) -> None:
-    with _SOUND_LOCK:
-        _SOUND[(stat.st_dev, stat.st_ino)] = (_state(stat), checked_at)
-    _keep_record(path, stat, checked_at)
+        _keep_record(path, stat, time.time())
 
 
 def _check_sqlite(location: StoreLocation, create: bool, scan_later: bool = False) -> PendingScan:
@@ -227,16 +225,7 @@ def _check_sqlite(location: StoreLocation, create: bool, scan_later: bool = Fals
     stat = p.stat()
     if stat.st_size == 0:
         raise StoreError(f"{where} is an empty file, not a run store: remove it or restore it")
-    identity = (stat.st_dev, stat.st_ino)
-    with _SOUND_LOCK:
-        known = _SOUND.get(identity)
-    sound = known is not None and known[0] == _state(stat)
-    if not sound:
-        checked_at = _checked_at(p, stat)
-        if checked_at is not None:  # read whole by an earlier process, written by the farm since
-            with _SOUND_LOCK:
-                _SOUND[identity] = (_state(stat), checked_at)
-            sound = True
+    sound = _trusted(p, stat)
     if not sound:
         with open(p, "rb") as f:
             magic = f.read(16)
@@ -273,7 +262,7 @@ def _check_sqlite(location: StoreLocation, create: bool, scan_later: bool = Fals
     if sound:
         return done
     if not scan_later:
-        _found_sound(p, stat, time.time())
+        _keep_record(p, stat, time.time())
         return done
     done.thread = threading.Thread(
         target=_scan, args=(p, where, stat, done), name="farm-store-scan", daemon=True

@@ -52,17 +52,24 @@ def opened_source(spec: str | StoreLocation) -> Iterator[RunStore]:
             yield store
         return
     check_store(location, create=False)  # a missing or corrupt file: one line, before a copy
+    assert location.path is not None
     with tempfile.TemporaryDirectory(prefix="farm-store-migrate-") as tmp:
         copy = Path(tmp) / "source.sqlite"
-        src = sqlite3.connect(f"file:{location.path}?mode=ro", uri=True)
-        dst = sqlite3.connect(copy)
-        try:
-            src.backup(dst)
-        finally:
-            dst.close()
-            src.close()
+        backup_sqlite(location.path, copy)
         with RunStore(copy, create=False) as store:
             yield store
+
+
+def backup_sqlite(source: Path, copy: Path) -> None:
+    """A SQLite file copied whole with SQLite's backup API (what its WAL holds included), the
+    source only read."""
+    src = sqlite3.connect(f"file:{source}?mode=ro", uri=True)
+    dst = sqlite3.connect(copy)
+    try:
+        src.backup(dst)
+    finally:
+        dst.close()
+        src.close()
 
 
 def copy_store(
