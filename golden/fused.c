@@ -12,9 +12,11 @@
  * order (no fused multiply-add: the build passes -ffp-contract=off; no reassociation), every sum
  * is taken in numpy's own order (its pairwise summation of a contiguous float64 array: blocks of
  * 8 lanes up to 128 elements, halves at multiples of 8 above), and counts and maxima do not
- * depend on order (maxima: NaN wins, as in numpy). golden/fused.py refuses a library that does
- * not reproduce the numpy path on its samples; tests/golden/test_fused.py compares the two on
- * the tiers' kinds of input.
+ * depend on order (maxima: NaN wins, as in numpy). lsg_compared takes its elements a SIMD vector
+ * at a time, as wide as the CPU it is built for (golden/fused.py builds for this host's CPU),
+ * which changes no bit: a lane does its element's IEEE operations. golden/fused.py refuses a
+ * library that does not reproduce the numpy path on its samples; tests/golden/test_fused.py
+ * compares the two on the tiers' kinds of input.
  */
 #include <math.h>
 #include <stdint.h>
@@ -40,8 +42,7 @@ typedef struct {
     double *rel;
 } pass;
 
-/* The order-free results: maxima (NaN wins, as in numpy's) and counts. Each leaf keeps its own
- * on its stack, so that the stores into rel[] cannot alias them. */
+/* The order-free results: maxima (NaN wins, as in numpy's) and counts. */
 typedef struct {
     double max[NMAX];
     int max_nan[NMAX];
@@ -63,104 +64,202 @@ static void tally_merge(tally *into, const tally *t) {
     into->i[I_ULP_MAX] = ulp_max;
 }
 
-static inline void take_max(tally *t, int k, double v) {
+/* Elements W at a time, in vectors as wide as the machine's (GCC's vector extensions); numpy's 8
+ * summation lanes are 8 / W vectors. A lane's arithmetic is the IEEE operation the scalar code
+ * would do on its element, so vectors change no bit. */
+#if defined(__AVX512F__)
+#define W 8
+#elif defined(__AVX__)
+#define W 4
+#else
+#define W 2
+#endif
+#define PARTS (8 / W)
+typedef double vd __attribute__((vector_size(W * 8)));
+typedef int64_t vl __attribute__((vector_size(W * 8)));
+typedef uint32_t vu __attribute__((vector_size(W * 4)));
+typedef int32_t vi __attribute__((vector_size(W * 4)));
+typedef float vf __attribute__((vector_size(W * 4)));
+
+/* A leaf's maxima and counts lane by lane (a comparison gives all ones, so a count subtracts). */
+typedef struct {
+    vd max[NMAX];
+    vl max_nan[NMAX];
+    vl i[NI]; /* I_ULP_MAX a maximum, the others sums */
+} lanes;
+
+static inline vd splat(double x) { return (vd){0} + x; }
+
+static inline vd select_d(vl m, vd a, vd b) { return (vd)(((vl)a & m) | ((vl)b & ~m)); }
+
+static inline vd vabs(vd x) { return (vd)((vl)x & INT64_MAX); }
+
+static void lanes_init(lanes *t) {
+    memset(t, 0, sizeof *t);
+    for (int k = 0; k < NMAX; k++) t->max[k] = splat(-INFINITY);
+}
+
+/* Into a leaf's tally (of maxima the first of equal lanes: each maximum is of values >= +0, so
+ * equal lanes hold the same bits). */
+static void lanes_into(const lanes *l, tally *t) {
+    for (int j = 0; j < W; j++) {
+        for (int k = 0; k < NMAX; k++) {
+            t->max_nan[k] |= l->max_nan[k][j] != 0;
+            if (l->max[k][j] > t->max[k]) t->max[k] = l->max[k][j];
+        }
+        for (int k = 0; k < NI; k++)
+            if (k != I_ULP_MAX) t->i[k] += l->i[k][j];
+        if (l->i[I_ULP_MAX][j] > t->i[I_ULP_MAX]) t->i[I_ULP_MAX] = l->i[I_ULP_MAX][j];
+    }
+}
+
+/* The lanes past a short block's end hold zeros in every maximum, where they change nothing:
+ * each is of values >= +0, over at least one element. */
+static inline void take_max(lanes *t, int k, vd v) {
     t->max_nan[k] |= v != v;
-    t->max[k] = v > t->max[k] ? v : t->max[k];
+    t->max[k] = select_d(v > t->max[k], v, t->max[k]);
+}
+
+static inline void count(lanes *t, int k, vl yes, vl valid) { t->i[k] -= yes & valid; }
+
+static inline vd load_d(const double *x, int cnt) {
+    vd v = {0};
+    memcpy(&v, x, (size_t)cnt * sizeof(double));
+    return v;
+}
+
+/* The bits of cnt elements, 32 a lane. */
+static inline vu load_bits(int dtype, const uint16_t *b16, const uint32_t *b32, int cnt) {
+    if (dtype == FLOAT32) {
+        vu v = {0};
+        memcpy(&v, b32, (size_t)cnt * sizeof(uint32_t));
+        return v;
+    }
+    uint16_t h[W] = {0};
+    memcpy(h, b16, (size_t)cnt * sizeof(uint16_t));
+    vu v;
+    for (int j = 0; j < W; j++) v[j] = h[j];
+    return v;
 }
 
 /* The value of the golden rounded to the dtype, from its bits (exact). */
-static inline double decode(int dtype, uint32_t bits) {
-    uint32_t wide;
+static inline vd decode(int dtype, vu bits) {
+    vu wide;
     if (dtype == FLOAT32) {
         wide = bits;
     } else if (dtype == BFLOAT16) {
         wide = bits << 16;
     } else {
-        uint32_t sign = (bits & 0x8000u) << 16, e = bits & 0x7C00u, m = bits & 0x3FFu;
-        if (e == 0) { /* zero and subnormals: m * 2^-24, exact in float */
-            float f = (float)m * 0x1p-24f;
-            return sign ? -(double)f : (double)f;
-        }
-        wide = sign | (e == 0x7C00u ? 0x7F800000u : (e + 0x1C000u) << 13) | m << 13;
+        vu sign = (bits & 0x8000u) << 16, e = bits & 0x7C00u, m = bits & 0x3FFu;
+        vu inf = (vu)(e == 0x7C00u);
+        vu normal = sign | (inf & 0x7F800000u) | (~inf & (e + 0x1C000u) << 13) | m << 13;
+        /* zero and subnormals: m * 2^-24, exact in float */
+        vf mf;
+        for (int j = 0; j < W; j++) mf[j] = (float)m[j];
+        vu tiny = (vu)(mf * 0x1p-24f) | sign;
+        vu zero_e = (vu)(e == 0u);
+        wide = (zero_e & tiny) | (~zero_e & normal);
     }
-    float f;
-    memcpy(&f, &wide, sizeof f);
-    return f;
+    vf f = (vf)wide;
+    vd d;
+    for (int j = 0; j < W; j++) d[j] = f[j];
+    return d;
 }
 
 /* golden.dtypes.ordinal: sign-magnitude to a signed integer, +0 and -0 both 0. */
-static inline int64_t ordinal(uint32_t sign_off, uint32_t bits) {
-    int64_t mag = bits & sign_off;
-    return bits & ~sign_off ? -mag : mag;
+static inline vl ordinal(uint32_t sign_off, vu bits) {
+    vl mag, neg;
+    for (int j = 0; j < W; j++) {
+        mag[j] = bits[j] & sign_off;
+        neg[j] = -(int64_t)((bits[j] & ~sign_off) != 0);
+    }
+    return (mag ^ neg) - neg;
 }
 
-/* Elements lo .. lo+cnt-1 (cnt <= 8): their relative errors stored, the order-free results
- * into t, the summed values into v[k][j]. dtype and judged are constants where it is inlined. */
-static inline __attribute__((always_inline)) void block(const pass *p, tally *t, int64_t lo,
-                                                         int cnt, double v[NSUMS][8],
-                                                         int dtype, int judged) {
+/* Elements lo .. lo+cnt-1 (cnt <= W), a lane each: their relative errors stored, the order-free
+ * results into t, the summed values into v[k] (lanes from cnt on hold no element). dtype and
+ * judged are constants where it is inlined. */
+static inline __attribute__((always_inline)) void part(const pass *p, lanes *t, int64_t lo,
+                                                        int cnt, vd v[NSUMS], int dtype,
+                                                        int judged) {
     const uint32_t sign_off = dtype == FLOAT32 ? 0x7FFFFFFFu : 0x7FFFu;
     const int frac = dtype == FLOAT32 ? 23 : dtype == FLOAT16 ? 10 : 7;
-    for (int j = 0; j < cnt; j++) {
-        int64_t i = lo + j;
-        double a = p->a[i], g = p->g[i];
-        double diff = a - g;
-        double err = fabs(diff);
-        double absg = fabs(g);
-        double den = absg + p->rel_eps;
-        double rel = err / den;
-        p->rel[i] = rel;
-        v[S_REL][j] = rel;
-        v[S_SQ][j] = err * err;
-        take_max(t, M_ABS, err);
-        take_max(t, M_REL, rel);
+    vl lane;
+    for (int j = 0; j < W; j++) lane[j] = j;
+    vl valid = lane < cnt;
+    vd a = load_d(p->a + lo, cnt), g = load_d(p->g + lo, cnt);
+    vd diff = a - g;
+    vd err = vabs(diff);
+    vd absg = vabs(g);
+    vd den = absg + p->rel_eps;
+    vd rel = err / den;
+    memcpy(p->rel + lo, &rel, (size_t)cnt * sizeof(double));
+    v[S_REL] = rel;
+    v[S_SQ] = err * err;
+    take_max(t, M_ABS, err);
+    take_max(t, M_REL, rel);
 
-        uint32_t ab = dtype == FLOAT32 ? p->abits32[i] : p->abits16[i];
-        uint32_t rb = dtype == FLOAT32 ? p->rbits32[i] : p->rbits16[i];
-        int64_t dord = ordinal(sign_off, ab) - ordinal(sign_off, rb);
-        int64_t ulp = dord < 0 ? -dord : dord;
-        t->i[I_ULP_SUM] += ulp;
-        t->i[I_ULP_MAX] = ulp > t->i[I_ULP_MAX] ? ulp : t->i[I_ULP_MAX];
+    vu ab = load_bits(dtype, p->abits16 + lo, p->abits32 + lo, cnt);
+    vu rb = load_bits(dtype, p->rbits16 + lo, p->rbits32 + lo, cnt);
+    vl dord = ordinal(sign_off, ab) - ordinal(sign_off, rb);
+    vl ulp = ((dord ^ (dord >> 63)) - (dord >> 63)) & valid;
+    t->i[I_ULP_SUM] += ulp;
+    t->i[I_ULP_MAX] = (vl)select_d(ulp > t->i[I_ULP_MAX], (vd)ulp, (vd)t->i[I_ULP_MAX]);
 
-        uint32_t mag = rb & sign_off;
-        double spacing = mag == p->max_bits ? INFINITY : p->spacing[mag >> frac];
-        v[S_SIGNED_ULP][j] = spacing > 0 ? diff / spacing : 0.0;
+    vu mag = rb & sign_off;
+    vd spacing;
+    for (int j = 0; j < W; j++)
+        spacing[j] = mag[j] == p->max_bits ? INFINITY : p->spacing[mag[j] >> frac];
+    v[S_SIGNED_ULP] = select_d(spacing > 0, diff / spacing, splat(0.0));
 
-        double lim = absg * p->t;
-        lim = lim + p->t;
-        int small = absg < p->small_threshold;
-        t->i[I_MIXED_OK] += err <= lim;
-        t->i[I_DT_REL_OVER] += rel > p->tol;
-        t->i[I_DT_ABS_OVER] += err > p->tol;
-        t->i[I_SMALL_N] += small;
-        t->i[I_SMALL_ERR] += small & (err > p->small_err_bound);
+    vd lim = absg * p->t;
+    lim = lim + p->t;
+    vl small = absg < p->small_threshold;
+    count(t, I_MIXED_OK, err <= lim, valid);
+    count(t, I_DT_REL_OVER, rel > p->tol, valid);
+    count(t, I_DT_ABS_OVER, err > p->tol, valid);
+    count(t, I_SMALL_N, small, valid);
+    count(t, I_SMALL_ERR, small & (err > p->small_err_bound), valid);
 
-        if (!judged) continue;
-        double b = p->bound[i];
-        double wrel = b / den;
-        double best = fabs(decode(dtype, rb) - g);
-        double brel = best / den;
-        v[S_WC_REL][j] = wrel;
-        v[S_WC_SQ][j] = b * b;
-        v[S_BC_REL][j] = brel;
-        v[S_BC_SQ][j] = best * best;
-        take_max(t, M_WC_REL, wrel);
-        take_max(t, M_WC_ABS, b);
-        take_max(t, M_BC_REL, brel);
-        t->i[I_WC_MIXED_OK] += b <= lim;
-        t->i[I_WC_DT_REL_OVER] += wrel > p->tol;
-        t->i[I_WC_DT_ABS_OVER] += b > p->tol;
-        t->i[I_WC_SMALL_ERR] += small & (b > p->small_err_bound);
-        t->i[I_BC_SMALL_ERR] += small & (best > p->small_err_bound);
-        double ratio = b > 0 ? err / b : (err > 0 ? INFINITY : 0.0);
-        take_max(t, M_BOUND_RATIO, ratio);
-        t->i[I_BOUND_VIOLATIONS] += ratio > 1;
-        if (dtype == FLOAT32) continue;
-        int clean = b - spacing * 0.5 <= spacing * p->clean_fraction;
-        t->i[I_BIAS_N] += clean;
-        t->i[I_BIAS_SUM] += clean ? dord * ((g > 0) - (g < 0)) : 0;
+    if (!judged) return;
+    vd b = load_d(p->bound + lo, cnt);
+    vd wrel = b / den;
+    vd best = vabs(decode(dtype, rb) - g);
+    vd brel = best / den;
+    v[S_WC_REL] = wrel;
+    v[S_WC_SQ] = b * b;
+    v[S_BC_REL] = brel;
+    v[S_BC_SQ] = best * best;
+    take_max(t, M_WC_REL, wrel);
+    take_max(t, M_WC_ABS, b);
+    take_max(t, M_BC_REL, brel);
+    count(t, I_WC_MIXED_OK, b <= lim, valid);
+    count(t, I_WC_DT_REL_OVER, wrel > p->tol, valid);
+    count(t, I_WC_DT_ABS_OVER, b > p->tol, valid);
+    count(t, I_WC_SMALL_ERR, small & (b > p->small_err_bound), valid);
+    count(t, I_BC_SMALL_ERR, small & (best > p->small_err_bound), valid);
+    vd ratio = select_d(b > 0, err / b, select_d(err > 0, splat(INFINITY), splat(0.0)));
+    take_max(t, M_BOUND_RATIO, ratio);
+    count(t, I_BOUND_VIOLATIONS, ratio > 1, valid);
+    if (dtype == FLOAT32) return;
+    vl clean = (b - spacing * 0.5 <= spacing * p->clean_fraction) & valid;
+    t->i[I_BIAS_N] -= clean;
+    t->i[I_BIAS_SUM] += clean & ((dord & (g > 0)) | (-dord & (g < 0)));
+}
+
+/* Elements lo .. lo+cnt-1 (cnt <= 8), numpy's lane j in v[k][j / W][j % W]. */
+static inline __attribute__((always_inline)) void block(const pass *p, lanes *t, int64_t lo,
+                                                         int cnt, vd v[NSUMS][PARTS], int dtype,
+                                                         int judged) {
+    for (int h = 0; h < PARTS; h++) {
+        int in = cnt - h * W;
+        vd s[NSUMS];
+        part(p, t, lo + h * W, in < 0 ? 0 : in > W ? W : in, s, dtype, judged);
+        for (int k = 0; k < (judged ? NSUMS : S_WC_REL); k++) v[k][h] = s[k];
     }
 }
+
+#define LANE(x, j) ((x)[(j) / W][(j) % W])
 
 /* numpy's pairwise summation (its float add reduction) of every sum at once, in a function per
  * dtype and bound (the constants let the compiler drop the branches of the others). */
@@ -176,28 +275,31 @@ static inline __attribute__((always_inline)) void block(const pass *p, tally *t,
             for (int k = 0; k < nsums; k++) res[k] += right[k];                                 \
             return;                                                                             \
         }                                                                                       \
-        double v[NSUMS][8];                                                                     \
-        tally t;                                                                                \
-        tally_init(&t);                                                                         \
+        vd v[NSUMS][PARTS];                                                                     \
+        lanes t;                                                                                \
+        lanes_init(&t);                                                                         \
         int64_t i = 0;                                                                          \
         for (int k = 0; k < NSUMS; k++) res[k] = 0.0;                                           \
         if (n >= 8) {                                                                           \
-            double r[NSUMS][8];                                                                 \
+            vd r[NSUMS][PARTS];                                                                 \
             block(p, &t, lo, 8, r, DTYPE, JUDGED);                                              \
             for (i = 8; i < n - (n % 8); i += 8) {                                              \
                 block(p, &t, lo + i, 8, v, DTYPE, JUDGED);                                      \
                 for (int k = 0; k < nsums; k++)                                                 \
-                    for (int j = 0; j < 8; j++) r[k][j] += v[k][j];                             \
+                    for (int h = 0; h < PARTS; h++) r[k][h] += v[k][h];                         \
             }                                                                                   \
             for (int k = 0; k < nsums; k++)                                                     \
-                res[k] = ((r[k][0] + r[k][1]) + (r[k][2] + r[k][3])) +                          \
-                         ((r[k][4] + r[k][5]) + (r[k][6] + r[k][7]));                           \
+                res[k] = ((LANE(r[k], 0) + LANE(r[k], 1)) + (LANE(r[k], 2) + LANE(r[k], 3))) +  \
+                         ((LANE(r[k], 4) + LANE(r[k], 5)) + (LANE(r[k], 6) + LANE(r[k], 7)));  \
         }                                                                                       \
         int rest = (int)(n - i);                                                                \
         block(p, &t, lo + i, rest, v, DTYPE, JUDGED);                                           \
         for (int k = 0; k < nsums; k++)                                                         \
-            for (int j = 0; j < rest; j++) res[k] += v[k][j];                                   \
-        tally_merge(into, &t);                                                                  \
+            for (int j = 0; j < rest; j++) res[k] += LANE(v[k], j);                             \
+        tally leaf;                                                                             \
+        tally_init(&leaf);                                                                      \
+        lanes_into(&t, &leaf);                                                                  \
+        tally_merge(into, &leaf);                                                               \
     }
 
 PAIRWISE(pairwise_f32, FLOAT32, 0)
@@ -207,12 +309,12 @@ PAIRWISE(pairwise_f16_bound, FLOAT16, 1)
 PAIRWISE(pairwise_bf16, BFLOAT16, 0)
 PAIRWISE(pairwise_bf16_bound, BFLOAT16, 1)
 
-/* m compared elements: the actual and the golden in float64, the bits of the actual and of the
- * golden rounded to the case dtype (uint16 for float16/bfloat16, uint32 for float32), the error
- * bound (NULL: not judged). Each element's relative error into rel[]; the sums, maxima and counts
- * into dout[] (S_ then M_) and iout[] (I_), in golden/fused.py's SUMS, MAXIMA and COUNTS order.
- * limits[]: T, the double-thousandth tolerance, the small-value threshold and error bound, the
- * relative error's guard and the rounding bias's clean fraction. Returns 0; 1 for an unknown
+/* m >= 1 compared elements: the actual and the golden in float64, the bits of the actual and of
+ * the golden rounded to the case dtype (uint16 for float16/bfloat16, uint32 for float32), the
+ * error bound (NULL: not judged). Each element's relative error into rel[]; the sums, maxima and
+ * counts into dout[] (S_ then M_) and iout[] (I_), in golden/fused.py's SUMS, MAXIMA and COUNTS
+ * order. limits[]: T, the double-thousandth tolerance, the small-value threshold and error bound,
+ * the relative error's guard and the rounding bias's clean fraction. Returns 0; 1 for an unknown
  * dtype code. */
 int lsg_compared(int64_t m, const double *a, const double *g, const void *abits,
                 const void *rbits, const double *bound, int dtype, const double *spacing,

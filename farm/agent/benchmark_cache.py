@@ -131,7 +131,7 @@ def _installation() -> bytes | None:
         spec = importlib.util.find_spec("torch")
     except (importlib.metadata.PackageNotFoundError, ImportError, ValueError):
         return None
-    features = _cpu_features()
+    features = fused.cpu_features()
     if spec is None or spec.origin is None or features is None:
         return None
     origin = Path(spec.origin)
@@ -142,20 +142,6 @@ def _installation() -> bytes | None:
         return None
     capability = os.environ.get("ATEN_CPU_CAPABILITY", "")
     return "\0".join([version, *marks, platform.machine(), features, capability]).encode()
-
-
-def _cpu_features() -> str | None:
-    """The CPU's feature flags (x86 "flags", Arm "Features"), when every CPU has the same."""
-    try:
-        text = Path("/proc/cpuinfo").read_text(errors="replace")
-    except OSError:
-        return None
-    found = {
-        line.split(":", 1)[1].strip()
-        for line in text.splitlines()
-        if line.split(":", 1)[0].strip() in ("flags", "Features") and ":" in line
-    }
-    return found.pop() if len(found) == 1 else None
 
 
 def _read(entry: Path, shape: tuple[int, ...], dt: np.dtype) -> np.ndarray | None:

@@ -126,7 +126,7 @@ def test_the_key_names_the_kernel_pytorch_picks(monkeypatch):
     bc._installation.cache_clear()
     assert bc.entry_path(dy, y, [-1], "float32") not in (None, base)
     monkeypatch.delenv("ATEN_CPU_CAPABILITY")
-    monkeypatch.setattr(bc, "_cpu_features", lambda: "fpu sse2")
+    monkeypatch.setattr(bc.fused, "cpu_features", lambda: "fpu sse2")
     bc._installation.cache_clear()
     assert bc.entry_path(dy, y, [-1], "float32") not in (None, base)
 
@@ -146,7 +146,7 @@ def test_no_entry_without_pytorch_a_readable_cpu_or_a_cache(monkeypatch):
         bc._installation.cache_clear()
         assert bc.entry_path(dy, y, [-1], "float32") is None
     with monkeypatch.context() as m:
-        m.setattr(bc, "_cpu_features", lambda: None)
+        m.setattr(bc.fused, "cpu_features", lambda: None)
         bc._installation.cache_clear()
         assert bc.entry_path(dy, y, [-1], "float32") is None
     bc._installation.cache_clear()
@@ -163,22 +163,6 @@ def test_no_entry_without_pytorch_a_readable_cpu_or_a_cache(monkeypatch):
     assert bc.entry_path(dy, y[:2], [-1], "float32") is None
     assert bc.entry_path(dy, y, [5], "float32") is None
     assert bc.entry_path(dy, y, [-1], "float64") is None
-
-
-def test_cpu_features_are_read_only_when_every_cpu_has_the_same(monkeypatch, tmp_path):
-    real = bc.Path
-
-    def cpuinfo(text):
-        path = tmp_path / "cpuinfo"
-        path.write_text(text)
-        monkeypatch.setattr(bc, "Path", lambda p: path if p == "/proc/cpuinfo" else real(p))
-
-    cpuinfo("processor\t: 0\nflags\t\t: fpu avx2\n\nprocessor\t: 1\nflags\t\t: fpu avx2\n")
-    assert bc._cpu_features() == "fpu avx2"
-    cpuinfo("processor\t: 0\nFeatures\t: fp asimd\n\nprocessor\t: 1\nFeatures\t: fp asimd sve\n")
-    assert bc._cpu_features() is None
-    cpuinfo("processor\t: 0\n")
-    assert bc._cpu_features() is None
 
 
 @pytest.mark.parametrize("damage", ["flip", "truncate", "empty"])
@@ -270,6 +254,6 @@ def test_farm_hosts_says_where_the_results_are_kept_and_how_many(monkeypatch, ca
     monkeypatch.setenv(bc.ENV_CACHE, "off")
     assert bc.status().startswith("PyTorch's results not kept (no cache directory")
     monkeypatch.setenv(bc.ENV_CACHE, str(cache))
-    monkeypatch.setattr(bc, "_cpu_features", lambda: None)
+    monkeypatch.setattr(bc.fused, "cpu_features", lambda: None)
     bc._installation.cache_clear()
     assert bc.status().startswith("PyTorch's results not kept (no PyTorch")

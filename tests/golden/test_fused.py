@@ -92,8 +92,8 @@ def test_the_fused_passes_judge_a_tolerance_and_a_benchmark_as_numpy_does(monkey
 # refused for every one.
 MUTANTS = {
     "the 8 lanes folded in another order": (
-        "((r[k][0] + r[k][1]) + (r[k][2] + r[k][3]))",
-        "(((r[k][0] + r[k][1]) + r[k][2]) + r[k][3])",
+        "((LANE(r[k], 0) + LANE(r[k], 1)) + (LANE(r[k], 2) + LANE(r[k], 3)))",
+        "(((LANE(r[k], 0) + LANE(r[k], 1)) + LANE(r[k], 2)) + LANE(r[k], 3))",
     ),
     "halves not at multiples of 8": ("half -= half % 8;", ""),
     "a fused multiply-add": (
@@ -104,12 +104,13 @@ MUTANTS = {
         "b += t;\n                b += four_flush;",
         "b += four_flush;\n                b += t;",
     ),
-    "the rounding bias's sign at zero": ("((g > 0) - (g < 0))", "((g >= 0) - (g < 0))"),
+    "the rounding bias's sign at zero": ("(dord & (g > 0))", "(dord & (g >= 0))"),
     "the half ulp's carry": (">= carry)", "> carry)"),
     "an element's count off the edge": (
         "small & (err > p->small_err_bound)",
         "small & (err >= p->small_err_bound)",
     ),
+    "the lanes past a short block's end counted": ("t->i[k] -= yes & valid;", "t->i[k] -= yes;"),
 }
 
 
@@ -122,7 +123,7 @@ def test_a_library_that_differs_from_numpy_is_refused(tmp_path, mutant):
     source = tmp_path / "fused.c"
     source.write_text(text.replace(old, new))
     library = tmp_path / "mutant.so"
-    fused.build(library, source)
+    fused.build(library, source, native=fused.cpu_features() is not None)
     assert fused.self_check(fused.Kernel(library)) != ""
 
 
@@ -228,3 +229,19 @@ def test_the_fused_histogram_bins_as_numpy_does_on_every_edge(monkeypatch):
     logs = np.clip(np.log10(errors[errors > 0]), edges[0], np.nextafter(edges[-1], -np.inf))
     assert counted["off"]["counts"] == np.histogram(logs, bins=edges)[0].tolist()
     assert counted["off"]["zeros"] == 2
+
+
+def test_cpu_features_are_read_only_when_every_cpu_has_the_same(monkeypatch, tmp_path):
+    real = fused.Path
+
+    def cpuinfo(text):
+        path = tmp_path / "cpuinfo"
+        path.write_text(text)
+        monkeypatch.setattr(fused, "Path", lambda p: path if p == "/proc/cpuinfo" else real(p))
+
+    cpuinfo("processor\t: 0\nflags\t\t: fpu avx2\n\nprocessor\t: 1\nflags\t\t: fpu avx2\n")
+    assert fused.cpu_features() == "fpu avx2"
+    cpuinfo("processor\t: 0\nFeatures\t: fp asimd\n\nprocessor\t: 1\nFeatures\t: fp asimd sve\n")
+    assert fused.cpu_features() is None
+    cpuinfo("processor\t: 0\n")
+    assert fused.cpu_features() is None
