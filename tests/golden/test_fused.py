@@ -211,6 +211,39 @@ def test_processes_starting_together_build_the_library_once(tmp_path):
     assert calls.read_text() == "built\n"
 
 
+def test_the_library_is_built_for_this_cpu_else_for_the_baseline(monkeypatch, tmp_path):
+    the_library()
+    calls = tmp_path / "calls"
+    cc = tmp_path / "cc"  # a compiler that refuses -march=native, as some do
+    cc.write_text(
+        f'#!/bin/sh\necho "$@" >> {calls}\n'
+        'case " $* " in *" -march=native "*) exit 1;; esac\nexec cc "$@"\n'
+    )
+    cc.chmod(0o755)
+    monkeypatch.setattr(fused, "_LOADED", {})
+    monkeypatch.setenv("CC", str(cc))
+    monkeypatch.setenv(fused.ENV_CACHE, str(tmp_path / "cache"))
+    monkeypatch.setenv(fused.ENV_MODE, "require")
+    monkeypatch.setattr(fused, "cpu_features", lambda: "fpu sse2 avx2")
+    assert fused.kernel() is not None
+    first, second = calls.read_text().splitlines()
+    assert fused.NATIVE in first.split() and fused.NATIVE not in second.split()
+    # Without the CPU's features the library cannot be named for its CPU: never built for it.
+    calls.unlink()
+    monkeypatch.setattr(fused, "_LOADED", {})
+    monkeypatch.setattr(fused, "cpu_features", lambda: None)
+    assert fused.kernel() is not None
+    assert fused.NATIVE not in calls.read_text().split()
+
+
+def test_hosts_of_other_cpus_sharing_a_cache_each_have_their_own_library(monkeypatch):
+    names = set()
+    for features in ("fpu sse2 avx2", "fpu sse2 avx2 avx512f", None):
+        monkeypatch.setattr(fused, "cpu_features", lambda f=features: f)
+        names.add(fused.library_path())
+    assert len(names) == 3
+
+
 def test_the_fused_histogram_bins_as_numpy_does_on_every_edge(monkeypatch):
     the_library()
     edges = default_edges()
