@@ -357,138 +357,91 @@ int lsg_compared(int64_t m, const double *a, const double *g, const void *abits,
     return 0;
 }
 
-/* golden_bound's constants (its k[]). */
-typedef struct {
-    double u32, two_u32, eps, flush, one_eps, one_4u, four_flush, slack, near_max, overflow;
-    int64_t carry, p, least;
-} bound_constants;
-
-static bound_constants constants(const double *k) {
-    bound_constants c = {k[0], k[1], k[2], k[3], k[4], k[5], k[6], k[7], k[11], k[12],
-                         (int64_t)k[8], (int64_t)k[9], (int64_t)k[10]};
-    return c;
-}
-
 /* golden/bound.py spacing_at of x >= 0 (no NaN), for float16 and bfloat16: the spacing of the
  * binade x rounds into, from its float64 bits (the fraction at or above `carry` rounds up into the
  * next binade; at least the subnormal spacing, 2^(least - 1023)); inf where x rounds to the
  * largest finite value, NaN where to inf. */
-static inline vd spacing_at(vd x, const bound_constants *c) {
-    vl bits = (vl)x;
-    vl e = (bits >> 52) - ((bits & (((int64_t)1 << 52) - 1)) >= c->carry);
-    e -= c->p;
-    vl above = e > c->least;
-    e = (e & above) | (c->least & ~above);
+static inline double spacing_at(double x, int64_t carry, int64_t p, int64_t least,
+                                double near_max, double overflow) {
+    int64_t bits;
+    memcpy(&bits, &x, sizeof bits);
+    int64_t e = (bits >> 52) + ((bits & (((int64_t)1 << 52) - 1)) >= carry);
+    e -= p;
+    e = e > least ? e : least;
     e <<= 52;
-    vd huge = select_d(x < c->overflow, splat(INFINITY), splat(NAN));
-    return select_d(x > c->near_max, huge, (vd)e);
+    double sp;
+    memcpy(&sp, &e, sizeof sp);
+    if (x > near_max) sp = x < overflow ? INFINITY : NAN;
+    return sp;
 }
 
 /* spacing_at of n values, with golden_bound's constants k[] (for golden/fused.py's check). */
 void lsg_spacing_at(int64_t n, const double *x, const double *k, double *out) {
-    bound_constants c = constants(k);
-    for (int64_t i = 0; i < n; i += W) {
-        int cnt = n - i < W ? (int)(n - i) : W;
-        vd sp = spacing_at(load_d(x + i, cnt), &c);
-        memcpy(out + i, &sp, (size_t)cnt * sizeof(double));
-    }
-}
-
-/* cnt <= W contiguous elements of a plain slab: the golden into g (from d - e*s where lines),
- * the bound into bound; the lanes' max(|golden| + B32) into *mx, NaN into *nan. s, as and s_err
- * are each element's line's. The lanes past cnt hold zeros, whose |golden| + B32 (4 * FLUSH) no
- * element's is below: a plain slab's values are all finite. */
-static inline __attribute__((always_inline)) void bound_part(
-    const bound_constants *c, int cnt, const double *d, const double *e, const double *ad,
-    double *g, double *bound, int lines, vd s, vd as, vd s_err, int half_ulp, vd *mx, vl *nan) {
-    vd ex = load_d(e, cnt), adx = load_d(ad, cnt), gx;
-    if (lines) {
-        vd q = ex * s;
-        gx = load_d(d, cnt) - q;
-        memcpy(g, &gx, (size_t)cnt * sizeof(double));
-    } else {
-        gx = load_d(g, cnt);
-        as = adx;
-    }
-    vd absg = vabs(gx);
-    vd b = absg * c->u32;
-    vd t = adx * c->u32;
-    b += t;
-    t = ex * c->two_u32;
-    t *= as;
-    b += t;
-    vd u = ex * c->eps;
-    u += c->flush;
-    u *= as;
-    if (lines) {
-        t = ex * c->one_eps;
-        t += c->flush;
-        t *= s_err;
-        t += u;
-    } else {
-        t = u;
-    }
-    t *= c->one_4u;
-    b += t;
-    b += c->four_flush;
-    t = ex * as;
-    t += adx;
-    t *= c->slack;
-    b += t;
-    absg += b;
-    *nan |= absg != absg;
-    *mx = select_d(absg > *mx, absg, *mx);
-    if (half_ulp) b += spacing_at(absg, c) * 0.5;
-    memcpy(bound, &b, (size_t)cnt * sizeof(double));
+    for (int64_t i = 0; i < n; i++)
+        out[i] = spacing_at(x[i], (int64_t)k[8], (int64_t)k[9], (int64_t)k[10], k[11], k[12]);
 }
 
 /* golden/bound.py golden_and_bound's plain slab in one pass: the golden (d - e*s, reduce
  * extent above 1; else given) and _plain_bound's bound, its terms in _plain_bound's order, of a
- * [rows, d1, cols] slab; s, abs_s and s_err are per line (rows*cols), all three NULL for the
- * reduce extent 1 (no sum; |dy| in abs_s's place). k[]: U32, 2*U32, EXP_REL_ERR, FLUSH,
- * 1+EXP_REL_ERR, 1+4*U32, 4*FLUSH, SLACK64, then for 16-bit dtypes the spacing_at constants: the
- * carry fraction, p, the least biased exponent, _NEAR_MAX and OVERFLOW. *top: max(|golden| +
- * B32). Contiguous runs a vector at a time: the whole slab without lines, a line's d1 elements
- * where a line is contiguous (cols 1), else a row of cols elements and their lines. */
+ * [rows, d1, cols] slab; s, abs_s and s_err are per line (rows*cols; abs_s NULL: |dy| itself,
+ * s_err NULL: no sum, the reduce extent 1). k[]: U32, 2*U32, EXP_REL_ERR, FLUSH, 1+EXP_REL_ERR,
+ * 1+4*U32, 4*FLUSH, SLACK64, then for 16-bit dtypes the spacing_at constants: the carry
+ * fraction, p, the least biased exponent, _NEAR_MAX and OVERFLOW. *top: max(|golden| + B32). */
 int lsg_golden_bound(int64_t rows, int64_t d1, int64_t cols, const double *d, const double *e,
                      const double *ad, const double *s, const double *abs_s,
                      const double *s_err, int half_ulp, const double *k, double *g,
                      double *bound, double *top) {
-    const bound_constants c = constants(k);
-    vd mx = splat(-INFINITY), none = splat(0.0);
-    vl nan = {0};
-    if (!s) {
-        int64_t n = rows * d1 * cols;
-        for (int64_t x = 0; x < n; x += W)
-            bound_part(&c, n - x < W ? (int)(n - x) : W, d + x, e + x, ad + x, g + x, bound + x,
-                       0, none, none, none, half_ulp, &mx, &nan);
-    } else if (cols == 1) {
-        for (int64_t r = 0; r < rows; r++) {
-            vd sl = splat(s[r]), asl = splat(abs_s[r]), el = splat(s_err[r]);
-            for (int64_t i = 0, x = r * d1; i < d1; i += W, x += W)
-                bound_part(&c, d1 - i < W ? (int)(d1 - i) : W, d + x, e + x, ad + x, g + x,
-                           bound + x, 1, sl, asl, el, half_ulp, &mx, &nan);
-        }
-    } else {
-        for (int64_t r = 0; r < rows; r++) {
-            for (int64_t i = 0; i < d1; i++) {
-                for (int64_t j = 0; j < cols; j += W) {
-                    int cnt = cols - j < W ? (int)(cols - j) : W;
-                    int64_t x = (r * d1 + i) * cols + j, line = r * cols + j;
-                    bound_part(&c, cnt, d + x, e + x, ad + x, g + x, bound + x, 1,
-                               load_d(s + line, cnt), load_d(abs_s + line, cnt),
-                               load_d(s_err + line, cnt), half_ulp, &mx, &nan);
+    const double u32 = k[0], two_u32 = k[1], eps = k[2], flush = k[3], one_eps = k[4];
+    const double one_4u = k[5], four_flush = k[6], slack = k[7];
+    const int64_t carry = (int64_t)k[8], p = (int64_t)k[9], least = (int64_t)k[10];
+    const double near_max = k[11], overflow = k[12];
+    double mx = -INFINITY;
+    int nan = 0;
+    for (int64_t r = 0; r < rows; r++) {
+        for (int64_t i = 0; i < d1; i++) {
+            int64_t base = (r * d1 + i) * cols;
+            for (int64_t c = 0; c < cols; c++) {
+                int64_t x = base + c, line = r * cols + c;
+                double ex = e[x], adx = ad[x];
+                if (s) {
+                    double q = ex * s[line];
+                    g[x] = d[x] - q;
                 }
+                double as = abs_s ? abs_s[line] : adx;
+                double absg = fabs(g[x]);
+                double b = absg * u32;
+                double t = adx * u32;
+                b += t;
+                t = ex * two_u32;
+                t *= as;
+                b += t;
+                double u = ex * eps;
+                u += flush;
+                u *= as;
+                if (s_err) {
+                    t = ex * one_eps;
+                    t += flush;
+                    t *= s_err[line];
+                    t += u;
+                } else {
+                    t = u;
+                }
+                t *= one_4u;
+                b += t;
+                b += four_flush;
+                t = ex * as;
+                t += adx;
+                t *= slack;
+                b += t;
+                absg += b;
+                nan |= absg != absg;
+                mx = absg > mx ? absg : mx;
+                if (half_ulp) b += spacing_at(absg, carry, p, least, near_max, overflow) * 0.5;
+                bound[x] = b;
             }
         }
     }
-    double most = -INFINITY;
-    int any_nan = 0;
-    for (int j = 0; j < W; j++) {
-        any_nan |= nan[j] != 0;
-        most = mx[j] > most ? mx[j] : most;
-    }
-    *top = any_nan ? NAN : most;
+    *top = nan ? NAN : mx;
     return 0;
 }
 

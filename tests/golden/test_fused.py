@@ -97,16 +97,15 @@ MUTANTS = {
     ),
     "halves not at multiples of 8": ("half -= half % 8;", ""),
     "a fused multiply-add": (
-        "gx = load_d(d, cnt) - q;",
-        "gx = load_d(d, cnt);\n"
-        "        for (int j = 0; j < W; j++) gx[j] = fma(-ex[j], s[j], gx[j]);",
+        "double q = ex * s[line];\n                    g[x] = d[x] - q;",
+        "g[x] = fma(-ex, s[line], d[x]);",
     ),
     "the bound's terms in another order": (
-        "b += t;\n    b += c->four_flush;",
-        "b += c->four_flush;\n    b += t;",
+        "b += t;\n                b += four_flush;",
+        "b += four_flush;\n                b += t;",
     ),
     "the rounding bias's sign at zero": ("(dord & (g > 0))", "(dord & (g >= 0))"),
-    "the half ulp's carry": (">= c->carry)", "> c->carry)"),
+    "the half ulp's carry": (">= carry)", "> carry)"),
     "an element's count off the edge": (
         "small & (err > p->small_err_bound)",
         "small & (err >= p->small_err_bound)",
