@@ -69,7 +69,7 @@ static void tally_merge(tally *into, const tally *t) {
  * would do on its element, so vectors change no bit. */
 #if defined(__AVX512F__)
 #define W 8
-#elif defined(__AVX__)
+#elif defined(__AVX2__)
 #define W 4
 #else
 #define W 2
@@ -78,7 +78,6 @@ static void tally_merge(tally *into, const tally *t) {
 typedef double vd __attribute__((vector_size(W * 8)));
 typedef int64_t vl __attribute__((vector_size(W * 8)));
 typedef uint32_t vu __attribute__((vector_size(W * 4)));
-typedef int32_t vi __attribute__((vector_size(W * 4)));
 typedef float vf __attribute__((vector_size(W * 4)));
 
 /* A leaf's maxima and counts lane by lane (a comparison gives all ones, so a count subtracts). */
@@ -177,8 +176,9 @@ static inline vl ordinal(uint32_t sign_off, vu bits) {
 }
 
 /* Elements lo .. lo+cnt-1 (cnt <= W), a lane each: their relative errors stored, the order-free
- * results into t, the summed values into v[k] (lanes from cnt on hold no element). dtype and
- * judged are constants where it is inlined. */
+ * results into t, the summed values into v[k]. The lanes from cnt on hold zeros (bits 0: no ulp;
+ * no maximum moves) and are left out of the counts. dtype and judged are constants where it is
+ * inlined. */
 static inline __attribute__((always_inline)) void part(const pass *p, lanes *t, int64_t lo,
                                                         int cnt, vd v[NSUMS], int dtype,
                                                         int judged) {
@@ -202,7 +202,7 @@ static inline __attribute__((always_inline)) void part(const pass *p, lanes *t, 
     vu ab = load_bits(dtype, p->abits16 + lo, p->abits32 + lo, cnt);
     vu rb = load_bits(dtype, p->rbits16 + lo, p->rbits32 + lo, cnt);
     vl dord = ordinal(sign_off, ab) - ordinal(sign_off, rb);
-    vl ulp = ((dord ^ (dord >> 63)) - (dord >> 63)) & valid;
+    vl ulp = (dord ^ (dord >> 63)) - (dord >> 63);
     t->i[I_ULP_SUM] += ulp;
     t->i[I_ULP_MAX] = (vl)select_d(ulp > t->i[I_ULP_MAX], (vd)ulp, (vd)t->i[I_ULP_MAX]);
 
