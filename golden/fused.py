@@ -11,10 +11,10 @@ code stays as the reference and as the path where the library cannot be had.
 
 The library is built with this host's C compiler ($CC, else cc) for this host's CPU
 (``-march=native``: its widest vectors; the baseline of the architecture where the compiler
-refuses that or the CPUs' features cannot be read) into a per-user cache ($LSG_FUSED_CACHE, else
-$XDG_CACHE_HOME/lsg-farm, else ~/.cache/lsg-farm), named by the sha256 of the source, the flags
-and the CPU's features, and the machine, so a host builds it once per version of the source, and
-hosts of other CPUs sharing a home directory each build their own. Each
+refuses that or the CPUs' features cannot be read) into a per-user cache ($LSG_FUSED_CACHE, an
+absolute path, else $XDG_CACHE_HOME/lsg-farm, else ~/.cache/lsg-farm), named by the sha256 of the
+source, the flags and the CPU's features, and the machine, so a host builds it once per version
+of the source, and hosts of other CPUs sharing a home directory each build their own. Each
 process uses it only after it has reproduced the numpy path exactly on samples that reach every
 branch (each dtype, with and without a bound, zeros, subnormals, zero and infinite bounds,
 values exactly on the thresholds the counts compare with, pairwise lengths below 8, within a
@@ -286,14 +286,30 @@ def status() -> str:
 
 
 def cache_dir() -> Path:
-    given = os.environ.get(ENV_CACHE)
-    return Path(given) if given else user_cache_root()
+    return env_directory(ENV_CACHE) or user_cache_root()
 
 
 def user_cache_root() -> Path:
-    """The farm's per-user cache on a host: $XDG_CACHE_HOME/lsg-farm, else ~/.cache/lsg-farm."""
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg) if xdg else Path.home() / ".cache") / "lsg-farm"
+    """The farm's per-user cache on a host: $XDG_CACHE_HOME/lsg-farm, else ~/.cache/lsg-farm (a
+    relative $XDG_CACHE_HOME is ignored, as the XDG base directory specification says)."""
+    xdg = os.environ.get("XDG_CACHE_HOME", "")
+    return (Path(xdg) if os.path.isabs(xdg) else Path.home() / ".cache") / "lsg-farm"
+
+
+def env_directory(name: str) -> Path | None:
+    """The directory $name names (``~`` expanded), None where it is unset or empty. A relative
+    path is refused (RuntimeError): every agent starts in a working directory of its own, so one
+    setting in an inventory would be another directory on every host and in every run."""
+    given = os.environ.get(name, "")
+    if not given:
+        return None
+    path = Path(given).expanduser()
+    if not path.is_absolute():
+        raise RuntimeError(
+            f"${name}={given!r} is not an absolute path: give a directory such as "
+            f"/var/cache/lsg-farm or ~/.cache/lsg-farm"
+        )
+    return path
 
 
 def library_path(source: Path = SOURCE) -> Path:

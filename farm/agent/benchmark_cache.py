@@ -23,8 +23,9 @@ does not push them out). Each agent looks at the directory once and then counts 
 itself, so agents filling it at the same time may pass the budget by what the others added
 meanwhile; the next agent to look finds it full.
 
-Where: $LSG_BENCHMARK_CACHE, else ``benchmarks/`` in the per-user cache of golden/fused.py;
-"off": no cache (PyTorch for every case). Without PyTorch installed nothing is read, so a host
+Where: $LSG_BENCHMARK_CACHE (an absolute path; a relative one keeps nothing, and `farm hosts`
+says why), else ``benchmarks/`` in the per-user cache of golden/fused.py; "off": no cache
+(PyTorch for every case). Without PyTorch installed nothing is read, so a host
 without it judges as before (golden.benchmark.TorchMissing).
 """
 
@@ -76,22 +77,25 @@ def torch_benchmark(
 
 
 def cache_dir() -> Path | None:
-    given = os.environ.get(ENV_CACHE)
-    if given == "off":
-        return None
-    if given:
-        return Path(given)
+    return _where()[0]
+
+
+def _where() -> tuple[Path | None, str]:
+    """(the cache's directory, "") or (None, why there is none): PyTorch then computes every
+    result, as before the cache."""
+    if os.environ.get(ENV_CACHE) == "off":
+        return None, f"${ENV_CACHE}=off"
     try:
-        return fused.user_cache_root() / "benchmarks"
-    except RuntimeError:  # no home directory to be found: no cache, PyTorch as before
-        return None
+        return fused.env_directory(ENV_CACHE) or fused.user_cache_root() / "benchmarks", ""
+    except RuntimeError as exc:  # a relative $LSG_BENCHMARK_CACHE, or no home directory
+        return None, str(exc)
 
 
 def status() -> str:
     """Where this host keeps PyTorch's results and how many it holds (`farm hosts`' judging)."""
-    directory = cache_dir()
+    directory, why = _where()
     if directory is None:
-        return "PyTorch's results not kept (no cache directory, or $LSG_BENCHMARK_CACHE=off)"
+        return f"PyTorch's results not kept ({why})"
     if _installation() is None:
         return "PyTorch's results not kept (no PyTorch, or the CPU's features unreadable)"
     kept = [size for path, size, _ in _entries(directory) if path.name.endswith(SUFFIX)]

@@ -165,6 +165,20 @@ def test_no_entry_without_pytorch_a_readable_cpu_or_a_cache(monkeypatch):
     assert bc.entry_path(dy, y, [-1], "float64") is None
 
 
+def test_a_relative_cache_keeps_nothing_and_says_why(monkeypatch, tmp_path):
+    """Each agent starts in a working directory of its own: `on` or `cache` would be a new
+    directory wherever that is."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv(bc.ENV_CACHE, "on")
+    dy, y = inputs((4, 6), "float32")
+    assert bc.entry_path(dy, y, [-1], "float32") is None
+    assert bc.status() == (
+        "PyTorch's results not kept ($LSG_BENCHMARK_CACHE='on' is not an absolute path: give a "
+        "directory such as /var/cache/lsg-farm or ~/.cache/lsg-farm)"
+    )
+    assert list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.parametrize("damage", ["flip", "truncate", "empty"])
 def test_a_damaged_entry_is_computed_again_and_replaced(monkeypatch, damage):
     dy, y = inputs((3, 50), "bfloat16")
@@ -252,7 +266,7 @@ def test_farm_hosts_says_where_the_results_are_kept_and_how_many(monkeypatch, ca
     said, problems = judging_path()
     assert said.endswith(f"; PyTorch's results kept in {cache}: 3, 0 of 512 MiB") and not problems
     monkeypatch.setenv(bc.ENV_CACHE, "off")
-    assert bc.status().startswith("PyTorch's results not kept (no cache directory")
+    assert bc.status() == "PyTorch's results not kept ($LSG_BENCHMARK_CACHE=off)"
     monkeypatch.setenv(bc.ENV_CACHE, str(cache))
     monkeypatch.setattr(bc.fused, "cpu_features", lambda: None)
     bc._installation.cache_clear()

@@ -164,6 +164,32 @@ def test_a_host_without_a_home_directory_judges_on_the_numpy_path(monkeypatch):
     )
 
 
+def test_a_relative_cache_directory_is_refused_by_name_and_judging_goes_on(monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(fused, "_LOADED", {})
+    monkeypatch.setenv(fused.ENV_MODE, "auto")
+    monkeypatch.setenv(fused.ENV_CACHE, "on")
+    assert fused.kernel() is None
+    assert fused.status() == (
+        "numpy (golden/fused.c could not be built or loaded: $LSG_FUSED_CACHE='on' is not an "
+        "absolute path: give a directory such as /var/cache/lsg-farm or ~/.cache/lsg-farm)"
+    )
+    assert list(tmp_path.iterdir()) == []  # nothing made where the agent happened to start
+    dy, y = outside_inputs("plain", (4, 100), "float32", np.random.default_rng(1))
+    assert judge_case(dy, y, fp32_kernel.run(dy, y, (-1,), "float32"), (-1,), "float32").passed
+
+
+def test_the_cache_directory_expands_home_and_ignores_a_relative_xdg_cache_home(monkeypatch):
+    monkeypatch.setenv("HOME", "/home/someone")
+    monkeypatch.setenv(fused.ENV_CACHE, "~/lsg")
+    assert fused.cache_dir() == Path("/home/someone/lsg")
+    monkeypatch.delenv(fused.ENV_CACHE)
+    monkeypatch.setenv("XDG_CACHE_HOME", "cache")
+    assert fused.cache_dir() == Path("/home/someone/.cache/lsg-farm")
+    monkeypatch.setenv("XDG_CACHE_HOME", "/xdg")
+    assert fused.cache_dir() == Path("/xdg/lsg-farm")
+
+
 def test_the_path_can_be_chosen_and_a_wrong_choice_is_named(monkeypatch):
     monkeypatch.setenv(fused.ENV_MODE, "off")
     assert fused.kernel() is None and fused.status() == "numpy ($LSG_FUSED=off)"
