@@ -120,7 +120,7 @@ def cmd_cases(argv: list[str]) -> int:
     console = Console()
     if args.output:
         path = casefile.dump(cases, args.output, source=chosen.label)
-        console.print(f"{len(cases):,} cases written to {path}", highlight=False)
+        console.print(f"{len(cases):,} cases written to {path}", highlight=False, markup=False)
         return 0
     if not args.summary:
         for case in cases:

@@ -109,12 +109,13 @@ def main_runs(argv: Sequence[str] | None = None) -> int:
     elif sys.stdout.isatty():
         from rich.console import Console
         from rich.table import Table
+        from rich.text import Text
 
         t = Table(title="Runs (newest first)", title_justify="left")
         for h in hdr:
             t.add_column(h, no_wrap=h == "run")
         for row in rows:
-            t.add_row(*row)
+            t.add_row(*map(Text, row))  # a tier of case files may hold brackets
         Console().print(t)
     else:  # pipes and logs get every character of the run ids
         print("\n".join(plain_table(hdr, rows, indent="")))

@@ -190,12 +190,13 @@ def render_rich(c: Comparison, console=None, limit: int | None = 50) -> None:
     """Rich tables on the terminal."""
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text  # case ids, tiers and messages are text, not rich's markup
 
     console = console or Console()
     style = "bold red" if c.has_regressions else "bold green"
     if suites_line(c):
-        console.print(suites_line(c), style="bold yellow")
-    console.print(verdict(c), style=style)
+        console.print(Text(suites_line(c), style="bold yellow"))
+    console.print(Text(verdict(c), style=style))
     for title, hdr, rows in _sections(c, limit):
         if not rows:
             continue
@@ -203,7 +204,7 @@ def render_rich(c: Comparison, console=None, limit: int | None = 50) -> None:
         for h in hdr:
             t.add_column(h)
         for r in rows:
-            t.add_row(*["" if v is None else str(v) for v in r])
+            t.add_row(*[Text("" if v is None else str(v)) for v in r])
         console.print(t)
 
 

@@ -55,11 +55,12 @@ def main(argv: list[str] | None = None) -> int:
     casefile.dump(list(merged.values()), path, source=f"promoted from run {run['run_id']}")
     console = Console()
     for case in added:
-        console.print(f"  + {case.id}", highlight=False)
+        console.print(f"  + {case.id}", highlight=False, markup=False)
     console.print(
         f"{len(added)} case(s) promoted from run {run['run_id']} into {path} "
         f"({len(merged)} in the file); run them with `farm run --cases {path}`",
         highlight=False,
+        markup=False,
     )
     return 0
 

@@ -69,5 +69,6 @@ def _write_group(run: dict, result: triage.Triage, number: int, path: Path) -> i
         f"{len(cases):,} cases of group {number} ({group.text}) written to {path}; "
         f"run them with `farm run --cases {path}`",
         highlight=False,
+        markup=False,
     )
     return 0

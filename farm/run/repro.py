@@ -11,7 +11,9 @@ import argparse
 import json
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from farm import paths
 from farm.agent.record import ResultRecord
@@ -80,30 +82,33 @@ def show(console: Console, case, described: dict, record: ResultRecord, target: 
     from farm.build import describe
 
     console.print(
-        f"[bold]{case.id}[/]  seed {case.seed}  on {record.get('slot')} ({record.get('soc')})",
+        f"[bold]{escape(case.id)}[/]  seed {case.seed}  "
+        f"on {record.get('slot')} ({record.get('soc')})",
         highlight=False,
     )
     if target:
         console.print(f"target   {describe(target)}", highlight=False)
-    console.print(f"expect   {case.expectation()}", highlight=False)
+    # What cases, operators and standards say is text: brackets in it are not rich's markup.
+    console.print(f"expect   {case.expectation()}", highlight=False, markup=False)
     if case.note:
-        console.print(f"note     {case.note}", highlight=False)
+        console.print(f"note     {case.note}", highlight=False, markup=False)
     for name, desc in described.items():
-        console.print(f"{name:<8} {desc}", highlight=False)
+        console.print(f"{name:<8} {desc}", highlight=False, markup=False)
     console.print(
         f"status   {record.get('status')} {record.get('reason')} {record.get('op_message') or ''}",
         highlight=False,
+        markup=False,
     )
     from farm.results.allure_glue import device_line
 
     device = device_line(record)
     if device:
-        console.print(device, highlight=False)
+        console.print(device, highlight=False, markup=False)
     tiling = record.get("tiling")
     if tiling:
         table = Table(title="tiling record", show_header=False)
         for key, value in tiling.items():
-            table.add_row(key, str(value))
+            table.add_row(key, Text(str(value)))
         console.print(table)
     metrics = {
         k: v
@@ -113,7 +118,7 @@ def show(console: Console, case, described: dict, record: ResultRecord, target: 
     if metrics:
         table = Table(title="metrics", show_header=False)
         for key, value in metrics.items():
-            table.add_row(key, f"{value:.6g}" if isinstance(value, float) else str(value))
+            table.add_row(key, Text(f"{value:.6g}" if isinstance(value, float) else str(value)))
         console.print(table)
     worst = (record.get("metrics") or {}).get("worst") or []
     if worst:
@@ -121,9 +126,9 @@ def show(console: Console, case, described: dict, record: ResultRecord, target: 
         for column in worst[0]:
             table.add_column(column)
         for row in worst:
-            table.add_row(*[str(v) for v in row.values()])
+            table.add_row(*[Text(str(v)) for v in row.values()])
         console.print(table)
     for name, verdict in (record.get("standards") or {}).items():
-        console.print(f"{name:<18} {verdict['reason']}", highlight=False)
+        console.print(f"{name:<18} {verdict['reason']}", highlight=False, markup=False)
     colour = "green" if record["outcome"] == "passed" else "red"
-    console.print(f"[{colour}]{record['outcome']}[/] {record['message']}", highlight=False)
+    console.print(f"[{colour}]{record['outcome']}[/] {escape(record['message'])}", highlight=False)

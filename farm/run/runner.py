@@ -281,15 +281,15 @@ def _prepare(
 
     def show_host(spec, checked):
         mark = "[green]good[/]" if checked.good else "[red]quarantined[/]"
-        why = "" if checked.good else ": " + "; ".join(checked.reasons)
+        why = "" if checked.good else ": " + escape("; ".join(checked.reasons))
         arch = ((checked.identity or {}).get("machine") or {}).get("arch")
         what = f"{spec.soc}, {spec.devices} dev" + (f", {arch}" if arch else "")
         shipped = f", package {escape(checked.package)}" if checked.package else ""
         console.print(f"host     {spec.name} ({what}{shipped}) {mark}{why}", highlight=False)
         for device, reason in sorted(checked.set_aside.items()):
             console.print(
-                f"chip     {spec.name}:{device} [yellow]set aside[/]: {reason}; the host's other "
-                "chips run",
+                f"chip     {spec.name}:{device} [yellow]set aside[/]: {escape(reason)}; the host's "
+                "other chips run",
                 highlight=False,
             )
 
@@ -469,7 +469,7 @@ def _after_session(
         plan.run_dir, cases, drop_missing=cut_short, stopped_by=why, files=records_read
     )
     for note in notes:
-        console.print(f"[yellow]note:[/] {note}")
+        console.print(f"[yellow]note:[/] {escape(note)}", highlight=False)
     if stopped:
         console.print(
             f"[yellow]stopped by -x/--maxfail after {len(records)} of {len(cases)} cases: the "
@@ -489,7 +489,7 @@ def _after_session(
     subset = stopped or len(records) < tier_size or bool(plan.shard)
     quarantined = RunState(plan.state_path).quarantined() if plan.state_path.exists() else {}
     for host, why in quarantined.items():
-        console.print(f"[red]quarantined during the run:[/] {host}: {why}")
+        console.print(f"[red]quarantined during the run:[/] {host}: {escape(why)}", highlight=False)
         try:
             health.Quarantine(paths.STATE_DIR).add(host, why)
         except OSError as exc:
@@ -715,7 +715,8 @@ def print_summary(console: Console, records, plan: Plan, code: int, summary_path
         table.add_row(family, dtype, str(c["passed"]), str(c["failed"]), str(c["broken"]))
     console.print(table)
     for r in [r for r in records if r["outcome"] != "passed"][:15]:
-        console.print(f"  [red]{r['outcome']}[/] {r['case_id']}: {r['message']}", highlight=False)
+        line = f"{r['case_id']}: {r['message']}"
+        console.print(f"  [red]{r['outcome']}[/] {escape(line)}", highlight=False)
     verdict = {
         0: "[green]all passed[/]",
         1: "[red]product failures[/]" if outcomes["failed"] else "[red]quality gate failed[/]",
@@ -728,6 +729,9 @@ def print_summary(console: Console, records, plan: Plan, code: int, summary_path
     from farm.build import describe
 
     console.print(f"target   {describe(plan.package.get('target', ''))}", highlight=False)
-    console.print(f"summary  {summary_path}")
-    console.print(f"allure   {plan.run_dir / 'allure-results'}")
-    console.print(f"junit    {plan.run_dir / 'junit.xml'}")
+    for label, path in (
+        ("summary", summary_path),
+        ("allure", plan.run_dir / "allure-results"),
+        ("junit", plan.run_dir / "junit.xml"),
+    ):
+        console.print(f"{label:<8} {path}", markup=False)

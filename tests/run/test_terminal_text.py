@@ -1,0 +1,69 @@
+"""What the farm prints of cases, records and hosts is text: brackets in it are not rich's markup.
+
+A message such as "install the dev extra (pip install -e '.[dev]')" or "[[host]] or [defaults]"
+lost its brackets (rich read `[dev]` as a style) in the run's summary and in `farm repro`."""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+
+from rich.console import Console
+
+from farm.run import repro
+from farm.run.plan import Plan
+from farm.run.runner import print_summary
+from suites import matrix
+
+BRACKETED = "needs PyTorch: pip install -e '.[dev]'; raise it in [[host]] or [defaults]"
+
+
+def _console() -> tuple[Console, io.StringIO]:
+    out = io.StringIO()
+    return Console(file=out, width=400, color_system=None), out
+
+
+def test_the_runs_summary_prints_messages_as_they_are(tmp_path):
+    console, out = _console()
+    plan = Plan("r1", tmp_path / "[x]", "smoke", "native", {}, [], {})
+    record = {
+        "case_id": "c[odd]",
+        "family": "ascend910b",
+        "dtype": "float32",
+        "outcome": "broken",
+        "message": BRACKETED,
+    }
+    print_summary(console, [record], plan, 2, tmp_path / "[x]" / "summary.json")
+    text = out.getvalue()
+    assert f"broken c[odd]: {BRACKETED}" in text
+    assert f"summary  {tmp_path / '[x]' / 'summary.json'}" in text
+
+
+def test_repro_prints_what_the_case_and_its_record_say_as_they_are():
+    case = dataclasses.replace(matrix.expand("smoke")[0], note="found in [issue-12]")
+    record = {
+        "case_id": case.id,
+        "slot": "h:0",
+        "soc": "Ascend910B1",
+        "status": 161002,
+        "reason": "bad_axes",
+        "op_message": "axes [dims] out of range",
+        "tiling": {"schedule": "[blocked]"},
+        "metrics": {"worst": [{"where": "[b]", "got": 1.0}]},
+        "standards": {"mixed-tolerance": {"reason": "FAIL [strict]"}},
+        "outcome": "failed",
+        "message": BRACKETED,
+    }
+    console, out = _console()
+    repro.show(console, case, {"dy": "normal [clipped]"}, record)  # type: ignore[arg-type]
+    text = out.getvalue()
+    for said in (
+        "note     found in [issue-12]",
+        "dy       normal [clipped]",
+        "axes [dims] out of range",
+        "[blocked]",
+        "[b]",
+        "mixed-tolerance    FAIL [strict]",
+        f"failed {BRACKETED}",
+    ):
+        assert said in text, said
