@@ -57,7 +57,14 @@ from farm.agent.request import CaseRequest
 from farm.errors import AgentTimeout, ConnectionLost
 from farm.pool.transport.base import HANDSHAKE_TIMEOUT
 from farm.run import run_dir
-from farm.run.leases import LeaseTimeout, RunState, lease, lease_any
+from farm.run.leases import (
+    LeaseTimeout,
+    RunState,
+    lease,
+    lease_any,
+    needs_benchmark,
+    without_torch,
+)
 from suites.case import Case
 
 # canary(channel, identity, device) -> None when the host answered right, else what it said
@@ -83,6 +90,9 @@ class SlotInfo:
     family: str
     soc: str
     device: int
+    # Whether the host has PyTorch, which the benchmark-ratio standard's benchmark needs (its
+    # identity's deps); such cases go only to slots that have it.
+    torch: bool = True
 
 
 class CaseChannel(Protocol):
@@ -282,13 +292,18 @@ class Dispatcher:
 
     # -- choosing slots -------------------------------------------------------------------
 
-    def _candidates(self, family: str, preferred: str | None, tried: list[str]) -> list[SlotInfo]:
-        """The family's healthy slots in the order to try them: the preferred one, then those
-        on hosts the case has not been tried on, each group in id order."""
+    def _candidates(
+        self, family: str, preferred: str | None, tried: list[str], torch: bool = False
+    ) -> list[SlotInfo]:
+        """The family's healthy slots (those with PyTorch where ``torch``) in the order to try
+        them: the preferred one, then those on hosts the case has not been tried on, each group
+        in id order."""
         quarantined = self.state.quarantined()
         healthy = self._family_slots.get(family, [])
         if quarantined or self._dead:
             healthy = [s for s in healthy if s.host not in quarantined and self._alive_slot(s)]
+        if torch:
+            healthy = [s for s in healthy if s.torch]
         if not tried:  # the common case, and the only one at scale: no sort
             first = [s for s in healthy if s.id == preferred]
             return first + [s for s in healthy if s.id != preferred] if first else list(healthy)
@@ -356,8 +371,11 @@ class Dispatcher:
         started = time.perf_counter()
         p = _Progress()
         payload = case.to_dict()
+        torch = needs_benchmark(case)
         while True:
-            candidates = self._candidates(case.family, preferred, p.tried)
+            candidates = self._candidates(case.family, preferred, p.tried, torch)
+            if not candidates and torch and self._candidates(case.family, None, p.tried):
+                return self._give_up(case, p, started, without_torch(case.family))
             if not candidates:
                 why = "; ".join(f"{h}: {r}" for h, r in self.state.quarantined().items())
                 detail = f" (quarantined: {why})" if why else ""

@@ -16,7 +16,7 @@ import os
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import IO
 
@@ -69,6 +69,16 @@ def needs_benchmark(case) -> bool:
     """Whether the agent judges ``case`` against PyTorch's kernel (the benchmark-ratio standard):
     the first such case costs its agent PyTorch's import (BENCHMARK_IMPORT_ELEMENTS)."""
     return bool(case.accepted) and case.standard == "benchmark-ratio"
+
+
+def without_torch(family: str) -> str:
+    """Why a benchmark-ratio case of ``family`` is not run: no healthy host of it has PyTorch.
+    The case is the pool's to fix, not a host's fault (an optional dependency)."""
+    return (
+        f"no healthy host of family {family} has PyTorch, which the benchmark-ratio standard's "
+        "benchmark needs: install it on one (pip install torch, the CPU build), or select the "
+        "cases of the other standards"
+    )
 
 
 def case_costs(cases: Iterable) -> dict[str, int]:
@@ -168,15 +178,18 @@ def balance_lanes(
 
 
 def assign_slots(
-    cases: Iterable, slots_by_family: dict[str, list[str]], costs: Mapping[str, int] | None = None
+    cases: Iterable,
+    slots_by_family: dict[str, list[str]],
+    costs: Mapping[str, int] | None = None,
+    torchless: Collection[str] = (),
 ) -> dict[str, str]:
     """case id -> preferred slot id, balancing the estimated cost within each family.
 
-    A family's benchmark-ratio cases all go to one slot, which carries PyTorch's import in its
-    load: spread over the slots, every agent of the family would import PyTorch (2.8 s of CPU
-    each, most of a smoke run's agents' work). The rest goes greedy longest-first onto the
-    least-loaded slot. Deterministic, so every xdist worker computes the same assignment from
-    the same plan.
+    A family's benchmark-ratio cases all go to one slot with PyTorch (not one of
+    ``torchless``), which carries PyTorch's import in its load: spread over the slots,
+    every agent of the family would import PyTorch (2.8 s of CPU each, most of a smoke run's
+    agents' work). The rest goes greedy longest-first onto the least-loaded slot.
+    Deterministic, so every xdist worker computes the same assignment from the same plan.
     """
     cases = list(cases)
     costs = costs if costs is not None else case_costs(cases)
@@ -194,7 +207,7 @@ def assign_slots(
         for case in members:
             (benchmarked if needs_benchmark(case) else rest).append(case)
         if benchmarked:
-            first = min(slots)
+            first = min((s for s in slots if s not in torchless), default=min(slots))
             load[first] = BENCHMARK_IMPORT_ELEMENTS + sum(costs[c.id] for c in benchmarked)
             out.update((c.id, first) for c in benchmarked)
         # The least-loaded slot, the lowest id on a tie, from a heap of (load, slot): the same

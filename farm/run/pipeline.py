@@ -83,8 +83,10 @@ def plan_lanes(
     move between lanes within their family until the lanes' work is even
     (farm/run/leases.py balance_lanes)."""
     costs = case_costs(cases)
-    assignment = assign_slots(cases, slots_by_family, costs)
-    slot_lane = lanes(slots, n, slot_loads(cases, assignment, costs))
+    infos = [s if isinstance(s, SlotInfo) else SlotInfo(**s) for s in slots]
+    torchless = {s.id for s in infos if not s.torch}
+    assignment = assign_slots(cases, slots_by_family, costs, torchless)
+    slot_lane = lanes(infos, n, slot_loads(cases, assignment, costs))
     return balance_lanes(cases, assignment, slot_lane, slots_by_family, costs), slot_lane
 
 

@@ -30,7 +30,7 @@ class Plan:
     tier: str  # the suite key (suites.caseset.Selection.key): a tier name, or cases:<files>
     backend: str
     inventory: dict  # how to reach hosts again: {"source": path | "embedded", "workroot": ...}
-    slots: list[dict]  # healthy slots only: id, host, family, soc, device
+    slots: list[dict]  # healthy slots only: id, host, family, soc, device, torch
     hosts: dict[str, dict]  # per healthy host: deployed directories and agent environment
     unhealthy: dict[str, str] = field(default_factory=dict)  # host -> why
     # The chips of healthy hosts set aside alone: slot id ("host:device") -> why.

@@ -372,6 +372,7 @@ def prepare_pool(
             "package": checked.package,
         }
         set_aside.update({f"{spec.name}:{d}": why for d, why in checked.set_aside.items()})
+        torch = bool(((checked.identity or {}).get("deps") or {}).get("torch"))
         slots += [
             {
                 "id": s.id,
@@ -379,6 +380,7 @@ def prepare_pool(
                 "family": s.family,
                 "soc": s.soc,
                 "device": s.device,
+                "torch": torch,
             }
             for s in spec.slots()
             if s.device not in checked.set_aside

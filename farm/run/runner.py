@@ -36,6 +36,7 @@ from farm.pool import cann_build, health
 from farm.results.store.location import StoreLocation
 from farm.run import fault_injection, outputs, prepare, run_dir
 from farm.run.interrupts import interruptible, shielded
+from farm.run.leases import needs_benchmark, without_torch
 from farm.run.outputs import JUNIT_XML, SUMMARY_JSON, RunOutputs
 from farm.run.plan import Plan
 from farm.run.plugin import keep_cases
@@ -323,6 +324,13 @@ def _prepare(
     families_without = sorted({c.family for c in cases} - set(plan.slots_by_family()))
     for family in families_without:
         console.print(f"[red]no healthy slot of family {family}: its cases will be broken[/]")
+    with_torch = {s["family"] for s in plan.slots if s.get("torch", True)}
+    benchmarked = {c.family for c in cases if needs_benchmark(c)}
+    for family in sorted(benchmarked - set(families_without) - with_torch):
+        console.print(
+            f"[yellow]benchmark-ratio cases will be broken:[/] {escape(without_torch(family))}",
+            highlight=False,
+        )
 
     if shard:  # the workers pick the same shard when they expand the selection themselves
         plan.shard, plan.run_group = shard, run_group

@@ -180,6 +180,30 @@ def test_a_case_tries_its_preferred_slot_then_the_others_and_other_hosts_after_a
     assert [s.id for s in dispatcher._candidates("ascend310b", "h1:0", [])] == ["x1:0"]
 
 
+def test_a_benchmark_ratio_case_runs_only_where_pytorch_is_and_blames_no_host_without_it(make):
+    """PyTorch is the benchmark-ratio standard's benchmark, an optional dependency of a host:
+    such a case goes to a slot whose host has it, and where no healthy host of the family has
+    it the case is broken at once, saying so, with no host charged or quarantined (it used to
+    fail on every host and quarantine them all, with the cases of every other standard)."""
+    dispatcher, world, state, _ = make(lambda slot, cid, ch: "pass")
+    bench = Case(FAMILY, "float32", (4, 8), (-1,), standard="benchmark-ratio", level="L0")
+    only_h2 = [
+        SlotInfo(s.id, s.host, s.family, s.soc, s.device, torch=s.host == "h2") for s in SLOTS
+    ]
+    dispatcher.slots = {s.id: s for s in only_h2}
+    record = dispatcher.run(bench, preferred="h1:0")
+    assert record["outcome"] == "passed" and record["slot"].startswith("h2:")
+    assert dispatcher.run(case(), preferred="h1:0")["slot"] == "h1:0"  # the others go anywhere
+    dispatcher.slots = {
+        s.id: SlotInfo(s.id, s.host, s.family, s.soc, s.device, torch=False) for s in SLOTS
+    }
+    calls = len(world.calls)
+    record = dispatcher.run(bench, preferred="h1:0")
+    assert record["outcome"] == "broken" and len(world.calls) == calls
+    assert record["message"] == leases.without_torch(FAMILY)
+    no_charges(state)
+
+
 # -- busy devices -----------------------------------------------------------------------------
 
 

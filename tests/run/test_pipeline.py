@@ -395,3 +395,22 @@ def test_a_stuck_case_leaves_its_place_in_the_window():
     assert not dispatcher.released_early, f"only {dispatcher.done} completed"
     assert [r["outcome"] for r in records] == ["failed"] + ["passed"] * 3
     assert pipeline.close() == []
+
+
+def test_benchmark_ratio_cases_prefer_a_slot_whose_host_has_pytorch():
+    bench = [
+        Case("ascend910b", "float32", (8, 129 + i), (-1,), standard="benchmark-ratio")
+        for i in range(3)
+    ]
+    mine = [*cases(6), *bench]
+    by_family = {"ascend910b": ["a:0", "a:1", "b:0"]}
+    assignment = assign_slots(mine, by_family, torchless={"a:0", "a:1"})
+    assert {assignment[c.id] for c in bench} == {"b:0"}
+    # The plan's slots say which hosts have it; without any, the cases keep a slot (the
+    # dispatcher then says why they cannot run).
+    slots = [SlotInfo(s.id, s.host, s.family, s.soc, s.device, torch=s.host == "b") for s in SLOTS]
+    preferred, _ = plan_lanes(mine, slots, by_family, 2)
+    assert {preferred[c.id] for c in bench} == {"b:0"}
+    assert {
+        assign_slots(bench, by_family, torchless={"a:0", "a:1", "b:0"})[c.id] for c in bench
+    } == {"a:0"}

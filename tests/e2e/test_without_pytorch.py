@@ -1,0 +1,50 @@
+"""A pool whose hosts have no PyTorch: the benchmark-ratio cases cannot be judged there (PyTorch
+is their benchmark, an optional dependency of a host). They are broken before they are sent,
+saying so once before the run and in each record, and no host is blamed: before, each failed on
+every host of its family, which quarantined them all, and the cases of every other standard
+that came after were broken with them."""
+
+from __future__ import annotations
+
+from farm.run.leases import without_torch
+
+from .conftest import select
+
+# Installed ahead of every import in the farm's processes and its agents: `import torch` and
+# the agents' look-up of it (importlib.util.find_spec) fail as on a host without it.
+NO_TORCH = """
+import sys
+
+class NoTorch:
+    def find_spec(self, name, path=None, target=None):
+        if name == "torch" or name.startswith("torch."):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+sys.meta_path.insert(0, NoTorch())
+"""
+
+
+def test_benchmark_ratio_cases_are_broken_by_name_and_no_host_is_quarantined(
+    farm, tmp_path, monkeypatch
+):
+    blocker = tmp_path / "no-torch"
+    blocker.mkdir()
+    (blocker / "sitecustomize.py").write_text(NO_TORCH)
+    monkeypatch.setenv("PYTHONPATH", str(blocker))
+    monkeypatch.setenv("LSG_BENCHMARK_CACHE", "off")  # no results kept from an earlier run
+    cases = select("8x129")
+    bench = {c.id for c in cases if c.standard == "benchmark-ratio"}
+    assert len(bench) == 2 and len(cases) == 10
+    result = farm.run_tier(k="8x129")
+    assert result.code == 2, result.text[-3000:]
+    assert f"benchmark-ratio cases will be broken: {without_torch('ascend910b')}" in result.err
+    by_id = result.assert_one_result_per_case(cases)
+    for case_id, record in by_id.items():
+        if case_id in bench:
+            assert record["outcome"] == "broken", record
+            assert record["message"] == without_torch("ascend910b")
+            assert record["attempts"] == 0 and not record["infra_errors"]
+        else:
+            assert record["outcome"] == "passed", record
+    assert result.quarantine() == {}
