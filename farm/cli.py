@@ -13,6 +13,7 @@ import time
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from farm import __version__
 from farm.agent.backends import BACKENDS
@@ -268,7 +269,6 @@ def cmd_hosts(argv: list[str]) -> int:
         json.dump(rows, sys.stdout, indent=1)
         sys.stdout.write("\n")
         return 0
-    table = Table(title="pool" + (" (just checked)" if args.check else ""))
     columns = (
         "host",
         "address",
@@ -283,14 +283,21 @@ def cmd_hosts(argv: list[str]) -> int:
         "reason",
         "since",
     )
+    if not sys.stdout.isatty():  # pipes and logs get every character, a line a host
+        from farm.results.compare_render import plain_table
+
+        print("\n".join(plain_table(columns, [[row[c] for c in columns] for row in rows], "")))
+        return 0
+    table = Table(title="pool" + (" (just checked)" if args.check else ""))
     for column in columns:
         table.add_column(column, overflow="fold")
     colour = {"good": "green", "bad": "red", health.SET_ASIDE: "yellow"}
     for row in rows:
         state = row["state"]
+        # Text: reasons and paths are shown as they are, never read as rich markup.
         table.add_row(
             *[
-                f"[{colour.get(state, 'white')}]{state}[/]" if c == "state" else row[c]
+                Text(str(row[c] or ""), style=colour.get(state, "") if c == "state" else "")
                 for c in columns
             ]
         )

@@ -143,9 +143,25 @@ def test_repro_refuses_a_host_of_the_wrong_family(runs):
 def test_hosts_check_shows_a_healthy_embedded_pool(runs):
     out = farm("hosts", "--check", env_extra=runs)
     assert out.returncode == 0, out.stderr
-    for host in ("emu-a2-01", "emu-a2-02", "emu-310b-01"):
-        assert host in out.stdout
-    assert "good" in out.stdout and "bad" not in out.stdout
+    lines = out.stdout.splitlines()
+    assert lines[0].split() == [
+        "host",
+        "address",
+        "arch",
+        "soc",
+        "devices",
+        "cann",
+        "driver",
+        "chip",
+        "judging",
+        "state",
+        "reason",
+        "since",
+    ]
+    # Piped: a whole line a host, every character of it (a terminal gets a table).
+    for host, line in zip(("emu-a2-01", "emu-a2-02", "emu-310b-01"), lines[1:], strict=True):
+        assert line.startswith(host) and " good" in line and "PyTorch's results " in line
+    assert "bad" not in out.stdout
 
 
 def test_bad_inventory_is_one_clear_message(tmp_path, runs):
