@@ -186,3 +186,32 @@ def test_reap_group_over_the_wire_refuses_a_leader_that_is_not_an_agent(bare):
         assert group.proc.poll() is None
     finally:
         group.close()
+
+
+class FullHost(BareHost):
+    """A host whose disk is full: every helper command fails as the helper does there."""
+
+    def run_argv(self, argv, *, cwd=None, timeout=COMMAND_TIMEOUT):
+        self.sent.append([str(a) for a in argv])
+        return 1, "", "Traceback ...\nOSError: [Errno 28] No space left on device\n"
+
+
+def test_a_full_disk_on_the_host_names_its_workdir_and_the_fix(local_host, tmp_path, monkeypatch):
+    full = FullHost(local_host, tmp_path)
+    with pytest.raises(DeployError) as remote:
+        full.remote_status(str(tmp_path / "b.tar.gz"), str(tmp_path / "dest"))
+    assert str(remote.value) == (
+        f"{full.where}: helper 'status' failed (exit status 1): OSError: [Errno 28] No space "
+        f"left on device; the host's workdir is {local_host.workdir}: free space there"
+    )
+
+    def no_space(args):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(hostops, "command", no_space)
+    with LocalTransport(local_host) as local, pytest.raises(DeployError) as here:
+        local.remote_status(str(tmp_path / "b.tar.gz"), str(tmp_path / "dest"))
+    assert str(here.value) == (
+        f"{local.where}: helper 'status' failed: OSError: [Errno 28] No space left on device; "
+        f"the host's workdir is {local_host.workdir}: free space there"
+    )

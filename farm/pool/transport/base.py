@@ -111,6 +111,22 @@ def describe_exit(status: int | None) -> str:
     return f"exit status {status}{hints.get(status, '')}"
 
 
+# What the host's own file system said, by errno, and what to do about it in its workdir.
+_WORKDIR_FIXES = {
+    "[Errno 28]": "free space there",
+    "[Errno 122]": "free space there (a disk quota)",
+    "[Errno 13]": "let the inventory's user write there",
+    "[Errno 30]": "give the host a writable workdir in the inventory",
+}
+
+
+def with_workdir_fix(message: str, workdir: str) -> str:
+    """A host helper's failure; where the host's file system refused it (full, over quota, not
+    writable), with the fix in the host's workdir."""
+    fix = next((f for errno, f in _WORKDIR_FIXES.items() if errno in message), None)
+    return f"{message}; the host's workdir is {workdir}: {fix}" if fix else message
+
+
 def warm_up(identify: Callable[[], Any]) -> None:
     """Run an agent's start-up request; an AgentTimeout of it is marked ``start_up`` (the
     dispatcher retries it elsewhere as an infrastructure error, never counts it as a hang)."""
@@ -455,7 +471,10 @@ class Transport(ABC):
         if rc != 0:
             detail = (err.strip().splitlines() or [describe_exit(rc)])[-1]
             raise DeployError(
-                f"{self.where}: helper '{args[0]}' failed ({describe_exit(rc)}): {detail}",
+                with_workdir_fix(
+                    f"{self.where}: helper '{args[0]}' failed ({describe_exit(rc)}): {detail}",
+                    self.host.workdir,
+                ),
                 host=self.host.name,
             )
         try:

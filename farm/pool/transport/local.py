@@ -43,6 +43,7 @@ from farm.pool.transport.base import (
     describe_exit,
     reap_outcome,
     warm_up,
+    with_workdir_fix,
 )
 
 # The live (not zombie) processes of a process group: farm/agent/hostops.py, the one home of the
@@ -329,11 +330,15 @@ class LocalTransport(Transport):
             reply = hostops.command(args)
         except hostops.HostOpError as exc:  # what the helper prints on stderr over SSH
             raise DeployError(
-                f"{self.where}: helper '{cmd}' failed: {exc}", host=self.host.name
+                with_workdir_fix(f"{self.where}: helper '{cmd}' failed: {exc}", self.host.workdir),
+                host=self.host.name,
             ) from None
         except (OSError, tarfile.TarError) as exc:
             raise DeployError(
-                f"{self.where}: helper '{cmd}' failed: {exc.__class__.__name__}: {exc}",
+                with_workdir_fix(
+                    f"{self.where}: helper '{cmd}' failed: {exc.__class__.__name__}: {exc}",
+                    self.host.workdir,
+                ),
                 host=self.host.name,
             ) from None
         if cmd == "status" and reply.get("unpacked") and reply["unpacked"] == reply.get("sha256"):
