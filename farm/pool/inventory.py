@@ -14,7 +14,7 @@ Format::
     port = 22
     soc = "Ascend910B1"              # validated against golden.soc
     devices = 8                      # >= 1
-    python = "python3"
+    python = "python3"               # ssh default; a local host's: this farm's own interpreter
     workdir = "lsg-farm"             # ssh: relative to the remote home; local: to this file
     host_key_policy = "strict"       # or "accept-new" (lab opt-in: record unknown keys)
     tags = ["nightly"]
@@ -325,7 +325,8 @@ def _host_from_fields(
     timeout = float(f.get("connect_timeout", DEFAULT_CONNECT_TIMEOUT))
     if timeout <= 0:
         raise fail("connect_timeout", f"{timeout} must be > 0 seconds")
-    python = f.get("python", "python3")
+    # A local host runs on this machine: the farm's own interpreter has every dependency there.
+    python = f.get("python", sys.executable if transport == "local" else "python3")
     if not python:
         raise fail("python", "empty; name the interpreter, e.g. python3")
     budget = None

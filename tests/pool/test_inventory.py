@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -70,8 +71,11 @@ def test_valid_inventory_loads_with_defaults_and_slots(keys):
     assert a2.host_key_policy == "strict" and a2.transport == "ssh"
     assert a2.tags == ("nightly",) and a200.tags == ("edge",)
     assert a200.port == 22 and a200.python == "/opt/py/bin/python3" and a200.workdir == "/srv/lsg"
-    assert a2.workdir == "lsg-farm"
+    assert a2.workdir == "lsg-farm" and a2.python == "python3"
     assert emu.transport == "local" and emu.env_dict["LSG_EMULATED_SOC"] == "Ascend910B4"
+    # A local host runs here: by default with the farm's own interpreter, which has every
+    # dependency (a python3 from PATH may have none of them).
+    assert emu.python == sys.executable
     assert Path(emu.workdir).is_absolute()
     assert a2.family == "ascend910b" and a200.family == "ascend310b"
     assert sorted({h.family for h in inv.hosts}) == ["ascend310b", "ascend910b"]
