@@ -80,6 +80,10 @@ LET_GO_WAIT = 5.0  # seconds a slot done with waits for its lease, to close its 
 DEAD_RECHECK = 30.0  # seconds before a slot whose agent could not be killed is checked again
 CRASH_MARKERS = ("Fatal Python error", "Segmentation fault", "Aborted", "AddressSanitizer")
 HANG = "hang"
+NO_HOST_OF_FAMILY = (
+    "the pool has no host of this family; add one to the inventory, or select the cases of the "
+    "families it has"
+)
 NOT_RUN = "not_run"
 
 
@@ -385,6 +389,8 @@ class Dispatcher:
                     sorted(s for s in list(self._dead) if self.slots[s].family == case.family)
                 )
                 detail += f" (stuck agents not killed on {dead})" if dead else ""
+                if not left and case.family not in self._family_slots:
+                    detail = f": {NO_HOST_OF_FAMILY}"
                 return self._give_up(
                     case, p, started, f"no healthy slot of family {case.family}{detail}"
                 )

@@ -35,6 +35,7 @@ from farm.errors import RunDirUnwritable, StoreError, UsageError
 from farm.pool import cann_build, health
 from farm.results.store.location import StoreLocation
 from farm.run import fault_injection, outputs, prepare, run_dir
+from farm.run.dispatch import NO_HOST_OF_FAMILY
 from farm.run.interrupts import interruptible, shielded
 from farm.run.leases import needs_benchmark, without_torch
 from farm.run.outputs import JUNIT_XML, SUMMARY_JSON, RunOutputs
@@ -322,8 +323,10 @@ def _prepare(
             require_healthy=True,
         )
     families_without = sorted({c.family for c in cases} - set(plan.slots_by_family()))
+    in_pool = {h.family for h in pool.hosts}
     for family in families_without:
-        console.print(f"[red]no healthy slot of family {family}: its cases will be broken[/]")
+        why = "" if family in in_pool else f" ({NO_HOST_OF_FAMILY})"
+        console.print(f"[red]no healthy slot of family {family}: its cases will be broken[/]{why}")
     with_torch = {s["family"] for s in plan.slots if s.get("torch", True)}
     benchmarked = {c.family for c in cases if needs_benchmark(c)}
     for family in sorted(benchmarked - set(families_without) - with_torch):

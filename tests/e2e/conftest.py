@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sqlite3
 import subprocess
 import sys
@@ -209,16 +210,23 @@ class Farm:
     def hosts(self, inventory: str | None = None) -> dict[str, dict]:
         """`farm hosts [--inventory FILE]` as the CLI prints it: host -> {column: text}."""
         args = ["hosts"] + (["--inventory", inventory] if inventory else [])
-        env = dict(self.env, COLUMNS="2000")  # one table line per host: no folded cells
         proc = subprocess.run(
-            self.argv(*args), cwd=self.root, env=env, capture_output=True, text=True, timeout=120
+            self.argv(*args),
+            cwd=self.root,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=120,
         )
         assert proc.returncode == 0, proc.stdout + proc.stderr
-        lines = [ln for ln in proc.stdout.splitlines() if ln.startswith(("┃", "│"))]
-        header = [c.strip() for c in lines[0].strip("┃").split("┃")]
+        # Piped, it prints aligned columns, a line a host: each cell starts under its header.
+        header, *lines = proc.stdout.splitlines()
+        names = header.split()
+        starts = [m.start() for m in re.finditer(r"\S+", header)]
         rows = {}
-        for line in lines[1:]:
-            cells = dict(zip(header, (c.strip() for c in line.strip("│").split("│")), strict=True))
+        for line in lines:
+            ends = [*starts[1:], None]
+            cells = {n: line[a:b].strip() for n, a, b in zip(names, starts, ends, strict=True)}
             rows[cells["host"]] = cells
         return rows
 

@@ -204,6 +204,17 @@ def test_a_benchmark_ratio_case_runs_only_where_pytorch_is_and_blames_no_host_wi
     no_charges(state)
 
 
+def test_a_family_the_pool_has_no_host_of_is_said_with_the_fix(make):
+    dispatcher, world, state, _ = make(lambda slot, cid, ch: "pass")
+    record = dispatcher.run(Case("ascend310b", "float32", (4, 8), (-1,)))
+    assert record["outcome"] == "broken" and not world.calls
+    assert record["message"] == (
+        "no healthy slot of family ascend310b: the pool has no host of this family; add one to "
+        "the inventory, or select the cases of the families it has"
+    )
+    no_charges(state)
+
+
 # -- busy devices -----------------------------------------------------------------------------
 
 
