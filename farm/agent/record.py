@@ -136,7 +136,7 @@ CASE_FIELDS: tuple[str, ...] = tuple(CaseFields.__annotations__)
 METRIC_COLUMNS: tuple[str, ...] = tuple(HeadlineMetrics.__annotations__)
 TIMING_COLUMNS: tuple[str, ...] = tuple(Timings.__annotations__)
 # What the run summary lists of each case that did not pass.
-FAILURE_FIELDS: tuple[str, ...] = ("case_id", "category", "message", "host")
+FAILURE_FIELDS: tuple[str, ...] = ("case_id", "outcome", "category", "message", "host")
 
 
 def with_case(

@@ -7,7 +7,12 @@ stopped listening, and allure-pytest's results by each worker from what it ran, 
 hold a case with no record or miss one that has a record. Here JUnit keeps pytest's entry of
 every stored case and gains an entry, from its record, for a stored case pytest never reported;
 the Allure results lose the files of cases without a record and gain one, from its record, for a
-stored case without one. Entries are never rewritten: what pytest and allure-pytest said stays.
+stored case without one. What pytest and allure-pytest said stays, said as the record says it:
+of pytest's entries of a case (more than one when an xdist worker went down while running it:
+its crash report, then the case run again on a new worker) the one that agrees with the record
+is kept, else the one the case's test wrote (it carries the record's outcome) with its failure
+named as the record's (an infrastructure fault raised by the test is a failure to pytest, an
+error here, as in Allure and the store); else the record's own entry replaces them.
 """
 
 from __future__ import annotations
@@ -28,6 +33,10 @@ from farm.run.run_dir import write_whole
 # How a record's outcome reads in JUnit (None: a testcase without a failure element).
 _JUNIT_ELEMENT = {"passed": None, "failed": "failure", "broken": "error"}
 _STOPPED = "no result came back for this case before the run stopped; this entry is its record"
+_DISAGREED = (
+    "pytest's entry of this case was not its record's (its worker went down while running it); "
+    "this entry is its record"
+)
 
 
 def junit_classname(nodeid: str) -> tuple[str, str]:
@@ -53,17 +62,23 @@ def junit(
     suites = [root] if root.tag == "testsuite" else list(root.iter("testsuite"))
     if not suites:
         suites = [ET.SubElement(root, "testsuite", name="pytest")]
-    written: set[str] = set()
+    entries: dict[str, list[tuple[ET.Element, ET.Element]]] = {}  # case id -> (suite, testcase)
     for suite in suites:
         for case in list(suite.findall("testcase")):
-            cid = case_id_of(case.get("name", "")) or ""
-            if cid not in by_id or cid in written:
+            entries.setdefault(case_id_of(case.get("name", "")) or "", []).append((suite, case))
+    written: set[str] = set()
+    for cid, found in entries.items():
+        record = by_id.get(cid)
+        keep = _entry_for(record, [case for _, case in found]) if record is not None else None
+        for suite, case in found:
+            if case is not keep:
                 suite.remove(case)
-            else:
-                written.add(cid)
+        if keep is not None:
+            written.add(cid)
     for cid, record in by_id.items():
         if cid not in written:
-            suites[0].append(_junit_case(record, nodeids.get(cid)))
+            why = _DISAGREED if cid in entries else _STOPPED
+            suites[0].append(_junit_case(record, nodeids.get(cid), why))
             written.add(cid)
     for suite in suites:
         _recount(suite)
@@ -82,7 +97,31 @@ def _parse(path: Path | None) -> ET.Element:
     return root
 
 
-def _junit_case(record: ResultRecord, nodeid: str | None) -> ET.Element:
+def _entry_for(record: ResultRecord, found: list[ET.Element]) -> ET.Element | None:
+    """pytest's entry of a stored case, made to say what its record says (see the module)."""
+    outcome = str(record.get("outcome"))
+    for case in found:
+        if _junit_outcome(case) == outcome:
+            return case
+    for case in found:
+        said = case.find("properties/property[@name='farm_outcome']")
+        element = case.find("failure")
+        if element is None:
+            element = case.find("error")
+        wanted = _JUNIT_ELEMENT.get(outcome)
+        if said is not None and said.get("value") == outcome and element is not None and wanted:
+            element.tag = wanted
+            return case
+    return None
+
+
+def _junit_outcome(case: ET.Element) -> str:
+    """A JUnit testcase's outcome in the records' words."""
+    tags = {child.tag for child in case}
+    return "failed" if "failure" in tags else "broken" if "error" in tags else "passed"
+
+
+def _junit_case(record: ResultRecord, nodeid: str | None, why: str = _STOPPED) -> ET.Element:
     from farm.results.allure_glue import failure_message
 
     cid = record["case_id"]
@@ -93,7 +132,7 @@ def _junit_case(record: ResultRecord, nodeid: str | None) -> ET.Element:
         ET.SubElement(props, "property", name=f"farm_{key}", value=str(record.get(key)))
     element = _JUNIT_ELEMENT.get(str(record.get("outcome")), "error")
     if element is not None:
-        ET.SubElement(case, element, message=failure_message(record)).text = _STOPPED
+        ET.SubElement(case, element, message=failure_message(record)).text = why
     return case
 
 

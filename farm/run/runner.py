@@ -44,6 +44,7 @@ from farm.run.plugin import keep_cases
 from farm.run.session_plugins import (
     AllurePrewarm,
     CollectionErrors,
+    LostWorkers,
     PlotsPreload,
     RunDirFaults,
     Selection,
@@ -376,7 +377,8 @@ def _run_session(
     errors = CollectionErrors(console)
     selection = Selection()
     faults = RunDirFaults()
-    plugins = [errors, selection, faults]
+    lost = LostWorkers()
+    plugins = [errors, selection, faults, lost]
     plugins += [LiveProgress(console=console, title=chosen.key)] if progress else []
     plugins += [PlotsPreload()] if report and workers > 1 else []
     allure = AllurePrewarm()
@@ -420,6 +422,7 @@ def _run_session(
             history_runs=history_runs,
             records_read=records,
             allure=allure.allure,
+            session_notes=lost.notes,
         )
     finally:
         allure.discard()  # when no report took it
@@ -444,6 +447,7 @@ def _after_session(
     history_runs: int | None,
     records_read: RecordFiles | None = None,
     allure: AllureProcess | None = None,
+    session_notes: list[str] | None = None,
 ) -> int:
     """What the session left: one record per case stored, the outputs made to hold exactly the
     stored cases, the summary, the report; the exit code. `allure`: Allure started for the
@@ -479,7 +483,7 @@ def _after_session(
     records, notes = collect_records(
         plan.run_dir, cases, drop_missing=cut_short, stopped_by=why, files=records_read
     )
-    for note in notes:
+    for note in [*(session_notes or []), *notes]:
         console.print(f"[yellow]note:[/] {escape(note)}", highlight=False)
     if stopped:
         console.print(
@@ -539,6 +543,8 @@ def _after_session(
         if judged is not None:
             gate, followup = judged.gate, judged.triage
     extra = summary_extra(gate, followup)
+    if session_notes:
+        extra["workers_lost"] = session_notes
     written_fault = outputs.rest(pytest_junit, code, quarantined, run_meta(plan, started), extra)
     fault = fault or written_fault
     if drawing is not None:

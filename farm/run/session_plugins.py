@@ -1,7 +1,7 @@
 """The pytest plugins `farm run` gives its in-process session: which cases pytest selected and
-whether -x stopped it, the runs-directory faults of its workers, collection errors shown with
-pytest's terminal off, and matplotlib imported and Allure started while the workers run the
-cases."""
+whether -x stopped it, the runs-directory faults of its workers, the workers lost mid-run,
+collection errors shown with pytest's terminal off, and matplotlib imported and Allure started
+while the workers run the cases."""
 
 from __future__ import annotations
 
@@ -64,6 +64,37 @@ class RunDirFaults:
         message = run_dir_fault(session.config)
         if message:
             self.messages.append(message)
+
+
+class LostWorkers:
+    """The pytest-xdist workers that went down mid-run (killed from outside: the OOM killer, a
+    signal to that process alone). xdist starts another in its place and the farm's scheduler
+    gives it their cases, the one that was running included, so every case still gets its
+    verdict; the run says which worker went, why, and while which case."""
+
+    def __init__(self):
+        self._lost: list[tuple[str, str, str]] = []  # (worker, why, the case it was running)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node, error):
+        if error is not None:
+            self._lost.append((node.gateway.id, str(error), ""))
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_handlecrashitem(self, crashitem, report, sched):
+        if self._lost:  # xdist says the worker went down first, then which item it was running
+            worker, why, _ = self._lost[-1]
+            self._lost[-1] = (worker, why, case_id_of(crashitem) or crashitem)
+
+    @property
+    def notes(self) -> list[str]:
+        return [
+            f"pytest worker {worker} went down ({why})"
+            + (f" while it ran {case}" if case else "")
+            + "; a new worker ran its cases"
+            + (", that one included" if case else "")
+            for worker, why, case in self._lost
+        ]
 
 
 class CollectionErrors:

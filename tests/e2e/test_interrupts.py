@@ -175,3 +175,44 @@ def test_user_mistakes_are_one_line_and_nothing_runs_or_is_stored(tmp_path, args
     assert proc.returncode == 2 and needle in err and "Traceback" not in err
     assert len(err.strip().splitlines()) == 1, err
     assert not (tmp_path / "s.db").exists() and not (tmp_path / "runs").exists()
+
+
+def xdist_workers(pid: int) -> list[int]:
+    """The pytest-xdist workers `farm run` (pid) started: its children running execnet's
+    bootstrap (`python -c "import sys;exec(eval(sys.stdin.readline()))"`)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue  # gone meanwhile
+        ppid = int(stat.rpartition(")")[2].split()[1])
+        if ppid == pid and any(b"exec(eval(sys.stdin.readline()))" in a for a in argv):
+            found.append(int(entry.name))
+    return found
+
+
+def test_a_worker_killed_alone_is_replaced_said_and_every_output_agrees(tmp_path):
+    """SIGKILL to one xdist worker (what the OOM killer does): xdist starts another, which runs
+    its cases, the one it was running included. Every case gets one verdict and every output
+    says the same one (JUnit had xdist's crash report, an error, for a case stored as passed);
+    the run says which worker went."""
+    selected = [c for c in matrix.expand("nightly") if "_f32_" in c.id]
+    proc, _ = start(tmp_path, "--", "-k", "_f32_")
+    wait_for_records(tmp_path, proc, 40)
+    workers = xdist_workers(proc.pid)
+    assert len(workers) == 2, workers
+    os.kill(workers[0], signal.SIGKILL)
+    out, err = proc.communicate(timeout=600)
+    assert proc.returncode == 0, out + err
+    assert "note: pytest worker gw" in err and "went down" in err
+    run, ids = store_run(tmp_path)
+    assert (run["status"], run["exit_code"]) == ("finished", 0)
+    assert sorted(ids) == sorted(c.id for c in selected)
+    run_dir = run_dir_of(tmp_path, run)
+    assert disagreements(run_dir, tmp_path / "s.db") == []
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert len(summary["workers_lost"]) == 1 and "went down" in summary["workers_lost"][0]

@@ -191,6 +191,42 @@ def test_junit_keeps_pytests_entries_of_stored_cases_only_and_adds_the_missing(t
     assert 'classname="suites.test_precision"' in text and "no-record" not in text
 
 
+def test_junit_says_each_case_as_its_record_does(tmp_path):
+    """A worker that went down while running a case leaves xdist's crash report (an error) and
+    the entry of the case run again; a broken case's test raises, which pytest calls a failure.
+    JUnit says what the record says: the rerun's entry, the broken case as an error (its text
+    kept), and where no entry of pytest's says it, the record's own."""
+    records = stored("passed", "broken", "passed")
+    a, b, c = (r["case_id"] for r in records)
+
+    def entry(cid, body, time="1"):
+        return (
+            f'<testcase classname="suites.test_precision" name="test_precision[{cid}]" '
+            f'time="{time}">{body}</testcase>'
+        )
+
+    def props(outcome):
+        return f'<properties><property name="farm_outcome" value="{outcome}"/></properties>'
+
+    crash = "<error message=\"worker 'gw0' crashed while running\">crashed</error>"
+    pytest_xml = tmp_path / "pytest.xml"
+    pytest_xml.write_text(
+        '<?xml version="1.0"?><testsuites><testsuite name="pytest">'
+        + entry(a, crash)
+        + entry(a, props("passed"), time="2.5")
+        + entry(b, props("broken") + '<failure message="[infrastructure] no slot">tb</failure>')
+        + entry(c, crash)
+        + "</testsuite></testsuites>"
+    )
+    out = tmp_path / "junit.xml"
+    reconcile.junit(pytest_xml, out, records, {r["case_id"]: nodeid(r["case_id"]) for r in records})
+    assert junit_ids(out) == {a: "passed", b: "broken", c: "passed"}
+    text = out.read_text()
+    assert 'time="2.5"' in text and "crashed" not in text
+    assert '<error message="[infrastructure] no slot">tb</error>' in text
+    assert text.count("<testcase") == 3
+
+
 def test_junit_cut_short_or_missing_is_made_from_the_records(tmp_path):
     records = stored("passed", "failed")
     half = tmp_path / "pytest.xml"
