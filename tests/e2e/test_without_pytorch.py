@@ -9,6 +9,7 @@ from __future__ import annotations
 from farm.run.leases import without_torch
 
 from .conftest import select
+from .outcome_sets import disagreements
 
 # Installed ahead of every import in the farm's processes and its agents: `import torch` and
 # the agents' look-up of it (importlib.util.find_spec) fail as on a host without it.
@@ -48,3 +49,5 @@ def test_benchmark_ratio_cases_are_broken_by_name_and_no_host_is_quarantined(
         else:
             assert record["outcome"] == "passed", record
     assert result.quarantine() == {}
+    # JUnit, Allure and the summary say broken too (JUnit: an error, not a product failure).
+    assert disagreements(result.run_dir, result.store) == []
