@@ -25,8 +25,9 @@ def _torch():
         import torch
     except ImportError as exc:  # pragma: no cover - depends on the host
         raise TorchMissing(
-            "the benchmark-ratio standard needs PyTorch (CPU) for its benchmark: install it where "
-            "the agent runs (pip install torch, the CPU build), or judge with another standard"
+            f"the benchmark-ratio standard needs PyTorch (CPU) for its benchmark ({exc}): install "
+            "it where the agent runs (pip install torch, the CPU build), or judge with another "
+            "standard"
         ) from exc
     return torch
 

@@ -56,6 +56,13 @@ class AgentError(InfraError):
     a product verdict (e.g. the executor raised an unexpected exception)."""
 
 
+class HostLacks(InfraError):
+    """The host lacks what this case needs and other hosts may have: PyTorch, the benchmark-ratio
+    standard's benchmark, which it says it has but cannot import (wire error kind ``lacks``).
+    Not charged to the host, whose other cases run as ever: the dispatcher sends such cases to
+    the family's other hosts, and where none is left says so in the case's record."""
+
+
 class DeviceBusy(InfraError):
     """The device is held by another run's agent (the host's device lock,
     farm/agent/devicelock.py; wire error kind ``busy``).

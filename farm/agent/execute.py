@@ -13,12 +13,14 @@ from typing import Any, cast
 import numpy as np
 
 from farm.agent.backends import BACKENDS
+from farm.agent.errors import HostLacks
 from farm.agent.histogram import HistogramAccumulator
 from farm.agent.identity import Identity
 from farm.agent.outcome import classify, is_allocation_failure, out_of_memory
 from farm.agent.record import DeviceRun, HostChecks, ResultRecord, Verdict
 from farm.agent.request import CaseRequest, Expectation
 from golden import dtypes, inputs, layouts
+from golden.benchmark import TorchMissing
 from golden.judge import judge_case
 
 
@@ -117,6 +119,8 @@ def run_case(case: CaseRequest, backend: str, device: int, identity: Identity) -
     started = time.perf_counter()
     try:
         return _run_case(case, backend, device, identity, started)
+    except TorchMissing as exc:  # PyTorch there but not importable: another host may have it
+        raise HostLacks(str(exc)) from None
     except Exception as exc:
         if not is_allocation_failure(exc):
             raise

@@ -35,7 +35,7 @@ import json
 from typing import Any, TypeGuard
 
 from farm import __version__
-from farm.agent.errors import AgentError, DeviceBusy, ProtocolError
+from farm.agent.errors import AgentError, DeviceBusy, HostLacks, ProtocolError
 
 PROTOCOL_VERSION = 2
 MAX_LINE_BYTES = 1 << 20
@@ -45,7 +45,16 @@ OPS = ("hello", "identify", "run-case", "shutdown")
 # unknown-op: well-formed request for an op this agent does not know; bad-request: the op's fields
 # are wrong; executor: the case executor raised; busy: the device is held by another run (not a
 # fault of anyone: farm/agent/devicelock.py); internal: anything else in the agent.
-ERROR_KINDS = ("protocol", "version", "unknown-op", "bad-request", "executor", "busy", "internal")
+ERROR_KINDS = (
+    "protocol",
+    "version",
+    "unknown-op",
+    "bad-request",
+    "executor",
+    "busy",
+    "lacks",
+    "internal",
+)
 
 
 class RequestError(ProtocolError):
@@ -173,6 +182,8 @@ def raise_for_error(reply: dict[str, Any], *, where: str = "agent") -> dict[str,
             device=device if _is_int(device) else None,
             holder=holder if isinstance(holder, dict) else {},
         )
+    if kind == "lacks":
+        raise HostLacks(f"{where}: {message}")
     if kind in ("protocol", "version", "unknown-op", "bad-request"):
         raise ProtocolError(f"{where} refused the request ({kind}): {message}")
     raise AgentError(f"{where} failed ({kind}): {message}")

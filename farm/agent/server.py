@@ -48,7 +48,7 @@ from typing import Any, BinaryIO, cast
 from farm import __version__
 from farm.agent import protocol
 from farm.agent.devicelock import DEFAULT_LOCK_WAIT, DeviceLocks
-from farm.agent.errors import DeviceBusy
+from farm.agent.errors import DeviceBusy, HostLacks
 from farm.agent.identity import (
     SLOW_REPLY_S,
     Declared,
@@ -372,6 +372,9 @@ class AgentServer:
                 spec = context.executor_spec
                 context.executor = load_executor(spec) if isinstance(spec, str) else spec
             result = context.executor(req["case"], req["backend"], device, identity)
+        except HostLacks as exc:
+            self._error(seq, "lacks", str(exc), context)
+            return
         except Exception as exc:
             tb = traceback.format_exc(limit=8)
             print(tb, file=self.log, flush=True)

@@ -51,7 +51,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, cast
 
-from farm.agent.errors import DeviceBusy, InfraError
+from farm.agent.errors import DeviceBusy, HostLacks, InfraError
 from farm.agent.record import ResultRecord, broken_record, with_case
 from farm.agent.request import CaseRequest
 from farm.errors import AgentTimeout, ConnectionLost
@@ -218,6 +218,9 @@ class Dispatcher:
         ``canary`` asks a host whose case timed out whether it still runs cases right (default:
         the health check's, farm/run/prepare.py make_canary)."""
         self.left_out = left_out or {}
+        # Hosts that said they have PyTorch but could not import it (HostLacks), with what they
+        # said: this worker sends them no more benchmark-ratio cases.
+        self._lacks_torch: dict[str, str] = {}
         self.slots = {s.id: s for s in slots}
         self.open_channel = open_channel
         self.state = state
@@ -307,7 +310,7 @@ class Dispatcher:
         if quarantined or self._dead:
             healthy = [s for s in healthy if s.host not in quarantined and self._alive_slot(s)]
         if torch:
-            healthy = [s for s in healthy if s.torch]
+            healthy = [s for s in healthy if s.torch and s.host not in self._lacks_torch]
         if not tried:  # the common case, and the only one at scale: no sort
             first = [s for s in healthy if s.id == preferred]
             return first + [s for s in healthy if s.id != preferred] if first else list(healthy)
@@ -379,7 +382,10 @@ class Dispatcher:
         while True:
             candidates = self._candidates(case.family, preferred, p.tried, torch)
             if not candidates and torch and self._candidates(case.family, None, p.tried):
-                return self._give_up(case, p, started, without_torch(case.family))
+                hosts = {s.host for s in self._family_slots.get(case.family, [])}
+                said = [why for host, why in self._lacks_torch.items() if host in hosts]
+                why = "" if p.errors or not said else ": " + "; ".join(said[-3:])
+                return self._give_up(case, p, started, without_torch(case.family) + why)
             if not candidates:
                 why = "; ".join(f"{h}: {r}" for h, r in self.state.quarantined().items())
                 detail = f" (quarantined: {why})" if why else ""
@@ -420,6 +426,11 @@ class Dispatcher:
                 continue
             except _CrashedTwice:
                 return self._crash(case, p, started)
+            except HostLacks as exc:  # not the host's fault: its other cases run there as ever
+                assert slot is not None
+                self._lacks_torch[slot.host] = f"{slot.id}: {exc}"
+                p.errors.append(f"{slot.id}: {exc}")
+                p.log.append(_entry(slot, "lacks", str(exc)))
             except InfraError as exc:
                 assert slot is not None
                 self._drop(slot)

@@ -13,7 +13,7 @@ import pytest
 
 from farm import __version__
 from farm.agent import identity, protocol
-from farm.agent.errors import AgentError, ProtocolError
+from farm.agent.errors import AgentError, HostLacks, ProtocolError
 from farm.agent.identity import SLOW_REPLY_S, Declared, Fault, declared_identity, parse_npu_smi
 from farm.agent.server import AgentServer
 from farm.pool.inventory import tomllib
@@ -57,6 +57,9 @@ def test_reply_round_trip_and_error_reply():
     bad = protocol.decode_reply(protocol.encode_error(5, "bad-request", "no case"), 5)
     with pytest.raises(ProtocolError, match="bad-request"):
         protocol.raise_for_error(bad)
+    lacks = protocol.decode_reply(protocol.encode_error(6, "lacks", "no torch here"), 6)
+    with pytest.raises(HostLacks, match="^agent: no torch here$"):
+        protocol.raise_for_error(lacks)
 
 
 def test_non_ascii_is_escaped_so_lines_stay_lines():

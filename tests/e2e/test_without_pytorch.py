@@ -2,7 +2,8 @@
 is their benchmark, an optional dependency of a host). They are broken before they are sent,
 saying so once before the run and in each record, and no host is blamed: before, each failed on
 every host of its family, which quarantined them all, and the cases of every other standard
-that came after were broken with them."""
+that came after were broken with them. The same where PyTorch is installed but cannot be
+imported (the hosts say they have it): the cases are tried on each host once."""
 
 from __future__ import annotations
 
@@ -50,4 +51,28 @@ def test_benchmark_ratio_cases_are_broken_by_name_and_no_host_is_quarantined(
             assert record["outcome"] == "passed", record
     assert result.quarantine() == {}
     # JUnit, Allure and the summary say broken too (JUnit: an error, not a product failure).
+    assert disagreements(result.run_dir, result.store) == []
+
+
+def test_pytorch_that_cannot_be_imported_breaks_its_cases_alone(farm, tmp_path, monkeypatch):
+    shadow = tmp_path / "broken-torch"
+    (shadow / "torch").mkdir(parents=True)
+    (shadow / "torch" / "__init__.py").write_text(
+        'raise ImportError("libgomp.so.1: cannot open shared object file")\n'
+    )
+    monkeypatch.setenv("PYTHONPATH", str(shadow))
+    monkeypatch.setenv("LSG_BENCHMARK_CACHE", "off")
+    cases = select("8x129")
+    bench = {c.id for c in cases if c.standard == "benchmark-ratio"}
+    result = farm.run_tier(k="8x129")
+    assert result.code == 2, result.text[-3000:]
+    by_id = result.assert_one_result_per_case(cases)
+    for case_id, record in by_id.items():
+        if case_id in bench:
+            assert record["outcome"] == "broken", record
+            assert record["message"].startswith(without_torch("ascend910b") + ": ")
+            assert "libgomp.so.1" in record["message"]
+        else:
+            assert record["outcome"] == "passed", record
+    assert result.quarantine() == {}
     assert disagreements(result.run_dir, result.store) == []

@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import pytest
 
-from farm.agent.errors import DeviceBusy
+from farm.agent.errors import DeviceBusy, HostLacks
 from farm.errors import AgentTimeout, ConnectionLost
 from farm.run import leases
 from farm.run.dispatch import Dispatcher, SlotInfo, _Progress, case_timeout, run_owner
@@ -91,6 +91,8 @@ class FakeChannel:
                 f"host {self.slot.host}: no reply to run-case #2 within {timeout:g}s",
                 host=self.slot.host,
             )
+        if action == "lacks":
+            raise HostLacks(f"agent on host {self.slot.host}: PyTorch cannot be imported")
         if action == "crash":
             exc = ConnectionLost(
                 f"host {self.slot.host}: agent connection closed; agent killed by signal 11",
@@ -201,6 +203,39 @@ def test_a_benchmark_ratio_case_runs_only_where_pytorch_is_and_blames_no_host_wi
     record = dispatcher.run(bench, preferred="h1:0")
     assert record["outcome"] == "broken" and len(world.calls) == calls
     assert record["message"] == leases.without_torch(FAMILY)
+    no_charges(state)
+
+
+def test_a_host_that_cannot_import_pytorch_is_passed_over_for_such_cases_and_not_charged(make):
+    """A host with PyTorch installed but not importable (it says it has it): its
+    benchmark-ratio cases go to the family's other hosts, its other cases run there as ever, and
+    where no host is left the case says so, with the agent's words."""
+    broken_torch = {"h1"}
+
+    def behave(slot, cid, ch):
+        return "lacks" if slot.host in broken_torch and "benchmark-ratio" in cid else "pass"
+
+    dispatcher, world, state, _ = make(behave)
+    bench = [
+        Case(FAMILY, "float32", (4, 8 + i), (-1,), standard="benchmark-ratio", level="L0")
+        for i in range(3)
+    ]
+    first = dispatcher.run(bench[0], preferred="h1:0")
+    assert first["outcome"] == "passed" and first["slot"].startswith("h2:")
+    assert [slot for slot, _, _ in world.calls] == ["h1:0", first["slot"]]
+    assert dispatcher.run(bench[1], preferred="h1:0")["slot"].startswith("h2:")  # not asked again
+    assert dispatcher.run(case(), preferred="h1:0")["slot"] == "h1:0"
+    no_charges(state)
+    broken_torch.add("h2")
+    dispatcher, world, state, _ = make(behave)
+    record = dispatcher.run(bench[2], preferred="h1:0")
+    assert record["outcome"] == "broken"
+    assert record["message"].startswith(leases.without_torch(FAMILY) + ": ")
+    assert "h2:0: agent on host h2: PyTorch cannot be imported" in record["message"]
+    assert len(world.calls) == 2  # one slot of each host asked
+    # A later case of the family is not sent at all, and says why all the same.
+    again = dispatcher.run(bench[1], preferred="h1:0")
+    assert len(world.calls) == 2 and again["message"] == record["message"]
     no_charges(state)
 
 
