@@ -98,21 +98,22 @@ def _parse(path: Path | None) -> ET.Element:
 
 
 def _entry_for(record: ResultRecord, found: list[ET.Element]) -> ET.Element | None:
-    """pytest's entry of a stored case, made to say what its record says (see the module)."""
+    """pytest's entry of a stored case, made to say what its record says (see the module): the
+    test's own entry (it carries the record's outcome) first, then any that agrees."""
     outcome = str(record.get("outcome"))
-    for case in found:
+    said = f"properties/property[@name='farm_outcome'][@value='{outcome}']"
+    own = [c for c in found if c.find(said) is not None]
+    for case in own:
         if _junit_outcome(case) == outcome:
             return case
-    for case in found:
-        said = case.find("properties/property[@name='farm_outcome']")
+    wanted = _JUNIT_ELEMENT.get(outcome)
+    for case in own:
         element = case.find("failure")
-        if element is None:
-            element = case.find("error")
-        wanted = _JUNIT_ELEMENT.get(outcome)
-        if said is not None and said.get("value") == outcome and element is not None and wanted:
+        element = case.find("error") if element is None else element
+        if element is not None and wanted:
             element.tag = wanted
             return case
-    return None
+    return next((c for c in found if _junit_outcome(c) == outcome), None)
 
 
 def _junit_outcome(case: ET.Element) -> str:

@@ -196,8 +196,8 @@ def test_junit_says_each_case_as_its_record_does(tmp_path):
     the entry of the case run again; a broken case's test raises, which pytest calls a failure.
     JUnit says what the record says: the rerun's entry, the broken case as an error (its text
     kept), and where no entry of pytest's says it, the record's own."""
-    records = stored("passed", "broken", "passed")
-    a, b, c = (r["case_id"] for r in records)
+    records = stored("passed", "broken", "passed", "broken")
+    a, b, c, d = (r["case_id"] for r in records)
 
     def entry(cid, body, time="1"):
         return (
@@ -216,15 +216,18 @@ def test_junit_says_each_case_as_its_record_does(tmp_path):
         + entry(a, props("passed"), time="2.5")
         + entry(b, props("broken") + '<failure message="[infrastructure] no slot">tb</failure>')
         + entry(c, crash)
+        + entry(d, crash)  # an error as the record says, but xdist's: the test's own is kept
+        + entry(d, props("broken") + '<failure message="[infrastructure] lost">tb2</failure>')
         + "</testsuite></testsuites>"
     )
     out = tmp_path / "junit.xml"
     reconcile.junit(pytest_xml, out, records, {r["case_id"]: nodeid(r["case_id"]) for r in records})
-    assert junit_ids(out) == {a: "passed", b: "broken", c: "passed"}
+    assert junit_ids(out) == {a: "passed", b: "broken", c: "passed", d: "broken"}
     text = out.read_text()
     assert 'time="2.5"' in text and "crashed" not in text
     assert '<error message="[infrastructure] no slot">tb</error>' in text
-    assert text.count("<testcase") == 3
+    assert '<error message="[infrastructure] lost">tb2</error>' in text
+    assert text.count("<testcase") == 4
 
 
 def test_junit_cut_short_or_missing_is_made_from_the_records(tmp_path):
