@@ -21,6 +21,7 @@ class Selection:
         self.nodeids: dict[str, str] = {}  # case id -> its node id
         self.maxfail = 0
         self.failures = 0
+        self._crash_reports: list[pytest.TestReport] = []
 
     @property
     def stopped_on_failure(self) -> bool:
@@ -31,8 +32,13 @@ class Selection:
         self.maxfail = config.getoption("maxfail", 0) or 0
 
     def pytest_runtest_logreport(self, report):
-        if report.failed:
+        # xdist's report of a worker that went down is no case failing: its case runs again.
+        if report.failed and not any(report is r for r in self._crash_reports):
             self.failures += 1
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_handlecrashitem(self, crashitem, report, sched):
+        self._crash_reports.append(report)  # logged right after this hook
 
     def pytest_collection_finish(self, session):
         self._take(item.nodeid for item in session.items)

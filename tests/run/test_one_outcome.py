@@ -448,3 +448,29 @@ def test_a_refused_whole_write_leaves_the_old_file_and_no_temporary(tmp_path, mo
     monkeypatch.undo()
     assert path.read_bytes() == b'{"old": 1}'
     assert [p.name for p in tmp_path.iterdir()] == ["summary.json"]
+
+
+def test_a_worker_that_went_down_is_no_failure_for_x_and_is_said():
+    """xdist reports a worker that went down as a failed report of the case it was running,
+    which then runs again: -x must not count it (the run was said to be stopped and a subset,
+    though every case ran), and the run says which worker went."""
+    from farm.run.session_plugins import LostWorkers, Selection
+
+    selection, lost = Selection(), LostWorkers()
+    selection.maxfail = 1
+    node = SimpleNamespace(gateway=SimpleNamespace(id="gw1"))
+    crash = pytest.TestReport("n", ("f", None, "f"), {}, "failed", "worker 'gw1' crashed", "???")
+    lost.pytest_testnodedown(node, "Not properly terminated")
+    for hooks in (lost, selection):
+        hooks.pytest_handlecrashitem(nodeid("c1"), crash, None)
+    selection.pytest_runtest_logreport(crash)
+    assert not selection.stopped_on_failure
+    assert lost.notes == [
+        "pytest worker gw1 went down (Not properly terminated) while it ran c1; a new worker ran "
+        "its cases, that one included"
+    ]
+    failed = pytest.TestReport("n", ("f", None, "f"), {}, "failed", "assert", "call")
+    selection.pytest_runtest_logreport(failed)
+    assert selection.stopped_on_failure
+    lost.pytest_testnodedown(SimpleNamespace(gateway=SimpleNamespace(id="gw0")), None)
+    assert len(lost.notes) == 1  # a worker that shut down as it should is not said
