@@ -302,7 +302,10 @@ def generate(
     results_dir = Path(results_dir).resolve()
     out_dir = Path(out_dir).resolve()
     if not results_dir.is_dir():
-        raise FileNotFoundError(f"no allure results at {results_dir}")
+        raise FileNotFoundError(
+            f"no allure results at {results_dir} (the run's directory was removed or moved): "
+            "pass --results DIR where they are"
+        )
     if not plots_drawn:
         render_quietly(results_dir)
     cmd = generate_command(reports_dir)
