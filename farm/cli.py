@@ -227,6 +227,23 @@ def cmd_run(argv: list[str]) -> int:
     )
 
 
+# The columns of health.host_rows that `farm hosts` shows (--json gives them all).
+HOSTS_SHOWN = (
+    "host",
+    "address",
+    "arch",
+    "soc",
+    "devices",
+    "cann",
+    "driver",
+    "chip",
+    "judging",
+    "state",
+    "reason",
+    "since",
+)
+
+
 def cmd_hosts(argv: list[str]) -> int:
     from farm import paths
     from farm.pool import health
@@ -269,20 +286,7 @@ def cmd_hosts(argv: list[str]) -> int:
         json.dump(rows, sys.stdout, indent=1)
         sys.stdout.write("\n")
         return 0
-    columns = (
-        "host",
-        "address",
-        "arch",
-        "soc",
-        "devices",
-        "cann",
-        "driver",
-        "chip",
-        "judging",
-        "state",
-        "reason",
-        "since",
-    )
+    columns = HOSTS_SHOWN
     if not sys.stdout.isatty():  # pipes and logs get every character, a line a host
         from farm.results.compare_render import plain_table
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from farm.cli import HOSTS_SHOWN
 from suites import matrix
 
 REPO = Path(__file__).resolve().parents[2]
@@ -144,20 +145,7 @@ def test_hosts_check_shows_a_healthy_embedded_pool(runs):
     out = farm("hosts", "--check", env_extra=runs)
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
-    assert lines[0].split() == [
-        "host",
-        "address",
-        "arch",
-        "soc",
-        "devices",
-        "cann",
-        "driver",
-        "chip",
-        "judging",
-        "state",
-        "reason",
-        "since",
-    ]
+    assert lines[0].split() == list(HOSTS_SHOWN)
     # Piped: a whole line a host, every character of it (a terminal gets a table).
     for host, line in zip(("emu-a2-01", "emu-a2-02", "emu-310b-01"), lines[1:], strict=True):
         assert line.startswith(host) and " good" in line and "PyTorch's results " in line
