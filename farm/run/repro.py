@@ -75,7 +75,9 @@ def main(argv: list[str] | None = None) -> int:
         )
     else:
         show(Console(), case, described, record, target)
-    return 0 if record["outcome"] == "passed" else 1
+    from farm.run.runner import EXIT_INFRA, EXIT_OK, EXIT_PRODUCT  # farm run's codes
+
+    return {"passed": EXIT_OK, "failed": EXIT_PRODUCT}.get(record["outcome"], EXIT_INFRA)
 
 
 def show(console: Console, case, described: dict, record: ResultRecord, target: str = "") -> None:

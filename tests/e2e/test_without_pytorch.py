@@ -52,6 +52,11 @@ def test_benchmark_ratio_cases_are_broken_by_name_and_no_host_is_quarantined(
     assert result.quarantine() == {}
     # JUnit, Allure and the summary say broken too (JUnit: an error, not a product failure).
     assert disagreements(result.run_dir, result.store) == []
+    # farm repro says it as farm run does: infrastructure, exit 2 (it said 1, a product failure).
+    case_id = sorted(bench)[0]
+    repro = farm.run("repro", case_id)
+    assert repro.code == 2, repro.text[-2000:]
+    assert "install it on one" in repro.out.replace("\n", " ")
 
 
 def test_pytorch_that_cannot_be_imported_breaks_its_cases_alone(farm, tmp_path, monkeypatch):
