@@ -25,8 +25,9 @@ meanwhile; the next agent to look finds it full.
 
 Where: $LSG_BENCHMARK_CACHE (an absolute path; a relative one keeps nothing, and `farm hosts`
 says why), else ``benchmarks/`` in the per-user cache of golden/fused.py; "off": no cache
-(PyTorch for every case). Without PyTorch installed nothing is read, so a host
-without it judges as before (golden.benchmark.TorchMissing).
+(PyTorch for every case). Without PyTorch installed nothing is read: such a host gets no
+benchmark-ratio cases (farm/run/dispatch.py), and one whose PyTorch cannot be imported answers
+them ``lacks`` (farm/agent/execute.py).
 """
 
 from __future__ import annotations
