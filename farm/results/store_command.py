@@ -21,6 +21,8 @@ from farm.results.store import RunStore, store_location
 from farm.results.store.transfer import TABLES, copy_store, count, opened_source
 from farm.sizes import size_text
 
+LOGGED_EVERY = 100_000  # rows between a migration's progress lines in a log (no terminal)
+
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -71,12 +73,20 @@ def migrate(argv: list[str]) -> int:
     if source == target:
         raise UsageError(f"--from and --to are the same store ({source})")
 
+    terminal = sys.stderr.isatty()
+    logged: dict[str, int] = {}  # table -> the rows said last (a log's lines)
+
     def progress(table: str, n: int) -> None:
-        print(f"\r{table}: {n:,} rows", end="", file=sys.stderr, flush=True)
+        if terminal:  # one line, rewritten (and cleared past its end) as the rows go
+            print(f"\r{table}: {n:,} rows\x1b[K", end="", file=sys.stderr, flush=True)
+        elif n - logged.get(table, -LOGGED_EVERY) >= LOGGED_EVERY:  # a line now and then
+            logged[table] = n
+            print(f"{table}: {n:,} rows", file=sys.stderr, flush=True)
 
     with opened_source(source) as src, RunStore(target) as dst:
         print(f"copying {source} (schema v{src.version}) into {target}", file=sys.stderr)
         copied = copy_store(src, dst, progress)
-    print("", file=sys.stderr)
+    if terminal:
+        print("", file=sys.stderr)
     print(f"copied into {target}: " + ", ".join(f"{t} {n:,}" for t, n in copied.items()))
     return 0

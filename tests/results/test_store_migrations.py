@@ -148,3 +148,14 @@ def test_farm_store_migrate_moves_a_sqlite_store_of_any_version_to_postgresql(
         assert _compare_text(url, capsys)[0] == 1  # b regressed
         with pytest.raises(StoreError, match="not empty"):
             store_command.main(["migrate", "--from", str(source), "--to", url])
+
+
+def test_farm_store_migrate_logs_a_line_a_table_where_no_terminal_reads_it(tmp_path, capsys):
+    """Into a log (CI's), each table's progress is its own line; they ran together on one line
+    ("runs: 2 rowsresults: 5 rows...") when the progress was a terminal's rewritten line."""
+    source, target = tmp_path / "a.sqlite", tmp_path / "b.sqlite"
+    _write_as_of(str(source), RELEASED[-1])
+    assert store_command.main(["migrate", "--from", str(source), "--to", str(target)]) == 0
+    err = capsys.readouterr().err
+    assert "\r" not in err
+    assert err.split("\n")[1:3] == ["runs: 2 rows", "results: 5 rows"]
