@@ -286,14 +286,15 @@ def cmd_hosts(argv: list[str]) -> int:
         json.dump(rows, sys.stdout, indent=1)
         sys.stdout.write("\n")
         return 0
-    columns = HOSTS_SHOWN
     if not sys.stdout.isatty():  # pipes and logs get every character, a line a host
         from farm.results.compare_render import plain_table
 
-        print("\n".join(plain_table(columns, [[row[c] for c in columns] for row in rows], "")))
+        print(
+            "\n".join(plain_table(HOSTS_SHOWN, [[row[c] for c in HOSTS_SHOWN] for row in rows], ""))
+        )
         return 0
     table = Table(title="pool" + (" (just checked)" if args.check else ""))
-    for column in columns:
+    for column in HOSTS_SHOWN:
         table.add_column(column, overflow="fold")
     colour = {"good": "green", "bad": "red", health.SET_ASIDE: "yellow"}
     for row in rows:
@@ -302,7 +303,7 @@ def cmd_hosts(argv: list[str]) -> int:
         table.add_row(
             *[
                 Text(str(row[c] or ""), style=colour.get(state, "") if c == "state" else "")
-                for c in columns
+                for c in HOSTS_SHOWN
             ]
         )
     Console().print(table)

@@ -75,7 +75,7 @@ def lanes(
 
 
 def plan_lanes(
-    cases: list[Case], slots: Iterable[SlotInfo | dict], slots_by_family: dict, n: int
+    cases: list[Case], slots: list[SlotInfo], slots_by_family: dict, n: int
 ) -> tuple[dict[str, str], dict[str, str]]:
     """(case id -> preferred slot, slot id -> lane) of a selection of cases on n lanes: what the
     controller's scheduler and every worker compute alike. Each case's slot balances the
@@ -83,10 +83,9 @@ def plan_lanes(
     move between lanes within their family until the lanes' work is even
     (farm/run/leases.py balance_lanes)."""
     costs = case_costs(cases)
-    infos = [s if isinstance(s, SlotInfo) else SlotInfo(**s) for s in slots]
-    torchless = {s.id for s in infos if not s.torch}
+    torchless = {s.id for s in slots if not s.torch}
     assignment = assign_slots(cases, slots_by_family, costs, torchless)
-    slot_lane = lanes(infos, n, slot_loads(cases, assignment, costs))
+    slot_lane = lanes(slots, n, slot_loads(cases, assignment, costs))
     return balance_lanes(cases, assignment, slot_lane, slots_by_family, costs), slot_lane
 
 

@@ -271,7 +271,7 @@ def pytest_collection_finish(session):
     plan = config.stash[PLAN]
     assignment, config.stash[_SLOT_LANE] = plan_lanes(
         [item.callspec.params["case"] for item in items],
-        plan.slots,
+        plan.slot_infos(),
         plan.slots_by_family(),
         workers_of(config),
     )
@@ -299,7 +299,7 @@ def _lane_groups(plan: plan_mod.Plan, nodeids: list[str], workers: int) -> dict[
     by_id = {c.id: c for c in plan_cases(plan)}
     cases = {n: by_id.get(case_id_of(n) or "") for n in nodeids}
     known = [c for c in cases.values() if c is not None]
-    assignment, slot_lane = plan_lanes(known, plan.slots, plan.slots_by_family(), workers)
+    assignment, slot_lane = plan_lanes(known, plan.slot_infos(), plan.slots_by_family(), workers)
     return {
         n: slot_lane.get(assignment.get(c.id, ""), f"no-slot-{c.family}") if c is not None else n
         for n, c in cases.items()

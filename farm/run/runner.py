@@ -328,7 +328,7 @@ def _prepare(
     for family in families_without:
         why = "" if family in in_pool else f" ({NO_HOST_OF_FAMILY})"
         console.print(f"[red]no healthy slot of family {family}: its cases will be broken[/]{why}")
-    with_torch = {s["family"] for s in plan.slots if s.get("torch", True)}
+    with_torch = {s.family for s in plan.slot_infos() if s.torch}
     benchmarked = {c.family for c in cases if needs_benchmark(c)}
     for family in sorted(benchmarked - set(families_without) - with_torch):
         console.print(

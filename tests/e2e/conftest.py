@@ -210,17 +210,10 @@ class Farm:
     def hosts(self, inventory: str | None = None) -> dict[str, dict]:
         """`farm hosts [--inventory FILE]` as the CLI prints it: host -> {column: text}."""
         args = ["hosts"] + (["--inventory", inventory] if inventory else [])
-        proc = subprocess.run(
-            self.argv(*args),
-            cwd=self.root,
-            env=self.env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        assert proc.returncode == 0, proc.stdout + proc.stderr
+        result = self.run(*args, timeout=120)
+        assert result.code == 0, result.text
         # Piped, it prints aligned columns, a line a host: each cell starts under its header.
-        header, *lines = proc.stdout.splitlines()
+        header, *lines = result.out.splitlines()
         names = header.split()
         starts = [m.start() for m in re.finditer(r"\S+", header)]
         rows = {}

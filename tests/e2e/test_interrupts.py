@@ -201,7 +201,7 @@ def test_a_worker_killed_alone_is_replaced_said_and_every_output_agrees(tmp_path
     says the same one (JUnit had xdist's crash report, an error, for a case stored as passed);
     the run says which worker went."""
     selected = [c for c in matrix.expand("nightly") if "_f32_" in c.id]
-    proc, _ = start(tmp_path, "--", "-k", "_f32_")
+    proc, _ = start(tmp_path, "--jobs", "2", "--", "-k", "_f32_")
     wait_for_records(tmp_path, proc, 40)
     workers = xdist_workers(proc.pid)
     assert len(workers) == 2, workers

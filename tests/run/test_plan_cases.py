@@ -134,7 +134,7 @@ def test_each_worker_gets_the_items_of_its_lane_once(tmp_path):
         node.name: [scheduler.registered_collections[node][i] for i in node.sent] for node in nodes
     }
     assert sorted(given["gw0"] + given["gw1"]) == sorted(collection)
-    assignment, slot_lane = plan_lanes(cases, SLOTS, plan.slots_by_family(), 2)
+    assignment, slot_lane = plan_lanes(cases, plan.slot_infos(), plan.slots_by_family(), 2)
     lane_of = {c.id: slot_lane[assignment[c.id]] for c in cases}
     for name, nodeids in given.items():
         lanes = {lane_of[nodeid.rpartition("[")[2][:-1]] for nodeid in nodeids}
