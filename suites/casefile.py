@@ -346,7 +346,14 @@ def _yaml_loader() -> type:
                 self.scalars[key] = value
             return value
 
+    # YAML 1.1, which PyYAML reads, takes 1e-3 and 1.0e10 for text (its floats need a dot and
+    # a signed exponent); YAML 1.2, JSON and the editors that check a case file against its
+    # schema take them for numbers, and so does the farm.
+    Loader.add_implicit_resolver("tag:yaml.org,2002:float", _EXPONENT_FLOAT, list("-+0123456789."))
     return Loader
+
+
+_EXPONENT_FLOAT = re.compile(r"^[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)[eE][-+]?[0-9]+$")
 
 
 def _check_yaml_events(path: Path, loader: Any) -> None:

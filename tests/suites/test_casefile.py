@@ -350,6 +350,41 @@ def test_a_bad_entry_after_many_good_ones_is_named_by_its_line(tmp_path):
     )
 
 
+def test_yaml_numbers_with_an_exponent_are_numbers_as_in_json(tmp_path):
+    """1e-3 and 1.0e10 are text to YAML 1.1 (PyYAML) and numbers to YAML 1.2, JSON and the
+    editors checking the schema: the farm reads them as numbers; quoted, they stay text."""
+    fields = (
+        "{dtype: float16, shape: [4, 64], axes: -1, y_dist: range, y_range: [-1e2, .5E1], "
+        "tolerance: {rtol: 1e-3, atol: 1.0e-5, max_fail_fraction: 0}}",
+        "{dtype: float16, shape: [4, 64], axes: -1, y_dist: fill, y_fill: 1E+1}",
+    )
+    path = tmp_path / "exponents.yaml"
+    path.write_text(
+        "format: logsoftmaxgrad-cases\nversion: 1\ncases:\n" + "".join(f"  - {f}\n" for f in fields)
+    )
+    same = tmp_path / "exponents.json"
+    same.write_text(
+        json.dumps(
+            [
+                {
+                    "dtype": "float16",
+                    "shape": [4, 64],
+                    "axes": -1,
+                    "y_dist": "range",
+                    "y_range": [-100, 5],
+                    "tolerance": {"rtol": 0.001, "atol": 1e-05, "max_fail_fraction": 0},
+                },
+                {"dtype": "float16", "shape": [4, 64], "axes": -1, "y_dist": "fill", "y_fill": 10},
+            ]
+        )
+    )
+    _same(casefile.load(path), casefile.load(same))
+
+    path.write_text(path.read_text().replace("y_fill: 1E+1", "y_fill: '1e1'"))
+    with pytest.raises(CaseFileError, match=r"field 'y_fill': '1e1' is not a number"):
+        casefile.load(path)
+
+
 def test_yaml_merge_keys_tags_and_shared_values_read_as_pyyaml_reads_them(tmp_path):
     """The memoised loader gives what yaml.safe_load gives: merges, explicit tags, a number
     that is text when quoted."""
