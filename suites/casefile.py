@@ -346,14 +346,47 @@ def _yaml_loader() -> type:
                 self.scalars[key] = value
             return value
 
-    # YAML 1.1, which PyYAML reads, takes 1e-3 and 1.0e10 for text (its floats need a dot and
-    # a signed exponent); YAML 1.2, JSON and the editors that check a case file against its
-    # schema take them for numbers, and so does the farm.
-    Loader.add_implicit_resolver("tag:yaml.org,2002:float", _EXPONENT_FLOAT, list("-+0123456789."))
+        def construct_yaml_int(self, node: Any) -> int:
+            text = self.construct_scalar(node)
+            return int(text, 0) if _PREFIXED_INT.match(text) else int(text, 10)
+
+    # YAML 1.2's core schema, as JSON and the editors checking a case file against its schema
+    # read it, not PyYAML's YAML 1.1: there 1e-3 is text (a float needs a dot and a signed
+    # exponent), 010 is 8, yes is True, 12:30 is 750 and 2024-01-01 a date.
+    Loader.yaml_implicit_resolvers = {}
+    for tag, pattern, first in _YAML_1_2_CORE:
+        Loader.add_implicit_resolver(f"tag:yaml.org,2002:{tag}", re.compile(pattern), list(first))
+    Loader.add_constructor("tag:yaml.org,2002:int", Loader.construct_yaml_int)
     return Loader
 
 
-_EXPONENT_FLOAT = re.compile(r"^[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)[eE][-+]?[0-9]+$")
+@functools.cache
+def _yaml_dumper() -> type:
+    """PyYAML's safe dumper, quoting text that YAML 1.1 or 1.2 would read as anything else (a
+    note "1e5", "yes" or "010"): the file reads back the same in the farm and in PyYAML."""
+    import yaml
+
+    class Dumper(yaml.SafeDumper):
+        pass
+
+    for tag, pattern, first in _YAML_1_2_CORE:
+        Dumper.add_implicit_resolver(f"tag:yaml.org,2002:{tag}", re.compile(pattern), list(first))
+    return Dumper
+
+
+_YAML_1_2_CORE = (  # the plain scalars that are not text: (tag, pattern, first characters)
+    ("null", r"^(?:~|null|Null|NULL|)$", ["~", "n", "N", ""]),
+    ("bool", r"^(?:true|True|TRUE|false|False|FALSE)$", "tTfF"),
+    ("int", r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$", "-+0123456789"),
+    (
+        "float",
+        r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
+        r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$",
+        "-+0123456789.",
+    ),
+    ("merge", r"^<<$", "<"),  # YAML 1.1's merge key, which a case file may use to share fields
+)
+_PREFIXED_INT = re.compile(r"^[-+]?0[oOxXbB]")
 
 
 def _check_yaml_events(path: Path, loader: Any) -> None:
@@ -852,7 +885,7 @@ def dump(cases: Iterable[Case], path: str | Path, source: str = "") -> Path:
     elif kind == "yaml":
         import yaml
 
-        text = yaml.safe_dump(document(cases, source), sort_keys=False, width=100)
+        text = yaml.dump(document(cases, source), Dumper=_yaml_dumper(), sort_keys=False, width=100)
     else:
         text = _csv_text(cases)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 
 import pytest
 
@@ -350,39 +351,47 @@ def test_a_bad_entry_after_many_good_ones_is_named_by_its_line(tmp_path):
     )
 
 
-def test_yaml_numbers_with_an_exponent_are_numbers_as_in_json(tmp_path):
-    """1e-3 and 1.0e10 are text to YAML 1.1 (PyYAML) and numbers to YAML 1.2, JSON and the
-    editors checking the schema: the farm reads them as numbers; quoted, they stay text."""
-    fields = (
+def test_yaml_is_read_as_yaml_1_2_reads_it_as_json_and_the_schema_editors_do(tmp_path):
+    """PyYAML reads YAML 1.1: 1e-3 is text there, 010 is 8, yes is True, 12:30 is 750 and
+    2024-01-01 a date. The farm reads the core schema of YAML 1.2, as JSON does and the editors
+    checking a file against its schema; quoted, a number stays text."""
+    entries = (
         "{dtype: float16, shape: [4, 64], axes: -1, y_dist: range, y_range: [-1e2, .5E1], "
         "tolerance: {rtol: 1e-3, atol: 1.0e-5, max_fail_fraction: 0}}",
-        "{dtype: float16, shape: [4, 64], axes: -1, y_dist: fill, y_fill: 1E+1}",
+        "{dtype: float16, shape: [010, 64], axes: -1, y_dist: fill, y_fill: 1E+1, note: yes}",
+        "{dtype: float32, shape: [2, 3], axes: 0, name: 2024-01-01, note: 12:30}",
     )
-    path = tmp_path / "exponents.yaml"
+    path = tmp_path / "mine.yaml"
     path.write_text(
-        "format: logsoftmaxgrad-cases\nversion: 1\ncases:\n" + "".join(f"  - {f}\n" for f in fields)
+        "format: logsoftmaxgrad-cases\nversion: 1\ncases:\n"
+        + "".join(f"  - {e}\n" for e in entries)
     )
-    same = tmp_path / "exponents.json"
-    same.write_text(
-        json.dumps(
-            [
-                {
-                    "dtype": "float16",
-                    "shape": [4, 64],
-                    "axes": -1,
-                    "y_dist": "range",
-                    "y_range": [-100, 5],
-                    "tolerance": {"rtol": 0.001, "atol": 1e-05, "max_fail_fraction": 0},
-                },
-                {"dtype": "float16", "shape": [4, 64], "axes": -1, "y_dist": "fill", "y_fill": 10},
-            ]
-        )
-    )
+    tolerance = {"rtol": 0.001, "atol": 1e-05, "max_fail_fraction": 0}
+    as_json = [
+        {"dtype": "float16", "shape": [4, 64], "axes": -1, "y_dist": "range"}
+        | {"y_range": [-100, 5], "tolerance": tolerance},
+        {"dtype": "float16", "shape": [10, 64], "axes": -1, "y_dist": "fill"}
+        | {"y_fill": 10, "note": "yes"},
+        {"dtype": "float32", "shape": [2, 3], "axes": 0, "name": "2024-01-01", "note": "12:30"},
+    ]
+    same = tmp_path / "mine.json"
+    same.write_text(json.dumps(as_json))
     _same(casefile.load(path), casefile.load(same))
 
     path.write_text(path.read_text().replace("y_fill: 1E+1", "y_fill: '1e1'"))
     with pytest.raises(CaseFileError, match=r"field 'y_fill': '1e1' is not a number"):
         casefile.load(path)
+
+
+def test_yaml_the_farm_writes_reads_back_the_same_in_pyyaml(tmp_path):
+    """Text that either YAML would read as something else is quoted when written."""
+    import yaml
+
+    texts = ["1e5", "yes", "010", "12:30", "2024-01-01", "-0x1f", "null", "~"]
+    cases = [replace(c, note=t) for c, t in zip(SMOKE, texts, strict=False)]
+    path = casefile.dump(cases, tmp_path / "notes.yaml", source="t")
+    assert [c.note for c in casefile.load(path)] == texts
+    assert [e["note"] for e in yaml.safe_load(path.read_text())["cases"]] == texts
 
 
 def test_yaml_merge_keys_tags_and_shared_values_read_as_pyyaml_reads_them(tmp_path):
