@@ -131,8 +131,9 @@ def load(path: str | Path) -> list[Case]:
     kind = file_kind(path)
     limits.FILE_BYTES.check_file(path)  # before a byte is read: the parse holds it whole
     try:
-        # CSV keeps its line ends as written: a quoted cell may hold a carriage return.
-        with path.open(encoding="utf-8", newline="" if kind == "csv" else None) as f:
+        # CSV keeps its line ends as written: a quoted cell may hold a carriage return. A byte
+        # order mark (a spreadsheet's "CSV UTF-8", some Windows editors) is not part of the text.
+        with path.open(encoding="utf-8-sig", newline="" if kind == "csv" else None) as f:
             text = f.read()
     except FileNotFoundError:
         raise CaseFileError(f"{path}: no such case file (check the path)") from None
@@ -473,7 +474,7 @@ def _parse_csv(path: Path, text: str) -> tuple[list, list[int | None]]:
     """One case per row; a header row names the fields. Cells: empty is absent; lists and
     objects as JSON ([2, 3], {"rtol": 0.001}); a shape also as 2x3 or scalar; axes also as
     one integer."""
-    reader = csv.reader(io.StringIO(text))
+    reader = csv.reader(io.StringIO(text), delimiter=_csv_delimiter(text))
     rows: list[tuple[int, list[str]]] = []
     most = limits.CASES.value() + 1  # and the header
     try:
@@ -507,6 +508,19 @@ def _parse_csv(path: Path, text: str) -> tuple[list, list[int | None]]:
         entries.append(entry)
         lines.append(line)
     return entries, lines
+
+
+def _csv_delimiter(text: str) -> str:
+    """The header row's separator: a comma, or where it has none, the semicolon or tab that a
+    spreadsheet of a locale with decimal commas writes. Field names hold none of them."""
+    for line in text.splitlines():
+        if line.strip() and not line.lstrip().startswith("#"):
+            if "," not in line:
+                for other in ";\t":
+                    if other in line:
+                        return other
+            break
+    return ","
 
 
 def _comment(row: list[str]) -> bool:

@@ -52,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
         path = Path(file_name)
         limits.FILE_BYTES.check_file(path)  # before a byte is read
         try:
-            text = path.read_text(encoding="utf-8")
+            text = path.read_text(encoding="utf-8-sig")  # a byte order mark is not text
         except FileNotFoundError:
             raise UsageError(f"{path}: no such file (check the path)") from None
         except IsADirectoryError:

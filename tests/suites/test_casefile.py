@@ -3,6 +3,8 @@ bad file is refused whole, one line per bad field, before anything runs."""
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import math
 from dataclasses import replace
@@ -381,6 +383,34 @@ def test_yaml_is_read_as_yaml_1_2_reads_it_as_json_and_the_schema_editors_do(tmp
     path.write_text(path.read_text().replace("y_fill: 1E+1", "y_fill: '1e1'"))
     with pytest.raises(CaseFileError, match=r"field 'y_fill': '1e1' is not a number"):
         casefile.load(path)
+
+
+@pytest.mark.parametrize("suffix", [".json", ".yaml", ".csv"])
+def test_a_byte_order_mark_is_not_part_of_the_file(tmp_path, suffix):
+    """A spreadsheet's "CSV UTF-8" and some Windows editors start the file with one."""
+    path = casefile.dump(SMOKE[:6], tmp_path / f"smoke{suffix}", source="tier smoke")
+    path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
+    _same(casefile.load(path), SMOKE[:6])
+
+
+@pytest.mark.parametrize("separator", [";", "\t"])
+def test_a_csv_of_semicolons_or_tabs_reads_as_one_of_commas(tmp_path, separator):
+    """What a spreadsheet writes in a locale whose decimal mark is a comma; the header row,
+    whose field names hold no separator, says which."""
+    rows = [
+        ["dtype", "shape", "axes", "y_dist", "y_range", "note"],
+        ["float16", "8x64", "-1", "range", "[-5, 5]", "a note, with a comma; and a semicolon"],
+        ["float32", "2x3x4", "1", "", "", ""],
+    ]
+    files = {}
+    for name, delimiter in [("commas", ","), ("other", separator)]:
+        text = io.StringIO()
+        text.write("# from a spreadsheet\n")
+        csv.writer(text, delimiter=delimiter).writerows(rows)
+        files[name] = tmp_path / f"{name}.csv"
+        files[name].write_text(text.getvalue())
+    _same(casefile.load(files["other"]), casefile.load(files["commas"]))
+    assert casefile.load(files["other"])[0].note == rows[1][-1]
 
 
 def test_yaml_the_farm_writes_reads_back_the_same_in_pyyaml(tmp_path):

@@ -42,6 +42,19 @@ def test_each_format_end_to_end(
     assert sum(1 for line in lines if ": not imported: " in line) == skipped
 
 
+@pytest.mark.parametrize(("fmt", "sample"), [("ttk", "logsoftmaxgrad_ttk.csv"),
+                                             ("msopst", "logsoftmaxgrad_msopst.json")])  # fmt: skip
+def test_a_byte_order_mark_is_not_part_of_the_file(tmp_path, capsys, fmt, sample):
+    """A spreadsheet's "CSV UTF-8" and some Windows editors start the file with one."""
+    marked = tmp_path / sample
+    marked.write_bytes(b"\xef\xbb\xbf" + (SAMPLES / sample).read_bytes())
+    plain, with_mark = tmp_path / "plain.json", tmp_path / "marked.json"
+    assert main(["cases", "import", "--format", fmt, str(SAMPLES / sample), "-o", str(plain)]) == 0
+    assert main(["cases", "import", "--format", fmt, str(marked), "-o", str(with_mark)]) == 0
+    capsys.readouterr()
+    assert [c.id for c in casefile.load(with_mark)] == [c.id for c in casefile.load(plain)]
+
+
 def test_the_report_says_per_source_case_what_was_not_expressed(capsys, tmp_path):
     out = tmp_path / "cases.json"
     main(["cases", "import", "--format", "msopst", str(SAMPLES / "logsoftmaxgrad_msopst.json"),
