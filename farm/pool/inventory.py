@@ -212,7 +212,7 @@ def load_inventory(path: str | os.PathLike[str]) -> Inventory:
     except OSError as exc:
         raise ConfigError(f"{where}: cannot read: {exc.strerror}") from None
     try:
-        data = tomllib.loads(raw.decode("utf-8"))
+        data = tomllib.loads(raw.decode("utf-8-sig"))  # a byte order mark (Notepad) is no text
     except UnicodeDecodeError:
         raise ConfigError(f"{where}: not UTF-8 text; save the inventory as UTF-8") from None
     except tomllib.TOMLDecodeError as exc:

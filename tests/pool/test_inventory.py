@@ -88,6 +88,14 @@ def test_valid_inventory_loads_with_defaults_and_slots(keys):
         inv.host("nope")
 
 
+def test_a_byte_order_mark_is_not_part_of_the_inventory(keys):
+    """Windows' Notepad starts a UTF-8 file with one; TOML's parser takes it for a statement."""
+    plain = load_inventory(write(keys, GOOD))
+    path = keys / "inventory.toml"
+    path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
+    assert load_inventory(path).hosts == plain.hosts
+
+
 def test_key_path_expands_tilde(keys, monkeypatch):
     monkeypatch.setenv("HOME", str(keys))
     text = GOOD.replace('key = "id_ed25519"', 'key = "~/id_ed25519"')
