@@ -45,6 +45,12 @@ def main(argv: list[str] | None = None) -> int:
         raise UsageError("no -o FILE given (the case file to write: .json, .yaml or .csv)")
     output = Path(args.output)
     casefile.file_kind(output)  # an unknown suffix stops here, before anything is read
+    for file_name in args.files:
+        if output.exists() and Path(file_name).exists() and output.samefile(file_name):
+            raise UsageError(
+                f"{output}: -o names a file being imported; writing there would replace the "
+                "source suite's cases (write the case file to another path)"
+            )
 
     parse = FORMATS[args.format]
     conversions: list[tuple[str, Conversion]] = []

@@ -219,6 +219,19 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, argv, message):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_the_output_is_never_a_file_being_imported(tmp_path, capsys):
+    source = tmp_path / "suite.csv"
+    source.write_bytes((SAMPLES / "logsoftmaxgrad_ttk.csv").read_bytes())
+    (tmp_path / "cases").mkdir()
+    same = tmp_path / "cases" / ".." / "suite.csv"  # however the path is written
+    assert main(["cases", "import", "--format", "ttk", str(source), "-o", str(same)]) == 2
+    assert capsys.readouterr().err == (
+        f"error: {same}: -o names a file being imported; writing there would replace the source "
+        "suite's cases (write the case file to another path)\n"
+    )
+    assert source.read_bytes() == (SAMPLES / "logsoftmaxgrad_ttk.csv").read_bytes()
+
+
 def test_a_bad_file_among_good_ones_writes_nothing(tmp_path, capsys):
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")
