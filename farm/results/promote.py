@@ -21,7 +21,9 @@ from suites.caseset import Selection, find_case
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="farm cases promote", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="farm cases promote", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("case_ids", nargs="*", metavar="CASE_ID")
     parser.add_argument("--run", help="the run the failures come from (default: the newest)")
     parser.add_argument(

@@ -26,8 +26,14 @@ LOGGED_EVERY = 100_000  # rows between a migration's progress lines in a log (no
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] in (["-h"], ["--help"]):
+        print(__doc__.rstrip())
+        return 0
     if not argv or argv[0] not in ("info", "migrate"):
-        raise UsageError("farm store info [--store S] | farm store migrate --from SRC --to DST")
+        what = f"unknown store command {argv[0]!r}" if argv else "no store command given"
+        raise UsageError(
+            f"{what}; use farm store info [--store S] | farm store migrate --from SRC --to DST"
+        )
     return (info if argv[0] == "info" else migrate)(argv[1:])
 
 

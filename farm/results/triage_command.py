@@ -18,7 +18,7 @@ from farm.results.store import RunStore
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="farm triage", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="farm triage", description=__doc__.split("\n\n")[0])
     parser.add_argument("run", nargs="?", metavar="RUN", help="the run (default: the newest)")
     parser.add_argument("--json", action="store_true", help="the groups and their cases as JSON")
     parser.add_argument("--group", type=int, metavar="N", help="with -o: the N-th group's cases")

@@ -24,7 +24,7 @@ from suites.caseset import find_case
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="farm repro", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="farm repro", description=__doc__.split("\n\n")[0])
     parser.add_argument("case_id")
     add_case_file_args(parser)
     parser.add_argument("--host", help="run on this host (default: any healthy host of the family)")

@@ -1,5 +1,6 @@
 """The command line as a user meets it: farm cases, farm repro, farm hosts, errors."""
 
+import importlib
 import json
 import os
 import subprocess
@@ -57,6 +58,31 @@ def test_unknown_tier_and_command_are_one_clear_line():
     assert "unknown tier 'weekly'; use one of: smoke, nightly, full" in out.stderr
     out = farm("frobnicate")
     assert out.returncode == 2 and "unknown command 'frobnicate'" in out.stderr
+
+
+COMMANDS = ["run", "cases", "cases import", "cases promote", "hosts", "merge", "repro", "shrink",
+            "bisect", "triage", "build", "lab", "report", "runs", "runs prune", "store",
+            "store info", "store migrate", "baseline", "compare"]  # fmt: skip
+DOCSTRING_HELP = {"cases promote": "farm.results.promote", "triage": "farm.results.triage_command",
+                  "repro": "farm.run.repro", "store": "farm.results.store_command"}  # fmt: skip
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_command_has_help_whose_description_is_whole(command, capsys):
+    """--help exits 0; a description taken from a module's docstring is its first paragraph,
+    not its first line cut mid-sentence."""
+    from farm.cli import main
+
+    try:
+        code = main([*command.split(), "--help"])
+    except SystemExit as stop:  # argparse's way
+        code = stop.code
+    assert code == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert text
+    if command in DOCSTRING_HELP:
+        doc = importlib.import_module(DOCSTRING_HELP[command]).__doc__
+        assert " ".join(doc.split("\n\n")[0].split()) in text
 
 
 def test_version_is_the_package_version():
