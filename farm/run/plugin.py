@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from farm import build
+from farm.agent.backends import BACKENDS
 from farm.agent.outcome import CATEGORIES
 from farm.agent.record import JSON_FORM, ResultRecord
 from farm.errors import RunDirUnwritable
@@ -66,12 +68,21 @@ def pytest_addoption(parser):
         metavar="SALT",
         help="add cases drawn from SALT on top of the tier (default salt: today's date)",
     )
-    group.addoption("--farm-backend", default="native", help="native | torch (default native)")
+    # Checked here: an unknown value would reach every agent and fail its canary, which
+    # quarantines hosts for the command line's mistake.
+    group.addoption(
+        "--farm-backend",
+        default=BACKENDS[0],
+        choices=BACKENDS,
+        help=f"how an agent calls the operator: {' | '.join(BACKENDS)} (default {BACKENDS[0]})",
+    )
     group.addoption(
         "--farm-target",
-        default="ascendc-cpu",
-        help="the operator package to build: ascendc-cpu (the real Ascend C kernel on the CPU "
-        "emulation, the default) | twin",
+        default=build.DEFAULT_TARGET,
+        choices=build.TARGETS,
+        help="the operator package to build: "
+        + " | ".join(build.describe(t) for t in build.TARGETS)
+        + f" (default {build.DEFAULT_TARGET})",
     )
     group.addoption("--farm-run-dir", metavar="DIR", help="where this run's records go")
     group.addoption("--farm-plan", metavar="FILE", help="a pool plan prepared by `farm run`")

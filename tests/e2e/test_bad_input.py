@@ -124,3 +124,13 @@ def test_plugin_refuses_a_bad_inventory_with_a_usage_error(farm, tmp_path, keyfi
     assert "Traceback" not in text and "INTERNALERROR" not in text, text
     assert "unknown SoC 'Ascend999Z'" in " ".join(text.split())
     assert _run_dirs(farm.runs) == []
+
+
+@pytest.mark.parametrize("option", ["--farm-backend", "--farm-target"])
+def test_plugin_refuses_an_unknown_backend_or_target_before_any_host_is_touched(farm, option):
+    """It reached every agent and failed its canary: the whole pool quarantined for a typo."""
+    proc = farm.pytest("suites/", option, "bogus", "-q")
+    text = proc.stdout + proc.stderr
+    assert proc.returncode == 4, text  # pytest's usage error
+    assert f"argument {option}: invalid choice: 'bogus'" in text
+    assert _run_dirs(farm.runs) == [] and not (farm.runs / "hosts").exists()
