@@ -34,7 +34,7 @@ import sys
 import time
 from collections.abc import Iterator
 
-from farm.agent import allocator
+from farm.agent import allocator, home_paths
 
 AGENTS_DIR = "agents"
 
@@ -108,6 +108,11 @@ def main(argv: list[str] | None = None) -> int:
         help="JSON file naming the emulated hosts this agent serves (a shared agent)",
     )
     args = parser.parse_args(argv)
+    if args.workdir:
+        args.workdir = home_paths.from_home(args.workdir)
+    if args.native_lib:
+        args.native_lib = home_paths.from_home(args.native_lib)
+    home_paths.custom_opp_from_home(os.environ)
     hosts = None
     if args.hosts_file:
         try:

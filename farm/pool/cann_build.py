@@ -25,6 +25,7 @@ import posixpath
 import tempfile
 from pathlib import Path
 
+from farm.agent.home_paths import CUSTOM_OPP_ENV
 from farm.errors import BuildError, FarmError
 from farm.paths import DIST_DIR
 from farm.pool import deploy
@@ -36,7 +37,6 @@ BUILD_TIMEOUT = 3600.0  # a CANN build of both SoCs takes minutes; a stuck one i
 INSTALL_TIMEOUT = 600.0
 LOG_TAIL_LINES = 20
 INSTALLED_MARKER = ".lsg-installed"
-CUSTOM_OPP_ENV = "ASCEND_CUSTOM_OPP_PATH"
 VENDOR = "customize"  # the vendor name of the project msopgen generates
 
 

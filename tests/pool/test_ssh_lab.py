@@ -312,3 +312,41 @@ def test_real_case_over_ssh_with_the_deployed_op_package(deployed_lab, agent_bun
                 record = ch.run_case(case.to_dict(), "native", 0, timeout=60)
         assert record["case_id"] == case.id and record["soc"] == host.soc
         assert record["outcome"] == "passed", record.get("message")
+
+
+def test_a_workdir_relative_to_the_home_is_the_agents_too(deployed_lab, agent_bundle):
+    """An inventory's relative workdir (the default, lsg-farm) is relative to the remote home,
+    where SFTP and the SSH session start; the agent runs in its bundle's directory. It loaded
+    the operator's library from there, and kept its device locks there (one bundle's), not in
+    the host's workdir."""
+    import shutil
+    import uuid
+    from pathlib import Path
+
+    from farm.errors import ConfigError
+    from farm.pool.deploy import deploy_all, find_op_package
+    from suites.matrix import expand
+    from tests.requirements import need
+
+    try:
+        package = find_op_package()
+    except ConfigError as exc:
+        package = None
+        need(False, str(exc))
+    _, inventory, sha = deployed_lab
+    workdir = f"lsg-farm-relative-{uuid.uuid4().hex[:8]}"
+    home = Path.home() / workdir  # the lab's hosts log in as this user
+    host = dataclasses.replace(inventory.host("a2-01"), workdir=workdir)
+    case = next(c for c in expand("smoke") if c.family == host.family and c.accepted)
+    try:
+        with open_transport(host) as t:
+            _, native = deploy_all(t, bundle=agent_bundle[0], op_package=package)
+            assert native is not None and not native.startswith("/")
+            with start_agent(t, sha, native_lib=native) as ch:
+                record = ch.run_case(case.to_dict(), "native", 1, timeout=60)
+                assert list((home / "agents").glob("*.json"))  # its pid file, while it runs
+        assert record["outcome"] == "passed", record.get("message")
+        assert (home / "locks" / "device-1.json").exists()
+        assert not list((home / "versions").glob("*/lsg-farm-relative-*"))
+    finally:
+        shutil.rmtree(home, ignore_errors=True)

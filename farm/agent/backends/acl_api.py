@@ -23,6 +23,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from farm.agent.home_paths import CUSTOM_OPP_ENV
+
 ROOT = Path(__file__).resolve().parents[3]
 ENV_LIB_DIR = "LSG_ACL_LIB_DIR"
 
@@ -217,7 +219,7 @@ def _search() -> tuple[Path, Path]:
         return Path(env), Path(env) / OP_API_FILE
     home = os.environ.get("ASCEND_HOME_PATH")
     if home:
-        custom = os.environ.get("ASCEND_CUSTOM_OPP_PATH", "").split(":")
+        custom = os.environ.get(CUSTOM_OPP_ENV, "").split(":")
         vendors = Path(os.environ.get("ASCEND_OPP_PATH", Path(home) / "opp")) / "vendors"
         roots = [Path(p) for p in custom if p] + sorted(vendors.glob("*"))
         for r in roots:

@@ -1,0 +1,25 @@
+"""Paths an agent is given relative to its host user's home.
+
+An inventory's relative ``workdir`` is relative to the home directory, where SSH sessions and
+SFTP start; what the orchestrator derives from it (the operator's library, the CANN package's
+install directory) is relative too. The agent runs in its bundle's directory, so it makes them
+absolute against the home before it uses them.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import MutableMapping
+
+CUSTOM_OPP_ENV = "ASCEND_CUSTOM_OPP_PATH"  # CANN's list of custom operator package directories
+
+
+def from_home(path: str) -> str:
+    return path if os.path.isabs(path) else os.path.join(os.path.expanduser("~"), path)
+
+
+def custom_opp_from_home(environ: MutableMapping[str, str]) -> None:
+    """Each relative entry of $ASCEND_CUSTOM_OPP_PATH made absolute against the home."""
+    value = environ.get(CUSTOM_OPP_ENV)
+    if value:
+        environ[CUSTOM_OPP_ENV] = ":".join(from_home(p) if p else p for p in value.split(":"))
