@@ -34,7 +34,17 @@ import sys
 import time
 from collections.abc import Iterator
 
-from farm.agent import allocator, home_paths
+# What the agent and golden use (zip(strict=), functools.cache, str.removeprefix); checked before
+# they are imported, so that an older host python is one line naming the fix, not a traceback.
+MIN_PYTHON = (3, 10)
+if sys.version_info < MIN_PYTHON:
+    sys.exit(
+        f"lsg-agent: python {sys.version.split()[0]} ({sys.executable}) is older than the "
+        f"{'.'.join(map(str, MIN_PYTHON))} the agent needs; set the host's python in the "
+        'inventory (python = "/path/to/python3.10 or newer")'
+    )
+
+from farm.agent import allocator, home_paths  # noqa: E402 (after the version check)
 
 AGENTS_DIR = "agents"
 
