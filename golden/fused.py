@@ -257,7 +257,9 @@ _LOADED: dict[str, tuple[str, Kernel | None]] = {}
 def mode() -> str:
     value = os.environ.get(ENV_MODE, "").strip().lower() or "auto"
     if value not in MODES:
-        raise RuntimeError(f"${ENV_MODE}={value!r} is not one of {', '.join(MODES)}")
+        raise RuntimeError(
+            f"${ENV_MODE}={value!r} is not one of {', '.join(MODES)}; set one, or unset it (auto)"
+        )
     return value
 
 

@@ -326,9 +326,11 @@ class AgentServer:
                 context.identity = gather(context.workdir, context.declared)
             else:
                 # One gather (numpy and ml_dtypes imported) for the process, each host's own
-                # declaration and deployed bundle on top.
+                # declaration and deployed bundle on top; the process's own problems (judging
+                # that cannot be had) are every host's.
                 if self._base_identity is None:
-                    self._base_identity = gather(context.workdir, context.declared)
+                    undeclared = dataclasses.replace(context.declared, problems=())
+                    self._base_identity = gather(context.workdir, undeclared)
                 declared = context.declared
                 context.identity = dataclasses.replace(
                     self._base_identity,
@@ -336,7 +338,7 @@ class AgentServer:
                     devices=declared.devices,
                     source=declared.source,
                     emulated=declared.emulated,
-                    problems=declared.problems,
+                    problems=declared.problems + self._base_identity.problems,
                     bundle=_deployed_bundle(context.bundle_dir, self._base_identity.bundle),
                 )
         return context.identity

@@ -85,6 +85,26 @@ def test_each_host_is_served_as_its_own_agent_would():
     assert replies[7]["ok"] and replies[7]["result"]["soc"] == "Ascend910B1"
 
 
+def test_a_problem_of_the_process_is_every_hosts_and_a_declarations_its_own(monkeypatch):
+    """Judging that cannot be had in the agent's process ($LSG_FUSED wrong, or require without
+    a compiler) is each host's problem at identify, as its own agent would say, beside that
+    host's own declaration problems; it was dropped, and the canary failed with a traceback."""
+    monkeypatch.setenv("LSG_FUSED", "maybe")
+    bad = {"LSG_EMULATED_SOC": "Ascend310B1", "LSG_EMULATED_DEVICES": "two"}
+    hosts = [HOSTS[0], {**HOSTS[1], "env": bad}]
+    replies = serve(
+        [
+            protocol.hello_request(1),
+            protocol.encode_request("identify", 2, host="emu-a"),
+            protocol.encode_request("identify", 3, host="emu-b"),
+        ],
+        hosts=hosts,
+    )
+    judging = "$LSG_FUSED='maybe' is not one of auto, off, require; set one, or unset it (auto)"
+    assert replies[1]["problems"] == [judging]
+    assert replies[2]["problems"][-1] == judging and len(replies[2]["problems"]) == 2
+
+
 def test_a_hosts_fault_counts_its_own_replies_and_hello():
     """emu-b corrupts its 4th reply (hello + 3 of its own); emu-a's replies do not count."""
     out = io.BytesIO()
