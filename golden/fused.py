@@ -36,6 +36,7 @@ import fcntl
 import hashlib
 import os
 import platform
+import shlex
 import shutil
 import subprocess
 import tempfile
@@ -367,13 +368,14 @@ def build(path: Path, source: Path = SOURCE, *, native: bool = False) -> None:
     cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
     if not cc:
         raise RuntimeError("no C compiler (install gcc, or set $CC)")
+    command = shlex.split(cc)  # as make reads $CC: "ccache gcc", "gcc -m64"
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     os.close(fd)
     try:
         for flags in ([*FLAGS, NATIVE], [*FLAGS]) if native else ([*FLAGS],):
             run = subprocess.run(
-                [cc, *flags, "-o", tmp, os.fspath(source), "-lm"],
+                [*command, *flags, "-o", tmp, os.fspath(source), "-lm"],
                 capture_output=True,
                 text=True,
                 timeout=BUILD_TIMEOUT_S,

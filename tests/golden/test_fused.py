@@ -261,6 +261,21 @@ def test_the_library_is_built_for_this_cpu_else_for_the_baseline(monkeypatch, tm
     assert fused.NATIVE not in calls.read_text().split()
 
 
+def test_cc_is_a_command_line_as_make_reads_it(monkeypatch, tmp_path):
+    """$CC="ccache gcc" or "gcc -m64" is common; it was taken for one executable's name."""
+    the_library()
+    calls = tmp_path / "calls"
+    wrapper = tmp_path / "wrapper"  # ccache's part: runs the compiler it is given
+    wrapper.write_text(f'#!/bin/sh\necho "$1" >> {calls}\nexec "$@"\n')
+    wrapper.chmod(0o755)
+    monkeypatch.setattr(fused, "_LOADED", {})
+    monkeypatch.setenv("CC", f"'{wrapper}' cc -O2")
+    monkeypatch.setenv(fused.ENV_CACHE, str(tmp_path / "cache"))
+    monkeypatch.setenv(fused.ENV_MODE, "require")
+    assert fused.kernel() is not None
+    assert calls.read_text().splitlines()[0] == "cc"
+
+
 def test_hosts_of_other_cpus_sharing_a_cache_each_have_their_own_library(monkeypatch):
     names = set()
     for features in ("fpu sse2 avx2", "fpu sse2 avx2 avx512f", None):
