@@ -461,9 +461,18 @@ def _after_session(
     pytest_broke = (
         bool(errors.errors) or (pytest_code not in (0, 1) and not stopped) and interrupted is None
     ) and fault is None
+    # pytest's own usage error (an option after -- it does not know): the user's, not the pool's.
+    refused = pytest_code == pytest.ExitCode.USAGE_ERROR and pytest_broke and not errors.errors
     if pytest_code == pytest.ExitCode.NO_TESTS_COLLECTED:
         console.print(
             f"[red]no case of {escape(chosen.label)} matched the selection {extra_pytest}[/]"
+        )
+    elif refused:
+        given = escape(" ".join(extra_pytest))
+        console.print(
+            f"[red]error:[/] pytest refused the arguments after -- ({given}), as it says above; "
+            "nothing ran",
+            highlight=False,
         )
     elif pytest_broke:
         console.print(f"[red]pytest could not run the suites (exit {pytest_code})[/]")
@@ -512,7 +521,7 @@ def _after_session(
                 raise
             fault = fault or str(run_dir.unwritable(exc))
     code = EXIT_INFRA if pytest_broke else exit_code(records, plan, quarantined)
-    status = "finished"
+    status = "aborted" if refused else "finished"
     if fault is not None and len(records) < len(cases):
         code, status = EXIT_INFRA, "aborted"  # cut short by its runs directory, not by a signal
     if interrupted is not None:
@@ -560,6 +569,9 @@ def _after_session(
             highlight=False,
         )
         return code if interrupted is not None else EXIT_INFRA
+    if refused:
+        console.print(f"run {plan.run_id} stored as aborted, with no case (exit {code})")
+        return code
     print_summary(console, records, plan, code, plan.run_dir / SUMMARY_JSON)
     # With a report, farm report prints the gate (all of its rules), after the triage.
     print_judgement(console, [] if report and interrupted is None else gate, followup)

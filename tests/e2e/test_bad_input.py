@@ -134,3 +134,25 @@ def test_plugin_refuses_an_unknown_backend_or_target_before_any_host_is_touched(
     assert proc.returncode == 4, text  # pytest's usage error
     assert f"argument {option}: invalid choice: 'bogus'" in text
     assert _run_dirs(farm.runs) == [] and not (farm.runs / "hosts").exists()
+
+
+def test_an_option_pytest_refuses_is_the_users_mistake_not_the_pools(farm):
+    """pytest parses what follows -- once the pool is ready; an option it does not know was
+    "degraded or incomplete by infrastructure", a finished run of no case with its quality
+    gate and report. Now: one line, the run stored aborted (never a baseline), exit 2."""
+    import sqlite3
+
+    result = farm.run("run", "--tier", "smoke", "--no-progress", "--", "--no-such-option")
+    text = " ".join(result.text.split())
+    assert result.code == 2, result.text
+    assert "unrecognized arguments: --no-such-option" in text
+    assert (
+        "error: pytest refused the arguments after -- (--no-such-option), as it says above; "
+        "nothing ran"
+    ) in text
+    assert "infrastructure" not in text and "quality gate" not in text
+    (run_dir,) = _run_dirs(farm.runs)
+    assert not (run_dir / "report").exists()
+    with sqlite3.connect(farm.store) as db:
+        assert db.execute("SELECT status, exit_code FROM runs").fetchall() == [("aborted", 2)]
+        assert db.execute("SELECT count(*) FROM results").fetchone() == (0,)
