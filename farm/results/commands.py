@@ -12,12 +12,13 @@ from __future__ import annotations
 import argparse
 import datetime as _dt
 import json
+import math
 import sys
 from collections.abc import Sequence
 
 from farm.errors import StoreError, UsageError
 from farm.results import retention
-from farm.results.compare import DEFAULT_DRIFT_FACTOR, compare
+from farm.results.compare import DEFAULT_DRIFT_FACTOR, DEFAULT_NOISE_FLOOR, compare
 from farm.results.compare_render import (
     headline,
     plain_table,
@@ -26,7 +27,7 @@ from farm.results.compare_render import (
     to_markdown,
     to_text,
 )
-from farm.results.store import RunStore, StoreLocation, open_existing
+from farm.results.store import METRIC_COLUMNS, RunStore, StoreLocation, open_existing
 from farm.sizes import size_text
 
 
@@ -248,20 +249,66 @@ def main_baseline(argv: Sequence[str] | None = None) -> int:
         return 0
 
 
-def _parse_floor(items: Sequence[str] | None):
+def drift_factor(text: str) -> float:
+    """--drift-factor: how many times its baseline's error a case's may grow, above 0 (NaN
+    would flag no drift at all)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a factor above 0 (default {DEFAULT_DRIFT_FACTOR:g})"
+        )
+    return value
+
+
+def _parse_floor(items: Sequence[str] | None) -> dict[str, dict[str, float]] | None:
+    """--noise-floor's values as {dtype: {metric: floor}}: a bare number is every dtype's and
+    metric's, wherever it is given; DTYPE=X and DTYPE:METRIC=X, in order, on top of it."""
     if not items:
         return None
-    spec: dict = {}
+    base: float | None = None
+    named: dict[str, dict[str, float]] = {}
     for item in items:
-        if "=" not in item:
-            return float(item)
-        key, val = item.split("=", 1)
-        if ":" in key:
-            dt, m = key.split(":", 1)
-            spec.setdefault(dt, {})[m] = float(val)
-        else:
-            spec[key] = float(val)
+        key, _, text = item.rpartition("=")
+        value = _floor_number(item, text)
+        if not key:
+            base = value
+            continue
+        dtype, _, metric = key.partition(":")
+        if dtype not in DEFAULT_NOISE_FLOOR:
+            raise UsageError(
+                f"--noise-floor {item}: unknown dtype {dtype!r}; use one of "
+                f"{', '.join(DEFAULT_NOISE_FLOOR)}"
+            )
+        if metric and metric not in METRIC_COLUMNS:
+            raise UsageError(
+                f"--noise-floor {item}: unknown metric {metric!r}; use one of "
+                f"{', '.join(METRIC_COLUMNS)}"
+            )
+        named.setdefault(dtype, {}).update(
+            {m: value for m in ([metric] if metric else METRIC_COLUMNS)}
+        )
+    spec: dict[str, dict[str, float]] = {}
+    if base is not None:
+        spec = {dt: dict.fromkeys(METRIC_COLUMNS, base) for dt in (*DEFAULT_NOISE_FLOOR, "*")}
+    for dtype, metrics in named.items():
+        spec.setdefault(dtype, {}).update(metrics)
     return spec
+
+
+def _floor_number(item: str, text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value < 0:
+        raise UsageError(
+            f"--noise-floor {item}: {text!r} is not a number >= 0 (give X, DTYPE=X or "
+            "DTYPE:METRIC=X, e.g. float16=1e-4)"
+        )
+    return value
 
 
 def main_compare(argv: Sequence[str] | None = None) -> int:
@@ -273,7 +320,7 @@ def main_compare(argv: Sequence[str] | None = None) -> int:
     _store_arg(p)
     p.add_argument("run", nargs="?", help="default: the newest finished run")
     p.add_argument("--baseline", help="default: the tier's explicit baseline, else last green")
-    p.add_argument("--drift-factor", type=float, default=DEFAULT_DRIFT_FACTOR)
+    p.add_argument("--drift-factor", type=drift_factor, default=DEFAULT_DRIFT_FACTOR)
     p.add_argument(
         "--noise-floor",
         action="append",

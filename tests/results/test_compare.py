@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -237,16 +238,39 @@ def test_cli_commands(store, tmp_path, capsys):
     assert commands.main_compare(["--store", path]) == 0  # rich output path, no baseline again
 
 
-def test_bad_floor_or_factor_is_a_usage_error(store):
+@pytest.mark.parametrize(
+    ("bad", "message"),
+    [
+        (["--noise-floor", "abc"], "--noise-floor abc: 'abc' is not a number >= 0"),
+        (["--noise-floor", "float32:nope=1"], "--noise-floor float32:nope=1: unknown metric"),
+        (["--noise-floor", "floa16=1"], "--noise-floor floa16=1: unknown dtype 'floa16'"),
+        (["--noise-floor", "float16=nan"], "--noise-floor float16=nan: 'nan' is not a number"),
+        (["--noise-floor", "float16=-1"], "--noise-floor float16=-1: '-1' is not a number"),
+    ],
+)
+def test_a_bad_floor_is_a_usage_error_naming_it(store, bad, message):
     b, r = _baseline_and_run(store)
-    path = str(store.path)
-    for bad in (
-        ["--noise-floor", "abc"],
-        ["--noise-floor", "float32:nope=1"],
-        ["--drift-factor", "0"],
-    ):
-        with pytest.raises(UsageError):
-            commands.main_compare(["--store", path, r, "--baseline", b, *bad])
+    with pytest.raises(UsageError, match=re.escape(message)):
+        commands.main_compare(["--store", str(store.path), r, "--baseline", b, *bad])
+
+
+@pytest.mark.parametrize("factor", ["0", "-2", "nan", "inf", "x"])
+def test_a_drift_factor_not_above_zero_is_refused_by_name(store, capsys, factor):
+    """NaN was taken: no comparison with it is ever true, so no case ever drifted."""
+    b, r = _baseline_and_run(store)
+    with pytest.raises(SystemExit) as stop:
+        commands.main_compare(["--store", str(store.path), r, "--baseline", b,
+                               "--drift-factor", factor])  # fmt: skip
+    assert stop.value.code == 2
+    assert f"argument --drift-factor: '{factor}' is not a factor above 0" in capsys.readouterr().err
+
+
+def test_a_bare_floor_is_every_dtypes_wherever_it_is_given():
+    later = commands._parse_floor(["float16=1e-3", "float16:mere=2", "0.5"])
+    first = commands._parse_floor(["0.5", "float16=1e-3", "float16:mere=2"])
+    assert later == first
+    assert later["float16"] == {"mere": 2.0, "mare": 1e-3, "rmse": 1e-3, "max_abs": 1e-3}
+    assert later["float32"] == later["*"] == dict.fromkeys(later["float32"], 0.5)
 
 
 def test_the_comparison_is_pure_logic():
