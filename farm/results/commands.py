@@ -228,8 +228,7 @@ def main_baseline(argv: Sequence[str] | None = None) -> int:
         if args.cmd == "set":
             run = store.get_run(args.run)
             if run is None:
-                print(f"farm baseline: unknown run {args.run!r}", file=sys.stderr)
-                return 2
+                raise unknown_run(f"unknown run {args.run!r}", store.location)
             tier = args.tier or run["tier"]
             store.set_baseline(tier, args.run)
             print(f"baseline of tier {tier}: {args.run}")
@@ -247,6 +246,11 @@ def main_baseline(argv: Sequence[str] | None = None) -> int:
             how = "explicit" if explicit and eff == explicit else "last green"
             print(f"{tier}: {eff or '(none)'}" + (f" ({how})" if eff else ""))
         return 0
+
+
+def unknown_run(what: str, location: StoreLocation) -> UsageError:
+    """'unknown run X': where it was looked for, and how to find the runs there."""
+    return UsageError(f"{what} in the store {location}; `farm runs` lists its runs")
 
 
 def drift_factor(text: str) -> float:
@@ -353,8 +357,7 @@ def main_compare(argv: Sequence[str] | None = None) -> int:
                 strict=args.strict,
             )
         except KeyError as exc:
-            print(f"farm compare: {exc.args[0]}", file=sys.stderr)
-            return 2
+            raise unknown_run(exc.args[0], store.location) from None
         except ValueError as exc:  # a bad --noise-floor or --drift-factor: one line, exit 2
             raise UsageError(str(exc)) from None
     fmt = args.format

@@ -750,7 +750,7 @@ def main(
     rule passes (reports/quality-gate.json's, and no regression against the baseline), 1
     otherwise, 2 when the run did not finish or the report could not be generated (tools missing,
     no results; a runs directory that refuses the report's files is a RunDirUnwritable)."""
-    from farm.results.commands import drift_factor
+    from farm.results.commands import drift_factor, unknown_run
     from farm.results.compare import DEFAULT_DRIFT_FACTOR, compare
     from farm.results.compare_render import to_text
     from farm.results.store import StoredHistory, open_existing, store_location
@@ -782,9 +782,11 @@ def main(
     with open_existing(location) as store:
         # Without a run: the last one that finished (an interrupted run is no report's default).
         run = store.get_run(args.run) if args.run else store.latest_run(finished=True)
+        if run is None and args.run:
+            raise unknown_run(f"unknown run {args.run!r}", location)
         if run is None:
             print(
-                f"farm report: {'unknown run ' + repr(args.run) if args.run else 'no runs'}",
+                f"farm report: no finished run in the store {location}; `farm run` makes one",
                 file=sys.stderr,
             )
             return EXIT_NO_REPORT

@@ -232,8 +232,11 @@ def test_cli_commands(store, tmp_path, capsys):
     assert [d["case_id"] for d in data["drift"]] == ["drift16"]  # zero32 now under its floor
     assert data["drift_factor"] == 2.0
     assert commands.main_compare(["--store", path, b, "--baseline", b, "--format", "text"]) == 0
-    assert commands.main_compare(["--store", path, "nope"]) == 2
-    assert commands.main_baseline(["--store", path, "set", "nope"]) == 2
+    for unknown in (["nope"], [r, "--baseline", "nope"]):
+        with pytest.raises(UsageError, match="unknown (baseline )?run 'nope' in the store"):
+            commands.main_compare(["--store", path, *unknown])
+    with pytest.raises(UsageError, match="unknown run 'nope' in the store .*`farm runs` lists"):
+        commands.main_baseline(["--store", path, "set", "nope"])
     assert commands.main_baseline(["--store", path, "clear", "--tier", "smoke"]) == 0
     assert commands.main_compare(["--store", path]) == 0  # rich output path, no baseline again
 

@@ -12,7 +12,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from farm.errors import ToolMissing
+from farm.errors import ToolMissing, UsageError
 from farm.results import allure_glue as glue
 from farm.results import compare as cmp
 from farm.results import report
@@ -462,7 +462,8 @@ def test_farm_report_command(three_runs, tmp_path, capsys):
     # A green run, without --results/--out: the run's recorded run_dir is used.
     assert report.main([r1["run_id"], "--store", store, "--no-history"]) == 0
     assert (r1["results"].parent / "report" / "index.html").is_file()
-    assert report.main(["nope", "--store", store]) == 2
+    with pytest.raises(UsageError, match="unknown run 'nope' in the store .*`farm runs` lists"):
+        report.main(["nope", "--store", store])
     assert report.main([r1["run_id"], "--store", store, "--results", str(tmp_path / "none")]) == 2
 
 
