@@ -256,10 +256,7 @@ def unknown_run(what: str, location: StoreLocation) -> UsageError:
 def drift_factor(text: str) -> float:
     """--drift-factor: how many times its baseline's error a case's may grow, above 0 (NaN
     would flag no drift at all)."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
+    value = _number(text)
     if not math.isfinite(value) or value <= 0:
         raise argparse.ArgumentTypeError(
             f"{text!r} is not a factor above 0 (default {DEFAULT_DRIFT_FACTOR:g})"
@@ -302,11 +299,16 @@ def _parse_floor(items: Sequence[str] | None) -> dict[str, dict[str, float]] | N
     return spec
 
 
-def _floor_number(item: str, text: str) -> float:
+def _number(text: str) -> float:
+    """The number ``text`` says, NaN when it says none (refused with the rest)."""
     try:
-        value = float(text)
+        return float(text)
     except ValueError:
-        value = math.nan
+        return math.nan
+
+
+def _floor_number(item: str, text: str) -> float:
+    value = _number(text)
     if not math.isfinite(value) or value < 0:
         raise UsageError(
             f"--noise-floor {item}: {text!r} is not a number >= 0 (give X, DTYPE=X or "
@@ -358,7 +360,7 @@ def main_compare(argv: Sequence[str] | None = None) -> int:
             )
         except KeyError as exc:
             raise unknown_run(exc.args[0], store.location) from None
-        except ValueError as exc:  # a bad --noise-floor or --drift-factor: one line, exit 2
+        except ValueError as exc:  # what compare() refuses that the options did not: one line
             raise UsageError(str(exc)) from None
     fmt = args.format
     if fmt == "rich" and (args.output or not sys.stdout.isatty()):
