@@ -194,7 +194,24 @@ def _json_entry_lines(text: str, n: int) -> list[int | None]:
     return _lines_at(text, starts)
 
 
-_DECODER = json.JSONDecoder(parse_int=limits.json_integer)
+# A key given twice in one object or mapping: JSON and YAML parsers keep the last silently, so
+# a copied line, or a second `cases:`, would drop what came first without a word.
+_TWICE = "\0twice"
+
+
+def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    data = dict(pairs)
+    if len(data) != len(pairs):
+        data[_TWICE] = _repeated([key for key, _ in pairs])
+    return data
+
+
+def _repeated(keys: list) -> list:
+    seen: set = set()
+    return sorted({k for k in keys if k in seen or seen.add(k)}, key=str)
+
+
+_DECODER = json.JSONDecoder(parse_int=limits.json_integer, object_pairs_hook=_object)
 _JSON_SPACE = re.compile(r"[ \t\n\r]*")
 
 
@@ -347,6 +364,13 @@ def _yaml_loader() -> type:
                 self.scalars[key] = value
             return value
 
+        def construct_mapping(self, node: Any, deep: bool = False) -> dict:
+            own = [k.value for k, _ in node.value if k.tag != "tag:yaml.org,2002:merge"]
+            data = super().construct_mapping(node, deep)
+            if len(set(own)) != len(own):  # a merged key given again is an override, not this
+                data[_TWICE] = _repeated(own)
+            return data
+
         def construct_yaml_int(self, node: Any) -> int:
             text = self.construct_scalar(node)
             return int(text, 0) if _PREFIXED_INT.match(text) else int(text, 10)
@@ -493,6 +517,10 @@ def _parse_csv(path: Path, text: str) -> tuple[list, list[int | None]]:
         f"{path}: line {header_line}: column {name!r}: {_unknown(name)}"
         for name in header
         if name not in FIELD_TYPES
+    ] + [
+        f"{path}: line {header_line}: column {name!r} is there twice (keep one)"
+        for name in _repeated(header)
+        if name in FIELD_TYPES
     ]
     if problems:
         raise CaseFileError("\n".join(problems))
@@ -579,7 +607,9 @@ def _document_entries(path: Path, data: Any) -> list:
             f"{path}: version {version} was written by a newer farm (this one reads up to "
             f"{VERSION}): upgrade the farm"
         )
-    unknown = sorted(set(data) - set(TOP_LEVEL))
+    for key in data.get(_TWICE, ()):
+        problems.append(f"{path}: top-level key {key!r} is there twice (keep one; merge lists)")
+    unknown = sorted(set(data) - set(TOP_LEVEL) - {_TWICE})
     for key in unknown:
         problems.append(f"{path}: top-level key {key!r} is unknown (use format, version, cases)")
     cases = data.get("cases")
@@ -623,9 +653,9 @@ def entry_cases(entry: Any, origin: str = "") -> tuple[list[Case], list[str]]:
     """The cases of one entry (one per family) and its problems, one per bad field."""
     if not isinstance(entry, dict):
         return [], [f"expected an object of case fields, got {type(entry).__name__}"]
-    problems = []
+    problems = _keys_twice(entry)
     if not entry.keys() <= FIELD_TYPES.keys():  # the common case in one test
-        problems = [
+        problems += [
             _extra(value) if key == "\0extra" else _unknown(key)
             for key, value in entry.items()
             if key not in FIELD_TYPES
@@ -699,6 +729,26 @@ def _unknown(key: Any) -> str:
     near = difflib.get_close_matches(key, list(FIELD_TYPES), n=1) if isinstance(key, str) else []
     hint = f"did you mean {near[0]!r}?" if near else "see docs/case-files.md for the fields"
     return f"unknown field {_shown(key)} ({hint})"
+
+
+def _keys_twice(value: Any, where: str = "") -> list[str]:
+    """A problem per object of ``value`` (an entry, or an object inside one of its fields) that
+    gave a key twice; the parser's marker of it taken out."""
+    problems = []
+    if isinstance(value, dict):
+        keys = value.pop(_TWICE, ())
+        if keys:
+            named = ", ".join(_shown(k) for k in keys)
+            what = f"field {where}: key" if where else "field"
+            problems.append(f"{what} {named} given twice (only the last would count; keep one)")
+        for key, inner in value.items():
+            if isinstance(inner, (dict, list)):
+                problems += _keys_twice(inner, f"{where}.{key}" if where else repr(key))
+    elif isinstance(value, list):
+        for inner in value:
+            if isinstance(inner, (dict, list)):
+                problems += _keys_twice(inner, where)
+    return problems
 
 
 def _extra(cells: list[str]) -> str:

@@ -413,6 +413,34 @@ def test_a_csv_of_semicolons_or_tabs_reads_as_one_of_commas(tmp_path, separator)
     assert casefile.load(files["other"])[0].note == rows[1][-1]
 
 
+def test_a_key_given_twice_is_refused_not_the_last_one_kept(tmp_path):
+    """JSON and YAML parsers keep a repeated key's last value without a word: a copied line
+    changed a case, a second `cases:` dropped every case before it."""
+    entry = '{"dtype": "float32", "shape": [2, 3], "axes": 1, "dtype": "float16", '
+    entry += '"tolerance": {"rtol": 0.1, "rtol": 0.2, "atol": 0}}'
+    path = tmp_path / "twice.json"
+    path.write_text(f'{{"format": "{casefile.FORMAT}", "version": 1, "cases": [{entry}]}}')
+    assert _problems(tmp_path, "twice.json", path.read_text()) == [
+        f"{path}: case 0 (line 1): field 'dtype' given twice (only the last would count; keep one)",
+        f"{path}: case 0 (line 1): field 'tolerance': key 'rtol' given twice (only the last "
+        "would count; keep one)",
+    ]
+    two_lists = "format: logsoftmaxgrad-cases\nversion: 1\ncases: [{dtype: float32, shape: [2], "
+    two_lists += "axes: 0}]\ncases: [{dtype: float16, shape: [2], axes: 0}]\n"
+    assert _problems(tmp_path, "lists.yaml", two_lists) == [
+        f"{tmp_path}/lists.yaml: top-level key 'cases' is there twice (keep one; merge lists)"
+    ]
+    csv_text = "dtype,shape,axes,shape\nfloat16,2x3,1,4x4\n"
+    assert _problems(tmp_path, "columns.csv", csv_text) == [
+        f"{tmp_path}/columns.csv: line 1: column 'shape' is there twice (keep one)"
+    ]
+    # A YAML merge's key given again in the mapping overrides it, as YAML says: not twice.
+    merged = "format: logsoftmaxgrad-cases\nversion: 1\ncases:\n"
+    merged += "  - &a {dtype: float32, shape: [2, 3], axes: 1}\n  - {<<: *a, dtype: float16}\n"
+    (tmp_path / "merged.yaml").write_text(merged)
+    assert [c.dtype for c in casefile.load(tmp_path / "merged.yaml")][::2] == ["float32", "float16"]
+
+
 def test_yaml_the_farm_writes_reads_back_the_same_in_pyyaml(tmp_path):
     """Text that either YAML would read as something else is quoted when written."""
     import yaml
