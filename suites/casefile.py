@@ -29,6 +29,7 @@ import json
 import math
 import re
 import reprlib
+from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import fields, replace
 from pathlib import Path
@@ -207,8 +208,8 @@ def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 def _repeated(keys: list) -> list:
-    seen: set = set()
-    return sorted({k for k in keys if k in seen or seen.add(k)}, key=str)
+    counts = Counter(keys)
+    return sorted((k for k, n in counts.items() if n > 1), key=str)
 
 
 _DECODER = json.JSONDecoder(parse_int=limits.json_integer, object_pairs_hook=_object)
