@@ -181,9 +181,12 @@ def install(transport: Transport, report: deploy.DeployReport, package: Path) ->
     ]
     if not installers:
         raise BuildError(f"{package.name}: no custom_opp_*.run in the package; rebuild it")
+    # The installer gets an absolute path: a makeself installer runs from its own extraction
+    # directory, where a path relative to the home (the default workdir's) means nothing.
     script = (
         f'[ -f "$1/{INSTALLED_MARKER}" ] && exit 0; '
-        'mkdir -p "$1" && bash "$2" --install-path="$1" && touch "$1/' + INSTALLED_MARKER + '"'
+        'mkdir -p "$1" && dir=$(cd "$1" && pwd) && bash "$2" --install-path="$dir" && '
+        f'touch "$dir/{INSTALLED_MARKER}"'
     )
     argv = env_argv(
         host.env, ["sh", "-c", script, "install", target, posixpath.join(remote, installers[0])]

@@ -128,9 +128,12 @@ def build(project: Path) -> Path:
         '  case "$a" in --install-path=*) dest="${a#--install-path=}";; esac\n'
         "done\n"
         '[ -n "$dest" ] || { echo "usage: $0 --install-path=DIR" >&2; exit 2; }\n'
+        'self=$(cd "$(dirname "$0")" && pwd)/$(basename "$0")\n'
+        "# As a makeself installer (CANN's .run) does: it runs from its extraction directory.\n"
+        'cd "$(mktemp -d)"\n'
         'lib="$dest/vendors/customize/op_api/lib"\n'
         'mkdir -p "$lib"\n'
-        'sed \'1,/^__PAYLOAD__$/d\' "$0" | base64 -d > "$lib/libcust_opapi.so"\n'
+        'sed \'1,/^__PAYLOAD__$/d\' "$self" | base64 -d > "$lib/libcust_opapi.so"\n'
         'echo "installed the custom operator into $dest/vendors/customize"\n'
         "exit 0\n"
         "__PAYLOAD__\n" + payload

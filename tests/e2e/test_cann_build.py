@@ -11,7 +11,9 @@ run reuses it; a build that fails is a build failure with its log, and no host i
 from __future__ import annotations
 
 import json
+import shutil
 import tarfile
+from pathlib import Path
 
 from farm import __version__, acl_sdk
 from farm.paths import DIST_DIR
@@ -28,10 +30,22 @@ def test_the_cann_package_is_built_on_a_cann_host_once_and_installed_per_version
 
     lab = Lab(tmp_path / "lab")
     built: list = []
+    relative = f"lsg-farm-cann-{tmp_path.name}"
     try:
-        lab.up(layout=[("a2-c1", "Ascend910B1", 1), ("a2-c2", "Ascend910B1", 1)], cann="emulated")
+        hosts = [
+            ("a2-c1", "Ascend910B1", 1),
+            ("a2-c2", "Ascend910B1", 1),
+            ("a2-c3", "Ascend910B1", 1),
+        ]
+        lab.up(layout=hosts, cann="emulated")
         text = lab.inventory_path.read_text()
         build_host = text.replace('name = "a2-c1"\n', 'name = "a2-c1"\nrole = "build"\n')
+        # a2-c3's workdir is relative to its home, as the inventory's default is: the installer,
+        # which runs from its own directory, and the agent, from its bundle's, find it there.
+        build_host = build_host.replace(
+            f'workdir = "{lab.hosts["a2-c3"].path / "work"}"', f'workdir = "{relative}"'
+        )
+        assert relative in build_host
         (tmp_path / "inventory.toml").write_text(build_host)
         inventory = str(tmp_path / "inventory.toml")
         run = ("--inventory", inventory, "--target", "ascend", "--backend", "acl")
@@ -51,10 +65,13 @@ def test_the_cann_package_is_built_on_a_cann_host_once_and_installed_per_version
         assert "build.log" in names and "[stand-in CANN] checked op_kernel/" in (
             tarfile.open(package).extractfile("build.log").read().decode()
         )
-        assert {r["host"] for r in records.values()} == {"a2-c2"}  # the build host runs none
+        hosts_run = {r["host"] for r in records.values()}
+        assert hosts_run == {"a2-c2", "a2-c3"}  # the build host runs none
         for r in records.values():
             assert r["outcome"] == "passed", r["message"]
             work = lab.hosts[r["host"]].path / "work" / "versions"
+            if r["host"] == "a2-c3":
+                work = Path.home() / relative / "versions"
             op_api = r["device_run"]["op_api"]
             # The host's own install, in the package's version directory: not CANN's vendors.
             assert op_api.startswith(str(work)) and "/opp/vendors/customize/op_api/" in op_api
@@ -77,5 +94,6 @@ def test_the_cann_package_is_built_on_a_cann_host_once_and_installed_per_version
         assert not package.exists()
     finally:
         lab.down()
+        shutil.rmtree(Path.home() / relative, ignore_errors=True)
         for p in built + sorted(DIST_DIR.glob("logsoftmaxgrad-*-ascend-*-cannemulated-*")):
             p.unlink(missing_ok=True)
