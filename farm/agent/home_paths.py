@@ -12,6 +12,9 @@ import os
 from collections.abc import MutableMapping
 
 CUSTOM_OPP_ENV = "ASCEND_CUSTOM_OPP_PATH"  # CANN's list of custom operator package directories
+# The farm's own: the vendor directory the package under test was installed into. Where it is
+# set the operator comes from there or not at all (never from another package CANN has).
+PACKAGE_OPP_ENV = "LSG_PACKAGE_OPP"
 
 
 def from_home(path: str) -> str:
@@ -19,7 +22,9 @@ def from_home(path: str) -> str:
 
 
 def custom_opp_from_home(environ: MutableMapping[str, str]) -> None:
-    """Each relative entry of $ASCEND_CUSTOM_OPP_PATH made absolute against the home."""
-    value = environ.get(CUSTOM_OPP_ENV)
-    if value:
-        environ[CUSTOM_OPP_ENV] = ":".join(from_home(p) if p else p for p in value.split(":"))
+    """Each relative entry of $ASCEND_CUSTOM_OPP_PATH and $LSG_PACKAGE_OPP made absolute against
+    the home."""
+    for name in (CUSTOM_OPP_ENV, PACKAGE_OPP_ENV):
+        value = environ.get(name)
+        if value:
+            environ[name] = ":".join(from_home(p) if p else p for p in value.split(":"))

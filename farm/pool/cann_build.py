@@ -25,7 +25,7 @@ import posixpath
 import tempfile
 from pathlib import Path
 
-from farm.agent.home_paths import CUSTOM_OPP_ENV
+from farm.agent.home_paths import CUSTOM_OPP_ENV, PACKAGE_OPP_ENV
 from farm.errors import BuildError, FarmError
 from farm.paths import DIST_DIR
 from farm.pool import deploy
@@ -198,7 +198,7 @@ def install(transport: Transport, report: deploy.DeployReport, package: Path) ->
             f"host {host.name}: installing {installers[0]} into {target} failed: {said}",
             host=host.name,
         )
-    return {CUSTOM_OPP_ENV: vendor}
+    return {CUSTOM_OPP_ENV: vendor, PACKAGE_OPP_ENV: vendor}
 
 
 __all__ = ["CannBuildFailed", "build_on", "builder", "install", "package_name"]

@@ -15,6 +15,11 @@ def test_relative_paths_are_the_homes_and_absolute_ones_stay(monkeypatch, tmp_pa
     assert env[home_paths.CUSTOM_OPP_ENV] == (
         f"{tmp_path}/lsg-farm/versions/x/opp/vendors/customize::/opt/opp"
     )
+    env = {home_paths.PACKAGE_OPP_ENV: "lsg-farm/versions/x/opp/vendors/customize"}
+    home_paths.custom_opp_from_home(env)
+    assert (
+        env[home_paths.PACKAGE_OPP_ENV] == f"{tmp_path}/lsg-farm/versions/x/opp/vendors/customize"
+    )
     empty: dict[str, str] = {}
     home_paths.custom_opp_from_home(empty)
     assert empty == {}

@@ -6,7 +6,8 @@ reads every declaration from the headers and requires the same types here, so an
 wrong place fails in CI rather than on the first real host.
 
 Which libraries: $LSG_ACL_LIB_DIR (every library in one directory); else CANN's, from its set-up
-script's variables ($ASCEND_HOME_PATH/lib64 and the custom operator's op-api under
+script's variables ($ASCEND_HOME_PATH/lib64 and the custom operator's op-api: where the farm
+installed the package under test ($LSG_PACKAGE_OPP), and only there; without it, under
 $ASCEND_CUSTOM_OPP_PATH or $ASCEND_OPP_PATH/vendors/*); else the emulated ACL runtime
 (op/acl_emu) of the package, acl/lib beside the native library ($LSG_NATIVE_LIB), or of this
 checkout (build/ascendc-cpu/acl/lib).
@@ -23,7 +24,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from farm.agent.home_paths import CUSTOM_OPP_ENV
+from farm.agent.home_paths import CUSTOM_OPP_ENV, PACKAGE_OPP_ENV
 
 ROOT = Path(__file__).resolve().parents[3]
 ENV_LIB_DIR = "LSG_ACL_LIB_DIR"
@@ -218,6 +219,15 @@ def _search() -> tuple[Path, Path]:
     if env:
         return Path(env), Path(env) / OP_API_FILE
     home = os.environ.get("ASCEND_HOME_PATH")
+    under_test = os.environ.get(PACKAGE_OPP_ENV)
+    if home and under_test:
+        lib = Path(under_test) / "op_api" / "lib" / OP_API_FILE
+        if not lib.is_file():
+            raise AclLibraryError(
+                f"the package under test has no op_api/lib/{OP_API_FILE} in {under_test}, where "
+                "the farm installed it: its custom_opp_*.run did not install the operator there"
+            )
+        return Path(home) / "lib64", lib
     if home:
         custom = os.environ.get(CUSTOM_OPP_ENV, "").split(":")
         vendors = Path(os.environ.get("ASCEND_OPP_PATH", Path(home) / "opp")) / "vendors"
