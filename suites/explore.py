@@ -33,8 +33,9 @@ def nightly_salt(today: _dt.date | None = None) -> str:
 
 def check_salt(salt: str) -> str:
     if not SALT_PATTERN.fullmatch(salt):
+        shown = repr(salt) if len(salt) <= 60 else f"{salt[:40]!r}... ({len(salt):,} characters)"
         raise UsageError(
-            f"explore salt {salt!r}: use 1 to 40 letters, digits or '-' (e.g. 20261130)"
+            f"explore salt {shown}: use 1 to 40 letters, digits or '-' (e.g. 20261130)"
         )
     return salt
 

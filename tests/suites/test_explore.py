@@ -58,6 +58,9 @@ def test_the_default_salt_is_the_date_and_salts_are_checked():
     assert explore.nightly_salt(dt.date(2026, 11, 30)) == "20261130"
     with pytest.raises(UsageError, match="explore salt 'a b'"):
         explore.draw("a b")
+    with pytest.raises(UsageError) as refused:  # a long one is not echoed whole
+        explore.draw("x" * 5000)
+    assert str(refused.value).startswith(f"explore salt {'x' * 40!r}... (5,000 characters): use")
 
 
 def test_a_selection_adds_explored_cases_on_top_of_its_tier():
