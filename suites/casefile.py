@@ -627,15 +627,26 @@ def entries_to_cases(entries: list, source: str, lines: LinesOf | None = None) -
     when there is a problem to report)."""
     cases: list[Case] = []
     problems: list[tuple[int, str]] = []  # (entry index, problem)
-    seen: set[str] = set()  # the same case twice is kept once
+    made_by: dict[str, tuple[int, Case]] = {}  # case id -> the entry that made it, the case
     stem = Path(source).name
     for index, entry in enumerate(entries):
         made, wrong = entry_cases(entry, origin=f"{stem}#{index}")
         problems += [(index, w) for w in wrong]
+        if wrong:
+            continue
+        named: set[int] = set()  # the earlier entries this one conflicts with, named once
         for case in made:
-            if case.id not in seen:
-                seen.add(case.id)
+            if case.id not in made_by:
+                made_by[case.id] = (index, case)
                 cases.append(case)
+                continue
+            # The same case again is kept once; one that says something else of it (a note,
+            # an expectation) would lose that: named, as is a case file's every problem.
+            earlier, first = made_by[case.id]
+            differ = _differing(first, case)
+            if differ and earlier not in named:
+                named.add(earlier)
+                problems.append((index, _again(case, earlier, differ)))
     if problems:
         at = lines() if callable(lines) else lines or [None] * len(entries)
         shown = [
@@ -750,6 +761,19 @@ def _keys_twice(value: Any, where: str = "") -> list[str]:
             if isinstance(inner, (dict, list)):
                 problems += _keys_twice(inner, where)
     return problems
+
+
+def _differing(first: Case, again: Case) -> list[str]:
+    """What ``again`` says of the case that ``first`` does not (an empty note says nothing)."""
+    a, b = first.to_dict(), again.to_dict()
+    return [k for k in b if k != "origin" and b[k] not in (None, "", [], {}) and a.get(k) != b[k]]
+
+
+def _again(case: Case, earlier: int, differ: list[str]) -> str:
+    return (
+        f"the same case as case {earlier} ({case.id}) with another {', '.join(differ)}: one "
+        "entry of it would be lost; merge them, or change the field that was meant to differ"
+    )
 
 
 def _extra(cells: list[str]) -> str:

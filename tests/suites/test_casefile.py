@@ -232,6 +232,24 @@ def test_the_same_case_twice_in_one_file_is_kept_once(tmp_path):
     assert [c.id for c in casefile.load(path)] == [SMOKE[0].id, SMOKE[1].id]
 
 
+def test_the_same_case_saying_something_else_is_refused_not_dropped(tmp_path):
+    """Kept once, the second entry's note (or expectation) was lost without a word: most often
+    a copied entry whose edit was forgotten."""
+    lines = _problems(
+        tmp_path,
+        "copied.yaml",
+        "format: logsoftmaxgrad-cases\nversion: 1\ncases:\n"
+        "  - {dtype: float32, shape: [4, 64], axes: -1, note: the first}\n"
+        "  - {family: 910b, dtype: float32, shape: [4, 64], axes: -1}\n"  # the same: kept once
+        "  - {dtype: float32, shape: [4, 64], axes: -1, note: 'meant for [8, 64]'}\n",
+    )
+    assert lines == [
+        f"{tmp_path}/copied.yaml: case 2 (line 6): the same case as case 0 "
+        "(910b_f32_4x64_d-1_y.uniform_dy.normal) with another note: one entry of it would be "
+        "lost; merge them, or change the field that was meant to differ",
+    ]
+
+
 # Text a spreadsheet evaluates when a cell starts with it (OWASP, "CSV Injection").
 FORMULAS = [
     '=HYPERLINK("http://x","y")',
