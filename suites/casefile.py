@@ -765,7 +765,8 @@ def _keys_twice(value: Any, where: str = "") -> list[str]:
 
 def _differing(first: Case, again: Case) -> list[str]:
     """What ``again`` says of the case that ``first`` does not (an empty note says nothing)."""
-    a, b = first.to_dict(), again.to_dict()
+    a: dict[str, Any] = dict(first.to_dict())
+    b: dict[str, Any] = dict(again.to_dict())
     return [k for k in b if k != "origin" and b[k] not in (None, "", [], {}) and a.get(k) != b[k]]
 
 
