@@ -62,6 +62,9 @@ STATE_FILE = "lab.json"
 # (name prefix, SoC, devices) of the default layout, cycled for N > 3.
 LAYOUT = (("a2", "Ascend910B1", 2), ("a2", "Ascend910B1", 2), ("a200", "Ascend310B1", 1))
 START_TIMEOUT = 10.0
+# Each lab host is an sshd, its keys and a work directory on this machine: the lab is for trying
+# the farm over SSH, not for its scale (benchmarks/scale.py emulates hundreds of slots locally).
+MAX_HOSTS = 64
 
 
 @dataclass
@@ -359,6 +362,12 @@ class Lab:
             )
         if hosts < 1 and not layout:
             raise ConfigError(f"lab: --hosts {hosts}; the lab needs at least 1 host")
+        if max(hosts, len(layout or ())) > MAX_HOSTS:
+            raise ConfigError(
+                f"lab: --hosts {max(hosts, len(layout or ()))}; at most {MAX_HOSTS} (each is an "
+                "sshd on this machine; for a large pool's cost, benchmarks/scale.py emulates its "
+                "hosts without one)"
+            )
         if self.hosts:
             self.down()
         self.sshd = sshd
@@ -871,7 +880,7 @@ def main(argv: list[str] | None = None) -> int:
             for row in lab.status_rows():
                 print("  " + "  ".join(f"{k}={v}" for k, v in row.items() if v))
     except ConfigError as exc:
-        print(f"farm lab: {exc}", file=sys.stderr)
+        print(f"error: {exc}", file=sys.stderr)
         return 2
     return 0
 

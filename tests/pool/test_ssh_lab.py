@@ -247,6 +247,18 @@ def test_lab_cli_up_status_down(sshd, tmp_path, capsys):
     assert not any(Lab(root).running().values())
 
 
+@pytest.mark.parametrize("hosts", ["0", "65", "100000"])
+def test_the_lab_size_is_bounded_before_any_sshd_starts(sshd, tmp_path, capsys, hosts):
+    """Each host is an sshd on this machine: --hosts 100000 would have started them all."""
+    from farm.pool.lab import MAX_HOSTS, main
+
+    assert main(["up", "--hosts", hosts, "--root", str(tmp_path / "lab")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: lab: --hosts {hosts}; ")
+    assert ("at least 1 host" if hosts == "0" else f"at most {MAX_HOSTS}") in err
+    assert not (tmp_path / "lab" / "hosts").exists()
+
+
 @pytest.mark.parametrize("required, outcome", [("1", "error"), ("", "skipped")])
 def test_missing_sshd_skips_unless_required(tmp_path, required, outcome):
     """CI sets FARM_REQUIRE_SSH=1: then a machine without sshd fails the SSH tests."""
