@@ -174,6 +174,8 @@ def run(
     # Mistakes stop here, before anything starts: nothing is run and nothing is stored.
     if not case_timeout > 0:
         raise UsageError(f"--case-timeout must be a positive number of seconds, not {case_timeout}")
+    if jobs is not None and jobs < 1:
+        raise UsageError(f"--jobs {jobs}: use 1 or more (1: pytest in this process)")
     if target == "ascend" and backend != "acl":
         raise UsageError(
             f"--target ascend with --backend {backend}: the CANN package runs through ACL; use "
@@ -374,6 +376,13 @@ def _run_session(
     from farm.run.progress import LiveProgress
 
     workers = jobs or default_workers(len(plan.slots))
+    if workers > len(plan.slots):  # a worker more than the slots would have none to keep busy
+        console.print(
+            f"[yellow]note:[/] --jobs {workers}: {len(plan.slots)} workers, one per slot of the "
+            "pool",
+            highlight=False,
+        )
+        workers = len(plan.slots)
     errors = CollectionErrors(console)
     selection = Selection()
     faults = RunDirFaults()

@@ -156,3 +156,18 @@ def test_an_option_pytest_refuses_is_the_users_mistake_not_the_pools(farm):
     with sqlite3.connect(farm.store) as db:
         assert db.execute("SELECT status, exit_code FROM runs").fetchall() == [("aborted", 2)]
         assert db.execute("SELECT count(*) FROM results").fetchone() == (0,)
+
+
+@pytest.mark.parametrize("jobs", ["0", "-3"])
+def test_jobs_below_one_is_refused(farm, tmp_path, jobs):
+    message = run_bad(farm, tmp_path, None, "--jobs", jobs)
+    assert f"--jobs {jobs}: use 1 or more (1: pytest in this process)" in message
+
+
+def test_jobs_over_the_slots_start_one_worker_a_slot(farm):
+    """--jobs 500 started 500 pytest workers for a pool of 5 slots: all but 5 with nothing to
+    run, each a Python process of its own."""
+    result = farm.run("run", "--tier", "smoke", "--no-report", "--no-progress", "--jobs", "500",
+                      "--", "-k", "310b and bf16")  # fmt: skip
+    assert result.code == 0, result.text
+    assert "note: --jobs 500: 5 workers, one per slot of the pool" in " ".join(result.err.split())
