@@ -18,7 +18,7 @@ from pathlib import Path
 
 from farm.errors import ConfigError, UsageError
 
-from . import casefile, matrix
+from . import casefile, limits, matrix
 from . import explore as exploration
 from .case import Case
 
@@ -44,6 +44,7 @@ class Selection:
                 raise UsageError("--explore draws on top of a tier: add --tier")
             if self.explore_count < 1:
                 raise UsageError(f"--explore-count must be at least 1, not {self.explore_count}")
+            limits.CASES.check(self.explore_count, "--explore-count")  # drawn before they run
 
     def cases(self) -> list[Case]:
         """Every case once, in a stable order: the tier's, then the files', then explored."""

@@ -82,6 +82,10 @@ def test_a_selection_adds_explored_cases_on_top_of_its_tier():
         ({"tier": "weekly"}, "unknown tier 'weekly'"),
         ({"tier": None, "files": ("a.json",), "explore": "s"}, "--explore draws on top of a tier"),
         ({"tier": "smoke", "explore": "s", "explore_count": 0}, "at least 1"),
+        (  # drawn in memory before anything runs: 10^8 would take the machine's
+            {"tier": "smoke", "explore": "s", "explore_count": 10**8},
+            "--explore-count: 100,000,000 cases, over the limit of 100,000; if it is meant",
+        ),
     ],
 )
 def test_selection_mistakes_are_usage_errors(kwargs, message):
