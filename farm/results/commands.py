@@ -58,7 +58,7 @@ def main_runs(argv: Sequence[str] | None = None) -> int:
     p.add_argument(
         "--recover", action="store_true", help="close dead runs (their records are imported)"
     )
-    p.add_argument("--limit", type=int, default=20)
+    p.add_argument("--limit", type=whole_number(1), default=20, help="runs shown (default 20)")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     args = p.parse_args(argv)
     if args.action:  # `farm runs --store S prune`: prune's options are its own
@@ -248,6 +248,22 @@ def main_baseline(argv: Sequence[str] | None = None) -> int:
         return 0
 
 
+def whole_number(least: int):
+    """An argparse type: a whole number of ``least`` or more (a negative --limit was SQL's "no
+    limit")."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = least - 1
+        if value < least:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of {least} or more")
+        return value
+
+    return parse
+
+
 def unknown_run(what: str, location: StoreLocation) -> UsageError:
     """'unknown run X': where it was looked for, and how to find the runs there."""
     return UsageError(f"{what} in the store {location}; `farm runs` lists its runs")
@@ -338,7 +354,7 @@ def main_compare(argv: Sequence[str] | None = None) -> int:
     )
     p.add_argument("--format", choices=("rich", "text", "json", "markdown", "html"), default="rich")
     p.add_argument("--output", "-o", help="write the rendering to this file instead of stdout")
-    p.add_argument("--limit", type=int, default=50, help="rows per table (0: all)")
+    p.add_argument("--limit", type=whole_number(0), default=50, help="rows per table (0: all)")
     args = p.parse_args(argv)
     limit = None if args.limit == 0 else args.limit
     with _open(args) as store:

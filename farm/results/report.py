@@ -750,7 +750,7 @@ def main(
     rule passes (reports/quality-gate.json's, and no regression against the baseline), 1
     otherwise, 2 when the run did not finish or the report could not be generated (tools missing,
     no results; a runs directory that refuses the report's files is a RunDirUnwritable)."""
-    from farm.results.commands import drift_factor, unknown_run
+    from farm.results.commands import drift_factor, unknown_run, whole_number
     from farm.results.compare import DEFAULT_DRIFT_FACTOR, compare
     from farm.results.compare_render import to_text
     from farm.results.store import StoredHistory, open_existing, store_location
@@ -767,7 +767,7 @@ def main(
     p.add_argument("--out", help="report dir (default: <run dir>/report)")
     p.add_argument("--baseline", help="baseline run (default: the tier's baseline)")
     p.add_argument("--drift-factor", type=drift_factor, default=DEFAULT_DRIFT_FACTOR)
-    p.add_argument("--trend-runs", type=int, default=TREND_RUNS)
+    p.add_argument("--trend-runs", type=whole_number(1), default=TREND_RUNS)
     p.add_argument("--no-history", action="store_true")
     add_history_runs_option(p, default=HISTORY_RUNS)
     p.add_argument(

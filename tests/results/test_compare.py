@@ -404,3 +404,21 @@ def test_cases_explored_from_another_salt_are_not_in_both_suites(store):
     assert c.suites_differ
     assert c.not_in_both_suites == sorted([explored_a, explored_b])
     assert c.missing_in_run == ["gone"] and c.regressed_cases == ["gone"]  # a tier case is missed
+
+
+@pytest.mark.parametrize(
+    ("main", "argv", "message"),
+    [
+        (
+            "main_runs",
+            ["--limit", "-2"],
+            "argument --limit: '-2' is not a whole number of 1 or more",
+        ),
+        ("main_compare", ["--limit", "-1"], "argument --limit: '-1' is not a whole number of 0"),
+    ],
+)
+def test_a_negative_limit_is_refused_not_taken_for_none(store, capsys, main, argv, message):
+    """SQL takes LIMIT -2 for no limit: `farm runs --limit -2` listed every run."""
+    with pytest.raises(SystemExit) as stop:
+        getattr(commands, main)(["--store", str(store.path), *argv])
+    assert stop.value.code == 2 and message in capsys.readouterr().err
