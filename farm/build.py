@@ -61,6 +61,7 @@ from farm import acl_sdk
 from farm.agent.backends import acl_api
 from farm.agent.hostops import normalise_arch
 from farm.agent.machine import ELF_MACHINES, elf_arch_of
+from farm.argparsing import CommandParser
 from farm.errors import BuildError
 from farm.paths import REPO_ROOT as ROOT
 from farm.pool.deploy import package_manifest
@@ -1055,7 +1056,7 @@ def _drive(tier: str | None, overflow_probe: bool = False) -> int:
 def main(argv: list[str] | None = None) -> int:
     """`farm build`: build and package the operator into dist/op (default target: ascendc-cpu,
     the real Ascend C kernel on the CPU emulation; twin: the CPU twin; ascend: the CANN package)."""
-    parser = argparse.ArgumentParser(prog="farm build", description=main.__doc__)
+    parser = CommandParser(prog="farm build", description=main.__doc__)
     parser.add_argument(
         "--target",
         choices=TARGETS,

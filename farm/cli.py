@@ -18,6 +18,8 @@ from rich.text import Text
 from farm import __version__
 from farm.agent.backends import BACKENDS
 from farm.agent.errors import FarmError
+from farm.argparsing import CommandParser
+from farm.run.timeouts import case_timeout_seconds
 
 
 def _selection_args(parser: argparse.ArgumentParser) -> None:
@@ -90,7 +92,7 @@ def cmd_cases(argv: list[str]) -> int:
         return promote.main(argv[1:])
     from suites import casefile, summary
 
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog="farm cases",
         description="the cases of a tier, case files or an exploration; also `farm cases "
         "import` (outside suites' files) and `farm cases promote` (cases of a run into a file)",
@@ -146,7 +148,7 @@ def cmd_run(argv: list[str]) -> int:
     from farm.results.report import add_history_runs_option
     from farm.run import runner
 
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog="farm run",
         description="build, health-check, deploy, run a tier (or case files), store and "
         "report. Exit 0: all passed; 1: product failures; 2: degraded or incomplete by "
@@ -179,7 +181,7 @@ def cmd_run(argv: list[str]) -> int:
     )
     parser.add_argument(
         "--case-timeout",
-        type=float,
+        type=case_timeout_seconds,
         default=60.0,
         help="seconds for a small case; grows with its size (default 60)",
     )
@@ -249,7 +251,7 @@ def cmd_hosts(argv: list[str]) -> int:
     from farm.pool import health
     from farm.run import prepare
 
-    parser = argparse.ArgumentParser(prog="farm hosts", description="the pool and its health")
+    parser = CommandParser(prog="farm hosts", description="the pool and its health")
     parser.add_argument("--inventory", help="TOML inventory (default: the embedded local pool)")
     parser.add_argument(
         "--check",

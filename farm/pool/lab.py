@@ -34,7 +34,6 @@ python cannot import it. :meth:`Lab.reset_host` undoes all of it.
 
 from __future__ import annotations
 
-import argparse
 import getpass
 import json
 import os
@@ -49,6 +48,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from farm.agent import hostops
+from farm.argparsing import CommandParser
 from farm.errors import ConfigError, FarmError
 from farm.pool import lab_cann_toolchain
 from farm.pool.inventory import Inventory, load_inventory
@@ -845,7 +845,7 @@ def thaw_host(name: str, root: str | os.PathLike[str] = DEFAULT_ROOT) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """``farm lab up [--hosts N] [--root DIR]`` | ``farm lab down`` | ``farm lab status``."""
-    parser = argparse.ArgumentParser(prog="farm lab", description="SSH lab on loopback")
+    parser = CommandParser(prog="farm lab", description="SSH lab on loopback")
     sub = parser.add_subparsers(dest="cmd", required=True)
     up = sub.add_parser("up", help="start N sshd hosts and write <root>/inventory.toml")
     up.add_argument("--hosts", type=int, default=3, help="number of hosts (default 3)")

@@ -16,6 +16,7 @@ import math
 import sys
 from collections.abc import Sequence
 
+from farm.argparsing import CommandParser
 from farm.errors import StoreError, UsageError
 from farm.results import retention
 from farm.results.compare import DEFAULT_DRIFT_FACTOR, DEFAULT_NOISE_FLOOR, compare
@@ -49,7 +50,7 @@ def main_runs(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["prune"]:
         return main_prune(argv[1:])
-    p = argparse.ArgumentParser(prog="farm runs", description=main_runs.__doc__)
+    p = CommandParser(prog="farm runs", description=main_runs.__doc__)
     p.add_argument(
         "action", nargs="?", choices=("prune",), help="prune: see farm runs prune --help"
     )
@@ -130,7 +131,7 @@ def main_prune(argv: Sequence[str] | None = None) -> int:
     (runs/<run id>/), then give the space back (VACUUM). A run goes when any rule given picks
     it; running runs, baselines and each suite's newest finished run with the run it is
     compared with always stay (README: Retention)."""
-    p = argparse.ArgumentParser(prog="farm runs prune", description=main_prune.__doc__)
+    p = CommandParser(prog="farm runs prune", description=main_prune.__doc__)
     _store_arg(p)
     p.add_argument(
         "--older-than",
@@ -213,7 +214,7 @@ def prune_report(
 def main_baseline(argv: Sequence[str] | None = None) -> int:
     """`farm baseline set RUN [--tier T]` | `farm baseline show [--tier T]` |
     `farm baseline clear --tier T`."""
-    p = argparse.ArgumentParser(prog="farm baseline", description=main_baseline.__doc__)
+    p = CommandParser(prog="farm baseline", description=main_baseline.__doc__)
     _store_arg(p)
     sub = p.add_subparsers(dest="cmd", required=True)
     s = sub.add_parser("set", help="make RUN the baseline of its tier (or of --tier)")
@@ -338,7 +339,7 @@ def main_compare(argv: Sequence[str] | None = None) -> int:
 
     Compares RUN (default: the newest finished run) with its baseline and exits 1 on
     regressions."""
-    p = argparse.ArgumentParser(prog="farm compare", description=main_compare.__doc__)
+    p = CommandParser(prog="farm compare", description=main_compare.__doc__)
     _store_arg(p)
     p.add_argument("run", nargs="?", help="default: the newest finished run")
     p.add_argument("--baseline", help="default: the tier's explicit baseline, else last green")

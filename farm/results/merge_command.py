@@ -9,7 +9,6 @@ its run directory not found (the line says which).
 
 from __future__ import annotations
 
-import argparse
 from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
@@ -19,6 +18,7 @@ from rich.markup import escape
 
 from farm import paths
 from farm.agent.record import ResultRecord
+from farm.argparsing import CommandParser
 from farm.errors import FarmError, UsageError
 from farm.results import merge as merge_mod
 from farm.run.outputs import JUNIT_XML, SUMMARY_JSON, write_summary
@@ -32,7 +32,7 @@ def main(argv: list[str]) -> int:
     from farm.results.report import add_history_runs_option
     from farm.results.store import store_location
 
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog="farm merge",
         description="make the shards of a sharded run (farm run --shard K/N --run-group GROUP) "
         "one run: one summary, JUnit, report and exit code (0 passed, 1 product failures, 2 "

@@ -8,11 +8,11 @@ already there is kept once); the format follows its suffix.
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 from rich.console import Console
 
+from farm.argparsing import CommandParser
 from farm.errors import UsageError
 from farm.results.store import RunStore
 from suites import casefile, explore
@@ -21,9 +21,7 @@ from suites.caseset import Selection, find_case
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="farm cases promote", description=__doc__.split("\n\n")[0]
-    )
+    parser = CommandParser(prog="farm cases promote", description=__doc__.split("\n\n")[0])
     parser.add_argument("case_ids", nargs="*", metavar="CASE_ID")
     parser.add_argument("--run", help="the run the failures come from (default: the newest)")
     parser.add_argument(

@@ -56,6 +56,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from farm.argparsing import CommandParser
 from farm.errors import ToolMissing
 from farm.paths import REPO_ROOT
 from farm.results.store.history import StoredHistory
@@ -756,7 +757,7 @@ def main(
     from farm.results.store import StoredHistory, open_existing, store_location
     from farm.results.triage_next import run_triage
 
-    p = argparse.ArgumentParser(prog="farm report", description=main.__doc__)
+    p = CommandParser(prog="farm report", description=main.__doc__)
     p.add_argument("run", nargs="?", help="default: the newest run")
     p.add_argument("--store", default=None, help="default: $FARM_STORE or runs/farm.sqlite")
     p.add_argument(

@@ -11,11 +11,11 @@ Exit codes: 0 done, 2 the store cannot serve or the target is not empty.
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from collections.abc import Sequence
 
+from farm.argparsing import CommandParser
 from farm.errors import UsageError
 from farm.results.store import RunStore, store_location
 from farm.results.store.transfer import TABLES, copy_store, count, opened_source
@@ -38,9 +38,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def info(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(
-        prog="farm store info", description="where the store is, and what it holds"
-    )
+    p = CommandParser(prog="farm store info", description="where the store is, and what it holds")
     p.add_argument("--store", help="default: $FARM_STORE or runs/farm.sqlite")
     args = p.parse_args(argv)
     with RunStore(args.store, create=False) as store:
@@ -55,7 +53,7 @@ def info(argv: list[str]) -> int:
 
 
 def migrate(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(
+    p = CommandParser(
         prog="farm store migrate",
         description="copy every run, result, baseline, shrink, bisect and history line of one "
         "store into an empty one; the source is not changed",

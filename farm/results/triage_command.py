@@ -5,20 +5,20 @@ FILE` runs them)."""
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
 
 from rich.console import Console
 
+from farm.argparsing import CommandParser
 from farm.errors import UsageError
 from farm.results import triage
 from farm.results.store import RunStore
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="farm triage", description=__doc__.split("\n\n")[0])
+    parser = CommandParser(prog="farm triage", description=__doc__.split("\n\n")[0])
     parser.add_argument("run", nargs="?", metavar="RUN", help="the run (default: the newest)")
     parser.add_argument("--json", action="store_true", help="the groups and their cases as JSON")
     parser.add_argument("--group", type=int, metavar="N", help="with -o: the N-th group's cases")

@@ -44,6 +44,7 @@ from rich.markup import escape
 
 from farm import paths
 from farm.agent.errors import FarmError
+from farm.argparsing import CommandParser
 from farm.errors import BuildError, ConfigError, UsageError
 from suites.case import Case
 
@@ -486,7 +487,7 @@ def select(
 def _parser() -> argparse.ArgumentParser:
     from farm.run.session import add_case_file_args, add_pool_args
 
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog="farm bisect",
         description="find the first commit where the selected cases fail: build the operator "
         "at each commit (a scratch worktree), run the cases on the pool, binary search. Exit 0: "

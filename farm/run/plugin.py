@@ -31,6 +31,7 @@ from farm.run.dispatch import Dispatcher
 from farm.run.leases import RunState
 from farm.run.pipeline import Pipeline, plan_lanes
 from farm.run.scheduling import SlotScheduling
+from farm.run.timeouts import case_timeout_seconds
 
 if TYPE_CHECKING:
     from suites.case import Case
@@ -88,7 +89,7 @@ def pytest_addoption(parser):
     group.addoption("--farm-plan", metavar="FILE", help="a pool plan prepared by `farm run`")
     group.addoption(
         "--farm-case-timeout",
-        type=float,
+        type=case_timeout_seconds,
         default=60.0,
         help="seconds an agent may take for a small case (grows with size; default 60)",
     )

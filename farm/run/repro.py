@@ -7,7 +7,6 @@ are the same numbers on any host of the case's family. The output says which ope
 
 from __future__ import annotations
 
-import argparse
 import json
 
 from rich.console import Console
@@ -17,6 +16,7 @@ from rich.text import Text
 
 from farm import paths
 from farm.agent.record import ResultRecord
+from farm.argparsing import CommandParser
 from farm.errors import ConfigError
 from farm.run import prepare
 from farm.run.session import PoolSession, add_case_file_args, add_pool_args
@@ -24,7 +24,7 @@ from suites.caseset import find_case
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="farm repro", description=__doc__.split("\n\n")[0])
+    parser = CommandParser(prog="farm repro", description=__doc__.split("\n\n")[0])
     parser.add_argument("case_id")
     add_case_file_args(parser)
     parser.add_argument("--host", help="run on this host (default: any healthy host of the family)")

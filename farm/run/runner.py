@@ -49,6 +49,7 @@ from farm.run.session_plugins import (
     RunDirFaults,
     Selection,
 )
+from farm.run.timeouts import MAX_CASE_TIMEOUT
 from suites import footprint
 from suites.case import Case
 from suites.caseset import Selection as CaseSelection
@@ -172,8 +173,11 @@ def run(
 
     console = console or Console(stderr=True, soft_wrap=True)  # messages stay one line
     # Mistakes stop here, before anything starts: nothing is run and nothing is stored.
-    if not case_timeout > 0:
-        raise UsageError(f"--case-timeout must be a positive number of seconds, not {case_timeout}")
+    if not 0 < case_timeout <= MAX_CASE_TIMEOUT:
+        raise UsageError(
+            f"--case-timeout {case_timeout}: use a number of seconds above 0 and at most "
+            f"{MAX_CASE_TIMEOUT:,.0f}"
+        )
     if jobs is not None and jobs < 1:
         raise UsageError(f"--jobs {jobs}: use 1 or more (1: pytest in this process)")
     if target == "ascend" and backend != "acl":

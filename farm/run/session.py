@@ -23,6 +23,7 @@ from farm.run import prepare
 from farm.run.dispatch import Dispatcher, SlotInfo
 from farm.run.leases import RunState
 from farm.run.plan import Plan
+from farm.run.timeouts import case_timeout_seconds
 from suites.case import Case
 
 
@@ -67,7 +68,7 @@ def add_pool_args(
         )
     parser.add_argument(
         "--case-timeout",
-        type=float,
+        type=case_timeout_seconds,
         default=60.0,
         help="seconds for a small case; grows with its size (default 60)",
     )

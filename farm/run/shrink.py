@@ -37,6 +37,7 @@ from rich.markup import escape
 from farm import paths
 from farm.agent.backends import BACKENDS
 from farm.agent.errors import FarmError
+from farm.argparsing import CommandParser
 from farm.errors import ConfigError, UsageError
 from suites import shrink as shrinking
 from suites.case import Case
@@ -207,7 +208,7 @@ def default_case_file(case_id: str) -> Path:
 def _parser() -> argparse.ArgumentParser:
     from farm.run.session import add_case_file_args, add_pool_args
 
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog="farm shrink",
         description="the smallest case that still fails the same way (same category; a "
         "rejection case's status too). Exit 0: shrunk; 1: the case does not fail; 2: usage or "

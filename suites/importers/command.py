@@ -11,12 +11,12 @@ line). Exit 1 is farm run's "the operator failed", which an import never says.
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 from rich.console import Console
 from rich.markup import escape
 
+from farm.argparsing import CommandParser
 from farm.errors import UsageError
 from suites import casefile, limits
 from suites.case import Case
@@ -26,7 +26,7 @@ from .common import merged
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog="farm cases import",
         description="convert an outside suite's cases into a farm case file (docs/importers.md)",
     )

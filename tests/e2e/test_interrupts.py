@@ -165,7 +165,9 @@ def test_a_killed_run_is_found_by_the_next_command_and_marked_aborted(tmp_path):
 @pytest.mark.parametrize(
     "args, needle",
     [
-        (("--case-timeout", "0"), "--case-timeout must be a positive number"),
+        (("--case-timeout", "0"), "--case-timeout: '0' is not a number of seconds above 0"),
+        # An infinite timeout broke every case as a worker that died (the waits overflowed).
+        (("--case-timeout", "inf"), "--case-timeout: 'inf' is not a number of seconds above 0"),
         (("--", "-k", "310b and ("), "is not a valid expression"),
     ],
 )

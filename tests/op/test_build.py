@@ -19,7 +19,7 @@ import pytest
 
 from farm import acl_sdk, build
 from farm.agent.backends import native
-from farm.errors import BuildError
+from farm.errors import BuildError, UsageError
 from farm.pool import deploy
 from golden.soc import PROFILES
 from tests.op.conftest import need_emulation
@@ -197,9 +197,9 @@ def test_plant_bug_names_agree():
 def test_cli_run_offers_every_planted_bug(capsys):
     from farm import cli
 
-    with pytest.raises(SystemExit):
+    with pytest.raises(UsageError) as refused:
         cli.cmd_run(["--plant-bug", "no_such_bug"])
-    err = capsys.readouterr().err
+    err = str(refused.value)
     assert "invalid choice: 'no_such_bug'" in err
     assert all(repr(bug) in err for bug in build.PLANT_BUGS)
 
