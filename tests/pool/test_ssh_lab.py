@@ -298,20 +298,28 @@ def test_missing_sshd_skips_unless_required(tmp_path, required, outcome):
         assert proc.returncode == 0
 
 
-def test_real_case_over_ssh_with_the_deployed_op_package(deployed_lab, agent_bundle):
-    """The whole path: bundle + op package deployed over SFTP (the default target's, the
-    emulated real kernel), the agent told where its library is, the real executor
-    (farm.agent.execute) judging one smoke case per family."""
+@pytest.fixture
+def op_package():
+    """The operator package of the default target (dist/op), or the test skipped (failed in CI)
+    for want of it."""
     from farm.errors import ConfigError
-    from farm.pool.deploy import deploy_all, find_op_package
-    from suites.matrix import expand
+    from farm.pool.deploy import find_op_package
     from tests.requirements import need
 
     try:
-        package = find_op_package()
+        return find_op_package()
     except ConfigError as exc:
-        package = None
         need(False, str(exc))
+
+
+def test_real_case_over_ssh_with_the_deployed_op_package(deployed_lab, agent_bundle, op_package):
+    """The whole path: bundle + op package deployed over SFTP (the default target's, the
+    emulated real kernel), the agent told where its library is, the real executor
+    (farm.agent.execute) judging one smoke case per family."""
+    from farm.pool.deploy import deploy_all
+    from suites.matrix import expand
+
+    package = op_package
     _, inventory, sha = deployed_lab
     cases = expand("smoke")
     for name in ("a2-01", "a200-01"):
@@ -326,7 +334,7 @@ def test_real_case_over_ssh_with_the_deployed_op_package(deployed_lab, agent_bun
         assert record["outcome"] == "passed", record.get("message")
 
 
-def test_a_workdir_relative_to_the_home_is_the_agents_too(deployed_lab, agent_bundle):
+def test_a_workdir_relative_to_the_home_is_the_agents_too(deployed_lab, agent_bundle, op_package):
     """An inventory's relative workdir (the default, lsg-farm) is relative to the remote home,
     where SFTP and the SSH session start; the agent runs in its bundle's directory. It loaded
     the operator's library from there, and kept its device locks there (one bundle's), not in
@@ -335,16 +343,10 @@ def test_a_workdir_relative_to_the_home_is_the_agents_too(deployed_lab, agent_bu
     import uuid
     from pathlib import Path
 
-    from farm.errors import ConfigError
-    from farm.pool.deploy import deploy_all, find_op_package
+    from farm.pool.deploy import deploy_all
     from suites.matrix import expand
-    from tests.requirements import need
 
-    try:
-        package = find_op_package()
-    except ConfigError as exc:
-        package = None
-        need(False, str(exc))
+    package = op_package
     _, inventory, sha = deployed_lab
     workdir = f"lsg-farm-relative-{uuid.uuid4().hex[:8]}"
     home = Path.home() / workdir  # the lab's hosts log in as this user
