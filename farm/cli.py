@@ -20,6 +20,7 @@ from farm.agent.backends import BACKENDS
 from farm.agent.errors import FarmError
 from farm.argparsing import CommandParser
 from farm.run.timeouts import case_timeout_seconds
+from farm.visible import visible
 
 
 def _selection_args(parser: argparse.ArgumentParser) -> None:
@@ -404,7 +405,7 @@ def main(argv: list[str] | None = None) -> int:
     except FarmError as exc:
         console = Console(stderr=True, soft_wrap=True)
         for line in str(exc).splitlines() or [""]:  # one line per problem, each marked
-            console.print(f"[bold red]error:[/] {escape(line)}", highlight=False)
+            console.print(f"[bold red]error:[/] {escape(visible(line))}", highlight=False)
         return exc.exit_code
 
 

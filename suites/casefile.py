@@ -37,6 +37,7 @@ from typing import Any
 
 from farm.errors import UsageError
 from farm.run import heap
+from farm.visible import CONTROL
 from golden import contract, soc
 
 from . import limits
@@ -839,6 +840,12 @@ def _type_problems(entry: dict) -> tuple[list[str], set[str]]:
         if ok is not None and not ok(value):
             bad.add(key)
             problems.append(f"field {key!r}: {_shown(value)} is not {FIELD_TYPES[key]}")
+        elif isinstance(value, str) and (control := CONTROL.search(value)):  # shown on terminals
+            bad.add(key)
+            problems.append(
+                f"field {key!r}: {_shown(value)} holds the control character "
+                f"{control.group()!r}, which a terminal would act on; remove it"
+            )
     for key in REQUIRED:
         if key not in entry:
             problems.append(f"field {key!r} is missing (every case needs dtype, shape, axes)")

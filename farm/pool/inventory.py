@@ -297,8 +297,10 @@ def _host_from_fields(
     name = f.get("name")
     if not name:
         raise ConfigError(f'{where}: {label}: missing field "name"; give every host a unique name')
-    if any(c.isspace() or c in "/\\:" for c in name):
-        raise fail("name", f"{name!r} must not contain spaces, slashes or colons")
+    if any(c.isspace() or c in "/\\:" or not c.isprintable() for c in name):
+        raise fail(
+            "name", f"{name!r} must not contain spaces, slashes, colons or control characters"
+        )
     transport = f.get("transport", "ssh")
     if transport not in TRANSPORTS:
         raise fail("transport", f"{transport!r} is not a transport; use one of: ssh, local")

@@ -50,6 +50,7 @@ from farm.run.session_plugins import (
     Selection,
 )
 from farm.run.timeouts import MAX_CASE_TIMEOUT
+from farm.visible import visible
 from suites import footprint
 from suites.case import Case
 from suites.caseset import Selection as CaseSelection
@@ -290,15 +291,16 @@ def _prepare(
 
     def show_host(spec, checked):
         mark = "[green]good[/]" if checked.good else "[red]quarantined[/]"
-        why = "" if checked.good else ": " + escape("; ".join(checked.reasons))
+        why = "" if checked.good else ": " + escape(visible("; ".join(checked.reasons)))
         arch = ((checked.identity or {}).get("machine") or {}).get("arch")
         what = f"{spec.soc}, {spec.devices} dev" + (f", {arch}" if arch else "")
         shipped = f", package {escape(checked.package)}" if checked.package else ""
         console.print(f"host     {spec.name} ({what}{shipped}) {mark}{why}", highlight=False)
         for device, reason in sorted(checked.set_aside.items()):
+            said = escape(visible(reason))
             console.print(
-                f"chip     {spec.name}:{device} [yellow]set aside[/]: {escape(reason)}; the host's "
-                "other chips run",
+                f"chip     {spec.name}:{device} [yellow]set aside[/]: {said}; the host's other "
+                "chips run",
                 highlight=False,
             )
 
@@ -526,7 +528,9 @@ def _after_session(
     subset = stopped or len(records) < tier_size or bool(plan.shard)
     quarantined = RunState(plan.state_path).quarantined() if plan.state_path.exists() else {}
     for host, why in quarantined.items():
-        console.print(f"[red]quarantined during the run:[/] {host}: {escape(why)}", highlight=False)
+        console.print(
+            f"[red]quarantined during the run:[/] {host}: {escape(visible(why))}", highlight=False
+        )
         try:
             health.Quarantine(paths.STATE_DIR).add(host, why)
         except OSError as exc:
@@ -758,7 +762,7 @@ def print_summary(console: Console, records, plan: Plan, code: int, summary_path
     console.print(table)
     for r in [r for r in records if r["outcome"] != "passed"][:15]:
         line = f"{r['case_id']}: {r['message']}"
-        console.print(f"  [red]{r['outcome']}[/] {escape(line)}", highlight=False)
+        console.print(f"  [red]{r['outcome']}[/] {escape(visible(line))}", highlight=False)
     verdict = {
         0: "[green]all passed[/]",
         1: "[red]product failures[/]" if outcomes["failed"] else "[red]quality gate failed[/]",

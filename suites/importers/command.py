@@ -18,6 +18,7 @@ from rich.markup import escape
 
 from farm.argparsing import CommandParser
 from farm.errors import UsageError
+from farm.visible import visible
 from suites import casefile, limits
 from suites.case import Case
 
@@ -132,4 +133,4 @@ def _report(console: Console, path: str, fmt: str, conversion: Conversion) -> No
     order = {name: i for i, name in enumerate(result.source_cases)}
     for name in sorted(lines, key=lambda n: order.get(result.source_of(n), len(order))):
         for line in lines[name]:
-            console.print(f"  {escape(name)}: {line}")
+            console.print(f"  {escape(visible(name))}: {visible(line)}")

@@ -180,6 +180,10 @@ BAD = {
         ["[[host]] a2-01 and [[host]] a2-02", "127.0.0.2:2222"],
     ),
     "unnamed_entry": (host_block(name=None), ["[[host]] #1", 'missing field "name"']),
+    "name_with_a_control_character": (  # shown on terminals: an escape sequence would act there
+        host_block(name='"a2\\u001b[2J"'),
+        ['field "name"', "'a2\\x1b[2J' must not contain", "control characters"],
+    ),
     "empty_pin": (host_block(cann='""'), ["[[host]] a2-01", 'field "cann"', "empty", "8.2.*"]),
     "pin_not_text": (host_block(arch="64"), ['field "arch"', "expected a glob pattern", "int"]),
     "bad_role": (host_block(role='"runner"'), ['field "role"', "'runner'", '"build"']),

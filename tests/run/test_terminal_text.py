@@ -67,3 +67,14 @@ def test_repro_prints_what_the_case_and_its_record_say_as_they_are():
         f"failed {BRACKETED}",
     ):
         assert said in text, said
+
+
+def test_control_characters_are_shown_escaped_never_sent():
+    """What a host said (a stderr tail, an rc file's colours) or an outside name reaches the
+    terminal only as text: ESC [2J would clear it."""
+    from farm.visible import visible
+
+    assert visible("stderr: \x1b[2Jcleared\x07\x00 and\ttab\nline") == (
+        "stderr: \\x1b[2Jcleared\\x07\\x00 and\ttab\nline"
+    )
+    assert visible("plain ü 😀") == "plain ü 😀"

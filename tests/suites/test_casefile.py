@@ -459,6 +459,21 @@ def test_a_key_given_twice_is_refused_not_the_last_one_kept(tmp_path):
     assert [c.dtype for c in casefile.load(tmp_path / "merged.yaml")][::2] == ["float32", "float16"]
 
 
+def test_text_with_a_control_character_is_refused(tmp_path):
+    """A note or name is shown on terminals and in reports: an escape sequence in an outside
+    file would act on the terminal of whoever runs or repros the case. Tab and line ends stay."""
+    lines = _problems(
+        tmp_path,
+        "control.json",
+        '[{"dtype": "float32", "shape": [2, 3], "axes": 1, "note": "red\\u001b[31m"},'
+        ' {"dtype": "float32", "shape": [2, 4], "axes": 1, "note": "a\\tb\\r\\nc"}]',
+    )
+    assert lines == [
+        f"{tmp_path}/control.json: case 0 (line 1): field 'note': 'red\\x1b[31m' holds the "
+        "control character '\\x1b', which a terminal would act on; remove it"
+    ]
+
+
 def test_yaml_the_farm_writes_reads_back_the_same_in_pyyaml(tmp_path):
     """Text that either YAML would read as something else is quoted when written."""
     import yaml

@@ -55,6 +55,21 @@ def test_a_byte_order_mark_is_not_part_of_the_file(tmp_path, capsys, fmt, sample
     assert [c.id for c in casefile.load(with_mark)] == [c.id for c in casefile.load(plain)]
 
 
+def test_a_source_name_is_printed_without_its_control_characters(tmp_path, capsys):
+    """The source's own name, printed in the report, carried an escape sequence straight to the
+    terminal (ESC [2J clears it); it is shown escaped, and the case is not imported."""
+    source = tmp_path / "suite.csv"
+    text = (SAMPLES / "logsoftmaxgrad_ttk.csv").read_text()
+    source.write_text(text.replace("LSG_fp32_001,", "LSG_fp32_001\x1b[2J,", 1))
+    assert (
+        main(["cases", "import", "--format", "ttk", str(source), "-o", str(tmp_path / "o.json")])
+        == 0
+    )
+    out = capsys.readouterr().out
+    assert "\x1b" not in out
+    assert "  LSG_fp32_001\\x1b[2J: not imported: field 'name': " in out
+
+
 def test_the_report_says_per_source_case_what_was_not_expressed(capsys, tmp_path):
     out = tmp_path / "cases.json"
     main(["cases", "import", "--format", "msopst", str(SAMPLES / "logsoftmaxgrad_msopst.json"),
