@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from farm.visible import visible
 from suites import casefile
 from suites.case import DEPARTS, DTYPE_SHORT, Case, value_json
 
@@ -59,7 +60,9 @@ class ImportResult:
         return [(i.name, i.entry["note"]) for i in self.imported if i.entry.get("note")]
 
     def add_case(self, name: str) -> str:
-        """Count a source case; a name seen before gets its position (" #3") appended."""
+        """Count a source case; a name seen before gets its position (" #3") appended, a
+        control character in it its escape (the name is shown on terminals and kept)."""
+        name = visible(name)
         if name in self._names:  # a set: a file of many cases is not read in quadratic time
             name = f"{name} #{len(self.source_cases) + 1}"
         self.source_cases.append(name)

@@ -57,7 +57,7 @@ def test_a_byte_order_mark_is_not_part_of_the_file(tmp_path, capsys, fmt, sample
 
 def test_a_source_name_is_printed_without_its_control_characters(tmp_path, capsys):
     """The source's own name, printed in the report, carried an escape sequence straight to the
-    terminal (ESC [2J clears it); it is shown escaped, and the case is not imported."""
+    terminal (ESC [2J clears it); it is kept escaped, and its case imported as any other."""
     source = tmp_path / "suite.csv"
     text = (SAMPLES / "logsoftmaxgrad_ttk.csv").read_text()
     source.write_text(text.replace("LSG_fp32_001,", "LSG_fp32_001\x1b[2J,", 1))
@@ -67,7 +67,9 @@ def test_a_source_name_is_printed_without_its_control_characters(tmp_path, capsy
     )
     out = capsys.readouterr().out
     assert "\x1b" not in out
-    assert "  LSG_fp32_001\\x1b[2J: not imported: field 'name': " in out
+    assert "LSG_fp32_001\\x1b[2J" in out and "not imported: field 'name'" not in out
+    origins = [c.origin for c in casefile.load(tmp_path / "o.json")]
+    assert any(o.startswith("suite.csv:LSG_fp32_001\\x1b[2J;") for o in origins), origins
 
 
 def test_the_report_says_per_source_case_what_was_not_expressed(capsys, tmp_path):
