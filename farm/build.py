@@ -65,6 +65,7 @@ from farm.argparsing import CommandParser
 from farm.errors import BuildError
 from farm.paths import REPO_ROOT as ROOT
 from farm.pool.deploy import package_manifest
+from farm.targets import DEFAULT_TARGET, DESCRIPTIONS, NATIVE_TARGETS, TARGETS, describe
 from golden.soc import FAMILIES, representative_soc
 
 OP_DIR = ROOT / "op"
@@ -110,9 +111,6 @@ HOST_BUGS = (
 )
 PLANT_BUGS = TWIN_PLANT_BUGS + KERNEL_FAULT_BUGS + KERNEL_NUMERIC_BUGS + HOST_BUGS
 PLANTED_BUGS_FILE = OP_DIR / "ascendc_cpu" / "planted_bugs.json"
-TARGETS = ("ascendc-cpu", "twin", "ascend")
-DEFAULT_TARGET = "ascendc-cpu"
-NATIVE_TARGETS = ("ascendc-cpu", "twin")  # the C ABI libraries the native backend runs
 LIB_NAMES = {"twin": "liblsg_twin.so", "ascendc-cpu": "liblsg_ascendc_cpu.so"}
 LIB_NAME = LIB_NAMES["twin"]
 CMAKE_TARGETS = {"twin": "lsg_twin", "ascendc-cpu": "lsg_ascendc_cpu"}
@@ -133,11 +131,6 @@ ACL_EXPORTS = (
     "aclnnLogSoftmaxGrad",
 )
 # What each target's library is, for the manifest, the run's environment and the report.
-DESCRIPTIONS = {
-    "ascendc-cpu": "the real Ascend C kernel on the CPU emulation",
-    "twin": "the CPU twin, a second implementation of the kernel's design",
-    "ascend": "the Ascend C package for CANN",
-}
 _ABI_HEADERS = (OP_DIR / "twin" / "lsg_twin.h", OP_DIR / "tiling" / "lsg_types.h")
 HEADERS = {
     "twin": _ABI_HEADERS,
@@ -224,11 +217,6 @@ def _op_dir(source_dir: str | Path | None) -> Path:
 
 def op_version(source_dir: str | Path | None = None) -> str:
     return (_op_dir(source_dir) / "VERSION").read_text().strip()
-
-
-def describe(target: str) -> str:
-    """'ascendc-cpu (the real Ascend C kernel on the CPU emulation)': a target as people read it."""
-    return f"{target} ({DESCRIPTIONS[target]})" if target in DESCRIPTIONS else target
 
 
 def planted_bugs() -> dict[str, list[dict]]:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from farm import build
+from farm import targets
 from farm.agent.backends import BACKENDS
 from farm.agent.outcome import CATEGORIES
 from farm.agent.record import JSON_FORM, ResultRecord
@@ -79,11 +79,11 @@ def pytest_addoption(parser):
     )
     group.addoption(
         "--farm-target",
-        default=build.DEFAULT_TARGET,
-        choices=build.TARGETS,
+        default=targets.DEFAULT_TARGET,
+        choices=targets.TARGETS,
         help="the operator package to build: "
-        + " | ".join(build.describe(t) for t in build.TARGETS)
-        + f" (default {build.DEFAULT_TARGET})",
+        + " | ".join(targets.describe(t) for t in targets.TARGETS)
+        + f" (default {targets.DEFAULT_TARGET})",
     )
     group.addoption("--farm-run-dir", metavar="DIR", help="where this run's records go")
     group.addoption("--farm-plan", metavar="FILE", help="a pool plan prepared by `farm run`")
