@@ -62,6 +62,22 @@ def merged_runs(store, group: str) -> list[dict]:
     return [r for r in reversed(store.group_runs(group)) if r.get("merged_from")]
 
 
+def _missing(ks: list[int], count: int) -> str:
+    """ "shard 3/4 is missing", "shards 2-5, 7 of 8 are missing": runs of them as ranges (a
+    group of 1,000 shards with one stored is one line, not a thousand)."""
+    if len(ks) == 1:
+        return f"shard {ks[0]}/{count} is missing"
+    spans: list[str] = []
+    start = prev = ks[0]
+    for k in [*ks[1:], 0]:
+        if k == prev + 1:
+            prev = k
+            continue
+        spans.append(str(start) if start == prev else f"{start}-{prev}")
+        start = prev = k
+    return f"shards {', '.join(spans)} of {count} are missing"
+
+
 def find_run_dir(run: dict, runs_dir: Path | None) -> tuple[Path | None, list[Path]]:
     """A shard's run directory: <runs_dir>/<run id> (where a CI merge job put the shards'
     artifacts), else the directory it recorded, else <FARM_RUNS>/<run id>. Returns the one
@@ -92,10 +108,12 @@ def gather(store, group: str, runs_dir: Path | None = None) -> Group:
     by_index: dict[int, list[dict]] = {}
     for run in runs:
         by_index.setdefault(shard_mod.parse(run["shard"]).index, []).append(run)
+    missing = [k for k in range(1, found.count + 1) if k not in by_index]
+    if missing:
+        found.problems.append(_missing(missing, found.count))
     for k in range(1, found.count + 1):
         tries = by_index.get(k, [])
         if not tries:
-            found.problems.append(f"shard {k}/{found.count} is missing")
             continue
         # A shard retried by CI: its newest finished try counts.
         run = next((r for r in tries if r["status"] == "finished"), tries[0])

@@ -19,6 +19,7 @@ from farm.errors import UsageError
 from farm.run.leases import case_costs
 
 _SHARD = re.compile(r"\A([1-9][0-9]*)/([1-9][0-9]*)\Z")
+MAX_SHARDS = 1000
 # A run group is what CI names a pipeline by (GITHUB_RUN_ID, CI_PIPELINE_ID, Jenkins' BUILD_TAG
 # with its %2F): one word of plain characters, so that it reads the same in every shell.
 _GROUP = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9._:%+@=-]{0,127}\Z")
@@ -39,6 +40,11 @@ def parse(text: str) -> Shard:
     if found is None:
         raise UsageError(f"--shard {text!r}: write K/N, e.g. --shard 2/4 (the 2nd of 4 shards)")
     index, count = int(found[1]), int(found[2])
+    if count > MAX_SHARDS:
+        raise UsageError(
+            f"--shard {text}: N must be at most {MAX_SHARDS:,} (a CI's jobs of one pipeline: "
+            "GitHub's matrix stops at 256, GitLab's parallel: at 200)"
+        )
     if index > count:
         raise UsageError(f"--shard {text}: K must be between 1 and N={count}")
     return Shard(index, count)

@@ -150,6 +150,15 @@ def test_a_missing_shard_makes_an_incomplete_run_never_a_green_one(where, store_
         assert store.baseline_for("smoke") is None
 
 
+def test_missing_shards_are_named_in_runs_not_one_by_one(where, store_path):
+    runs = where / "runs"
+    with RunStore(store_path) as store:
+        for k in (1, 6, 9):
+            _shard(store, runs, k, 10, [record(f"c{k}")])
+    assert _merge(store_path, runs) == 2
+    assert _merged(store_path)["incomplete"] == ["shards 2-5, 7-8, 10 of 10 are missing"]
+
+
 @pytest.mark.parametrize("status", ["interrupted", "aborted"])
 def test_a_shard_that_did_not_finish_makes_the_run_incomplete(where, store_path, status):
     runs = where / "runs"

@@ -79,6 +79,13 @@ def test_a_bad_shard_is_one_usage_line(text):
         shard.parse(text)
 
 
+def test_n_is_bounded_by_what_a_ci_runs():
+    """1/100000 was taken: its group's message named 99,999 missing shards, 3 MB on one line."""
+    with pytest.raises(UsageError, match=r"--shard 1/100000: N must be at most 1,000"):
+        shard.parse("1/100000")
+    assert shard.parse(f"{shard.MAX_SHARDS}/{shard.MAX_SHARDS}").count == shard.MAX_SHARDS
+
+
 def test_a_shard_reads_as_written():
     assert str(shard.parse("3/4")) == "3/4"
     assert shard.parse(" 1/1 ") == shard.Shard(1, 1)
