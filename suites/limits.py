@@ -59,13 +59,14 @@ class Limit:
             raise LimitExceeded(f"{source}: more than the limit of {limit:,} {self.what}{fix}")
         raise LimitExceeded(f"{source}: {measured:,} {self.what}, over the limit of {limit:,}{fix}")
 
-    def check_file(self, path: Path) -> None:
-        """The size of a file, from the file system: nothing of it is read."""
+    def check_file(self, path: Path, named: str | None = None) -> None:
+        """The size of a file, from the file system: nothing of it is read. ``named``: how
+        the message names it (default: its path)."""
         try:
             size = path.stat().st_size
         except OSError:
             return  # the read that follows names the problem (missing, a directory, ...)
-        self.check(size, path)
+        self.check(size, named or path)
 
 
 FILE_BYTES = Limit("bytes", 64 * 2**20, "FARM_MAX_INPUT_BYTES")

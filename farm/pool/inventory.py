@@ -63,6 +63,7 @@ from farm.errors import ConfigError
 from farm.sizes import parse_size
 from golden.soc import UnknownSocError
 from golden.soc import profile as soc_profile
+from suites import limits
 
 TRANSPORTS = ("ssh", "local")
 # "run": a host of the pool, whose devices run cases; "build": a host that only builds the CANN
@@ -202,6 +203,7 @@ def load_inventory(path: str | os.PathLike[str]) -> Inventory:
     """Read and validate a TOML inventory. Raises ConfigError with one clear line."""
     path = Path(path)
     where = f"inventory {path}"
+    limits.FILE_BYTES.check_file(path, f"inventory {path}")  # read whole: measured first
     try:
         raw = path.read_bytes()
     except FileNotFoundError:

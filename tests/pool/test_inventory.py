@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from farm.errors import ConfigError
+from farm.errors import ConfigError, UsageError
 from farm.pool.inventory import default_inventory, load_inventory
 
 
@@ -94,6 +94,16 @@ def test_a_byte_order_mark_is_not_part_of_the_inventory(keys):
     path = keys / "inventory.toml"
     path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
     assert load_inventory(path).hosts == plain.hosts
+
+
+def test_an_inventory_over_the_input_size_is_refused_before_it_is_read(keys, monkeypatch):
+    """It is read whole: 100 MB of comments took 340 MB and 2.6 s, 10 GB the machine."""
+    path = write(keys, GOOD)
+    monkeypatch.setenv("FARM_MAX_INPUT_BYTES", "100")
+    with pytest.raises(
+        UsageError, match=rf"^inventory {path}: {len(GOOD):,} bytes, over the limit"
+    ):
+        load_inventory(path)
 
 
 def test_key_path_expands_tilde(keys, monkeypatch):
