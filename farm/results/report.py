@@ -57,7 +57,7 @@ from pathlib import Path
 from typing import Any
 
 from farm.argparsing import CommandParser
-from farm.errors import ToolMissing
+from farm.errors import ToolMissing, UsageError
 from farm.paths import REPO_ROOT
 from farm.results.store.history import StoredHistory
 from farm.results.store.location import StoreLocation
@@ -302,6 +302,7 @@ def generate(
 
     results_dir = Path(results_dir).resolve()
     out_dir = Path(out_dir).resolve()
+    check_out_dir(out_dir)
     if not results_dir.is_dir():
         raise FileNotFoundError(
             f"no allure results at {results_dir} (the run's directory was removed or moved): "
@@ -356,12 +357,43 @@ def generate(
             return (code or 1), out_dir / "index.html"
         if history is not None and hp is not None:
             _keep_new_history_line(history, hp, last_before)
+        (staging / REPORT_MARK).write_text("a report the farm wrote; replaced whole\n")
         if out_dir.exists():
             shutil.rmtree(out_dir)
         staging.rename(out_dir)
         return 0, out_dir / "index.html"
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+# A report replaces its directory whole: only one that is empty or holds a report the farm wrote
+# (its mark, or, before the mark, only what an Allure report is made of) may be replaced.
+REPORT_MARK = ".farm-report"
+_REPORT_ENTRIES = re.compile(
+    r"(index\.html|data|widgets|history|artifacts\.json|quality-gate\.json|summary\.json|"
+    r"test-results\.json|app-[0-9a-f]+\.(js|css)(\.LICENSE\.txt)?|favicon\.ico)"
+)
+
+
+def check_out_dir(out_dir: Path) -> None:
+    """UsageError when ``out_dir`` holds anything but a report the farm wrote: `--out ~/work`
+    removed the whole of ~/work to put the report there."""
+    try:
+        names = [p.name for p in out_dir.iterdir()]
+    except FileNotFoundError:
+        return
+    except NotADirectoryError:
+        raise UsageError(
+            f"--out {out_dir}: a file, not a directory; name a new directory"
+        ) from None
+    if not names or REPORT_MARK in names or all(_REPORT_ENTRIES.fullmatch(n) for n in names):
+        return
+    others = sorted(n for n in names if not _REPORT_ENTRIES.fullmatch(n))
+    shown = ", ".join(others[:3]) + (f" and {len(others) - 3:,} more" if len(others) > 3 else "")
+    raise UsageError(
+        f"--out {out_dir}: holds {shown}, not a report the farm wrote; the report replaces its "
+        "directory whole: name a new or empty one"
+    )
 
 
 # --------------------------------------------------------------------------- what Allure reads
@@ -778,6 +810,8 @@ def main(
         "reports/quality-gate.json still apply)",
     )
     args = p.parse_args(argv)
+    if args.out:
+        check_out_dir(Path(args.out).resolve())  # before any work, not after it
 
     location = store_location(args.store)
     with open_existing(location) as store:

@@ -467,6 +467,29 @@ def test_farm_report_command(three_runs, tmp_path, capsys):
     assert report.main([r1["run_id"], "--store", store, "--results", str(tmp_path / "none")]) == 2
 
 
+def test_out_is_replaced_only_when_it_holds_a_report_the_farm_wrote(three_runs, tmp_path):
+    """The report replaces its directory whole: `--out ~/work` removed ~/work with all in it."""
+    r1 = three_runs["runs"][0]
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "thesis.txt").write_text("years of work")
+    argv = [r1["run_id"], "--store", str(three_runs["store"]), "--no-history", "--out", str(mine)]
+    with pytest.raises(UsageError, match=r"--out .*mine: holds thesis.txt, not a report the farm"):
+        report.main(argv)
+    assert (mine / "thesis.txt").read_text() == "years of work"
+    (mine / "thesis.txt").unlink()
+    assert report.main(argv) == 0  # empty: the report goes there, with its mark
+    assert (mine / "index.html").is_file() and (mine / report.REPORT_MARK).is_file()
+    assert report.main(argv) == 0  # a report the farm wrote: replaced
+    (mine / report.REPORT_MARK).unlink()  # one written before the mark: only a report's files
+    report.check_out_dir(mine)
+    (mine / "notes.md").write_text("mine")
+    with pytest.raises(UsageError, match="holds notes.md"):
+        report.check_out_dir(mine)
+    with pytest.raises(UsageError, match="a file, not a directory"):
+        report.check_out_dir(mine / "notes.md")
+
+
 def test_an_allure_process_not_used_exits_and_one_gone_is_replaced(three_runs, tmp_path):
     """farm run starts Allure with its cases (report.AllureProcess): a run that makes no report
     ends it unused, and a report whose waiting process has gone starts another."""
