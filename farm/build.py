@@ -1069,7 +1069,12 @@ def main(argv: list[str] | None = None) -> int:
         "library (op/tests/abi_selftest.cpp; under qemu-user for another arch), and for "
         "ascendc-cpu with the emulated ACL runtime the aclnn example too",
     )
-    parser.add_argument("--out", default="dist/op", help="directory of the archive")
+    parser.add_argument(
+        "--out",
+        type=lambda text: Path(text).resolve(),  # a path given here is the shell's: its cwd's
+        default=ROOT / "dist" / "op",
+        help="directory of the archive (default: dist/op of this checkout)",
+    )
     parser.add_argument(
         "--plant-bug",
         choices=PLANT_BUGS,

@@ -163,10 +163,14 @@ def test_main_builds_the_emulated_real_kernel_by_default(tmp_path, acpu_build, c
     assert (tmp_path / build.archive_name("ascendc-cpu")).exists()
 
 
-def test_main_builds_twin_package(tmp_path, twin_lib, capsys):
+def test_main_builds_twin_package(tmp_path, twin_lib, capsys, monkeypatch):
     assert build.main(["--target", "twin", "--out", str(tmp_path), "--quiet"]) == 0
     assert capsys.readouterr().out == ""
     assert (tmp_path / build.archive_name("twin")).exists()
+    # A relative --out is the shell's, its working directory's (it went into the checkout).
+    monkeypatch.chdir(tmp_path)
+    assert build.main(["--target", "twin", "--out", "mine", "--quiet"]) == 0
+    assert (tmp_path / "mine" / build.archive_name("twin")).exists()
 
 
 @pytest.mark.build
