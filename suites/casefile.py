@@ -139,7 +139,12 @@ def load(path: str | Path) -> list[Case]:
             text = f.read()
     except FileNotFoundError:
         raise CaseFileError(f"{path}: no such case file (check the path)") from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except UnicodeDecodeError as exc:
+        # The first block read holds the file's start: PowerShell 5's > writes UTF-16 there.
+        utf16 = exc.start == 0 and exc.object[:2] in (b"\xff\xfe", b"\xfe\xff")
+        what = "UTF-16 text" if utf16 else "not UTF-8 text"
+        raise CaseFileError(f"{path}: {what}; save it as UTF-8") from None
+    except OSError as exc:
         raise CaseFileError(f"{path}: cannot read it ({exc})") from None
     with heap.paused():  # parsing and making the cases leave no garbage
         entries, lines = _PARSERS[kind](path, text)

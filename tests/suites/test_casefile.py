@@ -474,6 +474,17 @@ def test_text_with_a_control_character_is_refused(tmp_path):
     ]
 
 
+def test_a_file_not_in_utf8_names_the_fix(tmp_path):
+    """PowerShell 5's `farm cases --json > cases.json` writes UTF-16."""
+    path = tmp_path / "cases.json"
+    path.write_text(json.dumps([SMOKE[0].to_dict()]), encoding="utf-16")
+    with pytest.raises(CaseFileError, match=rf"^{path}: UTF-16 text; save it as UTF-8$"):
+        casefile.load(path)
+    path.write_bytes(b'[{"dtype": "float32", "note": "caf\xe9"}]')
+    with pytest.raises(CaseFileError, match=rf"^{path}: not UTF-8 text; save it as UTF-8$"):
+        casefile.load(path)
+
+
 def test_yaml_the_farm_writes_reads_back_the_same_in_pyyaml(tmp_path):
     """Text that either YAML would read as something else is quoted when written."""
     import yaml
