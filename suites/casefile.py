@@ -102,6 +102,7 @@ _STRING_FIELDS = (
     "name",
 )
 _OPTIONAL_STRINGS = ("level", "y_dtype", "out_dtype", "missing")
+FREE_TEXT = ("note", "name", "origin")  # a case file's own words, not one of named values
 
 
 LinesOf = list[int | None] | Callable[[], list[int | None]]
@@ -753,20 +754,23 @@ def _keys_twice(value: Any, where: str = "") -> list[str]:
     """A problem per object of ``value`` (an entry, or an object inside one of its fields) that
     gave a key twice; the parser's marker of it taken out."""
     problems = []
-    if isinstance(value, dict):
+    if type(value) is dict:
         keys = value.pop(_TWICE, ())
         if keys:
             named = ", ".join(_shown(k) for k in keys)
             what = f"field {where}: key" if where else "field"
             problems.append(f"{what} {named} given twice (only the last would count; keep one)")
         for key, inner in value.items():
-            if isinstance(inner, (dict, list)):
+            if type(inner) is dict or (type(inner) is list and _holds_objects(inner)):
                 problems += _keys_twice(inner, f"{where}.{key}" if where else repr(key))
-    elif isinstance(value, list):
+    elif type(value) is list:
         for inner in value:
-            if isinstance(inner, (dict, list)):
-                problems += _keys_twice(inner, where)
+            problems += _keys_twice(inner, where)
     return problems
+
+
+def _holds_objects(items: list) -> bool:
+    return any(type(item) is dict or type(item) is list for item in items)
 
 
 def _differing(first: Case, again: Case) -> list[str]:
@@ -845,7 +849,9 @@ def _type_problems(entry: dict) -> tuple[list[str], set[str]]:
         if ok is not None and not ok(value):
             bad.add(key)
             problems.append(f"field {key!r}: {_shown(value)} is not {FIELD_TYPES[key]}")
-        elif isinstance(value, str) and (control := CONTROL.search(value)):  # shown on terminals
+    for key in FREE_TEXT:  # shown on terminals (the other text fields take named values only)
+        value = entry.get(key)
+        if isinstance(value, str) and (control := CONTROL.search(value)):
             bad.add(key)
             problems.append(
                 f"field {key!r}: {_shown(value)} holds the control character "
