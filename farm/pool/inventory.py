@@ -48,6 +48,7 @@ host, the field and the fix.
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -72,6 +73,7 @@ ROLES = ("run", "build")
 HOST_KEY_POLICIES = ("strict", "accept-new")
 DEFAULT_SSH_WORKDIR = "lsg-farm"
 DEFAULT_CONNECT_TIMEOUT = 10.0
+_UNEXPANDED = re.compile(r"\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|(?:^|:)~(?=/|:|$)")
 EMULATED_PREFIX = "LSG_EMULATED_"  # an emulated host's own declarations (farm/agent/identity.py)
 
 _HOST_FIELDS: dict[str, tuple[type | tuple[type, ...], str]] = {
@@ -380,6 +382,14 @@ def _host_from_fields(
                 "env",
                 f"{k}: an SSH host declares its identity itself (sshd SetEnv or host.toml in "
                 "its workdir); env is the agent's environment there, e.g. CANN's variables",
+            )
+        # Passed as written (env K=V, no shell): "$LD_LIBRARY_PATH" copied from a set_env.sh
+        # would replace the host's value with those characters.
+        if unexpanded := _UNEXPANDED.search(v):
+            raise fail(
+                "env",
+                f"{k} = {v!r}: {unexpanded.group().lstrip(':')} is not expanded (the value is "
+                "passed as written); write the paths out",
             )
     address = f.get("address")
     if not address:

@@ -190,6 +190,14 @@ BAD = {
         ["[[host]] a2-01 and [[host]] a2-02", "127.0.0.2:2222"],
     ),
     "unnamed_entry": (host_block(name=None), ["[[host]] #1", 'missing field "name"']),
+    "env_with_a_variable_to_expand": (  # copied from CANN's set_env.sh: passed as written
+        host_block(env='{ LD_LIBRARY_PATH = "/usr/local/Ascend/driver/lib64:$LD_LIBRARY_PATH" }'),
+        ['field "env"', "$LD_LIBRARY_PATH is not expanded", "write the paths out"],
+    ),
+    "env_with_a_tilde": (
+        host_block(env='{ ASCEND_HOME_PATH = "~/Ascend/ascend-toolkit/latest" }'),
+        ['field "env"', "~ is not expanded", "write the paths out"],
+    ),
     "name_with_a_control_character": (  # shown on terminals: an escape sequence would act there
         host_block(name='"a2\\u001b[2J"'),
         ['field "name"', "'a2\\x1b[2J' must not contain", "control characters"],
