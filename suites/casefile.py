@@ -21,6 +21,7 @@ Beyond the fields of suites.case.Case, an entry may carry:
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import difflib
 import functools
@@ -996,10 +997,19 @@ def dump(cases: Iterable[Case], path: str | Path, source: str = "") -> Path:
         text = yaml.dump(document(cases, source), Dumper=_yaml_dumper(), sort_keys=False, width=100)
     else:
         text = _csv_text(cases)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.is_dir():
+        raise CaseFileError(f"{path}: a directory; name the case file to write in it")
     tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):  # nothing half-written is left beside it
+            tmp.unlink(missing_ok=True)
+        raise CaseFileError(
+            f"{path}: cannot write the case file ({exc.strerror or exc}); choose another path"
+        ) from None
     return path
 
 

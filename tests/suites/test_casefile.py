@@ -485,6 +485,16 @@ def test_a_file_not_in_utf8_names_the_fix(tmp_path):
         casefile.load(path)
 
 
+def test_a_case_file_that_cannot_be_written_is_one_line(tmp_path):
+    (tmp_path / "taken.json").mkdir()
+    with pytest.raises(CaseFileError, match=r"taken.json: a directory; name the case file"):
+        casefile.dump(SMOKE[:2], tmp_path / "taken.json")
+    (tmp_path / "a-file").write_text("")  # a parent that cannot be a directory (root or not)
+    with pytest.raises(CaseFileError, match=r"a-file/c.json: cannot write the case file \("):
+        casefile.dump(SMOKE[:2], tmp_path / "a-file" / "c.json")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file", "taken.json"]
+
+
 def test_yaml_the_farm_writes_reads_back_the_same_in_pyyaml(tmp_path):
     """Text that either YAML would read as something else is quoted when written."""
     import yaml
