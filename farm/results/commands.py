@@ -392,8 +392,14 @@ def main_compare(argv: Sequence[str] | None = None) -> int:
             "html": lambda: to_html(comp, limit),
         }[fmt]()
         if args.output:
-            with open(args.output, "w", encoding="utf-8") as f:
-                f.write(text)
+            try:
+                with open(args.output, "w", encoding="utf-8") as f:
+                    f.write(text)
+            except OSError as exc:
+                raise UsageError(
+                    f"-o {args.output}: cannot write it ({exc.strerror or exc}); choose another "
+                    "path"
+                ) from None
             print("\n".join(headline(comp)))
         else:
             sys.stdout.write(text if text.endswith("\n") else text + "\n")

@@ -419,3 +419,22 @@ def test_a_negative_limit_is_refused_not_taken_for_none(store, capsys, main, arg
     """SQL takes LIMIT -2 for no limit: `farm runs --limit -2` listed every run."""
     with pytest.raises(UsageError, match=re.escape(message)):
         getattr(commands, main)(["--store", str(store.path), *argv])
+
+
+def test_an_output_that_cannot_be_written_is_one_line(store, tmp_path):
+    """It was a traceback ending in IsADirectoryError."""
+    b, r = _baseline_and_run(store)
+    with pytest.raises(UsageError, match=rf"-o {tmp_path}: cannot write it \(Is a directory\)"):
+        commands.main_compare(
+            [
+                "--store",
+                str(store.path),
+                r,
+                "--baseline",
+                b,
+                "--format",
+                "json",
+                "-o",
+                str(tmp_path),
+            ]
+        )
