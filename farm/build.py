@@ -62,7 +62,7 @@ from farm.agent.backends import acl_api
 from farm.agent.hostops import normalise_arch
 from farm.agent.machine import ELF_MACHINES, elf_arch_of
 from farm.argparsing import CommandParser
-from farm.errors import BuildError
+from farm.errors import BuildError, UsageError
 from farm.paths import REPO_ROOT as ROOT
 from farm.pool.deploy import package_manifest
 from farm.targets import DEFAULT_TARGET, DESCRIPTIONS, NATIVE_TARGETS, TARGETS, describe
@@ -1116,6 +1116,12 @@ def main(argv: list[str] | None = None) -> int:
             raise BuildError(f"--self-test: target {args.target} has no C ABI library to test")
         if args.self_test and args.plant_bug:
             raise BuildError("--self-test checks the real operator: drop --plant-bug")
+        try:
+            args.out.mkdir(parents=True, exist_ok=True)  # before the build, not after it
+        except OSError as exc:
+            raise UsageError(
+                f"--out {args.out}: cannot make the directory ({exc.strerror}); choose another"
+            ) from None
         path = build_package(args.target, args.out, args.plant_bug, arch=args.arch)
         if not args.quiet:
             print(

@@ -866,6 +866,13 @@ def main(argv: list[str] | None = None) -> int:
     lab = Lab(args.root)
     try:
         if args.cmd == "up":
+            try:
+                lab.root.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise ConfigError(
+                    f"lab: --root {lab.root}: cannot make the directory ({exc.strerror}); "
+                    "choose another"
+                ) from None
             inv = lab.up(args.hosts, cann=args.cann)
             for row in lab.status_rows():
                 print(f"  {row['host']:<10} {row['address']:<18} {row['soc']}")

@@ -383,9 +383,11 @@ def check_out_dir(out_dir: Path) -> None:
     except FileNotFoundError:
         return
     except NotADirectoryError:
-        raise UsageError(
-            f"--out {out_dir}: a file, not a directory; name a new directory"
-        ) from None
+        if out_dir.is_file():
+            raise UsageError(
+                f"--out {out_dir}: a file, not a directory; name a new directory"
+            ) from None
+        return  # under a file: making it says so
     if not names or REPORT_MARK in names or all(_REPORT_ENTRIES.fullmatch(n) for n in names):
         return
     others = sorted(n for n in names if not _REPORT_ENTRIES.fullmatch(n))
@@ -810,8 +812,15 @@ def main(
         "reports/quality-gate.json still apply)",
     )
     args = p.parse_args(argv)
-    if args.out:
-        check_out_dir(Path(args.out).resolve())  # before any work, not after it
+    if args.out:  # before any work, not after it
+        out = Path(args.out).resolve()
+        check_out_dir(out)
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UsageError(
+                f"--out {out}: cannot make the directory ({exc.strerror}); choose another"
+            ) from None
 
     location = store_location(args.store)
     with open_existing(location) as store:

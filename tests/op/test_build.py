@@ -171,6 +171,9 @@ def test_main_builds_twin_package(tmp_path, twin_lib, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert build.main(["--target", "twin", "--out", "mine", "--quiet"]) == 0
     assert (tmp_path / "mine" / build.archive_name("twin")).exists()
+    (tmp_path / "a-file").write_text("")  # one that cannot be made: one line, before the build
+    with pytest.raises(UsageError, match=r"--out .*a-file/x: cannot make the directory"):
+        build.main(["--target", "twin", "--out", "a-file/x", "--quiet"])
 
 
 @pytest.mark.build

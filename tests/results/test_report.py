@@ -488,6 +488,9 @@ def test_out_is_replaced_only_when_it_holds_a_report_the_farm_wrote(three_runs, 
         report.check_out_dir(mine)
     with pytest.raises(UsageError, match="a file, not a directory"):
         report.check_out_dir(mine / "notes.md")
+    under_a_file = [*argv[:-1], str(mine / "notes.md" / "report")]
+    with pytest.raises(UsageError, match="notes.md/report: cannot make the directory"):
+        report.main(under_a_file)  # was "farm report: [Errno 20] ..."
 
 
 def test_an_allure_process_not_used_exits_and_one_gone_is_replaced(three_runs, tmp_path):
