@@ -442,6 +442,14 @@ def test_stores_that_cannot_serve_are_refused_with_the_fix(tmp_path, make, needl
         RunStore(path)
 
 
+def test_a_store_whose_directory_cannot_be_made_is_refused_naming_it(tmp_path):
+    """Root passes every access check, and still cannot make a directory under a file (or in
+    /proc): `farm run` with FARM_RUNS there ended in a traceback from the agent bundle."""
+    (tmp_path / "a-file").write_text("")
+    with pytest.raises(StoreError, match=r"cannot create run store .*: cannot make .*a-file/runs"):
+        RunStore(tmp_path / "a-file" / "runs" / "farm.sqlite")
+
+
 def test_a_corrupt_store_is_refused(tmp_path):
     path = tmp_path / "farm.sqlite"
     store_with_results(path)

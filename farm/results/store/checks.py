@@ -212,8 +212,13 @@ def _check_sqlite(location: StoreLocation, create: bool, scan_later: bool = Fals
                 f"no {where}: check the path (--store / FARM_STORE), or run farm run first"
             )
         probe = p.parent if str(p.parent) else p.cwd()
-        while not probe.exists() and probe != probe.parent:
-            probe = probe.parent
+        try:  # root passes every access check, and still cannot make a directory in /proc
+            probe.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(
+                f"cannot create {where}: cannot make {probe} ({exc.strerror}); set FARM_STORE "
+                "(and FARM_RUNS) to a writable place"
+            ) from None
         if not os.access(probe, os.W_OK | os.X_OK):
             raise StoreError(
                 f"cannot create {where}: {probe} is not writable; fix its permissions or set "
