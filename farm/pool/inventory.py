@@ -73,6 +73,7 @@ ROLES = ("run", "build")
 HOST_KEY_POLICIES = ("strict", "accept-new")
 DEFAULT_SSH_WORKDIR = "lsg-farm"
 DEFAULT_CONNECT_TIMEOUT = 10.0
+MAX_DEVICES = 64
 _UNEXPANDED = re.compile(r"\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|(?:^|:)~(?=/|:|$)")
 EMULATED_PREFIX = "LSG_EMULATED_"  # an emulated host's own declarations (farm/agent/identity.py)
 
@@ -325,6 +326,12 @@ def _host_from_fields(
     devices = f.get("devices", 0)
     if role == "run" and devices < 1:
         raise fail("devices", f"{devices} devices; a host needs at least 1")
+    if devices > MAX_DEVICES:
+        raise fail(
+            "devices",
+            f"{devices:,} devices; at most {MAX_DEVICES} a host (an Atlas server has 8 to 16 "
+            "NPUs; each device is a slot the run keeps busy, with a thread of its own)",
+        )
     tags = f.get("tags", [])
     if not all(isinstance(t, str) and t for t in tags):
         raise fail("tags", "every tag must be a non-empty string")

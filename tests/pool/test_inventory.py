@@ -190,6 +190,10 @@ BAD = {
         ["[[host]] a2-01 and [[host]] a2-02", "127.0.0.2:2222"],
     ),
     "unnamed_entry": (host_block(name=None), ["[[host]] #1", 'missing field "name"']),
+    "too_many_devices": (  # each a slot with a thread of its own: 100,000 took the machine
+        host_block(devices="100000"),
+        ['field "devices"', "100,000 devices; at most 64 a host"],
+    ),
     "env_with_a_variable_to_expand": (  # copied from CANN's set_env.sh: passed as written
         host_block(env='{ LD_LIBRARY_PATH = "/usr/local/Ascend/driver/lib64:$LD_LIBRARY_PATH" }'),
         ['field "env"', "$LD_LIBRARY_PATH is not expanded", "write the paths out"],
