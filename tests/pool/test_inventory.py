@@ -190,7 +190,7 @@ BAD = {
         ["[[host]] a2-01 and [[host]] a2-02", "127.0.0.2:2222"],
     ),
     "unnamed_entry": (host_block(name=None), ["[[host]] #1", 'missing field "name"']),
-    "too_many_devices": (  # each a slot with a thread of its own: 100,000 took the machine
+    "too_many_devices": (  # each a slot with a thread of its own: 100,000 was taken
         host_block(devices="100000"),
         ['field "devices"', "100,000 devices; at most 64 a host"],
     ),
