@@ -1165,5 +1165,7 @@ def _self_test(package: Path, target: str, arch: str, quiet: bool) -> int:
     return 0
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+if __name__ == "__main__":  # `python -m farm.build` is `farm build`: its mistakes one line too
+    from farm.cli import main as farm
+
+    sys.exit(farm(["build", *sys.argv[1:]]))
