@@ -375,6 +375,15 @@ _REPORT_ENTRIES = re.compile(
 )
 
 
+def _older_report(names: list[str]) -> bool:
+    """A report from before the mark: an Allure report's page and script, and nothing else."""
+    return (
+        "index.html" in names
+        and any(n.startswith("app-") and n.endswith(".js") for n in names)
+        and all(_REPORT_ENTRIES.fullmatch(n) for n in names)
+    )
+
+
 def check_out_dir(out_dir: Path) -> None:
     """UsageError when ``out_dir`` holds anything but a report the farm wrote: `--out ~/work`
     removed the whole of ~/work to put the report there."""
@@ -388,9 +397,9 @@ def check_out_dir(out_dir: Path) -> None:
                 f"--out {out_dir}: a file, not a directory; name a new directory"
             ) from None
         return  # under a file: making it says so
-    if not names or REPORT_MARK in names or all(_REPORT_ENTRIES.fullmatch(n) for n in names):
+    if not names or REPORT_MARK in names or _older_report(names):
         return
-    others = sorted(n for n in names if not _REPORT_ENTRIES.fullmatch(n))
+    others = sorted(n for n in names if not _REPORT_ENTRIES.fullmatch(n)) or sorted(names)
     shown = ", ".join(others[:3]) + (f" and {len(others) - 3:,} more" if len(others) > 3 else "")
     raise UsageError(
         f"--out {out_dir}: holds {shown}, not a report the farm wrote; the report replaces its "

@@ -486,6 +486,10 @@ def test_out_is_replaced_only_when_it_holds_a_report_the_farm_wrote(three_runs, 
     (mine / "notes.md").write_text("mine")
     with pytest.raises(UsageError, match="holds notes.md"):
         report.check_out_dir(mine)
+    yours = tmp_path / "yours"  # a directory of one "data" folder is not a report
+    (yours / "data").mkdir(parents=True)
+    with pytest.raises(UsageError, match="holds data, not a report"):
+        report.check_out_dir(yours)
     with pytest.raises(UsageError, match="a file, not a directory"):
         report.check_out_dir(mine / "notes.md")
     under_a_file = [*argv[:-1], str(mine / "notes.md" / "report")]
