@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import io
 import json
 import os
 import sys
@@ -414,6 +415,11 @@ def entry() -> int:
     Its objects (a run's records and cases, say) are frozen first: the interpreter's
     finalization would otherwise walk them all with the cyclic garbage collector (~0.5 s after a
     nightly run) before the command returns to its caller."""
+    # A terminal or log whose encoding lacks a character the farm prints (a Latin-1 locale and
+    # "→", a path in another script) shows its escape instead of ending the command.
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(errors="backslashreplace")
     code = main()
     gc.freeze()
     return code

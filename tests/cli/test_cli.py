@@ -201,3 +201,14 @@ def test_a_closed_pipe_ends_farm_quietly():
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=300) == 141, err  # 128 + SIGPIPE, as a shell's writer ends
     assert err == ""
+
+
+def test_a_terminal_that_cannot_show_a_character_gets_its_escape_not_a_crash(tmp_path):
+    """A Latin-1 or ASCII locale and the importer's "→" (or a path in another script): the
+    command ended in UnicodeEncodeError after its work."""
+    sample = REPO / "tests" / "suites" / "importers" / "samples" / "logsoftmaxgrad_ttk.csv"
+    out = tmp_path / "c.json"
+    proc = farm("cases", "import", "--format", "ttk", str(sample), "-o", str(out),
+                env_extra={"PYTHONIOENCODING": "ascii"})  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "source cases \\u2192 14 farm cases" in proc.stdout and out.is_file()
