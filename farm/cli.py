@@ -4,12 +4,15 @@ the work, so `farm X --help` is that module's own help."""
 from __future__ import annotations
 
 import argparse
+import contextlib
+import errno
 import gc
 import io
 import json
 import os
 import sys
 import time
+import traceback
 
 from rich.console import Console
 from rich.markup import escape
@@ -377,6 +380,10 @@ def usage() -> str:
     return "\n".join(lines)
 
 
+# A write the disk refuses: full, over quota, read-only, failing.
+UNWRITABLE = (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO)
+
+
 def main(argv: list[str] | None = None) -> int:
 
     argv = sys.argv[1:] if argv is None else list(argv)
@@ -408,6 +415,16 @@ def main(argv: list[str] | None = None) -> int:
         for line in str(exc).splitlines() or [""]:  # one line per problem, each marked
             console.print(f"[bold red]error:[/] {escape(visible(line))}", highlight=False)
         return exc.exit_code
+    except OSError as exc:
+        if exc.errno not in UNWRITABLE:
+            raise
+        # Output that cannot be written (`farm runs > log` on a full disk): infrastructure, never
+        # exit 1, which says the operator failed.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        where = f" ({exc.filename})" if exc.filename else " (its output)"
+        with contextlib.suppress(OSError):
+            print(f"error: farm {command} could not write{where}: {exc.strerror}", file=sys.stderr)
+        return FarmError.exit_code
 
 
 def entry() -> int:
@@ -420,7 +437,16 @@ def entry() -> int:
     for stream in (sys.stdout, sys.stderr):
         if isinstance(stream, io.TextIOWrapper):
             stream.reconfigure(errors="backslashreplace")
-    code = main()
+    try:
+        code = main()
+    except Exception:  # the farm's own failure: exit 2, never 1, which says the operator failed
+        traceback.print_exc()
+        print(
+            f"error: the farm itself failed (the traceback above is its own: please report it); "
+            f"exit {FarmError.exit_code}",
+            file=sys.stderr,
+        )
+        code = FarmError.exit_code
     gc.freeze()
     return code
 

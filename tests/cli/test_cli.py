@@ -212,3 +212,34 @@ def test_a_terminal_that_cannot_show_a_character_gets_its_escape_not_a_crash(tmp
                 env_extra={"PYTHONIOENCODING": "ascii"})  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert "source cases \\u2192 14 farm cases" in proc.stdout and out.is_file()
+
+
+def test_output_that_cannot_be_written_is_exit_2_never_1(runs):
+    """`farm runs > log` on a full disk ended in a traceback and exit 1: a product failure to
+    CI. /dev/full refuses every write with ENOSPC."""
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run(
+            [sys.executable, "-m", "farm.cli", "cases", "--tier", "smoke", "--json"],
+            cwd=REPO, env={**os.environ, **runs}, stdout=full, stderr=subprocess.PIPE,
+            text=True, timeout=300,
+        )  # fmt: skip
+    assert proc.returncode == 2
+    assert (
+        proc.stderr == "error: farm cases could not write (its output): No space left on device\n"
+    )
+
+
+def test_the_farms_own_failure_is_exit_2_never_1():
+    """A bug of the farm is not the operator's failure: its traceback, a line, exit 2."""
+    code = (
+        "import sys; from farm import cli; "
+        "cli.COMMANDS['runs'] = (lambda argv: 1 / 0, ''); "
+        "sys.argv = ['farm', 'runs']; sys.exit(cli.entry())"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True,
+                          timeout=120)  # fmt: skip
+    assert proc.returncode == 2
+    assert "ZeroDivisionError" in proc.stderr
+    assert proc.stderr.endswith(
+        "error: the farm itself failed (the traceback above is its own: please report it); exit 2\n"
+    )
