@@ -808,7 +808,11 @@ def main(
         help="allure-results dir (default: <run dir>/allure-results,"
         " the run dir being the run's recorded run_dir, else <store dir>/<run>)",
     )
-    p.add_argument("--out", help="report dir (default: <run dir>/report)")
+    p.add_argument(
+        "--out",
+        help="report dir (default: <run dir>/report); it is replaced whole, so a new or empty "
+        "one, or a report the farm wrote",
+    )
     p.add_argument("--baseline", help="baseline run (default: the tier's baseline)")
     p.add_argument("--drift-factor", type=drift_factor, default=DEFAULT_DRIFT_FACTOR)
     p.add_argument("--trend-runs", type=whole_number(1), default=TREND_RUNS)
