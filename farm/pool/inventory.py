@@ -342,6 +342,16 @@ def _host_from_fields(
     python = f.get("python", sys.executable if transport == "local" else "python3")
     if not python:
         raise fail("python", "empty; name the interpreter, e.g. python3")
+    if transport == "local" and "/" in python:  # this machine's: as the workdir, to this file
+        python = str(_resolve(python, base))
+    elif "/" in python and not python.startswith("/"):
+        # The agent is started in its bundle's directory, by a command whose words are quoted:
+        # "~/venv/bin/python3" is not expanded, "venv/bin/python3" is not the home's.
+        raise fail(
+            "python",
+            f"{python!r}: give an absolute path (e.g. /home/{f.get('user') or 'USER'}/venv/bin/"
+            "python3) or a command on the host's PATH (python3)",
+        )
     budget = None
     if "memory_budget" in f:
         try:

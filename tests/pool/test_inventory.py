@@ -106,6 +106,21 @@ def test_an_inventory_over_the_input_size_is_refused_before_it_is_read(keys, mon
         load_inventory(path)
 
 
+def test_a_local_hosts_python_path_is_this_machines(keys, monkeypatch):
+    """Relative to the inventory, as its workdir; ~ this user's home."""
+    monkeypatch.setenv("HOME", str(keys))
+    local = 'transport = "local"\nsoc = "Ascend910B1"\ndevices = 1\n'
+    text = f'[[host]]\nname = "e1"\n{local}python = "venv/bin/python3"\n'
+    text += f'[[host]]\nname = "e2"\n{local}python = "~/py/bin/python3"\n'
+    text += f'[[host]]\nname = "e3"\n{local}python = "python3"\n'
+    e1, e2, e3 = load_inventory(write(keys, text)).hosts
+    assert (e1.python, e2.python, e3.python) == (
+        str(keys / "venv" / "bin" / "python3"),
+        str(keys / "py" / "bin" / "python3"),
+        "python3",
+    )
+
+
 def test_key_path_expands_tilde(keys, monkeypatch):
     monkeypatch.setenv("HOME", str(keys))
     text = GOOD.replace('key = "id_ed25519"', 'key = "~/id_ed25519"')
@@ -190,6 +205,14 @@ BAD = {
         ["[[host]] a2-01 and [[host]] a2-02", "127.0.0.2:2222"],
     ),
     "unnamed_entry": (host_block(name=None), ["[[host]] #1", 'missing field "name"']),
+    "python_under_the_home": (  # the agent starts in its bundle's directory, words quoted
+        host_block(python='"~/venv/bin/python3"'),
+        ['field "python"', "'~/venv/bin/python3': give an absolute path", "PATH (python3)"],
+    ),
+    "python_relative": (
+        host_block(python='"venv/bin/python3"'),
+        ['field "python"', "'venv/bin/python3': give an absolute path"],
+    ),
     "too_many_devices": (  # each a slot with a thread of its own: 100,000 was taken
         host_block(devices="100000"),
         ['field "devices"', "100,000 devices; at most 64 a host"],
