@@ -65,6 +65,8 @@ class LiveProgress:
             self.live.update(self._render())
             self.live.stop()
             self.live = None
+            if not self.console.is_terminal:  # a log or pipe: rich ends its last frame there
+                self.console.line()  # without a line end, and the next line ran into it
 
     # -- drawing --------------------------------------------------------------------------
 

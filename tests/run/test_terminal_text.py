@@ -78,3 +78,30 @@ def test_control_characters_are_shown_escaped_never_sent():
         "stderr: \\x1b[2Jcleared\\x07\\x00 and\ttab\nline"
     )
     assert visible("plain ü 😀") == "plain ü 😀"
+
+
+def test_the_live_progress_ends_its_last_frame_with_a_line_end_in_a_log():
+    """Piped or logged, rich prints the progress' last frame once, without a line end: the run's
+    next line ("run 2026...") was written onto its last row."""
+    import io
+    from types import SimpleNamespace
+
+    from rich.console import Console
+
+    from farm.run.progress import LiveProgress
+
+    out = io.StringIO()
+    console = Console(file=out, force_terminal=False, width=100)
+    live = LiveProgress(console=console, title="smoke")
+    live.pytest_collection_finish(SimpleNamespace(items=[1]))
+    live.pytest_sessionstart(None)
+    report = SimpleNamespace(
+        when="call", passed=True, outcome="passed", nodeid="test_precision[c1]",
+        user_properties=[("farm_outcome", "passed"), ("farm_host", "emu-a2-01")],
+    )  # fmt: skip
+    live.pytest_runtest_logreport(report)
+    live.pytest_sessionfinish(None)
+    console.print("run 20261205-000000-smoke-abcd")
+    lines = out.getvalue().splitlines()
+    assert lines[-1] == "run 20261205-000000-smoke-abcd"
+    assert lines[-2].split()[:2] == ["emu-a2-01", "1"]
