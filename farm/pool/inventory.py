@@ -47,6 +47,7 @@ host, the field and the fix.
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 import sys
@@ -283,8 +284,12 @@ def inventory_from_dict(data: Mapping[str, Any], *, source: Path | None = None) 
 def _check_fields(where: str, label: str, table: Mapping[str, Any]) -> None:
     for key, value in table.items():
         if key not in _HOST_FIELDS:
+            near = difflib.get_close_matches(key, list(_HOST_FIELDS), n=1)
+            hint = f"did you mean {near[0]!r}? " if near else ""
             known = ", ".join(_HOST_FIELDS)
-            raise ConfigError(f"{where}: {label}: unknown field {key!r}; known fields: {known}")
+            raise ConfigError(
+                f"{where}: {label}: unknown field {key!r}; {hint}known fields: {known}"
+            )
         types, desc = _HOST_FIELDS[key]
         if isinstance(value, bool) or not isinstance(value, types):
             raise ConfigError(

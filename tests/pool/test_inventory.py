@@ -181,7 +181,7 @@ BAD = {
     "no_devices": (host_block(devices="0"), ['field "devices"', "at least 1"]),
     "unknown_field": (
         host_block(sock='"x"'),
-        ["[[host]] a2-01", "unknown field 'sock'", "known fields"],
+        ["[[host]] a2-01", "unknown field 'sock'; did you mean 'soc'?", "known fields"],
     ),
     "no_hosts": ("[defaults]\nuser = 'x'\n", ["no [[host]] entries"]),
     "bad_transport": (host_block(transport='"telnet"'), ['field "transport"', "ssh, local"]),
