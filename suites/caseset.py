@@ -12,6 +12,7 @@ the cases they ran even when the file changes later.
 
 from __future__ import annotations
 
+import os
 import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -32,6 +33,13 @@ class Selection:
     names: tuple[str, ...] = field(default=(), compare=False)  # the files as the user named them
 
     def __post_init__(self):
+        # One file named twice (`--cases a.json --cases ./a.json`) is run once, and its suite is
+        # the file's alone ("cases:a", not "cases:a+a", which no run of a.json compares with).
+        unique: dict[str, str] = {}
+        for name in self.files:
+            unique.setdefault(os.path.realpath(name), name)
+        if len(unique) < len(self.files):
+            object.__setattr__(self, "files", tuple(unique.values()))
         if self.tier is None and not self.files:
             raise UsageError("nothing to run: name a tier (--tier) or case files (--cases)")
         if self.tier is not None and self.tier not in matrix.TIERS:

@@ -91,3 +91,15 @@ def test_a_selection_adds_explored_cases_on_top_of_its_tier():
 def test_selection_mistakes_are_usage_errors(kwargs, message):
     with pytest.raises(UsageError, match=message):
         Selection(**kwargs)
+
+
+def test_one_case_file_named_twice_is_one_file_of_its_own_suite(tmp_path):
+    """`--cases a.json --cases ./a.json` made the suite "cases:a+a", which no run of a.json
+    alone compares with, and ran each case twice over the file."""
+    first = tmp_path / "a.json"
+    first.write_text(json.dumps([{"dtype": "float32", "shape": [2, 3], "axes": 1}]))
+    again = tmp_path / "sub" / ".." / "a.json"
+    (tmp_path / "sub").mkdir()
+    chosen = Selection(tier=None, files=(str(first), str(again), str(first)))
+    assert chosen.files == (str(first),) and chosen.key == "cases:a"
+    assert len(chosen.cases()) == 2  # one case a family
