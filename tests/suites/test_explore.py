@@ -95,7 +95,7 @@ def test_selection_mistakes_are_usage_errors(kwargs, message):
 
 def test_one_case_file_named_twice_is_one_file_of_its_own_suite(tmp_path):
     """`--cases a.json --cases ./a.json` made the suite "cases:a+a", which no run of a.json
-    alone compares with, and ran each case twice over the file."""
+    alone compares with (its cases were already kept once)."""
     first = tmp_path / "a.json"
     first.write_text(json.dumps([{"dtype": "float32", "shape": [2, 3], "axes": 1}]))
     again = tmp_path / "sub" / ".." / "a.json"
