@@ -61,8 +61,8 @@ from farm import acl_sdk
 from farm.agent.backends import acl_api
 from farm.agent.hostops import normalise_arch
 from farm.agent.machine import ELF_MACHINES, elf_arch_of
-from farm.argparsing import CommandParser
-from farm.errors import BuildError, UsageError
+from farm.argparsing import CommandParser, make_output_dir
+from farm.errors import BuildError
 from farm.paths import REPO_ROOT as ROOT
 from farm.pool.deploy import package_manifest
 from farm.targets import DEFAULT_TARGET, DESCRIPTIONS, NATIVE_TARGETS, TARGETS, describe
@@ -1116,12 +1116,7 @@ def main(argv: list[str] | None = None) -> int:
             raise BuildError(f"--self-test: target {args.target} has no C ABI library to test")
         if args.self_test and args.plant_bug:
             raise BuildError("--self-test checks the real operator: drop --plant-bug")
-        try:
-            args.out.mkdir(parents=True, exist_ok=True)  # before the build, not after it
-        except OSError as exc:
-            raise UsageError(
-                f"--out {args.out}: cannot make the directory ({exc.strerror}); choose another"
-            ) from None
+        make_output_dir(args.out, "--out")  # before the build, not after it
         path = build_package(args.target, args.out, args.plant_bug, arch=args.arch)
         if not args.quiet:
             print(

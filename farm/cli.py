@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import errno
 import gc
 import io
 import json
@@ -23,6 +22,7 @@ from farm import __version__
 from farm.agent.backends import BACKENDS
 from farm.agent.errors import FarmError
 from farm.argparsing import CommandParser
+from farm.run import run_dir
 from farm.run.timeouts import case_timeout_seconds
 from farm.visible import visible
 
@@ -380,10 +380,6 @@ def usage() -> str:
     return "\n".join(lines)
 
 
-# A write the disk refuses: full, over quota, read-only, failing.
-UNWRITABLE = (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO)
-
-
 def main(argv: list[str] | None = None) -> int:
 
     argv = sys.argv[1:] if argv is None else list(argv)
@@ -416,7 +412,7 @@ def main(argv: list[str] | None = None) -> int:
             console.print(f"[bold red]error:[/] {escape(visible(line))}", highlight=False)
         return exc.exit_code
     except OSError as exc:
-        if exc.errno not in UNWRITABLE:
+        if not run_dir.is_fault(exc):
             raise
         # Output that cannot be written (`farm runs > log` on a full disk): infrastructure, never
         # exit 1, which says the operator failed.

@@ -48,7 +48,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from farm.agent import hostops
-from farm.argparsing import CommandParser
+from farm.argparsing import CommandParser, make_output_dir
 from farm.errors import ConfigError, FarmError
 from farm.pool import lab_cann_toolchain
 from farm.pool.inventory import Inventory, load_inventory
@@ -866,13 +866,7 @@ def main(argv: list[str] | None = None) -> int:
     lab = Lab(args.root)
     try:
         if args.cmd == "up":
-            try:
-                lab.root.mkdir(parents=True, exist_ok=True)
-            except OSError as exc:
-                raise ConfigError(
-                    f"lab: --root {lab.root}: cannot make the directory ({exc.strerror}); "
-                    "choose another"
-                ) from None
+            make_output_dir(lab.root, "--root")
             inv = lab.up(args.hosts, cann=args.cann)
             for row in lab.status_rows():
                 print(f"  {row['host']:<10} {row['address']:<18} {row['soc']}")

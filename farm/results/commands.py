@@ -16,7 +16,7 @@ import math
 import sys
 from collections.abc import Sequence
 
-from farm.argparsing import CommandParser
+from farm.argparsing import CommandParser, number, whole_number
 from farm.errors import StoreError, UsageError
 from farm.results import retention
 from farm.results.compare import DEFAULT_DRIFT_FACTOR, DEFAULT_NOISE_FLOOR, compare
@@ -249,22 +249,6 @@ def main_baseline(argv: Sequence[str] | None = None) -> int:
         return 0
 
 
-def whole_number(least: int):
-    """An argparse type: a whole number of ``least`` or more (a negative --limit was SQL's "no
-    limit")."""
-
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            value = least - 1
-        if value < least:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of {least} or more")
-        return value
-
-    return parse
-
-
 def unknown_run(what: str, location: StoreLocation) -> UsageError:
     """'unknown run X': where it was looked for, and how to find the runs there."""
     return UsageError(f"{what} in the store {location}; `farm runs` lists its runs")
@@ -273,7 +257,7 @@ def unknown_run(what: str, location: StoreLocation) -> UsageError:
 def drift_factor(text: str) -> float:
     """--drift-factor: how many times its baseline's error a case's may grow, above 0 (NaN
     would flag no drift at all)."""
-    value = _number(text)
+    value = number(text)
     if not math.isfinite(value) or value <= 0:
         raise argparse.ArgumentTypeError(
             f"{text!r} is not a factor above 0 (default {DEFAULT_DRIFT_FACTOR:g})"
@@ -316,16 +300,8 @@ def _parse_floor(items: Sequence[str] | None) -> dict[str, dict[str, float]] | N
     return spec
 
 
-def _number(text: str) -> float:
-    """The number ``text`` says, NaN when it says none (refused with the rest)."""
-    try:
-        return float(text)
-    except ValueError:
-        return math.nan
-
-
 def _floor_number(item: str, text: str) -> float:
-    value = _number(text)
+    value = number(text)
     if not math.isfinite(value) or value < 0:
         raise UsageError(
             f"--noise-floor {item}: {text!r} is not a number >= 0 (give X, DTYPE=X or "

@@ -56,7 +56,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from farm.argparsing import CommandParser
+from farm.argparsing import CommandParser, make_output_dir, whole_number
 from farm.errors import ToolMissing, UsageError
 from farm.paths import REPO_ROOT
 from farm.results.store.history import StoredHistory
@@ -760,15 +760,8 @@ def default_report_dir(run: Mapping, store: StoreLocation) -> Path:
     return run_dir_of(run, store) / "report"
 
 
-def history_runs(text: str) -> int:
-    """--history-runs: a whole number of reports, 1 or more."""
-    try:
-        n = int(text)
-    except ValueError:
-        n = 0
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of reports (1 or more)")
-    return n
+# --history-runs: reports the tier's history keeps.
+history_runs = whole_number(1, "a number of reports")
 
 
 def add_history_runs_option(parser: argparse.ArgumentParser, default: int | None) -> None:
@@ -794,7 +787,7 @@ def main(
     rule passes (reports/quality-gate.json's, and no regression against the baseline), 1
     otherwise, 2 when the run did not finish or the report could not be generated (tools missing,
     no results; a runs directory that refuses the report's files is a RunDirUnwritable)."""
-    from farm.results.commands import drift_factor, unknown_run, whole_number
+    from farm.results.commands import drift_factor, unknown_run
     from farm.results.compare import DEFAULT_DRIFT_FACTOR, compare
     from farm.results.compare_render import to_text
     from farm.results.store import StoredHistory, open_existing, store_location
@@ -828,12 +821,7 @@ def main(
     if args.out:  # before any work, not after it
         out = Path(args.out).resolve()
         check_out_dir(out)
-        try:
-            out.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise UsageError(
-                f"--out {out}: cannot make the directory ({exc.strerror}); choose another"
-            ) from None
+        make_output_dir(out, "--out")
 
     location = store_location(args.store)
     with open_existing(location) as store:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import argparse
 
+from farm.argparsing import number
+
 # A day: longer is no timeout at all, and past the waits' own limits (poll's milliseconds: 24.8
 # days) an infinite one broke every case as a worker that died.
 MAX_CASE_TIMEOUT = 86_400.0
@@ -12,10 +14,7 @@ MAX_CASE_TIMEOUT = 86_400.0
 
 def case_timeout_seconds(text: str) -> float:
     """Seconds above 0, at most MAX_CASE_TIMEOUT (an argparse type)."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
+    value = number(text)
     if not 0 < value <= MAX_CASE_TIMEOUT:  # NaN and inf too
         raise argparse.ArgumentTypeError(
             f"{text!r} is not a number of seconds above 0 and at most {MAX_CASE_TIMEOUT:,.0f}"

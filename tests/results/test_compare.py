@@ -410,9 +410,13 @@ def test_cases_explored_from_another_salt_are_not_in_both_suites(store):
         (
             "main_runs",
             ["--limit", "-2"],
-            "argument --limit: '-2' is not a whole number of 1 or more",
+            "argument --limit: '-2' is not a whole number (1 or more)",
         ),
-        ("main_compare", ["--limit", "-1"], "argument --limit: '-1' is not a whole number of 0"),
+        (
+            "main_compare",
+            ["--limit", "-1"],
+            "argument --limit: '-1' is not a whole number (0 or more)",
+        ),
     ],
 )
 def test_a_negative_limit_is_refused_not_taken_for_none(store, capsys, main, argv, message):
