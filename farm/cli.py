@@ -414,12 +414,12 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as exc:
         if not run_dir.is_fault(exc):
             raise
-        # Output that cannot be written (`farm runs > log` on a full disk): infrastructure, never
-        # exit 1, which says the operator failed.
+        # A disk or its permissions refused the command (its output, `farm runs > log` on a
+        # full disk, has no file name): infrastructure, never exit 1, the operator's failure.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        where = f" ({exc.filename})" if exc.filename else " (its output)"
+        where = exc.filename or "its output"
         with contextlib.suppress(OSError):
-            print(f"error: farm {command} could not write{where}: {exc.strerror}", file=sys.stderr)
+            print(f"error: farm {command}: {exc.strerror} ({where})", file=sys.stderr)
         return FarmError.exit_code
 
 

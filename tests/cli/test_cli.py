@@ -224,9 +224,7 @@ def test_output_that_cannot_be_written_is_exit_2_never_1(runs):
             text=True, timeout=300,
         )  # fmt: skip
     assert proc.returncode == 2
-    assert (
-        proc.stderr == "error: farm cases could not write (its output): No space left on device\n"
-    )
+    assert proc.stderr == "error: farm cases: No space left on device (its output)\n"
 
 
 def test_the_farms_own_failure_is_exit_2_never_1():
