@@ -21,7 +21,7 @@ Every step and the result are stored in the run store; `farm bisect --show [ID]`
 (default the newest).
 
 Exit 0: the first bad commit was found; 1: inconclusive (skipped commits); 2: usage or
-infrastructure errors, or endpoints that are not good and bad; 130/143: interrupted.
+infrastructure errors, or endpoints that are not good and bad; 130/143/129: interrupted.
 """
 
 from __future__ import annotations

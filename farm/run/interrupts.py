@@ -1,16 +1,53 @@
-"""Signals while a command works: SIGINT and SIGTERM stop it as Ctrl-C does (interruptible),
-and while its results are stored they only say so (shielded). `farm run` and `farm bisect`."""
+"""Signals while a command works: SIGINT, SIGTERM and SIGHUP stop it as Ctrl-C does
+(interruptible), and while its results are stored they only say so (shielded). `farm run` and
+`farm bisect`.
+
+SIGHUP is the terminal going away (its window closed, the SSH session under it dropped): the
+kernel sends it to the foreground process group, and every later write to that terminal fails
+(EIO). The command stops as from SIGTERM and writes what it says from then on to /dev/null; its
+files and store are what tell the outcome."""
 
 from __future__ import annotations
 
 import contextlib
 import os
 import signal
+import stat
 from collections.abc import Iterator
-
-from rich.console import Console
+from typing import TYPE_CHECKING
 
 from farm.agent import hostops
+
+if TYPE_CHECKING:  # a worker's plugin imports this module; rich is the orchestrator's
+    from rich.console import Console
+
+STOPS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+def terminal() -> int | None:
+    """The device of the terminal this process writes to (asked before a hangup: after it,
+    the terminal no longer answers as one), or None."""
+    for fd in (2, 1, 0):
+        if os.isatty(fd):
+            return os.fstat(fd).st_rdev
+    return None
+
+
+def off_the_terminal(device: int | None) -> None:
+    """Points every descriptor of this process on ``device`` at /dev/null: the terminal hung
+    up, and a write to it would fail. Every one, not only stdout and stderr: pytest keeps its
+    own copies of them for its terminal and the live progress."""
+    if device is None:
+        return
+    null = os.open(os.devnull, os.O_RDWR)
+    try:
+        for name in os.listdir("/proc/self/fd"):
+            with contextlib.suppress(OSError):  # the listing's own descriptor, gone meanwhile
+                st = os.fstat(int(name))
+                if stat.S_ISCHR(st.st_mode) and st.st_rdev == device:
+                    os.dup2(null, int(name))
+    finally:
+        os.close(null)
 
 
 @contextlib.contextmanager
@@ -24,8 +61,11 @@ def interruptible(forward: bool = False) -> Iterator[list[int]]:
     only the controller while they ran every case they were given, so it is passed on to them
     as the Ctrl-C they would have had."""
     received: list[int] = []
+    tty = terminal()
 
     def stop(signum, frame):
+        if signum == signal.SIGHUP:
+            off_the_terminal(tty)
         received.append(signum)
         if len(received) == 1:
             if forward:
@@ -34,7 +74,7 @@ def interruptible(forward: bool = False) -> Iterator[list[int]]:
                         os.kill(pid, signal.SIGINT)
             raise KeyboardInterrupt
 
-    old = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
+    old = {s: signal.signal(s, stop) for s in STOPS}
     try:
         yield received
     except KeyboardInterrupt:
@@ -46,16 +86,21 @@ def interruptible(forward: bool = False) -> Iterator[list[int]]:
 
 
 @contextlib.contextmanager
-def shielded(console: Console) -> Iterator[None]:
-    """While the results are stored, a second Ctrl-C or SIGTERM only says it is being finished
-    (no traceback, no half-written run)."""
+def shielded(console: Console) -> Iterator[list[int]]:
+    """While the results are stored, Ctrl-C, SIGTERM or SIGHUP only says it is being finished
+    (no traceback, no half-written run); yields the signals received."""
+    tty = terminal()
+    received: list[int] = []
 
     def note(signum, frame):
+        if signum == signal.SIGHUP:
+            off_the_terminal(tty)
+        received.append(signum)
         console.print(f"[yellow]{signal.Signals(signum).name}: storing the results first[/]")
 
-    old = {s: signal.signal(s, note) for s in (signal.SIGINT, signal.SIGTERM)}
+    old = {s: signal.signal(s, note) for s in STOPS}
     try:
-        yield
+        yield received
     finally:
         for s, handler in old.items():
             signal.signal(s, handler)

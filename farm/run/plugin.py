@@ -25,7 +25,7 @@ from farm.agent.outcome import CATEGORIES
 from farm.agent.record import JSON_FORM, ResultRecord
 from farm.errors import RunDirUnwritable
 from farm.paths import REPO_ROOT
-from farm.run import fault_injection, heap, run_dir
+from farm.run import fault_injection, heap, interrupts, run_dir
 from farm.run import plan as plan_mod
 from farm.run.dispatch import Dispatcher
 from farm.run.leases import RunState
@@ -144,20 +144,24 @@ def pytest_configure(config):
 
 
 def _wind_down_on_signals() -> None:
-    """A worker winds down on SIGTERM as on Ctrl-C (a signal to the whole process group: the
-    case running finishes its record or has none, the session ends, allure-pytest closes)
-    instead of dying half-way through writing. Only the first signal counts: a group signal
-    reaches a worker twice (from the terminal or supervisor, and passed on by the orchestrator,
-    farm/run/runner.py interruptible), and a second KeyboardInterrupt would break the wind-down
-    half-way."""
+    """A worker winds down on SIGTERM or SIGHUP (its terminal closed) as on Ctrl-C (a signal to
+    the whole process group: the case running finishes its record or has none, the session
+    ends, allure-pytest closes) instead of dying half-way through writing. Only the first signal
+    counts: a group signal reaches a worker twice (from the terminal or supervisor, and passed
+    on by the orchestrator, farm/run/runner.py interruptible), and a second KeyboardInterrupt
+    would break the wind-down half-way."""
+
+    tty = interrupts.terminal()
 
     def stop(signum, frame):
-        for s in (signal.SIGINT, signal.SIGTERM):
+        for s in interrupts.STOPS:
             signal.signal(s, signal.SIG_IGN)
+        if signum == signal.SIGHUP:  # the terminal closed: stderr's writes would fail now
+            interrupts.off_the_terminal(tty)
         raise KeyboardInterrupt
 
     try:
-        for s in (signal.SIGINT, signal.SIGTERM):
+        for s in interrupts.STOPS:
             signal.signal(s, stop)
     except ValueError:  # not the main thread: the defaults stay
         pass

@@ -5,9 +5,10 @@ case passed (the farm's gate, farm/results/report.py farm_gate, the report's Qua
 regression against the baseline such as a precision drift or cases gone; stored as 1 too, so that
 such a run is never a baseline); 2 the run was degraded or incomplete by
 infrastructure (a host quarantined, a family without a healthy slot, a case broken or lost), or
-could not be stored, or was a usage error; 130 / 143 the run was interrupted by SIGINT / SIGTERM
-(what finished is stored, and the run is marked interrupted: never a baseline, never a passed
-quality gate). A run whose process is killed outright is found by the next farm command, its
+could not be stored, or was a usage error; 130 / 143 / 129 the run was interrupted by SIGINT /
+SIGTERM / SIGHUP (what finished is stored, and the run is marked interrupted: never a baseline,
+never a passed quality gate; a signal once the run is stored and summarised only skips the
+report). A run whose process is killed outright is found by the next farm command, its
 written records imported and the run marked aborted (farm/results/store.py recover_orphans).
 """
 
@@ -57,6 +58,8 @@ from suites.caseset import Selection as CaseSelection
 from suites.explore import DEFAULT_COUNT as DEFAULT_EXPLORE_COUNT
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from farm.results.report import AllureProcess
     from farm.results.store.owners import RecordFiles
 
@@ -419,26 +422,32 @@ def _run_session(
         pytest_code = pytest.ExitCode.OK
         selection.case_ids = selection.case_ids or set()
     try:
-        return _after_session(
-            console,
-            plan,
-            chosen,
-            cases,
-            store_path,
-            started,
-            pytest_code=pytest_code,
-            signals=signals,
-            errors=errors,
-            selection=selection,
-            fault=faults.messages[0] if faults.messages else None,
-            pytest_junit=pytest_junit,
-            report=report,
-            extra_pytest=extra_pytest,
-            history_runs=history_runs,
-            records_read=records,
-            allure=allure.allure,
-            session_notes=lost.notes,
-        )
+        # From here until the store and the outputs hold the run, a signal only says so: the run
+        # is stored whole, as what it was (a stop in between left it 'running', no summary).
+        with contextlib.ExitStack() as storing:
+            late = storing.enter_context(shielded(console))
+            return _after_session(
+                console,
+                plan,
+                chosen,
+                cases,
+                store_path,
+                started,
+                pytest_code=pytest_code,
+                signals=signals,
+                late_signals=late,
+                errors=errors,
+                selection=selection,
+                fault=faults.messages[0] if faults.messages else None,
+                pytest_junit=pytest_junit,
+                report=report,
+                extra_pytest=extra_pytest,
+                history_runs=history_runs,
+                records_read=records,
+                allure=allure.allure,
+                session_notes=lost.notes,
+                stored=storing.close,
+            )
     finally:
         allure.discard()  # when no report took it
 
@@ -454,6 +463,7 @@ def _after_session(
     pytest_code,
     signals: list[int],
     errors: CollectionErrors,
+    late_signals: list[int] | None = None,
     selection: Selection,
     fault: str | None,
     pytest_junit: Path,
@@ -463,10 +473,15 @@ def _after_session(
     records_read: RecordFiles | None = None,
     allure: AllureProcess | None = None,
     session_notes: list[str] | None = None,
+    stored: Callable[[], None] = lambda: None,
 ) -> int:
     """What the session left: one record per case stored, the outputs made to hold exactly the
     stored cases, the summary, the report; the exit code. `allure`: Allure started for the
-    report (farm/results/report.py AllureProcess)."""
+    report (farm/results/report.py AllureProcess). `late_signals`: those that came after the
+    session, while the run was being stored (farm/run/interrupts.py shielded): one that came
+    before the run's outcome was decided stops it as one during the session would, one after it
+    leaves the run as decided, without its report; `stored`: called once the store, the outputs
+    and the terminal hold the run (signals stop the command again from then on)."""
     from farm.results.store import RunStore
     from farm.run.leases import RunState
 
@@ -541,6 +556,8 @@ def _after_session(
     status = "aborted" if refused else "finished"
     if fault is not None and len(records) < len(cases):
         code, status = EXIT_INFRA, "aborted"  # cut short by its runs directory, not by a signal
+    if interrupted is None and late_signals:
+        interrupted = late_signals[0]
     if interrupted is not None:
         code, status = 128 + interrupted, "interrupted"
         console.print(
@@ -548,7 +565,7 @@ def _after_session(
             f"{len(records)} cases that finished; the run is marked interrupted"
         )
     try:
-        with shielded(console), RunStore(store_path) as store:
+        with RunStore(store_path) as store:
             texts = records_read.texts(records) if records_read is not None else None
             store.add_results(plan.run_id, records, texts)
             store.finish_run(plan.run_id, code, status=status, subset=subset)
@@ -592,10 +609,23 @@ def _after_session(
     print_summary(console, records, plan, code, plan.run_dir / SUMMARY_JSON)
     # With a report, farm report prints the gate (all of its rules), after the triage.
     print_judgement(console, [] if report and interrupted is None else gate, followup)
+    stored()
     if report and interrupted is None:
-        # The report takes the gate, comparison and triage made above: each is a read of the
-        # whole run (the results files, the stored records) that would otherwise be done twice.
-        problem = make_report(plan.run_id, store_path, history_runs, judged, allure)
+        # A stop now leaves the run as stored and said, without its report.
+        problem, stops = None, late_signals or []
+        if not stops:
+            with interruptible(forward=True) as stops:
+                # The report takes the gate, comparison and triage made above: each is a read
+                # of the whole run (the results files, the stored records) that would otherwise
+                # be done twice.
+                problem = make_report(plan.run_id, store_path, history_runs, judged, allure)
+        if stops:
+            console.print(
+                f"[yellow]{signal.Signals(stops[0]).name}[/]: no report was made; the run is "
+                f"stored as above (farm report {plan.run_id} makes its report)",
+                highlight=False,
+            )
+            return code
         if problem is not None:
             console.print(f"[bold red]error:[/] {escape(problem)}", highlight=False)
             return degraded(plan, store_path, records, quarantined, extra)

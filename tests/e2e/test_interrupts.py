@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import signal
 import sqlite3
 import subprocess
@@ -218,3 +219,123 @@ def test_a_worker_killed_alone_is_replaced_said_and_every_output_agrees(tmp_path
     assert disagreements(run_dir, tmp_path / "s.db") == []
     summary = json.loads((run_dir / "summary.json").read_text())
     assert len(summary["workers_lost"]) == 1 and "went down" in summary["workers_lost"][0]
+
+
+# Runs the farm with the pty as its controlling terminal and its stdin, stdout and stderr, as a
+# shell in a terminal window or an SSH session does: a session leader that opens a terminal gets it.
+ON_A_TERMINAL = """
+import os, sys
+tty = os.open(sys.argv[1], os.O_RDWR)
+for fd in (0, 1, 2):
+    os.dup2(tty, fd)
+os.execv(sys.executable, [sys.executable, "-m", "farm.cli", *sys.argv[2:]])
+"""
+
+
+def test_a_closed_terminal_stops_the_run_and_every_output_holds_what_finished(tmp_path):
+    """The terminal window closed, or the SSH session under it dropped: the kernel sends SIGHUP
+    to the run's process group and its terminal is gone (each later write to it fails). The run
+    ended where it stood: no summary, no JUnit, the store's run left 'running' until the next
+    command. It stops as from SIGTERM, stores what finished, and writes every output."""
+    master, slave = os.openpty()
+    env = dict(os.environ, FARM_RUNS=str(tmp_path / "runs"), FARM_STORE=str(tmp_path / "s.db"))
+    for name in ("PYTEST_ADDOPTS", "PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT"):
+        env.pop(name, None)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", ON_A_TERMINAL, os.ttyname(slave), "run", "--tier", "nightly"],
+        cwd=REPO,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    os.close(slave)
+    shown = bytearray()
+    try:
+        deadline = time.monotonic() + STARTUP_LIMIT
+        while len(written(tmp_path)) < 40:  # the terminal read as it fills, as a window does
+            assert proc.poll() is None, bytes(shown).decode(errors="replace")
+            assert time.monotonic() < deadline, "the run wrote no records in time"
+            if select.select([master], [], [], 0.3)[0]:
+                try:
+                    shown += os.read(master, 65536)
+                except OSError:  # EIO: no process has the terminal open yet
+                    time.sleep(0.3)
+    finally:
+        os.close(master)  # the window closes: the terminal hangs up
+    proc.wait(timeout=180)
+    assert proc.returncode == 128 + signal.SIGHUP, bytes(shown[-3000:]).decode(errors="replace")
+    run, ids = store_run(tmp_path)
+    assert (run["status"], run["exit_code"]) == ("interrupted", 128 + signal.SIGHUP)
+    assert sorted(ids) == sorted(written(tmp_path)) and len(ids) < NIGHTLY // 4
+    run_dir = run_dir_of(tmp_path, run)
+    assert disagreements(run_dir, tmp_path / "s.db") == []
+    assert json.loads((run_dir / "summary.json").read_text())["exit_code"] == 129
+
+
+# `farm run` with one of its steps made to send a signal to the run's own process: the signal
+# comes at that step, whatever the machine's speed.
+SIGNAL_AT_STEP = """
+import os, signal, sys, time
+module, name, signum = sys.argv[1], sys.argv[2], int(sys.argv[3])
+import importlib
+target = importlib.import_module(module)
+step = getattr(target, name)
+def signalled(*args, **kwargs):
+    os.kill(os.getpid(), signum)
+    time.sleep(0.5)  # the handler runs here, in the step
+    return step(*args, **kwargs)
+setattr(target, name, signalled)
+from farm.cli import entry
+sys.argv = ["farm", *sys.argv[4:]]
+sys.exit(entry())
+"""
+
+
+def signalled_run(tmp_path: Path, module: str, name: str, signum: int, *args: str):
+    env = dict(os.environ, FARM_RUNS=str(tmp_path / "runs"), FARM_STORE=str(tmp_path / "s.db"))
+    for var in ("PYTEST_ADDOPTS", "PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT"):
+        env.pop(var, None)
+    argv = [sys.executable, "-c", SIGNAL_AT_STEP, module, name, str(int(signum))]
+    return subprocess.run(
+        [*argv, "run", "--tier", "smoke", "--no-progress", *args],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+def test_a_signal_after_the_last_case_before_the_store_stops_the_run_stored_whole(tmp_path):
+    """SIGTERM as the session ends, before the run is stored (its records being read): the run
+    died there, 'running' in the store until the next command, with no summary or JUnit. It is
+    stored, every case that ran in it, and marked interrupted as any stopped run."""
+    done = signalled_run(
+        tmp_path, "farm.run.runner", "collect_records", signal.SIGTERM, "--no-report"
+    )
+    assert done.returncode == 143, done.stdout + done.stderr
+    assert "SIGTERM: storing the results first" in done.stderr, done.stderr
+    assert "interrupted by SIGTERM" in done.stderr and "Traceback" not in done.stderr
+    run, ids = store_run(tmp_path)
+    assert (run["status"], run["exit_code"]) == ("interrupted", 143)
+    assert sorted(ids) == sorted(c.id for c in matrix.expand("smoke"))
+    run_dir = run_dir_of(tmp_path, run)
+    assert disagreements(run_dir, tmp_path / "s.db") == []
+    assert json.loads((run_dir / "summary.json").read_text())["exit_code"] == 143
+
+
+def test_ctrl_c_during_the_report_leaves_the_run_as_stored_and_its_exit_code(tmp_path):
+    """Ctrl-C while the report is made: the run is stored, judged and summarised (exit 0 in the
+    store and the summary); the command exited 130 all the same. It stops the report and ends
+    with the run's own exit code, saying how to make the report."""
+    done = signalled_run(tmp_path, "farm.results.report", "main", signal.SIGINT)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "SIGINT: no report was made" in done.stderr and "Traceback" not in done.stderr
+    run, ids = store_run(tmp_path)
+    assert (run["status"], run["exit_code"]) == ("finished", 0)
+    run_dir = run_dir_of(tmp_path, run)
+    assert json.loads((run_dir / "summary.json").read_text())["exit_code"] == 0
+    assert disagreements(run_dir, tmp_path / "s.db") == []
+    assert f"farm report {run['run_id']}" in done.stderr
