@@ -153,6 +153,13 @@ def error_bound(m: dict) -> tuple[bool, str]:
         f"{_tag(passed)} {ERROR_BOUND} {dt}: {over} of {m['bound_n']} elements beyond the fp32 "
         f"error bound (worst {m['bound_max_ratio']:.3g}x the bound), {bias_text}"
     )
+    if m["bound_n"] < m["n"]:
+        # Every other element is NaN or inf where the golden may be (matched, or an overflow
+        # that some correct order of operations makes): say it, as "0 of 0" alone hides it.
+        text += (
+            f"; {m['n'] - m['bound_n']} of {m['n']} elements non-finite where the golden "
+            "allows it (not compared)"
+        )
     if over and m.get("bound_worst"):
         w = m["bound_worst"][0]
         text += (

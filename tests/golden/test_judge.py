@@ -106,6 +106,21 @@ def test_exp_overflowing_fp32_gives_nan_where_float64_says_zero():
     assert not judge_case(dy, y, np.zeros_like(out), (-1,), "float32").passed
 
 
+def test_a_pass_on_non_finite_elements_says_how_many_were_not_compared():
+    """dy of +-3e38 over 300 terms: the sum overflows fp32 in some order, so NaN or inf is a
+    correct output anywhere; a kernel giving NaN everywhere passes with nothing compared, and
+    the reason says so rather than "0 of 0 elements beyond the bound" alone."""
+    rng = np.random.default_rng(5)
+    dy = round_to(rng.uniform(-3e38, 3e38, (4, 300)), "float32")
+    y = round_to(rng.uniform(-10, 0, (4, 300)), "float32")
+    j = judge_case(dy, y, np.full(dy.shape, np.nan, np.float32), (-1,), "float32")
+    assert j.passed and j.metrics["n_compared"] == 0
+    assert "1200 of 1200 elements non-finite where the golden allows it" in j.reason, j.reason
+    dy, y = outside_inputs("plain", (4, 300), "float32", rng)
+    plain = judge_case(dy, y, fp32_kernel.run(dy, y, (-1,), "float32"), (-1,), "float32")
+    assert plain.passed and "not compared" not in plain.reason
+
+
 def test_nan_positions_must_match():
     dy, y = outside_inputs("nan_y_anywhere", (4, 100), "float16", np.random.default_rng(2))
     out = fp32_kernel.run(dy, y, (-1,), "float16")
