@@ -7,5 +7,7 @@ from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DIST_DIR = REPO_ROOT / "dist" / "op"  # built operator packages
-RUNS_DIR = Path(os.environ.get("FARM_RUNS", REPO_ROOT / "runs"))
+# Empty is unset, as for FARM_STORE (a CI variable left empty must not make the shell's directory
+# the runs directory).
+RUNS_DIR = Path(os.environ.get("FARM_RUNS") or REPO_ROOT / "runs")
 STATE_DIR = RUNS_DIR / "state"  # quarantine, agent bundle: kept from run to run
