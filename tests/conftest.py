@@ -59,8 +59,10 @@ def chromium() -> str:
 
 @pytest.fixture(scope="session")
 def ssh_lab(sshd, tmp_path_factory):
-    """A real SSH lab on loopback (three sshd hosts on 127.0.0.2-4), one per test process."""
-    lab = Lab(tmp_path_factory.mktemp("lab"))
+    """A real SSH lab on loopback (three sshd hosts on 127.0.0.2-4), one per test process. Its
+    root has a space and a non-ASCII letter, as a checkout under "~/My Projects" does: its paths
+    reach sshd's config, the hosts' environment, workdirs and commands."""
+    lab = Lab(tmp_path_factory.mktemp("lab") / "lab ü")
     lab.up(3)
     try:
         yield lab

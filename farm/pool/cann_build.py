@@ -158,13 +158,15 @@ def _build_host(
 
 
 def _installers(stdout: str, out: str) -> list[str]:
-    """The installers op/ascendc/build.sh says it made (its last line: "op/ascendc/build.sh:
-    <path> ..."), all of them under ``out``."""
-    for line in reversed(stdout.strip().splitlines()):
-        if line.startswith("op/ascendc/build.sh: "):
-            paths = line.split(": ", 1)[1].split()
-            return [p for p in paths if p.startswith(out + "/") and p.endswith(".run")]
-    return []
+    """The installers op/ascendc/build.sh says it made (its last lines, one a path:
+    "op/ascendc/build.sh: <path>"; a path may hold spaces), all of them under ``out``."""
+    said = "op/ascendc/build.sh: "
+    paths = []
+    for line in reversed(stdout.rstrip("\n").splitlines()):
+        if not line.startswith(said):
+            break
+        paths.append(line.removeprefix(said))
+    return [p for p in reversed(paths) if p.startswith(out + "/") and p.endswith(".run")]
 
 
 def install(transport: Transport, report: deploy.DeployReport, package: Path) -> dict[str, str]:

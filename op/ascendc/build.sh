@@ -65,4 +65,7 @@ PY
 
 mkdir -p "$out"
 cp "$project"/build_out/custom_opp_*.run "$out/"
-echo "op/ascendc/build.sh: $(ls "$out"/custom_opp_*.run)"
+# One line per installer: a path may hold spaces (a workdir under "/home/First Last").
+for installer in "$out"/custom_opp_*.run; do
+  echo "op/ascendc/build.sh: $installer"
+done

@@ -28,7 +28,7 @@ def test_the_cann_package_is_built_on_a_cann_host_once_and_installed_per_version
     need_sshd()
     from farm.pool.lab import Lab
 
-    lab = Lab(tmp_path / "lab")
+    lab = Lab(tmp_path / "cann lab ü")  # CANN's home and the hosts' workdirs: a space, UTF-8
     built: list = []
     relative = f"lsg-farm-cann-{tmp_path.name}"
     try:
@@ -43,7 +43,8 @@ def test_the_cann_package_is_built_on_a_cann_host_once_and_installed_per_version
         # a2-c3's workdir is relative to its home, as the inventory's default is: the installer,
         # which runs from its own directory, and the agent, from its bundle's, find it there.
         build_host = build_host.replace(
-            f'workdir = "{lab.hosts["a2-c3"].path / "work"}"', f'workdir = "{relative}"'
+            f"workdir = {json.dumps(str(lab.hosts['a2-c3'].path / 'work'))}",
+            f'workdir = "{relative}"',
         )
         assert relative in build_host
         (tmp_path / "inventory.toml").write_text(build_host)

@@ -91,8 +91,11 @@ def no_agents_left(lab, pool):
 
 
 def ps(transport) -> list[dict]:
-    """The host's processes, as ``ps`` over the transport says: pid, pgid, stat, args."""
-    rc, out, err = transport.run_argv(["ps", "-eo", "pid=,pgid=,stat=,args="])
+    """The host's processes, as ``ps`` over the transport says: pid, pgid, stat, args (in a
+    UTF-8 locale: in the session's C locale ps shows the lab root's "ü" as "??")."""
+    rc, out, err = transport.run_argv(
+        ["env", "LC_ALL=C.UTF-8", "ps", "-eo", "pid=,pgid=,stat=,args="]
+    )
     assert rc == 0, err
     rows = []
     for line in out.splitlines():

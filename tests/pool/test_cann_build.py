@@ -59,9 +59,17 @@ def test_the_host_says_its_cann_version_from_the_toolkit_it_names(tmp_path):
 
 def test_the_installers_are_what_build_sh_says_it_made():
     out = "/w/versions/abc/cann-build-x86_64-8.2"
-    said = f"log\nop/ascendc/build.sh: {out}/custom_opp_ubuntu_x86_64.run /elsewhere/x.run\n"
+    said = (
+        f"log\nop/ascendc/build.sh: {out}/custom_opp_ubuntu_x86_64.run\n"
+        "op/ascendc/build.sh: /elsewhere/x.run\n"
+    )
     assert cann_build._installers(said, out) == [f"{out}/custom_opp_ubuntu_x86_64.run"]
     assert cann_build._installers("no such line\n", out) == []
+    # A workdir with a space (a home of "First Last"): the path is one installer, not two words.
+    spaced = "/home/First Last/lsg-farm/versions/abc/cann-build-x86_64-8.2"
+    two = [f"{spaced}/custom_opp_ubuntu_x86_64.run", f"{spaced}/custom_opp_ubuntu_aarch64.run"]
+    said = "".join(f"op/ascendc/build.sh: {p}\n" for p in two)
+    assert cann_build._installers(f"make: done\n{said}", spaced) == two
 
 
 def _project(tmp_path: Path, monkeypatch) -> Path:
