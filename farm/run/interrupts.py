@@ -14,7 +14,7 @@ import os
 import signal
 import stat
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from farm.agent import hostops
 
@@ -22,6 +22,12 @@ if TYPE_CHECKING:  # a worker's plugin imports this module; rich is the orchestr
     from rich.console import Console
 
 STOPS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+def catch(handler) -> dict[int, Any]:
+    """``handler`` for each stop signal this process was not started to ignore (``nohup``'s
+    SIGHUP, a background job's SIGINT: those stay ignored); the handlers it replaced."""
+    return {s: signal.signal(s, handler) for s in STOPS if signal.getsignal(s) != signal.SIG_IGN}
 
 
 def terminal() -> int | None:
@@ -74,7 +80,7 @@ def interruptible(forward: bool = False) -> Iterator[list[int]]:
                         os.kill(pid, signal.SIGINT)
             raise KeyboardInterrupt
 
-    old = {s: signal.signal(s, stop) for s in STOPS}
+    old = catch(stop)
     try:
         yield received
     except KeyboardInterrupt:
@@ -98,7 +104,7 @@ def shielded(console: Console) -> Iterator[list[int]]:
         received.append(signum)
         console.print(f"[yellow]{signal.Signals(signum).name}: storing the results first[/]")
 
-    old = {s: signal.signal(s, note) for s in STOPS}
+    old = catch(note)
     try:
         yield received
     finally:

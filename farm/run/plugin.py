@@ -161,8 +161,7 @@ def _wind_down_on_signals() -> None:
         raise KeyboardInterrupt
 
     try:
-        for s in interrupts.STOPS:
-            signal.signal(s, stop)
+        interrupts.catch(stop)
     except ValueError:  # not the main thread: the defaults stay
         pass
 

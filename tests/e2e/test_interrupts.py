@@ -228,22 +228,21 @@ import os, sys
 tty = os.open(sys.argv[1], os.O_RDWR)
 for fd in (0, 1, 2):
     os.dup2(tty, fd)
-os.execv(sys.executable, [sys.executable, "-m", "farm.cli", *sys.argv[2:]])
+os.execvp(sys.argv[2], sys.argv[2:])
 """
+FARM = [sys.executable, "-m", "farm.cli"]
 
 
-def test_a_closed_terminal_stops_the_run_and_every_output_holds_what_finished(tmp_path):
-    """The terminal window closed, or the SSH session under it dropped: the kernel sends SIGHUP
-    to the run's process group and its terminal is gone (each later write to it fails). The run
-    ended where it stood: no summary, no JUnit, the store's run left 'running' until the next
-    command. It stops as from SIGTERM, stores what finished, and writes every output."""
+def on_a_terminal(tmp_path: Path, *command: str) -> tuple[subprocess.Popen, int]:
+    """``command`` on a new terminal (a pty) in a session of its own; the terminal's master."""
     master, slave = os.openpty()
     env = dict(os.environ, FARM_RUNS=str(tmp_path / "runs"), FARM_STORE=str(tmp_path / "s.db"))
+    env["PYTHONPATH"] = str(REPO)
     for name in ("PYTEST_ADDOPTS", "PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT"):
         env.pop(name, None)
     proc = subprocess.Popen(
-        [sys.executable, "-c", ON_A_TERMINAL, os.ttyname(slave), "run", "--tier", "nightly"],
-        cwd=REPO,
+        [sys.executable, "-c", ON_A_TERMINAL, os.ttyname(slave), *command],
+        cwd=tmp_path,
         env=env,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
@@ -251,10 +250,16 @@ def test_a_closed_terminal_stops_the_run_and_every_output_holds_what_finished(tm
         start_new_session=True,
     )
     os.close(slave)
+    return proc, master
+
+
+def close_the_terminal_after(tmp_path: Path, proc: subprocess.Popen, master: int, n: int) -> str:
+    """Reads the terminal as it fills, as a window does, until the run wrote ``n`` records;
+    then closes it (the terminal hangs up). What it showed."""
     shown = bytearray()
     try:
         deadline = time.monotonic() + STARTUP_LIMIT
-        while len(written(tmp_path)) < 40:  # the terminal read as it fills, as a window does
+        while len(written(tmp_path)) < n:
             assert proc.poll() is None, bytes(shown).decode(errors="replace")
             assert time.monotonic() < deadline, "the run wrote no records in time"
             if select.select([master], [], [], 0.3)[0]:
@@ -263,15 +268,39 @@ def test_a_closed_terminal_stops_the_run_and_every_output_holds_what_finished(tm
                 except OSError:  # EIO: no process has the terminal open yet
                     time.sleep(0.3)
     finally:
-        os.close(master)  # the window closes: the terminal hangs up
+        os.close(master)
+    return bytes(shown[-3000:]).decode(errors="replace")
+
+
+def test_a_closed_terminal_stops_the_run_and_every_output_holds_what_finished(tmp_path):
+    """The terminal window closed, or the SSH session under it dropped: the kernel sends SIGHUP
+    to the run's process group and its terminal is gone (each later write to it fails). The run
+    ended where it stood: no summary, no JUnit, the store's run left 'running' until the next
+    command. It stops as from SIGTERM, stores what finished, and writes every output."""
+    proc, master = on_a_terminal(tmp_path, *FARM, "run", "--tier", "nightly")
+    shown = close_the_terminal_after(tmp_path, proc, master, 40)
     proc.wait(timeout=180)
-    assert proc.returncode == 128 + signal.SIGHUP, bytes(shown[-3000:]).decode(errors="replace")
+    assert proc.returncode == 128 + signal.SIGHUP, shown
     run, ids = store_run(tmp_path)
     assert (run["status"], run["exit_code"]) == ("interrupted", 128 + signal.SIGHUP)
     assert sorted(ids) == sorted(written(tmp_path)) and len(ids) < NIGHTLY // 4
     run_dir = run_dir_of(tmp_path, run)
     assert disagreements(run_dir, tmp_path / "s.db") == []
     assert json.loads((run_dir / "summary.json").read_text())["exit_code"] == 129
+
+
+def test_a_run_started_with_nohup_goes_on_when_its_terminal_closes(tmp_path):
+    """nohup starts the run with SIGHUP ignored, and its output in nohup.out: closing the
+    terminal must not stop it (a handler of the farm's own would have replaced the ignore)."""
+    proc, master = on_a_terminal(tmp_path, "nohup", *FARM, "run", "--tier", "smoke")
+    close_the_terminal_after(tmp_path, proc, master, 20)
+    proc.wait(timeout=600)
+    log = (tmp_path / "nohup.out").read_text(errors="replace")
+    assert proc.returncode == 0, log
+    run, ids = store_run(tmp_path)
+    assert (run["status"], run["exit_code"]) == ("finished", 0)
+    assert sorted(ids) == sorted(c.id for c in matrix.expand("smoke"))
+    assert "all passed (exit 0)" in log
 
 
 # `farm run` with one of its steps made to send a signal to the run's own process: the signal
