@@ -95,11 +95,12 @@ def identity_problems(
     for problem in ident.get("problems") or []:
         if soc is not None:
             reasons.append(f"host {name}: {problem}")
-    python = ident.get("python") or host.python
+    # The agent says "<executable> <version>"; the executable's path may hold spaces.
+    python = ident["python"].rsplit(" ", 1)[0] if ident.get("python") else host.python
     for module in ident.get("missing") or []:
         reasons.append(
             f"missing python module {module} on host {name}: pip install {module} on host {name} "
-            f"(for {python.split()[0]})"
+            f"(for {python})"
         )
     reasons += pin_problems(host, ident)
     got = ident.get("bundle")

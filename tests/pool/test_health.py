@@ -10,6 +10,7 @@ import json
 import platform
 import sys
 
+from farm.pool import inventory as inv
 from farm.pool.health import (
     BAD,
     GOOD,
@@ -23,6 +24,7 @@ from farm.pool.health import (
     check_pool,
     common_canary_failure,
     host_rows,
+    identity_problems,
 )
 from farm.pool.inventory import default_inventory
 from farm.pool.lab import _free_port
@@ -351,3 +353,15 @@ def test_a_canary_failing_on_one_host_alone_is_that_hosts():
     assert common_canary_failure([_canary_failed("a2-01", "x")]) is None  # one host: cannot tell
     differ = [_canary_failed("a2-01", "x"), _canary_failed("a2-02", "y")]
     assert common_canary_failure(differ) is None
+
+
+def test_a_missing_module_names_the_hosts_python_whole_with_a_space_in_its_path():
+    """The agent says its python as "<executable> <version>": the fix named "/opt/my" of
+    "/opt/my venv/bin/python3 3.11.7" (the path cut at its first space)."""
+    host = inv.HostSpec("a2-01", "Ascend910B1", 1, transport="local")
+    ident = {"soc": "Ascend910B1", "devices": 1, "missing": ["ml_dtypes"]}
+    ident["python"] = "/opt/my venv/bin/python3 3.11.7"
+    assert identity_problems(host, ident) == [
+        "missing python module ml_dtypes on host a2-01: pip install ml_dtypes on host a2-01 "
+        "(for /opt/my venv/bin/python3)"
+    ]
