@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import resource
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -67,7 +68,7 @@ def small_hosts(tmp_path: Path) -> Path:
     python.write_text(
         "#!/bin/sh\n"
         f"ulimit -v {AGENT_LIMIT_KB}\nulimit -s 2048\n"
-        f'MALLOC_ARENA_MAX=2 exec {sys.executable} "$@"\n'
+        f'MALLOC_ARENA_MAX=2 exec {shlex.quote(sys.executable)} "$@"\n'
     )
     python.chmod(0o755)
     return local_910b_hosts(

@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import platform
+import shlex
 import sys
 
 from farm.pool import inventory as inv
@@ -150,7 +151,8 @@ def _with_chips(host, tmp_path, chips):
     state = tmp_path / "npu-state.json"
     state.write_text(json.dumps({"chips": chips}))
     tool = tmp_path / "npu-smi"
-    tool.write_text(f'#!/bin/sh\nexec {sys.executable} -m farm.pool.lab_npu_smi {state} "$@"\n')
+    python, state_file = shlex.quote(sys.executable), shlex.quote(str(state))
+    tool.write_text(f'#!/bin/sh\nexec {python} -m farm.pool.lab_npu_smi {state_file} "$@"\n')
     tool.chmod(0o755)
     return dataclasses.replace(host, env=host.env + (("LSG_NPU_SMI", str(tool)),))
 

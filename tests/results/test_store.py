@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import math
+import shlex
 import sqlite3
 import time
 
@@ -601,7 +602,7 @@ def test_a_read_only_store_and_a_missing_one_are_refused(tmp_path):
         mnt.mkdir()
         script = (
             f"mount -t tmpfs none {mnt} && cp {source} {mnt}/ && mount -o remount,ro {mnt} && "
-            f"{sys.executable} -c '{probe}' {mnt}/farm.sqlite"
+            f"{shlex.quote(sys.executable)} -c '{probe}' {mnt}/farm.sqlite"
         )
         argv = ["unshare", "-m", "sh", "-c", script]
         if shutil.which("unshare") is None:
@@ -681,7 +682,8 @@ def test_a_really_full_disk_is_a_store_error_and_nothing_half_written(tmp_path):
         "    print(type(e).__name__, e)\n"
         "print('kept', [r['case_id'] for r in s.results(run)])\n"
     )
-    script = f'mount -t tmpfs -o size=512k none {mnt} && {sys.executable} -c "$0" {mnt}'
+    python = shlex.quote(sys.executable)
+    script = f'mount -t tmpfs -o size=512k none {mnt} && {python} -c "$0" {mnt}'
     repo = Path(__file__).resolve().parents[2]
     out = subprocess.run(
         ["unshare", "-m", "sh", "-c", script, probe],
