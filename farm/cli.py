@@ -13,7 +13,6 @@ import sys
 import time
 import traceback
 
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
@@ -22,6 +21,7 @@ from farm import __version__
 from farm.agent.backends import BACKENDS
 from farm.agent.errors import FarmError
 from farm.argparsing import CommandParser
+from farm.console import FarmConsole
 from farm.run import run_dir
 from farm.run.timeouts import case_timeout_seconds
 from farm.visible import visible
@@ -125,7 +125,7 @@ def cmd_cases(argv: list[str]) -> int:
         json.dump(casefile.document(cases, chosen.label), sys.stdout, allow_nan=False)
         sys.stdout.write("\n")
         return 0
-    console = Console()
+    console = FarmConsole()
     if args.output:
         path = casefile.dump(cases, args.output, source=chosen.label)
         console.print(f"{len(cases):,} cases written to {path}", highlight=False, markup=False)
@@ -313,7 +313,7 @@ def cmd_hosts(argv: list[str]) -> int:
                 for c in HOSTS_SHOWN
             ]
         )
-    Console().print(table)
+    FarmConsole().print(table)
     return 0
 
 
@@ -404,10 +404,10 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
     except KeyboardInterrupt:
-        Console(stderr=True).print(f"[yellow]interrupted[/]: farm {command} stopped (exit 130)")
+        FarmConsole(stderr=True).print(f"[yellow]interrupted[/]: farm {command} stopped (exit 130)")
         return 130
     except FarmError as exc:
-        console = Console(stderr=True, soft_wrap=True)
+        console = FarmConsole(stderr=True, soft_wrap=True)
         for line in str(exc).splitlines() or [""]:  # one line per problem, each marked
             console.print(f"[bold red]error:[/] {escape(visible(line))}", highlight=False)
         return exc.exit_code

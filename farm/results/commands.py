@@ -109,16 +109,17 @@ def main_runs(argv: Sequence[str] | None = None) -> int:
     if not runs:
         print("no runs recorded yet")
     elif sys.stdout.isatty():
-        from rich.console import Console
         from rich.table import Table
         from rich.text import Text
+
+        from farm.console import FarmConsole
 
         t = Table(title="Runs (newest first)", title_justify="left")
         for h in hdr:
             t.add_column(h, no_wrap=h == "run")
         for row in rows:
             t.add_row(*map(Text, row))  # a tier of case files may hold brackets
-        Console().print(t)
+        FarmConsole().print(t)
     else:  # pipes and logs get every character of the run ids
         print("\n".join(plain_table(hdr, rows, indent="")))
     print(size.line(store.location))

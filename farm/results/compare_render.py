@@ -188,11 +188,12 @@ def to_text(c: Comparison, limit: int | None = 50) -> str:
 
 def render_rich(c: Comparison, console=None, limit: int | None = 50) -> None:
     """Rich tables on the terminal."""
-    from rich.console import Console
     from rich.table import Table
     from rich.text import Text  # case ids, tiers and messages are text, not rich's markup
 
-    console = console or Console()
+    from farm.console import FarmConsole
+
+    console = console or FarmConsole()
     style = "bold red" if c.has_regressions else "bold green"
     if suites_line(c):
         console.print(Text(suites_line(c), style="bold yellow"))

@@ -19,6 +19,7 @@ from rich.markup import escape
 from farm import paths
 from farm.agent.record import ResultRecord
 from farm.argparsing import CommandParser
+from farm.console import FarmConsole
 from farm.errors import FarmError, UsageError
 from farm.results import merge as merge_mod
 from farm.run.outputs import JUNIT_XML, SUMMARY_JSON, write_summary
@@ -52,7 +53,7 @@ def main(argv: list[str]) -> int:
     add_history_runs_option(parser, default=None)
     args = parser.parse_args(argv)
     store_path = store_location(args.store)
-    console = Console(stderr=True, soft_wrap=True)
+    console = FarmConsole(stderr=True, soft_wrap=True)
     return merge(
         console, store_path, args.group, args.runs_dir, not args.no_report, args.history_runs
     )

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rich.console import Console
-
 from farm.argparsing import CommandParser
+from farm.console import FarmConsole
 from farm.errors import UsageError
 from farm.results.store import RunStore
 from suites import casefile, explore
@@ -44,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
         wanted = [cid for cid in failed if args.failed or explore.is_explored(cid)]
         if not wanted:
             kind = "failed" if args.failed else "failed explored"
-            Console().print(f"run {run['run_id']} has no {kind} case: nothing to promote")
+            FarmConsole().print(f"run {run['run_id']} has no {kind} case: nothing to promote")
             return 0
     cases = [in_run.get(cid) or find_case(cid, selection.files) for cid in wanted]
     path = Path(args.output)
@@ -53,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     added = [c for c in cases if c.id not in merged]
     merged.update((c.id, c) for c in added)
     casefile.dump(list(merged.values()), path, source=f"promoted from run {run['run_id']}")
-    console = Console()
+    console = FarmConsole()
     for case in added:
         console.print(f"  + {case.id}", highlight=False, markup=False)
     console.print(

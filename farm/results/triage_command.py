@@ -9,9 +9,8 @@ import json
 import sys
 from pathlib import Path
 
-from rich.console import Console
-
 from farm.argparsing import CommandParser
+from farm.console import FarmConsole
 from farm.errors import UsageError
 from farm.results import triage
 from farm.results.store import RunStore
@@ -37,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
         json.dump(result.to_json(), sys.stdout, indent=1)
         sys.stdout.write("\n")
         return 0
-    console = Console(soft_wrap=True)
+    console = FarmConsole(soft_wrap=True)
     console.print(
         f"run {run['run_id']}: {result.failures:,} failed, {result.passes:,} passed",
         highlight=False,
@@ -65,7 +64,7 @@ def _write_group(run: dict, result: triage.Triage, number: int, path: Path) -> i
         by_id = {}
     cases = [by_id.get(cid) or find_case(cid, selection.files) for cid in group.case_ids]
     casefile.dump(cases, path, source=f"triage group {number} of run {run['run_id']}")
-    Console().print(
+    FarmConsole().print(
         f"{len(cases):,} cases of group {number} ({group.text}) written to {path}; "
         f"run them with `farm run --cases {path}`",
         highlight=False,

@@ -5,15 +5,18 @@
 SIGHUP is the terminal going away (its window closed, the SSH session under it dropped): the
 kernel sends it to the foreground process group, and every later write to that terminal fails
 (EIO). The command stops as from SIGTERM and writes what it says from then on to /dev/null; its
-files and store are what tell the outcome."""
+files and store are what tell the outcome. A pipe whose reader went away (`farm run | head`) is
+met on the next write, never by a signal (output_gone): it stops the command as SIGPIPE would."""
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import signal
 import stat
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from farm.agent import hostops
@@ -39,21 +42,57 @@ def terminal() -> int | None:
     return None
 
 
-def off_the_terminal(device: int | None) -> None:
-    """Points every descriptor of this process on ``device`` at /dev/null: the terminal hung
-    up, and a write to it would fail. Every one, not only stdout and stderr: pytest keeps its
-    own copies of them for its terminal and the live progress."""
-    if device is None:
-        return
+def _onto_null(same: Callable[[os.stat_result], bool]) -> None:
+    """Points every descriptor of this process whose file is ``same`` at /dev/null. Every one,
+    not only stdout and stderr: pytest keeps its own copies of them."""
     null = os.open(os.devnull, os.O_RDWR)
     try:
         for name in os.listdir("/proc/self/fd"):
             with contextlib.suppress(OSError):  # the listing's own descriptor, gone meanwhile
-                st = os.fstat(int(name))
-                if stat.S_ISCHR(st.st_mode) and st.st_rdev == device:
+                if same(os.fstat(int(name))):
                     os.dup2(null, int(name))
     finally:
         os.close(null)
+
+
+def off_the_terminal(device: int | None) -> None:
+    """The terminal ``device`` hung up: a write to it would fail."""
+    if device is not None:
+        _onto_null(lambda st: stat.S_ISCHR(st.st_mode) and st.st_rdev == device)
+
+
+def off_the_pipe(fd: int) -> None:
+    """The reader of the pipe (or socket) ``fd`` writes to went away: a write would fail."""
+    st = os.fstat(fd)
+    if stat.S_ISFIFO(st.st_mode) or stat.S_ISSOCK(st.st_mode):
+        _onto_null(lambda other: (other.st_dev, other.st_ino) == (st.st_dev, st.st_ino))
+
+
+# The handlers of the interruptible and shielded blocks this process is in, innermost last.
+_handlers: list[Callable[[int, Any], None]] = []
+
+
+def output_gone() -> None:
+    """The reader of this command's output went away (EPIPE; farm/console.py). In a block that
+    stops on signals, it stops as if on SIGPIPE; elsewhere BrokenPipeError (farm/cli.py: exit
+    141). No SIGPIPE handler is installed for it: Python ignores SIGPIPE so that a write to a
+    closed socket (an SSH host gone) is an error of that write, never a stop of the command."""
+    if _handlers and threading.current_thread() is threading.main_thread():
+        _handlers[-1](signal.SIGPIPE, None)
+        return
+    raise BrokenPipeError(errno.EPIPE, os.strerror(errno.EPIPE))
+
+
+@contextlib.contextmanager
+def _handling(handler: Callable[[int, Any], None]) -> Iterator[None]:
+    old = catch(handler)
+    _handlers.append(handler)
+    try:
+        yield
+    finally:
+        _handlers.remove(handler)
+        for s, previous in old.items():
+            signal.signal(s, previous)
 
 
 @contextlib.contextmanager
@@ -80,15 +119,12 @@ def interruptible(forward: bool = False) -> Iterator[list[int]]:
                         os.kill(pid, signal.SIGINT)
             raise KeyboardInterrupt
 
-    old = catch(stop)
     try:
-        yield received
+        with _handling(stop):
+            yield received
     except KeyboardInterrupt:
         if not received:
             received.append(signal.SIGINT)
-    finally:
-        for s, handler in old.items():
-            signal.signal(s, handler)
 
 
 @contextlib.contextmanager
@@ -104,9 +140,5 @@ def shielded(console: Console) -> Iterator[list[int]]:
         received.append(signum)
         console.print(f"[yellow]{signal.Signals(signum).name}: storing the results first[/]")
 
-    old = catch(note)
-    try:
+    with _handling(note):
         yield received
-    finally:
-        for s, handler in old.items():
-            signal.signal(s, handler)

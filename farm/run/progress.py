@@ -14,10 +14,12 @@ from rich.live import Live
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
+from farm.console import FarmConsole
+
 
 class LiveProgress:
     def __init__(self, console: Console | None = None, title: str = "farm run"):
-        self.console = console or Console(stderr=True)
+        self.console = console or FarmConsole(stderr=True)
         self.progress = Progress(
             TextColumn("[bold]{task.description}"),
             BarColumn(),

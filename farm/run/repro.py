@@ -17,6 +17,7 @@ from rich.text import Text
 from farm import paths
 from farm.agent.record import ResultRecord
 from farm.argparsing import CommandParser
+from farm.console import FarmConsole
 from farm.errors import ConfigError
 from farm.run import prepare
 from farm.run.session import PoolSession, add_case_file_args, add_pool_args
@@ -74,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
             )
         )
     else:
-        show(Console(), case, described, record, target)
+        show(FarmConsole(), case, described, record, target)
     from farm.run.runner import EXIT_INFRA, EXIT_OK, EXIT_PRODUCT  # farm run's codes
 
     return {"passed": EXIT_OK, "failed": EXIT_PRODUCT}.get(record["outcome"], EXIT_INFRA)

@@ -5,11 +5,12 @@ case passed (the farm's gate, farm/results/report.py farm_gate, the report's Qua
 regression against the baseline such as a precision drift or cases gone; stored as 1 too, so that
 such a run is never a baseline); 2 the run was degraded or incomplete by
 infrastructure (a host quarantined, a family without a healthy slot, a case broken or lost), or
-could not be stored, or was a usage error; 130 / 143 / 129 the run was interrupted by SIGINT /
-SIGTERM / SIGHUP (what finished is stored, and the run is marked interrupted: never a baseline,
-never a passed quality gate; a signal once the run is stored and summarised only skips the
-report). A run whose process is killed outright is found by the next farm command, its
-written records imported and the run marked aborted (farm/results/store.py recover_orphans).
+could not be stored, or was a usage error; 130 / 143 / 129 / 141 the run was interrupted by
+SIGINT / SIGTERM / SIGHUP / its output's reader gone (what finished is stored, and the run is
+marked interrupted: never a baseline, never a passed quality gate; a signal once the run is
+stored and summarised only skips the report). A run whose process is killed outright is found
+by the next farm command, its written records imported and the run marked aborted
+(farm/results/store.py recover_orphans).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from rich.table import Table
 
 from farm import __version__, paths
 from farm.agent.record import ResultRecord, broken_record
+from farm.console import FarmConsole
 from farm.errors import RunDirUnwritable, StoreError, UsageError
 from farm.pool import cann_build, health
 from farm.results.store.location import StoreLocation
@@ -175,7 +177,7 @@ def run(
     (farm/run/shard.py; merged by farm/results/merge.py)."""
     from farm.run import shard as shard_mod
 
-    console = console or Console(stderr=True, soft_wrap=True)  # messages stay one line
+    console = console or FarmConsole(stderr=True, soft_wrap=True)  # messages stay one line
     # Mistakes stop here, before anything starts: nothing is run and nothing is stored.
     if not 0 < case_timeout <= MAX_CASE_TIMEOUT:
         raise UsageError(
@@ -265,7 +267,7 @@ def _prepare(
 ):
     """Store, package, health checks and deploy, the plan; the run begun in the store."""
     from farm import build
-    from farm.results.store import RunStore, check_store_while, default_location
+    from farm.results.store import check_store_while, default_location
 
     footprint.refuse_oversized(cases, footprint.pool_budgets(pool.hosts))  # before any host
     store_path = default_location()
@@ -334,6 +336,21 @@ def _prepare(
             on_host=show_host,
             require_healthy=True,
         )
+    try:
+        started = _begin(console, plan, cases, pool, store_scan, store_path, shard, run_group)
+    except BaseException:
+        # The run never began (the store refused, a stop, the output's reader gone): its
+        # directory holds its plan alone, which no command would ever find.
+        shutil.rmtree(plan.run_dir, ignore_errors=True)
+        raise
+    return plan, cases, store_path, started
+
+
+def _begin(console, plan, cases, pool, store_scan, store_path, shard, run_group) -> str:
+    """What the plan leaves out said, the cases kept with the plan, the run begun in the store
+    (once the store's scan passed); when it began."""
+    from farm.results.store import RunStore
+
     families_without = sorted({c.family for c in cases} - set(plan.slots_by_family()))
     in_pool = {h.family for h in pool.hosts}
     for family in families_without:
@@ -351,17 +368,13 @@ def _prepare(
         plan.shard, plan.run_group = shard, run_group
         plan.save()
     keep_cases(plan, cases)
-    try:
-        store_scan.result()
-    except StoreError:
-        shutil.rmtree(plan.run_dir, ignore_errors=True)  # its plan only: the run never began
-        raise
+    store_scan.result()
     started = _dt.datetime.now().isoformat(timespec="seconds")
     with RunStore(store_path) as store:
         for run_id, n in store.recover_orphans():
             console.print(f"run {run_id}: its process had died; {n} records imported, aborted")
         store.begin_run(run_meta(plan, started))
-    return plan, cases, store_path, started
+    return started
 
 
 def _run_session(
@@ -404,6 +417,9 @@ def _run_session(
     args = pytest_args(plan, workers, extra_pytest, junit=pytest_junit)
     # The records are parsed as the workers write them: the tail after the last case is shorter.
     records = RecordFiles(plan.run_dir)
+    # A stop in pytest's last steps (its sessionfinish: the live progress' last frame) leaves
+    # pytest.main by the KeyboardInterrupt itself.
+    pytest_code: int = pytest.ExitCode.INTERRUPTED
     with (
         interruptible(forward=workers > 1) as signals,
         heartbeat(store_path, plan.run_id),

@@ -38,6 +38,7 @@ from farm import paths
 from farm.agent.backends import BACKENDS
 from farm.agent.errors import FarmError
 from farm.argparsing import CommandParser
+from farm.console import FarmConsole
 from farm.errors import ConfigError, UsageError
 from suites import shrink as shrinking
 from suites.case import Case
@@ -245,7 +246,7 @@ def main(argv: list[str] | None = None) -> int:
     out_file = Path(args.output) if args.output else default_case_file(args.case_id)
     casefile.file_kind(out_file)  # a suffix it cannot write is a usage error now, not later
     case = find_case(args.case_id, tuple(args.cases))
-    console = Console(stderr=args.json, highlight=False, soft_wrap=True)
+    console = FarmConsole(stderr=args.json, highlight=False, soft_wrap=True)
     started = time.perf_counter()
 
     from farm.run.session import PoolSession

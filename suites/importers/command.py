@@ -17,6 +17,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from farm.argparsing import CommandParser
+from farm.console import FarmConsole
 from farm.errors import UsageError
 from farm.visible import visible
 from suites import casefile, limits
@@ -72,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
             raise UsageError(f"{path}: {exc}") from None
         conversions.append((str(path), result.convert(str(path))))
 
-    console = Console(highlight=False, soft_wrap=True)
+    console = FarmConsole(highlight=False, soft_wrap=True)
     for label, conversion in conversions:
         _report(console, label, args.format, conversion)
     cases = _unique([c for _, conv in conversions for c in conv.cases])

@@ -257,3 +257,20 @@ def test_an_empty_farm_runs_is_the_default_runs_directory_not_the_shells(tmp_pat
     )
     assert out.returncode == 0, out.stderr
     assert Path(out.stdout.strip()) == REPO / "runs"
+
+
+def test_a_reader_that_goes_away_ends_a_command_as_sigpipe_not_as_a_failure():
+    """`farm cases | head`: rich answered the closed pipe with exit 1, the farm's "the operator
+    failed". A shell's writer ends with 141 (128 + SIGPIPE), and so does the farm."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "farm.cli", "cases", "--tier", "full"],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    assert proc.stdout.read(10)  # the tier's 1.7 MB list is far more than a pipe holds
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 141, err
+    assert "Traceback" not in err

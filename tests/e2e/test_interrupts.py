@@ -25,6 +25,7 @@ import pytest
 from suites import matrix
 from tests.e2e.conftest import REPO
 from tests.e2e.outcome_sets import disagreements
+from tests.inventories import local_910b_hosts
 
 NIGHTLY = len(matrix.expand("nightly"))
 AFTER_SIGNAL = 8  # records a stopping run may still write: one per worker and slot at most
@@ -368,3 +369,58 @@ def test_ctrl_c_during_the_report_leaves_the_run_as_stored_and_its_exit_code(tmp
     assert json.loads((run_dir / "summary.json").read_text())["exit_code"] == 0
     assert disagreements(run_dir, tmp_path / "s.db") == []
     assert f"farm report {run['run_id']}" in done.stderr
+
+
+def reader_goes_away(tmp_path: Path, after: str, *args: str) -> subprocess.Popen:
+    """`farm run ARGS 2>&1 | head`: the output read up to the line holding ``after``, then the
+    pipe's reader goes away. The process, ended."""
+    env = dict(os.environ, FARM_RUNS=str(tmp_path / "runs"), FARM_STORE=str(tmp_path / "s.db"))
+    for name in ("PYTEST_ADDOPTS", "PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT"):
+        env.pop(name, None)
+    proc = subprocess.Popen(
+        [*FARM, "run", *args],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if after in line:
+            break
+    else:
+        pytest.fail(f"the run never printed {after!r}")
+    proc.stdout.close()
+    proc.wait(timeout=600)
+    return proc
+
+
+def test_a_pipe_whose_reader_went_away_stops_the_run_as_sigpipe_with_every_output(tmp_path):
+    """`farm run --tier smoke 2>&1 | head`: the run's next line after the hosts (in a pipe, the
+    live progress' last frame) found the pipe closed; rich exited 1, "the operator failed",
+    with the run stored nowhere. It stops as on SIGPIPE: stored, every output agreeing, 141."""
+    proc = reader_goes_away(tmp_path, "emu-310b-01", "--tier", "smoke", "--no-report")
+    assert proc.returncode == 128 + signal.SIGPIPE
+    run, ids = store_run(tmp_path)
+    assert (run["status"], run["exit_code"]) == ("interrupted", 141)
+    assert sorted(ids) == sorted(written(tmp_path))
+    run_dir = run_dir_of(tmp_path, run)
+    assert disagreements(run_dir, tmp_path / "s.db") == []
+    assert json.loads((run_dir / "summary.json").read_text())["exit_code"] == 141
+
+
+def test_a_pipe_closed_before_the_run_began_leaves_no_run_and_no_directory(tmp_path):
+    """The pool checked and the plan made, the run not begun: its next line (a family without
+    a host) found the pipe closed. The run's directory, holding its plan alone, was left."""
+    inventory = local_910b_hosts(tmp_path, ("solo",))
+    args = ("--tier", "smoke", "--no-report", "--inventory", str(inventory))
+    proc = reader_goes_away(tmp_path, "host     solo", *args)
+    assert proc.returncode == 128 + signal.SIGPIPE
+    assert not list((tmp_path / "runs").glob("*-smoke-*"))
+    if (tmp_path / "s.db").exists():
+        db = sqlite3.connect(tmp_path / "s.db")
+        try:
+            assert db.execute("SELECT count(*) FROM runs").fetchone() == (0,)
+        finally:
+            db.close()
