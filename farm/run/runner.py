@@ -21,6 +21,7 @@ import datetime as _dt
 import os
 import shutil
 import signal
+import sys
 import tempfile
 from collections import Counter
 from pathlib import Path
@@ -37,7 +38,7 @@ from farm.console import FarmConsole
 from farm.errors import RunDirUnwritable, StoreError, UsageError
 from farm.pool import cann_build, health
 from farm.results.store.location import StoreLocation
-from farm.run import fault_injection, outputs, prepare, run_dir
+from farm.run import fault_injection, interrupts, outputs, prepare, run_dir
 from farm.run.dispatch import NO_HOST_OF_FAMILY
 from farm.run.interrupts import interruptible, shielded
 from farm.run.leases import needs_benchmark, without_torch
@@ -634,7 +635,12 @@ def _after_session(
                 # The report takes the gate, comparison and triage made above: each is a read
                 # of the whole run (the results files, the stored records) that would otherwise
                 # be done twice.
-                problem = make_report(plan.run_id, store_path, history_runs, judged, allure)
+                try:
+                    problem = make_report(plan.run_id, store_path, history_runs, judged, allure)
+                    sys.stdout.flush()  # its lines, buffered in a pipe
+                except BrokenPipeError:  # `farm run | head`: its last lines, once it was made
+                    interrupts.off_the_pipe(sys.stdout.fileno())
+                    return code
         if stops:
             console.print(
                 f"[yellow]{signal.Signals(stops[0]).name}[/]: no report was made; the run is "

@@ -424,3 +424,31 @@ def test_a_pipe_closed_before_the_run_began_leaves_no_run_and_no_directory(tmp_p
             assert db.execute("SELECT count(*) FROM runs").fetchone() == (0,)
         finally:
             db.close()
+
+
+def test_a_report_whose_lines_find_stdout_closed_keeps_the_runs_exit_code(tmp_path):
+    """`farm run | head -1`: the report's lines are farm run's only ones on stdout, printed once
+    the run was stored, summarised and its report made. Their closed pipe made the command exit
+    141 while the store and the summary said 0."""
+    env = dict(os.environ, FARM_RUNS=str(tmp_path / "runs"), FARM_STORE=str(tmp_path / "s.db"))
+    for name in ("PYTEST_ADDOPTS", "PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT"):
+        env.pop(name, None)
+    read, write = os.pipe()
+    os.close(read)  # the reader has gone before the first line: every write to it fails
+    try:
+        done = subprocess.run(
+            [*FARM, "run", "--tier", "smoke", "--no-progress"],
+            cwd=REPO,
+            env=env,
+            stdout=write,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=600,
+        )
+    finally:
+        os.close(write)
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
+    run, _ = store_run(tmp_path)
+    assert (run["status"], run["exit_code"]) == ("finished", 0)
+    assert (run_dir_of(tmp_path, run) / "report" / "index.html").is_file()
