@@ -57,6 +57,7 @@ from pathlib import Path
 from typing import Any
 
 from farm.argparsing import CommandParser, make_output_dir, whole_number
+from farm.console import FarmConsole
 from farm.errors import ToolMissing, UsageError
 from farm.paths import REPO_ROOT
 from farm.results.store.history import StoredHistory
@@ -866,27 +867,30 @@ def main(
     out = Path(args.out) if args.out else default_report_dir(run, location)
     history = None if args.no_history else StoredHistory(location, tier, run_id)
     try:
-        link_shrinks(results, location, run)  # a failing case's shrunk form (farm shrink)
-        gate = (
-            farm_gate(results, run, comp, regression_gate=not args.no_regression_gate)
-            if judged is None
-            else judged.gate
-        )
-        code, index = generate(
-            results,
-            out,
-            history,
-            report_name=f"LogSoftmaxGrad {tier} {run_id}",
-            comparison=comp,
-            trend_series=series,
-            trend=trend,
-            run_meta=run,
-            gate=gate,
-            triage=triage,
-            history_limit=args.history_runs,
-            allure=allure,
-            plots_drawn=judged is not None and judged.plots_drawn,
-        )
+        # Allure's generation and the plots take seconds (tens for the full tier): a spinner
+        # on a terminal says what the wait is; in a log or pipe it prints nothing.
+        with FarmConsole(stderr=True).status(f"making the report of run {run_id}"):
+            link_shrinks(results, location, run)  # a failing case's shrunk form (farm shrink)
+            gate = (
+                farm_gate(results, run, comp, regression_gate=not args.no_regression_gate)
+                if judged is None
+                else judged.gate
+            )
+            code, index = generate(
+                results,
+                out,
+                history,
+                report_name=f"LogSoftmaxGrad {tier} {run_id}",
+                comparison=comp,
+                trend_series=series,
+                trend=trend,
+                run_meta=run,
+                gate=gate,
+                triage=triage,
+                history_limit=args.history_runs,
+                allure=allure,
+                plots_drawn=judged is not None and judged.plots_drawn,
+            )
     except (ToolMissing, FileNotFoundError) as exc:
         print(f"farm report: {exc}", file=sys.stderr)
         return EXIT_NO_REPORT
