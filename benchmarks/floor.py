@@ -79,8 +79,10 @@ def unpack_library(archive: Path, into: Path) -> Path:
     member = package_native_lib(archive)
     if member is None:
         raise SystemExit(f"{archive}: no native library in the package; farm build it again")
+    # tarfile's extraction filters came in 3.11.4 (3.10.12): Debian 12's python is 3.11.2.
+    safe = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
     with tarfile.open(archive) as tar:
-        tar.extract(member, into, filter="data")
+        tar.extract(member, into, **safe)
     return into / member
 
 

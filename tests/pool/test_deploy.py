@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from farm.agent import hostops
 from farm.errors import ConfigError, DeployError
 from farm.pool.deploy import (
     BUNDLE_PATHS,
@@ -84,8 +85,7 @@ def test_bundle_is_self_contained(tmp_path, agent_bundle):
     """Everything the agent and the executor import comes from the bundle (an editable install
     of the farm on this machine must not hide a file missing from it)."""
     path, _ = agent_bundle
-    with tarfile.open(path) as tar:
-        tar.extractall(tmp_path, filter="data")
+    hostops.unpack(str(path), str(tmp_path))  # as the agent's host unpacks it
     probe = (
         "import sys, json\n"
         "import farm.agent.__main__, farm.agent.server, farm.agent.identity\n"
