@@ -31,7 +31,13 @@ if [ ${#need[@]} -gt 0 ]; then
   fi
 fi
 
-[ -x .venv/bin/python ] || python3 -m venv .venv
+# The farm itself needs python 3.11 or newer (hosts: 3.10, for the agent); $PYTHON names another.
+python=${PYTHON:-python3}
+if ! "$python" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+  echo "setup: the farm needs python 3.11 or newer here; $python is $("$python" --version 2>&1 || echo missing): install one (e.g. python3.11) and run PYTHON=python3.11 bash $0 $purpose" >&2
+  exit 2
+fi
+[ -x .venv/bin/python ] || "$python" -m venv .venv
 .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[dev]'
 
 if [ -f reports/package-lock.json ]; then

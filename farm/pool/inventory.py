@@ -56,10 +56,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - the farm runs on 3.11+, hosts only need the agent
-    import tomli as tomllib
+import tomllib
 
 from farm.errors import ConfigError
 from farm.sizes import parse_size
