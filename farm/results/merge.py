@@ -133,12 +133,17 @@ def gather(store, group: str, runs_dir: Path | None = None) -> Group:
     if found.shards:
         first = found.shards[min(found.shards)]
         for k, run in sorted(found.shards.items()):
-            for name in SAME_FIELDS:
-                if _field(run, name) != _field(first, name):
-                    found.problems.append(
-                        f"shard {k}/{found.count} (run {run['run_id']}) has another {name} "
-                        f"({run.get(name)!r}, not {first.get(name)!r}): not the same run"
-                    )
+            # One line a shard, whatever it differs in (a tier also changes the label).
+            other = [
+                f"{name} ({run.get(name)!r}, not {first.get(name)!r})"
+                for name in SAME_FIELDS
+                if _field(run, name) != _field(first, name)
+            ]
+            if other:
+                found.problems.append(
+                    f"shard {k}/{found.count} (run {run['run_id']}) has another "
+                    f"{' and '.join(other)}: not the same run"
+                )
     return found
 
 

@@ -194,6 +194,16 @@ def test_shards_of_another_commit_are_not_one_run(where, store_path):
     assert "has another git_commit" in problem
 
 
+def test_a_shard_of_another_tier_is_one_problem_naming_each_difference(where, store_path):
+    """Another tier changes the label too: that was two problems, the same shard twice."""
+    runs = where / "runs"
+    with RunStore(store_path) as store:
+        _shard(store, runs, 1, 2, [record("a")])
+        _shard(store, runs, 2, 2, [record("b")], tier="nightly", label="tier nightly")
+        (problem,) = merge.gather(store, GROUP, runs).problems
+    assert "has another tier ('nightly', not 'smoke') and label ('tier nightly'" in problem
+
+
 def test_shards_that_disagree_on_n_are_not_one_run(where, store_path):
     runs = where / "runs"
     with RunStore(store_path) as store:
