@@ -428,6 +428,27 @@ def test_a_dead_runs_records_are_imported_and_it_is_marked_aborted(store, tmp_pa
     assert store.recover_orphans() == []
 
 
+def test_a_run_of_another_container_with_this_host_name_is_left_to_its_heartbeat(store):
+    """Two CI containers on Docker's host network share the host name, each with pids of its
+    own: a run of the other one, whose pid is no process here, was closed as dead while it ran.
+    Its pid namespace says it is another machine's, as it were: its heartbeat decides."""
+    import socket
+
+    from farm.results.store.owners import owner_alive, process_owner
+
+    mine = process_owner()
+    assert owner_alive(mine) is True
+    host, pid, started, namespace = mine.split(":", 3)
+    assert namespace.startswith("pid:[")
+    other = f"{host}:999999:1:pid:[1]"
+    assert owner_alive(other) is None
+    assert owner_alive(f"{socket.gethostname()}:999999:1") is False  # an older farm's owner
+    run_id = store.begin_run({**RUN_META, "owner": other})
+    store.beat(run_id)
+    assert store.recover_orphans() == []
+    assert store.get_run(run_id)["status"] == "running"
+
+
 @pytest.mark.parametrize(
     "make, needle",
     [

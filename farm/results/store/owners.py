@@ -15,24 +15,35 @@ from farm.agent import hostops
 
 
 def process_owner() -> str:
-    """This process, as a run's owner: host, pid and the pid's start time (a reused pid is
-    another process)."""
-    return f"{socket.gethostname()}:{os.getpid()}:{_start_time(os.getpid())}"
+    """This process, as a run's owner: host, pid, the pid's start time (a reused pid is
+    another process) and its pid namespace (containers sharing a host name, as with Docker's
+    host network, each count pids of their own)."""
+    return f"{socket.gethostname()}:{os.getpid()}:{_start_time(os.getpid())}:{_pid_namespace()}"
 
 
 def owner_alive(owner: str | None) -> bool | None:
-    """Whether a run's owner process still runs; None when it is on another machine."""
+    """Whether a run's owner process still runs; None when it is on another machine, or in
+    another pid namespace of this one (its pid means nothing here)."""
     if not owner:
         return False
     host, _, rest = owner.partition(":")
-    pid_text, _, started = rest.partition(":")
-    if host != socket.gethostname():
+    pid_text, _, rest = rest.partition(":")
+    started, _, namespace = rest.partition(":")  # no namespace: an owner an older farm wrote
+    if host != socket.gethostname() or (namespace and namespace != _pid_namespace()):
         return None
     try:
         pid = int(pid_text)
     except ValueError:
         return False
     return _start_time(pid) == started and started != ""
+
+
+def _pid_namespace() -> str:
+    """This process's pid namespace ("pid:[4026531836]"); "" where /proc does not say."""
+    try:
+        return os.readlink("/proc/self/ns/pid")
+    except OSError:
+        return ""
 
 
 def _start_time(pid: int) -> str:
