@@ -131,7 +131,13 @@ def _shown(value: Any) -> str:
 
 def load(path: str | Path) -> list[Case]:
     """The cases of one file, in file order; CaseFileError lists every problem."""
-    path = Path(path)
+    with heap.paused():  # parsing and making the cases leave no garbage
+        entries, lines = _entries(Path(path))
+        return entries_to_cases(entries, str(path), lines)
+
+
+def _entries(path: Path) -> tuple[list, LinesOf]:
+    """A file's entries, parsed and counted (the input limits), no case made of them yet."""
     kind = file_kind(path)
     limits.FILE_BYTES.check_file(path)  # before a byte is read: the parse holds it whole
     try:
@@ -148,10 +154,9 @@ def load(path: str | Path) -> list[Case]:
         raise CaseFileError(f"{path}: {what}; save it as UTF-8") from None
     except OSError as exc:
         raise CaseFileError(f"{path}: cannot read it ({exc})") from None
-    with heap.paused():  # parsing and making the cases leave no garbage
-        entries, lines = _PARSERS[kind](path, text)
-        limits.CASES.check(len(entries), path)  # before any case is made
-        return entries_to_cases(entries, str(path), lines)
+    entries, lines = _PARSERS[kind](path, text)
+    limits.CASES.check(len(entries), path)  # before any case is made
+    return entries, lines
 
 
 def load_many(paths: Iterable[str | Path]) -> list[Case]:
@@ -159,9 +164,18 @@ def load_many(paths: Iterable[str | Path]) -> list[Case]:
     checked before any case is returned."""
     problems: list[str] = []
     seen: dict[str, Case] = {}
-    for path in paths:
+    files = [Path(p) for p in paths]
+    counted = 0
+    for path in files:
         try:
-            cases = load(path)
+            with heap.paused():
+                entries, lines = _entries(path)
+                # The files of one run together are held to one file's limit, counted before
+                # any case of this file is made.
+                counted += len(entries)
+                if len(files) > 1:
+                    limits.CASES.check(counted, f"the {len(files)} case files together")
+                cases = entries_to_cases(entries, str(path), lines)
         except CaseFileError as exc:
             problems += str(exc).splitlines()
             continue

@@ -78,7 +78,7 @@ CASES = Limit("cases", 100_000, "FARM_MAX_INPUT_CASES")
 """100,000 entries (source cases, for an importer) in one file: three times the full tier
 (31,831). Reading, making and checking a case costs some 0.4 ms and 7 KB (the full tier's JSON
 file: 13 s, 230 MB), so this bounds a file at under a minute and under 1 GB; counted before any
-case is made."""
+case is made. The case files of one run together are held to it too (casefile.load_many)."""
 
 NESTING_DEPTH = Limit("levels of nesting", 64)
 """64 levels of lists, objects or (in C++) brackets. A case file nests at most 5 deep

@@ -157,6 +157,28 @@ def test_too_many_cases_are_refused_before_any_case_is_made(tmp_path, monkeypatc
         casefile.load(path)
 
 
+def test_the_case_files_of_one_run_together_are_held_to_the_limit(tmp_path, monkeypatch):
+    """Each file within the limit, a run of many of them was not: 20 files of 100,000 cases
+    made two million cases (some 14 GB) before anything ran."""
+    monkeypatch.setenv("FARM_MAX_INPUT_CASES", "10")
+    paths = []
+    for i in range(3):
+        entries = [dict(ENTRY, shape=[2, 3 + 10 * i + k]) for k in range(4)]
+        paths.append(tmp_path / f"part{i}.json")
+        paths[-1].write_text(
+            json.dumps({"format": casefile.FORMAT, "version": 1, "cases": entries})
+        )
+    assert len(casefile.load_many(paths[:2])) == 16  # 8 entries, one case per family
+    made = []
+    real = casefile.entries_to_cases
+    monkeypatch.setattr(casefile, "entries_to_cases", lambda *a: made.append(a[1]) or real(*a))
+    with pytest.raises(
+        LimitExceeded, match=r"^the 3 case files together: 12 cases, over the limit of 10"
+    ):
+        casefile.load_many(paths)
+    assert made == [str(paths[0]), str(paths[1])]  # the third file's cases were never made
+
+
 DEEP = 1_000_000  # far past Python's recursion limit: a parser that recurses would fail
 
 
