@@ -56,6 +56,7 @@ def main(argv: list[str] | None = None) -> int:
 
     parse = FORMATS[args.format]
     conversions: list[tuple[str, Conversion]] = []
+    read = 0
     for file_name in args.files:
         path = Path(file_name)
         limits.FILE_BYTES.check_file(path)  # before a byte is read
@@ -71,6 +72,11 @@ def main(argv: list[str] | None = None) -> int:
             result = parse(text, str(path))
         except Unreadable as exc:
             raise UsageError(f"{path}: {exc}") from None
+        # The files of one import together are held to one file's limit, before this one's
+        # source cases are converted into farm cases.
+        read += len(result.source_cases)
+        if len(args.files) > 1:
+            limits.CASES.check(read, f"the {len(args.files)} {args.format} files together")
         conversions.append((str(path), result.convert(str(path))))
 
     console = FarmConsole(highlight=False, soft_wrap=True)

@@ -239,6 +239,25 @@ def test_too_many_source_cases_are_refused(monkeypatch, fmt):
         FORMATS[fmt](text, "x")
 
 
+def test_the_files_of_one_import_together_are_held_to_the_limit(tmp_path, monkeypatch, capsys):
+    """Each file within the limit, an import of many of them was not (nor converted first)."""
+    monkeypatch.setenv("FARM_MAX_INPUT_CASES", "3")
+    files = []
+    for i in range(2):
+        files.append(tmp_path / f"part{i}.cpp")
+        files[-1].write_text(ut(f"a{i}") + ut(f"b{i}"))
+    out = tmp_path / "o.json"
+    rc = main(["cases", "import", "--format", "aclnn-ut", *map(str, files), "-o", str(out)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and not out.exists()
+    assert err == [
+        "error: the 2 aclnn-ut files together: 4 cases, over the limit of 3; if it is meant to "
+        "be this big, set FARM_MAX_INPUT_CASES (e.g. FARM_MAX_INPUT_CASES=12)"
+    ]
+    monkeypatch.setenv("FARM_MAX_INPUT_CASES", "4")
+    assert main(["cases", "import", "--format", "aclnn-ut", *map(str, files), "-o", str(out)]) == 0
+
+
 def test_a_ttk_literal_nested_past_pythons_parser_is_not_imported():
     from suites.importers import ttk
 
