@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from collections import Counter, defaultdict
 
+import pytest
 from rich.console import Console, Group
 from rich.live import Live
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
@@ -40,6 +41,7 @@ class LiveProgress:
     def pytest_collection_finish(self, session):
         self._total(len(session.items))
 
+    @pytest.hookimpl(optionalhook=True)  # pytest in this process (one worker) has no xdist
     def pytest_xdist_node_collection_finished(self, node, ids):
         self._total(len(ids))
 
