@@ -272,7 +272,10 @@ def cmd_hosts(argv: list[str]) -> int:
     inventory = prepare.load_pool(args.inventory)
     healths = None
     if args.check:
-        plan = prepare.prepare_pool(args.inventory, run_dir=paths.STATE_DIR / "last-check")
+        hosts = len(inventory.hosts)
+        # The package built if need be, deployed, each host checked: seconds to minutes.
+        with FarmConsole(stderr=True).status(f"checking {hosts} host{'s' * (hosts != 1)}"):
+            plan = prepare.prepare_pool(args.inventory, run_dir=paths.STATE_DIR / "last-check")
         healths = {
             name: health.HostHealth(host=name, state=health.BAD, reasons=[why])
             for name, why in plan.unhealthy.items()
