@@ -139,21 +139,21 @@ def load(path: str | Path) -> list[Case]:
 def _entries(path: Path) -> tuple[list, LinesOf]:
     """A file's entries, parsed and counted (the input limits), no case made of them yet."""
     kind = file_kind(path)
-    limits.FILE_BYTES.check_file(path)  # before a byte is read: the parse holds it whole
     try:
-        # CSV keeps its line ends as written: a quoted cell may hold a carriage return. A byte
-        # order mark (a spreadsheet's "CSV UTF-8", some Windows editors) is not part of the text.
-        with path.open(encoding="utf-8-sig", newline="" if kind == "csv" else None) as f:
-            text = f.read()
+        # Measured before it is read: the parse holds it whole. A byte order mark (a
+        # spreadsheet's "CSV UTF-8", some Windows editors) is not part of the text.
+        text = limits.read_bounded(path).decode("utf-8-sig")
     except FileNotFoundError:
         raise CaseFileError(f"{path}: no such case file (check the path)") from None
     except UnicodeDecodeError as exc:
-        # The first block read holds the file's start: PowerShell 5's > writes UTF-16 there.
+        # PowerShell 5's > writes UTF-16, whose byte order mark fails the first byte.
         utf16 = exc.start == 0 and exc.object[:2] in (b"\xff\xfe", b"\xfe\xff")
         what = "UTF-16 text" if utf16 else "not UTF-8 text"
         raise CaseFileError(f"{path}: {what}; save it as UTF-8") from None
     except OSError as exc:
         raise CaseFileError(f"{path}: cannot read it ({exc})") from None
+    if kind != "csv":  # CSV keeps its line ends as written: a quoted cell may hold a "\r"
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
     entries, lines = _PARSERS[kind](path, text)
     limits.CASES.check(len(entries), path)  # before any case is made
     return entries, lines

@@ -1,7 +1,7 @@
 """How big an input may be: case files (suites/casefile.py) and the importers' inputs
 (suites/importers/), each limit checked before the work it bounds.
 
-    limits.FILE_BYTES.check_file(path)            # before the file is read
+    limits.read_bounded(path)                     # the file, measured before it is read
     limits.check_json_depth(text, source)         # before json parses (it recurses)
     limits.CASES.check(len(entries), source)      # before a case is made of an entry
 
@@ -73,6 +73,20 @@ FILE_BYTES = Limit("bytes", 64 * 2**20, "FARM_MAX_INPUT_BYTES")
 """64 MiB: twice the farm's own full tier as a JSON case file (28 MB). A case file is read and
 parsed whole into memory (some ten times its size), so the size is the first thing checked; a
 100 MB file is refused before a byte of it is read."""
+
+
+def read_bounded(path: Path, named: str | None = None) -> bytes:
+    """A file's bytes, within FILE_BYTES: a regular file is measured before a byte is read;
+    anything whose size says nothing (a named pipe, /dev/zero behind a .json name) is read no
+    further than one byte past the limit. OSError as ``open`` raises it."""
+    FILE_BYTES.check_file(path, named)
+    limit = FILE_BYTES.value()
+    with open(path, "rb") as f:
+        data = f.read(limit + 1)
+    if len(data) > limit:
+        FILE_BYTES.check(len(data), named or path, at_least=True)
+    return data
+
 
 CASES = Limit("cases", 100_000, "FARM_MAX_INPUT_CASES")
 """100,000 entries (source cases, for an importer) in one file: three times the full tier

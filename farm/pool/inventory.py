@@ -204,9 +204,8 @@ def load_inventory(path: str | os.PathLike[str]) -> Inventory:
     """Read and validate a TOML inventory. Raises ConfigError with one clear line."""
     path = Path(path)
     where = f"inventory {path}"
-    limits.FILE_BYTES.check_file(path, f"inventory {path}")  # read whole: measured first
     try:
-        raw = path.read_bytes()
+        raw = limits.read_bounded(path, f"inventory {path}")  # read whole: measured first
     except FileNotFoundError:
         raise ConfigError(
             f"{where}: file not found; pass an existing inventory (e.g. lab/inventory.toml from "

@@ -59,15 +59,15 @@ def main(argv: list[str] | None = None) -> int:
     read = 0
     for file_name in args.files:
         path = Path(file_name)
-        limits.FILE_BYTES.check_file(path)  # before a byte is read
         try:
-            text = path.read_text(encoding="utf-8-sig")  # a byte order mark is not text
+            text = limits.read_bounded(path).decode("utf-8-sig")  # a byte order mark is no text
         except FileNotFoundError:
             raise UsageError(f"{path}: no such file (check the path)") from None
         except IsADirectoryError:
             raise UsageError(f"{path}: a directory (name the case files in it)") from None
         except (OSError, UnicodeDecodeError) as exc:
             raise UsageError(f"{path}: cannot read it ({exc}); give a UTF-8 text file") from None
+        text = text.replace("\r\n", "\n").replace("\r", "\n")  # as a text file is read
         try:
             result = parse(text, str(path))
         except Unreadable as exc:

@@ -122,6 +122,25 @@ def test_a_100_mb_file_is_refused_before_it_is_read(tmp_path, monkeypatch):
         casefile.load(path)
 
 
+@pytest.mark.parametrize("name", ["zero.json", "zero.yaml", "zero.csv", "zero.toml", "zero.cpp"])
+def test_a_file_whose_size_says_nothing_is_read_no_further_than_the_limit(tmp_path, name):
+    """/dev/zero (or a named pipe) behind a case file's, an inventory's or an importer input's
+    name: its size is 0, so it passed the size check, and it was read until memory ran out."""
+    from farm.pool.inventory import load_inventory
+    from suites.importers.command import main as import_main
+
+    path = tmp_path / name
+    path.symlink_to("/dev/zero")
+    refused = r"more than the limit of 67,108,864 bytes; if it is meant to be this big"
+    with pytest.raises(LimitExceeded, match=refused):
+        if name.endswith(".toml"):
+            load_inventory(path)
+        elif name.endswith(".cpp"):
+            import_main(["--format", "aclnn-ut", str(path), "-o", str(tmp_path / "o.json")])
+        else:
+            casefile.load(path)
+
+
 def test_the_size_limit_is_raised_by_its_variable(tmp_path, monkeypatch):
     path = tmp_path / "small.json"
     path.write_text(json.dumps([ENTRY]))
