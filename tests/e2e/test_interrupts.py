@@ -32,10 +32,17 @@ AFTER_SIGNAL = 8  # records a stopping run may still write: one per worker and s
 STARTUP_LIMIT = 240  # build, health checks and the first records, on a loaded 2-core machine
 
 
-def start(tmp_path: Path, *args: str) -> tuple[subprocess.Popen, dict]:
+def farm_env(tmp_path: Path) -> dict[str, str]:
+    """The environment of a `farm` under test: its runs and store in tmp_path, and none of this
+    pytest session's own xdist variables."""
     env = dict(os.environ, FARM_RUNS=str(tmp_path / "runs"), FARM_STORE=str(tmp_path / "s.db"))
     for name in ("PYTEST_ADDOPTS", "PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT"):
         env.pop(name, None)
+    return env
+
+
+def start(tmp_path: Path, *args: str) -> tuple[subprocess.Popen, dict]:
+    env = farm_env(tmp_path)
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -237,10 +244,7 @@ FARM = [sys.executable, "-m", "farm.cli"]
 def on_a_terminal(tmp_path: Path, *command: str) -> tuple[subprocess.Popen, int]:
     """``command`` on a new terminal (a pty) in a session of its own; the terminal's master."""
     master, slave = os.openpty()
-    env = dict(os.environ, FARM_RUNS=str(tmp_path / "runs"), FARM_STORE=str(tmp_path / "s.db"))
-    env["PYTHONPATH"] = str(REPO)
-    for name in ("PYTEST_ADDOPTS", "PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT"):
-        env.pop(name, None)
+    env = dict(farm_env(tmp_path), PYTHONPATH=str(REPO))
     proc = subprocess.Popen(
         [sys.executable, "-c", ON_A_TERMINAL, os.ttyname(slave), *command],
         cwd=tmp_path,
@@ -324,9 +328,7 @@ sys.exit(entry())
 
 
 def signalled_run(tmp_path: Path, module: str, name: str, signum: int, *args: str):
-    env = dict(os.environ, FARM_RUNS=str(tmp_path / "runs"), FARM_STORE=str(tmp_path / "s.db"))
-    for var in ("PYTEST_ADDOPTS", "PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT"):
-        env.pop(var, None)
+    env = farm_env(tmp_path)
     argv = [sys.executable, "-c", SIGNAL_AT_STEP, module, name, str(int(signum))]
     return subprocess.run(
         [*argv, "run", "--tier", "smoke", "--no-progress", *args],
@@ -374,9 +376,7 @@ def test_ctrl_c_during_the_report_leaves_the_run_as_stored_and_its_exit_code(tmp
 def reader_goes_away(tmp_path: Path, after: str, *args: str) -> subprocess.Popen:
     """`farm run ARGS 2>&1 | head`: the output read up to the line holding ``after``, then the
     pipe's reader goes away. The process, ended."""
-    env = dict(os.environ, FARM_RUNS=str(tmp_path / "runs"), FARM_STORE=str(tmp_path / "s.db"))
-    for name in ("PYTEST_ADDOPTS", "PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT"):
-        env.pop(name, None)
+    env = farm_env(tmp_path)
     proc = subprocess.Popen(
         [*FARM, "run", *args],
         cwd=REPO,
@@ -430,9 +430,7 @@ def test_a_report_whose_lines_find_stdout_closed_keeps_the_runs_exit_code(tmp_pa
     """`farm run | head -1`: the report's lines are farm run's only ones on stdout, printed once
     the run was stored, summarised and its report made. Their closed pipe made the command exit
     141 while the store and the summary said 0."""
-    env = dict(os.environ, FARM_RUNS=str(tmp_path / "runs"), FARM_STORE=str(tmp_path / "s.db"))
-    for name in ("PYTEST_ADDOPTS", "PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT"):
-        env.pop(name, None)
+    env = farm_env(tmp_path)
     read, write = os.pipe()
     os.close(read)  # the reader has gone before the first line: every write to it fails
     try:
