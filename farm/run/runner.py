@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import datetime as _dt
 import os
 import shutil
 import signal
@@ -37,6 +36,7 @@ from farm.agent.record import ResultRecord, broken_record
 from farm.console import FarmConsole
 from farm.errors import RunDirUnwritable, StoreError, UsageError
 from farm.pool import cann_build, health
+from farm.results.store import timestamps
 from farm.results.store.location import StoreLocation
 from farm.run import fault_injection, interrupts, outputs, prepare, run_dir
 from farm.run.dispatch import NO_HOST_OF_FAMILY
@@ -370,7 +370,7 @@ def _begin(console, plan, cases, pool, store_scan, store_path, shard, run_group)
         plan.save()
     keep_cases(plan, cases)
     store_scan.result()
-    started = _dt.datetime.now().isoformat(timespec="seconds")
+    started = timestamps.now()  # UTC: a shared store sorts runs by it
     with RunStore(store_path) as store:
         for run_id, n in store.recover_orphans():
             console.print(f"run {run_id}: its process had died; {n} records imported, aborted")
