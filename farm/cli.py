@@ -24,7 +24,7 @@ from farm.argparsing import CommandParser
 from farm.console import FarmConsole
 from farm.run import run_dir
 from farm.run.timeouts import case_timeout_seconds
-from farm.visible import visible
+from farm.visible import cut, visible
 
 
 def _selection_args(parser: argparse.ArgumentParser) -> None:
@@ -412,7 +412,7 @@ def main(argv: list[str] | None = None) -> int:
     except FarmError as exc:
         console = FarmConsole(stderr=True, soft_wrap=True)
         for line in str(exc).splitlines() or [""]:  # one line per problem, each marked
-            console.print(f"[bold red]error:[/] {escape(visible(line))}", highlight=False)
+            console.print(f"[bold red]error:[/] {escape(visible(cut(line)))}", highlight=False)
         return exc.exit_code
     except OSError as exc:
         if not run_dir.is_fault(exc):

@@ -274,3 +274,15 @@ def test_a_reader_that_goes_away_ends_a_command_as_sigpipe_not_as_a_failure():
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=120) == 141, err
     assert "Traceback" not in err
+
+
+def test_an_error_quoting_a_huge_argument_is_one_readable_line_with_its_fix(capsys):
+    """`--tier` (or a path, a -k expression) of 5,000 characters was echoed whole in the error:
+    one line of 5,000 characters. Its middle is left out, its start and its fix kept."""
+    from farm.cli import main
+
+    assert main(["cases", "--tier", "g" * 5000]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert len(line) < 1100 and "characters ...]" in line
+    assert line.startswith("error: unknown tier 'ggg")
+    assert line.endswith("'; use one of: smoke, nightly, full")
