@@ -426,11 +426,25 @@ def main(argv: list[str] | None = None) -> int:
         return FarmError.exit_code
 
 
+def standard_streams() -> None:
+    """A standard stream the command was started without (`farm run >&-`, a supervisor that
+    closes them) is /dev/null: Python leaves sys.stdout None (the command's last flush failed,
+    exit 2 after a run stored as passed), and the first file the farm opened took its number,
+    which its agents and workers would have written to as their own stdout."""
+    for fd, name in ((0, "stdin"), (1, "stdout"), (2, "stderr")):
+        try:
+            os.fstat(fd)
+        except OSError:
+            os.open(os.devnull, os.O_RDONLY if fd == 0 else os.O_WRONLY)  # the lowest free: fd
+            setattr(sys, name, open(fd, "r" if fd == 0 else "w", closefd=False))
+
+
 def entry() -> int:
     """The ``farm`` command (and ``python -m farm.cli``): :func:`main`, then the process ends.
     Its objects (a run's records and cases, say) are frozen first: the interpreter's
     finalization would otherwise walk them all with the cyclic garbage collector (~0.5 s after a
     nightly run) before the command returns to its caller."""
+    standard_streams()
     # A terminal or log whose encoding lacks a character the farm prints (a Latin-1 locale and
     # "→", a path in another script) shows its escape instead of ending the command.
     for stream in (sys.stdout, sys.stderr):

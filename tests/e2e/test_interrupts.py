@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import select
+import shlex
 import signal
 import sqlite3
 import subprocess
@@ -450,3 +451,22 @@ def test_a_report_whose_lines_find_stdout_closed_keeps_the_runs_exit_code(tmp_pa
     run, _ = store_run(tmp_path)
     assert (run["status"], run["exit_code"]) == ("finished", 0)
     assert (run_dir_of(tmp_path, run) / "report" / "index.html").is_file()
+
+
+def test_a_run_started_without_stdout_or_stdin_exits_with_its_own_code(tmp_path):
+    """`farm run <&- >&-` (a supervisor that closes them): the run passed and was stored as
+    such, and the command exited 2, the farm's own failure: its last flush met sys.stdout None.
+    And the first file it opened took the closed number, which its workers wrote to."""
+    argv = " ".join(shlex.quote(a) for a in [*FARM, "run", "--tier", "smoke", "--no-report"])
+    done = subprocess.run(
+        ["sh", "-c", f'exec {argv} --no-progress -- -k "910b and f32 and 2x" <&- >&-'],
+        cwd=REPO,
+        env=farm_env(tmp_path),
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
+    run, _ = store_run(tmp_path)
+    assert (run["status"], run["exit_code"]) == ("finished", 0)
