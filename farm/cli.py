@@ -410,7 +410,7 @@ def main(argv: list[str] | None = None) -> int:
         FarmConsole(stderr=True).print(f"[yellow]interrupted[/]: farm {command} stopped (exit 130)")
         return 130
     except FarmError as exc:
-        console = FarmConsole(stderr=True, soft_wrap=True)
+        console = FarmConsole(stderr=True)
         for line in str(exc).splitlines() or [""]:  # one line per problem, each marked
             console.print(f"[bold red]error:[/] {escape(visible(cut(line)))}", highlight=False)
         return exc.exit_code

@@ -1,4 +1,5 @@
-"""The farm's rich console: what it does when the reader of its output goes away.
+"""The farm's rich console: its messages one line each, and what it does when the reader of
+its output goes away.
 
 `farm cases | head`, `farm run 2>&1 | head -20`: the pipe breaks (EPIPE). rich's own answer is
 SystemExit(1), and 1 is the farm's "the operator failed". Here the pipe's descriptors are
@@ -18,6 +19,12 @@ from farm.run import interrupts
 
 
 class FarmConsole(Console):
+    def __init__(self, *args, **kwargs) -> None:
+        # A message stays one line at any width (a path or a command in a CI log is copied and
+        # searched whole; rich wraps at 80 columns where the output is no terminal).
+        kwargs.setdefault("soft_wrap", True)
+        super().__init__(*args, **kwargs)
+
     def on_broken_pipe(self) -> None:
         self.quiet = True
         with contextlib.suppress(AttributeError, OSError, io.UnsupportedOperation):

@@ -53,7 +53,7 @@ def main(argv: list[str]) -> int:
     add_history_runs_option(parser, default=None)
     args = parser.parse_args(argv)
     store_path = store_location(args.store)
-    console = FarmConsole(stderr=True, soft_wrap=True)
+    console = FarmConsole(stderr=True)
     return merge(
         console, store_path, args.group, args.runs_dir, not args.no_report, args.history_runs
     )

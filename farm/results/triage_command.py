@@ -36,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
         json.dump(result.to_json(), sys.stdout, indent=1)
         sys.stdout.write("\n")
         return 0
-    console = FarmConsole(soft_wrap=True)
+    console = FarmConsole()
     console.print(
         f"run {run['run_id']}: {result.failures:,} failed, {result.passes:,} passed",
         highlight=False,

@@ -548,7 +548,7 @@ def _bisect(args, git: Git, good: str, commits: list[str], cases, selection) -> 
     from farm.results.store import RunStore
     from farm.run.interrupts import interruptible, shielded
 
-    console = FarmConsole(stderr=args.json, highlight=False, soft_wrap=True)
+    console = FarmConsole(stderr=args.json, highlight=False)
     bad = commits[-1]
     started = time.perf_counter()
     steps: list[Step] = []
@@ -732,7 +732,7 @@ def show(bisect_id: str | None, store_path: str | None, as_json: bool) -> int:
         out["steps"] = [{k: v for k, v in s.items() if k != "detail_json"} for s in step_rows]
         print(json.dumps(out, indent=1, default=str))
         return 0
-    console = FarmConsole(highlight=False, soft_wrap=True)
+    console = FarmConsole(highlight=False)
     selection = row.get("selection") or {}
     ids = selection.get("cases") or []
     console.print(f"[bold]bisect {row['bisect_id']}[/]  {row['status']}")

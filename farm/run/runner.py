@@ -178,7 +178,7 @@ def run(
     (farm/run/shard.py; merged by farm/results/merge.py)."""
     from farm.run import shard as shard_mod
 
-    console = console or FarmConsole(stderr=True, soft_wrap=True)  # messages stay one line
+    console = console or FarmConsole(stderr=True)
     # Mistakes stop here, before anything starts: nothing is run and nothing is stored.
     if not 0 < case_timeout <= MAX_CASE_TIMEOUT:
         raise UsageError(

@@ -246,7 +246,7 @@ def main(argv: list[str] | None = None) -> int:
     out_file = Path(args.output) if args.output else default_case_file(args.case_id)
     casefile.file_kind(out_file)  # a suffix it cannot write is a usage error now, not later
     case = find_case(args.case_id, tuple(args.cases))
-    console = FarmConsole(stderr=args.json, highlight=False, soft_wrap=True)
+    console = FarmConsole(stderr=args.json, highlight=False)
     started = time.perf_counter()
 
     from farm.run.session import PoolSession
@@ -372,7 +372,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     console.print(f"minimal  [bold]{escape(shrunk.id)}[/]  ({seconds:.1f} s)")
     console.print(f"written  {escape(str(written))}")
-    console.print(f"repro    {escape(line)}", soft_wrap=True)
+    console.print(f"repro    {escape(line)}")
     return 0
 
 

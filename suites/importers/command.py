@@ -79,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
             limits.CASES.check(read, f"the {len(args.files)} {args.format} files together")
         conversions.append((str(path), result.convert(str(path))))
 
-    console = FarmConsole(highlight=False, soft_wrap=True)
+    console = FarmConsole(highlight=False)
     for label, conversion in conversions:
         _report(console, label, args.format, conversion)
     cases = _unique([c for _, conv in conversions for c in conv.cases])

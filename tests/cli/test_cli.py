@@ -286,3 +286,14 @@ def test_an_error_quoting_a_huge_argument_is_one_readable_line_with_its_fix(caps
     assert len(line) < 1100 and "characters ...]" in line
     assert line.startswith("error: unknown tier 'ggg")
     assert line.endswith("'; use one of: smoke, nightly, full")
+
+
+def test_a_message_naming_a_long_path_is_one_line_in_a_log(tmp_path):
+    """In a pipe or a CI log rich wraps at 80 columns: "written to" and a path (or a command to
+    copy) came out cut over two lines, neither of which could be copied or searched whole."""
+    out_dir = tmp_path / ("a-directory-with-a-long-name-" * 3)
+    out_dir.mkdir()
+    path = out_dir / "smoke-cases.json"
+    done = farm("cases", "--tier", "smoke", "-o", str(path), env_extra={"COLUMNS": ""})
+    assert done.returncode == 0, done.stderr
+    assert f"cases written to {path}\n" in done.stdout, done.stdout
