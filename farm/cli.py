@@ -47,8 +47,8 @@ def _selection_args(parser: argparse.ArgumentParser) -> None:
         nargs="?",
         const="",
         metavar="SALT",
-        help="add cases drawn afresh from SALT on top of the tier (default salt: today's date; "
-        "recorded in the run, and in each explored case's id)",
+        help="add cases drawn afresh from SALT on top of the tier (default salt: today's date, "
+        "or the --run-group of a shard; recorded in the run, and in each explored case's id)",
     )
     parser.add_argument(
         "--explore-count",
@@ -64,7 +64,7 @@ def _selection(args):
 
     salt = args.explore
     if salt == "":
-        salt = explore.nightly_salt()
+        salt = explore.nightly_salt(run_group=getattr(args, "run_group", None))
     return Selection(
         tier=args.tier or (None if args.cases else "smoke"),
         files=tuple(args.cases),

@@ -9,6 +9,7 @@ explored case reproducible anywhere from its id alone: `find` redraws its stream
 from __future__ import annotations
 
 import datetime as _dt
+import hashlib
 import random
 import re
 from collections.abc import Iterator
@@ -25,9 +26,15 @@ SALT_PATTERN = re.compile(r"[A-Za-z0-9-]{1,40}")
 _TAG_IN_ID = re.compile(r"_x\.([A-Za-z0-9-]{1,40})\.(\d+)$")
 
 
-def nightly_salt(today: _dt.date | None = None) -> str:
+def nightly_salt(today: _dt.date | None = None, run_group: str | None = None) -> str:
     """The default salt: the date, so that each night explores new cases and two runs of one
-    night explore the same ones."""
+    night explore the same ones; for a shard of a run group, the group (a CI pipeline's id): its
+    shards must draw the same cases, and a nightly started at midnight has shards on both
+    dates (their merge refused them as different selections)."""
+    if run_group:
+        if SALT_PATTERN.fullmatch(run_group):
+            return run_group
+        return "g" + hashlib.sha256(run_group.encode()).hexdigest()[:12]
     return (today or _dt.date.today()).strftime("%Y%m%d")
 
 

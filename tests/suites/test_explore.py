@@ -63,6 +63,28 @@ def test_the_default_salt_is_the_date_and_salts_are_checked():
     assert str(refused.value).startswith(f"explore salt {'x' * 40!r}... (5,000 characters): use")
 
 
+def test_the_shards_of_a_run_group_draw_alike_on_either_side_of_midnight():
+    """Each shard of a sharded nightly is its own `farm run`: started at midnight, they drew
+    with two dates, and the merge refused them as different selections. A shard's default
+    salt is its group's."""
+    import argparse
+
+    from farm.cli import _selection
+
+    before, after = dt.date(2026, 12, 4), dt.date(2026, 12, 5)
+    assert explore.nightly_salt(before, "9876543") == explore.nightly_salt(after, "9876543")
+    assert explore.nightly_salt(after, "9876543") == "9876543"
+    salt = explore.nightly_salt(after, "ci:pipeline.42")  # a group that is no salt: its hash
+    assert explore.SALT_PATTERN.fullmatch(salt) and salt == explore.nightly_salt(
+        None, "ci:pipeline.42"
+    )
+    assert explore.nightly_salt(after, "ci:pipeline.43") != salt
+    shard = argparse.Namespace(
+        explore="", run_group="9876543", tier="nightly", cases=[], explore_count=5
+    )
+    assert _selection(shard).explore == "9876543"
+
+
 def test_a_selection_adds_explored_cases_on_top_of_its_tier():
     smoke = matrix.expand("smoke")
     chosen = Selection(tier="smoke", explore="s1", explore_count=24)
