@@ -140,9 +140,8 @@ def _entries(path: Path) -> tuple[list, LinesOf]:
     """A file's entries, parsed and counted (the input limits), no case made of them yet."""
     kind = file_kind(path)
     try:
-        # Measured before it is read: the parse holds it whole. A byte order mark (a
-        # spreadsheet's "CSV UTF-8", some Windows editors) is not part of the text.
-        text = limits.read_bounded(path).decode("utf-8-sig")
+        # Measured before it is read: the parse holds it whole.
+        text = limits.read_text(path, keep_line_ends=kind == "csv")
     except FileNotFoundError:
         raise CaseFileError(f"{path}: no such case file (check the path)") from None
     except UnicodeDecodeError as exc:
@@ -152,8 +151,6 @@ def _entries(path: Path) -> tuple[list, LinesOf]:
         raise CaseFileError(f"{path}: {what}; save it as UTF-8") from None
     except OSError as exc:
         raise CaseFileError(f"{path}: cannot read it ({exc})") from None
-    if kind != "csv":  # CSV keeps its line ends as written: a quoted cell may hold a "\r"
-        text = text.replace("\r\n", "\n").replace("\r", "\n")
     entries, lines = _PARSERS[kind](path, text)
     limits.CASES.check(len(entries), path)  # before any case is made
     return entries, lines

@@ -88,6 +88,15 @@ def read_bounded(path: Path, named: str | None = None) -> bytes:
     return data
 
 
+def read_text(path: Path, keep_line_ends: bool = False) -> str:
+    """A UTF-8 file's text, within FILE_BYTES (read_bounded): a byte order mark (a spreadsheet's
+    "CSV UTF-8", some Windows editors) left out, its line ends made "\\n" as a text file is read
+    unless ``keep_line_ends`` (CSV: a quoted cell may hold a "\\r"). UnicodeDecodeError and
+    OSError as they come."""
+    text = read_bounded(path).decode("utf-8-sig")
+    return text if keep_line_ends else text.replace("\r\n", "\n").replace("\r", "\n")
+
+
 CASES = Limit("cases", 100_000, "FARM_MAX_INPUT_CASES")
 """100,000 entries (source cases, for an importer) in one file: three times the full tier
 (31,831). Reading, making and checking a case costs some 0.4 ms and 7 KB (the full tier's JSON

@@ -60,14 +60,13 @@ def main(argv: list[str] | None = None) -> int:
     for file_name in args.files:
         path = Path(file_name)
         try:
-            text = limits.read_bounded(path).decode("utf-8-sig")  # a byte order mark is no text
+            text = limits.read_text(path)
         except FileNotFoundError:
             raise UsageError(f"{path}: no such file (check the path)") from None
         except IsADirectoryError:
             raise UsageError(f"{path}: a directory (name the case files in it)") from None
         except (OSError, UnicodeDecodeError) as exc:
             raise UsageError(f"{path}: cannot read it ({exc}); give a UTF-8 text file") from None
-        text = text.replace("\r\n", "\n").replace("\r", "\n")  # as a text file is read
         try:
             result = parse(text, str(path))
         except Unreadable as exc:
