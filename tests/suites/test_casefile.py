@@ -139,6 +139,22 @@ def _problems(tmp_path, name: str, text: str) -> list[str]:
     return lines
 
 
+@pytest.mark.parametrize("line_end", ["\n", "\r\n", "\r"])  # Unix, Windows, old Mac
+def test_a_json_files_lines_are_counted_whatever_its_line_ends(tmp_path, line_end):
+    """The file is read as bytes within the size limit and its line ends made a text file's:
+    a JSON file of old Mac line ends said every bad entry was on line 1."""
+    text = (
+        '{"format": "logsoftmaxgrad-cases", "version": 1, "cases": [\n'
+        ' {"dtype": "float16", "shape": [2, 3], "axes": 1},\n'
+        ' {"dtype": "float16", "shap": [2, 3], "axes": 1}\n'
+        "]}\n"
+    )
+    path = tmp_path / "ends.json"
+    path.write_bytes(text.replace("\n", line_end).encode())
+    with pytest.raises(CaseFileError, match=r"ends.json: case 1 \(line 3\): unknown field 'shap'"):
+        casefile.load(path)
+
+
 def test_each_bad_field_is_one_line_naming_file_entry_field_and_fix(tmp_path):
     lines = _problems(
         tmp_path,
