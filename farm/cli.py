@@ -9,6 +9,7 @@ import gc
 import io
 import json
 import os
+import signal
 import sys
 import time
 import traceback
@@ -22,7 +23,7 @@ from farm.agent.backends import BACKENDS
 from farm.agent.errors import FarmError
 from farm.argparsing import CommandParser
 from farm.console import FarmConsole
-from farm.run import run_dir
+from farm.run import interrupts, run_dir
 from farm.run.timeouts import case_timeout_seconds
 from farm.visible import cut, visible
 
@@ -396,9 +397,11 @@ def main(argv: list[str] | None = None) -> int:
     if command not in COMMANDS:
         print(f"farm: unknown command {command!r}\n\n{usage()}", file=sys.stderr)
         return 2
+    received: list[int] = []
     try:
-        code = COMMANDS[command][0](rest)
-        sys.stdout.flush()  # a closed pipe is found here, not at exit past this handler
+        with interrupts.stopping() as received:
+            code = COMMANDS[command][0](rest)
+            sys.stdout.flush()  # a closed pipe is found here, not at exit past this handler
         return code
     except BrokenPipeError:
         # The reader went away (`farm cases --json | head`): nothing more can reach it. Point
@@ -407,8 +410,12 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
     except KeyboardInterrupt:
-        FarmConsole(stderr=True).print(f"[yellow]interrupted[/]: farm {command} stopped (exit 130)")
-        return 130
+        code = 128 + (received[-1] if received else signal.SIGINT)
+        name = signal.Signals(code - 128).name
+        FarmConsole(stderr=True).print(
+            f"[yellow]interrupted[/] ({name}): farm {command} stopped (exit {code})"
+        )
+        return code
     except FarmError as exc:
         console = FarmConsole(stderr=True)
         for line in str(exc).splitlines() or [""]:  # one line per problem, each marked

@@ -183,6 +183,10 @@ def _run_generate(
             proc.kill()
             out, err = proc.communicate()
             raise subprocess.TimeoutExpired(cmd, timeout, out, err) from None
+        except BaseException:  # a stop: it must not go on writing into a work dir being removed
+            proc.kill()
+            proc.wait()
+            raise
         return proc.returncode, out, err
     if proc is not None:
         _reap(proc)

@@ -1,6 +1,7 @@
-"""Signals while a command works: SIGINT, SIGTERM and SIGHUP stop it as Ctrl-C does
-(interruptible), and while its results are stored they only say so (shielded). `farm run` and
-`farm bisect`.
+"""Signals while a command works: SIGINT, SIGTERM and SIGHUP stop any command as Ctrl-C does,
+so that its way out runs (stopping, farm/cli.py); `farm run` and `farm bisect` stop in their own
+way inside that: what finished is kept (interruptible), and while their results are stored a
+signal only says so (shielded).
 
 SIGHUP is the terminal going away (its window closed, the SSH session under it dropped): the
 kernel sends it to the foreground process group, and every later write to that terminal fails
@@ -91,6 +92,33 @@ def _handling(handler: Callable[[int, Any], None]) -> Iterator[None]:
         yield
     finally:
         _handlers.remove(handler)
+        for s, previous in old.items():
+            signal.signal(s, previous)
+
+
+@contextlib.contextmanager
+def stopping() -> Iterator[list[int]]:
+    """Any command: SIGTERM and SIGHUP raise KeyboardInterrupt as SIGINT does, where their
+    default action ends the process where it stands, its way out never run (a report's work
+    directory left beside the report, a child process left running); yields the signals
+    received, the last one the command's exit code less 128. Outside the main thread (a test's
+    call) it changes nothing: only that thread takes signals."""
+    received: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield received
+        return
+    tty = terminal()
+
+    def stop(signum, frame):
+        if signum == signal.SIGHUP:
+            off_the_terminal(tty)
+        received.append(signum)
+        raise KeyboardInterrupt
+
+    old = catch(stop)
+    try:
+        yield received
+    finally:
         for s, previous in old.items():
             signal.signal(s, previous)
 

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from farm.run import junit_staging
 from suites import matrix
 from tests.e2e.conftest import REPO
 from tests.e2e.outcome_sets import disagreements
@@ -34,9 +35,15 @@ STARTUP_LIMIT = 240  # build, health checks and the first records, on a loaded 2
 
 
 def farm_env(tmp_path: Path) -> dict[str, str]:
-    """The environment of a `farm` under test: its runs and store in tmp_path, and none of this
-    pytest session's own xdist variables."""
-    env = dict(os.environ, FARM_RUNS=str(tmp_path / "runs"), FARM_STORE=str(tmp_path / "s.db"))
+    """The environment of a `farm` under test: its runs, store and temporary files in tmp_path,
+    and none of this pytest session's own xdist variables."""
+    (tmp_path / "tmp").mkdir(exist_ok=True)
+    env = dict(
+        os.environ,
+        FARM_RUNS=str(tmp_path / "runs"),
+        FARM_STORE=str(tmp_path / "s.db"),
+        TMPDIR=str(tmp_path / "tmp"),
+    )
     for name in ("PYTEST_ADDOPTS", "PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT"):
         env.pop(name, None)
     return env
@@ -170,6 +177,9 @@ def test_a_killed_run_is_found_by_the_next_command_and_marked_aborted(tmp_path):
     assert (run["status"], run["exit_code"]) == ("aborted", 2)
     assert sorted(ids) == sorted(finished)
     assert "(aborted)" in out.stdout
+    # Its JUnit staging outlived it, named so that the next run removes it.
+    left = junit_staging.left_by_the_dead(tmp_path / "tmp")
+    assert [p.name.startswith(junit_staging.PREFIX) for p in left] == [True], left
 
 
 @pytest.mark.parametrize(
@@ -372,6 +382,51 @@ def test_ctrl_c_during_the_report_leaves_the_run_as_stored_and_its_exit_code(tmp
     assert json.loads((run_dir / "summary.json").read_text())["exit_code"] == 0
     assert disagreements(run_dir, tmp_path / "s.db") == []
     assert f"farm report {run['run_id']}" in done.stderr
+
+
+def test_a_signal_while_allure_makes_the_report_ends_allure_with_the_command(tmp_path):
+    """SIGTERM to `farm run` while its Allure (started with the cases) makes the report: the
+    command ended and left Allure running, writing into a work directory being removed. Allure
+    here is a `node` that takes the report's request, says so and waits: the signal comes while
+    the report is being made, whatever the machine's speed."""
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "node").write_text(
+        # SIGINT ignored, as in every child of a farm started in the background by a script
+        # (`farm run &`): the Ctrl-C that farm run passes on to its children does not end it.
+        '#!/bin/sh\ntrap "" INT\necho $$ >> "$NODE_PIDS"\nread request\ntouch "$NODE_ASKED"\n'
+        "exec sleep 600\n"
+    )
+    (fake / "node").chmod(0o755)
+    pids, asked = tmp_path / "node.pids", tmp_path / "node.asked"
+    env = dict(
+        farm_env(tmp_path),
+        PATH=f"{fake}:{os.environ['PATH']}",
+        NODE_PIDS=str(pids),
+        NODE_ASKED=str(asked),
+    )
+    proc = subprocess.Popen(
+        [*FARM, "run", "--tier", "smoke", "--no-progress"],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 600
+    while not asked.exists():
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "the report was never asked for"
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err  # the run passed and is stored; only its report is skipped
+    assert "SIGTERM: no report was made" in err and "Traceback" not in err
+    for pid in map(int, pids.read_text().split()):
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+    run, _ = store_run(tmp_path)
+    assert not [p.name for p in run_dir_of(tmp_path, run).iterdir() if "report" in p.name]
 
 
 def reader_goes_away(tmp_path: Path, after: str, *args: str) -> subprocess.Popen:

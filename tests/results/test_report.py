@@ -6,7 +6,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -465,6 +470,44 @@ def test_farm_report_command(three_runs, tmp_path, capsys):
     with pytest.raises(UsageError, match="unknown run 'nope' in the store .*`farm runs` lists"):
         report.main(["nope", "--store", store])
     assert report.main([r1["run_id"], "--store", store, "--results", str(tmp_path / "none")]) == 2
+
+
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGHUP])
+def test_a_stopped_report_ends_allure_and_leaves_no_work_directory(three_runs, tmp_path, stop):
+    """SIGTERM to `farm report` (a CI cancel, `kill PID`) or SIGHUP (its terminal closed) ended
+    it where it stood: its work directory stayed beside the report and Allure ran on. Allure here
+    is a `node` that waits (under the test's control, not a timer) and says its pid."""
+    r1 = three_runs["runs"][0]
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "node").write_text('#!/bin/sh\necho $$ > "$NODE_PID"\nexec sleep 600\n')
+    (fake / "node").chmod(0o755)
+    pid_file = tmp_path / "node.pid"
+    out = tmp_path / "reports" / "rep"
+    env = dict(os.environ, PATH=f"{fake}:{os.environ['PATH']}", NODE_PID=str(pid_file))
+    argv = [r1["run_id"], "--store", str(three_runs["store"]), "--no-history", "--out", str(out)]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "farm.cli", "report", *argv],
+        cwd=report.REPO_ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    while not pid_file.is_file() or not pid_file.read_text().strip():
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.05)
+    allure = int(pid_file.read_text())
+    proc.send_signal(stop)
+    _, err = proc.communicate(timeout=60)
+    code = 128 + stop
+    assert proc.returncode == code, err
+    assert f"interrupted ({stop.name}): farm report stopped (exit {code})" in err
+    assert "Traceback" not in err
+    # No work directory beside the report, no half a report (--out is made before any work).
+    assert list((tmp_path / "reports").iterdir()) == [out] and list(out.iterdir()) == []
+    with pytest.raises(ProcessLookupError):
+        os.kill(allure, 0)
 
 
 def test_out_is_replaced_only_when_it_holds_a_report_the_farm_wrote(three_runs, tmp_path):
