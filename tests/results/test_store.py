@@ -384,14 +384,13 @@ def test_another_machines_run_is_dead_once_its_heartbeat_is_stale(store):
     closes it once it has been silent for STALE_AFTER, and leaves alone one that still beats."""
     from farm.results.store.runs import STALE_AFTER
 
-    start = _dt.datetime.now(_dt.timezone.utc) - _dt.timedelta(hours=1)
-    meta = {**RUN_META, "started_at": start.isoformat()}
-    silent = store.begin_run({**meta, "owner": "ci-runner-7:41:99"})
-    beating = store.begin_run({**meta, "owner": "ci-runner-8:41:99"})
+    silent = store.begin_run({**RUN_META, "owner": "ci-runner-7:41:99"})
+    beating = store.begin_run({**RUN_META, "owner": "ci-runner-8:41:99"})
+    last = store.db.clock() - _dt.timedelta(hours=1)  # both last beat an hour ago
+    store.db.execute("UPDATE runs SET heartbeat_at=?", (last.isoformat(),))
     store.beat(beating)
-    now = _dt.datetime.now(_dt.timezone.utc)
-    assert store.recover_orphans(at=start + STALE_AFTER / 2) == []  # both fresh then
-    assert store.recover_orphans(at=now) == [(silent, 0)]
+    assert store.recover_orphans(at=last + STALE_AFTER / 2) == []  # both fresh then
+    assert store.recover_orphans() == [(silent, 0)]
     assert store.get_run(silent)["status"] == "aborted"
     assert store.get_run(beating)["status"] == "running"
 
@@ -402,10 +401,28 @@ def test_a_run_beats_while_its_session_lasts(store):
     from farm.results.store.heartbeat import heartbeat
 
     run_id = store.begin_run(RUN_META)
-    assert store.get_run(run_id)["heartbeat_at"] is None
+    assert store.get_run(run_id)["heartbeat_at"] is not None  # begun: its first sign of life
+    store.db.execute("UPDATE runs SET heartbeat_at='2026-01-01T00:00:00+00:00'")
     with heartbeat(store.location, run_id, every=3600):
-        assert store.get_run(run_id)["heartbeat_at"] is not None  # the first beat, on entry
+        beaten = store.get_run(run_id)["heartbeat_at"]  # on entry
+        assert beaten > "2026-01-01T00:00:00+00:00"
     assert not [t for t in threading.enumerate() if t.name.startswith("heartbeat")]
+
+
+def test_a_runner_whose_clock_is_behind_is_not_taken_for_dead(store, monkeypatch):
+    """A team's runners share a PostgreSQL store, not a clock: one 20 minutes behind wrote its
+    heartbeats by its own clock, and every other runner closed its live runs as dead (silent
+    for STALE_AFTER). Signs of life are written and read by the store's clock."""
+    from farm.results.store import runs
+
+    behind = _dt.datetime.now(_dt.timezone.utc) - _dt.timedelta(minutes=20)
+    monkeypatch.setattr(runs, "now", lambda: behind.isoformat(timespec="seconds"))
+    run_id = store.begin_run({**RUN_META, "owner": "ci-runner-9:41:99"})
+    assert store.recover_orphans() == []  # before its first beat
+    store.beat(run_id)
+    monkeypatch.undo()  # another runner, whose clock is right, looks
+    assert store.recover_orphans() == []
+    assert store.get_run(run_id)["status"] == "running"
 
 
 def test_a_dead_runs_records_are_imported_and_it_is_marked_aborted(store, tmp_path):

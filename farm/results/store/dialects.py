@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import abc
 import contextlib
+import datetime as _dt
 import os
 import re
 import sqlite3
@@ -103,6 +104,11 @@ class Database(abc.ABC):
         """Inside a transaction: wait until no other transaction holds `name`."""
 
     # -- the database as a whole
+    def clock(self) -> _dt.datetime:
+        """Now, by the clock every writer of this store shares (UTC): this machine's for a
+        SQLite file, the server's for PostgreSQL, whose runners' clocks may disagree."""
+        return _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0)
+
     @abc.abstractmethod
     def tables(self) -> set[str]: ...
 
@@ -240,6 +246,11 @@ class PostgresDatabase(Database):
 
     def lock(self, name: str) -> None:
         self.conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", ("farm:" + name,))
+
+    def clock(self) -> _dt.datetime:
+        with self.errors_named():
+            (now,) = self.conn.execute("SELECT now()").fetchall()[0]
+        return now.astimezone(_dt.timezone.utc).replace(microsecond=0)
 
     def tables(self) -> set[str]:
         rows = self.conn.execute(

@@ -62,8 +62,8 @@ class Runs(StoreBase):
             self.db.execute(
                 "INSERT INTO runs (run_id, tier, package_version, package_sha256, target,"
                 " git_commit, backend, farm_version, started_at, meta_json, inventory_json,"
-                " status, subset, owner, run_group)"
-                " VALUES (?,?,?,?,?,?,?,?,?,?,?,'running',?,?,?)",
+                " status, subset, owner, run_group, heartbeat_at)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?,?,'running',?,?,?,?)",
                 (
                     run_id,
                     tier,
@@ -79,6 +79,7 @@ class Runs(StoreBase):
                     int(bool(meta.get("subset"))),
                     meta.get("owner") or process_owner(),
                     str(group) if group else None,
+                    self._store_now(),  # its first sign of life, by the store's clock
                 ),
             )
         return run_id
@@ -199,17 +200,22 @@ class Runs(StoreBase):
         with self._tx():
             self.db.execute(
                 "UPDATE runs SET heartbeat_at=? WHERE run_id=? AND status='running'",
-                (now(), run_id),
+                (self._store_now(), run_id),
             )
+
+    def _store_now(self) -> str:
+        """Now by the store's clock (dialects.clock): a runner's heartbeat and the check of it
+        on another runner read one clock, where a runner whose clock was 15 minutes behind had
+        its live runs closed as dead by the others."""
+        return self.db.clock().isoformat()
 
     def recover_orphans(self, at: _dt.datetime | None = None) -> list[tuple[str, int]]:
         """Close the runs whose process died without ending them (SIGKILL, a crash, a power
         cut, a CI job cancelled): import the records they wrote (runs/<run>/records/*.jsonl,
         where they are on this machine) and mark them aborted with exit 2. A run of this machine
         is dead when its owner's process is; a run of another machine when it has given no sign
-        of life (heartbeat) for STALE_AFTER before `at` (now). Returns (run id, records
-        imported) of each run closed."""
-        at = at or _dt.datetime.now(_dt.timezone.utc)
+        of life (heartbeat) for STALE_AFTER before `at` (now, by the store's clock). Returns
+        (run id, records imported) of each run closed."""
         closed = []
         rows = self.db.execute(
             "SELECT * FROM runs WHERE status='running'" + _NEWEST_FIRST
@@ -217,6 +223,7 @@ class Runs(StoreBase):
         for run in map(run_dict, rows):
             alive = owner_alive(run["owner"])
             if alive is None:  # another machine's: only its heartbeat can tell
+                at = at or self.db.clock()
                 alive = not _silent_since(run, at - STALE_AFTER)
             if alive:
                 continue
