@@ -11,6 +11,7 @@ import json
 import os
 import signal
 import sys
+import threading
 import time
 import traceback
 
@@ -433,6 +434,10 @@ def main(argv: list[str] | None = None) -> int:
         return FarmError.exit_code
 
 
+# The exit codes of a command stopped by a signal (128 + the signal).
+STOPPED = frozenset(128 + s for s in (*interrupts.STOPS, signal.SIGPIPE))
+
+
 def standard_streams() -> None:
     """A standard stream the command was started without (`farm run >&-`, a supervisor that
     closes them) is /dev/null: Python leaves sys.stdout None (the command's last flush failed,
@@ -468,6 +473,16 @@ def entry() -> int:
         )
         code = FarmError.exit_code
     gc.freeze()
+    if code in STOPPED and any(
+        not t.daemon and t is not threading.main_thread() for t in threading.enumerate()
+    ):
+        # Stopped by a signal, its way out run: what is left is work on hosts under way in
+        # threads (farm/pool/host_threads.py), which the interpreter's exit would wait for (an
+        # SSH connect for its whole timeout) and a signal's default action would have ended.
+        with contextlib.suppress(OSError, ValueError):
+            sys.stdout.flush()
+            sys.stderr.flush()
+        os._exit(code)
     return code
 
 

@@ -21,7 +21,6 @@ import json
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -30,6 +29,7 @@ from typing import Any
 from farm.agent.errors import DeviceBusy, FarmError
 from farm.agent.machine import Chip, Machine, chip_problem
 from farm.pool.deploy import deploy, sha256_file, start_agent
+from farm.pool.host_threads import host_threads, result_of
 from farm.pool.inventory import PIN_FIELDS, HostSpec, Inventory
 from farm.pool.transport import HANDSHAKE_TIMEOUT, Channel, Transport, open_transport
 
@@ -374,7 +374,7 @@ def check_pool(
 ) -> dict[str, HostHealth]:
     """Check hosts in parallel; record the outcomes in the quarantine when state_dir is given."""
     hosts = list(hosts)
-    with ThreadPoolExecutor(max_workers=max(1, min(max_workers, len(hosts) or 1))) as pool:
+    with host_threads(max(1, min(max_workers, len(hosts) or 1))) as pool:
         futures = {
             h.name: pool.submit(
                 check_host,
@@ -387,7 +387,7 @@ def check_pool(
             )
             for h in hosts
         }
-        results = {name: f.result() for name, f in futures.items()}
+        results = {name: result_of(f) for name, f in futures.items()}
     if state_dir is not None:
         q = Quarantine(state_dir)
         for health in results.values():

@@ -21,7 +21,6 @@ import secrets
 import subprocess
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -29,6 +28,7 @@ from farm.agent.errors import FarmError
 from farm.errors import ConfigError
 from farm.paths import REPO_ROOT, RUNS_DIR, STATE_DIR
 from farm.pool import cann_build, deploy, health
+from farm.pool.host_threads import host_threads, result_of
 from farm.pool.inventory import HostSpec, Inventory, default_inventory, load_inventory
 from farm.pool.transport import Channel, Transport, open_transport
 from farm.pool.transport.local import AgentShare, share_key
@@ -263,7 +263,7 @@ def _prepare_all(
     cores."""
     hosts = inventory.hosts
     results: dict = {}
-    with ThreadPoolExecutor(max_workers=parallel_hosts(len(hosts))) as pool:
+    with host_threads(parallel_hosts(len(hosts))) as pool:
         remote = {
             h.name: pool.submit(_prepare_host, h, bundle, bundle_sha, packages, canary)
             for h in hosts
@@ -273,7 +273,8 @@ def _prepare_all(
         deploying = pool.submit(lambda: [_deploy_host(h, bundle, packages) for h in local])
         deployed: dict[str, Deployed] = {}
         groups: dict[tuple, list[HostSpec]] = {}
-        for h, (bad, given) in zip(local, deploying.result(), strict=True):
+        deploys = result_of(deploying)
+        for h, (bad, given) in zip(local, deploys, strict=True):
             if bad is not None:
                 results[h.name] = (bad, None)
                 continue
@@ -289,9 +290,10 @@ def _prepare_all(
                 chunk = members[i : i + size]
                 checks.append(pool.submit(_check_local, chunk, bundle_sha, deployed, canary))
         for future in checks:
-            results.update(future.result())
+            checked = result_of(future)
+            results.update(checked)
         for name, future in remote.items():
-            results[name] = future.result()
+            results[name] = result_of(future)
     return results
 
 

@@ -10,14 +10,17 @@ workers have written a number of records, never after a sleep."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
 import shlex
 import signal
+import socket
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -427,6 +430,82 @@ def test_a_signal_while_allure_makes_the_report_ends_allure_with_the_command(tmp
             os.kill(pid, 0)
     run, _ = store_run(tmp_path)
     assert not [p.name for p in run_dir_of(tmp_path, run).iterdir() if "report" in p.name]
+
+
+@pytest.fixture
+def mute_host(tmp_path):
+    """An inventory of one SSH host that takes the connection and never says a word (a hung
+    sshd, a host gone half-way), with an hour to connect; and the event of its first connection."""
+    import paramiko
+
+    server = socket.create_server(("127.0.0.1", 0))
+    connected = threading.Event()
+    held = []
+
+    def accept():
+        with contextlib.suppress(OSError):
+            while True:
+                held.append(server.accept()[0])
+                connected.set()
+
+    threading.Thread(target=accept, daemon=True).start()
+    key = tmp_path / "id_rsa"
+    paramiko.RSAKey.generate(2048).write_private_key_file(str(key))
+    inventory = tmp_path / "mute.toml"
+    inventory.write_text(
+        f'[[host]]\nname = "mute"\ntransport = "ssh"\naddress = "127.0.0.1"\n'
+        f'port = {server.getsockname()[1]}\nuser = "farm"\nkey = "{key}"\n'
+        f'host_key_policy = "accept-new"\nknown_hosts = "{tmp_path / "known_hosts"}"\n'
+        'connect_timeout = 3600.0\nsoc = "Ascend910B1"\ndevices = 1\npython = "python3"\n'
+        f'workdir = "{tmp_path / "mute-work"}"\n'
+    )
+    yield inventory, connected
+    server.close()
+    for conn in held:
+        conn.close()
+
+
+@pytest.mark.parametrize(
+    "command, stop",
+    [
+        (("hosts", "--check"), signal.SIGTERM),
+        (("run", "--tier", "smoke", "--no-report"), signal.SIGINT),
+        (("run", "--tier", "smoke", "--no-report"), signal.SIGTERM),
+    ],
+)
+def test_a_stop_while_a_host_does_not_answer_ends_the_command_at_once(
+    tmp_path, mute_host, command, stop
+):
+    """A stop while the hosts are checked, one of them taking the connection and saying
+    nothing: the command waited out the SSH connect's whole timeout (the thread pool's exit, then
+    the interpreter's, waited for it) before it ended."""
+    inventory, connected = mute_host
+    proc = subprocess.Popen(
+        [*FARM, *command, "--inventory", str(inventory)],
+        cwd=REPO,
+        env=farm_env(tmp_path),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert connected.wait(STARTUP_LIMIT), proc.kill() or proc.communicate()
+    proc.send_signal(stop)
+    try:
+        _, err = proc.communicate(timeout=STARTUP_LIMIT)  # the timeout it waited out: an hour
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        pytest.fail(f"farm {command[0]} waited for the host after {stop.name}")
+    assert proc.returncode == 128 + stop, err
+    assert f"({stop.name}): farm {command[0]} stopped" in err and "Traceback" not in err
+    assert not (tmp_path / "s.db").exists() or store_run_count(tmp_path) == 0
+
+
+def store_run_count(tmp_path: Path) -> int:
+    db = sqlite3.connect(tmp_path / "s.db")
+    try:
+        return db.execute("SELECT count(*) FROM runs").fetchone()[0]
+    finally:
+        db.close()
 
 
 def reader_goes_away(tmp_path: Path, after: str, *args: str) -> subprocess.Popen:
