@@ -472,6 +472,7 @@ def mute_host(tmp_path):
         (("run", "--tier", "smoke", "--no-report"), signal.SIGINT),
         (("run", "--tier", "smoke", "--no-report"), signal.SIGTERM),
     ],
+    ids=["hosts-SIGTERM", "run-SIGINT", "run-SIGTERM"],
 )
 def test_a_stop_while_a_host_does_not_answer_ends_the_command_at_once(
     tmp_path, mute_host, command, stop
