@@ -29,9 +29,10 @@ from typing import Any
 from farm.agent.errors import DeviceBusy, FarmError
 from farm.agent.machine import Chip, Machine, chip_problem
 from farm.pool.deploy import deploy, sha256_file, start_agent
-from farm.pool.host_threads import host_threads, result_of
+from farm.pool.host_threads import host_threads
 from farm.pool.inventory import PIN_FIELDS, HostSpec, Inventory
 from farm.pool.transport import HANDSHAKE_TIMEOUT, Channel, Transport, open_transport
+from farm.waits import result_of
 
 GOOD, BAD, UNKNOWN = "good", "bad", "unknown"
 QUARANTINE_FILE = "quarantine.json"

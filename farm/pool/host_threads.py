@@ -1,18 +1,11 @@
-"""The threads that work on a pool's hosts at once (health checks, deploys), and the main
-thread's waits for them, which a stop must be able to end."""
+"""The threads that work on a pool's hosts at once (health checks, deploys); the main thread
+waits for their results with farm/waits.py result_of, which a stop can end."""
 
 from __future__ import annotations
 
-import concurrent.futures
 import contextlib
 from collections.abc import Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
-from typing import TypeVar
-
-T = TypeVar("T")
-
-# How often a wait for a host's work lets the main thread take a signal.
-SIGNAL_CHECK_S = 0.2
+from concurrent.futures import ThreadPoolExecutor
 
 
 @contextlib.contextmanager
@@ -28,13 +21,3 @@ def host_threads(max_workers: int) -> Iterator[ThreadPoolExecutor]:
         pool.shutdown(wait=False, cancel_futures=True)
         raise
     pool.shutdown(wait=True)
-
-
-def result_of(future: Future[T]) -> T:
-    """``future.result()``, waking every SIGNAL_CHECK_S. The kernel gives a process's signal to
-    any of its threads (often one waiting in an SSH socket's recv), and Python runs its handler
-    only when the main thread next runs Python code: a wait without a timeout, on a host that
-    never answers, took a Ctrl-C or SIGTERM only at the end of the connect's timeout."""
-    while not future.done():
-        concurrent.futures.wait([future], timeout=SIGNAL_CHECK_S)
-    return future.result()

@@ -37,6 +37,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from farm import waits
 from farm.results.allure_glue import (
     PLOT_DATA_NAME,
     PLOT_ERROR_NAME,
@@ -142,7 +143,7 @@ class BackgroundDrawing:
         self._drawn = render_quietly(results_dir)
 
     def join(self) -> bool:
-        self._thread.join()
+        waits.join(self._thread)
         return self._drawn
 
 

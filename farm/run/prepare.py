@@ -28,12 +28,13 @@ from farm.agent.errors import FarmError
 from farm.errors import ConfigError
 from farm.paths import REPO_ROOT, RUNS_DIR, STATE_DIR
 from farm.pool import cann_build, deploy, health
-from farm.pool.host_threads import host_threads, result_of
+from farm.pool.host_threads import host_threads
 from farm.pool.inventory import HostSpec, Inventory, default_inventory, load_inventory
 from farm.pool.transport import Channel, Transport, open_transport
 from farm.pool.transport.local import AgentShare, share_key
 from farm.run.packages import Builder, NoPackage, Packages
 from farm.run.plan import Plan
+from farm.waits import result_of
 from golden import soc
 from suites.case import Case
 from suites.caseset import Selection

@@ -26,6 +26,7 @@ import threading
 import time
 from pathlib import Path
 
+from farm import waits
 from farm.errors import StoreError
 from farm.results.store.dialects import PostgresDatabase
 from farm.results.store.location import SQLITE, StoreLocation, store_location
@@ -40,9 +41,9 @@ class PendingScan:
         self.error: StoreError | None = None
 
     def result(self) -> None:
-        """Wait for the scan; raise the StoreError it found."""
+        """Wait for the scan (a wait a signal can end); raise the StoreError it found."""
         if self.thread is not None:
-            self.thread.join()
+            waits.join(self.thread)
         if self.error is not None:
             raise self.error
 

@@ -1,0 +1,89 @@
+"""The main thread's waits for the farm's threads take a signal that the kernel gave to the
+thread waited for (farm/waits.py): its handler runs while that thread still works, not once it
+is done. The signal is sent to the thread itself (pthread_kill), as the kernel may; the thread
+works until the test lets it go, or for a minute at most, so that a wait that cannot take the
+signal fails the test instead of hanging it. (The pause before the signal is no verdict's
+condition: it only makes a wait that cannot take it found more surely.)"""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from farm import waits
+
+
+class Stopped(Exception):
+    pass
+
+
+@pytest.fixture
+def stop_handler():
+    """SIGUSR1's handler raises Stopped, having noted whether the work was still going."""
+    if threading.current_thread() is not threading.main_thread():
+        pytest.skip("signal handlers are the main thread's")
+    working = threading.Event()
+    seen: list[bool] = []
+
+    def stop(signum, frame):
+        seen.append(working.is_set())
+        raise Stopped
+
+    old = signal.signal(signal.SIGUSR1, stop)
+    yield working, seen
+    signal.signal(signal.SIGUSR1, old)
+
+
+def signal_from_inside(waiting: threading.Event, release: threading.Event):
+    """The work, which gives itself SIGUSR1 once the main thread is about to wait for it (and
+    a little after: a handler run before the wait began would prove nothing)."""
+
+    def run(working: threading.Event) -> None:
+        working.set()
+        waiting.wait(60)
+        time.sleep(0.3)
+        signal.pthread_kill(threading.get_ident(), signal.SIGUSR1)
+        release.wait(60)
+        working.clear()
+
+    return run
+
+
+def test_join_takes_a_signal_given_to_the_thread_it_waits_for(stop_handler):
+    working, seen = stop_handler
+    waiting, release = threading.Event(), threading.Event()
+    run = signal_from_inside(waiting, release)
+    thread = threading.Thread(target=run, args=(working,), daemon=True)
+    thread.start()
+    try:
+        with pytest.raises(Stopped):
+            waiting.set()
+            waits.join(thread)
+    finally:
+        release.set()
+    assert seen == [True]
+
+
+def test_result_of_takes_a_signal_given_to_the_thread_it_waits_for(stop_handler):
+    working, seen = stop_handler
+    waiting, release = threading.Event(), threading.Event()
+    with ThreadPoolExecutor(1) as pool:
+        future = pool.submit(signal_from_inside(waiting, release), working)
+        try:
+            with pytest.raises(Stopped):
+                waiting.set()
+                waits.result_of(future)
+        finally:
+            release.set()
+    assert seen == [True]
+
+
+def test_result_of_gives_the_result_and_the_error():
+    with ThreadPoolExecutor(1) as pool:
+        assert waits.result_of(pool.submit(lambda: 42)) == 42
+        with pytest.raises(TimeoutError):  # the work's own, not the wait's
+            waits.result_of(pool.submit(lambda: (_ for _ in ()).throw(TimeoutError())))
