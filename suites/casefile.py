@@ -196,7 +196,7 @@ def file_kind(path: Path) -> str:
 def _parse_json(path: Path, text: str) -> tuple[list, LinesOf]:
     limits.check_json_depth(text, path)  # json recurses per level
     try:
-        data = _DECODER.decode(text)
+        data = JSON_DECODER.decode(text)
     except json.JSONDecodeError as exc:
         raise CaseFileError(f"{path}: line {exc.lineno}: not JSON ({exc.msg})") from None
     except limits.IntegerTooLong as exc:
@@ -215,14 +215,15 @@ def _json_entry_lines(text: str, n: int) -> list[int | None]:
 
 
 # A key given twice in one object or mapping: JSON and YAML parsers keep the last silently, so
-# a copied line, or a second `cases:`, would drop what came first without a word.
-_TWICE = "\0twice"
+# a copied line, or a second `cases:`, would drop what came first without a word. The parsers
+# here mark such an object (TWICE) for keys_twice to name; the importers' JSON is read alike.
+TWICE = "\0twice"
 
 
 def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     data = dict(pairs)
     if len(data) != len(pairs):
-        data[_TWICE] = _repeated([key for key, _ in pairs])
+        data[TWICE] = _repeated([key for key, _ in pairs])
     return data
 
 
@@ -231,7 +232,7 @@ def _repeated(keys: list) -> list:
     return sorted((k for k, n in counts.items() if n > 1), key=str)
 
 
-_DECODER = json.JSONDecoder(parse_int=limits.json_integer, object_pairs_hook=_object)
+JSON_DECODER = json.JSONDecoder(parse_int=limits.json_integer, object_pairs_hook=_object)
 _JSON_SPACE = re.compile(r"[ \t\n\r]*")
 
 
@@ -247,7 +248,7 @@ def _json_with_starts(text: str) -> tuple[Any, list[int]]:
     elif text.startswith("{", at):
         data, end = _json_document(text, at, starts)
     else:
-        data, end = _DECODER.raw_decode(text, at)
+        data, end = JSON_DECODER.raw_decode(text, at)
     end = _JSON_SPACE.match(text, end).end()  # type: ignore[union-attr]
     if end != len(text):
         raise json.JSONDecodeError("Extra data", text, end)
@@ -266,7 +267,7 @@ def _json_list(text: str, at: int, starts: list[int]) -> tuple[list, int]:
         return items, at + 1
     while True:
         starts.append(at)
-        item, at = _DECODER.raw_decode(text, at)
+        item, at = JSON_DECODER.raw_decode(text, at)
         items.append(item)
         at = _json_next(text, at)
         if text.startswith("]", at):
@@ -287,7 +288,7 @@ def _json_document(text: str, at: int, starts: list[int]) -> tuple[dict, int]:
             raise json.JSONDecodeError(
                 "Expecting property name enclosed in double quotes", text, at
             )
-        key, at = _DECODER.raw_decode(text, at)
+        key, at = JSON_DECODER.raw_decode(text, at)
         at = _json_next(text, at)
         if not text.startswith(":", at):
             raise json.JSONDecodeError("Expecting ':' delimiter", text, at)
@@ -296,7 +297,7 @@ def _json_document(text: str, at: int, starts: list[int]) -> tuple[dict, int]:
             starts.clear()
             data[key], at = _json_list(text, at, starts)
         else:
-            data[key], at = _DECODER.raw_decode(text, at)
+            data[key], at = JSON_DECODER.raw_decode(text, at)
         at = _json_next(text, at)
         if text.startswith("}", at):
             return data, at + 1
@@ -388,7 +389,7 @@ def _yaml_loader() -> type:
             own = [k.value for k, _ in node.value if k.tag != "tag:yaml.org,2002:merge"]
             data = super().construct_mapping(node, deep)
             if len(set(own)) != len(own):  # a merged key given again is an override, not this
-                data[_TWICE] = _repeated(own)
+                data[TWICE] = _repeated(own)
             return data
 
         def construct_yaml_int(self, node: Any) -> int:
@@ -627,9 +628,9 @@ def _document_entries(path: Path, data: Any) -> list:
             f"{path}: version {version} was written by a newer farm (this one reads up to "
             f"{VERSION}): upgrade the farm"
         )
-    for key in data.get(_TWICE, ()):
+    for key in data.get(TWICE, ()):
         problems.append(f"{path}: top-level key {key!r} is there twice (keep one; merge lists)")
-    unknown = sorted(set(data) - set(TOP_LEVEL) - {_TWICE})
+    unknown = sorted(set(data) - set(TOP_LEVEL) - {TWICE})
     for key in unknown:
         problems.append(f"{path}: top-level key {key!r} is unknown (use format, version, cases)")
     cases = data.get("cases")
@@ -684,7 +685,7 @@ def entry_cases(entry: Any, origin: str = "") -> tuple[list[Case], list[str]]:
     """The cases of one entry (one per family) and its problems, one per bad field."""
     if not isinstance(entry, dict):
         return [], [f"expected an object of case fields, got {type(entry).__name__}"]
-    problems = _keys_twice(entry)
+    problems = keys_twice(entry)
     if not entry.keys() <= FIELD_TYPES.keys():  # the common case in one test
         problems += [
             _extra(value) if key == "\0extra" else _unknown(key)
@@ -762,22 +763,22 @@ def _unknown(key: Any) -> str:
     return f"unknown field {_shown(key)} ({hint})"
 
 
-def _keys_twice(value: Any, where: str = "") -> list[str]:
+def keys_twice(value: Any, where: str = "") -> list[str]:
     """A problem per object of ``value`` (an entry, or an object inside one of its fields) that
     gave a key twice; the parser's marker of it taken out."""
     problems = []
     if type(value) is dict:
-        keys = value.pop(_TWICE, ())
+        keys = value.pop(TWICE, ())
         if keys:
             named = ", ".join(_shown(k) for k in keys)
             what = f"field {where}: key" if where else "field"
             problems.append(f"{what} {named} given twice (only the last would count; keep one)")
         for key, inner in value.items():
             if type(inner) is dict or (type(inner) is list and _holds_objects(inner)):
-                problems += _keys_twice(inner, f"{where}.{key}" if where else repr(key))
+                problems += keys_twice(inner, f"{where}.{key}" if where else repr(key))
     elif type(value) is list:
         for inner in value:
-            problems += _keys_twice(inner, where)
+            problems += keys_twice(inner, where)
     return problems
 
 

@@ -31,7 +31,7 @@ import json
 import re
 from typing import Any
 
-from suites import limits
+from suites import casefile, limits
 
 from .common import (
     Imported,
@@ -40,7 +40,9 @@ from .common import (
     Tensor,
     Unreadable,
     farm_dtype,
+    given_twice,
     integer,
+    load_json,
     make_entry,
     missing_field,
     number,
@@ -69,16 +71,9 @@ INPUT_KEYS = {
 
 
 def parse(text: str, source: str) -> ImportResult:
-    limits.check_json_depth(text, source)  # json recurses per level
-    try:
-        data = json.loads(text, parse_int=limits.json_integer)
-    except limits.IntegerTooLong as exc:
-        raise Unreadable(f"not JSON the farm can read ({exc})") from None
-    except json.JSONDecodeError as exc:
-        raise Unreadable(
-            f"line {exc.lineno}: not JSON ({exc.msg}): give an ATK case file (a JSON list of "
-            'cases, or {"cases": [...]})'
-        ) from None
+    data = load_json(text, source, 'an ATK case file (a JSON list of cases, or {"cases": [...]})')
+    if isinstance(data, dict) and casefile.TWICE in data:
+        raise Unreadable(casefile.keys_twice(data)[0].replace("field", "top-level key", 1))
     if isinstance(data, dict) and isinstance(data.get("cases"), list):
         data = data["cases"]
     if not isinstance(data, list) or not all(isinstance(c, dict) for c in data):
@@ -98,6 +93,7 @@ def parse(text: str, source: str) -> ImportResult:
         api = case.get("aclnn_name") or case.get("name") or "case"
         name = result.add_case(f"{api}#{case.get('id', index)}")
         try:
+            given_twice(case)
             result.imported.append(Imported(name, _entry(name, case)))
         except NotExpressible as exc:
             result.skipped.append((name, str(exc)))

@@ -4,6 +4,7 @@ the vocabulary the parsers use (dtypes, SoCs, numbers, shapes, tolerances, entri
 from __future__ import annotations
 
 import difflib
+import json
 import math
 import re
 from collections.abc import Callable, Iterable, Sequence
@@ -11,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from farm.visible import visible
-from suites import casefile
+from suites import casefile, limits
 from suites.case import DEPARTS, DTYPE_SHORT, Case, value_json
 
 # -- results ----------------------------------------------------------------------------
@@ -166,6 +167,28 @@ class Unreadable(ValueError):
 
 class NotExpressible(ValueError):
     """A source case (or sub-case) the farm cannot express; the message says why."""
+
+
+def load_json(text: str, source: str, give: str) -> Any:
+    """An outside JSON file, read as the case files are (suites/casefile.py): its integers and
+    nesting bounded, and each object that gives a key twice marked for :func:`given_twice`
+    (json keeps the last one silently: a copied line's `"shape"` replaced the first). ``give``:
+    what file to give instead, for the line that says it is not JSON."""
+    limits.check_json_depth(text, source)  # json recurses per level
+    try:
+        return casefile.JSON_DECODER.decode(text)
+    except limits.IntegerTooLong as exc:
+        raise Unreadable(f"not JSON the farm can read ({exc})") from None
+    except json.JSONDecodeError as exc:
+        raise Unreadable(f"line {exc.lineno}: not JSON ({exc.msg}): give {give}") from None
+
+
+def given_twice(value: Any) -> None:
+    """NotExpressible naming each key that an object of ``value`` (a source case) gives twice;
+    the marks load_json left taken out."""
+    problems = casefile.keys_twice(value)
+    if problems:
+        raise NotExpressible("; ".join(problems))
 
 
 FAMILY_FORMS = ("ascend910b", "ascend310b")  # the farm's families (golden/soc.py)

@@ -37,7 +37,9 @@ from .common import (
     Unreadable,
     check_format,
     farm_dtype,
+    given_twice,
     integer,
+    load_json,
     make_entry,
     missing_field,
     number,
@@ -63,16 +65,11 @@ DISTRIBUTIONS = (
 
 
 def parse(text: str, source: str) -> ImportResult:
-    limits.check_json_depth(text, source)  # json recurses per level
-    try:
-        data = json.loads(text, parse_int=limits.json_integer)
-    except limits.IntegerTooLong as exc:
-        raise Unreadable(f"not JSON the farm can read ({exc})") from None
-    except json.JSONDecodeError as exc:
-        raise Unreadable(
-            f"line {exc.lineno}: not JSON ({exc.msg}): give an msopst case file (a JSON list "
-            "of cases with case_name, op, input_desc, output_desc)"
-        ) from None
+    data = load_json(
+        text,
+        source,
+        "an msopst case file (a JSON list of cases with case_name, op, input_desc, output_desc)",
+    )
     if isinstance(data, dict) and "case_name" in data:
         data = [data]
     if not isinstance(data, list) or not all(isinstance(c, dict) for c in data):
@@ -92,6 +89,7 @@ def parse(text: str, source: str) -> ImportResult:
     for index, case in enumerate(data):
         name = result.add_case(str(case.get("case_name") or f"case {index}"))
         try:
+            given_twice(case)
             _case(result, name, case)
         except NotExpressible as exc:
             result.skipped.append((name, str(exc)))

@@ -97,6 +97,15 @@ def parse(text: str, source: str) -> ImportResult:
                 limits.CASES.check(len(rows), source, at_least=True)
     except csv.Error as exc:
         raise Unreadable(f"not CSV ({exc}): give a TTK case CSV") from None
+    twice = [name for name in dict.fromkeys(header) if name and header.count(name) > 1]
+    if twice:  # csv.DictReader keeps the last such column's cell silently
+        shown = "; ".join(
+            f"{name!r} (columns {', '.join(str(i + 1) for i, h in enumerate(header) if h == name)})"
+            for name in twice
+        )
+        raise Unreadable(
+            f"the header names a column twice: {shown}; only the last would count: keep one"
+        )
     if "api_name" not in header and "op_name" not in header:
         raise Unreadable(
             "not a TTK case CSV: the header has neither op_name (kernel mode) nor api_name "

@@ -219,7 +219,7 @@ def test_deep_nesting_is_refused_before_a_parser_recurses(tmp_path, monkeypatch,
     def never(*args, **kwargs):
         raise AssertionError("the parser was reached")
 
-    monkeypatch.setattr(casefile._DECODER, "raw_decode", never)
+    monkeypatch.setattr(casefile.JSON_DECODER, "raw_decode", never)
     for loader in (yaml.SafeLoader, getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
         monkeypatch.setattr(loader, "get_single_node", never)
     monkeypatch.setattr(json, "loads", never)

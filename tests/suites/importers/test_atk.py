@@ -206,3 +206,27 @@ def test_a_null_grad_output_leaves_out_like_output():
         "missing": "dy",
         "expect": "reject",
     }
+
+
+def test_a_key_given_twice_is_named_and_nothing_read_past_it():
+    """json keeps a key's last value silently: a copied line's value replaced the first one's."""
+    import pytest
+
+    from suites.importers import Unreadable
+
+    cases = json.loads((SAMPLES / SAMPLE).read_text())
+    text = json.dumps(cases)
+    twice = text.replace('"inputs": [', '"id": 99, "inputs": [', 1)
+    result = atk.parse(twice, "twice.json")
+    accounted(result)
+    once = atk.parse(text, "once.json")
+    first = once.imported[0].source_case
+    assert first == result.skipped[0][0].replace("#99", "#" + str(cases[0]["id"]))
+    assert result.skipped == [
+        (result.skipped[0][0], "field 'id' given twice (only the last would count; keep one)"),
+        *once.skipped,
+    ]
+    assert len(result.imported) == len(once.imported) - 1
+    wrapped = '{"cases": ' + text + ', "cases": []}'  # a second list: the first one dropped
+    with pytest.raises(Unreadable, match=r"^top-level key 'cases' given twice \(only the last"):
+        atk.parse(wrapped, "wrapped.json")

@@ -228,3 +228,21 @@ def test_a_case_without_input_desc_names_the_key_among_cases_that_have_it():
         )
     ]
     assert [i.source_case for i in result.imported] == [cases[1]["case_name"]]
+
+
+def test_a_key_given_twice_is_named_and_its_case_not_imported():
+    """json keeps a key's last value silently: a copied `"shape"` line imported a case of the
+    other shape, with no word (and here a rejection the source never meant)."""
+    text = json.dumps([_case(case_name="Test_Twice"), _case(case_name="Test_Once")])
+    text = text.replace('"shape": [2, 3]', '"shape": [2, 3], "shape": [4]', 1)
+    text = text.replace('"op": "LogSoftmaxGrad"', '"op": "LogSoftmaxGrad", "op": "Softmax"', 1)
+    result = msopst.parse(text, "twice.json")
+    accounted(result)
+    assert result.skipped == [
+        (
+            "Test_Twice",
+            "field 'op' given twice (only the last would count; keep one); field 'input_desc': "
+            "key 'shape' given twice (only the last would count; keep one)",
+        )
+    ]
+    assert [i.source_case for i in result.imported] == ["Test_Once"]

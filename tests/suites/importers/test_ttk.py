@@ -250,3 +250,21 @@ def test_a_single_number_where_a_tuple_goes_is_read_or_refused_not_a_crash():
     row = 'two,aclnnLogSoftmaxBackward,"((2, 3), (2, 3), (2, 3))","(\'float32\',)",2.5,{}'
     result = ttk.parse(f"{aclnn}\n{row}\n", "x.csv")
     assert result.skipped == [("two", "output_tensor_indexes 2.5 does not name one tensor")]
+
+
+def test_a_column_named_twice_is_one_line_naming_it():
+    """csv.DictReader keeps the last of two columns of one name: a second input_shapes column
+    (a spreadsheet's copied column) imported its shapes instead, without a word."""
+    import pytest
+
+    from suites.importers import Unreadable
+
+    header, *rows = (SAMPLES / KERNEL).read_text().splitlines()
+    text = "\n".join([header + ",input_shapes,", *(row + ',"((2, 3), (2, 3))",' for row in rows)])
+    with pytest.raises(Unreadable) as caught:
+        ttk.parse(text, "twice.csv")
+    width = len(header.split(","))
+    assert str(caught.value) == (
+        f"the header names a column twice: 'input_shapes' (columns 4, {width + 1}); only the "
+        "last would count: keep one"
+    )
