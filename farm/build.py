@@ -689,6 +689,15 @@ def archive_name(
     return f"{PACKAGE_NAME}-{op_version(source_dir)}-{target}{bug}{_arch_suffix(arch)}.tar.gz"
 
 
+def bug_in_archive(name: str) -> str:
+    """The bug planted in the package an archive_name names ("" for the real operator)."""
+    stem = Path(name).name.removesuffix(".tar.gz")
+    for bug in PLANT_BUGS:
+        if bug and (stem.endswith(f"-bug-{bug}") or f"-bug-{bug}-" in stem):
+            return bug
+    return ""
+
+
 def headers(target: str, source_dir: str | Path | None = None) -> tuple[Path, ...]:
     """The C ABI headers the package of `target` ships (HEADERS), from `source_dir`'s tree."""
     if source_dir is None:

@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sys
 import uuid
 from collections.abc import Mapping
 from pathlib import Path
 
 from farm.results.store.location import StoreLocation
+from farm.results.store.rows import planted_bug
 from farm.run.run_dir import write_whole
 
 SHRUNK_NAME = "shrunk form"
@@ -33,20 +33,10 @@ SHRUNK_FILE_NAME = "shrunk form.json"
 ATTACHMENT_NAMES = (SHRUNK_NAME, SHRUNK_FILE_NAME)
 DESCRIPTION_MARK = "\n\n**shrunk form:** "
 _NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "lsg-farm:shrunk-form")
-_BUG_IN_FILE = re.compile(r"-bug-([A-Za-z0-9_]+)\.tar\.gz$")
 
 
 def package_sha(run: Mapping) -> str:
     return str(run.get("package_sha256") or (run.get("package") or {}).get("sha256") or "")
-
-
-def plant_bug_of(run: Mapping) -> str:
-    """The bug planted in the run's package, from its archive's name (farm.build.archive_name)."""
-    from farm.build import PLANT_BUGS
-
-    name = Path(str((run.get("package") or {}).get("file") or "")).name
-    found = _BUG_IN_FILE.search(name)
-    return found.group(1) if found and found.group(1) in PLANT_BUGS else ""
 
 
 def case_id_of(result: Mapping) -> str:
@@ -103,7 +93,7 @@ def _link(results_dir: Path, store: StoreLocation, run: Mapping) -> int:
         shrinks = opened.shrinks_for(set(ids.values()), sha)
     if not shrinks:
         return 0
-    bug = plant_bug_of(run)
+    bug = planted_bug(run)
     linked = 0
     for path, result in failing.items():
         shrink = shrinks.get(ids[path])

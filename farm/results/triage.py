@@ -22,10 +22,10 @@ import shlex
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+from farm.results.store.rows import planted_bug
 from golden import layouts, soc
 from golden.dtypes import numpy_dtype
 from golden.inputs import SPECIAL_PLACEMENTS
@@ -493,18 +493,6 @@ def operator_arguments(run: Mapping[str, Any]) -> list[str]:
     if bug:
         args += ["--plant-bug", bug]
     return args
-
-
-def planted_bug(run: Mapping[str, Any]) -> str:
-    """The bug the run's operator was built with, from its archive's name (farm/build.py
-    archive_name: ...-<target>-bug-<bug>[-<arch>].tar.gz)."""
-    from farm import build
-
-    name = Path(str((run.get("package") or {}).get("file") or "")).name
-    for bug in build.PLANT_BUGS:
-        if bug and (name.endswith(f"-bug-{bug}.tar.gz") or f"-bug-{bug}-" in name):
-            return bug
-    return ""
 
 
 def group_file(run_id: str, number: int) -> str:

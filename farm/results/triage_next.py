@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from farm.results import triage as grouping
+from farm.results.store.rows import planted_bug
 from farm.results.triage import Group, Triage, group_file, operator_arguments, triage
 
 
@@ -92,6 +93,12 @@ def bisect_command(
     """(command, "") or ("", why there is none). A group of at most INLINE_IDS failures is
     bisected by its failing case ids; a larger one by its case file (`farm triage RUN --group N
     -o FILE`, which farm bisect reads with --cases)."""
+    bug = planted_bug(run)
+    if bug:
+        return "", (
+            f"the run's operator has the planted bug {bug} (--plant-bug, a test of the farm): "
+            "its failures are the bug's, no commit's: nothing to bisect"
+        )
     if baseline is None:
         return "", "no baseline for this run's cases: nothing to bisect from"
     good, bad = baseline.get("git_commit"), run.get("git_commit")

@@ -379,6 +379,31 @@ def test_interrupted_aborted_and_subset_runs_are_never_baselines(store):
     assert store.get_run(interrupted)["status"] == "interrupted"
 
 
+def test_a_run_of_a_planted_bug_is_never_a_baseline(store, monkeypatch):
+    """`farm run --plant-bug` tests the farm: a planted bug its selection did not catch (a
+    rounding bias under what is judged, a case file that misses it) passed, and became the
+    baseline that later runs of the real operator were held to."""
+    from farm.results.store import baselines
+
+    monkeypatch.setattr(baselines, "_PAGE", 2)  # the planted runs fill more than one page
+    real = _run(store, records=[record("a")], started_at="2026-12-01T10:00:00+00:00")
+    for n, bug in enumerate(("round_half_away", "tail", "mid_running_sum")):
+        file = f"logsoftmaxgrad-0.1.0-ascendc-cpu-bug-{bug}{'-aarch64' * (n == 1)}.tar.gz"
+        planted = _run(
+            store,
+            records=[record("a")],
+            started_at=f"2026-12-0{2 + n}T10:00:00+00:00",
+            package={"file": file, "sha256": "cd" * 32},
+        )
+    assert store.get_run(planted)["green"]
+    assert store.baseline_for("smoke") == real
+    latest = _run(store, records=[record("a")], exit_code=None)
+    assert store.baseline_for("smoke", exclude_run_id=latest) == real
+    with pytest.raises(UsageError, match="planted bug mid_running_sum .* a baseline must be"):
+        store.set_baseline("smoke", planted)
+    store.set_baseline("smoke", real)
+
+
 def test_another_machines_run_is_dead_once_its_heartbeat_is_stale(store):
     """A CI job cancelled on another runner leaves its run running: the next command anywhere
     closes it once it has been silent for STALE_AFTER, and leaves alone one that still beats."""

@@ -303,6 +303,12 @@ def test_no_bisect_without_a_baseline_of_another_commit():
     same = triage_next.next_steps(result, records, run, {"run_id": "B", "git_commit": BAD})[0]
     assert same.bisect == "" and same.no_bisect.startswith("the baseline B ran the same commit")
     assert triage_next.lines(result, [none])[3] == f"   bisect: {none.no_bisect}"
+    # A planted bug's failures are no commit's (farm bisect builds the real operator at each):
+    # the run was told to bisect from its baseline's commit to its own.
+    planted = {**run, "package": {"file": "logsoftmaxgrad-0.1.0-ascendc-cpu-bug-tail.tar.gz"}}
+    (step,) = triage_next.next_steps(result, records, planted, {"run_id": "B", "git_commit": GOOD})
+    assert step.bisect == "" and step.no_bisect.startswith("the run's operator has the planted bug")
+    assert step.shrink.endswith(" --plant-bug tail")
 
 
 def test_a_large_group_is_bisected_from_its_case_file_and_summarised_without_ids(monkeypatch):

@@ -158,6 +158,15 @@ def result_row(run_id: str, rec: Mapping, text: str | None = None) -> tuple:
     )
 
 
+def planted_bug(run: Mapping[str, Any]) -> str:
+    """The bug the run's operator was built with (`farm run --plant-bug`), from its archive's
+    name (farm/build.py archive_name): a run that tests the farm, never the operator: no
+    baseline, nothing to bisect. "" for the real operator."""
+    from farm import build
+
+    return build.bug_in_archive(str((run.get("package") or {}).get("file") or ""))
+
+
 def run_dict(row: Any) -> dict:
     """A runs row as the dict every command reads: the run's metadata, its columns over it."""
     meta = json.loads(row["meta_json"])
