@@ -14,7 +14,7 @@ import datetime as _dt
 import json
 import math
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from farm.argparsing import CommandParser, number, whole_number
 from farm.errors import StoreError, UsageError
@@ -29,6 +29,7 @@ from farm.results.compare_render import (
     to_text,
 )
 from farm.results.store import METRIC_COLUMNS, RunStore, StoreLocation, open_existing
+from farm.results.store.rows import planted_bug
 from farm.sizes import size_text
 
 
@@ -101,7 +102,7 @@ def main_runs(argv: Sequence[str] | None = None) -> int:
                 str(c["passed"]),
                 str(c["failed"]),
                 str(c["broken"]),
-                f"{r.get('package_version') or ''} {(r.get('package_sha256') or '')[:12]}".strip(),
+                package_shown(r),
                 (r.get("git_commit") or "")[:12],
                 "yes" if baselines.get(r["tier"]) == r["run_id"] else "",
             ]
@@ -124,6 +125,14 @@ def main_runs(argv: Sequence[str] | None = None) -> int:
         print("\n".join(plain_table(hdr, rows, indent="")))
     print(size.line(store.location))
     return 0
+
+
+def package_shown(run: Mapping) -> str:
+    """The package column of `farm runs`: version and hash, and a planted bug's name (a test of
+    the farm's run is told from the operator's at a glance)."""
+    shown = f"{run.get('package_version') or ''} {(run.get('package_sha256') or '')[:12]}"
+    bug = planted_bug(run)
+    return shown.strip() + (f" (planted bug {bug})" if bug else "")
 
 
 def main_prune(argv: Sequence[str] | None = None) -> int:

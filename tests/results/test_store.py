@@ -379,7 +379,7 @@ def test_interrupted_aborted_and_subset_runs_are_never_baselines(store):
     assert store.get_run(interrupted)["status"] == "interrupted"
 
 
-def test_a_run_of_a_planted_bug_is_never_a_baseline(store, monkeypatch):
+def test_a_run_of_a_planted_bug_is_never_a_baseline(store, monkeypatch, capsys):
     """`farm run --plant-bug` tests the farm: a planted bug its selection did not catch (a
     rounding bias under what is judged, a case file that misses it) passed, and became the
     baseline that later runs of the real operator were held to."""
@@ -402,6 +402,10 @@ def test_a_run_of_a_planted_bug_is_never_a_baseline(store, monkeypatch):
     with pytest.raises(UsageError, match="planted bug mid_running_sum .* a baseline must be"):
         store.set_baseline("smoke", planted)
     store.set_baseline("smoke", real)
+    assert commands.main_runs(["--store", store.location.spec]) == 0  # told apart at a glance
+    lines = {line.split()[0]: line for line in capsys.readouterr().out.splitlines()}
+    assert "(planted bug mid_running_sum)" in lines[planted]
+    assert "planted" not in lines[real]
 
 
 def test_another_machines_run_is_dead_once_its_heartbeat_is_stale(store):
