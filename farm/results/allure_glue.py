@@ -618,6 +618,7 @@ def _props_escape(s: str, key: bool = False) -> str:
 
 def environment_properties(run_meta: Mapping) -> dict[str, str]:
     from farm.build import describe
+    from farm.results.store.rows import inventory_list, planted_bug
 
     pkg = run_meta.get("package") or {}
     target = run_meta.get("target") or pkg.get("target")
@@ -628,13 +629,14 @@ def environment_properties(run_meta: Mapping) -> dict[str, str]:
         "run.cases": run_meta.get("label"),
         "package.version": run_meta.get("package_version") or pkg.get("version"),
         "package.sha256": run_meta.get("package_sha256") or pkg.get("sha256"),
+        # farm run --plant-bug: its failures are the bug's, a test of the farm
+        "package.planted_bug": planted_bug(run_meta),
         # e.g. "ascendc-cpu (the real Ascend C kernel on the CPU emulation)"
         "target": describe(target) if target else None,
         "backend": run_meta.get("backend"),
         "git.commit": run_meta.get("git_commit"),
         "farm.version": run_meta.get("farm_version"),
     }
-    from farm.results.store.rows import inventory_list
 
     for h in inventory_list(run_meta.get("inventory")):
         desc = str(h.get("soc") or "?")

@@ -534,6 +534,11 @@ def test_environment_says_what_the_target_is():
     assert props["target"] == "ascendc-cpu (the real Ascend C kernel on the CPU emulation)"
     props = glue.environment_properties({"run_id": "r", "package": {"target": "ascendc-cpu"}})
     assert props["target"] == "ascendc-cpu (the real Ascend C kernel on the CPU emulation)"
+    assert "package.planted_bug" not in props
+    # A planted bug's run (a test of the farm) says so: its failures are the bug's.
+    planted = {"file": "logsoftmaxgrad-0.1.0-ascendc-cpu-bug-tail_mod-aarch64.tar.gz"}
+    props = glue.environment_properties({"run_id": "r", "package": planted})
+    assert props["package.planted_bug"] == "tail_mod"
 
 
 def test_kernel_fault_is_a_category_of_its_own():
