@@ -159,8 +159,8 @@ def test_a_person_sees_the_triage_and_the_gate_of_the_red_run(chromium, runs, tm
     assert "--plant-bug tail" in top["rerun"] and top["shrink"].startswith(
         f"farm shrink {top['representative']} --target twin --plant-bug tail"
     )
-    # Runs 1 and 2 ran one commit (the bug is planted, not committed): nothing to bisect.
-    assert top["bisect"] == "" and "ran the same commit" in top["no_bisect"]
+    # The bug is planted, not committed: nothing to bisect, and the reason says so.
+    assert top["bisect"] == "" and "has the planted bug tail" in top["no_bisect"]
     printed = r2.output.split("triage   what the failures share:", 1)[1]
     assert f"1. {top['line']}" in printed and f"   rerun: {top['rerun']}" in printed
     assert f"   shrink: {top['shrink']}" in printed
