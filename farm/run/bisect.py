@@ -31,7 +31,6 @@ import json
 import math
 import shutil
 import subprocess
-import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -46,6 +45,7 @@ from farm.agent.errors import FarmError
 from farm.argparsing import CommandParser
 from farm.console import FarmConsole
 from farm.errors import BuildError, ConfigError, UsageError
+from farm.run import scratch
 from suites.case import Case
 
 GOOD, BAD, SKIP = "good", "bad", "skip"
@@ -304,8 +304,10 @@ def build_error_line(text: str) -> str:
 def scratch_worktree(git: Git, sha: str) -> Iterator[Path]:
     """A detached worktree of `git`'s repository at `sha` in a temporary directory, with a
     sibling build directory (yielded as <tmp>/src; <tmp>/build beside it). Removed afterwards,
-    whatever happens."""
-    tmp = Path(tempfile.mkdtemp(prefix="farm-bisect-"))
+    whatever happens; one a killed bisect left is removed first (farm/run/scratch.py), and
+    git's record of it after."""
+    scratch.sweep(scratch.BISECT)
+    tmp = scratch.make(scratch.BISECT)
     src = tmp / "src"
     try:
         git("worktree", "add", "--detach", str(src), sha)

@@ -37,7 +37,7 @@ from farm.errors import RunDirUnwritable, StoreError, UsageError
 from farm.pool import cann_build, health
 from farm.results.store import timestamps
 from farm.results.store.location import StoreLocation
-from farm.run import fault_injection, interrupts, junit_staging, outputs, prepare, run_dir
+from farm.run import fault_injection, interrupts, outputs, prepare, run_dir, scratch
 from farm.run.dispatch import NO_HOST_OF_FAMILY
 from farm.run.interrupts import interruptible, shielded
 from farm.run.leases import needs_benchmark, without_torch
@@ -213,8 +213,8 @@ def run(
         # pytest's JUnit is raw material written outside the runs directory: the run's
         # junit.xml is made from it and the records (reconcile.junit), and a full runs directory
         # cannot make pytest's writer fail inside its hooks.
-        junit_staging.sweep()
-        staging = junit_staging.make()
+        scratch.sweep(scratch.JUNIT)
+        staging = scratch.make(scratch.JUNIT)
     try:
         with run_dir.refusals_as_errors():
             plan, cases, store_path, started = _prepare(

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from farm.run import junit_staging
+from farm.run import scratch
 from suites import matrix
 from tests.e2e.conftest import REPO
 from tests.e2e.outcome_sets import disagreements
@@ -181,8 +181,8 @@ def test_a_killed_run_is_found_by_the_next_command_and_marked_aborted(tmp_path):
     assert sorted(ids) == sorted(finished)
     assert "(aborted)" in out.stdout
     # Its JUnit staging outlived it, named so that the next run removes it.
-    left = junit_staging.left_by_the_dead(tmp_path / "tmp")
-    assert [p.name.startswith(junit_staging.PREFIX) for p in left] == [True], left
+    left = scratch.left_by_the_dead(scratch.JUNIT, tmp_path / "tmp")
+    assert len(left) == 1, left
 
 
 @pytest.mark.parametrize(
