@@ -31,10 +31,11 @@ class Baselines(Runs):
             )
         if run["tier"] != tier:
             raise UsageError(f"run {run_id} is of tier {run['tier']}, not {tier}")
-        if planted_bug(run):
+        bug = planted_bug(run)
+        if bug:
             raise UsageError(
-                f"run {run_id} ran the operator with the planted bug {planted_bug(run)} (farm run "
-                "--plant-bug: a test of the farm): a baseline must be a run of the real operator"
+                f"run {run_id} ran the operator with the planted bug {bug} (farm run --plant-bug: "
+                "a test of the farm): a baseline must be a run of the real operator"
             )
         with self._tx():
             self.db.execute(
