@@ -53,30 +53,26 @@ def signal_from_inside(waiting: threading.Event, release: threading.Event):
     return run
 
 
-def test_join_takes_a_signal_given_to_the_thread_it_waits_for(stop_handler):
-    working, seen = stop_handler
-    waiting, release = threading.Event(), threading.Event()
-    run = signal_from_inside(waiting, release)
-    thread = threading.Thread(target=run, args=(working,), daemon=True)
-    thread.start()
-    try:
-        with pytest.raises(Stopped):
-            waiting.set()
-            waits.join(thread)
-    finally:
-        release.set()
-    assert seen == [True]
+def wait_for(kind: str, run, working: threading.Event, pool: ThreadPoolExecutor):
+    """The work started in a thread of its own (join) or of ``pool`` (result_of); its wait."""
+    if kind == "join":
+        thread = threading.Thread(target=run, args=(working,), daemon=True)
+        thread.start()
+        return lambda: waits.join(thread)
+    future = pool.submit(run, working)
+    return lambda: waits.result_of(future)
 
 
-def test_result_of_takes_a_signal_given_to_the_thread_it_waits_for(stop_handler):
+@pytest.mark.parametrize("kind", ["join", "result_of"])
+def test_a_wait_takes_a_signal_given_to_the_thread_it_waits_for(stop_handler, kind):
     working, seen = stop_handler
     waiting, release = threading.Event(), threading.Event()
     with ThreadPoolExecutor(1) as pool:
-        future = pool.submit(signal_from_inside(waiting, release), working)
+        wait = wait_for(kind, signal_from_inside(waiting, release), working, pool)
         try:
             with pytest.raises(Stopped):
                 waiting.set()
-                waits.result_of(future)
+                wait()
         finally:
             release.set()
     assert seen == [True]
