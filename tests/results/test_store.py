@@ -712,6 +712,29 @@ def test_a_full_disk_is_a_store_error_naming_the_path(sqlite_store, monkeypatch)
         store.add_results(run_id, [record("a")])
 
 
+def test_a_sound_store_that_refuses_a_write_is_never_sent_to_a_backup(tmp_path):
+    """A store another process holds the write lock of (a prune's VACUUM) and a run id given
+    twice were both "move it aside and restore it from a backup": a sound store, and what it
+    held, given up for an older copy. Each line says what is wrong and the fix."""
+    path = tmp_path / "farm.sqlite"
+    with RunStore(path) as store:
+        run_id = store.begin_run(RUN_META)
+        with pytest.raises(StoreError, match="already .*run this again") as twice:
+            store.begin_run({**RUN_META, "run_id": run_id})
+        holder = sqlite3.connect(path, isolation_level=None)
+        holder.execute("BEGIN IMMEDIATE")
+        try:
+            store.db.conn.execute("PRAGMA busy_timeout=50")  # the store waits 60 s by default
+            with pytest.raises(StoreError, match="another process holds its write lock") as held:
+                store.finish_run(run_id, 0)
+        finally:
+            holder.rollback()
+            holder.close()
+        store.finish_run(run_id, 0)
+    assert "backup" not in str(twice.value) and "backup" not in str(held.value)
+    assert f"fuser {path}" in str(held.value)
+
+
 def test_a_really_full_disk_is_a_store_error_and_nothing_half_written(tmp_path):
     """A tmpfs of 512 KiB in a private mount namespace, filled: writing results fails with one
     StoreError naming the store and the fix, and the run's earlier results are intact. As root

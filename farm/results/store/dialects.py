@@ -45,6 +45,8 @@ class Row(tuple):
 
 def _fix_for(text: str, location: StoreLocation) -> str:
     low = text.lower()
+    if "unique constraint" in low:  # the store is sound: what it holds must not be given up
+        return "it holds a row of that key already (two runs given one id at once): run this again"
     if location.kind == POSTGRESQL:
         if "permission denied" in low or "read-only" in low:
             return "this role may only read: use a role that may write for farm run"
@@ -60,6 +62,17 @@ def _fix_for(text: str, location: StoreLocation) -> str:
         )
     if "readonly" in low or "read-only" in low:
         return "fix its permissions or set FARM_STORE to a writable copy"
+    # The store is sound in these too: restoring it from a backup would lose what it holds.
+    if "locked" in low or "busy" in low:
+        return (
+            "another process holds its write lock (a `farm runs prune` rewriting it, a farm "
+            f"command stopped with Ctrl-Z; `fuser {location.path}` names it): let it end, then "
+            "run this again"
+        )
+    if "unable to open" in low:
+        return "check that its directory exists and may be written, or set FARM_STORE elsewhere"
+    if "disk i/o" in low:
+        return "the disk failed a read or a write: check the disk (dmesg), then run this again"
     return "move it aside and restore it from a backup"
 
 
