@@ -735,6 +735,33 @@ def test_a_sound_store_that_refuses_a_write_is_never_sent_to_a_backup(tmp_path):
     assert f"fuser {path}" in str(held.value)
 
 
+def test_a_store_held_by_another_process_is_not_unreadable_at_its_check(tmp_path, monkeypatch):
+    """The check before a command reads the store read-only; one held exclusively by another
+    process was "cannot be read (database is locked): move it aside and restore it"."""
+    from farm.results.store import checks
+
+    path = tmp_path / "farm.sqlite"
+    with RunStore(path) as store:
+        store.begin_run(RUN_META)
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("PRAGMA locking_mode=EXCLUSIVE")
+    holder.execute("BEGIN EXCLUSIVE")
+    connect = sqlite3.connect
+    monkeypatch.setattr(
+        checks.sqlite3, "connect", lambda *a, **k: connect(*a, **{**k, "timeout": 0.05})
+    )
+    monkeypatch.setattr(checks, "_trusted", lambda *a: False)  # read it now, as on first sight
+    try:
+        with pytest.raises(
+            StoreError, match="cannot be read .*locked.*another process holds"
+        ) as err:
+            checks.check_store(path, create=False)
+    finally:
+        holder.rollback()
+        holder.close()
+    assert "backup" not in str(err.value)
+
+
 def test_a_really_full_disk_is_a_store_error_and_nothing_half_written(tmp_path):
     """A tmpfs of 512 KiB in a private mount namespace, filled: writing results fails with one
     StoreError naming the store and the fix, and the run's earlier results are intact. As root

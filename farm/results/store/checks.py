@@ -28,7 +28,7 @@ from pathlib import Path
 
 from farm import waits
 from farm.errors import StoreError
-from farm.results.store.dialects import PostgresDatabase
+from farm.results.store.dialects import PostgresDatabase, sqlite_fix
 from farm.results.store.location import SQLITE, StoreLocation, store_location
 from farm.results.store.schema import SCHEMA_VERSION, newer_than_farm
 
@@ -171,8 +171,8 @@ def closed_by_this_process(path: Path) -> None:
     _keep_record(path, stat, record[1])
 
 
-def _unreadable(where: str, exc: sqlite3.DatabaseError) -> StoreError:
-    return StoreError(f"{where} cannot be read ({exc}): move it aside and restore it from a backup")
+def _unreadable(where: str, exc: sqlite3.DatabaseError, path: Path) -> StoreError:
+    return StoreError(f"{where} cannot be read ({exc}): {sqlite_fix(str(exc), path)}")
 
 
 def _unsound(where: str, status: str) -> StoreError:
@@ -195,7 +195,7 @@ def _scan(path: Path, where: str, stat: os.stat_result, pending: PendingScan) ->
         if status != "ok":
             pending.error = _unsound(where, status)
     except sqlite3.DatabaseError as exc:
-        pending.error = _unreadable(where, exc)
+        pending.error = _unreadable(where, exc, path)
     if pending.error is None:
         _keep_record(path, stat, time.time())
 
@@ -258,7 +258,7 @@ def _check_sqlite(location: StoreLocation, create: bool, scan_later: bool = Fals
         finally:
             db.close()
     except sqlite3.DatabaseError as exc:
-        raise _unreadable(where, exc) from None
+        raise _unreadable(where, exc, p) from None
     if status != "ok":
         raise _unsound(where, status)
     if version > SCHEMA_VERSION:

@@ -62,12 +62,19 @@ def _fix_for(text: str, location: StoreLocation) -> str:
         )
     if "readonly" in low or "read-only" in low:
         return "fix its permissions or set FARM_STORE to a writable copy"
-    # The store is sound in these too: restoring it from a backup would lose what it holds.
+    return sqlite_fix(text, location.path)
+
+
+def sqlite_fix(text: str, path: os.PathLike | str | None) -> str:
+    """The fix of a SQLite store's error ``text``: a backup only for a damaged file. The store
+    is sound when another process holds it, or the disk or the path failed: restoring it from
+    a backup would give up what it holds for an older copy."""
+    low = text.lower()
     if "locked" in low or "busy" in low:
         return (
             "another process holds its write lock (a `farm runs prune` rewriting it, a farm "
-            f"command stopped with Ctrl-Z; `fuser {location.path}` names it): let it end, then "
-            "run this again"
+            f"command stopped with Ctrl-Z; `fuser {path}` names it): let it end, then run this "
+            "again"
         )
     if "unable to open" in low:
         return "check that its directory exists and may be written, or set FARM_STORE elsewhere"
