@@ -14,6 +14,7 @@ import contextlib
 import datetime as _dt
 import os
 import re
+import shlex
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
@@ -73,8 +74,8 @@ def sqlite_fix(text: str, path: os.PathLike | str | None) -> str:
     if "locked" in low or "busy" in low:
         return (
             "another process holds its write lock (a `farm runs prune` rewriting it, a farm "
-            f"command stopped with Ctrl-Z; `fuser {path}` names it): let it end, then run this "
-            "again"
+            f"command stopped with Ctrl-Z; `fuser {shlex.quote(str(path))}` names it): let it "
+            "end, then run this again"
         )
     if "unable to open" in low:
         return "check that its directory exists and may be written, or set FARM_STORE elsewhere"
