@@ -735,6 +735,28 @@ def test_a_sound_store_that_refuses_a_write_is_never_sent_to_a_backup(tmp_path):
     assert f"fuser {path}" in str(held.value)
 
 
+@pytest.mark.parametrize(
+    "error, fix",
+    [
+        ("deadlock detected", "another runner's transaction held what this one needed"),
+        ("could not serialize access due to concurrent update", "another runner's transaction"),
+        ('could not obtain lock on row in relation "runs"', "another runner's transaction"),
+        ('duplicate key value violates unique constraint "runs_pkey"', "run this again"),
+        ("could not connect to server: Connection refused", "check that the server is up"),
+        ('password authentication failed for user "ci"', "check the user and password"),
+    ],
+)
+def test_a_shared_stores_errors_name_their_fix(error, fix):
+    """A deadlock or a serialization failure between two runners' transactions said "check
+    that the server is up" (its "could not"), where running the command again is the fix."""
+    from farm.results.store import store_location
+    from farm.results.store.dialects import store_error
+
+    line = str(store_error(store_location("postgresql://ci@db.example/farm"), Exception(error)))
+    said = f"run store postgresql://ci@db.example/farm: {error}: "
+    assert line.startswith(said) and fix in line[len(said) :]
+
+
 def test_a_store_held_by_another_process_is_not_unreadable_at_its_check(tmp_path, monkeypatch):
     """The check before a command reads the store read-only; one held exclusively by another
     process was "cannot be read (database is locked): move it aside and restore it"."""

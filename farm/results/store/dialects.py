@@ -53,6 +53,8 @@ def _fix_for(text: str, location: StoreLocation) -> str:
             return "this role may only read: use a role that may write for farm run"
         if "password authentication" in low or "no password" in low:
             return "check the user and password in FARM_STORE (the CI secret)"
+        if any(w in low for w in ("deadlock", "could not serialize", "could not obtain lock")):
+            return "another runner's transaction held what this one needed: run this again"
         if "connection" in low or "could not" in low or "timeout" in low:
             return "check that the server is up and FARM_STORE names it"
         return "see the server's log"
