@@ -85,15 +85,25 @@ def output_gone() -> None:
 
 
 @contextlib.contextmanager
-def _handling(handler: Callable[[int, Any], None]) -> Iterator[None]:
+def _caught(handler: Callable[[int, Any], None]) -> Iterator[None]:
+    """``handler`` for the stop signals (catch) while the block runs, the previous ones after."""
     old = catch(handler)
-    _handlers.append(handler)
     try:
         yield
     finally:
-        _handlers.remove(handler)
         for s, previous in old.items():
             signal.signal(s, previous)
+
+
+@contextlib.contextmanager
+def _handling(handler: Callable[[int, Any], None]) -> Iterator[None]:
+    """_caught, and ``handler`` is also what output_gone calls."""
+    with _caught(handler):
+        _handlers.append(handler)
+        try:
+            yield
+        finally:
+            _handlers.remove(handler)
 
 
 @contextlib.contextmanager
@@ -115,12 +125,8 @@ def stopping() -> Iterator[list[int]]:
         received.append(signum)
         raise KeyboardInterrupt
 
-    old = catch(stop)
-    try:
+    with _caught(stop):  # not _handling: outside run and bisect a closed pipe is exit 141 alone
         yield received
-    finally:
-        for s, previous in old.items():
-            signal.signal(s, previous)
 
 
 @contextlib.contextmanager

@@ -15,6 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from farm import waits
+from tests.requirements import need
 
 
 class Stopped(Exception):
@@ -24,8 +25,10 @@ class Stopped(Exception):
 @pytest.fixture
 def stop_handler():
     """SIGUSR1's handler raises Stopped, having noted whether the work was still going."""
-    if threading.current_thread() is not threading.main_thread():
-        pytest.skip("signal handlers are the main thread's")
+    need(
+        threading.current_thread() is threading.main_thread(),
+        "the main thread (signal handlers are its own)",
+    )
     working = threading.Event()
     seen: list[bool] = []
 
