@@ -49,6 +49,7 @@ DEPENDS_ON = {
     "axes_span": ("expected_reason", None),  # a rejection (axes not consecutive) accepted
     "tail_mod": ("full_last_chunk", True),  # a row of whole blocks gets a last chunk of 0
     "d2_two_as_tail": ("d2", None),  # d2 == 2 reduced as REDUCE_TAIL's rows
+    "empty_out_unchecked": ("expected_reason", None),  # an empty out's rejection accepted
 }
 # The two files' bugs: those whose failures the judge finds in the numbers (test_triage.py), and
 # those the emulated device stops or the host code makes (test_triage_faults_and_host.py).

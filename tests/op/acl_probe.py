@@ -81,6 +81,25 @@ def operator_call(rows: int = 4, cols: int = 8):
     return tensors, buffers, ws.value, ex
 
 
+def bind(lib, name: str, restype, *argtypes):
+    fn = getattr(lib, name)
+    fn.restype, fn.argtypes = restype, list(argtypes)
+    return fn
+
+
+VP, U64P = ctypes.c_void_p, ctypes.POINTER(ctypes.c_uint64)
+OPAPI = ctypes.CDLL(str(Path(LIBS.directory) / api.LIB_FILES["opapi"]), mode=ctypes.RTLD_GLOBAL)
+COPY_WS = bind(OPAPI, "aclnnInplaceCopyGetWorkspaceSize", ctypes.c_int32, VP, VP, U64P, VP)
+COPY = bind(OPAPI, "aclnnInplaceCopy", ctypes.c_int32, VP, ctypes.c_uint64, VP, VP)
+REPEATABLE = bind(NN, "aclSetAclOpExecutorRepeatable", ctypes.c_int32, VP)
+DESTROY_EXECUTOR = bind(NN, "aclDestroyAclOpExecutor", ctypes.c_int32, VP)
+GENERATED_WS = bind(
+    OP, "aclnnLogSoftmaxGradGetWorkspaceSize", ctypes.c_int32, VP, VP, VP, VP, U64P, VP
+)
+OP_RUN = bind(OP, "aclnnLogSoftmaxGrad", ctypes.c_int32, VP, ctypes.c_uint64, VP, VP)
+INT_ARRAY = bind(NN, "aclCreateIntArray", VP, ctypes.POINTER(ctypes.c_int64), ctypes.c_uint64)
+
+
 def stream() -> ctypes.c_void_p:
     s = ctypes.c_void_p()
     assert ACL.aclrtCreateStream(ctypes.byref(s)) == 0, said()
@@ -198,6 +217,89 @@ def a_whole_call_leaves_nothing():
     assert ACL.aclrtDestroyStream(s) == 0
     assert ACL.aclrtResetDevice(0) == 0, said()
     return {"out": list(out), "finalize": ACL.aclFinalize(), "message": said()}
+
+
+def strided_copy_asks_for_workspace():
+    """CANN's aclnnInplaceCopy makes a strided source contiguous in its workspace first."""
+    start()
+    s = stream()
+    src = to_device(array.array("f", range(12)))  # a (3, 4) storage; its transpose is (4, 3)
+    dst = malloc(48)
+    strided = tensor((4, 3), (1, 4), (12,), src)
+    dense = tensor((4, 3), (3, 1), (12,), dst)
+    sizes = {}
+    for name, (to, frm) in {"strided": (dense, strided), "contiguous": (strided, dense)}.items():
+        ws, ex = ctypes.c_uint64(), ctypes.c_void_p()
+        assert COPY_WS(to, frm, ctypes.byref(ws), ctypes.byref(ex)) == 0, said()
+        sizes[name] = ws.value
+        if name == "contiguous":  # not run: released as CANN documents it
+            assert REPEATABLE(ex) == 0 and DESTROY_EXECUTOR(ex) == 0, said()
+            continue
+        short = COPY(malloc(16), 16, ex, s)  # less than it asked for: refused, executor kept
+        short_said = said()
+        workspace = malloc(ws.value)
+        assert COPY(workspace, ws.value, ex, s) == 0, said()
+    assert ACL.aclrtSynchronizeStream(s) == 0, said()
+    back = array.array("f", [0.0] * 12)
+    address, _ = back.buffer_info()
+    assert ACL.aclrtMemcpy(address, 48, dst, 48, api.ACL_MEMCPY_DEVICE_TO_HOST) == 0, said()
+    return {**sizes, "short": short, "short_message": short_said, "copied": list(back)}
+
+
+def recent_error_gets_and_clears():
+    """A refusal of the operator's aclnn layer arrives through nnopbase's error channel, once."""
+    start()
+    buffers = [to_device(floats(12)) for _ in range(3)]
+    dy, y = (tensor((3, 4), (4, 1), (12,), b) for b in buffers[:2])
+    out = tensor((4, 3), (3, 1), (12,), buffers[2])  # the wrong shape
+    ws, ex = ctypes.c_uint64(), ctypes.c_void_p()
+    status = OP.aclnnLogSoftmaxBackwardGetWorkspaceSize(
+        dy, y, -1, out, ctypes.byref(ws), ctypes.byref(ex)
+    )
+    first, second = said(), said()
+    return {"status": status, "first": first, "second": second}
+
+
+def executor_lifetime():
+    """An unrun executor is released only once made repeatable; a repeatable one runs again."""
+    start()
+    s = stream()
+    buffers = [to_device(floats(8, v)) for v in (0.25, -2.0, 0.0)]
+    tensors = [tensor((2, 4), (4, 1), (8,), b) for b in buffers]
+    axes = INT_ARRAY(int64s(-1), 1)
+    seen = {}
+    ws, ex = ctypes.c_uint64(), ctypes.c_void_p()
+    assert GENERATED_WS(*tensors[:2], axes, tensors[2], ctypes.byref(ws), ctypes.byref(ex)) == 0
+    seen["destroy_unrun"] = DESTROY_EXECUTOR(ex)
+    seen["destroy_message"] = said()
+    seen["repeatable"] = REPEATABLE(ex)
+    workspace = malloc(ws.value)
+    seen["runs"] = [OP_RUN(workspace, ws.value, ex, s) for _ in range(2)]
+    assert ACL.aclrtSynchronizeStream(s) == 0, said()
+    seen["destroy_repeatable"] = DESTROY_EXECUTOR(ex)
+    seen["destroy_again"] = DESTROY_EXECUTOR(ex)
+    return seen
+
+
+def empty_out_of_the_wrong_shape():
+    """An empty out is checked: the OpDef asks CANN to tile (and launch) for empty outputs."""
+    start()
+    s = stream()
+    p = malloc(64)
+    dy, y = (tensor((0, 3), (3, 1), (1,), p) for _ in range(2))
+    out = tensor((0, 4), (4, 1), (1,), p)
+    seen = {}
+    for name, o in (("wrong", out), ("right", tensor((0, 3), (3, 1), (1,), p))):
+        ws, ex = ctypes.c_uint64(), ctypes.c_void_p()
+        seen[name] = OP.aclnnLogSoftmaxBackwardGetWorkspaceSize(
+            dy, y, -1, o, ctypes.byref(ws), ctypes.byref(ex)
+        )
+        seen[name + "_message"] = said()
+        if seen[name] == 0:
+            workspace = malloc(ws.value) if ws.value else None
+            seen["ran"] = OP.aclnnLogSoftmaxBackward(workspace, ws.value, ex, s)
+            seen["synced"] = ACL.aclrtSynchronizeStream(s)
+    return seen
 
 
 if __name__ == "__main__":

@@ -109,6 +109,49 @@ def test_a_whole_call_computes_and_leaves_nothing_behind(acl_lib_dir):
     assert all(abs(v - want) < 1e-6 for v in seen["out"]), seen["out"]
 
 
+def test_a_strided_copy_asks_for_the_workspace_cann_s_contiguous_step_takes(acl_lib_dir):
+    """ops-math aclnn_copy.cpp: a non-contiguous source is made contiguous in the executor's
+    workspace first; a contiguous one needs none. Less than asked is refused, and the copy
+    transposes through the workspace."""
+    seen, done = probe(acl_lib_dir, "strided_copy_asks_for_workspace")
+    assert (seen.get("strided"), seen.get("contiguous")) == (512, 0), (seen, done.stderr)
+    assert seen["short"] == 161002
+    assert seen["short_message"] == "aclnnInplaceCopy: workspace of 16 bytes, phase one asked for 512"
+    assert seen["copied"] == [0.0, 4.0, 8.0, 1.0, 5.0, 9.0, 2.0, 6.0, 10.0, 3.0, 7.0, 11.0]
+
+
+def test_the_layer_s_refusal_arrives_through_nnopbase_s_channel_and_is_read_once(acl_lib_dir):
+    """aclGetRecentErrMsg gets and clears; the operator's aclnn layer reports as CANN's own
+    operators do (OP_LOGE's ReportErrorMessageInner: a parameter error under EZ1001)."""
+    seen, done = probe(acl_lib_dir, "recent_error_gets_and_clears")
+    assert seen.get("status") == 161002, (seen, done.stderr)
+    assert seen["first"].startswith("EZ1001: LogSoftmaxGrad: status 161002 (reason 4): out ")
+    assert seen["first"].endswith("[aclnnLogSoftmaxBackward]")
+    assert seen["second"] == ""
+    assert "LogSoftmaxGrad" not in done.stderr  # nothing of it went to the log instead
+
+
+def test_an_executor_lives_as_cann_s_do(acl_lib_dir):
+    """Phase two releases an executor unless it was made repeatable; aclDestroyAclOpExecutor is
+    for repeatable ones only (and once)."""
+    seen, done = probe(acl_lib_dir, "executor_lifetime")
+    assert seen.get("destroy_unrun") == 161002, (seen, done.stderr)
+    assert "is not repeatable: phase two releases it" in seen["destroy_message"]
+    assert seen["repeatable"] == 0 and seen["runs"] == [0, 0]
+    assert (seen["destroy_repeatable"], seen["destroy_again"]) == (0, 161002)
+
+
+def test_an_empty_out_of_the_wrong_shape_is_refused_and_a_right_one_runs(acl_lib_dir):
+    """CANN's generated entry skips the tiling function for empty outputs unless the OpDef asks
+    otherwise (indv_executor.cpp); the operator asks, so its checks see an empty out too."""
+    seen, done = probe(acl_lib_dir, "empty_out_of_the_wrong_shape")
+    assert seen.get("wrong") == 161002, (seen, done.stderr)
+    assert "out (gradInput) shape [0, 4] differs from gradOutput (dy) shape [0, 3]" in (
+        seen["wrong_message"]
+    )
+    assert (seen["right"], seen["ran"], seen["synced"]) == (0, 0, 0)
+
+
 @pytest.mark.parametrize("soc", ["Ascend910B1", "Ascend310B1"])
 def test_the_aclnn_example_builds_against_the_genuine_headers_and_passes(acl_lib_dir, soc):
     """op/ascendc/examples/test_aclnn_log_softmax_grad.cpp, the seed's interface as the seed calls

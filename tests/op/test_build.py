@@ -335,3 +335,30 @@ def test_ascend_target_packs_the_real_sources_and_says_what_it_exports(tmp_path,
     assert manifest["acl"]["runtime"] == "cann"
     assert manifest["acl"]["installer"] == "custom_opp_fake.run"
     assert "aclnnLogSoftmaxBackwardGetWorkspaceSize" in manifest["acl"]["exports"]
+
+
+def test_the_kernel_compiles_for_each_compute_unit_and_an_unguarded_kernel_type_does_not(tmp_path):
+    """Atlas 200I/500 A2 (__NPU_ARCH__ 3002) does not support KERNEL_TASK_TYPE_DEFAULT (asc-devkit
+    "设置Kernel类型"): the kernel guards it, and the build compiles the kernel per compute unit
+    (op/CMakeLists.txt) so that a kernel that does not fails here rather than on CANN."""
+    op = build.OP_DIR
+    kernel = (op / "ascendc" / "op_kernel" / "log_softmax_grad.cpp").read_text()
+
+    def compile_for(arch: int, text: str) -> subprocess.CompletedProcess:
+        source = tmp_path / f"kernel_{arch}.cpp"
+        source.write_text(text)
+        argv = ["g++", "-std=c++17", "-fsyntax-only", f"-D__NPU_ARCH__={arch}"]
+        argv += ["-DDTYPE_GRAD_OUTPUT=float", '-DEMU_TILING_HEADER="log_softmax_grad_tiling.h"']
+        for d in ("ascendc_cpu/include", "ascendc/op_host", "tiling"):
+            argv.append(f"-I{op / d}")
+        return subprocess.run([*argv, str(source)], capture_output=True, text=True, timeout=120)
+
+    for arch in (2201, 3002):
+        done = compile_for(arch, kernel)
+        assert done.returncode == 0, done.stderr
+    guard = "#if defined(__NPU_ARCH__) && __NPU_ARCH__ == 2201\n"
+    assert kernel.count(guard) == 1
+    unguarded = compile_for(3002, kernel.replace(guard, "#if 1\n"))
+    assert unguarded.returncode != 0
+    assert "KERNEL_TASK_TYPE_DEFAULT is not supported on Atlas 200I/500 A2" in unguarded.stderr
+    assert compile_for(2201, kernel.replace(guard, "#if 1\n")).returncode == 0

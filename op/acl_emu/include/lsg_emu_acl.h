@@ -27,8 +27,10 @@ struct Range {
     size_t bytes;
 };
 
-// Sets the message aclGetRecentErrMsg returns on this thread and returns `status`.
+// Adds `message` to what aclGetRecentErrMsg returns next on this thread and returns `status`.
 LSG_EMU_API int32_t fail(int32_t status, const std::string& message);
+// Adds a line to what aclGetRecentErrMsg returns next on this thread (it gets and clears them).
+LSG_EMU_API void report(const std::string& line);
 
 // "" when [data, data + bytes) lies inside one live device buffer of the current device, else why
 // not (names the address, and the buffer it is in or was in).

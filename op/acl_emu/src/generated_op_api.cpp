@@ -11,6 +11,12 @@
 // device (emu::launch) when the stream is synchronised, reading the tensors' device memory and
 // the caller's workspace as the kernel's workspace.
 //
+// As nnopbase does (src/nnopbase/individual_op/executor/indv_executor.cpp: NnopbaseExecutorMatchCache,
+// NnopbaseSkipKernelLaunch): when every output is empty, the dtypes are still checked against the
+// registration, but the tiling function runs, and the kernel launches, only if the OpDef asked for
+// it (AICore().LaunchWithZeroEleOutputTensors(true)); otherwise the call succeeds with workspace 0.
+// With the flag, the kernel launches over the empty tensors, as on a device.
+//
 // Stricter than CANN, which may accept views here: the tensors must be contiguous (the operator's
 // aclnn layer, op/ascendc/op_api, makes them so) and their data device memory of this device.
 #include <algorithm>
@@ -92,6 +98,12 @@ aclnnStatus aclnnLogSoftmaxGradGetWorkspaceSize(const aclTensor* gradOutput,
                                                   " is not in the operator's SoC table");
     v = lsg::acpu::check_registration(call, *soc);
     if (!v.ok()) return refuse(ACLNN_ERR_PARAM_INVALID, v);
+    if (lsg_emu::numel(call.out.shape) == 0 && !lsg::acpu::launches_with_empty_outputs()) {
+        *executor = lsg_emu::make_executor(kApi, 0, [](void*, uint64_t, aclrtStream) -> int32_t {
+            return ACLNN_SUCCESS;  // nothing is tiled or launched
+        });
+        return ACLNN_SUCCESS;
+    }
     auto host = std::make_shared<lsg::acpu::HostTiling>(lsg::acpu::run_tiling(call, *soc));
     if (!host->ok) {
         if (host->reported) return refuse(ACLNN_ERR_INNER_TILING_ERROR, host->rejection);
@@ -99,8 +111,6 @@ aclnnStatus aclnnLogSoftmaxGradGetWorkspaceSize(const aclTensor* gradOutput,
     }
     uint64_t workspace = 0;
     for (uint64_t w : host->workspaces) workspace += w;
-    const bool empty = lsg_emu::numel(call.dy.shape) == 0;
-    if (empty) workspace = 0;  // nothing is launched
     const emu::Soc device{soc->name, soc->vector_cores, soc->ub_bytes, soc->block_bytes,
                           soc->bf16_cast};
     const emu::KernelFn kernel = lsg::acpu::kernel_for(call.dy.dtype);
@@ -108,8 +118,7 @@ aclnnStatus aclnnLogSoftmaxGradGetWorkspaceSize(const aclTensor* gradOutput,
     *workspaceSize = workspace;
     *executor = lsg_emu::make_executor(
         kApi, workspace,
-        [host, device, kernel, dy, y, out, empty](void* ws, uint64_t, aclrtStream stream) -> int32_t {
-            if (empty) return ACLNN_SUCCESS;  // the generated layer returns before the kernel
+        [host, device, kernel, dy, y, out](void* ws, uint64_t, aclrtStream stream) -> int32_t {
             if (!kernel)
                 return lsg_emu::fail(ACLNN_ERR_INNER, std::string(kApi) + ": no kernel for dtype " +
                                                           std::to_string(dy.dtype));
@@ -119,6 +128,7 @@ aclnnStatus aclnnLogSoftmaxGradGetWorkspaceSize(const aclTensor* gradOutput,
             const std::pair<lsg_emu::Range, const char*> used[] = {
                 {r_dy, "gradOutput"}, {r_y, "output"}, {r_out, "gradInput"}};
             for (const auto& [range, name] : used) {
+                if (range.bytes == 0) continue;  // an empty tensor's data is never reached
                 const std::string where = lsg_emu::device_range(range.data, range.bytes);
                 if (!where.empty())
                     return lsg_emu::fail(ACLNN_ERR_PARAM_INVALID,

@@ -5,7 +5,19 @@
 // Strict where CANN would go on with a corrupt state: a view that reaches outside its storage is
 // refused at aclCreateTensor (nullptr, and aclGetRecentErrMsg says why); a destroyed tensor or
 // array is remembered, so a use after destroy or a second destroy is an error naming it, not a
-// read of freed memory; an executor runs once.
+// read of freed memory.
+//
+// Executors live as CANN's do (nnopbase, include/nnopbase/aclnn/acl_meta.h and the aclnn API
+// docs, "aclSetAclOpExecutorRepeatable" / "aclDestroyAclOpExecutor"): phase two runs an executor
+// and releases it, unless aclSetAclOpExecutorRepeatable made it repeatable, when it may run again
+// and is released by aclDestroyAclOpExecutor.  The docs pair aclDestroyAclOpExecutor with
+// repeatable executors only: destroying one that is not is refused here (stricter than current
+// opbase, which deletes it: an older CANN is not known to).
+//
+// ReportErrorMessageInner is nnopbase's error channel (opdev/op_log.h: what OP_LOGE reports
+// through, src/nnopbase/composite_op/log/op_error_manager.cpp): the message, cut to 1023 bytes as
+// CANN's buffer cuts it, under its error code, is what aclGetRecentErrMsg returns next.
+#include <cstdarg>
 #include <cstdio>
 #include <deque>
 #include <mutex>
@@ -32,6 +44,7 @@ struct aclOpExecutor {
     std::string api;
     uint64_t workspace;
     lsg_emu::Launch launch;
+    bool repeatable = false;  // aclSetAclOpExecutorRepeatable: runs again, freed by its destroy
 };
 
 namespace {
@@ -181,7 +194,7 @@ const std::vector<int64_t>* int_array_values(const aclIntArray* array, const cha
 }
 
 aclOpExecutor* make_executor(const std::string& api, uint64_t workspace_size, Launch launch) {
-    auto* e = new aclOpExecutor{kLive, api, workspace_size, std::move(launch)};
+    auto* e = new aclOpExecutor{kLive, api, workspace_size, std::move(launch), false};
     Registry& r = reg();
     std::lock_guard<std::mutex> g(r.mu);
     r.live.insert(e);
@@ -207,6 +220,7 @@ int32_t run_executor(const std::string& api, aclOpExecutor* executor, void* work
         if (!where.empty())
             return fail(ACLNN_ERR_PARAM_INVALID, api + ": workspace " + where);
     }
+    if (executor->repeatable) return executor->launch(workspace, workspace_size, stream);
     const Launch launch = std::move(executor->launch);
     {
         Registry& r = reg();
@@ -346,15 +360,6 @@ aclnnStatus aclGetFormat(const aclTensor* tensor, aclFormat* format) {
     return ACLNN_SUCCESS;
 }
 
-aclnnStatus aclGetRawTensorAddr(const aclTensor* tensor, void** addr) {
-    aclnnStatus s;
-    const auto* t = getter(tensor, "aclGetRawTensorAddr", &s);
-    if (!t) return s;
-    if (!addr) return lsg_emu::fail(ACLNN_ERR_PARAM_NULLPTR, "aclGetRawTensorAddr: addr is NULL");
-    *addr = t->data;
-    return ACLNN_SUCCESS;
-}
-
 aclnnStatus aclGetIntArraySize(const aclIntArray* array, uint64_t* size) {
     if (!array || !size)
         return lsg_emu::fail(ACLNN_ERR_PARAM_NULLPTR, "aclGetIntArraySize: array or size is NULL");
@@ -365,16 +370,46 @@ aclnnStatus aclGetIntArraySize(const aclIntArray* array, uint64_t* size) {
     return ACLNN_SUCCESS;
 }
 
+aclnnStatus aclSetAclOpExecutorRepeatable(aclOpExecutor* executor) {
+    if (!executor)
+        return lsg_emu::fail(ACLNN_ERR_PARAM_NULLPTR, "aclSetAclOpExecutorRepeatable: executor is NULL");
+    std::string why;
+    if (!live(executor, "aclSetAclOpExecutorRepeatable", "executor", &why))
+        return lsg_emu::fail(ACLNN_ERR_PARAM_INVALID, why);
+    executor->repeatable = true;
+    return ACLNN_SUCCESS;
+}
+
 aclnnStatus aclDestroyAclOpExecutor(aclOpExecutor* executor) {
     if (!executor) return ACLNN_SUCCESS;
     std::string why;
     if (!live(executor, "aclDestroyAclOpExecutor", "executor", &why))
         return lsg_emu::fail(ACLNN_ERR_PARAM_INVALID, why);
+    if (!executor->repeatable)
+        return lsg_emu::fail(ACLNN_ERR_PARAM_INVALID,
+                             "aclDestroyAclOpExecutor: executor " + hex(executor) + " of " +
+                                 executor->api +
+                                 " is not repeatable: phase two releases it; destroy only an "
+                                 "executor made repeatable (aclSetAclOpExecutorRepeatable)");
     Registry& r = reg();
     std::lock_guard<std::mutex> g(r.mu);
     bury(r, executor);
     return ACLNN_SUCCESS;
 }
+
+}  // extern "C"
+
+// Declared by CANN's opdev/op_log.h (C++ linkage); exported by libnnopbase.
+LSG_EMU_API void ReportErrorMessageInner(const std::string& code, const char* fmt, ...) {
+    char buf[1024];
+    va_list args;
+    va_start(args, fmt);
+    std::vsnprintf(buf, sizeof buf, fmt, args);
+    va_end(args);
+    lsg_emu::report(code + ": " + buf);
+}
+
+extern "C" {
 
 const char* lsg_emu_acl_take_tensor_log(void) {
     Registry& r = reg();

@@ -45,7 +45,10 @@ std::string hex(const void* p) {
 
 std::string bytes_text(size_t n) { return std::to_string(n) + " bytes"; }
 
-thread_local std::string t_error;     // what aclGetRecentErrMsg returns next
+// The thread's error messages since aclGetRecentErrMsg last read them, a line each: CANN's error
+// manager keeps every message reported on the thread until aclGetRecentErrMsg gets and clears them
+// (hicann/runtime docs/zh/api_ref/13_exception_handling.md).
+thread_local std::string t_error;
 thread_local std::string t_returned;  // what it returned last (the pointer stays valid)
 thread_local int32_t t_device = -1;
 
@@ -333,8 +336,13 @@ size_t env_size(const char* name, size_t fallback) {
 namespace lsg_emu {
 
 int32_t fail(int32_t status, const std::string& message) {
-    t_error = message;
+    report(message);
     return status;
+}
+
+void report(const std::string& line) {
+    if (!t_error.empty()) t_error += '\n';
+    t_error += line;
 }
 
 std::string device_range(const void* data, size_t bytes) {
@@ -801,12 +809,3 @@ aclError aclrtEventElapsedTime(float* ms, aclrtEvent startEvent, aclrtEvent endE
 
 }  // extern "C"
 
-extern "C" {
-
-// How the operator's aclnn layer sets the recent error message on this runtime (a device's
-// layer logs it instead: op/ascendc/op_api).
-LSG_EMU_API void lsg_emu_acl_report(int32_t status, const char* message) {
-    lsg_emu::fail(status, message ? message : "");
-}
-
-}  // extern "C"

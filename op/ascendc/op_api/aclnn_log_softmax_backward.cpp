@@ -12,9 +12,14 @@
 // the generated entry refuses gets the contract's status and reason (lsg::op_api::after_refusal).
 //
 // Views that are not contiguous are copied into the workspace (aclnnInplaceCopy) and out is copied
-// back; phase one asks the generated entry for its workspace with contiguous stand-ins, phase two
+// back; phase one asks the generated entry and each copy for their workspace with contiguous
+// stand-ins (CANN's copy makes a strided source contiguous in its own workspace first), phase two
 // asks again with the workspace's addresses and runs the copies, the kernel and the copy back, in
-// that order, on the caller's stream.
+// that order, on the caller's stream.  An executor this layer asked for and does not run is made
+// repeatable, then destroyed: the only release of an unrun executor CANN documents.
+//
+// Errors go where CANN's own operators put theirs: nnopbase's error channel (OP_LOGE's
+// ReportErrorMessageInner, opdev/op_log.h), which the caller reads with aclGetRecentErrMsg.
 #include "aclnn_log_softmax_backward.h"
 
 #include <cstdio>
@@ -30,8 +35,9 @@
 #include "log_softmax_backward_checks.h"
 #include "tiling.h"
 
-// The emulated runtime's error message setter; absent on a device, where the message is logged.
-extern "C" void lsg_emu_acl_report(int32_t status, const char* message) __attribute__((weak));
+// nnopbase's error channel, as CANN's opdev/op_log.h declares it (OP_LOGE reports through it):
+// the message is what aclGetRecentErrMsg returns next, under the error code.
+void ReportErrorMessageInner(const std::string& code, const char* fmt, ...);
 
 namespace {
 
@@ -40,11 +46,11 @@ constexpr uint64_t kAlign = 512;  // device buffers start on 512 bytes
 const char* const kNames[] = {"gradOutput", "output", "out"};
 
 aclnnStatus report(aclnnStatus status, const std::string& message) {
-    if (lsg_emu_acl_report) {
-        lsg_emu_acl_report(status, message.c_str());
-    } else {
-        std::fprintf(stderr, "[ERROR] %s\n", message.c_str());
-    }
+    // The code nnopbase's ReportErrorMessage gives a status of its first digit: 1 a parameter
+    // error (EZ1001), 3 a runtime error (EZ9903), otherwise an inner error (EZ9999).
+    const std::string s = std::to_string(status);
+    const char* code = s[0] == '1' ? "EZ1001" : s[0] == '3' ? "EZ9903" : "EZ9999";
+    ReportErrorMessageInner(code, "%s", message.c_str());
     return status;
 }
 
@@ -65,7 +71,6 @@ struct View {
     int64_t offset = 0;
     aclDataType dtype = ACL_DT_UNDEFINED;
     aclFormat format = ACL_FORMAT_ND;
-    void* data = nullptr;
 
     int64_t numel() const {
         int64_t n = 1;
@@ -103,7 +108,6 @@ aclnnStatus describe(const aclTensor* t, View* v) {
     if (s == ACLNN_SUCCESS) s = aclGetViewOffset(t, &v->offset);
     if (s == ACLNN_SUCCESS) s = aclGetDataType(t, &v->dtype);
     if (s == ACLNN_SUCCESS) s = aclGetFormat(t, &v->format);
-    if (s == ACLNN_SUCCESS) s = aclGetRawTensorAddr(t, &v->data);
     return s;
 }
 
@@ -113,6 +117,12 @@ aclTensor* contiguous_like(const View& v, void* data) {
     for (size_t i = v.dims.size(); i-- > 1;) strides[i - 1] = strides[i] * v.dims[i];
     return aclCreateTensor(v.dims.data(), v.dims.size(), v.dtype, strides.data(), 0, v.format,
                            v.dims.data(), v.dims.size(), data);
+}
+
+// Releases an executor this layer asked for and will not run (CANN: repeatable, then destroyed).
+void discard(aclOpExecutor* executor) {
+    if (executor && aclSetAclOpExecutorRepeatable(executor) == ACLNN_SUCCESS)
+        aclDestroyAclOpExecutor(executor);
 }
 
 struct Tensors {  // owns the aclTensors and the axis array it made
@@ -137,6 +147,7 @@ struct Plan {
     bool copy[3] = {false, false, false};  // through a contiguous buffer in the workspace
     uint64_t at[3] = {0, 0, 0};            // where in the workspace
     uint64_t kernel_workspace = 0;         // the generated entry's, at the workspace's start
+    uint64_t copy_at = 0, copy_workspace = 0;  // the copies' own (the largest; they run in turn)
     uint64_t total = 0;
     aclOpExecutor* direct = nullptr;       // the generated entry's executor, when nothing is copied
 };
@@ -203,10 +214,25 @@ aclnnStatus prepare(const char* api, const aclTensor* gradOutput, const aclTenso
             const int bytes = lsg::dtype_size(plan->views[i].dtype);
             end += aligned(static_cast<uint64_t>(plan->views[i].numel()) *
                            static_cast<uint64_t>(bytes > 0 ? bytes : 1));
+            // What the copy asks for: into the stand-in for an input, out of it for out.
+            aclTensor* stand_in = const_cast<aclTensor*>(kernel_tensors[i]);
+            aclTensor* to = i < 2 ? stand_in : const_cast<aclTensor*>(plan->views[i].tensor);
+            const aclTensor* from = i < 2 ? plan->views[i].tensor : stand_in;
+            uint64_t copy_ws = 0;
+            aclOpExecutor* copy_ex = nullptr;
+            const aclnnStatus cs = aclnnInplaceCopyGetWorkspaceSize(to, from, &copy_ws, &copy_ex);
+            if (cs != ACLNN_SUCCESS) {
+                discard(inner);
+                return report(cs, std::string(api) + ": aclnnInplaceCopyGetWorkspaceSize of " +
+                                      kNames[i] + ": " + recent());
+            }
+            discard(copy_ex);
+            if (copy_ws > plan->copy_workspace) plan->copy_workspace = copy_ws;
         }
     if (copies) {
-        aclDestroyAclOpExecutor(inner);  // asked again in phase two, with the workspace's addresses
-        plan->total = end;
+        discard(inner);  // asked again in phase two, with the workspace's addresses
+        plan->copy_at = end;
+        plan->total = end + plan->copy_workspace;
     } else {
         plan->direct = inner;
         plan->total = inner_ws;
@@ -216,16 +242,19 @@ aclnnStatus prepare(const char* api, const aclTensor* gradOutput, const aclTenso
     return ACLNN_SUCCESS;
 }
 
-aclnnStatus copy(aclTensor* to, const aclTensor* from, aclrtStream stream, const char* api) {
+// One copy on the stream, in the copies' part of the workspace (`room` bytes at `scratch`).
+aclnnStatus copy(aclTensor* to, const aclTensor* from, void* scratch, uint64_t room,
+                 aclrtStream stream, const char* api) {
     uint64_t ws = 0;
     aclOpExecutor* ex = nullptr;
     aclnnStatus s = aclnnInplaceCopyGetWorkspaceSize(to, from, &ws, &ex);
-    if (s == ACLNN_SUCCESS && ws > 0) {
-        aclDestroyAclOpExecutor(ex);
-        return report(ACLNN_ERR_INNER, std::string(api) + ": aclnnInplaceCopy asks for a workspace of " +
-                                           std::to_string(ws) + " bytes; this layer plans none");
+    if (s == ACLNN_SUCCESS && ws > room) {
+        discard(ex);
+        return report(ACLNN_ERR_INNER, std::string(api) + ": aclnnInplaceCopy now asks for " +
+                                           std::to_string(ws) + " bytes of workspace, " +
+                                           std::to_string(room) + " in phase one");
     }
-    if (s == ACLNN_SUCCESS) s = aclnnInplaceCopy(nullptr, 0, ex, stream);
+    if (s == ACLNN_SUCCESS) s = aclnnInplaceCopy(ws ? scratch : nullptr, ws, ex, stream);
     if (s != ACLNN_SUCCESS) return report(s, std::string(api) + ": aclnnInplaceCopy: " + recent());
     return ACLNN_SUCCESS;
 }
@@ -241,7 +270,7 @@ aclnnStatus launch(const char* api, void* workspace, uint64_t workspaceSize,
     std::unique_ptr<Plan> plan(raw);
     plan->magic = 0;  // an executor runs once
     if (workspaceSize < plan->total) {
-        aclDestroyAclOpExecutor(plan->direct);
+        discard(plan->direct);
         return report(ACLNN_ERR_PARAM_INVALID,
                       std::string(api) + ": workspace of " + std::to_string(workspaceSize) +
                           " bytes, phase one asked for " + std::to_string(plan->total));
@@ -253,6 +282,7 @@ aclnnStatus launch(const char* api, void* workspace, uint64_t workspaceSize,
     Tensors own;
     const aclTensor* kernel_tensors[3];
     auto* base = static_cast<unsigned char*>(workspace);
+    void* scratch = base + plan->copy_at;
     for (int i = 0; i < 3; ++i) {
         kernel_tensors[i] = plan->views[i].tensor;
         if (!plan->copy[i]) continue;
@@ -263,7 +293,8 @@ aclnnStatus launch(const char* api, void* workspace, uint64_t workspaceSize,
     for (int i = 0; i < 2; ++i)
         if (plan->copy[i]) {
             const aclnnStatus s = copy(const_cast<aclTensor*>(kernel_tensors[i]),
-                                       plan->views[i].tensor, stream, api);
+                                       plan->views[i].tensor, scratch, plan->copy_workspace,
+                                       stream, api);
             if (s != ACLNN_SUCCESS) return s;
         }
     own.axes = aclCreateIntArray(plan->dims.data(), plan->dims.size());
@@ -273,7 +304,7 @@ aclnnStatus launch(const char* api, void* workspace, uint64_t workspaceSize,
                                                         own.axes, kernel_tensors[2], &inner_ws, &inner);
     if (s != ACLNN_SUCCESS) return report(s, std::string(api) + ": " + recent());
     if (inner_ws > plan->kernel_workspace) {
-        aclDestroyAclOpExecutor(inner);
+        discard(inner);
         return report(ACLNN_ERR_INNER, std::string(api) + ": the generated entry now asks for " +
                                            std::to_string(inner_ws) + " bytes of workspace, " +
                                            std::to_string(plan->kernel_workspace) + " in phase one");
@@ -281,7 +312,8 @@ aclnnStatus launch(const char* api, void* workspace, uint64_t workspaceSize,
     s = aclnnLogSoftmaxGrad(workspace, plan->kernel_workspace, inner, stream);
     if (s != ACLNN_SUCCESS) return report(s, std::string(api) + ": " + recent());
     if (plan->copy[2])
-        return copy(const_cast<aclTensor*>(plan->views[2].tensor), kernel_tensors[2], stream, api);
+        return copy(const_cast<aclTensor*>(plan->views[2].tensor), kernel_tensors[2], scratch,
+                    plan->copy_workspace, stream, api);
     return ACLNN_SUCCESS;
 }
 

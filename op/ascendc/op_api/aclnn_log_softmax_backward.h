@@ -13,8 +13,8 @@
  * Statuses: 0; 161001 (ACLNN_ERR_PARAM_NULLPTR) for a missing tensor or output pointer; 161002
  * (ACLNN_ERR_PARAM_INVALID) for every other call the contract rejects (dtype, shape, rank, dim,
  * bfloat16 on a SoC without a bf16 cast), with "LogSoftmaxGrad: status S (reason R): <why and the
- * fix>" as the recent error message (aclGetRecentErrMsg on the emulated runtime; CANN's log on a
- * device); 561000 (ACLNN_ERR_INNER, reason internal) when the generated entry refuses a call the
+ * fix>" reported through nnopbase's error channel (as OP_LOGE does: aclGetRecentErrMsg returns it
+ * once, "EZ1001: ..." for a parameter error); 561000 (ACLNN_ERR_INNER, reason internal) when the generated entry refuses a call the
  * contract accepts.
  * Source: op/ascendc/op_api/aclnn_log_softmax_backward.cpp and log_softmax_backward_checks.cpp,
  * shipped in the operator package. */

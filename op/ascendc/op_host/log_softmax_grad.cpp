@@ -124,7 +124,10 @@ public:
         this->Attr("axes").AttrType(OPTIONAL).ListInt({-1});
 
         this->SetInferShape(ge::InferShape).SetInferDataType(ge::InferDataType);
-        this->AICore().SetTiling(optiling::TilingFunc);
+        // An empty out still runs the tiling function, whose checks refuse an empty out of the
+        // wrong shape, dtype or dims (without this, CANN's generated entry returns success for
+        // it unchecked); the launch that follows runs over zero rows and touches nothing.
+        this->AICore().SetTiling(optiling::TilingFunc).LaunchWithZeroEleOutputTensors(true);
         this->AICore().AddConfig("ascend910b");
 
         // Atlas 200I/500 A2 (Ascend310B): no bf16 -> fp32 vector Cast, so no bf16 kernel; the

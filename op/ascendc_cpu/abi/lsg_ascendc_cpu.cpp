@@ -285,6 +285,20 @@ int32_t lsg_get_workspace_size(const lsg_tensor* dy, const lsg_tensor* y, const 
         layer = "registration";
         v = lsg::acpu::check_registration(call, soc);
         if (!v.ok()) return entry_refused("registration", v, call, soc);
+        if (numel(call.out.shape) == 0 && !lsg::acpu::launches_with_empty_outputs()) {
+            // CANN's generated entry, every output empty and the OpDef not asking to run then:
+            // success, no tiling, nothing launched (op/acl_emu/src/generated_op_api.cpp).
+            std::memset(&ex->tiling, 0, sizeof ex->tiling);
+            ex->tiling.is_empty = 1;
+            ex->tiling.schedule = -1;
+            std::snprintf(ex->tiling.schedule_name, sizeof ex->tiling.schedule_name, "not tiled");
+            std::snprintf(ex->tiling.soc_name, sizeof ex->tiling.soc_name, "%s", soc.name);
+            checks.decided_by = "";
+            t_last_checks = checks.json();
+            if (workspace_size) *workspace_size = 0;
+            if (executor) *executor = ex.release();
+            return finish(LSG_STATUS_OK, LSG_REASON_OK, "", reason, message, message_cap);
+        }
         layer = "tiling";
         ex->host = lsg::acpu::run_tiling(call, soc);
         if (!ex->host.ok)

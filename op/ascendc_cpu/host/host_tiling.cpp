@@ -106,6 +106,11 @@ HostTiling run_tiling(const Call& call, const SocProfile& soc) {
     return r;
 }
 
+bool launches_with_empty_outputs() {
+    const ops::OpDef* def = ops::OpDefFactory::EmuFind(kOpType);
+    return def != nullptr && def->GetAICore().GetZeroEleOutputLaunchFlag();
+}
+
 std::string describe_opdef() {
     std::ostringstream o;
     const ops::OpDef* def = ops::OpDefFactory::EmuFind(kOpType);
@@ -145,6 +150,8 @@ std::string describe_opdef() {
         o << ", \"own_config\": " << (c.explicit_config ? "true" : "false") << '}';
     }
     o << "}, \"has_tiling\": " << (def->GetAICore().GetTiling() ? "true" : "false")
+      << ", \"launch_with_zero_ele_outputs\": "
+      << (def->GetAICore().GetZeroEleOutputLaunchFlag() ? "true" : "false")
       << ", \"has_infer_shape\": " << (def->GetInferShape() ? "true" : "false")
       << ", \"has_infer_dtype\": " << (def->GetInferDataType() ? "true" : "false") << '}';
     return o.str();

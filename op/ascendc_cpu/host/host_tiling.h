@@ -33,8 +33,11 @@ struct HostTiling {
 // strides: the kernel sees contiguous data), dtypes, axes attribute and the SoC as platform.
 HostTiling run_tiling(const Call& call, const SocProfile& soc);
 
+// Whether the OpDef asked to run when every output is empty (AICore().LaunchWithZeroEleOutputTensors).
+bool launches_with_empty_outputs();
+
 // The registration as JSON: {"op_type", "inputs", "outputs", "attrs", "socs": {soc: {"inputs":
-// {name: [dtype names]}, "outputs": {...}}}, "has_tiling", "has_infer_shape", "has_infer_dtype"}.
+// {name: [dtype names]}, "outputs": {...}}}, "has_tiling", "launch_with_zero_ele_outputs", "has_infer_shape", "has_infer_dtype"}.
 std::string describe_opdef();
 
 }  // namespace lsg::acpu

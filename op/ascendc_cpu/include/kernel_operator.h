@@ -45,7 +45,18 @@ enum KernelMetaType {
     KERNEL_TYPE_MIX_AIC_1_1,
     KERNEL_TYPE_MIX_AIC_1_2,
 };
+// Atlas 200I/500 A2 (__NPU_ARCH__ 3002) does not support setting the kernel type (asc-devkit
+// docs/zh/api/SIMD-API/基础API/Kernel-Tiling/设置Kernel类型.md): a kernel that does so unguarded does
+// not build for that compute unit.  The CPU build (no __NPU_ARCH__) ignores it; the per-arch check
+// of op/CMakeLists.txt compiles the kernel for each compute unit (2201, 3002).
+#if defined(__NPU_ARCH__) && __NPU_ARCH__ == 3002
+#define KERNEL_TASK_TYPE_DEFAULT(type)                                                        \
+    static_assert(sizeof(type) == 0,                                                          \
+                  "KERNEL_TASK_TYPE_DEFAULT is not supported on Atlas 200I/500 A2 (__NPU_ARCH__ " \
+                  "3002): guard it with #if __NPU_ARCH__ == 2201")
+#else
 #define KERNEL_TASK_TYPE_DEFAULT(type) static_cast<void>(type)
+#endif
 #define TILING_KEY_IS(key) (::emu::rt::tiling_key() == static_cast<uint64_t>(key))
 
 enum pipe_t { PIPE_S, PIPE_V, PIPE_M, PIPE_MTE1, PIPE_MTE2, PIPE_MTE3, PIPE_ALL, PIPE_FIX };

@@ -168,6 +168,16 @@ public:
     }
     gert::OpImplKernelRegistry::TilingKernelFunc GetTiling() const { return tiling_; }
 
+    // Whether the operator runs (tiling and kernel) when every output is empty: without it, the
+    // generated aclnn entry returns success for such a call without running the tiling function
+    // (nnopbase indv_executor.cpp, NnopbaseSkipKernelLaunch; the generated entry sets the flag
+    // from this, asc-devkit tools/build/opbuild op_aclnn_generator.cpp).
+    OpAICoreDef& LaunchWithZeroEleOutputTensors(bool launch) {
+        zero_ele_output_launch_ = launch;
+        return *this;
+    }
+    bool GetZeroEleOutputLaunchFlag() const { return zero_ele_output_launch_; }
+
     // A SoC the operator supports.  Without a configuration, its inputs and outputs are the
     // OpDef's own (the emulated framework resolves them: OpDef::EmuParamsFor).
     void AddConfig(const char* soc) { configs_.push_back({soc, false, OpAICoreConfig(soc)}); }
@@ -184,6 +194,7 @@ public:
 
 private:
     gert::OpImplKernelRegistry::TilingKernelFunc tiling_ = nullptr;
+    bool zero_ele_output_launch_ = false;
     std::vector<Config> configs_;
 };
 
