@@ -116,7 +116,9 @@ def test_a_strided_copy_asks_for_the_workspace_cann_s_contiguous_step_takes(acl_
     seen, done = probe(acl_lib_dir, "strided_copy_asks_for_workspace")
     assert (seen.get("strided"), seen.get("contiguous")) == (512, 0), (seen, done.stderr)
     assert seen["short"] == 161002
-    assert seen["short_message"] == "aclnnInplaceCopy: workspace of 16 bytes, phase one asked for 512"
+    assert seen["short_message"] == (
+        "aclnnInplaceCopy: workspace of 16 bytes, phase one asked for 512"
+    )
     assert seen["copied"] == [0.0, 4.0, 8.0, 1.0, 5.0, 9.0, 2.0, 6.0, 10.0, 3.0, 7.0, 11.0]
 
 
