@@ -148,8 +148,9 @@ def test_an_empty_out_of_the_wrong_shape_is_refused_and_a_right_one_runs(acl_lib
     otherwise (indv_executor.cpp); the operator asks, so its checks see an empty out too."""
     seen, done = probe(acl_lib_dir, "empty_out_of_the_wrong_shape")
     assert seen.get("wrong") == 161002, (seen, done.stderr)
-    assert "out (gradInput) shape [0, 4] differs from gradOutput (dy) shape [0, 3]" in (
-        seen["wrong_message"]
+    assert (
+        "out (gradInput) shape [0, 4] differs from gradOutput (dy) shape [0, 3]"
+        in (seen["wrong_message"])
     )
     assert (seen["right"], seen["ran"], seen["synced"]) == (0, 0, 0)
 
