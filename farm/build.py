@@ -128,8 +128,8 @@ ACL_EXPORTS = (
     "aclnnLogSoftmaxBackward",
     "aclnnLogSoftmaxBackwardDimsGetWorkspaceSize",
     "aclnnLogSoftmaxBackwardDims",
-    "aclnnLogSoftmaxGradGetWorkspaceSize",
-    "aclnnLogSoftmaxGrad",
+    "aclnnLogSoftmaxGradCustomGetWorkspaceSize",
+    "aclnnLogSoftmaxGradCustom",
 )
 # What each target's library is, for the manifest, the run's environment and the report.
 _ABI_HEADERS = (OP_DIR / "twin" / "lsg_twin.h", OP_DIR / "tiling" / "lsg_types.h")

@@ -814,10 +814,37 @@ def _install_cann(root: Path, libs: Path, python: str) -> Path:
     (home / "lib64").mkdir(parents=True, exist_ok=True)
     for name in acl_api.LIB_FILES.values():
         shutil.copy2(libs / name, home / "lib64" / name)
+    _install_stand_in_toolchain(home, libs)
     op_api = home / "opp" / "vendors" / "customize" / "op_api" / "lib"
     op_api.mkdir(parents=True, exist_ok=True)
     shutil.copy2(libs / acl_api.OP_API_FILE, op_api / acl_api.OP_API_FILE)
     return home
+
+
+def _install_stand_in_toolchain(home: Path, libs: Path) -> None:
+    """What the stand-in CANN build compiles and links from (farm/pool/lab_cann_toolchain.py):
+    the emulated op-api with and without the operator's aclnn layer, the emulated Ascend C
+    headers, and the aclnn entry "opbuild" generates from the OpDef."""
+    from farm import build
+
+    tc = lab_cann_toolchain
+    for rel, lib in (
+        (tc.LIBRARY_WITH_LAYER, libs / "libcust_opapi.so"),
+        (tc.LIBRARY_GENERATED_ONLY, libs.parent / "generated-only" / "libcust_opapi.so"),
+    ):
+        (home / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(lib, home / rel)
+    include = home / tc.ASCEND_C_INCLUDE
+    shutil.rmtree(include, ignore_errors=True)
+    shutil.copytree(build.OP_DIR / "ascendc_cpu" / "include", include)
+    autogen = home / tc.AUTOGEN
+    autogen.mkdir(parents=True, exist_ok=True)
+    name = f"aclnn_{tc.snake(tc.OP_TYPE)}"
+    shutil.copy2(build.OP_DIR / "acl_emu" / "include" / f"{name}.h", autogen / f"{name}.h")
+    (autogen / f"{name}.cpp").write_text(
+        "// The aclnn entry opbuild generates from the OpDef (the stand-in links the emulated one)\n"
+        f'#include "{name}.h"\n'
+    )
 
 
 # ---------------------------------------------------------------------------------------------

@@ -8,6 +8,9 @@
 #   lib/libcust_opapi.so   the custom operator's op-api: the generated entry (emulated) and the
 #                          operator's aclnn layer (op/ascendc/op_api), over the real host code and
 #                          kernel on the emulated device
+#   generated-only/libcust_opapi.so   the same without the aclnn layer: what a package whose
+#                          build does not compile the layer into its op-api library would hold
+#                          (the SSH lab's stand-in CANN build links one or the other)
 #   test_aclnn_log_softmax_grad   the aclnn example (op/ascendc/examples), linked against them
 set(LSG_ACL_EMU_DIR "${CMAKE_CURRENT_SOURCE_DIR}/acl_emu")
 set(LSG_ACL_OUT "${CMAKE_BINARY_DIR}/acl")
@@ -60,6 +63,14 @@ target_include_directories(lsg_acl_cust_opapi PRIVATE ${LSG_ACPU_INCLUDES})
 target_link_libraries(lsg_acl_cust_opapi PRIVATE lsg_acl_opapi lsg_acl_nnopbase lsg_acl_ascendcl
                       Threads::Threads)
 
+lsg_acl_library(lsg_acl_cust_opapi_generated cust_opapi
+  "${LSG_ACL_EMU_DIR}/src/generated_op_api.cpp" ${_objects} $<TARGET_OBJECTS:lsg_acpu_device>)
+target_include_directories(lsg_acl_cust_opapi_generated PRIVATE ${LSG_ACPU_INCLUDES})
+target_link_libraries(lsg_acl_cust_opapi_generated PRIVATE lsg_acl_nnopbase lsg_acl_ascendcl
+                      Threads::Threads)
+set_target_properties(lsg_acl_cust_opapi_generated PROPERTIES
+  LIBRARY_OUTPUT_DIRECTORY "${LSG_ACL_OUT}/generated-only" INSTALL_RPATH "$ORIGIN/../lib")
+
 # Our declarations against the genuine ones (a compile error when they differ).
 add_library(lsg_acl_genuine_check OBJECT "${LSG_ACL_EMU_DIR}/src/genuine_check.cpp")
 target_include_directories(lsg_acl_genuine_check PRIVATE ${LSG_ACL_INCLUDES})
@@ -77,4 +88,5 @@ set_target_properties(lsg_acl_example PROPERTIES
   RUNTIME_OUTPUT_DIRECTORY "${LSG_ACL_OUT}"
   BUILD_RPATH "${LSG_ACL_OUT}/lib")
 
-add_custom_target(lsg_acl_emu DEPENDS lsg_acl_cust_opapi lsg_acl_example)
+add_custom_target(lsg_acl_emu DEPENDS lsg_acl_cust_opapi lsg_acl_cust_opapi_generated
+                  lsg_acl_example)

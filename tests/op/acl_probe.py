@@ -94,9 +94,9 @@ COPY = bind(OPAPI, "aclnnInplaceCopy", ctypes.c_int32, VP, ctypes.c_uint64, VP, 
 REPEATABLE = bind(NN, "aclSetAclOpExecutorRepeatable", ctypes.c_int32, VP)
 DESTROY_EXECUTOR = bind(NN, "aclDestroyAclOpExecutor", ctypes.c_int32, VP)
 GENERATED_WS = bind(
-    OP, "aclnnLogSoftmaxGradGetWorkspaceSize", ctypes.c_int32, VP, VP, VP, VP, U64P, VP
+    OP, "aclnnLogSoftmaxGradCustomGetWorkspaceSize", ctypes.c_int32, VP, VP, VP, VP, U64P, VP
 )
-OP_RUN = bind(OP, "aclnnLogSoftmaxGrad", ctypes.c_int32, VP, ctypes.c_uint64, VP, VP)
+OP_RUN = bind(OP, "aclnnLogSoftmaxGradCustom", ctypes.c_int32, VP, ctypes.c_uint64, VP, VP)
 INT_ARRAY = bind(NN, "aclCreateIntArray", VP, ctypes.POINTER(ctypes.c_int64), ctypes.c_uint64)
 
 

@@ -76,7 +76,7 @@ def test_the_kernel_compiles_unchanged_for_each_dtype(dtype):
     proc = _compile(
         OP / "ascendc" / "op_kernel" / "log_softmax_grad.cpp",
         f"-DDTYPE_GRAD_OUTPUT={dtype}",
-        f"-Dlog_softmax_grad=log_softmax_grad_{dtype}",
+        f"-Dlog_softmax_grad_custom=log_softmax_grad_{dtype}",
         '-DEMU_TILING_HEADER="log_softmax_grad_tiling.h"',
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -90,7 +90,7 @@ def _opdef(library) -> dict:
 
 def test_opdef_registers_bf16_on_ascend910b_only(acpu_lib):
     reg = _opdef(acpu_lib)
-    assert reg["op_type"] == "LogSoftmaxGrad"
+    assert reg["op_type"] == "LogSoftmaxGradCustom"
     assert reg["has_tiling"] and reg["has_infer_shape"] and reg["has_infer_dtype"]
     assert reg["attrs"] == {"axes": {"kind": "list_int", "optional": True, "default": [-1]}}
     assert set(reg["socs"]) == {"ascend910b", "ascend310b"}

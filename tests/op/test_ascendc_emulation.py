@@ -549,7 +549,7 @@ WARNINGS = ["-std=c++17", "-fsyntax-only", "-Wall", "-Wextra", "-Wpedantic"]
 def _kernel_flags(ctype: str) -> list[str]:
     return [
         f"-DDTYPE_GRAD_OUTPUT={ctype}",
-        f"-Dlog_softmax_grad=log_softmax_grad_{ctype}",
+        f"-Dlog_softmax_grad_custom=log_softmax_grad_{ctype}",
         '-DEMU_TILING_HEADER="log_softmax_grad_tiling.h"',
     ]
 

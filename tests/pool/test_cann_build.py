@@ -5,7 +5,10 @@ its CANN, and what the lab's stand-in toolchain refuses, as a CANN build would."
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -72,51 +75,128 @@ def test_the_installers_are_what_build_sh_says_it_made():
     assert cann_build._installers(f"make: done\n{said}", spaced) == two
 
 
-def _project(tmp_path: Path, monkeypatch) -> Path:
-    """A project as the stand-in msopgen makes it, with the sources build.sh copies in."""
-    home = tmp_path / "cann"
-    lib = home / "opp" / "vendors" / "customize" / "op_api" / "lib"
-    lib.mkdir(parents=True)
-    (lib / "libcust_opapi.so").write_bytes(b"\x7fELF op-api")
-    monkeypatch.setenv("ASCEND_HOME_PATH", str(home))
-    project = tmp_path / "project"
-    lab_cann_toolchain.msopgen(
-        [
-            "gen",
-            "-i",
-            str(OP / "ascendc" / "log_softmax_grad.json"),
-            "-c",
-            "ai_core-Ascend910B1",
-            "-lan",
-            "cpp",
-            "-out",
-            str(project),
-        ]
+SEED_ENTRIES = (
+    "aclnnLogSoftmaxBackwardGetWorkspaceSize",
+    "aclnnLogSoftmaxBackward",
+    "aclnnLogSoftmaxBackwardDimsGetWorkspaceSize",
+    "aclnnLogSoftmaxBackwardDims",
+)
+
+
+@pytest.fixture
+def stand_in_cann(tmp_path):
+    """A CANN home as the SSH lab makes it (`farm lab up --cann emulated`): the emulated runtime
+    and, where CANN keeps msopgen, the stand-in toolchain."""
+    from farm.pool.lab import _install_cann
+    from tests.op.conftest import need_acl_emulation
+
+    libs = Path(need_acl_emulation())
+    return _install_cann(tmp_path / "Ascend", libs, sys.executable)
+
+
+def build_sh(home: Path, out: Path, script: Path = OP / "ascendc" / "build.sh"):
+    env = {**os.environ, "ASCEND_HOME_PATH": str(home)}
+    return subprocess.run(
+        ["bash", str(script), str(out)], capture_output=True, text=True, env=env, timeout=600
     )
-    for part in ("op_host", "op_kernel", "op_api"):
-        shutil.copytree(OP / "ascendc" / part, project / part, dirs_exist_ok=True)
-    for name in ("tiling.h", "tiling.cpp", "lsg_types.h", "soc_profiles.inc"):
-        shutil.copy(OP / "tiling" / name, project / "op_host" / name)
-    presets = json.loads((project / "CMakePresets.json").read_text())
-    cache = presets["configurePresets"][0]["cacheVariables"]
-    cache["ASCEND_COMPUTE_UNIT"]["value"] = "ascend910b;ascend310b"
-    cache["ASCEND_CANN_PACKAGE_PATH"]["value"] = str(home)
-    (project / "CMakePresets.json").write_text(json.dumps(presets))
-    return project
 
 
-def test_the_stand_in_toolchain_refuses_what_a_cann_build_would(tmp_path, monkeypatch):
+def exported(library: Path) -> set[str]:
+    done = subprocess.run(
+        ["nm", "-D", "--defined-only", str(library)], capture_output=True, text=True, check=True
+    )
+    return {line.split()[-1] for line in done.stdout.splitlines() if line.strip()}
+
+
+def test_build_sh_puts_the_aclnn_layer_into_the_packages_op_api_library(stand_in_cann, tmp_path):
+    """A generated project compiles only the generated aclnn_*.cpp into cust_opapi: build.sh adds
+    the layer (and what it calls) and installs its header, and the installed package exports the
+    seed's entry points beside the generated ones."""
+    done = build_sh(stand_in_cann, tmp_path / "out")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "compiled op_kernel/log_softmax_grad_custom.cpp for ascend310b" in done.stdout
+    (installer,) = (tmp_path / "out").glob("custom_opp_*.run")
+    subprocess.run(
+        ["sh", str(installer), f"--install-path={tmp_path / 'opp'}"], check=True, timeout=60
+    )
+    vendor = tmp_path / "opp" / "vendors" / "customize" / "op_api"
+    names = exported(vendor / "lib" / "libcust_opapi.so")
+    assert set(SEED_ENTRIES) <= names
+    assert {"aclnnLogSoftmaxGradCustomGetWorkspaceSize", "aclnnLogSoftmaxGradCustom"} <= names
+    assert sorted(p.name for p in (vendor / "include").iterdir()) == [
+        "aclnn_log_softmax_backward.h",
+        "aclnn_log_softmax_grad_custom.h",
+    ]
+
+
+def test_a_build_sh_that_does_not_link_the_layer_makes_no_package(stand_in_cann, tmp_path):
+    """Without the layer in cust_opapi the package's op-api has the generated entry only:
+    build.sh stops naming the missing entry (and were it not to check, the acl backend would
+    refuse to load the package: farm/agent/backends/acl_api.py)."""
+    script = (OP / "ascendc" / "build.sh").read_text()
+    layer = "  ${CMAKE_CURRENT_SOURCE_DIR}/../op_api/aclnn_log_softmax_backward.cpp\n"
+    assert script.count(layer) == 1
+    copy = tmp_path / "build.sh"
+    copy.write_text(
+        script.replace(layer, "").replace(
+            'here=$(cd "$(dirname "$0")" && pwd)', f"here={OP / 'ascendc'}"
+        )
+    )
+    done = build_sh(stand_in_cann, tmp_path / "out", copy)
+    assert done.returncode == 1
+    assert done.stderr.strip().endswith(
+        "libcust_opapi.so does not export aclnnLogSoftmaxBackwardGetWorkspaceSize: the op_api "
+        "layer was not compiled into the package's op-api library (the cust_opapi lines this "
+        "script adds to the generated op_host/CMakeLists.txt)"
+    )
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_stand_in_toolchain_refuses_what_a_cann_build_would(stand_in_cann, tmp_path):
     refused = lab_cann_toolchain.Refused
     with pytest.raises(refused, match="-lan py: an Ascend C operator needs -lan cpp"):
         lab_cann_toolchain.msopgen(
             ["gen", "-i", "x.json", "-c", "ai_core-A", "-lan", "py", "-out", "o"]
         )
-    project = _project(tmp_path, monkeypatch)
-    installer = lab_cann_toolchain.build(project)
-    assert installer.name.startswith("custom_opp_") and installer.suffix == ".run"
-    (project / "op_host" / "tiling.cpp").unlink()  # build.sh forgot the shared tiling
-    with pytest.raises(refused, match=r"op_host/tiling.cpp: No such file"):
-        lab_cann_toolchain.build(project)
+    described = json.loads((OP / "ascendc" / "log_softmax_grad.json").read_text())
+    described[0]["attr"][0]["type"] = "list_int"  # the spelling msopgen does not take
+    (tmp_path / "op.json").write_text(json.dumps(described))
+    with pytest.raises(refused, match="attr axes of LogSoftmaxGradCustom has type 'list_int'"):
+        lab_cann_toolchain.msopgen(
+            ["gen", "-i", str(tmp_path / "op.json"), "-c", "ai_core-A", "-lan", "cpp", "-out", "o"]
+        )
+    # Sources where CANN would not find them, or a kernel one compute unit does not compile.
+    script = (OP / "ascendc" / "build.sh").read_text()
+    here = 'here=$(cd "$(dirname "$0")" && pwd)'
+    for wrong, said in (
+        (
+            ('"$project/op_kernel/$op_file.cpp"', '"$project/op_kernel/log_softmax_grad.cpp"'),
+            "op_kernel/log_softmax_grad_custom.cpp: No such file",
+        ),
+        (
+            (
+                'cp "$here"/../tiling/tiling.h "$here"/../tiling/tiling.cpp',
+                'cp "$here"/../tiling/tiling.h',
+            ),
+            "op_host/tiling.cpp: No such file",
+        ),
+    ):
+        copy = tmp_path / "build.sh"
+        copy.write_text(script.replace(*wrong).replace(here, f"here={OP / 'ascendc'}"))
+        done = build_sh(stand_in_cann, tmp_path / "out", copy)
+        assert done.returncode != 0 and said in done.stderr, done.stderr
+    sources = tmp_path / "ascendc"
+    shutil.copytree(OP / "ascendc", sources)
+    kernel = sources / "op_kernel" / "log_softmax_grad.cpp"
+    kernel.write_text(
+        kernel.read_text().replace("#if defined(__NPU_ARCH__) && __NPU_ARCH__ == 2201", "#if 1")
+    )
+    copy = tmp_path / "build.sh"
+    copy.write_text(script.replace(here, f"here={sources}"))
+    (sources.parent / "tiling").symlink_to(OP / "tiling")
+    done = build_sh(stand_in_cann, tmp_path / "out", copy)
+    assert done.returncode != 0
+    assert "[ascend310b]" in done.stderr and "KERNEL_TASK_TYPE_DEFAULT" in done.stderr
 
 
 def test_the_build_host_is_the_inventorys_of_that_cann_else_the_host_that_needs_it(

@@ -1,5 +1,5 @@
 // The aclnn entry CANN generates for the custom operator from its OpDef, emulated
-// (aclnn_log_softmax_grad.h): part of the custom operator's op-api library, libcust_opapi.so.
+// (aclnn_log_softmax_grad_custom.h): part of the custom operator's op-api library, libcust_opapi.so.
 //
 // Phase one does what the generated layer and nnopbase do with a call, and every decision in it is
 // the real host code's: a missing tensor is ACLNN_ERR_PARAM_NULLPTR; the tensors' dtypes and
@@ -25,7 +25,7 @@
 #include <thread>
 #include <vector>
 
-#include "aclnn_log_softmax_grad.h"
+#include "aclnn_log_softmax_grad_custom.h"
 #include "emu/device.h"
 #include "host_tiling.h"
 #include "kernels.h"
@@ -36,7 +36,7 @@
 
 namespace {
 
-constexpr const char* kApi = "aclnnLogSoftmaxGrad";
+constexpr const char* kApi = "aclnnLogSoftmaxGradCustom";
 const char* const kNames[] = {"gradOutput", "output", "gradInput"};
 
 // "LogSoftmaxGrad: status S (reason R): message", the line lsg::report_rejection logs.
@@ -49,7 +49,7 @@ int32_t refuse(int32_t status, const lsg::Verdict& v) {
 
 extern "C" {
 
-aclnnStatus aclnnLogSoftmaxGradGetWorkspaceSize(const aclTensor* gradOutput,
+aclnnStatus aclnnLogSoftmaxGradCustomGetWorkspaceSize(const aclTensor* gradOutput,
                                                 const aclTensor* output,
                                                 const aclIntArray* axesOptional,
                                                 const aclTensor* gradInput,
@@ -164,7 +164,7 @@ aclnnStatus aclnnLogSoftmaxGradGetWorkspaceSize(const aclTensor* gradOutput,
     return ACLNN_SUCCESS;
 }
 
-aclnnStatus aclnnLogSoftmaxGrad(void* workspace, uint64_t workspaceSize, aclOpExecutor* executor,
+aclnnStatus aclnnLogSoftmaxGradCustom(void* workspace, uint64_t workspaceSize, aclOpExecutor* executor,
                                 aclrtStream stream) {
     return lsg_emu::run_executor(kApi, executor, workspace, workspaceSize, stream);
 }

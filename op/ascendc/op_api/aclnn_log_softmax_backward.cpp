@@ -1,6 +1,6 @@
 // The operator's aclnn layer (aclnn_log_softmax_backward.h), written on public CANN APIs only: the
 // aclnn tensor helpers (aclnn/aclnn_base.h), the built-in aclnnInplaceCopy for views, the aclnn
-// entry CANN generates from the OpDef (aclnn_log_softmax_grad.h) and aclrtGetSocName.  It ships in
+// entry CANN generates from the OpDef (aclnn_log_softmax_grad_custom.h) and aclrtGetSocName.  It ships in
 // the operator package; on the CPU the same source runs against the emulated ACL runtime
 // (op/acl_emu).
 //
@@ -30,7 +30,7 @@
 #include <vector>
 
 #include "acl/acl.h"
-#include "aclnn_log_softmax_grad.h"
+#include "aclnn_log_softmax_grad_custom.h"
 #include "aclnnop/aclnn_copy.h"
 #include "log_softmax_backward_checks.h"
 #include "tiling.h"
@@ -196,7 +196,7 @@ aclnnStatus prepare(const char* api, const aclTensor* gradOutput, const aclTenso
     own.axes = aclCreateIntArray(plan->dims.data(), plan->dims.size());
     aclOpExecutor* inner = nullptr;
     uint64_t inner_ws = 0;
-    const aclnnStatus s = aclnnLogSoftmaxGradGetWorkspaceSize(
+    const aclnnStatus s = aclnnLogSoftmaxGradCustomGetWorkspaceSize(
         kernel_tensors[0], kernel_tensors[1], own.axes, kernel_tensors[2], &inner_ws, &inner);
     if (s != ACLNN_SUCCESS) {
         const char* soc_name = aclrtGetSocName();
@@ -276,7 +276,7 @@ aclnnStatus launch(const char* api, void* workspace, uint64_t workspaceSize,
                           " bytes, phase one asked for " + std::to_string(plan->total));
     }
     if (plan->direct) {
-        const aclnnStatus s = aclnnLogSoftmaxGrad(workspace, workspaceSize, plan->direct, stream);
+        const aclnnStatus s = aclnnLogSoftmaxGradCustom(workspace, workspaceSize, plan->direct, stream);
         return s == ACLNN_SUCCESS ? s : report(s, std::string(api) + ": " + recent());
     }
     Tensors own;
@@ -300,7 +300,7 @@ aclnnStatus launch(const char* api, void* workspace, uint64_t workspaceSize,
     own.axes = aclCreateIntArray(plan->dims.data(), plan->dims.size());
     aclOpExecutor* inner = nullptr;
     uint64_t inner_ws = 0;
-    aclnnStatus s = aclnnLogSoftmaxGradGetWorkspaceSize(kernel_tensors[0], kernel_tensors[1],
+    aclnnStatus s = aclnnLogSoftmaxGradCustomGetWorkspaceSize(kernel_tensors[0], kernel_tensors[1],
                                                         own.axes, kernel_tensors[2], &inner_ws, &inner);
     if (s != ACLNN_SUCCESS) return report(s, std::string(api) + ": " + recent());
     if (inner_ws > plan->kernel_workspace) {
@@ -309,7 +309,7 @@ aclnnStatus launch(const char* api, void* workspace, uint64_t workspaceSize,
                                            std::to_string(inner_ws) + " bytes of workspace, " +
                                            std::to_string(plan->kernel_workspace) + " in phase one");
     }
-    s = aclnnLogSoftmaxGrad(workspace, plan->kernel_workspace, inner, stream);
+    s = aclnnLogSoftmaxGradCustom(workspace, plan->kernel_workspace, inner, stream);
     if (s != ACLNN_SUCCESS) return report(s, std::string(api) + ": " + recent());
     if (plan->copy[2])
         return copy(const_cast<aclTensor*>(plan->views[2].tensor), kernel_tensors[2], scratch,

@@ -110,9 +110,9 @@ static graphStatus InferDataType(gert::InferDataTypeContext* context) {
 
 namespace ops {
 
-class LogSoftmaxGrad : public OpDef {
+class LogSoftmaxGradCustom : public OpDef {
 public:
-    explicit LogSoftmaxGrad(const char* name) : OpDef(name) {
+    explicit LogSoftmaxGradCustom(const char* name) : OpDef(name) {
         const std::vector<ge::DataType> a2_types = {ge::DT_FLOAT, ge::DT_FLOAT16, ge::DT_BF16};
         const std::vector<ge::Format> a2_formats = {ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND};
         this->Input("grad_output").ParamType(REQUIRED).DataType(a2_types).Format(a2_formats)
@@ -147,6 +147,6 @@ public:
     }
 };
 
-OP_ADD(LogSoftmaxGrad);
+OP_ADD(LogSoftmaxGradCustom);
 
 }  // namespace ops

@@ -20,7 +20,7 @@ TILING_DATA_FIELD_DEF(int32_t, bigCores);
 TILING_DATA_FIELD_DEF(int32_t, publicKey);  // schedule | isSmallShape << 8 | isContiguous << 9
 END_TILING_DATA_DEF;
 
-REGISTER_TILING_DATA_CLASS(LogSoftmaxGrad, LogSoftmaxGradTilingData)
+REGISTER_TILING_DATA_CLASS(LogSoftmaxGradCustom, LogSoftmaxGradTilingData)
 }  // namespace optiling
 
 #endif  // LOG_SOFTMAX_GRAD_TILING_H

@@ -235,9 +235,9 @@ private:
 
 }  // namespace
 
-extern "C" __global__ __aicore__ void log_softmax_grad(GM_ADDR grad_output, GM_ADDR output,
-                                                       GM_ADDR grad_input, GM_ADDR workspace,
-                                                       GM_ADDR tiling) {
+extern "C" __global__ __aicore__ void log_softmax_grad_custom(GM_ADDR grad_output, GM_ADDR output,
+                                                              GM_ADDR grad_input,
+                                                              GM_ADDR workspace, GM_ADDR tiling) {
 #if defined(__NPU_ARCH__) && __NPU_ARCH__ == 2201
     // Vector cores only (Atlas A2); Atlas 200I/500 A2 (3002) does not support setting the type.
     KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);

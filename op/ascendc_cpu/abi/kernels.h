@@ -1,5 +1,5 @@
 // The real kernel's entry points on the emulated device, one per dtype: the kernel source
-// compiled with -Dlog_softmax_grad=log_softmax_grad_<dtype> (op/CMakeLists.txt).  Shared by the C
+// compiled with -Dlog_softmax_grad_custom=log_softmax_grad_<dtype> (op/CMakeLists.txt).  Shared by the C
 // ABI library (lsg_ascendc_cpu.cpp) and the emulated ACL runtime's op-api (op/acl_emu).
 #ifndef LSG_ACPU_KERNELS_H
 #define LSG_ACPU_KERNELS_H

@@ -14,7 +14,7 @@
 namespace lsg::acpu {
 
 // The operator type OP_ADD registers in op_host/log_softmax_grad.cpp.
-constexpr const char* kOpType = "LogSoftmaxGrad";
+constexpr const char* kOpType = "LogSoftmaxGradCustom";
 
 // What the tiling function decided (ok), or why it could not run or refused (error; when it
 // refused the call and said why through lsg::report_rejection, `rejection` is that verdict).
