@@ -12,7 +12,7 @@ Format::
     transport = "ssh"                # "ssh" (default) or "local"
     address = "10.0.0.5"
     port = 22
-    soc = "Ascend910B1"              # validated against golden.soc
+    soc = "Ascend910B1"              # golden.soc's (any Ascend910B<n>/Ascend310B<n> over ssh)
     devices = 8                      # >= 1
     python = "python3"               # ssh default; a local host's: this farm's own interpreter
     workdir = "lsg-farm"             # ssh: relative to the remote home; local: to this file
@@ -61,6 +61,7 @@ import tomllib
 from farm.errors import ConfigError
 from farm.sizes import parse_size
 from golden.soc import UnknownSocError
+from golden.soc import family_of as soc_family
 from golden.soc import profile as soc_profile
 from suites import limits
 
@@ -137,7 +138,7 @@ class HostSpec:
 
     @property
     def family(self) -> str:
-        return soc_profile(self.soc).family
+        return soc_family(self.soc)
 
     @property
     def env_dict(self) -> dict[str, str]:
@@ -318,8 +319,10 @@ def _host_from_fields(
     elif "soc" not in f:
         raise ConfigError(f'{where}: {label}: missing field "soc"; e.g. soc = "Ascend910B1"')
     try:
-        if role == "run":
-            soc_profile(f["soc"])
+        if role == "run" and transport == "local":
+            soc_profile(f["soc"])  # an emulated host's SoC is emulated from its profile
+        elif role == "run":
+            soc_family(f["soc"])  # a real one may be a SoC of a known family not in the table
     except UnknownSocError as exc:
         raise fail("soc", str(exc)) from None
     if role == "run" and "devices" not in f:
