@@ -19,6 +19,8 @@ Format::
     host_key_policy = "strict"       # or "accept-new" (lab opt-in: record unknown keys)
     tags = ["nightly"]
     memory_budget = "64GiB"          # what one case may take there (default: suites/footprint.py)
+    accept_health = ["Alarm"]        # run on chips npu-smi says are in these states (only Alarm;
+                                     #   default none: such a chip is set aside)
     arch = "aarch64"                 # optional pins, each a glob the host must match:
     cann = "8.2.*"                   #   arch os glibc compiler cann driver firmware
 
@@ -58,6 +60,7 @@ from typing import Any
 
 import tomllib
 
+from farm.agent.machine import ACCEPTABLE_HEALTH
 from farm.errors import ConfigError
 from farm.sizes import parse_size
 from golden.soc import UnknownSocError
@@ -95,6 +98,7 @@ _HOST_FIELDS: dict[str, tuple[type | tuple[type, ...], str]] = {
     "connect_timeout": ((int, float), "seconds > 0"),
     "role": (str, '"run" (the default) or "build"'),
     "memory_budget": ((str, int), 'a size: bytes, or e.g. "8GiB", "512MiB"'),
+    "accept_health": (list, 'a list of npu-smi health words, e.g. ["Alarm"]'),
 }
 # What a host must be, beyond its SoC: inventory field -> the Machine field it pins
 # (farm/agent/machine.py). A value is a glob (fnmatch): cann = "8.2.*".
@@ -134,6 +138,9 @@ class HostSpec:
     # Bytes one case may take on the host (suites/footprint.py checks every case against it
     # before a run); None: not declared, the farm's default applies.
     memory_budget: int | None = None
+    # npu-smi health states besides OK and Warning whose chips still run cases here
+    # (farm/agent/machine.py ACCEPTABLE_HEALTH, chip_problem).
+    accept_health: tuple[str, ...] = ()
     source: Path | None = field(default=None, compare=False)
 
     @property
@@ -363,6 +370,15 @@ def _host_from_fields(
         except ValueError as exc:
             raise fail("memory_budget", str(exc)) from None
 
+    accept = f.get("accept_health", [])
+    for word in accept:
+        if word not in ACCEPTABLE_HEALTH:
+            raise fail(
+                "accept_health",
+                f"{word!r} cannot be accepted; only {', '.join(map(repr, ACCEPTABLE_HEALTH))} "
+                "may be (OK and Warning always run; any other state sets the chip aside)",
+            )
+
     pins = []
     for pin in PIN_FIELDS:
         if pin in f:
@@ -381,6 +397,7 @@ def _host_from_fields(
         tags=tuple(tags),
         connect_timeout=timeout,
         memory_budget=budget,
+        accept_health=tuple(dict.fromkeys(accept)),
         source=source,
     )
 

@@ -309,6 +309,8 @@ def _prepare(
                 "chips run",
                 highlight=False,
             )
+        for note in checked.notes if checked.good else ():  # chips not visible, Alarm accepted
+            console.print(f"note     {escape(visible(note))}", highlight=False)
 
     # The CANN package, without CANN here: built on the pool's hosts with CANN (one builder a run:
     # it makes the source package and asks the build hosts what they are once).

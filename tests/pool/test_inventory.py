@@ -237,6 +237,14 @@ BAD = {
         ['field "memory_budget"', "'lots' is not a size", '"8GiB"'],
     ),
     "budget_of_no_bytes": (host_block(memory_budget="0"), ['field "memory_budget"', "more than 0"]),
+    "accept_critical": (
+        host_block(accept_health='["Critical"]'),
+        ['field "accept_health"', "'Critical' cannot be accepted", "'Alarm'", "Warning"],
+    ),
+    "accept_health_not_a_list": (
+        host_block(accept_health='"Alarm"'),
+        ['field "accept_health"', "expected a list of npu-smi health words", "str"],
+    ),
     "bare_ascend910b": (
         host_block(soc='"Ascend910B"'),
         ['field "soc"', "'Ascend910B'", "Ascend910B<digit>..."],
@@ -306,6 +314,13 @@ def test_a_memory_budget_of_a_host_and_of_the_defaults(keys):
     hosts = load_inventory(write(keys, text)).hosts
     assert [h.memory_budget for h in hosts] == [8 << 30, int(1.5 * (1 << 40)), 1_000_000]
     assert default_inventory(keys).hosts[0].memory_budget is None  # the farm's default applies
+
+
+def test_a_host_may_accept_chips_in_alarm(keys):
+    text = host_block(soc='"Ascend310B4"', devices="1", accept_health='["Alarm", "Alarm"]')
+    (host,) = load_inventory(write(keys, text)).hosts
+    assert host.accept_health == ("Alarm",)
+    assert load_inventory(write(keys, host_block())).hosts[0].accept_health == ()
 
 
 def test_real_soc_names_and_a_newer_soc_of_a_known_family(keys):
