@@ -19,7 +19,9 @@ Everything is read from the host itself, at the agent's ``identify``:
   that are not this agent's, whose memory keeps it from being ours. Each chip's ACL device id
   follows from its logical id (npu-smi's ``Device`` column where the table has one, as an Atlas
   200I/500 A2's has, else its place in the list) and ``ASCEND_RT_VISIBLE_DEVICES``: ACL device i
-  is the i-th logical id listed there; a chip it leaves out has no device id here.
+  is the i-th logical id listed there; a chip it leaves out has no device id here;
+- the host's memory from ``/proc/meminfo`` (MemTotal, MemAvailable): the orchestrator bounds
+  what one case may take on the host by it (suites/footprint.py).
 
 :func:`chip_problem` says whether a chip may run cases; the orchestrator sets a chip aside alone
 (farm/pool/health.py). Standard library only.
@@ -43,6 +45,7 @@ ENV_ARCH = hostops.ENV_EMULATED_ARCH
 ENV_NPU_SMI = "LSG_NPU_SMI"
 ENV_VISIBLE = "ASCEND_RT_VISIBLE_DEVICES"
 DEFAULT_ASCEND_ROOT = Path("/usr/local/Ascend")
+MEMINFO = "/proc/meminfo"
 COMMAND_TIMEOUT = 15.0
 # npu-smi's health words; a chip in any other state does not run cases...
 USABLE_HEALTH = ("OK", "Warning")
@@ -94,6 +97,8 @@ class Machine:
     npu_smi_problem: str | None = None  # why npu-smi said nothing usable
     declared: tuple[str, ...] = field(default=())  # fields an emulated host declared
     visible_devices: str | None = None  # ASCEND_RT_VISIBLE_DEVICES as the agent has it
+    memory_total: int | None = None  # bytes: MemTotal of /proc/meminfo
+    memory_available: int | None = None  # bytes: MemAvailable
 
     def to_wire(self) -> dict[str, Any]:
         return asdict(self)
@@ -366,6 +371,22 @@ def _compiler() -> str | None:
     return first or None
 
 
+def read_meminfo(path: str = MEMINFO) -> tuple[int | None, int | None]:
+    """(MemTotal, MemAvailable) in bytes from a /proc/meminfo; None for what it does not say."""
+    found: dict[str, int] = {}
+    try:
+        with open(path, encoding="ascii", errors="replace") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                words = value.split()
+                if key in ("MemTotal", "MemAvailable") and words and words[0].isdigit():
+                    scale = 1024 if words[1:2] == ["kB"] else 1
+                    found[key] = int(words[0]) * scale
+    except OSError:
+        pass
+    return found.get("MemTotal"), found.get("MemAvailable")
+
+
 def info_value(path: Path, key: str) -> str | None:
     return hostops.info_value(str(path), key)
 
@@ -387,7 +408,7 @@ def driver_info(environ: dict[str, str] | None = None) -> Path:
     return ascend_root(home) / "driver" / "version.info"
 
 
-def gather(environ: dict[str, str] | None = None) -> Machine:
+def gather(environ: dict[str, str] | None = None, meminfo: str = MEMINFO) -> Machine:
     """What the machine is. Its architecture and CANN version are hostops ``platform``'s, what
     deploy picked the host's package by: the same rule on both sides."""
     env = dict(os.environ if environ is None else environ)
@@ -395,6 +416,7 @@ def gather(environ: dict[str, str] | None = None) -> Machine:
     home = Path(env["ASCEND_HOME_PATH"]) if env.get("ASCEND_HOME_PATH") else None
     root = ascend_root(home)
     chips, problem = read_npu_smi(env)
+    total, available = read_meminfo(meminfo)
     return Machine(
         arch=platform_["arch"],
         os=_os_name(),
@@ -408,6 +430,8 @@ def gather(environ: dict[str, str] | None = None) -> Machine:
         npu_smi_problem=problem,
         declared=("arch",) if platform_["declared"] else (),
         visible_devices=env.get(ENV_VISIBLE),
+        memory_total=total,
+        memory_available=available,
     )
 
 
@@ -422,6 +446,7 @@ __all__ = [
     "gather",
     "hidden_chips",
     "parse_npu_smi",
+    "read_meminfo",
     "read_npu_smi",
     "visible_logical_ids",
 ]

@@ -136,7 +136,7 @@ class HostSpec:
     pins: tuple[tuple[str, str], ...] = ()  # (PIN_FIELDS key, glob) the host must match
     role: str = "run"
     # Bytes one case may take on the host (suites/footprint.py checks every case against it
-    # before a run); None: not declared, the farm's default applies.
+    # before a run); None: not declared, the farm's default applies (bounded by the host's memory).
     memory_budget: int | None = None
     # npu-smi health states besides OK and Warning whose chips still run cases here
     # (farm/agent/machine.py ACCEPTABLE_HEALTH, chip_problem).
