@@ -508,7 +508,7 @@ def build_ascendc_cpu(
 def soc_profiles(source_dir: str | Path | None = None) -> list[dict]:
     """The SoC table compiled into the library (op/tiling/soc_profiles.inc)."""
     pattern = re.compile(
-        r'^LSG_SOC\("(\w+)",\s*"(\w+)",\s*(\d+),\s*(\d+),\s*(\d+),\s*(true|false)\)', re.M
+        r'^LSG_SOC\("([\w-]+)",\s*"(\w+)",\s*(\d+),\s*(\d+),\s*(\d+),\s*(true|false)\)', re.M
     )
     text = (_op_dir(source_dir) / "tiling" / "soc_profiles.inc").read_text()
     return [

@@ -32,8 +32,12 @@ from golden import dtypes, inputs, layouts, reference
 from golden.contract import axes_consecutive, axes_in_range, merge_shape, normalize_axes
 from suites.case import Case
 
-# What one case may take on a host that declares no memory_budget in the inventory.
+# What one case may take on a host that declares no memory_budget in the inventory, at most.
 DEFAULT_MEMORY_BUDGET = 8 << 30
+# The share of its memory (the MemTotal its agent reports) one case may take on a host that
+# declares no budget, where that is below the default: an Atlas 200I/500 A2 board has 4-8 GB for
+# its OS, the NPU and the agent together.
+HOST_MEMORY_SHARE = 0.5
 # The share of this machine's memory one case may take on a local (emulated) host that declares
 # no budget: its agents share the machine with each other and with the orchestrator.
 LOCAL_MEMORY_SHARE = 0.5
@@ -183,10 +187,12 @@ def machine_memory(meminfo: str = "/proc/meminfo") -> int | None:
     return None
 
 
-def host_budget(host, machine: int | None = None) -> tuple[int, str]:
+def host_budget(host, machine: int | None = None, reported: int | None = None) -> tuple[int, str]:
     """(bytes one case may take on `host`, where that comes from): its inventory memory_budget;
     else, for a local (emulated) host, LOCAL_MEMORY_SHARE of this machine's memory when that is
-    below the default; else DEFAULT_MEMORY_BUDGET."""
+    below the default; for another, HOST_MEMORY_SHARE of the memory it ``reported`` (its
+    agent's MemTotal, farm/agent/machine.py) when that is below the default; else
+    DEFAULT_MEMORY_BUDGET."""
     if host.memory_budget is not None:
         return host.memory_budget, f"memory_budget of host {host.name}"
     if host.transport == "local":
@@ -197,14 +203,25 @@ def host_budget(host, machine: int | None = None) -> tuple[int, str]:
                 share,
                 f"{LOCAL_MEMORY_SHARE:.0%} of this machine's {size_text(total)}, host {host.name}",
             )
+    elif reported is not None and reported * HOST_MEMORY_SHARE < DEFAULT_MEMORY_BUDGET:
+        return (
+            int(reported * HOST_MEMORY_SHARE),
+            f"{HOST_MEMORY_SHARE:.0%} of the {size_text(reported)} host {host.name} has "
+            "(MemTotal); it declares no memory_budget",
+        )
     return DEFAULT_MEMORY_BUDGET, f"the default; host {host.name} declares no memory_budget"
 
 
-def pool_budgets(hosts: Iterable, machine: int | None = None) -> dict[str, tuple[int, str]]:
-    """family -> the smallest budget of its hosts (a case may be sent to any of them)."""
+def pool_budgets(
+    hosts: Iterable,
+    machine: int | None = None,
+    reported: Mapping[str, int | None] | None = None,
+) -> dict[str, tuple[int, str]]:
+    """family -> the smallest budget of its hosts (a case may be sent to any of them);
+    ``reported``: host name -> the memory (bytes) its agent reported, where known."""
     budgets: dict[str, tuple[int, str]] = {}
     for host in hosts:
-        budget = host_budget(host, machine)
+        budget = host_budget(host, machine, (reported or {}).get(host.name))
         if host.family not in budgets or budget[0] < budgets[host.family][0]:
             budgets[host.family] = budget
     return budgets

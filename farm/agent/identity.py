@@ -189,8 +189,11 @@ def parse_npu_smi(text: str) -> tuple[str, int] | None:
 
 
 def _soc_and_count(chips: tuple[host_machine.Chip, ...]) -> tuple[str, int]:
+    """The SoC (npu-smi's Name, e.g. 910B4-1 or 310B4, with "Ascend" before it: CANN's SoC name)
+    and the devices this agent may use: the chips visible to it (ASCEND_RT_VISIBLE_DEVICES)."""
     name = chips[0].name
-    return (name if name.startswith("Ascend") else "Ascend" + name), len(chips)
+    soc = name if name.startswith("Ascend") else "Ascend" + name
+    return soc, sum(1 for c in chips if c.device is not None)
 
 
 def npu_smi_identity() -> tuple[str, int] | None:

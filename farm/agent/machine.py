@@ -16,7 +16,12 @@ Everything is read from the host itself, at the agent's ``identify``:
   ``driver`` directory, else ``/usr/local/Ascend``;
 - the chips from ``npu-smi info`` (``LSG_NPU_SMI`` names another executable, for the SSH lab's
   stand-in): per chip its health, its memory in use and its AI Core use, and the processes on it
-  that are not this agent's, whose memory keeps it from being ours.
+  that are not this agent's, whose memory keeps it from being ours. Each chip's ACL device id
+  follows from its logical id (npu-smi's ``Device`` column where the table has one, as an Atlas
+  200I/500 A2's has, else its place in the list) and ``ASCEND_RT_VISIBLE_DEVICES``: ACL device i
+  is the i-th logical id listed there; a chip it leaves out has no device id here;
+- the host's memory from ``/proc/meminfo`` (MemTotal, MemAvailable): the orchestrator bounds
+  what one case may take on the host by it (suites/footprint.py).
 
 :func:`chip_problem` says whether a chip may run cases; the orchestrator sets a chip aside alone
 (farm/pool/health.py). Standard library only.
@@ -38,10 +43,16 @@ from farm.agent import hostops
 
 ENV_ARCH = hostops.ENV_EMULATED_ARCH
 ENV_NPU_SMI = "LSG_NPU_SMI"
+ENV_VISIBLE = "ASCEND_RT_VISIBLE_DEVICES"
 DEFAULT_ASCEND_ROOT = Path("/usr/local/Ascend")
+MEMINFO = "/proc/meminfo"
 COMMAND_TIMEOUT = 15.0
-# npu-smi's health words; a chip in any other state does not run cases.
+# npu-smi's health words; a chip in any other state does not run cases...
 USABLE_HEALTH = ("OK", "Warning")
+# ...unless the inventory accepts its state for the host (accept_health = ["Alarm"]): only these
+# may be accepted. npu-smi documents Alarm as a major alarm: an Atlas 200I/500 A2 board often
+# reports it for what does not stop the NPU (see docs/first-run-on-atlas.md, section 3).
+ACCEPTABLE_HEALTH = ("Alarm",)
 
 
 @dataclass(frozen=True)
@@ -53,9 +64,10 @@ class ChipProcess:
 
 @dataclass(frozen=True)
 class Chip:
-    """One NPU chip: ``device`` is its ACL device id (npu-smi lists chips in that order)."""
+    """One NPU chip: ``device`` is its ACL device id (None: not visible to this agent, see
+    ``ASCEND_RT_VISIBLE_DEVICES``), ``logical`` its logical id (what that variable lists)."""
 
-    device: int
+    device: int | None
     npu: int
     chip: int
     name: str
@@ -64,6 +76,7 @@ class Chip:
     memory_total_mb: int | None = None
     aicore_percent: int | None = None
     others: tuple[ChipProcess, ...] = ()  # processes on the chip that are not this agent's
+    logical: int | None = None
 
     @classmethod
     def from_wire(cls, d: dict[str, Any]) -> Chip:
@@ -83,6 +96,9 @@ class Machine:
     chips: tuple[Chip, ...] | None = None  # None: the host has no npu-smi
     npu_smi_problem: str | None = None  # why npu-smi said nothing usable
     declared: tuple[str, ...] = field(default=())  # fields an emulated host declared
+    visible_devices: str | None = None  # ASCEND_RT_VISIBLE_DEVICES as the agent has it
+    memory_total: int | None = None  # bytes: MemTotal of /proc/meminfo
+    memory_available: int | None = None  # bytes: MemAvailable
 
     def to_wire(self) -> dict[str, Any]:
         return asdict(self)
@@ -126,11 +142,26 @@ def elf_arch(path: str) -> str | None:
         return None
 
 
-def chip_problem(chip: Chip) -> str | None:
-    """Why a chip may not run cases, or None: a health other than OK or Warning, or memory held
-    by a process that is not the farm's."""
-    if chip.health not in USABLE_HEALTH:
-        return f"chip {chip.device} ({chip.name}) is in health {chip.health} (npu-smi)"
+def chip_problem(chip: Chip, accept_health: tuple[str, ...] = ()) -> str | None:
+    """Why a chip may not run cases, or None: not visible to the agent, a health other than OK or
+    Warning (or one the inventory accepts for the host: ``accept_health``), or memory held by a
+    process that is not the farm's."""
+    if chip.device is None:
+        return (
+            f"chip {chip.npu}.{chip.chip} ({chip.name}, logical id {chip.logical}) is not "
+            f"visible to the agent ({ENV_VISIBLE} leaves it out): add its logical id there to "
+            "use it"
+        )
+    if chip.health not in USABLE_HEALTH and chip.health not in accept_health:
+        check = f"npu-smi info -t health -i {chip.npu} -c {chip.chip}"
+        said = f"chip {chip.device} ({chip.name}) is in health {chip.health}"
+        if chip.health in ACCEPTABLE_HEALTH:
+            return (
+                f"{said} (npu-smi: a major alarm); see what it is with `{check}` and clear it, "
+                f'or run on it anyway with accept_health = ["{chip.health}"] for the host in '
+                "the inventory"
+            )
+        return f"{said} (npu-smi); see what it is with `{check}`"
     if chip.others:
         held = ", ".join(
             f"pid {p.pid} {p.name}" + (f" {p.memory_mb} MB" if p.memory_mb is not None else "")
@@ -140,22 +171,62 @@ def chip_problem(chip: Chip) -> str | None:
     return None
 
 
+def visible_logical_ids(value: str | None) -> tuple[int, ...] | None:
+    """The logical ids ``ASCEND_RT_VISIBLE_DEVICES`` lists, ACL device 0 first; None: unset (every
+    chip visible, ACL device = logical id). An empty value lists none; entries are taken up to the
+    first that is not a new logical id (a word, a negative number, a repeat)."""
+    if value is None:
+        return None
+    ids: list[int] = []
+    for word in value.split(","):
+        word = word.strip()
+        if not word.isdigit() or int(word) in ids:
+            break
+        ids.append(int(word))
+    return tuple(ids)
+
+
+def hidden_chips(machine: Machine) -> str | None:
+    """One line on the chips npu-smi lists that this agent cannot use (not visible), or None."""
+    hidden = [c for c in machine.chips or () if c.device is None]
+    if not hidden:
+        return None
+    names = ", ".join(f"{c.npu}.{c.chip} (logical id {c.logical})" for c in hidden)
+    return (
+        f"{len(hidden)} chip(s) npu-smi lists are not visible to the agent and not used: {names} "
+        f"({ENV_VISIBLE}={machine.visible_devices!r}); list their logical ids there to use them"
+    )
+
+
 # -- npu-smi -------------------------------------------------------------------------------
 
 # "| 0     910B3               | OK            | 93.9        41                0    / 0  |"
-_NPU_ROW = re.compile(r"^\|\s*(\d+)\s+((?:Ascend)?\d{3}[A-Z][0-9A-Z]*)\s*\|\s*([A-Za-z]+)\s*\|")
+# (names such as 910B4-1 or Ascend910 too)
+_NPU_ROW = re.compile(
+    r"^\|\s*(\d+)\s+((?:Ascend)?\d{3}[0-9A-Za-z]*(?:-[0-9A-Za-z]+)*)\s*\|\s*([A-Za-z]+)\s*\|"
+)
 # "| 0                         | 0000:C1:00.0  | 0           0    / 0          3162 / 65536 |"
-_CHIP_ROW = re.compile(r"^\|\s*(\d+)\s*\|\s*(\S+)\s*\|\s*(\d+|NA)\s+(.*)\|\s*$")
+# "| 0       0                 | NA            | 0            957   / 10810                 |"
+# (the second number: the Device or Phy-ID column, where the header has one)
+_CHIP_ROW = re.compile(r"^\|\s*(\d+)(?:\s+(\d+))?\s*\|\s*(\S+)\s*\|\s*(\d+|NA)\s+(.*)\|\s*$")
+# "| Chip    Device                | Bus-Id          | AICore(%) ..." (or "Chip  Phy-ID")
+_CHIP_HEADER = re.compile(r"^\|\s*Chip\s+([A-Za-z-]+)\s*\|")
 _PAIR = re.compile(r"(\d+)\s*/\s*(\d+)")
 # "| 0       0                 | 1712733       | python3            | 48954             | ..."
 _PROCESS_ROW = re.compile(r"^\|\s*(\d+)\s+(\d+)\s*\|\s*(\d+)\s*\|\s*([^|]*?)\s*\|\s*(\d+|NA)\s*\|")
 
 
-def parse_npu_smi(text: str, own_pids: frozenset[int] = frozenset()) -> tuple[Chip, ...]:
-    """The chips of an ``npu-smi info`` table, in device order; processes in ``own_pids`` (this
-    agent's) are not counted as others'."""
+def parse_npu_smi(
+    text: str, own_pids: frozenset[int] = frozenset(), visible: tuple[int, ...] | None = None
+) -> tuple[Chip, ...]:
+    """The chips of an ``npu-smi info`` table, in its order; processes in ``own_pids`` (this
+    agent's) are not counted as others'. A chip's logical id is its ``Device`` column where the
+    header has one (an Atlas 200I/500 A2), else its place in the list (a ``Phy-ID`` is physical);
+    its ACL device id is its logical id, or, given ``visible`` (the logical ids of
+    ASCEND_RT_VISIBLE_DEVICES, :func:`visible_logical_ids`), its place there (None: not there)."""
     lines = text.splitlines()
-    rows: list[tuple[int, str, str, int, str]] = []  # npu, name, health, chip, rest
+    rows: list[tuple[int, str, str, int, int | None, str]] = []  # npu, name, health, chip, id, rest
+    logical_column = False
     in_processes = False
     processes: dict[tuple[int, int], list[ChipProcess]] = {}
     pending: tuple[int, str, str] | None = None
@@ -171,16 +242,26 @@ def parse_npu_smi(text: str, own_pids: frozenset[int] = frozenset()) -> tuple[Ch
                 if pid not in own_pids:
                     processes.setdefault((npu, chip), []).append(ChipProcess(pid, m[4], memory))
             continue
+        m = _CHIP_HEADER.match(line)
+        if m:
+            logical_column = m[1] == "Device"
+            continue
         m = _NPU_ROW.match(line)
         if m:
             pending = (int(m[1]), m[2], m[3])
             continue
         m = _CHIP_ROW.match(line)
         if m and pending is not None:
-            rows.append((pending[0], pending[1], pending[2], int(m[1]), m[3] + " " + m[4]))
+            second = int(m[2]) if m[2] is not None and logical_column else None
+            rows.append((*pending, int(m[1]), second, m[4] + " " + m[5]))
             pending = None
     chips = []
-    for device, (npu, name, health, chip, rest) in enumerate(rows):
+    for position, (npu, name, health, chip, said, rest) in enumerate(rows):
+        logical = position if said is None else said
+        if visible is None:
+            device: int | None = logical
+        else:
+            device = visible.index(logical) if logical in visible else None
         aicore, _, usage = rest.partition(" ")
         pairs = _PAIR.findall(usage)
         used, total = (int(pairs[-1][0]), int(pairs[-1][1])) if pairs else (None, None)
@@ -195,6 +276,7 @@ def parse_npu_smi(text: str, own_pids: frozenset[int] = frozenset()) -> tuple[Ch
                 memory_total_mb=total,
                 aicore_percent=int(aicore) if aicore.isdigit() else None,
                 others=tuple(processes.get((npu, chip), ())),
+                logical=logical,
             )
         )
     return tuple(chips)
@@ -226,7 +308,8 @@ def read_npu_smi(
     if proc.returncode != 0:
         said = " ".join((proc.stderr or proc.stdout).split())[:300]
         return None, f"{exe} info exited {proc.returncode}: {said}"
-    chips = parse_npu_smi(proc.stdout, _own_pids())
+    env = os.environ if environ is None else environ
+    chips = parse_npu_smi(proc.stdout, _own_pids(), visible_logical_ids(env.get(ENV_VISIBLE)))
     return chips, None if chips else f"{exe} info listed no chip"
 
 
@@ -288,6 +371,22 @@ def _compiler() -> str | None:
     return first or None
 
 
+def read_meminfo(path: str = MEMINFO) -> tuple[int | None, int | None]:
+    """(MemTotal, MemAvailable) in bytes from a /proc/meminfo; None for what it does not say."""
+    found: dict[str, int] = {}
+    try:
+        with open(path, encoding="ascii", errors="replace") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                words = value.split()
+                if key in ("MemTotal", "MemAvailable") and words and words[0].isdigit():
+                    scale = 1024 if words[1:2] == ["kB"] else 1
+                    found[key] = int(words[0]) * scale
+    except OSError:
+        pass
+    return found.get("MemTotal"), found.get("MemAvailable")
+
+
 def info_value(path: Path, key: str) -> str | None:
     return hostops.info_value(str(path), key)
 
@@ -309,7 +408,7 @@ def driver_info(environ: dict[str, str] | None = None) -> Path:
     return ascend_root(home) / "driver" / "version.info"
 
 
-def gather(environ: dict[str, str] | None = None) -> Machine:
+def gather(environ: dict[str, str] | None = None, meminfo: str = MEMINFO) -> Machine:
     """What the machine is. Its architecture and CANN version are hostops ``platform``'s, what
     deploy picked the host's package by: the same rule on both sides."""
     env = dict(os.environ if environ is None else environ)
@@ -317,6 +416,7 @@ def gather(environ: dict[str, str] | None = None) -> Machine:
     home = Path(env["ASCEND_HOME_PATH"]) if env.get("ASCEND_HOME_PATH") else None
     root = ascend_root(home)
     chips, problem = read_npu_smi(env)
+    total, available = read_meminfo(meminfo)
     return Machine(
         arch=platform_["arch"],
         os=_os_name(),
@@ -329,10 +429,14 @@ def gather(environ: dict[str, str] | None = None) -> Machine:
         chips=chips,
         npu_smi_problem=problem,
         declared=("arch",) if platform_["declared"] else (),
+        visible_devices=env.get(ENV_VISIBLE),
+        memory_total=total,
+        memory_available=available,
     )
 
 
 __all__ = [
+    "ACCEPTABLE_HEALTH",
     "Chip",
     "ChipProcess",
     "Machine",
@@ -340,6 +444,9 @@ __all__ = [
     "ascend_root",
     "chip_problem",
     "gather",
+    "hidden_chips",
     "parse_npu_smi",
+    "read_meminfo",
     "read_npu_smi",
+    "visible_logical_ids",
 ]

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from farm.agent.errors import DeviceBusy, FarmError
-from farm.agent.machine import Chip, Machine, chip_problem
+from farm.agent.machine import Chip, Machine, chip_problem, hidden_chips
 from farm.pool.deploy import deploy, sha256_file, start_agent
 from farm.pool.host_threads import host_threads
 from farm.pool.inventory import PIN_FIELDS, HostSpec, Inventory
@@ -138,23 +138,47 @@ def pin_problems(host: HostSpec, ident: Mapping[str, Any]) -> list[str]:
 
 def chip_set_aside(host: HostSpec, ident: Mapping[str, Any]) -> dict[int, str]:
     """The host's devices that may not run cases, each with its reason, from the chips the host
-    reports (npu-smi): a chip missing, in alarm, or with memory another process holds. A host that
-    reports no chips (no npu-smi: an emulated host) sets none aside."""
+    reports (npu-smi) as its agent sees them (ASCEND_RT_VISIBLE_DEVICES): a chip missing, in
+    alarm (unless the inventory's accept_health accepts it), or with memory another process
+    holds. A host that reports no chips (no npu-smi: an emulated host) sets none aside."""
     machine = _machine(ident)
     if machine is None or machine.chips is None:
         return {}
-    chips = {c.device: c for c in machine.chips}
+    chips = {c.device: c for c in machine.chips if c.device is not None}
+    seen = (
+        ""
+        if machine.visible_devices is None
+        else f" visible to the agent (ASCEND_RT_VISIBLE_DEVICES={machine.visible_devices!r})"
+    )
     aside = {}
     for device in range(host.devices):
         chip = chips.get(device)
         if chip is None:
             aside[device] = (
-                f"chip {device} is missing: npu-smi lists {len(chips)} chip(s), the inventory "
-                f"says {host.devices}"
+                f"chip {device} is missing: npu-smi lists {len(chips)} chip(s){seen}, the "
+                f"inventory says {host.devices}"
             )
-        elif (problem := chip_problem(chip)) is not None:
+        elif (problem := chip_problem(chip, host.accept_health)) is not None:
             aside[device] = problem
     return aside
+
+
+def chip_notes(host: HostSpec, ident: Mapping[str, Any]) -> list[str]:
+    """What the check says of the host's chips beyond those set aside: chips npu-smi lists that
+    the agent cannot see, and chips that run although their health is one the inventory
+    accepts (accept_health)."""
+    machine = _machine(ident)
+    if machine is None or machine.chips is None:
+        return []
+    notes = [f"host {host.name}: {hidden}"] if (hidden := hidden_chips(machine)) else []
+    for chip in machine.chips:
+        if chip.device is not None and chip.device < host.devices:
+            if chip.health in host.accept_health:
+                notes.append(
+                    f"host {host.name}: chip {chip.device} ({chip.name}) runs in health "
+                    f"{chip.health}, as the inventory's accept_health says"
+                )
+    return notes
 
 
 def check_host(
@@ -298,6 +322,7 @@ def _checked_identity(
     identity.pop("ok", None)
     reasons += identity_problems(host, identity, expected_bundle_sha)
     set_aside.update(chip_set_aside(host, identity))
+    notes += chip_notes(host, identity)
     usable = [d for d in range(host.devices) if d not in set_aside]
     if not usable and not reasons:
         reasons.append(

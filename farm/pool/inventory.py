@@ -12,13 +12,15 @@ Format::
     transport = "ssh"                # "ssh" (default) or "local"
     address = "10.0.0.5"
     port = 22
-    soc = "Ascend910B1"              # validated against golden.soc
+    soc = "Ascend910B1"              # golden.soc's (any Ascend910B<n>/Ascend310B<n> over ssh)
     devices = 8                      # >= 1
     python = "python3"               # ssh default; a local host's: this farm's own interpreter
     workdir = "lsg-farm"             # ssh: relative to the remote home; local: to this file
     host_key_policy = "strict"       # or "accept-new" (lab opt-in: record unknown keys)
     tags = ["nightly"]
     memory_budget = "64GiB"          # what one case may take there (default: suites/footprint.py)
+    accept_health = ["Alarm"]        # run on chips npu-smi says are in these states (only Alarm;
+                                     #   default none: such a chip is set aside)
     arch = "aarch64"                 # optional pins, each a glob the host must match:
     cann = "8.2.*"                   #   arch os glibc compiler cann driver firmware
 
@@ -58,9 +60,11 @@ from typing import Any
 
 import tomllib
 
+from farm.agent.machine import ACCEPTABLE_HEALTH
 from farm.errors import ConfigError
 from farm.sizes import parse_size
 from golden.soc import UnknownSocError
+from golden.soc import family_of as soc_family
 from golden.soc import profile as soc_profile
 from suites import limits
 
@@ -94,6 +98,7 @@ _HOST_FIELDS: dict[str, tuple[type | tuple[type, ...], str]] = {
     "connect_timeout": ((int, float), "seconds > 0"),
     "role": (str, '"run" (the default) or "build"'),
     "memory_budget": ((str, int), 'a size: bytes, or e.g. "8GiB", "512MiB"'),
+    "accept_health": (list, 'a list of npu-smi health words, e.g. ["Alarm"]'),
 }
 # What a host must be, beyond its SoC: inventory field -> the Machine field it pins
 # (farm/agent/machine.py). A value is a glob (fnmatch): cann = "8.2.*".
@@ -131,13 +136,16 @@ class HostSpec:
     pins: tuple[tuple[str, str], ...] = ()  # (PIN_FIELDS key, glob) the host must match
     role: str = "run"
     # Bytes one case may take on the host (suites/footprint.py checks every case against it
-    # before a run); None: not declared, the farm's default applies.
+    # before a run); None: not declared, the farm's default applies (bounded by the host's memory).
     memory_budget: int | None = None
+    # npu-smi health states besides OK and Warning whose chips still run cases here
+    # (farm/agent/machine.py ACCEPTABLE_HEALTH, chip_problem).
+    accept_health: tuple[str, ...] = ()
     source: Path | None = field(default=None, compare=False)
 
     @property
     def family(self) -> str:
-        return soc_profile(self.soc).family
+        return soc_family(self.soc)
 
     @property
     def env_dict(self) -> dict[str, str]:
@@ -318,8 +326,10 @@ def _host_from_fields(
     elif "soc" not in f:
         raise ConfigError(f'{where}: {label}: missing field "soc"; e.g. soc = "Ascend910B1"')
     try:
-        if role == "run":
-            soc_profile(f["soc"])
+        if role == "run" and transport == "local":
+            soc_profile(f["soc"])  # an emulated host's SoC is emulated from its profile
+        elif role == "run":
+            soc_family(f["soc"])  # a real one may be a SoC of a known family not in the table
     except UnknownSocError as exc:
         raise fail("soc", str(exc)) from None
     if role == "run" and "devices" not in f:
@@ -360,6 +370,15 @@ def _host_from_fields(
         except ValueError as exc:
             raise fail("memory_budget", str(exc)) from None
 
+    accept = f.get("accept_health", [])
+    for word in accept:
+        if word not in ACCEPTABLE_HEALTH:
+            raise fail(
+                "accept_health",
+                f"{word!r} cannot be accepted; only {', '.join(map(repr, ACCEPTABLE_HEALTH))} "
+                "may be (OK and Warning always run; any other state sets the chip aside)",
+            )
+
     pins = []
     for pin in PIN_FIELDS:
         if pin in f:
@@ -378,6 +397,7 @@ def _host_from_fields(
         tags=tuple(tags),
         connect_timeout=timeout,
         memory_budget=budget,
+        accept_health=tuple(dict.fromkeys(accept)),
         source=source,
     )
 

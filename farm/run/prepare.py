@@ -298,6 +298,13 @@ def _prepare_all(
     return results
 
 
+def reported_memory(identity: dict | None) -> int | None:
+    """The memory (bytes, MemTotal) a host's identity says the host has; None where it does not
+    say (an agent of an older bundle, a machine without /proc/meminfo)."""
+    total = ((identity or {}).get("machine") or {}).get("memory_total")
+    return total if isinstance(total, int) and total > 0 else None
+
+
 def prepare_pool(
     inventory_path: str | os.PathLike | None = None,
     tier: str = "smoke",
@@ -373,6 +380,7 @@ def prepare_pool(
             "native_lib": deployed.native_lib,
             "agent_env": deployed.env,
             "package": checked.package,
+            "memory_total": reported_memory(checked.identity),  # bounds its default budget
         }
         set_aside.update({f"{spec.name}:{d}": why for d, why in checked.set_aside.items()})
         torch = bool(((checked.identity or {}).get("deps") or {}).get("torch"))

@@ -309,6 +309,8 @@ def _prepare(
                 "chips run",
                 highlight=False,
             )
+        for note in checked.notes if checked.good else ():  # chips not visible, Alarm accepted
+            console.print(f"note     {escape(visible(note))}", highlight=False)
 
     # The CANN package, without CANN here: built on the pool's hosts with CANN (one builder a run:
     # it makes the source package and asks the build hosts what they are once).
@@ -338,6 +340,15 @@ def _prepare(
             require_healthy=True,
         )
     try:
+        # Again with what the healthy hosts say they have: a budget no host declares is bounded
+        # by the host's own memory (an Atlas 200I/500 A2 board has 4-8 GB in all).
+        footprint.refuse_oversized(
+            cases,
+            footprint.pool_budgets(
+                [h for h in pool.hosts if h.name in plan.hosts],
+                reported={name: h.get("memory_total") for name, h in plan.hosts.items()},
+            ),
+        )
         started = _begin(console, plan, cases, pool, store_scan, store_path, shard, run_group)
     except BaseException:
         # The run never began (the store refused, a stop, the output's reader gone): its

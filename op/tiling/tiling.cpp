@@ -91,6 +91,22 @@ const SocProfile* find_soc(std::string_view name) {
     return nullptr;
 }
 
+const SocProfile* find_soc_or_family(std::string_view name) {
+    if (const SocProfile* exact = find_soc(name)) return exact;
+    // "Ascend910B" + a digit is an Atlas A2 SoC, "Ascend310B" + a digit an Atlas 200I/500 A2 one
+    // (a bare "Ascend910B" is CANN's name of an older Ascend910: not the family).
+    static const struct { std::string_view prefix; std::string_view family; } kFamilies[] = {
+        {"Ascend910B", "ascend910b"}, {"Ascend310B", "ascend310b"}};
+    for (const auto& f : kFamilies) {
+        if (name.size() <= f.prefix.size() || name.substr(0, f.prefix.size()) != f.prefix ||
+            name[f.prefix.size()] < '0' || name[f.prefix.size()] > '9')
+            continue;
+        for (const SocProfile& s : kSocs)
+            if (f.family == s.family) return &s;
+    }
+    return nullptr;
+}
+
 int dtype_size(int32_t dtype) {
     switch (dtype) {
         case LSG_DT_FLOAT: case LSG_DT_INT32: case LSG_DT_UINT32: return 4;

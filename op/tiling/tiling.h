@@ -41,7 +41,12 @@ struct SocProfile {
 
 int soc_count();
 const SocProfile& soc_at(int index);
-const SocProfile* find_soc(std::string_view name);  // nullptr if unknown
+const SocProfile* find_soc(std::string_view name);  // exactly this name; nullptr if unknown
+// The profile of `name`, else the first profile of its family known by the name's prefix
+// (Ascend910B<digit>..., Ascend310B<digit>...: golden/soc.py family_of), for what the contract's
+// checks need of a SoC (bf16 or not); nullptr when neither.  Never for values a test or an
+// emulated platform needs exact (core counts, UB): those take find_soc.
+const SocProfile* find_soc_or_family(std::string_view name);
 
 struct Verdict {
     int32_t reason = LSG_REASON_OK;

@@ -37,7 +37,7 @@ A2_TABLE = """\
 def test_each_chip_of_the_table_with_its_state_and_the_processes_on_it():
     chips = parse_npu_smi(A2_TABLE)
     assert chips == (
-        Chip(0, 0, 0, "910B3", "OK", 3318, 65536, 0, ()),
+        Chip(0, 0, 0, "910B3", "OK", 3318, 65536, 0, (), logical=0),
         Chip(
             1,
             1,
@@ -48,6 +48,7 @@ def test_each_chip_of_the_table_with_its_state_and_the_processes_on_it():
             65536,
             42,
             (ChipProcess(1712733, "sglangschedul", 48954),),
+            logical=1,
         ),
     )
     assert chip_problem(chips[0]) is None

@@ -138,3 +138,53 @@ def test_an_agent_leaving_releases_acl_cleanly(acl_lib_dir):
         [sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120
     )
     assert done.returncode == 0 and done.stdout.strip() == "released", done.stderr
+
+
+# CANN's names of SoCs (aclrtGetSocName) beyond the first of each family: those of the table, and
+# newer ones it does not list, known by their family. A call the contract refuses is refused with
+# its status and reason there too (161002), never as an unknown SoC (561000).
+REAL_SOCS = [
+    ("Ascend910B2C", "float32", "float16", "dtype_mismatch"),
+    ("Ascend910B4-1", "float16", "float32", "dtype_mismatch"),
+    ("Ascend310B4", "bfloat16", "bfloat16", "bf16_unsupported_on_soc"),
+    ("Ascend310B2", "float32", "float16", "dtype_mismatch"),
+    ("Ascend910B9", "float32", "float16", "dtype_mismatch"),  # not in the table
+    ("Ascend310B7", "bfloat16", "bfloat16", "bf16_unsupported_on_soc"),  # not in the table
+]
+
+
+@pytest.fixture
+def declared(both):
+    yield acl.declare_host
+    acl.declare_host(representative_soc("ascend910b").name, 1)
+
+
+@pytest.mark.parametrize("socname, dtype, y_dtype, reason", REAL_SOCS)
+def test_a_refusal_on_a_soc_of_a_known_family_is_the_contracts(
+    declared, socname, dtype, y_dtype, reason
+):
+    import ml_dtypes
+
+    def zeros(name):
+        return np.zeros((4, 6), ml_dtypes.bfloat16 if name == "bfloat16" else np.dtype(name))
+
+    declared(socname, 1)
+    got = acl.run(zeros(dtype), zeros(y_dtype), (-1,), out_dtype=zeros(dtype).dtype)
+    assert (got.status, got.reason) == (161002, reason), got.message
+    assert f"soc={socname}" in got.device_run["runtime"]
+
+
+def test_a_soc_of_no_known_family_or_not_emulated_is_an_inner_error(declared):
+    dy = np.zeros((4, 6), np.float32)
+    # Of the table: the emulated platform takes its values from it, and the call runs.
+    declared("Ascend910B4-1", 1)
+    assert acl.run(dy, dy, (-1,), out_dtype=np.float32).status == 0
+    # Of a known family but not in the table: the emulation has no values to run it with.
+    declared("Ascend910B9", 1)
+    got = acl.run(dy, dy, (-1,), out_dtype=np.float32)
+    assert (got.status, got.reason) == (561000, "internal"), got.message
+    assert "refused a call the contract accepts" in got.message
+    # A bare "Ascend910B" is CANN's name of an older Ascend910: of no family here.
+    declared("Ascend910B", 1)
+    got = acl.run(dy, dy.astype(np.float16), (-1,), out_dtype=np.float32)
+    assert (got.status, got.reason) == (561000, "unknown_soc"), got.message

@@ -168,7 +168,9 @@ def test_a_chip_that_may_not_run_cases_is_set_aside_alone(local_host, agent_bund
     host = _with_chips(local_host, tmp_path, [alarm, default_chip("910B1")])
     health = check_host(host, open_transport, sha, canary, bundle=bundle)
     assert (health.state, health.reasons) == (GOOD, [])
-    assert health.set_aside == {0: "chip 0 (910B1) is in health Alarm (npu-smi)"}
+    assert list(health.set_aside) == [0]
+    assert health.set_aside[0].startswith("chip 0 (910B1) is in health Alarm (npu-smi: ")
+    assert "`npu-smi info -t health -i 0 -c 0`" in health.set_aside[0]
     assert ran_on == [1]  # the canary runs on a chip that may run cases
 
     held = {**default_chip("910B1"), "processes": [{"pid": 4242, "name": "job", "memory": 900}]}

@@ -237,6 +237,18 @@ BAD = {
         ['field "memory_budget"', "'lots' is not a size", '"8GiB"'],
     ),
     "budget_of_no_bytes": (host_block(memory_budget="0"), ['field "memory_budget"', "more than 0"]),
+    "accept_critical": (
+        host_block(accept_health='["Critical"]'),
+        ['field "accept_health"', "'Critical' cannot be accepted", "'Alarm'", "Warning"],
+    ),
+    "accept_health_not_a_list": (
+        host_block(accept_health='"Alarm"'),
+        ['field "accept_health"', "expected a list of npu-smi health words", "str"],
+    ),
+    "bare_ascend910b": (
+        host_block(soc='"Ascend910B"'),
+        ['field "soc"', "'Ascend910B'", "Ascend910B<digit>..."],
+    ),
     "only_build_hosts": (
         host_block(role='"build"', soc=None, devices=None),
         ['every [[host]] has role = "build"', "at least one host that runs cases"],
@@ -302,6 +314,35 @@ def test_a_memory_budget_of_a_host_and_of_the_defaults(keys):
     hosts = load_inventory(write(keys, text)).hosts
     assert [h.memory_budget for h in hosts] == [8 << 30, int(1.5 * (1 << 40)), 1_000_000]
     assert default_inventory(keys).hosts[0].memory_budget is None  # the farm's default applies
+
+
+def test_a_host_may_accept_chips_in_alarm(keys):
+    text = host_block(soc='"Ascend310B4"', devices="1", accept_health='["Alarm", "Alarm"]')
+    (host,) = load_inventory(write(keys, text)).hosts
+    assert host.accept_health == ("Alarm",)
+    assert load_inventory(write(keys, host_block())).hosts[0].accept_health == ()
+
+
+def test_real_soc_names_and_a_newer_soc_of_a_known_family(keys):
+    names = ("Ascend910B2C", "Ascend910B4-1", "Ascend310B4", "Ascend910B9", "Ascend310B7")
+    text = "".join(
+        host_block(name=f'"h{i}"', port=str(2200 + i), soc=f'"{name}"')
+        for i, name in enumerate(names)
+    )
+    hosts = load_inventory(write(keys, text)).hosts
+    assert [(h.soc, h.family) for h in hosts] == [
+        ("Ascend910B2C", "ascend910b"),
+        ("Ascend910B4-1", "ascend910b"),
+        ("Ascend310B4", "ascend310b"),
+        ("Ascend910B9", "ascend910b"),  # not in the table: known by its family over SSH
+        ("Ascend310B7", "ascend310b"),
+    ]
+    # An emulated host is emulated from the table's profile: its SoC must be there.
+    local = '[[host]]\nname = "emu"\ntransport = "local"\nsoc = "Ascend910B9"\ndevices = 1\n'
+    with pytest.raises(ConfigError, match="unknown SoC 'Ascend910B9'; use one of: Ascend910B1"):
+        load_inventory(write(keys, local))
+    local_known = local.replace("Ascend910B9", "Ascend910B4-1")
+    assert load_inventory(write(keys, local_known)).hosts[0].family == "ascend910b"
 
 
 def test_an_ssh_hosts_env_is_its_agents_environment(keys):

@@ -129,3 +129,46 @@ def test_the_budget_is_the_smallest_of_the_family_and_a_local_host_keeps_to_its_
         footprint.refuse_oversized(
             [case], {"ascend910b": (256 << 20, "memory_budget of host small")}
         )
+
+
+MEMINFO = """\
+MemTotal:        3956812 kB
+MemFree:          402112 kB
+MemAvailable:    1873304 kB
+Buffers:           61536 kB
+"""
+
+
+def test_a_host_without_a_budget_keeps_to_the_memory_it_reports(tmp_path):
+    """An SSH host that declares no memory_budget may give one case at most half the memory its
+    agent reports (MemTotal of its /proc/meminfo), when that is below the default: an Atlas
+    200I/500 A2 board with 4 GB gets 2 GB, not 8 GiB."""
+    from farm.agent import machine
+    from farm.run.prepare import reported_memory
+
+    meminfo = tmp_path / "meminfo"
+    meminfo.write_text(MEMINFO)
+    assert machine.read_meminfo(str(meminfo)) == (3956812 * 1024, 1873304 * 1024)
+    board = machine.gather({machine.ENV_NPU_SMI: str(tmp_path / "none")}, meminfo=str(meminfo))
+    total = reported_memory({"machine": board.to_wire()})
+    assert total == 3956812 * 1024 and board.memory_available == 1873304 * 1024
+
+    def host(name, soc="Ascend310B4", budget=None):
+        return HostSpec(name, soc, 1, memory_budget=budget)
+
+    budgets = footprint.pool_budgets(
+        [host("orange-01"), host("a2-01", "Ascend910B1")],
+        reported={"orange-01": total, "a2-01": 1 << 40},
+    )
+    assert budgets["ascend310b"] == (
+        total // 2,
+        "50% of the 3.8 GiB host orange-01 has (MemTotal); it declares no memory_budget",
+    )
+    assert budgets["ascend910b"][0] == footprint.DEFAULT_MEMORY_BUDGET  # never above the default
+    # The inventory's memory_budget wins; a host that says nothing gets the default.
+    assert footprint.host_budget(host("o2", budget=3 << 30), reported=total)[0] == 3 << 30
+    assert footprint.host_budget(host("o3"), reported=None)[0] == footprint.DEFAULT_MEMORY_BUDGET
+    assert reported_memory({}) is None and reported_memory({"machine": {}}) is None
+    case = Case("ascend310b", "float32", (8192, 16384), (1,))  # about 3 GiB
+    with pytest.raises(footprint.CaseTooLarge, match="host orange-01 has .MemTotal."):
+        footprint.refuse_oversized([case], budgets)

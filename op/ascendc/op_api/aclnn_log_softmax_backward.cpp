@@ -199,9 +199,11 @@ aclnnStatus prepare(const char* api, const aclTensor* gradOutput, const aclTenso
     const aclnnStatus s = aclnnLogSoftmaxGradCustomGetWorkspaceSize(
         kernel_tensors[0], kernel_tensors[1], own.axes, kernel_tensors[2], &inner_ws, &inner);
     if (s != ACLNN_SUCCESS) {
+        // The SoC by its family where the table does not name it (a newer SoC of a family):
+        // the contract's checks need only what the family allows.
         const char* soc_name = aclrtGetSocName();
-        return refuse(api, lsg::op_api::after_refusal(
-                               call, soc_name ? lsg::find_soc(soc_name) : nullptr, s, recent()));
+        const lsg::SocProfile* soc = soc_name ? lsg::find_soc_or_family(soc_name) : nullptr;
+        return refuse(api, lsg::op_api::after_refusal(call, soc, s, recent()));
     }
     plan->kernel_workspace = inner_ws;
     uint64_t end = aligned(inner_ws);

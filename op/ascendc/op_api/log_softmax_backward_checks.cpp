@@ -28,7 +28,8 @@ Verdict after_refusal(const Call& call, const SocProfile* soc, int32_t status,
     v.reason = LSG_REASON_INTERNAL;
     if (!soc) {
         v.reason = LSG_REASON_UNKNOWN_SOC;
-        v.message = "internal error: the SoC is not in the operator's SoC table; the generated "
+        v.message = "internal error: the SoC is neither in the operator's SoC table nor of a family "
+                    "it knows (Ascend910B<n>, Ascend310B<n>); the generated "
                     "entry said (status " + std::to_string(status) + "): " + said;
         return v;
     }
