@@ -8,6 +8,8 @@
 #   lib/libcust_opapi.so   the custom operator's op-api: the generated entry (emulated) and the
 #                          operator's aclnn layer (op/ascendc/op_api), over the real host code and
 #                          kernel on the emulated device
+#   cann-before-8.1/libascendcl.so    the runtime without the version queries a CANN release
+#                          before 8.1.RC1 lacks
 #   generated-only/libcust_opapi.so   the same without the aclnn layer: what a package whose
 #                          build does not compile the layer into its op-api library would hold
 #                          (the SSH lab's stand-in CANN build links one or the other)
@@ -37,6 +39,13 @@ endfunction()
 
 lsg_acl_library(lsg_acl_ascendcl ascendcl "${LSG_ACL_EMU_DIR}/src/runtime.cpp")
 target_link_libraries(lsg_acl_ascendcl PRIVATE Threads::Threads)
+# The runtime as a CANN release before 8.1.RC1 has it: without the version queries (tests put it
+# in place of the lab's to see the backend and `farm hosts --check --deep` do without them).
+lsg_acl_library(lsg_acl_ascendcl_before_8_1 ascendcl "${LSG_ACL_EMU_DIR}/src/runtime.cpp")
+target_link_libraries(lsg_acl_ascendcl_before_8_1 PRIVATE Threads::Threads)
+target_compile_definitions(lsg_acl_ascendcl_before_8_1 PRIVATE LSG_EMU_CANN_BEFORE_8_1)
+set_target_properties(lsg_acl_ascendcl_before_8_1 PROPERTIES
+  LIBRARY_OUTPUT_DIRECTORY "${LSG_ACL_OUT}/cann-before-8.1")
 lsg_acl_library(lsg_acl_nnopbase nnopbase "${LSG_ACL_EMU_DIR}/src/nnopbase.cpp")
 target_link_libraries(lsg_acl_nnopbase PRIVATE lsg_acl_ascendcl)
 lsg_acl_library(lsg_acl_opapi opapi "${LSG_ACL_EMU_DIR}/src/builtin_ops.cpp")
@@ -89,4 +98,4 @@ set_target_properties(lsg_acl_example PROPERTIES
   BUILD_RPATH "${LSG_ACL_OUT}/lib")
 
 add_custom_target(lsg_acl_emu DEPENDS lsg_acl_cust_opapi lsg_acl_cust_opapi_generated
-                  lsg_acl_example)
+                  lsg_acl_ascendcl_before_8_1 lsg_acl_example)

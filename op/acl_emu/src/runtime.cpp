@@ -449,6 +449,10 @@ const char* aclGetRecentErrMsg() {
     return t_returned.empty() ? nullptr : t_returned.c_str();
 }
 
+// The version queries: absent from a runtime built as a CANN release before 8.1.RC1 (where the
+// deprecated aclsysGetCANNVersion had not appeared yet, nor aclsysGetVersionStr: hicann/runtime
+// docs/zh/api_ref/24_other_APIs.md); refusals elsewhere, since this is no CANN package.
+#ifndef LSG_EMU_CANN_BEFORE_8_1
 aclError aclsysGetCANNVersion(aclCANNPackageName name, aclCANNPackageVersion* version) {
     (void)name;
     (void)version;
@@ -456,6 +460,15 @@ aclError aclsysGetCANNVersion(aclCANNPackageName name, aclCANNPackageVersion* ve
                          "aclsysGetCANNVersion: this is the lsg emulated ACL runtime, not a CANN "
                          "package (lsg_emu_acl_runtime says which)");
 }
+
+aclError aclsysGetVersionStr(char* pkgName, char* versionStr) {
+    (void)pkgName;
+    (void)versionStr;
+    return lsg_emu::fail(ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
+                         "aclsysGetVersionStr: this is the lsg emulated ACL runtime, not a CANN "
+                         "package (lsg_emu_acl_runtime says which)");
+}
+#endif
 
 const char* aclrtGetSocName() {
     Runtime& r = rt();
