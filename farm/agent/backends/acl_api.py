@@ -74,6 +74,7 @@ PROTOTYPES: dict[str, tuple[str, ...]] = {
         "aclError aclInit(const char *configPath)",
         "aclError aclFinalize()",
         "const char *aclGetRecentErrMsg()",
+        "aclError aclsysGetVersionStr(char *pkgName, char *versionStr)",
         "aclError aclsysGetCANNVersion(aclCANNPackageName name, aclCANNPackageVersion *version)",
         "const char *aclrtGetSocName()",
         "aclError aclrtGetDeviceCount(uint32_t *count)",
@@ -110,6 +111,13 @@ PROTOTYPES: dict[str, tuple[str, ...]] = {
         "aclOpExecutor *executor, aclrtStream stream)",
     ),
 }
+# Functions a CANN release may lack, bound when present (Libraries.absent names the others): the
+# version queries. aclsysGetCANNVersion is absent before CANN 8.1.RC1 (where torch_npu's
+# get_cann_version is unsupported) and deprecated for aclsysGetVersionStr, which older releases
+# lack too. Nothing else is optional: a missing function fails load().
+OPTIONAL = frozenset({"aclsysGetVersionStr", "aclsysGetCANNVersion"})
+# The package of CANN whose version aclsysGetVersionStr reports (hicann/runtime's example).
+VERSION_PACKAGE = b"runtime"
 # The emulated runtime's own functions (op/acl_emu/include/lsg_emu_acl.h), where it is emulated.
 EMULATION = {
     "ascendcl": (
@@ -168,6 +176,10 @@ def normalize(c_type: str) -> str:
     return " ".join(c_type.replace("*", " * ").split())
 
 
+# The operator's aclnn entries (the op-api library's functions).
+OP_API_ENTRIES = tuple(parse(d).name for d in PROTOTYPES["cust_opapi"])
+
+
 def ctype(c_type: str):
     """The ctypes type of a C type."""
     c_type = normalize(c_type)
@@ -200,6 +212,7 @@ class Libraries:
     directory: str
     op_api_path: str
     emulated: bool
+    absent: frozenset[str] = frozenset()  # the OPTIONAL functions this CANN does not export
 
 
 def available() -> bool:
@@ -268,22 +281,30 @@ def load() -> Libraries:
     except OSError as exc:
         raise AclLibraryError(f"loading the ACL libraries of {directory}: {exc}") from None
     by_name = {"ascendcl": ascendcl, "nnopbase": nnopbase, "cust_opapi": lib}
+    absent = set()
     for name, declarations in PROTOTYPES.items():
         for declaration in declarations:
-            _bind(by_name[name], declaration, required=True)
+            function = parse(declaration).name
+            if not _bind(by_name[name], declaration, required=function not in OPTIONAL):
+                absent.add(function)
     emulated = hasattr(ascendcl, "lsg_emu_acl_runtime")
     if emulated:
         for name, declarations in EMULATION.items():
             for declaration in declarations:
                 _bind(by_name[name], declaration, required=True)
-    return Libraries(ascendcl, nnopbase, lib, str(directory), str(op_api), emulated)
+    return Libraries(
+        ascendcl, nnopbase, lib, str(directory), str(op_api), emulated, frozenset(absent)
+    )
 
 
-def _bind(lib: ctypes.CDLL, declaration: str, *, required: bool) -> None:
+def _bind(lib: ctypes.CDLL, declaration: str, *, required: bool) -> bool:
+    """Set the prototype of the declared function of ``lib``; whether it exports it (one it
+    must export and does not: AclLibraryError)."""
     name = parse(declaration).name
     if not hasattr(lib, name):
         if required:
             raise AclLibraryError(f"{lib._name} does not export {name}")
-        return
+        return False
     fn = getattr(lib, name)
     fn.restype, fn.argtypes = prototype(declaration)
+    return True
