@@ -1,6 +1,7 @@
 """The acl backend on the CANN releases it meets: a runtime without the version queries
 (aclsysGetCANNVersion is absent before CANN 8.1.RC1 and deprecated for aclsysGetVersionStr, which
-older releases lack too) still loads and says the toolkit's version.
+older releases lack too) still loads and says the toolkit's version; ACL already initialised in
+the process (torch_npu's) is no failure, and is left for its owner to finalise.
 
 The libraries are small stand-ins compiled here (tests/agent/fake_acl.py), loaded in a child
 process: their symbols, loaded RTLD_GLOBAL, must not meet the emulated runtime's of other tests."""
@@ -9,14 +10,19 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
+from farm import acl_sdk
 from farm.agent.backends import acl_api
+from farm.agent.backends.acl_session import AclCallError, Runtime
 from tests.agent.fake_acl import acl_runtime
+from tests.requirements import need
 
 REPO = Path(__file__).resolve().parents[2]
 VERSIONS = ("aclsysGetVersionStr", "aclsysGetCANNVersion")
@@ -80,3 +86,42 @@ def test_any_other_function_missing_still_refuses_to_load(tmp_path):
     )
     assert done.returncode != 0
     assert "libascendcl.so does not export aclrtMalloc" in done.stderr
+
+
+class _Acl:
+    """aclInit answering ``status``; every call recorded."""
+
+    def __init__(self, status: int) -> None:
+        self.status = status
+        self.calls: list[str] = []
+
+    def aclInit(self, config):
+        self.calls.append("aclInit")
+        return self.status
+
+    def aclFinalize(self):
+        self.calls.append("aclFinalize")
+        return 0
+
+    def aclGetRecentErrMsg(self):
+        return b"said by the runtime"
+
+
+def test_acl_initialised_before_is_accepted_and_not_finalised_by_us():
+    earlier = _Acl(acl_api.ACL_ERROR_REPEAT_INITIALIZE)
+    runtime = Runtime.start(SimpleNamespace(ascendcl=earlier))
+    runtime.close()
+    assert earlier.calls == ["aclInit"]  # whoever initialised it finalises it
+    ours = _Acl(acl_api.ACL_SUCCESS)
+    Runtime.start(SimpleNamespace(ascendcl=ours)).close()
+    assert ours.calls == ["aclInit", "aclFinalize"]
+    with pytest.raises(AclCallError, match=r"^aclInit\(NULL\) returned 100000: said by"):
+        Runtime.start(SimpleNamespace(ascendcl=_Acl(100000)))
+
+
+def test_the_repeat_initialize_status_is_the_genuine_headers():
+    need(acl_sdk.present(), "the genuine ACL headers (python -m farm.acl_sdk downloads them)")
+    headers = (acl_sdk.sdk_dir() / "include" / "acl").rglob("*.h")
+    text = "\n".join(h.read_text(errors="replace") for h in headers)
+    (value,) = set(re.findall(r"\bACL_ERROR_REPEAT_INITIALIZE\s*=\s*(\d+)", text))
+    assert int(value) == acl_api.ACL_ERROR_REPEAT_INITIALIZE

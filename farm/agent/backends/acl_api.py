@@ -31,6 +31,7 @@ ENV_LIB_DIR = "LSG_ACL_LIB_DIR"
 
 # ACL's constants used here (acl_base_rt.h, acl_rt.h).
 ACL_SUCCESS = 0
+ACL_ERROR_REPEAT_INITIALIZE = 100002  # aclInit: ACL is already initialised in this process
 ACL_MEM_MALLOC_HUGE_FIRST = 0
 ACL_MEMCPY_HOST_TO_DEVICE = 1
 ACL_MEMCPY_DEVICE_TO_HOST = 2
