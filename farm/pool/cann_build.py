@@ -15,7 +15,9 @@ failure, with the log kept beside the cache, never the host's fault).
 usual; :func:`install` then runs the installer there with ``--install-path=<that directory>/opp``
 (once: a marker says it is done), never into CANN's shared vendor directory, and the agent's
 environment gets ``ASCEND_CUSTOM_OPP_PATH`` pointing at it, so two runs of different operator
-versions on one host never load each other's operator.
+versions on one host never load each other's operator — the acl backend's agent only
+(:func:`agent_env`): a torch agent must run CANN's own aclnnLogSoftmaxBackward, never the
+package's.
 """
 
 from __future__ import annotations
@@ -203,4 +205,17 @@ def install(transport: Transport, report: deploy.DeployReport, package: Path) ->
     return {CUSTOM_OPP_ENV: vendor, PACKAGE_OPP_ENV: vendor}
 
 
-__all__ = ["CannBuildFailed", "build_on", "builder", "install", "package_name"]
+# The backends that run the installed CANN package: their agents get its directories.
+PACKAGE_BACKENDS = ("acl",)
+
+
+def agent_env(installed: dict[str, str], backend: str) -> dict[str, str]:
+    """What an agent running ``backend`` gets of :func:`install`'s environment: all of it for
+    the backend that runs the package, nothing for any other. torch_npu takes aclnn entries from
+    every $ASCEND_CUSTOM_OPP_PATH package's libcust_opapi.so before CANN's own, and the package
+    defines aclnnLogSoftmaxBackward: a torch agent given it would test the package, not CANN's
+    operator."""
+    return dict(installed) if backend in PACKAGE_BACKENDS else {}
+
+
+__all__ = ["CannBuildFailed", "agent_env", "build_on", "builder", "install", "package_name"]
