@@ -63,3 +63,8 @@ class AgentTimeout(InfraError):
 
 class DeployError(InfraError):
     """A file could not be uploaded, verified or unpacked on a host."""
+
+
+class HostSetupError(InfraError):
+    """The host's own set-up is broken: CANN's set-up script (the inventory's set_env) is not
+    there or fails when sourced. The host's fault, never the operator's."""

@@ -3,19 +3,23 @@
 **Built on a host.** The orchestrator has no CANN; a host of the pool that has the CANN version a
 group of hosts needs builds the package from the source package (``build.source_package``:
 what op/ascendc/build.sh reads), over its transport: the source package is deployed like any
-file, ``bash op/ascendc/build.sh OUT`` runs there in the host's agent environment (its inventory
-env: CANN's variables), and the installer it made and the build's log come back. The result is
+file, ``bash op/ascendc/build.sh OUT`` runs there in the host's agent environment (CANN's
+set-up script sourced, the inventory env on top: transport/base.py host_argv), and the installer
+it made and the build's log come back. The result is
 an operator package like the others (``logsoftmaxgrad-<version>-ascend-<arch>-cann<cann>-
 <source sha12>.tar.gz``, its manifest saying the architecture, the CANN version, the source
 sha256 and the host that built it), kept in dist/op: a later run for the same sources,
 architecture and CANN reuses it. A build that fails is :class:`CannBuildFailed` (a build
-failure, with the log kept beside the cache, never the host's fault).
+failure, with the log kept beside the cache, never the host's fault); a set-up script that is
+missing or fails on the host is the host's (:class:`~farm.errors.HostSetupError`).
 
 **Installed per version.** A host given the package unpacks it into its version directory as
 usual; :func:`install` then runs the installer there with ``--install-path=<that directory>/opp``
 (once: a marker says it is done), never into CANN's shared vendor directory, and the agent's
 environment gets ``ASCEND_CUSTOM_OPP_PATH`` pointing at it, so two runs of different operator
-versions on one host never load each other's operator.
+versions on one host never load each other's operator — the acl backend's agent only
+(:func:`agent_env`): a torch agent must run CANN's own aclnnLogSoftmaxBackward, never the
+package's.
 """
 
 from __future__ import annotations
@@ -26,12 +30,12 @@ import tempfile
 from pathlib import Path
 
 from farm.agent.home_paths import CUSTOM_OPP_ENV, PACKAGE_OPP_ENV
-from farm.errors import BuildError, FarmError
+from farm.errors import BuildError, FarmError, HostSetupError
 from farm.paths import DIST_DIR
 from farm.pool import deploy
 from farm.pool.inventory import HostSpec, Inventory
 from farm.pool.transport import Transport, open_transport
-from farm.pool.transport.base import env_argv
+from farm.pool.transport.base import host_argv, set_env_problem
 
 BUILD_TIMEOUT = 3600.0  # a CANN build of both SoCs takes minutes; a stuck one is stopped here
 INSTALL_TIMEOUT = 600.0
@@ -73,8 +77,11 @@ def build_on(
         report = deploy.deploy(t, host, [source])
         remote = report.remote_dir(source.name)
         out = posixpath.join(remote, f"cann-build-{arch}-{cann}")
-        argv = env_argv(host.env, ["bash", posixpath.join(remote, "op/ascendc/build.sh"), out])
+        argv = host_argv(host, ["bash", posixpath.join(remote, "op/ascendc/build.sh"), out])
         rc, stdout, stderr = t.run_argv(argv, timeout=BUILD_TIMEOUT)
+        problem = set_env_problem(host, stderr) if rc != 0 else None
+        if problem:  # the host's, not the build's: nothing was built
+            raise HostSetupError(problem, host=host.name)
         log = stdout + ("\n" if stdout and stderr else "") + stderr
         log_file = cached.with_name(cached.name.removesuffix(".tar.gz") + ".log")
         log_file.parent.mkdir(parents=True, exist_ok=True)
@@ -190,10 +197,13 @@ def install(transport: Transport, report: deploy.DeployReport, package: Path) ->
         'mkdir -p "$1" && dir=$(cd "$1" && pwd) && bash "$2" --install-path="$dir" && '
         f'touch "$dir/{INSTALLED_MARKER}"'
     )
-    argv = env_argv(
-        host.env, ["sh", "-c", script, "install", target, posixpath.join(remote, installers[0])]
+    argv = host_argv(
+        host, ["sh", "-c", script, "install", target, posixpath.join(remote, installers[0])]
     )
     rc, out, err = transport.run_argv(argv, timeout=INSTALL_TIMEOUT)
+    problem = set_env_problem(host, err) if rc != 0 else None
+    if problem:
+        raise HostSetupError(problem, host=host.name)
     if rc != 0:
         said = " | ".join((err or out).strip().splitlines()[-3:]) or f"exit {rc}"
         raise FarmError(
@@ -203,4 +213,17 @@ def install(transport: Transport, report: deploy.DeployReport, package: Path) ->
     return {CUSTOM_OPP_ENV: vendor, PACKAGE_OPP_ENV: vendor}
 
 
-__all__ = ["CannBuildFailed", "build_on", "builder", "install", "package_name"]
+# The backends that run the installed CANN package: their agents get its directories.
+PACKAGE_BACKENDS = ("acl",)
+
+
+def agent_env(installed: dict[str, str], backend: str) -> dict[str, str]:
+    """What an agent running ``backend`` gets of :func:`install`'s environment: all of it for
+    the backend that runs the package, nothing for any other. torch_npu takes aclnn entries from
+    every $ASCEND_CUSTOM_OPP_PATH package's libcust_opapi.so before CANN's own, and the package
+    defines aclnnLogSoftmaxBackward: a torch agent given it would test the package, not CANN's
+    operator."""
+    return dict(installed) if backend in PACKAGE_BACKENDS else {}
+
+
+__all__ = ["CannBuildFailed", "agent_env", "build_on", "builder", "install", "package_name"]

@@ -38,10 +38,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from farm.agent import hostops, machine
-from farm.errors import ConfigError, DeployError
+from farm.errors import ConfigError, ConnectionLost, DeployError, HostSetupError
 from farm.paths import DIST_DIR, REPO_ROOT
 from farm.pool.inventory import HostSpec
-from farm.pool.transport.base import HANDSHAKE_TIMEOUT, Channel, Transport, env_argv
+from farm.pool.transport.base import (
+    HANDSHAKE_TIMEOUT,
+    Channel,
+    Transport,
+    env_argv,
+    set_env_problem,
+    with_set_env,
+)
 
 # What ships to a host: the agent package and the maths, nothing else (farm/__init__.py only makes
 # `farm` a package there). Everything under these paths that is Python goes in, and the fused
@@ -333,15 +340,16 @@ def agent_argv(
     executor: str | None = None,
     env: Mapping[str, str] | None = None,
 ) -> list[str]:
-    """How a host's agent starts: its python on the bundle; on an SSH host in its inventory env
-    (CANN's variables) and ``env`` (what the deployed package needs: cann_build.install)."""
+    """How a host's agent starts: its python on the bundle; on an SSH host with CANN's set-up
+    script sourced (the inventory's set_env), its inventory env on top, and ``env`` (what the
+    deployed package needs: cann_build.agent_env)."""
     argv = [host.python, "-m", "farm.agent", "--workdir", host.workdir]
     if native_lib:
         argv += ["--native-lib", native_lib]
     if executor:
         argv += ["--executor", executor]
     added = (host.env if host.transport != "local" else ()) + tuple(sorted((env or {}).items()))
-    return env_argv(added, argv)
+    return with_set_env(host.set_env, env_argv(added, argv))
 
 
 def start_agent(
@@ -355,11 +363,17 @@ def start_agent(
 ) -> Channel:
     """Start an agent from the deployed bundle ``bundle_sha`` and handshake with it."""
     host = transport.host
-    return transport.open_channel(
-        agent_argv(host, native_lib=native_lib, executor=executor, env=env),
-        cwd=versions_dir(host, bundle_sha),
-        timeout=timeout,
-    )
+    try:
+        return transport.open_channel(
+            agent_argv(host, native_lib=native_lib, executor=executor, env=env),
+            cwd=versions_dir(host, bundle_sha),
+            timeout=timeout,
+        )
+    except ConnectionLost as exc:  # the agent never started: was it CANN's set-up script?
+        problem = set_env_problem(host, getattr(exc, "stderr_tail", "") or "")
+        if problem is None:
+            raise
+        raise HostSetupError(problem, host=host.name) from None
 
 
 def start_shared_agent(

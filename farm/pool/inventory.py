@@ -15,6 +15,7 @@ Format::
     soc = "Ascend910B1"              # golden.soc's (any Ascend910B<n>/Ascend310B<n> over ssh)
     devices = 8                      # >= 1
     python = "python3"               # ssh default; a local host's: this farm's own interpreter
+    set_env = "/usr/local/Ascend/ascend-toolkit/set_env.sh"   # CANN's set-up script (below)
     workdir = "lsg-farm"             # ssh: relative to the remote home; local: to this file
     host_key_policy = "strict"       # or "accept-new" (lab opt-in: record unknown keys)
     tags = ["nightly"]
@@ -28,7 +29,7 @@ Format::
     name = "cann-build"              # role = "build": builds the CANN package, runs no cases
     role = "build"                   #   (no soc or devices; farm/pool/cann_build.py)
     address = "10.0.0.20"
-    env = { ASCEND_HOME_PATH = "/usr/local/Ascend/ascend-toolkit/latest" }
+    env = { ASCEND_HOME_PATH = "/usr/local/Ascend/ascend-toolkit/latest" }   # set_env.sh found
 
     [[host]]
     name = "emu-01"
@@ -39,9 +40,16 @@ Format::
 
 ``env`` of a local host is the emulated host's *own* configuration, the counterpart of sshd's
 ``SetEnv`` on an SSH lab host: the agent reads its identity from it, and the health check
-compares that identity with ``soc``/``devices`` here. ``env`` of an SSH host is the agent's
-environment there (CANN's variables, which an SSH session does not source): the agent is
-started under ``env K=V ...``; it may not declare the identity (no ``LSG_EMULATED_*``).
+compares that identity with ``soc``/``devices`` here. ``env`` of an SSH host is added to the
+agent's environment there, and to the CANN build's and install's (``env K=V ...``); it may not
+declare the identity (no ``LSG_EMULATED_*``).
+
+``set_env`` of an SSH host is CANN's set-up script, which an SSH session does not source: the
+agent and the build run under ``bash -c '. set_env.sh && exec ...'`` (farm/pool/transport/base.py
+``host_argv``), ``env`` on top. Without the field, where ``env`` names ``ASCEND_HOME_PATH``, the
+``set_env.sh`` beside it or in the directory above it (``ascend-toolkit/set_env.sh`` of
+``ascend-toolkit/latest``); ``set_env = ""``: none, ``env`` alone. A script that is missing or
+fails there is the host's error (:class:`~farm.errors.HostSetupError`).
 
 Every validation error is one :class:`~farm.errors.ConfigError` line that names the file, the
 host, the field and the fix.
@@ -51,6 +59,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import posixpath
 import re
 import sys
 from collections.abc import Mapping
@@ -99,7 +108,9 @@ _HOST_FIELDS: dict[str, tuple[type | tuple[type, ...], str]] = {
     "role": (str, '"run" (the default) or "build"'),
     "memory_budget": ((str, int), 'a size: bytes, or e.g. "8GiB", "512MiB"'),
     "accept_health": (list, 'a list of npu-smi health words, e.g. ["Alarm"]'),
+    "set_env": (str, 'the path of CANN\'s set_env.sh on the host, or "" for none'),
 }
+SET_ENV_FILE = "set_env.sh"  # CANN's set-up script, beside or above ASCEND_HOME_PATH
 # What a host must be, beyond its SoC: inventory field -> the Machine field it pins
 # (farm/agent/machine.py). A value is a glob (fnmatch): cann = "8.2.*".
 PIN_FIELDS = {
@@ -132,6 +143,9 @@ class HostSpec:
     workdir: str = DEFAULT_SSH_WORKDIR
     tags: tuple[str, ...] = ()
     env: tuple[tuple[str, str], ...] = ()
+    # CANN's set-up script on the host: the first of these that exists there is sourced before
+    # the agent and the build run (farm/pool/transport/base.py host_argv); () for none.
+    set_env: tuple[str, ...] = ()
     connect_timeout: float = DEFAULT_CONNECT_TIMEOUT
     pins: tuple[tuple[str, str], ...] = ()  # (PIN_FIELDS key, glob) the host must match
     role: str = "run"
@@ -406,11 +420,17 @@ def _host_from_fields(
         for k, v in env.items():
             if not isinstance(v, str):
                 raise fail("env", f"value of {k} must be a string, got {v!r}")
+        if "set_env" in f:
+            raise fail(
+                "set_env",
+                "a local host is emulated on this machine, with no CANN to set up; remove it",
+            )
         workdir = f.get("workdir")
         workdir_path = _resolve(workdir, base) if workdir else base / ".lsg-hosts" / name
         return HostSpec(**common, workdir=str(workdir_path), env=tuple(sorted(env.items())))
 
-    # ssh: env is the agent's environment there (CANN's variables), never the host's identity
+    # ssh: env is added to the agent's environment there (on top of CANN's set-up script, for
+    # what it does not set), never the host's identity
     env = f.get("env", {})
     for k, v in env.items():
         if not isinstance(v, str):
@@ -473,6 +493,7 @@ def _host_from_fields(
     return HostSpec(
         **common,
         env=tuple(sorted(env.items())),
+        set_env=_set_env(f, env, fail),
         address=address,
         port=port,
         user=user,
@@ -481,6 +502,35 @@ def _host_from_fields(
         known_hosts=known_hosts,
         workdir=workdir,
     )
+
+
+def _set_env(f: Mapping[str, Any], env: Mapping[str, str], fail) -> tuple[str, ...]:
+    """An SSH host's CANN set-up script candidates (HostSpec.set_env): the one ``set_env``
+    names; none for ``set_env = ""``; without it, the set_env.sh beside $ASCEND_HOME_PATH of its
+    env, then the one above it (CANN's ascend-toolkit/set_env.sh of ascend-toolkit/latest)."""
+    if "set_env" in f:
+        path = f["set_env"]
+        if not path:
+            return ()
+        if unexpanded := _UNEXPANDED.search(path):
+            raise fail(
+                "set_env",
+                f"{path!r}: {unexpanded.group().lstrip(':')} is not expanded; write the path out",
+            )
+        if not path.startswith("/"):
+            raise fail(
+                "set_env",
+                f"{path!r}: give the absolute path of CANN's {SET_ENV_FILE} on the host (e.g. "
+                f'/usr/local/Ascend/ascend-toolkit/{SET_ENV_FILE}), or "" for none',
+            )
+        return (path,)
+    home = env.get("ASCEND_HOME_PATH", "")
+    if not home.startswith("/"):
+        return ()
+    home = posixpath.normpath(home)
+    beside = posixpath.join(home, SET_ENV_FILE)
+    above = posixpath.join(posixpath.dirname(home), SET_ENV_FILE)
+    return (beside, above) if above != beside else (beside,)
 
 
 def _resolve(value: str, base: Path) -> Path:

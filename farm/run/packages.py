@@ -70,8 +70,8 @@ class Packages:
         if self.cann and not cann:
             raise NoPackage(
                 f"host {host} has no CANN (no ASCEND_HOME_PATH with a toolkit version in its "
-                "agent's environment): the ascend package runs where CANN is; set CANN's "
-                "variables in the host's inventory env, or run a CPU target there",
+                "agent's environment): the ascend package runs where CANN is; name CANN's "
+                "set_env.sh in the host's inventory (set_env), or run a CPU target there",
                 host=host,
             )
         key = (arch, cann)

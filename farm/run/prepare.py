@@ -201,9 +201,10 @@ class Deployed:
     env: dict[str, str] = field(default_factory=dict)
 
 
-def _deploy_host(host: HostSpec, bundle: Path, packages: Packages):
+def _deploy_host(host: HostSpec, bundle: Path, packages: Packages, backend: str):
     """Deploy the bundle and the package of the host's platform: (None, Deployed) or (a bad
-    HostHealth, None). Never raises for a host problem."""
+    HostHealth, None). Never raises for a host problem. The agent's environment names the
+    installed CANN package only for the backend that runs it (cann_build.agent_env)."""
     started = time.monotonic()
     try:
         transport = open_transport(host)
@@ -222,12 +223,14 @@ def _deploy_host(host: HostSpec, bundle: Path, packages: Packages):
             blame_host=not isinstance(exc, NoPackage) or not packages.cann,
         )
         return bad, None
-    return None, Deployed(package, native_lib, env)
+    return None, Deployed(package, native_lib, cann_build.agent_env(env, backend))
 
 
-def _prepare_host(host: HostSpec, bundle: Path, bundle_sha: str, packages: Packages, canary):
+def _prepare_host(
+    host: HostSpec, bundle: Path, bundle_sha: str, packages: Packages, canary, backend: str
+):
     """Deploy, then check. Never raises for a host problem: it becomes a reason."""
-    bad, deployed = _deploy_host(host, bundle, packages)
+    bad, deployed = _deploy_host(host, bundle, packages, backend)
     if bad is not None:
         return bad, None
     checked = health.check_host(
@@ -253,7 +256,7 @@ def _check_local(hosts: list[HostSpec], bundle_sha: str, deployed: dict, canary)
 
 
 def _prepare_all(
-    inventory: Inventory, bundle: Path, bundle_sha: str, packages: Packages, canary
+    inventory: Inventory, bundle: Path, bundle_sha: str, packages: Packages, canary, backend: str
 ) -> dict:
     """Every host deployed and checked: name -> (HostHealth, Deployed or None). SSH hosts in
     parallel, each on its own (deploy, then check). The emulated hosts of this machine are
@@ -266,12 +269,12 @@ def _prepare_all(
     results: dict = {}
     with host_threads(parallel_hosts(len(hosts))) as pool:
         remote = {
-            h.name: pool.submit(_prepare_host, h, bundle, bundle_sha, packages, canary)
+            h.name: pool.submit(_prepare_host, h, bundle, bundle_sha, packages, canary, backend)
             for h in hosts
             if h.transport != "local"
         }
         local = [h for h in hosts if h.transport == "local"]
-        deploying = pool.submit(lambda: [_deploy_host(h, bundle, packages) for h in local])
+        deploying = pool.submit(lambda: [_deploy_host(h, bundle, packages, backend) for h in local])
         deployed: dict[str, Deployed] = {}
         groups: dict[tuple, list[HostSpec]] = {}
         deploys = result_of(deploying)
@@ -361,7 +364,7 @@ def prepare_pool(
     quarantine = health.Quarantine(state_dir)
 
     hosts, slots, unhealthy, set_aside = {}, [], {}, {}
-    prepared = _prepare_all(inventory, bundle, bundle_sha, packages, canary)
+    prepared = _prepare_all(inventory, bundle, bundle_sha, packages, canary, backend)
     broken_canary = health.common_canary_failure(checked for checked, _ in prepared.values())
     for spec in inventory.hosts:
         checked, deployed = prepared[spec.name]

@@ -32,13 +32,14 @@ def _hosts_json(farm, inventory: str, *options: str) -> dict[str, dict]:
 
 def _inventory(lab, tmp_path) -> str:
     """The lab's inventory with a CANN for a2-01 (its agent's environment: a toolkit whose
-    version file says 8.2.RC1), pinned to 8.2.*, and a200-01 pinned to an architecture it is
-    not."""
+    version file says 8.2.RC1, with the set_env.sh above it that the farm finds and sources),
+    pinned to 8.2.*, and a200-01 pinned to an architecture it is not."""
     home = tmp_path / "Ascend" / "ascend-toolkit" / "latest"
     (home / "x86_64-linux").mkdir(parents=True)
     (home / "aarch64-linux").mkdir(parents=True)
     for arch in ("x86_64", "aarch64"):
         (home / f"{arch}-linux" / "ascend_toolkit_install.info").write_text("version=8.2.RC1\n")
+    (home.parent / "set_env.sh").write_text(f"export ASCEND_HOME_PATH='{home}'\n")
     text = lab.inventory_path.read_text()
     text = text.replace(
         'name = "a2-01"\n',

@@ -236,3 +236,40 @@ def test_the_build_host_is_the_inventorys_of_that_cann_else_the_host_that_needs_
     build_for("aarch64", "8.2.RC1", "a2-01")
     build_for("aarch64", "7.0.0", "a2-01")  # no build host has it: the host that needs it
     assert chosen == ["b-new", "a2-01"]
+
+
+@pytest.mark.parametrize("backend", ["acl", "torch", "native"])
+def test_only_the_acl_agent_is_told_where_the_package_is_installed(tmp_path, monkeypatch, backend):
+    """torch_npu takes aclnn entries from $ASCEND_CUSTOM_OPP_PATH's packages first, and the
+    package defines aclnnLogSoftmaxBackward: a torch agent told of it would test the package."""
+    from farm.agent.home_paths import CUSTOM_OPP_ENV, PACKAGE_OPP_ENV
+    from farm.pool import inventory as inv
+    from farm.run import prepare
+
+    host = inv.HostSpec("a2-01", "Ascend910B1", 1, address="10.0.0.5", workdir=str(tmp_path))
+    package = tmp_path / "logsoftmaxgrad-ascend.tar.gz"
+    vendor = "lsg-farm/versions/x/opp/vendors/customize"
+
+    class Transport:
+        def __init__(self, h):
+            self.host = h
+
+        def remote_platform(self):
+            return {"arch": "aarch64", "cann": "8.2.RC1"}
+
+        def close(self):
+            return None
+
+    class Given(Packages):
+        def for_host(self, platform, name):
+            return package
+
+    monkeypatch.setattr(prepare, "open_transport", Transport)
+    monkeypatch.setattr(prepare.deploy, "deploy_all", lambda t, **kw: ("report", None))
+    installed = {CUSTOM_OPP_ENV: vendor, PACKAGE_OPP_ENV: vendor}
+    monkeypatch.setattr(cann_build, "install", lambda t, report, p: dict(installed))
+    packages = Given(None, target="ascend")
+    bad, deployed = prepare._deploy_host(host, tmp_path / "bundle", packages, backend)
+    assert bad is None
+    assert deployed.env == (installed if backend == "acl" else {})
+    assert cann_build.agent_env(installed, backend) == deployed.env

@@ -249,6 +249,19 @@ BAD = {
         host_block(soc='"Ascend910B"'),
         ['field "soc"', "'Ascend910B'", "Ascend910B<digit>..."],
     ),
+    "set_env_relative": (
+        host_block(set_env='"Ascend/ascend-toolkit/set_env.sh"'),
+        ['field "set_env"', "'Ascend/ascend-toolkit/set_env.sh': give the absolute path", '"" for'],
+    ),
+    "set_env_with_a_variable": (
+        host_block(set_env='"$ASCEND_HOME_PATH/../set_env.sh"'),
+        ['field "set_env"', "$ASCEND_HOME_PATH is not expanded", "write the path out"],
+    ),
+    "set_env_on_a_local_host": (
+        '[[host]]\nname = "emu"\ntransport = "local"\nsoc = "Ascend910B1"\ndevices = 1\n'
+        'set_env = "/usr/local/Ascend/ascend-toolkit/set_env.sh"\n',
+        ["[[host]] emu", 'field "set_env"', "a local host is emulated", "remove it"],
+    ),
     "only_build_hosts": (
         host_block(role='"build"', soc=None, devices=None),
         ['every [[host]] has role = "build"', "at least one host that runs cases"],
@@ -345,20 +358,39 @@ def test_real_soc_names_and_a_newer_soc_of_a_known_family(keys):
     assert load_inventory(write(keys, local_known)).hosts[0].family == "ascend910b"
 
 
-def test_an_ssh_hosts_env_is_its_agents_environment(keys):
+def test_an_ssh_hosts_env_is_its_agents_environment_after_canns_set_up_script(keys):
     from farm.pool.deploy import agent_argv
 
     home = "/usr/local/Ascend/ascend-toolkit/latest"
     (host,) = load_inventory(
         write(keys, host_block(env=f'{{ ASCEND_HOME_PATH = "{home}" }}'))
     ).hosts
-    assert agent_argv(host)[:5] == [
-        "env",
-        f"ASCEND_HOME_PATH={home}",
-        "python3",
-        "-m",
-        "farm.agent",
-    ]
+    # Without set_env: the set_env.sh beside ASCEND_HOME_PATH, else CANN's, above it.
+    scripts = [f"{home}/set_env.sh", "/usr/local/Ascend/ascend-toolkit/set_env.sh"]
+    argv = agent_argv(host)
+    assert argv[:2] == ["bash", "-c"] and argv[3:6] == ["lsg-farm-set-env", "2", *scripts[:1]]
+    assert argv[6:11] == [scripts[1], "env", f"ASCEND_HOME_PATH={home}", "python3", "-m"]
+
+
+def test_set_env_names_canns_set_up_script_or_none(keys):
+    toolkit = "/opt/My Ascend/ascend-toolkit"
+    text = (
+        f'[defaults]\nset_env = "{toolkit}/set_env.sh"\n'
+        + host_block()
+        + host_block(name='"a2-02"', port="2222", set_env='""', env='{ ASCEND_HOME_PATH = "/x" }')
+        + host_block(name='"a2-03"', port="2223")
+    )
+    hosts = load_inventory(write(keys, text)).hosts
+    named = (f"{toolkit}/set_env.sh",)
+    assert [h.set_env for h in hosts] == [named, (), named]
+    # Nothing to find it by: none (the env, if any, alone); a trailing slash is no other place.
+    none = load_inventory(write(keys, host_block())).hosts[0]
+    assert none.set_env == ()
+    slash = host_block(env='{ ASCEND_HOME_PATH = "/usr/local/Ascend/nnrt/latest/" }')
+    assert load_inventory(write(keys, slash)).hosts[0].set_env == (
+        "/usr/local/Ascend/nnrt/latest/set_env.sh",
+        "/usr/local/Ascend/nnrt/set_env.sh",
+    )
 
 
 def test_a_build_host_runs_no_cases_and_needs_no_soc(keys):

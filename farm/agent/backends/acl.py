@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import ctypes
 import json
+import os
 import re
 from collections.abc import Iterable, Sequence
 from functools import cache
@@ -32,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from farm.agent import machine
+from farm.agent import hostops, machine
 from farm.agent.backends import acl_api as api
 from farm.agent.backends.acl_session import AclCallError, HostTensor, OpRun, Runtime, run_op
 from farm.agent.backends.native import (
@@ -89,13 +90,35 @@ def runtime_description() -> str:
 def _cann_description() -> str:
     libs = api.load()
     runtime()
-    version = api.AclVersion()
-    status = libs.ascendcl.aclsysGetCANNVersion(
-        api.ACL_PKG_NAME_CANN, ctypes.cast(ctypes.pointer(version), ctypes.c_void_p)
-    )
     soc = libs.ascendcl.aclrtGetSocName()
-    said = version.version.decode() if status == api.ACL_SUCCESS else f"unknown (status {status})"
-    return f"CANN {said}; driver {_driver_version()}; soc={soc.decode() if soc else '?'}"
+    said = soc.decode() if soc else "?"
+    return f"CANN {_cann_version(libs)}; driver {_driver_version()}; soc={said}"
+
+
+def _cann_version(libs: api.Libraries, environ: dict[str, str] | None = None) -> str:
+    """CANN's version as the runtime says it: aclsysGetVersionStr of its runtime package, else
+    the deprecated aclsysGetCANNVersion (a release may lack either: acl_api.OPTIONAL), else the
+    toolkit's ascend_toolkit_install.info under $ASCEND_HOME_PATH, which the line then names."""
+    said = []
+    if "aclsysGetVersionStr" not in libs.absent:
+        text = ctypes.create_string_buffer(api.ACL_PKG_VERSION_MAX_SIZE)
+        name = ctypes.create_string_buffer(api.VERSION_PACKAGE)
+        status = libs.ascendcl.aclsysGetVersionStr(name, text)
+        if status == api.ACL_SUCCESS and text.value:
+            return text.value.decode(errors="replace")
+        said.append(f"aclsysGetVersionStr returned {status}")
+    if "aclsysGetCANNVersion" not in libs.absent:
+        version = api.AclVersion()
+        status = libs.ascendcl.aclsysGetCANNVersion(
+            api.ACL_PKG_NAME_CANN, ctypes.cast(ctypes.pointer(version), ctypes.c_void_p)
+        )
+        if status == api.ACL_SUCCESS and version.version:
+            return version.version.decode(errors="replace")
+        said.append(f"aclsysGetCANNVersion returned {status}")
+    found = hostops.host_platform(os.environ if environ is None else environ)["cann"]
+    if found:
+        return f"{found} (ascend_toolkit_install.info)"
+    return "unknown (" + ("; ".join(said) or "the runtime has no version query") + ")"
 
 
 def _driver_version(path: str | None = None) -> str:

@@ -7,8 +7,10 @@ wrong place fails in CI rather than on the first real host.
 
 Which libraries: $LSG_ACL_LIB_DIR (every library in one directory); else CANN's, from its set-up
 script's variables ($ASCEND_HOME_PATH/lib64 and the custom operator's op-api: where the farm
-installed the package under test ($LSG_PACKAGE_OPP), and only there; without it, under
-$ASCEND_CUSTOM_OPP_PATH or $ASCEND_OPP_PATH/vendors/*); else the emulated ACL runtime
+installed the package under test ($LSG_PACKAGE_OPP), and only there; without it, the first package
+under $ASCEND_CUSTOM_OPP_PATH or $ASCEND_OPP_PATH/vendors/* whose library is this operator's: its
+ELF dynamic symbol table, read without loading it, defines every aclnn entry of PROTOTYPES'
+cust_opapi, so another product's package is passed over); else the emulated ACL runtime
 (op/acl_emu) of the package, acl/lib beside the native library ($LSG_NATIVE_LIB), or of this
 checkout (build/ascendc-cpu/acl/lib).
 
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import struct
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -31,6 +34,7 @@ ENV_LIB_DIR = "LSG_ACL_LIB_DIR"
 
 # ACL's constants used here (acl_base_rt.h, acl_rt.h).
 ACL_SUCCESS = 0
+ACL_ERROR_REPEAT_INITIALIZE = 100002  # aclInit: ACL is already initialised in this process
 ACL_MEM_MALLOC_HUGE_FIRST = 0
 ACL_MEMCPY_HOST_TO_DEVICE = 1
 ACL_MEMCPY_DEVICE_TO_HOST = 2
@@ -74,6 +78,7 @@ PROTOTYPES: dict[str, tuple[str, ...]] = {
         "aclError aclInit(const char *configPath)",
         "aclError aclFinalize()",
         "const char *aclGetRecentErrMsg()",
+        "aclError aclsysGetVersionStr(char *pkgName, char *versionStr)",
         "aclError aclsysGetCANNVersion(aclCANNPackageName name, aclCANNPackageVersion *version)",
         "const char *aclrtGetSocName()",
         "aclError aclrtGetDeviceCount(uint32_t *count)",
@@ -110,6 +115,13 @@ PROTOTYPES: dict[str, tuple[str, ...]] = {
         "aclOpExecutor *executor, aclrtStream stream)",
     ),
 }
+# Functions a CANN release may lack, bound when present (Libraries.absent names the others): the
+# version queries. aclsysGetCANNVersion is absent before CANN 8.1.RC1 (where torch_npu's
+# get_cann_version is unsupported) and deprecated for aclsysGetVersionStr, which older releases
+# lack too. Nothing else is optional: a missing function fails load().
+OPTIONAL = frozenset({"aclsysGetVersionStr", "aclsysGetCANNVersion"})
+# The package of CANN whose version aclsysGetVersionStr reports (hicann/runtime's example).
+VERSION_PACKAGE = b"runtime"
 # The emulated runtime's own functions (op/acl_emu/include/lsg_emu_acl.h), where it is emulated.
 EMULATION = {
     "ascendcl": (
@@ -168,6 +180,10 @@ def normalize(c_type: str) -> str:
     return " ".join(c_type.replace("*", " * ").split())
 
 
+# The operator's aclnn entries: a custom operator library that defines every one is this operator's.
+OP_API_ENTRIES = tuple(parse(d).name for d in PROTOTYPES["cust_opapi"])
+
+
 def ctype(c_type: str):
     """The ctypes type of a C type."""
     c_type = normalize(c_type)
@@ -200,6 +216,7 @@ class Libraries:
     directory: str
     op_api_path: str
     emulated: bool
+    absent: frozenset[str] = frozenset()  # the OPTIONAL functions this CANN does not export
 
 
 def available() -> bool:
@@ -229,18 +246,7 @@ def _search() -> tuple[Path, Path]:
             )
         return Path(home) / "lib64", lib
     if home:
-        custom = os.environ.get(CUSTOM_OPP_ENV, "").split(":")
-        vendors = Path(os.environ.get("ASCEND_OPP_PATH", Path(home) / "opp")) / "vendors"
-        roots = [Path(p) for p in custom if p] + sorted(vendors.glob("*"))
-        for r in roots:
-            lib = r / "op_api" / "lib" / OP_API_FILE
-            if lib.is_file():
-                return Path(home) / "lib64", lib
-        raise AclLibraryError(
-            f"ASCEND_HOME_PATH={home} is set but no custom operator package has "
-            f"op_api/lib/{OP_API_FILE} (under $ASCEND_CUSTOM_OPP_PATH or {vendors}/*): install "
-            "the LogSoftmaxGrad package (custom_opp_*.run) first"
-        )
+        return Path(home) / "lib64", _installed_op_api(home)
     native = os.environ.get("LSG_NATIVE_LIB")
     candidates = [Path(native).parent.parent / "acl" / "lib"] if native else []
     candidates += [ROOT / "build" / "ascendc-cpu" / "acl" / "lib", ROOT / "package" / "acl" / "lib"]
@@ -252,6 +258,104 @@ def _search() -> tuple[Path, Path]:
         f"({OP_API_FILE} under build/ascendc-cpu/acl/lib: `farm build` makes it where the "
         f"genuine headers are, python -m farm.acl_sdk fetches them); or set {ENV_LIB_DIR}"
     )
+
+
+def _installed_op_api(home: str) -> Path:
+    """This operator's op-api library among the custom operator packages CANN would look at, in
+    its order: each $ASCEND_CUSTOM_OPP_PATH entry, then $ASCEND_OPP_PATH/vendors/*. Another
+    product's package (its libcust_opapi.so lacks this operator's entries) is passed over; when
+    none is this operator's, the error says why each was."""
+    custom = [Path(p) for p in os.environ.get(CUSTOM_OPP_ENV, "").split(":") if p]
+    vendors = Path(os.environ.get("ASCEND_OPP_PATH") or Path(home) / "opp") / "vendors"
+    skipped: list[str] = []
+    for root in dict.fromkeys(custom + sorted(p for p in vendors.glob("*") if p.is_dir())):
+        lib = root / "op_api" / "lib" / OP_API_FILE
+        why = not_this_operator(lib)
+        if why is None:
+            return lib
+        skipped.append(f"{root}: {why}")
+    looked = "; ".join(skipped) or f"no package under $ASCEND_CUSTOM_OPP_PATH or {vendors}"
+    raise AclLibraryError(
+        f"ASCEND_HOME_PATH={home} is set but no custom operator package is LogSoftmaxGrad's "
+        f"(op_api/lib/{OP_API_FILE} defining {', '.join(OP_API_ENTRIES)}): {looked}; install "
+        "the LogSoftmaxGrad package (custom_opp_*.run) first"
+    )
+
+
+def not_this_operator(lib: Path) -> str | None:
+    """Why ``lib`` is not this operator's op-api library (None when it is): missing, not a
+    readable ELF library, or one that does not define every entry of OP_API_ENTRIES. Read from
+    the file: nothing of it is loaded or run."""
+    if not lib.is_file():
+        return f"no op_api/lib/{OP_API_FILE}"
+    try:
+        defined = dynamic_functions(lib)
+    except (OSError, ValueError) as exc:
+        return f"{OP_API_FILE} cannot be read ({exc})"
+    missing = [name for name in OP_API_ENTRIES if name not in defined]
+    if missing:
+        more = f" (and {len(missing) - 1} more of its entries)" if len(missing) > 1 else ""
+        return f"{OP_API_FILE} does not define {missing[0]}{more}: another operator's"
+    return None
+
+
+# ELF constants (the System V ABI): the dynamic symbol table and what a defined function is.
+_SHT_DYNSYM = 11
+_STT_FUNC, _STT_GNU_IFUNC = 2, 10
+_STB_GLOBAL, _STB_WEAK, _STB_GNU_UNIQUE = 1, 2, 10
+_STV_HIDDEN, _STV_INTERNAL = 2, 1
+
+
+def dynamic_functions(path: Path) -> frozenset[str]:
+    """The functions an ELF shared library defines for others (its .dynsym: global or weak,
+    visible, not undefined), read from the file, 32- or 64-bit, either byte order. ValueError
+    when it is no ELF file or has no dynamic symbol table."""
+    with open(path, "rb") as f:
+
+        def read(offset: int, size: int) -> bytes:
+            f.seek(offset)
+            data = f.read(size)
+            if len(data) != size:
+                raise ValueError(f"truncated ELF file ({size} bytes at {offset})")
+            return data
+
+        ident = f.read(16)
+        if len(ident) < 16 or ident[:4] != b"\x7fELF" or ident[4] not in (1, 2):
+            raise ValueError("not an ELF file")
+        wide = ident[4] == 2
+        order = "<" if ident[5] == 1 else ">"
+        header = struct.Struct(order + ("HHIQQQIHHHHHH" if wide else "HHIIIIIHHHHHH"))
+        fields = header.unpack(read(16, header.size))
+        shoff, shentsize, shnum = fields[5], fields[10], fields[11]
+        section = struct.Struct(order + ("IIQQQQIIQQ" if wide else "IIIIIIIIII"))
+        if not shoff or shentsize < section.size:
+            raise ValueError("no section headers")
+        sections = [section.unpack(read(shoff + i * shentsize, section.size)) for i in range(shnum)]
+        dynsym = next((s for s in sections if s[1] == _SHT_DYNSYM), None)
+        if dynsym is None or dynsym[6] >= len(sections):
+            raise ValueError("no dynamic symbol table")
+        strtab = sections[dynsym[6]]
+        names = read(strtab[4], strtab[5])
+        symbol = struct.Struct(order + ("IBBHQQ" if wide else "IIIBBH"))
+        entsize = dynsym[9] or symbol.size
+        table = read(dynsym[4], dynsym[5])
+    found = set()
+    for offset in range(0, len(table) - symbol.size + 1, entsize):
+        entry = symbol.unpack_from(table, offset)
+        name, info, other, shndx = (
+            (entry[0], entry[1], entry[2], entry[3])
+            if wide
+            else (entry[0], entry[3], entry[4], entry[5])
+        )
+        if (
+            shndx != 0
+            and info & 0xF in (_STT_FUNC, _STT_GNU_IFUNC)
+            and info >> 4 in (_STB_GLOBAL, _STB_WEAK, _STB_GNU_UNIQUE)
+            and other & 3 not in (_STV_HIDDEN, _STV_INTERNAL)
+        ):
+            end = names.find(b"\0", name)
+            found.add(names[name : end if end >= 0 else len(names)].decode(errors="replace"))
+    return frozenset(found)
 
 
 @cache
@@ -268,22 +372,30 @@ def load() -> Libraries:
     except OSError as exc:
         raise AclLibraryError(f"loading the ACL libraries of {directory}: {exc}") from None
     by_name = {"ascendcl": ascendcl, "nnopbase": nnopbase, "cust_opapi": lib}
+    absent = set()
     for name, declarations in PROTOTYPES.items():
         for declaration in declarations:
-            _bind(by_name[name], declaration, required=True)
+            function = parse(declaration).name
+            if not _bind(by_name[name], declaration, required=function not in OPTIONAL):
+                absent.add(function)
     emulated = hasattr(ascendcl, "lsg_emu_acl_runtime")
     if emulated:
         for name, declarations in EMULATION.items():
             for declaration in declarations:
                 _bind(by_name[name], declaration, required=True)
-    return Libraries(ascendcl, nnopbase, lib, str(directory), str(op_api), emulated)
+    return Libraries(
+        ascendcl, nnopbase, lib, str(directory), str(op_api), emulated, frozenset(absent)
+    )
 
 
-def _bind(lib: ctypes.CDLL, declaration: str, *, required: bool) -> None:
+def _bind(lib: ctypes.CDLL, declaration: str, *, required: bool) -> bool:
+    """Set the prototype of the declared function of ``lib``; whether it exports it (one it
+    must export and does not: AclLibraryError)."""
     name = parse(declaration).name
     if not hasattr(lib, name):
         if required:
             raise AclLibraryError(f"{lib._name} does not export {name}")
-        return
+        return False
     fn = getattr(lib, name)
     fn.restype, fn.argtypes = prototype(declaration)
+    return True

@@ -72,10 +72,20 @@ class Runtime:
 
     libs: api.Libraries
     devices: dict[int, Device] = field(default_factory=dict)
+    # Whether this process's ACL is ours to finalise: aclInit succeeded here. False when ACL was
+    # already initialised in the process (torch_npu's, say): its owner finalises it.
+    initialised: bool = True
 
     @classmethod
     def start(cls, libs: api.Libraries) -> Runtime:
-        check(libs, libs.ascendcl.aclInit(None), "aclInit(NULL)")
+        """aclInit; ACL_ERROR_REPEAT_INITIALIZE (ACL already initialised in this process, which
+        the ACL docs say may be ignored) is accepted, and then close() leaves aclFinalize to
+        whoever initialised it."""
+        status = libs.ascendcl.aclInit(None)
+        if status == api.ACL_ERROR_REPEAT_INITIALIZE:
+            message(libs)  # the runtime's note of it is not the next call's message
+            return cls(libs, initialised=False)
+        check(libs, status, "aclInit(NULL)")
         return cls(libs)
 
     def device(self, device_id: int) -> Device:
@@ -90,8 +100,8 @@ class Runtime:
         return self.devices[device_id]
 
     def close(self) -> None:
-        """Every stream and event destroyed, every device reset, then aclFinalize; the first
-        failure raises (after the rest were tried)."""
+        """Every stream and event destroyed, every device reset, then aclFinalize (where this
+        runtime initialised ACL); the first failure raises (after the rest were tried)."""
         libs, errors = self.libs, []
         acl = libs.ascendcl
         for d in self.devices.values():
@@ -106,9 +116,10 @@ class Runtime:
                 if status != api.ACL_SUCCESS:  # each one's own message, read at once
                     errors.append(f"{call} returned {status}: {message(libs)}")
         self.devices.clear()
-        status = libs.ascendcl.aclFinalize()
-        if status != api.ACL_SUCCESS:
-            errors.append(f"aclFinalize returned {status}: {message(libs)}")
+        if self.initialised:
+            status = libs.ascendcl.aclFinalize()
+            if status != api.ACL_SUCCESS:
+                errors.append(f"aclFinalize returned {status}: {message(libs)}")
         if errors:
             raise AclCallError("; ".join(errors))
 

@@ -46,7 +46,7 @@ from farm import __version__
 from farm.agent import hostops, protocol
 from farm.agent.errors import InfraError, ProtocolError
 from farm.agent.request import CaseRequest
-from farm.errors import AgentTimeout, ConnectionLost, DeployError
+from farm.errors import AgentTimeout, ConnectionLost, DeployError, HostSetupError
 from farm.pool.inventory import HostSpec
 
 DEFAULT_TIMEOUT = 60.0
@@ -71,8 +71,65 @@ def helper_source() -> str:
 
 def env_argv(env: Sequence[tuple[str, str]], argv: Sequence[str]) -> list[str]:
     """``argv`` run in an environment with ``env`` added (POSIX env(1)): how a host's agent and
-    commands get its inventory env (CANN's variables), which an SSH session does not source."""
+    commands get its inventory env, which an SSH session does not have."""
     return ["env", *(f"{k}={v}" for k, v in env), *argv] if env else list(argv)
+
+
+# How a host's agent and commands run with CANN's set-up script sourced (bash: CANN's script is
+# bash's). Its words: the number of candidate scripts, the candidates, then the command. The first
+# candidate that exists is sourced with no arguments (a sourced script sees the caller's) and its
+# stdout discarded (the agent's stdout is the protocol's); the command runs in what it exported.
+# A missing or failing script is one marked line on stderr and exit status SET_ENV_STATUS.
+SET_ENV_MARK = "lsg-farm set_env:"
+SET_ENV_STATUS = 120
+_SET_ENV_SCRIPT = (
+    'n=$1; shift; f=""; '
+    'for c in "${@:1:n}"; do if [ -f "$c" ]; then f=$c; break; fi; done; '
+    'shift "$n"; '
+    f'if [ -z "$f" ]; then echo "{SET_ENV_MARK} missing" >&2; exit {SET_ENV_STATUS}; fi; '
+    'command=("$@"); set --; '
+    f'. "$f" >/dev/null || {{ echo "{SET_ENV_MARK} failed $? $f" >&2; exit {SET_ENV_STATUS}; }}; '
+    'exec "${command[@]}"'
+)
+
+
+def with_set_env(scripts: Sequence[str], argv: Sequence[str]) -> list[str]:
+    """``argv`` run after the first of ``scripts`` that exists on the host is sourced (CANN's
+    set_env.sh: HostSpec.set_env); ``argv`` itself when there are none."""
+    if not scripts:
+        return list(argv)
+    return ["bash", "-c", _SET_ENV_SCRIPT, "lsg-farm-set-env", str(len(scripts)), *scripts, *argv]
+
+
+def host_argv(
+    host: HostSpec, argv: Sequence[str], env: Sequence[tuple[str, str]] = ()
+) -> list[str]:
+    """``argv`` as a host's commands run (the CANN build and install, the platform helper): CANN's
+    set-up script sourced (the inventory's set_env), then its env and ``env`` added on top."""
+    return with_set_env(host.set_env, env_argv(tuple(host.env) + tuple(env), argv))
+
+
+def set_env_problem(host: HostSpec, stderr: str) -> str | None:
+    """The one line that says how sourcing the host's set-up script failed (a command run by
+    :func:`with_set_env` wrote its mark on ``stderr``), with the fix; None when it did not."""
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    marks = [i for i, line in enumerate(lines) if line.startswith(SET_ENV_MARK)]
+    if not marks or not host.set_env:
+        return None
+    said = lines[marks[-1]].removeprefix(SET_ENV_MARK).split(maxsplit=2)
+    fix = (
+        'fix set_env in the inventory (the path of CANN\'s set_env.sh on the host, or "" to use '
+        "its env alone)"
+    )
+    if said[:1] == ["failed"] and len(said) == 3:
+        before = lines[: marks[-1]]
+        why = f": {before[-1]}" if before else ""
+        return (
+            f"host {host.name}: sourcing CANN's set-up script {said[2]} failed (status "
+            f"{said[1]}){why}; repair it on the host, or {fix}"
+        )
+    where = " nor ".join(host.set_env)
+    return f"host {host.name}: CANN's set-up script is not on the host ({where}); {fix}"
 
 
 def remote_command(argv: Sequence[str], cwd: str | None = None) -> str:
@@ -463,12 +520,18 @@ class Transport(ABC):
         self,
         *args: str,
         timeout: float = COMMAND_TIMEOUT,
-        env: Sequence[tuple[str, str]] = (),
+        set_up: bool = False,
     ) -> dict[str, Any]:
+        """Run hostops ``args`` on the host; with ``set_up``, in the environment its agent gets
+        (CANN's set-up script sourced, the inventory env on top: :func:`host_argv`)."""
+        argv = [self.host.python, "-c", helper_source(), *args]
         rc, out, err = self.run_argv(
-            env_argv(env, [self.host.python, "-c", helper_source(), *args]), timeout=timeout
+            host_argv(self.host, argv) if set_up else argv, timeout=timeout
         )
         if rc != 0:
+            problem = set_env_problem(self.host, err) if set_up else None
+            if problem:
+                raise HostSetupError(problem, host=self.host.name)
             detail = (err.strip().splitlines() or [describe_exit(rc)])[-1]
             raise DeployError(
                 with_workdir_fix(
@@ -515,8 +578,9 @@ class Transport(ABC):
 
     def remote_platform(self) -> dict[str, Any]:
         """What deploy picks the host's package by (hostops ``platform``): {"arch", "declared",
-        "cann"}, in the environment the host's agent gets (its inventory env: CANN's)."""
-        return self._helper("platform", env=self.host.env)
+        "cann"}, in the environment the host's agent gets (CANN's set-up script sourced, its
+        inventory env on top)."""
+        return self._helper("platform", set_up=True)
 
     def reap_group(self, pid: int, pgid: int, grace: float = REAP_GRACE) -> tuple[bool, str]:
         """Kill process group ``pgid`` on the host (SIGTERM, SIGKILL after ``grace`` s) and

@@ -323,7 +323,7 @@ class LocalTransport(Transport):
         self,
         *args: str,
         timeout: float = COMMAND_TIMEOUT,
-        env: Sequence[tuple[str, str]] = (),  # a local host's commands have its env already
+        set_up: bool = False,  # a local host's commands have its env already, and no CANN
     ) -> dict[str, Any]:
         cmd = args[0]
         try:
