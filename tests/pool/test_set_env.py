@@ -150,6 +150,8 @@ def test_the_labs_emulated_cann_is_set_up_by_its_own_set_env(tmp_path, monkeypat
     libs.mkdir()
     for name in (*acl_api.LIB_FILES.values(), acl_api.OP_API_FILE):
         (libs / name).write_bytes(b"")
+    (tmp_path / "generated-only").mkdir()  # the op-api without the aclnn layer, beside lib/
+    (tmp_path / "generated-only" / acl_api.OP_API_FILE).write_bytes(b"")
     lab = lab_module.Lab(tmp_path / "lab ü")
     home = lab_module._install_cann(lab.root / "hosts" / "a2-01" / "Ascend", libs, sys.executable)
     lab.hosts = {
