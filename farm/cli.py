@@ -266,11 +266,20 @@ def cmd_hosts(argv: list[str]) -> int:
         help="deploy and health-check every host now (updates the quarantine)",
     )
     parser.add_argument(
+        "--deep",
+        action="store_true",
+        help="first contact with CANN: build and install the CANN package as `farm run --target "
+        "ascend --backend acl` does, then check on every host each assumption of the device "
+        "path, a line each with the fix (exit 2 when one fails)",
+    )
+    parser.add_argument(
         "--json",
         action="store_true",
         help="the rows as JSON, each host's with what it last said it is (machine)",
     )
     args = parser.parse_args(argv)
+    if args.deep:
+        return _first_contact(args.inventory, as_json=args.json)
     inventory = prepare.load_pool(args.inventory)
     healths = None
     if args.check:
@@ -319,6 +328,52 @@ def cmd_hosts(argv: list[str]) -> int:
             ]
         )
     FarmConsole().print(table)
+    return 0
+
+
+def _first_contact(inventory_path: str | None, *, as_json: bool) -> int:
+    """`farm hosts --check --deep`: the pool prepared for the CANN package through ACL, then
+    farm/agent/first_contact.py on every host (farm/pool/first_contact.py)."""
+    from farm import paths
+    from farm.pool import first_contact
+    from farm.run import prepare
+
+    inventory = prepare.load_pool(inventory_path)
+    console = FarmConsole(stderr=True)
+    hosts = len(inventory.hosts)
+    # Its own state (bundle, quarantine): what it finds is for a person to read, not the runs'.
+    state = paths.STATE_DIR / "first-contact"
+    with console.status(f"building the CANN package and checking {hosts} host(s)"):
+        plan = prepare.prepare_pool(
+            inventory_path,
+            backend="acl",
+            run_dir=state / "check",
+            state_dir=state,
+            target="ascend",
+            with_canary=False,
+        )
+    with console.status("first contact: every assumption of the device path, host by host"):
+        found = first_contact.check_pool(inventory, plan.hosts, plan.unhealthy, plan.set_aside)
+    if as_json:
+        rows = [{"host": h.host, "checks": [c.to_wire() for c in h.checks]} for h in found]
+        json.dump(rows, sys.stdout, indent=1)
+        sys.stdout.write("\n")
+    else:
+        colour = {"ok": "green", "warn": "yellow", "fail": "red"}
+        out = FarmConsole()
+        width = max((len(h.host) for h in found), default=0)
+        for h in found:
+            for c in h.checks:
+                fix = f" [dim]fix:[/] {escape(c.fix)}" if c.status != "ok" and c.fix else ""
+                out.print(
+                    f"{escape(h.host.ljust(width))}  [{colour[c.status]}]{c.status:4}[/]  "
+                    f"{c.check:11} {escape(visible(c.detail))}{fix}",
+                    highlight=False,
+                )
+    failed = [h.host for h in found if h.failed]
+    if failed:
+        console.print(f"first contact failed on {', '.join(failed)}: each line says the fix")
+        return 2
     return 0
 
 

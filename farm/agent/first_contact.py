@@ -27,8 +27,8 @@ The checks, in order (each later one needs what the earlier ones found):
   (each $ASCEND_CUSTOM_OPP_PATH of the torch backend's agent, the vendors config.ini loads,
   CANN's libopapi*.so), is not this package;
 - ``case``: one small case through both phases on device 0, against a float64 reference;
-- ``rejection``: one call the contract rejects, refused with 161002 and its reason read back from
-  aclGetRecentErrMsg.
+- ``rejection``: calls the contract rejects (shapes that differ; bf16 on Atlas 200I/500 A2),
+  refused with 161002 and their reasons read back from aclGetRecentErrMsg.
 
 Standard library and numpy only: this module ships to hosts with the agent.
 """
@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import dataclasses
 import ctypes.util
 import json
 import os
@@ -55,7 +56,7 @@ OK, WARN, FAIL = "ok", "warn", "fail"
 # The seed's entry points, which the package defines and CANN's built-in operator too.
 SEED_ENTRY = "aclnnLogSoftmaxBackward"
 OP_TYPES = ("LogSoftmaxGradCustom",)  # the package's op types (op_host OP_ADD)
-CONTRACT_REASON = "shape_mismatch"
+BF16_REASON = "bf16_unsupported_on_soc"
 
 
 @dataclass(frozen=True)
@@ -137,36 +138,51 @@ def _same(directory: Path, entry: str) -> bool:
         return False
 
 
-def check_chips(env: Mapping[str, str], accept_health: tuple[str, ...]) -> Check:
+def check_chips(env: Mapping[str, str], accept_health: tuple[str, ...]) -> tuple[Check, str | None]:
+    """npu-smi's chips, and their family (None when it cannot be told)."""
     from golden.soc import UnknownSocError, family_of
 
     chips, problem = machine.read_npu_smi(dict(env))
     if chips is None:
-        return Check(
+        fail = Check(
             "npu-smi", FAIL, "no npu-smi on PATH nor in /usr/local/sbin", "install the NPU driver"
         )
+        return fail, None
     if problem or not chips:
-        return Check("npu-smi", FAIL, problem or "npu-smi listed no chip", "check the driver")
-    wrong = []
+        return Check("npu-smi", FAIL, problem or "npu-smi listed no chip", "check the driver"), None
+    wrong, busy = [], []
+    families = set()
     for chip in chips:
         soc = chip.name if chip.name.startswith("Ascend") else "Ascend" + chip.name
         try:
-            family_of(soc)
+            families.add(family_of(soc))
         except UnknownSocError:
             wrong.append(f"chip {chip.npu}.{chip.chip} is {soc}, a SoC of no family the farm knows")
             continue
         why = machine.chip_problem(chip, accept_health)
-        if why:
+        alone = dataclasses.replace(chip, others=())
+        if why and chip.others and not machine.chip_problem(alone, accept_health):
+            busy.append(why)  # another job's, for now: the farm sets the chip aside meanwhile
+        elif why:
             wrong.append(why)
     names = sorted({c.name for c in chips})
+    family = families.pop() if len(families) == 1 else None
     if wrong:
-        return Check(
-            "npu-smi",
-            FAIL,
-            "; ".join(wrong),
-            "the fix each names; a SoC of another family needs its profile in golden/soc.py",
+        return (
+            Check(
+                "npu-smi",
+                FAIL,
+                "; ".join(wrong),
+                "the fix each names; a SoC of another family needs its profile in golden/soc.py",
+            ),
+            family,
         )
-    return Check("npu-smi", OK, f"{len(chips)} chip(s): {', '.join(names)}, health usable")
+    if busy:
+        return (
+            Check("npu-smi", WARN, "; ".join(busy), "a run sets these chips aside; others run"),
+            family,
+        )
+    return Check("npu-smi", OK, f"{len(chips)} chip(s): {', '.join(names)}, health usable"), family
 
 
 def check_package(env: Mapping[str, str]) -> tuple[Check, Path | None]:
@@ -178,8 +194,8 @@ def check_package(env: Mapping[str, str]) -> tuple[Check, Path | None]:
             Check(
                 "package",
                 FAIL,
-                f"{PACKAGE_OPP_ENV} is not set: the farm did not install the package for this agent",
-                "run the check with --target ascend (the farm builds and installs the package)",
+                f"{PACKAGE_OPP_ENV} is not set: the farm installed no package for this agent",
+                "run it as `farm hosts --check --deep`, which builds and installs the package",
             ),
             None,
         )
@@ -396,28 +412,40 @@ def check_case(run: Callable[..., BackendResult]) -> Check:
     return Check("case", OK, f"(2, 8) float32 over -1: both phases ran, error {error:.2g}")
 
 
-def check_rejection(run: Callable[..., BackendResult]) -> Check:
-    """A call of mismatched shapes: 161002, and the reason read back from the error channel."""
-    dy = np.zeros((2, 8), np.float32)
-    y = np.zeros((2, 9), np.float32)
-    got = run(dy, y, (-1,), out_dtype=np.float32, out_shape=(2, 8))
-    status, reason, message = got.status, got.reason, got.message
-    if status != 161002:
-        return Check(
-            "rejection",
-            FAIL,
-            f"a call of shapes (2, 8) and (2, 9) returned {status} ({message}), not 161002",
-            "the package's aclnn layer must refuse it with ACLNN_ERR_PARAM_INVALID",
-        )
-    if reason != CONTRACT_REASON:
-        return Check(
-            "rejection",
-            FAIL,
-            f"161002 arrived, but its reason did not: aclGetRecentErrMsg said {message!r}",
-            "the aclnn layer reports through nnopbase (ReportErrorMessageInner): rebuild the "
-            "package from this checkout",
-        )
-    return Check("rejection", OK, f"161002 with its reason {reason}, read from aclGetRecentErrMsg")
+def check_rejection(run: Callable[..., BackendResult], family: str | None) -> Check:
+    """Calls the contract rejects: shapes that differ (and bf16 on Atlas 200I/500 A2): 161002,
+    and the reason read back from the error channel."""
+    import ml_dtypes
+
+    calls = [
+        ("shapes (2, 8) and (2, 9)", np.float32, (2, 9), "shape_mismatch"),
+    ]
+    if family == "ascend310b":
+        calls.append(("bf16 on Atlas 200I/500 A2", ml_dtypes.bfloat16, (2, 8), BF16_REASON))
+    said = []
+    for what, dtype, y_shape, want in calls:
+        dy = np.zeros((2, 8), dtype)
+        got = run(dy, np.zeros(y_shape, dtype), (-1,), out_dtype=dtype, out_shape=(2, 8))
+        if got.status != 161002:
+            return Check(
+                "rejection",
+                FAIL,
+                f"a call of {what} returned {got.status} ({got.message}), not 161002",
+                "the package's aclnn layer must refuse it with ACLNN_ERR_PARAM_INVALID",
+            )
+        if got.reason != want:
+            return Check(
+                "rejection",
+                FAIL,
+                f"a call of {what}: 161002 arrived, but not its reason {want}: "
+                f"aclGetRecentErrMsg said {got.message!r}",
+                "the aclnn layer reports through nnopbase (ReportErrorMessageInner): rebuild the "
+                "package from this checkout",
+            )
+        said.append(f"{what}: {want}")
+    return Check(
+        "rejection", OK, "161002 with its reason, from aclGetRecentErrMsg (" + "; ".join(said) + ")"
+    )
 
 
 def checks(
@@ -426,7 +454,8 @@ def checks(
     yield check_cann(env)
     yield check_driver(env)
     yield check_environment(env)
-    yield check_chips(env, accept_health)
+    chips, family = check_chips(env, accept_health)
+    yield chips
     package_check, package = check_package(env)
     yield package_check
     yield check_shadowing(env, package)
@@ -444,7 +473,7 @@ def checks(
     yield check_optional(libs)
     try:
         yield check_case(acl.run)
-        yield check_rejection(acl.run)
+        yield check_rejection(acl.run, family)
     except Exception as exc:  # the device path's own failure is the finding
         yield Check("case", FAIL, f"{type(exc).__name__}: {exc}", "see the message")
     finally:

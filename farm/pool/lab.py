@@ -340,9 +340,9 @@ class Lab:
 
         ``layout``: explicit (name, soc, devices) per host instead of the default cycle.
         ``cann``: "emulated" gives every host a CANN of its own in place of a real one: the
-        emulated ACL runtime in ``hosts/<name>/Ascend/ascend-toolkit/latest/lib64`` and the
-        operator's op-api installed under its ``opp/vendors/customize`` (what custom_opp_*.run
-        does on a device), both from this checkout's build, CANN's set-up script
+        emulated ACL runtime in ``hosts/<name>/Ascend/ascend-toolkit/latest/lib64`` from this
+        checkout's build, with ``opp/vendors`` empty (the operator package is built and installed
+        by a run, ``--target ascend``, never into CANN's vendors), CANN's set-up script
         ``ascend-toolkit/set_env.sh`` (ASCEND_HOME_PATH, ASCEND_OPP_PATH, LD_LIBRARY_PATH, PATH,
         PYTHONPATH, ... as CANN's exports them), and the version files of the toolkit, the
         driver and the firmware (``emulated-<farm version>``). As on an Atlas host, an SSH
@@ -787,7 +787,7 @@ def _emulated_cann_libs() -> Path:
 
 def _install_cann(root: Path, libs: Path, python: str) -> Path:
     """An Ascend install of the emulated runtime under `root`, laid out as CANN's: the toolkit
-    (``ascend-toolkit/latest``: lib64/, the installed custom operator, the version file of each
+    (``ascend-toolkit/latest``: lib64/, opp/vendors with no package, the version file of each
     architecture, the stand-in msopgen where CANN keeps its own, farm/pool/lab_cann_toolchain.py)
     beside ``driver/`` and ``firmware/`` with their version files. Returns the toolkit's
     directory (ASCEND_HOME_PATH)."""
@@ -816,9 +816,7 @@ def _install_cann(root: Path, libs: Path, python: str) -> Path:
     for name in acl_api.LIB_FILES.values():
         shutil.copy2(libs / name, home / "lib64" / name)
     _install_stand_in_toolchain(home, libs)
-    op_api = home / "opp" / "vendors" / "customize" / "op_api" / "lib"
-    op_api.mkdir(parents=True, exist_ok=True)
-    shutil.copy2(libs / acl_api.OP_API_FILE, op_api / acl_api.OP_API_FILE)
+    (home / "opp" / "vendors").mkdir(parents=True, exist_ok=True)
     return home
 
 
@@ -843,7 +841,7 @@ def _install_stand_in_toolchain(home: Path, libs: Path) -> None:
     name = f"aclnn_{tc.snake(tc.OP_TYPE)}"
     shutil.copy2(build.OP_DIR / "acl_emu" / "include" / f"{name}.h", autogen / f"{name}.h")
     (autogen / f"{name}.cpp").write_text(
-        "// The aclnn entry opbuild generates from the OpDef (the stand-in links the emulated one)\n"
+        "// The aclnn entry opbuild generates from the OpDef (the stand-in links the emulated)\n"
         f'#include "{name}.h"\n'
     )
 

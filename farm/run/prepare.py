@@ -323,6 +323,7 @@ def prepare_pool(
     target: str | None = None,
     selection: Selection | None = None,
     build_for: Builder | None = None,
+    with_canary: bool = True,
 ) -> Plan:
     """Health-check and deploy every host; return the saved plan of healthy slots.
 
@@ -339,6 +340,9 @@ def prepare_pool(
     ``build_for``: builds the package for another CPU architecture (farm/run/packages.py), for
     the hosts of it; without it, only a package built here for ``target`` is built for them, and
     a given ``package`` serves only hosts of its own architecture.
+
+    ``with_canary``: False leaves the canary out of the health checks (`farm hosts --check
+    --deep` runs its own case, and says more of a failure than the canary can).
     """
     inventory = load_pool(inventory_path)
     if selection is not None:
@@ -360,7 +364,7 @@ def prepare_pool(
                 build_for = lambda arch, cann, host: build.build_package(chosen, arch=arch)  # noqa: E731
     packages = Packages(package, build_for, target=target or "")
     bundle, bundle_sha = deploy.make_agent_bundle(state_dir / "bundle")
-    canary = make_canary(backend)
+    canary = make_canary(backend) if with_canary else None
     quarantine = health.Quarantine(state_dir)
 
     hosts, slots, unhealthy, set_aside = {}, [], {}, {}
