@@ -37,8 +37,8 @@ from __future__ import annotations
 
 import argparse
 import ctypes
-import dataclasses
 import ctypes.util
+import dataclasses
 import json
 import os
 import sys

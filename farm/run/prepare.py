@@ -32,7 +32,7 @@ from farm.pool.host_threads import host_threads
 from farm.pool.inventory import HostSpec, Inventory, default_inventory, load_inventory
 from farm.pool.transport import Channel, Transport, open_transport
 from farm.pool.transport.local import AgentShare, share_key
-from farm.run.packages import Builder, NoPackage, Packages
+from farm.run.packages import Builder, NoPackage, Packages, WrongTarget
 from farm.run.plan import Plan
 from farm.waits import result_of
 from golden import soc
@@ -220,7 +220,8 @@ def _deploy_host(host: HostSpec, bundle: Path, packages: Packages, backend: str)
             state=health.BAD,
             reasons=[str(exc)],
             seconds=time.monotonic() - started,
-            blame_host=not isinstance(exc, NoPackage) or not packages.cann,
+            blame_host=not isinstance(exc, NoPackage)
+            or not (packages.cann or isinstance(exc, WrongTarget)),
         )
         return bad, None
     return None, Deployed(package, native_lib, cann_build.agent_env(env, backend))
@@ -362,7 +363,7 @@ def prepare_pool(
             package = build.build_package(chosen)
             if build_for is None:
                 build_for = lambda arch, cann, host: build.build_package(chosen, arch=arch)  # noqa: E731
-    packages = Packages(package, build_for, target=target or "")
+    packages = Packages(package, build_for, target=target or "", backend=backend)
     bundle, bundle_sha = deploy.make_agent_bundle(state_dir / "bundle")
     canary = make_canary(backend) if with_canary else None
     quarantine = health.Quarantine(state_dir)
