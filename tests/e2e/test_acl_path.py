@@ -26,6 +26,11 @@ def _check_device_path(records: dict[str, dict]) -> None:
     assert len(ran) == len(records), "a case did not take the device path"
     timed = [r for r in ran if r["expect"]["kind"] == "precision" and r["status"] == 0]
     assert timed and all(r["device_run"]["device_s"] is not None for r in timed)
+    # Every rejection with its reason, read back from aclGetRecentErrMsg (nnopbase's channel).
+    refused = [r for r in ran if r["expect"]["kind"] == "reject"]
+    for r in refused:
+        assert (r["status"], r["reason"]) == (r["expect"]["status"], r["expect"]["reason"]), r
+        assert r["op_message"].startswith("EZ"), r["op_message"]
 
 
 def test_the_device_path_on_the_embedded_pool_and_over_the_ssh_lab(farm, lab, lab_inventory):
