@@ -1,5 +1,6 @@
 // The aclnn entry CANN generates for the custom operator from its OpDef, emulated
-// (aclnn_log_softmax_grad_custom.h): part of the custom operator's op-api library, libcust_opapi.so.
+// (aclnn_log_softmax_grad_custom.h): part of the custom operator's op-api library,
+// libcust_opapi.so.
 //
 // Phase one does what the generated layer and nnopbase do with a call, and every decision in it is
 // the real host code's: a missing tensor is ACLNN_ERR_PARAM_NULLPTR; the tensors' dtypes and
@@ -11,8 +12,8 @@
 // device (emu::launch) when the stream is synchronised, reading the tensors' device memory and
 // the caller's workspace as the kernel's workspace.
 //
-// As nnopbase does (src/nnopbase/individual_op/executor/indv_executor.cpp: NnopbaseExecutorMatchCache,
-// NnopbaseSkipKernelLaunch): when every output is empty, the dtypes are still checked against the
+// As nnopbase does (src/nnopbase/individual_op/executor/indv_executor.cpp:
+// NnopbaseExecutorMatchCache, NnopbaseSkipKernelLaunch): when every output is empty, the dtypes are still checked against the
 // registration, but the tiling function runs, and the kernel launches, only if the OpDef asked for
 // it (AICore().LaunchWithZeroEleOutputTensors(true)); otherwise the call succeeds with workspace 0.
 // With the flag, the kernel launches over the empty tensors, as on a device.
@@ -50,10 +51,11 @@ int32_t refuse(int32_t status, const lsg::Verdict& v) {
 extern "C" {
 
 aclnnStatus aclnnLogSoftmaxGradCustomGetWorkspaceSize(const aclTensor* gradOutput,
-                                                const aclTensor* output,
-                                                const aclIntArray* axesOptional,
-                                                const aclTensor* gradInput,
-                                                uint64_t* workspaceSize, aclOpExecutor** executor) {
+                                                      const aclTensor* output,
+                                                      const aclIntArray* axesOptional,
+                                                      const aclTensor* gradInput,
+                                                      uint64_t* workspaceSize,
+                                                      aclOpExecutor** executor) {
     const std::string api = std::string(kApi) + "GetWorkspaceSize";
     if (!workspaceSize || !executor)
         return lsg_emu::fail(ACLNN_ERR_PARAM_NULLPTR, api + ": workspaceSize or executor is NULL");

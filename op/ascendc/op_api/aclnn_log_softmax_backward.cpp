@@ -1,8 +1,8 @@
 // The operator's aclnn layer (aclnn_log_softmax_backward.h), written on public CANN APIs only: the
 // aclnn tensor helpers (aclnn/aclnn_base.h), the built-in aclnnInplaceCopy for views, the aclnn
-// entry CANN generates from the OpDef (aclnn_log_softmax_grad_custom.h) and aclrtGetSocName.  It ships in
-// the operator package; on the CPU the same source runs against the emulated ACL runtime
-// (op/acl_emu).
+// entry CANN generates from the OpDef (aclnn_log_softmax_grad_custom.h), aclrtGetSocName and
+// nnopbase's error channel.  It ships in the operator package; on the CPU the same source runs
+// against the emulated ACL runtime (op/acl_emu).
 //
 // Phase one reads each tensor through the getters and checks the output pointers and the dim
 // list; what it decides of the call itself is log_softmax_backward_checks.h's, the source the CPU
@@ -22,7 +22,6 @@
 // ReportErrorMessageInner, opdev/op_log.h), which the caller reads with aclGetRecentErrMsg.
 #include "aclnn_log_softmax_backward.h"
 
-#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <new>
