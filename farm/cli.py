@@ -473,8 +473,11 @@ def main(argv: list[str] | None = None) -> int:
         )
         return code
     except FarmError as exc:
+        from farm.results.store.location import redact
+
         console = FarmConsole(stderr=True)
-        for line in str(exc).splitlines() or [""]:  # one line per problem, each marked
+        # A store's password is hidden wherever it is quoted (a URL given in the wrong place).
+        for line in redact(str(exc)).splitlines() or [""]:  # one line per problem, each marked
             console.print(f"[bold red]error:[/] {escape(visible(cut(line)))}", highlight=False)
         return exc.exit_code
     except OSError as exc:

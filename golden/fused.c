@@ -13,11 +13,19 @@
  * is taken in numpy's own order (its pairwise summation of a contiguous float64 array: blocks of
  * 8 lanes up to 128 elements, halves at multiples of 8 above), and counts and maxima do not
  * depend on order (maxima: NaN wins, as in numpy). lsg_compared takes its elements a SIMD vector
- * at a time, as wide as the CPU it is built for (golden/fused.py builds for this host's CPU),
- * which changes no bit: a lane does its element's IEEE operations. golden/fused.py refuses a
- * library that does not reproduce the numpy path on its samples; tests/golden/test_fused.py
- * compares the two on the tiers' kinds of input.
+ * at a time, which changes no bit: a lane does its element's IEEE operations. golden/fused.py
+ * refuses a library that does not reproduce the numpy path on its samples;
+ * tests/golden/test_fused.py compares the two on the tiers' kinds of input.
+ *
+ * Built for the architecture's baseline (golden/fused.py: -march=x86-64, -march=armv8-a; never
+ * for the building host's own CPU, so one library serves every CPU of a home shared by hosts),
+ * with the one pass that wider vectors speed up, lsg_compared (1.8x from SSE2 to AVX-512), also
+ * compiled for AVX2 and AVX-512 on x86-64 and chosen when the library is loaded by what the CPU
+ * running it has (lsg_lanes says which). The vector code below is that one source, included once
+ * per width (#include __FILE__ with LSG_W set); the other passes gain nothing from wider vectors
+ * and stay baseline.
  */
+#ifndef LSG_W /* the library; its vector code is the #else part, included once per width */
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -64,16 +72,233 @@ static void tally_merge(tally *into, const tally *t) {
     into->i[I_ULP_MAX] = ulp_max;
 }
 
-/* Elements W at a time, in vectors as wide as the machine's (GCC's vector extensions); numpy's 8
- * summation lanes are 8 / W vectors. A lane's arithmetic is the IEEE operation the scalar code
- * would do on its element, so vectors change no bit. */
-#if defined(__AVX512F__)
-#define W 8
-#elif defined(__AVX2__)
-#define W 4
+/* lsg_compared's vector code at each width: 2 lanes (SSE2, NEON: the baseline), and on x86-64
+ * 4 (AVX2) and 8 (AVX-512F), compiled for those units alone. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(LSG_NO_DISPATCH)
+#define LSG_DISPATCH 1
 #else
-#define W 2
+#define LSG_DISPATCH 0
 #endif
+
+#define LSG_W 2
+#include __FILE__
+#undef LSG_W
+#if LSG_DISPATCH
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2"))), apply_to = function)
+#else
+#pragma GCC push_options
+#pragma GCC target("avx2")
+#endif
+#define LSG_W 4
+#include __FILE__
+#undef LSG_W
+#if defined(__clang__)
+#pragma clang attribute pop
+#pragma clang attribute push(__attribute__((target("avx512f"))), apply_to = function)
+#else
+#pragma GCC pop_options
+#pragma GCC push_options
+#pragma GCC target("avx512f")
+#endif
+#define LSG_W 8
+#include __FILE__
+#undef LSG_W
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
+#pragma GCC pop_options
+#endif
+#endif
+
+typedef int compared_fn(int64_t, const double *, const double *, const void *, const void *,
+                        const double *, int, const double *, uint32_t, const double *, double *,
+                        double *, int64_t *);
+static compared_fn *compared_by_cpu = compared_2;
+static int lanes_by_cpu = 2;
+
+#if LSG_DISPATCH
+/* When the library is loaded: the widest of the vector codes that this CPU (and its OS) runs. */
+__attribute__((constructor)) static void choose_lanes(void) {
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f")) {
+        compared_by_cpu = compared_8;
+        lanes_by_cpu = 8;
+    } else if (__builtin_cpu_supports("avx2")) {
+        compared_by_cpu = compared_4;
+        lanes_by_cpu = 4;
+    }
+}
+#endif
+
+/* The lanes of the vector code lsg_compared runs on this CPU: 2, 4 or 8. */
+int lsg_lanes(void) { return lanes_by_cpu; }
+
+/* m >= 1 compared elements: the actual and the golden in float64, the bits of the actual and of
+ * the golden rounded to the case dtype (uint16 for float16/bfloat16, uint32 for float32), the
+ * error bound (NULL: not judged). Each element's relative error into rel[]; the sums, maxima and
+ * counts into dout[] (S_ then M_) and iout[] (I_), in golden/fused.py's SUMS, MAXIMA and COUNTS
+ * order. limits[]: T, the double-thousandth tolerance, the small-value threshold and error bound,
+ * the relative error's guard and the rounding bias's clean fraction. Returns 0; 1 for an unknown
+ * dtype code. */
+int lsg_compared(int64_t m, const double *a, const double *g, const void *abits,
+                const void *rbits, const double *bound, int dtype, const double *spacing,
+                uint32_t max_bits, const double *limits, double *rel, double *dout,
+                int64_t *iout) {
+    return compared_by_cpu(m, a, g, abits, rbits, bound, dtype, spacing, max_bits, limits, rel,
+                           dout, iout);
+}
+
+/* golden/bound.py spacing_at of x >= 0 (no NaN), for float16 and bfloat16: the spacing of the
+ * binade x rounds into, from its float64 bits (the fraction at or above `carry` rounds up into the
+ * next binade; at least the subnormal spacing, 2^(least - 1023)); inf where x rounds to the
+ * largest finite value, NaN where to inf. */
+static inline double spacing_at(double x, int64_t carry, int64_t p, int64_t least,
+                                double near_max, double overflow) {
+    int64_t bits;
+    memcpy(&bits, &x, sizeof bits);
+    int64_t e = (bits >> 52) + ((bits & (((int64_t)1 << 52) - 1)) >= carry);
+    e -= p;
+    e = e > least ? e : least;
+    e <<= 52;
+    double sp;
+    memcpy(&sp, &e, sizeof sp);
+    if (x > near_max) sp = x < overflow ? INFINITY : NAN;
+    return sp;
+}
+
+/* spacing_at of n values, with golden_bound's constants k[] (for golden/fused.py's check). */
+void lsg_spacing_at(int64_t n, const double *x, const double *k, double *out) {
+    for (int64_t i = 0; i < n; i++)
+        out[i] = spacing_at(x[i], (int64_t)k[8], (int64_t)k[9], (int64_t)k[10], k[11], k[12]);
+}
+
+/* golden/bound.py golden_and_bound's plain slab in one pass: the golden (d - e*s, reduce
+ * extent above 1; else given) and _plain_bound's bound, its terms in _plain_bound's order, of a
+ * [rows, d1, cols] slab; s, abs_s and s_err are per line (rows*cols; abs_s NULL: |dy| itself,
+ * s_err NULL: no sum, the reduce extent 1). k[]: U32, 2*U32, EXP_REL_ERR, FLUSH, 1+EXP_REL_ERR,
+ * 1+4*U32, 4*FLUSH, SLACK64, then for 16-bit dtypes the spacing_at constants: the carry
+ * fraction, p, the least biased exponent, _NEAR_MAX and OVERFLOW. *top: max(|golden| + B32). */
+int lsg_golden_bound(int64_t rows, int64_t d1, int64_t cols, const double *d, const double *e,
+                     const double *ad, const double *s, const double *abs_s,
+                     const double *s_err, int half_ulp, const double *k, double *g,
+                     double *bound, double *top) {
+    const double u32 = k[0], two_u32 = k[1], eps = k[2], flush = k[3], one_eps = k[4];
+    const double one_4u = k[5], four_flush = k[6], slack = k[7];
+    const int64_t carry = (int64_t)k[8], p = (int64_t)k[9], least = (int64_t)k[10];
+    const double near_max = k[11], overflow = k[12];
+    double mx = -INFINITY;
+    int nan = 0;
+    for (int64_t r = 0; r < rows; r++) {
+        for (int64_t i = 0; i < d1; i++) {
+            int64_t base = (r * d1 + i) * cols;
+            for (int64_t c = 0; c < cols; c++) {
+                int64_t x = base + c, line = r * cols + c;
+                double ex = e[x], adx = ad[x];
+                if (s) {
+                    double q = ex * s[line];
+                    g[x] = d[x] - q;
+                }
+                double as = abs_s ? abs_s[line] : adx;
+                double absg = fabs(g[x]);
+                double b = absg * u32;
+                double t = adx * u32;
+                b += t;
+                t = ex * two_u32;
+                t *= as;
+                b += t;
+                double u = ex * eps;
+                u += flush;
+                u *= as;
+                if (s_err) {
+                    t = ex * one_eps;
+                    t += flush;
+                    t *= s_err[line];
+                    t += u;
+                } else {
+                    t = u;
+                }
+                t *= one_4u;
+                b += t;
+                b += four_flush;
+                t = ex * as;
+                t += adx;
+                t *= slack;
+                b += t;
+                absg += b;
+                nan |= absg != absg;
+                mx = absg > mx ? absg : mx;
+                if (half_ulp) b += spacing_at(absg, carry, p, least, near_max, overflow) * 0.5;
+                bound[x] = b;
+            }
+        }
+    }
+    *top = nan ? NAN : mx;
+    return 0;
+}
+
+/* farm/agent/histogram.py HistogramAccumulator's binning of n values log10(|error|) (numpy's
+ * log10, already taken) on evenly spaced edges: the exact zeros (-inf) counted apart, every value
+ * clamped into [edges[0], top] and binned as numpy.histogram bins (the bin from the value, then
+ * one step down below its edge, one step up at or above the next), added to counts[]. */
+void lsg_histogram(int64_t n, const double *logs, const double *edges, int64_t last,
+                   double scale, double top, int64_t *counts, int64_t *zeros) {
+    const double first = edges[0];
+    int64_t z = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double v = logs[i];
+        z += v == -INFINITY;
+        v = v < first ? first : v; /* np.clip: maximum, then minimum */
+        v = v > top ? top : v;
+        double at = v - first;
+        at *= scale;
+        int64_t k = (int64_t)at;
+        /* k is in [0, last] for every value numpy's log10 gives an error (finite or -inf); the
+         * lower clamp keeps any other value from writing outside counts[] */
+        k = k < last ? k : last;
+        k = k > 0 ? k : 0;
+        k -= v < edges[k];
+        k += v >= edges[k + 1];
+        counts[k] += 1;
+    }
+    counts[0] -= z;
+    *zeros += z;
+}
+
+#else /* LSG_W: lsg_compared's vector code, LSG_W lanes wide */
+
+/* Elements W at a time (LSG_W: 2, 4 or 8; GCC's vector extensions), numpy's 8 summation lanes
+ * being 8 / W vectors. A lane's arithmetic is the IEEE operation the scalar code would do on its
+ * element, so vectors change no bit. Every name is the width's own (vd_4, part_8, ...): the file
+ * holds this code once per width. */
+#define LSG_JOIN2(a, b) a##_##b
+#define LSG_JOIN(a, b) LSG_JOIN2(a, b)
+#define W LSG_W
+#define COMPARED LSG_JOIN(compared, LSG_W)
+#define vd LSG_JOIN(vd, LSG_W)
+#define vl LSG_JOIN(vl, LSG_W)
+#define vu LSG_JOIN(vu, LSG_W)
+#define vf LSG_JOIN(vf, LSG_W)
+#define lanes LSG_JOIN(lanes, LSG_W)
+#define splat LSG_JOIN(splat, LSG_W)
+#define select_d LSG_JOIN(select_d, LSG_W)
+#define vabs LSG_JOIN(vabs, LSG_W)
+#define lanes_init LSG_JOIN(lanes_init, LSG_W)
+#define lanes_into LSG_JOIN(lanes_into, LSG_W)
+#define take_max LSG_JOIN(take_max, LSG_W)
+#define count LSG_JOIN(count, LSG_W)
+#define load_d LSG_JOIN(load_d, LSG_W)
+#define load_bits LSG_JOIN(load_bits, LSG_W)
+#define decode LSG_JOIN(decode, LSG_W)
+#define ordinal LSG_JOIN(ordinal, LSG_W)
+#define part LSG_JOIN(part, LSG_W)
+#define block LSG_JOIN(block, LSG_W)
+#define pairwise_f32 LSG_JOIN(pairwise_f32, LSG_W)
+#define pairwise_f32_bound LSG_JOIN(pairwise_f32_bound, LSG_W)
+#define pairwise_f16 LSG_JOIN(pairwise_f16, LSG_W)
+#define pairwise_f16_bound LSG_JOIN(pairwise_f16_bound, LSG_W)
+#define pairwise_bf16 LSG_JOIN(pairwise_bf16, LSG_W)
+#define pairwise_bf16_bound LSG_JOIN(pairwise_bf16_bound, LSG_W)
 #define PARTS (8 / W)
 typedef double vd __attribute__((vector_size(W * 8)));
 typedef int64_t vl __attribute__((vector_size(W * 8)));
@@ -309,17 +534,10 @@ PAIRWISE(pairwise_f16_bound, FLOAT16, 1)
 PAIRWISE(pairwise_bf16, BFLOAT16, 0)
 PAIRWISE(pairwise_bf16_bound, BFLOAT16, 1)
 
-/* m >= 1 compared elements: the actual and the golden in float64, the bits of the actual and of
- * the golden rounded to the case dtype (uint16 for float16/bfloat16, uint32 for float32), the
- * error bound (NULL: not judged). Each element's relative error into rel[]; the sums, maxima and
- * counts into dout[] (S_ then M_) and iout[] (I_), in golden/fused.py's SUMS, MAXIMA and COUNTS
- * order. limits[]: T, the double-thousandth tolerance, the small-value threshold and error bound,
- * the relative error's guard and the rounding bias's clean fraction. Returns 0; 1 for an unknown
- * dtype code. */
-int lsg_compared(int64_t m, const double *a, const double *g, const void *abits,
-                const void *rbits, const double *bound, int dtype, const double *spacing,
-                uint32_t max_bits, const double *limits, double *rel, double *dout,
-                int64_t *iout) {
+static int COMPARED(int64_t m, const double *a, const double *g, const void *abits,
+                    const void *rbits, const double *bound, int dtype, const double *spacing,
+                    uint32_t max_bits, const double *limits, double *rel, double *dout,
+                    int64_t *iout) {
     static void (*const by_dtype[3][2])(const pass *, tally *, int64_t, int64_t, double *) = {
         {pairwise_f32, pairwise_f32_bound},
         {pairwise_f16, pairwise_f16_bound},
@@ -357,118 +575,33 @@ int lsg_compared(int64_t m, const double *a, const double *g, const void *abits,
     return 0;
 }
 
-/* golden/bound.py spacing_at of x >= 0 (no NaN), for float16 and bfloat16: the spacing of the
- * binade x rounds into, from its float64 bits (the fraction at or above `carry` rounds up into the
- * next binade; at least the subnormal spacing, 2^(least - 1023)); inf where x rounds to the
- * largest finite value, NaN where to inf. */
-static inline double spacing_at(double x, int64_t carry, int64_t p, int64_t least,
-                                double near_max, double overflow) {
-    int64_t bits;
-    memcpy(&bits, &x, sizeof bits);
-    int64_t e = (bits >> 52) + ((bits & (((int64_t)1 << 52) - 1)) >= carry);
-    e -= p;
-    e = e > least ? e : least;
-    e <<= 52;
-    double sp;
-    memcpy(&sp, &e, sizeof sp);
-    if (x > near_max) sp = x < overflow ? INFINITY : NAN;
-    return sp;
-}
-
-/* spacing_at of n values, with golden_bound's constants k[] (for golden/fused.py's check). */
-void lsg_spacing_at(int64_t n, const double *x, const double *k, double *out) {
-    for (int64_t i = 0; i < n; i++)
-        out[i] = spacing_at(x[i], (int64_t)k[8], (int64_t)k[9], (int64_t)k[10], k[11], k[12]);
-}
-
-/* golden/bound.py golden_and_bound's plain slab in one pass: the golden (d - e*s, reduce
- * extent above 1; else given) and _plain_bound's bound, its terms in _plain_bound's order, of a
- * [rows, d1, cols] slab; s, abs_s and s_err are per line (rows*cols; abs_s NULL: |dy| itself,
- * s_err NULL: no sum, the reduce extent 1). k[]: U32, 2*U32, EXP_REL_ERR, FLUSH, 1+EXP_REL_ERR,
- * 1+4*U32, 4*FLUSH, SLACK64, then for 16-bit dtypes the spacing_at constants: the carry
- * fraction, p, the least biased exponent, _NEAR_MAX and OVERFLOW. *top: max(|golden| + B32). */
-int lsg_golden_bound(int64_t rows, int64_t d1, int64_t cols, const double *d, const double *e,
-                     const double *ad, const double *s, const double *abs_s,
-                     const double *s_err, int half_ulp, const double *k, double *g,
-                     double *bound, double *top) {
-    const double u32 = k[0], two_u32 = k[1], eps = k[2], flush = k[3], one_eps = k[4];
-    const double one_4u = k[5], four_flush = k[6], slack = k[7];
-    const int64_t carry = (int64_t)k[8], p = (int64_t)k[9], least = (int64_t)k[10];
-    const double near_max = k[11], overflow = k[12];
-    double mx = -INFINITY;
-    int nan = 0;
-    for (int64_t r = 0; r < rows; r++) {
-        for (int64_t i = 0; i < d1; i++) {
-            int64_t base = (r * d1 + i) * cols;
-            for (int64_t c = 0; c < cols; c++) {
-                int64_t x = base + c, line = r * cols + c;
-                double ex = e[x], adx = ad[x];
-                if (s) {
-                    double q = ex * s[line];
-                    g[x] = d[x] - q;
-                }
-                double as = abs_s ? abs_s[line] : adx;
-                double absg = fabs(g[x]);
-                double b = absg * u32;
-                double t = adx * u32;
-                b += t;
-                t = ex * two_u32;
-                t *= as;
-                b += t;
-                double u = ex * eps;
-                u += flush;
-                u *= as;
-                if (s_err) {
-                    t = ex * one_eps;
-                    t += flush;
-                    t *= s_err[line];
-                    t += u;
-                } else {
-                    t = u;
-                }
-                t *= one_4u;
-                b += t;
-                b += four_flush;
-                t = ex * as;
-                t += adx;
-                t *= slack;
-                b += t;
-                absg += b;
-                nan |= absg != absg;
-                mx = absg > mx ? absg : mx;
-                if (half_ulp) b += spacing_at(absg, carry, p, least, near_max, overflow) * 0.5;
-                bound[x] = b;
-            }
-        }
-    }
-    *top = nan ? NAN : mx;
-    return 0;
-}
-
-/* farm/agent/histogram.py HistogramAccumulator's binning of n values log10(|error|) (numpy's
- * log10, already taken) on evenly spaced edges: the exact zeros (-inf) counted apart, every value
- * clamped into [edges[0], top] and binned as numpy.histogram bins (the bin from the value, then
- * one step down below its edge, one step up at or above the next), added to counts[]. */
-void lsg_histogram(int64_t n, const double *logs, const double *edges, int64_t last,
-                   double scale, double top, int64_t *counts, int64_t *zeros) {
-    const double first = edges[0];
-    int64_t z = 0;
-    for (int64_t i = 0; i < n; i++) {
-        double v = logs[i];
-        z += v == -INFINITY;
-        v = v < first ? first : v; /* np.clip: maximum, then minimum */
-        v = v > top ? top : v;
-        double at = v - first;
-        at *= scale;
-        int64_t k = (int64_t)at;
-        /* k is in [0, last] for every value numpy's log10 gives an error (finite or -inf); the
-         * lower clamp keeps any other value from writing outside counts[] */
-        k = k < last ? k : last;
-        k = k > 0 ? k : 0;
-        k -= v < edges[k];
-        k += v >= edges[k + 1];
-        counts[k] += 1;
-    }
-    counts[0] -= z;
-    *zeros += z;
-}
+#undef vd
+#undef vl
+#undef vu
+#undef vf
+#undef lanes
+#undef splat
+#undef select_d
+#undef vabs
+#undef lanes_init
+#undef lanes_into
+#undef take_max
+#undef count
+#undef load_d
+#undef load_bits
+#undef decode
+#undef ordinal
+#undef part
+#undef block
+#undef pairwise_f32
+#undef pairwise_f32_bound
+#undef pairwise_f16
+#undef pairwise_f16_bound
+#undef pairwise_bf16
+#undef pairwise_bf16_bound
+#undef W
+#undef PARTS
+#undef LANE
+#undef PAIRWISE
+#undef COMPARED
+#endif

@@ -9,20 +9,23 @@ leaves to tests/golden/test_fused.py: it has no arithmetic to reorder). All give
 exactly (golden/fused.c says how), so a record is the same whichever path judged it; the numpy
 code stays as the reference and as the path where the library cannot be had.
 
-The library is built with this host's C compiler ($CC, else cc) for this host's CPU
-(``-march=native``: its widest vectors; the baseline of the architecture where the compiler
-refuses that or the CPUs' features cannot be read) into a per-user cache ($LSG_FUSED_CACHE, an
-absolute path, else $XDG_CACHE_HOME/lsg-farm, else ~/.cache/lsg-farm), named by the sha256 of the
-source, the flags and the CPU's features, and the machine, so a host builds it once per version
-of the source, and hosts of other CPUs sharing a home directory each build their own. Each
-process uses it only after it has reproduced the numpy path exactly on samples that reach every
-branch (each dtype, with and without a bound, zeros, subnormals, zero and infinite bounds,
-values exactly on the thresholds the counts compare with, pairwise lengths below 8, within a
-block and across halves, slabs reduced along and across memory and of extent 1, plain, tiny and
-near float16's overflow, the half ulp's carry ties): a compiler that fuses or reorders the
-arithmetic is refused, and so is the library beside a numpy whose summation order is not the
-one it reproduces (numpy's internals are relied on, and checked, here alone). ``status()`` says
-which path judges and why; the agent's identity carries it.
+The library is built with this host's C compiler ($CC, else cc) for the baseline of its
+architecture (BASELINE: ``-march=x86-64``, ``-march=armv8-a``; never ``-march=native``, which
+would make a library that a host of an older CPU sharing the home directory (NFS) loads and dies
+on with an illegal instruction), into a per-user cache ($LSG_FUSED_CACHE, an absolute path, else
+$XDG_CACHE_HOME/lsg-farm, else ~/.cache/lsg-farm), named by the sha256 of the source, the flags
+and the C library's version, and the machine, so hosts of one architecture build it once per
+version of the source and share it. The one pass wider vectors speed up (``compared``) is in it
+for AVX2 and AVX-512 as well, chosen when it is loaded by the CPU that runs it (golden/fused.c;
+``Kernel.lanes`` and ``status()`` say which). Each process uses it only after it has reproduced
+the numpy path exactly on samples that reach every branch (each dtype, with and without a bound,
+zeros, subnormals, zero and infinite bounds, values exactly on the thresholds the counts compare
+with, pairwise lengths below 8, within a block and across halves, slabs reduced along and across
+memory and of extent 1, plain, tiny and near float16's overflow, the half ulp's carry ties): a
+compiler that fuses or reorders the arithmetic is refused, and so is the library beside a numpy
+whose summation order is not the one it reproduces (numpy's internals are relied on, and
+checked, here alone). ``status()`` says which path judges and why; the agent's identity carries
+it.
 
 $LSG_FUSED: "auto" (the default), "off" (numpy always: the reference, and a benchmark's before),
 "require" (a RuntimeError when the library cannot be had; an agent reports it as a problem, so
@@ -53,8 +56,15 @@ SOURCE = Path(__file__).with_name("fused.c")
 # 5.4 at -O3, AVX-512); -ffp-contract=off: a fused multiply-add rounds once where numpy rounds
 # twice.
 FLAGS = ("-O3", "-fPIC", "-shared", "-ffp-contract=off")
-# Only with the CPU's features in the library's name: built for one CPU, it may not load on another.
-NATIVE = "-march=native"
+# The instruction set every CPU of the architecture has (platform.machine() -> flags): what the
+# library is built for, whichever CPU builds it. A compiler that refuses the flag builds for its
+# own default, which is its distribution's baseline.
+BASELINE = {
+    "x86_64": ("-march=x86-64",),
+    "amd64": ("-march=x86-64",),
+    "aarch64": ("-march=armv8-a",),
+    "arm64": ("-march=armv8-a",),
+}
 ENV_MODE = "LSG_FUSED"
 ENV_CACHE = "LSG_FUSED_CACHE"
 MODES = ("auto", "off", "require")
@@ -127,6 +137,8 @@ class Kernel:
     def __init__(self, path: Path):
         lib = ctypes.CDLL(os.fspath(path))
         p, i64 = ctypes.c_void_p, ctypes.c_int64
+        lib.lsg_lanes.restype = ctypes.c_int
+        self.lanes = int(lib.lsg_lanes())  # the vector code this CPU runs: 2, 4 or 8 lanes
         self._compared = lib.lsg_compared
         self._compared.argtypes = [i64, p, p, p, p, p, ctypes.c_int, p, ctypes.c_uint32, p, p, p, p]
         self._compared.restype = ctypes.c_int
@@ -285,7 +297,9 @@ def status() -> str:
     if mode() == "off":
         return f"numpy (${ENV_MODE}=off)"
     k = kernel()
-    return f"fused ({k.path})" if k is not None else f"numpy ({_LOADED['state'][0]})"
+    if k is None:
+        return f"numpy ({_LOADED['state'][0]})"
+    return f"fused ({k.path}, {k.lanes} lanes)"
 
 
 def cache_dir() -> Path:
@@ -315,10 +329,17 @@ def env_directory(name: str) -> Path | None:
     return path
 
 
+def baseline_flags(machine: str | None = None) -> tuple[str, ...]:
+    """The flags that build for the architecture's baseline (none where it is not known)."""
+    return BASELINE.get((machine or platform.machine()).lower(), ())
+
+
 def library_path(source: Path = SOURCE) -> Path:
-    features = cpu_features()
-    built_for = f"{NATIVE} {features}" if features is not None else ""
-    key = hashlib.sha256(source.read_bytes() + " ".join([*FLAGS, built_for]).encode())
+    """Named by what makes the library: the source, the flags, and the C library it links
+    against (a library built against a newer glibc does not load beside an older one); one per
+    architecture, whatever CPU built it."""
+    libc = " ".join(platform.libc_ver())
+    key = hashlib.sha256(source.read_bytes() + " ".join([*FLAGS, *baseline_flags(), libc]).encode())
     return cache_dir() / f"fused-{key.hexdigest()[:16]}-{platform.machine() or 'unknown'}.so"
 
 
@@ -358,13 +379,13 @@ def _build_once(path: Path, source: Path) -> None:
     with open(path.parent / f".{path.name}.lock", "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not path.is_file():
-            build(path, source, native=cpu_features() is not None)
+            build(path, source)
 
 
-def build(path: Path, source: Path = SOURCE, *, native: bool = False) -> None:
-    """Compile ``source`` into ``path``, for this CPU if ``native`` and the compiler can (else
-    for the architecture's baseline); atomic, so agents building at once each load a whole
-    library."""
+def build(path: Path, source: Path = SOURCE) -> None:
+    """Compile ``source`` into ``path`` for the architecture's baseline (with its vector code for
+    wider units chosen at load: golden/fused.c); atomic, so agents building at once each load a
+    whole library."""
     cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
     if not cc:
         raise RuntimeError("no C compiler (install gcc, or set $CC)")
@@ -373,9 +394,11 @@ def build(path: Path, source: Path = SOURCE, *, native: bool = False) -> None:
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     os.close(fd)
     try:
-        for flags in ([*FLAGS, NATIVE], [*FLAGS]) if native else ([*FLAGS],):
+        baseline = baseline_flags()
+        for flags in ([*FLAGS, *baseline], [*FLAGS]) if baseline else ([*FLAGS],):
             run = subprocess.run(
-                [*command, *flags, "-o", tmp, os.fspath(source), "-lm"],
+                # The source by its absolute path: it includes itself (#include __FILE__).
+                [*command, *flags, "-o", tmp, os.fspath(Path(source).resolve()), "-lm"],
                 capture_output=True,
                 text=True,
                 timeout=BUILD_TIMEOUT_S,

@@ -25,6 +25,8 @@ from golden.inputs import (
 from golden.layouts import Layout
 from golden.standards import ERROR_BOUND, LEVELS, STANDARDS
 
+from . import limits
+
 DTYPE_SHORT = {
     "float32": "f32",
     "float16": "f16",
@@ -98,6 +100,31 @@ def _is_range(bounds: Any) -> bool:
         and all(isinstance(v, float) and math.isfinite(v) for v in bounds)
         and bounds[0] < bounds[1]
     )
+
+
+def _in_int64(value: Any) -> bool:
+    return not isinstance(value, int) or -limits.MAX_INT64 - 1 <= value <= limits.MAX_INT64
+
+
+def _elements(shape: tuple[int, ...]) -> int:
+    """The elements of a shape with its zero extents left out (what numpy sizes an array by,
+    even an empty one)."""
+    n = 1
+    for d in shape:
+        if isinstance(d, int) and d > 0:
+            n *= d
+    return n
+
+
+def _count(n: int) -> str:
+    """A count as a message says it: 1,048,576, or about 10^24 past what anyone reads."""
+    return f"{n:,}" if n < 10**15 else f"about 10^{len(str(n)) - 1}"
+
+
+def _cut(value: Any, chars: int = 60) -> str:
+    """A value as a message quotes it, cut short: a bound's message never quotes it whole."""
+    text = value if isinstance(value, str) else repr(value)
+    return text if len(text) <= chars else f"{text[: chars - 20]}...{text[-12:]}"
 
 
 class MalformedCase(ValueError):
@@ -216,8 +243,10 @@ class Case:
     note: str = field(default="", compare=False, repr=False)
 
     def __post_init__(self):
-        problems = []
         self._normalize()
+        problems = self._bound_problems()
+        if problems:  # nothing past a bound is walked or quoted whole by the checks below
+            raise MalformedCase(problems)
         if self.family not in soc.FAMILIES:
             problems.append(f"family {self.family!r} (use one of {', '.join(soc.FAMILIES)})")
         if self.dtype not in DTYPE_SHORT:
@@ -253,8 +282,65 @@ class Case:
                 problems.append(f"{key} {value!r} (use one of {', '.join(DTYPE_SHORT)})")
         if not any(d < 0 for d in self.shape):
             problems += self._layout_problems()
+        if not problems and len(self.id) > limits.MAX_ID_CHARS:
+            problems.append(
+                f"the case's id is {len(self.id):,} characters ({_cut(self.id)}), over the bound "
+                f"of {limits.MAX_ID_CHARS:,}: use fewer or smaller extents, strides, values"
+            )
         if problems:
             raise MalformedCase(problems)
+
+    def _bound_problems(self) -> list[str]:
+        """The case's dimensions against the bounds of suites/limits.py (rank, axes, int64
+        values, elements, its own text), before anything else reads them."""
+        problems = []
+        rank = limits.MAX_RANK
+        for key in _TUPLE_FIELDS:
+            value = getattr(self, key)
+            if not isinstance(value, tuple):
+                continue  # None, or a type the checks below name
+            what = "entries" if key == "axes" else "dimensions"
+            if len(value) > rank:
+                fix = (
+                    f"the contract allows 0 to {contract.MAX_RANK}, a rejection case needs no "
+                    f"more than {rank}: use fewer {what}"
+                )
+                problems.append(
+                    f"{key} has {len(value):,} {what}, over the bound of {rank} ({fix})"
+                )
+            elif not all(_in_int64(v) for v in value):
+                problems.append(
+                    f"{key} {_cut(list(value))} holds a value past int64 (+-{limits.MAX_INT64:,}):"
+                    " the operator and numpy take int64; use smaller values"
+                )
+            elif key != "axes" and _elements(value) > limits.MAX_ELEMENTS:
+                problems.append(
+                    f"{key} {_cut(shape_text(value))} spans {_count(_elements(value))} elements "
+                    f"(zero extents left out), over the bound of 2^48: no host holds such a "
+                    "tensor, and numpy refuses even an empty one; use smaller extents"
+                )
+        for name in TENSORS:
+            layout = getattr(self, f"{name}_layout")
+            if not isinstance(layout, layouts.View):
+                continue
+            if len(layout.strides) > rank:
+                problems.append(
+                    f"{name}_layout has {len(layout.strides):,} strides, over the bound of "
+                    f"{rank} (one per dimension): use fewer dimensions"
+                )
+            elif not all(_in_int64(v) for v in (*layout.strides, layout.offset, layout.storage)):
+                problems.append(
+                    f"{name}_layout {_cut(layouts.text(layout))} holds a value past int64 "
+                    f"(+-{limits.MAX_INT64:,}): use smaller strides, offset, storage"
+                )
+        for key in ("note", "origin"):
+            text = getattr(self, key)
+            if isinstance(text, str) and len(text) > limits.MAX_CASE_TEXT_CHARS:
+                problems.append(
+                    f"{key} is {len(text):,} characters, over the bound of "
+                    f"{limits.MAX_CASE_TEXT_CHARS:,}: shorten it"
+                )
+        return problems
 
     def _normalize(self) -> None:
         """JSON-ish forms (lists, dicts, "nan") into the field types; frozen, so by setattr."""

@@ -708,7 +708,7 @@ def entry_cases(entry: Any, origin: str = "") -> tuple[list[Case], list[str]]:
     if isinstance(given.get("axes"), int):
         given["axes"] = [given["axes"]]
     given.setdefault("api", "dim" if len(given.get("axes") or ()) == 1 else "axes")
-    if entry.get("name"):
+    if entry.get("name") and "name" not in badly_typed:
         origin = f"{origin.split('#')[0]}:{entry['name']}"
     # Where the case comes from: what the entry says (an import names the source's case), else
     # this file and entry.
@@ -864,7 +864,14 @@ def _type_problems(entry: dict) -> tuple[list[str], set[str]]:
             problems.append(f"field {key!r}: {_shown(value)} is not {FIELD_TYPES[key]}")
     for key in FREE_TEXT:  # shown on terminals (the other text fields take named values only)
         value = entry.get(key)
-        if isinstance(value, str) and (control := CONTROL.search(value)):
+        if isinstance(value, str) and len(value) > limits.MAX_TEXT_CHARS:
+            bad.add(key)
+            problems.append(
+                f"field {key!r}: {len(value):,} characters, over the bound of "
+                f"{limits.MAX_TEXT_CHARS:,} (it is shown in reports and sent with the case); "
+                "shorten it"
+            )
+        elif isinstance(value, str) and (control := CONTROL.search(value)):
             bad.add(key)
             problems.append(
                 f"field {key!r}: {_shown(value)} holds the control character "

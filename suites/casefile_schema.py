@@ -24,14 +24,16 @@ from golden import contract, layouts
 from golden.inputs import ALL_DY_DISTS, ALL_SPECIALS, SPECIAL_PLACEMENTS, VALUE_FORMS, Y_DISTS
 from golden.standards import LEVELS
 
-from . import casefile
+from . import casefile, limits
 from .case import APIS, CASE_STANDARDS, DTYPE_SHORT, EXPLORE_TAG, TENSORS, TOLERANCE_KEYS
 
 PATH = Path(__file__).resolve().parents[1] / "docs" / "case-file.schema.json"
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
 
 _NULL = {"type": "null"}
-_INTS = {"type": "array", "items": {"type": "integer"}}
+# suites/limits.py's bounds of one case: its lists' lengths, int64 values, its text.
+_INT64 = {"type": "integer", "minimum": -limits.MAX_INT64 - 1, "maximum": limits.MAX_INT64}
+_INTS = {"type": "array", "items": _INT64, "maxItems": limits.MAX_RANK}
 
 
 def _any_case(words: list[str]) -> str:
@@ -56,7 +58,7 @@ def _kind(kind: str) -> dict[str, Any]:
         "optional_text": {"type": ["string", "null"]},
         "int_list": _INTS,
         "optional_int_list": {"anyOf": [_INTS, _NULL]},
-        "axes": {"anyOf": [{"type": "integer"}, _INTS]},
+        "axes": {"anyOf": [_INT64, _INTS]},
         "range": {
             "anyOf": [
                 {"type": "array", "prefixItems": [number, number], "minItems": 2, "maxItems": 2},
@@ -88,8 +90,8 @@ def _view() -> dict[str, Any]:
         "type": "object",
         "properties": {
             "strides": _INTS,
-            "storage": {"type": "integer", "minimum": 0},
-            "offset": {"type": "integer", "minimum": 0},
+            "storage": dict(_INT64, minimum=0),
+            "offset": dict(_INT64, minimum=0),
         },
         "required": ["strides", "storage"],
         "additionalProperties": False,
@@ -167,7 +169,9 @@ def _case() -> dict[str, Any]:
         else:
             schema = _unchecked(name)
         properties[name] = {"description": words, **schema}
-    properties["shape"]["items"] = {"type": "integer", "minimum": 0}
+    properties["shape"]["items"] = dict(_INT64, minimum=0)
+    for name in casefile.FREE_TEXT:
+        properties[name]["maxLength"] = limits.MAX_TEXT_CHARS
     properties["explore"]["pattern"] = "^(?:" + EXPLORE_TAG.pattern + ")?$"  # "": not explored
     return {
         "type": "object",

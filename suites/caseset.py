@@ -136,6 +136,11 @@ class Selection:
 def find_case(case_id: str, files: tuple[str, ...] | list[str] = ()) -> Case:
     """A case by id: from the case files given, an explored case (redrawn from the salt in its
     id), or any tier's."""
+    if not case_id.strip():  # said before any tier is expanded: no case has an empty id
+        raise ConfigError(
+            f"case id {case_id!r} is empty: pass the id of a case, as `farm cases --tier "
+            "nightly` or a run's report names it"
+        )
     for case in casefile.load_many(files) if files else ():
         if case.id == case_id:
             return case

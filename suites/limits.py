@@ -161,3 +161,52 @@ def json_integer(text: str) -> int:
 def check_json_depth(text: str, source: str | Path) -> None:
     """LimitExceeded when the JSON text nests deeper than NESTING_DEPTH, before it is parsed."""
     NESTING_DEPTH.check(json_depth(text), source)
+
+
+# -- one case's dimensions ----------------------------------------------------------------------
+# Checked where every case is made (suites/case.py Case: case files, importers, tiers, explore,
+# shrink alike), before any host is touched: a case past one of them is one line naming the field
+# and the bound, never a host's fault. None can be raised: no legitimate case comes near them.
+
+MAX_RANK = 32
+"""Dimensions of a tensor (shape, y_shape, out_shape), and entries of its axes. The contract allows
+rank 0 to 8 (golden.contract.MAX_RANK), and a rank past 8 is a rejection case the farm must still
+send (rank_too_large: rank 9 or 10, as outside suites write them). The agent makes a rejection
+case's inputs as numpy arrays, and numpy makes arrays of at most 32 dimensions before numpy 2 (64
+from 2.0; the farm supports numpy >= 1.24): a rank past 32 would fail on the host, as the host's
+error. CANN's own shape descriptor (gert::Shape) holds 25. Four times the contract's rank, and a
+case of it stays a few KB on the wire (MAX_REQUEST_BYTES)."""
+
+MAX_INT64 = 2**63 - 1
+"""Extents, axes and a view's strides, offset and storage go to the operator's C ABI and to numpy
+as int64: a value past it would fail in the agent's conversion, as the host's error."""
+
+MAX_ELEMENTS = 2**48
+"""Elements of one tensor, counted with its zero extents left out (an empty tensor's other
+extents still make an array's size). Far above what a host holds (2^48 fp16 elements are 512 TiB;
+memory_budget refuses a non-empty tensor long before, suites/footprint.py), far below where numpy
+refuses to make an array, even an empty one: extents multiplying past 2^63 bytes (2^48 complex128
+elements, in the doubled storage of a strided layout, are 2^53 bytes)."""
+
+MAX_ID_CHARS = 1024
+"""Characters of a case id (built from its fields). The farm's own ids are at most 124 (the full
+tier). An id is a test's node id, which pytest puts into the environment the agents inherit
+(PYTEST_CURRENT_TEST: Linux refuses one string over 128 KiB, "Argument list too long"), and a
+key of the store's primary-key index (PostgreSQL refuses a b-tree entry over 2,704 bytes)."""
+
+MAX_TEXT_CHARS = 4096
+"""Characters of a case file's free text (note, name, origin; suites/casefile.py): a case file's or
+an outside suite's words, shown in reports and sent to the agent with the case. Four times a
+terminal screen's lines of text; an outside suite's case name is a line."""
+
+MAX_CASE_TEXT_CHARS = 2 * MAX_TEXT_CHARS
+"""Characters of a case's note and origin (suites/case.py), which the farm lengthens beyond what
+the file said: the notes where the source departs from the contract (a few hundred characters),
+and an import's farm case made from several source cases, which keeps every source's origin and
+note up to MAX_TEXT_CHARS (suites/importers/common.py merged)."""
+
+MAX_REQUEST_BYTES = 256 * 1024
+"""What the bounds above keep a case's run-case request line under, with room: a quarter of the
+agent protocol's 1 MiB line cap (farm/agent/protocol.py MAX_LINE_BYTES). The largest case within
+them (every field at its bound, text of 4-byte characters that JSON escapes to 12) is some 200 KB;
+tests/suites/test_case_bounds.py builds it and checks."""

@@ -84,8 +84,10 @@ def check_pool(
             found.append(HostChecks(spec.name, (Check("health", FAIL, unhealthy[spec.name]),)))
             continue
         checks = list(run(spec, plan_hosts[spec.name]).checks)
+        said: set[str] = set()  # chips set aside for one reason (missing ones): said once
         for slot, why in sorted(set_aside.items()):
-            if slot.split(":")[0] == spec.name:
+            if slot.split(":")[0] == spec.name and why not in said:
+                said.add(why)
                 checks.append(Check("chip", FAIL, why))
         found.append(HostChecks(spec.name, tuple(checks)))
     return found

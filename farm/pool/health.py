@@ -151,16 +151,41 @@ def chip_set_aside(host: HostSpec, ident: Mapping[str, Any]) -> dict[int, str]:
         else f" visible to the agent (ASCEND_RT_VISIBLE_DEVICES={machine.visible_devices!r})"
     )
     aside = {}
-    for device in range(host.devices):
-        chip = chips.get(device)
-        if chip is None:
-            aside[device] = (
-                f"chip {device} is missing: npu-smi lists {len(chips)} chip(s){seen}, the "
-                f"inventory says {host.devices}"
-            )
-        elif (problem := chip_problem(chip, host.accept_health)) is not None:
+    missing = [device for device in range(host.devices) if device not in chips]
+    if missing:  # one reason for them all: said once, however many (devices = 64 for 2 chips)
+        which = f"chip {missing[0]} is" if len(missing) == 1 else f"chips {ranges(missing)} are"
+        why = (
+            f"{which} missing: npu-smi lists {len(chips)} chip(s){seen}, the inventory says "
+            f"{host.devices}; fix devices in the inventory, or the host's chips"
+        )
+        aside = dict.fromkeys(missing, why)
+    for device, chip in chips.items():
+        if device < host.devices and (problem := chip_problem(chip, host.accept_health)):
             aside[device] = problem
-    return aside
+    return dict(sorted(aside.items()))
+
+
+def ranges(devices: Iterable[int]) -> str:
+    """Device numbers as a person reads them: "2-63", "0, 3, 5-7"."""
+    parts: list[str] = []
+    run: list[int] = []
+    for d in sorted(set(devices)):
+        if run and d != run[-1] + 1:
+            parts.append(str(run[0]) if len(run) == 1 else f"{run[0]}-{run[-1]}")
+            run = []
+        run.append(d)
+    if run:
+        parts.append(str(run[0]) if len(run) == 1 else f"{run[0]}-{run[-1]}")
+    return ", ".join(parts)
+
+
+def grouped(set_aside: Mapping[int, str]) -> list[tuple[str, str]]:
+    """(devices, why) of chips set aside, the devices that share a reason together ("2-63"), in
+    the order of their first device: what is said of them, once a reason."""
+    by_reason: dict[str, list[int]] = {}
+    for device in sorted(set_aside):
+        by_reason.setdefault(set_aside[device], []).append(device)
+    return [(ranges(devices), why) for why, devices in by_reason.items()]
 
 
 def chip_notes(host: HostSpec, ident: Mapping[str, Any]) -> list[str]:
@@ -327,7 +352,7 @@ def _checked_identity(
     if not usable and not reasons:
         reasons.append(
             f"host {host.name}: every chip is set aside: "
-            + "; ".join(set_aside[d] for d in sorted(set_aside))
+            + "; ".join(why for _, why in grouped(set_aside))
         )
     if identity.get("executor"):
         notes.append(
@@ -624,21 +649,29 @@ def host_rows(
         )
         if not chips and not aside:
             continue
+        chip_rows: list[tuple[int, dict[str, str]]] = []
         for device in range(h.devices):
             chip = chips.get(device)
             out = aside.get(device)
-            rows.append(
-                {
-                    **{c: "" for c in HOST_COLUMNS},
-                    "host": f"{h.name}:{device}",
-                    "soc": h.soc,
-                    "chip": _chip_text(chip) if chip else "missing",
-                    "state": SET_ASIDE if out else state,
-                    "quarantined": "yes" if out else "no",
-                    "reason": out["reason"] if out else "",
-                    "since": out["since"] if out else "",
-                }
-            )
+            row = {
+                **{c: "" for c in HOST_COLUMNS},
+                "host": f"{h.name}:{device}",
+                "soc": h.soc,
+                "chip": _chip_text(chip) if chip else "missing",
+                "state": SET_ASIDE if out else state,
+                "quarantined": "yes" if out else "no",
+                "reason": out["reason"] if out else "",
+                "since": out["since"] if out else "",
+            }
+            last_device, last = chip_rows[-1] if chip_rows else (-2, {})
+            if chip is None and last.get("chip") == "missing" and last_device == device - 1:
+                if {**last, "host": ""} == {**row, "host": ""}:  # a run of missing chips: one row
+                    first = last["host"].rsplit(":", 1)[1].split("-")[0]
+                    last["host"] = f"{h.name}:{first}-{device}"
+                    chip_rows[-1] = (device, last)
+                    continue
+            chip_rows.append((device, row))
+        rows += [row for _, row in chip_rows]
     return rows
 
 
@@ -666,7 +699,9 @@ __all__ = [
     "check_pool",
     "chip_set_aside",
     "devices_of",
+    "grouped",
     "host_rows",
     "identity_problems",
     "pin_problems",
+    "ranges",
 ]

@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import errno
 import json
 import os
 import re
@@ -358,6 +359,9 @@ def generate(
         code, stdout, stderr = _run_generate(cmd, view, changes, reports_dir, timeout, allure)
         index = staging / "index.html"
         if code != 0 or not index.is_file():
+            refused = _disk_refusal(stdout + stderr)
+            if refused is not None:  # the directory's fault, said as Python's would be: one line
+                raise OSError(refused, os.strerror(refused), str(out_dir))
             sys.stderr.write(stdout[-4000:] + stderr[-4000:])
             return (code or 1), out_dir / "index.html"
         if history is not None and hp is not None:
@@ -369,6 +373,19 @@ def generate(
         return 0, out_dir / "index.html"
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+# What node says of a write its disk refused (Allure writing the report: "Error: ENOSPC: no space
+# left on device, write", then "code: 'ENOSPC'" in its stack): the directory's fault, which the
+# callers say in one line naming the directory and the fix (farm/run/run_dir.py), never node's
+# stacks.
+_NODE_DISK_REFUSAL = re.compile(r"\b(ENOSPC|EDQUOT|EROFS)\b")
+
+
+def _disk_refusal(output: str) -> int | None:
+    """The errno of the disk's refusal that Allure's output names, or None."""
+    found = _NODE_DISK_REFUSAL.search(output)
+    return getattr(errno, found.group(1)) if found else None
 
 
 # A report replaces its directory whole: only one that is empty or holds a report the farm wrote

@@ -302,10 +302,10 @@ def _prepare(
         what = f"{spec.soc}, {spec.devices} dev" + (f", {arch}" if arch else "")
         shipped = f", package {escape(checked.package)}" if checked.package else ""
         console.print(f"host     {spec.name} ({what}{shipped}) {mark}{why}", highlight=False)
-        for device, reason in sorted(checked.set_aside.items()):
+        for devices, reason in health.grouped(checked.set_aside):  # a reason said once
             said = escape(visible(reason))
             console.print(
-                f"chip     {spec.name}:{device} [yellow]set aside[/]: {said}; the host's other "
+                f"chip     {spec.name}:{devices} [yellow]set aside[/]: {said}; the host's other "
                 "chips run",
                 highlight=False,
             )

@@ -243,9 +243,10 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.max_tries < 0:
         raise UsageError(f"--max-tries must be 0 or more, not {args.max_tries}")
-    out_file = Path(args.output) if args.output else default_case_file(args.case_id)
-    casefile.file_kind(out_file)  # a suffix it cannot write is a usage error now, not later
-    case = find_case(args.case_id, tuple(args.cases))
+    if args.output:
+        casefile.file_kind(Path(args.output))  # a suffix it cannot write: said now, not later
+    case = find_case(args.case_id, tuple(args.cases))  # the case first: its id names the file
+    out_file = Path(args.output) if args.output else default_case_file(case.id)
     console = FarmConsole(stderr=args.json, highlight=False)
     started = time.perf_counter()
 

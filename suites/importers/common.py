@@ -112,19 +112,31 @@ class Conversion:
 
 
 ORIGINS_JOIN = "; "  # between the origins of source cases that make one farm case
+MORE = "; and more"  # ends a note or origin that had no room for another source's
 
 
 def merged(kept: Case, twin: Case) -> Case:
     """A farm case made twice kept once: both notes, and both origins, so that every source
-    case is found in the written file and the report (each origin names its file and case)."""
+    case is found in the written file and the report (each origin names its file and case),
+    up to limits.MAX_TEXT_CHARS of each (thousands of source cases can make one farm case)."""
     note = kept.note
     if twin.note and twin.note not in kept.note:
-        note = f"{kept.note}; {twin.note}" if kept.note else twin.note
+        note = _joined(kept.note, twin.note)
     origins = kept.origin.split(ORIGINS_JOIN)
     origin = kept.origin
     if twin.origin and twin.origin not in origins:
-        origin = ORIGINS_JOIN.join([*origins, twin.origin]) if kept.origin else twin.origin
+        origin = _joined(kept.origin, twin.origin)
     return replace(kept, note=note, origin=origin)
+
+
+def _joined(kept: str, more: str) -> str:
+    """``kept``, then ``more`` where the two fit in limits.MAX_TEXT_CHARS, else MORE once."""
+    if not kept:
+        return more
+    if kept.endswith(MORE):
+        return kept
+    joined = f"{kept}{ORIGINS_JOIN}{more}"
+    return joined if len(joined) <= limits.MAX_TEXT_CHARS else kept + MORE
 
 
 def _strip_where(line: str, source: str) -> str:

@@ -209,5 +209,6 @@ def test_an_agent_under_visible_devices_reports_and_uses_only_those(tmp_path, mo
     wider = HostSpec("a2-01", "Ascend910B3", 3)
     assert health.chip_set_aside(wider, _ident(chips, visible_devices="2,3"))[2] == (
         "chip 2 is missing: npu-smi lists 2 chip(s) visible to the agent "
-        "(ASCEND_RT_VISIBLE_DEVICES='2,3'), the inventory says 3"
+        "(ASCEND_RT_VISIBLE_DEVICES='2,3'), the inventory says 3; fix devices in the "
+        "inventory, or the host's chips"
     )

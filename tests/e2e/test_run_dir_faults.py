@@ -158,3 +158,49 @@ def test_a_runs_directory_full_only_at_report_time_stores_the_results(farm):
     assert result.code == 2  # degraded: the run has no report
     assert not (result.run_dir / "report").exists()
     assert disagreements(result.run_dir, farm.store) == []
+
+
+@pytest.mark.skipif(
+    not report.allure_available(), reason="no Allure 3: the report step stops first"
+)
+def test_a_disk_that_fills_while_allure_writes_the_report_is_one_line(farm, tmp_path):
+    """A real full disk (a tmpfs in a private mount namespace, as root: CI) with room for the
+    report's own small files but not for what Allure writes: `farm report` says one line naming
+    the directory and the fix, never node's ENOSPC stacks."""
+    import os
+    import shlex
+    import shutil
+
+    from tests.requirements import need
+
+    need(
+        os.geteuid() == 0 and shutil.which("unshare") is not None,
+        "root and unshare, to mount a full tmpfs (CI runs as root)",
+    )
+    made = farm.run(
+        "run", "--tier", "smoke", "--no-report", "--no-progress", "--", "-k", "3x17_d-1"
+    )
+    assert made.code == 0 and made.run_dir is not None, made.text[-2000:]
+    run_id = made.run_dir.name
+    mnt = tmp_path / "small"
+    mnt.mkdir()
+    fill = f"head -c 1700k /dev/zero > {shlex.quote(str(mnt))}/filler"
+    report_cmd = " ".join(
+        shlex.quote(a) for a in farm.argv("report", run_id, "--out", str(mnt / "report"))
+    )
+    script = f"mount -t tmpfs -o size=2m none {shlex.quote(str(mnt))} && {fill} && {report_cmd}"
+    proc = subprocess.run(
+        ["unshare", "-m", "sh", "-c", script],
+        cwd=farm.root,
+        env=farm.env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert lines == [
+        f"error: directory {mnt} is full: free space on that disk, or use another place, then "
+        f"make the report with farm report {run_id} (the run's results are stored)"
+    ], proc.stderr
+    assert "ENOSPC" not in proc.stdout + proc.stderr

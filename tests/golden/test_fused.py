@@ -123,7 +123,7 @@ def test_a_library_that_differs_from_numpy_is_refused(tmp_path, mutant):
     source = tmp_path / "fused.c"
     source.write_text(text.replace(old, new))
     library = tmp_path / "mutant.so"
-    fused.build(library, source, native=fused.cpu_features() is not None)
+    fused.build(library, source)
     assert fused.self_check(fused.Kernel(library)) != ""
 
 
@@ -236,29 +236,100 @@ def test_processes_starting_together_build_the_library_once(tmp_path):
     assert calls.read_text() == "built\n"
 
 
-def test_the_library_is_built_for_this_cpu_else_for_the_baseline(monkeypatch, tmp_path):
+def test_the_library_is_built_for_the_architectures_baseline_never_for_this_cpu(
+    monkeypatch, tmp_path
+):
     the_library()
     calls = tmp_path / "calls"
-    cc = tmp_path / "cc"  # a compiler that refuses -march=native, as some do
+    cc = tmp_path / "cc"  # a compiler that refuses -march=, as a cross compiler might
     cc.write_text(
         f'#!/bin/sh\necho "$@" >> {calls}\n'
-        'case " $* " in *" -march=native "*) exit 1;; esac\nexec cc "$@"\n'
+        'case " $* " in *" -march="*) exit 1;; esac\nexec cc "$@"\n'
     )
     cc.chmod(0o755)
     monkeypatch.setattr(fused, "_LOADED", {})
     monkeypatch.setenv("CC", str(cc))
     monkeypatch.setenv(fused.ENV_CACHE, str(tmp_path / "cache"))
     monkeypatch.setenv(fused.ENV_MODE, "require")
-    monkeypatch.setattr(fused, "cpu_features", lambda: "fpu sse2 avx2")
+    monkeypatch.setattr(fused.platform, "machine", lambda: "x86_64")
     assert fused.kernel() is not None
-    first, second = calls.read_text().splitlines()
-    assert fused.NATIVE in first.split() and fused.NATIVE not in second.split()
-    # Without the CPU's features the library cannot be named for its CPU: never built for it.
-    calls.unlink()
+    first, second = (line.split() for line in calls.read_text().splitlines())
+    assert "-march=x86-64" in first and not any(f.startswith("-march") for f in second)
+    assert "-march=native" not in first + second
+
+
+def test_hosts_of_other_cpus_sharing_a_cache_share_one_library(monkeypatch):
+    """Built for the baseline, the library runs on every CPU of its architecture: one for them
+    all, named by the architecture (and the C library it links against), never by the CPU."""
+    names = set()
+    for features in ("fpu sse2 avx2", "fpu sse2 avx2 avx512f", None):
+        monkeypatch.setattr(fused, "cpu_features", lambda f=features: f)
+        names.add(fused.library_path())
+    assert len(names) == 1
+    monkeypatch.setattr(fused.platform, "machine", lambda: "aarch64")
+    assert fused.library_path() not in names and fused.baseline_flags() == ("-march=armv8-a",)
+
+
+def _driver_samples(path: Path) -> None:
+    """fused_driver.c's input: lsg_compared's arguments for samples of every dtype and length,
+    with and without a bound (as golden/metrics.py passes them)."""
+    from golden import bound as bound_mod
+    from golden.dtypes import numpy_dtype, round_to
+
+    chunks = []
+    for code, dtype in enumerate(("float32", "float16", "bfloat16")):
+        uint = np.uint32 if dtype == "float32" else np.uint16
+        for seed, m in enumerate(fused.SAMPLE_LENGTHS):
+            a, g, bound = fused.sample(dtype, m, seed)
+            rounded = round_to(g, dtype).astype(numpy_dtype(dtype))
+            spacing = np.ascontiguousarray(bound_mod.SPACING_TABLE[dtype], np.float64)
+            for b in (bound, None):
+                head = [int(b is not None), int(bound_mod.MAX_BITS[dtype]), spacing.size]
+                chunks += [np.int64(m).tobytes(), np.array([code, *head], np.int32).tobytes()]
+                arrays = [a.astype(np.float64), g] + ([] if b is None else [b])
+                arrays += [spacing, fused._limits(dtype)]
+                chunks += [np.ascontiguousarray(x, np.float64).tobytes() for x in arrays]
+                chunks += [a.view(uint).tobytes(), rounded.view(uint).tobytes()]
+    path.write_bytes(b"".join(chunks))
+
+
+def test_the_library_runs_on_the_oldest_cpu_of_its_architecture_with_the_same_bits(
+    monkeypatch, tmp_path
+):
+    """The library as the farm builds it (fused.kernel: its cache, its flags) under qemu-x86_64
+    as a baseline x86-64 CPU (SSE2, the oldest a home shared over NFS may hold) and as an AVX2
+    one: it loads, picks the vector code the CPU has, and gives the bits it gives here. A library
+    built with -march=native for this host dies there with an illegal instruction."""
+    import platform
+    import shutil
+
+    qemu = shutil.which("qemu-x86_64")
+    cc = shutil.which("cc") or shutil.which("gcc")
+    need(platform.machine() == "x86_64" and qemu is not None, "x86-64 and qemu-x86_64")
+    need(cc is not None, "a C compiler")
+    assert qemu is not None and cc is not None
     monkeypatch.setattr(fused, "_LOADED", {})
-    monkeypatch.setattr(fused, "cpu_features", lambda: None)
-    assert fused.kernel() is not None
-    assert fused.NATIVE not in calls.read_text().split()
+    monkeypatch.setenv(fused.ENV_CACHE, str(tmp_path / "cache"))
+    monkeypatch.setenv(fused.ENV_MODE, "require")
+    library = the_library().path
+    driver = tmp_path / "driver"
+    source = Path(__file__).with_name("fused_driver.c")
+    subprocess.run([cc, "-O1", "-march=x86-64", "-o", str(driver), str(source), "-ldl"], check=True)
+    samples = tmp_path / "samples.bin"
+    _driver_samples(samples)
+    said = {}
+    for cpu, prefix in (("this", []), ("qemu64", [qemu, "-cpu", "qemu64"]), ("Haswell", None)):
+        argv = [*(prefix if prefix is not None else [qemu, "-cpu", cpu]), str(driver)]
+        run = subprocess.run(
+            [*argv, str(library), str(samples)], capture_output=True, text=True, timeout=300
+        )
+        assert run.returncode == 0, (cpu, run.returncode, run.stderr[-2000:])
+        lanes, *results = run.stdout.splitlines()
+        said[cpu] = (lanes, results)
+    assert said["qemu64"][0] == "lanes 2" and said["Haswell"][0] == "lanes 4"
+    assert said["this"][0] == f"lanes {fused.kernel().lanes}"  # type: ignore[union-attr]
+    assert len(said["this"][1]) == 3 * 2 * 3 * len(fused.SAMPLE_LENGTHS)
+    assert said["qemu64"][1] == said["this"][1] == said["Haswell"][1]
 
 
 def test_cc_is_a_command_line_as_make_reads_it(monkeypatch, tmp_path):
@@ -274,14 +345,6 @@ def test_cc_is_a_command_line_as_make_reads_it(monkeypatch, tmp_path):
     monkeypatch.setenv(fused.ENV_MODE, "require")
     assert fused.kernel() is not None
     assert calls.read_text().splitlines()[0] == "cc"
-
-
-def test_hosts_of_other_cpus_sharing_a_cache_each_have_their_own_library(monkeypatch):
-    names = set()
-    for features in ("fpu sse2 avx2", "fpu sse2 avx2 avx512f", None):
-        monkeypatch.setattr(fused, "cpu_features", lambda f=features: f)
-        names.add(fused.library_path())
-    assert len(names) == 3
 
 
 def test_the_fused_histogram_bins_as_numpy_does_on_every_edge(monkeypatch):

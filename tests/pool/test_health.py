@@ -180,8 +180,42 @@ def test_a_chip_that_may_not_run_cases_is_set_aside_alone(local_host, agent_bund
     assert health.reasons == [
         "host emu-t: every chip is set aside: chip 0 (910B1) has memory held by another "
         "process: pid 4242 job 900 MB; chip 1 is missing: npu-smi lists 1 chip(s), the "
-        "inventory says 2"
+        "inventory says 2; fix devices in the inventory, or the host's chips"
     ]
+
+
+def test_many_missing_chips_are_said_once(local_host, agent_bundle, tmp_path):
+    """devices = 64 for a host whose npu-smi lists 2: one reason for the 62 missing chips, one
+    line where it is said (the run's chip line, the first-contact check, the hosts table)."""
+    from farm.pool import first_contact
+    from farm.pool import health as health_mod
+
+    bundle, sha = agent_bundle
+    wide = dataclasses.replace(
+        local_host, devices=64, env=(("LSG_EMULATED_DEVICES", "64"), local_host.env[1])
+    )
+    host = _with_chips(wide, tmp_path, [default_chip("910B1"), default_chip("910B1")])
+    health = check_host(host, open_transport, sha, bundle=bundle)
+    assert (health.state, health.reasons) == (GOOD, [])
+    assert sorted(health.set_aside) == list(range(2, 64))
+    why = (
+        "chips 2-63 are missing: npu-smi lists 2 chip(s), the inventory says 64; fix devices in "
+        "the inventory, or the host's chips"
+    )
+    assert set(health.set_aside.values()) == {why}
+    assert health_mod.grouped(health.set_aside) == [("2-63", why)]
+    inventory = dataclasses.replace(default_inventory(tmp_path / "h"), hosts=[host])
+    rows = [r["host"] for r in host_rows(inventory, tmp_path / "state", {host.name: health})]
+    assert rows == ["emu-t", "emu-t:0", "emu-t:1", "emu-t:2-63"]
+    slots = {f"emu-t:{d}": r for d, r in health.set_aside.items()}
+    (checked,) = first_contact.check_pool(
+        inventory,
+        {"emu-t": {}},
+        {},
+        slots,
+        run=lambda spec, plan: first_contact.HostChecks(spec.name, ()),
+    )
+    assert [c.detail for c in checked.checks] == [why]
 
 
 def test_a_chip_set_aside_is_kept_until_a_check_finds_it_healthy(tmp_path):

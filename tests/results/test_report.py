@@ -567,6 +567,43 @@ def test_generate_keeps_the_old_report_when_allure_fails(three_runs, tmp_path):
     assert code != 0 and (out / "index.html").read_text() == "old"
 
 
+# What Allure 3 under node printed when the runs directory filled as it wrote the report: two
+# stacks, and neither the directory nor a fix.
+NODE_ENOSPC = """plugin awesome error Error: ENOSPC: no space left on device, write
+    at async write (node:internal/fs/promises:740:8)
+    at async FileSystemReportFiles.addFile (file:///reports/node_modules/@allurereport/core/dist/plugin.js:71:13)
+    at async file:///reports/node_modules/@allurereport/core/dist/report.js:851:29 {
+  errno: -28,
+  code: 'ENOSPC',
+  syscall: 'write'
+}
+farm's allure generate failed: Error: ENOSPC: no space left on device, write
+    at async write (node:internal/fs/promises:740:8)
+    at async file:///reports/generate.mjs:59:3
+"""  # noqa: E501
+
+
+@pytest.mark.parametrize("refusal", ["ENOSPC", "EDQUOT", "EROFS"])
+def test_a_disk_that_refuses_allures_writes_is_the_directorys_fault(
+    tmp_path, monkeypatch, capsys, refusal
+):
+    """Node's stacks are not printed: generate raises the OSError Python's own write would
+    have, naming the report's directory, which farm report and farm run say in one line."""
+    import errno
+
+    output = NODE_ENOSPC.replace("ENOSPC", refusal)
+    monkeypatch.setattr(report, "generate_command", lambda reports_dir: ["node"])
+    monkeypatch.setattr(report, "_run_generate", lambda *args: (1, "", output))
+    results = tmp_path / "allure-results"
+    results.mkdir()
+    out = tmp_path / "runs" / "r1" / "report"
+    with pytest.raises(OSError) as err:
+        report.generate(results, out, None, plots_drawn=True)
+    assert (err.value.errno, err.value.filename) == (getattr(errno, refusal), str(out))
+    assert capsys.readouterr().err == ""
+    assert [p.name for p in out.parent.iterdir()] == []  # its work directory is gone
+
+
 def test_missing_allure_is_the_farms_tool_missing(three_runs, tmp_path, monkeypatch, capsys):
     bare = tmp_path / "bare-reports"
     bare.mkdir()

@@ -835,6 +835,90 @@ def test_a_really_full_disk_is_a_store_error_and_nothing_half_written(tmp_path):
     assert "free space" in out.stdout and "kept ['first']" in out.stdout, out.stdout
 
 
+def test_a_full_disk_that_sqlite_calls_a_disk_io_error_is_said_to_be_full(tmp_path, monkeypatch):
+    """On a full disk SQLite says "disk I/O error" where it grows its -shm file (opening a store
+    closed cleanly): with next to nothing free on the store's file system, that is "disk full",
+    with what is free where and the fix; a disk with room keeps "check the disk"."""
+    from farm.results.store import checks, dialects
+
+    path = tmp_path / "farm.sqlite"
+    RunStore(path).close()
+    monkeypatch.setattr(sqlite3, "connect", _refusing(sqlite3.connect))
+    monkeypatch.setattr(dialects, "free_bytes", lambda p: 8192)
+    for open_it in (lambda: checks.check_store(path, create=False), lambda: RunStore(path)):
+        with pytest.raises(StoreError) as err:
+            open_it()
+        assert str(err.value) == (
+            f"run store {path}: the disk is full (8 KiB free in {tmp_path}; SQLite said: disk "
+            "I/O error): free space on that disk or set FARM_STORE elsewhere; the run's records "
+            "stay in runs/<run>/records and farm runs --recover imports them"
+        )
+    monkeypatch.setattr(dialects, "free_bytes", lambda p: 40 << 30)
+    with pytest.raises(StoreError, match=r"disk I/O error\): the disk failed a read or a write"):
+        checks.check_store(path, create=False)
+
+
+def _refusing(connect):
+    """sqlite3.connect whose connections fail as SQLite does on a full disk (IOERR_SHMSIZE)."""
+
+    def refused(*args, **kwargs):
+        connect(*args, **kwargs).close()
+        raise sqlite3.OperationalError("disk I/O error")
+
+    return refused
+
+
+def test_a_really_full_disk_says_full_when_a_store_is_opened(tmp_path):
+    """A store closed cleanly on a tmpfs that then fills: opening it again (`farm runs`) fails
+    growing its -shm file, which SQLite calls a disk I/O error; the farm says the disk is full.
+    As root only (CI), as the test above."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from tests.requirements import need
+
+    need(
+        os.geteuid() == 0 and shutil.which("unshare") is not None,
+        "root and unshare, to mount a full tmpfs (CI runs as root)",
+    )
+    mnt = tmp_path / "full"
+    mnt.mkdir()
+    probe = (
+        "import subprocess, sys\n"
+        "from farm.results.store import RunStore\n"
+        "from tests.results.conftest import RUN_META, record\n"
+        "s = RunStore(sys.argv[1] + '/farm.sqlite')\n"
+        "s.add_results(s.begin_run(RUN_META), [record('first')])\n"
+        "s.close()\n"
+        "try:\n"
+        "    with open(sys.argv[1] + '/filler', 'wb') as f:\n"
+        "        while True: f.write(b'x' * 512)\n"
+        "except OSError:\n"
+        "    pass\n"
+        "store = sys.argv[1] + '/farm.sqlite'\n"
+        "farm = [sys.executable, '-m', 'farm.cli', 'runs', '--store', store]\n"
+        "out = subprocess.run(farm, capture_output=True, text=True)\n"
+        "print(out.returncode, out.stderr)\n"
+    )
+    python = shlex.quote(sys.executable)
+    script = f'mount -t tmpfs -o size=512k none {mnt} && {python} -c "$0" {mnt}'
+    repo = Path(__file__).resolve().parents[2]
+    out = subprocess.run(
+        ["unshare", "-m", "sh", "-c", script, probe],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    code, _, said = out.stdout.partition(" ")
+    assert code == "2" and len(said.strip().splitlines()) == 1, out.stdout + out.stderr
+    assert f"error: run store {mnt}/farm.sqlite: the disk is full (" in said, said
+    assert "free space on that disk" in said and "check the disk" not in said, said
+
+
 # -- retention: farm runs prune ----------------------------------------------------------------
 
 NOW = _dt.datetime(2026, 12, 1, 12, 0, tzinfo=_dt.timezone.utc)

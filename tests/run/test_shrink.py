@@ -374,3 +374,18 @@ def test_a_tiling_that_differs_from_the_design_fails_as_in_a_run():
     assert "cores_used 99" in record["message"]
     failed = dict(wrong, outcome="failed", category="precision")
     assert judged(case, failed) is failed
+
+
+@pytest.mark.parametrize("command", ["shrink", "repro"])
+@pytest.mark.parametrize("case_id", ["", "   "])
+def test_an_empty_case_id_is_named_as_such_before_anything_runs(command, case_id, capsys):
+    """`farm shrink ''` blamed a case file (runs/shrinks/.json, its default output); it is the
+    case id that is wrong, said before any tier is expanded or any host touched."""
+    from farm.cli import main
+
+    assert main([command, case_id]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line == (
+        f"error: case id {case_id!r} is empty: pass the id of a case, as `farm cases --tier "
+        "nightly` or a run's report names it"
+    )

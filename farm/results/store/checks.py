@@ -28,7 +28,7 @@ from pathlib import Path
 
 from farm import waits
 from farm.errors import StoreError
-from farm.results.store.dialects import PostgresDatabase, sqlite_fix
+from farm.results.store.dialects import FULL_FIX, PostgresDatabase, full_disk, sqlite_fix
 from farm.results.store.location import SQLITE, StoreLocation, store_location
 from farm.results.store.schema import SCHEMA_VERSION, newer_than_farm
 
@@ -172,6 +172,9 @@ def closed_by_this_process(path: Path) -> None:
 
 
 def _unreadable(where: str, exc: sqlite3.DatabaseError, path: Path) -> StoreError:
+    full = full_disk(str(exc), path)
+    if full:
+        return StoreError(f"{where}: {full}: {FULL_FIX}")
     return StoreError(f"{where} cannot be read ({exc}): {sqlite_fix(str(exc), path)}")
 
 

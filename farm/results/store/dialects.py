@@ -21,8 +21,18 @@ from typing import Any
 
 from farm.errors import StoreError
 from farm.results.store.location import POSTGRESQL, SQLITE, StoreLocation, redact
+from farm.sizes import size_text
 
 PG_CONNECT_TIMEOUT_S = 10
+# SQLite says "database or disk is full" (SQLITE_FULL) only where a write itself fails; on a full
+# disk, growing its shared-memory file (SQLITE_IOERR_SHMSIZE), truncating or syncing fail as a
+# "disk I/O error". Such an error with less than this free on the store's file system is the
+# disk being full, said so (a store's smallest write, its -shm file, takes 32 KiB).
+FULL_BELOW_BYTES = 1 << 20
+FULL_FIX = (
+    "free space on that disk or set FARM_STORE elsewhere; the run's records stay in "
+    "runs/<run>/records and farm runs --recover imports them"
+)
 
 
 class Row(tuple):
@@ -59,13 +69,35 @@ def _fix_for(text: str, location: StoreLocation) -> str:
             return "check that the server is up and FARM_STORE names it"
         return "see the server's log"
     if "full" in low:
-        return (
-            "free space on that disk or set FARM_STORE elsewhere; the run's records stay in "
-            "runs/<run>/records and farm runs --recover imports them"
-        )
+        return FULL_FIX
     if "readonly" in low or "read-only" in low:
         return "fix its permissions or set FARM_STORE to a writable copy"
     return sqlite_fix(text, location.path)
+
+
+def free_bytes(path: os.PathLike | str | None) -> int | None:
+    """What may still be written on the file system of a store's file (None: unknown)."""
+    if path is None or str(path) == ":memory:":
+        return None
+    where = os.path.dirname(os.path.abspath(os.fspath(path)))
+    try:
+        st = os.statvfs(where)
+    except OSError:
+        return None
+    return st.f_bavail * st.f_frsize
+
+
+def full_disk(text: str, path: os.PathLike | str | None) -> str | None:
+    """``text`` (SQLite's error) said as a full disk, naming what is free where, when it is one
+    (see FULL_BELOW_BYTES); None otherwise."""
+    low = text.lower()
+    if "disk i/o" not in low:
+        return None
+    free = free_bytes(path)
+    if free is None or free >= FULL_BELOW_BYTES:
+        return None
+    where = os.path.dirname(os.path.abspath(os.fspath(path or ".")))
+    return f"the disk is full ({size_text(free)} free in {where}; SQLite said: {text})"
 
 
 def sqlite_fix(text: str, path: os.PathLike | str | None) -> str:
@@ -88,6 +120,8 @@ def sqlite_fix(text: str, path: os.PathLike | str | None) -> str:
 
 def store_error(location: StoreLocation, exc: BaseException) -> StoreError:
     text = redact(str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__)
+    if location.kind == SQLITE and (full := full_disk(text, location.path)):
+        return StoreError(f"run store {location.display}: {full}: {FULL_FIX}")
     return StoreError(f"run store {location.display}: {text}: {_fix_for(text, location)}")
 
 
