@@ -7,7 +7,12 @@ SIGHUP is the terminal going away (its window closed, the SSH session under it d
 kernel sends it to the foreground process group, and every later write to that terminal fails
 (EIO). The command stops as from SIGTERM and writes what it says from then on to /dev/null; its
 files and store are what tell the outcome. A pipe whose reader went away (`farm run | head`) is
-met on the next write, never by a signal (output_gone): it stops the command as SIGPIPE would."""
+met on the next write, never by a signal (output_gone): it stops the command as SIGPIPE would.
+
+A stop signal this process was started ignoring stays ignored (catch): `farm run &` in a script
+ignores Ctrl-C, as every background job of a non-interactive shell does, and `nohup farm run`
+the terminal's hangup. What the command passes on to its children (interruptible) is a signal it
+caught itself, never one they may have inherited as ignored."""
 
 from __future__ import annotations
 
@@ -17,7 +22,7 @@ import os
 import signal
 import stat
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from typing import TYPE_CHECKING, Any
 
 from farm.agent import hostops
@@ -129,6 +134,18 @@ def stopping() -> Iterator[list[int]]:
         yield received
 
 
+def passed_on(signum: int, caught: Collection[int]) -> int:
+    """The signal that passes the stop ``signum`` on to this process's children, of the stop
+    signals it ``caught``: the same one, which they cannot have inherited as ignored (a handler
+    is the default again in a child, an ignore stays: farm run's workers are started while it
+    catches them); for a closed pipe (SIGPIPE, which Python ignores, output_gone), SIGTERM or
+    the next one caught. Never SIGINT for another stop: a background job ignores it, and with it
+    every child it starts."""
+    if signum in caught:
+        return signum
+    return next((s for s in (signal.SIGTERM, signal.SIGHUP) if s in caught), signal.SIGTERM)
+
+
 @contextlib.contextmanager
 def interruptible(forward: bool = False) -> Iterator[list[int]]:
     """SIGTERM (a CI cancel) stops the run as Ctrl-C does; yields the signals received. Only
@@ -138,7 +155,9 @@ def interruptible(forward: bool = False) -> Iterator[list[int]]:
     ``forward``: the session's xdist workers are this process's children. A signal to the
     process group reaches them too; one to this pid alone (kill PID, a supervisor) would stop
     only the controller while they ran every case they were given, so it is passed on to them
-    as the Ctrl-C they would have had."""
+    (passed_on: the signal itself, which their plugin takes as Ctrl-C, farm/run/plugin.py). Not
+    as SIGINT: a farm started in the background by a script, or by nohup from one, inherits
+    SIGINT ignored, and so do its workers; they ran on to the end of the tier."""
     received: list[int] = []
     tty = terminal()
 
@@ -148,9 +167,11 @@ def interruptible(forward: bool = False) -> Iterator[list[int]]:
         received.append(signum)
         if len(received) == 1:
             if forward:
+                caught = [s for s in STOPS if signal.getsignal(s) is stop]
+                passed = passed_on(signum, caught)
                 for pid in hostops.children(os.getpid()):
                     with contextlib.suppress(ProcessLookupError, PermissionError):
-                        os.kill(pid, signal.SIGINT)
+                        os.kill(pid, passed)
             raise KeyboardInterrupt
 
     try:

@@ -6,7 +6,9 @@ killed outright; each test asserts the exit code, that the run stopped (far fewe
 than the tier has), that every case that finished is in the store exactly once, what the store
 says the run was, and that the store, the records, JUnit, the Allure results and the summary hold
 the same cases with the same outcomes (tests/e2e/outcome_sets.py). The signal is sent once the
-workers have written a number of records, never after a sleep."""
+workers have written a number of records, never after a sleep. Each farm is started with the
+dispositions of the stop it is given (tests/dispositions.py): as from a terminal, or ignoring
+what a script's background job or nohup ignores, however this suite itself was started."""
 
 from __future__ import annotations
 
@@ -29,6 +31,7 @@ import pytest
 from farm.agent import hostops
 from farm.run import scratch
 from suites import matrix
+from tests.dispositions import disposed, ignored_by, pending_in
 from tests.e2e.conftest import REPO
 from tests.e2e.outcome_sets import disagreements
 from tests.inventories import local_910b_hosts
@@ -53,20 +56,27 @@ def farm_env(tmp_path: Path) -> dict[str, str]:
     return env
 
 
-def start(tmp_path: Path, *args: str) -> tuple[subprocess.Popen, dict]:
+def start(
+    tmp_path: Path, *args: str, ignoring: tuple[signal.Signals, ...] = ()
+) -> tuple[subprocess.Popen, dict]:
+    """`farm run --tier nightly ARGS` in a session of its own, the stop signals at their
+    defaults as from a terminal, those in ``ignoring`` ignored."""
     env = farm_env(tmp_path)
     proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "farm.cli",
-            "run",
-            "--tier",
-            "nightly",
-            "--no-report",
-            "--no-progress",
-            *args,
-        ],
+        disposed(
+            [
+                sys.executable,
+                "-m",
+                "farm.cli",
+                "run",
+                "--tier",
+                "nightly",
+                "--no-report",
+                "--no-progress",
+                *args,
+            ],
+            ignoring,
+        ),
         cwd=REPO,
         env=env,
         stdout=subprocess.PIPE,
@@ -132,6 +142,89 @@ def test_sigterm_to_the_pid_stops_the_run_and_every_output_holds_what_finished(t
     # Each worker finishes at most the record it was writing: none goes on with its cases.
     assert len(ids) - at_signal <= AFTER_SIGNAL, f"{len(ids) - at_signal} cases after the signal"
     assert disagreements(run_dir_of(tmp_path, run), tmp_path / "s.db") == []
+
+
+def held_still(pids: list[int]) -> None:
+    """Waits until every thread of each of ``pids`` (sent SIGSTOP) is stopped."""
+
+    def state(task: Path) -> str:
+        try:
+            return (task / "stat").read_text().rpartition(")")[2].split()[0]
+        except OSError:
+            return "gone"
+
+    deadline = time.monotonic() + STARTUP_LIMIT
+    for pid in pids:
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            while state(task) not in ("T", "t", "gone"):
+                assert time.monotonic() < deadline, f"worker {pid} never stopped"
+                time.sleep(0.05)
+
+
+def passed_on_to(workers: list[int], stop: signal.Signals) -> None:
+    """Waits until ``stop`` is pending for each of the held ``workers``: the farm passed it on.
+    A signal they ignore is dropped, never pending; the farm, on its way out, then kills them
+    (xdist, after 10 s): a worker gone first never had the stop."""
+    deadline = time.monotonic() + STARTUP_LIMIT
+    for pid in workers:
+        while True:
+            try:
+                if stop in pending_in(pid):
+                    break
+            except (OSError, LookupError):  # gone, or a zombie (its status has no signals)
+                pytest.fail(f"worker {pid} was ended, never given {stop.name} by the farm")
+            assert time.monotonic() < deadline, f"the farm never passed {stop.name} on"
+            time.sleep(0.05)
+
+
+@pytest.mark.parametrize(
+    "stop, ignoring",
+    [
+        (signal.SIGTERM, (signal.SIGINT, signal.SIGHUP)),  # `nohup farm run ... &` in a script
+        (signal.SIGHUP, (signal.SIGINT,)),  # `farm run ... &` in a script
+    ],
+    ids=["nohup-in-the-background-SIGTERM", "in-the-background-SIGHUP"],
+)
+def test_a_stop_to_a_farm_started_ignoring_ctrl_c_reaches_its_workers(tmp_path, stop, ignoring):
+    """A farm started in the background of a script (or by nohup there) inherits SIGINT ignored,
+    and so do its xdist workers. SIGTERM or SIGHUP to its pid was passed on to them as SIGINT,
+    which they ignored: a nightly ran on for ~2,600 more cases. The workers are held still
+    (SIGSTOP) while the records are counted and the farm is given the stop, and go on once the
+    signal it passes on is waiting for each (then it is the first thing they do): past the
+    records they were writing, at most one more per slot, whatever the machine's speed."""
+    proc, _ = start(tmp_path, ignoring=ignoring)
+    try:
+        wait_for_records(tmp_path, proc, 40)
+        assert signal.SIGINT in ignored_by(proc.pid)  # the convention: Ctrl-C stays ignored
+        workers = xdist_workers(proc.pid)
+        assert len(workers) >= 2, workers  # a stop to the pid alone must be passed on to them
+        assert all(signal.SIGINT in ignored_by(w) for w in workers)
+        for pid in workers:
+            os.kill(pid, signal.SIGSTOP)
+        try:
+            held_still(workers)
+            at_signal = len(written(tmp_path))
+            proc.send_signal(stop)
+            passed_on_to(workers, stop)
+        finally:
+            for pid in workers:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGCONT)
+        out, err = proc.communicate(timeout=180)
+    except BaseException:  # a farm that does not stop must not run on after its test
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        raise
+    assert proc.returncode == 128 + stop, out + err
+    assert f"interrupted by {stop.name}" in err and "Traceback" not in err
+    run, ids = store_run(tmp_path)
+    assert (run["status"], run["exit_code"]) == ("interrupted", 128 + stop)
+    assert sorted(ids) == sorted(written(tmp_path)) and len(ids) == len(set(ids)) >= 40
+    run_dir = run_dir_of(tmp_path, run)
+    slots = len(json.loads((run_dir / "plan.json").read_text())["slots"])
+    assert len(ids) - at_signal <= slots, f"{len(ids) - at_signal} cases after {stop.name}"
+    assert disagreements(run_dir, tmp_path / "s.db") == []
+    assert json.loads((run_dir / "summary.json").read_text())["exit_code"] == 128 + stop
 
 
 def test_ctrl_c_to_the_process_group_leaves_every_output_holding_what_finished(tmp_path):
@@ -261,7 +354,7 @@ def on_a_terminal(tmp_path: Path, *command: str) -> tuple[subprocess.Popen, int]
     master, slave = os.openpty()
     env = dict(farm_env(tmp_path), PYTHONPATH=str(REPO))
     proc = subprocess.Popen(
-        [sys.executable, "-c", ON_A_TERMINAL, os.ttyname(slave), *command],
+        disposed([sys.executable, "-c", ON_A_TERMINAL, os.ttyname(slave), *command]),
         cwd=tmp_path,
         env=env,
         stdin=subprocess.DEVNULL,
@@ -346,7 +439,7 @@ def signalled_run(tmp_path: Path, module: str, name: str, signum: int, *args: st
     env = farm_env(tmp_path)
     argv = [sys.executable, "-c", SIGNAL_AT_STEP, module, name, str(int(signum))]
     return subprocess.run(
-        [*argv, "run", "--tier", "smoke", "--no-progress", *args],
+        disposed([*argv, "run", "--tier", "smoke", "--no-progress", *args]),
         cwd=REPO,
         env=env,
         capture_output=True,
@@ -396,9 +489,10 @@ def test_a_signal_while_allure_makes_the_report_ends_allure_with_the_command(tmp
     fake = tmp_path / "bin"
     fake.mkdir()
     (fake / "node").write_text(
-        # SIGINT ignored, as in every child of a farm started in the background by a script
-        # (`farm run &`): the Ctrl-C that farm run passes on to its children does not end it.
-        '#!/bin/sh\ntrap "" INT\necho $$ >> "$NODE_PIDS"\nread request\ntouch "$NODE_ASKED"\n'
+        # Every stop signal ignored (a child may: every child of `farm run &` in a script
+        # ignores SIGINT): the signal farm run passes on to its children does not end it.
+        '#!/bin/sh\ntrap "" INT TERM HUP\necho $$ >> "$NODE_PIDS"\nread request\n'
+        'touch "$NODE_ASKED"\n'
         "exec sleep 600\n"
     )
     (fake / "node").chmod(0o755)
@@ -410,7 +504,7 @@ def test_a_signal_while_allure_makes_the_report_ends_allure_with_the_command(tmp
         NODE_ASKED=str(asked),
     )
     proc = subprocess.Popen(
-        [*FARM, "run", "--tier", "smoke", "--no-progress"],
+        disposed([*FARM, "run", "--tier", "smoke", "--no-progress"]),
         cwd=REPO,
         env=env,
         stdout=subprocess.PIPE,
@@ -482,7 +576,7 @@ def test_a_stop_while_a_host_does_not_answer_ends_the_command_at_once(
     the interpreter's, waited for it) before it ended."""
     inventory, connected = mute_host
     proc = subprocess.Popen(
-        [*FARM, *command, "--inventory", str(inventory)],
+        disposed([*FARM, *command, "--inventory", str(inventory)]),
         cwd=REPO,
         env=farm_env(tmp_path),
         stdout=subprocess.PIPE,

@@ -24,6 +24,7 @@ from farm.results import compare as cmp
 from farm.results import report
 from farm.results.store import RunStore, StoredHistory, store_location
 from farm.results.triage_next import run_triage
+from tests.dispositions import disposed
 
 from .cdp import Browser, serve
 from .conftest import (
@@ -477,7 +478,9 @@ def test_farm_report_command(three_runs, tmp_path, capsys):
 def test_a_stopped_report_ends_allure_and_leaves_no_work_directory(three_runs, tmp_path, stop):
     """SIGTERM to `farm report` (a CI cancel, `kill PID`) or SIGHUP (its terminal closed) ended
     it where it stood: its work directory stayed beside the report and Allure ran on. Allure here
-    is a `node` that waits (under the test's control, not a timer) and says its pid."""
+    is a `node` that waits (under the test's control, not a timer) and says its pid. The command
+    starts with the signal at its default (tests/dispositions.py): this suite run under nohup
+    would have it ignore SIGHUP."""
     r1 = three_runs["runs"][0]
     fake = tmp_path / "bin"
     fake.mkdir()
@@ -488,7 +491,7 @@ def test_a_stopped_report_ends_allure_and_leaves_no_work_directory(three_runs, t
     env = dict(os.environ, PATH=f"{fake}:{os.environ['PATH']}", NODE_PID=str(pid_file))
     argv = [r1["run_id"], "--store", str(three_runs["store"]), "--no-history", "--out", str(out)]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "farm.cli", "report", *argv],
+        disposed([sys.executable, "-m", "farm.cli", "report", *argv]),
         cwd=report.REPO_ROOT,
         env=env,
         stdout=subprocess.PIPE,

@@ -375,34 +375,71 @@ def test_the_injected_fault_refuses_writes_under_the_runs_directory_only(
 # -- a signal to the orchestrator's pid reaches its workers --------------------------------
 
 
-def test_a_signal_to_the_pid_is_passed_on_to_the_children_as_ctrl_c():
+# A child of a farm started in the background of a script: SIGINT ignored, as its parent has it.
+# It waits for the other stop signals itself and says which one came.
+BACKGROUND_CHILD = """
+import signal
+signal.signal(signal.SIGINT, signal.SIG_IGN)
+stops = {signal.SIGTERM, signal.SIGHUP}
+for s in stops:
+    signal.signal(s, signal.SIG_DFL)
+signal.pthread_sigmask(signal.SIG_BLOCK, stops)
+print("ready", flush=True)
+got = signal.sigtimedwait(stops, 120)
+print(got.si_signo if got else "no signal", flush=True)
+"""
+
+
+@pytest.fixture
+def stops_caught():
+    """This process takes every stop signal, whatever it inherited (this suite run under nohup
+    ignores SIGHUP, in a script's background SIGINT): an ignored one is never caught (catch)."""
+    ignored = [s for s in interrupts.STOPS if signal.getsignal(s) == signal.SIG_IGN]
+    for s in ignored:
+        signal.signal(s, lambda signum, frame: None)
+    yield
+    for s in ignored:
+        signal.signal(s, signal.SIG_IGN)
+
+
+@pytest.mark.parametrize(
+    "stop", [signal.SIGTERM, signal.SIGHUP, signal.SIGPIPE], ids=["SIGTERM", "SIGHUP", "pipe"]
+)
+def test_a_stop_to_the_pid_reaches_children_that_ignore_ctrl_c(stops_caught, monkeypatch, stop):
+    """A stop to the orchestrator's pid alone is passed on to its children (the xdist workers)
+    as the signal it got, which they cannot have inherited as ignored; as SIGINT, it never
+    reached the workers of a farm started in the background by a script. A closed pipe (no
+    signal: output_gone) is passed on as SIGTERM."""
+    monkeypatch.setattr(interrupts, "terminal", lambda: None)  # SIGHUP: keep this one's tty
     child = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            # Whatever SIGINT disposition it inherits from the test process: the child waits
-            # for the signal itself and says whether it came.
-            "import signal\nsignal.signal(signal.SIGINT, signal.SIG_DFL)\n"
-            "signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})\n"
-            "print('ready', flush=True)\n"
-            "got = signal.sigtimedwait({signal.SIGINT}, 120)\n"
-            "print('interrupted' if got else 'no signal', flush=True)\n",
-        ],
-        stdout=subprocess.PIPE,
-        text=True,
+        [sys.executable, "-c", BACKGROUND_CHILD], stdout=subprocess.PIPE, text=True
     )
     try:
         assert child.stdout.readline().strip() == "ready"
         assert child.pid in hostops.children(os.getpid())
         with interrupts.interruptible(forward=True) as received:
-            os.kill(os.getpid(), signal.SIGTERM)  # to this pid alone
-            signal.pause()  # the handler raises in this thread
-        assert received == [signal.SIGTERM]
-        assert child.stdout.readline().strip() == "interrupted"
+            if stop == signal.SIGPIPE:
+                interrupts.output_gone()
+            else:
+                os.kill(os.getpid(), stop)  # to this pid alone
+                signal.pause()  # the handler raises in this thread
+        assert received == [stop]
+        passed = signal.SIGTERM if stop == signal.SIGPIPE else stop
+        assert child.stdout.readline().strip() == str(int(passed))
         assert child.wait(timeout=30) == 0
     finally:
         child.kill()
         child.wait()
+
+
+def test_passed_on_is_a_stop_signal_the_process_catches():
+    caught = [signal.SIGTERM, signal.SIGHUP]  # SIGINT ignored: a script's background job
+    assert interrupts.passed_on(signal.SIGTERM, caught) == signal.SIGTERM
+    assert interrupts.passed_on(signal.SIGHUP, caught) == signal.SIGHUP
+    assert interrupts.passed_on(signal.SIGPIPE, caught) == signal.SIGTERM
+    # nohup in a script's background, and SIGTERM ignored too: what is left
+    assert interrupts.passed_on(signal.SIGPIPE, [signal.SIGHUP]) == signal.SIGHUP
+    assert interrupts.passed_on(signal.SIGINT, list(interrupts.STOPS)) == signal.SIGINT
 
 
 def test_a_run_whose_report_is_not_made_is_degraded_in_the_store_and_the_summary(
