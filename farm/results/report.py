@@ -44,15 +44,18 @@ from __future__ import annotations
 
 import argparse
 import base64
+import contextlib
 import errno
 import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
-from collections.abc import Mapping, Sequence
+import threading
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -63,6 +66,7 @@ from farm.errors import ToolMissing, UsageError
 from farm.paths import REPO_ROOT
 from farm.results.store.history import StoredHistory
 from farm.results.store.location import StoreLocation
+from farm.run.interrupts import STOPS
 from golden import soc
 
 REPORTS_DIR = REPO_ROOT / "reports"
@@ -197,15 +201,50 @@ def _run_generate(
             env.pop(name, None)
         else:
             env[name] = value
-    done = subprocess.run(
-        [*cmd, str(results)],
-        cwd=str(reports_dir),
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-    return done.returncode, done.stdout, done.stderr
+    with _killed_on_stop([*cmd, str(results)], cwd=str(reports_dir), env=env) as started:
+        try:
+            out, err = started.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            started.kill()
+            out, err = started.communicate()
+            raise subprocess.TimeoutExpired(cmd, timeout, out, err) from None
+    return started.returncode, out, err
+
+
+@contextlib.contextmanager
+def _killed_on_stop(argv: list[str], **kwargs: Any) -> Iterator[subprocess.Popen]:
+    """``argv`` started with its output piped, and killed if a stop (KeyboardInterrupt) ends the
+    block. The stop signals are held while it starts (it gets them unheld): a stop that came
+    between the fork and the block (where subprocess.run has no process to kill yet) is taken
+    inside it, where the process is there to be killed."""
+    main = threading.current_thread() is threading.main_thread()
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, STOPS) if main else None
+
+    def unheld() -> None:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, STOPS)
+
+    try:
+        proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            preexec_fn=unheld if main else None,
+            **kwargs,
+        )
+    except BaseException:
+        if held is not None:
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
+        raise
+    try:
+        if held is not None:
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)  # a stop held meanwhile lands here
+        yield proc
+    except BaseException:
+        proc.kill()
+        proc.wait()
+        raise
 
 
 def allure_available(reports_dir: Path = REPORTS_DIR) -> bool:

@@ -734,3 +734,26 @@ def test_a_person_sees_the_gate_passed(chromium, three_runs, tmp_path):
     for rule in r1["gate"]:
         assert f"{rule.rule} Success {rule.message}" in gates, gates[:2000]
     assert not re.search(r"\bError\b", gates)  # a failed rule's mark ("Global Errors" aside)
+
+
+def test_a_stop_that_comes_as_allure_starts_ends_it(monkeypatch, tmp_path):
+    """A stop that lands between the fork of Allure's process and the block that kills it on a
+    stop (subprocess.run has no process to kill there) still ends it: the stop signals are held
+    while it starts and taken where it can be killed."""
+    from farm.run import interrupts
+
+    started: list[subprocess.Popen] = []
+    real = subprocess.Popen
+
+    class StoppedAsItStarts(real):  # type: ignore[misc,valid-type]
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            started.append(self)
+            os.kill(os.getpid(), signal.SIGTERM)  # the stop, as the child has just started
+
+    monkeypatch.setattr(subprocess, "Popen", StoppedAsItStarts)
+    with interrupts.stopping() as received, pytest.raises(KeyboardInterrupt):
+        report._run_generate(["sleep"], Path("600"), {}, tmp_path, 600.0, None)
+    monkeypatch.undo()
+    assert received == [signal.SIGTERM] and len(started) == 1
+    assert started[0].poll() == -signal.SIGKILL  # killed and reaped before the stop went on
