@@ -370,7 +370,9 @@ def prepare_pool(
 
     hosts, slots, unhealthy, set_aside = {}, [], {}, {}
     prepared = _prepare_all(inventory, bundle, bundle_sha, packages, canary, backend)
-    broken_canary = health.common_canary_failure(checked for checked, _ in prepared.values())
+    broken_canary = health.common_canary_failure(
+        (checked for checked, _ in prepared.values()), {h.name: h for h in inventory.hosts}
+    )
     for spec in inventory.hosts:
         checked, deployed = prepared[spec.name]
         checked.package = deployed.package.name if deployed else ""
