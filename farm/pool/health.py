@@ -215,7 +215,7 @@ def check_host(
     try:
         transport = transport_factory(host)
         if bundle is not None:
-            deploy(transport, host, [bundle])
+            notes += deploy(transport, host, [bundle]).notes
         channel = start_agent(
             transport,
             expected_bundle_sha,

@@ -51,7 +51,7 @@ def test_the_same_farm_fault_on_every_host_quarantines_none_and_is_said_once(
     monkeypatch.setenv(
         "PYTHONPATH", os.pathsep.join([str(planted), os.environ.get("PYTHONPATH", "")])
     )
-    result = farm.run_tier(k="910b_f32_4x8")
+    result = farm.run_tier(k="4x1x33")
 
     assert result.code == 2, result.text
     errors = [line for line in result.text.splitlines() if line.startswith("error:")]
