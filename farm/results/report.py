@@ -57,6 +57,7 @@ from pathlib import Path
 from typing import Any
 
 from farm.argparsing import CommandParser, make_output_dir, whole_number
+from farm.children import dying_with_this_process
 from farm.console import FarmConsole
 from farm.errors import ToolMissing, UsageError
 from farm.paths import REPO_ROOT
@@ -203,6 +204,7 @@ def _run_generate(
         capture_output=True,
         text=True,
         timeout=timeout,
+        preexec_fn=dying_with_this_process(),  # ends with this process (farm/children.py)
     )
     return done.returncode, done.stdout, done.stderr
 
