@@ -334,8 +334,9 @@ def test_metric_series_per_family_and_dtype(store):
 
 def test_each_tiers_history_is_kept_in_order_and_pruned_with_its_run(store):
     old = _run(store, records=[failed("a")], exit_code=1, started_at=_day(9))
+    mid = _run(store, records=[record("a")], started_at=_day(5))
     new = _run(store, records=[record("a")], started_at=_day(1))
-    for i, run_id in enumerate((old, new, new)):
+    for i, run_id in enumerate((old, mid, new)):
         store.add_history_line("smoke", json.dumps({"n": i}), run_id)
     store.add_history_line("nightly", "{}", new)
     assert store.history_lines("smoke") == ['{"n": 0}', '{"n": 1}', '{"n": 2}']
@@ -343,6 +344,22 @@ def test_each_tiers_history_is_kept_in_order_and_pruned_with_its_run(store):
     store.prune(lambda runs: [old])
     assert store.history_lines("smoke") == ['{"n": 1}', '{"n": 2}']
     assert store.history_lines("nightly") == ["{}"]
+
+
+def test_a_runs_history_line_is_one_however_many_reports(store):
+    """A report of a run made again replaces the run's line, in its place; the report reads the
+    history without it (before: three reports, three points of one run)."""
+    first = _run(store, records=[record("a")], started_at=_day(9))
+    second = _run(store, records=[record("a")], started_at=_day(5))
+    store.add_history_line("smoke", '{"r": 1}', first)
+    store.add_history_line("smoke", '{"r": 2}', second)
+    assert store.history_lines("smoke", but_run=first) == ['{"r": 2}']
+    for again in range(3):
+        store.add_history_line("smoke", json.dumps({"r": 1, "again": again}), first)
+    assert store.history_lines("smoke") == ['{"r": 1, "again": 2}', '{"r": 2}']
+    store.add_history_line("smoke", '{"no run": 1}')  # a line of no run is added as ever
+    store.add_history_line("smoke", '{"no run": 2}')
+    assert len(store.history_lines("smoke")) == 4
 
 
 def test_a_history_file_from_before_v7_is_taken_in_once(tmp_path):
