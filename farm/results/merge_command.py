@@ -309,6 +309,12 @@ def _prepared(group: merge_mod.Group, group_id: str, runs_dir: Path | None, reco
             f"{len(doubled)} case(s) in more than one shard (e.g. {doubled[0]}): the shards "
             "split different selections"
         )
+        # One record a case, the first shard's: the store keeps one row a case, and the
+        # summary, JUnit and Allure results count what it keeps.
+        first: dict[str, ResultRecord] = {}
+        for r in records:
+            first.setdefault(r["case_id"], r)
+        records[:] = list(first.values())
     plan = _merged_plan(group, (runs_dir or paths.RUNS_DIR).absolute())
     # The latest shard's start, so that the merged run (stored after every shard) is the newest
     # run of its tier: what farm report and farm compare take without a run id.

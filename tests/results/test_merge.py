@@ -205,6 +205,33 @@ def test_a_shard_of_another_tier_is_one_problem_naming_each_difference(where, st
     assert "has another tier ('nightly', not 'smoke') and label ('tier nightly'" in problem
 
 
+def test_an_incomplete_merge_of_shards_sharing_cases_counts_what_it_stores(where, store_path):
+    """Shards of two tiers hold some of the same cases: the merged run is aborted (incomplete),
+    and its summary, JUnit and Allure results count the cases it stores (before: the summary
+    counted each shared case twice, 301 against 299 stored)."""
+    runs = where / "runs"
+    with RunStore(store_path) as store:
+        _shard(store, runs, 1, 2, [record("a"), record("b"), record("c")])
+        _shard(
+            store, runs, 2, 2, [record("b"), failed("c"), record("d")], tier="nightly", label="n"
+        )
+    assert _merge(store_path, runs) == 2
+    run = _merged(store_path)
+    assert run["status"] == "aborted" and sorted(r["case_id"] for r in run["records"]) == [
+        "a",
+        "b",
+        "c",
+        "d",
+    ]
+    out = Path(run["run_dir"])
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["cases"] == len(run["records"]) == run["counts"]["total"] == 4
+    assert sum(summary["outcomes"].values()) == 4
+    assert len(list(ET.parse(out / "junit.xml").getroot().iter("testcase"))) == 4
+    assert len(list((out / "allure-results").glob("*-result.json"))) == 4
+    assert any("2 case(s) in more than one shard" in p for p in summary["incomplete"])
+
+
 def test_shards_that_disagree_on_n_are_not_one_run(where, store_path):
     runs = where / "runs"
     with RunStore(store_path) as store:
