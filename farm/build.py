@@ -64,7 +64,7 @@ from farm.agent.machine import ELF_MACHINES, elf_arch_of
 from farm.argparsing import CommandParser, make_output_dir
 from farm.errors import BuildError
 from farm.paths import REPO_ROOT as ROOT
-from farm.pool.deploy import package_manifest
+from farm.pool.deploy import package_manifest, package_problem
 from farm.targets import DEFAULT_TARGET, DESCRIPTIONS, NATIVE_TARGETS, TARGETS, describe
 from golden.soc import FAMILIES, representative_soc
 
@@ -560,6 +560,10 @@ def write_archive(path: Path, files: dict[str, bytes]) -> Path:
         # The same bytes already: compressing them again (level 9) is most of a no-op build.
         # Not rewritten, so that a deploy reading it meanwhile never sees it change.
         return path
+    if path.is_file():
+        problem = package_problem(path)
+        if problem is not None:  # not an older build: a damaged one, said as it is replaced
+            rebuilt(path, problem)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")  # two builds at once must not mix
     with (
@@ -569,6 +573,14 @@ def write_archive(path: Path, files: dict[str, bytes]) -> Path:
         gz.write(raw.getvalue())
     tmp.replace(path)
     return path
+
+
+def rebuilt(path: Path, problem: str) -> None:
+    """Say, in one line on stderr, that a cached package did not match its manifest and is built
+    again."""
+    print(
+        f"note: {path}: {problem}; the cached package is built again", file=sys.stderr, flush=True
+    )
 
 
 def _holds(path: Path, tar: bytes) -> bool:

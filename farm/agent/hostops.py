@@ -8,12 +8,16 @@ and exits 1 (an unexpected OSError: its traceback, the last line naming it):
     sha256 FILE                 {"sha256": of FILE, or null when it does not exist}
     status FILE DIR             {"sha256" of FILE, "unpacked": the sha256 in DIR's marker}; a
         complete version directory (its marker holds its own name, the sha256) vouches for FILE
-        without reading it again
+        when every file it was installed with is still as it was (its contents list, CONTENTS:
+        each file's sha256); one that is not is no longer complete: {"sha256", "unpacked": null,
+        "damaged": [the paths of its files that changed or went]}
     install TMP DEST NAME SHA ARCHIVE REUSE
         verify TMP/NAME (first linked or copied from REUSE when that is not "-"), unpack it
-        there when ARCHIVE is "1", write the marker, rename TMP to DEST. DEST is never written
-        into: a complete DEST (its marker holds SHA) wins and TMP is discarded; an incomplete one
-        (no marker: a deploy of an older farm that died half-way) is moved aside first.
+        there when ARCHIVE is "1", check every file of an archive against the archive (a file
+        linked from a directory damaged since is extracted afresh), write the contents list and
+        the marker, rename TMP to DEST. DEST is never written into: a complete DEST (its marker
+        holds SHA, its files as installed) wins and TMP is discarded; an incomplete or damaged
+        one is moved aside first.
         {"sha256" of the file, "installed": "renamed" | "exists" | null}
     reap PGID PID GRACE         SIGCONT, SIGTERM, GRACE s, SIGKILL to process group PGID (only
         if PID, its leader, is gone or is a farm agent), then check that no member is left
@@ -60,6 +64,10 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 MARKER = ".lsg-unpacked"  # a complete version directory's marker: the sha256 of its file
+# A complete version directory's files as installed, each with its sha256 (JSON {path: sha256}):
+# the file it is named by and, for an archive, every file of the archive.
+CONTENTS = ".lsg-contents"
+ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar")  # farm/pool/deploy.py's
 STALE_AFTER_S = 86400.0  # .incoming-*/.stale-* directories older than this are a dead deploy's
 KILL_WAIT = 5.0  # seconds to wait for a process group to go after SIGKILL
 POLL_S = 0.02
@@ -102,9 +110,9 @@ def marker(directory: str) -> str | None:
         return None
 
 
-def unpack(archive: str, dest: str) -> None:
-    """Extract a tar archive into ``dest``; refuse it whole if any member is not a plain file or
-    directory inside ``dest``."""
+def unpack(archive: str, dest: str, only: Sequence[str] | None = None) -> None:
+    """Extract a tar archive into ``dest`` (``only``: just those members); refuse it whole if any
+    member is not a plain file or directory inside ``dest``."""
     import tarfile
 
     with tarfile.open(archive, "r:*") as t:
@@ -113,10 +121,68 @@ def unpack(archive: str, dest: str) -> None:
             parts = x.name.split("/")
             if x.name.startswith("/") or ".." in parts or not (x.isfile() or x.isdir()):
                 raise HostOpError(f"refusing unsafe archive member {x.name!r} in {archive}")
+        if only is not None:
+            members = [x for x in members if x.name in only]
         if hasattr(tarfile, "data_filter"):
             t.extractall(dest, members, filter="data")
         else:
             t.extractall(dest, members)
+
+
+def archive_contents(archive: str) -> dict[str, str]:
+    """Every regular file of a tar archive with the sha256 of its bytes."""
+    import hashlib
+    import tarfile
+
+    found = {}
+    with tarfile.open(archive, "r:*") as t:
+        for member in t:
+            if not member.isfile():
+                continue
+            data = t.extractfile(member)
+            h = hashlib.sha256()
+            while data is not None:
+                block = data.read(1 << 20)
+                if not block:
+                    break
+                h.update(block)
+            found[member.name] = h.hexdigest()
+    return found
+
+
+def damaged(directory: str, name: str | None = None) -> list[str]:
+    """The files of complete version directory ``directory`` that are no longer as installed
+    (changed, cut short or gone), by their path inside it; [] when every one is. What was
+    installed is the directory's contents list (CONTENTS); a directory an older farm installed
+    has none: its file ``name`` (the sha256 the directory is named by) and, for an archive, the
+    archive's files stand for it. Files added since (an agent's __pycache__) do not count."""
+    import tarfile
+
+    own = os.path.basename(os.path.normpath(directory))
+    try:
+        with open(os.path.join(directory, CONTENTS)) as f:
+            listed = json.load(f)
+    except FileNotFoundError:
+        listed = None
+    except (OSError, ValueError):
+        return [CONTENTS]
+    if listed is None:
+        if not name:
+            return []
+        path = os.path.join(directory, name)
+        if sha256(path) != own:
+            return [name]
+        listed = {name: own}
+        if name.endswith(ARCHIVE_SUFFIXES):
+            try:
+                listed.update(archive_contents(path))
+            except (tarfile.TarError, OSError, EOFError):
+                return [name]
+    if not isinstance(listed, dict):
+        return [CONTENTS]
+    return sorted(
+        str(p) for p, digest in listed.items() if sha256(os.path.join(directory, str(p))) != digest
+    )
 
 
 def _remove_dead_deploys(parent: str) -> None:
@@ -156,6 +222,24 @@ def install(
         return {"sha256": got, "installed": None}
     if archive:
         unpack(f, tmp)
+    contents = {name: expect}
+    if name.endswith(ARCHIVE_SUFFIXES):
+        members = archive_contents(f)
+        wrong = [p for p, digest in members.items() if sha256(os.path.join(tmp, p)) != digest]
+        if wrong:  # linked from a directory damaged since: those files afresh, not through it
+            for p in wrong:
+                try:
+                    os.remove(os.path.join(tmp, p))
+                except FileNotFoundError:
+                    pass
+            unpack(f, tmp, only=wrong)
+            still = [p for p in wrong if sha256(os.path.join(tmp, p)) != members[p]]
+            if still:
+                raise HostOpError(f"cannot install {name}: {still[0]} does not unpack as archived")
+        contents.update(members)
+    with open(os.path.join(tmp, CONTENTS + ".tmp"), "w") as c:
+        json.dump(contents, c, sort_keys=True)
+    os.replace(os.path.join(tmp, CONTENTS + ".tmp"), os.path.join(tmp, CONTENTS))
     with open(os.path.join(tmp, MARKER + ".tmp"), "w") as m:
         m.write(expect + "\n")
     os.replace(os.path.join(tmp, MARKER + ".tmp"), os.path.join(tmp, MARKER))
@@ -166,7 +250,7 @@ def install(
         except OSError as e:
             if e.errno not in (errno.ENOTEMPTY, errno.EEXIST, errno.EISDIR, errno.ENOTDIR):
                 raise
-        if marker(dest) == expect:  # another deploy won the rename: use its directory
+        if marker(dest) == expect and not damaged(dest, name):  # another deploy won the rename
             shutil.rmtree(tmp, ignore_errors=True)
             return {"sha256": got, "installed": "exists"}
         aside = os.path.join(parent, f".stale-{os.path.basename(dest)}-{uuid.uuid4().hex[:8]}")
@@ -182,7 +266,10 @@ def status(archive: str, dest: str) -> dict[str, Any]:
     """The ``status`` command (see the module's docstring)."""
     unpacked = marker(dest)
     if unpacked is not None and unpacked == os.path.basename(os.path.normpath(dest)):
-        return {"sha256": unpacked, "unpacked": unpacked}
+        bad = damaged(dest, os.path.basename(archive))
+        if not bad:
+            return {"sha256": unpacked, "unpacked": unpacked}
+        return {"sha256": sha256(archive), "unpacked": None, "damaged": bad}
     return {"sha256": sha256(archive), "unpacked": unpacked}
 
 

@@ -9,9 +9,11 @@ it made and the build's log come back. The result is
 an operator package like the others (``logsoftmaxgrad-<version>-ascend-<arch>-cann<cann>-
 <source sha12>.tar.gz``, its manifest saying the architecture, the CANN version, the source
 sha256 and the host that built it), kept in dist/op: a later run for the same sources,
-architecture and CANN reuses it. A build that fails is :class:`CannBuildFailed` (a build
-failure, with the log kept beside the cache, never the host's fault); a set-up script that is
-missing or fails on the host is the host's (:class:`~farm.errors.HostSetupError`).
+architecture and CANN reuses it once it has checked it against its manifest (one that does not
+match, cut short on the disk, is said in one line and built again). A build that fails is
+:class:`CannBuildFailed` (a build failure, with the log kept beside the cache, never the host's
+fault); a set-up script that is missing or fails on the host is the host's
+(:class:`~farm.errors.HostSetupError`).
 
 **Installed per version.** A host given the package unpacks it into its version directory as
 usual; :func:`install` then runs the installer there with ``--install-path=<that directory>/opp``
@@ -70,7 +72,11 @@ def build_on(
     source_sha = deploy.sha256_file(source)
     cached = out_dir / package_name(manifest["version"], arch, cann, source_sha)
     if cached.is_file():
-        return cached
+        problem = deploy.package_problem(cached)
+        if problem is None:
+            return cached
+        build.rebuilt(cached, problem)  # cut short or changed since: never deployed as it is
+        cached.unlink(missing_ok=True)
     own = transport is None
     t = transport or open_transport(host)
     try:

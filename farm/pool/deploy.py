@@ -16,6 +16,13 @@ version at once both succeed: the loser of the rename finds the winner's complet
 discards its temporary one. A directory without the marker (a deploy of an older farm that died
 half-way) is moved aside and replaced. Redeploying identical files costs one status command.
 
+**Verified before use.** A complete directory also holds its contents list (``.lsg-contents``:
+the sha256 of the file and of every file unpacked from it, from the archive itself). Each deploy's
+status command checks every listed file, and a directory whose files changed since (a library
+cut short on the host's disk) is no longer complete: it is moved aside and deployed again, with
+one line naming the file (DeployReport.notes). A package archive is checked against its own
+manifest before it is deployed (:func:`package_problem`).
+
 The agent runs as ``<python> -m farm.agent --workdir <workdir> [--native-lib <path>]`` with the
 bundle's directory as its working directory (so ``farm``/``golden`` come from the bundle).
 """
@@ -144,6 +151,7 @@ class DeployedFile:
 class DeployReport:
     host: str
     files: list[DeployedFile] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # what was found damaged and deployed again
 
     @property
     def uploaded(self) -> list[str]:
@@ -188,6 +196,13 @@ def deploy(transport: Transport, host: HostSpec | None, files: Iterable[Path]) -
         remote = posixpath.join(dest, local.name)
         archive = _is_archive(local.name)
         status = transport.remote_status(remote, dest)
+        broken = status.get("damaged")
+        if broken:
+            report.notes.append(
+                f"host {host.name}: {', '.join(posixpath.join(dest, p) for p in broken)} did not "
+                f"match its sha256 as deployed (changed or cut short on the host): {local.name} "
+                "deployed again"
+            )
         present = status.get("sha256") == sha
         # Complete: the marker says so (a plain file of an older farm had no marker: its bytes do).
         complete = status.get("unpacked") == sha or (present and not archive)
@@ -283,6 +298,56 @@ def _read_manifest(package: str | os.PathLike[str]) -> dict:
             f"operator package {package}: no readable manifest.json ({exc}); rebuild it with "
             "'farm build'"
         ) from None
+
+
+_PROBLEMS: dict[tuple[str, int, int, int], str | None] = {}  # (path, inode, size, mtime) -> ...
+
+
+def package_problem(package: str | os.PathLike[str]) -> str | None:
+    """What is wrong with an operator package archive against its own manifest: None when it
+    reads whole and holds exactly the files its manifest lists, each of its sha256 and size;
+    else what is not (remembered while the file is unchanged)."""
+    try:
+        st = os.stat(package)
+    except OSError as exc:
+        return f"it cannot be read ({exc.strerror or exc})"
+    key = (os.fspath(package), st.st_ino, st.st_size, st.st_mtime_ns)
+    if key not in _PROBLEMS:
+        _PROBLEMS[key] = _problem(package)
+    return _PROBLEMS[key]
+
+
+def _problem(package: str | os.PathLike[str]) -> str | None:
+    import zlib
+
+    found: dict[str, tuple[str, int]] = {}
+    listed: dict[str, tuple[str, int]] = {}
+    try:
+        with tarfile.open(package, "r:*") as tar:
+            for member in tar:
+                data = tar.extractfile(member) if member.isfile() else None
+                if data is None:
+                    continue
+                raw = data.read()
+                if member.name == "manifest.json":
+                    for entry in json.loads(raw).get("files") or []:
+                        listed[str(entry["path"])] = (str(entry["sha256"]), int(entry["bytes"]))
+                else:
+                    found[member.name] = (hashlib.sha256(raw).hexdigest(), len(raw))
+    except (tarfile.TarError, OSError, EOFError, zlib.error) as exc:
+        return f"it does not read whole ({exc.__class__.__name__}: {exc}): cut short or changed"
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        return f"its manifest.json does not list its files ({exc.__class__.__name__}: {exc})"
+    if not listed:
+        return "its manifest.json lists no files"
+    for path in sorted(set(found) | set(listed)):
+        if path not in found:
+            return f"{path}, which its manifest lists, is missing"
+        if path not in listed:
+            return f"{path} is not in its manifest"
+        if found[path] != listed[path]:
+            return f"{path} does not match its sha256 in the manifest"
+    return None
 
 
 def package_target(package: str | os.PathLike[str]) -> str:
@@ -444,6 +509,7 @@ __all__ = [
     "package_arch",
     "package_manifest",
     "package_native_lib",
+    "package_problem",
     "package_target",
     "sha256_file",
     "start_agent",

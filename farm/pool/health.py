@@ -29,6 +29,7 @@ from typing import Any
 from farm.agent.errors import DeviceBusy, FarmError
 from farm.agent.machine import Chip, Machine, chip_problem, hidden_chips
 from farm.pool.deploy import deploy, sha256_file, start_agent
+from farm.pool.host_neutral import host_parts, neutral
 from farm.pool.host_threads import host_threads
 from farm.pool.inventory import PIN_FIELDS, HostSpec, Inventory
 from farm.pool.transport import HANDSHAKE_TIMEOUT, Channel, Transport, open_transport
@@ -239,7 +240,7 @@ def check_host(
     try:
         transport = transport_factory(host)
         if bundle is not None:
-            deploy(transport, host, [bundle])
+            notes += deploy(transport, host, [bundle]).notes
         channel = start_agent(
             transport,
             expected_bundle_sha,
@@ -376,29 +377,51 @@ def canary_reason(host: str, verdict: str) -> str:
     return f"canary failed on host {host}: {verdict}"
 
 
-def canary_failure(health: HostHealth) -> str | None:
-    """What the canary said on a host whose one problem is its canary, with the host's own names
-    (inventory name, hostname) as <host>; None for any other host."""
+def canary_failure(
+    health: HostHealth, parts: Iterable[tuple[str, str]] | None = None
+) -> str | None:
+    """What the canary said on a host whose one problem is its canary, its host-specific parts
+    (names, addresses and ports, paths, SoC: farm/pool/host_neutral.py) replaced by placeholders;
+    None for any other host. ``parts``: the parts of every host the text may name (default: this
+    host's own, as its check knows them)."""
     prefix = canary_reason(health.host, "")
     if len(health.reasons) != 1 or not health.reasons[0].startswith(prefix):
         return None
     text = health.reasons[0][len(prefix) :]
-    machine = (health.identity or {}).get("host")
-    for name in sorted(
-        {health.host, *([machine] if isinstance(machine, str) else [])}, key=len, reverse=True
-    ):
-        if name:
-            text = text.replace(name, "<host>")
-    return text
+    return neutral(text, own_parts(health) if parts is None else parts)
 
 
-def common_canary_failure(checks: Iterable[HostHealth]) -> str | None:
-    """The canary's failure when it fails the same way (modulo host names) on every host that
-    ran it, two at least: the farm's or the package's fault, not the hosts'. None otherwise (a
-    host failing alone is its own). Hosts that never reached the canary do not count; a good
-    host did (or was kept from it by another run's lease: then nothing is concluded)."""
-    ran = [c for c in checks if c.good or canary_failure(c) is not None]
-    failures = {canary_failure(c) for c in ran}
+def own_parts(health: HostHealth, spec: HostSpec | None = None) -> list[tuple[str, str]]:
+    """What names the host of ``health`` (with its inventory entry's address and port where
+    given)."""
+    identity = health.identity or {}
+    machine = identity.get("host")
+    soc = identity.get("soc") if isinstance(identity.get("soc"), str) else None
+    parts = host_parts(health.host, soc=soc, machine=machine if isinstance(machine, str) else None)
+    if spec is not None:
+        parts += host_parts(
+            spec.name,
+            soc=spec.soc,
+            address=spec.address,
+            port=spec.port if spec.address else None,
+        )
+    return parts
+
+
+def common_canary_failure(
+    checks: Iterable[HostHealth], specs: Mapping[str, HostSpec] | None = None
+) -> str | None:
+    """The canary's failure when it fails the same way on every host that ran it, two at least,
+    up to what is each host's own (names, addresses, ports, paths, SoCs: farm/pool/host_neutral.py):
+    the farm's or the package's fault, not the hosts'. None otherwise (a host failing alone is its
+    own). Hosts that never reached the canary do not count; a good host did (or was kept from it
+    by another run's lease: then nothing is concluded). ``specs``: the hosts' inventory entries
+    (their addresses and ports)."""
+    checks = list(checks)
+    specs = specs or {}
+    parts = [p for c in checks for p in own_parts(c, specs.get(c.host))]
+    ran = [c for c in checks if c.good or canary_failure(c, parts) is not None]
+    failures = {canary_failure(c, parts) for c in ran}
     if len(ran) < 2 or len(failures) != 1 or None in failures:
         return None
     return failures.pop()

@@ -28,6 +28,7 @@ writes the same file again the next time, never a second one.
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import sys
 import threading
@@ -38,6 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from farm import waits
+from farm.children import die_with_parent
 from farm.results.allure_glue import (
     PLOT_DATA_NAME,
     PLOT_ERROR_NAME,
@@ -214,7 +216,14 @@ def _draw_all(results_dir: Path, sources: list[str], jobs: int | None) -> list[d
     if jobs > 1:
         _preload()  # once, here: the forked workers inherit matplotlib
         try:
-            with ProcessPoolExecutor(max_workers=jobs) as pool:
+            # A worker ends with this process (farm/children.py): a command killed mid-report
+            # leaves no worker drawing on.
+            with ProcessPoolExecutor(
+                max_workers=jobs,
+                mp_context=multiprocessing.get_context("fork"),
+                initializer=die_with_parent,
+                initargs=(os.getpid(),),
+            ) as pool:
                 return list(
                     pool.map(
                         draw_one,

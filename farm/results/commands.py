@@ -165,22 +165,47 @@ def main_prune(argv: Sequence[str] | None = None) -> int:
     if args.keep is not None and args.keep < 1:
         raise UsageError(f"--keep {args.keep}: keep 1 or more runs of each suite")
     now = _dt.datetime.now(_dt.timezone.utc)
+    vacuum = not args.no_vacuum
     with _open(args) as store:
         before = store.size_bytes()
+        # A prune stopped after its transaction left its directories and its VACUUM: first.
+        stopped = retention.finish_stopped(store, store.location, dry_run=args.dry_run)
         doomed, spared = store.prune(
             lambda runs: retention.chosen_by_rules(
                 runs, now=now, older_than=args.older_than, keep=args.keep
             ),
             dry_run=args.dry_run,
+            before_delete=lambda doomed: retention.write_pending(store.location, doomed, vacuum),
         )
         removed = retention.remove_run_directories(doomed, store.location, dry_run=args.dry_run)
-        if doomed and not args.dry_run and not args.no_vacuum:
+        left_vacuum = stopped is not None and stopped[1]
+        if not args.dry_run and vacuum and (doomed or left_vacuum):
             store.reclaim_space()
+        if not args.dry_run:
+            retention.clear_pending(store.location)  # done: nothing left for the next prune
         after = store.size_bytes()
-    print("\n".join(prune_report(removed, spared, store.location, before, after, args.dry_run)))
-    if removed.failed:  # the runs are gone from the store: nothing will find these again
-        raise StoreError("\n".join(f"run directory {f}: remove it by hand" for f in removed.failed))
+    lines = prune_report(removed, spared, store.location, before, after, args.dry_run)
+    if stopped is not None:
+        lines.insert(0, stopped_line(stopped[0], left_vacuum and vacuum, args.dry_run))
+    print("\n".join(lines))
+    failed = removed.failed + (stopped[0].failed if stopped is not None else [])
+    if failed:  # the runs are gone from the store: nothing will find these again
+        raise StoreError("\n".join(f"run directory {f}: remove it by hand" for f in failed))
     return 0
+
+
+def stopped_line(done: retention.Removed, vacuumed: bool, dry: bool) -> str:
+    """What a prune finished of one that was stopped."""
+    parts = []
+    if done.dir_bytes:
+        parts.append(
+            f"{len(done.dir_bytes)} run directories of runs no longer in the store "
+            f"({size_text(sum(done.dir_bytes.values()))}): "
+            + ("they would be removed" if dry else "removed")
+        )
+    if vacuumed:
+        parts.append("its VACUUM: " + ("it would be done" if dry else "done"))
+    return "a prune that was stopped left " + ("; ".join(parts) or "nothing more to do")
 
 
 def prune_report(

@@ -5,11 +5,20 @@ finishes last (:func:`after_shard`).
 Exit codes are `farm run`'s: 0 every case passed; 1 product failures (or the quality gate);
 2 degraded by infrastructure, or incomplete: a shard missing, not finished, of another run, or
 its run directory not found (the line says which).
+
+**One merged run a group**, whatever merges at once: the merged run's row is begun under a claim
+in the store (RunStore.begin_run_unless, the group's lock), and a merge that finds the claim held
+by a merge still going waits for it (until that merge says it is done, its report made, or its
+process is gone), then answers as a merge done before it did (the same run, its exit code). A
+merge whose process died (its run recovered as aborted) holds nothing: the next merge makes the
+run again.
 """
 
 from __future__ import annotations
 
+import time
 from collections import Counter
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
@@ -100,67 +109,78 @@ def merge(
     history_runs: int | None = None,
 ) -> int:
     """Merge run group ``group_id``; the merged run's exit code."""
-    from farm.results.store import open_existing
+    from farm.results.store import RunStore, open_existing
+    from farm.run import run_dir as run_dir_mod
+
+    said_waiting: set[str] = set()
+    while True:
+        with open_existing(store_path) as store:
+            group = merge_mod.gather(store, group_id, runs_dir)
+            earlier = _merged_already(store, group)
+            if earlier is None:
+                records: list[ResultRecord] = []
+                for k in sorted(group.shards):
+                    if group.shards[k]["status"] == "finished":
+                        records += cast(
+                            list[ResultRecord], store.results(group.shards[k]["run_id"])
+                        )
+        if earlier is None:
+            plan, meta, code, status, subset, quarantined = _prepared(
+                group, group_id, runs_dir, records
+            )
+            with run_dir_mod.refusals_as_errors(), RunStore(store_path) as store:
+                # The claim: the merged run begins only where no other merge of these shards
+                # has begun since this one looked (under the group's lock, one transaction).
+                begun, earlier = store.begin_run_unless(
+                    meta, f"merge:{group_id}", partial(_merged_already, store, group)
+                )
+            if begun is not None:
+                break
+        assert earlier is not None
+        if _settled(earlier):
+            return _merged_before(console, store_path, group, earlier, report, history_runs)
+        _wait_for(console, store_path, group_id, earlier, said_waiting)
+        # then asked again: it is done now (or its process died, and it holds nothing)
+    try:
+        return _make(
+            console,
+            store_path,
+            group,
+            plan,
+            meta,
+            records,
+            (code, status, subset),
+            quarantined,
+            report,
+            history_runs,
+        )
+    finally:
+        _done(store_path, plan.run_id)
+
+
+def _make(
+    console: Console,
+    store_path: StoreLocation,
+    group: merge_mod.Group,
+    plan: Plan,
+    meta: dict,
+    records: list[ResultRecord],
+    verdict: tuple[int, str, bool],
+    quarantined: dict[str, str],
+    report: bool,
+    history_runs: int | None,
+) -> int:
+    """The merged run this merge has claimed, made: its records, Allure results, JUnit,
+    judgement, summary and report; its exit code."""
+    from farm.results.store import RunStore
     from farm.run import run_dir as run_dir_mod
     from farm.run import runner
 
-    with open_existing(store_path) as store:
-        group = merge_mod.gather(store, group_id, runs_dir)
-        earlier = _merged_already(store, group)
-        if earlier is not None:
-            console.print(
-                f"run group {escape(group_id)}: merged already as run {earlier['run_id']} "
-                f"(exit {earlier['exit_code']})",
-                highlight=False,
-            )
-            if not group.complete:
-                console.print(merge_mod.incomplete_line(group, earlier["run_id"]), markup=False)
-                return runner.EXIT_INFRA
-            if report and not (Path(earlier["run_dir"]) / "report").is_dir():
-                # The last shard merged without a report (shards run --no-report): make it now.
-                problem = runner.make_report(earlier["run_id"], store_path, history_runs)
-                if problem is not None:
-                    console.print(f"[bold red]error:[/] {escape(problem)}", highlight=False)
-                    return runner.EXIT_INFRA
-            return int(earlier["exit_code"])
-        records: list[ResultRecord] = []
-        for k in sorted(group.shards):
-            if group.shards[k]["status"] == "finished":
-                records += cast(list[ResultRecord], store.results(group.shards[k]["run_id"]))
-    doubled = sorted(cid for cid, n in Counter(r["case_id"] for r in records).items() if n > 1)
-    if doubled:
-        group.problems.append(
-            f"{len(doubled)} case(s) in more than one shard (e.g. {doubled[0]}): the shards "
-            "split different selections"
-        )
-    plan = _merged_plan(group, (runs_dir or paths.RUNS_DIR).absolute())
-    # The latest shard's start, so that the merged run (stored after every shard) is the newest
-    # run of its tier: what farm report and farm compare take without a run id.
-    started = max(r["started_at"] for r in group.shards.values())
-    quarantined = merge_mod.quarantined_in(group)
-    meta = dict(
-        runner.run_meta(plan, started),
-        run_group=group_id,
-        shards=group.count,
-        merged_from=group.run_ids,
-        incomplete=list(group.problems),
-    )
-    if group.complete:
-        code = runner.exit_code(records, plan, quarantined)
-        if any(r["exit_code"] == runner.EXIT_INFRA for r in group.shards.values()):
-            code = runner.EXIT_INFRA  # a shard degraded by infrastructure degrades the run
-        status = "finished"
-        # A baseline only when the shards ran the whole selection (none ran -k), as known here.
-        whole = merge_mod.whole_selection(group)
-        subset = whole is None or {r["case_id"] for r in records} != whole
-    else:
-        code, status, subset = runner.EXIT_INFRA, merge_mod.INCOMPLETE_STATUS, True
+    code, status, subset = verdict
+    group_id = group.group
     with run_dir_mod.refusals_as_errors():
         plan.run_dir.mkdir(parents=True, exist_ok=True)
-        from farm.results.store import RunStore
-
         with RunStore(store_path) as store:
-            store.begin_run(meta)
             store.add_results(plan.run_id, records)
             store.finish_run(plan.run_id, code, status=status, subset=subset)
         results = plan.run_dir / merge_mod.ALLURE_RESULTS
@@ -199,17 +219,143 @@ def merge(
     return code
 
 
+def _done(store_path: StoreLocation, run_id: str) -> None:
+    """Say in the store that this merge is done with its run (merges waiting for it answer)."""
+    from farm.errors import StoreError
+    from farm.results.store import RunStore
+
+    try:
+        with RunStore(store_path) as store:
+            store.note_run(run_id, {DONE: True})
+    except StoreError:
+        pass  # they go on once this process has ended
+
+
+def _settled(run: dict) -> bool:
+    """Whether the merge that made ``run`` is done with it: the run is no longer running, and
+    the merge said it is done or is not a live process of this machine."""
+    from farm.results.store import owner_alive
+
+    if run["status"] == "running":
+        return False
+    return bool(run.get(DONE)) or owner_alive(run.get("owner")) is not True
+
+
+WAIT_POLL_S = 0.25  # how often a merge waiting for another one asks the store again
+DONE = "merge_done"  # in a merged run's metadata: the merge that made it is done with it
+
+
+def _wait_for(
+    console: Console, store_path: StoreLocation, group_id: str, other: dict, said: set[str]
+) -> None:
+    """Wait until the merge making merged run ``other`` is done with it (_settled), or its
+    process died (then the run, if still running, is recovered as aborted, and holds nothing)."""
+    from farm.results.store import RunStore, owner_alive
+
+    if other["run_id"] not in said:
+        said.add(other["run_id"])
+        console.print(
+            f"run group {escape(group_id)}: another farm merge is making its merged run "
+            f"{other['run_id']}; waiting for it",
+            highlight=False,
+        )
+    while True:
+        with RunStore(store_path) as store:
+            run = store.get_run(other["run_id"])
+            if run is None or _settled(run):
+                return
+            if owner_alive(run.get("owner")) is False:
+                store.recover_orphans()
+                return
+        time.sleep(WAIT_POLL_S)
+
+
+def _merged_before(
+    console: Console,
+    store_path: StoreLocation,
+    group: merge_mod.Group,
+    earlier: dict,
+    report: bool,
+    history_runs: int | None,
+) -> int:
+    """What a merge answers when the group was merged already (by an earlier or a concurrent
+    merge): that run, its report made if it has none, its exit code."""
+    from farm.run import runner
+
+    console.print(
+        f"run group {escape(group.group)}: merged already as run {earlier['run_id']} "
+        f"(exit {earlier['exit_code']})",
+        highlight=False,
+    )
+    if not group.complete:
+        console.print(merge_mod.incomplete_line(group, earlier["run_id"]), markup=False)
+        return runner.EXIT_INFRA
+    if report and not (Path(earlier["run_dir"]) / "report").is_dir():
+        # The last shard merged without a report (shards run --no-report): make it now.
+        problem = runner.make_report(earlier["run_id"], store_path, history_runs)
+        if problem is not None:
+            console.print(f"[bold red]error:[/] {escape(problem)}", highlight=False)
+            return runner.EXIT_INFRA
+    return int(earlier["exit_code"])
+
+
+def _prepared(group: merge_mod.Group, group_id: str, runs_dir: Path | None, records: list):
+    """The merged run's plan, metadata, exit code, status, subset and hosts quarantined."""
+    from farm.run import runner
+
+    doubled = sorted(cid for cid, n in Counter(r["case_id"] for r in records).items() if n > 1)
+    if doubled:
+        group.problems.append(
+            f"{len(doubled)} case(s) in more than one shard (e.g. {doubled[0]}): the shards "
+            "split different selections"
+        )
+        # One record a case, the first shard's: the store keeps one row a case, and the
+        # summary, JUnit and Allure results count what it keeps.
+        first: dict[str, ResultRecord] = {}
+        for r in records:
+            first.setdefault(r["case_id"], r)
+        records[:] = list(first.values())
+    plan = _merged_plan(group, (runs_dir or paths.RUNS_DIR).absolute())
+    # The latest shard's start, so that the merged run (stored after every shard) is the newest
+    # run of its tier: what farm report and farm compare take without a run id.
+    started = max(r["started_at"] for r in group.shards.values())
+    quarantined = merge_mod.quarantined_in(group)
+    meta = dict(
+        runner.run_meta(plan, started),
+        run_group=group_id,
+        shards=group.count,
+        merged_from=group.run_ids,
+        incomplete=list(group.problems),
+    )
+    if group.complete:
+        code = runner.exit_code(records, plan, quarantined)
+        if any(r["exit_code"] == runner.EXIT_INFRA for r in group.shards.values()):
+            code = runner.EXIT_INFRA  # a shard degraded by infrastructure degrades the run
+        status = "finished"
+        # A baseline only when the shards ran the whole selection (none ran -k), as known here.
+        whole = merge_mod.whole_selection(group)
+        subset = whole is None or {r["case_id"] for r in records} != whole
+    else:
+        code, status, subset = runner.EXIT_INFRA, merge_mod.INCOMPLETE_STATUS, True
+    return plan, meta, code, status, subset, quarantined
+
+
 def _merged_already(store, group: merge_mod.Group) -> dict | None:
-    """The group's newest merged run, when it was made of exactly these shards with the same
-    verdict on their completeness: merging again would make the same run twice (a merge job
-    after the last shard merged)."""
-    earlier = merge_mod.merged_runs(store, group.group)
-    if not earlier:
-        return None
-    newest = earlier[0]
-    same = newest.get("merged_from") == group.run_ids
-    if same and newest.get("incomplete", []) == group.problems and newest["status"] != "running":
-        return newest
+    """The group's newest merged run made of exactly these shards with the same verdict on their
+    completeness, which holds the group's claim: merging again would make the same run twice (a
+    merge job after the last shard merged, or three at once). One still running holds it while
+    its process may be alive; one whose process died holds nothing (recovered as aborted: only
+    an incomplete merge is aborted by design)."""
+    from farm.results.store import owner_alive
+
+    for run in merge_mod.merged_runs(store, group.group):
+        if run.get("merged_from") != group.run_ids or run.get("incomplete", []) != group.problems:
+            continue
+        if run["status"] == "running":
+            if owner_alive(run.get("owner")) is not False:
+                return run
+        elif run["status"] == "finished" or (run["status"] == "aborted" and group.problems):
+            return run
     return None
 
 

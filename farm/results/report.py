@@ -61,6 +61,7 @@ from pathlib import Path
 from typing import Any
 
 from farm.argparsing import CommandParser, make_output_dir, whole_number
+from farm.children import dying_with_this_process
 from farm.console import FarmConsole
 from farm.errors import ToolMissing, UsageError
 from farm.paths import REPO_ROOT
@@ -220,8 +221,12 @@ def _killed_on_stop(argv: list[str], **kwargs: Any) -> Iterator[subprocess.Popen
     main = threading.current_thread() is threading.main_thread()
     held = signal.pthread_sigmask(signal.SIG_BLOCK, STOPS) if main else None
 
+    dying = dying_with_this_process()  # ends with this process too (farm/children.py)
+
     def unheld() -> None:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, STOPS)
+        if dying is not None:
+            dying()
 
     try:
         proc = subprocess.Popen(
@@ -230,7 +235,7 @@ def _killed_on_stop(argv: list[str], **kwargs: Any) -> Iterator[subprocess.Popen
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
-            preexec_fn=unheld if main else None,
+            preexec_fn=unheld if main else dying,
             **kwargs,
         )
     except BaseException:

@@ -6,11 +6,20 @@ of its suite key (RunStore.runs order: newest started first). Both given: either
 so the store holds at most N runs per suite, none older than the age, plus the runs
 RunStore.protected_runs names (running runs, baselines, the newest finished run of each suite and
 the runs those are compared with), which no rule removes.
+
+**Resumable.** What a prune is to do after its transaction (remove the pruned runs' directories,
+then VACUUM) is written down first, in the same transaction, beside the runs
+(``<runs home>/.prune-pending-<store>.json``): a prune killed after its transaction leaves that
+note, and the next prune finishes the work before its own (the directories of the runs no longer
+in the store, then the VACUUM). `farm runs` counts every run directory on disk, those of runs no
+longer in the store too.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
+import hashlib
+import json
 import os
 import re
 import shutil
@@ -19,9 +28,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from farm.errors import UsageError
+from farm.errors import StoreError, UsageError
 from farm.results.report import run_dir_of
-from farm.results.store.location import StoreLocation
+from farm.results.store.location import SQLITE, StoreLocation
 from farm.sizes import size_text
 
 AGE_UNITS = {"m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
@@ -96,25 +105,66 @@ def run_directory(run: Mapping, store: StoreLocation) -> Path | None:
     return path
 
 
+# A run directory's name: the run id, its start's local time first (farm/run/prepare.py
+# new_run_id, farm/results/store/timestamps.py stamp).
+_RUN_DIR_NAME = re.compile(r"\d{8}-\d{6}-.+")
+
+
 @dataclass
 class Footprint:
-    """What the store and the run directories of its runs take."""
+    """What the store and the run directories on disk take: those of its runs, and those of runs
+    it no longer holds (``stray``: in its runs home, named as runs are; ``left``: how many of
+    them a prune that was stopped left, which the next prune removes)."""
 
     store: int
     run_dirs: int
     n_dirs: int
     n_runs: int
+    stray: int = 0
+    stray_bytes: int = 0
+    left: int = 0
 
     def line(self, store: StoreLocation) -> str:
-        return (
+        line = (
             f"store {store}: {size_text(self.store)}; run directories: "
-            f"{size_text(self.run_dirs)} ({self.n_dirs} of {self.n_runs} runs have one)"
+            f"{size_text(self.run_dirs + self.stray_bytes)} ({self.n_dirs} of {self.n_runs} runs "
+            "have one"
         )
+        if self.stray:
+            line += f"; {self.stray} more of runs not in the store, {size_text(self.stray_bytes)}"
+            if self.left:
+                line += (
+                    f", {self.left} of them left by a prune that was stopped: the next farm "
+                    "runs prune removes them"
+                )
+        return line + ")"
 
 
 def footprint(runs: list[dict], store: StoreLocation, store_bytes: int) -> Footprint:
     dirs = [d for d in (run_directory(r, store) for r in runs) if d is not None]
-    return Footprint(store_bytes, sum(map(tree_bytes, dirs)), len(dirs), len(runs))
+    ids = {r["run_id"] for r in runs}
+    stray = [d for d in _run_dirs_in(store.runs_home) if d.name not in ids and d not in dirs]
+    pending = {Path(p) for p in _pending_dirs(store)}
+    return Footprint(
+        store_bytes,
+        sum(map(tree_bytes, dirs)),
+        len(dirs),
+        len(runs),
+        stray=len(stray),
+        stray_bytes=sum(map(tree_bytes, stray)),
+        left=sum(1 for d in stray if d in pending),
+    )
+
+
+def _run_dirs_in(home: Path) -> list[Path]:
+    """The directories in ``home`` named as run directories are (no links)."""
+    try:
+        entries = sorted(home.iterdir())
+    except OSError:
+        return []
+    return [
+        p for p in entries if _RUN_DIR_NAME.fullmatch(p.name) and p.is_dir() and not p.is_symlink()
+    ]
 
 
 # --------------------------------------------------------------------------- removing
@@ -145,3 +195,84 @@ def remove_run_directories(runs: Iterable[Mapping], store: StoreLocation, dry_ru
         except OSError as exc:
             done.failed.append(f"{path}: {exc.strerror or exc}")
     return done
+
+
+# --------------------------------------------------------------------------- what is left to do
+
+
+def pending_path(store: StoreLocation) -> Path:
+    """Where a prune writes down what it is to do after its transaction (one file a store)."""
+    key = hashlib.sha256(store.display.encode()).hexdigest()[:12]
+    return store.runs_home / f".prune-pending-{key}.json"
+
+
+def write_pending(store: StoreLocation, doomed: Iterable[Mapping], vacuum: bool) -> None:
+    """Write down, before the store deletes them, the pruned runs' directories and whether the
+    store is to be vacuumed: a prune killed after its transaction is finished by the next."""
+    dirs = [str(d) for d in (run_directory(r, store) for r in doomed) if d is not None]
+    if not dirs and not (vacuum and store.kind == SQLITE):
+        return  # nothing on this machine for a later prune to finish
+    path = pending_path(store)
+    left = read_pending(store) or {}
+    entry = {
+        "store": store.display,
+        "runs": sorted({*left.get("runs", []), *(str(r["run_id"]) for r in doomed)}),
+        "dirs": sorted({*left.get("dirs", []), *dirs}),
+        # PostgreSQL gives deleted rows' space back by itself (autovacuum).
+        "vacuum": store.kind == SQLITE and bool(vacuum or left.get("vacuum")),
+    }
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            json.dump(entry, fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise StoreError(
+            f"prune: cannot write {path} ({exc.strerror or exc}), where it notes what is left to "
+            "do should it be stopped; nothing was pruned: free space in or make writable "
+            f"{path.parent}, then rerun"
+        ) from None
+
+
+def read_pending(store: StoreLocation) -> dict | None:
+    """What a prune that was stopped left to do (write_pending), or None."""
+    try:
+        data = json.loads(pending_path(store).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _pending_dirs(store: StoreLocation) -> list[str]:
+    return [str(d) for d in (read_pending(store) or {}).get("dirs", [])]
+
+
+def clear_pending(store: StoreLocation) -> None:
+    pending_path(store).unlink(missing_ok=True)
+
+
+def finish_stopped(db, store: StoreLocation, dry_run: bool) -> tuple[Removed, bool] | None:
+    """What a prune that was stopped left (read_pending): the directories of its runs that the
+    store no longer holds are removed here (a run still there was not pruned: its prune stopped
+    before its transaction ended), and whether it left the VACUUM to do. None when nothing was
+    left."""
+    left = read_pending(store)
+    if left is None:
+        return None
+    gone = {r for r in left.get("runs", []) if db.get_run(r) is None}
+    done = Removed(runs=[])
+    for text in left.get("dirs", []):
+        path = Path(text)
+        if path.name not in gone or path.is_symlink() or not path.is_dir():
+            continue
+        done.dir_bytes[path.name] = tree_bytes(path)
+        if dry_run:
+            continue
+        try:
+            shutil.rmtree(path)
+        except OSError as exc:
+            done.failed.append(f"{path}: {exc.strerror or exc}")
+    return done, bool(left.get("vacuum"))

@@ -5,7 +5,11 @@ The rules, as a case meets them:
 * **Product failures** come back from the agent as verdicts and are final.
 * **Infrastructure errors** (connection lost, protocol, an agent that does not start) are retried
   on another slot of the same family, at most twice; each counts against its host, and a host with
-  repeated infrastructure errors is quarantined for the rest of the run.
+  repeated infrastructure errors is quarantined for the rest of the run. **A fault of the farm is
+  nobody's**: errors an agent answered (AgentError, ProtocolError) are charged once the case is
+  decided, and a case that met the same one on two hosts or more, up to what is each host's own
+  (names, addresses, ports, paths: farm/pool/host_neutral.py), charges no host: it is broken with
+  that error, said once, as the farm's or the package's fault.
 * **A device another run holds** (the agent answers ``busy``: farm/agent/devicelock.py) is nobody's
   fault. The case tries the family's other slots and waits, saying so (a line on stderr, a note in
   the record), until its family has waited ``busy_wait`` seconds; then it is reported as not run
@@ -51,10 +55,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, cast
 
-from farm.agent.errors import DeviceBusy, HostLacks, InfraError
+from farm.agent.errors import AgentError, DeviceBusy, HostLacks, InfraError, ProtocolError
 from farm.agent.record import ResultRecord, broken_record, with_case
 from farm.agent.request import CaseRequest
 from farm.errors import AgentTimeout, ConnectionLost
+from farm.pool.host_neutral import host_parts, neutral
 from farm.pool.transport.base import HANDSHAKE_TIMEOUT
 from farm.run import run_dir
 from farm.run.leases import (
@@ -165,6 +170,9 @@ class _Progress:
     errors: list[str] = field(default_factory=list)  # infrastructure errors met, for the record
     waits: int = 0  # lease timeouts: every candidate slot stayed leased
     timeouts: list[dict[str, Any]] = field(default_factory=list)  # charged once decided
+    # Errors an agent answered (host, message): charged once decided, unless the same on every
+    # host the case met them on (the farm's fault).
+    answered: list[tuple[str, str]] = field(default_factory=list)
     crashes: list[dict[str, Any]] = field(default_factory=list)
     busy: dict[str, DeviceBusy] = field(default_factory=dict)  # slot -> the latest busy answer
     busy_at: dict[str, float] = field(default_factory=dict)  # slot -> when it was asked
@@ -263,6 +271,10 @@ class Dispatcher:
         self._family_slots: dict[str, list[SlotInfo]] = {}
         for slot in sorted(slots.values(), key=lambda s: s.id):
             self._family_slots.setdefault(slot.family, []).append(slot)
+        # What names each host of the pool, in the messages of its errors (see _farm_fault).
+        self._host_parts = sorted(
+            {p for s in slots.values() for p in host_parts(s.host, soc=s.soc)}
+        )
 
     def let_go(self, slot_id: str) -> None:
         """Close the slot's agent: this worker has no more cases for it (farm/run/pipeline.py).
@@ -436,7 +448,10 @@ class Dispatcher:
                 self._drop(slot)
                 p.errors.append(f"{slot.id}: {exc}")
                 p.log.append(_entry(slot, "infrastructure", str(exc)))
-                self.state.record_infra_error(slot.host, str(exc))
+                if isinstance(exc, (AgentError, ProtocolError)):
+                    p.answered.append((slot.host, str(exc)))  # charged once decided
+                else:
+                    self.state.record_infra_error(slot.host, str(exc))
             else:
                 assert slot is not None
                 if hang is not None:
@@ -674,10 +689,27 @@ class Dispatcher:
         return ", ".join(locked.sent)
 
     def _settle_timeouts(self, p: _Progress) -> None:
-        """The case did not hang everywhere: each timeout was its host's infrastructure error."""
+        """The case did not hang everywhere: each timeout was its host's infrastructure error;
+        so was each error an agent answered."""
         for x in p.timeouts:
             self.state.record_infra_error(x["host"], x["message"])
         p.timeouts = []
+        self._settle_answered(p)
+
+    def _settle_answered(self, p: _Progress) -> None:
+        for host, message in p.answered:
+            self.state.record_infra_error(host, message)
+        p.answered = []
+
+    def _farm_fault(self, p: _Progress) -> str | None:
+        """The error the agents answered the case with when it is the same on two hosts or
+        more, up to what is each host's own: the farm's or the package's fault, not the hosts'.
+        None otherwise."""
+        hosts = {host for host, _ in p.answered}
+        said = {neutral(message, self._host_parts) for _, message in p.answered}
+        if len(hosts) < 2 or len(said) != 1:
+            return None
+        return said.pop()
 
     def _hang(self, case: Case, p: _Progress, started: float) -> ResultRecord:
         timeouts = p.timeouts
@@ -703,6 +735,7 @@ class Dispatcher:
         timeout_messages = {x["message"] for x in timeouts}
         p.errors = [e for e in p.errors if e not in timeout_messages]
         p.timeouts = []
+        self._settle_answered(p)
         record = self._record(case, p, started, message, last=timeouts[-1]["slot"])
         record.update({"outcome": "failed", "category": HANG})
         hang: dict[str, Any] = {"hosts": hosts, "timeouts": [x["timeout"] for x in timeouts]}
@@ -760,6 +793,17 @@ class Dispatcher:
         return record
 
     def _give_up(self, case: Case, p: _Progress, started: float, summary: str) -> ResultRecord:
+        fault = self._farm_fault(p)
+        if fault is not None:
+            hosts = ", ".join(sorted({host for host, _ in p.answered}))
+            p.answered = []  # nobody's: no host is charged
+            self._settle_timeouts(p)
+            message = (
+                f"the same infrastructure error on every host the case was tried on ({hosts}): "
+                f"{fault}; this is the farm's or the package's fault, not the hosts' (none is "
+                "charged): fix it, then rerun"
+            )
+            return self._record(case, p, started, message, last=None)
         self._settle_timeouts(p)
         detail = "; ".join(p.errors[-3:])
         return self._record(

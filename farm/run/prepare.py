@@ -199,6 +199,7 @@ class Deployed:
     package: Path
     native_lib: str | None = None
     env: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)  # files found damaged and deployed again
 
 
 def _deploy_host(host: HostSpec, bundle: Path, packages: Packages, backend: str):
@@ -224,7 +225,9 @@ def _deploy_host(host: HostSpec, bundle: Path, packages: Packages, backend: str)
             or not (packages.cann or isinstance(exc, WrongTarget)),
         )
         return bad, None
-    return None, Deployed(package, native_lib, cann_build.agent_env(env, backend))
+    return None, Deployed(
+        package, native_lib, cann_build.agent_env(env, backend), notes=list(report.notes)
+    )
 
 
 def _prepare_host(
@@ -243,6 +246,7 @@ def _prepare_host(
         env=deployed.env,
         timeout=CANARY_TIMEOUT,
     )
+    checked.notes[:0] = deployed.notes
     return checked, deployed
 
 
@@ -253,6 +257,8 @@ def _check_local(hosts: list[HostSpec], bundle_sha: str, deployed: dict, canary)
     checked = health.check_local_hosts(
         hosts, bundle_sha, canary, native_libs=libs, timeout=CANARY_TIMEOUT
     )
+    for h in hosts:
+        checked[h.name].notes[:0] = deployed[h.name].notes
     return {h.name: (checked[h.name], deployed[h.name]) for h in hosts}
 
 
@@ -363,6 +369,11 @@ def prepare_pool(
             package = build.build_package(chosen)
             if build_for is None:
                 build_for = lambda arch, cann, host: build.build_package(chosen, arch=arch)  # noqa: E731
+    problem = deploy.package_problem(package) if package is not None else None
+    if problem is not None:  # never deployed as it is: every host would fail for it
+        raise ConfigError(
+            f"operator package {package}: {problem}; delete it and build it again (farm build)"
+        )
     packages = Packages(package, build_for, target=target or "", backend=backend)
     bundle, bundle_sha = deploy.make_agent_bundle(state_dir / "bundle")
     canary = make_canary(backend) if with_canary else None
@@ -370,7 +381,9 @@ def prepare_pool(
 
     hosts, slots, unhealthy, set_aside = {}, [], {}, {}
     prepared = _prepare_all(inventory, bundle, bundle_sha, packages, canary, backend)
-    broken_canary = health.common_canary_failure(checked for checked, _ in prepared.values())
+    broken_canary = health.common_canary_failure(
+        (checked for checked, _ in prepared.values()), {h.name: h for h in inventory.hosts}
+    )
     for spec in inventory.hosts:
         checked, deployed = prepared[spec.name]
         checked.package = deployed.package.name if deployed else ""

@@ -275,7 +275,7 @@ def _prepare(
     # A store that cannot take the results is refused before any host; only the scan of the
     # whole file (it reads all of it: a store's history) runs while the package is built and
     # the hosts are checked, and refuses a corrupt store before anything is written into it.
-    store_scan = check_store_while(store_path, create=True)
+    store_scan = check_store_while(store_path, create=True, write=True)
     target = target or build.DEFAULT_TARGET
     part = f" (shard {shard} of run group {escape(run_group)})" if shard else ""
     console.print(

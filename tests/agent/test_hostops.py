@@ -111,14 +111,28 @@ def test_sha256_of_a_file_and_of_a_missing_one(tmp_path, capsys):
     assert run_main(capsys, "sha256", str(tmp_path / "absent")) == (0, {"sha256": None}, "")
 
 
-def test_status_trusts_a_complete_version_directory(tmp_path, capsys):
+def test_status_trusts_a_complete_version_directory_whose_files_are_as_installed(tmp_path, capsys):
     sha = "ab" * 32
     complete = tmp_path / sha
-    complete.mkdir()
+    (complete / "lib").mkdir(parents=True)
     (complete / hostops.MARKER).write_text(sha + "\n")
-    # The archive is not read (it is not even there): the directory vouches for it.
+    (complete / "lib" / "x.so").write_bytes(b"library")
+    listed = {"lib/x.so": hashlib.sha256(b"library").hexdigest()}
+    (complete / hostops.CONTENTS).write_text(json.dumps(listed))
+    (complete / "__pycache__").mkdir()  # what an agent adds does not count
+    (complete / "__pycache__" / "m.pyc").write_bytes(b"x")
+    # The directory vouches for the archive (not even there) once its files are as installed.
     rc, reply, _ = run_main(capsys, "status", str(complete / "gone.tar.gz"), str(complete))
     assert (rc, reply) == (0, {"sha256": sha, "unpacked": sha})
+    # A file cut short since: the directory is no longer complete, and says which file.
+    (complete / "lib" / "x.so").write_bytes(b"lib")
+    rc, reply, _ = run_main(capsys, "status", str(complete / "gone.tar.gz"), str(complete))
+    assert (rc, reply) == (0, {"sha256": None, "unpacked": None, "damaged": ["lib/x.so"]})
+    # An older farm's directory (no contents list): its archive, gone here, stands for it.
+    (complete / "lib" / "x.so").write_bytes(b"library")
+    (complete / hostops.CONTENTS).unlink()
+    rc, reply, _ = run_main(capsys, "status", str(complete / "gone.tar.gz"), str(complete))
+    assert reply["damaged"] == ["gone.tar.gz"]
 
     other = tmp_path / "other"
     other.mkdir()
@@ -174,7 +188,7 @@ def test_install_moves_an_incomplete_destination_aside(tmp_path, capsys):
     (dest / "half-written").write_bytes(b"?")  # no marker: a deploy that died half-way
     rc, reply, _ = run_main(capsys, "install", str(tmp), str(dest), "f", sha, "0", "-")
     assert (rc, reply) == (0, {"sha256": sha, "installed": "renamed"})
-    assert sorted(p.name for p in dest.iterdir()) == sorted(["f", hostops.MARKER])
+    assert sorted(p.name for p in dest.iterdir()) == sorted(["f", hostops.MARKER, hostops.CONTENTS])
     assert [p.name for p in versions.iterdir()] == [sha]  # nothing left aside
 
 

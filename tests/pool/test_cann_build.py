@@ -265,7 +265,8 @@ def test_only_the_acl_agent_is_told_where_the_package_is_installed(tmp_path, mon
             return package
 
     monkeypatch.setattr(prepare, "open_transport", Transport)
-    monkeypatch.setattr(prepare.deploy, "deploy_all", lambda t, **kw: ("report", None))
+    report = prepare.deploy.DeployReport(host.name)
+    monkeypatch.setattr(prepare.deploy, "deploy_all", lambda t, **kw: (report, None))
     installed = {CUSTOM_OPP_ENV: vendor, PACKAGE_OPP_ENV: vendor}
     monkeypatch.setattr(cann_build, "install", lambda t, report, p: dict(installed))
     packages = Given(None, target="ascend")
@@ -273,3 +274,59 @@ def test_only_the_acl_agent_is_told_where_the_package_is_installed(tmp_path, mon
     assert bad is None
     assert deployed.env == (installed if backend == "acl" else {})
     assert cann_build.agent_env(installed, backend) == deployed.env
+
+
+class _BuildHost:
+    """A host's side of a CANN build: build.sh says it made one installer, which comes back."""
+
+    def __init__(self):
+        self.builds = 0
+
+    def run_argv(self, argv, timeout):
+        self.builds += 1
+        return 0, f"op/ascendc/build.sh: {argv[-1]}/custom_opp_euleros_aarch64.run\n", ""
+
+    def get_file(self, remote, local):
+        Path(local).write_bytes(b"#!/bin/sh\n# the installer\n" * 64)
+
+    def close(self):
+        pass
+
+
+def test_a_cached_cann_package_cut_short_is_said_in_one_line_and_built_again(
+    tmp_path, monkeypatch, capsys
+):
+    """Before, a cached package that was there was taken as it was: cut short on the disk, every
+    host's deploy of it failed, run after run, until someone deleted it by hand."""
+    from farm import build
+    from farm.pool import deploy
+    from farm.pool import inventory as inv
+
+    class Deployed:
+        def remote_dir(self, name):
+            return "/w/versions/source"
+
+    monkeypatch.setattr(deploy, "deploy", lambda transport, host, files: Deployed())
+    host = inv.HostSpec("a2-01", "Ascend910B1", 1, transport="local", workdir=str(tmp_path))
+    dist = tmp_path / "dist"
+    source = build.source_package(dist)
+    t = _BuildHost()
+
+    def built():
+        return cann_build.build_on(
+            host, source, arch="aarch64", cann="8.2.RC1", out_dir=dist, transport=t
+        )
+
+    cached = built()
+    assert t.builds == 1 and deploy.package_problem(cached) is None
+    assert built() == cached and t.builds == 1  # kept, checked, reused
+    data = cached.read_bytes()
+    cached.write_bytes(data[: len(data) // 2])
+    capsys.readouterr()
+    assert built() == cached and t.builds == 2
+    assert deploy.package_problem(cached) is None
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith(f"note: {cached}: it does not read whole (") and line.endswith(
+        "; the cached package is built again"
+    )
+    assert built() == cached and t.builds == 2

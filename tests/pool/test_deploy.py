@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -351,3 +352,77 @@ def test_ssh_concurrent_deploys_while_an_agent_runs(deployed_lab, agent_bundle, 
             assert ch.run_case({"id": "after"}, "native", 1)["echo"]["id"] == "after"
         assert tree_state(dest) == before
     assert_complete_and_tidy(dest.parent, sha)
+
+
+# -- a deployed file damaged on the host --------------------------------------------------------
+
+LIBRARY = b"\x7fELF" + bytes(range(256)) * 64
+
+
+def assert_no_leftovers(versions: Path) -> None:
+    assert [p.name for p in versions.iterdir() if p.name.startswith(".")] == []
+
+
+@pytest.mark.parametrize("installed_by", ["this farm", "an older farm"])
+def test_a_deployed_library_cut_short_on_the_host_is_deployed_again_in_one_line(
+    local_host, agent_bundle, tmp_path, installed_by
+):
+    """Before, the complete directory's marker vouched for it: the host failed its canary on
+    every run from then on, quarantined for good, and nothing named the file. An older farm's
+    directory has no contents list: its archive stands for it."""
+    bundle, _ = agent_bundle
+    pkg = fake_op_package(tmp_path / "logsoftmaxgrad-0.1.0-twin.tar.gz", LIBRARY)
+    with open_transport(local_host) as t:
+        deploy(t, local_host, [bundle, pkg])
+        pkg_dir = Path(versions_dir(local_host, sha256_file(pkg)))
+        if installed_by == "an older farm":
+            (pkg_dir / ".lsg-contents").unlink(missing_ok=True)
+        library = pkg_dir / "lib" / "liblsg_twin.so"
+        os.truncate(library, 100)
+        report = deploy(t, local_host, [bundle, pkg])
+        assert [f.action for f in report.files] == ["skipped", "unpacked"]
+        assert report.notes == [
+            f"host emu-t: {library} did not match its sha256 as deployed (changed or cut short "
+            f"on the host): {pkg.name} deployed again"
+        ]
+        assert library.read_bytes() == LIBRARY
+        assert_no_leftovers(pkg_dir.parent)
+        again = deploy(t, local_host, [bundle, pkg])
+        assert again.skipped == [bundle.name, pkg.name] and again.notes == []
+
+
+def test_a_deployed_archive_cut_short_is_uploaded_again(local_host, agent_bundle):
+    bundle, sha = agent_bundle
+    with open_transport(local_host) as t:
+        deploy(t, local_host, [bundle])
+        kept = Path(versions_dir(local_host, sha)) / bundle.name
+        os.truncate(kept, 10)
+        report = deploy(t, local_host, [bundle])
+        assert [f.action for f in report.files] == ["uploaded"]
+        assert report.notes and str(kept) in report.notes[0]
+        assert sha256_file(kept) == sha
+
+
+def test_a_file_linked_from_a_damaged_directory_is_unpacked_afresh_never_written_through(
+    local_host, agent_bundle, tmp_path
+):
+    """A second emulated host links the files of the first one's complete directory; one cut
+    short there since is extracted afresh into the new directory, and the first one's file is
+    not written through the link (its own next deploy puts it right)."""
+    from farm.pool.inventory import HostSpec
+
+    bundle, _ = agent_bundle
+    other = HostSpec(**{**local_host.__dict__, "name": "emu-u", "workdir": str(tmp_path / "u")})
+    pkg = fake_op_package(tmp_path / "logsoftmaxgrad-0.1.0-twin.tar.gz", LIBRARY)
+    sha = sha256_file(pkg)
+    with open_transport(local_host) as t:
+        deploy(t, local_host, [bundle, pkg])
+    first = Path(versions_dir(local_host, sha)) / "lib" / "liblsg_twin.so"
+    os.truncate(first, 100)
+    with open_transport(other) as t:
+        assert deploy(t, other, [pkg]).notes == []
+    assert (Path(versions_dir(other, sha)) / "lib" / "liblsg_twin.so").read_bytes() == LIBRARY
+    assert first.stat().st_size == 100
+    with open_transport(local_host) as t:
+        assert len(deploy(t, local_host, [pkg]).notes) == 1
+    assert first.read_bytes() == LIBRARY

@@ -381,8 +381,45 @@ def test_a_canary_failing_the_same_way_on_every_host_is_the_farms_fault():
         _canary_failed("a2-02", "AgentError: no module farm.x in /w/a2-02/versions"),
         HostHealth("a200-01", BAD, ["host a200-01 is unreachable"]),  # never reached it
     ]
-    assert common_canary_failure(checks) == "AgentError: no module farm.x in /w/<host>/versions"
+    assert common_canary_failure(checks) == "AgentError: no module farm.x in <path>/versions"
     assert canary_failure(checks[2]) is None
+
+
+def test_a_canary_failing_alike_up_to_each_hosts_address_path_and_soc_is_the_farms_fault():
+    """The same planted failure on three hosts of two families, over SSH and through a shared
+    agent: the messages differ only by what is each host's own (its address and port, the deploy
+    path its agent runs from, its SoC and the family in the canary case's id). Said once, with
+    placeholders; a host failing otherwise still stands alone."""
+
+    def said(where: str, path: str, family: str) -> str:
+        return (
+            f"AgentError: agent on host {where}: executor: RuntimeError: planted in "
+            f"{family}_f16_3x33_d-1_y.uniform_dy.normal | File "
+            f'"{path}/versions/ab12/agent/farm/agent/execute.py", line 332, in _judge'
+        )
+
+    def failed(host: str, soc: str, verdict: str) -> HostHealth:
+        return HostHealth(host, BAD, [canary_reason(host, verdict)], identity={"soc": soc})
+
+    specs = {
+        "a2-01": inv.HostSpec("a2-01", "Ascend910B1", 2, address="127.0.0.2", port=2201),
+        "a2-02": inv.HostSpec("a2-02", "Ascend910B1", 2, address="127.0.0.3", port=2202),
+        "a200-01": inv.HostSpec("a200-01", "Ascend310B1", 1, address="lab-c.example", port=22),
+    }
+    checks = [
+        failed("a2-01", "Ascend910B1", said("a2-01 (127.0.0.2:2201)", "/srv/lab/a2-01", "910b")),
+        failed("a2-02", "Ascend910B1", said("a2-02 (127.0.0.3:2202)", "/srv/lab/a2-01", "910b")),
+        failed("a200-01", "Ascend310B1", said("a200-01 (lab-c.example:22)", "/home/f/.w", "310b")),
+    ]
+    common = common_canary_failure(checks, specs)
+    assert common == (
+        "AgentError: agent on host <host> (<address>): executor: RuntimeError: planted in "
+        '<family>_f16_3x33_d-1_y.uniform_dy.normal | File "<path>/execute.py", line 332, '
+        "in _judge"
+    )
+    assert common_canary_failure(checks) == common  # the addresses are known without the specs
+    other = failed("a2-02", "Ascend910B1", said("a2-02 (127.0.0.3:2202)", "/srv/x", "910b") + "!")
+    assert common_canary_failure([checks[0], other, checks[2]], specs) is None
 
 
 def test_a_canary_failing_on_one_host_alone_is_that_hosts():

@@ -6,6 +6,7 @@ tests/e2e/test_sharding.py."""
 from __future__ import annotations
 
 import json
+import socket
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -204,6 +205,33 @@ def test_a_shard_of_another_tier_is_one_problem_naming_each_difference(where, st
     assert "has another tier ('nightly', not 'smoke') and label ('tier nightly'" in problem
 
 
+def test_an_incomplete_merge_of_shards_sharing_cases_counts_what_it_stores(where, store_path):
+    """Shards of two tiers hold some of the same cases: the merged run is aborted (incomplete),
+    and its summary, JUnit and Allure results count the cases it stores (before: the summary
+    counted each shared case twice, 301 against 299 stored)."""
+    runs = where / "runs"
+    with RunStore(store_path) as store:
+        _shard(store, runs, 1, 2, [record("a"), record("b"), record("c")])
+        _shard(
+            store, runs, 2, 2, [record("b"), failed("c"), record("d")], tier="nightly", label="n"
+        )
+    assert _merge(store_path, runs) == 2
+    run = _merged(store_path)
+    assert run["status"] == "aborted" and sorted(r["case_id"] for r in run["records"]) == [
+        "a",
+        "b",
+        "c",
+        "d",
+    ]
+    out = Path(run["run_dir"])
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["cases"] == len(run["records"]) == run["counts"]["total"] == 4
+    assert sum(summary["outcomes"].values()) == 4
+    assert len(list(ET.parse(out / "junit.xml").getroot().iter("testcase"))) == 4
+    assert len(list((out / "allure-results").glob("*-result.json"))) == 4
+    assert any("2 case(s) in more than one shard" in p for p in summary["incomplete"])
+
+
 def test_shards_that_disagree_on_n_are_not_one_run(where, store_path):
     runs = where / "runs"
     with RunStore(store_path) as store:
@@ -235,6 +263,100 @@ def test_merging_again_makes_no_second_run(where, store_path, capsys):
     assert "merged already as run" in capsys.readouterr().err
     with RunStore(store_path) as store:
         assert len(merge.merged_runs(store, GROUP)) == 1
+
+
+def _two_shards(store_path, runs, second=None):
+    with RunStore(store_path) as store:
+        _shard(store, runs, 1, 2, [record("c1")])
+        _shard(store, runs, 2, 2, [second or record("c2")], code=1 if second else 0)
+
+
+def test_a_merge_that_ran_while_this_one_worked_is_the_one_merged_run(
+    where, store_spec, monkeypatch, capsys
+):
+    """Three merges at once stored two or three merged runs, each a baseline candidate: each
+    looked, found none, and began its own. Here another merge runs whole between this one's look
+    and its claim: this one stores nothing and answers with that run and its exit code."""
+    runs = where / "runs"
+    _two_shards(store_spec, runs, failed("c2"))
+    real = merge.quarantined_in
+    inner: list[int] = []
+    calls: list[int] = []
+
+    def meanwhile(group):
+        calls.append(1)
+        if len(calls) == 1:  # the other merge, from look to end, inside this one's window
+            inner.append(_merge(store_spec, runs))
+        return real(group)
+
+    monkeypatch.setattr(merge, "quarantined_in", meanwhile)
+    assert _merge(store_spec, runs) == inner[0] == 1
+    assert _merged(store_spec)["exit_code"] == 1  # exactly one merged run
+    assert "merged already as run" in capsys.readouterr().err
+
+
+def test_a_merge_waits_for_one_still_making_the_merged_run_then_answers_as_it(
+    where, store_spec, monkeypatch
+):
+    """The other merge has claimed the group and is still writing: this one says so once, waits
+    until it is done (woken by the line it prints, not by time), and answers with its run."""
+    import threading
+
+    runs = where / "runs"
+    _two_shards(store_spec, runs)
+    claimed, waiting = threading.Event(), threading.Event()
+    real = merge.merged_allure
+
+    def slow_allure(group, results, records):  # the first merge, once it holds the claim
+        claimed.set()
+        assert waiting.wait(timeout=60), "the second merge never said it waits"
+        return real(group, results, records)
+
+    monkeypatch.setattr(merge, "merged_allure", slow_allure)
+    first: list[int] = []
+    other = threading.Thread(target=lambda: first.append(_merge(store_spec, runs)))
+    other.start()
+    lines: list[str] = []
+
+    class Console:
+        def print(self, text, **_):
+            lines.append(str(text))
+            if "another farm merge is making its merged run" in str(text):
+                waiting.set()
+
+    assert claimed.wait(timeout=60)
+    code = merge_command.merge(Console(), store_location(store_spec), GROUP, runs, report=False)
+    other.join(timeout=60)
+    assert first == [0] and code == 0, (first, code, lines)
+    assert sum("waiting for it" in line for line in lines) == 1
+    assert any("merged already as run" in line for line in lines)
+    assert _merged(store_spec)["status"] == "finished"
+
+
+def test_a_merge_whose_process_was_killed_is_made_again_by_the_next(where, store_spec):
+    """A merged run left running by a merge killed mid-way is recovered as aborted (exit 2); it
+    holds nothing: before, the next merge answered with it, "merged already", exit 2."""
+    runs = where / "runs"
+    _two_shards(store_spec, runs)
+    with RunStore(store_spec) as store:
+        ids = [r["run_id"] for r in merge.shard_runs(store, GROUP)][::-1]
+        store.begin_run(
+            {
+                **RUN_META,
+                "run_id": "killed-merge",
+                "run_group": GROUP,
+                "merged_from": ids,
+                "incomplete": [],
+                "owner": f"{socket.gethostname()}:999999999:0",  # this machine's, gone
+            }
+        )
+    assert _merge(store_spec, runs) == 0
+    with RunStore(store_spec) as store:
+        made = merge.merged_runs(store, GROUP)
+    assert [(r["run_id"] == "killed-merge", r["status"]) for r in made] == [
+        (False, "finished"),
+        (True, "aborted"),
+    ]
 
 
 def test_a_group_with_no_shard_is_a_usage_error(store_path):

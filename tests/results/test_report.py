@@ -213,6 +213,32 @@ def test_history_runs_bounds_what_each_case_shows_and_the_store_keeps_every_line
     assert len(_history(store_path)) == 4
 
 
+def test_reports_of_one_run_keep_one_history_line_for_it(three_runs, tmp_path):
+    """Each `farm report R` added another line for the same run (three reports, three points):
+    a report of a run reads the history without its own line and replaces it."""
+    store_path = tmp_path / "farm.sqlite"
+    with RunStore(store_path) as store:
+        source = RunStore(three_runs["store"])
+        with source:
+            rows = source.db.execute(
+                "SELECT run_id, entry_json FROM allure_history WHERE tier='smoke' ORDER BY position"
+            ).fetchall()
+        for run_id, line in rows:
+            store.add_history_line("smoke", line, run_id)
+    last = three_runs["runs"][-1]
+    for again in (1, 2):
+        code, _ = report.generate(
+            last["results"],
+            tmp_path / f"out{again}",
+            StoredHistory(store_location(store_path), "smoke", last["run_id"]),
+            report_name="smoke",
+        )
+        assert code == 0
+        assert len(_history(store_path)) == 3, again
+        shown = _test_results(tmp_path / f"out{again}")[(WATCHED, "ascend910b")]["history"]
+        assert [h["status"] for h in shown] == ["failed", "passed"]  # runs 2 and 1, once each
+
+
 def test_history_runs_must_be_a_number_of_reports():
     assert report.history_runs("7") == 7
     for bad in ("0", "-3", "many"):

@@ -334,8 +334,9 @@ def test_metric_series_per_family_and_dtype(store):
 
 def test_each_tiers_history_is_kept_in_order_and_pruned_with_its_run(store):
     old = _run(store, records=[failed("a")], exit_code=1, started_at=_day(9))
+    mid = _run(store, records=[record("a")], started_at=_day(5))
     new = _run(store, records=[record("a")], started_at=_day(1))
-    for i, run_id in enumerate((old, new, new)):
+    for i, run_id in enumerate((old, mid, new)):
         store.add_history_line("smoke", json.dumps({"n": i}), run_id)
     store.add_history_line("nightly", "{}", new)
     assert store.history_lines("smoke") == ['{"n": 0}', '{"n": 1}', '{"n": 2}']
@@ -343,6 +344,22 @@ def test_each_tiers_history_is_kept_in_order_and_pruned_with_its_run(store):
     store.prune(lambda runs: [old])
     assert store.history_lines("smoke") == ['{"n": 1}', '{"n": 2}']
     assert store.history_lines("nightly") == ["{}"]
+
+
+def test_a_runs_history_line_is_one_however_many_reports(store):
+    """A report of a run made again replaces the run's line, in its place; the report reads the
+    history without it (before: three reports, three points of one run)."""
+    first = _run(store, records=[record("a")], started_at=_day(9))
+    second = _run(store, records=[record("a")], started_at=_day(5))
+    store.add_history_line("smoke", '{"r": 1}', first)
+    store.add_history_line("smoke", '{"r": 2}', second)
+    assert store.history_lines("smoke", but_run=first) == ['{"r": 2}']
+    for again in range(3):
+        store.add_history_line("smoke", json.dumps({"r": 1, "again": again}), first)
+    assert store.history_lines("smoke") == ['{"r": 1, "again": 2}', '{"r": 2}']
+    store.add_history_line("smoke", '{"no run": 1}')  # a line of no run is added as ever
+    store.add_history_line("smoke", '{"no run": 2}')
+    assert len(store.history_lines("smoke")) == 4
 
 
 def test_a_history_file_from_before_v7_is_taken_in_once(tmp_path):
@@ -1108,6 +1125,104 @@ def test_farm_runs_shows_the_size_and_prune_dry_run_lists_what_would_go(store, t
     out = capsys.readouterr().out
     assert f"removed {old} " in out and "freed " in out
     assert _ids(store) == {new} and not (tmp_path / old).exists()
+
+
+class _Killed(BaseException):
+    """A SIGKILL, as far as the prune can tell: nothing of it runs after this point."""
+
+
+def _old_runs_with_directories(store, tmp_path, n=3):
+    old = [
+        _run(
+            store, records=[failed("a", message="m" * 400)] * 1, exit_code=1, started_at=_day(9 - i)
+        )
+        for i in range(n)
+    ]
+    _run(store, records=[record("a")], started_at=_day(1))
+    for run_id in old:
+        (tmp_path / run_id).mkdir()
+        (tmp_path / run_id / "junit.xml").write_bytes(b"j" * 3000)
+    return old
+
+
+def test_a_prune_killed_after_its_transaction_is_finished_by_the_next(
+    store, tmp_path, monkeypatch, capsys
+):
+    """Killed once the runs were gone from the store, a prune left their directories (and its
+    VACUUM): before, no later prune reclaimed them (it finds runs in the store) and `farm runs`
+    did not count them."""
+    old = _old_runs_with_directories(store, tmp_path)
+    path = store.location.spec
+
+    def killed(*args, **kwargs):
+        raise _Killed
+
+    real = retention.remove_run_directories
+    monkeypatch.setattr(retention, "remove_run_directories", killed)
+    with pytest.raises(_Killed):
+        commands.main_runs(["prune", "--store", path, "--keep", "1"])
+    monkeypatch.setattr(retention, "remove_run_directories", real)
+    assert not _ids(store) & set(old) and all((tmp_path / r).is_dir() for r in old)
+    capsys.readouterr()
+
+    assert commands.main_runs(["--store", path]) == 0
+    size_line = capsys.readouterr().out.splitlines()[-1]
+    assert size_line.endswith(
+        "(0 of 1 runs have one; 3 more of runs not in the store, 8.8 KiB, 3 of them left by a "
+        "prune that was stopped: the next farm runs prune removes them)"
+    ), size_line
+
+    assert commands.main_runs(["prune", "--store", path, "--keep", "1"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(
+        "a prune that was stopped left 3 run directories of runs no longer in the store "
+        "(8.8 KiB): removed; its VACUUM: done\n"
+        if store.location.kind == "sqlite"
+        else "a prune that was stopped left 3 run directories of runs no longer in the store "
+        "(8.8 KiB): removed\n"
+    ), out
+    assert not any((tmp_path / r).exists() for r in old)
+    assert not retention.pending_path(store.location).exists()
+    assert commands.main_runs(["--store", path]) == 0
+    assert capsys.readouterr().out.splitlines()[-1].endswith("(0 of 1 runs have one)")
+
+
+def test_a_stopped_prunes_vacuum_is_done_by_the_next(tmp_path, monkeypatch, capsys):
+    path = tmp_path / "farm.sqlite"
+    with RunStore(path) as store:
+        for d in range(6):
+            recs = [record(f"c{i}", message="m" * 400) for i in range(300)]
+            _run(store, records=recs, started_at=_day(10 - d))
+    monkeypatch.setattr(RunStore, "reclaim_space", lambda self: (_ for _ in ()).throw(_Killed()))
+    with pytest.raises(_Killed):
+        commands.main_runs(["prune", "--store", str(path), "--keep", "1"])
+    monkeypatch.undo()
+    before = path.stat().st_size
+    assert commands.main_runs(["prune", "--store", str(path), "--keep", "1"]) == 0
+    assert capsys.readouterr().out.startswith("a prune that was stopped left its VACUUM: done\n")
+    assert path.stat().st_size < before / 2
+
+
+def test_a_prune_killed_inside_its_transaction_leaves_every_run_and_directory(
+    store, tmp_path, monkeypatch
+):
+    """Its note was written, its deletes never committed: the runs are all there, and the next
+    prune removes none of their directories for that note."""
+    old = _old_runs_with_directories(store, tmp_path)
+    real = retention.write_pending
+
+    def noted_then_killed(*args):
+        real(*args)
+        raise _Killed
+
+    monkeypatch.setattr(retention, "write_pending", noted_then_killed)
+    with pytest.raises(_Killed):
+        commands.main_runs(["prune", "--store", store.location.spec, "--keep", "1"])
+    monkeypatch.setattr(retention, "write_pending", real)
+    assert set(old) <= _ids(store) and retention.pending_path(store.location).exists()
+    assert commands.main_runs(["prune", "--store", store.location.spec, "--keep", "9"]) == 0
+    assert set(old) <= _ids(store) and all((tmp_path / r).is_dir() for r in old)
+    assert not retention.pending_path(store.location).exists()
 
 
 def test_farm_runs_prune_needs_a_rule(store):

@@ -103,7 +103,8 @@ def test_concurrent_writers_lose_nothing(url):
                 for batch in range(5):
                     recs = [record(f"{run_id}-{batch}-{i}") for i in range(40)]
                     mine.add_results(run_id, recs)
-                    mine.add_history_line("smoke", f'{{"run": "{run_id}", "b": {batch}}}', run_id)
+                    line = f'{{"run": "{run_id}", "b": {batch}}}'
+                    mine.add_history_line("smoke", line, f"{run_id}-{batch}")  # a report each
                 mine.finish_run(run_id, 0)
         except BaseException as exc:  # noqa: BLE001  (reported below)
             errors.append(exc)
@@ -171,3 +172,23 @@ def test_a_store_another_runner_is_creating_is_waited_for_not_refused(url):
         # the creator's step ends; the waiter makes the store
     waiter.join()
     assert outcome == [SCHEMA_VERSION]
+
+
+def test_a_role_that_may_only_read_is_refused_as_a_writer_at_the_check(url):
+    """farm run checks its store before any host; the write permission was not among the checks
+    (the run was refused at its first write, after build, deploy and canaries)."""
+    from farm.results.store import check_store
+
+    with RunStore(url) as store:
+        store.begin_run(RUN_META)
+    with reader_role(url) as reader:
+        check_store(reader, create=True)  # a reader's check: it may read
+        with pytest.raises(StoreError) as err:
+            check_store(reader, create=True, write=True)
+        message = str(err.value)
+        role = reader.split("://", 1)[1].split(":", 1)[0]
+        assert message.startswith(f"run store {redact(reader)}: role {role} may only read it")
+        assert "no write on runs, results, allure_history" in message
+        assert f"GRANT INSERT, UPDATE, DELETE ON runs, results, allure_history TO {role}" in message
+        assert "\n" not in message and _password(reader) not in message
+    check_store(url, create=True, write=True)  # the owner may write

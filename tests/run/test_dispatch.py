@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import pytest
 
-from farm.agent.errors import DeviceBusy, HostLacks
+from farm.agent.errors import AgentError, DeviceBusy, HostLacks
 from farm.errors import AgentTimeout, ConnectionLost
 from farm.run import leases
 from farm.run.dispatch import Dispatcher, SlotInfo, _Progress, case_timeout, run_owner
@@ -778,3 +778,62 @@ def test_a_slot_let_go_under_a_full_runs_directory_is_left_to_the_worker_end(
     dispatcher.let_go("h1:0")
     assert [ch.closed for ch in world.channels] == [True]
     no_charges(state)
+
+
+# -- a fault of the farm ----------------------------------------------------------------------
+
+
+def _answered(slot: SlotInfo, what: str = "planted") -> AgentError:
+    """The error an agent answers when the farm's own code fails on it: it names the host, its
+    address and port, and the deploy path the agent runs from."""
+    n = slot.host[-1]
+    return AgentError(
+        f"agent on host {slot.host} (10.0.0.{n}:220{n}): executor: RuntimeError: {what} | File "
+        f'"/home/farm{n}/.lsg-farm/{slot.host}/versions/ab12/agent/farm/agent/execute.py", '
+        "line 332, in _judge",
+        host=slot.host,
+    )
+
+
+def test_an_error_every_host_answers_alike_is_the_farms_and_charges_nobody(make):
+    """The same failure on every host up to what is each host's own (name, address, port,
+    deploy path): the case is broken with it, said once; no host is charged or quarantined."""
+
+    def behave(slot, cid, ch):
+        raise _answered(slot)
+
+    dispatcher, world, state, _ = make(behave)
+    for n in (8, 16, 24):  # three cases: under the old rule, three errors on each host
+        record = dispatcher.run(case(n), "h1:0")
+        assert (record["outcome"], record["category"]) == ("broken", "infrastructure")
+        assert record["message"] == (
+            "the same infrastructure error on every host the case was tried on (h1, h2): agent "
+            "on host <host> (<address>): executor: RuntimeError: planted | File "
+            "\"<path>/execute.py\", line 332, in _judge; this is the farm's or the package's "
+            "fault, not the hosts' (none is charged): fix it, then rerun"
+        )
+        assert len(record["infra_errors"]) == 3  # each attempt is still in the record
+    no_charges(state)
+
+
+def test_errors_the_hosts_answer_differently_are_each_hosts(make):
+    def behave(slot, cid, ch):
+        raise _answered(slot, "disk full" if slot.host == "h1" else "no memory")
+
+    dispatcher, world, state, _ = make(behave)
+    record = dispatcher.run(case(), "h1:0")
+    assert record["message"].startswith("gave up after 3 attempts")
+    charged = state.read()["infra_errors"]
+    assert sorted(charged) == ["h1", "h2"] and sum(map(len, charged.values())) == 3
+
+
+def test_an_answered_error_on_one_host_then_a_pass_charges_that_host(make):
+    def behave(slot, cid, ch):
+        if slot.host == "h1":
+            raise _answered(slot)
+        return "pass"
+
+    dispatcher, world, state, _ = make(behave)
+    record = dispatcher.run(case(), "h1:0")
+    assert (record["outcome"], record["host"]) == ("passed", "h2")
+    assert list(state.read()["infra_errors"]) == ["h1"]

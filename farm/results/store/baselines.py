@@ -139,17 +139,23 @@ class Baselines(Runs):
         self,
         choose: Callable[[list[dict]], Iterable[str]],
         dry_run: bool = False,
+        before_delete: Callable[[list[dict]], None] | None = None,
     ) -> tuple[list[dict], dict[str, str]]:
         """Delete the runs `choose(runs)` picks (runs newest first) with every row that refers
         to them, in one transaction, so that a concurrent `farm run` sees the store before or
         after, never half pruned; the runs protected_runs names stay. Returns the runs deleted
-        (dry_run: that would be) and, of the picked runs that stay, why each stays."""
+        (dry_run: that would be) and, of the picked runs that stay, why each stays.
+        ``before_delete(doomed)``: called in the transaction before it deletes (what the rest of
+        the prune is to do is written down there, farm/results/retention.py); an exception
+        there deletes nothing."""
         with self._tx():
             runs = self.runs(limit=None)
             picked = set(choose(runs))
             protected = self.protected_runs()
             doomed = [r for r in runs if r["run_id"] in picked and r["run_id"] not in protected]
             spared = {run_id: why for run_id, why in protected.items() if run_id in picked}
+            if not dry_run and doomed and before_delete is not None:
+                before_delete(doomed)
             if not dry_run and doomed:
                 ids = [(r["run_id"],) for r in doomed]
                 for table in RUN_ROWS:

@@ -48,7 +48,9 @@ class PendingScan:
             raise self.error
 
 
-def check_store_while(spec: str | os.PathLike | StoreLocation, *, create: bool) -> PendingScan:
+def check_store_while(
+    spec: str | os.PathLike | StoreLocation, *, create: bool, write: bool = False
+) -> PendingScan:
     """check_store, but the whole-file scan of a SQLite store that needs one is left to a
     thread: the other checks refuse now, the scan's verdict comes from
     ``PendingScan.result()``, before which the caller writes nothing into the store (farm run:
@@ -57,27 +59,35 @@ def check_store_while(spec: str | os.PathLike | StoreLocation, *, create: bool) 
     location = store_location(spec)
     if location.kind == SQLITE:
         return _check_sqlite(location, create, scan_later=True)
-    check_store(location, create=create)
+    check_store(location, create=create, write=write)
     return PendingScan()
 
 
-def check_store(spec: str | os.PathLike | StoreLocation, *, create: bool) -> StoreLocation:
+def check_store(
+    spec: str | os.PathLike | StoreLocation, *, create: bool, write: bool = False
+) -> StoreLocation:
     """`create`: a missing store may be made here (farm run at the default or configured
     place); otherwise a missing store is an error (a typo in --store must not quietly become a
-    new, empty store)."""
+    new, empty store). `write`: the command writes into the store (farm run): a PostgreSQL role
+    that may not is refused here, before anything else (a SQLite file is checked writable
+    whatever `write` says)."""
     location = store_location(spec)
     if location.kind == SQLITE:
         _check_sqlite(location, create).result()
     else:
         db = PostgresDatabase(location)
         try:
-            check_postgres(db, create)
+            check_postgres(db, create, write)
         finally:
             db.close()
     return location
 
 
-def check_postgres(db: PostgresDatabase, create: bool) -> None:
+# What a run writes: its row, its results, its tier's history line (farm/results/store/).
+WRITTEN_TABLES = ("runs", "results", "allure_history")
+
+
+def check_postgres(db: PostgresDatabase, create: bool, write: bool = False) -> None:
     where = f"run store {db.location.display}"
     with db.errors_named():
         tables = db.tables()
@@ -98,6 +108,44 @@ def check_postgres(db: PostgresDatabase, create: bool) -> None:
         raise StoreError(
             f"no run store in {where}: check FARM_STORE, or run farm run (or farm store "
             "migrate) first"
+        )
+    if write:
+        _check_postgres_writable(db, where, bool(version))
+
+
+def _check_postgres_writable(db: PostgresDatabase, where: str, exists: bool) -> None:
+    """Refuse a role that may not write what a run writes (or, for a new store, create its
+    tables), naming the role and the grant that fixes it."""
+    with db.errors_named():
+        (role,) = db.execute("SELECT current_user").fetchone()
+        if exists:
+            lacking = [
+                table
+                for table in WRITTEN_TABLES
+                for (allowed,) in [
+                    db.execute(
+                        "SELECT has_table_privilege(?, 'INSERT')"
+                        " AND has_table_privilege(?, 'UPDATE')",
+                        (table, table),
+                    ).fetchone()
+                ]
+                if not allowed
+            ]
+        else:
+            (allowed,) = db.execute(
+                "SELECT has_schema_privilege(current_schema(), 'CREATE')"
+            ).fetchone()
+            lacking = [] if allowed else ["the schema (CREATE, to make the store's tables)"]
+    if lacking:
+        what = ", ".join(lacking)
+        grant = (
+            f"GRANT INSERT, UPDATE, DELETE ON {', '.join(WRITTEN_TABLES)} TO {role}"
+            if exists
+            else f"GRANT CREATE ON SCHEMA <its schema> TO {role}"
+        )
+        raise StoreError(
+            f"{where}: role {role} may only read it (no write on {what}), and farm run writes "
+            f"its results there: give FARM_STORE a role that may write, or {grant}"
         )
 
 

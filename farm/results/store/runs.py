@@ -23,7 +23,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import secrets
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 from farm.errors import UsageError
@@ -51,6 +51,24 @@ STALE_AFTER = _dt.timedelta(minutes=15)
 class Runs(StoreBase):
     def begin_run(self, meta: Mapping) -> str:
         """Record the start of a run and return its run_id."""
+        with self._tx():
+            return self._insert_run(meta)
+
+    def begin_run_unless(
+        self, meta: Mapping, claim: str, holder: Callable[[], dict | None]
+    ) -> tuple[str | None, dict | None]:
+        """Record the start of a run unless another holds ``claim`` (a name: one run a claim,
+        whatever begins at once): ``holder()``, asked under the claim's lock in the same write
+        transaction, returns the run that holds it, or None. (the new run id, None) when this
+        run begins; (None, the holder) when another holds the claim, and nothing is written."""
+        with self._tx():
+            self.db.lock(claim)
+            held = holder()
+            if held is not None:
+                return None, held
+            return self._insert_run(meta), None
+
+    def _insert_run(self, meta: Mapping) -> str:
         meta = dict(meta)
         tier = str(meta.get("tier") or "adhoc")
         started = str(meta.get("started_at") or meta.get("start") or now())
@@ -58,30 +76,29 @@ class Runs(StoreBase):
         pkg = meta.get("package") or {}
         meta.update(run_id=run_id, tier=tier, started_at=started)
         group = meta.get("run_group")
-        with self._tx():
-            self.db.execute(
-                "INSERT INTO runs (run_id, tier, package_version, package_sha256, target,"
-                " git_commit, backend, farm_version, started_at, meta_json, inventory_json,"
-                " status, subset, owner, run_group, heartbeat_at)"
-                " VALUES (?,?,?,?,?,?,?,?,?,?,?,'running',?,?,?,?)",
-                (
-                    run_id,
-                    tier,
-                    meta.get("package_version") or pkg.get("version"),
-                    meta.get("package_sha256") or pkg.get("sha256"),
-                    meta.get("target") or pkg.get("target"),
-                    meta.get("git_commit"),
-                    meta.get("backend"),
-                    meta.get("farm_version"),
-                    started,
-                    dumps(meta),
-                    dumps(inventory_list(meta.get("inventory"))),
-                    int(bool(meta.get("subset"))),
-                    meta.get("owner") or process_owner(),
-                    str(group) if group else None,
-                    self._store_now(),  # its first sign of life, by the store's clock
-                ),
-            )
+        self.db.execute(
+            "INSERT INTO runs (run_id, tier, package_version, package_sha256, target,"
+            " git_commit, backend, farm_version, started_at, meta_json, inventory_json,"
+            " status, subset, owner, run_group, heartbeat_at)"
+            " VALUES (?,?,?,?,?,?,?,?,?,?,?,'running',?,?,?,?)",
+            (
+                run_id,
+                tier,
+                meta.get("package_version") or pkg.get("version"),
+                meta.get("package_sha256") or pkg.get("sha256"),
+                meta.get("target") or pkg.get("target"),
+                meta.get("git_commit"),
+                meta.get("backend"),
+                meta.get("farm_version"),
+                started,
+                dumps(meta),
+                dumps(inventory_list(meta.get("inventory"))),
+                int(bool(meta.get("subset"))),
+                meta.get("owner") or process_owner(),
+                str(group) if group else None,
+                self._store_now(),  # its first sign of life, by the store's clock
+            ),
+        )
         return run_id
 
     def add_results(
@@ -126,6 +143,15 @@ class Runs(StoreBase):
             if cur.rowcount != 1:
                 raise KeyError(f"unknown run {run_id!r}")
             refresh_counts(self.db, run_id)
+
+    def note_run(self, run_id: str, fields: Mapping) -> None:
+        """Add ``fields`` to a run's metadata (what it says of itself once done with it)."""
+        with self._tx():
+            row = self.db.execute("SELECT meta_json FROM runs WHERE run_id=?", (run_id,)).fetchone()
+            if row is None:
+                raise KeyError(f"unknown run {run_id!r}")
+            meta = {**json.loads(row["meta_json"]), **fields}
+            self.db.execute("UPDATE runs SET meta_json=? WHERE run_id=?", (dumps(meta), run_id))
 
     def runs(self, limit: int | None = 20, tier: str | None = None) -> list[dict]:
         """Newest first."""
