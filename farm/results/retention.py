@@ -187,14 +187,20 @@ def remove_run_directories(runs: Iterable[Mapping], store: StoreLocation, dry_ru
         path = run_directory(run, store)
         if path is None:
             continue
-        done.dir_bytes[run["run_id"]] = tree_bytes(path)
-        if dry_run:
-            continue
-        try:
-            shutil.rmtree(path)
-        except OSError as exc:
-            done.failed.append(f"{path}: {exc.strerror or exc}")
+        _remove(path, run["run_id"], done, dry_run)
     return done
+
+
+def _remove(path: Path, run_id: str, done: Removed, dry_run: bool) -> None:
+    """A run's directory counted into ``done`` and removed (not on a dry run); what cannot be
+    removed is in done.failed."""
+    done.dir_bytes[run_id] = tree_bytes(path)
+    if dry_run:
+        return
+    try:
+        shutil.rmtree(path)
+    except OSError as exc:
+        done.failed.append(f"{path}: {exc.strerror or exc}")
 
 
 # --------------------------------------------------------------------------- what is left to do
@@ -268,11 +274,5 @@ def finish_stopped(db, store: StoreLocation, dry_run: bool) -> tuple[Removed, bo
         path = Path(text)
         if path.name not in gone or path.is_symlink() or not path.is_dir():
             continue
-        done.dir_bytes[path.name] = tree_bytes(path)
-        if dry_run:
-            continue
-        try:
-            shutil.rmtree(path)
-        except OSError as exc:
-            done.failed.append(f"{path}: {exc.strerror or exc}")
+        _remove(path, path.name, done, dry_run)
     return done, bool(left.get("vacuum"))

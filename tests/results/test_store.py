@@ -801,15 +801,31 @@ def test_a_store_held_by_another_process_is_not_unreadable_at_its_check(tmp_path
     assert "backup" not in str(err.value)
 
 
+def in_a_small_tmpfs(mnt, probe: str):
+    """``python -c probe MNT`` in a private mount namespace where MNT is a tmpfs of 512 KiB (as
+    root, with unshare: the caller checks)."""
+    import shlex
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    python = shlex.quote(sys.executable)
+    script = f'mount -t tmpfs -o size=512k none {mnt} && {python} -c "$0" {mnt}'
+    return subprocess.run(
+        ["unshare", "-m", "sh", "-c", script, probe],
+        cwd=Path(__file__).resolve().parents[2],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
 def test_a_really_full_disk_is_a_store_error_and_nothing_half_written(tmp_path):
     """A tmpfs of 512 KiB in a private mount namespace, filled: writing results fails with one
     StoreError naming the store and the fix, and the run's earlier results are intact. As root
     only (CI); a developer's machine has the simulated full disk above."""
     import os
     import shutil
-    import subprocess
-    import sys
-    from pathlib import Path
 
     from tests.requirements import need
 
@@ -838,16 +854,7 @@ def test_a_really_full_disk_is_a_store_error_and_nothing_half_written(tmp_path):
         "    print(type(e).__name__, e)\n"
         "print('kept', [r['case_id'] for r in s.results(run)])\n"
     )
-    python = shlex.quote(sys.executable)
-    script = f'mount -t tmpfs -o size=512k none {mnt} && {python} -c "$0" {mnt}'
-    repo = Path(__file__).resolve().parents[2]
-    out = subprocess.run(
-        ["unshare", "-m", "sh", "-c", script, probe],
-        cwd=repo,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    out = in_a_small_tmpfs(mnt, probe)
     assert "StoreError" in out.stdout and "full" in out.stdout, out.stdout + out.stderr
     assert "free space" in out.stdout and "kept ['first']" in out.stdout, out.stdout
 
@@ -891,9 +898,6 @@ def test_a_really_full_disk_says_full_when_a_store_is_opened(tmp_path):
     As root only (CI), as the test above."""
     import os
     import shutil
-    import subprocess
-    import sys
-    from pathlib import Path
 
     from tests.requirements import need
 
@@ -920,16 +924,7 @@ def test_a_really_full_disk_says_full_when_a_store_is_opened(tmp_path):
         "out = subprocess.run(farm, capture_output=True, text=True)\n"
         "print(out.returncode, out.stderr)\n"
     )
-    python = shlex.quote(sys.executable)
-    script = f'mount -t tmpfs -o size=512k none {mnt} && {python} -c "$0" {mnt}'
-    repo = Path(__file__).resolve().parents[2]
-    out = subprocess.run(
-        ["unshare", "-m", "sh", "-c", script, probe],
-        cwd=repo,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    out = in_a_small_tmpfs(mnt, probe)
     code, _, said = out.stdout.partition(" ")
     assert code == "2" and len(said.strip().splitlines()) == 1, out.stdout + out.stderr
     assert f"error: run store {mnt}/farm.sqlite: the disk is full (" in said, said
