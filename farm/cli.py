@@ -263,7 +263,8 @@ def cmd_hosts(argv: list[str]) -> int:
     parser.add_argument(
         "--check",
         action="store_true",
-        help="deploy and health-check every host now (updates the quarantine)",
+        help="deploy and health-check every host now (updates the quarantine; exit 2 when a "
+        "host is bad)",
     )
     parser.add_argument(
         "--deep",
@@ -299,6 +300,8 @@ def cmd_hosts(argv: list[str]) -> int:
                 set_aside=health.devices_of(plan.set_aside, name),
             )
     rows = health.host_rows(inventory, paths.STATE_DIR, healths)
+    # A check that finds a host bad is a failed check, as a run's would be: exit 2.
+    code = 2 if args.check and any(h.state == health.BAD for h in (healths or {}).values()) else 0
     if args.json:
         seen = health.Quarantine(paths.STATE_DIR).seen()
         for row in rows:
@@ -306,14 +309,14 @@ def cmd_hosts(argv: list[str]) -> int:
                 row["machine"] = seen[row["host"]]["machine"]
         json.dump(rows, sys.stdout, indent=1)
         sys.stdout.write("\n")
-        return 0
+        return code
     if not sys.stdout.isatty():  # pipes and logs get every character, a line a host
         from farm.results.compare_render import plain_table
 
         print(
             "\n".join(plain_table(HOSTS_SHOWN, [[row[c] for c in HOSTS_SHOWN] for row in rows], ""))
         )
-        return 0
+        return code
     table = Table(title="pool" + (" (just checked)" if args.check else ""))
     for column in HOSTS_SHOWN:
         table.add_column(column, overflow="fold")
@@ -328,7 +331,7 @@ def cmd_hosts(argv: list[str]) -> int:
             ]
         )
     FarmConsole().print(table)
-    return 0
+    return code
 
 
 def _first_contact(inventory_path: str | None, *, as_json: bool) -> int:

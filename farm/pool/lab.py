@@ -67,6 +67,41 @@ START_TIMEOUT = 10.0
 MAX_HOSTS = 64
 
 
+def default_layout(hosts: int) -> list[tuple[str, str, int]]:
+    """(name, soc, devices) of ``hosts`` lab hosts: LAYOUT's cycle, its last host given to a
+    family the cycle left out once there are hosts enough for every family (2 hosts: one
+    Ascend910B1, one Ascend310B1, where the cycle alone makes two of the first)."""
+    chosen = [LAYOUT[i % len(LAYOUT)] for i in range(hosts)]
+    families = list(dict.fromkeys(soc for _, soc, _ in LAYOUT))
+    if hosts >= len(families):
+        for entry in LAYOUT:
+            if entry[1] not in {soc for _, soc, _ in chosen}:
+                chosen[-1] = entry
+    counts: dict[str, int] = {}
+    layout = []
+    for prefix, soc, devices in chosen:
+        counts[prefix] = counts.get(prefix, 0) + 1
+        layout.append((f"{prefix}-{counts[prefix]:02d}", soc, devices))
+    return layout
+
+
+def families_line(socs: list[str]) -> str:
+    """What a lab's hosts emulate, by family, and what a run there leaves out."""
+    from golden.soc import FAMILIES, family_of
+
+    made = {}
+    for soc in socs:
+        made.setdefault(family_of(soc), []).append(soc)
+    said = ", ".join(f"{FAMILIES[f]} x{len(s)} ({s[0]})" for f, s in made.items())
+    absent = [name for f, name in FAMILIES.items() if f not in made]
+    if absent:
+        said += (
+            f"; no {' nor '.join(absent)} host: its cases do not run (--hosts "
+            f"{len(FAMILIES)} or more makes every family)"
+        )
+    return said
+
+
 @dataclass
 class LabHost:
     name: str
@@ -380,12 +415,7 @@ class Lab:
             # Privilege separation chroots into /run/sshd (the Debian service would create it).
             os.makedirs("/run/sshd", mode=0o755, exist_ok=True)
         if layout is None:
-            counts: dict[str, int] = {}
-            layout = []
-            for i in range(hosts):
-                prefix, soc, devices = LAYOUT[i % len(LAYOUT)]
-                counts[prefix] = counts.get(prefix, 0) + 1
-                layout.append((f"{prefix}-{counts[prefix]:02d}", soc, devices))
+            layout = default_layout(hosts)
         for name, soc, _ in layout:
             try:
                 soc_profile(soc)
@@ -940,6 +970,7 @@ def main(argv: list[str] | None = None) -> int:
             for row in lab.status_rows():
                 print(f"  {row['host']:<10} {row['address']:<18} {row['soc']}")
             print(f"lab up: {len(inv.hosts)} host(s); inventory {lab.inventory_path}")
+            print(f"families: {families_line([h.soc for h in inv.hosts])}")
         elif args.cmd == "down":
             lab.down()
             print(f"lab down: {lab.root}")

@@ -87,7 +87,7 @@ def test_unusable_key_or_known_hosts_quarantines_that_host_only(farm, lab, tmp_p
         text=True,
         timeout=300,
     )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.returncode == 2, proc.stdout + proc.stderr  # a check that finds a bad host
     rows = farm.hosts(str(inventory))  # the quarantine as `farm hosts` shows it afterwards
     states = {n: r["state"] for n, r in rows.items()}
     # a2-02 was good (not quarantined: unknown until checked again), and its chips with it.

@@ -373,3 +373,16 @@ def test_a_workdir_relative_to_the_home_is_the_agents_too(deployed_lab, agent_bu
         assert not list((home / "versions").glob("*/lsg-farm-relative-*"))
     finally:
         shutil.rmtree(home, ignore_errors=True)
+
+
+def test_the_labs_default_hosts_make_every_family_once_there_are_enough():
+    from farm.pool.lab import default_layout, families_line
+
+    assert default_layout(2) == [("a2-01", "Ascend910B1", 2), ("a200-01", "Ascend310B1", 1)]
+    assert [n for n, _, _ in default_layout(3)] == ["a2-01", "a2-02", "a200-01"]
+    one = families_line([soc for _, soc, _ in default_layout(1)])
+    assert one == (
+        "Atlas A2 (Ascend910B) x1 (Ascend910B1); no Atlas 200I/500 A2 (Ascend310B) host: its "
+        "cases do not run (--hosts 2 or more makes every family)"
+    )
+    assert "no " not in families_line([soc for _, soc, _ in default_layout(2)])
