@@ -89,7 +89,7 @@ def families_line(socs: list[str]) -> str:
     """What a lab's hosts emulate, by family, and what a run there leaves out."""
     from golden.soc import FAMILIES, family_of
 
-    made = {}
+    made: dict[str, list[str]] = {}
     for soc in socs:
         made.setdefault(family_of(soc), []).append(soc)
     said = ", ".join(f"{FAMILIES[f]} x{len(s)} ({s[0]})" for f, s in made.items())

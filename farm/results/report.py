@@ -67,7 +67,7 @@ from farm.errors import ToolMissing, UsageError
 from farm.paths import REPO_ROOT
 from farm.results.store.history import StoredHistory
 from farm.results.store.location import StoreLocation
-from farm.run.interrupts import STOPS
+from farm.run import interrupts
 from golden import soc
 
 REPORTS_DIR = REPO_ROOT / "reports"
@@ -215,19 +215,13 @@ def _run_generate(
 @contextlib.contextmanager
 def _killed_on_stop(argv: list[str], **kwargs: Any) -> Iterator[subprocess.Popen]:
     """``argv`` started with its output piped, and killed if a stop (KeyboardInterrupt) ends the
-    block. The stop signals are held while it starts (it gets them unheld): a stop that came
-    between the fork and the block (where subprocess.run has no process to kill yet) is taken
-    inside it, where the process is there to be killed."""
+    block. A stop that comes while it starts (between the fork and the block, where
+    subprocess.run has no process to kill yet) is held and given again inside the block, where
+    the process is there to be killed: while it starts, the stop signals only note themselves
+    (Python runs handlers in the main thread, whichever thread the signal came to)."""
     main = threading.current_thread() is threading.main_thread()
-    held = signal.pthread_sigmask(signal.SIG_BLOCK, STOPS) if main else None
-
-    dying = dying_with_this_process()  # ends with this process too (farm/children.py)
-
-    def unheld() -> None:
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, STOPS)
-        if dying is not None:
-            dying()
-
+    came: list[int] = []
+    held = interrupts.catch(lambda signum, frame: came.append(signum)) if main else {}
     try:
         proc = subprocess.Popen(
             argv,
@@ -235,16 +229,15 @@ def _killed_on_stop(argv: list[str], **kwargs: Any) -> Iterator[subprocess.Popen
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
-            preexec_fn=unheld if main else dying,
+            preexec_fn=dying_with_this_process(),  # ends with this process (farm/children.py)
             **kwargs,
         )
-    except BaseException:
-        if held is not None:
-            signal.pthread_sigmask(signal.SIG_SETMASK, held)
-        raise
+    finally:
+        for s, previous in held.items():
+            signal.signal(s, previous)
     try:
-        if held is not None:
-            signal.pthread_sigmask(signal.SIG_SETMASK, held)  # a stop held meanwhile lands here
+        for signum in came:  # given again, to the handlers that were there: a stop lands here
+            signal.raise_signal(signum)
         yield proc
     except BaseException:
         proc.kill()
