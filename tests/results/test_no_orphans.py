@@ -34,8 +34,11 @@ def test_a_killed_command_takes_its_plot_workers_with_it(tmp_path):
     )
     try:
         assert proc.stdout is not None
-        for _ in range(2):  # both workers are at work
-            assert proc.stdout.readline() == "drawing\n"
+        said = ""  # both workers are at work (their words may interleave on the one pipe)
+        while said.count("drawing") < 2:
+            more = proc.stdout.read(1)
+            assert more, f"the command ended having said only {said!r}"
+            said += more
         workers = children(proc.pid)
         assert len(workers) == 2, workers
     finally:
