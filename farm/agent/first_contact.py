@@ -274,10 +274,14 @@ def check_optional(libs) -> Check:
     return Check("optional", OK, f"{', '.join(sorted(acl_api.OPTIONAL))} present")
 
 
+def _vendors_dir(env: Mapping[str, str]) -> Path:
+    home = env.get("ASCEND_HOME_PATH", "")
+    return Path(env.get("ASCEND_OPP_PATH") or Path(home) / "opp") / "vendors"
+
+
 def _vendors(env: Mapping[str, str]) -> list[Path]:
     """CANN's vendor directories, config.ini's load_priority order first, then the rest."""
-    home = env.get("ASCEND_HOME_PATH", "")
-    opp = Path(env.get("ASCEND_OPP_PATH") or Path(home) / "opp") / "vendors"
+    opp = _vendors_dir(env)
     loaded = _load_priority(opp)
     rest = sorted(p for p in opp.glob("*") if p.is_dir() and p not in loaded)
     return loaded + rest
@@ -359,13 +363,8 @@ def torch_lookup(env: Mapping[str, str], torch_custom_opp: str) -> tuple[Path | 
     return None, looked
 
 
-def _vendors_dir(env: Mapping[str, str]) -> Path:
-    home = env.get("ASCEND_HOME_PATH", "")
-    return Path(env.get("ASCEND_OPP_PATH") or Path(home) / "opp") / "vendors"
-
-
 def check_torch(env: Mapping[str, str], torch_custom_opp: str, package: Path | None) -> Check:
-    found, looked = torch_lookup(env, torch_custom_opp)
+    found, _ = torch_lookup(env, torch_custom_opp)
     if found is not None and package is not None and _same(found, str(package)):
         return Check(
             "torch",
@@ -374,7 +373,7 @@ def check_torch(env: Mapping[str, str], torch_custom_opp: str, package: Path | N
             "keep the package off the torch backend's ASCEND_CUSTOM_OPP_PATH and out of CANN's "
             "vendors",
         )
-    if found is not None and SEED_ENTRY in _defines(found) and found.name == "libcust_opapi.so":
+    if found is not None and found.name == "libcust_opapi.so":  # torch_lookup: it defines it
         return Check(
             "torch",
             FAIL,
