@@ -125,3 +125,15 @@ def test_the_repeat_initialize_status_is_the_genuine_headers():
     text = "\n".join(h.read_text(errors="replace") for h in headers)
     (value,) = set(re.findall(r"\bACL_ERROR_REPEAT_INITIALIZE\s*=\s*(\d+)", text))
     assert int(value) == acl_api.ACL_ERROR_REPEAT_INITIALIZE
+
+
+def test_the_reason_of_a_call_is_its_own_lines_not_an_earlier_one_left_unread():
+    """aclGetRecentErrMsg returns every message since it was last read: the call's is the last."""
+    from farm.agent.backends import acl
+
+    said = (
+        "EZ1001: LogSoftmaxGrad: status 161002 (reason 4): an earlier call's [x]\n"
+        "EZ1001: LogSoftmaxGrad: status 161002 (reason 9): this call's [x]"
+    )
+    assert acl._reason(161002, said) == acl.reason_name(9)
+    assert acl._reason(161002, "no reason here") is None and acl._reason(0, "") == "ok"

@@ -219,9 +219,11 @@ def _left_behind(libs: api.Libraries, before: tuple[list[dict], int]) -> None:
 
 
 def _reason(status: int, message: str) -> str | None:
-    found = _REASON.search(message)
+    """The reason the operator's own line names: the last one (aclGetRecentErrMsg returns every
+    message of the thread since it was last read, the call's own last)."""
+    found = _REASON.findall(message)
     if found:
-        return reason_name(int(found.group(1)))
+        return reason_name(int(found[-1]))
     return None if status else "ok"
 
 
