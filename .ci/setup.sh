@@ -46,5 +46,5 @@ fi
 
 # The genuine ACL headers (from the torch-npu wheel on PyPI): the package's acl backend is built
 # against them. Without PyPI the build goes on without it (`farm run --backend acl` says so).
-.venv/bin/python -m farm.acl_sdk --quiet || echo "setup: no genuine ACL headers; the acl backend is not built" >&2
+.venv/bin/python -m farm.pool.acl_sdk --quiet || echo "setup: no genuine ACL headers; the acl backend is not built" >&2
 .venv/bin/farm build --quiet

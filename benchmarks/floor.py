@@ -286,8 +286,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
 
-    from farm import build
     from farm.agent.backends.native import ENV_LIB
+    from farm.pool import build
 
     print("building the operator package (untimed) ...", flush=True)
     archive = build.build_package()

@@ -17,7 +17,8 @@ a fixed cost: the device copies the inputs and the output into its guarded arena
 workspace, 16 MiB on Atlas A2, is presented as zero pages, not copied) and sets up each core's
 state, which weighs on small calls.
 
-Both libraries are built first (farm.build, a no-op when up to date). Nothing is asserted: timings
+Both libraries are built first (farm.pool.build, a no-op when up to date). Nothing is asserted:
+timings
 on a shared machine are measurements.
 """
 
@@ -36,8 +37,8 @@ sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
 
-from farm import build  # noqa: E402
 from farm.agent.backends import native  # noqa: E402
+from farm.pool import build  # noqa: E402
 from golden.inputs import make_inputs  # noqa: E402
 from golden.soc import PROFILES  # noqa: E402
 

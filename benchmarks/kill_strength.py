@@ -4,7 +4,8 @@ far past its limit the weakest of those failures is.
     .venv/bin/python benchmarks/kill_strength.py                        # every bug, smoke
     .venv/bin/python benchmarks/kill_strength.py --tiers smoke,nightly --bugs tail,round_half_away
 
-Each planted bug (farm/build.py PLANT_BUGS) is built into the emulated real kernel (ascendc-cpu:
+Each planted bug (farm/pool/build.py PLANT_BUGS) is built into the emulated real kernel
+(ascendc-cpu:
 every bug is an edit of copies of the real sources) and the tier's cases run through the agent's
 own path (farm.agent.execute.run_case), as in benchmarks/precision_survey.py. The correct operator
 runs first: a tier whose correct run fails a case is reported, since a kill there means nothing.
@@ -37,7 +38,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from farm import build  # noqa: E402
+from farm.pool import build  # noqa: E402
 from golden.dtypes import DOUBLE_THOUSANDTH_TOL, MIXED_MAX_ABS, MIXED_MIN_OK_FRACTION, T  # noqa: E402
 from golden.metrics import BIAS_LIMIT, BIAS_MIN_N  # noqa: E402
 from golden.soc import representative_soc  # noqa: E402

@@ -193,7 +193,7 @@ _PHASES = r"""
 import json, os, resource, sys, time
 from pathlib import Path
 from farm.results import report
-from farm.results.case_plots import render_case_plots
+from farm.run.case_plots import render_case_plots
 
 def cpu():
     s, c = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)

@@ -37,11 +37,11 @@ STEPS = [
     ("farm.results.triage_next", "with_baseline"),
     ("farm.results.report", "farm_gate"),
     ("farm.run.outputs", "RunOutputs.rest"),
-    ("farm.results.case_plots", "render_case_plots"),
+    ("farm.run.case_plots", "render_case_plots"),
     ("farm.run.runner", "print_summary"),
     ("farm.run.runner", "make_report"),
     ("farm.results.shrink_links", "link_shrinks"),
-    ("farm.results.plots", "trend_png"),
+    ("farm.run.plots", "trend_png"),
     ("farm.results.report", "history_copy"),
     ("farm.results.report", "allure_input"),
     ("farm.results.report", "generate"),
@@ -77,8 +77,9 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="run-timeline-") as tmp:
         work = Path(tmp)
         os.environ.update(FARM_RUNS=str(work / "runs"), FARM_STORE=str(work / "farm.sqlite"))
-        # Imported after: farm.paths reads FARM_RUNS once, at import.
-        from farm import build, cli
+        # Imported after: farm.util.paths reads FARM_RUNS once, at import.
+        from farm import cli
+        from farm.pool import build
 
         print("building the operator package (untimed) ...", flush=True)
         build.build_package()

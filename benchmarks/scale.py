@@ -458,7 +458,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     sizes = [int(x) for x in args.sizes.split(",") if x.strip()]
 
-    from farm import build
+    from farm.pool import build
 
     print("building the operator package (untimed) ...", flush=True)
     build.build_package()

@@ -237,7 +237,7 @@ class Pool:
     """A prepared pool (deployed, health-checked) and how to reach its agents in-process."""
 
     def __init__(self, name: str, inventory: Path | None, tier: str, work: Path) -> None:
-        from farm import build
+        from farm.pool import build
         from farm.run import prepare
 
         self.name = name
@@ -537,7 +537,7 @@ def micro_costs(pool: Pool, cases: list, run_dir: Path, reps: int = 300) -> dict
     }  # fmt: skip
     writer.close()
     try:
-        from farm.results import allure_glue  # noqa: F401  (outside pytest annotate has no test to fill)
+        from farm.run import allure_glue  # noqa: F401  (outside pytest annotate has no test to fill)
     except ImportError:
         pass
     return out
@@ -547,8 +547,8 @@ def micro_costs(pool: Pool, cases: list, run_dir: Path, reps: int = 300) -> dict
 
 # (label, path suffix of the file, function name): cumulative times read from the profile.
 PROFILE_POINTS = (
-    ("whole command", "farm/cli.py", "cmd_run"),
-    ("build package", "farm/build.py", "build_package"),
+    ("whole command", "farm/cli/__init__.py", "cmd_run"),
+    ("build package", "farm/pool/build.py", "build_package"),
     ("prepare pool (health, deploy, canaries)", "farm/run/prepare.py", "prepare_pool"),
     ("pytest session", "_pytest/main.py", "wrap_session"),
     ("pytest item protocol (all items)", "_pytest/runner.py", "runtestprotocol"),
@@ -567,8 +567,8 @@ PROFILE_POINTS = (
     ("RunState.read", "farm/run/leases.py", "read"),
     ("Case.to_dict", "suites/case.py", "to_dict"),
     ("RecordWriter.write", "farm/run/plugin.py", "write"),
-    ("allure annotate", "farm/results/allure_glue.py", "annotate"),
-    ("allure plots (PNG)", "farm/results/plots.py", "error_histogram_png"),
+    ("allure annotate", "farm/run/allure_glue.py", "annotate"),
+    ("allure plots (PNG)", "farm/run/plots.py", "error_histogram_png"),
     ("allure-pytest logfinish (result file)", "allure_pytest/listener.py",
      "pytest_runtest_logfinish"),
     ("allure-pytest fixture finalizers", "allure_pytest/listener.py",

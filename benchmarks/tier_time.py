@@ -157,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
 
-    from farm import build
+    from farm.pool import build
 
     print("building the operator package (untimed) ...", flush=True)
     build.build_package()

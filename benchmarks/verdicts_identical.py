@@ -81,8 +81,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tier", default="nightly", help="the tier of the latest runs")
     args = parser.parse_args(argv)
 
-    from farm.errors import FarmError
     from farm.results.store import RunStore
+    from farm.util.errors import FarmError
 
     try:
         with RunStore(args.store_a, create=False) as a, RunStore(args.store_b, create=False) as b:

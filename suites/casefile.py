@@ -36,9 +36,9 @@ from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
 
-from farm.errors import UsageError
-from farm.run import heap
-from farm.visible import CONTROL
+from farm.util import heap
+from farm.util.errors import UsageError
+from farm.util.visible import CONTROL
 from golden import contract, soc
 
 from . import limits

@@ -17,7 +17,7 @@ import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from farm.errors import ConfigError, UsageError
+from farm.util.errors import ConfigError, UsageError
 
 from . import casefile, limits, matrix
 from . import explore as exploration

@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import replace
 
-from farm.errors import UsageError
+from farm.util.errors import UsageError
 from golden import soc
 
 from . import matrix

@@ -26,8 +26,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from farm.errors import UsageError
-from farm.sizes import size_text
+from farm.util.errors import UsageError
+from farm.util.sizes import size_text
 from golden import dtypes, inputs, layouts, reference
 from golden.contract import axes_consecutive, axes_in_range, merge_shape, normalize_axes
 from suites.case import Case

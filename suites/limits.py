@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from farm.errors import UsageError
+from farm.util.errors import UsageError
 
 
 class LimitExceeded(UsageError):

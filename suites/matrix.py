@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
 from typing import Any
 
-from farm.errors import UsageError
+from farm.util.errors import UsageError
 from golden import inputs, soc
 from golden.layouts import View
 

@@ -13,12 +13,12 @@ from typing import Any, cast
 import numpy as np
 
 from farm.agent.backends import BACKENDS
-from farm.agent.errors import HostLacks
 from farm.agent.histogram import HistogramAccumulator
 from farm.agent.identity import Identity
 from farm.agent.outcome import classify, is_allocation_failure, out_of_memory
 from farm.agent.record import DeviceRun, HostChecks, ResultRecord, Verdict
 from farm.agent.request import CaseRequest, Expectation
+from farm.util.errors import HostLacks
 from golden import dtypes, inputs, layouts
 from golden.benchmark import TorchMissing
 from golden.judge import judge_case

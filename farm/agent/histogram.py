@@ -3,7 +3,7 @@
 The agent imports this module on every host, so it imports numpy and golden/fused (which bins in
 one pass where the host has its library, the same counts as numpy's passes here) and nothing
 else: no matplotlib, nothing of the farm. It turns an element-wise relative-error array into a
-histogram of log10(relative error) a few hundred bytes long; farm/results/plots.py draws it on the
+histogram of log10(relative error) a few hundred bytes long; farm/run/plots.py draws it on the
 orchestrator side.
 """
 

@@ -20,7 +20,7 @@ agent's process group, which the orchestrator kills after a timeout); ``run-case
 device's lock on the host first (farm/agent/devicelock.py): ``run`` names the run for messages,
 ``owner`` lets the agents of one run share a device, ``lock_wait`` bounds the wait, and a device
 another run holds is answered with the error kind ``busy`` (``error.device``, ``error.holder``),
-which the orchestrator raises as :class:`~farm.agent.errors.DeviceBusy`. A version-1 agent would
+which the orchestrator raises as :class:`~farm.util.errors.DeviceBusy`. A version-1 agent would
 ignore those fields and run on a device another run holds.
 
 Results are small records (metrics and verdicts, never bulk tensors), so the line cap is 1 MiB.
@@ -35,7 +35,7 @@ import json
 from typing import Any, TypeGuard
 
 from farm import __version__
-from farm.agent.errors import AgentError, DeviceBusy, HostLacks, ProtocolError
+from farm.util.errors import AgentError, DeviceBusy, HostLacks, ProtocolError
 
 PROTOCOL_VERSION = 2
 MAX_LINE_BYTES = 1 << 20

@@ -48,7 +48,6 @@ from typing import Any, BinaryIO, cast
 from farm import __version__
 from farm.agent import protocol
 from farm.agent.devicelock import DEFAULT_LOCK_WAIT, DeviceLocks
-from farm.agent.errors import DeviceBusy, HostLacks
 from farm.agent.identity import (
     SLOW_REPLY_S,
     Declared,
@@ -58,6 +57,7 @@ from farm.agent.identity import (
     gather,
 )
 from farm.agent.request import CaseRequest
+from farm.util.errors import DeviceBusy, HostLacks
 
 Executor = Callable[[dict, str, int, Identity], dict]
 DEFAULT_EXECUTOR = "farm.agent.execute:run_case"

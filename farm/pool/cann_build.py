@@ -13,7 +13,7 @@ architecture and CANN reuses it once it has checked it against its manifest (one
 match, cut short on the disk, is said in one line and built again). A build that fails is
 :class:`CannBuildFailed` (a build failure, with the log kept beside the cache, never the host's
 fault); a set-up script that is missing or fails on the host is the host's
-(:class:`~farm.errors.HostSetupError`).
+(:class:`~farm.util.errors.HostSetupError`).
 
 **Installed per version.** A host given the package unpacks it into its version directory as
 usual; :func:`install` then runs the installer there with ``--install-path=<that directory>/opp``
@@ -32,12 +32,12 @@ import tempfile
 from pathlib import Path
 
 from farm.agent.home_paths import CUSTOM_OPP_ENV, PACKAGE_OPP_ENV
-from farm.errors import BuildError, FarmError, HostSetupError
-from farm.paths import DIST_DIR
 from farm.pool import deploy
 from farm.pool.inventory import HostSpec, Inventory
 from farm.pool.transport import Transport, open_transport
 from farm.pool.transport.base import host_argv, set_env_problem
+from farm.util.errors import BuildError, FarmError, HostSetupError
+from farm.util.paths import DIST_DIR
 
 BUILD_TIMEOUT = 3600.0  # a CANN build of both SoCs takes minutes; a stuck one is stopped here
 INSTALL_TIMEOUT = 600.0
@@ -66,7 +66,7 @@ def build_on(
 ) -> Path:
     """The CANN package of ``source`` for ``arch`` and ``cann``: the one in ``out_dir`` when it
     was built before, else built on ``host`` (which has that CANN) and kept there."""
-    from farm import build
+    from farm.pool import build
 
     manifest = deploy.package_manifest(source)
     source_sha = deploy.sha256_file(source)
@@ -137,7 +137,7 @@ def builder(inventory: Inventory, out_dir: Path | None = None):
     """A farm/run/packages.py Builder of the CANN package: the source package of this checkout,
     built on the inventory's first build host (role = "build") of that architecture and CANN,
     else on the host that needs it (it has that CANN), kept in ``out_dir`` (dist/op)."""
-    from farm import build
+    from farm.pool import build
 
     out = out_dir or DIST_DIR
     source: list[Path] = []  # made on first need, once

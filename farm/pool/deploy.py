@@ -45,8 +45,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from farm.agent import hostops, machine
-from farm.errors import ConfigError, ConnectionLost, DeployError, HostSetupError
-from farm.paths import DIST_DIR, REPO_ROOT
 from farm.pool.inventory import HostSpec
 from farm.pool.transport.base import (
     HANDSHAKE_TIMEOUT,
@@ -56,11 +54,20 @@ from farm.pool.transport.base import (
     set_env_problem,
     with_set_env,
 )
+from farm.util.errors import ConfigError, ConnectionLost, DeployError, HostSetupError
+from farm.util.paths import DIST_DIR, REPO_ROOT
 
 # What ships to a host: the agent package and the maths, nothing else (farm/__init__.py only makes
 # `farm` a package there). Everything under these paths that is Python goes in, and the fused
 # judging pass's C source, which the agent builds on the host (golden/fused.py).
-BUNDLE_PATHS = ("farm/__init__.py", "farm/agent", "golden", "golden/fused.c")
+BUNDLE_PATHS = (
+    "farm/__init__.py",
+    "farm/util/__init__.py",
+    "farm/util/errors.py",
+    "farm/agent",
+    "golden",
+    "golden/fused.c",
+)
 BUNDLE_PREFIX = "lsg-agent"
 _ENTRY_MTIME = 946684800  # 2000-01-01: fixed, so identical sources give identical bytes
 _ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar")
@@ -242,7 +249,7 @@ def deploy(transport: Transport, host: HostSpec | None, files: Iterable[Path]) -
 
 
 # ---------------------------------------------------------------------------------------------
-# The operator package (dist/op/*.tar.gz, built by farm/build.py)
+# The operator package (dist/op/*.tar.gz, built by farm/pool/build.py)
 
 
 def find_op_package(

@@ -16,11 +16,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from farm.agent.first_contact import FAIL, Check
-from farm.errors import FarmError
 from farm.pool import deploy
 from farm.pool.inventory import HostSpec, Inventory
 from farm.pool.transport import open_transport
 from farm.pool.transport.base import host_argv
+from farm.util.errors import FarmError
 
 TIMEOUT = 600.0  # one case on the device, the libraries loaded and read: seconds, not minutes
 

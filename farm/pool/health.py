@@ -26,14 +26,14 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from farm.agent.errors import DeviceBusy, FarmError
 from farm.agent.machine import Chip, Machine, chip_problem, hidden_chips
 from farm.pool.deploy import deploy, sha256_file, start_agent
 from farm.pool.host_neutral import host_parts, neutral
 from farm.pool.host_threads import host_threads
 from farm.pool.inventory import PIN_FIELDS, HostSpec, Inventory
 from farm.pool.transport import HANDSHAKE_TIMEOUT, Channel, Transport, open_transport
-from farm.waits import result_of
+from farm.util.errors import DeviceBusy, FarmError
+from farm.util.waits import result_of
 
 GOOD, BAD, UNKNOWN = "good", "bad", "unknown"
 QUARANTINE_FILE = "quarantine.json"

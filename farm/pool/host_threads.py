@@ -1,5 +1,5 @@
 """The threads that work on a pool's hosts at once (health checks, deploys); the main thread
-waits for their results with farm/waits.py result_of, which a stop can end."""
+waits for their results with farm/util/waits.py result_of, which a stop can end."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ from concurrent.futures import ThreadPoolExecutor
 
 @contextlib.contextmanager
 def host_threads(max_workers: int) -> Iterator[ThreadPoolExecutor]:
-    """A thread pool that a stop does not wait for. On Ctrl-C (or SIGTERM, SIGHUP: farm/cli.py)
+    """A thread pool that a stop does not wait for. On Ctrl-C (or SIGTERM, SIGHUP: farm/cli)
     the work not begun is cancelled and the work under way is left to end with the process,
     where ``with ThreadPoolExecutor`` waits for it: an SSH connect to a host that does not
-    answer waits out its whole timeout (farm/cli.py entry does not wait either)."""
+    answer waits out its whole timeout (farm/cli entry does not wait either)."""
     pool = ThreadPoolExecutor(max_workers=max_workers)
     try:
         yield pool

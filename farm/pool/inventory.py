@@ -49,9 +49,9 @@ agent and the build run under ``bash -c '. set_env.sh && exec ...'`` (farm/pool/
 ``host_argv``), ``env`` on top. Without the field, where ``env`` names ``ASCEND_HOME_PATH``, the
 ``set_env.sh`` beside it or in the directory above it (``ascend-toolkit/set_env.sh`` of
 ``ascend-toolkit/latest``); ``set_env = ""``: none, ``env`` alone. A script that is missing or
-fails there is the host's error (:class:`~farm.errors.HostSetupError`).
+fails there is the host's error (:class:`~farm.util.errors.HostSetupError`).
 
-Every validation error is one :class:`~farm.errors.ConfigError` line that names the file, the
+Every validation error is one :class:`~farm.util.errors.ConfigError` line that names the file, the
 host, the field and the fix.
 """
 
@@ -70,8 +70,8 @@ from typing import Any
 import tomllib
 
 from farm.agent.machine import ACCEPTABLE_HEALTH
-from farm.errors import ConfigError
-from farm.sizes import parse_size
+from farm.util.errors import ConfigError
+from farm.util.sizes import parse_size
 from golden.soc import UnknownSocError
 from golden.soc import family_of as soc_family
 from golden.soc import profile as soc_profile

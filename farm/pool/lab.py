@@ -48,11 +48,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from farm.agent import hostops
-from farm.argparsing import CommandParser, make_output_dir
-from farm.errors import ConfigError, FarmError
 from farm.pool import lab_cann_toolchain
 from farm.pool.inventory import Inventory, load_inventory
 from farm.pool.lab_npu_smi import default_chip
+from farm.util.argparsing import CommandParser, make_output_dir
+from farm.util.errors import ConfigError, FarmError
 from golden.soc import UnknownSocError
 from golden.soc import profile as soc_profile
 
@@ -801,12 +801,12 @@ def _banner(address: str, port: int, timeout: float = 1.0) -> bool:
 
 def _emulated_cann_libs() -> Path:
     """This checkout's emulated ACL runtime and op-api (build/ascendc-cpu/acl/lib), built now."""
-    from farm import acl_sdk, build
+    from farm.pool import acl_sdk, build
 
     if not acl_sdk.present():
         raise ConfigError(
             "lab: --cann emulated needs the emulated ACL runtime, built against the genuine ACL "
-            "headers: run python -m farm.acl_sdk first"
+            "headers: run python -m farm.pool.acl_sdk first"
         )
     try:
         lib = build.build_ascendc_cpu()
@@ -821,8 +821,9 @@ def _install_cann(root: Path, libs: Path, python: str) -> Path:
     architecture, the stand-in msopgen where CANN keeps its own, farm/pool/lab_cann_toolchain.py)
     beside ``driver/`` and ``firmware/`` with their version files. Returns the toolkit's
     directory (ASCEND_HOME_PATH)."""
-    from farm import __version__, build
+    from farm import __version__
     from farm.agent.backends import acl_api  # the library names the backend looks for
+    from farm.pool import build
 
     home = root / "ascend-toolkit" / "latest"
     version = f"emulated-{__version__}"
@@ -854,7 +855,7 @@ def _install_stand_in_toolchain(home: Path, libs: Path) -> None:
     """What the stand-in CANN build compiles and links from (farm/pool/lab_cann_toolchain.py):
     the emulated op-api with and without the operator's aclnn layer, the emulated Ascend C
     headers, and the aclnn entry "opbuild" generates from the OpDef."""
-    from farm import build
+    from farm.pool import build
 
     tc = lab_cann_toolchain
     for rel, lib in (

@@ -16,8 +16,6 @@ import math
 import sys
 from collections.abc import Mapping, Sequence
 
-from farm.argparsing import CommandParser, number, whole_number
-from farm.errors import StoreError, UsageError
 from farm.results import retention
 from farm.results.compare import DEFAULT_DRIFT_FACTOR, DEFAULT_NOISE_FLOOR, compare
 from farm.results.compare_render import (
@@ -30,7 +28,9 @@ from farm.results.compare_render import (
 )
 from farm.results.store import METRIC_COLUMNS, RunStore, StoreLocation, open_existing
 from farm.results.store.rows import planted_bug
-from farm.sizes import size_text
+from farm.util.argparsing import CommandParser, number, whole_number
+from farm.util.errors import StoreError, UsageError
+from farm.util.sizes import size_text
 
 
 def _store_arg(p: argparse.ArgumentParser) -> None:
@@ -113,7 +113,7 @@ def main_runs(argv: Sequence[str] | None = None) -> int:
         from rich.table import Table
         from rich.text import Text
 
-        from farm.console import FarmConsole
+        from farm.util.console import FarmConsole
 
         t = Table(title="Runs (newest first)", title_justify="left")
         for h in hdr:

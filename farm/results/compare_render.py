@@ -191,7 +191,7 @@ def render_rich(c: Comparison, console=None, limit: int | None = 50) -> None:
     from rich.table import Table
     from rich.text import Text  # case ids, tiers and messages are text, not rich's markup
 
-    from farm.console import FarmConsole
+    from farm.util.console import FarmConsole
 
     console = console or FarmConsole()
     style = "bold red" if c.has_regressions else "bold green"

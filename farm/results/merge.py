@@ -17,14 +17,14 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from farm import paths
-from farm.errors import UsageError
 from farm.run import shard as shard_mod
 from farm.run.outputs import JUNIT_XML, SUMMARY_JSON
+from farm.util import paths
+from farm.util.errors import UsageError
 
 ALLURE_RESULTS = "allure-results"
 # What each run's allure-results holds once for the run, not per case: written anew for the
-# merged run (farm/results/allure_glue.py write_results_extras).
+# merged run (farm/run/allure_glue.py write_results_extras).
 _RUN_EXTRAS = frozenset({"categories.json", "environment.properties", "executor.json"})
 # What the shards of one logical run share; a shard that differs is not of the same run.
 SAME_FIELDS = ("tier", "label", "git_commit", "package_sha256", "backend", "target")
@@ -160,7 +160,7 @@ def _field(run: dict, name: str):
 def whole_selection(group: Group) -> set[str] | None:
     """The case ids of the shards' whole selection (their union, when nothing deselected any),
     from a shard's own copy of its case files; None when it cannot be expanded here."""
-    from farm.agent.errors import FarmError
+    from farm.util.errors import FarmError
     from suites.caseset import Selection
 
     if not group.shards:
@@ -181,8 +181,8 @@ def whole_selection(group: Group) -> set[str] | None:
 
 def merged_junit(group: Group, out: Path, records: list) -> None:
     """One junit.xml of the shards' testsuites, holding exactly the merged run's cases
-    (farm/results/reconcile.py junit: a stored case a shard's JUnit lacks gains an entry)."""
-    from farm.results import reconcile
+    (farm/run/reconcile.py junit: a stored case a shard's JUnit lacks gains an entry)."""
+    from farm.run import reconcile
 
     root = ET.Element("testsuites", name="pytest tests")
     for k in sorted(group.run_dirs):
@@ -206,7 +206,7 @@ def merged_allure(group: Group, results: Path, records: list) -> None:
     """One allure-results: every shard's per-case files (results, attachments, plots), then
     reconciled to exactly the merged run's cases. The run's own extras are written afterwards
     for the merged run."""
-    from farm.results import reconcile
+    from farm.run import reconcile
 
     results.mkdir(parents=True, exist_ok=True)
     for k in sorted(group.run_dirs):

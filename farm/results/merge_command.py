@@ -25,14 +25,14 @@ from typing import TYPE_CHECKING, cast
 from rich.console import Console
 from rich.markup import escape
 
-from farm import paths
 from farm.agent.record import ResultRecord
-from farm.argparsing import CommandParser
-from farm.console import FarmConsole
-from farm.errors import FarmError, UsageError
 from farm.results import merge as merge_mod
 from farm.run.outputs import JUNIT_XML, SUMMARY_JSON, write_summary
 from farm.run.plan import Plan
+from farm.util import paths
+from farm.util.argparsing import CommandParser
+from farm.util.console import FarmConsole
+from farm.util.errors import FarmError, UsageError
 
 if TYPE_CHECKING:
     from farm.results.store import StoreLocation
@@ -191,7 +191,7 @@ def _make(
             code, gate, followup = runner.judge(
                 console, store_path, dict(meta, status=status, subset=subset), records, code
             )
-        from farm.results.allure_glue import write_results_extras
+        from farm.run.allure_glue import write_results_extras
 
         write_results_extras(results, meta)
         extra = runner.summary_extra(gate, followup)
@@ -221,8 +221,8 @@ def _make(
 
 def _done(store_path: StoreLocation, run_id: str) -> None:
     """Say in the store that this merge is done with its run (merges waiting for it answer)."""
-    from farm.errors import StoreError
     from farm.results.store import RunStore
+    from farm.util.errors import StoreError
 
     try:
         with RunStore(store_path) as store:

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from farm.argparsing import CommandParser
-from farm.console import FarmConsole
-from farm.errors import UsageError
 from farm.results.store import RunStore
+from farm.util.argparsing import CommandParser
+from farm.util.console import FarmConsole
+from farm.util.errors import UsageError
 from suites import casefile, explore
 from suites.case import Case
 from suites.caseset import Selection, find_case

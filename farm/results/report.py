@@ -31,7 +31,7 @@ tab), so they do not count as test cases; each triage group's line is also among
 Metadata, first.
 
 Before Allure runs, the cases' error-distribution PNGs are drawn from the data the test items left
-in allure-results (farm/results/case_plots.py), so a test item never draws one.
+in allure-results (farm/run/case_plots.py), so a test item never draws one.
 
 A nightly report is thousands of passed cases, so what each case costs in the report is kept small
 (its size and time grow with failures, not passes): Allure reads the allure-results without the
@@ -60,14 +60,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from farm.argparsing import CommandParser, make_output_dir, whole_number
-from farm.children import dying_with_this_process
-from farm.console import FarmConsole
-from farm.errors import ToolMissing, UsageError
-from farm.paths import REPO_ROOT
 from farm.results.store.history import StoredHistory
 from farm.results.store.location import StoreLocation
-from farm.run import interrupts
+from farm.util import interrupts
+from farm.util.argparsing import CommandParser, make_output_dir, whole_number
+from farm.util.children import dying_with_this_process
+from farm.util.console import FarmConsole
+from farm.util.errors import ToolMissing, UsageError
+from farm.util.paths import REPO_ROOT
 from golden import soc
 
 REPORTS_DIR = REPO_ROOT / "reports"
@@ -229,7 +229,7 @@ def _killed_on_stop(argv: list[str], **kwargs: Any) -> Iterator[subprocess.Popen
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
-            preexec_fn=dying_with_this_process(),  # ends with this process (farm/children.py)
+            preexec_fn=dying_with_this_process(),  # ends with this process (farm/util/children.py)
             **kwargs,
         )
     finally:
@@ -342,7 +342,7 @@ def generate(
     (ToolMissing), so that the allure-results are whole for any Allure to read; not when
     `plots_drawn` says they already are.
     """
-    from farm.results.case_plots import render_quietly
+    from farm.run.case_plots import render_quietly
 
     results_dir = Path(results_dir).resolve()
     out_dir = Path(out_dir).resolve()
@@ -359,7 +359,7 @@ def generate(
     try:
         staging = work / "report"
         if trend is None and trend_series:
-            from farm.results.plots import trend_png
+            from farm.run.plots import trend_png
 
             trend = trend_png(trend_series)
         attachments = [
@@ -483,7 +483,7 @@ def allure_input(results_dir: Path, view: Path, metadata: Mapping[str, str] | No
     (plan, dispatcher, records) in the set-up and tear-down of every case, ~1.6 KB in each case's
     data file and 13,000 files to read for a nightly run, for nothing a person reads. A fixture
     that failed or broke keeps its container, and so its place in the report. (The farm's runs
-    no longer write the others, farm/results/allure_output.py; results written without it, by
+    no longer write the others, farm/run/allure_output.py; results written without it, by
     an older run or an allure-pytest it does not recognise, are read the same way.)"""
     try:
         view.mkdir(parents=True)
@@ -510,7 +510,7 @@ def allure_input(results_dir: Path, view: Path, metadata: Mapping[str, str] | No
 def _put_first(properties: Path, entries: Mapping[str, str]) -> None:
     """environment.properties with `entries` before its own lines; replaced, never written
     through (it is a hard link to the run's own)."""
-    from farm.results.allure_glue import properties_text
+    from farm.run.allure_glue import properties_text
 
     try:
         own = properties.read_text(encoding="utf-8")
@@ -551,7 +551,7 @@ def compact_history_line(line: bytes, newest: bool) -> bytes | None:
     """One line of a history JSONL with each case's entry cut to HISTORY_ITEM_KEYS, and in the
     newest line also HISTORY_NEWEST_KEYS (with HISTORY_LABELS only); None where it is so already
     (or is no history point: it stays as it is)."""
-    from farm.run.heap import paused
+    from farm.util.heap import paused
 
     if not any(m in line for m in _WHOLE) and (newest or b'"labels"' not in line):
         return None
@@ -598,7 +598,7 @@ def _keep_new_history_line(history: StoredHistory, path: Path, last_before: str 
     copy holds up to --history-runs lines of every case of the tier (17 MB each for the full
     tier's). A store that cannot take it (a read-only role) costs the next reports this run's
     point, not this report."""
-    from farm.errors import StoreError
+    from farm.util.errors import StoreError
 
     try:
         line = _last_line(path)
@@ -637,8 +637,8 @@ def load_gate_rules(reports_dir: Path = REPORTS_DIR) -> dict:
 
 def read_results(results_dir: str | os.PathLike) -> list[dict]:
     """The final attempt of every test in an allure-results directory (one per historyId)."""
-    from farm.results.result_files import read_file, result_files
-    from farm.run.heap import paused
+    from farm.run.result_files import read_file, result_files
+    from farm.util.heap import paused
 
     latest: dict[str, dict] = {}
     # Parsed JSON holds no reference cycles: the collector would only walk the results read so

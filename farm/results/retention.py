@@ -28,10 +28,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from farm.errors import StoreError, UsageError
 from farm.results.report import run_dir_of
 from farm.results.store.location import SQLITE, StoreLocation
-from farm.sizes import size_text
+from farm.util.errors import StoreError, UsageError
+from farm.util.sizes import size_text
 
 AGE_UNITS = {"m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 _AGE = re.compile(r"(\d+)([mhdw])")

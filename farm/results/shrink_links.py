@@ -48,7 +48,7 @@ def case_id_of(result: Mapping) -> str:
 
 
 def failing_results(results_dir: Path) -> dict[Path, dict]:
-    from farm.results.result_files import read_file, result_files
+    from farm.run.result_files import read_file, result_files
 
     out: dict[Path, dict] = {}
     for name in result_files(results_dir):
@@ -70,7 +70,7 @@ def link_shrinks(results_dir: str | os.PathLike, store: StoreLocation, run: Mapp
     """Add the shrunk forms to the failing cases of `run` in `results_dir` (see above); returns
     how many cases got one. A problem here (unreadable store, read-only results) is a warning on
     stderr: the report goes on without the links."""
-    from farm.agent.errors import FarmError
+    from farm.util.errors import FarmError
 
     try:
         return _link(Path(results_dir), store, run)
@@ -107,7 +107,7 @@ def _link(results_dir: Path, store: StoreLocation, run: Mapping) -> int:
 def case_file_path(case_id: str, shrunk_id: str) -> Path | None:
     """Where `farm shrink` wrote the shrunk form by default, if it is still there (and still
     holds that case)."""
-    from farm import paths
+    from farm.util import paths
 
     path = paths.RUNS_DIR / "shrinks" / f"{case_id}.json"
     try:

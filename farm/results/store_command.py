@@ -15,11 +15,11 @@ import os
 import sys
 from collections.abc import Sequence
 
-from farm.argparsing import CommandParser
-from farm.errors import UsageError
 from farm.results.store import RunStore, store_location
 from farm.results.store.transfer import TABLES, copy_store, count, opened_source
-from farm.sizes import size_text
+from farm.util.argparsing import CommandParser
+from farm.util.errors import UsageError
+from farm.util.sizes import size_text
 
 LOGGED_EVERY = 100_000  # rows between a migration's progress lines in a log (no terminal)
 

@@ -480,8 +480,8 @@ def selection_arguments(run: Mapping[str, Any]) -> list[str]:
 
 def operator_arguments(run: Mapping[str, Any]) -> list[str]:
     """`farm run`'s arguments for the run's operator, where they differ from the defaults."""
-    from farm import build
     from farm.agent.backends import BACKENDS
+    from farm.pool import build
 
     args: list[str] = []
     target = run.get("target") or build.DEFAULT_TARGET
@@ -519,7 +519,7 @@ def triage_run(store: Any, run_id: str) -> Triage:
     """The triage of a stored run (farm/results/store.py RunStore)."""
     run = store.get_run(run_id)
     if run is None:
-        from farm.errors import UsageError
+        from farm.util.errors import UsageError
 
         raise UsageError(f"no run {run_id!r} in the store (list them with `farm runs`)")
     return triage(store.results(run_id), run)

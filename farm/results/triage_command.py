@@ -9,11 +9,11 @@ import json
 import sys
 from pathlib import Path
 
-from farm.argparsing import CommandParser
-from farm.console import FarmConsole
-from farm.errors import UsageError
 from farm.results import triage
 from farm.results.store import RunStore
+from farm.util.argparsing import CommandParser
+from farm.util.console import FarmConsole
+from farm.util.errors import UsageError
 
 
 def main(argv: list[str] | None = None) -> int:

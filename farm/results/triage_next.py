@@ -78,7 +78,7 @@ def shrink_command(run: Mapping[str, Any], case_id: str) -> str:
 def bisect_target(run: Mapping[str, Any]) -> list[str]:
     """farm bisect builds the operator at each commit: the run's target, where not the default
     (bisect builds no planted bug and runs the native backend)."""
-    from farm import build
+    from farm.pool import build
 
     target = run.get("target") or build.DEFAULT_TARGET
     return [] if target == build.DEFAULT_TARGET else ["--target", str(target)]
@@ -197,7 +197,7 @@ def run_triage(
     """The triage of a stored run and its next steps (against `baseline_id`: with_baseline)."""
     run = store.get_run(run_id)
     if run is None:
-        from farm.errors import UsageError
+        from farm.util.errors import UsageError
 
         raise UsageError(f"no run {run_id!r} in the store (list them with `farm runs`)")
     return with_baseline(store, store.results(run_id), run, baseline_id)

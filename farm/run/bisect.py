@@ -40,12 +40,11 @@ from typing import Any
 
 from rich.markup import escape
 
-from farm import paths
-from farm.agent.errors import FarmError
-from farm.argparsing import CommandParser
-from farm.console import FarmConsole
-from farm.errors import BuildError, ConfigError, UsageError
 from farm.run import scratch
+from farm.util import paths
+from farm.util.argparsing import CommandParser
+from farm.util.console import FarmConsole
+from farm.util.errors import BuildError, ConfigError, FarmError, UsageError
 from suites.case import Case
 
 GOOD, BAD, SKIP = "good", "bad", "skip"
@@ -343,7 +342,7 @@ class Stepper:
         self.builds = 0
 
     def __call__(self, sha: str, role: str) -> Step:
-        from farm import build
+        from farm.pool import build
 
         started = time.perf_counter()
         subject = self.git.subject(sha)
@@ -548,7 +547,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _bisect(args, git: Git, good: str, commits: list[str], cases, selection) -> int:
     from farm.results.store import RunStore
-    from farm.run.interrupts import interruptible, shielded
+    from farm.util.interrupts import interruptible, shielded
 
     console = FarmConsole(stderr=args.json, highlight=False)
     bad = commits[-1]

@@ -55,10 +55,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, cast
 
-from farm.agent.errors import AgentError, DeviceBusy, HostLacks, InfraError, ProtocolError
 from farm.agent.record import ResultRecord, broken_record, with_case
 from farm.agent.request import CaseRequest
-from farm.errors import AgentTimeout, ConnectionLost
 from farm.pool.host_neutral import host_parts, neutral
 from farm.pool.transport.base import HANDSHAKE_TIMEOUT
 from farm.run import run_dir
@@ -69,6 +67,15 @@ from farm.run.leases import (
     lease_any,
     needs_benchmark,
     without_torch,
+)
+from farm.util.errors import (
+    AgentError,
+    AgentTimeout,
+    ConnectionLost,
+    DeviceBusy,
+    HostLacks,
+    InfraError,
+    ProtocolError,
 )
 from suites.case import Case
 

@@ -1,5 +1,5 @@
 """A run's outputs besides its records and the store: junit.xml, summary.json and the Allure
-results, each made to hold exactly the stored cases (farm/results/reconcile.py), and each left
+results, each made to hold exactly the stored cases (farm/run/reconcile.py), and each left
 out whole, never partial, when the runs directory refuses it."""
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ SUMMARY_JSON = "summary.json"
 
 class RunOutputs:
     """A run's JUnit, Allure results and summary, each holding exactly the stored cases (the
-    records): farm/results/reconcile.py. An output the runs directory refuses to take whole is
+    records): farm/run/reconcile.py. An output the runs directory refuses to take whole is
     left out, never left partial: what was written of it is removed."""
 
     def __init__(
@@ -33,7 +33,7 @@ class RunOutputs:
 
     def allure(self) -> str | None:
         """The Allure results made to hold the stored cases; the fault's line, if refused."""
-        from farm.results import reconcile
+        from farm.run import reconcile
 
         results = self.plan.run_dir / "allure-results"
         try:
@@ -51,8 +51,8 @@ class RunOutputs:
     ) -> str | None:
         """junit.xml, summary.json (with `extra`: write_summary) and the Allure extras; the first
         fault's line, if any."""
-        from farm.results import reconcile
-        from farm.results.allure_glue import write_results_extras
+        from farm.run import reconcile
+        from farm.run.allure_glue import write_results_extras
 
         run = self.plan.run_dir
         steps = [

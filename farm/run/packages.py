@@ -16,8 +16,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from farm.errors import FarmError
 from farm.pool import deploy
+from farm.util.errors import FarmError
 
 # (arch, CANN version or None, the host asking) -> the package built for them; a FarmError when
 # it cannot be built.
@@ -74,7 +74,7 @@ class Packages:
     def for_host(self, platform: dict[str, Any], host: str) -> Path:
         """The package for a host of ``platform`` (hostops ``platform``: its arch and CANN),
         built on first need; NoPackage when there is none."""
-        from farm import build
+        from farm.pool import build
 
         arch = platform["arch"]
         if self.backend == "acl" and not self.cann and platform.get("cann"):

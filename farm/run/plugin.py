@@ -19,19 +19,19 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from farm import targets
 from farm.agent.backends import BACKENDS
 from farm.agent.outcome import CATEGORIES
 from farm.agent.record import JSON_FORM, ResultRecord
-from farm.errors import RunDirUnwritable
-from farm.paths import REPO_ROOT
-from farm.run import fault_injection, heap, interrupts, run_dir
+from farm.run import fault_injection, run_dir
 from farm.run import plan as plan_mod
 from farm.run.dispatch import Dispatcher
 from farm.run.leases import RunState
 from farm.run.pipeline import Pipeline, plan_lanes
 from farm.run.scheduling import SlotScheduling
 from farm.run.timeouts import case_timeout_seconds
+from farm.util import heap, interrupts, targets
+from farm.util.errors import RunDirUnwritable
+from farm.util.paths import REPO_ROOT
 
 if TYPE_CHECKING:
     from suites.case import Case
@@ -115,8 +115,8 @@ def pytest_configure(config):
     elif config.getoption("farm_plan"):
         plan = plan_mod.Plan.load(Path(config.getoption("farm_plan")))
     else:
-        from farm.agent.errors import FarmError
         from farm.run.prepare import prepare_pool
+        from farm.util.errors import FarmError
 
         try:
             selection = _selection(config)
@@ -192,11 +192,11 @@ _SESSION = pytest.StashKey[pytest.Session]()  # for the session fixtures (see fa
 
 def pytest_sessionstart(session):
     """After every plugin's configure: allure-pytest's output made cheap for the run's scale,
-    and the session's long-lived objects kept from the garbage collector (farm/run/heap.py)."""
+    and the session's long-lived objects kept from the garbage collector (farm/util/heap.py)."""
     session.config.stash[_SESSION] = session
     if PLAN in session.config.stash:
         heap.keep_long_lived()
-        from farm.results import allure_output
+        from farm.run import allure_output
 
         def refused(exc: OSError) -> None:
             if not run_dir.is_fault(exc):
@@ -430,7 +430,7 @@ class RecordWriter:
 @pytest.hookimpl(hookwrapper=True)
 def pytest_collection(session):
     """A farm run's items are made with the garbage collector off, then frozen
-    (farm/run/heap.py)."""
+    (farm/util/heap.py)."""
     if PLAN not in session.config.stash:
         yield
         return
@@ -442,7 +442,7 @@ def pytest_collection(session):
 def pytest_sessionfinish(session):
     """The session's objects back under the garbage collector, except in a pytest-xdist worker,
     which exits with its session (and the controller waits for it before the run's tail
-    begins): they stay frozen there (farm/run/heap.py settle)."""
+    begins): they stay frozen there (farm/util/heap.py settle)."""
     config = session.config
     if PLAN not in config.stash:
         return
@@ -560,7 +560,7 @@ def pytest_runtest_makereport(item, call):
 
 def _annotate(record: ResultRecord) -> None:
     try:
-        from farm.results import allure_glue
+        from farm.run import allure_glue
     except ImportError:  # allure-pytest missing: the run still counts, the report is poorer
         return
     allure_glue.annotate(record)
@@ -569,7 +569,7 @@ def _annotate(record: ResultRecord) -> None:
 def check_record(record: dict) -> None:
     """The assertion every suite makes: product failures fail, infrastructure is broken. The
     message starts with the category in brackets, which Allure's categories match."""
-    from farm.results.allure_glue import failure_message
+    from farm.run.allure_glue import failure_message
 
     if record["outcome"] == "broken":
         raise InfrastructureBroken(failure_message(record))

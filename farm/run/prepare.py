@@ -24,9 +24,6 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from farm.agent.errors import FarmError
-from farm.errors import ConfigError
-from farm.paths import REPO_ROOT, RUNS_DIR, STATE_DIR
 from farm.pool import cann_build, deploy, health
 from farm.pool.host_threads import host_threads
 from farm.pool.inventory import HostSpec, Inventory, default_inventory, load_inventory
@@ -34,7 +31,9 @@ from farm.pool.transport import Channel, Transport, open_transport
 from farm.pool.transport.local import AgentShare, share_key
 from farm.run.packages import Builder, NoPackage, Packages, WrongTarget
 from farm.run.plan import Plan
-from farm.waits import result_of
+from farm.util.errors import ConfigError, FarmError
+from farm.util.paths import REPO_ROOT, RUNS_DIR, STATE_DIR
+from farm.util.waits import result_of
 from golden import soc
 from suites.case import Case
 from suites.caseset import Selection
@@ -360,7 +359,7 @@ def prepare_pool(
         # Never "the newest archive in dist/op": after `farm run --plant-bug` that is a
         # planted-bug build. Build the real one of the default target (the emulated real
         # kernel; a no-op when it is up to date).
-        from farm import build
+        from farm.pool import build
 
         chosen = target or build.DEFAULT_TARGET
         if chosen == "ascend" and not build.cann_here():

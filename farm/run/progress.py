@@ -15,7 +15,7 @@ from rich.live import Live
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
-from farm.console import FarmConsole
+from farm.util.console import FarmConsole
 
 
 class LiveProgress:

@@ -14,13 +14,13 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from farm import paths
 from farm.agent.record import ResultRecord
-from farm.argparsing import CommandParser
-from farm.console import FarmConsole
-from farm.errors import ConfigError
 from farm.run import prepare
 from farm.run.session import PoolSession, add_case_file_args, add_pool_args
+from farm.util import paths
+from farm.util.argparsing import CommandParser
+from farm.util.console import FarmConsole
+from farm.util.errors import ConfigError
 from suites.caseset import find_case
 
 
@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def show(console: Console, case, described: dict, record: ResultRecord, target: str = "") -> None:
-    from farm.build import describe
+    from farm.pool.build import describe
 
     console.print(
         f"[bold]{escape(case.id)}[/]  seed {case.seed}  "
@@ -102,7 +102,7 @@ def show(console: Console, case, described: dict, record: ResultRecord, target: 
         highlight=False,
         markup=False,
     )
-    from farm.results.allure_glue import device_line
+    from farm.run.allure_glue import device_line
 
     device = device_line(record)
     if device:

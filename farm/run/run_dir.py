@@ -13,8 +13,8 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from farm import paths
-from farm.errors import RunDirUnwritable
+from farm.util import paths
+from farm.util.errors import RunDirUnwritable
 
 # errno -> what is wrong with the directory, and what to do about it.
 _PROBLEMS = {

@@ -30,16 +30,13 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from farm import __version__, paths
+from farm import __version__
 from farm.agent.record import ResultRecord, broken_record
-from farm.console import FarmConsole
-from farm.errors import RunDirUnwritable, StoreError, UsageError
 from farm.pool import cann_build, health
 from farm.results.store import timestamps
 from farm.results.store.location import StoreLocation
-from farm.run import fault_injection, interrupts, outputs, prepare, run_dir, scratch
+from farm.run import fault_injection, outputs, prepare, run_dir, scratch
 from farm.run.dispatch import NO_HOST_OF_FAMILY
-from farm.run.interrupts import interruptible, shielded
 from farm.run.leases import needs_benchmark, without_torch
 from farm.run.outputs import JUNIT_XML, SUMMARY_JSON, RunOutputs
 from farm.run.plan import Plan
@@ -53,7 +50,11 @@ from farm.run.session_plugins import (
     Selection,
 )
 from farm.run.timeouts import MAX_CASE_TIMEOUT
-from farm.visible import visible
+from farm.util import interrupts, paths
+from farm.util.console import FarmConsole
+from farm.util.errors import RunDirUnwritable, StoreError, UsageError
+from farm.util.interrupts import interruptible, shielded
+from farm.util.visible import visible
 from suites import footprint
 from suites.case import Case
 from suites.caseset import Selection as CaseSelection
@@ -124,7 +125,7 @@ def default_workers(slots: int) -> int:
 def pytest_args(plan: Plan, workers: int, extra: list[str], junit: Path | None = None) -> list[str]:
     """pytest's command line for the run. ``junit``: where pytest writes its JUnit (default
     the run's junit.xml; farm run has it written elsewhere and writes the run's junit.xml from
-    it, farm/results/reconcile.py)."""
+    it, farm/run/reconcile.py)."""
     results = plan.run_dir / "allure-results"
     args = [str(paths.REPO_ROOT / f) for f in SUITE_FILES]
     args += [
@@ -267,7 +268,7 @@ def _prepare(
     run_group="",
 ):
     """Store, package, health checks and deploy, the plan; the run begun in the store."""
-    from farm import build
+    from farm.pool import build
     from farm.results.store import check_store_while, default_location
 
     footprint.refuse_oversized(cases, footprint.pool_budgets(pool.hosts))  # before any host
@@ -506,7 +507,7 @@ def _after_session(
     """What the session left: one record per case stored, the outputs made to hold exactly the
     stored cases, the summary, the report; the exit code. `allure`: Allure started for the
     report (farm/results/report.py AllureProcess). `late_signals`: those that came after the
-    session, while the run was being stored (farm/run/interrupts.py shielded): one that came
+    session, while the run was being stored (farm/util/interrupts.py shielded): one that came
     before the run's outcome was decided stops it as one during the session would, one after it
     leaves the run as decided, without its report; `stored`: called once the store, the outputs
     and the terminal hold the run (signals stop the command again from then on)."""
@@ -563,7 +564,7 @@ def _after_session(
     fault = fault or allure_fault
     drawing = None
     if report and interrupted is None and fault is None:
-        from farm.results.case_plots import BackgroundDrawing
+        from farm.run.case_plots import BackgroundDrawing
 
         drawing = BackgroundDrawing(plan.run_dir / "allure-results")
     # A run of fewer cases than its tier (-k, -m, --lf, -x) is never the tier's baseline; nor
@@ -700,9 +701,9 @@ def with_trend(store_path: StoreLocation, tier: str, judged):
     """`judged` with its report's precision trend PNG (report.Judged.trend), drawn here while
     the cases' plots are drawn in the background: off the report's path. A store or a plot that
     fails leaves it to the report, which then says why."""
-    from farm.results.plots import trend_png
     from farm.results.report import TREND_RUNS
     from farm.results.store import RunStore
+    from farm.run.plots import trend_png
 
     try:
         with RunStore(store_path) as store:
@@ -835,7 +836,7 @@ def print_summary(console: Console, records, plan: Plan, code: int, summary_path
         f"{outcomes['passed']} passed, {outcomes['failed']} failed, {outcomes['broken']} broken"
         f" — {verdict} (exit {code})"
     )
-    from farm.build import describe
+    from farm.pool.build import describe
 
     console.print(f"target   {describe(plan.package.get('target', ''))}", highlight=False)
     for label, path in (

@@ -15,15 +15,15 @@ import argparse
 from pathlib import Path
 from typing import cast
 
-from farm import paths
 from farm.agent.backends import BACKENDS
 from farm.agent.record import ResultRecord
-from farm.errors import ConfigError
 from farm.run import prepare
 from farm.run.dispatch import Dispatcher, SlotInfo
 from farm.run.leases import RunState
 from farm.run.plan import Plan
 from farm.run.timeouts import case_timeout_seconds
+from farm.util import paths
+from farm.util.errors import ConfigError
 from suites.case import Case
 
 
@@ -48,7 +48,7 @@ def add_pool_args(
     """The options of a command that runs a few cases on the pool (repro, shrink, bisect):
     --inventory, --backend, --target, --plant-bug (its help, or hidden when plant_bug is ""),
     --case-timeout."""
-    from farm import build
+    from farm.pool import build
 
     parser.add_argument("--inventory", help="TOML inventory (default: the embedded local pool)")
     if backend:
@@ -112,7 +112,7 @@ class PoolSession:
         self._dispatcher: Dispatcher | None = None
 
     def __enter__(self) -> PoolSession:
-        from farm import build
+        from farm.pool import build
 
         package = self.package or build.build_package(
             self.target or build.DEFAULT_TARGET, plant_bug=self.plant_bug

@@ -126,7 +126,7 @@ class CollectionErrors:
 class PlotsPreload:
     """Under pytest-xdist this process only waits while the workers run the cases: once the
     first worker has collected (this process's own imports are done by then), matplotlib is
-    imported in the background for the report's plots (farm/results/case_plots.py
+    imported in the background for the report's plots (farm/run/case_plots.py
     preload_in_background)."""
 
     def __init__(self):
@@ -136,7 +136,7 @@ class PlotsPreload:
     def pytest_xdist_node_collection_finished(self, node, ids):
         if not self.started:
             self.started = True
-            from farm.results.case_plots import preload_in_background
+            from farm.run.case_plots import preload_in_background
 
             preload_in_background()
 
@@ -155,8 +155,8 @@ class AllurePrewarm:
         if self.started:
             return
         self.started = True
-        from farm.errors import ToolMissing
         from farm.results.report import AllureProcess
+        from farm.util.errors import ToolMissing
 
         try:
             self.allure = AllureProcess()

@@ -15,8 +15,8 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from farm.errors import UsageError
 from farm.run.leases import case_costs
+from farm.util.errors import UsageError
 
 _SHARD = re.compile(r"\A([1-9][0-9]*)/([1-9][0-9]*)\Z")
 MAX_SHARDS = 1000

@@ -34,12 +34,11 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
-from farm import paths
 from farm.agent.backends import BACKENDS
-from farm.agent.errors import FarmError
-from farm.argparsing import CommandParser
-from farm.console import FarmConsole
-from farm.errors import ConfigError, UsageError
+from farm.util import paths
+from farm.util.argparsing import CommandParser
+from farm.util.console import FarmConsole
+from farm.util.errors import ConfigError, FarmError, UsageError
 from suites import shrink as shrinking
 from suites.case import Case
 
@@ -188,7 +187,7 @@ def repro_command(
     backend: str = BACKENDS[0],
 ) -> str:
     """The one line that reruns a shrunk case (`farm repro`), on the package it failed on."""
-    from farm import build
+    from farm.pool import build
 
     argv = ["farm", "repro", case_id, "--cases", str(case_file)]
     if target and target != build.DEFAULT_TARGET:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from farm.argparsing import number
+from farm.util.argparsing import number
 
 # A day: longer is no timeout at all, and past the waits' own limits (poll's milliseconds: 24.8
 # days) an infinite one broke every case as a worker that died.

@@ -1,5 +1,5 @@
 # The emulated ACL runtime (op/acl_emu) and the operator's op-api on it, compiled against the
-# genuine ACL headers in LSG_ACL_SDK (farm/acl_sdk.py fetches them).  Included by op/CMakeLists.txt
+# genuine ACL headers in LSG_ACL_SDK (farm/pool/acl_sdk.py fetches them).  Included by op/CMakeLists.txt
 # inside the lsg_ascendc_cpu section: the custom operator's library reuses its object files of the
 # real host code, kernel and emulated device.  Everything goes to ${CMAKE_BINARY_DIR}/acl:
 #   lib/libascendcl.so     the runtime (acl/acl.h): devices, memory, streams, events

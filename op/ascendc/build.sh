@@ -26,7 +26,7 @@ op_file=log_softmax_grad_custom
 seed_entries="aclnnLogSoftmaxBackwardGetWorkspaceSize aclnnLogSoftmaxBackward aclnnLogSoftmaxBackwardDimsGetWorkspaceSize aclnnLogSoftmaxBackwardDims"
 
 if [ -z "${ASCEND_HOME_PATH:-}" ] || [ ! -d "${ASCEND_HOME_PATH}" ]; then
-  echo "op/ascendc/build.sh: needs the CANN toolkit, but ASCEND_HOME_PATH does not point to one (source <CANN>/set_env.sh first); the CPU twin builds without it: python -m farm.build --target twin" >&2
+  echo "op/ascendc/build.sh: needs the CANN toolkit, but ASCEND_HOME_PATH does not point to one (source <CANN>/set_env.sh first); the CPU twin builds without it: python -m farm.pool.build --target twin" >&2
   exit 2
 fi
 # msopgen: on PATH (set_env.sh puts it there), else where the toolkit keeps it.

@@ -16,10 +16,10 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
-from farm.argparsing import CommandParser
-from farm.console import FarmConsole
-from farm.errors import UsageError
-from farm.visible import visible
+from farm.util.argparsing import CommandParser
+from farm.util.console import FarmConsole
+from farm.util.errors import UsageError
+from farm.util.visible import visible
 from suites import casefile, limits
 from suites.case import Case
 

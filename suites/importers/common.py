@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from farm.visible import visible
+from farm.util.visible import visible
 from suites import casefile, limits
 from suites.case import DEPARTS, DTYPE_SHORT, Case, value_json
 

@@ -18,9 +18,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from farm import acl_sdk
 from farm.agent.backends import acl_api
 from farm.agent.backends.acl_session import AclCallError, Runtime
+from farm.pool import acl_sdk
 from tests.agent.fake_acl import acl_runtime
 from tests.requirements import need
 
@@ -120,7 +120,7 @@ def test_acl_initialised_before_is_accepted_and_not_finalised_by_us():
 
 
 def test_the_repeat_initialize_status_is_the_genuine_headers():
-    need(acl_sdk.present(), "the genuine ACL headers (python -m farm.acl_sdk downloads them)")
+    need(acl_sdk.present(), "the genuine ACL headers (python -m farm.pool.acl_sdk downloads them)")
     headers = (acl_sdk.sdk_dir() / "include" / "acl").rglob("*.h")
     text = "\n".join(h.read_text(errors="replace") for h in headers)
     (value,) = set(re.findall(r"\bACL_ERROR_REPEAT_INITIALIZE\s*=\s*(\d+)", text))

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from farm import acl_sdk
 from farm.agent.backends import acl_api
+from farm.pool import acl_sdk
 from tests.requirements import need
 
 REPO = Path(__file__).resolve().parents[2]
@@ -47,7 +47,7 @@ def helper_typedefs(path: Path) -> dict[str, acl_api.Declaration]:
 
 @pytest.fixture(scope="module")
 def genuine() -> dict[str, dict[str, acl_api.Declaration]]:
-    need(acl_sdk.present(), "the genuine ACL headers (python -m farm.acl_sdk downloads them)")
+    need(acl_sdk.present(), "the genuine ACL headers (python -m farm.pool.acl_sdk downloads them)")
     sdk = acl_sdk.sdk_dir()
     acl_headers = sorted((sdk / "include" / "acl").rglob("*.h"))
     return {

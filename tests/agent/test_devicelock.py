@@ -15,9 +15,9 @@ import pytest
 
 from farm.agent import devicelock, protocol
 from farm.agent.devicelock import DEFAULT_LOCK_WAIT, DeviceLocks, lock_paths, read_holder
-from farm.agent.errors import DeviceBusy, InfraError
 from farm.agent.identity import Declared
 from farm.agent.server import AgentServer
+from farm.util.errors import DeviceBusy, InfraError
 
 CTX = multiprocessing.get_context("fork")
 

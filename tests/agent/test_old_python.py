@@ -6,7 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from farm.paths import REPO_ROOT
+from farm.util.paths import REPO_ROOT
 
 
 def test_an_older_python_is_refused_before_anything_is_imported(tmp_path):

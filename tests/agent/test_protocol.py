@@ -13,10 +13,10 @@ import pytest
 
 from farm import __version__
 from farm.agent import identity, protocol
-from farm.agent.errors import AgentError, HostLacks, ProtocolError
 from farm.agent.identity import SLOW_REPLY_S, Declared, Fault, declared_identity, parse_npu_smi
 from farm.agent.server import AgentServer
 from farm.pool.inventory import tomllib
+from farm.util.errors import AgentError, HostLacks, ProtocolError
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -65,9 +65,10 @@ class Written:
 
 
 def default_runs_dir() -> Path:
-    """farm.paths.RUNS_DIR as farm computes it when FARM_RUNS is unset (the recipes leave it)."""
+    """farm.util.paths.RUNS_DIR as farm computes it when FARM_RUNS is unset (the recipes leave
+    it)."""
     env = {k: v for k, v in os.environ.items() if k != "FARM_RUNS"}
-    code = "from farm import paths; print(paths.RUNS_DIR)"
+    code = "from farm.util import paths; print(paths.RUNS_DIR)"
     out = subprocess.run(
         [sys.executable, "-c", code], env=env, cwd=REPO, capture_output=True, text=True, check=True
     )

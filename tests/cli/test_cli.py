@@ -246,7 +246,7 @@ def test_the_farms_own_failure_is_exit_2_never_1():
 def test_an_empty_farm_runs_is_the_default_runs_directory_not_the_shells(tmp_path):
     """FARM_RUNS= (a CI variable left empty) was the directory the command ran in: a run's
     directories, its store and the pool's state were written among the user's files."""
-    code = "from farm import paths; print(paths.RUNS_DIR)"
+    code = "from farm.util import paths; print(paths.RUNS_DIR)"
     out = subprocess.run(
         [sys.executable, "-c", code],
         cwd=tmp_path,

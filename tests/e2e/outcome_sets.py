@@ -17,7 +17,7 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from farm.results.result_files import RESULT_SUFFIX
+from farm.run.result_files import RESULT_SUFFIX
 
 Outcomes = dict[str, str]
 

@@ -1,5 +1,5 @@
 """The triage of a planted smoke run (tests/e2e/test_triage*.py): for each bug the farm plants
-(farm/build.py PLANT_BUGS) in the emulated real kernel, a run of the smoke tier's cases is
+(farm/pool/build.py PLANT_BUGS) in the emulated real kernel, a run of the smoke tier's cases is
 triaged, and the top line names what the bug depends on, with counts that are the store's.
 
 A run's records are made as the agent makes them (farm.agent.execute.run_case on the planted
@@ -16,10 +16,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from farm import build
 from farm.agent.backends import native
 from farm.agent.execute import run_case
 from farm.agent.record import with_case
+from farm.pool import build
 from farm.results import triage
 from farm.results.store import RunStore
 from golden import soc

@@ -49,7 +49,7 @@ POOL_HOSTS = {
     "emu-a2-02": "Ascend910B1 (ascend910b)",
     "emu-310b-01": "Ascend310B1 (ascend310b)",
 }
-# CI variables for executor.json (farm.results.allure_glue.executor_info reads GitHub's first).
+# CI variables for executor.json (farm.run.allure_glue.executor_info reads GitHub's first).
 CI_ENV = {
     "GITHUB_ACTIONS": "true",
     "GITHUB_SERVER_URL": "https://github.example",
@@ -124,9 +124,9 @@ def selected_cases() -> list:
 def tail_bug_breaks(cases) -> set[str]:
     """Case ids whose output on the tail-bug twin differs from the real twin's (NaN-aware, bit
     for bit), each run on its family's SoC with the inputs the agent makes from the case."""
-    from farm import build
     from farm.agent.backends import native
     from farm.agent.execute import make_call_inputs
+    from farm.pool import build
     from tests.op import twin_abi
 
     good = build.build_twin(build.default_build_dir())

@@ -5,7 +5,7 @@ and which device ran it."""
 
 from __future__ import annotations
 
-from farm import acl_sdk
+from farm.pool import acl_sdk
 from tests.e2e.conftest import SMOKE, select
 from tests.requirements import need
 
@@ -37,7 +37,7 @@ def test_the_device_path_on_the_embedded_pool_and_over_the_ssh_lab(farm, lab, la
     """The whole smoke tier through acl on the embedded pool; then the bf16 cases (accepted on
     Ascend910B, refused on Ascend310B) over the SSH lab, which must give the same numbers. (That
     acl gives native's bits on every smoke case is tests/op/test_acl_backend.py.)"""
-    need(acl_sdk.present(), "the genuine ACL headers (python -m farm.acl_sdk downloads them)")
+    need(acl_sdk.present(), "the genuine ACL headers (python -m farm.pool.acl_sdk downloads them)")
     result = farm.run_tier("--backend", "acl")
     assert result.code == 0, result.text
     embedded = result.assert_one_result_per_case(SMOKE)
@@ -64,7 +64,7 @@ def test_a_host_with_cann_runs_the_cann_package_never_the_emulated_one(farm, tmp
     backend runs CANN's runtime and the CANN package the run installs (`--target ascend`:
     tests/e2e/test_cann_build.py). A run of a CPU target's package through acl is turned away in
     one line that says so, and the host is not blamed for it."""
-    need(acl_sdk.present(), "the genuine ACL headers (python -m farm.acl_sdk downloads them)")
+    need(acl_sdk.present(), "the genuine ACL headers (python -m farm.pool.acl_sdk downloads them)")
     from farm.pool.lab import Lab
     from tests.requirements import need_sshd
 

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from farm import build
+from farm.pool import build
 
 # It builds the operator at every step (~100 s in all): among the first files CI hands out
 # (tests/conftest.py), not the last.

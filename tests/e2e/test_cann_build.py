@@ -15,8 +15,9 @@ import shutil
 import tarfile
 from pathlib import Path
 
-from farm import __version__, acl_sdk
-from farm.paths import DIST_DIR
+from farm import __version__
+from farm.pool import acl_sdk
+from farm.util.paths import DIST_DIR
 from tests.e2e.conftest import select
 from tests.requirements import need, need_sshd
 
@@ -24,7 +25,7 @@ K = "910b and f32 and strided"
 
 
 def test_the_cann_package_is_built_on_a_cann_host_once_and_installed_per_version(farm, tmp_path):
-    need(acl_sdk.present(), "the genuine ACL headers (python -m farm.acl_sdk downloads them)")
+    need(acl_sdk.present(), "the genuine ACL headers (python -m farm.pool.acl_sdk downloads them)")
     need_sshd()
     from farm.pool.lab import Lab
 

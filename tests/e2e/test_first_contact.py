@@ -8,8 +8,8 @@ import json
 import shutil
 from pathlib import Path
 
-from farm import acl_sdk
-from farm.paths import DIST_DIR
+from farm.pool import acl_sdk
+from farm.util.paths import DIST_DIR
 from tests.requirements import need, need_sshd
 
 VERSION = "first-contact"  # the lab's toolkit version here
@@ -44,7 +44,7 @@ def failed(found: dict[str, dict[str, dict]]) -> set[tuple[str, str]]:
 
 
 def test_first_contact_passes_on_the_lab_and_says_each_broken_assumption(farm, tmp_path):
-    need(acl_sdk.present(), "the genuine ACL headers (python -m farm.acl_sdk downloads them)")
+    need(acl_sdk.present(), "the genuine ACL headers (python -m farm.pool.acl_sdk downloads them)")
     need_sshd()
     from farm.pool.lab import Lab
     from tests.op.conftest import need_acl_emulation

@@ -24,12 +24,12 @@ from pathlib import Path
 
 import pytest
 
-from farm.errors import AgentTimeout
 from farm.pool.deploy import deploy, start_shared_agent
 from farm.pool.inventory import default_inventory
 from farm.pool.transport.local import AgentShare, LocalTransport, group_members
 from farm.run.dispatch import Dispatcher, SlotInfo
 from farm.run.leases import RunState
+from farm.util.errors import AgentTimeout
 from suites.case import Case
 from tests.e2e.conftest import SMOKE
 from tests.e2e.test_shared_pool import FAKE, fake_bundle

@@ -20,8 +20,8 @@ K = "910b and f32 and strided"
 
 
 def test_each_host_gets_the_package_of_its_architecture(farm, lab, lab_inventory, broken_hosts):
-    from farm import build
-    from farm.errors import BuildError
+    from farm.pool import build
+    from farm.util.errors import BuildError
 
     try:
         build.cross_compiler("aarch64")

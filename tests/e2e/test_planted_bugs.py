@@ -33,7 +33,7 @@ def real_package_newest_afterwards():
     """Planted runs leave their archive as the newest in dist/op, which `farm.pool.deploy.
     find_op_package` (used by other tests) would take for the operator: rebuild the real one."""
     yield
-    from farm import build
+    from farm.pool import build
 
     build.build_package()
     build.build_package("twin")

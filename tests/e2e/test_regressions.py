@@ -18,9 +18,9 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from farm.results.allure_glue import CATEGORIES, PLOT_DATA_NAME, plot_sampled
-from farm.results.plots import trend_png
 from farm.results.store import RunStore
+from farm.run.allure_glue import CATEGORIES, PLOT_DATA_NAME, plot_sampled
+from farm.run.plots import trend_png
 
 from .report_fixtures import (
     CI_ENV,

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from farm.results import merge
-from farm.results.reconcile import allure_case_id
 from farm.results.store import RunStore
 from farm.run.plugin import case_id_of
+from farm.run.reconcile import allure_case_id
 from tests.e2e.conftest import Farm
 from tests.e2e.report_fixtures import K_EXPR, selected_cases
 from tests.requirements import need_allure

@@ -23,12 +23,12 @@ from pathlib import Path
 import pytest
 
 from farm.agent.devicelock import lock_paths, read_holder
-from farm.agent.errors import DeviceBusy
 from farm.pool.deploy import BUNDLE_PREFIX, bundle_files, deploy, start_agent
 from farm.pool.lab import Lab
 from farm.pool.transport import open_transport
 from farm.run.dispatch import Dispatcher, SlotInfo
 from farm.run.leases import RunState
+from farm.util.errors import DeviceBusy
 from suites.case import Case
 from tests.e2e.conftest import select
 

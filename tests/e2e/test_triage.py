@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from farm import build
+from farm.pool import build
 from farm.results import triage
 from tests.e2e.planted_triage import (
     DEPENDS_ON,

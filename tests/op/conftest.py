@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from farm import build
 from farm.agent.backends import native
+from farm.pool import build
 from tests.requirements import need
 
 LIBRARIES = ("twin", "ascendc-cpu")
@@ -131,10 +131,10 @@ def strided_out_unwritten_lib():
 def need_acl_emulation() -> str:
     """The emulated ACL runtime and the operator's op-api on it (build/ascendc-cpu/acl/lib), built
     with the default package against the genuine ACL headers; the directory of its libraries."""
-    from farm import acl_sdk
+    from farm.pool import acl_sdk
 
     need_emulation()
-    need(acl_sdk.present(), "the genuine ACL headers (python -m farm.acl_sdk downloads them)")
+    need(acl_sdk.present(), "the genuine ACL headers (python -m farm.pool.acl_sdk downloads them)")
     lib = build.build_ascendc_cpu()
     acl_lib = lib.parent / build.ACL_DIR / "lib"
     assert (acl_lib / "libcust_opapi.so").is_file(), f"{acl_lib} has no libcust_opapi.so"

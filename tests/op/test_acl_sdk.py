@@ -1,5 +1,5 @@
-"""The genuine ACL declarations are cut from the torch-npu wheel exactly as farm/acl_sdk.py says:
-its ACL headers whole, the aclnn helpers' function types from its op-plugin; a wheel that no
+"""The genuine ACL declarations are cut from the torch-npu wheel exactly as farm/pool/acl_sdk.py
+says: its ACL headers whole, the aclnn helpers' function types from its op-plugin; a wheel that no
 longer declares a helper is refused naming it."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import zipfile
 
 import pytest
 
-from farm import acl_sdk
-from farm.errors import BuildError
+from farm.pool import acl_sdk
+from farm.util.errors import BuildError
 
 PLUGIN = """typedef aclTensor* (*_aclCreateTensor)(
     const int64_t* view_dims, uint64_t view_dims_num, aclDataType data_type,

@@ -28,9 +28,9 @@ import sys
 import numpy as np
 import pytest
 
-from farm import build
 from farm.agent.backends import native
 from farm.agent.execute import case_layout, make_call_inputs
+from farm.pool import build
 from golden.inputs import make_inputs
 from golden.soc import PROFILES, representative_soc
 from suites import matrix

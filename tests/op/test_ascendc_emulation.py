@@ -33,7 +33,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from farm import build
+from farm.pool import build
 from golden.inputs import make_inputs
 from golden.reference import log_softmax_grad
 from golden.standards import judge

@@ -1,4 +1,4 @@
-"""The package builder (farm.build): reproducible archives with a truthful manifest for both
+"""The package builder (farm.pool.build): reproducible archives with a truthful manifest for both
 libraries of the C ABI (ascendc-cpu, the default, and twin), the Ascend target's clear failure
 without CANN, both libraries under AddressSanitizer/UBSan, and the planted bugs known alike to
 CMake, `farm build` and `farm run` (and a planted edit that no longer fits its source refused,
@@ -18,10 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from farm import acl_sdk, build
 from farm.agent.backends import native
-from farm.errors import BuildError, UsageError
-from farm.pool import deploy
+from farm.pool import acl_sdk, build, deploy
+from farm.util.errors import BuildError, UsageError
 from golden.soc import PROFILES
 from tests.op.conftest import need_emulation
 
@@ -128,7 +127,7 @@ def test_an_unchanged_archive_is_not_written_again(tmp_path):
 
 @pytest.mark.build
 def test_a_build_with_nothing_to_do_skips_cmake(tmp_path, monkeypatch):
-    """The build stamp (farm.build BuildStamp): CMake runs again when a source is edited, the
+    """The build stamp (farm.pool.build BuildStamp): CMake runs again when a source is edited, the
     output is gone, or the configuration differs, and not otherwise."""
     op = tmp_path / "op"
     shutil.copytree(build.OP_DIR, op, ignore=shutil.ignore_patterns("__pycache__"))

@@ -1,4 +1,4 @@
-"""Packages per CPU architecture (`farm build --arch`, farm.build): the aarch64 package of the
+"""Packages per CPU architecture (`farm build --arch`, farm.pool.build): the aarch64 package of the
 emulated real kernel is cross compiled here with Debian's toolchain (op/cmake/*.cmake), says in
 its manifest and its name what it is for, holds aarch64 ELF libraries, comes out the same from two
 build directories, and its library passes the C ABI self-test (op/tests/abi_selftest.cpp) under
@@ -22,10 +22,9 @@ import tarfile
 
 import pytest
 
-from farm import acl_sdk, build
 from farm.agent import machine
-from farm.errors import BuildError, ConfigError, UsageError
-from farm.pool import deploy
+from farm.pool import acl_sdk, build, deploy
+from farm.util.errors import BuildError, ConfigError, UsageError
 from tests.op.conftest import need_emulation
 from tests.requirements import need
 
@@ -148,7 +147,7 @@ def test_the_selftest_fails_naming_the_call(tmp_path):
 @pytest.mark.build
 def test_the_aclnn_example_passes_under_qemu(acpu_package):
     need_tools(run=True)
-    need(acl_sdk.present(), "the genuine ACL headers (python -m farm.acl_sdk downloads them)")
+    need(acl_sdk.present(), "the genuine ACL headers (python -m farm.pool.acl_sdk downloads them)")
     ok, output = build.acl_example_selftest(ARCH)
     assert ok, output
     assert "0 of 6 cases failed" in output

@@ -23,9 +23,9 @@ import shutil
 import numpy as np
 import pytest
 
-from farm import build
 from farm.agent.backends import native
 from farm.agent.outcome import classify
+from farm.pool import build
 from suites import matrix
 from suites.case import Case
 from tests.op.conftest import acpu_planted, judged, need_emulation

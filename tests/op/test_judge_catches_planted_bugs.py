@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import pytest
 
-from farm import build
+from farm.pool import build
 from suites.case import Case
 from suites.matrix import CONSTANT_DY, TIES
 from tests.op.conftest import acpu_planted, judged

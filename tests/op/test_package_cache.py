@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from farm import build
-from farm.errors import ConfigError
+from farm.pool import build
 from farm.pool.deploy import package_problem
+from farm.util.errors import ConfigError
 
 
 def _files(payload: bytes) -> dict[str, bytes]:

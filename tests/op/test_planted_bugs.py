@@ -1,6 +1,6 @@
 """The farm's checks catch a broken operator: twins built with a planted bug (LSG_PLANT_BUG) fail
 the precision standard where the real twin passes, and only where the bug is.  Each planted kernel
-defect the twin plants (farm.build.TWIN_PLANT_BUGS) changes its results exactly where it is and
+defect the twin plants (farm.pool.build.TWIN_PLANT_BUGS) changes its results exactly where it is and
 nowhere else. (The emulated real kernel's planted bugs: tests/op/test_ascendc_cpu.py.)
 
 trunc_narrow moves about half of the 2-byte results by one ulp toward zero: within what the
@@ -14,8 +14,8 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from farm import build
 from farm.agent.backends import native
+from farm.pool import build
 from golden.inputs import make_inputs
 from golden.reference import log_softmax_grad, seed_wrong_no_reduce
 from golden.standards import judge

@@ -47,7 +47,7 @@ def test_soc_table_matches_golden(native_lib):
 
 
 def test_version_and_build_info(native_lib):
-    from farm.build import op_version
+    from farm.pool.build import op_version
 
     target = "twin" if native_lib.name == "liblsg_twin.so" else "ascendc-cpu"
     assert native.version(native_lib) == op_version()

@@ -230,7 +230,7 @@ def test_the_build_host_is_the_inventorys_of_that_cann_else_the_host_that_needs_
     monkeypatch.setattr(
         cann_build, "build_on", lambda host, source, **kw: chosen.append(host.name) or source
     )
-    monkeypatch.setattr("farm.build.source_package", lambda out: tmp_path / "source.tar.gz")
+    monkeypatch.setattr("farm.pool.build.source_package", lambda out: tmp_path / "source.tar.gz")
     pool = inv.Inventory([run], None, [other, right])
     build_for = cann_build.builder(pool, tmp_path)
     build_for("aarch64", "8.2.RC1", "a2-01")
@@ -298,8 +298,7 @@ def test_a_cached_cann_package_cut_short_is_said_in_one_line_and_built_again(
 ):
     """Before, a cached package that was there was taken as it was: cut short on the disk, every
     host's deploy of it failed, run after run, until someone deleted it by hand."""
-    from farm import build
-    from farm.pool import deploy
+    from farm.pool import build, deploy
     from farm.pool import inventory as inv
 
     class Deployed:

@@ -16,7 +16,6 @@ from pathlib import Path
 import pytest
 
 from farm.agent import hostops
-from farm.errors import ConfigError, DeployError
 from farm.pool.deploy import (
     BUNDLE_PATHS,
     agent_argv,
@@ -32,6 +31,7 @@ from farm.pool.deploy import (
 )
 from farm.pool.transport import open_transport
 from farm.pool.transport.local import LocalTransport
+from farm.util.errors import ConfigError, DeployError
 from tests.pool.conftest import ECHO, REPO
 
 
@@ -56,7 +56,7 @@ def test_bundle_is_byte_identical_for_identical_sources(tmp_path):
     assert names == sorted(names)
     for needed in (
         "farm/__init__.py",
-        "farm/agent/errors.py",
+        "farm/util/errors.py",
         "farm/agent/protocol.py",
         "farm/agent/__main__.py",
         "farm/agent/server.py",

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from farm.errors import ConfigError, UsageError
 from farm.pool.inventory import default_inventory, load_inventory
+from farm.util.errors import ConfigError, UsageError
 
 
 @pytest.fixture

@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from farm.errors import HostSetupError
 from farm.pool import cann_build, deploy
 from farm.pool.inventory import HostSpec
 from farm.pool.transport.base import SET_ENV_STATUS, host_argv, set_env_problem
 from farm.pool.transport.local import LocalTransport
+from farm.util.errors import HostSetupError
 
 SHOW = "import json, os; print(json.dumps({k: os.environ.get(k) for k in ('A', 'B', 'C')}))"
 

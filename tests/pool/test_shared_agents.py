@@ -18,8 +18,6 @@ from types import SimpleNamespace
 import pytest
 
 from farm.agent.devicelock import read_holder
-from farm.agent.errors import DeviceBusy, ProtocolError
-from farm.errors import AgentTimeout, ConfigError, ConnectionLost
 from farm.pool.deploy import deploy
 from farm.pool.health import BAD, GOOD, check_local_hosts
 from farm.pool.inventory import HostSpec, default_inventory
@@ -34,6 +32,7 @@ from farm.pool.transport.local import (
 from farm.run.dispatch import Dispatcher, SlotInfo
 from farm.run.leases import RunState
 from farm.run.prepare import local_agent_limit, local_share, parallel_hosts
+from farm.util.errors import AgentTimeout, ConfigError, ConnectionLost, DeviceBusy, ProtocolError
 from suites.case import Case
 from tests.pool.conftest import FAKE, REPO
 

@@ -9,12 +9,18 @@ import time
 
 import pytest
 
-from farm.agent.errors import InfraError, ProtocolError
-from farm.errors import AuthError, ConnectionLost, HostKeyError, HostUnreachable
 from farm.pool.deploy import start_agent
 from farm.pool.lab import _ed25519_pair, _free_port, _write_private
 from farm.pool.transport import open_transport
 from farm.pool.transport.ssh import SSHTransport
+from farm.util.errors import (
+    AuthError,
+    ConnectionLost,
+    HostKeyError,
+    HostUnreachable,
+    InfraError,
+    ProtocolError,
+)
 from tests.pool.conftest import ECHO
 
 
@@ -260,8 +266,8 @@ def test_the_lab_size_is_bounded_before_any_sshd_starts(sshd, tmp_path, capsys, 
 
 
 def test_a_lab_root_that_cannot_be_made_is_one_line(tmp_path):
-    from farm.errors import UsageError
     from farm.pool.lab import main
+    from farm.util.errors import UsageError
 
     (tmp_path / "a-file").write_text("")
     with pytest.raises(UsageError, match=r"--root .*a-file/lab: cannot make the directory"):
@@ -311,8 +317,8 @@ def test_missing_sshd_skips_unless_required(tmp_path, required, outcome):
 def op_package():
     """The operator package of the default target (dist/op), or the test skipped (failed in CI)
     for want of it."""
-    from farm.errors import ConfigError
     from farm.pool.deploy import find_op_package
+    from farm.util.errors import ConfigError
     from tests.requirements import need
 
     try:

@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 
 from farm.agent import hostops
-from farm.errors import DeployError
 from farm.pool.transport.base import COMMAND_TIMEOUT, Channel, Transport, helper_source
 from farm.pool.transport.local import LocalTransport
+from farm.util.errors import DeployError
 from tests.agent.test_hostops import DEADLINE_S, Group, make_archive
 
 SOURCE = Path(hostops.__file__).read_text(encoding="utf-8")

@@ -10,11 +10,18 @@ import time
 
 import pytest
 
-from farm.agent.errors import AgentError, DeviceBusy, InfraError, ProtocolError
 from farm.agent.protocol import PROTOCOL_VERSION
-from farm.errors import AgentTimeout, ConnectionLost, HostUnreachable
 from farm.pool.transport import open_transport, remote_command
 from farm.pool.transport.local import LocalTransport, group_members
+from farm.util.errors import (
+    AgentError,
+    AgentTimeout,
+    ConnectionLost,
+    DeviceBusy,
+    HostUnreachable,
+    InfraError,
+    ProtocolError,
+)
 from tests.pool.conftest import ECHO, FAKE, REPO
 
 

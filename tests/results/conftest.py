@@ -165,7 +165,7 @@ import sys
 
 import pytest
 
-from farm.results.allure_glue import annotate, failure_message
+from farm.run.allure_glue import annotate, failure_message
 
 RECORDS = {r["case_id"] + "@" + r["family"]: r
            for r in json.load(open(os.environ["FARM_TEST_RECORDS"]))}
@@ -198,7 +198,7 @@ def run_allure_session(workdir, records, name="run") -> Path:
 
     Beside them (its parent directory) `modules.json` lists the modules the session had loaded
     once its test items ran. The results are as the test items leave them: the error-distribution
-    plots are drawn later, by the report step (farm.results.case_plots.render_case_plots)."""
+    plots are drawn later, by the report step (farm.run.case_plots.render_case_plots)."""
     workdir = Path(workdir)
     d = workdir / name
     d.mkdir(parents=True, exist_ok=True)

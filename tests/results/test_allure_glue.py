@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from farm.results import allure_glue as glue
-from farm.results import case_plots
-from farm.results.case_plots import BackgroundDrawing, render_case_plots
-from farm.results.plots import error_histogram_png
 from farm.results.report import REPORTS_DIR
+from farm.run import allure_glue as glue
+from farm.run import case_plots
+from farm.run.case_plots import BackgroundDrawing, render_case_plots
+from farm.run.plots import error_histogram_png
 
 from .conftest import RUN_META, failed, record, rejected_ok, run_allure_session
 
@@ -359,9 +359,9 @@ def test_features_stories_severity(results):
 
 def test_test_items_draw_no_plot(session):
     """annotate leaves the plot's data, never a PNG, and never imports matplotlib."""
-    assert session["modules"] and "farm.results.allure_glue" in session["modules"]
+    assert session["modules"] and "farm.run.allure_glue" in session["modules"]
     assert not [m for m in session["modules"] if m.split(".")[0] == "matplotlib"]
-    assert "farm.results.plots" not in session["modules"]
+    assert "farm.run.plots" not in session["modules"]
     assert not [n for n in session["items_files"] if n.endswith(".png")]
     for key, r in session["items"].items():
         names = [a["name"] for a in r.get("attachments", [])]

@@ -7,11 +7,11 @@ import re
 
 import pytest
 
-from farm.errors import StoreError, UsageError
 from farm.results import commands
 from farm.results import compare as cmp
 from farm.results import compare_render as render
 from farm.results.store import RunStore
+from farm.util.errors import StoreError, UsageError
 
 from .conftest import RUN_META, failed, record, rejected_ok
 

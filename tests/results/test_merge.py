@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from farm.errors import UsageError
 from farm.results import merge, merge_command
 from farm.results.store import RunStore, store_location
+from farm.util.errors import UsageError
 
 from .conftest import RUN_META, failed, record
 

@@ -16,7 +16,7 @@ from farm.agent.hostops import alive, children
 DRAWING = """
 import sys, threading
 from pathlib import Path
-from farm.results import case_plots
+from farm.run import case_plots
 
 def stuck(results_dir, source):
     print("drawing", flush=True)

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from farm.agent import histogram as plots_data
-from farm.results import plots
-from farm.results.allure_glue import plot_data
+from farm.run import plots
+from farm.run.allure_glue import plot_data
 
 from .conftest import failed, record, rejected_ok
 

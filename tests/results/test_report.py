@@ -18,12 +18,12 @@ from types import SimpleNamespace
 import pytest
 
 from farm.agent import hostops
-from farm.errors import ToolMissing, UsageError
-from farm.results import allure_glue as glue
 from farm.results import compare as cmp
 from farm.results import report
 from farm.results.store import RunStore, StoredHistory, store_location
 from farm.results.triage_next import run_triage
+from farm.run import allure_glue as glue
+from farm.util.errors import ToolMissing, UsageError
 from tests.dispositions import disposed
 
 from .cdp import Browser, serve
@@ -661,7 +661,7 @@ def test_generate_looks_for_pending_plots_unless_told_they_are_drawn(
     even when Allure then turns out to be missing."""
     looked: list[Path] = []
     monkeypatch.setattr(
-        "farm.results.case_plots.render_quietly", lambda results: looked.append(results) or True
+        "farm.run.case_plots.render_quietly", lambda results: looked.append(results) or True
     )
     results = tmp_path / "allure-results"
     results.mkdir()
@@ -766,7 +766,7 @@ def test_a_stop_that_comes_as_allure_starts_ends_it(monkeypatch, tmp_path):
     """A stop that lands between the fork of Allure's process and the block that kills it on a
     stop (subprocess.run has no process to kill there) still ends it: the stop signals are held
     while it starts and taken where it can be killed."""
-    from farm.run import interrupts
+    from farm.util import interrupts
 
     started: list[subprocess.Popen] = []
     real = subprocess.Popen

@@ -1,8 +1,8 @@
-"""An allure-results directory's result files, listed and read (farm/results/result_files.py)."""
+"""An allure-results directory's result files, listed and read (farm/run/result_files.py)."""
 
 from __future__ import annotations
 
-from farm.results.result_files import read_file, result_files
+from farm.run.result_files import read_file, result_files
 
 
 def test_result_files_are_the_results_in_name_order(tmp_path):

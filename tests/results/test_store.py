@@ -13,7 +13,6 @@ import time
 import numpy as np
 import pytest
 
-from farm.errors import StoreError, UsageError
 from farm.results import commands, retention
 from farm.results.store import (
     RUN_ROWS,
@@ -21,7 +20,8 @@ from farm.results.store import (
     RunStore,
     schema_version,
 )
-from farm.sizes import size_text
+from farm.util.errors import StoreError, UsageError
+from farm.util.sizes import size_text
 
 from .conftest import (
     DEEP_INSIDE,

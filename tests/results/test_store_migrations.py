@@ -10,10 +10,10 @@ import json
 
 import pytest
 
-from farm.errors import StoreError
 from farm.results import commands, store_command
 from farm.results.store import SCHEMA_VERSION, RunStore, migrate, schema_version, store_location
 from farm.results.store.dialects import connect
+from farm.util.errors import StoreError
 
 from .conftest import RUN_META, failed, record
 

@@ -8,9 +8,9 @@ import threading
 import psycopg
 import pytest
 
-from farm.errors import StoreError
 from farm.results import commands
 from farm.results.store import SCHEMA_VERSION, RunStore, open_existing, redact, store_location
+from farm.util.errors import StoreError
 from tests.postgres import fresh_schema, reader_role, with_user
 
 from .conftest import RUN_META, failed, record

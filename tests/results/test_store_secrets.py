@@ -115,7 +115,7 @@ def test_farm_prints_no_password_of_a_url_given_in_the_wrong_place(capsys):
     ],
 )
 def test_a_store_url_refused_hides_its_password(url, reason):
-    from farm.errors import StoreError
+    from farm.util.errors import StoreError
 
     with pytest.raises(StoreError) as err:
         store_location(url)

@@ -231,7 +231,7 @@ def test_farm_triage_json_and_its_mistakes(tmp_path, capsys):
     data = json.loads(capsys.readouterr().out)
     assert data["groups"][0]["group"] == "REDUCE_MID with d1 > 64"
     assert data["groups"][0]["case_ids"] == sorted(failing)
-    from farm.errors import UsageError
+    from farm.util.errors import UsageError
 
     with pytest.raises(UsageError, match="no run 'nope'"):
         triage_command.main(["nope", "--store", db])

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from farm import build
 from farm.cli import main as farm
-from farm.errors import BuildError, UsageError
+from farm.pool import build
 from farm.results.store import RunStore
 from farm.run import bisect
 from farm.run.bisect import BAD, GOOD, SKIP, BisectError, Search, Step, max_builds
+from farm.util.errors import BuildError, UsageError
 from suites import matrix
 
 # -- the search --------------------------------------------------------------------------------
@@ -287,7 +287,7 @@ def fakes(monkeypatch, tmp_path) -> Fakes:
 
     monkeypatch.setattr(build, "build_package", build_package)
     monkeypatch.setattr("farm.run.session.PoolSession", PoolSession)
-    monkeypatch.setattr("farm.paths.RUNS_DIR", tmp_path / "runs")
+    monkeypatch.setattr("farm.util.paths.RUNS_DIR", tmp_path / "runs")
     return seen
 
 

@@ -53,8 +53,8 @@ def test_a_canary_broken_the_same_way_on_every_host_quarantines_none(tmp_path, m
     run started."""
     import pytest
 
-    from farm import build
     from farm.agent import execute
+    from farm.pool import build
     from farm.pool.health import Quarantine
     from farm.run import prepare
 

@@ -11,12 +11,11 @@ from collections.abc import Callable
 
 import pytest
 
-from farm.agent.errors import AgentError, DeviceBusy, HostLacks
-from farm.errors import AgentTimeout, ConnectionLost
 from farm.run import leases
 from farm.run.dispatch import Dispatcher, SlotInfo, _Progress, case_timeout, run_owner
 from farm.run.leases import RunState
 from farm.run.prepare import canary_cases
+from farm.util.errors import AgentError, AgentTimeout, ConnectionLost, DeviceBusy, HostLacks
 from golden.inputs import sha256_of
 from suites.case import Case
 

@@ -1,4 +1,4 @@
-"""The garbage collector in a farm run's session (farm/run/heap.py): the items made with it off
+"""The garbage collector in a farm run's session (farm/util/heap.py): the items made with it off
 and frozen, what survives a full collection frozen, and everything back under it (or kept
 frozen, in a worker) when the session ends."""
 
@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from farm.run import heap
+from farm.util import heap
 
 
 class Node:  # a tracked object, like a test item
@@ -109,8 +109,7 @@ def _session(farm: bool):
 
 
 def test_a_farm_runs_session_keeps_its_objects_frozen_until_it_ends(monkeypatch):
-    from farm.results import allure_output
-    from farm.run import plugin
+    from farm.run import allure_output, plugin
 
     monkeypatch.setattr(allure_output, "install", lambda *args, **kwargs: True)
     gc.enable()

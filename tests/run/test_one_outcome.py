@@ -1,6 +1,6 @@
 """One outcome per case: a suite check that fails after the record was written (the tiling
 check) amends the record, so the store, the summary and the exit code say what JUnit says; after
-any stop JUnit and the Allure results hold exactly the stored cases (farm/results/reconcile.py);
+any stop JUnit and the Allure results hold exactly the stored cases (farm/run/reconcile.py);
 a runs directory that refuses writes is one line (farm/run/run_dir.py), and the fault injection
 the e2e tests use refuses what a full disk would (farm/run/fault_injection.py); a signal to the
 orchestrator's pid reaches its workers."""
@@ -18,14 +18,13 @@ from types import SimpleNamespace
 
 import pytest
 
-from farm import paths
 from farm.agent import hostops
-from farm.errors import RunDirUnwritable
-from farm.results import reconcile
 from farm.results.store import read_records, store_location
 from farm.results.store.owners import RecordFiles
-from farm.run import fault_injection, interrupts, plugin, run_dir
+from farm.run import fault_injection, plugin, reconcile, run_dir
 from farm.run.runner import collect_records
+from farm.util import interrupts, paths
+from farm.util.errors import RunDirUnwritable
 from suites import matrix
 from suites.tiling import TilingMismatch
 
@@ -141,7 +140,7 @@ def test_records_followed_while_the_run_goes_on(tmp_path, monkeypatch):
     assert read(final=True)[0] == {"a": {"case_id": "a", "outcome": "passed"}}
 
 
-# -- every output holds the stored cases (farm/results/reconcile.py) ------------------------
+# -- every output holds the stored cases (farm/run/reconcile.py) ------------------------
 
 SMOKE = {c.id: c for c in matrix.expand("smoke")}
 

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from farm.errors import BuildError
 from farm.pool import deploy
 from farm.run.packages import NoPackage, Packages
+from farm.util.errors import BuildError
 
 
 def package(path: Path, arch: str | None) -> Path:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import sys
 import threading
 
-from farm.results import case_plots
+from farm.run import case_plots
 from farm.run.session_plugins import AllurePrewarm, PlotsPreload
 from tests.requirements import need_allure
 
@@ -22,13 +22,13 @@ def test_the_first_worker_collection_starts_one_import_in_the_background(monkeyp
         return thread
 
     monkeypatch.setattr(case_plots, "preload_in_background", preload)
-    monkeypatch.delitem(sys.modules, "farm.results.plots", raising=False)
+    monkeypatch.delitem(sys.modules, "farm.run.plots", raising=False)
     plugin = PlotsPreload()
     for node in ("gw0", "gw1"):  # every worker reports its collection
         plugin.pytest_xdist_node_collection_finished(node=node, ids=[])
     assert len(started) == 1 and started[0].daemon
     started[0].join(timeout=120)
-    assert "farm.results.plots" in sys.modules  # matplotlib's Agg backend with it
+    assert "farm.run.plots" in sys.modules  # matplotlib's Agg backend with it
 
 
 def test_allure_starts_once_with_the_cases_and_ends_unused_when_discarded():

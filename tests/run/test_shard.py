@@ -8,10 +8,10 @@ import random
 
 import pytest
 
-from farm.errors import UsageError
 from farm.run import shard
 from farm.run.leases import case_costs
 from farm.run.plan import Plan
+from farm.util.errors import UsageError
 from suites import matrix
 
 SMOKE = matrix.expand("smoke")

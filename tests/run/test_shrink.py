@@ -308,7 +308,7 @@ def _result(results: Path, case_id: str, status: str) -> Path:
 
 
 def test_the_report_links_a_failing_case_to_its_shrunk_form(tmp_path, monkeypatch):
-    monkeypatch.setattr("farm.paths.RUNS_DIR", tmp_path / "runs")
+    monkeypatch.setattr("farm.util.paths.RUNS_DIR", tmp_path / "runs")
     results = tmp_path / "allure-results"
     results.mkdir()
     failing = _result(results, VOCAB.id, "failed")

@@ -72,7 +72,7 @@ def test_repro_prints_what_the_case_and_its_record_say_as_they_are():
 def test_control_characters_are_shown_escaped_never_sent():
     """What a host said (a stderr tail, an rc file's colours) or an outside name reaches the
     terminal only as text: ESC [2J would clear it."""
-    from farm.visible import visible
+    from farm.util.visible import visible
 
     assert visible("stderr: \x1b[2Jcleared\x07\x00 and\ttab\nline") == (
         "stderr: \\x1b[2Jcleared\\x07\\x00 and\ttab\nline"

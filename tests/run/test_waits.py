@@ -1,5 +1,5 @@
 """The main thread's waits for the farm's threads take a signal that the kernel gave to the
-thread waited for (farm/waits.py): its handler runs while that thread still works, not once it
+thread waited for (farm/util/waits.py): its handler runs while that thread still works, not once it
 is done. The signal is sent to the thread itself (pthread_kill), as the kernel may; the thread
 works until the test lets it go, or for a minute at most, so that a wait that cannot take the
 signal fails the test instead of hanging it. (The pause before the signal is no verdict's
@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from farm import waits
+from farm.util import waits
 from tests.requirements import need
 
 

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from farm.errors import UsageError
+from farm.util.errors import UsageError
 from suites import explore, matrix
 from suites.caseset import Selection, find_case
 

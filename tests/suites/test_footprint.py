@@ -11,7 +11,7 @@ import pytest
 from farm.agent.execute import run_case
 from farm.agent.identity import Identity
 from farm.pool.inventory import HostSpec, default_inventory
-from farm.sizes import size_text
+from farm.util.sizes import size_text
 from golden import bound
 from golden.layouts import View
 from suites import footprint

@@ -256,7 +256,7 @@ def _search() -> tuple[Path, Path]:
     raise AclLibraryError(
         f"no ACL libraries: neither CANN (ASCEND_HOME_PATH) nor the emulated ACL runtime "
         f"({OP_API_FILE} under build/ascendc-cpu/acl/lib: `farm build` makes it where the "
-        f"genuine headers are, python -m farm.acl_sdk fetches them); or set {ENV_LIB_DIR}"
+        f"genuine headers are, python -m farm.pool.acl_sdk fetches them); or set {ENV_LIB_DIR}"
     )
 
 

@@ -16,7 +16,8 @@ own). The emulated real operator also says which layer of its host code decided 
 what the shared checks said (`checks`, farm/agent/record.py HostChecks).
 
 The library is found at, in order: $LSG_NATIVE_LIB; under the repository
-build/ascendc-cpu/liblsg_ascendc_cpu.so, then build/twin/liblsg_twin.so (what `farm.build` writes);
+build/ascendc-cpu/liblsg_ascendc_cpu.so, then build/twin/liblsg_twin.so (what `farm.pool.build`
+writes);
 the library of an operator package unpacked as package/ beside farm/.
 """
 
@@ -161,7 +162,7 @@ def find_library() -> Path:
         if candidate.exists():
             return candidate
     raise NativeError(
-        f"none of {', '.join(LIB_NAMES)} found: build one with `python -m farm.build "
+        f"none of {', '.join(LIB_NAMES)} found: build one with `python -m farm.pool.build "
         f"--target ascendc-cpu` (or --target twin; both write build/), or set {ENV_LIB}"
     )
 

@@ -2,12 +2,12 @@
 
 A :class:`Channel` is a persistent, line-oriented connection to one agent (a subprocess's pipes,
 or one long-lived SSH exec channel). It speaks :mod:`farm.agent.protocol`, waits with a timeout on
-every read and write, and raises only :class:`~farm.errors.InfraError` subclasses:
+every read and write, and raises only :class:`~farm.util.errors.InfraError` subclasses:
 
-* :class:`~farm.errors.ConnectionLost` - EOF, reset, the agent exited (with its exit status and
+* :class:`~farm.util.errors.ConnectionLost` - EOF, reset, the agent exited (with its exit status and
   the tail of its stderr in the message);
-* :class:`~farm.errors.AgentTimeout` - no complete reply within the timeout;
-* :class:`~farm.errors.ProtocolError` - a malformed, oversize or mismatched reply.
+* :class:`~farm.util.errors.AgentTimeout` - no complete reply within the timeout;
+* :class:`~farm.util.errors.ProtocolError` - a malformed, oversize or mismatched reply.
 
 After any of these the channel is *broken* (a late reply could otherwise be taken for the answer
 to the next request): it is closed, and every further request raises ConnectionLost. Open a new
@@ -44,10 +44,16 @@ from typing import Any
 
 from farm import __version__
 from farm.agent import hostops, protocol
-from farm.agent.errors import InfraError, ProtocolError
 from farm.agent.request import CaseRequest
-from farm.errors import AgentTimeout, ConnectionLost, DeployError, HostSetupError
 from farm.pool.inventory import HostSpec
+from farm.util.errors import (
+    AgentTimeout,
+    ConnectionLost,
+    DeployError,
+    HostSetupError,
+    InfraError,
+    ProtocolError,
+)
 
 DEFAULT_TIMEOUT = 60.0
 HANDSHAKE_TIMEOUT = 30.0

@@ -26,9 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from farm.agent import hostops
-from farm.agent.errors import InfraError
 from farm.agent.request import CaseRequest
-from farm.errors import AgentTimeout, ConnectionLost, DeployError, HostUnreachable
 from farm.pool.inventory import EMULATED_PREFIX, HostSpec
 from farm.pool.transport.base import (
     COMMAND_TIMEOUT,
@@ -45,6 +43,7 @@ from farm.pool.transport.base import (
     warm_up,
     with_workdir_fix,
 )
+from farm.util.errors import AgentTimeout, ConnectionLost, DeployError, HostUnreachable, InfraError
 
 # The live (not zombie) processes of a process group: farm/agent/hostops.py, the one home of the
 # process-group logic (this name is what the tests and the benchmarks know).

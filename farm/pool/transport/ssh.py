@@ -15,7 +15,7 @@
   a broken channel's agent is killed by process group with a short command on the host
   (``Transport.reap_group``: SIGTERM, SIGKILL, then a check that nothing of the group is left),
   within :data:`REAP_OPEN_TIMEOUT` per SSH step, so a frozen or lost host costs seconds.
-* paramiko and socket errors are mapped to :mod:`farm.errors` with messages that name the host,
+* paramiko and socket errors are mapped to :mod:`farm.util.errors` with messages that name the host,
   its address and the fix.
 """
 
@@ -37,15 +37,6 @@ from pathlib import Path
 import paramiko
 from paramiko.ssh_exception import NoValidConnectionsError
 
-from farm.errors import (
-    AgentTimeout,
-    AuthError,
-    ConfigError,
-    ConnectionLost,
-    DeployError,
-    HostKeyError,
-    HostUnreachable,
-)
 from farm.pool.inventory import HostSpec
 from farm.pool.transport.base import (
     COMMAND_TIMEOUT,
@@ -55,6 +46,15 @@ from farm.pool.transport.base import (
     Transport,
     describe_exit,
     remote_command,
+)
+from farm.util.errors import (
+    AgentTimeout,
+    AuthError,
+    ConfigError,
+    ConnectionLost,
+    DeployError,
+    HostKeyError,
+    HostUnreachable,
 )
 
 # paramiko logs transport failures at ERROR; the farm reports them as its own errors (with the

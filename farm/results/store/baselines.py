@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable
 
-from farm.errors import UsageError
 from farm.results.store.rows import GREEN_SQL, planted_bug
 from farm.results.store.runs import Runs
 from farm.results.store.schema import RUN_ROWS
 from farm.results.store.timestamps import now
+from farm.util.errors import UsageError
 
 _PAGE = 16  # runs read at a time when looking for the newest baseline
 

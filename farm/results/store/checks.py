@@ -26,11 +26,11 @@ import threading
 import time
 from pathlib import Path
 
-from farm import waits
-from farm.errors import StoreError
 from farm.results.store.dialects import FULL_FIX, PostgresDatabase, full_disk, sqlite_fix
 from farm.results.store.location import SQLITE, StoreLocation, store_location
 from farm.results.store.schema import SCHEMA_VERSION, newer_than_farm
+from farm.util import waits
+from farm.util.errors import StoreError
 
 
 class PendingScan:

@@ -19,9 +19,9 @@ import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from farm.errors import StoreError
 from farm.results.store.location import POSTGRESQL, SQLITE, StoreLocation, redact
-from farm.sizes import size_text
+from farm.util.errors import StoreError
+from farm.util.sizes import size_text
 
 PG_CONNECT_TIMEOUT_S = 10
 # SQLite says "database or disk is full" (SQLITE_FULL) only where a write itself fails; on a full

@@ -9,10 +9,10 @@ import contextlib
 import threading
 from collections.abc import Iterator
 
-from farm.errors import StoreError
 from farm.results.store.location import StoreLocation
 from farm.results.store.runs import HEARTBEAT_S
 from farm.results.store.runstore import RunStore
+from farm.util.errors import StoreError
 
 
 @contextlib.contextmanager

@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import parse_qsl, quote, unquote, urlsplit, urlunsplit
 
-from farm.errors import StoreError
-from farm.paths import RUNS_DIR
+from farm.util.errors import StoreError
+from farm.util.paths import RUNS_DIR
 
 SQLITE = "sqlite"
 POSTGRESQL = "postgresql"

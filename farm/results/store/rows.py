@@ -160,9 +160,9 @@ def result_row(run_id: str, rec: Mapping, text: str | None = None) -> tuple:
 
 def planted_bug(run: Mapping[str, Any]) -> str:
     """The bug the run's operator was built with (`farm run --plant-bug`), from its archive's
-    name (farm/build.py archive_name): a run that tests the farm, never the operator: no
+    name (farm/pool/build.py archive_name): a run that tests the farm, never the operator: no
     baseline, nothing to bisect. "" for the real operator."""
-    from farm import build
+    from farm.pool import build
 
     return build.bug_in_archive(str((run.get("package") or {}).get("file") or ""))
 

@@ -26,7 +26,6 @@ import secrets
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
-from farm.errors import UsageError
 from farm.results.store.base import StoreBase
 from farm.results.store.owners import owner_alive, process_owner, read_records
 from farm.results.store.rows import (
@@ -40,6 +39,7 @@ from farm.results.store.rows import (
     run_dict,
 )
 from farm.results.store.timestamps import now, stamp
+from farm.util.errors import UsageError
 
 _NEWEST_FIRST = " ORDER BY started_at DESC, seq DESC"
 # A running run's owner marks it alive this often (farm/results/store/heartbeat.py); a run of

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import sys
 
-from farm.errors import StoreError
 from farm.results.store.baselines import Baselines
 from farm.results.store.checks import check_postgres, check_store, closed_by_this_process
 from farm.results.store.dialects import PostgresDatabase, connect
@@ -14,6 +13,7 @@ from farm.results.store.investigations import Investigations
 from farm.results.store.location import SQLITE, StoreLocation, store_location
 from farm.results.store.schema import migrate
 from farm.results.store.trends import Trends
+from farm.util.errors import StoreError
 
 
 class RunStore(Baselines, Investigations, Trends, AllureHistory):

@@ -13,11 +13,11 @@ import json
 from collections.abc import Callable
 
 from farm.agent.record import TIMING_COLUMNS
-from farm.errors import StoreError
 from farm.results.store.dialects import Database
 from farm.results.store.location import SQLITE
 from farm.results.store.rows import dumps, has_measurement, inventory_list, num, refresh_counts
 from farm.results.store.timestamps import now
+from farm.util.errors import StoreError
 
 
 def _m1_initial(db: Database) -> None:

@@ -15,11 +15,11 @@ import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from farm.errors import StoreError
 from farm.results.store.checks import check_store
 from farm.results.store.dialects import Database, PostgresDatabase
 from farm.results.store.location import SQLITE, StoreLocation, store_location
 from farm.results.store.runstore import RunStore
+from farm.util.errors import StoreError
 
 # Parents before children (foreign keys), each with the order its rows are read in.
 TABLES = (

@@ -1,6 +1,6 @@
 // Compile-time check that our declarations of the aclnn tensor helpers (aclnn/aclnn_base.h) are
 // the genuine ones: the function types the torch-npu wheel's op-plugin declares for them
-// (genuine/aclnn_helper_types.h, cut from the wheel at set-up by farm/acl_sdk.py).  The ACL
+// (genuine/aclnn_helper_types.h, cut from the wheel at set-up by farm/pool/acl_sdk.py).  The ACL
 // runtime's own functions need no such check: runtime.cpp defines them under the wheel's acl.h,
 // where a different signature does not compile.
 #include <type_traits>

@@ -21,12 +21,13 @@ from rich.text import Text
 
 from farm import __version__
 from farm.agent.backends import BACKENDS
-from farm.agent.errors import FarmError
-from farm.argparsing import CommandParser
-from farm.console import FarmConsole
-from farm.run import interrupts, run_dir
+from farm.run import run_dir
 from farm.run.timeouts import case_timeout_seconds
-from farm.visible import cut, visible
+from farm.util import interrupts
+from farm.util.argparsing import CommandParser
+from farm.util.console import FarmConsole
+from farm.util.errors import FarmError
+from farm.util.visible import cut, visible
 
 
 def _selection_args(parser: argparse.ArgumentParser) -> None:
@@ -151,7 +152,7 @@ def cmd_cases(argv: list[str]) -> int:
 
 
 def cmd_run(argv: list[str]) -> int:
-    from farm import build
+    from farm.pool import build
     from farm.results.report import add_history_runs_option
     from farm.run import runner
 
@@ -254,9 +255,9 @@ HOSTS_SHOWN = (
 
 
 def cmd_hosts(argv: list[str]) -> int:
-    from farm import paths
     from farm.pool import health
     from farm.run import prepare
+    from farm.util import paths
 
     parser = CommandParser(prog="farm hosts", description="the pool and its health")
     parser.add_argument("--inventory", help="TOML inventory (default: the embedded local pool)")
@@ -337,9 +338,9 @@ def cmd_hosts(argv: list[str]) -> int:
 def _first_contact(inventory_path: str | None, *, as_json: bool) -> int:
     """`farm hosts --check --deep`: the pool prepared for the CANN package through ACL, then
     farm/agent/first_contact.py on every host (farm/pool/first_contact.py)."""
-    from farm import paths
     from farm.pool import first_contact
     from farm.run import prepare
+    from farm.util import paths
 
     inventory = prepare.load_pool(inventory_path)
     console = FarmConsole(stderr=True)
@@ -410,7 +411,7 @@ COMMANDS = {
     "shrink": (_delegate("farm.run.shrink"), "the smallest case that still fails the same way"),
     "bisect": (_delegate("farm.run.bisect"), "find the first commit where selected cases fail"),
     "triage": (_delegate("farm.results.triage_command"), "what a run's failures share, ranked"),
-    "build": (_delegate("farm.build"), "build the operator package (dist/op)"),
+    "build": (_delegate("farm.pool.build"), "build the operator package (dist/op)"),
     "lab": (_delegate("farm.pool.lab"), "start or stop the local SSH lab (up | down | status)"),
     "report": (_delegate("farm.results.report"), "write the HTML report of a run"),
     "runs": (
@@ -546,6 +547,3 @@ def entry() -> int:
         os._exit(code)
     return code
 
-
-if __name__ == "__main__":
-    sys.exit(entry())

@@ -57,15 +57,15 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from farm import acl_sdk
 from farm.agent.backends import acl_api
 from farm.agent.hostops import normalise_arch
 from farm.agent.machine import ELF_MACHINES, elf_arch_of
-from farm.argparsing import CommandParser, make_output_dir
-from farm.errors import BuildError
-from farm.paths import REPO_ROOT as ROOT
+from farm.pool import acl_sdk
 from farm.pool.deploy import package_manifest, package_problem
-from farm.targets import DEFAULT_TARGET, DESCRIPTIONS, NATIVE_TARGETS, TARGETS, describe
+from farm.util.argparsing import CommandParser, make_output_dir
+from farm.util.errors import BuildError
+from farm.util.paths import REPO_ROOT as ROOT
+from farm.util.targets import DEFAULT_TARGET, DESCRIPTIONS, NATIVE_TARGETS, TARGETS, describe
 from golden.soc import FAMILIES, representative_soc
 
 OP_DIR = ROOT / "op"
@@ -116,7 +116,7 @@ LIB_NAMES = {"twin": "liblsg_twin.so", "ascendc-cpu": "liblsg_ascendc_cpu.so"}
 LIB_NAME = LIB_NAMES["twin"]
 CMAKE_TARGETS = {"twin": "lsg_twin", "ascendc-cpu": "lsg_ascendc_cpu"}
 # The emulated ACL runtime and the custom operator's op-api on it (op/acl_emu/acl_emu.cmake), built
-# with the real ascendc-cpu library where the genuine ACL headers are (farm/acl_sdk.py); the
+# with the real ascendc-cpu library where the genuine ACL headers are (farm/pool/acl_sdk.py); the
 # package carries them under ACL_DIR for the agent's acl backend.
 ACL_CMAKE_TARGET = "lsg_acl_emu"
 ACL_DIR = "acl"
@@ -870,11 +870,11 @@ def acl_example_selftest(
 ) -> tuple[bool, str]:
     """Build the emulated real kernel with the emulated ACL runtime for `arch` and run the aclnn
     example (op/ascendc/examples) on it, natively or under qemu: (ok, output). Needs the genuine
-    ACL headers (farm.acl_sdk)."""
+    ACL headers (farm.pool.acl_sdk)."""
     if not acl_sdk.present():
         raise BuildError(
             "the aclnn example is built against the genuine ACL headers, which are not here: "
-            "python -m farm.acl_sdk"
+            "python -m farm.pool.acl_sdk"
         )
     arch = check_arch(arch)
     emulator(arch)  # qemu missing: say so before building anything
@@ -930,7 +930,9 @@ def sanitize_check(
         "LSG_NATIVE_LIB": str(lib),
         "PYTHONPATH": str(ROOT),
     }
-    cmd = [sys.executable, "-m", "farm.build", "--drive"] + (["--matrix", matrix] if matrix else [])
+    cmd = [sys.executable, "-m", "farm.pool.build", "--drive"] + (
+        ["--matrix", matrix] if matrix else []
+    )
     cmd += ["--overflow-probe"] if overflow_probe else []
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
     output = proc.stdout + proc.stderr
@@ -1182,7 +1184,7 @@ def _self_test(package: Path, target: str, arch: str, quiet: bool) -> int:
     return 0
 
 
-if __name__ == "__main__":  # `python -m farm.build` is `farm build`: its mistakes one line too
+if __name__ == "__main__":  # `python -m farm.pool.build` is `farm build`: its mistakes one line too
     from farm.cli import main as farm
 
     sys.exit(farm(["build", *sys.argv[1:]]))

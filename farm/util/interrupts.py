@@ -1,5 +1,5 @@
 """Signals while a command works: SIGINT, SIGTERM and SIGHUP stop any command as Ctrl-C does,
-so that its way out runs (stopping, farm/cli.py); `farm run` and `farm bisect` stop in their own
+so that its way out runs (stopping, farm/cli); `farm run` and `farm bisect` stop in their own
 way inside that: what finished is kept (interruptible), and while their results are stored a
 signal only says so (shielded).
 
@@ -79,8 +79,8 @@ _handlers: list[Callable[[int, Any], None]] = []
 
 
 def output_gone() -> None:
-    """The reader of this command's output went away (EPIPE; farm/console.py). In a block that
-    stops on signals, it stops as if on SIGPIPE; elsewhere BrokenPipeError (farm/cli.py: exit
+    """The reader of this command's output went away (EPIPE; farm/util/console.py). In a block that
+    stops on signals, it stops as if on SIGPIPE; elsewhere BrokenPipeError (farm/cli: exit
     141). No SIGPIPE handler is installed for it: Python ignores SIGPIPE so that a write to a
     closed socket (an SSH host gone) is an error of that write, never a stop of the command."""
     if _handlers and threading.current_thread() is threading.main_thread():

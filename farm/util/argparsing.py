@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import NoReturn
 
-from farm.errors import UsageError
+from farm.util.errors import UsageError
 
 
 class CommandParser(argparse.ArgumentParser):

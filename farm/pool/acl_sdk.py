@@ -23,9 +23,9 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-from farm.errors import BuildError
+from farm.util.errors import BuildError
+from farm.util.paths import REPO_ROOT as ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DIR = ROOT / "build" / "acl-sdk"
 ENV_DIR = "LSG_ACL_SDK"
 WHEEL = "torch-npu==2.14.0"
@@ -66,14 +66,15 @@ def helper_typedefs(text: str) -> dict[str, str]:
     if missing:
         raise BuildError(
             f"{OP_PLUGIN_HEADER} of {WHEEL} no longer declares {', '.join(missing)}: update "
-            "farm/acl_sdk.py HELPERS to the wheel"
+            "farm/pool/acl_sdk.py HELPERS to the wheel"
         )
     return {h: found[h] for h in HELPERS}
 
 
 def _helper_header(typedefs: dict[str, str]) -> str:
     lines = [
-        f"/* Cut from {WHEEL}'s {OP_PLUGIN_HEADER} by farm/acl_sdk.py: the aclnn helpers' function",
+        f"/* Cut from {WHEEL}'s {OP_PLUGIN_HEADER} by farm/pool/acl_sdk.py: the aclnn helpers'"
+        " function",
         " * types as the op-plugin declares them. */",
         "#pragma once",
         '#include "acl/acl_base.h"',
@@ -114,7 +115,7 @@ def unpack(wheel: Path, into: Path) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m farm.acl_sdk [--quiet]`: fetch the genuine ACL headers (set-up runs it)."""
+    """`python -m farm.pool.acl_sdk [--quiet]`: fetch the genuine ACL headers (set-up runs it)."""
     quiet = "--quiet" in (sys.argv[1:] if argv is None else argv)
     try:
         path = ensure(quiet)
@@ -134,7 +135,7 @@ def ensure(quiet: bool = False) -> Path:
     if os.environ.get(ENV_DIR):
         raise BuildError(
             f"{ENV_DIR}={path} has no include/acl/acl.h and genuine/aclnn_helper_types.h; "
-            "unset it to download the headers, or point it at a directory farm.acl_sdk made"
+            "unset it to download the headers, or point it at a directory farm.pool.acl_sdk made"
         )
     path.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=path.parent) as tmp:

@@ -6,7 +6,7 @@ attachments through allure.dynamic / allure.attach.
 
 Identity in Allure (ARCHITECTURE "Allure identity"): the SoC family is a *non-excluded* parameter,
 so the same case on the two families never merges into one history entry; the case itself (the
-suites' parametrize argument, hidden, see farm/results/allure_output.py) makes the rest of the
+suites' parametrize argument, hidden, see farm/run/allure_output.py) makes the rest of the
 history id; host and seed are *excluded* parameters (shown, but not part of the history id). What
 the case is (dtype, shape, axes, distributions, layout) is the description's first line
 (`case_line`), not parameters: Allure 3 repeats every shown parameter of every case three times in
@@ -26,7 +26,7 @@ without the exception type pytest/allure-pytest put in front ("AssertionError: "
 Error-distribution plots: every failure and a deterministic 1 in PLOT_SAMPLE_ONE_IN of the passes
 (`wants_plot`) get one. Inside the test item `annotate` only attaches the few numbers the plot is
 drawn from (`plot_data`, a small JSON attachment named PLOT_DATA_NAME); `farm report` turns them
-into the PNGs (farm/results/case_plots.py, which also caps the passes it draws per family and
+into the PNGs (farm/run/case_plots.py, which also caps the passes it draws per family and
 dtype), so no test item imports matplotlib.
 
 Attachments grow with failures, not with passes (a nightly run is thousands of passes):
@@ -231,12 +231,12 @@ def wants_metrics(record: Mapping, one_in: int = PLOT_SAMPLE_ONE_IN) -> bool:
     return detailed(record, one_in)
 
 
-# The metrics farm.results.plots.error_histogram_png reads ("worst" only without a histogram).
+# The metrics farm.run.plots.error_histogram_png reads ("worst" only without a histogram).
 _PLOT_METRICS = ("hist", "mere", "mare", "n", "nonfinite_mismatch")
 
 
 def plot_data(record: Mapping) -> dict:
-    """What `farm.results.plots.error_histogram_png` draws a case's plot from, and nothing more:
+    """What `farm.run.plots.error_histogram_png` draws a case's plot from, and nothing more:
     the histogram of relative errors (or, without one, the worst elements' relative errors),
     MERE/MARE, the element count, the NaN/inf mismatches, the dtype (its threshold T) and the
     title (case id, family). The PNG drawn from it equals the one drawn from the whole record."""
@@ -410,7 +410,7 @@ def case_annotations(record: Mapping, *, plot_one_in: int = PLOT_SAMPLE_ONE_IN) 
     # parameter showing the Case repr, and the history id takes its original value. Show the case
     # id instead: allure-pytest then changes only the displayed value, never the history id nor
     # `excluded`. (A test without that argument gets "case" as a new, excluded parameter.)
-    # It is hidden as it is written (farm/results/allure_output.py): the case id is the title.
+    # It is hidden as it is written (farm/run/allure_output.py): the case id is the title.
     parameters.append(("case", case_id, True))
     # Shown, but not identity.
     parameters.append(("host", host_name(record), True))
@@ -428,7 +428,7 @@ def annotate(record: Mapping, *, plot_one_in: int = PLOT_SAMPLE_ONE_IN) -> None:
     """Label, parametrise and attach one case's result in the running Allure test."""
     import allure
 
-    from farm.results.allure_output import apply_annotations
+    from farm.run.allure_output import apply_annotations
 
     apply_annotations(case_annotations(record, plot_one_in=plot_one_in))
 
@@ -443,7 +443,7 @@ def annotate(record: Mapping, *, plot_one_in: int = PLOT_SAMPLE_ONE_IN) -> None:
                 table, name="worst elements.csv", attachment_type=allure.attachment_type.CSV
             )
     if wants_plot(record, plot_one_in):
-        # The PNG is drawn by the report step (farm/results/case_plots.py), not here.
+        # The PNG is drawn by the report step (farm/run/case_plots.py), not here.
         try:
             data = json.dumps(plot_data(record), separators=(",", ":"), default=_json_default)
         except Exception as exc:  # noqa: BLE001 - a plot must never change a case's verdict
@@ -617,7 +617,7 @@ def _props_escape(s: str, key: bool = False) -> str:
 
 
 def environment_properties(run_meta: Mapping) -> dict[str, str]:
-    from farm.build import describe
+    from farm.pool.build import describe
     from farm.results.store.rows import inventory_list, planted_bug
 
     pkg = run_meta.get("package") or {}

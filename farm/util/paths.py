@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 DIST_DIR = REPO_ROOT / "dist" / "op"  # built operator packages
 # Empty is unset, as for FARM_STORE (a CI variable left empty must not make the shell's directory
 # the runs directory).

@@ -5,8 +5,8 @@ its output goes away.
 SystemExit(1), and 1 is the farm's "the operator failed". Here the pipe's descriptors are
 pointed at /dev/null (nothing more can reach its reader, and a later write must not fail again)
 and the command stops as a shell's writer stops on SIGPIPE: a command that stores what it did
-(farm run, farm bisect) stores it and exits 141 (farm/run/interrupts.py output_gone); any other
-ends with exit 141 (farm/cli.py)."""
+(farm run, farm bisect) stores it and exits 141 (farm/util/interrupts.py output_gone); any other
+ends with exit 141 (farm/cli/__init__.py)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import io
 
 from rich.console import Console
 
-from farm.run import interrupts
+from farm.util import interrupts
 
 
 class FarmConsole(Console):

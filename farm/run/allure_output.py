@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 from farm.run.run_dir import write_whole
 
 if TYPE_CHECKING:
-    from farm.results.allure_glue import Annotations
+    from farm.run.allure_glue import Annotations
 
 # A fixture status that makes its container worth a file.
 _SAYS_SOMETHING = frozenset({"failed", "broken"})

@@ -1,9 +1,9 @@
 """The cases' error-distribution PNGs, drawn when the report is written, not in the test items.
 
-Inside a test item `farm.results.allure_glue.annotate` attaches, for each case `wants_plot`
+Inside a test item `farm.run.allure_glue.annotate` attaches, for each case `wants_plot`
 selects, only the numbers its plot is drawn from: a small JSON attachment named PLOT_DATA_NAME.
 `render_case_plots(results_dir)` (called by `farm.results.report.generate` before Allure runs)
-draws each of them with `farm.results.plots.error_histogram_png`, writes the PNG into the
+draws each of them with `farm.run.plots.error_histogram_png`, writes the PNG into the
 allure-results directory as `<uuid>-attachment.png` (the way allure-pytest names its attachment
 files) and, in that test's result file, puts the entry
 
@@ -38,17 +38,17 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from farm import waits
-from farm.children import die_with_parent
-from farm.results.allure_glue import (
+from farm.run.allure_glue import (
     PLOT_DATA_NAME,
     PLOT_ERROR_NAME,
     PLOT_NAME,
     plot_error_text,
     sample_hash,
 )
-from farm.results.result_files import read_file, result_files
+from farm.run.result_files import read_file, result_files
 from farm.run.run_dir import write_whole
+from farm.util import waits
+from farm.util.children import die_with_parent
 
 # Below this many plots one process draws them all (a worker pool costs more than it saves).
 # The workers are forked after this process has imported matplotlib (_draw_all): a worker's
@@ -150,7 +150,7 @@ class BackgroundDrawing:
 
 
 def preload_in_background() -> threading.Thread:
-    """Import matplotlib (farm.results.plots, ~1 s of CPU) while the cases run, in a process
+    """Import matplotlib (farm.run.plots, ~1 s of CPU) while the cases run, in a process
     that mostly waits for them (`farm run` under pytest-xdist): the report step's first plot then
     starts drawing at once, and the processes that draw the plots, forked from it, inherit the
     import. A matplotlib that fails to import is left for the drawing to report."""
@@ -161,7 +161,7 @@ def preload_in_background() -> threading.Thread:
 
 def _preload() -> None:
     try:
-        import farm.results.plots  # noqa: F401
+        import farm.run.plots  # noqa: F401
     except Exception:  # noqa: BLE001 - each plot then says why (draw_one: a "plot error")
         pass
 
@@ -216,7 +216,7 @@ def _draw_all(results_dir: Path, sources: list[str], jobs: int | None) -> list[d
     if jobs > 1:
         _preload()  # once, here: the forked workers inherit matplotlib
         try:
-            # A worker ends with this process (farm/children.py): a command killed mid-report
+            # A worker ends with this process (farm/util/children.py): a command killed mid-report
             # leaves no worker drawing on.
             with ProcessPoolExecutor(
                 max_workers=jobs,
@@ -242,7 +242,7 @@ def draw_one(results_dir: Path, data_source: str) -> dict:
     the data attachment's: the PNG, or a "plot error" text when it could not be drawn."""
     stem = str(uuid.uuid5(_NAMESPACE, data_source))
     try:
-        from farm.results.plots import error_histogram_png
+        from farm.run.plots import error_histogram_png
 
         data = json.loads((results_dir / data_source).read_text(encoding="utf-8"))
         png = error_histogram_png(data)
