@@ -13,7 +13,7 @@ is no lock. hello reports the agent's pid and process group, which the orchestra
 whole after a timeout (farm/agent/__main__.py puts the agent in a group of its own).
 
 **One agent for several emulated hosts.** Emulated hosts of one machine (the local transport) may
-share an agent instead of starting one per slot (farm/pool/transport/local.py AgentShare): the
+share an agent instead of starting one per slot (farm/pool/transport/shared.py AgentShare): the
 agent is then given its hosts (``hosts``: name, work directory, the host's own ``LSG_EMULATED_*``
 environment, the directory of its deployed bundle), and every ``identify`` and ``run-case`` names
 one of them in ``host``. Each host keeps what a host's own agent would have: its declared

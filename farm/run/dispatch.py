@@ -58,7 +58,7 @@ from typing import Any, Protocol, cast
 from farm.agent.record import ResultRecord, broken_record, with_case
 from farm.agent.request import CaseRequest
 from farm.pool.host_neutral import host_parts, neutral
-from farm.pool.transport.base import HANDSHAKE_TIMEOUT
+from farm.pool.transport.channel import HANDSHAKE_TIMEOUT
 from farm.run import run_dir
 from farm.run.leases import (
     LeaseTimeout,

@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from farm.agent.record import ResultRecord
-from farm.pool.transport.local import STALLED_AFTER
+from farm.pool.transport.shared import STALLED_AFTER
 from farm.run.dispatch import Dispatcher, SlotInfo
 from farm.run.leases import assign_slots, balance_lanes, case_costs, slot_loads
 from suites.case import Case

@@ -8,7 +8,7 @@ updated; the plan lists the healthy slots.
 
 open_channel_factory: how a worker reaches a slot's agent. A remote host's slot gets an agent of
 its own; the emulated hosts of this machine share at most :func:`local_agent_limit` agents per
-worker (farm/pool/transport/local.py AgentShare), so that the machine never runs more agents
+worker (farm/pool/transport/shared.py AgentShare), so that the machine never runs more agents
 than it has cores, whatever the number of slots.
 """
 
@@ -28,7 +28,7 @@ from farm.pool import cann_build, deploy, health
 from farm.pool.host_threads import host_threads
 from farm.pool.inventory import HostSpec, Inventory, default_inventory, load_inventory
 from farm.pool.transport import Channel, Transport, open_transport
-from farm.pool.transport.local import AgentShare, share_key
+from farm.pool.transport.shared import AgentShare, share_key
 from farm.run.packages import Builder, NoPackage, Packages, WrongTarget
 from farm.run.plan import Plan
 from farm.util.errors import ConfigError, FarmError
@@ -179,7 +179,7 @@ def local_agent_limit(workers: int | None = None) -> int:
     """How many agents one orchestrator process keeps for the emulated hosts of this machine:
     the machine's cores (or $FARM_LOCAL_AGENTS), shared among the run's worker processes
     ($PYTEST_XDIST_WORKER_COUNT), at least one each. The agents of local hosts share processes
-    (farm/pool/transport/local.py AgentShare) so that this is all there are, whatever the
+    (farm/pool/transport/shared.py AgentShare) so that this is all there are, whatever the
     number of slots."""
     total = _env_count(LOCAL_AGENTS_ENV) or os.cpu_count() or 1
     if workers is None:

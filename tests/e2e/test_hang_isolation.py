@@ -26,7 +26,8 @@ import pytest
 
 from farm.pool.deploy import deploy, start_shared_agent
 from farm.pool.inventory import default_inventory
-from farm.pool.transport.local import AgentShare, LocalTransport, group_members
+from farm.pool.transport.local import LocalTransport, group_members
+from farm.pool.transport.shared import AgentShare
 from farm.run.dispatch import Dispatcher, SlotInfo
 from farm.run.leases import RunState
 from farm.util.errors import AgentTimeout

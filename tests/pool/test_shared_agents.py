@@ -1,4 +1,4 @@
-"""Agents shared by emulated hosts of this machine (farm/pool/transport/local.py AgentShare):
+"""Agents shared by emulated hosts of this machine (farm/pool/transport/shared.py AgentShare):
 several slots, of one host or of several, on one agent process that serves each host as its own
 agent would (identity, device locks), one request at a time, a broken agent costs only the case
 that broke it, and a case that does not answer holds up only its own slot."""
@@ -21,14 +21,8 @@ from farm.agent.devicelock import read_holder
 from farm.pool.deploy import deploy
 from farm.pool.health import BAD, GOOD, check_local_hosts
 from farm.pool.inventory import HostSpec, default_inventory
-from farm.pool.transport.local import (
-    AgentShare,
-    LocalTransport,
-    group_members,
-    share_key,
-    shared_agent_hosts,
-    shared_host,
-)
+from farm.pool.transport.local import LocalTransport, group_members
+from farm.pool.transport.shared import AgentShare, share_key, shared_agent_hosts, shared_host
 from farm.run.dispatch import Dispatcher, SlotInfo
 from farm.run.leases import RunState
 from farm.run.prepare import local_agent_limit, local_share, parallel_hosts
