@@ -804,7 +804,7 @@ def run_meta(plan: Plan, started: str) -> dict:
         "started_at": started,
         "package": plan.package,
         "git_commit": plan.git_commit,
-        "inventory": plan.slots,
+        "inventory": [s.to_json() for s in plan.slots],
         "unhealthy": plan.unhealthy,
         "set_aside": plan.set_aside,
         "run_dir": str(plan.run_dir),

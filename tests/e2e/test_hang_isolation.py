@@ -28,8 +28,9 @@ from farm.pool.deploy import deploy, start_shared_agent
 from farm.pool.inventory import default_inventory
 from farm.pool.transport.local import LocalTransport, group_members
 from farm.pool.transport.shared import AgentShare
-from farm.run.dispatch import Dispatcher, SlotInfo
+from farm.run.dispatch import Dispatcher
 from farm.run.leases import RunState
+from farm.run.slots import SlotInfo
 from farm.util.errors import AgentTimeout
 from suites.case import Case
 from tests.e2e.conftest import SMOKE

@@ -26,8 +26,9 @@ from farm.agent.devicelock import lock_paths, read_holder
 from farm.pool.deploy import BUNDLE_PREFIX, bundle_files, deploy, start_agent
 from farm.pool.lab import Lab
 from farm.pool.transport import open_transport
-from farm.run.dispatch import Dispatcher, SlotInfo
+from farm.run.dispatch import Dispatcher
 from farm.run.leases import RunState
+from farm.run.slots import SlotInfo
 from farm.util.errors import DeviceBusy
 from suites.case import Case
 from tests.e2e.conftest import select

@@ -12,9 +12,11 @@ from collections.abc import Callable
 import pytest
 
 from farm.run import leases
-from farm.run.dispatch import Dispatcher, SlotInfo, _Progress, case_timeout, run_owner
+from farm.run.attempts import Progress
+from farm.run.canary import canary_cases
+from farm.run.dispatch import Dispatcher, case_timeout, run_owner
 from farm.run.leases import RunState
-from farm.run.prepare import canary_cases
+from farm.run.slots import SlotInfo
 from farm.util.errors import AgentError, AgentTimeout, ConnectionLost, DeviceBusy, HostLacks
 from golden.inputs import sha256_of
 from suites.case import Case
@@ -175,7 +177,7 @@ def test_a_case_tries_its_preferred_slot_then_the_others_and_other_hosts_after_a
     # tried on h2:1: the slots of other hosts first, the other slot of h2 after them
     assert order("h2:1", ["h2:1"]) == ["h1:0", "h1:1", "h3:0", "h3:1", "h2:0"]
     candidates = dispatcher._candidates(FAMILY, "h2:1", [])
-    assert dispatcher._wanted(candidates, _Progress()) == order("h2:1")
+    assert dispatcher._wanted(candidates, Progress()) == order("h2:1")
     state.quarantine("h1", "test")
     assert order("h1:0") == ["h2:0", "h2:1", "h3:0", "h3:1"]
     assert [s.id for s in dispatcher._candidates("ascend310b", "h1:0", [])] == ["x1:0"]
