@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from farm.pool.host_neutral import neutral
 from farm.run.slots import SlotInfo
 from farm.util.errors import AgentTimeout, ConnectionLost, DeviceBusy, InfraError
 
@@ -88,3 +89,14 @@ def crash_text(exc: InfraError) -> str | None:
         if any(marker in line for marker in CRASH_MARKERS):
             return line.strip()
     return None
+
+
+def farm_fault(p: Progress, host_parts: list[tuple[str, str]]) -> str | None:
+    """The error the agents answered the case with when it is the same on two hosts or
+    more, up to what is each host's own (``host_parts``: farm/pool/host_neutral.py): the farm's
+    or the package's fault, not the hosts'. None otherwise."""
+    hosts = {host for host, _ in p.answered}
+    said = {neutral(message, host_parts) for _, message in p.answered}
+    if len(hosts) < 2 or len(said) != 1:
+        return None
+    return said.pop()

@@ -1,5 +1,6 @@
-"""What the dispatcher needs of a channel to one agent (:class:`CaseChannel`), and the channel
-its canary runs through (:class:`LockedChannel`).
+"""What the dispatcher needs of a channel to one agent (:class:`CaseChannel`), the run's fields
+of the device locks its requests carry (:func:`run_owner`), and the channel its canary runs
+through (:class:`LockedChannel`).
 
 A real channel is farm/pool/transport/channel.py Channel (an agent of its own) or
 farm/pool/transport/shared.py SharedChannel (a view onto a shared agent); tests give fakes. Its
@@ -9,6 +10,9 @@ parses it into the typed record (farm/agent/record.py parse_record).
 
 from __future__ import annotations
 
+import hashlib
+import socket
+from pathlib import Path
 from typing import Any, Protocol
 
 from farm.agent.request import CaseRequest
@@ -35,6 +39,18 @@ class CaseChannel(Protocol):
     ) -> dict[str, Any]: ...
 
     def close(self) -> None: ...
+
+
+def run_owner(lock_dir: str | Path, run_id: str | None = None) -> tuple[str, str]:
+    """(run id, owner token) of the run whose slot leases live in ``lock_dir``.
+
+    The run id defaults to the run directory's name (``runs/<run id>/locks``). The owner token
+    names "this run" in the device locks: the same in every worker of the run (they share the
+    lock directory), different for another run, even one of the same name in another clone."""
+    path = Path(lock_dir).resolve()
+    run = run_id or path.parent.name
+    digest = hashlib.sha256(f"{socket.gethostname()}:{path}".encode()).hexdigest()[:12]
+    return run, f"{run}@{socket.gethostname()}:{digest}"
 
 
 class LockedChannel:

@@ -24,7 +24,8 @@ The rules, as a case meets them:
   that it is gone (farm/pool/transport/base.py, "reaping") before the slot is used again: the next
   case there starts a fresh agent, which takes the device lock the dead one released. A slot whose
   agent could not be verified gone (any broken channel: unkillable, or its host unreachable) is
-  set aside by this worker and checked again every DEAD_RECHECK seconds. The case moves on.
+  set aside by this worker and checked again every DEAD_RECHECK seconds (farm/run/slot_table.py).
+  The case moves on.
   **The host is asked at once whose fault it was** (``_confirm_hang``): the family's canary
   cases, the health check's own (farm/run/canary.py make_canary), run on the same device through
   a fresh channel under the canary's timeout. **A canary answered right means the case hangs**:
@@ -46,30 +47,27 @@ attempt: slot, host, what happened) and ``notes``.
 
 from __future__ import annotations
 
-import hashlib
-import socket
 import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
 
-from farm.agent.record import Hang, ResultRecord, broken_record, parse_record, with_case
+from farm.agent.record import ResultRecord, parse_record, with_case
 from farm.agent.request import CaseRequest
-from farm.pool.host_neutral import host_parts, neutral
 from farm.pool.transport.channel import HANDSHAKE_TIMEOUT
-from farm.run import run_dir
+from farm.run import case_records, run_dir
 from farm.run.attempts import (
     Crash,
     CrashedTwice,
     Progress,
     TimedOut,
-    crash_part,
     crash_text,
     entry,
+    farm_fault,
     holder_text,
 )
 from farm.run.canary import Canary, make_canary
-from farm.run.case_channel import CaseChannel, LockedChannel
+from farm.run.case_channel import CaseChannel, LockedChannel, run_owner
+from farm.run.case_records import HANG
 from farm.run.leases import (
     LeaseTimeout,
     RunState,
@@ -78,6 +76,7 @@ from farm.run.leases import (
     needs_benchmark,
     without_torch,
 )
+from farm.run.slot_table import SlotTable
 from farm.run.slots import SlotInfo
 from farm.util.errors import (
     AgentError,
@@ -96,30 +95,11 @@ LOCK_WAIT = 5.0  # seconds an agent waits for its device before it answers busy
 BUSY_WAIT = 600.0  # seconds a family's cases wait, in all, for devices another run holds
 BUSY_POLL = 1.0  # a slot that answered busy is asked again after this long at the soonest
 LET_GO_WAIT = 5.0  # seconds a slot done with waits for its lease, to close its agent
-DEAD_RECHECK = 30.0  # seconds before a slot whose agent could not be killed is checked again
-HANG = "hang"
-NO_HOST_OF_FAMILY = (
-    "the pool has no host of this family; add one to the inventory, or select the cases of the "
-    "families it has"
-)
-NOT_RUN = "not_run"
 
 
 def case_timeout(case, base: float) -> float:
     """Generous for big tensors: the base plus a microsecond per element, twice over."""
     return base + 2e-6 * case.numel
-
-
-def run_owner(lock_dir: str | Path, run_id: str | None = None) -> tuple[str, str]:
-    """(run id, owner token) of the run whose slot leases live in ``lock_dir``.
-
-    The run id defaults to the run directory's name (``runs/<run id>/locks``). The owner token
-    names "this run" in the device locks: the same in every worker of the run (they share the
-    lock directory), different for another run, even one of the same name in another clone."""
-    path = Path(lock_dir).resolve()
-    run = run_id or path.parent.name
-    digest = hashlib.sha256(f"{socket.gethostname()}:{path}".encode()).hexdigest()[:12]
-    return run, f"{run}@{socket.gethostname()}:{digest}"
 
 
 class Dispatcher:
@@ -154,10 +134,8 @@ class Dispatcher:
         ``canary`` asks a host whose case timed out whether it still runs cases right (default:
         the health check's, farm/run/canary.py make_canary)."""
         self.left_out = left_out or {}
-        # Hosts that said they have PyTorch but could not import it (HostLacks), with what they
-        # said: this worker sends them no more benchmark-ratio cases.
-        self._lacks_torch: dict[str, str] = {}
-        self.slots = {s.id: s for s in slots}
+        self.notify = notify or _to_stderr
+        self.table = SlotTable({s.id: s for s in slots}, self._say)
         self.open_channel = open_channel
         self.state = state
         self.lock_dir = lock_dir
@@ -168,16 +146,12 @@ class Dispatcher:
         self.busy_wait = busy_wait
         self.startup_allowance = startup_allowance  # for channels that cannot warm_up
         self.handshake_timeout = handshake_timeout  # a new agent's warm_up, before its case
-        self.notify = notify or _to_stderr
         if canary is None:
             canary = make_canary(backend)
         self.canary = canary
         self._channels: dict[str, CaseChannel] = {}
         self._history: dict[str, list[str]] = {}  # slot -> cases run on its current agent
         self._fresh: set[str] = set()  # slots whose agent has not finished a case yet
-        # Slots whose broken agent could not be verified gone: the dropped channel, and when it was
-        # last checked. Not used until a new check (reap_again) finds the agent gone.
-        self._dead: dict[str, tuple[CaseChannel, float]] = {}
         self._busy_since: dict[str, float] = {}  # family -> since when its cases wait
         # Slots whose device another run held when last asked -> when that was (monotonic):
         # the worker's cases go to the family's other slots first (see _wanted).
@@ -186,20 +160,11 @@ class Dispatcher:
     @property
     def slots(self) -> dict[str, SlotInfo]:
         """Slot id -> slot, every slot this worker may use."""
-        return self._slots
+        return self.table.by_id
 
     @slots.setter
     def slots(self, slots: dict[str, SlotInfo]) -> None:
-        self._slots = slots
-        # family -> its slots in id order: a case's candidates are found without a pass over
-        # the whole pool (a pool of 512 slots spent ~0.5 ms a case choosing).
-        self._family_slots: dict[str, list[SlotInfo]] = {}
-        for slot in sorted(slots.values(), key=lambda s: s.id):
-            self._family_slots.setdefault(slot.family, []).append(slot)
-        # What names each host of the pool, in the messages of its errors (see _farm_fault).
-        self._host_parts = sorted(
-            {p for s in slots.values() for p in host_parts(s.host, soc=s.soc)}
-        )
+        self.table.set(slots)
 
     def let_go(self, slot_id: str) -> None:
         """Close the slot's agent: this worker has no more cases for it (farm/run/pipeline.py).
@@ -239,49 +204,9 @@ class Dispatcher:
     def _candidates(
         self, family: str, preferred: str | None, tried: list[str], torch: bool = False
     ) -> list[SlotInfo]:
-        """The family's healthy slots (those with PyTorch where ``torch``) in the order to try
-        them: the preferred one, then those on hosts the case has not been tried on, each group
-        in id order."""
+        """The family's healthy slots in the order to try them (SlotTable.candidates)."""
         quarantined = self.state.quarantined()
-        healthy = self._family_slots.get(family, [])
-        if quarantined or self._dead:
-            healthy = [s for s in healthy if s.host not in quarantined and self._alive_slot(s)]
-        if torch:
-            healthy = [s for s in healthy if s.torch and s.host not in self._lacks_torch]
-        if not tried:  # the common case, and the only one at scale: no sort
-            first = [s for s in healthy if s.id == preferred]
-            return first + [s for s in healthy if s.id != preferred] if first else list(healthy)
-        fresh = [s for s in healthy if s.id not in tried]
-        # Another slot first; the same slot again only when the family has no other.
-        pool = fresh or list(healthy)
-        tried_hosts = {self.slots[t].host for t in tried}
-        pool.sort(key=lambda s: (s.id != preferred, s.host in tried_hosts, s.id))
-        return pool
-
-    def _alive_slot(self, slot: SlotInfo) -> bool:
-        """False while the slot's last broken agent may still be running (re-checked every
-        DEAD_RECHECK seconds: a host that could not be asked may answer later)."""
-        dead = self._dead.get(slot.id)
-        if dead is None:
-            return True
-        channel, checked = dead
-        if time.monotonic() - checked < DEAD_RECHECK:
-            return False
-        again = getattr(channel, "reap_again", None)
-        gone = again() if again is not None else None
-        if gone is False:
-            self._dead[slot.id] = (channel, time.monotonic())
-            return False
-        self._dead.pop(slot.id, None)
-        self._say(f"{slot.id}: its stuck agent is gone now; the slot is used again")
-        return True
-
-    def _mark_dead(self, slot: SlotInfo, channel: CaseChannel, detail: str) -> None:
-        self._dead[slot.id] = (channel, time.monotonic())
-        self._say(
-            f"{slot.id}: {detail or 'its agent could not be checked'}; this worker does not use "
-            f"the slot until the agent is gone"
-        )
+        return self.table.candidates(family, preferred, tried, quarantined, torch)
 
     def _wanted(self, candidates: list[SlotInfo], p: Progress) -> list[str]:
         """Any free slot of the best candidates: the preferred one first, then the others on
@@ -319,24 +244,13 @@ class Dispatcher:
         while True:
             candidates = self._candidates(case.family, preferred, p.tried, torch)
             if not candidates and torch and self._candidates(case.family, None, p.tried):
-                hosts = {s.host for s in self._family_slots.get(case.family, [])}
-                said = [why for host, why in self._lacks_torch.items() if host in hosts]
-                why = "" if p.errors or not said else ": " + "; ".join(said[-3:])
-                return self._give_up(case, p, started, without_torch(case.family) + why)
+                said = "" if p.errors else self.table.lacking_torch(case.family)
+                return self._give_up(case, p, started, without_torch(case.family) + said)
             if not candidates:
-                why = "; ".join(f"{h}: {r}" for h, r in self.state.quarantined().items())
-                detail = f" (quarantined: {why})" if why else ""
-                left = "; ".join(f"{h}: {r}" for h, r in self.left_out.get(case.family, {}).items())
-                detail += f" (failed the health check: {left})" if left else ""
-                dead = ", ".join(
-                    sorted(s for s in list(self._dead) if self.slots[s].family == case.family)
-                )
-                detail += f" (stuck agents not killed on {dead})" if dead else ""
-                if not left and case.family not in self._family_slots:
-                    detail = f": {NO_HOST_OF_FAMILY}"
-                return self._give_up(
-                    case, p, started, f"no healthy slot of family {case.family}{detail}"
-                )
+                quarantined = self.state.quarantined()
+                left_out = self.left_out.get(case.family, {})
+                summary = self.table.none_healthy(case.family, quarantined, left_out)
+                return self._give_up(case, p, started, summary)
             wanted = self._wanted(candidates, p)
             self._pace(wanted, p)
             slot: SlotInfo | None = None
@@ -365,7 +279,7 @@ class Dispatcher:
                 return self._crash(case, p, started)
             except HostLacks as exc:  # not the host's fault: its other cases run there as ever
                 assert slot is not None
-                self._lacks_torch[slot.host] = f"{slot.id}: {exc}"
+                self.table.lacks_torch[slot.host] = f"{slot.id}: {exc}"
                 p.errors.append(f"{slot.id}: {exc}")
                 p.log.append(entry(slot, "lacks", str(exc)))
             except InfraError as exc:
@@ -476,7 +390,7 @@ class Dispatcher:
 
     def _drop(self, slot: SlotInfo) -> tuple[bool | None, str]:
         """Close the slot's channel (killing a stuck agent, see base.Channel): how that went.
-        A slot whose agent could not be verified gone is set aside (see _alive_slot)."""
+        A slot whose agent could not be verified gone is set aside (SlotTable.alive)."""
         channel = self._channels.pop(slot.id, None)
         self._history.pop(slot.id, None)
         self._fresh.discard(slot.id)
@@ -489,7 +403,7 @@ class Dispatcher:
         killed = getattr(channel, "reaped", None)
         detail = getattr(channel, "reap_detail", "") or ""
         if killed is False:
-            self._mark_dead(slot, channel, detail)
+            self.table.mark_dead(slot, channel, detail)
             # The host could not be asked, or would not kill its agent: its fault, whatever the
             # case did. Counted here, a host lost with all its slots busy (each set aside from
             # then on) still reaches the quarantine.
@@ -545,16 +459,8 @@ class Dispatcher:
 
     def _not_run(self, case: Case, p: Progress, started: float, waited: float) -> ResultRecord:
         self._settle_timeouts(p)
-        holders = "; ".join(f"{sid}: {holder_text(exc)}" for sid, exc in sorted(p.busy.items()))
-        message = (
-            f"not run: the devices of family {case.family} it could use stayed busy for "
-            f"{waited:.0f} s, held by another run ({holders}); no host is at fault"
-        )
-        record = self._record(case, p, started, message, last=sorted(p.busy)[-1])
-        record["category"] = NOT_RUN
-        record["not_run"] = "busy"
-        record["busy"] = {sid: exc.holder for sid, exc in sorted(p.busy.items())}
-        return record
+        slot = self.slots[sorted(p.busy)[-1]]
+        return case_records.not_run(case, p, slot, time.perf_counter() - started, waited)
 
     # -- timeouts, hangs and crashes ------------------------------------------------------
 
@@ -627,57 +533,21 @@ class Dispatcher:
             self.state.record_infra_error(host, message)
         p.answered = []
 
-    def _farm_fault(self, p: Progress) -> str | None:
-        """The error the agents answered the case with when it is the same on two hosts or
-        more, up to what is each host's own: the farm's or the package's fault, not the hosts'.
-        None otherwise."""
-        hosts = {host for host, _ in p.answered}
-        said = {neutral(message, self._host_parts) for _, message in p.answered}
-        if len(hosts) < 2 or len(said) != 1:
-            return None
-        return said.pop()
-
     def _hang(self, case: Case, p: Progress, started: float) -> ResultRecord:
-        timeouts = p.timeouts
-        hosts = list(dict.fromkeys(x["host"] for x in timeouts))
-        where = " and ".join(
-            f"{x['host']} ({x['slot']}, no reply within {round(x['timeout'], 1):g} s)"
-            for x in timeouts
-        )
-        killed = all(x["killed"] is not False for x in timeouts)
-        confirmed = timeouts[-1].get("canary")
-        if confirmed:
-            message = (
-                f"the case hangs: it timed out on {where}, and the host answered its canary "
-                f"({confirmed}) right after: the case's failure, not the host's "
-                + ("(the stuck agent was killed)" if killed else "(its stuck agent survived)")
-            )
-        else:
-            message = (
-                f"the case hangs: it timed out on {len(hosts)} hosts, {where}; a case that hangs "
-                "on every host it runs on is the case's failure, not the hosts' "
-                + ("(the stuck agents were killed)" if killed else "(some stuck agents survived)")
-            )
-        timeout_messages = {x["message"] for x in timeouts}
+        message, hang = case_records.hang_message(p)
+        last = p.timeouts[-1]["slot"]
+        timeout_messages = {x["message"] for x in p.timeouts}
         p.errors = [e for e in p.errors if e not in timeout_messages]
         p.timeouts = []
         self._settle_answered(p)
-        record = self._record(case, p, started, message, last=timeouts[-1]["slot"])
-        record.update({"outcome": "failed", "category": HANG})
-        hang: Hang = {"hosts": hosts, "timeouts": [x["timeout"] for x in timeouts]}
-        if confirmed:
-            hang["canary"] = confirmed
-        record["hang"] = hang
+        record = self._record(case, p, started, message, last=last)
+        record.update({"outcome": "failed", "category": HANG, "hang": hang})
         return record
 
     def _crash(self, case: Case, p: Progress, started: float) -> ResultRecord:
         self._settle_timeouts(p)
-        first, again = p.crashes[0], p.crashes[1]
-        message = (
-            f"the agent died running this case on {crash_part(first)}; rerun on a fresh "
-            f"agent, it died again on {crash_part(again)}"
-        )
-        record = self._record(case, p, started, message, last=again["slot"])
+        message = case_records.crash_message(p)
+        record = self._record(case, p, started, message, last=p.crashes[1]["slot"])
         record.update({"outcome": "failed", "category": "crash"})
         return record
 
@@ -688,38 +558,16 @@ class Dispatcher:
     ) -> ResultRecord:
         self._settle_timeouts(p)
         self._busy_since.pop(case.family, None)
-        # The agent reports its machine's hostname; the record names the inventory host (what
-        # the quarantine, `farm hosts` and the report speak of).
-        record["machine"] = record.get("host")
-        record.update({"host": slot.host, "slot": slot.id, "attempts": p.attempts})
-        record["infra_errors"] = p.errors
-        record.setdefault("timings", {})["wall_s"] = time.perf_counter() - started
-        notes = []
-        if p.crashes:
-            crash = p.crashes[0]
-            notes.append(
-                f"the agent crashed running this case on {crash_part(crash)}; rerun on a "
-                f"fresh agent on {slot.id}, it {record.get('outcome')}"
-            )
+        waited: float | None = None
         if p.waited_from is not None or p.lock_waits:
             waited = p.lock_waited_s
             if p.waited_from is not None:
                 waited = time.monotonic() - p.waited_from
-            holders = "; ".join(
-                dict.fromkeys(
-                    [f"{s}: {holder_text(e)}" for s, e in sorted(p.busy.items())] + p.lock_waits
-                )
-            )
-            notes.append(f"waited {waited:.0f} s for devices another run held ({holders})")
-        if notes:
-            record["notes"] = notes
-            record["message"] = f"{record.get('message') or ''} [{'; '.join(notes)}]".strip()
-        if notes or len(p.log) > 1:
-            record["attempts_log"] = p.log
-        return record
+        wall_s = time.perf_counter() - started
+        return case_records.completed(record, slot, p, wall_s, waited)
 
     def _give_up(self, case: Case, p: Progress, started: float, summary: str) -> ResultRecord:
-        fault = self._farm_fault(p)
+        fault = farm_fault(p, self.table.host_parts)
         if fault is not None:
             hosts = ", ".join(sorted({host for host, _ in p.answered}))
             p.answered = []  # nobody's: no host is charged
@@ -742,19 +590,7 @@ class Dispatcher:
         """A broken record for ``case`` (callers change outcome and category as needed)."""
         slot_id = last or (p.tried[-1] if p.tried else None)
         slot = self.slots[slot_id] if slot_id else None
-        record = broken_record(
-            case,
-            message,
-            host=slot.host if slot else None,
-            soc=slot.soc if slot else None,
-            slot=slot.id if slot else None,
-            attempts=p.attempts,
-            infra_errors=p.errors,
-            timings={"wall_s": time.perf_counter() - started},
-        )
-        if p.log:
-            record["attempts_log"] = p.log
-        return record
+        return case_records.broken(case, p, slot, time.perf_counter() - started, message)
 
 
 def _to_stderr(line: str) -> None:

@@ -36,7 +36,6 @@ from farm.pool import cann_build, health
 from farm.results.store import timestamps
 from farm.results.store.location import StoreLocation
 from farm.run import fault_injection, outputs, prepare, run_dir, scratch
-from farm.run.dispatch import NO_HOST_OF_FAMILY
 from farm.run.leases import needs_benchmark, without_torch
 from farm.run.outputs import JUNIT_XML, SUMMARY_JSON, RunOutputs
 from farm.run.plan import Plan
@@ -49,6 +48,7 @@ from farm.run.session_plugins import (
     RunDirFaults,
     Selection,
 )
+from farm.run.slot_table import NO_HOST_OF_FAMILY
 from farm.run.timeouts import MAX_CASE_TIMEOUT
 from farm.util import interrupts, paths
 from farm.util.console import FarmConsole
