@@ -264,7 +264,7 @@ class Pool:
         info = self.plan.hosts[slot.host]
         transport = open_transport(self.inventory.host(slot.host))
         channel = deploy.start_agent(
-            transport, info["bundle_sha"], executor="farm.agent.server:echo_executor"
+            transport, info["bundle_sha"], executor="farm.agent.stand_ins:echo_executor"
         )
         return transport, channel
 

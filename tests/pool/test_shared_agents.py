@@ -500,7 +500,7 @@ def test_local_hosts_are_checked_through_one_agent_each_on_its_own(embedded):
         return None
 
     results = check_local_hosts(
-        [a2_01, liar, b310], sha, canary, executor="farm.agent.server:echo_executor"
+        [a2_01, liar, b310], sha, canary, executor="farm.agent.stand_ins:echo_executor"
     )
     assert {n: h.state for n, h in results.items()} == {
         "emu-a2-01": BAD,
