@@ -34,6 +34,7 @@ from typing import Any
 
 from farm import __version__
 from farm.agent import protocol
+from farm.agent.identity import Identity
 from farm.agent.request import CaseRequest
 from farm.pool.inventory import HostSpec
 from farm.util.errors import AgentTimeout, ConnectionLost, InfraError, ProtocolError
@@ -44,6 +45,16 @@ MAX_NOISE_LINES = 50
 STDERR_TAIL_BYTES = 4000
 REAP_GRACE = 2.0  # seconds between SIGTERM and SIGKILL for a broken channel's agent
 REAP_TIMEOUT = 15.0  # the longest Channel.close waits for the reaping
+
+
+def checked_identity(reply: dict[str, Any], where: str, host: HostSpec) -> dict[str, Any]:
+    """``reply`` to identify, once Identity.from_json has found it well formed."""
+    try:
+        Identity.from_json(reply, where=f"agent on {where}")
+    except ProtocolError as exc:
+        exc.host = host.name
+        raise
+    return reply
 
 
 def agent_label(pid: int, pgid: int) -> str:
@@ -293,7 +304,10 @@ class Channel(ABC):
         return reply
 
     def identify(self, timeout: float = DEFAULT_TIMEOUT) -> dict[str, Any]:
-        return self.request({"op": "identify"}, timeout)
+        """The agent's identity, as it answered (its reply, ``seq`` and ``ok`` included),
+        checked against farm/agent/identity.py Identity: a malformed one raises ProtocolError
+        (the channel stays usable)."""
+        return checked_identity(self.request({"op": "identify"}, timeout), self.where, self.host)
 
     def warm_up(self, timeout: float = HANDSHAKE_TIMEOUT) -> None:
         """The agent's start-up, done before its first case under a timeout of its own: the

@@ -14,7 +14,13 @@ from typing import Any
 
 from farm.agent.request import CaseRequest
 from farm.pool.inventory import EMULATED_PREFIX, HostSpec
-from farm.pool.transport.channel import DEFAULT_TIMEOUT, HANDSHAKE_TIMEOUT, Channel, warm_up
+from farm.pool.transport.channel import (
+    DEFAULT_TIMEOUT,
+    HANDSHAKE_TIMEOUT,
+    Channel,
+    checked_identity,
+    warm_up,
+)
 from farm.util.errors import ConnectionLost, InfraError
 
 # Seconds one slot's request may hold a shared agent before the agent's other slots stop waiting
@@ -483,7 +489,8 @@ class SharedChannel:
             return reply
 
     def identify(self, timeout: float = DEFAULT_TIMEOUT) -> dict[str, Any]:
-        return self.request({"op": "identify"}, timeout)
+        """As Channel.identify, for this channel's host."""
+        return checked_identity(self.request({"op": "identify"}, timeout), self.where, self.host)
 
     def run_case(
         self,
