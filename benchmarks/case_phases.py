@@ -40,7 +40,7 @@ REPO = HERE.parent
 PHASES = ("setup", "call", "teardown", "makereport", "logreport", "logfinish")
 # (module, attribute) of the farm's own steps; a checkout without one reports none.
 STEPS = {
-    "record JSON + append": ("farm.run.plugin", "RecordWriter.write"),
+    "record JSON + append": ("farm.run.records_file", "RecordWriter.write"),
     "record append": ("farm.run.run_dir", "append"),
     "Allure annotations": ("farm.run.plugin", "_annotate"),
     "Allure result file": ("farm.run.allure_output", "write_item"),

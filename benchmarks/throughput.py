@@ -307,7 +307,7 @@ def time_channel(pool: Pool, cases: list) -> dict:
 def make_dispatcher(pool: Pool, run_dir: Path):
     from farm.run.dispatch import Dispatcher
     from farm.run.leases import RunState
-    from farm.run.plugin import RecordWriter
+    from farm.run.records_file import RecordWriter
 
     run_dir.mkdir(parents=True, exist_ok=True)
     dispatcher = Dispatcher(
@@ -497,7 +497,7 @@ def micro_costs(pool: Pool, cases: list, run_dir: Path, reps: int = 300) -> dict
     """What the dispatch path adds around Channel.run_case, piece by piece (orchestrator side)."""
     from farm.agent import protocol
     from farm.run.leases import RunState, lease
-    from farm.run.plugin import RecordWriter
+    from farm.run.records_file import RecordWriter
 
     case = cases[len(cases) // 2]
     slot = pool.slot_of[case.family]
@@ -566,7 +566,7 @@ PROFILE_POINTS = (
     ("leases.lease", "farm/run/leases.py", "lease"),
     ("RunState.read", "farm/run/leases.py", "read"),
     ("Case.to_dict", "suites/case.py", "to_dict"),
-    ("RecordWriter.write", "farm/run/plugin.py", "write"),
+    ("RecordWriter.write", "farm/run/records_file.py", "write"),
     ("allure annotate", "farm/run/allure_glue.py", "annotate"),
     ("allure plots (PNG)", "farm/run/plots.py", "error_histogram_png"),
     ("allure-pytest logfinish (result file)", "allure_pytest/listener.py",

@@ -48,6 +48,7 @@ from pathlib import Path
 
 import numpy as np
 
+from farm.util import proc
 from golden import bound as bound_mod
 from golden.dtypes import DOUBLE_THOUSANDTH_TOL, REL_EPS, SMALL_ERR_BOUND, SMALL_THRESHOLD, T
 
@@ -344,18 +345,8 @@ def library_path(source: Path = SOURCE) -> Path:
 
 
 def cpu_features() -> str | None:
-    """The CPU's feature flags (x86 "flags", Arm "Features"), when every CPU has the same; None
-    where they cannot be read or differ between cores."""
-    try:
-        text = Path("/proc/cpuinfo").read_text(errors="replace")
-    except OSError:
-        return None
-    found = {
-        line.split(":", 1)[1].strip()
-        for line in text.splitlines()
-        if line.split(":", 1)[0].strip() in ("flags", "Features") and ":" in line
-    }
-    return found.pop() if len(found) == 1 else None
+    """The CPU's feature flags when every CPU has the same (farm/util/proc.py); None otherwise."""
+    return proc.cpu_features()
 
 
 def _load(source: Path = SOURCE) -> tuple[str, Kernel | None]:

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from farm.util import proc
 from farm.util.errors import UsageError
 from farm.util.sizes import size_text
 from golden import dtypes, inputs, layouts, reference
@@ -175,16 +176,9 @@ def oversized(
     return over
 
 
-def machine_memory(meminfo: str = "/proc/meminfo") -> int | None:
+def machine_memory(meminfo: str = proc.MEMINFO) -> int | None:
     """This machine's MemTotal in bytes (None where /proc/meminfo does not say)."""
-    try:
-        with open(meminfo) as f:
-            for line in f:
-                if line.startswith("MemTotal:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return None
+    return proc.meminfo(meminfo)[0]
 
 
 def host_budget(host, machine: int | None = None, reported: int | None = None) -> tuple[int, str]:

@@ -54,8 +54,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from farm.agent.hostops import alive
 from farm.util.errors import DeviceBusy
+from farm.util.proc import alive
 
 DEFAULT_LOCK_WAIT = 10.0  # seconds an agent waits for a busy device when the request does not say
 LOCK_DIR = "locks"

@@ -27,19 +27,20 @@ and exits 1 (an unexpected OSError: its traceback, the last line naming it):
         "cann": the version of the CANN its ASCEND_HOME_PATH names, or null}
 
 **How it reaches a host.** Deploy asks ``status`` and runs ``install`` *before* the bundle (which
-holds this file) is on the host, so the SSH transport never imports it there: it sends this
-file's own text, ``python -c <this source> <command> args...`` (farm/pool/transport/base.py
-``helper_source``), and ``__name__ == "__main__"`` runs ``main``. The local transport imports the
-module and calls :func:`command` in its own process (no interpreter per command). Hence the rules
-for this file:
+holds this file) is on the host, so the SSH transport never imports it there: it sends the text of
+this file and of the one module it stands on, farm/util/proc.py (the farm's one reader of /proc:
+liveness, start times, group members, command lines), ``python -c <text> <command> args...``
+(farm/pool/transport/base.py ``helper_source`` makes the text: it puts proc's source in
+``sys.modules`` first, then runs this one as ``__main__``, which runs ``main``). The local transport
+imports the module and calls :func:`command` in its own process (no interpreter per command).
+Hence the rules for this file:
 
-* **Self-contained.** The standard library only, and nothing of the farm, not even a sibling in
-  farm/agent: ``-c`` text cannot import a module that is not on the host yet. That is why the
-  process-group functions (members of a group, killing it, a pid's liveness and start time,
-  whether a process is a farm agent) live here and not in a module of their own: this is their
-  one home, and farm/pool/transport/local.py, farm/pool/lab.py, farm/agent/devicelock.py and
-  farm/results/store.py import them from here. The failures are :class:`HostOpError` (not a
-  FarmError, which lives in a sibling); the local transport turns them into DeployError.
+* **Self-contained.** The standard library and farm/util/proc.py only (itself standard library
+  only), nothing else of the farm, not even a sibling in farm/agent: ``-c`` text cannot import a
+  module that is not on the host yet. The process-group work (killing a group, whether a process is
+  a farm agent) lives here; farm/pool/transport/local.py, farm/pool/lab.py and the transports use
+  it from here. The failures are :class:`HostOpError` (not a FarmError, which lives in the ground
+  floor's errors); the local transport turns them into DeployError.
 * **Old interpreters.** The text runs under whatever ``python`` the inventory names, before
   anything has checked its version (the agent itself needs 3.10). It is written for Python 3.7
   and later: ``from __future__ import annotations`` keeps the annotations unevaluated, and there is
@@ -62,6 +63,8 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
+
+from farm.util import proc as procfs
 
 MARKER = ".lsg-unpacked"  # a complete version directory's marker: the sha256 of its file
 # A complete version directory's files as installed, each with its sha256 (JSON {path: sha256}):
@@ -276,90 +279,6 @@ def status(archive: str, dest: str) -> dict[str, Any]:
 # -- processes and process groups ---------------------------------------------------------------
 
 
-def _stat(pid: int) -> list[bytes] | None:
-    """The fields of /proc/PID/stat after the command name (state first); None if unreadable."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            return f.read().rsplit(b")", 1)[1].split()
-    except (OSError, IndexError):
-        return None
-
-
-def alive(pid: int) -> bool:
-    """Whether process ``pid`` exists and is not a zombie (kill -0; a process of another user
-    counts as alive; the zombie check needs /proc)."""
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    stat = _stat(pid)
-    return stat is None or stat[0] != b"Z"
-
-
-def start_time(pid: int) -> str | None:
-    """When process ``pid`` started (``starttime`` of /proc/PID/stat, clock ticks since boot):
-    tells a reused pid from the process that had it. None without such a process or /proc."""
-    stat = _stat(pid)
-    if stat is None or len(stat) < 20:
-        return None
-    return stat[19].decode("ascii", "replace")
-
-
-def members(pgid: int) -> list[int]:
-    """The live (not zombie) processes of process group ``pgid``, from /proc; without /proc,
-    ``[pgid]`` while kill -0 reaches the group, else []."""
-    if not os.path.isdir("/proc/self"):
-        try:
-            os.killpg(pgid, 0)
-        except ProcessLookupError:
-            return []
-        except PermissionError:
-            pass
-        return [pgid]
-    return _live_where(2, pgid)
-
-
-def children(ppid: int) -> list[int]:
-    """The live processes whose parent is ``ppid``, from /proc (none without /proc)."""
-    return _live_where(1, ppid) if os.path.isdir("/proc/self") else []
-
-
-def _live_where(field: int, value: int) -> list[int]:
-    """The live (not zombie) processes whose /proc stat ``field`` (after the command name:
-    1 the parent, 2 the process group) is ``value``."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        stat = _stat(int(entry))
-        if stat is not None and int(stat[field]) == value and stat[0] != b"Z":
-            found.append(int(entry))
-    return found
-
-
-def group_of(pid: int) -> int | None:
-    """The process group of ``pid``; None when there is no such process."""
-    try:
-        return os.getpgid(pid)
-    except ProcessLookupError:
-        return None
-
-
-def cmdline(pid: int) -> list[str] | None:
-    """The arguments process ``pid`` was started with; None when they cannot be read (gone, no
-    /proc, another user's process on a hardened /proc)."""
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            raw = f.read()
-    except OSError:
-        return None
-    return [a.decode("utf-8", "replace") for a in raw.split(b"\0") if a]
-
-
 def is_agent(argv: Sequence[str], workdir: str | None = None) -> bool:
     """Whether a command line is a farm agent's (``python -m farm.agent ...``), and, with
     ``workdir`` (an absolute path), one of that work directory (``--workdir``)."""
@@ -376,7 +295,7 @@ def is_agent(argv: Sequence[str], workdir: str | None = None) -> bool:
 def leader_is_agent(pid: int) -> bool:
     """Whether ``pid`` may be treated as a farm agent: it is one, or it is gone (what is left of
     its group is the agent's), or its command line cannot be read."""
-    argv = cmdline(pid)
+    argv = procfs.cmdline(pid)
     return argv is None or is_agent(argv)
 
 
@@ -402,7 +321,7 @@ def kill_group(
     def left() -> list[int]:
         if poll is not None:
             poll()
-        return members(pgid)
+        return procfs.members(pgid)
 
     sent: list[str] = []
     for sig, wait in steps:
@@ -425,9 +344,14 @@ def kill_group(
 def reap(pgid: int, pid: int, grace: float) -> dict[str, Any]:
     """The ``reap`` command: :func:`kill_group` with SIGTERM, unless ``pid``, the group's
     leader, is alive in it and not a farm agent (its number was reused)."""
-    found = members(pgid)
+    found = procfs.members(pgid)
     if found and pid in found and not leader_is_agent(pid):
-        return {"gone": False, "left": members(pgid), "sent": [], "refused": "not a farm agent"}
+        return {
+            "gone": False,
+            "left": procfs.members(pgid),
+            "sent": [],
+            "refused": "not a farm agent",
+        }
     return kill_group(pgid, grace)
 
 

@@ -40,12 +40,13 @@ from pathlib import Path
 from typing import Any
 
 from farm.agent import hostops
+from farm.util import proc as procfs
 
 ENV_ARCH = hostops.ENV_EMULATED_ARCH
 ENV_NPU_SMI = "LSG_NPU_SMI"
 ENV_VISIBLE = "ASCEND_RT_VISIBLE_DEVICES"
 DEFAULT_ASCEND_ROOT = Path("/usr/local/Ascend")
-MEMINFO = "/proc/meminfo"
+MEMINFO = procfs.MEMINFO
 COMMAND_TIMEOUT = 15.0
 # npu-smi's health words; a chip in any other state does not run cases...
 USABLE_HEALTH = ("OK", "Warning")
@@ -314,21 +315,8 @@ def read_npu_smi(
 
 
 def _own_pids() -> frozenset[int]:
-    """This agent's process and its process group's members (/proc where there is one)."""
-    own = {os.getpid()}
-    group = os.getpgrp()
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return frozenset(own)
-    for entry in entries:
-        if entry.isdigit():
-            try:
-                if os.getpgid(int(entry)) == group:
-                    own.add(int(entry))
-            except OSError:
-                continue
-    return frozenset(own)
+    """This agent's process and its process group's live members (/proc where there is one)."""
+    return frozenset({os.getpid(), *procfs.members(os.getpgrp())})
 
 
 # -- the rest of the machine ----------------------------------------------------------------
@@ -371,20 +359,7 @@ def _compiler() -> str | None:
     return first or None
 
 
-def read_meminfo(path: str = MEMINFO) -> tuple[int | None, int | None]:
-    """(MemTotal, MemAvailable) in bytes from a /proc/meminfo; None for what it does not say."""
-    found: dict[str, int] = {}
-    try:
-        with open(path, encoding="ascii", errors="replace") as f:
-            for line in f:
-                key, _, value = line.partition(":")
-                words = value.split()
-                if key in ("MemTotal", "MemAvailable") and words and words[0].isdigit():
-                    scale = 1024 if words[1:2] == ["kB"] else 1
-                    found[key] = int(words[0]) * scale
-    except OSError:
-        pass
-    return found.get("MemTotal"), found.get("MemAvailable")
+read_meminfo = procfs.meminfo  # (MemTotal, MemAvailable) in bytes
 
 
 def info_value(path: Path, key: str) -> str | None:

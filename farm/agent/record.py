@@ -29,7 +29,8 @@ from typing import (
 from farm.util.errors import ProtocolError
 
 # The JSON form of a record in the store and in each line of a run's records files
-# (farm/run/plugin.py RecordWriter), so that a record read from its line is stored as the line is.
+# (farm/run/records_file.py RecordWriter), so that a record read from its line is stored as the
+# line is.
 JSON_FORM: dict[str, Any] = {"separators": (",", ":"), "sort_keys": True}
 
 Outcome = Literal["passed", "failed", "broken"]

@@ -59,6 +59,7 @@ BUNDLE_PATHS = (
     "farm/__init__.py",
     "farm/util/__init__.py",
     "farm/util/errors.py",
+    "farm/util/proc.py",
     "farm/agent",
     "golden",
     "golden/fused.c",

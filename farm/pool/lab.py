@@ -51,6 +51,7 @@ from farm.agent import hostops
 from farm.pool import lab_cann_toolchain
 from farm.pool.inventory import Inventory, load_inventory
 from farm.pool.lab_npu_smi import default_chip
+from farm.util import proc as procfs
 from farm.util.argparsing import CommandParser, make_output_dir
 from farm.util.errors import ConfigError, FarmError
 from golden.soc import UnknownSocError
@@ -214,35 +215,14 @@ def _toml_str(s: str) -> str:
 # processes
 
 
-def _children_map() -> dict[int, list[int]]:
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as f:
-                stat = f.read().decode("ascii", "replace")
-        except OSError:
-            continue
-        ppid = int(stat.rsplit(")", 1)[1].split()[1])
-        children.setdefault(ppid, []).append(int(entry))
-    return children
-
-
 def process_tree(pid: int) -> list[int]:
-    """pid and all its descendants (Linux /proc), parents first."""
-    children = _children_map()
-    tree, todo = [], [pid]
-    while todo:
-        p = todo.pop(0)
-        tree.append(p)
-        todo.extend(children.get(p, []))
-    return tree
+    """pid and all its descendants (farm/util/proc.py), parents first."""
+    return procfs.descendants(pid)
 
 
 def _alive(pid: int | None) -> bool:
     """Whether the process exists and is not a zombie (farm/agent/hostops.py)."""
-    return pid is not None and hostops.alive(pid)
+    return pid is not None and procfs.alive(pid)
 
 
 def _signal_all(pids: list[int], sig: int) -> None:
@@ -254,7 +234,7 @@ def _signal_all(pids: list[int], sig: int) -> None:
 
 
 def _is_agent_of(pid: int, workdir: str) -> bool:
-    return hostops.is_agent(hostops.cmdline(pid) or [], workdir)
+    return hostops.is_agent(procfs.cmdline(pid) or [], workdir)
 
 
 def host_agents(workdir: str | os.PathLike[str]) -> list[int]:
@@ -272,9 +252,9 @@ def host_agents(workdir: str | os.PathLike[str]) -> list[int]:
             found.add(pid)
         elif not _alive(pid):
             path.unlink(missing_ok=True)  # the agent was killed before it could remove it
-    for entry in os.listdir("/proc") if os.path.isdir("/proc") else []:
-        if entry.isdigit() and _is_agent_of(int(entry), workdir) and _alive(int(entry)):
-            found.add(int(entry))
+    for pid in procfs.pids():
+        if _is_agent_of(pid, workdir) and _alive(pid):
+            found.add(pid)
     return sorted(found)
 
 
@@ -284,7 +264,7 @@ def kill_agents(workdir: str | os.PathLike[str], timeout: float = 5.0) -> list[i
     unless a process cannot be killed)."""
     pids = host_agents(workdir)
     for pid in pids:
-        pgid = hostops.group_of(pid)
+        pgid = procfs.group_of(pid)
         if pgid is None:
             continue
         if pgid != os.getpgrp():  # never our own group (an agent should always have its own)
@@ -783,11 +763,8 @@ def _read_pid(path: Path) -> int | None:
 
 
 def _is_sshd(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/comm") as f:
-            return f.read().strip().startswith("sshd")
-    except OSError:
-        return True  # no /proc: trust the pid file
+    name = procfs.command_name(pid)
+    return name is None or name.startswith("sshd")  # unreadable (no /proc): trust the pid file
 
 
 def _banner(address: str, port: int, timeout: float = 1.0) -> bool:

@@ -10,7 +10,6 @@ directory and to Allure.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import signal
@@ -21,12 +20,13 @@ import pytest
 
 from farm.agent.backends import BACKENDS
 from farm.agent.outcome import CATEGORIES
-from farm.agent.record import JSON_FORM, ResultRecord
+from farm.agent.record import ResultRecord
 from farm.run import fault_injection, run_dir
 from farm.run import plan as plan_mod
 from farm.run.dispatch import Dispatcher
 from farm.run.leases import RunState
 from farm.run.pipeline import Pipeline, plan_lanes
+from farm.run.records_file import RecordWriter, records_path
 from farm.run.scheduling import SlotScheduling
 from farm.run.timeouts import case_timeout_seconds
 from farm.util import heap, interrupts, targets
@@ -400,31 +400,8 @@ def farm_pipeline(pytestconfig, farm_plan, farm_dispatcher):
 def farm_records(pytestconfig, farm_plan):
     """This worker's records file: every case's record, appended as it comes back."""
     worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
-    writer = RecordWriter(farm_plan.run_dir / "records" / f"{worker}.jsonl")
+    writer = RecordWriter(records_path(farm_plan.run_dir, worker))
     yield _keep(pytestconfig, "farm_records", writer)
-
-
-class RecordWriter:
-    """Append-only JSON lines, one open-write-close per record: a killed worker loses nothing
-    written, and a refused write (a full or read-only runs directory) leaves every record before
-    it whole and is a RunDirUnwritable. The file is opened as the operating system's, without
-    Python's buffered text layers (their look-ups are four more system calls a record)."""
-
-    def __init__(self, path: Path):
-        self.path = path
-        self._dir_made = False
-
-    def write(self, record: ResultRecord) -> None:
-        line = json.dumps(record, allow_nan=False, default=str, **JSON_FORM) + "\n"
-        try:
-            if not self._dir_made:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                self._dir_made = True
-            run_dir.append(self.path, line.encode("utf-8"))
-        except OSError as exc:
-            if not run_dir.is_fault(exc):
-                raise
-            raise run_dir.unwritable(exc) from None
 
 
 @pytest.hookimpl(hookwrapper=True)

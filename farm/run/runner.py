@@ -64,7 +64,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from farm.results.report import AllureProcess
-    from farm.results.store.owners import RecordFiles
+    from farm.run.records_file import RecordFiles
 
 SUITE_FILES = ("suites/test_precision.py", "suites/test_rejection.py")
 EXIT_OK, EXIT_PRODUCT, EXIT_INFRA = 0, 1, 2
@@ -86,7 +86,7 @@ def collect_records(
     far as they were read while it ran (the rest is read here).
     A later record of a case replaces an earlier one (the plugin amends a record when a check
     of the suite fails after it was written)."""
-    from farm.results.store.owners import RecordFiles
+    from farm.run.records_file import RecordFiles
 
     found, notes = (files or RecordFiles(run_dir)).read(final=True)
     by_id = cast(dict[str, ResultRecord], found)
@@ -407,8 +407,8 @@ def _run_session(
 ) -> int:
     """The begun run: pytest on the pool, then store, outputs, summary and report."""
     from farm.results.store.heartbeat import heartbeat
-    from farm.results.store.owners import RecordFiles
     from farm.run.progress import LiveProgress
+    from farm.run.records_file import RecordFiles
 
     workers = jobs or default_workers(len(plan.slots))
     if workers > len(plan.slots):  # a worker more than the slots would have none to keep busy

@@ -13,7 +13,7 @@ import socket
 import tempfile
 from pathlib import Path
 
-from farm.results.store.owners import owner_alive, process_owner
+from farm.run.owners import owner_alive, process_owner
 
 JUNIT = "farm-junit-"
 BISECT = "farm-bisect-"

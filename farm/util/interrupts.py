@@ -25,7 +25,7 @@ import threading
 from collections.abc import Callable, Collection, Iterator
 from typing import TYPE_CHECKING, Any
 
-from farm.agent import hostops
+from farm.util import proc
 
 if TYPE_CHECKING:  # a worker's plugin imports this module; rich is the orchestrator's
     from rich.console import Console
@@ -53,10 +53,10 @@ def _onto_null(same: Callable[[os.stat_result], bool]) -> None:
     not only stdout and stderr: pytest keeps its own copies of them."""
     null = os.open(os.devnull, os.O_RDWR)
     try:
-        for name in os.listdir("/proc/self/fd"):
+        for fd in proc.own_descriptors():
             with contextlib.suppress(OSError):  # the listing's own descriptor, gone meanwhile
-                if same(os.fstat(int(name))):
-                    os.dup2(null, int(name))
+                if same(os.fstat(fd)):
+                    os.dup2(null, fd)
     finally:
         os.close(null)
 
@@ -169,7 +169,7 @@ def interruptible(forward: bool = False) -> Iterator[list[int]]:
             if forward:
                 caught = [s for s in STOPS if signal.getsignal(s) is stop]
                 passed = passed_on(signum, caught)
-                for pid in hostops.children(os.getpid()):
+                for pid in proc.children(os.getpid()):
                     with contextlib.suppress(ProcessLookupError, PermissionError):
                         os.kill(pid, passed)
             raise KeyboardInterrupt

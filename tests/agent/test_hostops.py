@@ -23,8 +23,11 @@ from pathlib import Path
 import pytest
 
 from farm.agent import hostops
+from farm.util import proc as procfs
 
 SOURCE = Path(hostops.__file__).read_text(encoding="utf-8")
+# What travels with it to a host (farm/pool/transport/base.py helper_source): its one module.
+PROC_SOURCE = Path(procfs.__file__).read_text(encoding="utf-8")
 DEADLINE_S = 60.0  # the longest a test waits for a process to get ready or go
 
 
@@ -57,6 +60,7 @@ def make_archive(path: Path, members: dict[str, bytes], *, symlink: str | None =
 
 def test_the_source_parses_as_python_3_7():
     ast.parse(SOURCE, feature_version=(3, 7))
+    ast.parse(PROC_SOURCE, feature_version=(3, 7))
     # The check sees what 3.7 lacks (so the line above can fail).
     with pytest.raises(SyntaxError):
         ast.parse("if (n := 1):\n    pass\n", feature_version=(3, 7))
@@ -64,17 +68,25 @@ def test_the_source_parses_as_python_3_7():
         ast.parse("match x:\n    case 1:\n        pass\n", feature_version=(3, 7))
 
 
-def test_the_source_imports_only_the_standard_library():
-    tree = ast.parse(SOURCE)
+def _import_roots(source: str) -> set[str]:
     roots = set()
-    for node in ast.walk(tree):
+    for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
-            roots |= {alias.name.split(".")[0] for alias in node.names}
+            roots |= {alias.name for alias in node.names}
         elif isinstance(node, ast.ImportFrom):
             assert node.level == 0 and node.module
-            roots.add(node.module.split(".")[0])
+            roots |= {node.module} | {f"{node.module}.{alias.name}" for alias in node.names}
+    return roots
+
+
+def test_the_source_imports_only_the_standard_library_and_proc():
+    stdlib = {r for r in _import_roots(SOURCE) if r.split(".")[0] in sys.stdlib_module_names}
+    assert _import_roots(SOURCE) - stdlib - {"__future__", "__future__.annotations"} == {
+        "farm.util",
+        "farm.util.proc",
+    }
+    roots = {r.split(".")[0] for r in _import_roots(PROC_SOURCE)}
     assert roots and all(r in sys.stdlib_module_names or r == "__future__" for r in roots), roots
-    assert "farm" not in roots and "golden" not in roots
 
 
 NEWER_ATTRIBUTES = {"removeprefix", "removesuffix", "is_relative_to", "cache", "bit_count"}
@@ -92,7 +104,7 @@ def newer_apis(source: str) -> list[str]:
 
 
 def test_the_source_uses_no_api_newer_than_3_7():
-    assert newer_apis(SOURCE) == []
+    assert newer_apis(SOURCE) == [] and newer_apis(PROC_SOURCE) == []
     planted = "s.removeprefix('x')\nzip(a, b, strict=True)\n"
     assert sorted(newer_apis(planted)) == ["removeprefix", "strict="]
 
@@ -298,14 +310,14 @@ def group_factory():
 
 def test_members_and_liveness_of_a_real_group(group_factory):
     g = group_factory("normal", "farm.agent")
-    assert sorted(hostops.members(g.pgid)) == sorted([g.proc.pid, g.child])
-    assert hostops.group_of(g.child) == g.pgid
-    assert hostops.alive(g.proc.pid) and hostops.alive(g.child)
-    assert hostops.is_agent(hostops.cmdline(g.proc.pid) or [])
+    assert sorted(procfs.members(g.pgid)) == sorted([g.proc.pid, g.child])
+    assert procfs.group_of(g.child) == g.pgid
+    assert procfs.alive(g.proc.pid) and procfs.alive(g.child)
+    assert hostops.is_agent(procfs.cmdline(g.proc.pid) or [])
     assert hostops.leader_is_agent(g.proc.pid)
-    start = hostops.start_time(g.proc.pid)
+    start = procfs.start_time(g.proc.pid)
     assert start is not None and start.isdigit()
-    assert not hostops.alive(0) and not hostops.alive(-1)
+    assert not procfs.alive(0) and not procfs.alive(-1)
 
 
 def test_reap_kills_a_group_with_sigterm(group_factory, capsys):
@@ -314,9 +326,9 @@ def test_reap_kills_a_group_with_sigterm(group_factory, capsys):
     rc, reply, err = run_main(capsys, "reap", str(g.pgid), str(g.proc.pid), str(DEADLINE_S))
     assert (rc, err) == (0, "")
     assert reply == {"gone": True, "left": [], "sent": ["SIGCONT", "SIGTERM"]}
-    assert hostops.members(g.pgid) == []
+    assert procfs.members(g.pgid) == []
     g.proc.wait(timeout=DEADLINE_S)
-    assert not hostops.alive(g.proc.pid) and hostops.group_of(g.proc.pid) is None
+    assert not procfs.alive(g.proc.pid) and procfs.group_of(g.proc.pid) is None
 
 
 def test_kill_group_goes_on_to_sigkill_when_sigterm_is_ignored(group_factory):
@@ -340,7 +352,7 @@ def test_reap_leaves_a_group_whose_leader_is_not_an_agent(group_factory, capsys)
     assert rc == 0 and reply is not None
     assert (reply["gone"], reply["sent"], reply["refused"]) == (False, [], "not a farm agent")
     assert sorted(reply["left"]) == sorted([g.proc.pid, g.child])
-    assert g.proc.poll() is None and hostops.alive(g.child)  # untouched
+    assert g.proc.poll() is None and procfs.alive(g.child)  # untouched
 
 
 def test_reap_of_a_group_that_is_gone(capsys):
@@ -354,9 +366,9 @@ def test_a_zombie_is_not_alive():
     proc = subprocess.Popen([sys.executable, "-c", "pass"])
     try:
         deadline = time.monotonic() + DEADLINE_S
-        while hostops.alive(proc.pid) and time.monotonic() < deadline:
+        while procfs.alive(proc.pid) and time.monotonic() < deadline:
             time.sleep(0.05)  # it exits; unwaited, it stays a zombie
-        assert not hostops.alive(proc.pid)
+        assert not procfs.alive(proc.pid)
         assert os.path.exists(f"/proc/{proc.pid}")  # still there, as a zombie
     finally:
         proc.wait(timeout=DEADLINE_S)

@@ -28,8 +28,8 @@ from pathlib import Path
 
 import pytest
 
-from farm.agent import hostops
 from farm.run import scratch
+from farm.util import proc as procfs
 from suites import matrix
 from tests.dispositions import disposed, ignored_by, pending_in
 from tests.e2e.conftest import REPO
@@ -521,7 +521,7 @@ def test_a_signal_while_allure_makes_the_report_ends_allure_with_the_command(tmp
     assert proc.returncode == 0, err  # the run passed and is stored; only its report is skipped
     assert "SIGTERM: no report was made" in err and "Traceback" not in err
     # Killed: gone, or a zombie its new parent has yet to collect (it runs no more).
-    assert not [pid for pid in map(int, pids.read_text().split()) if hostops.alive(pid)]
+    assert not [pid for pid in map(int, pids.read_text().split()) if procfs.alive(pid)]
     run, _ = store_run(tmp_path)
     assert not [p.name for p in run_dir_of(tmp_path, run).iterdir() if "report" in p.name]
 

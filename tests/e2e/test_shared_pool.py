@@ -385,7 +385,7 @@ def test_lab_down_stops_every_agent_even_one_whose_session_is_gone(sshd, tmp_pat
             assert [a["pid"] for a in agents_on(probe, host.workdir)] == [channel.agent_pid]
         assert main(["down", "--root", str(lab.root)]) == 0
         assert lab.agents(host.name) == []
-        from farm.pool.transport.local import group_members
+        from farm.util.proc import members as group_members
 
         assert group_members(channel.agent_pgid) == []  # the hung case's `sleep` too
     finally:

@@ -366,19 +366,3 @@ def test_the_fused_histogram_bins_as_numpy_does_on_every_edge(monkeypatch):
     logs = np.clip(np.log10(errors[errors > 0]), edges[0], np.nextafter(edges[-1], -np.inf))
     assert counted["off"]["counts"] == np.histogram(logs, bins=edges)[0].tolist()
     assert counted["off"]["zeros"] == 2
-
-
-def test_cpu_features_are_read_only_when_every_cpu_has_the_same(monkeypatch, tmp_path):
-    real = fused.Path
-
-    def cpuinfo(text):
-        path = tmp_path / "cpuinfo"
-        path.write_text(text)
-        monkeypatch.setattr(fused, "Path", lambda p: path if p == "/proc/cpuinfo" else real(p))
-
-    cpuinfo("processor\t: 0\nflags\t\t: fpu avx2\n\nprocessor\t: 1\nflags\t\t: fpu avx2\n")
-    assert fused.cpu_features() == "fpu avx2"
-    cpuinfo("processor\t: 0\nFeatures\t: fp asimd\n\nprocessor\t: 1\nFeatures\t: fp asimd sve\n")
-    assert fused.cpu_features() is None
-    cpuinfo("processor\t: 0\n")
-    assert fused.cpu_features() is None

@@ -65,8 +65,15 @@ def test_bundle_is_byte_identical_for_identical_sources(tmp_path):
     ):
         assert needed in names
     assert not any("__pycache__" in n or n.endswith(".pyc") for n in names)
-    # Exactly farm/agent and golden (and farm/__init__.py): nothing of the orchestrator.
-    assert all(n == "farm/__init__.py" or n.startswith(("farm/agent/", "golden/")) for n in names)
+    # Exactly farm/agent, golden and the ground floor the agent stands on: nothing of the
+    # orchestrator.
+    alone = (
+        "farm/__init__.py",
+        "farm/util/__init__.py",
+        "farm/util/errors.py",
+        "farm/util/proc.py",
+    )
+    assert all(n in alone or n.startswith(("farm/agent/", "golden/")) for n in names)
     assert {(m.mtime, m.uid, m.gid, m.uname, m.mode) for m in members} == {
         (946684800, 0, 0, "", 0o644)
     }

@@ -21,13 +21,14 @@ from farm.agent.devicelock import read_holder
 from farm.pool.deploy import deploy
 from farm.pool.health import BAD, GOOD, check_local_hosts
 from farm.pool.inventory import HostSpec, default_inventory
-from farm.pool.transport.local import LocalTransport, group_members
+from farm.pool.transport.local import LocalTransport
 from farm.pool.transport.shared import AgentShare, share_key, shared_agent_hosts, shared_host
 from farm.run.dispatch import Dispatcher
 from farm.run.leases import RunState
 from farm.run.prepare import local_agent_limit, local_share, parallel_hosts
 from farm.run.slots import SlotInfo
 from farm.util.errors import AgentTimeout, ConfigError, ConnectionLost, DeviceBusy, ProtocolError
+from farm.util.proc import members as group_members
 from suites.case import Case
 from tests.pool.conftest import FAKE, REPO
 

@@ -21,6 +21,7 @@ from farm.agent import hostops
 from farm.pool.transport.base import COMMAND_TIMEOUT, Transport, helper_source
 from farm.pool.transport.channel import Channel
 from farm.pool.transport.local import LocalTransport
+from farm.util import proc as procfs
 from farm.util.errors import DeployError
 from tests.agent.test_hostops import DEADLINE_S, Group, make_archive
 
@@ -76,8 +77,9 @@ def bare(tmp_path, local_host) -> BareHost:
     return BareHost(local_host, empty)
 
 
-def test_the_helper_text_is_the_module_source():
-    assert helper_source() == SOURCE
+def test_the_helper_text_is_the_two_module_sources():
+    text = helper_source()
+    assert repr(SOURCE) in text and repr(Path(procfs.__file__).read_text(encoding="utf-8")) in text
     assert "def main(argv" in SOURCE and 'if __name__ == "__main__":' in SOURCE
 
 
@@ -90,7 +92,7 @@ def test_sha256_runs_standalone_from_the_sent_text(bare, tmp_path):
     f = tmp_path / "file.bin"
     f.write_bytes(b"bytes on the host")
     assert bare.sha256_remote(str(f)) == hashlib.sha256(b"bytes on the host").hexdigest()
-    assert bare.sent == [[bare.host.python, "-c", SOURCE, "sha256", str(f)]]
+    assert bare.sent == [[bare.host.python, "-c", helper_source(), "sha256", str(f)]]
     assert bare.sha256_remote(str(tmp_path / "absent")) is None
 
 
@@ -164,13 +166,13 @@ def test_reap_group_over_the_wire_kills_a_real_group(bare):
         assert bare.sent[-1] == [
             bare.host.python,
             "-c",
-            SOURCE,
+            helper_source(),
             "reap",
             str(group.pgid),
             str(group.proc.pid),
             f"{DEADLINE_S:g}",
         ]
-        assert hostops.members(group.pgid) == []
+        assert procfs.members(group.pgid) == []
     finally:
         group.close()
 

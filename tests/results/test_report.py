@@ -17,12 +17,12 @@ from types import SimpleNamespace
 
 import pytest
 
-from farm.agent import hostops
 from farm.results import compare as cmp
 from farm.results import report
 from farm.results.store import RunStore, StoredHistory, store_location
 from farm.results.triage_next import run_triage
 from farm.run import allure_glue as glue
+from farm.util import proc as procfs
 from farm.util.errors import ToolMissing, UsageError
 from tests.dispositions import disposed
 
@@ -537,7 +537,7 @@ def test_a_stopped_report_ends_allure_and_leaves_no_work_directory(three_runs, t
     # No work directory beside the report, no half a report (--out is made before any work).
     assert list((tmp_path / "reports").iterdir()) == [out] and list(out.iterdir()) == []
     # Killed: gone, or a zombie its new parent has yet to collect (it runs no more).
-    assert not hostops.alive(allure)
+    assert not procfs.alive(allure)
 
 
 def test_out_is_replaced_only_when_it_holds_a_report_the_farm_wrote(three_runs, tmp_path):

@@ -497,7 +497,7 @@ def test_a_run_of_another_container_with_this_host_name_is_left_to_its_heartbeat
     Its pid namespace says it is another machine's, as it were: its heartbeat decides."""
     import socket
 
-    from farm.results.store.owners import owner_alive, process_owner
+    from farm.run.owners import owner_alive, process_owner
 
     mine = process_owner()
     assert owner_alive(mine) is True

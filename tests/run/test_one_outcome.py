@@ -18,12 +18,12 @@ from types import SimpleNamespace
 
 import pytest
 
-from farm.agent import hostops
 from farm.results.store import read_records, store_location
-from farm.results.store.owners import RecordFiles
 from farm.run import fault_injection, plugin, reconcile, run_dir
+from farm.run.records_file import RecordFiles, RecordWriter
 from farm.run.runner import collect_records
 from farm.util import interrupts, paths
+from farm.util import proc as procfs
 from farm.util.errors import RunDirUnwritable
 from suites import matrix
 from suites.tiling import TilingMismatch
@@ -306,7 +306,7 @@ def test_a_refused_write_elsewhere_names_that_directory(tmp_path):
 
 def test_the_record_writer_says_a_full_directory_and_keeps_what_it_wrote(tmp_path, monkeypatch):
     path = tmp_path / "records" / "gw0.jsonl"
-    writer = plugin.RecordWriter(path)
+    writer = RecordWriter(path)
     writer.write({"outcome": "passed", "case_id": "a"})
 
     def full(*args, **kwargs):
@@ -415,7 +415,7 @@ def test_a_stop_to_the_pid_reaches_children_that_ignore_ctrl_c(stops_caught, mon
     )
     try:
         assert child.stdout.readline().strip() == "ready"
-        assert child.pid in hostops.children(os.getpid())
+        assert child.pid in procfs.children(os.getpid())
         with interrupts.interruptible(forward=True) as received:
             if stop == signal.SIGPIPE:
                 interrupts.output_gone()

@@ -34,6 +34,7 @@ from farm.pool.transport.commands import (
     set_env_problem,
     with_workdir_fix,
 )
+from farm.util import proc as procfs
 from farm.util.errors import DeployError, HostSetupError, InfraError, ProtocolError
 
 COMMAND_TIMEOUT = 120.0
@@ -43,11 +44,23 @@ UNPACKED_MARKER = hostops.MARKER
 
 @functools.cache
 def helper_source() -> str:
-    """The host-side helper: the text of farm/agent/hostops.py, which a host runs as ``python -c
-    TEXT <command> args...`` (its commands and replies are in that module's docstring). The
-    text travels, not the module: deploy runs it before the bundle that holds the module is on
-    the host. The local transport imports the module instead (farm/pool/transport/local.py)."""
-    return Path(hostops.__file__).read_text(encoding="utf-8")
+    """The host-side helper: the text of farm/agent/hostops.py and of the one module it imports,
+    farm/util/proc.py, which a host runs as ``python -c TEXT <command> args...`` (its commands and
+    replies are in hostops' docstring). The text travels, not the modules: deploy runs it before
+    the bundle that holds them is on the host. proc's source is made the module
+    ``farm.util.proc`` first, then hostops' runs as ``__main__``. The local transport imports the
+    module instead (farm/pool/transport/local.py)."""
+    proc_text = Path(procfs.__file__).read_text(encoding="utf-8")
+    ops_text = Path(hostops.__file__).read_text(encoding="utf-8")
+    return (
+        "import sys, types\n"
+        "for n in ('farm', 'farm.util', 'farm.util.proc'):\n"
+        "    sys.modules[n] = types.ModuleType(n)\n"
+        "sys.modules['farm.util'].proc = m = sys.modules['farm.util.proc']\n"
+        f"exec(compile({proc_text!r}, 'farm/util/proc.py', 'exec'), m.__dict__)\n"
+        f"exec(compile({ops_text!r}, 'farm/agent/hostops.py', 'exec'),"
+        " {'__name__': '__main__'})\n"
+    )
 
 
 class Transport(ABC):

@@ -41,10 +41,6 @@ from farm.pool.transport.channel import (
 from farm.pool.transport.commands import describe_exit, with_workdir_fix
 from farm.util.errors import AgentTimeout, ConnectionLost, DeployError, HostUnreachable
 
-# The live (not zombie) processes of a process group: farm/agent/hostops.py, the one home of the
-# process-group logic (this name is what the tests and the benchmarks know).
-group_members = hostops.members
-
 
 def host_environment(host: HostSpec) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("LSG_EMULATED_")}

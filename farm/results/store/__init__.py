@@ -30,10 +30,11 @@ from farm.results.store.location import (
     redact,
     store_location,
 )
-from farm.results.store.owners import owner_alive, process_owner, read_records
 from farm.results.store.rows import RUN_STATUSES, dumps
 from farm.results.store.runstore import RunStore, open_existing
 from farm.results.store.schema import MIGRATIONS, RUN_ROWS, SCHEMA_VERSION, migrate, schema_version
+from farm.run.owners import owner_alive, process_owner
+from farm.run.records_file import read_records
 
 __all__ = [
     "BISECT_STATUSES",

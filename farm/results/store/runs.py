@@ -27,7 +27,6 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 from farm.results.store.base import StoreBase
-from farm.results.store.owners import owner_alive, process_owner, read_records
 from farm.results.store.rows import (
     INSERT_RESULT,
     RESULT_COLUMNS,
@@ -39,6 +38,8 @@ from farm.results.store.rows import (
     run_dict,
 )
 from farm.results.store.timestamps import now, stamp
+from farm.run.owners import owner_alive, process_owner
+from farm.run.records_file import read_records
 from farm.util.errors import UsageError
 
 _NEWEST_FIRST = " ORDER BY started_at DESC, seq DESC"

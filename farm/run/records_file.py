@@ -1,53 +1,49 @@
-"""Which process owns a running run, and whether it still lives: a run whose owner died
-(SIGKILL, a crash, a power cut) is an orphan, closed by the next command that opens the store."""
+"""A run's records files, the one home of their format: each pytest worker appends the record of
+every case it ran to ``<run dir>/records/<worker>.jsonl`` as one JSON line (the plugin's
+farm_records fixture), and farm run, farm merge and the next command after a killed run read
+them back (a later line of a case amends an earlier one: the plugin appends an amended record
+when a suite check fails after the first)."""
 
 from __future__ import annotations
 
 import json
-import os
-import socket
 import threading
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
-from farm.agent import hostops
+from farm.agent.record import JSON_FORM, ResultRecord
+from farm.run import run_dir as run_dir_mod
+
+RECORDS_DIR = "records"
 
 
-def process_owner() -> str:
-    """This process, as a run's owner: host, pid, the pid's start time (a reused pid is
-    another process) and its pid namespace (containers sharing a host name, as with Docker's
-    host network, each count pids of their own)."""
-    return f"{socket.gethostname()}:{os.getpid()}:{_start_time(os.getpid())}:{_pid_namespace()}"
+def records_path(run_dir: Path, worker: str) -> Path:
+    """The records file of pytest worker ``worker`` ("gw0", or "main" without xdist)."""
+    return run_dir / RECORDS_DIR / f"{worker}.jsonl"
 
 
-def owner_alive(owner: str | None) -> bool | None:
-    """Whether a run's owner process still runs; None when it is on another machine, or in
-    another pid namespace of this one (its pid means nothing here)."""
-    if not owner:
-        return False
-    host, _, rest = owner.partition(":")
-    pid_text, _, rest = rest.partition(":")
-    started, _, namespace = rest.partition(":")  # no namespace: an owner an older farm wrote
-    if host != socket.gethostname() or (namespace and namespace != _pid_namespace()):
-        return None
-    try:
-        pid = int(pid_text)
-    except ValueError:
-        return False
-    return _start_time(pid) == started and started != ""
+class RecordWriter:
+    """Append-only JSON lines, one open-write-close per record: a killed worker loses nothing
+    written, and a refused write (a full or read-only runs directory) leaves every record before
+    it whole and is a RunDirUnwritable. The file is opened as the operating system's, without
+    Python's buffered text layers (their look-ups are four more system calls a record)."""
 
+    def __init__(self, path: Path):
+        self.path = path
+        self._dir_made = False
 
-def _pid_namespace() -> str:
-    """This process's pid namespace ("pid:[4026531836]"); "" where /proc does not say."""
-    try:
-        return os.readlink("/proc/self/ns/pid")
-    except OSError:
-        return ""
-
-
-def _start_time(pid: int) -> str:
-    return hostops.start_time(pid) or ""  # "" without /proc: such an owner is never alive
+    def write(self, record: ResultRecord) -> None:
+        line = json.dumps(record, allow_nan=False, default=str, **JSON_FORM) + "\n"
+        try:
+            if not self._dir_made:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self._dir_made = True
+            run_dir_mod.append(self.path, line.encode("utf-8"))
+        except OSError as exc:
+            if not run_dir_mod.is_fault(exc):
+                raise
+            raise run_dir_mod.unwritable(exc) from None
 
 
 def read_records(run_dir: Path) -> tuple[dict[str, dict], list[str]]:
@@ -66,7 +62,7 @@ class RecordFiles:
     case replacing an earlier one."""
 
     def __init__(self, run_dir: Path):
-        self.dir = run_dir / "records" if str(run_dir) else None
+        self.dir = run_dir / RECORDS_DIR if str(run_dir) else None
         self._read: dict[Path, tuple[int, int]] = {}  # file -> (bytes parsed, lines parsed)
         self._by_file: dict[Path, dict[str, dict]] = {}
         # file -> case id -> where its record's line is (offset, length): the store keeps the
