@@ -171,7 +171,8 @@ def with_case(
     has it."""
     data = data or case.to_dict()
     record["case_id"] = case.id
-    record.update({k: data[k] for k in CASE_FIELDS if k in data})  # type: ignore[typeddict-item]
+    fields = cast(dict[str, object], record)  # the case's fields, copied by name
+    fields.update({k: data[k] for k in CASE_FIELDS if k in data})
     return record
 
 
@@ -194,7 +195,7 @@ def broken_record(case: Any, message: str, **fields: Any) -> ResultRecord:
         "attempts": 0,
         "timings": {},
     }
-    record.update(fields)  # type: ignore[typeddict-item]
+    cast(dict[str, object], record).update(fields)  # ResultRecord's fields, by name
     return with_case(record, case)
 
 
