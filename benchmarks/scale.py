@@ -9,7 +9,7 @@ Each pool is a TOML inventory of local (emulated) hosts written in a temporary d
 is the embedded pool's shape (two Ascend910B1 hosts of 2 devices, one Ascend310B1 of 1), larger
 ones are hosts of 8 devices, the two families alternating. Every host declares
 ``LSG_EMULATED_EXECUTOR=instant`` in its inventory ``env``: its agents answer each case at once
-with a well-formed passing record (farm/agent/server.py instant_executor), so what is measured is
+with a well-formed passing record (farm/agent/stand_ins.py instant_executor), so what is measured is
 the orchestrator, not the operator. (Only an emulated host's own declaration selects that
 executor; ``farm run`` has no option for it.)
 

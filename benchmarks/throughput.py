@@ -264,7 +264,7 @@ class Pool:
         info = self.plan.hosts[slot.host]
         transport = open_transport(self.inventory.host(slot.host))
         channel = deploy.start_agent(
-            transport, info["bundle_sha"], executor="farm.agent.server:echo_executor"
+            transport, info["bundle_sha"], executor="farm.agent.stand_ins:echo_executor"
         )
         return transport, channel
 
@@ -558,7 +558,7 @@ PROFILE_POINTS = (
     ("farm_run fixture (dispatch + record + allure)", "farm/run/plugin.py", "run"),
     ("Dispatcher.run", "farm/run/dispatch.py", "run"),
     ("Dispatcher._attempt (channel open + request)", "farm/run/dispatch.py", "_attempt"),
-    ("Channel.request (send, wait, receive, decode)", "farm/pool/transport/base.py", "request"),
+    ("Channel.request (send, wait, receive, decode)", "farm/pool/transport/channel.py", "request"),
     ("SSH channel open (agent start + hello)", "farm/pool/transport/ssh.py", "open_channel"),
     ("local channel open (agent start + hello)", "farm/pool/transport/local.py", "open_channel"),
     ("Dispatcher._candidates (run-state read)", "farm/run/dispatch.py", "_candidates"),

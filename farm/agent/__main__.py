@@ -97,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
         "--executor",
         default=None,
         help="module:function that runs a case (default farm.agent.execute:run_case; "
-        "farm.agent.server:echo_executor is a test-only echo)",
+        "farm.agent.stand_ins:echo_executor is a test-only echo)",
     )
     parser.add_argument(
         "--run-id",

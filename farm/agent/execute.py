@@ -13,6 +13,7 @@ from typing import Any, cast
 import numpy as np
 
 from farm.agent.backends import BACKENDS
+from farm.agent.backends.base import Backend
 from farm.agent.histogram import HistogramAccumulator
 from farm.agent.identity import Identity
 from farm.agent.outcome import classify, is_allocation_failure, out_of_memory
@@ -371,17 +372,18 @@ def _plain(value):
     return value
 
 
-def _backend(name: str):
+def _backend(name: str) -> Backend:
+    """The backend's entry, its module imported only now (torch takes seconds)."""
     if name == "native":
-        from farm.agent.backends.native import run_call
+        from farm.agent.backends import native
 
-        return run_call
+        return native.run_call
     if name == "torch":
-        from farm.agent.backends.torch_backend import run_call
+        from farm.agent.backends import torch_backend
 
-        return run_call
+        return torch_backend.run_call
     if name == "acl":
-        from farm.agent.backends.acl import run_call
+        from farm.agent.backends import acl
 
-        return run_call
+        return acl.run_call
     raise ValueError(f"unknown backend {name!r}; use one of: {', '.join(BACKENDS)}")

@@ -33,11 +33,14 @@ import os
 import re
 import socket
 import sys
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from farm.agent import hostops
 from farm.agent import machine as host_machine
+from farm.util.errors import ProtocolError
 
 REQUIRED_MODULES = ("numpy", "ml_dtypes")
 OPTIONAL_MODULES = ("torch",)
@@ -101,11 +104,90 @@ class Identity:
     judging: str = ""  # which path judges: golden/fused.py status (fused, or numpy and why)
 
     def to_wire(self) -> dict:
+        """The identity as ``identify`` answers it (farm/agent/protocol.py), and as the health
+        check keeps it (farm/pool/health.py HostHealth.identity)."""
         d = asdict(self)
         d["missing"] = list(self.missing)
         d["backends"] = list(self.backends)
         d["problems"] = list(self.problems)
         return d
+
+    to_json = to_wire
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any], where: str = "the agent") -> Identity:
+        """The identity an agent answered ``identify`` with (the reply's own ``seq`` and ``ok``,
+        and a declared benchmark executor, ``executor``, are not the identity's). A field that is
+        missing or of the wrong type is a one-line ProtocolError naming ``where`` and the field;
+        fields this orchestrator does not know are left out."""
+        for name, kinds in _WIRE_TYPES.items():
+            if name not in data:
+                if name in _REQUIRED:
+                    raise _bad_identity(where, f"has no {name}")
+                continue
+            value = data[name]
+            ok = isinstance(value, kinds) and not (isinstance(value, bool) and bool not in kinds)
+            if ok and name in _STRING_LISTS:
+                ok = all(isinstance(v, str) for v in value)
+            if ok and name == "deps":
+                ok = all(
+                    isinstance(k, str) and isinstance(v, (str, type(None)))
+                    for k, v in value.items()
+                )
+            if not ok:
+                raise _bad_identity(where, f"says {name} is {_shown(value)}")
+        machine = data.get("machine")
+        try:
+            parsed = host_machine.Machine.from_wire(machine) if machine is not None else None
+        except (TypeError, ValueError) as exc:
+            raise _bad_identity(where, f"says machine is {_shown(machine)} ({exc})") from None
+        return cls(
+            host=data["host"],
+            soc=data["soc"],
+            devices=data["devices"],
+            source=data["source"],
+            emulated=data["emulated"],
+            python=data["python"],
+            deps=dict(data.get("deps") or {}),
+            missing=tuple(data.get("missing") or ()),
+            backends=tuple(data.get("backends") or ()),
+            bundle=data.get("bundle"),
+            problems=tuple(data.get("problems") or ()),
+            machine=parsed,
+            judging=data.get("judging", ""),
+        )
+
+
+# The identity's fields as JSON has them (farm/agent/protocol.py ``identify``).
+_WIRE_TYPES: dict[str, tuple[type, ...]] = {
+    "host": (str,),
+    "soc": (str, type(None)),
+    "devices": (int, type(None)),
+    "source": (str,),
+    "emulated": (bool,),
+    "python": (str,),
+    "deps": (dict,),
+    "missing": (list,),
+    "backends": (list,),
+    "bundle": (str, type(None)),
+    "problems": (list,),
+    "machine": (dict, type(None)),
+    "judging": (str,),
+}
+_REQUIRED = ("host", "soc", "devices", "source", "emulated", "python")
+_STRING_LISTS = ("missing", "backends", "problems")
+
+
+def _shown(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _bad_identity(where: str, what: str) -> ProtocolError:
+    return ProtocolError(
+        f"{where}: its identity {what}; the agent and the orchestrator disagree on the identity's "
+        "form: redeploy the agent (farm deploy)"
+    )
 
 
 def declared_identity(

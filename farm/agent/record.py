@@ -11,8 +11,22 @@ Standard library only: this module ships to hosts with the agent.
 
 from __future__ import annotations
 
+import functools
+import types
 from collections.abc import Mapping
-from typing import Any, Literal, TypedDict
+from typing import (
+    Any,
+    Literal,
+    TypedDict,
+    Union,
+    cast,
+    get_args,
+    get_origin,
+    get_type_hints,
+    is_typeddict,
+)
+
+from farm.util.errors import ProtocolError
 
 # The JSON form of a record in the store and in each line of a run's records files
 # (farm/run/records_file.py RecordWriter), so that a record read from its line is stored as the
@@ -97,6 +111,15 @@ class DeviceRun(TypedDict, total=False):
     device_s: float | None  # between ACL events around phase two on the device's stream
 
 
+class Hang(TypedDict, total=False):
+    """Why a case is said to hang (farm/run/dispatch.py): where it timed out, and the canary
+    its host answered right after, when that is what decided it."""
+
+    hosts: list[str]
+    timeouts: list[float]  # each host's timeout, seconds
+    canary: str  # the canary's cases, answered right after the timeout
+
+
 class ResultRecord(CaseFields, total=False):
     case_id: str
     # What the operator did (agent).
@@ -127,7 +150,7 @@ class ResultRecord(CaseFields, total=False):
     infra_errors: list[str]
     attempts_log: list[dict[str, Any]]  # one entry per attempt when more than one was made
     notes: list[str]  # what happened on the way (a crash before a pass, a wait for a device)
-    hang: bool  # the case timed out on two hosts
+    hang: Hang  # the case hangs: it timed out on two hosts, or on one that then ran its canary
     not_run: str  # why it never ran ("busy": another run held every device of its family)
     busy: dict[str, Any]  # the busy devices and their holder
     timings: Timings
@@ -148,7 +171,8 @@ def with_case(
     has it."""
     data = data or case.to_dict()
     record["case_id"] = case.id
-    record.update({k: data[k] for k in CASE_FIELDS if k in data})  # type: ignore[typeddict-item]
+    fields = cast(dict[str, object], record)  # the case's fields, copied by name
+    fields.update({k: data[k] for k in CASE_FIELDS if k in data})
     return record
 
 
@@ -171,5 +195,91 @@ def broken_record(case: Any, message: str, **fields: Any) -> ResultRecord:
         "attempts": 0,
         "timings": {},
     }
-    record.update(fields)  # type: ignore[typeddict-item]
+    cast(dict[str, object], record).update(fields)  # ResultRecord's fields, by name
     return with_case(record, case)
+
+
+def parse_record(data: object, where: str) -> ResultRecord:
+    """The record an agent sent (the ``result`` of its run-case reply), checked against
+    :class:`ResultRecord`: every field it declares has the declared type (nested records too;
+    an int passes for a float, as JSON writes 0.0 as 0), and ``outcome`` is there. Fields this
+    orchestrator does not declare are kept as they came (an agent's extras: the store keeps a
+    record whole). A malformed record is a one-line ProtocolError naming ``where`` and the field.
+    """
+    if not isinstance(data, dict):
+        raise _malformed(where, "the record", data, "a JSON object")
+    if "outcome" not in data:
+        raise ProtocolError(
+            f"{where}: the record has no outcome; the agent and the orchestrator disagree on "
+            "the record's form: redeploy the agent (farm deploy)"
+        )
+    _check_fields(data, ResultRecord, where, "")
+    return cast(ResultRecord, data)  # checked against ResultRecord just above
+
+
+def _check_fields(data: Mapping[str, object], kind: type, where: str, prefix: str) -> None:
+    for name, hint in _hints(kind).items():
+        if name in data and not _conforms(data[name], hint, where, f"{prefix}{name}"):
+            raise _malformed(where, f"field {prefix}{name}", data[name], _describe(hint))
+
+
+def _conforms(value: object, hint: Any, where: str, path: str) -> bool:
+    """Whether ``value`` (decoded JSON) is of type ``hint``; a nested record's own fields are
+    checked here too (raising for the first wrong one, by its full path)."""
+    if hint is Any:
+        return True
+    if hint is type(None):
+        return value is None
+    origin, args = get_origin(hint), get_args(hint)
+    if origin is Union or origin is types.UnionType:
+        return any(_conforms(value, option, where, path) for option in args)
+    if origin is Literal:
+        return value in args
+    if is_typeddict(hint):
+        if not isinstance(value, dict):
+            return False
+        _check_fields(value, hint, where, f"{path}.")
+        return True
+    if origin is list:
+        return isinstance(value, list) and all(_conforms(v, args[0], where, path) for v in value)
+    if origin is dict:
+        return isinstance(value, dict) and all(
+            isinstance(k, str) and _conforms(v, args[1], where, f"{path}.{k}")
+            for k, v in value.items()
+        )
+    if hint is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, hint)
+
+
+@functools.cache
+def _hints(kind: type) -> dict[str, Any]:
+    return get_type_hints(kind)
+
+
+def _describe(hint: Any) -> str:
+    if hint is type(None):
+        return "null"
+    origin, args = get_origin(hint), get_args(hint)
+    if origin is Union or origin is types.UnionType:
+        return " or ".join(_describe(a) for a in args)
+    if origin is Literal:
+        return "one of " + ", ".join(repr(a) for a in args)
+    if is_typeddict(hint):
+        return "an object"
+    if origin is list:
+        return "a list"
+    if origin is dict:
+        return "an object"
+    return getattr(hint, "__name__", str(hint))
+
+
+def _malformed(where: str, what: str, value: object, expected: str) -> ProtocolError:
+    shown = repr(value)
+    shown = shown if len(shown) <= 60 else shown[:57] + "..."
+    return ProtocolError(
+        f"{where}: {what} is {shown}, not {expected}; the agent and the orchestrator disagree "
+        "on the record's form: redeploy the agent (farm deploy)"
+    )

@@ -4,7 +4,7 @@
 group of hosts needs builds the package from the source package (``build.source_package``:
 what op/ascendc/build.sh reads), over its transport: the source package is deployed like any
 file, ``bash op/ascendc/build.sh OUT`` runs there in the host's agent environment (CANN's
-set-up script sourced, the inventory env on top: transport/base.py host_argv), and the installer
+set-up script sourced, the inventory env on top: transport/commands.py host_argv), and the installer
 it made and the build's log come back. The result is
 an operator package like the others (``logsoftmaxgrad-<version>-ascend-<arch>-cann<cann>-
 <source sha12>.tar.gz``, its manifest saying the architecture, the CANN version, the source
@@ -35,7 +35,7 @@ from farm.agent.home_paths import CUSTOM_OPP_ENV, PACKAGE_OPP_ENV
 from farm.pool import deploy
 from farm.pool.inventory import HostSpec, Inventory
 from farm.pool.transport import Transport, open_transport
-from farm.pool.transport.base import host_argv, set_env_problem
+from farm.pool.transport.commands import host_argv, set_env_problem
 from farm.util.errors import BuildError, FarmError, HostSetupError
 from farm.util.paths import DIST_DIR
 

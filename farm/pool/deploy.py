@@ -46,14 +46,9 @@ from pathlib import Path
 
 from farm.agent import hostops, machine
 from farm.pool.inventory import HostSpec
-from farm.pool.transport.base import (
-    HANDSHAKE_TIMEOUT,
-    Channel,
-    Transport,
-    env_argv,
-    set_env_problem,
-    with_set_env,
-)
+from farm.pool.transport.base import Transport
+from farm.pool.transport.channel import HANDSHAKE_TIMEOUT, Channel
+from farm.pool.transport.commands import env_argv, set_env_problem, with_set_env
 from farm.util.errors import ConfigError, ConnectionLost, DeployError, HostSetupError
 from farm.util.paths import DIST_DIR, REPO_ROOT
 
@@ -460,10 +455,11 @@ def start_shared_agent(
     """Start one agent that serves several local (emulated) hosts of this machine, from the
     first host's copy of bundle ``bundle_sha``, and handshake with it (farm/agent/server.py, "One
     agent for several emulated hosts"). The hosts must share an interpreter and environment
-    (farm/pool/transport/local.py share_key); each keeps its own declaration, work directory
+    (farm/pool/transport/shared.py share_key); each keeps its own declaration, work directory
     (device locks) and deployed bundle. ``native_lib``: the operator's library, one host's copy
     of the package all of them have."""
-    from farm.pool.transport.local import LocalTransport, shared_agent_hosts, shared_host
+    from farm.pool.transport.local import LocalTransport
+    from farm.pool.transport.shared import shared_agent_hosts, shared_host
 
     if not hosts or any(h.transport != "local" for h in hosts):
         raise ValueError("a shared agent serves local hosts only")

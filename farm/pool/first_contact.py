@@ -19,7 +19,7 @@ from farm.agent.first_contact import FAIL, Check
 from farm.pool import deploy
 from farm.pool.inventory import HostSpec, Inventory
 from farm.pool.transport import open_transport
-from farm.pool.transport.base import host_argv
+from farm.pool.transport.commands import host_argv
 from farm.util.errors import FarmError
 
 TIMEOUT = 600.0  # one case on the device, the libraries loaded and read: seconds, not minutes

@@ -282,13 +282,13 @@ def check_local_hosts(
     timeout: float = HANDSHAKE_TIMEOUT,
 ) -> dict[str, HostHealth]:
     """Check emulated hosts of this machine (local transport, already deployed, able to share an
-    agent: farm/pool/transport/local.py share_key) one after the other through one shared agent,
+    agent: farm/pool/transport/shared.py share_key) one after the other through one shared agent,
     as :func:`check_host` checks each: the agent starts and handshakes, each host's own declared
     identity, dependencies and deployed bundle, then the canary. An agent that a host's check
     breaks (a canary that crashes it) costs that host alone: the next host's check starts a new
     one. Never raises for a host problem."""
     from farm.pool.deploy import start_shared_agent
-    from farm.pool.transport.local import AgentShare
+    from farm.pool.transport.shared import AgentShare
 
     libs = dict(native_libs or {})
     hosts = list(hosts)

@@ -45,10 +45,11 @@ agent's environment there, and to the CANN build's and install's (``env K=V ...`
 declare the identity (no ``LSG_EMULATED_*``).
 
 ``set_env`` of an SSH host is CANN's set-up script, which an SSH session does not source: the
-agent and the build run under ``bash -c '. set_env.sh && exec ...'`` (farm/pool/transport/base.py
-``host_argv``), ``env`` on top. Without the field, where ``env`` names ``ASCEND_HOME_PATH``, the
-``set_env.sh`` beside it or in the directory above it (``ascend-toolkit/set_env.sh`` of
-``ascend-toolkit/latest``); ``set_env = ""``: none, ``env`` alone. A script that is missing or
+agent and the build run under ``bash -c '. set_env.sh && exec ...'``
+(farm/pool/transport/commands.py ``host_argv``), ``env`` on top. Without the field, where ``env``
+names ``ASCEND_HOME_PATH``, the ``set_env.sh`` beside it or in the directory above it
+(``ascend-toolkit/set_env.sh`` of ``ascend-toolkit/latest``); ``set_env = ""``: none, ``env``
+alone. A script that is missing or
 fails there is the host's error (:class:`~farm.util.errors.HostSetupError`).
 
 Every validation error is one :class:`~farm.util.errors.ConfigError` line that names the file, the
@@ -144,7 +145,7 @@ class HostSpec:
     tags: tuple[str, ...] = ()
     env: tuple[tuple[str, str], ...] = ()
     # CANN's set-up script on the host: the first of these that exists there is sourced before
-    # the agent and the build run (farm/pool/transport/base.py host_argv); () for none.
+    # the agent and the build run (farm/pool/transport/commands.py host_argv); () for none.
     set_env: tuple[str, ...] = ()
     connect_timeout: float = DEFAULT_CONNECT_TIMEOUT
     pins: tuple[tuple[str, str], ...] = ()  # (PIN_FIELDS key, glob) the host must match

@@ -29,6 +29,7 @@ from farm.agent.record import ResultRecord
 from farm.results import merge as merge_mod
 from farm.run.outputs import JUNIT_XML, SUMMARY_JSON, write_summary
 from farm.run.plan import Plan
+from farm.run.slots import SlotInfo
 from farm.util import paths
 from farm.util.argparsing import CommandParser
 from farm.util.console import FarmConsole
@@ -382,7 +383,7 @@ def _merged_plan(group: merge_mod.Group, runs_dir: Path) -> Plan:
         tier=first["tier"],
         backend=first.get("backend") or "",
         inventory={},
-        slots=list(slots.values()),
+        slots=[SlotInfo.from_json(s) for s in slots.values()],
         hosts={},
         unhealthy=unhealthy,
         set_aside=set_aside,

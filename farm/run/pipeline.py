@@ -34,9 +34,10 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from farm.agent.record import ResultRecord
-from farm.pool.transport.local import STALLED_AFTER
-from farm.run.dispatch import Dispatcher, SlotInfo
+from farm.pool.transport.shared import STALLED_AFTER
+from farm.run.dispatch import Dispatcher
 from farm.run.leases import assign_slots, balance_lanes, case_costs, slot_loads
+from farm.run.slots import SlotInfo
 from suites.case import Case
 
 LANE_PREFIX = "lane"

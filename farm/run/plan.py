@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from farm.pool.health import QUARANTINE_AFTER
-from farm.run.dispatch import SlotInfo
+from farm.run.slots import SlotInfo
 
 if TYPE_CHECKING:
     from suites.case import Case
@@ -30,7 +30,7 @@ class Plan:
     tier: str  # the suite key (suites.caseset.Selection.key): a tier name, or cases:<files>
     backend: str
     inventory: dict  # how to reach hosts again: {"source": path | "embedded", "workroot": ...}
-    slots: list[dict]  # healthy slots only: id, host, family, soc, device, torch
+    slots: list[SlotInfo]  # healthy slots only (in plan.json: id, host, family, soc, device, torch)
     hosts: dict[str, dict]  # per healthy host: deployed directories and agent environment
     unhealthy: dict[str, str] = field(default_factory=dict)  # host -> why
     # The chips of healthy hosts set aside alone: slot id ("host:device") -> why.
@@ -51,6 +51,10 @@ class Plan:
     shard: str = ""
     run_group: str = ""
 
+    def __post_init__(self) -> None:
+        # Slots given in their JSON form (a plan rebuilt from a run's metadata) are read as slots.
+        self.slots = [s if isinstance(s, SlotInfo) else SlotInfo.from_json(s) for s in self.slots]
+
     @property
     def path(self) -> Path:
         return self.run_dir / "plan.json"
@@ -60,17 +64,17 @@ class Plan:
         return self.run_dir / "state.json"
 
     def slot_infos(self) -> list[SlotInfo]:
-        return [SlotInfo(**s) for s in self.slots]
+        return list(self.slots)
 
     def slots_by_family(self) -> dict[str, list[str]]:
         out: dict[str, list[str]] = {}
         for s in self.slots:
-            out.setdefault(s["family"], []).append(s["id"])
+            out.setdefault(s.family, []).append(s.id)
         return out
 
     def save(self) -> Path:
         self.run_dir.mkdir(parents=True, exist_ok=True)
-        data = asdict(self)
+        data = asdict(self)  # the slots as SlotInfo.to_json writes them
         data["run_dir"] = str(self.run_dir)
         tmp = self.path.with_suffix(".tmp")
         tmp.write_text(json.dumps(data, indent=1, sort_keys=True))
@@ -117,4 +121,5 @@ class Plan:
     def load(cls, path: Path) -> Plan:
         data = json.loads(Path(path).read_text())
         data["run_dir"] = Path(data["run_dir"])
+        data["slots"] = [SlotInfo.from_json(s) for s in data["slots"]]
         return cls(**data)

@@ -8,7 +8,7 @@ updated; the plan lists the healthy slots.
 
 open_channel_factory: how a worker reaches a slot's agent. A remote host's slot gets an agent of
 its own; the emulated hosts of this machine share at most :func:`local_agent_limit` agents per
-worker (farm/pool/transport/local.py AgentShare), so that the machine never runs more agents
+worker (farm/pool/transport/shared.py AgentShare), so that the machine never runs more agents
 than it has cores, whatever the number of slots.
 """
 
@@ -28,14 +28,14 @@ from farm.pool import cann_build, deploy, health
 from farm.pool.host_threads import host_threads
 from farm.pool.inventory import HostSpec, Inventory, default_inventory, load_inventory
 from farm.pool.transport import Channel, Transport, open_transport
-from farm.pool.transport.local import AgentShare, share_key
+from farm.pool.transport.shared import AgentShare, share_key
+from farm.run.canary import CANARY_TIMEOUT, make_canary
 from farm.run.packages import Builder, NoPackage, Packages, WrongTarget
 from farm.run.plan import Plan
+from farm.run.slots import SlotInfo
 from farm.util.errors import ConfigError, FarmError
 from farm.util.paths import REPO_ROOT, RUNS_DIR, STATE_DIR
 from farm.util.waits import result_of
-from golden import soc
-from suites.case import Case
 from suites.caseset import Selection
 
 EMBEDDED_WORKROOT = RUNS_DIR / "hosts"  # work directories of the embedded emulated hosts
@@ -93,59 +93,6 @@ def git_commit() -> str:
         return ""
 
 
-# -- the canary ------------------------------------------------------------------------------
-
-CANARY_TIMEOUT = 60.0
-
-
-def canary_cases(family: str) -> list[Case]:
-    """A no-reduce and a reduce call, small enough to cost nothing."""
-    return [
-        Case(family, "float32", (4, 1, 8), (1,), y_dist="uniform", origin="canary"),
-        Case(family, "float16", (3, 33), (-1,), origin="canary"),
-    ]
-
-
-def make_canary(backend: str):
-    """The canary proves the *host* can run the operator end to end, with a known answer: the
-    inputs it makes from the case's seed must be the bytes this machine makes (numpy, ml_dtypes
-    and the generators behave), and the call must come back judged. It does not judge the
-    operator: a wrong answer is a product failure, which the run's own cases report (exit 1);
-    quarantining every host for it would turn a product bug into an infrastructure error."""
-    from farm.agent.execute import make_call_inputs
-    from golden.inputs import sha256_of
-
-    digests: dict[str, str] = {}  # case id -> its inputs' digest on this machine (once a run)
-    computing = threading.Lock()
-
-    def known_digest(case: Case) -> str:
-        with computing:
-            if case.id not in digests:
-                inputs = make_call_inputs(case.to_dict())
-                digests[case.id] = sha256_of(*(t for t in inputs if t is not None))
-            return digests[case.id]
-
-    def canary(channel, identity, device: int = 0) -> str | None:
-        family = soc.family_of(identity.get("soc", ""))
-        for case in canary_cases(family):
-            record = channel.run_case(case.to_dict(), backend, device, CANARY_TIMEOUT)
-            if record.get("case_id") != case.id or record.get("outcome") not in (
-                "passed",
-                "failed",
-            ):
-                return f"canary {case.id}: no judged result came back: {record.get('message')}"
-            known = known_digest(case)
-            if record.get("inputs_sha256") != known:
-                return (
-                    f"canary {case.id}: the host made other inputs from the same seed "
-                    f"(sha256 {str(record.get('inputs_sha256'))[:12]}, expected {known[:12]}); "
-                    "check its numpy and ml_dtypes versions against this machine's"
-                )
-        return None
-
-    return canary
-
-
 # -- preparing ------------------------------------------------------------------------------
 
 
@@ -179,7 +126,7 @@ def local_agent_limit(workers: int | None = None) -> int:
     """How many agents one orchestrator process keeps for the emulated hosts of this machine:
     the machine's cores (or $FARM_LOCAL_AGENTS), shared among the run's worker processes
     ($PYTEST_XDIST_WORKER_COUNT), at least one each. The agents of local hosts share processes
-    (farm/pool/transport/local.py AgentShare) so that this is all there are, whatever the
+    (farm/pool/transport/shared.py AgentShare) so that this is all there are, whatever the
     number of slots."""
     total = _env_count(LOCAL_AGENTS_ENV) or os.cpu_count() or 1
     if workers is None:
@@ -405,14 +352,7 @@ def prepare_pool(
         set_aside.update({f"{spec.name}:{d}": why for d, why in checked.set_aside.items()})
         torch = bool(((checked.identity or {}).get("deps") or {}).get("torch"))
         slots += [
-            {
-                "id": s.id,
-                "host": spec.name,
-                "family": s.family,
-                "soc": s.soc,
-                "device": s.device,
-                "torch": torch,
-            }
+            SlotInfo(s.id, spec.name, s.family, s.soc, s.device, torch)
             for s in spec.slots()
             if s.device not in checked.set_aside
         ]

@@ -36,7 +36,6 @@ from farm.pool import cann_build, health
 from farm.results.store import timestamps
 from farm.results.store.location import StoreLocation
 from farm.run import fault_injection, outputs, prepare, run_dir, scratch
-from farm.run.dispatch import NO_HOST_OF_FAMILY
 from farm.run.leases import needs_benchmark, without_torch
 from farm.run.outputs import JUNIT_XML, SUMMARY_JSON, RunOutputs
 from farm.run.plan import Plan
@@ -49,6 +48,7 @@ from farm.run.session_plugins import (
     RunDirFaults,
     Selection,
 )
+from farm.run.slot_table import NO_HOST_OF_FAMILY
 from farm.run.timeouts import MAX_CASE_TIMEOUT
 from farm.util import interrupts, paths
 from farm.util.console import FarmConsole
@@ -804,7 +804,7 @@ def run_meta(plan: Plan, started: str) -> dict:
         "started_at": started,
         "package": plan.package,
         "git_commit": plan.git_commit,
-        "inventory": plan.slots,
+        "inventory": [s.to_json() for s in plan.slots],
         "unhealthy": plan.unhealthy,
         "set_aside": plan.set_aside,
         "run_dir": str(plan.run_dir),

@@ -18,7 +18,7 @@ from typing import cast
 from farm.agent.backends import BACKENDS
 from farm.agent.record import ResultRecord
 from farm.run import prepare
-from farm.run.dispatch import Dispatcher, SlotInfo
+from farm.run.dispatch import Dispatcher
 from farm.run.leases import RunState
 from farm.run.plan import Plan
 from farm.run.timeouts import case_timeout_seconds
@@ -125,7 +125,7 @@ class PoolSession:
             case_timeout=self.case_timeout,
             require_healthy=True,
         )
-        slots = [SlotInfo(**s) for s in plan.slots if not self.host or s["host"] == self.host]
+        slots = [s for s in plan.slots if not self.host or s.host == self.host]
         if not slots:
             raise ConfigError(f"no healthy host to run on: {plan.unhealthy or 'none by that name'}")
         self.plan = plan

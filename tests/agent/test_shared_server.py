@@ -10,7 +10,8 @@ import pytest
 
 from farm.agent import protocol
 from farm.agent.identity import Declared
-from farm.agent.server import AgentServer, instant_executor
+from farm.agent.server import AgentServer
+from farm.agent.stand_ins import instant_executor
 from suites.case import Case
 
 HOSTS = [

@@ -26,10 +26,13 @@ import pytest
 
 from farm.pool.deploy import deploy, start_shared_agent
 from farm.pool.inventory import default_inventory
-from farm.pool.transport.local import AgentShare, LocalTransport, group_members
-from farm.run.dispatch import Dispatcher, SlotInfo
+from farm.pool.transport.local import LocalTransport
+from farm.pool.transport.shared import AgentShare
+from farm.run.dispatch import Dispatcher
 from farm.run.leases import RunState
+from farm.run.slots import SlotInfo
 from farm.util.errors import AgentTimeout
+from farm.util.proc import members as group_members
 from suites.case import Case
 from tests.e2e.conftest import SMOKE
 from tests.e2e.test_shared_pool import FAKE, fake_bundle

@@ -26,8 +26,9 @@ from farm.agent.devicelock import lock_paths, read_holder
 from farm.pool.deploy import BUNDLE_PREFIX, bundle_files, deploy, start_agent
 from farm.pool.lab import Lab
 from farm.pool.transport import open_transport
-from farm.run.dispatch import Dispatcher, SlotInfo
+from farm.run.dispatch import Dispatcher
 from farm.run.leases import RunState
+from farm.run.slots import SlotInfo
 from farm.util.errors import DeviceBusy
 from suites.case import Case
 from tests.e2e.conftest import select
@@ -384,7 +385,7 @@ def test_lab_down_stops_every_agent_even_one_whose_session_is_gone(sshd, tmp_pat
             assert [a["pid"] for a in agents_on(probe, host.workdir)] == [channel.agent_pid]
         assert main(["down", "--root", str(lab.root)]) == 0
         assert lab.agents(host.name) == []
-        from farm.pool.transport.local import group_members
+        from farm.util.proc import members as group_members
 
         assert group_members(channel.agent_pgid) == []  # the hung case's `sleep` too
     finally:

@@ -15,7 +15,7 @@ from farm.pool.deploy import deploy, make_agent_bundle
 from farm.pool.transport import open_transport
 
 REPO = Path(__file__).resolve().parents[2]
-ECHO = "farm.agent.server:echo_executor"
+ECHO = "farm.agent.stand_ins:echo_executor"
 FAKE = "tests.pool.fake_executor:run"
 
 

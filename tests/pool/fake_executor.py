@@ -17,7 +17,7 @@ its work directory's: ``.../<name>/work``), elsewhere the case passes:
 * ``corrupt``: pass, but leave this agent "corrupted" (a flag in the process);
 * ``segv-if-corrupted``: crash if an earlier case corrupted this agent, else pass.
 
-The farm's canary cases (origin ``canary``: farm/run/prepare.py canary_cases) pass with the
+The farm's canary cases (origin ``canary``: farm/run/canary.py canary_cases) pass with the
 digest of the inputs their seed makes, as a real agent's do (numpy imported for them alone), so
 that the dispatcher's canary after a timeout finds the host well; a host whose work directory
 holds ``CANARY_WRONG`` answers them with another digest (a host at fault).

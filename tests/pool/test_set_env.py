@@ -1,7 +1,7 @@
 """CANN's own set-up script for the agent and the build (the inventory's set_env): an SSH session
 does not source set_env.sh, so every host command the farm runs in CANN's environment (the agent,
 the platform helper, the CANN build and install) runs as ``bash -c '. set_env.sh && exec ...'``,
-the inventory env on top (farm/pool/transport/base.py host_argv). A script that is missing or
+the inventory env on top (farm/pool/transport/commands.py host_argv). A script that is missing or
 fails there is one line naming the host, the script and the fix, and the host's error
 (HostSetupError), never the build's. The SSH lab's emulated CANN has such a script and its
 inventory relies on it (the whole path over SSH: tests/e2e/test_cann_build.py, test_acl_path.py)."""
@@ -19,7 +19,7 @@ import pytest
 
 from farm.pool import cann_build, deploy
 from farm.pool.inventory import HostSpec
-from farm.pool.transport.base import SET_ENV_STATUS, host_argv, set_env_problem
+from farm.pool.transport.commands import SET_ENV_STATUS, host_argv, set_env_problem
 from farm.pool.transport.local import LocalTransport
 from farm.util.errors import HostSetupError
 

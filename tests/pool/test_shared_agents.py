@@ -1,4 +1,4 @@
-"""Agents shared by emulated hosts of this machine (farm/pool/transport/local.py AgentShare):
+"""Agents shared by emulated hosts of this machine (farm/pool/transport/shared.py AgentShare):
 several slots, of one host or of several, on one agent process that serves each host as its own
 agent would (identity, device locks), one request at a time, a broken agent costs only the case
 that broke it, and a case that does not answer holds up only its own slot."""
@@ -21,18 +21,14 @@ from farm.agent.devicelock import read_holder
 from farm.pool.deploy import deploy
 from farm.pool.health import BAD, GOOD, check_local_hosts
 from farm.pool.inventory import HostSpec, default_inventory
-from farm.pool.transport.local import (
-    AgentShare,
-    LocalTransport,
-    group_members,
-    share_key,
-    shared_agent_hosts,
-    shared_host,
-)
-from farm.run.dispatch import Dispatcher, SlotInfo
+from farm.pool.transport.local import LocalTransport
+from farm.pool.transport.shared import AgentShare, share_key, shared_agent_hosts, shared_host
+from farm.run.dispatch import Dispatcher
 from farm.run.leases import RunState
 from farm.run.prepare import local_agent_limit, local_share, parallel_hosts
+from farm.run.slots import SlotInfo
 from farm.util.errors import AgentTimeout, ConfigError, ConnectionLost, DeviceBusy, ProtocolError
+from farm.util.proc import members as group_members
 from suites.case import Case
 from tests.pool.conftest import FAKE, REPO
 
@@ -505,7 +501,7 @@ def test_local_hosts_are_checked_through_one_agent_each_on_its_own(embedded):
         return None
 
     results = check_local_hosts(
-        [a2_01, liar, b310], sha, canary, executor="farm.agent.server:echo_executor"
+        [a2_01, liar, b310], sha, canary, executor="farm.agent.stand_ins:echo_executor"
     )
     assert {n: h.state for n, h in results.items()} == {
         "emu-a2-01": BAD,

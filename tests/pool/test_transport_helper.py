@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 
 from farm.agent import hostops
-from farm.pool.transport.base import COMMAND_TIMEOUT, Channel, Transport, helper_source
+from farm.pool.transport.base import COMMAND_TIMEOUT, Transport, helper_source
+from farm.pool.transport.channel import Channel
 from farm.pool.transport.local import LocalTransport
 from farm.util import proc as procfs
 from farm.util.errors import DeployError

@@ -12,7 +12,7 @@ import pytest
 
 from farm.agent.protocol import PROTOCOL_VERSION
 from farm.pool.transport import open_transport, remote_command
-from farm.pool.transport.local import LocalTransport, group_members
+from farm.pool.transport.local import LocalTransport
 from farm.util.errors import (
     AgentError,
     AgentTimeout,
@@ -22,6 +22,7 @@ from farm.util.errors import (
     InfraError,
     ProtocolError,
 )
+from farm.util.proc import members as group_members
 from tests.pool.conftest import ECHO, FAKE, REPO
 
 

@@ -1,7 +1,7 @@
 """The health check's canary: a host must make the known inputs and return a judged result."""
 
 from farm.agent.execute import make_call_inputs
-from farm.run.prepare import canary_cases, make_canary
+from farm.run.canary import canary_cases, make_canary
 from golden.inputs import sha256_of
 from tests.inventories import local_910b_hosts
 

@@ -12,9 +12,12 @@ from collections.abc import Callable
 import pytest
 
 from farm.run import leases
-from farm.run.dispatch import Dispatcher, SlotInfo, _Progress, case_timeout, run_owner
+from farm.run.attempts import Progress
+from farm.run.canary import canary_cases
+from farm.run.case_channel import run_owner
+from farm.run.dispatch import Dispatcher, case_timeout
 from farm.run.leases import RunState
-from farm.run.prepare import canary_cases
+from farm.run.slots import SlotInfo
 from farm.util.errors import AgentError, AgentTimeout, ConnectionLost, DeviceBusy, HostLacks
 from golden.inputs import sha256_of
 from suites.case import Case
@@ -175,7 +178,7 @@ def test_a_case_tries_its_preferred_slot_then_the_others_and_other_hosts_after_a
     # tried on h2:1: the slots of other hosts first, the other slot of h2 after them
     assert order("h2:1", ["h2:1"]) == ["h1:0", "h1:1", "h3:0", "h3:1", "h2:0"]
     candidates = dispatcher._candidates(FAMILY, "h2:1", [])
-    assert dispatcher._wanted(candidates, _Progress()) == order("h2:1")
+    assert dispatcher._wanted(candidates, Progress()) == order("h2:1")
     state.quarantine("h1", "test")
     assert order("h1:0") == ["h2:0", "h2:1", "h3:0", "h3:1"]
     assert [s.id for s in dispatcher._candidates("ascend310b", "h1:0", [])] == ["x1:0"]
@@ -667,10 +670,10 @@ def test_a_timeout_on_one_host_and_a_pass_on_another_charges_the_first(make):
 
 
 def test_a_slot_whose_stuck_agent_survives_is_not_used_again(make, monkeypatch):
-    import farm.run.dispatch as dispatch_mod
+    import farm.run.slot_table as slot_table_mod
 
     # Not checked again within the test, however slow the machine (the test's own clock).
-    monkeypatch.setattr(dispatch_mod, "DEAD_RECHECK", float("inf"))
+    monkeypatch.setattr(slot_table_mod, "DEAD_RECHECK", float("inf"))
     dispatcher, world, state, said = make(
         lambda slot, cid, ch: "timeout" if slot.id == "h1:0" else "pass"
     )
@@ -686,15 +689,15 @@ def test_a_slot_whose_stuck_agent_survives_is_not_used_again(make, monkeypatch):
 
 
 def test_a_set_aside_slot_is_checked_again_and_used_once_its_agent_is_gone(make, monkeypatch):
-    import farm.run.dispatch as dispatch_mod
+    import farm.run.slot_table as slot_table_mod
 
-    monkeypatch.setattr(dispatch_mod, "DEAD_RECHECK", float("inf"))
+    monkeypatch.setattr(slot_table_mod, "DEAD_RECHECK", float("inf"))
     dispatcher, world, state, said = make(
         lambda slot, cid, ch: "timeout" if slot.id == "h1:0" and not ch.cases else "pass"
     )
     world.unkillable.add("h1:0")
     dispatcher.run(case(), "h1:0")
-    monkeypatch.setattr(dispatch_mod, "DEAD_RECHECK", 0.0)
+    monkeypatch.setattr(slot_table_mod, "DEAD_RECHECK", 0.0)
     assert dispatcher.run(case(16), "h1:0")["slot"] != "h1:0"  # checked again: still there
     world.unkillable.discard("h1:0")
     world.behave = lambda slot, cid, ch: "pass"

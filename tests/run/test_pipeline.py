@@ -10,7 +10,6 @@ from collections import Counter
 
 import pytest
 
-from farm.run.dispatch import SlotInfo
 from farm.run.leases import (
     BENCHMARK_IMPORT_ELEMENTS,
     WORKER_CASE_ELEMENTS,
@@ -19,6 +18,7 @@ from farm.run.leases import (
     slot_loads,
 )
 from farm.run.pipeline import Pipeline, lanes, plan_lanes
+from farm.run.slots import SlotInfo
 from suites.case import Case
 
 SLOTS = [

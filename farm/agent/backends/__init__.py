@@ -1,4 +1,5 @@
-"""How the agent runs the operator: one module per backend, each with ``run_call``.
+"""How the agent runs the operator: one module per backend, each with ``run_call``, a
+base.py Backend (the signature the type checker holds them to).
 
 native: the operator's C ABI library from the deployed package (the emulated real Ascend C kernel
         of `farm build --target ascendc-cpu`, or the CPU twin of `--target twin`); native.py.

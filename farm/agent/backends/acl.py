@@ -304,27 +304,26 @@ def run(
 
 
 def run_call(
-    dy,
-    y,
-    axes,
-    soc,
+    dy: np.ndarray | None,
+    y: np.ndarray | None,
+    axes: Sequence[int],
+    soc: str | None,
     *,
-    out_dtype,
-    out_shape=None,
-    missing=None,
-    api="dim",
-    device=0,
-    out_layout=None,
-):
+    out_dtype: np.dtype | str,
+    out_shape: tuple[int, ...] | None = None,
+    missing: str | None = None,
+    api: str = "dim",
+    device: int = 0,
+    out_layout: layouts.Layout | None = None,
+) -> BackendResult:
     """The agent's backend entry (farm.agent.execute): the case's SoC is the device's own."""
     del soc
-    if isinstance(out_dtype, str):
-        out_dtype = numpy_dtype(out_dtype)
+    dtype = numpy_dtype(out_dtype) if isinstance(out_dtype, str) else out_dtype
     return run(
         dy,
         y,
         axes,
-        out_dtype=out_dtype,
+        out_dtype=dtype,
         out_shape=out_shape,
         missing=missing,
         out_layout=out_layout if out_layout is not None else "contiguous",

@@ -31,7 +31,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import ml_dtypes
 import numpy as np
@@ -520,30 +520,29 @@ def run(
 
 
 def run_call(
-    dy,
-    y,
-    axes,
-    soc,
+    dy: np.ndarray | None,
+    y: np.ndarray | None,
+    axes: Sequence[int],
+    soc: str | None,
     *,
-    out_dtype,
-    out_shape=None,
-    missing=None,
-    api="dim",
-    device=0,
-    out_layout=None,
-):
+    out_dtype: np.dtype | str,
+    out_shape: tuple[int, ...] | None = None,
+    missing: str | None = None,
+    api: str = "dim",
+    device: int = 0,
+    out_layout: layouts.Layout | None = None,
+) -> BackendResult:
     """The agent's backend entry (farm.agent.execute): out_dtype is a case dtype name, out_layout
     the case's (a name, a View or its JSON dict).  The library takes the one-dim form as a one-axis
     list, and has no devices."""
     del api, device
-    if isinstance(out_dtype, str):
-        out_dtype = numpy_dtype(out_dtype)
+    dtype = numpy_dtype(out_dtype) if isinstance(out_dtype, str) else out_dtype
     return run(
         dy,
         y,
         axes,
-        soc,
-        out_dtype=out_dtype,
+        cast(str, soc),  # a host that declares no SoC fails its health check before any case
+        out_dtype=dtype,
         out_shape=out_shape,
         missing=missing,
         out_layout=out_layout,

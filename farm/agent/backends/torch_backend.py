@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -72,18 +73,18 @@ def _out_view(torch, shape, dtype_name: str, layout: layouts.Layout, dev: str):
 
 
 def run_call(
-    dy,
-    y,
-    axes,
-    soc,
+    dy: np.ndarray | None,
+    y: np.ndarray | None,
+    axes: Sequence[int],
+    soc: str | None,
     *,
-    out_dtype,
-    out_shape=None,
-    missing=None,
-    api="dim",
-    device=0,
-    out_layout=None,
-):
+    out_dtype: str,
+    out_shape: tuple[int, ...] | None = None,
+    missing: str | None = None,
+    api: str = "dim",
+    device: int = 0,
+    out_layout: layouts.Layout | None = None,
+) -> BackendResult:
     torch = _torch()
     dev = device_name(torch, device)
     started = time.perf_counter()

@@ -1,4 +1,6 @@
-"""Transports: how the orchestrator reaches an agent (see base.py for the contract).
+"""Transports: how the orchestrator reaches an agent (base.py: a host's transport; channel.py: a
+channel to one agent and its contract; commands.py: a host's command lines; shared.py: agents
+shared by the emulated hosts of this machine).
 
 ``open_transport(host)`` is the default transport factory: LocalTransport for ``transport =
 "local"`` hosts, SSHTransport (paramiko, imported only then) for ``"ssh"``.
@@ -7,14 +9,9 @@
 from __future__ import annotations
 
 from farm.pool.inventory import HostSpec
-from farm.pool.transport.base import (
-    COMMAND_TIMEOUT,
-    DEFAULT_TIMEOUT,
-    HANDSHAKE_TIMEOUT,
-    Channel,
-    Transport,
-    remote_command,
-)
+from farm.pool.transport.base import COMMAND_TIMEOUT, Transport
+from farm.pool.transport.channel import DEFAULT_TIMEOUT, HANDSHAKE_TIMEOUT, Channel
+from farm.pool.transport.commands import remote_command
 
 
 def open_transport(host: HostSpec) -> Transport:

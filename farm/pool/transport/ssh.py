@@ -1,16 +1,14 @@
 """The SSH transport (paramiko): key auth only, host keys checked, one connection per host.
 
-* Authentication: the inventory's private key only (no agent, no ~/.ssh key search, no
-  passwords).
-* Host keys: checked against the inventory's ``known_hosts`` file. Under ``strict`` (the default)
-  an unknown key is refused (:class:`StrictHostKeyPolicy`, a paramiko ``RejectPolicy``); under the
-  explicit lab opt-in ``accept-new`` it is accepted and appended to that file. A *changed* key is
-  refused under both.
+* Authentication and host keys: farm/pool/transport/ssh_keys.py (the inventory's private key
+  only; host keys checked against the inventory's ``known_hosts``, an unknown one refused under
+  ``strict``, the default, and recorded under the lab opt-in ``accept-new``; a *changed* key is
+  refused under both).
 * One persistent ``SSHClient`` per host with transport keepalive; reconnected when it has died.
   Each :class:`SSHChannel` is one long-lived exec channel running the agent; SFTP moves files;
   short commands are exec channels too. Every wait has a timeout.
-* Commands are argv lists quoted with :func:`shlex.join` (``base.remote_command``);
-  nothing from a case or the inventory reaches the remote shell unquoted.
+* Commands are argv lists quoted with :func:`shlex.join` (farm/pool/transport/commands.py
+  ``remote_command``); nothing from a case or the inventory reaches the remote shell unquoted.
 * Closing an exec channel does not stop a process that is not reading its stdin (a hung case):
   a broken channel's agent is killed by process group with a short command on the host
   (``Transport.reap_group``: SIGTERM, SIGKILL, then a check that nothing of the group is left),
@@ -22,7 +20,6 @@
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import logging
 import os
 import posixpath
@@ -38,14 +35,17 @@ import paramiko
 from paramiko.ssh_exception import NoValidConnectionsError
 
 from farm.pool.inventory import HostSpec
-from farm.pool.transport.base import (
-    COMMAND_TIMEOUT,
-    HANDSHAKE_TIMEOUT,
-    STDERR_TAIL_BYTES,
-    Channel,
-    Transport,
-    describe_exit,
-    remote_command,
+from farm.pool.transport.base import COMMAND_TIMEOUT, Transport
+from farm.pool.transport.channel import HANDSHAKE_TIMEOUT, STDERR_TAIL_BYTES, Channel
+from farm.pool.transport.commands import describe_exit, remote_command
+from farm.pool.transport.ssh_keys import (
+    AcceptNewHostKeyPolicy,
+    StrictHostKeyPolicy,
+    address,
+    known_hosts_name,
+    load_known_hosts,
+    load_private_key,
+    where_of,
 )
 from farm.util.errors import (
     AgentTimeout,
@@ -65,157 +65,6 @@ KEEPALIVE_S = 15
 SFTP_TIMEOUT = 120.0
 REAP_OPEN_TIMEOUT = 3.0  # opening the session (or connection) that kills a broken channel's agent
 _POLL = 0.25  # longest single blocking read, so stderr is drained while waiting
-
-
-def _where(host: HostSpec) -> str:
-    return f"host {host.name} ({host.address}:{host.port})"
-
-
-def _address(host: HostSpec) -> str:
-    if not host.address:  # load_inventory requires it for ssh hosts
-        raise ConfigError(f"[[host]] {host.name}: an ssh host needs an address; add address = ...")
-    return host.address
-
-
-def _known_hosts_name(host: HostSpec) -> str:
-    return _address(host) if host.port == 22 else f"[{host.address}]:{host.port}"
-
-
-def _keyscan_hint(host: HostSpec) -> str:
-    return f"ssh-keyscan -p {host.port} {host.address} >> {host.known_hosts}"
-
-
-class StrictHostKeyPolicy(paramiko.RejectPolicy):
-    """Refuse a host key that is not in known_hosts, with a message that says what to do."""
-
-    def __init__(self, host: HostSpec) -> None:
-        self.host = host
-
-    def missing_host_key(self, client, hostname, key):  # noqa: ANN001 (paramiko's signature)
-        raise HostKeyError(
-            f"{_where(self.host)}: host key {key.get_name()} {key.fingerprint} is not in "
-            f"{self.host.known_hosts} and host_key_policy is strict; verify the fingerprint, "
-            f"then record it ({_keyscan_hint(self.host)}) or opt in with "
-            'host_key_policy = "accept-new" (labs only)',
-            host=self.host.name,
-        )
-
-
-class AcceptNewHostKeyPolicy(paramiko.MissingHostKeyPolicy):
-    """Lab opt-in: accept an unknown host key and append it to the inventory's known_hosts."""
-
-    def __init__(self, host: HostSpec) -> None:
-        self.host = host
-
-    def missing_host_key(self, client, hostname, key):  # noqa: ANN001
-        client.get_host_keys().add(hostname, key.get_name(), key)
-        path = self.host.known_hosts
-        if path is None:
-            return
-        line = f"{hostname} {key.get_name()} {key.get_base64()}\n"
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            with open(path, "a", encoding="ascii") as f:
-                fcntl.flock(f, fcntl.LOCK_EX)
-                f.write(line)
-        except OSError as exc:
-            raise ConfigError(
-                f"{_where(self.host)}: cannot record the new host key in {path}: {exc.strerror}"
-            ) from None
-
-
-def load_private_key(host: HostSpec) -> paramiko.PKey:
-    """The host's private key, or an :class:`AuthError` about this host alone (its health check
-    turns it into a reason and the host is quarantined; the other hosts run)."""
-    key = host.key
-    if key is None:  # load_inventory requires it for ssh hosts
-        raise AuthError(
-            f"host {host.name}: no key file; add key = ... to its [[host]] entry", host=host.name
-        )
-    where = f"host {host.name}: key {key}"
-    try:
-        mode = key.stat().st_mode & 0o777
-    except FileNotFoundError:
-        raise AuthError(
-            f"{where} does not exist; create it (ssh-keygen -t ed25519) or fix the path",
-            host=host.name,
-        ) from None
-    except OSError as exc:
-        raise AuthError(f"{where} cannot be read: {exc.strerror}", host=host.name) from None
-    if mode & 0o077:
-        raise AuthError(
-            f"{where} has mode {mode:04o}, readable by group/others, which OpenSSH refuses too; "
-            f"chmod 600 {key}",
-            host=host.name,
-        )
-    try:
-        return paramiko.PKey.from_path(key)
-    except paramiko.PasswordRequiredException:
-        raise AuthError(_passphrase_message(where, key), host=host.name) from None
-    except TypeError as exc:  # cryptography: "Key is password-protected, but password was not ..."
-        if "password" not in str(exc).lower():
-            raise AuthError(_unusable_key_message(where, exc), host=host.name) from None
-        raise AuthError(_passphrase_message(where, key), host=host.name) from None
-    except OSError as exc:
-        raise AuthError(f"{where} cannot be read: {exc.strerror}", host=host.name) from None
-    except Exception as exc:  # paramiko/cryptography's many ways to say "not a key"
-        raise AuthError(_unusable_key_message(where, exc), host=host.name) from None
-
-
-def _passphrase_message(where: str, key: Path) -> str:
-    return (
-        f"{where} is passphrase-protected and the farm uses no SSH agent; use a dedicated key "
-        f"without one (ssh-keygen -t ed25519 -N '' -f <new file>) or remove it (ssh-keygen -p -f "
-        f"{key})"
-    )
-
-
-def _unusable_key_message(where: str, exc: BaseException) -> str:
-    detail = " ".join(str(exc).split()) or exc.__class__.__name__
-    return (
-        f"{where} cannot be used ({detail}); use an OpenSSH/PEM private key (ed25519, ecdsa or "
-        "rsa) without a passphrase"
-    )
-
-
-def load_known_hosts(host: HostSpec, client: paramiko.SSHClient) -> None:
-    """Load the host's known_hosts into ``client``; a malformed line is an :class:`AuthError`
-    about this host alone, naming the file, the line and the fix."""
-    known = host.known_hosts
-    if known is None or not known.is_file():
-        return
-    where = f"{_where(host)}: known_hosts {known}"
-    try:
-        client.get_host_keys().load(str(known))
-    except OSError as exc:
-        raise AuthError(f"{where} cannot be read: {exc.strerror}", host=host.name) from None
-    except Exception as exc:  # paramiko's InvalidHostKey (a bare Exception), binascii, ...
-        bad = exc.args[0] if isinstance(exc, paramiko.hostkeys.InvalidHostKey) else None
-        line = _line_number(known, bad) if isinstance(bad, str) else None
-        at = f" line {line}" if line else ""
-        raise AuthError(
-            f"{where}{at} is malformed ({_first_line(exc)}); delete or fix that line, then record "
-            f"the host key again ({_keyscan_hint(host)})",
-            host=host.name,
-        ) from None
-
-
-def _line_number(path: Path, text: str) -> int | None:
-    try:
-        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError:
-        return None
-    for number, line in enumerate(lines, 1):
-        if line.strip() == text.strip():
-            return number
-    return None
-
-
-def _first_line(exc: BaseException) -> str:
-    if isinstance(exc, paramiko.hostkeys.InvalidHostKey) and len(exc.args) > 1:
-        exc = exc.args[1] if isinstance(exc.args[1], BaseException) else exc
-    text = " ".join(str(exc).split())
-    return text or exc.__class__.__name__
 
 
 class SSHChannel(Channel):
@@ -320,7 +169,7 @@ class SSHTransport(Transport):
 
     @property
     def where(self) -> str:
-        return _where(self.host)
+        return where_of(self.host)
 
     # -- connection -----------------------------------------------------------------------------
 
@@ -350,7 +199,7 @@ class SSHTransport(Transport):
         t = timeout or host.connect_timeout
         try:
             client.connect(
-                _address(host),
+                address(host),
                 port=host.port,
                 username=host.user,
                 pkey=self._pkey,
@@ -384,7 +233,7 @@ class SSHTransport(Transport):
                 f"{where}: host key CHANGED: got {exc.key.get_name()} {exc.key.fingerprint}, "
                 f"{host.known_hosts} has {exc.expected_key.fingerprint}; refusing to connect "
                 "(possible impersonation). If the host was reinstalled, remove its old line "
-                f"(ssh-keygen -R '{_known_hosts_name(host)}' -f {host.known_hosts}) and record "
+                f"(ssh-keygen -R '{known_hosts_name(host)}' -f {host.known_hosts}) and record "
                 "the new key",
                 host=host.name,
             )
