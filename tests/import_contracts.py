@@ -69,9 +69,7 @@ class AcyclicModulesContract(Contract):
 
     def check(self, graph: grimp.ImportGraph, verbose: bool) -> ContractCheck:
         roots = list(self.packages)  # type: ignore[call-overload]  # import-linter's fields
-        modules = {
-            m for m in graph.modules if any(m == p or m.startswith(p + ".") for p in roots)
-        }
+        modules = {m for m in graph.modules if any(m == p or m.startswith(p + ".") for p in roots)}
         cycles = import_cycles(graph, modules)
         chains = []
         for cycle in cycles:
