@@ -4,8 +4,8 @@
 use Iterator helpers; Node >= 22 needed), so the gate is evaluated here (`farm_gate`): the rules
 of reports/quality-gate.json on the allure-results files themselves (`gate_rules`), the run
 finished (`run_finished_rule`), no regression against the baseline (`no_regressions_rule`). The
-report's Quality Gates tab shows the very rules, values and verdict (farm/results/report.py hands
-them to Allure), and `gate_exit_code` turns them into the exit code.
+report's Quality Gates tab shows the very rules, values and verdict (farm/results/report_generate.py
+hands them to Allure), and `gate_exit_code` turns them into the exit code.
 
 The rules are decided by pure functions of what was read (`evaluate_rules`, `run_finished_rule`,
 `no_regressions_rule`, `gate_exit_code`); `read_results` and `load_gate_rules` are the reading.

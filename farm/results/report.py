@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from farm.results.arguments import drift_factor, unknown_run
 from farm.results.compare import DEFAULT_DRIFT_FACTOR
 from farm.results.gate import GateRule, farm_gate, gate_exit_code
 from farm.results.report_generate import generate
@@ -105,7 +106,6 @@ def make_report(
 
     `judged`: the run's Judged, when the caller has it (farm run); `allure`: Allure already
     started and waiting (AllureProcess)."""
-    from farm.results.commands import unknown_run
     from farm.results.compare import compare
     from farm.results.compare_render import to_text
     from farm.results.store import open_existing, store_location
@@ -230,8 +230,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def parse_request(argv: Sequence[str] | None) -> ReportRequest:
     """`farm report`'s arguments as a ReportRequest (argparse exits 2 on bad ones)."""
-    from farm.results.commands import drift_factor
-
     p = CommandParser(prog="farm report", description=main.__doc__)
     p.add_argument("run", nargs="?", help="default: the newest run")
     p.add_argument("--store", default=None, help="default: $FARM_STORE or runs/farm.sqlite")

@@ -142,8 +142,8 @@ def device_line(record: Mapping) -> str | None:
 
 def description(record: Mapping, detailed: bool = True) -> str:
     """The case's description: what it is, expectation and outcome, note and origin, the headline
-    metrics, where and how long it ran; ``detailed`` (see :func:`detailed`), also the standards'
-    verdict, the operator's message, the tiling and every timing."""
+    metrics, where and how long it ran; ``detailed`` (farm/run/allure_attachments.py detailed),
+    also the standards' verdict, the operator's message, the tiling and every timing."""
     exp = record.get("expect") or {}
     if exp.get("kind") == "reject":
         want = f"expect rejection: {exp.get('reason')} (status {exp.get('status')})"
