@@ -23,8 +23,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from farm.results.arguments import drift_factor, unknown_run
-from farm.results.compare import DEFAULT_DRIFT_FACTOR
 from farm.results.gate import GateRule, farm_gate, gate_exit_code
 from farm.results.report_generate import generate
 from farm.results.report_history import HISTORY_RUNS
@@ -59,7 +57,9 @@ class ReportRequest:
     out: Path | None = None
     # The run compared with; None: the tier's baseline.
     baseline: str | None = None
-    drift_factor: float = DEFAULT_DRIFT_FACTOR
+    # How many times its baseline's error a case's may grow; None: the comparison's default
+    # (farm/results/compare.py DEFAULT_DRIFT_FACTOR).
+    drift_factor: float | None = None
     # The runs the precision trend plot shows.
     trend_runs: int = TREND_RUNS
     # False: the report reads and keeps no history (--no-history).
@@ -91,7 +91,10 @@ class Judged:
 def takes_judged(request: ReportRequest, judged: Judged, run_id: str) -> bool:
     """Whether `judged` (farm run's, of the run it stored) stands for the report's comparison,
     gate and triage: only where the request asks for the defaults it was made with."""
-    defaults = request.baseline is None and request.drift_factor == DEFAULT_DRIFT_FACTOR
+    from farm.results.compare import DEFAULT_DRIFT_FACTOR
+
+    factor = request.drift_factor
+    defaults = request.baseline is None and factor in (None, DEFAULT_DRIFT_FACTOR)
     return defaults and request.regression_gate and judged.comparison.run_id == run_id
 
 
@@ -106,7 +109,8 @@ def make_report(
 
     `judged`: the run's Judged, when the caller has it (farm run); `allure`: Allure already
     started and waiting (AllureProcess)."""
-    from farm.results.compare import compare
+    from farm.results.arguments import unknown_run
+    from farm.results.compare import DEFAULT_DRIFT_FACTOR, compare
     from farm.results.compare_render import to_text
     from farm.results.store import open_existing, store_location
     from farm.results.triage_next import run_triage
@@ -117,6 +121,7 @@ def make_report(
         make_output_dir(out, "--out")
 
     location = store_location(request.store)
+    drift = DEFAULT_DRIFT_FACTOR if request.drift_factor is None else request.drift_factor
     with open_existing(location) as store:
         # Without a run: the last one that finished (an interrupted run is no report's default).
         run = store.get_run(request.run) if request.run else store.latest_run(finished=True)
@@ -133,7 +138,7 @@ def make_report(
             judged = None
         try:
             comp = (
-                compare(store, run_id, request.baseline, request.drift_factor)
+                compare(store, run_id, request.baseline, drift)
                 if judged is None
                 else judged.comparison
             )
@@ -230,6 +235,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def parse_request(argv: Sequence[str] | None) -> ReportRequest:
     """`farm report`'s arguments as a ReportRequest (argparse exits 2 on bad ones)."""
+    from farm.results.arguments import drift_factor
+
     p = CommandParser(prog="farm report", description=main.__doc__)
     p.add_argument("run", nargs="?", help="default: the newest run")
     p.add_argument("--store", default=None, help="default: $FARM_STORE or runs/farm.sqlite")
@@ -244,7 +251,7 @@ def parse_request(argv: Sequence[str] | None) -> ReportRequest:
         "one, or a report the farm wrote",
     )
     p.add_argument("--baseline", help="baseline run (default: the tier's baseline)")
-    p.add_argument("--drift-factor", type=drift_factor, default=DEFAULT_DRIFT_FACTOR)
+    p.add_argument("--drift-factor", type=drift_factor, default=None)
     p.add_argument("--trend-runs", type=whole_number(1), default=TREND_RUNS)
     p.add_argument("--no-history", action="store_true")
     add_history_runs_option(p, default=HISTORY_RUNS)

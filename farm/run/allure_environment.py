@@ -10,7 +10,13 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from farm.run.allure_categories import CATEGORIES
-from farm.run.allure_glue import EPIC
+
+# The operator the allure-results are of: every case's `epic` label (farm/run/allure_glue.py)
+# and the environment's "operator".
+EPIC = "LogSoftmaxGrad"
+# The label whose value (the SoC family) selects a case's Allure 3 environment
+# (reports/allurerc.mjs).
+ENVIRONMENT_LABEL = "family"
 
 
 def properties_text(props: Mapping[str, str]) -> str:

@@ -45,11 +45,10 @@ from farm.run.allure_attachments import (
     worst_csv,
 )
 from farm.run.allure_description import description, host_name
+from farm.run.allure_environment import ENVIRONMENT_LABEL, EPIC
 from farm.run.allure_output import Annotations, apply_annotations
 from suites.case import DEPARTS
 
-EPIC = "LogSoftmaxGrad"
-ENVIRONMENT_LABEL = "family"
 _NAN_INF_WORDS = ("nan", "inf")
 
 

@@ -205,6 +205,7 @@ def allure_result(record: ResultRecord, nodeid: str | None, case: object) -> dic
 
     from farm.run import allure_glue
     from farm.run.allure_categories import failure_message
+    from farm.run.allure_environment import ENVIRONMENT_LABEL, EPIC
 
     cid, family = record["case_id"], str(record.get("family", ""))
     classname, name = junit_classname(nodeid) if nodeid else ("suites", "case")
@@ -225,11 +226,11 @@ def allure_result(record: ResultRecord, nodeid: str | None, case: object) -> dic
             {"name": "family", "value": represent(family)},
         ],
         "labels": [
-            {"name": "epic", "value": allure_glue.EPIC},
+            {"name": "epic", "value": EPIC},
             *({"name": "feature", "value": f} for f in allure_glue.features(record)),
             {"name": "story", "value": allure_glue.story(record)},
             {"name": "severity", "value": allure_glue.severity(record)},
-            {"name": allure_glue.ENVIRONMENT_LABEL, "value": family},
+            {"name": ENVIRONMENT_LABEL, "value": family},
             {"name": "suite", "value": classname.rsplit(".", 1)[-1]},
         ],
     }
