@@ -28,7 +28,8 @@ truncates, a precision failure with its metrics, plot and worst elements in most
   cases (the first N of the cases that fail there, in the order of a hash of their ids), so N
   cases fail; with `--bug-run`, the bug run as it is. With `--phases`, for each configuration
   also the report step's parts, in a subprocess: drawing the cases' plots
-  (case_plots.render_case_plots) and `allure generate` alone (report.generate on the drawn copy).
+  (case_plots.render_case_plots) and `allure generate` alone (report_generate.generate on the
+  drawn copy).
 * **history**: with `--history K`, the all-pass report made K+1 times in a row with the history
   (a copy of the store of its own, so that its history JSONL starts empty): the last one is timed
   and measured, and the history file's size is given.
@@ -192,7 +193,7 @@ def swap_in_failures(passed: Path, failing: Path, n: int, dest: Path) -> int:
 _PHASES = r"""
 import json, os, resource, sys, time
 from pathlib import Path
-from farm.results import report
+from farm.results import report_generate
 from farm.run.case_plots import render_case_plots
 
 def cpu():
@@ -204,7 +205,7 @@ c, t = cpu(), time.perf_counter()
 counts = render_case_plots(results)
 plots = (time.perf_counter() - t, cpu() - c, getattr(counts, "plots", 0) + counts.errors)
 c, t = cpu(), time.perf_counter()
-code, _ = report.generate(results, out, None)
+code, _ = report_generate.generate(results, out, None)
 allure = (time.perf_counter() - t, cpu() - c)
 assert code == 0, code
 print(json.dumps({"plots_s": plots[0], "plots_cpu_s": plots[1], "plots": plots[2],

@@ -19,7 +19,7 @@ class SocProfile:
 
 
 # The one list of SoC families: id -> the name people read. Case ids use the short form
-# (FAMILY_SHORT), Allure environments the display name (farm/results/report.py).
+# (FAMILY_SHORT), Allure environments the display name (farm/results/report_generate.py).
 FAMILIES = {
     "ascend910b": "Atlas A2 (Ascend910B)",
     "ascend310b": "Atlas 200I/500 A2 (Ascend310B)",

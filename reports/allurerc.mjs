@@ -1,6 +1,6 @@
 // Allure 3 configuration of the LogSoftmaxGrad farm.
 //
-// farm/results/report.py runs `allure generate` with this file and passes the per-run values through
+// farm/results/report_generate.py runs `allure generate` with this file and passes the per-run values through
 // environment variables, so that one static file serves every tier and every run:
 //   FARM_ALLURE_NAME                report name                 (default "LogSoftmaxGrad farm")
 //   FARM_ALLURE_OUTPUT              output directory            (default ./out/latest)
@@ -11,7 +11,7 @@
 //                                   (the regression summary, the triage and the trend plot)
 //   FARM_ALLURE_HIDE_LABELS         JSON list of the labels the report does not show
 // categories.json and quality-gate.json beside this file are shared with the Python side
-// (farm/results/allure_glue.py CATEGORIES, farm/results/report.py quality_gate).
+// (farm/run/allure_categories.py CATEGORIES, farm/results/gate.py quality_gate).
 import { readFileSync } from "node:fs";
 // Not from "allure": importing that package runs its command line (generate.mjs reads this file).
 import { defineConfig } from "@allurereport/plugin-api";
@@ -20,8 +20,8 @@ const env = process.env;
 const readJson = (name) => JSON.parse(readFileSync(new URL(`./${name}`, import.meta.url), "utf8"));
 
 // One Allure environment per SoC family, chosen by the `family` label that
-// farm.results.allure_glue.annotate() sets. The families and their names come from golden/soc.py
-// through FARM_ALLURE_ENVIRONMENTS ({id: name}, see farm/results/report.py).
+// farm.run.allure_glue.annotate() sets. The families and their names come from golden/soc.py
+// through FARM_ALLURE_ENVIRONMENTS ({id: name}, see farm/results/report_generate.py).
 const FAMILIES = JSON.parse(env.FARM_ALLURE_ENVIRONMENTS || "{}");
 const hasLabel = (labels, name, value) => labels.some((l) => l.name === name && l.value === value);
 const environments = Object.fromEntries(
@@ -43,10 +43,10 @@ export default defineConfig({
   environments,
   hideLabels: JSON.parse(env.FARM_ALLURE_HIDE_LABELS || "[]"),
   // Allure 2 style rules (messageRegex/matchedStatuses); Allure 3 reads them as compatibility
-  // matchers. Failure messages start with "[<category>] " (farm.results.allure_glue.CATEGORY_PREFIXES).
+  // matchers. Failure messages start with "[<category>] " (farm.run.allure_categories.CATEGORY_PREFIXES).
   categories: { rules: readJson("categories.json") },
   // `allure quality-gate` and `allure run` use this. The report's Quality Gates section shows the
-  // farm's gate, evaluated from the same file in farm/results/report.py and handed to the report
+  // farm's gate, evaluated from the same file in farm/results/gate.py and handed to the report
   // by generate.mjs (`allure generate` evaluates none).
   qualityGate: { rules: [readJson("quality-gate.json")] },
   globalAttachments,

@@ -2,7 +2,7 @@
 //
 // It does what Allure 3's own generate command does (a report from the config and the results
 // directory), and one thing more: the farm's quality gate, evaluated in Python from
-// quality-gate.json (farm/results/report.py farm_gate: the rules, their values, passed or failed),
+// quality-gate.json (farm/results/gate.py farm_gate: the rules, their values, passed or failed),
 // is handed to the report before it is written, the way `allure run` hands over the results of
 // the gate it evaluates itself. `allure generate` evaluates no gate at all, and Allure's own
 // evaluation needs Node 22 (Iterator helpers); so the report's Quality Gates section shows the
@@ -13,7 +13,7 @@
 // The other settings are allurerc.mjs's (FARM_ALLURE_*, see there).
 //
 // `node generate.mjs --stdin`: the same, started before its results exist (`farm run` starts it
-// with its cases, farm/results/report.py AllureProcess): Allure's modules are loaded at once (more
+// with its cases, farm/run/allure_process.py AllureProcess): Allure's modules are loaded at once (more
 // than a second of CPU, while the machine waits for the first cases), then one JSON line on stdin
 // says what to do: {"results": RESULTS_DIR, "env": {NAME: VALUE, ...}} (the FARM_ALLURE_* settings,
 // set before allurerc.mjs is read). End of input without a line: exit 0, nothing written.

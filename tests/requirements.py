@@ -38,7 +38,7 @@ def need_sshd() -> None:
 
 
 def need_allure() -> None:
-    from farm.results.report import REPORTS_DIR, allure_available
+    from farm.run.allure_process import REPORTS_DIR, allure_available
 
     need(
         allure_available(REPORTS_DIR),

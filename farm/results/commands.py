@@ -17,6 +17,7 @@ import sys
 from collections.abc import Mapping, Sequence
 
 from farm.results import retention
+from farm.results.arguments import drift_factor, unknown_run
 from farm.results.compare import DEFAULT_DRIFT_FACTOR, DEFAULT_NOISE_FLOOR, compare
 from farm.results.compare_render import (
     headline,
@@ -282,22 +283,6 @@ def main_baseline(argv: Sequence[str] | None = None) -> int:
             how = "explicit" if explicit and eff == explicit else "last green"
             print(f"{tier}: {eff or '(none)'}" + (f" ({how})" if eff else ""))
         return 0
-
-
-def unknown_run(what: str, location: StoreLocation) -> UsageError:
-    """'unknown run X': where it was looked for, and how to find the runs there."""
-    return UsageError(f"{what} in the store {location}; `farm runs` lists its runs")
-
-
-def drift_factor(text: str) -> float:
-    """--drift-factor: how many times its baseline's error a case's may grow, above 0 (NaN
-    would flag no drift at all)."""
-    value = number(text)
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not a factor above 0 (default {DEFAULT_DRIFT_FACTOR:g})"
-        )
-    return value
 
 
 def _parse_floor(items: Sequence[str] | None) -> dict[str, dict[str, float]] | None:

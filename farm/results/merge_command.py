@@ -192,7 +192,7 @@ def _make(
             code, gate, followup = runner.judge(
                 console, store_path, dict(meta, status=status, subset=subset), records, code
             )
-        from farm.run.allure_glue import write_results_extras
+        from farm.run.allure_environment import write_results_extras
 
         write_results_extras(results, meta)
         extra = runner.summary_extra(gate, followup)

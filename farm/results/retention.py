@@ -28,7 +28,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from farm.results.report import run_dir_of
+from farm.results.run_paths import run_dir_of
 from farm.results.store.location import SQLITE, StoreLocation
 from farm.util.errors import StoreError, UsageError
 from farm.util.sizes import size_text

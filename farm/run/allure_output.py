@@ -5,7 +5,7 @@ things no reader of the farm's report sees:
 
 * a fixture container file for every function-scoped fixture of every case (the ``case``
   parameter: 6,700 files a nightly run), which the report step would leave out anyway
-  (farm/results/report.py allure_input): only a container whose fixture failed or broke says
+  (farm/results/allure_input.py): only a container whose fixture failed or broke says
   anything;
 * every file encoded by ``json.dump``, which always takes the standard library's pure-Python
   encoder (``json.dumps`` uses the C one);
@@ -27,13 +27,11 @@ import json
 import os
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from farm.run.run_dir import write_whole
-
-if TYPE_CHECKING:
-    from farm.run.allure_glue import Annotations
 
 # A fixture status that makes its container worth a file.
 _SAYS_SOMETHING = frozenset({"failed", "broken"})
@@ -159,6 +157,18 @@ def _children_once(listener: Any) -> bool:
 # The hooks allure.dynamic's title, label (epic, feature, story, severity, tag), parameter and
 # description call.
 _DYNAMIC_HOOKS = ("add_title", "add_label", "add_parameter", "add_description")
+
+
+@dataclass(frozen=True)
+class Annotations:
+    """What `annotate` (farm/run/allure_glue.py) says of a case in its running Allure test:
+    labels as (type, value) and parameters as (name, value, excluded), in the order
+    allure.dynamic is given them."""
+
+    title: str
+    labels: list[tuple[str, str]]
+    parameters: list[tuple[str, str, bool]]
+    description: str
 
 
 def apply_annotations(annotations: Annotations) -> None:

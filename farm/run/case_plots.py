@@ -2,8 +2,8 @@
 
 Inside a test item `farm.run.allure_glue.annotate` attaches, for each case `wants_plot`
 selects, only the numbers its plot is drawn from: a small JSON attachment named PLOT_DATA_NAME.
-`render_case_plots(results_dir)` (called by `farm.results.report.generate` before Allure runs)
-draws each of them with `farm.run.plots.error_histogram_png`, writes the PNG into the
+`render_case_plots(results_dir)` (called by `farm.results.report_generate.generate` before
+Allure runs) draws each of them with `farm.run.plots.error_histogram_png`, writes the PNG into the
 allure-results directory as `<uuid>-attachment.png` (the way allure-pytest names its attachment
 files) and, in that test's result file, puts the entry
 
@@ -13,11 +13,12 @@ where the data attachment's entry was: the report shows the same attachments, in
 as when the PNG was drawn inside the test. A plot that cannot be drawn becomes a "plot error" text
 attachment instead; nothing else in the result (status, message) is ever touched.
 
-Every failure's plot is drawn; of the passes the test items sampled (allure_glue.wants_plot, a
-fixed fraction of them), at most PASS_PLOTS_PER_GROUP per family and dtype, the first in the order
-of allure_glue.sample_hash: a deterministic sample (the same cases in every run of the same cases)
-whose size does not grow with the number of passes. The data entries of the other sampled passes
-are taken out of their results (no plot, no attachment).
+Every failure's plot is drawn; of the passes the test items sampled
+(allure_attachments.wants_plot, a fixed fraction of them), at most PASS_PLOTS_PER_GROUP per family
+and dtype, the first in the order of allure_attachments.sample_hash: a deterministic sample (the
+same cases in every run of the same cases) whose size does not grow with the number of passes.
+The data entries of the other sampled passes are taken out of their results (no plot, no
+attachment).
 
 Idempotent: a rendered result has no data entry left, so a second `farm report` draws nothing.
 The data files stay in allure-results (unreferenced). The PNG's file name is derived from the data
@@ -38,7 +39,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from farm.run.allure_glue import (
+from farm.run.allure_attachments import (
     PLOT_DATA_NAME,
     PLOT_ERROR_NAME,
     PLOT_NAME,

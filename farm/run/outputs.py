@@ -15,7 +15,7 @@ from farm.run.plan import Plan
 from suites.caseset import Selection as CaseSelection
 
 # What a run leaves in runs/<run id>/ besides records/ and allure-results/ (the report's
-# directory is farm.results.report.default_report_dir).
+# directory is farm.results.run_paths.default_report_dir).
 JUNIT_XML = "junit.xml"
 SUMMARY_JSON = "summary.json"
 
@@ -52,7 +52,7 @@ class RunOutputs:
         """junit.xml, summary.json (with `extra`: write_summary) and the Allure extras; the first
         fault's line, if any."""
         from farm.run import reconcile
-        from farm.run.allure_glue import write_results_extras
+        from farm.run.allure_environment import write_results_extras
 
         run = self.plan.run_dir
         steps = [

@@ -546,7 +546,7 @@ def _annotate(record: ResultRecord) -> None:
 def check_record(record: dict) -> None:
     """The assertion every suite makes: product failures fail, infrastructure is broken. The
     message starts with the category in brackets, which Allure's categories match."""
-    from farm.run.allure_glue import failure_message
+    from farm.run.allure_categories import failure_message
 
     if record["outcome"] == "broken":
         raise InfrastructureBroken(failure_message(record))

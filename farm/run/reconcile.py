@@ -123,7 +123,7 @@ def _junit_outcome(case: ET.Element) -> str:
 
 
 def _junit_case(record: ResultRecord, nodeid: str | None, why: str = _STOPPED) -> ET.Element:
-    from farm.run.allure_glue import failure_message
+    from farm.run.allure_categories import failure_message
 
     cid = record["case_id"]
     classname, name = junit_classname(nodeid) if nodeid else ("suites", f"case[{cid}]")
@@ -204,6 +204,8 @@ def allure_result(record: ResultRecord, nodeid: str | None, case: object) -> dic
     from allure_commons.utils import md5, represent
 
     from farm.run import allure_glue
+    from farm.run.allure_categories import failure_message
+    from farm.run.allure_environment import ENVIRONMENT_LABEL, EPIC
 
     cid, family = record["case_id"], str(record.get("family", ""))
     classname, name = junit_classname(nodeid) if nodeid else ("suites", "case")
@@ -224,14 +226,14 @@ def allure_result(record: ResultRecord, nodeid: str | None, case: object) -> dic
             {"name": "family", "value": represent(family)},
         ],
         "labels": [
-            {"name": "epic", "value": allure_glue.EPIC},
+            {"name": "epic", "value": EPIC},
             *({"name": "feature", "value": f} for f in allure_glue.features(record)),
             {"name": "story", "value": allure_glue.story(record)},
             {"name": "severity", "value": allure_glue.severity(record)},
-            {"name": allure_glue.ENVIRONMENT_LABEL, "value": family},
+            {"name": ENVIRONMENT_LABEL, "value": family},
             {"name": "suite", "value": classname.rsplit(".", 1)[-1]},
         ],
     }
     if status != "passed":
-        result["statusDetails"] = {"message": allure_glue.failure_message(record)}
+        result["statusDetails"] = {"message": failure_message(record)}
     return result

@@ -102,7 +102,7 @@ def show(console: Console, case, described: dict, record: ResultRecord, target: 
         highlight=False,
         markup=False,
     )
-    from farm.run.allure_glue import device_line
+    from farm.run.allure_description import device_line
 
     device = device_line(record)
     if device:

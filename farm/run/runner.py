@@ -1,7 +1,7 @@
 """`farm run`: build, health, deploy, run the tier through pytest, store, report, exit code.
 
 Exit codes: 0 every case passed; 1 product failures, or a quality gate that failed although every
-case passed (the farm's gate, farm/results/report.py farm_gate, the report's Quality Gates tab: a
+case passed (the farm's gate, farm/results/gate.py farm_gate, the report's Quality Gates tab: a
 regression against the baseline such as a precision drift or cases gone; stored as 1 too, so that
 such a run is never a baseline); 2 the run was degraded or incomplete by
 infrastructure (a host quarantined, a family without a healthy slot, a case broken or lost), or
@@ -63,7 +63,7 @@ from suites.explore import DEFAULT_COUNT as DEFAULT_EXPLORE_COUNT
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from farm.results.report import AllureProcess
+    from farm.run.allure_process import AllureProcess
     from farm.run.records_file import RecordFiles
 
 SUITE_FILES = ("suites/test_precision.py", "suites/test_rejection.py")
@@ -506,7 +506,7 @@ def _after_session(
 ) -> int:
     """What the session left: one record per case stored, the outputs made to hold exactly the
     stored cases, the summary, the report; the exit code. `allure`: Allure started for the
-    report (farm/results/report.py AllureProcess). `late_signals`: those that came after the
+    report (farm/run/allure_process.py AllureProcess). `late_signals`: those that came after the
     session, while the run was being stored (farm/util/interrupts.py shielded): one that came
     before the run's outcome was decided stops it as one during the session would, one after it
     leaves the run as decided, without its report; `stored`: called once the store, the outputs
@@ -678,7 +678,8 @@ def judgement(console: Console, store_path: StoreLocation, run: dict, records: l
     """judge's work, kept for the run's report (report.Judged; None when the store refused):
     (exit code, Judged | None)."""
     from farm.results.compare import compare
-    from farm.results.report import Judged, farm_gate, gate_exit_code
+    from farm.results.gate import farm_gate, gate_exit_code
+    from farm.results.report import Judged
     from farm.results.store import RunStore
     from farm.results.triage_next import with_baseline
 
@@ -744,15 +745,17 @@ def make_report(
 ) -> str | None:
     """The run's report; None when it was made, else why not in one line (its gate and
     regressions are the report's to say: farm report prints them). `judged`: the run's
-    report.Judged, when this process has it; `allure`: a report.AllureProcess waiting."""
+    report.Judged, when this process has it; `allure`: an allure_process.AllureProcess waiting."""
     from farm.results import report as report_mod
+    from farm.results.report_history import HISTORY_RUNS
 
-    history = ["--history-runs", str(history_runs)] if history_runs else []
+    # history_runs None: farm report's default
+    request = report_mod.ReportRequest(
+        run=run_id, store=store_path, history_runs=history_runs or HISTORY_RUNS
+    )
     fault_injection.enter(fault_injection.REPORT)
     try:
-        made = report_mod.main(
-            [run_id, "--store", store_path.spec, *history], judged=judged, allure=allure
-        )
+        made = report_mod.make_report(request, judged=judged, allure=allure)
     except RunDirUnwritable as exc:
         return str(exc)
     if made == report_mod.EXIT_NO_REPORT:

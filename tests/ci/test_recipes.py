@@ -3,7 +3,7 @@
 Each recipe is parsed (YAML with yaml.safe_load, the Jenkinsfile with regexes) into its nightly
 and pre-merge jobs, and checked against the farm itself: every ``farm`` command against the real
 subcommands and options (``farm SUB --help``), the artefact paths against what ``farm run``
-writes (taken from farm/run/runner.py, farm/results/report.py and farm/results/store.py, not
+writes (taken from farm/run/runner.py, farm/results/run_paths.py and farm/results/store.py, not
 written down here), and the exit-code mapping by running the recipes' own shell steps against a
 stub ``farm`` that exits 0, 1 or 2. The nightly is sharded: each recipe's CI parallelism (GitHub's
 matrix, GitLab's ``parallel:``, Jenkins' matrix) must run shards 1..N of one run group with N its
@@ -29,7 +29,7 @@ import pytest
 import yaml
 
 from farm import cli
-from farm.results import report
+from farm.results import run_paths
 from farm.results.store import default_location, parse_location
 from farm.run import outputs, runner
 from farm.run.plan import Plan
@@ -85,7 +85,7 @@ def written(tmp_path_factory) -> Written:
     plan = Plan(run_id, run_dir, "nightly", "native", inventory={}, slots=[], hosts={})
     args = runner.pytest_args(plan, 1, [])
     junit = Path(args[args.index("--junitxml") + 1])
-    report_dir = report.default_report_dir(
+    report_dir = run_paths.default_report_dir(
         {"run_id": run_id, "run_dir": str(run_dir)}, parse_location("x")
     )
     scratch = tmp_path_factory.mktemp("run") / run_id

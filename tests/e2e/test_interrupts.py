@@ -470,7 +470,7 @@ def test_ctrl_c_during_the_report_leaves_the_run_as_stored_and_its_exit_code(tmp
     """Ctrl-C while the report is made: the run is stored, judged and summarised (exit 0 in the
     store and the summary); the command exited 130 all the same. It stops the report and ends
     with the run's own exit code, saying how to make the report."""
-    done = signalled_run(tmp_path, "farm.results.report", "main", signal.SIGINT)
+    done = signalled_run(tmp_path, "farm.results.report", "make_report", signal.SIGINT)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "SIGINT: no report was made" in done.stderr and "Traceback" not in done.stderr
     run, ids = store_run(tmp_path)

@@ -20,8 +20,7 @@ import subprocess
 
 import pytest
 
-from farm.results import report
-from farm.run import fault_injection
+from farm.run import allure_process, fault_injection
 from tests.e2e.conftest import Farm
 from tests.e2e.outcome_sets import disagreements
 
@@ -147,7 +146,7 @@ def test_a_store_in_the_filling_runs_directory_is_closed_by_the_next_command(far
 
 
 @pytest.mark.skipif(
-    not report.allure_available(), reason="no Allure 3: the report step stops first"
+    not allure_process.allure_available(), reason="no Allure 3: the report step stops first"
 )
 def test_a_runs_directory_full_only_at_report_time_stores_the_results(farm):
     result = farm.finish(start(farm, f"ENOSPC:{fault_injection.REPORT}", report_too=True))
@@ -161,7 +160,7 @@ def test_a_runs_directory_full_only_at_report_time_stores_the_results(farm):
 
 
 @pytest.mark.skipif(
-    not report.allure_available(), reason="no Allure 3: the report step stops first"
+    not allure_process.allure_available(), reason="no Allure 3: the report step stops first"
 )
 def test_a_disk_that_fills_while_allure_writes_the_report_is_one_line(farm, tmp_path):
     """A real full disk (a tmpfs in a private mount namespace, as root: CI) with room for the

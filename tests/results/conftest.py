@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from farm.results.report import REPO_ROOT
+from farm.util.paths import REPO_ROOT
 from tests.requirements import need, need_allure, need_chromium  # noqa: F401  (re-exported)
 
 BASE = {
@@ -165,7 +165,8 @@ import sys
 
 import pytest
 
-from farm.run.allure_glue import annotate, failure_message
+from farm.run.allure_categories import failure_message
+from farm.run.allure_glue import annotate
 
 RECORDS = {r["case_id"] + "@" + r["family"]: r
            for r in json.load(open(os.environ["FARM_TEST_RECORDS"]))}

@@ -8,9 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from farm.results.report import REPORTS_DIR
+from farm.run import (
+    allure_attachments,
+    allure_categories,
+    allure_description,
+    allure_environment,
+    case_plots,
+)
 from farm.run import allure_glue as glue
-from farm.run import case_plots
+from farm.run.allure_process import REPORTS_DIR
 from farm.run.case_plots import BackgroundDrawing, render_case_plots
 from farm.run.plots import error_histogram_png
 
@@ -23,8 +29,8 @@ BAD_HIST = {"hist": {"edges": ["x", "y"], "counts": [1]}}
 def _sampled_ids():
     """Two case ids inside the deterministic plot sample and one outside it."""
     ids = [f"sample-{i}" for i in range(200)]
-    inside = [i for i in ids if glue.plot_sampled(i)]
-    outside = next(i for i in ids if not glue.plot_sampled(i))
+    inside = [i for i in ids if allure_attachments.plot_sampled(i)]
+    outside = next(i for i in ids if not allure_attachments.plot_sampled(i))
     return inside[0], outside, inside[1]
 
 
@@ -103,7 +109,7 @@ def session(tmp_path_factory):
     step drew the plots (render_case_plots), then after it ran a second time."""
     work = tmp_path_factory.mktemp("glue")
     d = run_allure_session(work, session_records())
-    glue.write_results_extras(d, {**RUN_META, "run_id": "20261129-151200-smoke-ab12"})
+    allure_environment.write_results_extras(d, {**RUN_META, "run_id": "20261129-151200-smoke-ab12"})
     items = _read_results(d)
     items_files = _files(d)
     modules = json.loads((d.parent / "modules.json").read_text())
@@ -146,9 +152,11 @@ def test_every_case_is_annotated(results):
         assert r.get("description"), case_id
         names = [a["name"] for a in r.get("attachments", [])]
         # metrics.json: the cases that did not pass and the sampled passes (with metrics).
-        assert ("metrics.json" in names) == glue.wants_metrics(by_id[(case_id, fam)]), case_id
-    assert glue.wants_metrics(by_id[("prec-f16-mid", "'ascend910b'")])
-    assert glue.wants_metrics(by_id[(_sampled_ids()[0], "'ascend910b'")])
+        assert ("metrics.json" in names) == allure_attachments.wants_metrics(
+            by_id[(case_id, fam)]
+        ), case_id
+    assert allure_attachments.wants_metrics(by_id[("prec-f16-mid", "'ascend910b'")])
+    assert allure_attachments.wants_metrics(by_id[(_sampled_ids()[0], "'ascend910b'")])
 
 
 def test_a_pass_outside_the_sample_has_no_attachment(results):
@@ -158,7 +166,7 @@ def test_a_pass_outside_the_sample_has_no_attachment(results):
     _, outside, _ = _sampled_ids()
     for cid in (outside, "prec-f32-tail", "rej-ok", "nan-dy", "tiling-chunks"):
         r = res[(cid, "'ascend910b'")]
-        assert r["status"] == "passed" and not glue.plot_sampled(cid), cid
+        assert r["status"] == "passed" and not allure_attachments.plot_sampled(cid), cid
         assert r.get("attachments", []) == [], cid
     # Its headline metrics are in the description instead.
     desc = res[(outside, "'ascend910b'")]["description"]
@@ -189,7 +197,9 @@ def test_attachments_are_compact_and_say_only_what_is_not_shown_elsewhere(result
         assert ("worst" in m["metrics"]) is not worst_in_table
         assert ("worst elements.csv" in att) is worst_in_table
         assert m["standards"] == {"experimental": {"passed": True, "reason": "ok"}}
-    assert glue.metrics_json(rejected_ok("r", standards=None)) is None  # nothing to say
+    assert (
+        allure_attachments.metrics_json(rejected_ok("r", standards=None)) is None
+    )  # nothing to say
 
 
 def test_a_failure_always_has_its_plot_and_worst_table(results):
@@ -207,26 +217,28 @@ def test_a_failure_always_has_its_plot_and_worst_table(results):
 
 
 def test_headline_metrics_and_timings_helpers():
-    line = glue.metrics_line(
+    line = allure_description.metrics_line(
         record("h", metrics={"bias_ulp": -0.0084, "n": 127007, "nonfinite_mismatch": 3})
     )
     assert line == (
         "metrics: MERE 1e-07, MARE 1e-06, RMSE 1e-07, max abs 1e-06, max ULP 1,"
         " bias -0.008 ulp, elements 127,007, NaN/inf mismatches 3"
     )
-    assert glue.metrics_line(rejected_ok("r")) is None
-    assert glue.metrics_line(record("x", metrics={"mere": "n/a"})) is not None  # skips it
-    assert glue.run_line(record("t", attempts=2, timings={"wall_s": 1.23456})) == (
+    assert allure_description.metrics_line(rejected_ok("r")) is None
+    assert (
+        allure_description.metrics_line(record("x", metrics={"mere": "n/a"})) is not None
+    )  # skips it
+    assert allure_description.run_line(record("t", attempts=2, timings={"wall_s": 1.23456})) == (
         "ran on emu-a2-0:0, attempts 2; time (s): wall 1.23"
     )
-    assert glue.run_line({"host": "h", "timings": None}) == "ran on h"
-    assert glue.run_line({}) == ""
+    assert allure_description.run_line({"host": "h", "timings": None}) == "ran on h"
+    assert allure_description.run_line({}) == ""
 
 
 def test_case_line_of_records_the_generators_do_not_make():
     """Imported cases (fills, ranges, rank 0, empty axes) and records missing fields say what
     they have; a record without any of it adds no line."""
-    line = glue.case_line(
+    line = allure_description.case_line(
         {
             "dtype": "float16",
             "shape": [],
@@ -239,36 +251,39 @@ def test_case_line_of_records_the_generators_do_not_make():
         }
     )
     assert line == "case: float16, shape (), axes (), y fill, dy range, special nan, layout strided"
-    assert glue.case_line({"dtype": "bfloat16", "shape": [0, 3], "axes": [0], "api": "dim"}) == (
-        "case: bfloat16, shape (0, 3), dim 0"
+    assert allure_description.case_line(
+        {"dtype": "bfloat16", "shape": [0, 3], "axes": [0], "api": "dim"}
+    ) == ("case: bfloat16, shape (0, 3), dim 0")
+    assert (
+        allure_description.case_line({"shape": [7], "axes": None, "special": "none"})
+        == "case: shape (7,)"
     )
-    assert glue.case_line({"shape": [7], "axes": None, "special": "none"}) == "case: shape (7,)"
-    assert glue.case_line({}) is None
-    assert glue._description({"outcome": "broken"}).split("\n")[0].startswith("**")
+    assert allure_description.case_line({}) is None
+    assert allure_description.description({"outcome": "broken"}).split("\n")[0].startswith("**")
 
 
 def test_the_host_checks_line_says_only_what_the_verdict_does_not():
     accepted = {"decided_by": "", "host": "ok", "shared": "ok", "tiling_mismatch": ""}
-    assert glue.checks_line({"checks": accepted}) is None
-    assert glue.checks_line({}) is None  # the twin's and the torch backend's records
+    assert allure_description.checks_line({"checks": accepted}) is None
+    assert allure_description.checks_line({}) is None  # the twin's and the torch backend's records
     refused = {"decided_by": "registration", "host": "bf16_unsupported_on_soc"}
     refused["shared"] = "bf16_unsupported_on_soc"
-    assert glue.checks_line({"checks": refused}) == (
+    assert allure_description.checks_line({"checks": refused}) == (
         "host checks: decided by the registration (bf16_unsupported_on_soc); "
         "the shared checks: bf16_unsupported_on_soc"
     )
     let_through = dict(accepted, shared="bf16_unsupported_on_soc")
-    assert glue.checks_line({"checks": let_through}) == (
+    assert allure_description.checks_line({"checks": let_through}) == (
         "host checks: accepted by every layer; the shared checks: bf16_unsupported_on_soc"
     )
     mismatch = dict(accepted, tiling_mismatch="blockElems 4912 (planned 9824)")
-    line = glue.checks_line({"checks": mismatch})
+    line = allure_description.checks_line({"checks": mismatch})
     assert line is not None and line.endswith("tiling mismatch: blockElems 4912 (planned 9824)")
-    assert line in glue._description({"checks": mismatch})
+    assert line in allure_description.description({"checks": mismatch})
 
 
 def test_the_device_line_says_which_runtime_and_device_ran_it():
-    assert glue.device_line({}) is None  # native, torch: no device path
+    assert allure_description.device_line({}) is None  # native, torch: no device path
     run = {
         "runtime": "lsg emulated ACL runtime 0.1.0; soc=Ascend910B1; devices=2",
         "op_api": "/w/acl/lib/libcust_opapi.so",
@@ -276,13 +291,13 @@ def test_the_device_line_says_which_runtime_and_device_ran_it():
         "entry": "aclnnLogSoftmaxBackward",
         "device_s": 0.0125,
     }
-    line = glue.device_line({"device_run": run})
+    line = allure_description.device_line({"device_run": run})
     assert line == (
         "device: aclnnLogSoftmaxBackward on device 1 of lsg emulated ACL runtime 0.1.0; "
         "soc=Ascend910B1; devices=2; 12.500 ms on the device (ACL events)"
     )
-    assert line in glue._description({"device_run": run}, detailed=False)
-    untimed = glue.device_line({"device_run": dict(run, device_s=None)})
+    assert line in allure_description.description({"device_run": run}, detailed=False)
+    untimed = allure_description.device_line({"device_run": dict(run, device_s=None)})
     assert untimed is not None and "ms" not in untimed
 
 
@@ -374,7 +389,9 @@ def test_test_items_attach_the_plot_data(session):
     by_id = {(r["case_id"], repr(r["family"])): r for r in session_records()}
     with_data = set()
     for key, r in items.items():
-        data = [a for a in r.get("attachments", []) if a["name"] == glue.PLOT_DATA_NAME]
+        data = [
+            a for a in r.get("attachments", []) if a["name"] == allure_attachments.PLOT_DATA_NAME
+        ]
         if not data:
             continue
         with_data.add(key[0])
@@ -382,9 +399,11 @@ def test_test_items_attach_the_plot_data(session):
         raw = (d / data[0]["source"]).read_bytes()
         assert len(raw) < 2000, key  # small: the histogram and a few numbers
         rec = by_id[key]
-        assert json.loads(raw) == glue.plot_data(rec)
+        assert json.loads(raw) == allure_attachments.plot_data(rec)
         assert json.loads(raw)["metrics"].get("hist") == rec["metrics"]["hist"]
-    assert with_data == {cid for (cid, _), rec in by_id.items() if glue.wants_plot(rec)}
+    assert with_data == {
+        cid for (cid, _), rec in by_id.items() if allure_attachments.wants_plot(rec)
+    }
     assert {"prec-f16-mid", inside, bad_plot} <= with_data
     assert not {outside, "rej-ok", "crash-1"} & with_data  # passes outside the sample, no metrics
 
@@ -403,7 +422,7 @@ def test_report_step_draws_each_plot_once_into_its_result(session):
         before = [a["name"] for a in items[key]["attachments"]]
         after = res[key]["attachments"]
         # The data entry became the plot, in its place; every other entry is as it was.
-        i = before.index(glue.PLOT_DATA_NAME)
+        i = before.index(allure_attachments.PLOT_DATA_NAME)
         assert [a["name"] for a in after] == [
             *before[:i],
             "plot error" if key[0] == _sampled_ids()[2] else "error distribution.png",
@@ -420,7 +439,9 @@ def test_report_step_draws_each_plot_once_into_its_result(session):
         # The plot of this very case: the same PNG as drawn from its whole record.
         assert (d / entry["source"]).read_bytes() == error_histogram_png(by_id[key])
     for key, r in res.items():
-        assert glue.PLOT_DATA_NAME not in [a["name"] for a in r.get("attachments", [])], key
+        assert allure_attachments.PLOT_DATA_NAME not in [
+            a["name"] for a in r.get("attachments", [])
+        ], key
 
 
 def test_report_step_in_worker_processes_draws_the_same_files(session, tmp_path):
@@ -454,7 +475,7 @@ def test_plots_that_cannot_be_written_leave_the_report_without_them(monkeypatch,
     assert "error-distribution plots not drawn" in err and "Read-only file system" in err
 
 
-def _with(items: dict, name: str = glue.PLOT_DATA_NAME) -> list:
+def _with(items: dict, name: str = allure_attachments.PLOT_DATA_NAME) -> list:
     return [k for k, r in items.items() if name in [a["name"] for a in r.get("attachments", [])]]
 
 
@@ -521,37 +542,46 @@ def test_categories_match_exactly_one_kind(results):
 
 
 def test_failure_message_helper():
-    assert glue.failure_message(failed("x", message="bad\n  thing")) == "[precision] bad thing"
+    assert (
+        allure_categories.failure_message(failed("x", message="bad\n  thing"))
+        == "[precision] bad thing"
+    )
     r = record("y", outcome="broken", category=None, message="")
-    assert glue.failure_message(r) == "[infrastructure] y broken"
-    for cat, prefix in glue.CATEGORY_PREFIXES.items():
-        assert glue.failure_message(failed("z", category=cat)).startswith(prefix)
+    assert allure_categories.failure_message(r) == "[infrastructure] y broken"
+    for cat, prefix in allure_categories.CATEGORY_PREFIXES.items():
+        assert allure_categories.failure_message(failed("z", category=cat)).startswith(prefix)
 
 
 def test_environment_says_what_the_target_is():
     # The run's target, as people read it: the default is the emulated real kernel.
-    props = glue.environment_properties({"run_id": "r", "target": "ascendc-cpu"})
+    props = allure_environment.environment_properties({"run_id": "r", "target": "ascendc-cpu"})
     assert props["target"] == "ascendc-cpu (the real Ascend C kernel on the CPU emulation)"
-    props = glue.environment_properties({"run_id": "r", "package": {"target": "ascendc-cpu"}})
+    props = allure_environment.environment_properties(
+        {"run_id": "r", "package": {"target": "ascendc-cpu"}}
+    )
     assert props["target"] == "ascendc-cpu (the real Ascend C kernel on the CPU emulation)"
     assert "package.planted_bug" not in props
     # A planted bug's run (a test of the farm) says so: its failures are the bug's.
     planted = {"file": "logsoftmaxgrad-0.1.0-ascendc-cpu-bug-tail_mod-aarch64.tar.gz"}
-    props = glue.environment_properties({"run_id": "r", "package": planted})
+    props = allure_environment.environment_properties({"run_id": "r", "package": planted})
     assert props["package.planted_bug"] == "tail_mod"
 
 
 def test_kernel_fault_is_a_category_of_its_own():
-    rule = next(c for c in glue.CATEGORIES if c["name"] == "Kernel fault (emulated device)")
+    rule = next(
+        c for c in allure_categories.CATEGORIES if c["name"] == "Kernel fault (emulated device)"
+    )
     assert rule["matchedStatuses"] == ["failed"]
-    message = glue.failure_message(failed("k", category="kernel_fault", message="DataCopy: x"))
+    message = allure_categories.failure_message(
+        failed("k", category="kernel_fault", message="DataCopy: x")
+    )
     assert message == "[kernel_fault] DataCopy: x"
     assert re.search(rule["messageRegex"], message)
 
 
 def test_reports_categories_json_is_the_glue_list():
     on_disk = json.loads((REPORTS_DIR / "categories.json").read_text())
-    assert on_disk == glue.CATEGORIES
+    assert on_disk == allure_categories.CATEGORIES
 
 
 def test_environment_and_executor_files(results, monkeypatch):
@@ -577,23 +607,25 @@ def test_environment_and_executor_files(results, monkeypatch):
         "GITHUB_RUN_NUMBER": "7",
         "GITHUB_WORKFLOW": "nightly",
     }
-    ex = glue.executor_info({"run_id": "r1"}, env=gh)
+    ex = allure_environment.executor_info({"run_id": "r1"}, env=gh)
     assert (
         ex["type"] == "github" and ex["buildUrl"] == "https://github.com/org/farm/actions/runs/42"
     )
     assert ex["buildOrder"] == 7
-    ex = glue.executor_info(
+    ex = allure_environment.executor_info(
         {"run_id": "r1"},
         env={"CI_JOB_URL": "https://gl/j/5", "CI_PIPELINE_ID": "9", "CI_JOB_NAME": "farm"},
     )
     assert ex["type"] == "gitlab" and ex["buildUrl"] == "https://gl/j/5"
-    ex = glue.executor_info({}, env={"BUILD_URL": "https://jenkins/job/1/", "BUILD_NUMBER": "1"})
+    ex = allure_environment.executor_info(
+        {}, env={"BUILD_URL": "https://jenkins/job/1/", "BUILD_NUMBER": "1"}
+    )
     assert ex["type"] == "jenkins"
-    assert glue.executor_info({}, env={})["type"] == "local"
+    assert allure_environment.executor_info({}, env={})["type"] == "local"
 
 
 def test_properties_escaping(tmp_path):
-    glue.write_results_extras(
+    allure_environment.write_results_extras(
         tmp_path, {"run_id": "r", "inventory": {"h 1": "Ascend910B1"}, "target": "line1\nline2 ü"}
     )
     text = (tmp_path / "environment.properties").read_text()
@@ -605,7 +637,9 @@ def test_report_step_draws_a_bounded_sample_of_passes(tmp_path):
     """Every failure's plot; of the sampled passes, at most `passes_per_group` per (family,
     dtype), the first in sample-hash order; the others lose their data entry (no plot, no
     attachment). The same cases whatever the order the results are read in."""
-    *sampled, half = [i for i in (f"pass-{n}" for n in range(400)) if glue.plot_sampled(i)][:6]
+    *sampled, half = [
+        i for i in (f"pass-{n}" for n in range(400)) if allure_attachments.plot_sampled(i)
+    ][:6]
     recs = [record(cid) for cid in sampled]
     recs.append(record(sampled[0], family="ascend310b", host="emu-310-0", soc="Ascend310B1"))
     recs.append(record(half, dtype="float16"))
@@ -614,7 +648,7 @@ def test_report_step_draws_a_bounded_sample_of_passes(tmp_path):
     d = run_allure_session(tmp_path, recs, name="bounded")
     counts = render_case_plots(d, passes_per_group=2)
     res = _read_results(d)
-    first = sorted(sampled, key=glue.sample_hash)[:2]
+    first = sorted(sampled, key=allure_attachments.sample_hash)[:2]
     plotted = {k for k, r in res.items() if "error distribution.png" in _names(r)}
     assert plotted == {
         *((cid, "'ascend910b'") for cid in first),
@@ -625,7 +659,7 @@ def test_report_step_draws_a_bounded_sample_of_passes(tmp_path):
     }
     assert (counts.plots, counts.errors, counts.passes_left) == (6, 0, 3)
     for key, r in res.items():
-        assert glue.PLOT_DATA_NAME not in _names(r), key
+        assert allure_attachments.PLOT_DATA_NAME not in _names(r), key
         if key not in plotted:  # a sampled pass beyond the bound keeps its metrics.json
             assert _names(r) == ["metrics.json"], key
     assert render_case_plots(d, passes_per_group=2) == type(counts)()  # nothing left to do

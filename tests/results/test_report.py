@@ -17,13 +17,15 @@ from types import SimpleNamespace
 
 import pytest
 
+from farm.results import allure_input, report, report_generate, report_history, report_out_dir
 from farm.results import compare as cmp
-from farm.results import report
+from farm.results.gate import farm_gate, gate_exit_code, gate_rules, quality_gate
 from farm.results.store import RunStore, StoredHistory, store_location
 from farm.results.triage_next import run_triage
-from farm.run import allure_glue as glue
+from farm.run import allure_attachments, allure_environment, allure_process
 from farm.util import proc as procfs
 from farm.util.errors import ToolMissing, UsageError
+from farm.util.paths import REPO_ROOT
 from tests.dispositions import disposed
 
 from .cdp import Browser, serve
@@ -37,7 +39,7 @@ from .conftest import (
     run_allure_session,
 )
 
-ARTIFACTS = report.REPO_ROOT / "reports" / "artifacts"
+ARTIFACTS = REPO_ROOT / "reports" / "artifacts"
 WATCHED = "prec-f16-mid"  # passes in run 1, fails in runs 2 and 3
 
 
@@ -84,13 +86,13 @@ def three_runs(tmp_path_factory):
             }
             run_id = store.begin_run(meta)
             results = run_allure_session(work, recs, name=f"run{n}")  # <run_dir>/allure-results
-            glue.write_results_extras(results, store.get_run(run_id))
+            allure_environment.write_results_extras(results, store.get_run(run_id))
             store.add_results(run_id, recs)
             store.finish_run(run_id, 0 if all(r["outcome"] == "passed" for r in recs) else 1)
             comp = cmp.compare(store, run_id)
             out = work / f"run{n}" / "report"
-            gate = report.farm_gate(results, store.get_run(run_id), comp)
-            code, index = report.generate(
+            gate = farm_gate(results, store.get_run(run_id), comp)
+            code, index = report_generate.generate(
                 results,
                 out,
                 StoredHistory(store_location(store_path), "smoke", run_id),
@@ -101,7 +103,7 @@ def three_runs(tmp_path_factory):
                 gate=gate,
                 triage=run_triage(store, run_id),
                 # Run 2's Allure is started before its results exist, as farm run starts it.
-                allure=report.AllureProcess() if n == 2 else None,
+                allure=allure_process.AllureProcess() if n == 2 else None,
             )
             runs.append(
                 {
@@ -144,7 +146,7 @@ def test_each_run_generates_a_report(three_runs):
 def _plot_names(tr: dict) -> list[str]:
     """The names of a report test's attachments that are plots, or stand in for one."""
     names = [s["link"]["name"] for s in tr.get("steps", []) if s.get("type") == "attachment"]
-    plots = ("error distribution.png", "plot error", glue.PLOT_DATA_NAME)
+    plots = ("error distribution.png", "plot error", allure_attachments.PLOT_DATA_NAME)
     return [n for n in names if n in plots]
 
 
@@ -200,7 +202,7 @@ def test_history_runs_bounds_what_each_case_shows_and_the_store_keeps_every_line
         for line in _history(three_runs["store"]):
             store.add_history_line("smoke", line)
     last = three_runs["runs"][-1]
-    code, _ = report.generate(
+    code, _ = report_generate.generate(
         last["results"],
         tmp_path / "out",
         StoredHistory(store_location(store_path), "smoke"),
@@ -227,7 +229,7 @@ def test_reports_of_one_run_keep_one_history_line_for_it(three_runs, tmp_path):
             store.add_history_line("smoke", line, run_id)
     last = three_runs["runs"][-1]
     for again in (1, 2):
-        code, _ = report.generate(
+        code, _ = report_generate.generate(
             last["results"],
             tmp_path / f"out{again}",
             StoredHistory(store_location(store_path), "smoke", last["run_id"]),
@@ -252,27 +254,29 @@ def test_history_keeps_a_compact_entry_per_case(three_runs):
     what a report reads."""
     copy = three_runs["work"] / "history-copy.jsonl"
     history = StoredHistory(store_location(three_runs["store"]), "smoke")
-    newest_line = report.history_copy(history, copy, limit=10)
+    newest_line = report_history.history_copy(history, copy, limit=10)
     assert newest_line == _history(three_runs["store"])[-1]
     points = [json.loads(x) for x in copy.read_text().splitlines()]
     for i, point in enumerate(points):
         newest = i == len(points) - 1
-        allowed = set(report.HISTORY_ITEM_KEYS) | set(report.HISTORY_NEWEST_KEYS if newest else ())
+        allowed = set(report_history.HISTORY_ITEM_KEYS) | set(
+            report_history.HISTORY_NEWEST_KEYS if newest else ()
+        )
         for item in point["testResults"].values():
             assert set(item) <= allowed, (i, item)
             assert {"id", "status", "historyId", "environment", "start", "stop"} <= set(item)
             if newest:
                 names = [lb["name"] for lb in item["labels"]]
-                assert set(names) <= set(report.HISTORY_LABELS) and "feature" in names
+                assert set(names) <= set(report_history.HISTORY_LABELS) and "feature" in names
                 assert item["name"]
     watched = _test_results(three_runs["runs"][-1]["out"])[(WATCHED, "ascend910b")]
     for h in watched["history"]:
         assert "fullName" not in h and "trace" not in h and h["status"] in ("passed", "failed")
     # Already compact: no line of the copy would be rewritten.
     lines = copy.read_bytes().splitlines()
-    assert [report.compact_history_line(x, i == len(lines) - 1) for i, x in enumerate(lines)] == [
-        None
-    ] * len(lines)
+    assert [
+        report_history.compact_history_line(x, i == len(lines) - 1) for i, x in enumerate(lines)
+    ] == [None] * len(lines)
 
 
 def test_compact_history_of_lines_allure_wrote_whole():
@@ -297,10 +301,12 @@ def test_compact_history_of_lines_allure_wrote_whole():
         "reportLinks": [],
     }
     point = json.dumps({"uuid": "u", "name": "r", "timestamp": 3, "testResults": {"h": whole}})
-    older = report.compact_history_line(point.encode(), newest=False)
-    newest = report.compact_history_line(point.encode(), newest=True)
+    older = report_history.compact_history_line(point.encode(), newest=False)
+    newest = report_history.compact_history_line(point.encode(), newest=True)
     assert older is not None and newest is not None
-    assert report.compact_history_line(b'not json but "fullName"', newest=False) is None  # kept
+    assert (
+        report_history.compact_history_line(b'not json but "fullName"', newest=False) is None
+    )  # kept
     old, new = json.loads(older)["testResults"]["h"], json.loads(newest)["testResults"]["h"]
     assert old == {
         "id": "i",
@@ -315,9 +321,9 @@ def test_compact_history_of_lines_allure_wrote_whole():
     }
     assert new == {**old, "name": "case", "labels": labels[:2]}
     # Compact already: nothing to rewrite (an older line loses the newest's name and labels).
-    assert report.compact_history_line(newest, newest=True) is None
-    assert report.compact_history_line(older, newest=False) is None
-    assert report.compact_history_line(newest, newest=False) is not None
+    assert report_history.compact_history_line(newest, newest=True) is None
+    assert report_history.compact_history_line(older, newest=False) is None
+    assert report_history.compact_history_line(newest, newest=False) is not None
 
 
 def test_the_line_allure_appended_is_read_from_the_end_of_the_copy(tmp_path):
@@ -334,14 +340,14 @@ def test_the_line_allure_appended_is_read_from_the_end_of_the_copy(tmp_path):
         (b"\n \n", None),
     ):
         path.write_bytes(text)
-        assert report._last_line(path) == last
+        assert report_history.last_line(path) == last
 
 
 def test_each_case_costs_the_report_only_what_it_shows(three_runs):
     """No label a person does not read, no set-up or tear-down of fixtures that passed."""
     for tr in _test_results(three_runs["runs"][-1]["out"]).values():
         names = {lb["name"] for lb in tr["labels"]}
-        assert not names & set(report.HIDDEN_LABELS), names
+        assert not names & set(report_generate.HIDDEN_LABELS), names
         assert {"feature", "story", "severity", "soc"} <= names
         assert tr["setup"] == [] and tr["teardown"] == []
 
@@ -355,7 +361,7 @@ def test_allure_reads_the_results_without_passed_fixture_containers(three_runs, 
     kept = results / "0-failing-container.json"
     kept.write_text(json.dumps(broken))
     try:
-        view = report.allure_input(results, tmp_path / "view")
+        view = allure_input.allure_input(results, tmp_path / "view")
         names = {f.name for f in view.iterdir()}
         assert names == {f.name for f in results.iterdir() if f.is_file()} - {
             c.name for c in containers
@@ -398,13 +404,13 @@ def test_comparisons_along_the_runs(three_runs):
 
 def test_quality_gate(three_runs):
     r1, _, r3 = three_runs["runs"]
-    assert report.quality_gate(r1["results"]) == (0, [])
-    code, msgs = report.quality_gate(r3["results"])
+    assert quality_gate(r1["results"]) == (0, [])
+    code, msgs = quality_gate(r3["results"])
     assert code == 1 and msgs == ["maxFailures: 1 failed or broken tests exceed the allowed 0"]
-    assert report.quality_gate(r3["results"], {"maxFailures": 1})[0] == 0
-    code, msgs = report.quality_gate(r3["results"], {"minTestsCount": 10, "successRate": 0.9})
+    assert quality_gate(r3["results"], {"maxFailures": 1})[0] == 0
+    code, msgs = quality_gate(r3["results"], {"minTestsCount": 10, "successRate": 0.9})
     assert code == 1 and len(msgs) == 2
-    rules = report.gate_rules(r3["results"], {"minTestsCount": 10, "successRate": 0.5})
+    rules = gate_rules(r3["results"], {"minTestsCount": 10, "successRate": 0.5})
     assert [(r.rule, r.expected, r.actual, r.success) for r in rules] == [
         ("minTestsCount", 10, 5, False),
         ("successRate", 0.5, 0.8, True),
@@ -422,11 +428,11 @@ def test_farm_gate_is_the_rules_the_run_and_its_regressions(three_runs):
         ("noRegressions", True),
     ]
     assert r1["gate"][-1].message == "noRegressions: no baseline to compare with"
-    assert report.gate_exit_code(r1["gate"]) == 0
+    assert gate_exit_code(r1["gate"]) == 0
     failed = {r.rule: r for r in r3["gate"] if not r.success}
     assert set(failed) == {"maxFailures", "noRegressions"}
     assert (failed["noRegressions"].expected, failed["noRegressions"].actual) == (0, 1)
-    assert report.gate_exit_code(r3["gate"]) == 1
+    assert gate_exit_code(r3["gate"]) == 1
     assert [r.to_allure()["rule"] for r in r3["gate"]] == [r.rule for r in r3["gate"]]
 
 
@@ -439,16 +445,14 @@ def test_a_gate_can_fail_when_every_case_passed(three_runs):
         missing_in_run=["c2"],
     )  # fmt: skip
     run = {"run_id": "r", "status": "finished"}
-    gate = report.farm_gate(r1["results"], run, drifted)
+    gate = farm_gate(r1["results"], run, drifted)
     assert [r.rule for r in gate if not r.success] == ["noRegressions"] and gate[-1].actual == 2
-    assert report.gate_exit_code(gate) == 1
-    subset = report.farm_gate(r1["results"], dict(run, subset=True), drifted)
+    assert gate_exit_code(gate) == 1
+    subset = farm_gate(r1["results"], dict(run, subset=True), drifted)
     assert subset[-1].actual == 1 and not subset[-1].success
-    assert report.farm_gate(r1["results"], run, drifted, regression_gate=False)[-1].rule == (
-        "runFinished"
-    )
-    stopped = report.farm_gate(r1["results"], dict(run, status="interrupted"), None)
-    assert not stopped[-1].success and report.gate_exit_code(stopped) == 2
+    assert farm_gate(r1["results"], run, drifted, regression_gate=False)[-1].rule == ("runFinished")
+    stopped = farm_gate(r1["results"], dict(run, status="interrupted"), None)
+    assert not stopped[-1].success and gate_exit_code(stopped) == 2
 
 
 def test_the_report_holds_the_farms_gate_and_the_triage(three_runs):
@@ -518,7 +522,7 @@ def test_a_stopped_report_ends_allure_and_leaves_no_work_directory(three_runs, t
     argv = [r1["run_id"], "--store", str(three_runs["store"]), "--no-history", "--out", str(out)]
     proc = subprocess.Popen(
         disposed([sys.executable, "-m", "farm.cli", "report", *argv]),
-        cwd=report.REPO_ROOT,
+        cwd=REPO_ROOT,
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -552,37 +556,39 @@ def test_out_is_replaced_only_when_it_holds_a_report_the_farm_wrote(three_runs, 
     assert (mine / "thesis.txt").read_text() == "years of work"
     (mine / "thesis.txt").unlink()
     assert report.main(argv) == 0  # empty: the report goes there, with its mark
-    assert (mine / "index.html").is_file() and (mine / report.REPORT_MARK).is_file()
+    assert (mine / "index.html").is_file() and (mine / report_out_dir.REPORT_MARK).is_file()
     assert report.main(argv) == 0  # a report the farm wrote: replaced
-    (mine / report.REPORT_MARK).unlink()  # one written before the mark: only a report's files
-    report.check_out_dir(mine)
+    (
+        mine / report_out_dir.REPORT_MARK
+    ).unlink()  # one written before the mark: only a report's files
+    report_out_dir.check_out_dir(mine)
     (mine / "notes.md").write_text("mine")
     with pytest.raises(UsageError, match="holds notes.md"):
-        report.check_out_dir(mine)
+        report_out_dir.check_out_dir(mine)
     yours = tmp_path / "yours"  # a directory of one "data" folder is not a report
     (yours / "data").mkdir(parents=True)
     with pytest.raises(UsageError, match="holds data, not a report"):
-        report.check_out_dir(yours)
+        report_out_dir.check_out_dir(yours)
     with pytest.raises(UsageError, match="a file, not a directory"):
-        report.check_out_dir(mine / "notes.md")
+        report_out_dir.check_out_dir(mine / "notes.md")
     under_a_file = [*argv[:-1], str(mine / "notes.md" / "report")]
     with pytest.raises(UsageError, match="notes.md/report: cannot make the directory"):
         report.main(under_a_file)  # was "farm report: [Errno 20] ..."
 
 
 def test_an_allure_process_not_used_exits_and_one_gone_is_replaced(three_runs, tmp_path):
-    """farm run starts Allure with its cases (report.AllureProcess): a run that makes no report
-    ends it unused, and a report whose waiting process has gone starts another."""
-    waiting = report.AllureProcess()
+    """farm run starts Allure with its cases (allure_process.AllureProcess): a run that makes no
+    report ends it unused, and a report whose waiting process has gone starts another."""
+    waiting = allure_process.AllureProcess()
     proc = waiting._proc
     waiting.discard()
     assert proc is not None and proc.returncode == 0 and waiting.take() is None
-    gone = report.AllureProcess()
+    gone = allure_process.AllureProcess()
     assert gone._proc is not None
     gone._proc.kill()
     gone._proc.wait()
     r = three_runs["runs"][0]
-    code, index = report.generate(r["results"], tmp_path / "out", None, allure=gone)
+    code, index = report_generate.generate(r["results"], tmp_path / "out", None, allure=gone)
     assert code == 0 and index.is_file()
 
 
@@ -592,7 +598,7 @@ def test_generate_keeps_the_old_report_when_allure_fails(three_runs, tmp_path):
     (out / "index.html").write_text("old")
     bad = tmp_path / "bad-results"
     bad.mkdir()
-    code, _ = report.generate(bad, out, None, reports_dir=_broken_reports_dir(tmp_path))
+    code, _ = report_generate.generate(bad, out, None, reports_dir=_broken_reports_dir(tmp_path))
     assert code != 0 and (out / "index.html").read_text() == "old"
 
 
@@ -621,13 +627,13 @@ def test_a_disk_that_refuses_allures_writes_is_the_directorys_fault(
     import errno
 
     output = NODE_ENOSPC.replace("ENOSPC", refusal)
-    monkeypatch.setattr(report, "generate_command", lambda reports_dir: ["node"])
-    monkeypatch.setattr(report, "_run_generate", lambda *args: (1, "", output))
+    monkeypatch.setattr(report_generate, "generate_command", lambda reports_dir: ["node"])
+    monkeypatch.setattr(report_generate, "run_generate", lambda *args: (1, "", output))
     results = tmp_path / "allure-results"
     results.mkdir()
     out = tmp_path / "runs" / "r1" / "report"
     with pytest.raises(OSError) as err:
-        report.generate(results, out, None, plots_drawn=True)
+        report_generate.generate(results, out, None, plots_drawn=True)
     assert (err.value.errno, err.value.filename) == (getattr(errno, refusal), str(out))
     assert capsys.readouterr().err == ""
     assert [p.name for p in out.parent.iterdir()] == []  # its work directory is gone
@@ -637,13 +643,13 @@ def test_missing_allure_is_the_farms_tool_missing(three_runs, tmp_path, monkeypa
     bare = tmp_path / "bare-reports"
     bare.mkdir()
     with pytest.raises(ToolMissing) as err:
-        report.allure_command(bare)
+        allure_process.allure_command(bare)
     msg = str(err.value)
     assert "\n" not in msg and "Allure 3" in msg and "bash .ci/setup.sh run" in msg
-    assert not report.allure_available(bare)
-    monkeypatch.setattr(report.shutil, "which", lambda name: None)
+    assert not allure_process.allure_available(bare)
+    monkeypatch.setattr(allure_process.shutil, "which", lambda name: None)
     with pytest.raises(ToolMissing, match=r"^node .*: run `bash \.ci/setup\.sh run`$"):
-        report.allure_command()
+        allure_process.allure_command()
     # `farm report` says so in one line and exits 2.
     r1 = three_runs["runs"][0]
     args = ["--store", str(three_runs["store"]), "--out", str(tmp_path / "o"), "--no-history"]
@@ -668,7 +674,9 @@ def test_generate_looks_for_pending_plots_unless_told_they_are_drawn(
     bare = tmp_path / "bare-reports"
     bare.mkdir()
     with pytest.raises(ToolMissing):
-        report.generate(results, tmp_path / "out", None, reports_dir=bare, plots_drawn=plots_drawn)
+        report_generate.generate(
+            results, tmp_path / "out", None, reports_dir=bare, plots_drawn=plots_drawn
+        )
     assert looked == ([] if plots_drawn else [results.resolve()])
 
 
@@ -676,7 +684,7 @@ def _broken_reports_dir(tmp_path: Path) -> Path:
     """A reports/ dir whose allurerc.mjs throws, with the real node_modules."""
     d = tmp_path / "broken-reports"
     d.mkdir()
-    (d / "node_modules").symlink_to(report.REPORTS_DIR / "node_modules")
+    (d / "node_modules").symlink_to(allure_process.REPORTS_DIR / "node_modules")
     (d / "allurerc.mjs").write_text("throw new Error('broken config');\n")
     return d
 
@@ -779,7 +787,7 @@ def test_a_stop_that_comes_as_allure_starts_ends_it(monkeypatch, tmp_path):
 
     monkeypatch.setattr(subprocess, "Popen", StoppedAsItStarts)
     with interrupts.stopping() as received, pytest.raises(KeyboardInterrupt):
-        report._run_generate(["sleep"], Path("600"), {}, tmp_path, 600.0, None)
+        allure_process.run_generate(["sleep"], Path("600"), {}, tmp_path, 600.0, None)
     monkeypatch.undo()
     assert received == [signal.SIGTERM] and len(started) == 1
     assert started[0].poll() == -signal.SIGKILL  # killed and reaped before the stop went on

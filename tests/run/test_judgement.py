@@ -1,4 +1,4 @@
-"""The end of `farm run`: its quality gate (farm/results/report.py farm_gate, the one the report's
+"""The end of `farm run`: its quality gate (farm/results/gate.py farm_gate, the one the report's
 Quality Gates tab shows) decides the exit code with the cases, and the triage of its failures
 goes into summary.json. A gate that fails while every case passed (a regression against the
 baseline) makes the run exit 1, and the store says 1: such a run is never a baseline."""

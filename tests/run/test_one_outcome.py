@@ -452,11 +452,13 @@ def test_a_run_whose_report_is_not_made_is_degraded_in_the_store_and_the_summary
     from farm.run.plan import Plan
 
     monkeypatch.setattr(
-        report, "main", lambda argv, judged=None, allure=None: report.EXIT_NO_REPORT
+        report, "make_report", lambda request, judged=None, allure=None: report.EXIT_NO_REPORT
     )
     store = store_location(tmp_path / "s.db")
     assert "no report was made for run r1" in runner.make_report("r1", store, None)
-    monkeypatch.setattr(report, "main", lambda argv, judged=None, allure=None: 1)  # a failed gate
+    monkeypatch.setattr(
+        report, "make_report", lambda request, judged=None, allure=None: 1
+    )  # a failed gate
     assert runner.make_report("r1", store, None) is None
 
     store_path, run_dir = tmp_path / "farm.sqlite", tmp_path / "r1"

@@ -14,14 +14,13 @@ shrinks and bisects, and each tier's Allure history. The parts, by job:
     baselines.py       baselines and retention
     investigations.py  shrinks and bisects
     trends.py          the precision trend
-    history.py         Allure history
+    history.py         Allure history (stored_history.py: one report's view of it)
     transfer.py        a store's whole history copied to another (farm store migrate)
     runstore.py        RunStore, all of the above on one connection
 """
 
 from farm.agent.record import METRIC_COLUMNS
 from farm.results.store.checks import check_store, check_store_while
-from farm.results.store.history import StoredHistory
 from farm.results.store.investigations import BISECT_STATUSES, BISECT_VERDICTS
 from farm.results.store.location import (
     StoreLocation,
@@ -33,6 +32,7 @@ from farm.results.store.location import (
 from farm.results.store.rows import RUN_STATUSES, dumps
 from farm.results.store.runstore import RunStore, open_existing
 from farm.results.store.schema import MIGRATIONS, RUN_ROWS, SCHEMA_VERSION, migrate, schema_version
+from farm.results.store.stored_history import StoredHistory
 from farm.run.owners import owner_alive, process_owner
 from farm.run.records_file import read_records
 

@@ -2,19 +2,18 @@
 
 Allure 3 reads a history JSONL before it generates a report and appends the report's line to
 it. `farm report` writes the tier's newest lines from the store to a file of its own, lets Allure
-read and append, and keeps the appended line in the store (StoredHistory). Two reports of one tier
-at once each keep their line. **One line a run**, however many reports of it: a report of a run
-reads the history without that run's own line, and its line replaces the one kept before (in
-its place: the history stays in the order the runs were first reported). A SQLite store's
-history file from before v7 (allure-history-<tier>.jsonl beside the store) is taken in on the
-tier's first report.
+read and append, and keeps the appended line in the store (StoredHistory, in
+farm/results/store/stored_history.py). Two reports of one tier at once each keep their line.
+**One line a run**, however many reports of it: a report of a run reads the history without that
+run's own line, and its line replaces the one kept before (in its place: the history stays in the
+order the runs were first reported). A SQLite store's history file from before v7
+(allure-history-<tier>.jsonl beside the store) is taken in on the tier's first report.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-from dataclasses import dataclass
 from pathlib import Path
 
 from farm.results.store.base import StoreBase
@@ -101,25 +100,3 @@ class AllureHistory(StoreBase):
             )
         with contextlib.suppress(OSError):  # taken in: the file is not read again
             os.replace(path, path.with_name(path.name + LEGACY_SUFFIX))
-
-
-@dataclass(frozen=True)
-class StoredHistory:
-    """One report's view of its tier's history in the store (opened when read and written, so
-    that no connection stays open while Allure runs)."""
-
-    location: StoreLocation
-    tier: str
-    run_id: str | None = None
-
-    def lines(self, limit: int | None) -> list[str]:
-        from farm.results.store.runstore import RunStore
-
-        with RunStore(self.location, create=False) as store:
-            return store.history_lines(self.tier, limit, but_run=self.run_id)
-
-    def keep(self, line: str) -> None:
-        from farm.results.store.runstore import RunStore
-
-        with RunStore(self.location, create=False) as store:
-            store.add_history_line(self.tier, line, self.run_id)
