@@ -11,9 +11,8 @@ import re
 import zlib
 from dataclasses import dataclass, field, fields
 from functools import cached_property
-from typing import Any, cast
+from typing import Any
 
-from farm.agent.request import CaseRequest, Expectation
 from golden import contract, layouts, soc
 from golden.inputs import (
     ALL_DY_DISTS,
@@ -536,9 +535,11 @@ class Case:
             return "EMPTY"
         return contract.schedule(self.shape, self.axes)
 
-    def expectation(self) -> Expectation:
+    def expectation(self) -> dict[str, Any]:
+        """What the contract says of the call, in its JSON form (the request's `expect`: its
+        type is farm/agent/request.py Expectation; farm/run/requests.py gives it that type)."""
         if self.accepted:
-            expect: Expectation = {
+            expect: dict[str, Any] = {
                 "kind": "precision",
                 "standard": self.standard,
                 "level": self.level,
@@ -548,10 +549,11 @@ class Case:
             return expect
         return {"kind": "reject", "reason": self.expected.reason, "status": self.expected.status}
 
-    def to_dict(self) -> CaseRequest:
+    def to_dict(self) -> dict[str, Any]:
         """The case as it travels to an agent and into reports (`farm cases --json`): every
         field in its JSON form, the `layout` summary, and what is derived (id, seed, schedule,
-        expect): farm/agent/request.py CaseRequest."""
+        expect). Its keys are farm/agent/request.py CaseRequest's; farm/run/requests.py makes
+        the agent's request of it (suites sit below the agent: they do not name its types)."""
         data: dict[str, Any] = {}
         for f in fields(self):
             value = getattr(self, f.name)
@@ -577,7 +579,7 @@ class Case:
         )
         if self.note:
             data["note"] = self.note
-        return cast(CaseRequest, data)
+        return data
 
     @classmethod
     def from_dict(cls, data: dict) -> Case:

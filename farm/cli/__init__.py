@@ -546,4 +546,3 @@ def entry() -> int:
             sys.stderr.flush()
         os._exit(code)
     return code
-

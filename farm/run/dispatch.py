@@ -68,6 +68,7 @@ from farm.run.leases import (
     needs_benchmark,
     without_torch,
 )
+from farm.run.requests import case_request
 from farm.util.errors import (
     AgentError,
     AgentTimeout,
@@ -396,7 +397,7 @@ class Dispatcher:
     def run(self, case: Case, preferred: str | None = None) -> ResultRecord:
         started = time.perf_counter()
         p = _Progress()
-        payload = case.to_dict()
+        payload = case_request(case)
         torch = needs_benchmark(case)
         while True:
             candidates = self._candidates(case.family, preferred, p.tried, torch)

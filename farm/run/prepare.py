@@ -31,6 +31,7 @@ from farm.pool.transport import Channel, Transport, open_transport
 from farm.pool.transport.local import AgentShare, share_key
 from farm.run.packages import Builder, NoPackage, Packages, WrongTarget
 from farm.run.plan import Plan
+from farm.run.requests import case_request
 from farm.util.errors import ConfigError, FarmError
 from farm.util.paths import REPO_ROOT, RUNS_DIR, STATE_DIR
 from farm.util.waits import result_of
@@ -121,14 +122,14 @@ def make_canary(backend: str):
     def known_digest(case: Case) -> str:
         with computing:
             if case.id not in digests:
-                inputs = make_call_inputs(case.to_dict())
+                inputs = make_call_inputs(case_request(case))
                 digests[case.id] = sha256_of(*(t for t in inputs if t is not None))
             return digests[case.id]
 
     def canary(channel, identity, device: int = 0) -> str | None:
         family = soc.family_of(identity.get("soc", ""))
         for case in canary_cases(family):
-            record = channel.run_case(case.to_dict(), backend, device, CANARY_TIMEOUT)
+            record = channel.run_case(case_request(case), backend, device, CANARY_TIMEOUT)
             if record.get("case_id") != case.id or record.get("outcome") not in (
                 "passed",
                 "failed",
