@@ -546,3 +546,4 @@ def entry() -> int:
             sys.stderr.flush()
         os._exit(code)
     return code
+
