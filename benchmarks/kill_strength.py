@@ -4,7 +4,7 @@ far past its limit the weakest of those failures is.
     .venv/bin/python benchmarks/kill_strength.py                        # every bug, smoke
     .venv/bin/python benchmarks/kill_strength.py --tiers smoke,nightly --bugs tail,round_half_away
 
-Each planted bug (farm/pool/build.py PLANT_BUGS) is built into the emulated real kernel
+Each planted bug (farm/pool/build/bugs.py PLANT_BUGS) is built into the emulated real kernel
 (ascendc-cpu:
 every bug is an edit of copies of the real sources) and the tier's cases run through the agent's
 own path (farm.agent.execute.run_case), as in benchmarks/precision_survey.py. The correct operator

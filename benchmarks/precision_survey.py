@@ -6,7 +6,7 @@ never made, through the agent's own path (farm.agent.execute.run_case), and coun
 
 With the correct operator every case must pass: a failure of its gates (error-bound and the
 public standards the numbers make applicable) is a false alarm, and is listed. With a planted bug
-(farm/pool/build.py PLANT_BUGS) the survey lists which cases caught it, per tier.
+(farm/pool/build/bugs.py PLANT_BUGS) the survey lists which cases caught it, per tier.
 
 The outside families (--outside N cases, drawn from --seed) are written with the case fields
 that carry other suites' inputs: y arbitrary in [-1000, 1000] and [1, 1000], outputs that

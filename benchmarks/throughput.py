@@ -548,7 +548,7 @@ def micro_costs(pool: Pool, cases: list, run_dir: Path, reps: int = 300) -> dict
 # (label, path suffix of the file, function name): cumulative times read from the profile.
 PROFILE_POINTS = (
     ("whole command", "farm/cli/__init__.py", "cmd_run"),
-    ("build package", "farm/pool/build.py", "build_package"),
+    ("build package", "farm/pool/build/package.py", "build_package"),
     ("prepare pool (health, deploy, canaries)", "farm/run/prepare.py", "prepare_pool"),
     ("pytest session", "_pytest/main.py", "wrap_session"),
     ("pytest item protocol (all items)", "_pytest/runner.py", "runtestprotocol"),

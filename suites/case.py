@@ -2,18 +2,20 @@
 
 A case is pure data. Its id is built from every field that changes the inputs or the verdict, and
 its seed is derived from the id, so the same id means the same inputs on any machine.
+
+The names its fields take, the text and JSON forms of its values and MalformedCase are
+suites/case_values.py's (re-exported here); the agent's request of a case is
+farm/run/requests.py's.
 """
 
 from __future__ import annotations
 
 import math
-import re
 import zlib
 from dataclasses import dataclass, field, fields
 from functools import cached_property
-from typing import Any, cast
+from typing import Any
 
-from farm.agent.request import CaseRequest, Expectation
 from golden import contract, layouts, soc
 from golden.inputs import (
     ALL_DY_DISTS,
@@ -23,117 +25,32 @@ from golden.inputs import (
     Y_DISTS,
 )
 from golden.layouts import Layout
-from golden.standards import ERROR_BOUND, LEVELS, STANDARDS
+from golden.standards import LEVELS
+from suites.case_values import (
+    APIS,
+    CASE_STANDARDS,
+    DEPARTS,
+    DTYPE_SHORT,
+    EXPLORE_TAG,
+    LAYOUTS,
+    NAN,
+    TENSORS,
+    TUPLE_FIELDS,
+    MalformedCase,
+    count,
+    cut,
+    elements,
+    fill_value,
+    in_int64,
+    is_range,
+    number_text,
+    shape_text,
+    value_json,
+)
 
 from . import limits
 
-DTYPE_SHORT = {
-    "float32": "f32",
-    "float16": "f16",
-    "bfloat16": "bf16",
-    "float64": "f64",
-    "int32": "i32",
-    "int64": "i64",
-    # Descriptor-only (golden.dtypes.DESCRIPTOR_ONLY): rejection cases that pass the operator a
-    # tensor descriptor without data, as an outside suite's complex cases do.
-    "complex64": "c64",
-    "complex128": "c128",
-}
-APIS = ("dim", "axes")  # the aclnn call (one dim) or the operator package's axis list
-LAYOUTS = layouts.NAMES  # the short names; an explicit golden.layouts.View is also a layout
-TENSORS = ("dy", "y", "out")
-# The one canonical NaN: a fill of NaN is this object, so that equal cases compare and hash equal
-# (float("nan") != float("nan"), and its hash is per object).
-NAN = float("nan")
-_NONFINITE_JSON = {"inf": math.inf, "-inf": -math.inf, "nan": NAN}
-_TUPLE_FIELDS = ("shape", "axes", "y_shape", "out_shape")
-EXPLORE_TAG = re.compile(r"[A-Za-z0-9-]{1,40}\.\d+")
 TOLERANCE_KEYS = ("rtol", "atol", "max_fail_fraction")
-CASE_STANDARDS = (*STANDARDS, ERROR_BOUND)  # what golden.standards.judge_standard judges
-# How every note that an outside source's expectation departs from the contract ends (casefile,
-# the importers): the report tags those cases "departs from its source", not every note.
-DEPARTS = "judged by the contract"
-
-
-def shape_text(shape: tuple[int, ...] | None) -> str:
-    if shape is None:
-        return "none"
-    return "x".join(str(d) for d in shape) if shape else "scalar"
-
-
-def number_text(x: float) -> str:
-    """Short, stable text of a value for case ids: 1000, -1, 0.5, 1e38, -0, inf, -inf, nan."""
-    x = float(x)
-    if math.isnan(x):
-        return "nan"
-    if math.isinf(x):
-        return "inf" if x > 0 else "-inf"
-    if x == 0:
-        return "-0" if math.copysign(1.0, x) < 0 else "0"
-    if x.is_integer() and abs(x) < 1e16:
-        return str(int(x))
-    return repr(x).replace("e+", "e")
-
-
-def value_json(x: float | None) -> float | str | None:
-    """A fill value as JSON carries it: a number, or "inf", "-inf", "nan"."""
-    if x is None or math.isfinite(x):
-        return x
-    return number_text(x)
-
-
-def _value(x: Any) -> Any:
-    """A fill value from a number or its JSON string form; anything else is returned as is (and
-    refused by validation). NaN becomes the canonical NAN."""
-    if isinstance(x, str) and x in _NONFINITE_JSON:
-        return _NONFINITE_JSON[x]
-    if isinstance(x, (int, float)) and not isinstance(x, bool):
-        x = float(x)
-        return NAN if math.isnan(x) else x
-    return x
-
-
-def _is_range(bounds: Any) -> bool:
-    return (
-        isinstance(bounds, tuple)
-        and len(bounds) == 2
-        and all(isinstance(v, float) and math.isfinite(v) for v in bounds)
-        and bounds[0] < bounds[1]
-    )
-
-
-def _in_int64(value: Any) -> bool:
-    return not isinstance(value, int) or -limits.MAX_INT64 - 1 <= value <= limits.MAX_INT64
-
-
-def _elements(shape: tuple[int, ...]) -> int:
-    """The elements of a shape with its zero extents left out (what numpy sizes an array by,
-    even an empty one)."""
-    n = 1
-    for d in shape:
-        if isinstance(d, int) and d > 0:
-            n *= d
-    return n
-
-
-def _count(n: int) -> str:
-    """A count as a message says it: 1,048,576, or about 10^24 past what anyone reads."""
-    return f"{n:,}" if n < 10**15 else f"about 10^{len(str(n)) - 1}"
-
-
-def _cut(value: Any, chars: int = 60) -> str:
-    """A value as a message quotes it, cut short: a bound's message never quotes it whole."""
-    text = value if isinstance(value, str) else repr(value)
-    return text if len(text) <= chars else f"{text[: chars - 20]}...{text[-12:]}"
-
-
-class MalformedCase(ValueError):
-    """A case whose fields do not make a call; `problems` has one entry per bad field, each
-    naming the field and the fix."""
-
-    def __init__(self, problems: list[str]):
-        self.problems = list(problems)
-        super().__init__("malformed case: " + "; ".join(self.problems))
 
 
 @dataclass(frozen=True)
@@ -284,7 +201,7 @@ class Case:
             problems += self._layout_problems()
         if not problems and len(self.id) > limits.MAX_ID_CHARS:
             problems.append(
-                f"the case's id is {len(self.id):,} characters ({_cut(self.id)}), over the bound "
+                f"the case's id is {len(self.id):,} characters ({cut(self.id)}), over the bound "
                 f"of {limits.MAX_ID_CHARS:,}: use fewer or smaller extents, strides, values"
             )
         if problems:
@@ -295,7 +212,7 @@ class Case:
         values, elements, its own text), before anything else reads them."""
         problems = []
         rank = limits.MAX_RANK
-        for key in _TUPLE_FIELDS:
+        for key in TUPLE_FIELDS:
             value = getattr(self, key)
             if not isinstance(value, tuple):
                 continue  # None, or a type the checks below name
@@ -308,14 +225,14 @@ class Case:
                 problems.append(
                     f"{key} has {len(value):,} {what}, over the bound of {rank} ({fix})"
                 )
-            elif not all(_in_int64(v) for v in value):
+            elif not all(in_int64(v) for v in value):
                 problems.append(
-                    f"{key} {_cut(list(value))} holds a value past int64 (+-{limits.MAX_INT64:,}):"
+                    f"{key} {cut(list(value))} holds a value past int64 (+-{limits.MAX_INT64:,}):"
                     " the operator and numpy take int64; use smaller values"
                 )
-            elif key != "axes" and _elements(value) > limits.MAX_ELEMENTS:
+            elif key != "axes" and elements(value) > limits.MAX_ELEMENTS:
                 problems.append(
-                    f"{key} {_cut(shape_text(value))} spans {_count(_elements(value))} elements "
+                    f"{key} {cut(shape_text(value))} spans {count(elements(value))} elements "
                     f"(zero extents left out), over the bound of 2^48: no host holds such a "
                     "tensor, and numpy refuses even an empty one; use smaller extents"
                 )
@@ -328,9 +245,9 @@ class Case:
                     f"{name}_layout has {len(layout.strides):,} strides, over the bound of "
                     f"{rank} (one per dimension): use fewer dimensions"
                 )
-            elif not all(_in_int64(v) for v in (*layout.strides, layout.offset, layout.storage)):
+            elif not all(in_int64(v) for v in (*layout.strides, layout.offset, layout.storage)):
                 problems.append(
-                    f"{name}_layout {_cut(layouts.text(layout))} holds a value past int64 "
+                    f"{name}_layout {cut(layouts.text(layout))} holds a value past int64 "
                     f"(+-{limits.MAX_INT64:,}): use smaller strides, offset, storage"
                 )
         for key in ("note", "origin"):
@@ -344,16 +261,16 @@ class Case:
 
     def _normalize(self) -> None:
         """JSON-ish forms (lists, dicts, "nan") into the field types; frozen, so by setattr."""
-        for key in _TUPLE_FIELDS:
+        for key in TUPLE_FIELDS:
             value = getattr(self, key)
             if isinstance(value, list):
                 object.__setattr__(self, key, tuple(value))
         for key in ("y_range", "dy_range"):
             value = getattr(self, key)
             if isinstance(value, (list, tuple)):
-                object.__setattr__(self, key, tuple(_value(v) for v in value))
+                object.__setattr__(self, key, tuple(fill_value(v) for v in value))
         for key in ("y_fill", "dy_fill"):
-            object.__setattr__(self, key, _value(getattr(self, key)))
+            object.__setattr__(self, key, fill_value(getattr(self, key)))
         if isinstance(self.tolerance, dict):
             try:
                 object.__setattr__(self, "tolerance", Tolerance.parse(self.tolerance))
@@ -376,7 +293,7 @@ class Case:
                 problems.append(
                     f"{name}_dist {dist!r} (use one of {', '.join(dists + VALUE_FORMS)})"
                 )
-            if bounds is not None and not _is_range(bounds):
+            if bounds is not None and not is_range(bounds):
                 problems.append(
                     f"{name}_range {bounds!r} (use (lo, hi): two finite numbers, lo < hi)"
                 )
@@ -536,9 +453,11 @@ class Case:
             return "EMPTY"
         return contract.schedule(self.shape, self.axes)
 
-    def expectation(self) -> Expectation:
+    def expectation(self) -> dict[str, Any]:
+        """What the contract says of the call, in its JSON form (the request's `expect`: its
+        type is farm/agent/request.py Expectation; farm/run/requests.py gives it that type)."""
         if self.accepted:
-            expect: Expectation = {
+            expect: dict[str, Any] = {
                 "kind": "precision",
                 "standard": self.standard,
                 "level": self.level,
@@ -548,16 +467,17 @@ class Case:
             return expect
         return {"kind": "reject", "reason": self.expected.reason, "status": self.expected.status}
 
-    def to_dict(self) -> CaseRequest:
+    def to_dict(self) -> dict[str, Any]:
         """The case as it travels to an agent and into reports (`farm cases --json`): every
         field in its JSON form, the `layout` summary, and what is derived (id, seed, schedule,
-        expect): farm/agent/request.py CaseRequest."""
+        expect). Its keys are farm/agent/request.py CaseRequest's; farm/run/requests.py makes
+        the agent's request of it (suites sit below the agent: they do not name its types)."""
         data: dict[str, Any] = {}
         for f in fields(self):
             value = getattr(self, f.name)
             if f.name in ("origin", "note"):
                 continue
-            if f.name in _TUPLE_FIELDS + ("y_range", "dy_range") and value is not None:
+            if f.name in TUPLE_FIELDS + ("y_range", "dy_range") and value is not None:
                 value = list(value)
             elif f.name in ("y_fill", "dy_fill"):
                 value = value_json(value)
@@ -577,7 +497,7 @@ class Case:
         )
         if self.note:
             data["note"] = self.note
-        return cast(CaseRequest, data)
+        return data
 
     @classmethod
     def from_dict(cls, data: dict) -> Case:
@@ -600,3 +520,22 @@ class Case:
                 f"malformed case: id {data['id']!r} does not match its fields ({case.id})"
             )
         return case
+
+
+__all__ = [
+    "APIS",
+    "CASE_STANDARDS",
+    "Case",
+    "DEPARTS",
+    "DTYPE_SHORT",
+    "EXPLORE_TAG",
+    "LAYOUTS",
+    "MalformedCase",
+    "NAN",
+    "TENSORS",
+    "TOLERANCE_KEYS",
+    "Tolerance",
+    "number_text",
+    "shape_text",
+    "value_json",
+]

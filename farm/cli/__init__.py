@@ -412,7 +412,10 @@ COMMANDS = {
     "bisect": (_delegate("farm.run.bisect"), "find the first commit where selected cases fail"),
     "triage": (_delegate("farm.results.triage_command"), "what a run's failures share, ranked"),
     "build": (_delegate("farm.pool.build"), "build the operator package (dist/op)"),
-    "lab": (_delegate("farm.pool.lab"), "start or stop the local SSH lab (up | down | status)"),
+    "lab": (
+        _delegate("farm.pool.lab_command"),
+        "start or stop the local SSH lab (up | down | status)",
+    ),
     "report": (_delegate("farm.results.report"), "write the HTML report of a run"),
     "runs": (
         _delegate("farm.results.commands", "main_runs"),

@@ -245,7 +245,7 @@ def deploy(transport: Transport, host: HostSpec | None, files: Iterable[Path]) -
 
 
 # ---------------------------------------------------------------------------------------------
-# The operator package (dist/op/*.tar.gz, built by farm/pool/build.py)
+# The operator package (dist/op/*.tar.gz, built by farm/pool/build/)
 
 
 def find_op_package(

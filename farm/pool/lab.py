@@ -30,6 +30,14 @@ says, or an agent fault (``LSG_EMULATED_FAULT``, test-only), and :meth:`Lab.hide
 *emulates* a missing package: the host's python wrapper puts a directory first on PYTHONPATH in
 which the module's import raises ImportError. The package is still installed; only that host's
 python cannot import it. :meth:`Lab.reset_host` undoes all of it.
+
+One module a job; this one is the lab itself (Lab) and re-exports the others' names:
+    farm/pool/lab_layout.py        which hosts a lab of N has (the families), LabHost
+    farm/pool/lab_sshd.py          sshd, its keys and config values, its address and port
+    farm/pool/lab_processes.py     the process trees of a host, and the agents of its work directory
+    farm/pool/lab_cann_install.py  the emulated CANN toolkit a host gets with `--cann emulated`
+    farm/pool/lab_command.py       `farm lab`
+
 """
 
 from __future__ import annotations
@@ -37,252 +45,48 @@ from __future__ import annotations
 import getpass
 import json
 import os
-import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 
-from farm.agent import hostops
 from farm.pool import lab_cann_toolchain
 from farm.pool.inventory import Inventory, load_inventory
+from farm.pool.lab_cann_install import emulated_cann_libs, install_cann, set_env_script
+from farm.pool.lab_layout import MAX_HOSTS, LabHost, default_layout
 from farm.pool.lab_npu_smi import default_chip
-from farm.util import proc as procfs
-from farm.util.argparsing import CommandParser, make_output_dir
-from farm.util.errors import ConfigError, FarmError
+from farm.pool.lab_processes import (
+    alive,
+    host_agents,
+    kill_agents,
+    process_tree,
+    signal_all,
+    wait_gone,
+)
+from farm.pool.lab_sshd import (
+    SSHD,
+    banner,
+    can_bind,
+    cfg_path,
+    free_port,
+    is_sshd,
+    key_pair,
+    read_pid,
+    sh_quote,
+    sshd_path,
+    sshd_version,
+    toml_str,
+)
+from farm.util.errors import ConfigError
 from golden.soc import UnknownSocError
 from golden.soc import profile as soc_profile
 
-SSHD = "/usr/sbin/sshd"
 DEFAULT_ROOT = Path("lab")
 STATE_FILE = "lab.json"
-# (name prefix, SoC, devices) of the default layout, cycled for N > 3.
-LAYOUT = (("a2", "Ascend910B1", 2), ("a2", "Ascend910B1", 2), ("a200", "Ascend310B1", 1))
 START_TIMEOUT = 10.0
-# Each lab host is an sshd, its keys and a work directory on this machine: the lab is for trying
-# the farm over SSH, not for its scale (benchmarks/scale.py emulates hundreds of slots locally).
-MAX_HOSTS = 64
-
-
-def default_layout(hosts: int) -> list[tuple[str, str, int]]:
-    """(name, soc, devices) of ``hosts`` lab hosts: LAYOUT's cycle, its last host given to a
-    family the cycle left out once there are hosts enough for every family (2 hosts: one
-    Ascend910B1, one Ascend310B1, where the cycle alone makes two of the first)."""
-    chosen = [LAYOUT[i % len(LAYOUT)] for i in range(hosts)]
-    families = list(dict.fromkeys(soc for _, soc, _ in LAYOUT))
-    if hosts >= len(families):
-        for entry in LAYOUT:
-            if entry[1] not in {soc for _, soc, _ in chosen}:
-                chosen[-1] = entry
-    counts: dict[str, int] = {}
-    layout = []
-    for prefix, soc, devices in chosen:
-        counts[prefix] = counts.get(prefix, 0) + 1
-        layout.append((f"{prefix}-{counts[prefix]:02d}", soc, devices))
-    return layout
-
-
-def families_line(socs: list[str]) -> str:
-    """What a lab's hosts emulate, by family, and what a run there leaves out."""
-    from golden.soc import FAMILIES, family_of
-
-    made: dict[str, list[str]] = {}
-    for soc in socs:
-        made.setdefault(family_of(soc), []).append(soc)
-    said = ", ".join(f"{FAMILIES[f]} x{len(s)} ({s[0]})" for f, s in made.items())
-    absent = [name for f, name in FAMILIES.items() if f not in made]
-    if absent:
-        said += (
-            f"; no {' nor '.join(absent)} host: its cases do not run (--hosts "
-            f"{len(FAMILIES)} or more makes every family)"
-        )
-    return said
-
-
-@dataclass
-class LabHost:
-    name: str
-    soc: str  # what the inventory says
-    devices: int
-    address: str
-    port: int
-    dir: str
-    declared_soc: str = ""  # what the host itself declares (SetEnv); = soc unless changed
-    declared_devices: int = 0
-    fault: str | None = None
-    hidden: list[str] = field(default_factory=list)
-    pid: int | None = None
-    cann_home: str = ""  # the host's CANN (ASCEND_HOME_PATH): here the emulated ACL runtime
-    arch: str = ""  # the CPU architecture it declares (LSG_EMULATED_ARCH); "" = this machine's
-    chips: list[dict] = field(default_factory=list)  # what its npu-smi reports (lab_npu_smi)
-
-    def __post_init__(self) -> None:
-        self.declared_soc = self.declared_soc or self.soc
-        self.declared_devices = self.declared_devices or self.devices
-
-    @property
-    def path(self) -> Path:
-        return Path(self.dir)
-
-
-def sshd_path() -> str | None:
-    """The sshd binary, or None if OpenSSH server is not installed.
-
-    ``FARM_SSHD`` overrides the location (an absolute path; sshd must be started by one).
-    """
-    override = os.environ.get("FARM_SSHD")
-    if override:
-        return override if os.path.isabs(override) and os.access(override, os.X_OK) else None
-    if os.access(SSHD, os.X_OK):
-        return SSHD
-    found = shutil.which("sshd")
-    return found if found and os.path.isabs(found) else None
-
-
-def sshd_version(sshd: str) -> tuple[int, int]:
-    proc = subprocess.run([sshd, "-V"], capture_output=True, text=True, check=False)
-    m = re.search(r"OpenSSH_(\d+)\.(\d+)", proc.stdout + proc.stderr)
-    return (int(m[1]), int(m[2])) if m else (0, 0)
-
-
-def _can_bind(address: str) -> bool:
-    try:
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-            s.bind((address, 0))
-        return True
-    except OSError:
-        return False
-
-
-def _free_port(address: str) -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((address, 0))
-        return s.getsockname()[1]
-
-
-def _ed25519_pair() -> tuple[bytes, bytes]:
-    """(OpenSSH private key, "ssh-ed25519 AAAA..." public line)."""
-    from cryptography.hazmat.primitives import serialization
-    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-
-    key = Ed25519PrivateKey.generate()
-    private = key.private_bytes(
-        serialization.Encoding.PEM,
-        serialization.PrivateFormat.OpenSSH,
-        serialization.NoEncryption(),
-    )
-    public = key.public_key().public_bytes(
-        serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH
-    )
-    return private, public
-
-
-def _write_private(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if path.exists():
-        path.unlink()
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "wb") as f:
-        f.write(data)
-
-
-def _key_pair(path: Path, comment: str) -> str:
-    """Create path (private) and path.pub unless both exist; return the public line."""
-    pub = path.with_name(path.name + ".pub")
-    if not (path.is_file() and pub.is_file()):
-        private, public = _ed25519_pair()
-        _write_private(path, private)
-        pub.write_bytes(public + f" {comment}\n".encode())
-    return pub.read_text().strip()
-
-
-def _cfg_path(p: Path | str) -> str:
-    s = str(p)
-    if '"' in s:
-        raise ConfigError(f"lab: path {s!r} contains a double quote; choose another lab root")
-    return f'"{s}"' if any(c.isspace() for c in s) else s
-
-
-def _toml_str(s: str) -> str:
-    return json.dumps(s)  # a JSON string is a valid TOML basic string
-
-
-# ---------------------------------------------------------------------------------------------
-# processes
-
-
-def process_tree(pid: int) -> list[int]:
-    """pid and all its descendants (farm/util/proc.py), parents first."""
-    return procfs.descendants(pid)
-
-
-def _alive(pid: int | None) -> bool:
-    """Whether the process exists and is not a zombie (farm/agent/hostops.py)."""
-    return pid is not None and procfs.alive(pid)
-
-
-def _signal_all(pids: list[int], sig: int) -> None:
-    for p in pids:
-        try:
-            os.kill(p, sig)
-        except (ProcessLookupError, PermissionError):
-            pass
-
-
-def _is_agent_of(pid: int, workdir: str) -> bool:
-    return hostops.is_agent(procfs.cmdline(pid) or [], workdir)
-
-
-def host_agents(workdir: str | os.PathLike[str]) -> list[int]:
-    """The pids of the farm agents of one work directory that are alive (zombies are not): from
-    their pid files and from every process's command line (Linux /proc)."""
-    workdir = os.path.abspath(workdir)
-    found: set[int] = set()
-    folder = Path(workdir) / "agents"
-    for path in folder.glob("*.json") if folder.is_dir() else []:
-        try:
-            pid = int(json.loads(path.read_text())["pid"])
-        except (OSError, ValueError, KeyError, TypeError):
-            continue
-        if _alive(pid) and _is_agent_of(pid, workdir):
-            found.add(pid)
-        elif not _alive(pid):
-            path.unlink(missing_ok=True)  # the agent was killed before it could remove it
-    for pid in procfs.pids():
-        if _is_agent_of(pid, workdir) and _alive(pid):
-            found.add(pid)
-    return sorted(found)
-
-
-def kill_agents(workdir: str | os.PathLike[str], timeout: float = 5.0) -> list[int]:
-    """SIGKILL every agent of a work directory with its process group (SIGCONT first, no SIGTERM:
-    farm/agent/hostops.py ``kill_group``); return the pids that are still alive afterwards (none,
-    unless a process cannot be killed)."""
-    pids = host_agents(workdir)
-    for pid in pids:
-        pgid = procfs.group_of(pid)
-        if pgid is None:
-            continue
-        if pgid != os.getpgrp():  # never our own group (an agent should always have its own)
-            hostops.kill_group(pgid, None, kill_wait=0.0)  # the waiting is done below, per agent
-        _signal_all([pid], signal.SIGKILL)
-    return [pid for pid in pids if not _wait_gone(pid, timeout)]
-
-
-def _wait_gone(pid: int, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if not _alive(pid):
-            return True
-        time.sleep(0.02)
-    return not _alive(pid)
-
-
-# ---------------------------------------------------------------------------------------------
 
 
 class Lab:
@@ -370,7 +174,7 @@ class Lab:
         """
         if cann not in ("", "emulated"):
             raise ConfigError(f"lab: --cann {cann!r}; use 'emulated' (or leave it out)")
-        runtime = _emulated_cann_libs() if cann else None
+        runtime = emulated_cann_libs() if cann else None
         sshd = sshd_path()
         if sshd is None:
             where = os.environ.get("FARM_SSHD") or SSHD
@@ -403,19 +207,19 @@ class Lab:
                 raise ConfigError(f"lab host {name}: {exc}") from None
 
         self.root.mkdir(parents=True, exist_ok=True)
-        user_pub = _key_pair(self.user_key, f"farm-lab-user@{self.user}")
-        use_distinct = _can_bind("127.0.0.2")
+        user_pub = key_pair(self.user_key, f"farm-lab-user@{self.user}")
+        use_distinct = can_bind("127.0.0.2")
         self.hosts = {}
         known_lines = []
         for i, (name, soc, devices) in enumerate(layout):
             address = f"127.0.0.{2 + i}" if use_distinct and i < 250 else "127.0.0.1"
             hdir = self.root / "hosts" / name
             (hdir / "work").mkdir(parents=True, exist_ok=True)
-            host_pub = _key_pair(hdir / "ssh_host_ed25519_key", f"farm-lab-host-{name}")
+            host_pub = key_pair(hdir / "ssh_host_ed25519_key", f"farm-lab-host-{name}")
             (hdir / "authorized_keys").write_text(user_pub + "\n")
-            h = LabHost(name, soc, devices, address, _free_port(address), str(hdir))
+            h = LabHost(name, soc, devices, address, free_port(address), str(hdir))
             if runtime is not None:
-                h.cann_home = str(_install_cann(hdir / "Ascend", runtime, self.python))
+                h.cann_home = str(install_cann(hdir / "Ascend", runtime, self.python))
             self.hosts[name] = h
             key_type, key_b64 = host_pub.split()[:2]
             known_lines.append(f"[{address}]:{h.port} {key_type} {key_b64}\n")
@@ -446,7 +250,7 @@ class Lab:
         return host_agents(self.host(name).path / "work")
 
     def running(self) -> dict[str, bool]:
-        return {name: _alive(h.pid) for name, h in self.hosts.items()}
+        return {name: alive(h.pid) for name, h in self.hosts.items()}
 
     # -- files ----------------------------------------------------------------------------------
 
@@ -456,26 +260,26 @@ class Lab:
             "# Regenerated on every `farm lab up`; edit farm/pool/lab.py instead.",
             "[defaults]",
             'transport = "ssh"',
-            f"user = {_toml_str(self.user)}",
-            f"key = {_toml_str(str(self.user_key))}",
+            f"user = {toml_str(self.user)}",
+            f"key = {toml_str(str(self.user_key))}",
             'host_key_policy = "strict"',
-            f"known_hosts = {_toml_str(str(self.known_hosts))}",
+            f"known_hosts = {toml_str(str(self.known_hosts))}",
             "connect_timeout = 5.0",
             "",
         ]
         for h in self.hosts.values():
             lines += [
                 "[[host]]",
-                f"name = {_toml_str(h.name)}",
-                f"address = {_toml_str(h.address)}",
+                f"name = {toml_str(h.name)}",
+                f"address = {toml_str(h.address)}",
                 f"port = {h.port}",
-                f"soc = {_toml_str(h.soc)}",
+                f"soc = {toml_str(h.soc)}",
                 f"devices = {h.devices}",
-                f"python = {_toml_str(str(h.path / 'bin' / 'python'))}",
-                f"workdir = {_toml_str(str(h.path / 'work'))}",
+                f"python = {toml_str(str(h.path / 'bin' / 'python'))}",
+                f"workdir = {toml_str(str(h.path / 'work'))}",
             ]
             if h.cann_home:  # CANN's own set-up script, as an Atlas host's inventory names it
-                lines.append(f"set_env = {_toml_str(str(set_env_script(h.cann_home)))}")
+                lines.append(f"set_env = {toml_str(str(set_env_script(h.cann_home)))}")
             lines += ['tags = ["lab"]', ""]
         self.inventory_path.write_text("\n".join(lines))
 
@@ -489,9 +293,9 @@ class Lab:
         lines = [
             f"# farm lab host {h.name}: generated by farm/pool/lab.py",
             f"ListenAddress {h.address}:{h.port}",
-            f"HostKey {_cfg_path(h.path / 'ssh_host_ed25519_key')}",
-            f"PidFile {_cfg_path(h.path / 'sshd.pid')}",
-            f"AuthorizedKeysFile {_cfg_path(h.path / 'authorized_keys')}",
+            f"HostKey {cfg_path(h.path / 'ssh_host_ed25519_key')}",
+            f"PidFile {cfg_path(h.path / 'sshd.pid')}",
+            f"AuthorizedKeysFile {cfg_path(h.path / 'authorized_keys')}",
             f"AllowUsers {self.user}",
             "AuthenticationMethods publickey",
             "PubkeyAuthentication yes",
@@ -503,7 +307,7 @@ class Lab:
             "PermitUserEnvironment no",
             # Each NAME=value is one word to sshd: a value with a space (a lab under "My farm")
             # is quoted, as the paths above are.
-            f"SetEnv {' '.join(map(_cfg_path, env))}",
+            f"SetEnv {' '.join(map(cfg_path, env))}",
             "Subsystem sftp internal-sftp",
             "LogLevel VERBOSE",
             "PrintMotd no",
@@ -538,9 +342,9 @@ class Lab:
             script.append(
                 f"# EMULATED missing package(s): {', '.join(h.hidden)} (installed, but hidden)"
             )
-            script.append(f"PYTHONPATH={_sh(str(hide))}${{PYTHONPATH:+:$PYTHONPATH}}")
+            script.append(f"PYTHONPATH={sh_quote(str(hide))}${{PYTHONPATH:+:$PYTHONPATH}}")
             script.append("export PYTHONPATH")
-        script.append(f'exec {_sh(self.python)} "$@"')
+        script.append(f'exec {sh_quote(self.python)} "$@"')
         wrapper = h.path / "bin" / "python"
         wrapper.parent.mkdir(parents=True, exist_ok=True)
         wrapper.write_text("\n".join(script) + "\n")
@@ -561,7 +365,7 @@ class Lab:
         tool = h.path / "bin" / "npu-smi"
         tool.write_text(
             f"#!/bin/sh\n# npu-smi of farm lab host {h.name}: the lab's stand-in (TEST-ONLY)\n"
-            f'exec {_sh(self.python)} -m farm.pool.lab_npu_smi {_sh(str(state))} "$@"\n'
+            f'exec {sh_quote(self.python)} -m farm.pool.lab_npu_smi {sh_quote(str(state))} "$@"\n'
         )
         tool.chmod(0o755)
 
@@ -588,8 +392,8 @@ class Lab:
         )
         deadline = time.monotonic() + START_TIMEOUT
         while time.monotonic() < deadline:
-            pid = _read_pid(pidfile)
-            if pid and _banner(h.address, h.port):
+            pid = read_pid(pidfile)
+            if pid and banner(h.address, h.port):
                 h.pid = pid
                 return
             time.sleep(0.02)
@@ -600,17 +404,17 @@ class Lab:
         )
 
     def _stop(self, h: LabHost, *, kill_sessions: bool) -> None:
-        pid = h.pid or _read_pid(h.path / "sshd.pid")
-        if pid and _alive(pid) and _is_sshd(pid):
+        pid = h.pid or read_pid(h.path / "sshd.pid")
+        if pid and alive(pid) and is_sshd(pid):
             tree = process_tree(pid)
-            _signal_all(tree, signal.SIGCONT)  # a frozen host must be able to die
+            signal_all(tree, signal.SIGCONT)  # a frozen host must be able to die
             if kill_sessions:
-                _signal_all(tree, signal.SIGKILL)
+                signal_all(tree, signal.SIGKILL)
             else:
                 os.kill(pid, signal.SIGTERM)
-            if not _wait_gone(pid, 3.0):
-                _signal_all([pid], signal.SIGKILL)
-                _wait_gone(pid, 2.0)
+            if not wait_gone(pid, 3.0):
+                signal_all([pid], signal.SIGKILL)
+                wait_gone(pid, 2.0)
         h.pid = None
 
     def start_host(self, name: str) -> None:
@@ -625,9 +429,9 @@ class Lab:
         """SIGKILL the host's sshd and everything under it (sessions, agents): a crashed host."""
         h = self.host(name)
         pid = h.pid
-        if pid and _alive(pid):
-            _signal_all(process_tree(pid), signal.SIGKILL)
-            _wait_gone(pid, 3.0)
+        if pid and alive(pid):
+            signal_all(process_tree(pid), signal.SIGKILL)
+            wait_gone(pid, 3.0)
         kill_agents(h.path / "work")  # a crashed host loses the agents its sessions left, too
         h.pid = None
         self._save()
@@ -635,18 +439,18 @@ class Lab:
     def freeze_host(self, name: str) -> None:
         """SIGSTOP the host's sshd and everything under it: a hung host (connections stay open)."""
         h = self.host(name)
-        if not (h.pid and _alive(h.pid)):
+        if not (h.pid and alive(h.pid)):
             raise ConfigError(f"lab host {name} is not running; start_host({name!r}) first")
-        _signal_all([h.pid], signal.SIGSTOP)  # the listener first: no new children meanwhile
+        signal_all([h.pid], signal.SIGSTOP)  # the listener first: no new children meanwhile
         for _ in range(2):
-            _signal_all(process_tree(h.pid), signal.SIGSTOP)
-        _signal_all(host_agents(h.path / "work"), signal.SIGSTOP)  # those whose session is gone
+            signal_all(process_tree(h.pid), signal.SIGSTOP)
+        signal_all(host_agents(h.path / "work"), signal.SIGSTOP)  # those whose session is gone
 
     def thaw_host(self, name: str) -> None:
         h = self.host(name)
-        if h.pid and _alive(h.pid):
-            _signal_all(process_tree(h.pid), signal.SIGCONT)
-        _signal_all(host_agents(h.path / "work"), signal.SIGCONT)
+        if h.pid and alive(h.pid):
+            signal_all(process_tree(h.pid), signal.SIGCONT)
+        signal_all(host_agents(h.path / "work"), signal.SIGCONT)
 
     def declare(
         self,
@@ -743,157 +547,10 @@ class Lab:
                     "soc": f"{h.soc}x{h.devices}",
                     "declares": declared + (f" fault={h.fault}" if h.fault else ""),
                     "hidden": ",".join(h.hidden),
-                    "running": "yes" if _alive(h.pid) else "no",
+                    "running": "yes" if alive(h.pid) else "no",
                 }
             )
         return rows
-
-
-def _sh(s: str) -> str:
-    import shlex
-
-    return shlex.quote(s)
-
-
-def _read_pid(path: Path) -> int | None:
-    try:
-        return int(path.read_text().strip())
-    except (OSError, ValueError):
-        return None
-
-
-def _is_sshd(pid: int) -> bool:
-    name = procfs.command_name(pid)
-    return name is None or name.startswith("sshd")  # unreadable (no /proc): trust the pid file
-
-
-def _banner(address: str, port: int, timeout: float = 1.0) -> bool:
-    try:
-        with socket.create_connection((address, port), timeout=timeout) as s:
-            s.settimeout(timeout)
-            return s.recv(64).startswith(b"SSH-")
-    except OSError:
-        return False
-
-
-def _emulated_cann_libs() -> Path:
-    """This checkout's emulated ACL runtime and op-api (build/ascendc-cpu/acl/lib), built now."""
-    from farm.pool import acl_sdk, build
-
-    if not acl_sdk.present():
-        raise ConfigError(
-            "lab: --cann emulated needs the emulated ACL runtime, built against the genuine ACL "
-            "headers: run python -m farm.pool.acl_sdk first"
-        )
-    try:
-        lib = build.build_ascendc_cpu()
-    except FarmError as exc:
-        raise ConfigError(f"lab: --cann emulated: {exc}") from None
-    return lib.parent / build.ACL_DIR / "lib"
-
-
-def _install_cann(root: Path, libs: Path, python: str) -> Path:
-    """An Ascend install of the emulated runtime under `root`, laid out as CANN's: the toolkit
-    (``ascend-toolkit/latest``: lib64/, opp/vendors with no package, the version file of each
-    architecture, the stand-in msopgen where CANN keeps its own, farm/pool/lab_cann_toolchain.py)
-    beside ``driver/`` and ``firmware/`` with their version files. Returns the toolkit's
-    directory (ASCEND_HOME_PATH)."""
-    from farm import __version__
-    from farm.agent.backends import acl_api  # the library names the backend looks for
-    from farm.pool import build
-
-    home = root / "ascend-toolkit" / "latest"
-    version = f"emulated-{__version__}"
-    for arch in build.ARCHES:  # a host may declare either (Lab.declare(arch=...))
-        (home / f"{arch}-linux").mkdir(parents=True, exist_ok=True)
-        (home / f"{arch}-linux" / "ascend_toolkit_install.info").write_text(
-            f"package_name=Ascend-cann-toolkit\nversion={version}\narch={arch}\n"
-        )
-    for part in ("driver", "firmware"):
-        (root / part).mkdir(parents=True, exist_ok=True)
-        (root / part / "version.info").write_text(f"Version={version}\n")
-    tools = home / "python" / "site-packages" / "bin"
-    tools.mkdir(parents=True, exist_ok=True)
-    (tools / "msopgen").write_text(
-        "#!/bin/sh\n# msopgen of a farm lab host: the lab's stand-in CANN toolchain (TEST-ONLY)\n"
-        f'exec {_sh(python)} -m farm.pool.lab_cann_toolchain msopgen "$@"\n'
-    )
-    (tools / "msopgen").chmod(0o755)
-    _write_set_env(set_env_script(home), home, root / "driver")
-    (home / "lib64").mkdir(parents=True, exist_ok=True)
-    for name in acl_api.LIB_FILES.values():
-        shutil.copy2(libs / name, home / "lib64" / name)
-    _install_stand_in_toolchain(home, libs)
-    (home / "opp" / "vendors").mkdir(parents=True, exist_ok=True)
-    return home
-
-
-def _install_stand_in_toolchain(home: Path, libs: Path) -> None:
-    """What the stand-in CANN build compiles and links from (farm/pool/lab_cann_toolchain.py):
-    the emulated op-api with and without the operator's aclnn layer, the emulated Ascend C
-    headers, and the aclnn entry "opbuild" generates from the OpDef."""
-    from farm.pool import build
-
-    tc = lab_cann_toolchain
-    for rel, lib in (
-        (tc.LIBRARY_WITH_LAYER, libs / "libcust_opapi.so"),
-        (tc.LIBRARY_GENERATED_ONLY, libs.parent / "generated-only" / "libcust_opapi.so"),
-    ):
-        (home / rel).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(lib, home / rel)
-    include = home / tc.ASCEND_C_INCLUDE
-    shutil.rmtree(include, ignore_errors=True)
-    shutil.copytree(build.OP_DIR / "ascendc_cpu" / "include", include)
-    autogen = home / tc.AUTOGEN
-    autogen.mkdir(parents=True, exist_ok=True)
-    name = f"aclnn_{tc.snake(tc.OP_TYPE)}"
-    shutil.copy2(build.OP_DIR / "acl_emu" / "include" / f"{name}.h", autogen / f"{name}.h")
-    (autogen / f"{name}.cpp").write_text(
-        "// The aclnn entry opbuild generates from the OpDef (the stand-in links the emulated)\n"
-        f'#include "{name}.h"\n'
-    )
-
-
-def set_env_script(cann_home: str | Path) -> Path:
-    """Where CANN keeps its set-up script: ascend-toolkit/set_env.sh, above ascend-toolkit/latest
-    (ASCEND_HOME_PATH)."""
-    return Path(cann_home).parent / "set_env.sh"
-
-
-def _write_set_env(path: Path, home: Path, driver: Path) -> None:
-    """The emulated toolkit's set_env.sh: what CANN's exports, for this toolkit and driver (the
-    paths written out, quoted; each list variable prepended to its value from before)."""
-    q = _sh
-
-    def prepend(name: str, *parts: Path) -> str:
-        value = ":".join(str(p) for p in parts)
-        return f'export {name}={q(value)}"${{{name}:+:${name}}}"'
-
-    lines = [
-        "# CANN's set-up script of a farm lab host's emulated toolkit (farm/pool/lab.py),",
-        "# TEST-ONLY: source it, as CANN's own, to have the toolkit's environment.",
-        f"export ASCEND_TOOLKIT_HOME={q(str(home))}",
-        f"export ASCEND_HOME_PATH={q(str(home))}",
-        f"export ASCEND_OPP_PATH={q(str(home / 'opp'))}",
-        f"export ASCEND_AICPU_PATH={q(str(home))}",
-        f"export TOOLCHAIN_HOME={q(str(home / 'toolkit'))}",
-        prepend(
-            "LD_LIBRARY_PATH",
-            home / "lib64",
-            home / "lib64" / "plugin" / "opskernel",
-            driver / "lib64",
-            driver / "lib64" / "common",
-            driver / "lib64" / "driver",
-        ),
-        prepend(
-            "PYTHONPATH",
-            home / "python" / "site-packages",
-            home / "opp" / "built-in" / "op_impl" / "ai_core" / "tbe",
-        ),
-        prepend("PATH", home / "bin", home / "compiler" / "ccec_compiler" / "bin"),
-    ]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("\n".join(lines) + "\n")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -920,50 +577,6 @@ def thaw_host(name: str, root: str | os.PathLike[str] = DEFAULT_ROOT) -> None:
     Lab(root).thaw_host(name)
 
 
-def main(argv: list[str] | None = None) -> int:
-    """``farm lab up [--hosts N] [--root DIR]`` | ``farm lab down`` | ``farm lab status``."""
-    parser = CommandParser(prog="farm lab", description="SSH lab on loopback")
-    sub = parser.add_subparsers(dest="cmd", required=True)
-    up = sub.add_parser("up", help="start N sshd hosts and write <root>/inventory.toml")
-    up.add_argument("--hosts", type=int, default=3, help="number of hosts (default 3)")
-    up.add_argument(
-        "--cann",
-        choices=("emulated",),
-        default="",
-        help="give each host the emulated ACL runtime in place of CANN (ASCEND_HOME_PATH), for "
-        "--backend acl through CANN's own search path",
-    )
-    for p in (
-        up,
-        sub.add_parser("down", help="stop the lab's sshd instances"),
-        sub.add_parser("status", help="show the lab's hosts"),
-    ):
-        p.add_argument("--root", default=str(DEFAULT_ROOT), help="lab directory (default ./lab)")
-    args = parser.parse_args(argv)
-    lab = Lab(args.root)
-    try:
-        if args.cmd == "up":
-            make_output_dir(lab.root, "--root")
-            inv = lab.up(args.hosts, cann=args.cann)
-            for row in lab.status_rows():
-                print(f"  {row['host']:<10} {row['address']:<18} {row['soc']}")
-            print(f"lab up: {len(inv.hosts)} host(s); inventory {lab.inventory_path}")
-            print(f"families: {families_line([h.soc for h in inv.hosts])}")
-        elif args.cmd == "down":
-            lab.down()
-            print(f"lab down: {lab.root}")
-        else:
-            if not lab.hosts:
-                print(f"no lab under {lab.root}; run farm lab up")
-                return 1
-            for row in lab.status_rows():
-                print("  " + "  ".join(f"{k}={v}" for k, v in row.items() if v))
-    except ConfigError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    return 0
-
-
 __all__ = [
     "Lab",
     "LabHost",
@@ -973,7 +586,6 @@ __all__ = [
     "kill_host",
     "lab_down",
     "lab_up",
-    "main",
     "process_tree",
     "sshd_path",
     "thaw_host",

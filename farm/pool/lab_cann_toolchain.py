@@ -27,8 +27,8 @@ stand-ins for what needs CANN's compilers:
   carries exactly what it installed under ``packages/vendors/<vendor>``.
 
 A file ``.lsg-lab-build-fails`` in the toolkit directory makes the build fail with its text (the
-lab's ``Lab.fail_cann_build``). The emulated CANN of the lab (farm/pool/lab.py ``_install_cann``)
-keeps what the stand-in builds from under ``tools/lsg_stand_in`` (STAND_IN).
+lab's ``Lab.fail_cann_build``). The emulated CANN of the lab (farm/pool/lab_cann_install.py
+``install_cann``) keeps what the stand-in builds from under ``tools/lsg_stand_in`` (STAND_IN).
 
     python -m farm.pool.lab_cann_toolchain msopgen gen -i JSON -c ai_core-<soc> -lan cpp -out DIR
     python -m farm.pool.lab_cann_toolchain build PROJECT

@@ -12,6 +12,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from farm.run.requests import case_request
 from golden import soc
 from suites.case import Case
 
@@ -45,14 +46,14 @@ def make_canary(backend: str) -> Canary:
     def known_digest(case: Case) -> str:
         with computing:
             if case.id not in digests:
-                inputs = make_call_inputs(case.to_dict())
+                inputs = make_call_inputs(case_request(case))
                 digests[case.id] = sha256_of(*(t for t in inputs if t is not None))
             return digests[case.id]
 
     def canary(channel, identity, device: int = 0) -> str | None:
         family = soc.family_of(identity.get("soc", ""))
         for case in canary_cases(family):
-            record = channel.run_case(case.to_dict(), backend, device, CANARY_TIMEOUT)
+            record = channel.run_case(case_request(case), backend, device, CANARY_TIMEOUT)
             if record.get("case_id") != case.id or record.get("outcome") not in (
                 "passed",
                 "failed",

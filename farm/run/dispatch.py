@@ -76,6 +76,7 @@ from farm.run.leases import (
     needs_benchmark,
     without_torch,
 )
+from farm.run.requests import case_request
 from farm.run.slot_table import SlotTable
 from farm.run.slots import SlotInfo
 from farm.util.errors import (
@@ -239,7 +240,7 @@ class Dispatcher:
     def run(self, case: Case, preferred: str | None = None) -> ResultRecord:
         started = time.perf_counter()
         p = Progress()
-        payload = case.to_dict()
+        payload = case_request(case)
         torch = needs_benchmark(case)
         while True:
             candidates = self._candidates(case.family, preferred, p.tried, torch)

@@ -16,6 +16,7 @@ from rich.text import Text
 
 from farm.agent.record import ResultRecord
 from farm.run import prepare
+from farm.run.requests import case_request
 from farm.run.session import PoolSession, add_case_file_args, add_pool_args
 from farm.util import paths
 from farm.util.argparsing import CommandParser
@@ -56,8 +57,8 @@ def main(argv: list[str] | None = None) -> int:
     from golden import inputs
 
     described = {}
-    if not descriptor_only(case.to_dict()):
-        dy, y = make_call_inputs(case.to_dict())
+    if not descriptor_only(case_request(case)):
+        dy, y = make_call_inputs(case_request(case))
         described = {
             name: inputs.describe_array(t) for name, t in (("dy", dy), ("y", y)) if t is not None
         }

@@ -1,4 +1,4 @@
-"""The operator packages the farm builds and runs, by name (farm/pool/build.py builds them): light
+"""The operator packages the farm builds and runs, by name (farm/pool/build/ builds them): light
 enough for the pytest plugin, which every xdist worker imports, to offer them as choices."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 # Cross compiling op/ for aarch64 Linux with Debian's toolchain, on an x86_64 machine:
 #   apt-get install g++-aarch64-linux-gnu   (aarch64-linux-gnu-g++, sysroot /usr/aarch64-linux-gnu)
 #   cmake -S op -B build/x -DCMAKE_TOOLCHAIN_FILE=op/cmake/aarch64-linux-gnu.cmake
-# farm/pool/build.py passes it for `farm build --arch aarch64` (with the compiler's path as
+# farm/pool/build/cmake.py passes it for `farm build --arch aarch64` (with the compiler's path as
 # CMAKE_CXX_COMPILER). Its programs run here under qemu user-mode emulation (apt-get install
 # qemu-user): qemu-aarch64 -L /usr/aarch64-linux-gnu PROGRAM (op/README.md). Nothing of this file
 # reaches the binaries: the same sources give the same bytes, as in a native build.

@@ -1,7 +1,7 @@
 # Cross compiling op/ for x86_64 Linux with Debian's toolchain, on an aarch64 machine:
 #   apt-get install g++-x86-64-linux-gnu   (x86_64-linux-gnu-g++, sysroot /usr/x86_64-linux-gnu)
 #   cmake -S op -B build/x -DCMAKE_TOOLCHAIN_FILE=op/cmake/x86_64-linux-gnu.cmake
-# farm/pool/build.py passes it for `farm build --arch x86_64` (with the compiler's path as
+# farm/pool/build/cmake.py passes it for `farm build --arch x86_64` (with the compiler's path as
 # CMAKE_CXX_COMPILER). Its programs run here under qemu user-mode emulation (apt-get install
 # qemu-user): qemu-x86_64 -L /usr/x86_64-linux-gnu PROGRAM (op/README.md). Nothing of this file
 # reaches the binaries: the same sources give the same bytes, as in a native build.

@@ -1,5 +1,5 @@
 # The C ABI self-test (abi_selftest.cpp), one executable per library, built only on request
-# (EXCLUDE_FROM_ALL; farm/pool/build.py cross_selftest builds it for the build's architecture):
+# (EXCLUDE_FROM_ALL; farm/pool/build/selftest.py cross_selftest builds it for the build's architecture):
 #   lsg_abi_selftest_twin          <build>/tests/lsg_abi_selftest_twin
 #   lsg_abi_selftest_ascendc_cpu   <build>/tests/lsg_abi_selftest_ascendc_cpu
 # Each links its library as a C caller does (lsg_twin.h, -l), with the build directory in its

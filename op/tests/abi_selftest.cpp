@@ -4,7 +4,7 @@
 // and only on request (op/tests/abi_selftest.cmake: lsg_abi_selftest_twin and
 // lsg_abi_selftest_ascendc_cpu, into <build dir>/tests/), for whatever architecture the build is
 // for, and run where that library runs: natively, or under qemu user-mode emulation for a cross
-// build (farm/pool/build.py cross_selftest; `farm build --arch aarch64 --self-test`):
+// build (farm/pool/build/selftest.py cross_selftest; `farm build --arch aarch64 --self-test`):
 //
 //   qemu-aarch64 -L /usr/aarch64-linux-gnu build/ascendc-cpu-aarch64/tests/lsg_abi_selftest_ascendc_cpu
 //

@@ -1,5 +1,5 @@
 """The triage of a planted smoke run (tests/e2e/test_triage*.py): for each bug the farm plants
-(farm/pool/build.py PLANT_BUGS) in the emulated real kernel, a run of the smoke tier's cases is
+(farm/pool/build/bugs.py PLANT_BUGS) in the emulated real kernel, a run of the smoke tier's cases is
 triaged, and the top line names what the bug depends on, with counts that are the store's.
 
 A run's records are made as the agent makes them (farm.agent.execute.run_case on the planted

@@ -362,7 +362,7 @@ def test_a_case_that_hangs_where_the_host_answers_its_canary_is_a_hang_and_charg
 def test_lab_down_stops_every_agent_even_one_whose_session_is_gone(sshd, tmp_path):
     """An orchestrator that dies mid-case leaves its agent hung, no longer under sshd; `farm
     lab down` still finds it (pid file, command line) and kills its group."""
-    from farm.pool.lab import main
+    from farm.pool.lab_command import main
 
     lab = Lab(tmp_path / "lab")
     inventory = lab.up(1)

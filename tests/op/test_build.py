@@ -43,7 +43,7 @@ def test_package_is_reproducible_and_its_manifest_true(tmp_path, target, monkeyp
     # The manifest names the commit: one commit for both builds, even when someone commits in
     # between (the same sources must give the same bytes; a new commit is not new sources).
     state = build.git_state()
-    monkeypatch.setattr(build, "git_state", lambda: state)
+    monkeypatch.setattr(build.package, "git_state", lambda: state)
     # Two builds in different directories, as on two machines: the default build directory (what
     # set-up built) and one from scratch.
     a = build.build_package(target, tmp_path / "a")
@@ -127,20 +127,20 @@ def test_an_unchanged_archive_is_not_written_again(tmp_path):
 
 @pytest.mark.build
 def test_a_build_with_nothing_to_do_skips_cmake(tmp_path, monkeypatch):
-    """The build stamp (farm.pool.build BuildStamp): CMake runs again when a source is edited, the
-    output is gone, or the configuration differs, and not otherwise."""
+    """The build stamp (farm/pool/build/cmake.py BuildStamp): CMake runs again when a source is
+    edited, the output is gone, or the configuration differs, and not otherwise."""
     op = tmp_path / "op"
     shutil.copytree(build.OP_DIR, op, ignore=shutil.ignore_patterns("__pycache__"))
     out = tmp_path / "build"
     lib = build.build_native("twin", out, source_dir=op)
     calls: list[str] = []
-    real_run = build._run
+    real_run = build.cmake.run_step
 
     def counted(cmd, what, *args, **kwargs):
         calls.append(what)
         return real_run(cmd, what, *args, **kwargs)
 
-    monkeypatch.setattr(build, "_run", counted)
+    monkeypatch.setattr(build.cmake, "run_step", counted)
     assert build.build_native("twin", out, source_dir=op) == lib
     assert calls == []
     source = op / "twin" / "kernel.cpp"
@@ -297,7 +297,7 @@ def test_ascend_target_packs_the_real_sources_and_says_what_it_exports(tmp_path,
     """With a stand-in CANN (the SSH lab's: msopgen and the generated project's build, CMake for
     real), the ascend package carries the installer built from the operator's own sources, and
     what it installs exports the entries its manifest says."""
-    from farm.pool.lab import _install_cann
+    from farm.pool.lab_cann_install import install_cann as _install_cann
     from tests.op.conftest import need_acl_emulation
 
     home = _install_cann(tmp_path / "Ascend", Path(need_acl_emulation()), sys.executable)

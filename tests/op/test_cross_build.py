@@ -102,7 +102,7 @@ def test_cross_builds_are_reproducible(tmp_path, monkeypatch):
     # from the default cross directory and from a fresh one, as on two machines.
     need_tools()
     state = build.git_state()
-    monkeypatch.setattr(build, "git_state", lambda: state)  # one commit for both builds
+    monkeypatch.setattr(build.package, "git_state", lambda: state)  # one commit for both builds
     a = build.build_package("twin", tmp_path / "a", arch=ARCH)
     b = build.build_package("twin", tmp_path / "b", build_dir=tmp_path / "build-b", arch=ARCH)
     assert a.name == b.name == build.archive_name("twin", arch=ARCH)

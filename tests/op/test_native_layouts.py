@@ -13,7 +13,7 @@ from farm.agent.backends import native
 from golden import layouts, soc
 from golden.inputs import make_inputs
 from golden.layouts import View
-from suites import matrix
+from suites import matrix, matrix_shapes
 from suites.case import Case
 
 DTYPES = ("float32", "float16", "bfloat16")
@@ -88,7 +88,7 @@ def test_out_view_that_overlaps_itself_is_refused(native_lib):
 @pytest.mark.parametrize("form", ["all strided, distinct", "offsets", "dy broadcast"])
 @pytest.mark.parametrize("shape, axes", [((3, 33), (-1,)), ((2, 9, 5), (1,))])
 def test_case_views_for_all_three_tensors(native_lib, form, shape, axes):
-    kw = matrix._layout_forms(shape, True)[form]
+    kw = matrix_shapes._layout_forms(shape, True)[form]
     case = Case("ascend910b", "float16", shape, axes, origin="layouts", **kw).to_dict()
     dy, y = execute.make_call_inputs(case)
     for name, t in (("dy", dy), ("y", y)):

@@ -87,7 +87,7 @@ SEED_ENTRIES = (
 def stand_in_cann(tmp_path):
     """A CANN home as the SSH lab makes it (`farm lab up --cann emulated`): the emulated runtime
     and, where CANN keeps msopgen, the stand-in toolchain."""
-    from farm.pool.lab import _install_cann
+    from farm.pool.lab_cann_install import install_cann as _install_cann
     from tests.op.conftest import need_acl_emulation
 
     libs = Path(need_acl_emulation())

@@ -28,8 +28,8 @@ from farm.pool.health import (
     identity_problems,
 )
 from farm.pool.inventory import default_inventory
-from farm.pool.lab import _free_port
 from farm.pool.lab_npu_smi import default_chip
+from farm.pool.lab_sshd import free_port as _free_port
 from farm.pool.transport import open_transport
 from tests.pool.conftest import ECHO
 

@@ -153,7 +153,7 @@ def test_the_labs_emulated_cann_is_set_up_by_its_own_set_env(tmp_path, monkeypat
     (tmp_path / "generated-only").mkdir()  # the op-api without the aclnn layer, beside lib/
     (tmp_path / "generated-only" / acl_api.OP_API_FILE).write_bytes(b"")
     lab = lab_module.Lab(tmp_path / "lab ü")
-    home = lab_module._install_cann(lab.root / "hosts" / "a2-01" / "Ascend", libs, sys.executable)
+    home = lab_module.install_cann(lab.root / "hosts" / "a2-01" / "Ascend", libs, sys.executable)
     lab.hosts = {
         "a2-01": lab_module.LabHost(
             "a2-01", "Ascend910B1", 1, "127.0.0.2", 2222, str(home.parents[2]), cann_home=str(home)

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from farm.pool.deploy import start_agent
-from farm.pool.lab import _ed25519_pair, _free_port, _write_private
+from farm.pool.lab_sshd import _ed25519_pair, _write_private, free_port
 from farm.pool.transport import open_transport
 from farm.pool.transport.ssh import SSHTransport
 from farm.util.errors import (
@@ -134,7 +134,7 @@ def test_wrong_user_key_is_an_auth_error(lab_inventory, tmp_path):
 
 
 def test_unreachable_address_fails_fast(lab_inventory):
-    port = _free_port("127.0.0.250")  # bound, then closed: nothing listens there
+    port = free_port("127.0.0.250")  # bound, then closed: nothing listens there
     host = dataclasses.replace(
         lab_inventory.hosts[0], name="ghost", address="127.0.0.250", port=port, connect_timeout=60.0
     )
@@ -225,14 +225,15 @@ def test_lab_refuses_to_start_when_a_port_is_taken(ssh_lab, tmp_path, monkeypatc
         blocker.bind(("127.0.0.2", 0))
         blocker.listen(1)
         taken = blocker.getsockname()[1]
-        monkeypatch.setattr(lab_mod, "_free_port", lambda address: taken)
+        monkeypatch.setattr(lab_mod, "free_port", lambda address: taken)
         monkeypatch.setattr(lab_mod, "START_TIMEOUT", 1.0)
         with pytest.raises(lab_mod.ConfigError, match=r"lab host a2-01: sshd did not come up"):
             lab_mod.Lab(tmp_path / "lab2").up(1)
 
 
 def test_lab_cli_up_status_down(sshd, tmp_path, capsys):
-    from farm.pool.lab import Lab, lab_down, lab_up, main
+    from farm.pool.lab import Lab, lab_down, lab_up
+    from farm.pool.lab_command import main
 
     root = tmp_path / "cli-lab"
     assert main(["up", "--hosts", "1", "--root", str(root)]) == 0
@@ -256,7 +257,8 @@ def test_lab_cli_up_status_down(sshd, tmp_path, capsys):
 @pytest.mark.parametrize("hosts", ["0", "65", "100000"])
 def test_the_lab_size_is_bounded_before_any_sshd_starts(sshd, tmp_path, capsys, hosts):
     """Each host is an sshd on this machine: --hosts 100000 would have started them all."""
-    from farm.pool.lab import MAX_HOSTS, main
+    from farm.pool.lab import MAX_HOSTS
+    from farm.pool.lab_command import main
 
     assert main(["up", "--hosts", hosts, "--root", str(tmp_path / "lab")]) == 2
     err = capsys.readouterr().err
@@ -266,7 +268,7 @@ def test_the_lab_size_is_bounded_before_any_sshd_starts(sshd, tmp_path, capsys, 
 
 
 def test_a_lab_root_that_cannot_be_made_is_one_line(tmp_path):
-    from farm.pool.lab import main
+    from farm.pool.lab_command import main
     from farm.util.errors import UsageError
 
     (tmp_path / "a-file").write_text("")
@@ -382,7 +384,7 @@ def test_a_workdir_relative_to_the_home_is_the_agents_too(deployed_lab, agent_bu
 
 
 def test_the_labs_default_hosts_make_every_family_once_there_are_enough():
-    from farm.pool.lab import default_layout, families_line
+    from farm.pool.lab_layout import default_layout, families_line
 
     assert default_layout(2) == [("a2-01", "Ascend910B1", 2), ("a200-01", "Ascend310B1", 1)]
     assert [n for n, _, _ in default_layout(3)] == ["a2-01", "a2-02", "a200-01"]

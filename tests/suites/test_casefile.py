@@ -12,7 +12,7 @@ from dataclasses import replace
 import pytest
 
 from golden.layouts import View
-from suites import casefile, matrix
+from suites import casefile, casefile_parse, matrix
 from suites.case import Case, Tolerance
 from suites.casefile import CaseFileError
 
@@ -371,7 +371,7 @@ def test_a_good_file_is_not_read_again_for_its_lines(tmp_path, monkeypatch):
     def never(*args, **kwargs):
         raise AssertionError("the lines were looked for")
 
-    monkeypatch.setattr(casefile, "_json_with_starts", never)
+    monkeypatch.setattr(casefile_parse, "_json_with_starts", never)
     _same(casefile.load(path), SMOKE[:20])
 
 

@@ -161,8 +161,8 @@ def test_new_input_classes_are_in_every_tier(tiers, tier):
     if tier == "smoke":
         assert matrix.REDUCE_LANES + 1 in lanes and matrix.MID_GROUP_LINES + 1 in lines
     else:
-        assert set(matrix._around(matrix.REDUCE_LANES)) <= lanes
-        assert set(matrix._around(matrix.MID_GROUP_LINES)) <= lines
+        assert set(matrix.around(matrix.REDUCE_LANES)) <= lanes
+        assert set(matrix.around(matrix.MID_GROUP_LINES)) <= lines
 
 
 def _fill_key(value):
@@ -186,7 +186,7 @@ def test_grouping_extents_cross_every_block_for_each_family_and_dtype(tiers):
                     for b in matrix.block_elems(family, dtype, schedule):
                         assert {b - 1, b, b + 1, 2 * b + 1} <= got, (tier, family, dtype, schedule)
                 lines = {c.shape[1] for c in mine if _schedule(c) == "REDUCE_MID"}
-                assert set(matrix._around(matrix.MID_GROUP_LINES)) <= lines
+                assert set(matrix.around(matrix.MID_GROUP_LINES)) <= lines
 
 
 def _schedule(case):

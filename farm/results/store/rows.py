@@ -160,8 +160,8 @@ def result_row(run_id: str, rec: Mapping, text: str | None = None) -> tuple:
 
 def planted_bug(run: Mapping[str, Any]) -> str:
     """The bug the run's operator was built with (`farm run --plant-bug`), from its archive's
-    name (farm/pool/build.py archive_name): a run that tests the farm, never the operator: no
-    baseline, nothing to bisect. "" for the real operator."""
+    name (farm/pool/build/package.py archive_name): a run that tests the farm, never the
+    operator: no baseline, nothing to bisect. "" for the real operator."""
     from farm.pool import build
 
     return build.bug_in_archive(str((run.get("package") or {}).get("file") or ""))
