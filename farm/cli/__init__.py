@@ -374,8 +374,14 @@ COMMANDS = {
         "make the shards of a sharded run (--shard, --run-group) one run",
     ),
     "repro": (cmd_repro, "rerun one case and print its inputs, tiling and metrics"),
-    "shrink": (_delegate("farm.run.shrink"), "the smallest case that still fails the same way"),
-    "bisect": (_delegate("farm.run.bisect"), "find the first commit where selected cases fail"),
+    "shrink": (
+        _delegate("farm.cli.shrink_command"),
+        "the smallest case that still fails the same way",
+    ),
+    "bisect": (
+        _delegate("farm.cli.bisect_command"),
+        "find the first commit where selected cases fail",
+    ),
     "triage": (_delegate("farm.results.triage_command"), "what a run's failures share, ranked"),
     "build": (_delegate("farm.pool.build"), "build the operator package (dist/op)"),
     "lab": (_delegate("farm.pool.lab"), "start or stop the local SSH lab (up | down | status)"),
