@@ -110,7 +110,7 @@ def measure(shape, axes, dtype: str, repeat: int, library: str) -> dict:
 
 def peak_memory(elements: int, dtype: str) -> tuple[float, float, float]:
     """(peak MiB, bytes per element, seconds) of judge_case on a large correct case, from an
-    empty workspace (golden/bound.py keeps one per thread between cases)."""
+    empty workspace (golden/workspace.py keeps one per thread between cases)."""
     row = 1 << 20 if elements >= 1 << 20 else elements
     rows = max(1, elements // row)
     rng = np.random.default_rng(0)
@@ -133,9 +133,9 @@ def peak_memory(elements: int, dtype: str) -> tuple[float, float, float]:
 
 def _drop_workspaces() -> None:
     try:
-        from golden import bound
+        from golden import workspace
 
-        bound.workspace().clear()
+        workspace.workspace().clear()
     except AttributeError:  # before issue 13: no workspace
         pass
 

@@ -39,8 +39,14 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from farm.pool import build  # noqa: E402
-from golden.dtypes import DOUBLE_THOUSANDTH_TOL, MIXED_MAX_ABS, MIXED_MIN_OK_FRACTION, T  # noqa: E402
-from golden.metrics import BIAS_LIMIT, BIAS_MIN_N  # noqa: E402
+from golden.dtypes import (  # noqa: E402  # noqa: E402
+    BIAS_LIMIT,
+    BIAS_MIN_N,
+    DOUBLE_THOUSANDTH_TOL,
+    MIXED_MAX_ABS,
+    MIXED_MIN_OK_FRACTION,
+    T,
+)
 from golden.soc import representative_soc  # noqa: E402
 from suites import matrix  # noqa: E402
 

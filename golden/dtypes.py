@@ -49,6 +49,15 @@ SMALL_ERR_BOUND = {"float16": 2**-16, "bfloat16": 2**-16, "float32": 2**-30}
 # Relative error guard: |a - g| / (|g| + REL_EPS).
 REL_EPS = 1e-7
 
+# The rounding bias (golden/metrics.py MetricsAccumulator) is gated once this many elements
+# qualify: with residuals in {-1, 0, 1} the standard error is at most 1/sqrt(n) = 0.03 ulp, and a
+# correct kernel's residuals are rare (only where the golden lies within its fp32 error of a
+# midpoint, which the 0.01-ulp cleanliness rule keeps below 2% of the elements, so below 0.02 ulp
+# even if all of them leaned one way). BIAS_LIMIT is twice that; truncation gives about -0.25.
+BIAS_MIN_N = 1000
+BIAS_LIMIT = 0.05
+BIAS_CLEAN_FRACTION = 0.01
+
 # Bits of the stored significand (without the implicit bit) and total width.
 _FORMAT = {"float16": (10, 16), "bfloat16": (7, 16), "float32": (23, 32), "float64": (52, 64)}
 _UINT = {16: np.uint16, 32: np.uint32, 64: np.uint64}

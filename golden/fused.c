@@ -17,7 +17,7 @@
  * refuses a library that does not reproduce the numpy path on its samples;
  * tests/golden/test_fused.py compares the two on the tiers' kinds of input.
  *
- * Built for the architecture's baseline (golden/fused.py: -march=x86-64, -march=armv8-a; never
+ * Built for the architecture's baseline (golden/fused_library.py: -march=x86-64, -march=armv8-a; never
  * for the building host's own CPU, so one library serves every CPU of a home shared by hosts),
  * with the one pass that wider vectors speed up, lsg_compared (1.8x from SSE2 to AVX-512), also
  * compiled for AVX2 and AVX-512 on x86-64 and chosen when the library is loaded by what the CPU
@@ -44,7 +44,7 @@ typedef struct {
     const double *a, *g, *bound;
     const uint16_t *abits16, *rbits16;
     const uint32_t *abits32, *rbits32;
-    const double *spacing; /* by exponent field (golden/bound.py SPACING_TABLE) */
+    const double *spacing; /* by exponent field (golden/rounding.py SPACING_TABLE) */
     uint32_t max_bits;
     double t, tol, small_threshold, small_err_bound, rel_eps, clean_fraction;
     double *rel;
@@ -137,7 +137,7 @@ int lsg_lanes(void) { return lanes_by_cpu; }
 /* m >= 1 compared elements: the actual and the golden in float64, the bits of the actual and of
  * the golden rounded to the case dtype (uint16 for float16/bfloat16, uint32 for float32), the
  * error bound (NULL: not judged). Each element's relative error into rel[]; the sums, maxima and
- * counts into dout[] (S_ then M_) and iout[] (I_), in golden/fused.py's SUMS, MAXIMA and COUNTS
+ * counts into dout[] (S_ then M_) and iout[] (I_), in golden/fused_library.py's SUMS, MAXIMA and COUNTS
  * order. limits[]: T, the double-thousandth tolerance, the small-value threshold and error bound,
  * the relative error's guard and the rounding bias's clean fraction. Returns 0; 1 for an unknown
  * dtype code. */
@@ -149,7 +149,7 @@ int lsg_compared(int64_t m, const double *a, const double *g, const void *abits,
                            dout, iout);
 }
 
-/* golden/bound.py spacing_at of x >= 0 (no NaN), for float16 and bfloat16: the spacing of the
+/* golden/rounding.py spacing_at of x >= 0 (no NaN), for float16 and bfloat16: the spacing of the
  * binade x rounds into, from its float64 bits (the fraction at or above `carry` rounds up into the
  * next binade; at least the subnormal spacing, 2^(least - 1023)); inf where x rounds to the
  * largest finite value, NaN where to inf. */

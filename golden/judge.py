@@ -20,9 +20,10 @@ Which standards gate the case is decided from its numbers, not from how it was m
 A case may ask for a public standard (``requested``); it gates when applicable, and the verdict
 says so when it is not (a request never makes a correct kernel fail).
 
-A case may also bring its own tolerance (``tolerance``: rtol, atol, max_fail_fraction, as outside
-suites do); it always gates, as ``case-tolerance``, in addition to the rest. It is the case's
-author's claim, so a correct kernel can fail it: the verdict says by how much.
+A case may also bring its own tolerance (``tolerance``: a golden.tolerance.Tolerance, rtol, atol,
+max_fail_fraction, as outside suites do); it always gates, as ``case-tolerance``, in addition to
+the rest. It is the case's author's claim, so a correct kernel can fail it: the verdict says by
+how much.
 """
 
 from __future__ import annotations
@@ -34,6 +35,9 @@ import numpy as np
 
 from golden import bound as bound_mod
 from golden import dtypes as dtypes_mod
+from golden import fused as fused_mod
+from golden import rounding
+from golden import workspace as workspace_mod
 from golden.contract import merge_shape
 from golden.metrics import MetricsAccumulator
 from golden.reference import SLAB_ELEMENTS, check_axes, slabs
@@ -44,6 +48,7 @@ from golden.standards import (
     applicable,
     judge,
 )
+from golden.tolerance import Tolerance
 
 
 @dataclass
@@ -71,7 +76,7 @@ def judge_case(
     on_errors: Callable[[np.ndarray], None] | None = None,
     slab_elements: int = SLAB_ELEMENTS,
     k: int = 8,
-    tolerance: dict | None = None,
+    tolerance: Tolerance | None = None,
 ) -> Judgement:
     """Judge `out` (the operator's result, in `dtype`) for inputs dy, y reduced over `axes`.
 
@@ -82,19 +87,35 @@ def judge_case(
     if np.shape(y) != shape or np.shape(out) != shape:
         raise ValueError(f"dy {shape}, y {np.shape(y)} and out {np.shape(out)} differ in shape")
     axes = check_axes(shape, axes)
-    # Slab-sized arrays come from this thread's workspace (golden/bound.py), kept for the next
-    # case unless this one made it larger than KEEP_BYTES.
-    ws = bound_mod.workspace()
-    acc = MetricsAccumulator(dtype, shape, k, ws, "m")
-    bench = None if benchmark is None else MetricsAccumulator(dtype, shape, k, ws, "b")
-    own = None if tolerance is None else ToleranceCount(dtype, **tolerance)
+    # Slab-sized arrays come from this thread's workspace (golden/workspace.py), kept for the
+    # next case unless this one made it larger than KEEP_BYTES.
+    ws = workspace_mod.workspace()
+    # golden/fused.c's checked library when this host has it, else numpy: the same bits.
+    kernel = fused_mod.kernel()
+    acc = MetricsAccumulator(dtype, shape, k, ws, "m", fused=kernel)
+    bench = (
+        None if benchmark is None else MetricsAccumulator(dtype, shape, k, ws, "b", fused=kernel)
+    )
+    own = None if tolerance is None else ToleranceCount(dtype, tolerance)
     if int(np.prod(shape, dtype=np.int64)) > 0:
         try:
             _slabs(
-                dy, y, out, benchmark, axes, dtype, slab_elements, ws, acc, bench, own, on_errors
+                dy,
+                y,
+                out,
+                benchmark,
+                axes,
+                dtype,
+                slab_elements,
+                ws,
+                kernel,
+                acc,
+                bench,
+                own,
+                on_errors,
             )
         finally:
-            if ws.nbytes > bound_mod.KEEP_BYTES:
+            if ws.nbytes > workspace_mod.KEEP_BYTES:
                 ws.clear()
     metrics = acc.result()
     bench_metrics = None if bench is None else bench.result()
@@ -120,7 +141,9 @@ def judge_case(
     return Judgement(passed, reason, gates, requested, level, metrics, verdicts, applicability)
 
 
-def _slabs(dy, y, out, benchmark, axes, dtype, budget, ws, acc, bench, own, on_errors) -> None:
+def _slabs(
+    dy, y, out, benchmark, axes, dtype, budget, ws, kernel, acc, bench, own, on_errors
+) -> None:
     """Feed the accumulators slab by slab of the merged [d0, d1, d2] shape."""
     d0, d1, d2 = merge_shape(tuple(np.shape(dy)), axes)
     dy3, y3, out3 = (np.asarray(a).reshape(d0, d1, d2) for a in (dy, y, out))
@@ -129,9 +152,9 @@ def _slabs(dy, y, out, benchmark, axes, dtype, budget, ws, acc, bench, own, on_e
         # One set of arrays per slab: the golden, its classes and bound (golden/bound.py), the
         # golden rounded to the dtype; each accumulator derives the rest from them.
         g, allowed, bnd = bound_mod.golden_and_bound(
-            dy3[rows, :, cols], y3[rows, :, cols], dtype, ws
+            dy3[rows, :, cols], y3[rows, :, cols], dtype, ws, fused=kernel
         )
-        rg = bound_mod.rounded(g, dtype, ws, "rg")
+        rg = rounding.rounded(g, dtype, ws, "rg")
         to_flat = _flat_index(rows, cols, d1, d2, g.shape)
         outs = out3[rows, :, cols]
         rel = acc.add(outs, g, to_flat, allowed, bnd, rounded=rg)
@@ -151,16 +174,17 @@ class ToleranceCount:
     atol + rtol * |golden|, the golden rounded to the dtype first (so rtol = atol = 0 asks for
     the correctly rounded result). NaN matches NaN and an inf the same inf."""
 
-    def __init__(self, dtype: str, rtol: float, atol: float, max_fail_fraction: float):
-        self.dtype, self.rtol, self.atol = dtype, float(rtol), float(atol)
-        self.max_fail_fraction = float(max_fail_fraction)
+    def __init__(self, dtype: str, tolerance: Tolerance):
+        self.dtype = dtype
+        self.rtol, self.atol = float(tolerance.rtol), float(tolerance.atol)
+        self.max_fail_fraction = float(tolerance.max_fail_fraction)
         self.n = self.failing = 0
         self.worst_excess = 0.0
 
     def add(self, out: np.ndarray, golden: np.ndarray, rounded: np.ndarray | None = None) -> None:
         """``rounded``: the golden already rounded to the dtype, if the caller has it."""
         rg = (
-            bound_mod.rounded(np.asarray(golden, np.float64), self.dtype)
+            rounding.rounded(np.asarray(golden, np.float64), self.dtype)
             if rounded is None
             else rounded
         )

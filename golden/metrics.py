@@ -13,20 +13,19 @@ golden carries 53 bits: fp16/bf16/fp32 results are exact in float32 but the gold
 a - g in float32 would round, and counts against thresholds (|a - g| <= T + T|g|) would move.
 What can be exact without float64 is done on the bits: ulp distances and the rounding bias from
 integer ordinals, spacings from a table by exponent, bfloat16 rounding through float32 rounded to
-odd (golden/bound.py).
+odd (golden/rounding.py).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Literal
 
 import numpy as np
 
-from golden import bound as bound_mod
-from golden import fused as fused_mod
+from golden import rounding
 from golden.bound import FINITE, NAN, NEGINF, POSINF, class_names, class_of
 from golden.dtypes import (
+    BIAS_CLEAN_FRACTION,
     DOUBLE_THOUSANDTH_TOL,
     REL_EPS,
     SMALL_ERR_BOUND,
@@ -36,6 +35,9 @@ from golden.dtypes import (
     numpy_dtype,
     round_to,
 )
+from golden.fused_library import Kernel
+from golden.workspace import Workspace
+from golden.worst import index_of, top_k, top_rows
 
 # The bits of each case dtype as an unsigned integer, all but the sign, and the exponent field
 # (all ones: inf/NaN).
@@ -52,10 +54,6 @@ _EXP_MASK: dict[str, np.unsignedinteger] = {
 }
 
 
-def _index(flat: int, shape: tuple[int, ...]) -> list[int]:
-    return [int(i) for i in np.unravel_index(int(flat), shape)] if shape else []
-
-
 def check_dtype(dtype: str) -> str:
     if dtype not in SUPPORTED:
         raise ValueError(
@@ -66,15 +64,6 @@ def check_dtype(dtype: str) -> str:
 
 # Elements per chunk: metrics are accumulated chunk by chunk so memory stays bounded.
 CHUNK = 1 << 20
-
-# The rounding bias (see MetricsAccumulator) is gated once this many elements qualify: with
-# residuals in {-1, 0, 1} the standard error is at most 1/sqrt(n) = 0.03 ulp, and a correct
-# kernel's residuals are rare (only where the golden lies within its fp32 error of a midpoint,
-# which the 0.01-ulp cleanliness rule keeps below 2% of the elements, so below 0.02 ulp even
-# if all of them leaned one way). BIAS_LIMIT is twice that; truncation gives about -0.25.
-BIAS_MIN_N = 1000
-BIAS_LIMIT = 0.05
-BIAS_CLEAN_FRACTION = 0.01
 
 
 class MetricsAccumulator:
@@ -89,7 +78,7 @@ class MetricsAccumulator:
 
     One pass per chunk: where every element is finite and may only be (the common case), no
     class is computed; the metrics come from one set of arrays (error, |golden| + 1e-7, relative
-    error, ordinals and spacings from the bits) kept in a workspace (golden.bound.Workspace;
+    error, ordinals and spacings from the bits) kept in a workspace (golden.workspace.Workspace;
     ``ws``, shared by golden.judge between the result's accumulator and the benchmark's, each
     under its own ``name``).
 
@@ -106,15 +95,15 @@ class MetricsAccumulator:
         dtype: str,
         shape: tuple[int, ...],
         k: int = 8,
-        ws: bound_mod.Workspace | None = None,
+        ws: Workspace | None = None,
         name: str = "m",
-        fused: fused_mod.Kernel | None | Literal["auto"] = "auto",
+        fused: Kernel | None = None,
     ):
         self.dtype = check_dtype(dtype)
-        # The compared elements' metrics from golden/fused.c ("auto": when this host has it),
-        # or from numpy (None); the same bits either way.
-        self._fused = fused_mod.kernel() if isinstance(fused, str) else fused
-        self._ws = bound_mod.Workspace() if ws is None else ws
+        # The compared elements' metrics from golden/fused.c (golden.fused.kernel(): when this
+        # host has it checked), or from numpy (None); the same bits either way.
+        self._fused = fused
+        self._ws = Workspace() if ws is None else ws
         self._prefix = name + "."
         self.shape = tuple(shape)
         self.k = k
@@ -181,7 +170,7 @@ class MetricsAccumulator:
 
         ``allowed`` may be the int FINITE: every element may only be finite and its golden is
         finite (golden.bound.golden_and_bound says so of a plain slab). ``rounded``: the golden
-        already rounded to the dtype (golden.bound.rounded of it), if the caller has it."""
+        already rounded to the dtype (golden.rounding.rounded of it), if the caller has it."""
         dtype, c, ws, p = self.dtype, self.c, self._ws, self._prefix
         actual = np.asarray(actual)
         n = int(actual.size)
@@ -189,7 +178,7 @@ class MetricsAccumulator:
             return None
         g = np.ascontiguousarray(golden, dtype=np.float64).reshape(-1)
         if rounded is None:
-            rg = bound_mod.rounded(g, dtype, ws, p + "rg", base=0)
+            rg = rounding.rounded(g, dtype, ws, p + "rg", base=0)
         else:
             rg = rounded.reshape(-1)
         if actual.flags.c_contiguous:
@@ -205,7 +194,7 @@ class MetricsAccumulator:
         if own:
             abits = act.view(uint)
         else:
-            abits = bound_mod.rounded(a, dtype, ws, p + "abits", base=1).view(uint)
+            abits = rounding.rounded(a, dtype, ws, p + "abits", base=1).view(uint)
         self.judged_bound |= bound is not None
         if callable(flat):
             to_flat = flat
@@ -261,7 +250,7 @@ class MetricsAccumulator:
             for i in bad[: max(0, k - len(self.nonfinite))]:
                 self.nonfinite.append(
                     {
-                        "index": _index(int(to_flat(np.array([i]))[0]), self.shape),
+                        "index": index_of(int(to_flat(np.array([i]))[0]), self.shape),
                         "actual": float(a[i]),
                         "golden": float(g[i]),
                         "actual_class": class_names(int(ca[i])),
@@ -306,7 +295,7 @@ class MetricsAccumulator:
         ulp = np.abs(dord, out=ws.s(8, m, dord.dtype))
         self.ulp_max = max(self.ulp_max, int(ulp.max()))
         self.ulp_sum += float(ulp.sum())
-        spacing = bound_mod.spacing(rg, dtype, ws, "s7", base=9)
+        spacing = rounding.spacing(rg, dtype, ws, "s7", base=9)
         with np.errstate(invalid="ignore", divide="ignore"):
             np.divide(diff, spacing, out=scratch)
         if not np.greater(spacing, 0, out=mask).all():
@@ -322,7 +311,7 @@ class MetricsAccumulator:
         np.greater(err, SMALL_ERR_BOUND[dtype], out=mask)
         c["small_err_count"] += int(np.count_nonzero(np.logical_and(mask, small, out=mask)))
         if k > 0:
-            top = _top_k(rel, k)
+            top = top_k(rel, k)
             pos = top if where is None else where[top]
             self.cand.append((rel[top], to_flat(pos), a[top], g[top], err[top], ulp[top]))
         if bound is not None:
@@ -420,7 +409,7 @@ class MetricsAccumulator:
         for name in ("mixed_ok", "dt_rel_over", "dt_abs_over", "small_n", "small_err_count"):
             c[name] += int(s[name])
         if k > 0:
-            top = _top_k(rel, k)
+            top = top_k(rel, k)
             pos = top if where is None else where[top]
             at, gt = a[top], g[top]
             ulp = np.abs(_ordinals(abits[top], ws, 6, 7) - _ordinals(rbits[top], ws, 8, 7))
@@ -451,7 +440,7 @@ class MetricsAccumulator:
 
     def result(self) -> dict:
         c, m = self.c, self.c["n_compared"]
-        worst = _top(
+        worst = top_rows(
             self.cand, self.k, self.shape, "rel_err", ("actual", "golden", "abs_err", "ulp")
         )
         out = {
@@ -494,7 +483,7 @@ class MetricsAccumulator:
                 bound_n=c["bound_n"],
                 bound_violations=c["bound_violations"],
                 bound_max_ratio=self.bound_max_ratio,
-                bound_worst=_top(
+                bound_worst=top_rows(
                     self.bound_cand,
                     self.k,
                     self.shape,
@@ -523,7 +512,7 @@ class MetricsAccumulator:
         return out
 
 
-def _ordinals(bits: np.ndarray, ws: bound_mod.Workspace, slot: int, sign_slot: int) -> np.ndarray:
+def _ordinals(bits: np.ndarray, ws: Workspace, slot: int, sign_slot: int) -> np.ndarray:
     """golden.dtypes.ordinal from the bits of values already in the dtype (uint16 or uint32):
     sign-magnitude to a signed integer, +0 and -0 both 0; int32 for 16-bit dtypes, int64 for
     float32 (differences of two float32 ordinals need 33 bits). In scratch s(slot), using
@@ -543,11 +532,6 @@ def _ordinals(bits: np.ndarray, ws: bound_mod.Workspace, slot: int, sign_slot: i
     return v
 
 
-# Blocks for the top-k search: the k-th largest block maximum bounds the k-th largest value from
-# below, so one pass of block maxima and one comparison find every candidate.
-_TOP_BLOCK = 256
-
-
 def _bound_ratio(err: np.ndarray, bound: np.ndarray, out: np.ndarray, mask: np.ndarray):
     """Each error over its bound into ``out``: err / bound where the bound is positive, else
     inf for a nonzero error and 0 for none (``mask``: scratch)."""
@@ -559,54 +543,17 @@ def _bound_ratio(err: np.ndarray, bound: np.ndarray, out: np.ndarray, mask: np.n
     return ratio
 
 
-def _top_k(v: np.ndarray, k: int) -> np.ndarray:
-    """Positions of the k largest values of v (no NaN), largest first, ties by position."""
-    m = int(v.size)
-    if k <= 0:
-        return np.zeros(0, dtype=np.intp)
-    cand = None
-    blocks = m // _TOP_BLOCK
-    if k < m and blocks >= 2 * k:
-        maxima = v[: blocks * _TOP_BLOCK].reshape(blocks, _TOP_BLOCK).max(axis=1)
-        if m > blocks * _TOP_BLOCK:
-            maxima = np.append(maxima, v[blocks * _TOP_BLOCK :].max())
-        threshold = np.partition(maxima, maxima.size - k)[maxima.size - k]
-        cand = np.flatnonzero(v >= threshold)
-    if cand is None:
-        cand = np.arange(m)
-    if cand.size > k:
-        # The k-th largest value exactly; every value above it, then the first ones equal to it.
-        vals = v[cand]
-        kth = np.partition(vals, vals.size - k)[vals.size - k]
-        above = cand[vals > kth]
-        cand = np.concatenate([above, cand[vals == kth][: k - above.size]])
-    return cand[np.lexsort((cand, -v[cand]))]
-
-
-def _top(cand, k: int, shape, key: str, fields: tuple[str, ...]) -> list[dict]:
-    """The k largest of the per-chunk candidates (key value, flat index, *fields), largest
-    first, ties by position."""
-    if not cand or k <= 0:
-        return []
-    cols = [np.concatenate(x) for x in zip(*cand, strict=True)]
-    order = np.lexsort((cols[1], -cols[0]))[:k]
-    rows = []
-    for i in order:
-        row = {"index": _index(cols[1][i], shape), key: float(cols[0][i])}
-        for name, col in zip(fields, cols[2:], strict=True):
-            row[name] = int(col[i]) if name == "ulp" else float(col[i])
-        rows.append(row)
-    return rows
-
-
-def compute_metrics(actual: np.ndarray, golden: np.ndarray, dtype: str, k: int = 8) -> dict:
+def compute_metrics(
+    actual: np.ndarray, golden: np.ndarray, dtype: str, k: int = 8, fused: Kernel | None = None
+) -> dict:
     """All metrics of `actual` (any float array, usually in the case dtype) against `golden`
-    (float64), judged as dtype `dtype`; NaN/inf positions against the golden rounded to it."""
+    (float64), judged as dtype `dtype`; NaN/inf positions against the golden rounded to it.
+    ``fused``: golden/fused.c's library to compute them with (None: numpy; the same bits)."""
     actual = np.asarray(actual)
     golden = np.asarray(golden)
     if actual.shape != golden.shape:
         raise ValueError(f"actual shape {actual.shape} differs from golden shape {golden.shape}")
-    acc = MetricsAccumulator(dtype, actual.shape, k)
+    acc = MetricsAccumulator(dtype, actual.shape, k, fused=fused)
     af, gf = actual.ravel(), golden.ravel()
     for lo in range(0, int(af.size), CHUNK):
         acc.add(af[lo : lo + CHUNK], gf[lo : lo + CHUNK], lo)

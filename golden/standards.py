@@ -13,7 +13,10 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from golden import fused as fused_mod
 from golden.dtypes import (
+    BIAS_LIMIT,
+    BIAS_MIN_N,
     DOUBLE_THOUSANDTH_TOL,
     MIXED_MAX_ABS,
     MIXED_MIN_OK_FRACTION,
@@ -22,7 +25,7 @@ from golden.dtypes import (
     T,
     dtype_name,
 )
-from golden.metrics import BIAS_LIMIT, BIAS_MIN_N, check_dtype, compute_metrics
+from golden.metrics import check_dtype, compute_metrics
 
 STANDARDS = ("experimental", "mixed-tolerance", "double-thousandth", "benchmark-ratio")
 DEFAULT_STANDARD = "experimental"
@@ -323,7 +326,7 @@ def judge(
     if metrics is None:
         if golden is None:
             raise ValueError("judge needs the golden or the metrics")
-        metrics = compute_metrics(actual, golden, dtype)
+        metrics = compute_metrics(actual, golden, dtype, fused=fused_mod.kernel())
     m = dict(metrics)
     if m.get("dtype") != dtype:
         raise ValueError(f"metrics were computed for {m.get('dtype')}, not {dtype}")
@@ -359,7 +362,7 @@ def judge(
                 raise ValueError(
                     f"benchmark shape {bench.shape} differs from golden shape {gshape}"
                 )
-            bm = compute_metrics(bench, golden, dtype)
+            bm = compute_metrics(bench, golden, dtype, fused=fused_mod.kernel())
         passed, reason, extra = _benchmark_ratio(m, bm, level)
         m.update(extra)
     return Verdict(standard, passed, reason, m, lvl)
@@ -376,7 +379,7 @@ def judge_all(
     """Every standard that can be judged (benchmark-ratio only with a benchmark), sharing one
     metrics computation; for recording all metrics whichever standard gates the case."""
     dtype = _resolve_dtype(actual, dtype)
-    m = compute_metrics(actual, golden, dtype)
+    m = compute_metrics(actual, golden, dtype, fused=fused_mod.kernel())
     out = {}
     for std in STANDARDS:
         if std == "benchmark-ratio" and benchmark is None:

@@ -10,7 +10,6 @@ farm/run/requests.py's.
 
 from __future__ import annotations
 
-import math
 import zlib
 from dataclasses import dataclass, field, fields
 from functools import cached_property
@@ -26,6 +25,7 @@ from golden.inputs import (
 )
 from golden.layouts import Layout
 from golden.standards import LEVELS
+from golden.tolerance import TOLERANCE_KEYS, Tolerance
 from suites.case_values import (
     APIS,
     CASE_STANDARDS,
@@ -50,58 +50,13 @@ from suites.case_values import (
 
 from . import limits
 
-TOLERANCE_KEYS = ("rtol", "atol", "max_fail_fraction")
 
-
-@dataclass(frozen=True)
-class Tolerance:
-    """A case's own tolerance, judged in addition to the farm's standards (golden/judge.py
-    "case-tolerance"): an element passes when |out - golden| <= atol + rtol * |golden| (NaN
-    matches NaN, inf matches the same inf), and the case passes when at most max_fail_fraction
-    of its elements fail. Outside suites bring these with their cases (msopst's precision
-    tolerances, ATK's and TTK's rtol/atol)."""
-
-    rtol: float = 0.0
-    atol: float = 0.0
-    max_fail_fraction: float = 0.0
-
-    def problems(self) -> list[str]:
-        wrong = []
-        for key in TOLERANCE_KEYS:
-            value = getattr(self, key)
-            if isinstance(value, bool) or not isinstance(value, (int, float)):
-                wrong.append(f"tolerance.{key} {value!r} (use a number)")
-            elif not (math.isfinite(value) and value >= 0):
-                wrong.append(f"tolerance.{key} {value!r} (use a finite number >= 0)")
-        if not wrong and self.max_fail_fraction > 1:
-            wrong.append(f"tolerance.max_fail_fraction {self.max_fail_fraction} (use 0 to 1)")
-        return wrong
-
-    @property
-    def text(self) -> str:
-        return (
-            f"tol.r{number_text(self.rtol)}.a{number_text(self.atol)}"
-            f".f{number_text(self.max_fail_fraction)}"
-        )
-
-    def to_json(self) -> dict[str, float]:
-        return {key: getattr(self, key) for key in TOLERANCE_KEYS}
-
-    @classmethod
-    def parse(cls, value: Any) -> Tolerance:
-        """From its JSON form {"rtol", "atol", "max_fail_fraction"} (any subset; 0 otherwise);
-        ValueError names an unknown key."""
-        if isinstance(value, Tolerance):
-            return value
-        if not isinstance(value, dict):
-            raise ValueError(f"tolerance {value!r} (use {{'rtol': .., 'atol': .., ...}})")
-        unknown = sorted(set(value) - set(TOLERANCE_KEYS))
-        if unknown:
-            raise ValueError(
-                f"tolerance has unknown key(s) {', '.join(unknown)} "
-                f"(use {', '.join(TOLERANCE_KEYS)})"
-            )
-        return cls(**value)
+def tolerance_text(tolerance: Tolerance) -> str:
+    """A case tolerance's part of the case id: tol.r<rtol>.a<atol>.f<max_fail_fraction>."""
+    return (
+        f"tol.r{number_text(tolerance.rtol)}.a{number_text(tolerance.atol)}"
+        f".f{number_text(tolerance.max_fail_fraction)}"
+    )
 
 
 @dataclass(frozen=True)
@@ -386,7 +341,7 @@ class Case:
         if self.missing:
             parts.append(f"no.{self.missing}")
         if self.tolerance is not None:
-            parts.append(self.tolerance.text)
+            parts.append(tolerance_text(self.tolerance))
         if self.explore:
             parts.append(f"x.{self.explore}")
         return "_".join(parts)

@@ -23,9 +23,10 @@ from typing import Any
 from golden import contract, layouts
 from golden.inputs import ALL_DY_DISTS, ALL_SPECIALS, SPECIAL_PLACEMENTS, VALUE_FORMS, Y_DISTS
 from golden.standards import LEVELS
+from golden.tolerance import TOLERANCE_KEYS
 
 from . import casefile, limits
-from .case import APIS, CASE_STANDARDS, DTYPE_SHORT, EXPLORE_TAG, TENSORS, TOLERANCE_KEYS
+from .case import APIS, CASE_STANDARDS, DTYPE_SHORT, EXPLORE_TAG, TENSORS
 
 PATH = Path(__file__).resolve().parents[1] / "docs" / "case-file.schema.json"
 DIALECT = "https://json-schema.org/draft/2020-12/schema"

@@ -42,7 +42,7 @@ HOST_MEMORY_SHARE = 0.5
 # The share of this machine's memory one case may take on a local (emulated) host that declares
 # no budget: its agents share the machine with each other and with the orchestrator.
 LOCAL_MEMORY_SHARE = 0.5
-# float64 arrays of one slab the golden holds at once (golden/bound.py's workspace and the
+# float64 arrays of one slab the golden holds at once (golden/workspace.py's workspace and the
 # metrics' scratch; measured: 17-18).
 GOLDEN_SLAB_ARRAYS = 20
 # float64 arrays of one slab generating y holds at once (x, its max, t, exp(t), the sums, t - lse).

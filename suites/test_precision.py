@@ -1,15 +1,14 @@
 """Calls the contract accepts: the result is judged against the float64 golden under the case's
 precision standard, and the tiling the operator planned is checked against the design."""
 
-from farm.run.plugin import check_record
+import pytest
+
 from suites.tiling import check_tiling
 
-
-def FARM_SELECT(case):  # noqa: N802  (read by the farm plugin)
-    return case.accepted
+pytestmark = pytest.mark.farm_cases(accepted=True)  # the farm plugin's cases of this module
 
 
-def test_precision(case, farm_run):
+def test_precision(case, farm_run, check_record):
     record = farm_run(case)
     check_record(record)
     check_tiling(case, record)

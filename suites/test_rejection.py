@@ -1,12 +1,10 @@
 """Calls the contract rejects: the operator must refuse them with the right status and reason,
 before any kernel runs (bf16 on the Ascend310B family among them)."""
 
-from farm.run.plugin import check_record
+import pytest
+
+pytestmark = pytest.mark.farm_cases(accepted=False)  # the farm plugin's cases of this module
 
 
-def FARM_SELECT(case):  # noqa: N802  (read by the farm plugin)
-    return not case.accepted
-
-
-def test_rejection(case, farm_run):
+def test_rejection(case, farm_run, check_record):
     check_record(farm_run(case))

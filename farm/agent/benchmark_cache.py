@@ -24,7 +24,7 @@ itself, so agents filling it at the same time may pass the budget by what the ot
 meanwhile; the next agent to look finds it full.
 
 Where: $LSG_BENCHMARK_CACHE (an absolute path; a relative one keeps nothing, and `farm hosts`
-says why), else ``benchmarks/`` in the per-user cache of golden/fused.py; "off": no cache
+says why), else ``benchmarks/`` in the per-user cache of golden/fused_library.py; "off": no cache
 (PyTorch for every case). Without PyTorch installed nothing is read: such a host gets no
 benchmark-ratio cases (farm/run/dispatch.py), and one whose PyTorch cannot be imported answers
 them ``lacks`` (farm/agent/execute.py).
@@ -46,7 +46,7 @@ from pathlib import Path
 
 import numpy as np
 
-from golden import benchmark, fused
+from golden import benchmark, fused_library
 from golden.contract import merge_shape
 from golden.dtypes import SUPPORTED, numpy_dtype
 from golden.reference import check_axes
@@ -87,7 +87,9 @@ def _where() -> tuple[Path | None, str]:
     if os.environ.get(ENV_CACHE) == "off":
         return None, f"${ENV_CACHE}=off"
     try:
-        return fused.env_directory(ENV_CACHE) or fused.user_cache_root() / "benchmarks", ""
+        return fused_library.env_directory(
+            ENV_CACHE
+        ) or fused_library.user_cache_root() / "benchmarks", ""
     except RuntimeError as exc:  # a relative $LSG_BENCHMARK_CACHE, or no home directory
         return None, str(exc)
 
@@ -136,7 +138,7 @@ def _installation() -> bytes | None:
         spec = importlib.util.find_spec("torch")
     except (importlib.metadata.PackageNotFoundError, ImportError, ValueError):
         return None
-    features = fused.cpu_features()
+    features = fused_library.cpu_features()
     if spec is None or spec.origin is None or features is None:
         return None
     origin = Path(spec.origin)

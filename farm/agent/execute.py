@@ -23,6 +23,7 @@ from farm.util.errors import HostLacks
 from golden import dtypes, inputs, layouts
 from golden.benchmark import TorchMissing
 from golden.judge import judge_case
+from golden.tolerance import Tolerance
 
 
 def make_call_inputs(case: CaseRequest) -> tuple[np.ndarray | None, np.ndarray | None]:
@@ -327,7 +328,7 @@ def _judge(case: CaseRequest, dy, y, out, expect: Expectation) -> ResultRecord:
         level=level,
         benchmark=benchmark,
         on_errors=hist.add,
-        tolerance=expect.get("tolerance"),
+        tolerance=None if expect.get("tolerance") is None else Tolerance.parse(expect["tolerance"]),
     )
     # The histogram is plain already (Python ints and finite floats): _plain walks the rest.
     metrics = _plain(j.metrics)

@@ -20,9 +20,7 @@ from rich.table import Table
 from rich.text import Text
 
 from farm import __version__
-from farm.agent.backends import BACKENDS
-from farm.run import run_dir
-from farm.run.timeouts import case_timeout_seconds
+from farm.run import options, run_dir
 from farm.util import interrupts
 from farm.util.argparsing import CommandParser
 from farm.util.console import FarmConsole
@@ -31,28 +29,11 @@ from farm.util.visible import cut, visible
 
 
 def _selection_args(parser: argparse.ArgumentParser) -> None:
-    """--tier, --cases, --explore, --explore-count: what a run (or a listing) takes."""
+    """--tier, --cases, --explore (farm/run/options.py), --explore-count: what a run (or a
+    listing) takes."""
     from suites.explore import DEFAULT_COUNT
 
-    parser.add_argument(
-        "--tier",
-        help="smoke | nightly | full (default smoke; with --cases, only the files unless given)",
-    )
-    parser.add_argument(
-        "--cases",
-        action="append",
-        default=[],
-        metavar="FILE",
-        help="run the cases of a case file: JSON, YAML or CSV (repeatable; docs/case-files.md)",
-    )
-    parser.add_argument(
-        "--explore",
-        nargs="?",
-        const="",
-        metavar="SALT",
-        help="add cases drawn afresh from SALT on top of the tier (default salt: today's date, "
-        "or the --run-group of a shard; recorded in the run, and in each explored case's id)",
-    )
+    options.add_to_parser(parser, options.SELECTION)
     parser.add_argument(
         "--explore-count",
         type=int,
@@ -163,17 +144,7 @@ def cmd_run(argv: list[str]) -> int:
         "infrastructure, or a usage error.",
     )
     _selection_args(parser)
-    parser.add_argument("--inventory", help="TOML inventory (default: the embedded local pool)")
-    parser.add_argument("--backend", default=BACKENDS[0], choices=BACKENDS)
-    parser.add_argument(
-        "--target",
-        default=build.DEFAULT_TARGET,
-        choices=build.TARGETS,
-        help="the operator package to build and deploy: "
-        + "; ".join(build.describe(t) for t in build.TARGETS)
-        + f" (default {build.DEFAULT_TARGET}; ascend is built on the pool's hosts with CANN and "
-        "runs with --backend acl)",
-    )
+    options.add_to_parser(parser, options.POOL)
     parser.add_argument(
         "--plant-bug",
         default="",
@@ -187,12 +158,7 @@ def cmd_run(argv: list[str]) -> int:
         help="pytest-xdist workers (default: one per core, at most one per slot; 1: pytest in "
         "this process)",
     )
-    parser.add_argument(
-        "--case-timeout",
-        type=case_timeout_seconds,
-        default=60.0,
-        help="seconds for a small case; grows with its size (default 60)",
-    )
+    options.add_to_parser(parser, options.LIMITS)
     parser.add_argument("--no-report", action="store_true", help="skip the HTML report")
     add_history_runs_option(parser, default=None)  # None: farm report's default
     parser.add_argument("--no-progress", action="store_true", help="no live progress display")
@@ -408,8 +374,14 @@ COMMANDS = {
         "make the shards of a sharded run (--shard, --run-group) one run",
     ),
     "repro": (cmd_repro, "rerun one case and print its inputs, tiling and metrics"),
-    "shrink": (_delegate("farm.run.shrink"), "the smallest case that still fails the same way"),
-    "bisect": (_delegate("farm.run.bisect"), "find the first commit where selected cases fail"),
+    "shrink": (
+        _delegate("farm.cli.shrink_command"),
+        "the smallest case that still fails the same way",
+    ),
+    "bisect": (
+        _delegate("farm.cli.bisect_command"),
+        "find the first commit where selected cases fail",
+    ),
     "triage": (_delegate("farm.results.triage_command"), "what a run's failures share, ranked"),
     "build": (_delegate("farm.pool.build"), "build the operator package (dist/op)"),
     "lab": (

@@ -18,18 +18,16 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from farm.agent.backends import BACKENDS
 from farm.agent.outcome import CATEGORIES
 from farm.agent.record import ResultRecord
-from farm.run import fault_injection, run_dir
+from farm.run import fault_injection, options, run_dir
 from farm.run import plan as plan_mod
 from farm.run.dispatch import Dispatcher
 from farm.run.leases import RunState
 from farm.run.pipeline import Pipeline, plan_lanes
 from farm.run.records_file import RecordWriter, records_path
 from farm.run.scheduling import SlotScheduling
-from farm.run.timeouts import case_timeout_seconds
-from farm.util import heap, interrupts, targets
+from farm.util import heap, interrupts
 from farm.util.errors import RunDirUnwritable
 from farm.util.paths import REPO_ROOT
 
@@ -45,54 +43,7 @@ class InfrastructureBroken(Exception):
 
 
 def pytest_addoption(parser):
-    group = parser.getgroup("farm", "LogSoftmaxGrad test farm")
-    group.addoption(
-        "--farm-inventory", metavar="FILE", help="TOML inventory (default: embedded pool)"
-    )
-    group.addoption(
-        "--farm-tier",
-        default=None,
-        help="smoke | nightly | full (default smoke; none with --farm-cases unless given)",
-    )
-    group.addoption(
-        "--farm-cases",
-        action="append",
-        default=[],
-        metavar="FILE",
-        help="run the cases of a case file (JSON, YAML, CSV; repeatable; docs/case-files.md)",
-    )
-    group.addoption(
-        "--farm-explore",
-        nargs="?",
-        const="",
-        default=None,
-        metavar="SALT",
-        help="add cases drawn from SALT on top of the tier (default salt: today's date)",
-    )
-    # Checked here: an unknown value would reach every agent and fail its canary, which
-    # quarantines hosts for the command line's mistake.
-    group.addoption(
-        "--farm-backend",
-        default=BACKENDS[0],
-        choices=BACKENDS,
-        help=f"how an agent calls the operator: {' | '.join(BACKENDS)} (default {BACKENDS[0]})",
-    )
-    group.addoption(
-        "--farm-target",
-        default=targets.DEFAULT_TARGET,
-        choices=targets.TARGETS,
-        help="the operator package to build: "
-        + " | ".join(targets.describe(t) for t in targets.TARGETS)
-        + f" (default {targets.DEFAULT_TARGET})",
-    )
-    group.addoption("--farm-run-dir", metavar="DIR", help="where this run's records go")
-    group.addoption("--farm-plan", metavar="FILE", help="a pool plan prepared by `farm run`")
-    group.addoption(
-        "--farm-case-timeout",
-        type=case_timeout_seconds,
-        default=60.0,
-        help="seconds an agent may take for a small case (grows with size; default 60)",
-    )
+    options.add_to_pytest(parser.getgroup("farm", "LogSoftmaxGrad test farm"))
 
 
 def _active(config) -> bool:
@@ -105,8 +56,18 @@ def _active(config) -> bool:
     return False
 
 
+# A suite module's cases: `pytestmark = pytest.mark.farm_cases(accepted=True)` takes the calls
+# the contract accepts, accepted=False those it rejects; a module without it takes every case.
+CASES_MARKER = "farm_cases"
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config):
+    config.addinivalue_line(
+        "markers",
+        f"{CASES_MARKER}(accepted): the run's cases this suite module takes (accepted=True: the "
+        "calls the contract accepts; False: those it rejects)",
+    )
     if not _active(config):
         return
     worker = getattr(config, "workerinput", None)
@@ -135,6 +96,7 @@ def pytest_configure(config):
             # A bad inventory, SoC, key or tier, or no healthy host: one line, not a traceback.
             raise pytest.UsageError(f"farm: {exc}") from None
         keep_cases(plan, cases)
+        config.stash[_CASES] = cases
     config.stash[PLAN] = plan
     fault_injection.install()
     if worker is None:
@@ -218,21 +180,37 @@ def _selection(config):
     return Selection(tier=tier, files=files, explore=salt)
 
 
-_CASES: dict[str, list] = {}
+_CASES = pytest.StashKey[list]()  # the run's cases, resolved once per process
+_KEPT = pytest.StashKey["KeptCases"]()
 
 
 def keep_cases(plan: plan_mod.Plan, cases: list[Case]) -> None:
-    """The cases the controller expanded for ``plan``: kept for its workers (Plan.save_cases)
-    and for this process."""
+    """The cases the controller expanded for ``plan``: kept for its workers (Plan.save_cases)."""
     plan.save_cases(cases)
-    _CASES[plan.run_id] = cases
 
 
-def plan_cases(plan: plan_mod.Plan) -> list[Case]:
-    """The run's cases, resolved once per process from the plan."""
-    if plan.run_id not in _CASES:
-        _CASES[plan.run_id] = plan.cases()
-    return _CASES[plan.run_id]
+class KeptCases:
+    """The cases `farm run` expanded (and kept with the plan), handed to its pytest session as a
+    plugin, so that the session's own process does not read them back from the plan."""
+
+    def __init__(self, plan: plan_mod.Plan, cases: list[Case]):
+        self.run_id = plan.run_id
+        self.cases = cases
+
+    def pytest_configure(self, config):
+        config.stash[_KEPT] = self
+
+
+def plan_cases(config, plan: plan_mod.Plan) -> list[Case]:
+    """The run's cases, resolved once per process (held in the config's stash): those
+    `farm run` or this plugin's configure expanded, else read from the plan."""
+    if _CASES not in config.stash:
+        kept = config.stash.get(_KEPT, None)
+        if kept is not None and kept.run_id == plan.run_id:
+            config.stash[_CASES] = kept.cases
+        else:
+            config.stash[_CASES] = plan.cases()
+    return config.stash[_CASES]
 
 
 class _XdistHooks:
@@ -255,9 +233,10 @@ def pytest_generate_tests(metafunc):
         return
     if SUITES_DIR not in Path(metafunc.module.__file__).resolve().parents:
         return
+    marker = metafunc.definition.get_closest_marker(CASES_MARKER)
+    accepted = None if marker is None else marker.kwargs.get("accepted")
     plan = metafunc.config.stash[PLAN]
-    select = getattr(metafunc.module, "FARM_SELECT", None)
-    cases = [c for c in plan_cases(plan) if select is None or select(c)]
+    cases = [c for c in plan_cases(metafunc.config, plan) if accepted in (None, c.accepted)]
     metafunc.parametrize("case", cases, ids=[c.id for c in cases])
 
 
@@ -308,10 +287,10 @@ def case_id_of(nodeid: str) -> str | None:
     return rest[: rest.rindex("]")]
 
 
-def _lane_groups(plan: plan_mod.Plan, nodeids: list[str], workers: int) -> dict[str, str]:
+def _lane_groups(config, plan: plan_mod.Plan, nodeids: list[str], workers: int) -> dict[str, str]:
     """node id -> the lane of the slot its case prefers (farm/run/pipeline.py), what the workers
     compute from the same items."""
-    by_id = {c.id: c for c in plan_cases(plan)}
+    by_id = {c.id: c for c in plan_cases(config, plan)}
     cases = {n: by_id.get(case_id_of(n) or "") for n in nodeids}
     known = [c for c in cases.values() if c is not None]
     assignment, slot_lane = plan_lanes(known, plan.slot_infos(), plan.slots_by_family(), workers)
@@ -323,7 +302,7 @@ def _lane_groups(plan: plan_mod.Plan, nodeids: list[str], workers: int) -> dict[
 
 def _make_slot_scheduling(config, log, plan: plan_mod.Plan) -> SlotScheduling:
     """The controller's scheduler: each lane's items to one worker (farm/run/scheduling.py)."""
-    return SlotScheduling(config, log, lambda nodeids, n: _lane_groups(plan, nodeids, n))
+    return SlotScheduling(config, log, lambda nodeids, n: _lane_groups(config, plan, nodeids, n))
 
 
 def _has_case(item) -> bool:
@@ -543,7 +522,14 @@ def _annotate(record: ResultRecord) -> None:
     allure_glue.annotate(record)
 
 
-def check_record(record: dict) -> None:
+@pytest.fixture(scope="session")
+def check_record(pytestconfig):
+    """The assertion every suite makes of a case's record (``assert_record``): a fixture, so
+    that the suites import nothing from the farm (suites/ is below farm.run)."""
+    return _keep(pytestconfig, "check_record", assert_record)
+
+
+def assert_record(record: dict) -> None:
     """The assertion every suite makes: product failures fail, infrastructure is broken. The
     message starts with the category in brackets, which Allure's categories match."""
     from farm.run.allure_categories import failure_message

@@ -39,7 +39,7 @@ from farm.run import fault_injection, outputs, prepare, run_dir, scratch
 from farm.run.leases import needs_benchmark, without_torch
 from farm.run.outputs import JUNIT_XML, SUMMARY_JSON, RunOutputs
 from farm.run.plan import Plan
-from farm.run.plugin import keep_cases
+from farm.run.plugin import KeptCases, keep_cases
 from farm.run.session_plugins import (
     AllurePrewarm,
     CollectionErrors,
@@ -422,7 +422,7 @@ def _run_session(
     selection = Selection()
     faults = RunDirFaults()
     lost = LostWorkers()
-    plugins = [errors, selection, faults, lost]
+    plugins = [errors, selection, faults, lost, KeptCases(plan, cases)]
     plugins += [LiveProgress(console=console, title=chosen.key)] if progress else []
     plugins += [PlotsPreload()] if report and workers > 1 else []
     allure = AllurePrewarm()

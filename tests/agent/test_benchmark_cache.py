@@ -126,7 +126,7 @@ def test_the_key_names_the_kernel_pytorch_picks(monkeypatch):
     bc._installation.cache_clear()
     assert bc.entry_path(dy, y, [-1], "float32") not in (None, base)
     monkeypatch.delenv("ATEN_CPU_CAPABILITY")
-    monkeypatch.setattr(bc.fused, "cpu_features", lambda: "fpu sse2")
+    monkeypatch.setattr(bc.fused_library, "cpu_features", lambda: "fpu sse2")
     bc._installation.cache_clear()
     assert bc.entry_path(dy, y, [-1], "float32") not in (None, base)
 
@@ -146,7 +146,7 @@ def test_no_entry_without_pytorch_a_readable_cpu_or_a_cache(monkeypatch):
         bc._installation.cache_clear()
         assert bc.entry_path(dy, y, [-1], "float32") is None
     with monkeypatch.context() as m:
-        m.setattr(bc.fused, "cpu_features", lambda: None)
+        m.setattr(bc.fused_library, "cpu_features", lambda: None)
         bc._installation.cache_clear()
         assert bc.entry_path(dy, y, [-1], "float32") is None
     bc._installation.cache_clear()
@@ -155,7 +155,7 @@ def test_no_entry_without_pytorch_a_readable_cpu_or_a_cache(monkeypatch):
     with monkeypatch.context() as m:  # the default place, on a host with no home directory
         m.delenv(bc.ENV_CACHE)
         m.delenv("XDG_CACHE_HOME", raising=False)
-        m.setattr(bc.fused.Path, "home", classmethod(no_home))
+        m.setattr(bc.fused_library.Path, "home", classmethod(no_home))
         assert bc.entry_path(dy, y, [-1], "float32") is None
     # What the benchmark refuses or makes without PyTorch is never kept.
     monkeypatch.setenv(bc.ENV_CACHE, "/nonexistent")
@@ -268,6 +268,6 @@ def test_farm_hosts_says_where_the_results_are_kept_and_how_many(monkeypatch, ca
     monkeypatch.setenv(bc.ENV_CACHE, "off")
     assert bc.status() == "PyTorch's results not kept ($LSG_BENCHMARK_CACHE=off)"
     monkeypatch.setenv(bc.ENV_CACHE, str(cache))
-    monkeypatch.setattr(bc.fused, "cpu_features", lambda: None)
+    monkeypatch.setattr(bc.fused_library, "cpu_features", lambda: None)
     bc._installation.cache_clear()
     assert bc.status().startswith("PyTorch's results not kept (no PyTorch")

@@ -3,12 +3,15 @@ to the farm's standards: on outputs written here, not by the operator."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
 from golden.dtypes import round_to, to_float64
 from golden.judge import CASE_TOLERANCE, judge_case
 from golden.reference import log_softmax_grad
+from golden.tolerance import Tolerance
 
 
 def _inputs(shape, dtype, seed=0):
@@ -23,7 +26,7 @@ def _inputs(shape, dtype, seed=0):
 def test_the_correctly_rounded_result_passes_even_a_zero_tolerance(dtype):
     dy, y, golden = _inputs((6, 500), dtype)
     out = round_to(golden, dtype)
-    j = judge_case(dy, y, out, -1, dtype, tolerance={"rtol": 0, "atol": 0, "max_fail_fraction": 0})
+    j = judge_case(dy, y, out, -1, dtype, tolerance=Tolerance(0, 0, 0))
     assert j.passed and CASE_TOLERANCE in j.gates
     assert j.verdicts[CASE_TOLERANCE].metrics["failing"] == 0
 
@@ -35,13 +38,13 @@ def test_elements_outside_the_tolerance_fail_beyond_the_allowed_fraction():
     wrong[::100] = True  # 10 of 1000 elements, each off by 1e-3 relative
     flat = out.reshape(-1)
     flat[wrong] = (flat[wrong] * np.float32(1.001)).astype(np.float32)
-    tight = {"rtol": 1e-4, "atol": 0.0, "max_fail_fraction": 0.005}
+    tight = Tolerance(rtol=1e-4, atol=0.0, max_fail_fraction=0.005)
     j = judge_case(dy, y, out, -1, "float32", tolerance=tight)
     verdict = j.verdicts[CASE_TOLERANCE]
     assert not verdict.passed and not j.passed
     assert verdict.metrics["failing"] == 10
     assert "10 of 1000 elements (0.01) outside rtol 0.0001, atol 0" in verdict.reason
-    loose = dict(tight, max_fail_fraction=0.01)
+    loose = dataclasses.replace(tight, max_fail_fraction=0.01)
     assert judge_case(dy, y, out, -1, "float32", tolerance=loose).verdicts[CASE_TOLERANCE].passed
 
 
@@ -50,7 +53,7 @@ def test_nan_matches_nan_and_inf_the_same_inf_only():
     y = np.array([[-1.0, -2.0, -3.0], [-1.0, -2.0, -3.0]], np.float32)
     golden = log_softmax_grad(to_float64(dy), to_float64(y), -1)
     out = round_to(golden, "float32")
-    tol = {"rtol": 1e-3, "atol": 1e-3, "max_fail_fraction": 0}
+    tol = Tolerance(rtol=1e-3, atol=1e-3, max_fail_fraction=0)
     assert judge_case(dy, y, out, -1, "float32", tolerance=tol).verdicts[CASE_TOLERANCE].passed
     flipped = out.copy()
     flipped[0, 0] = np.float32(np.inf)

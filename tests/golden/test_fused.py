@@ -12,8 +12,9 @@ import numpy as np
 import pytest
 
 from farm.agent.histogram import HistogramAccumulator, default_edges
-from golden import fused
+from golden import fused, fused_library
 from golden.judge import judge_case
+from golden.tolerance import Tolerance
 from tests.golden import fp32_kernel
 from tests.golden.test_judge import DTYPES, KINDS, outside_inputs
 from tests.requirements import need
@@ -83,7 +84,7 @@ def test_the_fused_passes_judge_a_tolerance_and_a_benchmark_as_numpy_does(monkey
     dy, y = outside_inputs("plain", (6, 900), "float16", rng)
     out = fp32_kernel.run(dy, y, (-1,), "float16")
     bench = planted(out, "nudged", rng)
-    kw = {"tolerance": {"rtol": 1e-3, "atol": 1e-5, "max_fail_fraction": 0.0}, "benchmark": bench}
+    kw = {"tolerance": Tolerance(rtol=1e-3, atol=1e-5, max_fail_fraction=0.0), "benchmark": bench}
     want = judged(monkeypatch, "off", dy, y, out, (-1,), "float16", **kw)
     assert judged(monkeypatch, "require", dy, y, out, (-1,), "float16", **kw) == want
 
@@ -118,13 +119,13 @@ MUTANTS = {
 def test_a_library_that_differs_from_numpy_is_refused(tmp_path, mutant):
     the_library()
     old, new = MUTANTS[mutant]
-    text = fused.SOURCE.read_text()
-    assert text.count(old) == 1, f"the mutant's text is not in {fused.SOURCE.name} once"
+    text = fused_library.SOURCE.read_text()
+    assert text.count(old) == 1, f"the mutant's text is not in {fused_library.SOURCE.name} once"
     source = tmp_path / "fused.c"
     source.write_text(text.replace(old, new))
     library = tmp_path / "mutant.so"
-    fused.build(library, source)
-    assert fused.self_check(fused.Kernel(library)) != ""
+    fused_library.build(library, source)
+    assert fused.self_check(fused_library.Kernel(library)) != ""
 
 
 def test_the_library_as_built_passes_its_own_check():
@@ -133,7 +134,7 @@ def test_the_library_as_built_passes_its_own_check():
 
 def test_without_a_compiler_judging_takes_the_numpy_path_and_says_why(monkeypatch, tmp_path):
     monkeypatch.setattr(fused, "_LOADED", {})
-    monkeypatch.setenv(fused.ENV_CACHE, str(tmp_path / "cache"))
+    monkeypatch.setenv(fused_library.ENV_CACHE, str(tmp_path / "cache"))
     monkeypatch.setenv("CC", str(tmp_path / "no-such-cc"))
     monkeypatch.setenv(fused.ENV_MODE, "auto")
     assert fused.kernel() is None
@@ -154,10 +155,10 @@ def test_a_host_without_a_home_directory_judges_on_the_numpy_path(monkeypatch):
         raise RuntimeError("Could not determine home directory.")
 
     monkeypatch.setattr(fused, "_LOADED", {})
-    monkeypatch.delenv(fused.ENV_CACHE, raising=False)
+    monkeypatch.delenv(fused_library.ENV_CACHE, raising=False)
     monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
     monkeypatch.setenv(fused.ENV_MODE, "auto")
-    monkeypatch.setattr(fused.Path, "home", classmethod(no_home))
+    monkeypatch.setattr(fused_library.Path, "home", classmethod(no_home))
     assert fused.kernel() is None
     assert fused.status() == (
         "numpy (golden/fused.c could not be built or loaded: Could not determine home directory.)"
@@ -168,7 +169,7 @@ def test_a_relative_cache_directory_is_refused_by_name_and_judging_goes_on(monke
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(fused, "_LOADED", {})
     monkeypatch.setenv(fused.ENV_MODE, "auto")
-    monkeypatch.setenv(fused.ENV_CACHE, "on")
+    monkeypatch.setenv(fused_library.ENV_CACHE, "on")
     assert fused.kernel() is None
     assert fused.status() == (
         "numpy (golden/fused.c could not be built or loaded: $LSG_FUSED_CACHE='on' is not an "
@@ -181,13 +182,13 @@ def test_a_relative_cache_directory_is_refused_by_name_and_judging_goes_on(monke
 
 def test_the_cache_directory_expands_home_and_ignores_a_relative_xdg_cache_home(monkeypatch):
     monkeypatch.setenv("HOME", "/home/someone")
-    monkeypatch.setenv(fused.ENV_CACHE, "~/lsg")
-    assert fused.cache_dir() == Path("/home/someone/lsg")
-    monkeypatch.delenv(fused.ENV_CACHE)
+    monkeypatch.setenv(fused_library.ENV_CACHE, "~/lsg")
+    assert fused_library.cache_dir() == Path("/home/someone/lsg")
+    monkeypatch.delenv(fused_library.ENV_CACHE)
     monkeypatch.setenv("XDG_CACHE_HOME", "cache")
-    assert fused.cache_dir() == Path("/home/someone/.cache/lsg-farm")
+    assert fused_library.cache_dir() == Path("/home/someone/.cache/lsg-farm")
     monkeypatch.setenv("XDG_CACHE_HOME", "/xdg")
-    assert fused.cache_dir() == Path("/xdg/lsg-farm")
+    assert fused_library.cache_dir() == Path("/xdg/lsg-farm")
 
 
 def test_the_path_can_be_chosen_and_a_wrong_choice_is_named(monkeypatch):
@@ -201,13 +202,13 @@ def test_the_path_can_be_chosen_and_a_wrong_choice_is_named(monkeypatch):
 def test_a_built_library_is_found_again_not_rebuilt(monkeypatch, tmp_path):
     the_library()
     monkeypatch.setattr(fused, "_LOADED", {})
-    monkeypatch.setenv(fused.ENV_CACHE, str(tmp_path))
+    monkeypatch.setenv(fused_library.ENV_CACHE, str(tmp_path))
     monkeypatch.setenv(fused.ENV_MODE, "auto")
     first = fused.kernel()
     assert first is not None and first.path.parent == tmp_path
     stamp = first.path.stat().st_mtime_ns
     monkeypatch.setattr(fused, "_LOADED", {})
-    monkeypatch.setattr(fused, "build", lambda *a: pytest.fail("built again"))
+    monkeypatch.setattr(fused_library, "build", lambda *a: pytest.fail("built again"))
     again = fused.kernel()
     assert again is not None and again.path == first.path
     assert first.path.stat().st_mtime_ns == stamp
@@ -222,7 +223,7 @@ def test_processes_starting_together_build_the_library_once(tmp_path):
     env = {
         **os.environ,
         "CC": str(cc),
-        fused.ENV_CACHE: str(tmp_path / "cache"),
+        fused_library.ENV_CACHE: str(tmp_path / "cache"),
         fused.ENV_MODE: "require",
     }
     code = "from golden import fused; print(fused.status())"
@@ -249,9 +250,9 @@ def test_the_library_is_built_for_the_architectures_baseline_never_for_this_cpu(
     cc.chmod(0o755)
     monkeypatch.setattr(fused, "_LOADED", {})
     monkeypatch.setenv("CC", str(cc))
-    monkeypatch.setenv(fused.ENV_CACHE, str(tmp_path / "cache"))
+    monkeypatch.setenv(fused_library.ENV_CACHE, str(tmp_path / "cache"))
     monkeypatch.setenv(fused.ENV_MODE, "require")
-    monkeypatch.setattr(fused.platform, "machine", lambda: "x86_64")
+    monkeypatch.setattr(fused_library.platform, "machine", lambda: "x86_64")
     assert fused.kernel() is not None
     first, second = (line.split() for line in calls.read_text().splitlines())
     assert "-march=x86-64" in first and not any(f.startswith("-march") for f in second)
@@ -263,17 +264,19 @@ def test_hosts_of_other_cpus_sharing_a_cache_share_one_library(monkeypatch):
     all, named by the architecture (and the C library it links against), never by the CPU."""
     names = set()
     for features in ("fpu sse2 avx2", "fpu sse2 avx2 avx512f", None):
-        monkeypatch.setattr(fused, "cpu_features", lambda f=features: f)
-        names.add(fused.library_path())
+        monkeypatch.setattr(fused_library, "cpu_features", lambda f=features: f)
+        names.add(fused_library.library_path())
     assert len(names) == 1
-    monkeypatch.setattr(fused.platform, "machine", lambda: "aarch64")
-    assert fused.library_path() not in names and fused.baseline_flags() == ("-march=armv8-a",)
+    monkeypatch.setattr(fused_library.platform, "machine", lambda: "aarch64")
+    assert fused_library.library_path() not in names and fused_library.baseline_flags() == (
+        "-march=armv8-a",
+    )
 
 
 def _driver_samples(path: Path) -> None:
     """fused_driver.c's input: lsg_compared's arguments for samples of every dtype and length,
     with and without a bound (as golden/metrics.py passes them)."""
-    from golden import bound as bound_mod
+    from golden import rounding
     from golden.dtypes import numpy_dtype, round_to
 
     chunks = []
@@ -282,12 +285,12 @@ def _driver_samples(path: Path) -> None:
         for seed, m in enumerate(fused.SAMPLE_LENGTHS):
             a, g, bound = fused.sample(dtype, m, seed)
             rounded = round_to(g, dtype).astype(numpy_dtype(dtype))
-            spacing = np.ascontiguousarray(bound_mod.SPACING_TABLE[dtype], np.float64)
+            spacing = np.ascontiguousarray(rounding.SPACING_TABLE[dtype], np.float64)
             for b in (bound, None):
-                head = [int(b is not None), int(bound_mod.MAX_BITS[dtype]), spacing.size]
+                head = [int(b is not None), int(rounding.MAX_BITS[dtype]), spacing.size]
                 chunks += [np.int64(m).tobytes(), np.array([code, *head], np.int32).tobytes()]
                 arrays = [a.astype(np.float64), g] + ([] if b is None else [b])
-                arrays += [spacing, fused._limits(dtype)]
+                arrays += [spacing, fused_library._limits(dtype)]
                 chunks += [np.ascontiguousarray(x, np.float64).tobytes() for x in arrays]
                 chunks += [a.view(uint).tobytes(), rounded.view(uint).tobytes()]
     path.write_bytes(b"".join(chunks))
@@ -309,7 +312,7 @@ def test_the_library_runs_on_the_oldest_cpu_of_its_architecture_with_the_same_bi
     need(cc is not None, "a C compiler")
     assert qemu is not None and cc is not None
     monkeypatch.setattr(fused, "_LOADED", {})
-    monkeypatch.setenv(fused.ENV_CACHE, str(tmp_path / "cache"))
+    monkeypatch.setenv(fused_library.ENV_CACHE, str(tmp_path / "cache"))
     monkeypatch.setenv(fused.ENV_MODE, "require")
     library = the_library().path
     driver = tmp_path / "driver"
@@ -341,7 +344,7 @@ def test_cc_is_a_command_line_as_make_reads_it(monkeypatch, tmp_path):
     wrapper.chmod(0o755)
     monkeypatch.setattr(fused, "_LOADED", {})
     monkeypatch.setenv("CC", f"'{wrapper}' cc -O2")
-    monkeypatch.setenv(fused.ENV_CACHE, str(tmp_path / "cache"))
+    monkeypatch.setenv(fused_library.ENV_CACHE, str(tmp_path / "cache"))
     monkeypatch.setenv(fused.ENV_MODE, "require")
     assert fused.kernel() is not None
     assert calls.read_text().splitlines()[0] == "cc"

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from golden import bound
-from golden.dtypes import round_to, to_float64, ulp_of
+from golden.dtypes import BIAS_MIN_N, round_to, to_float64, ulp_of
 from golden.judge import judge_case
-from golden.metrics import BIAS_MIN_N, compute_metrics
+from golden.metrics import compute_metrics
 from golden.reference import log_softmax_grad
 from golden.standards import ERROR_BOUND, STANDARDS, applicable
 from tests.golden import fp32_kernel

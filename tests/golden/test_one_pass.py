@@ -15,9 +15,10 @@ import numpy as np
 import pytest
 
 from farm.agent.histogram import HistogramAccumulator, default_edges
-from golden import bound
+from golden import bound, fused, rounding
 from golden.contract import merge_shape
 from golden.dtypes import (
+    BIAS_CLEAN_FRACTION,
     DOUBLE_THOUSANDTH_TOL,
     REL_EPS,
     SMALL_ERR_BOUND,
@@ -31,8 +32,9 @@ from golden.dtypes import (
 )
 from golden.inputs import make_inputs
 from golden.judge import judge_case
-from golden.metrics import BIAS_CLEAN_FRACTION, compute_metrics
+from golden.metrics import compute_metrics
 from golden.reference import grad_3d, log_softmax_grad
+from golden.workspace import Workspace
 from tests.golden import fp32_kernel
 from tests.golden.test_judge import KINDS, outside_inputs
 
@@ -63,15 +65,15 @@ def edge_values(rng) -> np.ndarray:
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_rounding_and_spacing_from_the_bits_are_the_dtype_functions(dtype):
     x = edge_values(np.random.default_rng(1))
-    fast, slow = bound.rounded(x, dtype), round_to(x, dtype)
+    fast, slow = rounding.rounded(x, dtype), round_to(x, dtype)
     nan = np.isnan(x)
     assert np.array_equal(fast.view(_UINT[dtype])[~nan], slow.view(_UINT[dtype])[~nan])
     assert np.isnan(to_float64(fast[nan])).all()
-    assert np.array_equal(bound.ulp_of(x, dtype), ulp_of(x, dtype), equal_nan=True)
-    assert np.array_equal(bound.spacing(slow, dtype), ulp_of(slow, dtype), equal_nan=True)
+    assert np.array_equal(rounding.ulp_of(x, dtype), ulp_of(x, dtype), equal_nan=True)
+    assert np.array_equal(rounding.spacing(slow, dtype), ulp_of(slow, dtype), equal_nan=True)
     if dtype != "float32":
         ax = np.abs(x[~nan])
-        at = bound.spacing_at(ax, dtype, bound.Workspace(), 0)
+        at = rounding.spacing_at(ax, dtype, Workspace(), 0)
         assert np.array_equal(at, ulp_of(ax, dtype), equal_nan=True)
 
 
@@ -105,8 +107,8 @@ def test_golden_and_bound_are_grad_3d_and_elementwise_bit_for_bit(dtype):
     for shape in SLAB_SHAPES:
         for kind in [*SLAB_KINDS, "near_dtype_overflow"]:
             dy, y = slab_inputs(kind, shape, dtype, rng)
-            ws = bound.Workspace()
-            g, allowed, bnd = bound.golden_and_bound(dy, y, dtype, ws)
+            ws = Workspace()
+            g, allowed, bnd = bound.golden_and_bound(dy, y, dtype, ws, fused=fused.kernel())
             g0 = grad_3d(dy, y)
             allowed0, bnd0 = bound.elementwise(dy, y, g0, dtype)
             assert np.array_equal(g, g0, equal_nan=True), (shape, kind)

@@ -264,8 +264,8 @@ def test_each_group_says_what_to_shrink_and_what_to_bisect(tmp_path):
     take the commands as they are."""
     import shlex
 
+    from farm.cli import bisect_command, shrink_command
     from farm.results import triage_next
-    from farm.run import bisect, shrink
 
     cases, failing = mid_run()
     records = records_of(cases, failing)
@@ -279,9 +279,9 @@ def test_each_group_says_what_to_shrink_and_what_to_bisect(tmp_path):
     assert step.bisect == shlex.join(
         ["farm", "bisect", "--good", GOOD, "--bad", BAD, "--target", "twin", *sorted(failing)]
     )
-    parsed = bisect._parser().parse_args(shlex.split(step.bisect)[2:])
+    parsed = bisect_command._parser().parse_args(shlex.split(step.bisect)[2:])
     assert (parsed.good, parsed.bad, sorted(parsed.case_ids)) == (GOOD, BAD, sorted(failing))
-    assert shrink._parser().parse_args(shlex.split(step.shrink)[2:]).case_id == smallest
+    assert shrink_command._parser().parse_args(shlex.split(step.shrink)[2:]).case_id == smallest
     lines = triage_next.lines(result, [step])
     assert lines[:4] == [
         result.lines()[0],

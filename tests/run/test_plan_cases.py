@@ -98,6 +98,9 @@ def test_cases_that_cannot_be_saved_are_expanded_by_each_process(tmp_path, monke
 
 
 class FakeConfig:
+    def __init__(self):
+        self.stash = pytest.Stash()  # where the plugin keeps the run's cases
+
     def getvalue(self, name):
         return {"tx": ["2*popen"], "dist": "loadgroup"}[name]
 

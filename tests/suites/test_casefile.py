@@ -12,8 +12,9 @@ from dataclasses import replace
 import pytest
 
 from golden.layouts import View
+from golden.tolerance import Tolerance
 from suites import casefile, casefile_parse, matrix
-from suites.case import Case, Tolerance
+from suites.case import Case
 from suites.casefile import CaseFileError
 
 SMOKE = matrix.expand("smoke")

@@ -12,7 +12,7 @@ from farm.agent.execute import run_case
 from farm.agent.identity import Identity
 from farm.pool.inventory import HostSpec, default_inventory
 from farm.util.sizes import size_text
-from golden import bound
+from golden import workspace
 from golden.layouts import View
 from suites import footprint
 from suites.case import Case
@@ -26,7 +26,7 @@ BOMB = Case("ascend910b", "float16", (1_000_000, 1_000_000), (1,))
 def measured_peak(case: Case) -> int:
     """The most the agent's own code held at once for the case (numpy reports every array's
     memory to tracemalloc), from a cold golden workspace."""
-    bound.workspace().clear()
+    workspace.workspace().clear()
     tracemalloc.start()
     try:
         record = run_case(case.to_dict(), "native", 0, IDENTITY)
