@@ -5,8 +5,10 @@ README.md and docs/*.md that is not a URL names a file or directory of the check
 and an anchor (``page.md#heading``) names a heading of that page (GitHub's slugs). Every
 backticked path that looks like a file of the repository (its first part one of the repository's
 top folders, ``farm/run/shard.py``, ``docs/store.md``; or a top-level page, ``CONTRIBUTING.md``)
-exists too. Code blocks are not read, nor are backticked spans with spaces or placeholders
-(``runs/<run id>/``). A path that leaves the checkout (``../shared/SPEC.md``) is always a
+exists too; a span is read word by word, so a command names its paths as well (``bash
+.ci/smoke.sh``). Code blocks are not read, nor are words with placeholders (``runs/<run id>/``).
+A build output that git ignores (``reports/node_modules``) may be named in backticks, but a link
+to it is broken in a clone. A path that leaves the checkout (``../shared/SPEC.md``) is always a
 problem: a clone does not have it. Each problem names the page, the line and the path.
 """
 
@@ -107,7 +109,7 @@ def slug(heading: str) -> str:
 def anchors(page: Path) -> frozenset[str]:
     """Every heading's anchor of a markdown page; a repeated heading gets -1, -2, ..."""
     seen: dict[str, int] = {}
-    found = set()
+    found: set[str] = set()
     for line in prose(page.read_text(encoding="utf-8")).split("\n"):
         m = HEADING.match(line)
         if not m:
@@ -143,7 +145,7 @@ def shipped(root: Path) -> frozenset[str] | None:
         return None
     if done.returncode != 0:
         return None
-    found = set()
+    found: set[str] = set()
     for name in done.stdout.decode("utf-8", "surrogateescape").split("\0"):
         parts = name.split("/") if name else []
         found.update("/".join(parts[: i + 1]) for i in range(len(parts)))
