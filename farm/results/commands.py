@@ -141,7 +141,7 @@ def main_prune(argv: Sequence[str] | None = None) -> int:
     runs from the store (their results, in one transaction) and their run directories
     (runs/<run id>/), then give the space back (VACUUM). A run goes when any rule given picks
     it; running runs, baselines and each suite's newest finished run with the run it is
-    compared with always stay (README: Retention)."""
+    compared with always stay (docs/store.md: Retention)."""
     p = CommandParser(prog="farm runs prune", description=main_prune.__doc__)
     _store_arg(p)
     p.add_argument(

@@ -1,5 +1,5 @@
 """`farm run` with a store its role may only read is refused before anything is built or any
-host touched (the README: the store is checked before any host is touched); before, the run was
+host touched (docs/store.md: the store is checked before any host is touched); before, the run was
 refused only at its first write, after the build, the deploys and every host's canary."""
 
 from __future__ import annotations
