@@ -618,7 +618,7 @@ def _props_escape(s: str, key: bool = False) -> str:
 
 def environment_properties(run_meta: Mapping) -> dict[str, str]:
     from farm.pool.build import describe
-    from farm.results.store.rows import inventory_list, planted_bug
+    from farm.run.metadata import inventory_list, planted_bug
 
     pkg = run_meta.get("package") or {}
     target = run_meta.get("target") or pkg.get("target")

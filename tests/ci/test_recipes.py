@@ -33,7 +33,7 @@ from farm.results import report
 from farm.results.store import default_location, parse_location
 from farm.run import outputs, runner
 from farm.run.plan import Plan
-from farm.run.prepare import new_run_id
+from farm.run.metadata import new_run_id
 from suites import matrix
 
 REPO = Path(__file__).resolve().parents[2]
