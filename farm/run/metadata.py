@@ -13,12 +13,28 @@ import datetime as _dt
 import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import Any, Protocol
 
 from farm import __version__
 
-if TYPE_CHECKING:
-    from farm.run.plan import Plan
+
+class PlanFacts(Protocol):
+    """What the metadata takes of a run's plan (farm/run/plan.py Plan, which imports this
+    module: named here by its shape, not imported)."""
+
+    run_id: str
+    run_dir: Path
+    tier: str
+    backend: str
+    slots: list[dict]
+    unhealthy: dict[str, str]
+    set_aside: dict[str, str]
+    package: dict
+    git_commit: str
+    selection: dict
+    shard: str
+    run_group: str
 
 
 def new_run_id(tier: str, when: _dt.datetime | None = None) -> str:
@@ -59,7 +75,7 @@ class RunMetadata:
     merged: Merged | None = None
 
     @classmethod
-    def from_plan(cls, plan: Plan, started: str) -> RunMetadata:
+    def from_plan(cls, plan: PlanFacts, started: str) -> RunMetadata:
         from suites.caseset import Selection
 
         return cls(
