@@ -271,45 +271,14 @@ def _after_session(
     came before the run's outcome was decided stops it as one during the session would, one
     after it leaves the run as decided, without its report; `stored`: called once the store,
     the outputs and the terminal hold the run (signals stop the command again from then on)."""
-    from farm.run.leases import RunState
-
     s = session
-    if s.pytest_code == pytest.ExitCode.NO_TESTS_COLLECTED:
-        console.print(
-            f"[red]no case of {escape(chosen.label)} matched the selection {extra_pytest}[/]"
-        )
-    elif s.refused:
-        given = escape(" ".join(extra_pytest))
-        console.print(
-            f"[red]error:[/] pytest refused the arguments after -- ({given}), as it says above; "
-            "nothing ran",
-            highlight=False,
-        )
-    elif s.pytest_broke:
-        console.print(f"[red]pytest could not run the suites (exit {s.pytest_code})[/]")
+    _say_how_pytest_ended(console, s, chosen, extra_pytest)
     tier_size = len(cases)
     if not s.errors.errors:
         # The run's cases are those pytest selected (-k, -m, --lf deselect the others); none
         # when pytest stopped before collecting (a usage error, say).
         cases = [c for c in cases if c.id in (s.selection.case_ids or ())]
-    cut_short = s.stopped or s.interrupted is not None or s.fault is not None
-    why = (
-        "the run was interrupted"
-        if s.interrupted is not None
-        else "its runs directory refused writes"
-        if s.fault is not None and not s.stopped
-        else "pytest stopped early (-x)"
-    )
-    records, notes = collect_records(
-        plan.run_dir, cases, drop_missing=cut_short, stopped_by=why, files=records_read
-    )
-    for note in [*s.lost_notes, *notes]:
-        console.print(f"[yellow]note:[/] {escape(note)}", highlight=False)
-    if s.stopped:
-        console.print(
-            f"[yellow]stopped by -x/--maxfail after {len(records)} of {len(cases)} cases: the "
-            "rest were not run; this run is a subset and never a baseline[/]"
-        )
+    records = _records_of(console, plan, cases, s, records_read)
     # The Allure results hold the stored cases before the plots are drawn into them.
     outputs = RunOutputs(plan, records, s.selection.nodeids, {c.id: c for c in cases})
     fault = s.fault or outputs.allure()
@@ -318,18 +287,8 @@ def _after_session(
         from farm.run.case_plots import BackgroundDrawing
 
         drawing = BackgroundDrawing(plan.run_dir / "allure-results")
-    quarantined = RunState(plan.state_path).quarantined() if plan.state_path.exists() else {}
-    for host, reason in quarantined.items():
-        console.print(
-            f"[red]quarantined during the run:[/] {host}: {escape(visible(reason))}",
-            highlight=False,
-        )
-        try:
-            health.Quarantine(paths.STATE_DIR).add(host, reason)
-        except OSError as exc:
-            if not run_dir.is_fault(exc):
-                raise
-            fault = fault or str(run_dir.unwritable(exc))
+    quarantined, quarantine_fault = _quarantined_during(console, plan)
+    fault = fault or quarantine_fault
     outcomes = Counter(r["outcome"] for r in records)
     # A stop that came while the run was being stored, before this, stops it as one during the
     # session would.
@@ -427,6 +386,74 @@ def _after_session(
             s,
         )
     return code
+
+
+def _say_how_pytest_ended(
+    console: Console, s: SessionEnd, chosen: CaseSelection, extra_pytest: list[str]
+) -> None:
+    if s.pytest_code == pytest.ExitCode.NO_TESTS_COLLECTED:
+        console.print(
+            f"[red]no case of {escape(chosen.label)} matched the selection {extra_pytest}[/]"
+        )
+    elif s.refused:
+        given = escape(" ".join(extra_pytest))
+        console.print(
+            f"[red]error:[/] pytest refused the arguments after -- ({given}), as it says above; "
+            "nothing ran",
+            highlight=False,
+        )
+    elif s.pytest_broke:
+        console.print(f"[red]pytest could not run the suites (exit {s.pytest_code})[/]")
+
+
+def _records_of(
+    console: Console,
+    plan: Plan,
+    cases: list[Case],
+    s: SessionEnd,
+    records_read: RecordFiles | None,
+) -> list[ResultRecord]:
+    """One record per case the session ran (collect_records), what it noted said."""
+    cut_short = s.stopped or s.interrupted is not None or s.fault is not None
+    why = (
+        "the run was interrupted"
+        if s.interrupted is not None
+        else "its runs directory refused writes"
+        if s.fault is not None and not s.stopped
+        else "pytest stopped early (-x)"
+    )
+    records, notes = collect_records(
+        plan.run_dir, cases, drop_missing=cut_short, stopped_by=why, files=records_read
+    )
+    for note in [*s.lost_notes, *notes]:
+        console.print(f"[yellow]note:[/] {escape(note)}", highlight=False)
+    if s.stopped:
+        console.print(
+            f"[yellow]stopped by -x/--maxfail after {len(records)} of {len(cases)} cases: the "
+            "rest were not run; this run is a subset and never a baseline[/]"
+        )
+    return records
+
+
+def _quarantined_during(console: Console, plan: Plan) -> tuple[dict[str, str], str | None]:
+    """The hosts quarantined during the run, said and kept in the quarantine; the runs
+    directory's refusal of that write, if any."""
+    from farm.run.leases import RunState
+
+    quarantined = RunState(plan.state_path).quarantined() if plan.state_path.exists() else {}
+    fault = None
+    for host, reason in quarantined.items():
+        console.print(
+            f"[red]quarantined during the run:[/] {host}: {escape(visible(reason))}",
+            highlight=False,
+        )
+        try:
+            health.Quarantine(paths.STATE_DIR).add(host, reason)
+        except OSError as exc:
+            if not run_dir.is_fault(exc):
+                raise
+            fault = fault or str(run_dir.unwritable(exc))
+    return quarantined, fault
 
 
 def _report(
