@@ -281,7 +281,8 @@ def _after_session(
     records = _records_of(console, plan, cases, s, records_read)
     # The Allure results hold the stored cases before the plots are drawn into them.
     outputs = RunOutputs(plan, records, s.selection.nodeids, {c.id: c for c in cases})
-    fault = s.fault or outputs.allure()
+    allure_fault = outputs.allure()  # made whatever the session's fault: they hold the run
+    fault = s.fault or allure_fault
     drawing = None
     if report and s.interrupted is None and fault is None:
         from farm.run.case_plots import BackgroundDrawing
