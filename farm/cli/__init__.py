@@ -133,9 +133,12 @@ def cmd_cases(argv: list[str]) -> int:
 
 
 def cmd_run(argv: list[str]) -> int:
+    import dataclasses
+
+    from farm.cli import run_command
     from farm.pool import build
     from farm.results.report import add_history_runs_option
-    from farm.run import runner
+    from suites.explore import DEFAULT_COUNT as DEFAULT_EXPLORE_COUNT
 
     parser = CommandParser(
         prog="farm run",
@@ -183,8 +186,10 @@ def cmd_run(argv: list[str]) -> int:
     if args.store:  # the run's every process and command finds the store where the farm's do
         os.environ["FARM_STORE"] = args.store
     chosen = _selection(args)
-    return runner.run(
-        chosen.tier,
+    if not chosen.explore_count:  # --explore-count 0: the default count, as farm run took it
+        chosen = dataclasses.replace(chosen, explore_count=DEFAULT_EXPLORE_COUNT)
+    return run_command.run(
+        chosen,
         args.inventory,
         args.backend,
         target=args.target,
@@ -194,9 +199,6 @@ def cmd_run(argv: list[str]) -> int:
         report=not args.no_report,
         extra_pytest=args.pytest_args,
         progress=not args.no_progress,
-        case_files=chosen.files,
-        explore=chosen.explore,
-        explore_count=chosen.explore_count,
         history_runs=args.history_runs,
         shard=args.shard,
         run_group=args.run_group,
@@ -370,7 +372,7 @@ COMMANDS = {
     ),
     "hosts": (cmd_hosts, "the pool and its health (--check to check now)"),
     "merge": (
-        _delegate("farm.results.merge_command"),
+        _delegate("farm.cli.merge_command"),
         "make the shards of a sharded run (--shard, --run-group) one run",
     ),
     "repro": (cmd_repro, "rerun one case and print its inputs, tiling and metrics"),

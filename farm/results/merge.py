@@ -2,9 +2,9 @@
 
 The merged run is a run of its own in the store: every shard's records, one summary.json, one
 junit.xml and one allure-results directory (from the shards' run directories), one exit code by
-the rules of an unsharded run (farm/run/runner.py exit_code, then the quality gate against the
-suite's baseline), and it is the baseline candidate (a shard never is). It is whole only when
-every shard 1..N is in the store, finished, of one suite, package and commit, with its run
+the rules of an unsharded run (farm/run/finish.py decide: the cases, then the quality gate
+against the suite's baseline), and it is the baseline candidate (a shard never is). It is whole
+only when every shard 1..N is in the store, finished, of one suite, package and commit, with its run
 directory at hand; otherwise it is recorded incomplete (aborted, exit 2) with the reasons, one
 per shard, so that a missing or failed shard never makes a green run.
 """
@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from farm.run import shard as shard_mod
+from farm.run.finish import ABORTED
 from farm.run.outputs import JUNIT_XML, SUMMARY_JSON
 from farm.util import paths
 from farm.util.errors import UsageError
@@ -28,8 +29,8 @@ ALLURE_RESULTS = "allure-results"
 _RUN_EXTRAS = frozenset({"categories.json", "environment.properties", "executor.json"})
 # What the shards of one logical run share; a shard that differs is not of the same run.
 SAME_FIELDS = ("tier", "label", "git_commit", "package_sha256", "backend", "target")
-# The merged run's status when it is incomplete (the store's statuses: RUN_STATUSES).
-INCOMPLETE_STATUS = "aborted"
+# The merged run's status when it is incomplete (decided in farm/run/finish.py).
+INCOMPLETE_STATUS = ABORTED
 
 
 @dataclass

@@ -48,11 +48,7 @@ def environment_properties(run_meta: Mapping) -> dict[str, str]:
     """environment.properties of a run: the report's Metadata (its run, package, target and
     hosts)."""
     from farm.pool.build import describe
-
-    # UPWARD IMPORT (issue 57): the one farm.run -> farm.results import left here, waiting for
-    # helper B1's farm/run/metadata.py (the run's metadata, typed), where inventory_list and
-    # planted_bug move; then import them from there.
-    from farm.results.store.rows import inventory_list, planted_bug
+    from farm.run.metadata import inventory_list, planted_bug
 
     pkg = run_meta.get("package") or {}
     target = run_meta.get("target") or pkg.get("target")

@@ -88,7 +88,7 @@ class RunOutputs:
 def write_summary(
     plan: Plan, records: list[ResultRecord], code: int, quarantined: dict, extra=None
 ) -> Path:
-    """summary.json; `extra`: what the run's judgement adds (farm/run/runner.py summary_extra:
+    """summary.json; `extra`: what the run's judgement adds (farm/cli/judging.py summary_extra:
     quality_gate, triage)."""
     outcomes = Counter(r["outcome"] for r in records)
     summary = {

@@ -14,10 +14,8 @@ than it has cores, whatever the number of slots.
 
 from __future__ import annotations
 
-import datetime as _dt
 import os
 import posixpath
-import secrets
 import subprocess
 import threading
 import time
@@ -30,6 +28,7 @@ from farm.pool.inventory import HostSpec, Inventory, default_inventory, load_inv
 from farm.pool.transport import Channel, Transport, open_transport
 from farm.pool.transport.shared import AgentShare, share_key
 from farm.run.canary import CANARY_TIMEOUT, make_canary
+from farm.run.metadata import new_run_id
 from farm.run.packages import Builder, NoPackage, Packages, WrongTarget
 from farm.run.plan import Plan
 from farm.run.slots import SlotInfo
@@ -48,12 +47,6 @@ class NoHealthyHost(FarmError):
 class CanaryBroken(FarmError):
     """The canary fails the same way on every host: the farm's or the package's fault, which no
     host is quarantined for; nothing is started."""
-
-
-def new_run_id(tier: str) -> str:
-    stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-    slug = "".join(c if c.isalnum() or c == "-" else "-" for c in tier)[:40]
-    return f"{stamp}-{slug}-{secrets.token_hex(2)}"
 
 
 def load_pool(inventory_path: str | os.PathLike | None) -> Inventory:
@@ -277,6 +270,7 @@ def prepare_pool(
     selection: Selection | None = None,
     build_for: Builder | None = None,
     with_canary: bool = True,
+    pool: Inventory | None = None,
 ) -> Plan:
     """Health-check and deploy every host; return the saved plan of healthy slots.
 
@@ -296,8 +290,11 @@ def prepare_pool(
 
     ``with_canary``: False leaves the canary out of the health checks (`farm hosts --check
     --deep` runs its own case, and says more of a failure than the canary can).
+
+    ``pool``: the inventory at ``inventory_path`` as the caller loaded it already (farm run
+    loads it before anything starts, to refuse a bad one), so that it is read once.
     """
-    inventory = load_pool(inventory_path)
+    inventory = pool if pool is not None else load_pool(inventory_path)
     if selection is not None:
         tier = selection.key
     run_id = run_id or new_run_id(tier)

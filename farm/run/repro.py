@@ -77,9 +77,12 @@ def main(argv: list[str] | None = None) -> int:
         )
     else:
         show(FarmConsole(), case, described, record, target)
-    from farm.run.runner import EXIT_INFRA, EXIT_OK, EXIT_PRODUCT  # farm run's codes
+    from farm.run.finish import ExitCode  # farm run's codes
 
-    return {"passed": EXIT_OK, "failed": EXIT_PRODUCT}.get(record["outcome"], EXIT_INFRA)
+    code = {"passed": ExitCode.OK, "failed": ExitCode.PRODUCT}.get(
+        record["outcome"], ExitCode.INFRA
+    )
+    return int(code)
 
 
 def show(console: Console, case, described: dict, record: ResultRecord, target: str = "") -> None:

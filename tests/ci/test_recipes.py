@@ -32,8 +32,8 @@ from farm import cli
 from farm.results import run_paths
 from farm.results.store import default_location, parse_location
 from farm.run import outputs, runner
+from farm.run.metadata import new_run_id
 from farm.run.plan import Plan
-from farm.run.prepare import new_run_id
 from suites import matrix
 
 REPO = Path(__file__).resolve().parents[2]

@@ -453,7 +453,7 @@ def test_a_signal_after_the_last_case_before_the_store_stops_the_run_stored_whol
     died there, 'running' in the store until the next command, with no summary or JUnit. It is
     stored, every case that ran in it, and marked interrupted as any stopped run."""
     done = signalled_run(
-        tmp_path, "farm.run.runner", "collect_records", signal.SIGTERM, "--no-report"
+        tmp_path, "farm.cli.run_command", "collect_records", signal.SIGTERM, "--no-report"
     )
     assert done.returncode == 143, done.stdout + done.stderr
     assert "SIGTERM: storing the results first" in done.stderr, done.stderr

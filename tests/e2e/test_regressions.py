@@ -181,7 +181,8 @@ def test_report_has_the_trend_of_the_last_runs(runs):
     with RunStore(runs.store) as store:
         series = store.metric_series("smoke", 20)
     assert {p["run_id"] for p in series} == {r.run_id for r in runs.runs}
-    # farm run draws it before its report (runner.with_trend): the same plot, its run included.
+    # farm run draws it before its report (farm/cli/judging.py with_trend): the same plot, its
+    # run included.
     assert png == trend_png(series)
     groups = {(p["family"], p["dtype"]) for p in series if p["mere_median"] is not None}
     assert groups == {

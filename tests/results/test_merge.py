@@ -1,5 +1,5 @@
-"""`farm merge` (farm/results/merge.py, merge_command.py) over shards written straight into a
-real store and run directories: what makes a group whole or incomplete, and the merged run's
+"""`farm merge` (farm/results/merge.py, farm/cli/merge_command.py) over shards written straight
+into a real store and run directories: what makes a group whole or incomplete, and the merged run's
 records, exit code, JUnit, Allure results and summary. The shards run for real in
 tests/e2e/test_sharding.py."""
 
@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from farm.results import merge, merge_command
+from farm.cli import merge_command
+from farm.results import merge
 from farm.results.store import RunStore, store_location
 from farm.util.errors import UsageError
 

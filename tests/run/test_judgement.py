@@ -11,9 +11,10 @@ from pathlib import Path
 
 from rich.console import Console
 
+from farm.cli import judging
 from farm.results.store import RunStore
 from farm.results.triage import Triage
-from farm.run import runner
+from farm.run.finish import ExitCode, RunFacts
 from tests.results.conftest import failed, record
 
 
@@ -44,9 +45,9 @@ def _run(store: RunStore, tmp_path: Path, records: list[dict], *, subset: bool =
     }
 
 
-def _judge(store_path: Path, run: dict, records: list[dict], code: int):
+def _judge(store_path: Path, run: dict, records: list[dict], facts: RunFacts):
     console = Console(file=io.StringIO(), width=200)
-    return runner.judge(console, store_path, run, records, code)
+    return judging.judge(console, store_path, run, records, facts)
 
 
 def test_a_green_run_with_a_regression_exits_1_and_is_stored_so(tmp_path):
@@ -55,13 +56,13 @@ def test_a_green_run_with_a_regression_exits_1_and_is_stored_so(tmp_path):
     with RunStore(store_path) as store:
         _run(store, tmp_path, every)  # the baseline: every case passed
         gone = _run(store, tmp_path, every[:2])  # the whole tier, one case gone
-    code, gate, followup = _judge(store_path, gone, every[:2], runner.EXIT_OK)
-    assert code == runner.EXIT_PRODUCT
+    code, gate, followup = _judge(store_path, gone, every[:2], RunFacts())
+    assert code == ExitCode.PRODUCT
     assert [r.rule for r in gate if not r.success] == ["noRegressions"]
     assert followup is not None and followup[0].why_none.startswith("no failures")
     with RunStore(store_path) as store:
         assert store.get_run(gone["run_id"])["exit_code"] == 1
-    extra = runner.summary_extra(gate, followup)
+    extra = judging.summary_extra(gate, followup)
     assert [r["rule"] for r in extra["quality_gate"]] == [r.rule for r in gate]
     assert extra["triage"]["groups"] == [] and extra["triage"]["failures"] == 0
 
@@ -74,8 +75,8 @@ def test_a_green_subset_passes_its_gate_and_keeps_exit_0(tmp_path):
     with RunStore(store_path) as store:
         _run(store, tmp_path, every)
         subset = _run(store, tmp_path, every[:1], subset=True)
-    code, gate, _ = _judge(store_path, subset, every[:1], runner.EXIT_OK)
-    assert code == runner.EXIT_OK and all(r.success for r in gate)
+    code, gate, _ = _judge(store_path, subset, every[:1], RunFacts(subset=True))
+    assert code == ExitCode.OK and all(r.success for r in gate)
 
 
 def test_a_run_with_failures_keeps_its_code_and_has_its_triage(tmp_path):
@@ -88,11 +89,11 @@ def test_a_run_with_failures_keeps_its_code_and_has_its_triage(tmp_path):
     ]
     with RunStore(store_path) as store:
         run = _run(store, tmp_path, records)
-    code, gate, followup = _judge(store_path, run, records, runner.EXIT_PRODUCT)
-    assert code == runner.EXIT_PRODUCT
+    code, gate, followup = _judge(store_path, run, records, RunFacts(failed=2))
+    assert code == ExitCode.PRODUCT
     assert {r.rule for r in gate if not r.success} == {"maxFailures"}
     assert followup is not None
-    summary = runner.summary_extra(gate, followup)["triage"]
+    summary = judging.summary_extra(gate, followup)["triage"]
     assert summary["failures"] == 2 and summary["groups"][0]["case_ids"] == ["m0", "m1"]
     assert summary["groups"][0]["line"].startswith("2 of 2 failures: REDUCE_MID")
 
@@ -104,9 +105,9 @@ def test_the_judgement_is_printed_as_plain_text(tmp_path):
     records = [record("c0"), record("c1"), failed("[m0]", schedule="REDUCE_MID")]
     with RunStore(store_path) as store:
         run = _run(store, tmp_path, records)
-    _, gate, followup = _judge(store_path, run, records, runner.EXIT_PRODUCT)
+    _, gate, followup = _judge(store_path, run, records, RunFacts(failed=1))
     out = io.StringIO()
-    runner.print_judgement(Console(file=out, width=400, color_system=None), gate, followup)
+    judging.print_judgement(Console(file=out, width=400, color_system=None), gate, followup)
     text = out.getvalue().splitlines()
     assert text[0] == "quality gate: maxFailures: 1 failed or broken tests exceed the allowed 0"
     assert text[1] == "triage   what the failures share:"
@@ -114,5 +115,6 @@ def test_the_judgement_is_printed_as_plain_text(tmp_path):
     assert text[3] == "   rerun: farm run --tier smoke -- -k '[[m0]]'"
     assert text[4] == "   shrink: farm shrink '[m0]'"
     out = io.StringIO()
-    runner.print_judgement(Console(file=out), [], (Triage("r", failures=0, passes=3, broken=0), []))
+    nothing = (Triage("r", failures=0, passes=3, broken=0), [])
+    judging.print_judgement(Console(file=out), [], nothing)
     assert out.getvalue() == ""  # nothing failed: nothing to triage

@@ -18,10 +18,10 @@ from types import SimpleNamespace
 
 import pytest
 
+from farm.cli.run_command import collect_records
 from farm.results.store import read_records, store_location
 from farm.run import fault_injection, plugin, reconcile, run_dir
 from farm.run.records_file import RecordFiles, RecordWriter
-from farm.run.runner import collect_records
 from farm.util import interrupts, paths
 from farm.util import proc as procfs
 from farm.util.errors import RunDirUnwritable
@@ -446,20 +446,20 @@ def test_a_run_whose_report_is_not_made_is_degraded_in_the_store_and_the_summary
 ):
     """farm report made no report (Allure missing or failing, an unknown run): farm run says
     why in one line and exits 2, and the store and summary.json say 2 as well."""
+    from farm.cli import judging
     from farm.results import report
     from farm.results.store import RunStore
-    from farm.run import runner
     from farm.run.plan import Plan
 
     monkeypatch.setattr(
         report, "make_report", lambda request, judged=None, allure=None: report.EXIT_NO_REPORT
     )
     store = store_location(tmp_path / "s.db")
-    assert "no report was made for run r1" in runner.make_report("r1", store, None)
+    assert "no report was made for run r1" in judging.make_report("r1", store, None)
     monkeypatch.setattr(
         report, "make_report", lambda request, judged=None, allure=None: 1
     )  # a failed gate
-    assert runner.make_report("r1", store, None) is None
+    assert judging.make_report("r1", store, None) is None
 
     store_path, run_dir = tmp_path / "farm.sqlite", tmp_path / "r1"
     run_dir.mkdir()
@@ -467,7 +467,7 @@ def test_a_run_whose_report_is_not_made_is_degraded_in_the_store_and_the_summary
         store.begin_run({"run_id": "r1", "tier": "smoke", "started_at": "2026-12-01T00:00:00"})
         store.finish_run("r1", 0)
     plan = Plan("r1", run_dir, "smoke", "native", inventory={}, slots=[], hosts={})
-    assert runner.degraded(plan, store_path, [], {}) == 2
+    assert judging.degraded(plan, store_path, [], {}) == 2
     with RunStore(store_path) as store:
         assert store.get_run("r1")["exit_code"] == 2
     assert json.loads((run_dir / "summary.json").read_text())["exit_code"] == 2

@@ -10,6 +10,11 @@ from typing import Any
 
 from farm.agent.record import JSON_FORM, METRIC_COLUMNS, OUTCOMES, TIMING_COLUMNS
 
+# The readings of a run's metadata, made with it (farm/run/metadata.py); named here too for
+# the store's modules and the commands that read runs from it.
+from farm.run.metadata import inventory_list as inventory_list
+from farm.run.metadata import planted_bug as planted_bug
+
 # A green run, which an implicit baseline must be (the SQL of run_dict's "green").
 GREEN_SQL = "status='finished' AND exit_code=0 AND n_total>0 AND n_failed=0 AND n_broken=0"
 RUN_STATUSES = ("running", "finished", "interrupted", "aborted")
@@ -41,31 +46,6 @@ def num(x) -> float | None:
     except (TypeError, ValueError):
         return None
     return v if math.isfinite(v) else None
-
-
-def inventory_list(inv) -> list[dict]:
-    """Inventory as a list of {"name", "soc", ...} whatever form it came in."""
-    if not inv:
-        return []
-    if isinstance(inv, Mapping):
-        out = []
-        for name, v in inv.items():
-            if isinstance(v, Mapping):
-                out.append({"name": str(name), **dict(v)})
-            else:
-                out.append({"name": str(name), "soc": v})
-        return out
-    out, seen = [], set()
-    for h in inv:  # hosts, or slots (several per host: the first one names the host)
-        if isinstance(h, Mapping):
-            d = dict(h)
-            d["name"] = str(d.get("name") or d.get("host") or d.get("id") or "")
-        else:
-            d = {"name": str(h)}
-        if d["name"] not in seen:
-            seen.add(d["name"])
-            out.append(d)
-    return out
 
 
 def has_measurement(metrics: Mapping) -> bool:
@@ -156,15 +136,6 @@ def result_row(run_id: str, rec: Mapping, text: str | None = None) -> tuple:
         *(num(t.get(c)) for c in TIMING_COLUMNS),
         dumps(rec) if text is None else text,
     )
-
-
-def planted_bug(run: Mapping[str, Any]) -> str:
-    """The bug the run's operator was built with (`farm run --plant-bug`), from its archive's
-    name (farm/pool/build/package.py archive_name): a run that tests the farm, never the
-    operator: no baseline, nothing to bisect. "" for the real operator."""
-    from farm.pool import build
-
-    return build.bug_in_archive(str((run.get("package") or {}).get("file") or ""))
 
 
 def run_dict(row: Any) -> dict:

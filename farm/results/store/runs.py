@@ -1,8 +1,9 @@
 """Runs and their results: begin, write, finish, list, read; and the orphans' recovery.
 
-Run metadata (`begin_run(meta)`), all keys optional except `tier`:
+Run metadata (`begin_run(meta)`): a farm/run/metadata.py RunMetadata (what farm run and farm
+merge begin), or its dict form, all keys optional except `tier`:
 
-    run_id          "20261129-151200-smoke-ab12" (made from the start time and tier if absent)
+    run_id          "20261129-151200-smoke-ab12" (farm/run/metadata.py new_run_id if absent)
     tier            "smoke" | "nightly" | "full" | ...
     package_version, package_sha256   the operator package under test
                     (a nested {"package": {"version", "sha256"}} is accepted too)
@@ -22,7 +23,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-import secrets
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
@@ -37,7 +37,8 @@ from farm.results.store.rows import (
     result_row,
     run_dict,
 )
-from farm.results.store.timestamps import now, stamp
+from farm.results.store.timestamps import now
+from farm.run.metadata import RunMetadata, new_run_id
 from farm.run.owners import owner_alive, process_owner
 from farm.run.records_file import read_records
 from farm.util.errors import UsageError
@@ -50,13 +51,13 @@ STALE_AFTER = _dt.timedelta(minutes=15)
 
 
 class Runs(StoreBase):
-    def begin_run(self, meta: Mapping) -> str:
+    def begin_run(self, meta: RunMetadata | Mapping) -> str:
         """Record the start of a run and return its run_id."""
         with self._tx():
             return self._insert_run(meta)
 
     def begin_run_unless(
-        self, meta: Mapping, claim: str, holder: Callable[[], dict | None]
+        self, meta: RunMetadata | Mapping, claim: str, holder: Callable[[], dict | None]
     ) -> tuple[str | None, dict | None]:
         """Record the start of a run unless another holds ``claim`` (a name: one run a claim,
         whatever begins at once): ``holder()``, asked under the claim's lock in the same write
@@ -69,11 +70,11 @@ class Runs(StoreBase):
                 return None, held
             return self._insert_run(meta), None
 
-    def _insert_run(self, meta: Mapping) -> str:
-        meta = dict(meta)
+    def _insert_run(self, given: RunMetadata | Mapping) -> str:
+        meta = given.as_dict() if isinstance(given, RunMetadata) else dict(given)
         tier = str(meta.get("tier") or "adhoc")
         started = str(meta.get("started_at") or meta.get("start") or now())
-        run_id = meta.get("run_id") or f"{stamp()}-{tier}-{secrets.token_hex(2)}"
+        run_id = meta.get("run_id") or new_run_id(tier)
         pkg = meta.get("package") or {}
         meta.update(run_id=run_id, tier=tier, started_at=started)
         group = meta.get("run_group")

@@ -1,10 +1,11 @@
 """`farm merge GROUP`: the shards of a sharded run made one run (farm/results/merge.py), with
 one summary, one JUnit, one Allure report and one exit code; also what a shard does when it
-finishes last (:func:`after_shard`).
+finishes last (:func:`after_shard`, called by farm/cli/run_command.py).
 
-Exit codes are `farm run`'s: 0 every case passed; 1 product failures (or the quality gate);
-2 degraded by infrastructure, or incomplete: a shard missing, not finished, of another run, or
-its run directory not found (the line says which).
+Exit codes are `farm run`'s, decided by the same call (farm/run/finish.py decide): 0 every case
+passed; 1 product failures (or the quality gate); 2 degraded by infrastructure, or incomplete: a
+shard missing, not finished, of another run, or its run directory not found (the line says
+which).
 
 **One merged run a group**, whatever merges at once: the merged run's row is begun under a claim
 in the store (RunStore.begin_run_unless, the group's lock), and a merge that finds the claim held
@@ -16,6 +17,7 @@ run again.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections import Counter
 from functools import partial
@@ -26,7 +28,11 @@ from rich.console import Console
 from rich.markup import escape
 
 from farm.agent.record import ResultRecord
+from farm.cli.judging import degraded, judgement, make_report, print_judgement, summary_extra
 from farm.results import merge as merge_mod
+from farm.run import runner
+from farm.run.finish import ExitCode, RunFacts, decide
+from farm.run.metadata import Merged, RunMetadata, new_run_id
 from farm.run.outputs import JUNIT_XML, SUMMARY_JSON, write_summary
 from farm.run.plan import Plan
 from farm.run.slots import SlotInfo
@@ -126,9 +132,7 @@ def merge(
                             list[ResultRecord], store.results(group.shards[k]["run_id"])
                         )
         if earlier is None:
-            plan, meta, code, status, subset, quarantined = _prepared(
-                group, group_id, runs_dir, records
-            )
+            plan, meta, facts, quarantined = _prepared(group, group_id, runs_dir, records)
             with run_dir_mod.refusals_as_errors(), RunStore(store_path) as store:
                 # The claim: the merged run begins only where no other merge of these shards
                 # has begun since this one looked (under the group's lock, one transaction).
@@ -150,7 +154,7 @@ def merge(
             plan,
             meta,
             records,
-            (code, status, subset),
+            facts,
             quarantined,
             report,
             history_runs,
@@ -164,9 +168,9 @@ def _make(
     store_path: StoreLocation,
     group: merge_mod.Group,
     plan: Plan,
-    meta: dict,
+    meta: RunMetadata,
     records: list[ResultRecord],
-    verdict: tuple[int, str, bool],
+    facts: RunFacts,
     quarantined: dict[str, str],
     report: bool,
     history_runs: int | None,
@@ -175,48 +179,51 @@ def _make(
     judgement, summary and report; its exit code."""
     from farm.results.store import RunStore
     from farm.run import run_dir as run_dir_mod
-    from farm.run import runner
+    from farm.run.allure_environment import write_results_extras
 
-    code, status, subset = verdict
+    outcome = decide(facts)
     group_id = group.group
     with run_dir_mod.refusals_as_errors():
         plan.run_dir.mkdir(parents=True, exist_ok=True)
         with RunStore(store_path) as store:
             store.add_results(plan.run_id, records)
-            store.finish_run(plan.run_id, code, status=status, subset=subset)
+            store.finish_run(
+                plan.run_id, int(outcome.stored_code), status=outcome.status, subset=outcome.subset
+            )
         results = plan.run_dir / merge_mod.ALLURE_RESULTS
         merge_mod.merged_allure(group, results, records)
         merge_mod.merged_junit(group, plan.run_dir / JUNIT_XML, records)
         gate, followup = [], None
         if group.complete:
-            code, gate, followup = runner.judge(
-                console, store_path, dict(meta, status=status, subset=subset), records, code
-            )
-        from farm.run.allure_environment import write_results_extras
-
-        write_results_extras(results, meta)
-        extra = runner.summary_extra(gate, followup)
+            run = meta.judged_as(outcome.status, outcome.subset)
+            facts, judged = judgement(console, store_path, run, records, facts)
+            outcome = decide(facts)
+            if judged is not None:
+                gate, followup = judged.gate, judged.triage
+        write_results_extras(results, meta.as_dict())
+        extra = summary_extra(gate, followup)
         extra.update(
             run_group=group_id,
             shards={str(k): run["run_id"] for k, run in sorted(group.shards.items())},
             incomplete=list(group.problems),
         )
-        write_summary(plan, records, code, quarantined, extra)
+        write_summary(plan, records, int(outcome.stored_code), quarantined, extra)
     console.print(
         f"run group {escape(group_id)}: merged run {plan.run_id} of {len(group.shards)} of "
         f"{group.count} shards",
         highlight=False,
     )
+    code = int(outcome.exit_code)
     runner.print_summary(console, records, plan, code, plan.run_dir / SUMMARY_JSON)
     if not group.complete:
         console.print(merge_mod.incomplete_line(group, plan.run_id), markup=False, highlight=False)
-        return runner.EXIT_INFRA
-    runner.print_judgement(console, [] if report else gate, followup)
+        return code
+    print_judgement(console, [] if report else gate, followup)
     if report:
-        problem = runner.make_report(plan.run_id, store_path, history_runs)
+        problem = make_report(plan.run_id, store_path, history_runs)
         if problem is not None:
             console.print(f"[bold red]error:[/] {escape(problem)}", highlight=False)
-            return runner.degraded(plan, store_path, records, quarantined, extra)
+            return degraded(plan, store_path, records, quarantined, extra, facts)
     return code
 
 
@@ -281,8 +288,6 @@ def _merged_before(
 ) -> int:
     """What a merge answers when the group was merged already (by an earlier or a concurrent
     merge): that run, its report made if it has none, its exit code."""
-    from farm.run import runner
-
     console.print(
         f"run group {escape(group.group)}: merged already as run {earlier['run_id']} "
         f"(exit {earlier['exit_code']})",
@@ -290,20 +295,21 @@ def _merged_before(
     )
     if not group.complete:
         console.print(merge_mod.incomplete_line(group, earlier["run_id"]), markup=False)
-        return runner.EXIT_INFRA
+        return ExitCode.INFRA
     if report and not (Path(earlier["run_dir"]) / "report").is_dir():
         # The last shard merged without a report (shards run --no-report): make it now.
-        problem = runner.make_report(earlier["run_id"], store_path, history_runs)
+        problem = make_report(earlier["run_id"], store_path, history_runs)
         if problem is not None:
             console.print(f"[bold red]error:[/] {escape(problem)}", highlight=False)
-            return runner.EXIT_INFRA
+            return ExitCode.INFRA
     return int(earlier["exit_code"])
 
 
-def _prepared(group: merge_mod.Group, group_id: str, runs_dir: Path | None, records: list):
-    """The merged run's plan, metadata, exit code, status, subset and hosts quarantined."""
-    from farm.run import runner
-
+def _prepared(
+    group: merge_mod.Group, group_id: str, runs_dir: Path | None, records: list
+) -> tuple[Plan, RunMetadata, RunFacts, dict[str, str]]:
+    """The merged run's plan, metadata, facts (what farm/run/finish.py decides its end from)
+    and hosts quarantined."""
     doubled = sorted(cid for cid, n in Counter(r["case_id"] for r in records).items() if n > 1)
     if doubled:
         group.problems.append(
@@ -321,24 +327,31 @@ def _prepared(group: merge_mod.Group, group_id: str, runs_dir: Path | None, reco
     # run of its tier: what farm report and farm compare take without a run id.
     started = max(r["started_at"] for r in group.shards.values())
     quarantined = merge_mod.quarantined_in(group)
-    meta = dict(
-        runner.run_meta(plan, started),
+    meta = dataclasses.replace(
+        RunMetadata.from_plan(plan, started),
         run_group=group_id,
-        shards=group.count,
-        merged_from=group.run_ids,
-        incomplete=list(group.problems),
+        merged=Merged(
+            shards=group.count, merged_from=group.run_ids, incomplete=list(group.problems)
+        ),
     )
-    if group.complete:
-        code = runner.exit_code(records, plan, quarantined)
-        if any(r["exit_code"] == runner.EXIT_INFRA for r in group.shards.values()):
-            code = runner.EXIT_INFRA  # a shard degraded by infrastructure degrades the run
-        status = "finished"
-        # A baseline only when the shards ran the whole selection (none ran -k), as known here.
-        whole = merge_mod.whole_selection(group)
-        subset = whole is None or {r["case_id"] for r in records} != whole
-    else:
-        code, status, subset = runner.EXIT_INFRA, merge_mod.INCOMPLETE_STATUS, True
-    return plan, meta, code, status, subset, quarantined
+    if not group.complete:
+        return plan, meta, RunFacts(incomplete=True), quarantined
+    outcomes = Counter(r["outcome"] for r in records)
+    # A shard degraded by infrastructure degrades the run.
+    degraded_shards = [
+        f"shard {k} degraded by infrastructure (run {run['run_id']}, exit 2)"
+        for k, run in sorted(group.shards.items())
+        if run["exit_code"] == ExitCode.INFRA
+    ]
+    # A baseline only when the shards ran the whole selection (none ran -k), as known here.
+    whole = merge_mod.whole_selection(group)
+    facts = RunFacts(
+        failed=outcomes["failed"],
+        broken=outcomes["broken"],
+        infrastructure=(*runner.infrastructure_events(plan, quarantined), *degraded_shards),
+        subset=whole is None or {r["case_id"] for r in records} != whole,
+    )
+    return plan, meta, facts, quarantined
 
 
 def _merged_already(store, group: merge_mod.Group) -> dict | None:
@@ -363,8 +376,6 @@ def _merged_already(store, group: merge_mod.Group) -> dict | None:
 def _merged_plan(group: merge_mod.Group, runs_dir: Path) -> Plan:
     """The merged run as a Plan (what the summary and the run's metadata are written from): the
     shards' suite, package and commit; their hosts, unhealthy hosts and chips set aside."""
-    from farm.run.prepare import new_run_id
-
     if not group.shards:
         raise UsageError(f"run group {group.group!r}: no shard of it to merge")
     first = group.shards[min(group.shards)]
