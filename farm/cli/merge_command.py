@@ -35,7 +35,6 @@ from farm.run.finish import ExitCode, RunFacts, decide
 from farm.run.metadata import Merged, RunMetadata, new_run_id
 from farm.run.outputs import JUNIT_XML, SUMMARY_JSON, write_summary
 from farm.run.plan import Plan
-from farm.run.slots import SlotInfo
 from farm.util import paths
 from farm.util.argparsing import CommandParser
 from farm.util.console import FarmConsole
@@ -322,13 +321,14 @@ def _prepared(
         for r in records:
             first.setdefault(r["case_id"], r)
         records[:] = list(first.values())
-    plan = _merged_plan(group, (runs_dir or paths.RUNS_DIR).absolute())
+    plan, hosts = _merged_plan(group, (runs_dir or paths.RUNS_DIR).absolute())
     # The latest shard's start, so that the merged run (stored after every shard) is the newest
     # run of its tier: what farm report and farm compare take without a run id.
     started = max(r["started_at"] for r in group.shards.values())
     quarantined = merge_mod.quarantined_in(group)
     meta = dataclasses.replace(
         RunMetadata.from_plan(plan, started),
+        inventory=hosts,
         run_group=group_id,
         merged=Merged(
             shards=group.count, merged_from=group.run_ids, incomplete=list(group.problems)
@@ -373,19 +373,21 @@ def _merged_already(store, group: merge_mod.Group) -> dict | None:
     return None
 
 
-def _merged_plan(group: merge_mod.Group, runs_dir: Path) -> Plan:
+def _merged_plan(group: merge_mod.Group, runs_dir: Path) -> tuple[Plan, list[dict]]:
     """The merged run as a Plan (what the summary and the run's metadata are written from): the
-    shards' suite, package and commit; their hosts, unhealthy hosts and chips set aside."""
+    shards' suite, package and commit, unhealthy hosts and chips set aside; and their hosts."""
     if not group.shards:
         raise UsageError(f"run group {group.group!r}: no shard of it to merge")
     first = group.shards[min(group.shards)]
     run_id = new_run_id(first["tier"])
-    slots: dict[str, dict] = {}
+    # The shards' hosts as their runs stored them (farm/run/metadata.py inventory_list): the
+    # merged run ran on no slot of its own.
+    hosts: dict[str, dict] = {}
     unhealthy: dict[str, str] = {}
     set_aside: dict[str, str] = {}
     for run in group.shards.values():
         for host in run.get("inventory") or []:
-            slots.setdefault(str(host.get("name")), host)
+            hosts.setdefault(str(host.get("name")), host)
         unhealthy.update(run.get("unhealthy") or {})
         set_aside.update(run.get("set_aside") or {})
     return Plan(
@@ -394,11 +396,11 @@ def _merged_plan(group: merge_mod.Group, runs_dir: Path) -> Plan:
         tier=first["tier"],
         backend=first.get("backend") or "",
         inventory={},
-        slots=[SlotInfo.from_json(s) for s in slots.values()],
+        slots=[],
         hosts={},
         unhealthy=unhealthy,
         set_aside=set_aside,
         package=first.get("package") or {},
         git_commit=first.get("git_commit") or "",
         selection=first.get("selection") or {},
-    )
+    ), list(hosts.values())

@@ -9,7 +9,7 @@ import subprocess
 import sys
 import time
 
-from farm.agent.hostops import alive, children
+from farm.util.proc import alive, children
 
 # A command drawing the plots of a report, its workers stuck on their plots (as on a nightly's
 # thousands): each worker says it has begun, then never ends by itself.
