@@ -22,6 +22,7 @@ from collections.abc import Callable
 from typing import Literal
 
 import numpy as np
+import numpy.typing as npt
 
 from golden import bound as bound_mod
 from golden import fused as fused_mod
@@ -599,7 +600,7 @@ def _top(cand, k: int, shape, key: str, fields: tuple[str, ...]) -> list[dict]:
     return rows
 
 
-def compute_metrics(actual: np.ndarray, golden: np.ndarray, dtype: str, k: int = 8) -> dict:
+def compute_metrics(actual: npt.ArrayLike, golden: npt.ArrayLike, dtype: str, k: int = 8) -> dict:
     """All metrics of `actual` (any float array, usually in the case dtype) against `golden`
     (float64), judged as dtype `dtype`; NaN/inf positions against the golden rounded to it."""
     actual = np.asarray(actual)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import numpy as np
 import pytest
@@ -304,11 +305,23 @@ def test_a_value_form_of_one_tensor_leaves_the_other_as_it_was():
 
 
 def test_value_ranges_do_not_depend_on_the_slab_size(monkeypatch):
-    kw = dict(y_range=(-5.0, 7.0), dy_range=(-1e38, 1e38))
-    args = ((9, 17, 5), "float32", (1,), "range", "range", "nan_y", 5)
-    ref = make_inputs(*args, special_at="row_middle", **kw)
+    def inputs() -> tuple[np.ndarray, np.ndarray]:
+        return make_inputs(
+            (9, 17, 5),
+            "float32",
+            (1,),
+            "range",
+            "range",
+            "nan_y",
+            5,
+            special_at="row_middle",
+            y_range=(-5.0, 7.0),
+            dy_range=(-1e38, 1e38),
+        )
+
+    ref = inputs()
     monkeypatch.setattr(gi, "GEN_SLAB", 13)
-    again = make_inputs(*args, special_at="row_middle", **kw)
+    again = inputs()
     assert all(a.tobytes() == b.tobytes() for a, b in zip(ref, again, strict=True))
 
 
@@ -402,8 +415,8 @@ def test_more_specials(dtype):
 
 
 def test_bad_value_form_arguments():
-    def call(**kw):
-        base = dict(y_dist="uniform", dy_dist="normal")
+    def call(**kw: Any) -> None:
+        base: dict[str, Any] = dict(y_dist="uniform", dy_dist="normal")
         base.update(kw)
         make_inputs((2, 3), "float32", -1, base.pop("y_dist"), base.pop("dy_dist"), **base)
 

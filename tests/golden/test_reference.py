@@ -73,12 +73,13 @@ def test_matches_torch_formula_on_generated_inputs(dtype):
 
 def test_rank0_and_rank8_and_empty():
     dy, y = np.array(0.75), np.array(0.0)
+    axes: tuple[int, ...] | int
     for axes in ((0,), (-1,), 0, -1):
         assert log_softmax_grad(dy, y, axes).shape == ()
         assert float(log_softmax_grad(dy, y, axes)) == 0.0  # dy - 1 * dy
     assert float(log_softmax_grad(np.array(2.0), np.array(-1.0), [0])) == 2.0 - np.exp(-1.0) * 2.0
 
-    shape = (2, 1, 3, 1, 2, 2, 1, 3)
+    shape: tuple[int, ...] = (2, 1, 3, 1, 2, 2, 1, 3)
     rng = np.random.default_rng(3)
     x, dy = rng.standard_normal(shape), rng.standard_normal(shape)
     for axes in ((7,), (2, 3, 4), (-8, -7), tuple(range(8))):
