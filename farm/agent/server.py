@@ -515,7 +515,9 @@ def _instant_metrics(dtype: str, n: int) -> dict[str, Any]:
     }
 
 
-def instant_executor(case: dict, backend: str, device: int, identity: Identity) -> dict:
+def instant_executor(
+    case: Mapping[str, Any], backend: str, device: int, identity: Identity
+) -> dict:
     """BENCHMARK-ONLY executor: answers at once with a well-formed record that passes, as the
     contract expects (an expected rejection's status and reason; a precision case's metrics and
     every standard passed), and no tiling (a backend that plans none, so the suite's tiling check
