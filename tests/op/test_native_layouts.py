@@ -50,6 +50,7 @@ def test_out_view_with_storage_and_offset_matches_a_contiguous_run(
     viewed = native.run(dy, y, axes, "Ascend910B1", out_layout=layout)
     assert plain.status == viewed.status == 0
     assert plain.out_guard_ok is True and viewed.out_guard_ok is True
+    assert viewed.out is not None and plain.out is not None  # both accepted
     assert same_bits(viewed.out, plain.out)
     storage = _storage(viewed.out)
     assert storage.size == layout.storage
@@ -99,8 +100,8 @@ def test_case_views_for_all_three_tensors(native_lib, form, shape, axes):
             assert layouts.outside_untouched(_storage(t), layout, shape)
     out_layout = execute.case_layout(case, "out")
     viewed = native.run_call(dy, y, axes, "Ascend910B1", out_dtype="float16", out_layout=out_layout)
-    dense = [np.array(t, order="C") for t in (dy, y)]
-    plain = native.run_call(*dense, axes, "Ascend910B1", out_dtype="float16")
+    dense_dy, dense_y = (np.array(t, order="C") for t in (dy, y))
+    plain = native.run_call(dense_dy, dense_y, axes, "Ascend910B1", out_dtype="float16")
     assert viewed.status == 0 and viewed.out_guard_ok is True
     assert same_bits(viewed.out, plain.out)
     assert viewed.tiling["is_contiguous"] == (Case.from_dict(case).layout == "contiguous")

@@ -126,7 +126,7 @@ def stored_run(tmp_path, records, selection) -> tuple[RunStore, str]:
     store = RunStore(tmp_path / "farm.sqlite")
     run_id = store.begin_run({"tier": "smoke", "selection": selection, "target": "ascendc-cpu"})
     store.add_results(run_id, records)
-    store.finish_run(run_id, 1, {})
+    store.finish_run(run_id, 1)
     return store, run_id
 
 
@@ -341,10 +341,10 @@ def test_the_triage_of_a_stored_run_bisects_from_its_baseline(tmp_path):
     with RunStore(tmp_path / "farm.sqlite") as store:
         good = store.begin_run({"tier": "smoke", "git_commit": GOOD})
         store.add_results(good, records_of(cases, set()))
-        store.finish_run(good, 0, {})
+        store.finish_run(good, 0)
         bad = store.begin_run({"tier": "smoke", "git_commit": BAD})
         store.add_results(bad, records_of(cases, failing))
-        store.finish_run(bad, 1, {})
+        store.finish_run(bad, 1)
         result, steps = triage_next.run_triage(store, bad)
         assert triage_next.run_triage(store, good)[0].why_none.startswith("no failures")
     assert result.groups and steps[0].bisect.startswith(f"farm bisect --good {GOOD} --bad {BAD} ")
