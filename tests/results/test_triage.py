@@ -8,6 +8,8 @@ import json
 import random
 import subprocess
 import sys
+from collections.abc import Mapping
+from typing import Any
 
 import pytest
 
@@ -16,10 +18,11 @@ from farm.results import triage, triage_command
 from farm.results.store import RunStore
 from suites import casefile
 from suites.case import Case
+from tests import stores
 
 
 def record(case: Case, outcome: str = "passed", category: str | None = None) -> dict:
-    data = case.to_dict()
+    data: Mapping[str, Any] = case.to_dict()
     rec = {k: data[k] for k in CASE_FIELDS if k in data}
     rec.update(case_id=case.id, outcome=outcome, category=category, soc="Ascend910B1")
     return rec
@@ -135,7 +138,7 @@ def test_counts_are_the_stores(tmp_path):
     store, run_id = stored_run(tmp_path, records_of(cases, failing), {"tier": "smoke"})
     with store:
         lines = triage.triage_lines(store, run_id)
-        run = store.get_run(run_id)
+        run = stores.stored_run(store, run_id)
         rows = store.result_rows(run_id)
     failed = [r for r in rows if r["outcome"] == "failed"]
     assert run["counts"]["failed"] == len(failed) == 4
