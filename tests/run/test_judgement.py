@@ -11,10 +11,11 @@ from pathlib import Path
 
 from rich.console import Console
 
-from farm.results.store import RunStore
+from farm.results.store import RunStore, store_location
 from farm.results.triage import Triage
 from farm.run import runner
 from tests.results.conftest import failed, record
+from tests.stores import stored_run
 
 
 def _allure_results(run_dir: Path, records: list[dict]) -> None:
@@ -46,7 +47,7 @@ def _run(store: RunStore, tmp_path: Path, records: list[dict], *, subset: bool =
 
 def _judge(store_path: Path, run: dict, records: list[dict], code: int):
     console = Console(file=io.StringIO(), width=200)
-    return runner.judge(console, store_path, run, records, code)
+    return runner.judge(console, store_location(store_path), run, records, code)
 
 
 def test_a_green_run_with_a_regression_exits_1_and_is_stored_so(tmp_path):
@@ -60,7 +61,7 @@ def test_a_green_run_with_a_regression_exits_1_and_is_stored_so(tmp_path):
     assert [r.rule for r in gate if not r.success] == ["noRegressions"]
     assert followup is not None and followup[0].why_none.startswith("no failures")
     with RunStore(store_path) as store:
-        assert store.get_run(gone["run_id"])["exit_code"] == 1
+        assert stored_run(store, gone["run_id"])["exit_code"] == 1
     extra = runner.summary_extra(gate, followup)
     assert [r["rule"] for r in extra["quality_gate"]] == [r.rule for r in gate]
     assert extra["triage"]["groups"] == [] and extra["triage"]["failures"] == 0
