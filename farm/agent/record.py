@@ -126,7 +126,7 @@ class ResultRecord(CaseFields, total=False):
     infra_errors: list[str]
     attempts_log: list[dict[str, Any]]  # one entry per attempt when more than one was made
     notes: list[str]  # what happened on the way (a crash before a pass, a wait for a device)
-    hang: bool  # the case timed out on two hosts
+    hang: dict[str, Any]  # the case timed out on two hosts: hosts, timeouts (and the canary)
     not_run: str  # why it never ran ("busy": another run held every device of its family)
     busy: dict[str, Any]  # the busy devices and their holder
     timings: Timings
