@@ -31,6 +31,7 @@ from farm.run.leases import RunState
 from farm.util.errors import DeviceBusy
 from suites.case import Case
 from tests.e2e.conftest import select
+from tests.pool.conftest import said_pid
 
 REPO = Path(__file__).resolve().parents[2]
 FAKE = "tests.pool.fake_executor:run"
@@ -376,7 +377,9 @@ def test_lab_down_stops_every_agent_even_one_whose_session_is_gone(sshd, tmp_pat
             b'{"op":"run-case","seq":9,"case":{"origin":"fake:hang"},"backend":"b","device":0}\n',
             5.0,
         )
-        wait_for_the_holder(host.workdir, 0, channel.agent_pid)  # it read the case and hangs
+        wait_for_the_holder(
+            host.workdir, 0, said_pid(channel.agent_pid)
+        )  # it read the case and hangs
         t.close()  # the connection goes; the agent, hung, does not
         time.sleep(0.5)
         assert lab.agents(host.name) == [channel.agent_pid]
@@ -386,7 +389,7 @@ def test_lab_down_stops_every_agent_even_one_whose_session_is_gone(sshd, tmp_pat
         assert lab.agents(host.name) == []
         from farm.pool.transport.local import group_members
 
-        assert group_members(channel.agent_pgid) == []  # the hung case's `sleep` too
+        assert group_members(said_pid(channel.agent_pgid)) == []  # the hung case's `sleep` too
     finally:
         lab.down()
 
@@ -409,7 +412,8 @@ def test_a_crash_left_by_an_earlier_case_passes_on_a_fresh_agent(pool, tmp_path,
         assert "rerun on a fresh agent on a200-01:0, it passed" in note
         assert record["message"].startswith("fake pass on a200-01 [the agent crashed")
         assert [e["outcome"] for e in record["attempts_log"]] == ["crash", "passed"]
-        assert len(run.opened) == 2 and record["agent_pid"] == run.opened[1].agent_pid
+        # agent_pid: the fake executor's own field, beyond a ResultRecord's
+        assert len(run.opened) == 2 and dict(record)["agent_pid"] == run.opened[1].agent_pid
         assert run.state.read() == {"infra_errors": {}, "quarantined": {}}
     finally:
         run.close()
@@ -460,7 +464,7 @@ def test_a_farm_run_waits_for_the_device_another_run_holds(
             pytest.fail("the run's worker never started an agent on a200-01")
         # The worker's agent is trying the device's lock (it has the lock file open): whether it
         # still waits or was told busy and the dispatcher waits, the record must say so.
-        wait_for_a_lock_waiter(host.workdir, 0, other_than=holder.agent_pid)
+        wait_for_a_lock_waiter(host.workdir, 0, other_than=said_pid(holder.agent_pid))
         holder.close()
         result = farm.finish(proc)
     assert result.code == 0, result.text
