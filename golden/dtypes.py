@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ml_dtypes
 import numpy as np
+import numpy.typing as npt
 
 SUPPORTED = ("float32", "float16", "bfloat16")
 
@@ -120,7 +121,7 @@ def _round_to_odd_f32(x64: np.ndarray) -> np.ndarray:
     return f
 
 
-def round_to(x: np.ndarray, name: str) -> np.ndarray:
+def round_to(x: npt.ArrayLike, name: str) -> np.ndarray:
     """Round x into dtype `name`: round-to-nearest-even, once, from the exact value of x.
 
     Overflow gives inf of the right sign, NaN stays NaN. Integer names round half to even and

@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
+import numpy.typing as npt
 
 from golden import rounding
 from golden.bound import FINITE, NAN, NEGINF, POSINF, class_names, class_of
@@ -544,7 +545,11 @@ def _bound_ratio(err: np.ndarray, bound: np.ndarray, out: np.ndarray, mask: np.n
 
 
 def compute_metrics(
-    actual: np.ndarray, golden: np.ndarray, dtype: str, k: int = 8, fused: Kernel | None = None
+    actual: npt.ArrayLike,
+    golden: npt.ArrayLike,
+    dtype: str,
+    k: int = 8,
+    fused: Kernel | None = None,
 ) -> dict:
     """All metrics of `actual` (any float array, usually in the case dtype) against `golden`
     (float64), judged as dtype `dtype`; NaN/inf positions against the golden rounded to it.

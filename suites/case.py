@@ -11,6 +11,7 @@ farm/run/requests.py's.
 from __future__ import annotations
 
 import zlib
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from functools import cached_property
 from typing import Any
@@ -455,7 +456,7 @@ class Case:
         return data
 
     @classmethod
-    def from_dict(cls, data: dict) -> Case:
+    def from_dict(cls, data: Mapping[str, Any]) -> Case:
         """Rebuild a case; a case whose id does not match its fields is refused. A dict of
         before per-tensor layouts ({"layout": "strided"} and no *_layout) means dy and y
         strided; otherwise `layout` is derived and ignored, like id, seed and expect."""

@@ -50,4 +50,5 @@ def need_chromium() -> str:
     names = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
     path = next(filter(None, map(shutil.which, names)), None)
     need(path is not None, "chromium (apt-get install chromium)")
+    assert path is not None  # need() has failed or skipped the test otherwise
     return path

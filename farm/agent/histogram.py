@@ -65,7 +65,7 @@ class HistogramAccumulator:
     edges are searched. Exact zeros land in the first bin through log10(0) = -inf and are taken
     out of it again; an array with no NaN/inf is not copied to drop them."""
 
-    def __init__(self, edges=None):
+    def __init__(self, edges: np.ndarray | None = None) -> None:
         self.zeros = 0
         self.finite = 0
         if edges is None:

@@ -9,16 +9,20 @@ host right after a case timed out there, to ask whose fault the timeout was
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from farm.run.requests import case_request
 from golden import soc
 from suites.case import Case
 
-# canary(channel, identity, device) -> None when the host answered right, else what it said.
-# ``identity`` is what the host said of itself (its ``soc`` names the family of the cases).
-Canary = Callable[[Any, dict, int], "str | None"]
+
+class Canary(Protocol):
+    """canary(channel, identity, device) -> None when the host answered right, else what it
+    said. ``identity`` is what the host said of itself (its ``soc`` names the family of the
+    cases); ``device`` defaults to the host's first."""
+
+    def __call__(self, channel: Any, identity: dict, device: int = 0) -> str | None: ...
+
 
 CANARY_TIMEOUT = 60.0
 

@@ -15,6 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 from types import SimpleNamespace
+from typing import cast
 
 import pytest
 
@@ -107,16 +108,21 @@ class _Acl:
         return b"said by the runtime"
 
 
+def libraries_of(acl: _Acl) -> acl_api.Libraries:
+    """A stand-in for the loaded libraries: Runtime.start and close use only ascendcl."""
+    return cast(acl_api.Libraries, SimpleNamespace(ascendcl=acl))
+
+
 def test_acl_initialised_before_is_accepted_and_not_finalised_by_us():
     earlier = _Acl(acl_api.ACL_ERROR_REPEAT_INITIALIZE)
-    runtime = Runtime.start(SimpleNamespace(ascendcl=earlier))
+    runtime = Runtime.start(libraries_of(earlier))
     runtime.close()
     assert earlier.calls == ["aclInit"]  # whoever initialised it finalises it
     ours = _Acl(acl_api.ACL_SUCCESS)
-    Runtime.start(SimpleNamespace(ascendcl=ours)).close()
+    Runtime.start(libraries_of(ours)).close()
     assert ours.calls == ["aclInit", "aclFinalize"]
     with pytest.raises(AclCallError, match=r"^aclInit\(NULL\) returned 100000: said by"):
-        Runtime.start(SimpleNamespace(ascendcl=_Acl(100000)))
+        Runtime.start(libraries_of(_Acl(100000)))
 
 
 def test_the_repeat_initialize_status_is_the_genuine_headers():

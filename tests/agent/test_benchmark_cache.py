@@ -28,7 +28,7 @@ def cache(tmp_path, monkeypatch):
     bc._HELD.clear()
 
 
-def inputs(shape, dtype, seed=0):
+def inputs(shape: tuple[int, ...], dtype: str, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     rng = np.random.default_rng(seed)
     dy = rng.standard_normal(shape).astype(numpy_dtype(dtype))
     y = (-3 * np.abs(rng.standard_normal(shape))).astype(numpy_dtype(dtype))
@@ -207,8 +207,10 @@ def test_a_full_cache_makes_room_from_stale_entries_only(monkeypatch, cache):
     made = [inputs(shape, "float32", seed) for seed in range(5)]
     for dy, y in made[:3]:
         bc.torch_benchmark(dy, y, [-1], "float32")
-    entries = [bc.entry_path(dy, y, [-1], "float32") for dy, y in made]
-    assert all(e is not None and e.exists() for e in entries[:3])
+    paths = [bc.entry_path(dy, y, [-1], "float32") for dy, y in made]
+    entries = [e for e in paths if e is not None]
+    assert len(entries) == len(made), "the cache is on: every input has its entry"
+    assert all(e.exists() for e in entries[:3])
     # Full, and every entry in use: the fourth result is computed, not kept.
     bc._HELD.clear()
     calls = count_torch_calls(monkeypatch)
@@ -253,7 +255,8 @@ def test_the_agent_judges_benchmark_ratio_cases_through_the_cache(monkeypatch):
     judged = execute._judge(case, dy, y, out, expect)  # type: ignore[arg-type]
     assert called == ["cache"]
     again = execute._judge(case, dy, y, out, expect)  # type: ignore[arg-type]
-    assert again == judged and judged["verdict"]["passed"]
+    verdict = judged["verdict"]
+    assert again == judged and verdict is not None and verdict["passed"]
 
 
 def test_farm_hosts_says_where_the_results_are_kept_and_how_many(monkeypatch, cache):

@@ -10,6 +10,7 @@ import os
 import signal
 import threading
 import time
+from typing import Any
 
 import pytest
 
@@ -173,6 +174,7 @@ def test_run_case_on_a_busy_device_is_answered_busy_and_the_agent_keeps_serving(
 
 
 def test_run_case_lock_fields_are_validated():
+    fields: dict[str, Any]  # each a wrong type or value on purpose
     for fields in ({"run": 3}, {"owner": []}, {"lock_wait": -1}, {"lock_wait": "5"}):
         line = protocol.encode_request("run-case", 1, case={}, backend="b", device=0, **fields)
         with pytest.raises(protocol.RequestError) as info:

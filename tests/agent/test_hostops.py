@@ -144,7 +144,7 @@ def test_status_trusts_a_complete_version_directory_whose_files_are_as_installed
     (complete / "lib" / "x.so").write_bytes(b"library")
     (complete / hostops.CONTENTS).unlink()
     rc, reply, _ = run_main(capsys, "status", str(complete / "gone.tar.gz"), str(complete))
-    assert reply["damaged"] == ["gone.tar.gz"]
+    assert reply is not None and reply["damaged"] == ["gone.tar.gz"]
 
     other = tmp_path / "other"
     other.mkdir()

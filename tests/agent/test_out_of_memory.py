@@ -8,6 +8,7 @@ import pytest
 from farm.agent import execute
 from farm.agent.backends.native import NativeError
 from farm.agent.identity import Identity
+from farm.run.requests import case_request
 from suites.case import Case
 
 IDENTITY = Identity(
@@ -36,7 +37,7 @@ def failing_backend(exc: Exception):
 )
 def test_a_failed_allocation_is_the_cases_outcome(monkeypatch, exc):
     monkeypatch.setattr(execute, "_backend", failing_backend(exc))
-    record = execute.run_case(CASE.to_dict(), "native", 0, IDENTITY)
+    record = execute.run_case(case_request(CASE), "native", 0, IDENTITY)
     assert (record["outcome"], record["category"]) == ("broken", "out_of_memory")
     assert record["case_id"] == CASE.id and record["host"] == "node-7"
     assert record["message"].startswith("the case needs more memory than its host has (")
@@ -46,4 +47,4 @@ def test_a_failed_allocation_is_the_cases_outcome(monkeypatch, exc):
 def test_any_other_exception_is_still_the_hosts_to_explain(monkeypatch):
     monkeypatch.setattr(execute, "_backend", failing_backend(NativeError("library not found")))
     with pytest.raises(NativeError, match="library not found"):
-        execute.run_case(CASE.to_dict(), "native", 0, IDENTITY)
+        execute.run_case(case_request(CASE), "native", 0, IDENTITY)

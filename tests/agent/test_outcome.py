@@ -1,12 +1,15 @@
 """The outcome taxonomy: every combination of expectation and operator behaviour."""
 
 from farm.agent.outcome import classify
+from farm.agent.record import ResultRecord, Verdict
 
 REJECT = {"kind": "reject", "reason": "bf16_unsupported_on_soc", "status": 161002}
 PRECISION = {"kind": "precision", "standard": "experimental", "level": None}
 
 
-def record(status, reason, verdict=None, message="msg"):
+def record(
+    status: int | None, reason: str | None, verdict: Verdict | None = None, message: str = "msg"
+) -> ResultRecord:
     return {"status": status, "reason": reason, "verdict": verdict, "op_message": message}
 
 
@@ -36,18 +39,20 @@ def test_rejection_of_a_valid_call_is_unexpected_rejection():
 
 
 def test_precision_verdict_decides_accepted_calls():
-    good = {"passed": True, "reason": "PASS experimental"}
-    bad = {"passed": False, "reason": "FAIL experimental: MARE 1 >= 10T"}
+    good: Verdict = {"passed": True, "reason": "PASS experimental"}
+    bad: Verdict = {"passed": False, "reason": "FAIL experimental: MARE 1 >= 10T"}
     assert classify(PRECISION, record(0, "ok", good)) == ("passed", None, "PASS experimental")
     assert classify(PRECISION, record(0, "ok", bad)) == ("failed", "precision", bad["reason"])
     assert classify(PRECISION, record(0, "ok", None))[1] == "crash"
 
 
 def test_a_write_outside_the_output_view_fails_even_with_right_numbers():
-    good = {"passed": True, "reason": "PASS error-bound"}
-    clean = dict(record(0, "ok", good), out_guard_ok=True)
+    good: Verdict = {"passed": True, "reason": "PASS error-bound"}
+    clean = record(0, "ok", good)
+    clean["out_guard_ok"] = True
     assert classify(PRECISION, clean)[0] == "passed"
-    dirty = dict(record(0, "ok", good), out_guard_ok=False)
+    dirty = record(0, "ok", good)
+    dirty["out_guard_ok"] = False
     outcome, category, message = classify(PRECISION, dirty)
     assert (outcome, category) == ("failed", "out_of_bounds") and "outside the output" in message
 
@@ -80,10 +85,12 @@ def test_a_device_stop_after_accepting_a_call_the_contract_rejects_is_an_accepta
 
 
 def test_a_tiling_mismatch_comes_first_whatever_the_numbers():
-    good = {"passed": True, "reason": "PASS error-bound"}
-    mismatch = dict(record(0, "ok", good), checks={"tiling_mismatch": "blockElems 1 (planned 2)"})
+    good: Verdict = {"passed": True, "reason": "PASS error-bound"}
+    mismatch = record(0, "ok", good)
+    mismatch["checks"] = {"tiling_mismatch": "blockElems 1 (planned 2)"}
     outcome, category, message = classify(PRECISION, mismatch)
     assert (outcome, category) == ("failed", "tiling_mismatch")
     assert message.endswith("blockElems 1 (planned 2)")
-    agreeing = dict(record(0, "ok", good), checks={"tiling_mismatch": ""})
+    agreeing = record(0, "ok", good)
+    agreeing["checks"] = {"tiling_mismatch": ""}
     assert classify(PRECISION, agreeing)[0] == "passed"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+from typing import Any
 
 import pytest
 
@@ -12,9 +13,10 @@ from farm.agent import protocol
 from farm.agent.identity import Declared
 from farm.agent.server import AgentServer
 from farm.agent.stand_ins import instant_executor
+from farm.run.requests import case_request
 from suites.case import Case
 
-HOSTS = [
+HOSTS: list[dict[str, Any]] = [
     {
         "name": "emu-a",
         "workdir": None,
@@ -198,7 +200,9 @@ def test_the_instant_executor_makes_the_canarys_real_inputs():
 
     case = Case("ascend910b", "float32", (4, 1, 8), (1,), y_dist="uniform", origin="canary")
     record = instant_executor(case.to_dict(), "native", 0, gather(None, Declared("x", 1, "env")))
-    assert record["inputs_sha256"] == sha256_of(*make_call_inputs(case.to_dict()))
+    dy, y = make_call_inputs(case_request(case))
+    assert dy is not None and y is not None  # a precision case makes both tensors
+    assert record["inputs_sha256"] == sha256_of(dy, y)
 
 
 def test_the_instant_executor_is_never_chosen_elsewhere(monkeypatch):

@@ -24,6 +24,7 @@ import sys
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -241,7 +242,20 @@ class Job:
     scripts: list[str]  # its shell scripts, in order
     scheduled: bool  # runs on a schedule
     on_op_change: bool  # runs on a change to op/ (and not on a change elsewhere)
-    raw: object = field(default=None, repr=False)
+    # the job as parsed: a YAML mapping (GitHub, GitLab) or a Groovy stage block (Jenkins)
+    raw: dict[str, Any] | str = field(repr=False)
+
+    @property
+    def doc(self) -> dict[str, Any]:
+        """The job's YAML mapping (GitHub, GitLab)."""
+        assert isinstance(self.raw, dict), "a Jenkins job is Groovy, not YAML"
+        return self.raw
+
+    @property
+    def groovy(self) -> str:
+        """The job's Groovy stage block (Jenkins)."""
+        assert isinstance(self.raw, str), "a GitHub or GitLab job is YAML, not Groovy"
+        return self.raw
 
     def farm_runs(self) -> list[list[str]]:
         return [c for s in self.scripts for c in farm_commands(s) if c[:1] == ["run"]]
@@ -519,6 +533,7 @@ def jenkins_result(text: str, code: int) -> str:
     for cond, branch in re.findall(r"(?:if\s*\(code == (\d+)\)|else)\s*\{(.*?)\}", body, re.S):
         if cond == "" or int(cond) == code:
             step = re.search(r"\b(echo|unstable|error)\b", branch)
+            assert step, f"farmVerdict's branch for {code} takes no step: {branch}"
             return {"echo": "success", "unstable": "unstable", "error": "failure"}[step[1]]
     return "success"
 
@@ -604,7 +619,7 @@ def test_every_recipe_prunes_to_the_same_retention():
 
 
 def test_github_prunes_whatever_the_verdict(sandbox):
-    steps = github_jobs(text_of("github"))[MERGE].raw["steps"]
+    steps = github_jobs(text_of("github"))[MERGE].doc["steps"]
     (prune,) = [s for s in steps if "farm runs prune" in s.get("run", "")]
     assert prune["if"] == "always()", "after a failing merge too"
     assert steps.index(gh_farm_step({"steps": steps})) < steps.index(prune)
@@ -617,12 +632,12 @@ def test_gitlab_prunes_in_after_script():
     """GitLab runs after_script whatever the script's verdict and ignores its exit code."""
     job = gitlab_jobs(text_of("gitlab"))[MERGE]
     ((at, _),) = job.prunes()
-    assert job.scripts[at] == "\n".join(job.raw["after_script"])
+    assert job.scripts[at] == "\n".join(job.doc["after_script"])
 
 
 def test_jenkins_prunes_in_post_always_without_changing_the_build(sandbox):
     job = jenkins_jobs(text_of("jenkins"))[MERGE]
-    always = groovy_block(job.raw, r"\balways\s*\{")
+    always = groovy_block(job.groovy, r"\balways\s*\{")
     (script,) = [s for s in sh_scripts(always) if "runs prune" in s]
     assert re.search(r"sh\(returnStatus: true, script: '" + re.escape(script), always)
     status, farm_args = sandbox.run(script, 2, JK_SHELL)
@@ -645,7 +660,7 @@ def test_the_option_checker_knows_choices_and_flags():
 def test_github_exit_codes_and_run_directory(sandbox, written):
     for name, job in github_jobs(text_of("github")).items():
         for code, wanted in WANTED.items():
-            got = gh_outcome(job.raw, sandbox, code)
+            got = gh_outcome(job.doc, sandbox, code)
             assert got["farm_step_status"] == 0, (name, code, "the farm step must not fail")
             assert got["outputs"]["exit_code"] == str(code)
             assert got["outputs"]["run_dir"] == written.run_dir, "the newest run directory"
@@ -653,7 +668,7 @@ def test_github_exit_codes_and_run_directory(sandbox, written):
 
 
 def test_github_exit_code_checker_fails_a_wrong_mapping(sandbox):
-    job = github_jobs(text_of("github"))["nightly"].raw
+    job = github_jobs(text_of("github"))["nightly"].doc
     verdict = next(s for s in job["steps"] if "continue-on-error" in s)
     verdict["continue-on-error"] = verdict["continue-on-error"].replace("'2'", "'1'")
     assert gh_outcome(job, sandbox, 1)["outcome"] == "unstable"
@@ -666,17 +681,17 @@ def test_gitlab_exit_codes(sandbox):
             status, farm_args = sandbox.run(job.farm_script(), code, GL_SHELL)
             assert farm_args is not None, (name, "farm did not run")
             assert status == code, (name, "the job's status is farm run's")
-            assert gl_outcome(job.raw, status) == wanted, (name, code)
+            assert gl_outcome(job.doc, status) == wanted, (name, code)
     wrong = gitlab_jobs(text_of("gitlab").replace("exit_codes: [2]", "exit_codes: [1]"))
-    assert gl_outcome(wrong["nightly"].raw, 1) == "unstable"
+    assert gl_outcome(wrong["nightly"].doc, 1) == "unstable"
 
 
 def test_jenkins_exit_codes(sandbox):
     text = text_of("jenkins")
     for name, job in jenkins_jobs(text).items():
         script = job.farm_script()
-        assert re.search(r"sh\(returnStatus: true, script: ", job.raw)
-        assert "farmVerdict(code)" in job.raw
+        assert re.search(r"sh\(returnStatus: true, script: ", job.groovy)
+        assert "farmVerdict(code)" in job.groovy
         for code, wanted in WANTED.items():
             status, _ = sandbox.run(script, code, JK_SHELL)
             assert status == code, name
@@ -687,7 +702,7 @@ def test_jenkins_exit_codes(sandbox):
 
 def test_nightly_takes_the_inventory_from_ci_else_the_embedded_pool(sandbox):
     toml = '[[host]]\nname = "a2-01"'
-    job = github_jobs(text_of("github"))["nightly"].raw
+    job = github_jobs(text_of("github"))["nightly"].doc
     assert "--inventory" not in gh_outcome(job, sandbox, 0)["farm_args"]
     args = gh_outcome(job, sandbox, 0, secrets={"FARM_INVENTORY": toml})["farm_args"]
     inventory = Path(args[args.index("--inventory") + 1])
@@ -705,7 +720,7 @@ def test_nightly_takes_the_inventory_from_ci_else_the_embedded_pool(sandbox):
 def test_github_publishes_the_run_directory(written):
     for name in ("pre-merge", MERGE):
         job = github_jobs(text_of("github"))[name]
-        step = gh_farm_step(job.raw)
+        step = gh_farm_step(job.doc)
         context = {f"steps.{step['id']}.outputs.run_dir": written.run_dir}
         assert {written.junit, written.summary, written.report} <= gh_uploaded(job, context), name
 
@@ -713,7 +728,7 @@ def test_github_publishes_the_run_directory(written):
 def gh_uploaded(job: Job, context: dict[str, str]) -> set[str]:
     return {
         gh_expand(line, context).strip().rstrip("/")
-        for s in job.raw["steps"]
+        for s in job.doc["steps"]
         if str(s.get("uses", "")).startswith("actions/upload-artifact@")
         for line in str(s["with"]["path"]).splitlines()
         if line.strip()
@@ -725,7 +740,7 @@ def test_github_shards_hand_their_run_directories_to_the_merge(sandbox, written)
     allure-results); the merge job downloads every shard's artifact into runs/, where farm
     merge --runs-dir runs looks for runs/<run id>/."""
     jobs = github_jobs(text_of("github"))
-    shard, merge = jobs["nightly"].raw, jobs[MERGE].raw
+    shard, merge = jobs["nightly"].doc, jobs[MERGE].doc
     got = gh_outcome(shard, sandbox, 0, context={"matrix.shard": "1", "strategy.job-total": "4"})
     staged = sandbox.root / "farm-shard" / written.run_id
     assert (staged / "summary.json").is_file(), "the run directory itself is in the artifact"
@@ -754,12 +769,12 @@ def shard_values(job: dict) -> list[int]:
 def test_gitlab_publishes_the_run_directory(written):
     jobs = gitlab_jobs(text_of("gitlab"))
     for name in ("pre-merge", MERGE):
-        artifacts = jobs[name].raw["artifacts"]
+        artifacts = jobs[name].doc["artifacts"]
         assert artifacts["when"] == "always"
         assert fnmatch.fnmatch(written.junit, artifacts["reports"]["junit"]), name
         for path in (written.junit, written.summary, written.report):
             assert any(fnmatch.fnmatch(path, p.rstrip("/")) for p in artifacts["paths"]), path
-    shard = jobs["nightly"].raw["artifacts"]
+    shard = jobs["nightly"].doc["artifacts"]
     assert shard["when"] == "always", "a failing shard's results are merged too"
     for path in (written.junit, written.summary, written.allure_results):
         assert any(fnmatch.fnmatch(path, p.rstrip("/")) for p in shard["paths"]), path
@@ -774,28 +789,32 @@ def test_jenkins_publishes_the_run_directory(sandbox, written):
     out = subprocess.run(["sh", "-e", "-c", script], cwd=sandbox.root, capture_output=True)
     run_dir = out.stdout.decode().strip()
     assert run_dir == written.run_dir
-    junit = re.search(r"junit\(testResults: \"([^\"]+)\"", publish)[1]
+    junit_step = re.search(r"junit\(testResults: \"([^\"]+)\"", publish)
+    assert junit_step, "publishFarmRun() hands the JUnit XML to junit()"
+    junit = junit_step[1]
     assert junit.replace("${runDir}", run_dir) == written.junit
-    archived = re.search(r"archiveArtifacts\(artifacts: \"([^\"]+)\"", publish)[1]
+    archive_step = re.search(r"archiveArtifacts\(artifacts: \"([^\"]+)\"", publish)
+    assert archive_step, "publishFarmRun() archives the run directory"
+    archived = archive_step[1]
     patterns = [p.strip().replace("${runDir}", run_dir) for p in archived.split(",")]
     for path in (written.junit, written.summary, written.report + "/index.html"):
         assert any(fnmatch.fnmatch(path, p) for p in patterns), path
     assert "skipMarkingBuildUnstable: true" in publish, "farm's exit code decides alone"
     jobs = jenkins_jobs(text)
     for name in ("pre-merge", MERGE):
-        assert "publishFarmRun()" in groovy_block(jobs[name].raw, r"\balways\s*\{"), name
+        assert "publishFarmRun()" in groovy_block(jobs[name].groovy, r"\balways\s*\{"), name
 
 
 def test_jenkins_shards_stash_their_run_directories_for_the_merge(written):
     jobs = jenkins_jobs(text_of("jenkins"))
-    always = groovy_block(jobs["nightly"].raw, r"\balways\s*\{")
+    always = groovy_block(jobs["nightly"].groovy, r"\balways\s*\{")
     stash = re.search(r"stash\(name: \"([^\"]+)\".*?includes: '([^']+)'", always, re.S)
     assert stash, "each shard stashes its run directory, whatever its verdict"
     includes = [p.strip() for p in stash[2].split(",")]
     for path in (written.junit, written.summary, written.allure_results + "/x-result.json"):
         assert any(fnmatch.fnmatch(path, p) for p in includes), path
-    values = jenkins_shard_values(jobs["nightly"].raw)
-    merge = jobs[MERGE].raw
+    values = jenkins_shard_values(jobs["nightly"].groovy)
+    merge = jobs[MERGE].groovy
     unstashed = re.search(r"for \(shard in \[([^\]]*)\]\)", merge)
     assert unstashed and re.findall(r"'(\d+)'", unstashed[1]) == values, "every shard's stash"
     assert 'unstash "' + stash[1].replace("${env.SHARD}", "${shard}") + '"' in merge
@@ -804,7 +823,9 @@ def test_jenkins_shards_stash_their_run_directories_for_the_merge(written):
 def jenkins_shard_values(block: str) -> list[str]:
     axis = groovy_block(block, r"\baxis\s*\{")
     assert re.search(r"name\s+'SHARD'", axis)
-    return re.findall(r"'(\d+)'", re.search(r"values\s+(.*)", axis)[1])
+    values = re.search(r"values\s+(.*)", axis)
+    assert values, "the SHARD axis names its values"
+    return re.findall(r"'(\d+)'", values[1])
 
 
 # -- sharding: N jobs, one run group, a merge after all of them ----------------------------------
@@ -817,11 +838,11 @@ def shard_args(kind: str, text: str, k: int, sandbox: Sandbox) -> list[str]:
     the count as that CI gives them to the k-th job)."""
     jobs = PARSERS[kind](text)
     if kind == "github":
-        raw = jobs["nightly"].raw
+        raw = jobs["nightly"].doc
         context = {"matrix.shard": str(k), "strategy.job-total": str(len(shard_values(raw)))}
         return gh_outcome(raw, sandbox, 0, context=context, env=RUN_IDS)["farm_args"]
     if kind == "gitlab":
-        n = jobs["nightly"].raw["parallel"]
+        n = jobs["nightly"].doc["parallel"]
         env = {**RUN_IDS, "CI_NODE_INDEX": str(k), "CI_NODE_TOTAL": str(n)}
         _, args = sandbox.run(jobs["nightly"].farm_script(), 0, GL_SHELL, env)
         return args
@@ -831,12 +852,12 @@ def shard_args(kind: str, text: str, k: int, sandbox: Sandbox) -> list[str]:
 
 def shard_count(kind: str, text: str) -> int:
     """How many parallel jobs the recipe's CI runs the nightly as."""
-    job = PARSERS[kind](text)["nightly"].raw
+    job = PARSERS[kind](text)["nightly"]
     if kind == "github":
-        return len(shard_values(job))
+        return len(shard_values(job.doc))
     if kind == "gitlab":
-        return int(job["parallel"])
-    return len(jenkins_shard_values(job))
+        return int(job.doc["parallel"])
+    return len(jenkins_shard_values(job.groovy))
 
 
 def sharding_problems(kind: str, text: str, sandbox: Sandbox) -> list[str]:
@@ -885,11 +906,11 @@ def test_the_sharding_checker_catches_a_wrong_n_or_group(kind, right, wrong, san
 
 
 def test_the_merge_runs_after_every_shard_whatever_their_verdicts():
-    github = github_jobs(text_of("github"))[MERGE].raw
+    github = github_jobs(text_of("github"))[MERGE].doc
     assert github["needs"] in ("nightly", ["nightly"]), "needs the matrix: all of its jobs"
     assert github["if"].startswith("always() && "), "after failed shards too"
-    assert github_jobs(text_of("github"))["nightly"].raw["strategy"]["fail-fast"] is False
-    gitlab = gitlab_jobs(text_of("gitlab"))[MERGE].raw
+    assert github_jobs(text_of("github"))["nightly"].doc["strategy"]["fail-fast"] is False
+    gitlab = gitlab_jobs(text_of("gitlab"))[MERGE].doc
     assert gitlab["needs"] == [{"job": "farm:nightly", "artifacts": True}]
     assert all(rule.get("when") == "always" for rule in gitlab["rules"])
     text = text_of("jenkins")
@@ -940,16 +961,16 @@ def test_the_credentials_checker_finds_a_password():
 
 def test_github_takes_the_store_from_its_secrets_in_every_job():
     for name, job in github_jobs(text_of("github")).items():
-        assert job.raw["env"]["FARM_STORE"] == "${{ secrets.FARM_STORE }}", name
-        cached = [s for s in job.raw["steps"] if str(s.get("uses", "")).startswith("actions/cache")]
+        assert job.doc["env"]["FARM_STORE"] == "${{ secrets.FARM_STORE }}", name
+        cached = [s for s in job.doc["steps"] if str(s.get("uses", "")).startswith("actions/cache")]
         assert cached == [], f"{name}: the store is the server's, nothing of it is cached"
 
 
 def test_gitlab_leaves_the_store_to_its_ci_variables():
     doc = yaml.safe_load(text_of("gitlab"))
     for name, job in gitlab_jobs(text_of("gitlab")).items():
-        assert "FARM_STORE" not in (job.raw.get("variables") or {}), name
-        assert "cache" not in job.raw, f"{name}: the store is the server's, nothing is cached"
+        assert "FARM_STORE" not in (job.doc.get("variables") or {}), name
+        assert "cache" not in job.doc, f"{name}: the store is the server's, nothing is cached"
     assert "FARM_STORE" not in (doc.get("variables") or {})
 
 

@@ -73,6 +73,7 @@ def test_every_command_has_help_whose_description_is_whole(command, capsys):
     not its first line cut mid-sentence."""
     from farm.cli import main
 
+    code: int | str | None
     try:
         code = main([*command.split(), "--help"])
     except SystemExit as stop:  # argparse's way
@@ -82,6 +83,7 @@ def test_every_command_has_help_whose_description_is_whole(command, capsys):
     assert text
     if command in DOCSTRING_HELP:
         doc = importlib.import_module(DOCSTRING_HELP[command]).__doc__
+        assert doc is not None, DOCSTRING_HELP[command]
         assert " ".join(doc.split("\n\n")[0].split()) in text
 
 

@@ -55,17 +55,23 @@ class FarmResult:
     def text(self) -> str:
         return self.out + self.err
 
+    @property
+    def made_dir(self) -> Path:
+        """The run directory of a run that made one."""
+        assert self.run_dir is not None, f"the run made no run directory:\n{self.text}"
+        return self.run_dir
+
     def raw_records(self) -> list[dict]:
         """What the workers wrote, before the runner fills in lost cases."""
         out = []
-        for path in sorted((self.run_dir / "records").glob("*.jsonl")):
+        for path in sorted((self.made_dir / "records").glob("*.jsonl")):
             out += [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
         return out
 
     def records_by_worker(self) -> dict[str, list[dict]]:
         return {
             p.stem: [json.loads(x) for x in p.read_text().splitlines() if x.strip()]
-            for p in sorted((self.run_dir / "records").glob("*.jsonl"))
+            for p in sorted((self.made_dir / "records").glob("*.jsonl"))
         }
 
     def store_rows(self) -> list[dict]:
@@ -77,7 +83,7 @@ class FarmResult:
                 for r in db.execute(
                     "SELECT case_id, outcome, category, host, attempts, record_json "
                     "FROM results WHERE run_id=?",
-                    (self.run_dir.name,),
+                    (self.made_dir.name,),
                 )
             ]
         finally:
@@ -88,7 +94,7 @@ class FarmResult:
         db.row_factory = sqlite3.Row
         try:
             row = db.execute(
-                "SELECT run_id, exit_code FROM runs WHERE run_id=?", (self.run_dir.name,)
+                "SELECT run_id, exit_code FROM runs WHERE run_id=?", (self.made_dir.name,)
             ).fetchone()
             return dict(row) if row else None
         finally:
@@ -112,7 +118,8 @@ class FarmResult:
         assert sum(self.summary["outcomes"].values()) == len(want)
         rows = self.store_rows()
         assert sorted(r["case_id"] for r in rows) == want
-        assert self.store_run()["exit_code"] == self.code
+        run = self.store_run()
+        assert run is not None and run["exit_code"] == self.code
         by_id = {r["case_id"]: r for r in self.raw_records()}
         # The store keeps each record as its worker's line (RecordFiles.texts): the record in
         # the store's JSON form, byte for byte.
@@ -135,11 +142,12 @@ class Farm:
         root.mkdir(parents=True, exist_ok=True)
         self.runs = root / "runs"
         self.store = root / "farm.sqlite"
+        self.store_url: str | None = None  # a PostgreSQL store the runs use instead of the file
 
     @property
     def env(self) -> dict:
         env = dict(os.environ)
-        env.update(FARM_RUNS=str(self.runs), FARM_STORE=str(self.store))
+        env.update(FARM_RUNS=str(self.runs), FARM_STORE=self.store_url or str(self.store))
         env.pop("PYTEST_ADDOPTS", None)
         env.pop("PYTEST_XDIST_WORKER", None)
         env.pop("PYTEST_XDIST_WORKER_COUNT", None)

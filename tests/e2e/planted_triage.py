@@ -14,16 +14,16 @@ pytest-xdist's --dist loadfile runs the twenty planted runs on both workers (.ci
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from farm.agent.backends import native
 from farm.agent.execute import run_case
 from farm.agent.record import with_case
 from farm.pool import build
 from farm.results import triage
 from farm.results.store import RunStore
+from farm.run.requests import case_request
 from golden import soc
 from suites import matrix
+from tests.identities import host_identity
 from tests.op.conftest import acpu_planted
 
 # bug -> the predicate (feature, value) the top group must hold; None: any value of the feature.
@@ -57,22 +57,15 @@ NUMBER_BUGS = tuple(sorted(build.TWIN_PLANT_BUGS[1:] + build.KERNEL_NUMERIC_BUGS
 FAULT_AND_HOST_BUGS = tuple(sorted(build.KERNEL_FAULT_BUGS + build.HOST_BUGS))
 
 
-@dataclass(frozen=True)
-class Host:
-    """What run_case needs to know of the host: its SoC and a name."""
-
-    soc: str
-    host: str = "triage"
-    devices: int = 1
-
-
 def planted_run(bug: str, store: RunStore, monkeypatch) -> str:
     """The smoke tier's records on the kernel with `bug` planted, stored as a run."""
     monkeypatch.setenv(native.ENV_LIB, str(acpu_planted(bug)))
     records = []
     for case in matrix.expand("smoke"):
         name = soc.representative_soc(case.family).name
-        record = with_case(run_case(case.to_dict(), "native", 0, Host(name)), case)
+        record = with_case(
+            run_case(case_request(case), "native", 0, host_identity(name, host="triage")), case
+        )
         record["soc"] = name
         records.append(record)
     package = {"file": build.archive_name("ascendc-cpu", bug), "target": "ascendc-cpu"}
@@ -80,7 +73,7 @@ def planted_run(bug: str, store: RunStore, monkeypatch) -> str:
         {"tier": "smoke", "selection": {"tier": "smoke"}, "package": package, "backend": "native"}
     )
     store.add_results(run_id, records)
-    store.finish_run(run_id, 1, {})
+    store.finish_run(run_id, 1)
     return run_id
 
 
@@ -90,6 +83,7 @@ def assert_the_top_line_names_what_the_bug_depends_on(bug: str, tmp_path, monkey
         result = triage.triage_run(store, run_id)
         lines = triage.triage_lines(store, run_id)
         run = store.get_run(run_id)
+        assert run is not None, run_id
         outcome = {r["case_id"]: r["outcome"] for r in store.result_rows(run_id)}
 
     assert result.groups, lines

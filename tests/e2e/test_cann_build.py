@@ -18,6 +18,7 @@ from pathlib import Path
 from farm import __version__
 from farm.pool import acl_sdk
 from farm.util.paths import DIST_DIR
+from tests.archives import regular
 from tests.e2e.conftest import select
 from tests.requirements import need, need_sshd
 
@@ -59,13 +60,13 @@ def test_the_cann_package_is_built_on_a_cann_host_once_and_installed_per_version
         assert len(built) == 1, built
         (package,) = built
         with tarfile.open(package) as tar:
-            manifest = json.load(tar.extractfile("manifest.json"))
+            manifest = json.load(regular(tar, "manifest.json"))
             names = tar.getnames()
         assert (manifest["target"], manifest["cann"]) == ("ascend", f"emulated-{__version__}")
         assert manifest["built_on"] == "a2-c1" and manifest["source_sha256"]
         assert any(n.startswith("custom_opp_") and n.endswith(".run") for n in names)
         assert "build.log" in names and "[stand-in CANN] checked op_kernel/" in (
-            tarfile.open(package).extractfile("build.log").read().decode()
+            regular(tarfile.open(package), "build.log").read().decode()
         )
         hosts_run = {r["host"] for r in records.values()}
         assert hosts_run == {"a2-c2", "a2-c3"}  # the build host runs none

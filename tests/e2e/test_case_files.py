@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from typing import Any
 
 from suites import casefile, explore
 
-CASES = {
+CASES: dict[str, Any] = {
     "format": "logsoftmaxgrad-cases",
     "version": 1,
     "source": "written for this test",

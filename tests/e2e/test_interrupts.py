@@ -583,7 +583,9 @@ def test_a_stop_while_a_host_does_not_answer_ends_the_command_at_once(
         stderr=subprocess.PIPE,
         text=True,
     )
-    assert connected.wait(STARTUP_LIMIT), proc.kill() or proc.communicate()
+    if not connected.wait(STARTUP_LIMIT):
+        proc.kill()
+        raise AssertionError(proc.communicate())
     proc.send_signal(stop)
     try:
         _, err = proc.communicate(timeout=STARTUP_LIMIT)  # the timeout it waited out: an hour

@@ -21,7 +21,11 @@ def _with_host_fields(inventory: str, fields: dict[str, dict[str, str]]) -> str:
     for name, extra in fields.items():
         added = "".join(f'\n{k} = "{v}"' for k, v in extra.items())
         pattern = rf'^name = "{re.escape(name)}"$'
-        inventory, n = re.subn(pattern, lambda m, a=added: m[0] + a, inventory, flags=re.M)
+
+        def with_fields(m: re.Match[str], a: str = added) -> str:
+            return m[0] + a
+
+        inventory, n = re.subn(pattern, with_fields, inventory, flags=re.M)
         assert n == 1, name
     return inventory
 

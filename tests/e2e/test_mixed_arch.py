@@ -13,6 +13,7 @@ import json
 import tarfile
 
 from farm.agent import machine
+from tests.archives import regular
 from tests.e2e.conftest import select
 from tests.requirements import need
 
@@ -52,6 +53,6 @@ def test_each_host_gets_the_package_of_its_architecture(farm, lab, lab_inventory
 
     (deployed,) = (lab.hosts["a2-02"].path / "work" / "versions").glob("*/*-aarch64.tar.gz")
     with tarfile.open(deployed) as tar:
-        manifest = json.load(tar.extractfile("manifest.json"))
+        manifest = json.load(regular(tar, "manifest.json"))
     assert manifest["arch"] == "aarch64"
     assert not list((lab.hosts["a2-01"].path / "work" / "versions").glob("*/*-aarch64.tar.gz"))

@@ -15,6 +15,7 @@ def junit_verdicts(path: Path) -> dict[str, str]:
     out = {}
     for case in ET.parse(path).getroot().iter("testcase"):
         name = case.get("name")
+        assert name is not None, "a testcase without a name"
         case_id = name[name.index("[") + 1 : name.rindex("]")]
         bad = case.find("failure") is not None or case.find("error") is not None
         skipped = case.find("skipped") is not None
@@ -62,7 +63,7 @@ def compare(tmp_path, k: str, inventory: tuple[str, ...], plugin_inventory: tupl
     result = via_farm.run_tier("--jobs", "2", *inventory, k=k)
     assert result.code == 0, result.text
     farm_records = result.assert_one_result_per_case(cases)
-    assert junit_verdicts(result.run_dir / "junit.xml") == junit
+    assert junit_verdicts(result.made_dir / "junit.xml") == junit
     for cid in wanted:
         assert verdict_of(plugin_records[cid]) == verdict_of(farm_records[cid]), cid
     return plugin_records

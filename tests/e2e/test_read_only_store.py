@@ -13,7 +13,7 @@ def test_a_read_only_role_is_refused_before_any_host(farm):
         with RunStore(url) as store:
             store.begin_run({"tier": "smoke"})  # a store of the farm's
         with reader_role(url) as reader:
-            farm.store = reader  # type: ignore[assignment]  (FARM_STORE)
+            farm.store_url = reader
             result = farm.run_tier(k="4x1x33")
     assert result.code == 2, result.text
     errors = [line for line in result.text.splitlines() if line.startswith("error:")]

@@ -216,6 +216,7 @@ def test_labels_and_parameters_of_real_results(runs):
         assert labels(r, "family") == [case.family], cid
         # Identity: the family (and the case, hidden); what the case is: the description.
         family = param(r, "family")
+        assert family is not None, cid
         assert family["value"] == repr(case.family) and not family.get("excluded"), cid
         shape = "(" + ", ".join(map(str, case.shape)) + ("," if len(case.shape) == 1 else "") + ")"
         assert r["description"].startswith(
@@ -224,12 +225,14 @@ def test_labels_and_parameters_of_real_results(runs):
         ), (cid, r["description"])
         # Shown but not identity: host (a pool host), seed, timings.
         host = param(r, "host")
+        assert host is not None, cid
         assert host["excluded"] is True and host["value"].strip("'") in POOL_HOSTS, (cid, host)
         assert param(r, "seed") == {"name": "seed", "value": repr(str(case.seed)), "excluded": True}
         # Slot, attempts and timings are in the description, not parameters (compact results).
         assert not [p for p in r["parameters"] if p["name"].startswith("time ")], cid
         # The parametrize argument shows the case id (not the Case repr).
-        assert param(r, "case")["value"] == repr(cid)
+        case_param = param(r, "case")
+        assert case_param is not None and case_param["value"] == repr(cid)
     # Severity: rejections are critical; plain precision cases normal.
     assert {labels(results[c.id], "severity")[0] for c in runs.selected if not c.accepted} == {
         "critical"
@@ -336,10 +339,11 @@ def test_environment_executor_and_junit(runs):
     # JUnit XML beside the allure results: one test per case, the failures the same.
     junit = r2.results.parent / "junit.xml"
     suite = ET.parse(junit).getroot().find("testsuite")
-    assert int(suite.get("tests")) == len(runs.selected)
-    assert int(suite.get("failures")) == len(runs.expected)
+    assert suite is not None, junit
+    assert int(suite.attrib["tests"]) == len(runs.selected)
+    assert int(suite.attrib["failures"]) == len(runs.expected)
     failed = {
-        tc.get("name").split("[", 1)[1].rstrip("]")
+        tc.attrib["name"].split("[", 1)[1].rstrip("]")
         for tc in suite.iter("testcase")
         if tc.find("failure") is not None
     }

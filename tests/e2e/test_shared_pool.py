@@ -28,10 +28,12 @@ from farm.pool.lab import Lab
 from farm.pool.transport import open_transport
 from farm.run.dispatch import Dispatcher
 from farm.run.leases import RunState
+from farm.run.requests import case_request
 from farm.run.slots import SlotInfo
 from farm.util.errors import DeviceBusy
 from suites.case import Case
 from tests.e2e.conftest import select
+from tests.pool.conftest import said_pid
 
 REPO = Path(__file__).resolve().parents[2]
 FAKE = "tests.pool.fake_executor:run"
@@ -219,12 +221,12 @@ def test_two_agents_for_one_device_the_second_waits_then_reports_busy(pool, no_a
     with open_transport(host) as t:
         first = start_agent(t, sha, executor=FAKE)
         second = start_agent(t, sha, executor=FAKE)
-        one = case(A200, 5).to_dict()
+        one = case_request(case(A200, 5))
         assert first.run_case(one, "native", 0, lock={"run": "run-A", "owner": "A"})
         start = time.monotonic()
         with pytest.raises(DeviceBusy) as info:
             second.run_case(
-                case(A200, 6).to_dict(),
+                case_request(case(A200, 6)),
                 "native",
                 0,
                 lock={"run": "run-B"} | {"owner": "B", "lock_wait": 1.5},
@@ -244,7 +246,7 @@ def test_two_agents_for_one_device_the_second_waits_then_reports_busy(pool, no_a
         assert {u["pid"] for u in device_uses(host.workdir, 0, since)} == {first.agent_pid}
         # The holder goes away: the waiting run gets the device.
         first.close()
-        record = second.run_case(case(A200, 6).to_dict(), "native", 0, lock={"run": "run-B"})
+        record = second.run_case(case_request(case(A200, 6)), "native", 0, lock={"run": "run-B"})
         assert record["outcome"] == "passed" and record["agent_pid"] == second.agent_pid
         second.close()
     assert_one_agent_at_a_time(device_uses(host.workdir, 0, since))
@@ -377,7 +379,9 @@ def test_lab_down_stops_every_agent_even_one_whose_session_is_gone(sshd, tmp_pat
             b'{"op":"run-case","seq":9,"case":{"origin":"fake:hang"},"backend":"b","device":0}\n',
             5.0,
         )
-        wait_for_the_holder(host.workdir, 0, channel.agent_pid)  # it read the case and hangs
+        wait_for_the_holder(
+            host.workdir, 0, said_pid(channel.agent_pid)
+        )  # it read the case and hangs
         t.close()  # the connection goes; the agent, hung, does not
         time.sleep(0.5)
         assert lab.agents(host.name) == [channel.agent_pid]
@@ -387,7 +391,7 @@ def test_lab_down_stops_every_agent_even_one_whose_session_is_gone(sshd, tmp_pat
         assert lab.agents(host.name) == []
         from farm.util.proc import members as group_members
 
-        assert group_members(channel.agent_pgid) == []  # the hung case's `sleep` too
+        assert group_members(said_pid(channel.agent_pgid)) == []  # the hung case's `sleep` too
     finally:
         lab.down()
 
@@ -410,7 +414,8 @@ def test_a_crash_left_by_an_earlier_case_passes_on_a_fresh_agent(pool, tmp_path,
         assert "rerun on a fresh agent on a200-01:0, it passed" in note
         assert record["message"].startswith("fake pass on a200-01 [the agent crashed")
         assert [e["outcome"] for e in record["attempts_log"]] == ["crash", "passed"]
-        assert len(run.opened) == 2 and record["agent_pid"] == run.opened[1].agent_pid
+        # agent_pid: the fake executor's own field, beyond a ResultRecord's
+        assert len(run.opened) == 2 and dict(record)["agent_pid"] == run.opened[1].agent_pid
         assert run.state.read() == {"infra_errors": {}, "quarantined": {}}
     finally:
         run.close()
@@ -446,7 +451,7 @@ def test_a_farm_run_waits_for_the_device_another_run_holds(
     with open_transport(host) as t:
         holder = start_agent(t, sha, executor=FAKE)
         holder.run_case(
-            case(A200, 17).to_dict(), "native", 0, lock={"run": "other-clone-run", "owner": "x"}
+            case_request(case(A200, 17)), "native", 0, lock={"run": "other-clone-run", "owner": "x"}
         )
         proc = farm.start_tier("--jobs", "1", "--inventory", lab_inventory, k="310b and f32")
         # The run's plan exists (health checks done), then its worker's agent starts and waits.
@@ -461,7 +466,7 @@ def test_a_farm_run_waits_for_the_device_another_run_holds(
             pytest.fail("the run's worker never started an agent on a200-01")
         # The worker's agent is trying the device's lock (it has the lock file open): whether it
         # still waits or was told busy and the dispatcher waits, the record must say so.
-        wait_for_a_lock_waiter(host.workdir, 0, other_than=holder.agent_pid)
+        wait_for_a_lock_waiter(host.workdir, 0, other_than=said_pid(holder.agent_pid))
         holder.close()
         result = farm.finish(proc)
     assert result.code == 0, result.text

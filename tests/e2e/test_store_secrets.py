@@ -61,7 +61,7 @@ def test_a_password_of_reserved_characters_is_never_shown(tmp_path, seed):
     forms = {password, quote(password, safe=""), quote(password)}
     with fresh_schema() as schema_url, role_with_password(schema_url, password) as url:
         farm = Farm(tmp_path)
-        farm.store = url  # type: ignore[assignment]  (FARM_STORE, as it is written)
+        farm.store_url = url  # FARM_STORE, as it is written
         run = farm.run("run", "--tier", "smoke", "--no-progress", "--", "-k", "3x17_d-1")
         assert run.code == 0, run.text[-3000:]
         runs = farm.run("runs")

@@ -30,9 +30,9 @@ def team(lab, tmp_path_factory):
         farms = []
         for i in range(RUNNERS):
             farm = Farm(root / f"runner-{i}")
-            farm.store = url  # type: ignore[assignment]  (FARM_STORE: the shared store)
+            farm.store_url = url  # the shared store
             farms.append(farm)
-        argv = ("run", "--tier", "smoke", "--no-report", "--no-progress")
+        argv: tuple[str, ...] = ("run", "--tier", "smoke", "--no-report", "--no-progress")
         argv += ("--inventory", str(lab.inventory_path), "--", "-k", K_EXPR)
         procs = [farm.start(*argv) for farm in farms]
         results = [farm.finish(proc) for farm, proc in zip(farms, procs, strict=True)]

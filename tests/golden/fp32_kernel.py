@@ -3,6 +3,8 @@ summation orders, and the defects the judge must catch."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from golden.contract import merge_shape
@@ -38,7 +40,7 @@ def _sum_sequential(d: np.ndarray, narrow: str | None = None) -> np.ndarray:
 def run(
     dy: np.ndarray,
     y: np.ndarray,
-    axes,
+    axes: Sequence[int],
     dtype: str,
     *,
     order: str = "lanes",

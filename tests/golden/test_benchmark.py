@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -25,7 +28,9 @@ from golden.standards import judge
         ((2, 1, 2, 1, 2, 1, 2, 3), (-2, -1)),
     ],
 )
-def test_close_to_golden_in_the_case_dtype(dtype, shape, axes):
+def test_close_to_golden_in_the_case_dtype(
+    dtype: str, shape: tuple[int, ...], axes: Sequence[int] | int
+) -> None:
     dy, y = make_inputs(shape, dtype, axes, "normal", "normal", seed=6)
     b = torch_benchmark(dy, y, axes, dtype)
     assert b.shape == shape and b.dtype == numpy_dtype(dtype)
@@ -35,7 +40,7 @@ def test_close_to_golden_in_the_case_dtype(dtype, shape, axes):
 
 
 @pytest.mark.parametrize("dtype", SUPPORTED)
-def test_the_benchmark_runs_on_one_thread_with_the_bits_of_any_number(dtype):
+def test_the_benchmark_runs_on_one_thread_with_the_bits_of_any_number(dtype: str) -> None:
     """The kernel reduces each line on one thread: its result does not depend on how many
     threads PyTorch has, so the benchmark takes one (and gives the caller's count back)."""
     import torch
@@ -60,13 +65,13 @@ def test_the_benchmark_runs_on_one_thread_with_the_bits_of_any_number(dtype):
         torch.set_num_threads(before)
 
 
-def test_the_benchmark_asks_for_one_thread(monkeypatch):
+def test_the_benchmark_asks_for_one_thread(monkeypatch: pytest.MonkeyPatch) -> None:
     import torch
 
-    seen = []
+    seen: list[int] = []
     kernel = torch._log_softmax_backward_data
 
-    def spy(*args):
+    def spy(*args: Any) -> torch.Tensor:
         seen.append(torch.get_num_threads())
         return kernel(*args)
 
@@ -77,7 +82,7 @@ def test_the_benchmark_asks_for_one_thread(monkeypatch):
     assert seen == [1] and torch.get_num_threads() == before
 
 
-def test_empty_and_errors():
+def test_empty_and_errors() -> None:
     e = np.zeros((3, 0), dtype=numpy_dtype("bfloat16"))
     out = torch_benchmark(e, e, (-1,), "bfloat16")
     assert out.shape == (3, 0) and out.dtype == numpy_dtype("bfloat16")
@@ -87,7 +92,7 @@ def test_empty_and_errors():
         torch_benchmark(np.zeros((2, 3, 4)), np.zeros((2, 3, 4)), (0, 2), "float32")
 
 
-def test_bf16_bits_round_trip():
+def test_bf16_bits_round_trip() -> None:
     # values exactly representable in bf16 whose result is exact: ones with a no-reduce axis
     dy = round_to(np.array([[1.5], [-2.25], [3.0]]), "bfloat16")
     y = round_to(np.zeros((3, 1)), "bfloat16")
@@ -98,7 +103,7 @@ def test_bf16_bits_round_trip():
 
 
 @pytest.mark.parametrize("dtype", SUPPORTED)
-def test_golden_rounded_passes_l2_and_a_worse_result_fails(dtype):
+def test_golden_rounded_passes_l2_and_a_worse_result_fails(dtype: str) -> None:
     shape, axes = (48, 4, 200), (1, 2)
     dy, y = make_inputs(shape, dtype, axes, "normal", "normal", seed=8)
     g = log_softmax_grad(dy, y, axes)

@@ -14,7 +14,9 @@ from golden.reference import log_softmax_grad
 from golden.tolerance import Tolerance
 
 
-def _inputs(shape, dtype, seed=0):
+def _inputs(
+    shape: tuple[int, ...], dtype: str, seed: int = 0
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     rng = np.random.default_rng(seed)
     dy = round_to(rng.normal(size=shape), dtype)
     y = round_to(rng.uniform(-8, 0, shape), dtype)
@@ -23,7 +25,7 @@ def _inputs(shape, dtype, seed=0):
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
-def test_the_correctly_rounded_result_passes_even_a_zero_tolerance(dtype):
+def test_the_correctly_rounded_result_passes_even_a_zero_tolerance(dtype: str) -> None:
     dy, y, golden = _inputs((6, 500), dtype)
     out = round_to(golden, dtype)
     j = judge_case(dy, y, out, -1, dtype, tolerance=Tolerance(0, 0, 0))
@@ -31,7 +33,7 @@ def test_the_correctly_rounded_result_passes_even_a_zero_tolerance(dtype):
     assert j.verdicts[CASE_TOLERANCE].metrics["failing"] == 0
 
 
-def test_elements_outside_the_tolerance_fail_beyond_the_allowed_fraction():
+def test_elements_outside_the_tolerance_fail_beyond_the_allowed_fraction() -> None:
     dy, y, golden = _inputs((4, 250), "float32")
     out = round_to(golden, "float32").copy()
     wrong = np.zeros(out.size, bool)
@@ -48,7 +50,7 @@ def test_elements_outside_the_tolerance_fail_beyond_the_allowed_fraction():
     assert judge_case(dy, y, out, -1, "float32", tolerance=loose).verdicts[CASE_TOLERANCE].passed
 
 
-def test_nan_matches_nan_and_inf_the_same_inf_only():
+def test_nan_matches_nan_and_inf_the_same_inf_only() -> None:
     dy = np.array([[1.0, np.nan, 2.0], [1.0, 2.0, 3.0]], np.float32)
     y = np.array([[-1.0, -2.0, -3.0], [-1.0, -2.0, -3.0]], np.float32)
     golden = log_softmax_grad(to_float64(dy), to_float64(y), -1)
@@ -61,7 +63,7 @@ def test_nan_matches_nan_and_inf_the_same_inf_only():
     assert not v.passed and v.metrics["failing"] == 1 and "worst by inf" in v.reason
 
 
-def test_no_tolerance_no_gate():
+def test_no_tolerance_no_gate() -> None:
     dy, y, golden = _inputs((2, 10), "float16")
     j = judge_case(dy, y, round_to(golden, "float16"), -1, "float16")
     assert CASE_TOLERANCE not in j.gates and CASE_TOLERANCE not in j.verdicts

@@ -38,7 +38,7 @@ def exact_rne(x: float, name: str) -> float:
     return math.copysign(float(r), x)
 
 
-def test_names():
+def test_names() -> None:
     assert SUPPORTED == ("float32", "float16", "bfloat16")
     assert numpy_dtype("bfloat16") == np.dtype(ml_dtypes.bfloat16)
     for name in ("float32", "float16", "float64", "int32", "int64"):
@@ -53,7 +53,7 @@ def test_names():
     "name,one_ulp",
     [("float16", 2**-10), ("bfloat16", 2**-7)],
 )
-def test_ties_round_to_even(name, one_ulp):
+def test_ties_round_to_even(name: str, one_ulp: float) -> None:
     half = one_ulp / 2
     x = np.array([1 + half, 1 + 3 * half, -(1 + half), 1 + half + 2**-40, 1 + half - 2**-40])
     got = round_to(x, name).astype(np.float64)
@@ -65,7 +65,7 @@ def test_ties_round_to_even(name, one_ulp):
     assert round_to(x, name).dtype == numpy_dtype(name)
 
 
-def test_bf16_rounds_once_not_via_float32():
+def test_bf16_rounds_once_not_via_float32() -> None:
     x = np.array([1 + 2**-8 + 2**-40])  # float32 drops 2**-40 and leaves an exact tie
     assert round_to(x, "bfloat16").astype(np.float64)[0] == 1 + 2**-7
     # the bf16 subnormal range: 2**-134 is a tie between 0 and 2**-133
@@ -76,7 +76,7 @@ def test_bf16_rounds_once_not_via_float32():
 
 
 @pytest.mark.parametrize("name", SUPPORTED)
-def test_round_to_matches_exact_rounding(name):
+def test_round_to_matches_exact_rounding(name: str) -> None:
     rng = np.random.default_rng(7)
     p, emin, emax = _FORMATS[name]
     # values on and next to the grid's midpoints, over the whole exponent range
@@ -96,13 +96,13 @@ def test_round_to_matches_exact_rounding(name):
     assert np.isnan(round_to(np.array([np.nan]), name).astype(np.float64)).all()
 
 
-def test_round_to_integers_for_rejection_cases():
+def test_round_to_integers_for_rejection_cases() -> None:
     r = round_to(np.array([1.5, 2.5, -0.4, np.nan, -np.inf]), "int32")
     assert r.dtype == np.int32
     np.testing.assert_array_equal(r, [2, 2, 0, 0, 0])
 
 
-def test_ordinal_and_ulp_distance():
+def test_ordinal_and_ulp_distance() -> None:
     assert ordinal(np.array([0.0, -0.0]), "float32").tolist() == [0, 0]
     assert ordinal(np.array([2.0**-149, -(2.0**-149)]), "float32").tolist() == [1, -1]
     fp16_max = ordinal(np.array([65504.0]), "float16")[0]
@@ -121,7 +121,7 @@ def test_ordinal_and_ulp_distance():
 
 
 @pytest.mark.parametrize("name", SUPPORTED)
-def test_nudge_moves_by_whole_ulps(name):
+def test_nudge_moves_by_whole_ulps(name: str) -> None:
     x = np.array([1.0, -1.0, 0.0, 3.25, -0.0])
     steps = np.array([1, -1, -1, 3, 2])
     moved = nudge(x, name, steps)
@@ -130,7 +130,7 @@ def test_nudge_moves_by_whole_ulps(name):
     assert float(moved[0]) > 1.0 and float(moved[1]) < -1.0 and float(moved[2]) < 0.0
 
 
-def test_zero_dimensional_arrays():
+def test_zero_dimensional_arrays() -> None:
     assert float(round_to(np.array(1 + 2**-8 + 2**-40), "bfloat16")) == 1 + 2**-7
     assert float(ulp_distance(np.array(1.0), np.array(1.0 + 2**-7), "bfloat16")) == 1.0
     assert float(nudge(np.array(1.0), "float16", 1)) == 1 + 2**-10

@@ -4,9 +4,11 @@ library that differs anywhere is refused before it judges."""
 from __future__ import annotations
 
 import os
+import platform
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -40,7 +42,7 @@ def the_library() -> fused.Kernel:
     return k
 
 
-def planted(out: np.ndarray, how: str, rng) -> np.ndarray:
+def planted(out: np.ndarray, how: str, rng: np.random.Generator) -> np.ndarray:
     """The output of a wrong kernel: a few elements an ulp up, one far off, one NaN."""
     out = out.copy()
     flat = out.reshape(-1)
@@ -54,7 +56,9 @@ def planted(out: np.ndarray, how: str, rng) -> np.ndarray:
     return out
 
 
-def judged(monkeypatch, path: str, *args, **kwargs):
+def judged(
+    monkeypatch: pytest.MonkeyPatch, path: str, *args: Any, **kwargs: Any
+) -> tuple[bool, str, str, str, str]:
     monkeypatch.setenv(fused.ENV_MODE, path)
     j = judge_case(*args, **kwargs)
     return j.passed, j.reason, repr(j.metrics), repr(j.verdicts), repr(j.applicability)
@@ -62,7 +66,9 @@ def judged(monkeypatch, path: str, *args, **kwargs):
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("kind", KINDS)
-def test_the_fused_passes_judge_every_kind_of_input_as_numpy_does(monkeypatch, dtype, kind):
+def test_the_fused_passes_judge_every_kind_of_input_as_numpy_does(
+    monkeypatch: pytest.MonkeyPatch, dtype: str, kind: str
+) -> None:
     the_library()
     rng = np.random.default_rng(len(kind))
     for shape, axes in SHAPES:
@@ -78,7 +84,9 @@ def test_the_fused_passes_judge_every_kind_of_input_as_numpy_does(monkeypatch, d
                 assert got == want, f"{shape} {axes} {how} slab {slab}"
 
 
-def test_the_fused_passes_judge_a_tolerance_and_a_benchmark_as_numpy_does(monkeypatch):
+def test_the_fused_passes_judge_a_tolerance_and_a_benchmark_as_numpy_does(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     the_library()
     rng = np.random.default_rng(5)
     dy, y = outside_inputs("plain", (6, 900), "float16", rng)
@@ -116,7 +124,7 @@ MUTANTS = {
 
 
 @pytest.mark.parametrize("mutant", sorted(MUTANTS))
-def test_a_library_that_differs_from_numpy_is_refused(tmp_path, mutant):
+def test_a_library_that_differs_from_numpy_is_refused(tmp_path: Path, mutant: str) -> None:
     the_library()
     old, new = MUTANTS[mutant]
     text = fused_library.SOURCE.read_text()
@@ -128,11 +136,13 @@ def test_a_library_that_differs_from_numpy_is_refused(tmp_path, mutant):
     assert fused.self_check(fused_library.Kernel(library)) != ""
 
 
-def test_the_library_as_built_passes_its_own_check():
+def test_the_library_as_built_passes_its_own_check() -> None:
     assert fused.self_check(the_library()) == ""
 
 
-def test_without_a_compiler_judging_takes_the_numpy_path_and_says_why(monkeypatch, tmp_path):
+def test_without_a_compiler_judging_takes_the_numpy_path_and_says_why(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     monkeypatch.setattr(fused, "_LOADED", {})
     monkeypatch.setenv(fused_library.ENV_CACHE, str(tmp_path / "cache"))
     monkeypatch.setenv("CC", str(tmp_path / "no-such-cc"))
@@ -150,8 +160,10 @@ def test_without_a_compiler_judging_takes_the_numpy_path_and_says_why(monkeypatc
     assert said.startswith("none: ") and problems and "could not be built" in problems[0]
 
 
-def test_a_host_without_a_home_directory_judges_on_the_numpy_path(monkeypatch):
-    def no_home(cls):
+def test_a_host_without_a_home_directory_judges_on_the_numpy_path(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def no_home(cls: type[Path]) -> Path:
         raise RuntimeError("Could not determine home directory.")
 
     monkeypatch.setattr(fused, "_LOADED", {})
@@ -165,7 +177,9 @@ def test_a_host_without_a_home_directory_judges_on_the_numpy_path(monkeypatch):
     )
 
 
-def test_a_relative_cache_directory_is_refused_by_name_and_judging_goes_on(monkeypatch, tmp_path):
+def test_a_relative_cache_directory_is_refused_by_name_and_judging_goes_on(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(fused, "_LOADED", {})
     monkeypatch.setenv(fused.ENV_MODE, "auto")
@@ -180,7 +194,9 @@ def test_a_relative_cache_directory_is_refused_by_name_and_judging_goes_on(monke
     assert judge_case(dy, y, fp32_kernel.run(dy, y, (-1,), "float32"), (-1,), "float32").passed
 
 
-def test_the_cache_directory_expands_home_and_ignores_a_relative_xdg_cache_home(monkeypatch):
+def test_the_cache_directory_expands_home_and_ignores_a_relative_xdg_cache_home(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setenv("HOME", "/home/someone")
     monkeypatch.setenv(fused_library.ENV_CACHE, "~/lsg")
     assert fused_library.cache_dir() == Path("/home/someone/lsg")
@@ -191,7 +207,9 @@ def test_the_cache_directory_expands_home_and_ignores_a_relative_xdg_cache_home(
     assert fused_library.cache_dir() == Path("/xdg/lsg-farm")
 
 
-def test_the_path_can_be_chosen_and_a_wrong_choice_is_named(monkeypatch):
+def test_the_path_can_be_chosen_and_a_wrong_choice_is_named(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setenv(fused.ENV_MODE, "off")
     assert fused.kernel() is None and fused.status() == "numpy ($LSG_FUSED=off)"
     monkeypatch.setenv(fused.ENV_MODE, "fast")
@@ -199,7 +217,9 @@ def test_the_path_can_be_chosen_and_a_wrong_choice_is_named(monkeypatch):
         fused.kernel()
 
 
-def test_a_built_library_is_found_again_not_rebuilt(monkeypatch, tmp_path):
+def test_a_built_library_is_found_again_not_rebuilt(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     the_library()
     monkeypatch.setattr(fused, "_LOADED", {})
     monkeypatch.setenv(fused_library.ENV_CACHE, str(tmp_path))
@@ -214,7 +234,7 @@ def test_a_built_library_is_found_again_not_rebuilt(monkeypatch, tmp_path):
     assert first.path.stat().st_mtime_ns == stamp
 
 
-def test_processes_starting_together_build_the_library_once(tmp_path):
+def test_processes_starting_together_build_the_library_once(tmp_path: Path) -> None:
     the_library()
     calls = tmp_path / "calls"
     cc = tmp_path / "cc"
@@ -238,8 +258,8 @@ def test_processes_starting_together_build_the_library_once(tmp_path):
 
 
 def test_the_library_is_built_for_the_architectures_baseline_never_for_this_cpu(
-    monkeypatch, tmp_path
-):
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     the_library()
     calls = tmp_path / "calls"
     cc = tmp_path / "cc"  # a compiler that refuses -march=, as a cross compiler might
@@ -259,7 +279,9 @@ def test_the_library_is_built_for_the_architectures_baseline_never_for_this_cpu(
     assert "-march=native" not in first + second
 
 
-def test_hosts_of_other_cpus_sharing_a_cache_share_one_library(monkeypatch):
+def test_hosts_of_other_cpus_sharing_a_cache_share_one_library(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """Built for the baseline, the library runs on every CPU of its architecture: one for them
     all, named by the architecture (and the C library it links against), never by the CPU."""
     names = set()
@@ -297,13 +319,12 @@ def _driver_samples(path: Path) -> None:
 
 
 def test_the_library_runs_on_the_oldest_cpu_of_its_architecture_with_the_same_bits(
-    monkeypatch, tmp_path
-):
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     """The library as the farm builds it (fused.kernel: its cache, its flags) under qemu-x86_64
     as a baseline x86-64 CPU (SSE2, the oldest a home shared over NFS may hold) and as an AVX2
     one: it loads, picks the vector code the CPU has, and gives the bits it gives here. A library
     built with -march=native for this host dies there with an illegal instruction."""
-    import platform
     import shutil
 
     qemu = shutil.which("qemu-x86_64")
@@ -335,7 +356,9 @@ def test_the_library_runs_on_the_oldest_cpu_of_its_architecture_with_the_same_bi
     assert said["qemu64"][1] == said["this"][1] == said["Haswell"][1]
 
 
-def test_cc_is_a_command_line_as_make_reads_it(monkeypatch, tmp_path):
+def test_cc_is_a_command_line_as_make_reads_it(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     """$CC="ccache gcc" or "gcc -m64" is common; it was taken for one executable's name."""
     the_library()
     calls = tmp_path / "calls"
@@ -350,7 +373,9 @@ def test_cc_is_a_command_line_as_make_reads_it(monkeypatch, tmp_path):
     assert calls.read_text().splitlines()[0] == "cc"
 
 
-def test_the_fused_histogram_bins_as_numpy_does_on_every_edge(monkeypatch):
+def test_the_fused_histogram_bins_as_numpy_does_on_every_edge(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     the_library()
     edges = default_edges()
     x = 10.0**edges

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pytest
 
 import golden.inputs as gi
 from golden.contract import merge_shape
-from golden.dtypes import numpy_dtype
+from golden.dtypes import numpy_dtype, round_to
 from golden.inputs import (
     ALL_SPECIALS,
     DY_DISTS,
@@ -39,14 +41,14 @@ PINNED_NEW_FORMS = "b436c72e797387bfb7f67cd1f3f7be7e2e3e826f367ead41eacc7c9ae7f0
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_pinned_sha256(dtype):
+def test_pinned_sha256(dtype: str) -> None:
     arrays = [
         a for yd in Y_DISTS for a in make_inputs((3, 5, 7), dtype, (1,), yd, "normal", seed=12345)
     ]
     assert sha256_of(*arrays) == PINNED_Y[dtype]
 
 
-def test_pinned_sha256_dy_and_specials():
+def test_pinned_sha256_dy_and_specials() -> None:
     arrays = [
         a
         for dd in DY_DISTS
@@ -56,7 +58,7 @@ def test_pinned_sha256_dy_and_specials():
     assert sha256_of(*arrays) == PINNED_DY_SPECIALS
 
 
-def test_same_seed_same_bytes_other_seed_other_bytes():
+def test_same_seed_same_bytes_other_seed_other_bytes() -> None:
     args = ((6, 40, 3), "bfloat16", (1,), "normal", "normal", "nan_dy")
     a, b = make_inputs(*args, seed=3), make_inputs(*args, seed=3)
     assert a[0].tobytes() == b[0].tobytes() and a[1].tobytes() == b[1].tobytes()
@@ -64,7 +66,7 @@ def test_same_seed_same_bytes_other_seed_other_bytes():
     assert a[0].tobytes() != c[0].tobytes() and a[1].tobytes() != c[1].tobytes()
 
 
-def test_slab_size_does_not_change_bytes(monkeypatch):
+def test_slab_size_does_not_change_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
     cases = [
         ((9, 17, 5), (1,), "peaked", "outliers", "inf_dy"),
         ((9, 17, 5), (1,), "masked", "normal", "nan_y"),
@@ -77,22 +79,23 @@ def test_slab_size_does_not_change_bytes(monkeypatch):
         assert dy2.tobytes() == dy.tobytes() and y2.tobytes() == y.tobytes()
 
 
-def test_y_does_not_depend_on_dy_dist_or_dy_on_y_dist():
+def test_y_does_not_depend_on_dy_dist_or_dy_on_y_dist() -> None:
     ys = {dd: make_inputs((5, 20), "float32", 1, "uniform", dd, seed=2)[1] for dd in DY_DISTS}
     assert len({y.tobytes() for y in ys.values()}) == 1
     dys = {yd: make_inputs((5, 20), "float32", 1, yd, "normal", seed=2)[0] for yd in Y_DISTS}
     assert len({dy.tobytes() for dy in dys.values()}) == 1
 
 
-def _lse(y: np.ndarray, axes) -> np.ndarray:
+def _lse(y: np.ndarray, axes: Sequence[int]) -> np.ndarray:
     dims = tuple(a % y.ndim for a in axes)
     y64 = y.astype(np.float64)
-    return np.log(np.sum(np.exp(y64), axis=dims))
+    lse: np.ndarray = np.log(np.sum(np.exp(y64), axis=dims))
+    return lse
 
 
 @pytest.mark.parametrize("dtype,tol", [("float32", 1e-5), ("float16", 2e-3), ("bfloat16", 2e-2)])
 @pytest.mark.parametrize("y_dist", VALID_Y_DISTS)
-def test_valid_y_is_a_log_softmax(dtype, tol, y_dist):
+def test_valid_y_is_a_log_softmax(dtype: str, tol: float, y_dist: str) -> None:
     for shape, axes in (((4, 200), (-1,)), ((3, 6, 7, 2), (1, 2)), ((2, 1, 5), (1,))):
         dy, y = make_inputs(shape, dtype, axes, y_dist, "normal", seed=1)
         assert dy.dtype == y.dtype == numpy_dtype(dtype) and y.shape == shape
@@ -101,7 +104,7 @@ def test_valid_y_is_a_log_softmax(dtype, tol, y_dist):
         assert np.all(np.abs(_lse(y, axes)) < tol), (y_dist, shape)
 
 
-def test_family_shapes_of_y():
+def test_family_shapes_of_y() -> None:
     n = 512
     _, y = make_inputs((8, n), "float32", -1, "flat", "normal", seed=0)
     assert np.all(y == np.float32(-np.log(n)))
@@ -125,7 +128,7 @@ def test_family_shapes_of_y():
     assert ys[0].tobytes() != ys[1].tobytes()
 
 
-def test_no_reduce_valid_y_is_zero():
+def test_no_reduce_valid_y_is_zero() -> None:
     for y_dist in VALID_Y_DISTS:
         _, y = make_inputs((5, 1, 3), "float16", (1,), y_dist, "normal", seed=1)
         assert np.all(y == 0), y_dist
@@ -133,7 +136,7 @@ def test_no_reduce_valid_y_is_zero():
     assert np.all(y < 0)
 
 
-def test_dy_families():
+def test_dy_families() -> None:
     shape = (50, 100)
     dy, _ = make_inputs(shape, "float32", -1, "uniform", "normal", seed=0)
     assert abs(dy.mean()) < 0.05 and abs(dy.std() - 1) < 0.05
@@ -152,7 +155,7 @@ def test_dy_families():
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_specials(dtype):
+def test_specials(dtype: str) -> None:
     shape = (6, 30)
     dy0, y0 = make_inputs(shape, dtype, -1, "uniform", "normal", seed=2)
     counts = {}
@@ -179,7 +182,7 @@ def test_specials(dtype):
     assert np.isnan(dy.astype(np.float64)).all()  # fewer positions than SPECIAL_COUNT
 
 
-def test_rank0_empty_and_rejection_dtypes():
+def test_rank0_empty_and_rejection_dtypes() -> None:
     dy, y = make_inputs((), "float16", (-1,), "normal", "normal", seed=1)
     assert dy.shape == () == y.shape and float(y) == 0.0
     dy, y = make_inputs((), "float32", 0, "arbitrary", "normal", seed=1)
@@ -198,7 +201,7 @@ def test_rank0_empty_and_rejection_dtypes():
     assert y.shape == (2,) * 9
 
 
-def test_bad_arguments():
+def test_bad_arguments() -> None:
     with pytest.raises(ValueError, match="y_dist"):
         make_inputs((2,), "float32", -1, "gauss", "normal")
     with pytest.raises(ValueError, match="dy_dist"):
@@ -209,7 +212,7 @@ def test_bad_arguments():
         make_inputs((2,), "float8", -1, "normal", "normal")
 
 
-def test_describe_inputs_is_json():
+def test_describe_inputs_is_json() -> None:
     dy, y = make_inputs((4, 8), "bfloat16", -1, "masked", "normal", "inf_dy", seed=3)
     d = describe_inputs(dy, y)
     json.dumps(d, allow_nan=False)
@@ -255,19 +258,19 @@ def _new_forms(dtype: str, seed: int = 99) -> list[np.ndarray]:
     ]
 
 
-def test_pinned_sha256_new_forms():
+def test_pinned_sha256_new_forms() -> None:
     arrays = [a for dtype in DTYPES for a in _new_forms(dtype)]
     assert sha256_of(*arrays) == PINNED_NEW_FORMS
 
 
-def test_new_forms_are_deterministic_and_follow_the_seed():
+def test_new_forms_are_deterministic_and_follow_the_seed() -> None:
     a, b, c = _new_forms("bfloat16", 5), _new_forms("bfloat16", 5), _new_forms("bfloat16", 6)
     assert sha256_of(*a) == sha256_of(*b) != sha256_of(*c)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("bounds", [(-1000.0, 1000.0), (1.0, 1000.0), (-1e-3, 2e-3)])
-def test_value_ranges(dtype, bounds):
+def test_value_ranges(dtype: str, bounds: tuple[float, float]) -> None:
     lo, hi = bounds
     dy, y = make_inputs(
         (64, 100), dtype, -1, "range", "range", seed=3, y_range=bounds, dy_range=bounds
@@ -283,7 +286,7 @@ def test_value_ranges(dtype, bounds):
     assert dy.tobytes() != y.tobytes()  # one stream each
 
 
-def test_value_ranges_overflow_fp16_and_reach_bf16_limits():
+def test_value_ranges_overflow_fp16_and_reach_bf16_limits() -> None:
     dy, _ = make_inputs(
         (8, 500), "float16", -1, "uniform", "range", seed=1, dy_range=(-60000.0, 60000.0)
     )
@@ -295,7 +298,7 @@ def test_value_ranges_overflow_fp16_and_reach_bf16_limits():
     assert np.isfinite(big).all() and big.max() > 0.99e38
 
 
-def test_a_value_form_of_one_tensor_leaves_the_other_as_it_was():
+def test_a_value_form_of_one_tensor_leaves_the_other_as_it_was() -> None:
     base_dy, base_y = make_inputs((6, 40), "float32", -1, "normal", "uniform", seed=4)
     dy, y = make_inputs((6, 40), "float32", -1, "range", "uniform", seed=4, y_range=(1.0, 2.0))
     assert dy.tobytes() == base_dy.tobytes() and y.tobytes() != base_y.tobytes()
@@ -303,12 +306,24 @@ def test_a_value_form_of_one_tensor_leaves_the_other_as_it_was():
     assert y.tobytes() == base_y.tobytes() and np.all(dy == 0)
 
 
-def test_value_ranges_do_not_depend_on_the_slab_size(monkeypatch):
-    kw = dict(y_range=(-5.0, 7.0), dy_range=(-1e38, 1e38))
-    args = ((9, 17, 5), "float32", (1,), "range", "range", "nan_y", 5)
-    ref = make_inputs(*args, special_at="row_middle", **kw)
+def test_value_ranges_do_not_depend_on_the_slab_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    def inputs() -> tuple[np.ndarray, np.ndarray]:
+        return make_inputs(
+            (9, 17, 5),
+            "float32",
+            (1,),
+            "range",
+            "range",
+            "nan_y",
+            5,
+            special_at="row_middle",
+            y_range=(-5.0, 7.0),
+            dy_range=(-1e38, 1e38),
+        )
+
+    ref = inputs()
     monkeypatch.setattr(gi, "GEN_SLAB", 13)
-    again = make_inputs(*args, special_at="row_middle", **kw)
+    again = inputs()
     assert all(a.tobytes() == b.tobytes() for a, b in zip(ref, again, strict=True))
 
 
@@ -317,11 +332,11 @@ FILL_VALUES = (0.0, -0.0, 1.0, -1.0, 60000.0, 1e38, np.inf, -np.inf, np.nan)
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("value", FILL_VALUES)
-def test_fills(dtype, value):
+def test_fills(dtype: str, value: float) -> None:
     dy, y = make_inputs((5, 1, 7), dtype, (1,), "fill", "normal", seed=2, y_fill=value)
     want = np.array([value]).astype(np.float64)
     got = y.astype(np.float64)
-    expected = gi.round_to(want, dtype).astype(np.float64)[0]
+    expected = round_to(want, dtype).astype(np.float64)[0]
     if np.isnan(value):
         assert np.isnan(got).all()
     else:
@@ -335,7 +350,7 @@ def test_fills(dtype, value):
         assert np.isposinf(got).all()  # beyond fp16: rounds to inf
 
 
-def _special_mask(dy, y, special):
+def _special_mask(dy: np.ndarray, y: np.ndarray, special: str) -> np.ndarray:
     target = dy if special.endswith("_dy") else y
     a = target.astype(np.float64)
     if special.startswith("nan"):
@@ -358,7 +373,9 @@ def _special_mask(dy, y, special):
     ],
 )
 @pytest.mark.parametrize("special", ALL_SPECIALS[1:])
-def test_special_placement_along_a_reduce_row(shape, axes, special):
+def test_special_placement_along_a_reduce_row(
+    shape: tuple[int, ...], axes: tuple[int, ...], special: str
+) -> None:
     d0, d1, d2 = merge_shape(shape, axes)
     plain = make_inputs(shape, "float32", axes, "uniform", "normal", seed=8)
     for at, line in (("row_start", 0), ("row_middle", d1 // 2), ("row_end", d1 - 1)):
@@ -373,7 +390,7 @@ def test_special_placement_along_a_reduce_row(shape, axes, special):
             assert np.array_equal(new[keep], old[keep])
 
 
-def test_placements_differ_and_random_keeps_todays_bytes():
+def test_placements_differ_and_random_keeps_todays_bytes() -> None:
     args = ((6, 30), "float16", -1, "uniform", "normal", "nan_dy")
     default = make_inputs(*args, seed=2)
     random_ = make_inputs(*args, seed=2, special_at="random")
@@ -386,7 +403,7 @@ def test_placements_differ_and_random_keeps_todays_bytes():
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_more_specials(dtype):
+def test_more_specials(dtype: str) -> None:
     for special in MORE_SPECIALS:
         dy, y = make_inputs((6, 30), dtype, -1, "uniform", "normal", special, seed=2)
         d = describe_inputs(dy, y)
@@ -401,9 +418,9 @@ def test_more_specials(dtype):
         )
 
 
-def test_bad_value_form_arguments():
-    def call(**kw):
-        base = dict(y_dist="uniform", dy_dist="normal")
+def test_bad_value_form_arguments() -> None:
+    def call(**kw: Any) -> None:
+        base: dict[str, Any] = dict(y_dist="uniform", dy_dist="normal")
         base.update(kw)
         make_inputs((2, 3), "float32", -1, base.pop("y_dist"), base.pop("dy_dist"), **base)
 

@@ -4,6 +4,8 @@ produce them (rounded to the output dtype, fp32 intermediates included)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -19,7 +21,9 @@ DTYPES = ("float32", "float16", "bfloat16")
 SHAPES = [((4, 1000), (-1,)), ((3, 70, 5), (1,)), ((16, 1), (-1,)), ((2, 9000), (-1,))]
 
 
-def outside_inputs(kind: str, shape, dtype: str, rng) -> tuple[np.ndarray, np.ndarray]:
+def outside_inputs(
+    kind: str, shape: tuple[int, ...], dtype: str, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
     """Inputs written the way other suites write them, not by golden.inputs."""
     n = int(np.prod(shape))
     dy = rng.normal(size=shape)
@@ -60,7 +64,7 @@ KINDS = (
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("order", ["lanes", "pairwise"])
-def test_correct_fp32_kernels_pass_on_outside_inputs(dtype, order):
+def test_correct_fp32_kernels_pass_on_outside_inputs(dtype: str, order: str) -> None:
     rng = np.random.default_rng(11)
     failures = []
     for shape, axes in SHAPES:
@@ -73,7 +77,7 @@ def test_correct_fp32_kernels_pass_on_outside_inputs(dtype, order):
     assert failures == []
 
 
-def test_fp16_overflow_is_inf_of_the_right_sign():
+def test_fp16_overflow_is_inf_of_the_right_sign() -> None:
     """An output that correctly overflows fp16 is not an error; one that saturates is."""
     dy = round_to(np.array([[40000.0, 40000.0, -30000.0, 0.5]]), "float16")
     y = round_to(np.full((1, 4), 0.5), "float16")  # arbitrary y: sum = 50000, exp(y) = 1.65
@@ -94,7 +98,7 @@ def test_fp16_overflow_is_inf_of_the_right_sign():
     assert not judge_case(dy, y, flipped, (-1,), "float16").passed
 
 
-def test_exp_overflowing_fp32_gives_nan_where_float64_says_zero():
+def test_exp_overflowing_fp32_gives_nan_where_float64_says_zero() -> None:
     """dy = 0 and y = 100: float64 says 0 * e^100 = 0, fp32 arithmetic gives inf * 0 = NaN, and
     the device computes in fp32 (SPEC section 1)."""
     dy = np.zeros((2, 8), np.float32)
@@ -106,7 +110,7 @@ def test_exp_overflowing_fp32_gives_nan_where_float64_says_zero():
     assert not judge_case(dy, y, np.zeros_like(out), (-1,), "float32").passed
 
 
-def test_a_pass_on_non_finite_elements_says_how_many_were_not_compared():
+def test_a_pass_on_non_finite_elements_says_how_many_were_not_compared() -> None:
     """dy of +-3e38 over 300 terms: the sum overflows fp32 in some order, so NaN or inf is a
     correct output anywhere; a kernel giving NaN everywhere passes with nothing compared, and
     the reason says so rather than "0 of 0 elements beyond the bound" alone."""
@@ -121,7 +125,7 @@ def test_a_pass_on_non_finite_elements_says_how_many_were_not_compared():
     assert plain.passed and "not compared" not in plain.reason
 
 
-def test_nan_positions_must_match():
+def test_nan_positions_must_match() -> None:
     dy, y = outside_inputs("nan_y_anywhere", (4, 100), "float16", np.random.default_rng(2))
     out = fp32_kernel.run(dy, y, (-1,), "float16")
     assert judge_case(dy, y, out, (-1,), "float16").passed
@@ -133,7 +137,7 @@ def test_nan_positions_must_match():
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
-def test_half_ulp_offset_and_truncation_fail(dtype):
+def test_half_ulp_offset_and_truncation_fail(dtype: str) -> None:
     rng = np.random.default_rng(5)
     dy = round_to(rng.normal(size=(16, 500)), dtype)
     y = round_to(rng.uniform(-8, 0, (16, 500)), dtype)
@@ -148,7 +152,7 @@ def test_half_ulp_offset_and_truncation_fail(dtype):
     assert j.metrics["rounding_bias_n"] >= BIAS_MIN_N and j.metrics["rounding_bias_ulp"] < -0.2
 
 
-def test_bias_alone_fails_a_truncating_kernel_within_the_bound():
+def test_bias_alone_fails_a_truncating_kernel_within_the_bound() -> None:
     """Truncation inside the per-element bound is still caught by the rounding bias."""
     rng = np.random.default_rng(9)
     dy = round_to(rng.normal(size=(8, 1000)), "float16")
@@ -163,7 +167,7 @@ def test_bias_alone_fails_a_truncating_kernel_within_the_bound():
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_a_sum_in_fp16_and_a_dropped_term_fail_on_long_rows(dtype):
+def test_a_sum_in_fp16_and_a_dropped_term_fail_on_long_rows(dtype: str) -> None:
     rng = np.random.default_rng(3)
     shape = (2, 9000)
     # Positive dy: the sum grows to thousands, where fp16's spacing swallows the terms.
@@ -177,7 +181,7 @@ def test_a_sum_in_fp16_and_a_dropped_term_fail_on_long_rows(dtype):
     assert not judge_case(dy, y, dropped, (-1,), dtype).passed
 
 
-def test_slabs_do_not_change_the_judgement():
+def test_slabs_do_not_change_the_judgement() -> None:
     rng = np.random.default_rng(4)
     dy = round_to(rng.normal(size=(6, 50, 7)), "bfloat16")
     y = round_to(rng.uniform(-6, 0, (6, 50, 7)), "bfloat16")
@@ -193,9 +197,9 @@ def test_slabs_do_not_change_the_judgement():
     assert [a[k] for k in numbers] == pytest.approx([b[k] for k in numbers], rel=1e-12)
 
 
-def flat(d, prefix=""):
+def flat(d: dict[str, Any] | list[Any], prefix: str = "") -> dict[str, Any]:
     """A nested record as {path: number or text}, for comparing up to summation order."""
-    out = {}
+    out: dict[str, Any] = {}
     items = d.items() if isinstance(d, dict) else enumerate(d)
     for k, v in items:
         key = f"{prefix}{k}."
@@ -206,7 +210,7 @@ def flat(d, prefix=""):
     return out
 
 
-def test_the_gates_follow_the_numbers():
+def test_the_gates_follow_the_numbers() -> None:
     """experimental gates a small well-conditioned case, not a long fp32 row whose outputs
     cancel near zero (its worst correct kernel exceeds 10T there)."""
     rng = np.random.default_rng(6)
@@ -230,7 +234,7 @@ def test_the_gates_follow_the_numbers():
     assert asked.passed
 
 
-def test_applicable_means_the_worst_correct_kernel_passes():
+def test_applicable_means_the_worst_correct_kernel_passes() -> None:
     rng = np.random.default_rng(8)
     for dtype in DTYPES:
         dy = round_to(rng.normal(size=(4, 300)), dtype)
@@ -244,7 +248,7 @@ def test_applicable_means_the_worst_correct_kernel_passes():
                 assert j.verdicts[standard].passed, (standard, why)
 
 
-def test_classes_of_the_fp32_path():
+def test_classes_of_the_fp32_path() -> None:
     d = np.array([[[0.0], [1.0]]])  # two lines of one element each? no: d1 = 2, one column
     y = np.array([[[100.0], [100.0]]])
     g = log_softmax_grad(d.reshape(1, 2), y.reshape(1, 2), (-1,)).reshape(d.shape)
@@ -255,7 +259,7 @@ def test_classes_of_the_fp32_path():
     assert bound.depth(1) == 0 and bound.depth(10) == 9 and bound.depth(64 * 100) == 264
 
 
-def test_no_reduce_uses_the_operators_form_on_infinite_dy():
+def test_no_reduce_uses_the_operators_form_on_infinite_dy() -> None:
     dy = np.array([[np.inf], [-np.inf]], np.float32)
     y = np.array([[-1.0], [-1.0]], np.float32)
     out = fp32_kernel.run(dy, y, (-1,), "float32")  # dy * (1 - p): +-inf

@@ -10,7 +10,7 @@ from golden.dtypes import numpy_dtype
 from golden.layouts import View
 
 
-def test_names_resolve_to_views():
+def test_names_resolve_to_views() -> None:
     assert layouts.resolve("contiguous", (3, 5)) == View((5, 1), 15, 0)
     # every other element along the last axis of extent > 1
     assert layouts.resolve("strided", (3, 5)) == View((10, 2), 30, 0)
@@ -23,7 +23,7 @@ def test_names_resolve_to_views():
     assert layouts.is_dense(View((99, 1), 5, 0), (1, 5))  # extent 1: any stride
 
 
-def test_parse_and_json():
+def test_parse_and_json() -> None:
     view = View((40, 2), 200, 3)
     assert layouts.parse(view.to_json()) == view
     assert layouts.parse({"strides": [5, 1], "storage": 15}) == View((5, 1), 15, 0)
@@ -40,7 +40,7 @@ def test_parse_and_json():
             layouts.parse(bad)
 
 
-def test_problems_name_what_is_wrong():
+def test_problems_name_what_is_wrong() -> None:
     shape = (3, 5)
     assert layouts.problems(View((10, 2), 30, 0), shape, writable=True) == []
     assert "3 strides for rank 2" in layouts.problems(View((1, 1, 1), 9), shape, writable=False)[0]
@@ -60,7 +60,7 @@ def test_problems_name_what_is_wrong():
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "int32"])
-def test_place_keeps_values_and_fills_the_rest_with_the_sentinel(dtype):
+def test_place_keeps_values_and_fills_the_rest_with_the_sentinel(dtype: str) -> None:
     dt = numpy_dtype(dtype)
     values = (np.arange(15).reshape(3, 5) - 7).astype(dt)
     layout = View((9, 2), 40, 4)
@@ -77,7 +77,7 @@ def test_place_keeps_values_and_fills_the_rest_with_the_sentinel(dtype):
     assert not layouts.outside_untouched(storage, layout, (3, 5))
 
 
-def test_guard_compares_bits_not_values():
+def test_guard_compares_bits_not_values() -> None:
     storage, view = layouts.allocate((2, 2), np.float32, "strided")
     view[...] = 1
     assert layouts.outside_untouched(storage, "strided", (2, 2))
@@ -100,7 +100,9 @@ def test_guard_compares_bits_not_values():
         (View((2, 3), 8, 0), (3, 2)),  # interleaved
     ],
 )
-def test_the_guard_sees_every_element_outside_the_view_and_none_inside(layout, shape):
+def test_the_guard_sees_every_element_outside_the_view_and_none_inside(
+    layout: str | View, shape: tuple[int, ...]
+) -> None:
     """The guard's answer, element by element: a write to any storage element outside the view
     is seen, a write inside is not (the C-order dense view over its whole storage included,
     which the guard answers without looking)."""
@@ -113,14 +115,14 @@ def test_the_guard_sees_every_element_outside_the_view_and_none_inside(layout, s
         assert layouts.outside_untouched(written, layout, shape) == (position in inside), position
 
 
-def test_overlapping_input_view_is_deterministic():
+def test_overlapping_input_view_is_deterministic() -> None:
     values = np.arange(12, dtype=np.float32).reshape(3, 4)
     view = layouts.place(values, View((0, 1), 4))
     # all rows share one storage row: the last row in C order wins
     assert np.array_equal(view, np.broadcast_to(values[-1], (3, 4)))
 
 
-def test_rank0_and_empty():
+def test_rank0_and_empty() -> None:
     view = layouts.place(np.array(2.5, np.float32), View((), 4, 3))
     assert view.shape == () and float(view) == 2.5
     assert layouts.place(np.array(2.5, np.float32), "contiguous").shape == ()
@@ -128,7 +130,7 @@ def test_rank0_and_empty():
     assert empty.shape == (2, 0, 3)
 
 
-def test_describe_classes():
+def test_describe_classes() -> None:
     assert layouts.describe("strided", (3, 5)) == "strided"
     assert layouts.describe(View((5, 1), 20, 5), (3, 5)) == "view, dense, offset"
     assert layouts.describe(View((1, 3), 15), (3, 5)) == "view, strided"

@@ -12,7 +12,7 @@ from golden.dtypes import round_to
 from golden.metrics import compute_metrics
 
 
-def test_hand_worked_float32():
+def test_hand_worked_float32() -> None:
     actual = np.array([1.0, 2.0, 4.0, np.nan], dtype=np.float32)
     golden = np.array([1.0, 2.5, 3.0, np.nan])
     m = compute_metrics(actual, golden, "float32", k=2)
@@ -35,7 +35,7 @@ def test_hand_worked_float32():
     json.dumps(m)
 
 
-def test_multi_index_and_k_limit():
+def test_multi_index_and_k_limit() -> None:
     golden = np.arange(24, dtype=np.float64).reshape(2, 3, 4) + 1.0
     actual = golden.copy()
     actual[1, 2, 3] *= 1.5  # rel 0.5
@@ -49,7 +49,7 @@ def test_multi_index_and_k_limit():
     assert r0["worst"][0]["index"] == [] and r0["mare"] == pytest.approx(1.0, rel=1e-6)
 
 
-def test_ulp_in_the_case_dtype():
+def test_ulp_in_the_case_dtype() -> None:
     golden = np.array([1.0, 1.0, 2.0**-25, 1000.0])
     actual = np.array([1.0 + 2**-10, 1.0 - 2**-11, 0.0, 1000.0], dtype=np.float16)
     m = compute_metrics(actual, golden, "float16")
@@ -58,7 +58,7 @@ def test_ulp_in_the_case_dtype():
     assert compute_metrics(round_to(g, "bfloat16"), g, "bfloat16")["ulp_max"] == 0
 
 
-def test_small_value_counts():
+def test_small_value_counts() -> None:
     # float16: |golden| < 2**-11 is small; an error above 2**-16 there counts
     golden = np.array([1e-4, 1e-4, -3e-4, 1.0, 0.0])
     actual = np.array([1e-4 + 2**-15, 1e-4 + 2**-17, -3e-4, 1.0 + 2**-10, 2**-14])
@@ -69,7 +69,7 @@ def test_small_value_counts():
     assert m32["small_n"] == 1 and m32["small_err_count"] == 1  # only 0.0 is below 2**-14
 
 
-def test_nonfinite_positions():
+def test_nonfinite_positions() -> None:
     golden = np.array([np.nan, np.inf, -np.inf, 1.0, 2.0, 3.0])
     actual = np.array([np.nan, np.inf, np.inf, np.nan, -np.inf, 3.0])
     m = compute_metrics(actual, golden, "float32")
@@ -83,26 +83,26 @@ def test_nonfinite_positions():
     assert ok["nonfinite_ok"] and ok["n_compared"] == 0 and ok["mere"] == 0.0
 
 
-def test_empty():
+def test_empty() -> None:
     m = compute_metrics(np.zeros((0, 3), np.float16), np.zeros((0, 3)), "float16")
     assert m["n"] == 0 and m["n_compared"] == 0 and m["worst"] == []
     assert m["mere"] == m["mare"] == m["rmse"] == m["max_abs"] == 0.0 and m["nonfinite_ok"]
     json.dumps(m, allow_nan=False)
 
 
-def test_errors():
+def test_errors() -> None:
     with pytest.raises(ValueError, match="shape"):
         compute_metrics(np.zeros(3), np.zeros(4), "float32")
     with pytest.raises(ValueError, match="float64"):
         compute_metrics(np.zeros(3), np.zeros(3), "float64")
 
 
-def test_plain_python_types():
+def test_plain_python_types() -> None:
     rng = np.random.default_rng(0)
     g = rng.standard_normal((7, 9))
     m = compute_metrics(round_to(g, "bfloat16"), g, "bfloat16")
 
-    def walk(v):
+    def walk(v: object) -> None:
         if isinstance(v, dict):
             assert all(isinstance(k, str) for k in v)
             for x in v.values():
@@ -117,7 +117,7 @@ def test_plain_python_types():
     assert json.loads(json.dumps(m)) == m
 
 
-def test_chunking_does_not_change_metrics(monkeypatch):
+def test_chunking_does_not_change_metrics(monkeypatch: pytest.MonkeyPatch) -> None:
     import golden.metrics as gm
 
     rng = np.random.default_rng(5)

@@ -11,6 +11,9 @@ worst elements (ties by position)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -42,7 +45,7 @@ DTYPES = ("float32", "float16", "bfloat16")
 _UINT = {"float32": np.uint32, "float16": np.uint16, "bfloat16": np.uint16}
 
 
-def edge_values(rng) -> np.ndarray:
+def edge_values(rng: np.random.Generator) -> np.ndarray:
     """float64 values around every rounding decision of the case dtypes: random magnitudes,
     signed zeros, inf/NaN, the overflow thresholds, binade carries and bfloat16 midpoints."""
     f32max = float(np.finfo(np.float32).max)
@@ -63,7 +66,7 @@ def edge_values(rng) -> np.ndarray:
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_rounding_and_spacing_from_the_bits_are_the_dtype_functions(dtype):
+def test_rounding_and_spacing_from_the_bits_are_the_dtype_functions(dtype: str) -> None:
     x = edge_values(np.random.default_rng(1))
     fast, slow = rounding.rounded(x, dtype), round_to(x, dtype)
     nan = np.isnan(x)
@@ -77,7 +80,9 @@ def test_rounding_and_spacing_from_the_bits_are_the_dtype_functions(dtype):
         assert np.array_equal(at, ulp_of(ax, dtype), equal_nan=True)
 
 
-def slab_inputs(kind: str, shape, dtype: str, rng):
+def slab_inputs(
+    kind: str, shape: tuple[int, ...], dtype: str, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
     dy = rng.normal(size=shape)
     y = rng.uniform(-10, 0, shape)
     if kind == "big":
@@ -101,7 +106,7 @@ SLAB_KINDS = ["normal", "big", "nan", "inf_y", "exp_near_fp32_overflow", "flat"]
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_golden_and_bound_are_grad_3d_and_elementwise_bit_for_bit(dtype):
+def test_golden_and_bound_are_grad_3d_and_elementwise_bit_for_bit(dtype: str) -> None:
     rng = np.random.default_rng(2)
     plain = general = 0
     for shape in SLAB_SHAPES:
@@ -129,7 +134,14 @@ def test_golden_and_bound_are_grad_3d_and_elementwise_bit_for_bit(dtype):
 # -- judge_case against the formulas ----------------------------------------------------------
 
 
-def reference(dy, y, out, axes, dtype: str, k: int = 8) -> tuple[dict, dict]:
+def reference(
+    dy: np.ndarray,
+    y: np.ndarray,
+    out: np.ndarray,
+    axes: tuple[int, ...],
+    dtype: str,
+    k: int = 8,
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """Every metric judge_case records and the histogram, from the definitions, on the whole
     tensor at once, with golden.dtypes' own rounding, ordinals and spacings."""
     shape = dy.shape
@@ -233,7 +245,9 @@ def reference(dy, y, out, axes, dtype: str, k: int = 8) -> tuple[dict, dict]:
     return r, hist
 
 
-def assert_matches(metrics: dict, want: dict, where: str, rel: float = 1e-12) -> None:
+def assert_matches(
+    metrics: dict[str, Any], want: dict[str, Any], where: str, rel: float = 1e-12
+) -> None:
     for key, value in want.items():
         got = metrics[key]
         if isinstance(value, dict):
@@ -248,7 +262,9 @@ def assert_matches(metrics: dict, want: dict, where: str, rel: float = 1e-12) ->
             assert got == value, (where, key, got, value)
 
 
-def outputs(dy, y, axes, dtype: str, rng) -> dict[str, np.ndarray]:
+def outputs(
+    dy: np.ndarray, y: np.ndarray, axes: tuple[int, ...], dtype: str, rng: np.random.Generator
+) -> dict[str, np.ndarray]:
     """A correct kernel and the defects the judge catches."""
     g = log_softmax_grad(dy, y, axes)
     best = round_to(g, dtype)
@@ -268,7 +284,7 @@ def outputs(dy, y, axes, dtype: str, rng) -> dict[str, np.ndarray]:
     }
 
 
-def generated(dtype: str):
+def generated(dtype: str) -> Iterator[tuple[str, np.ndarray, np.ndarray, tuple[int, ...]]]:
     """Cases as the tiers make them (golden.inputs), several schedules and families."""
     cases = [
         ((4, 1000), (-1,), "uniform", "normal", "none"),
@@ -286,7 +302,7 @@ def generated(dtype: str):
         yield f"{shape} {y_dist} {dy_dist} {special}", dy, y, axes
 
 
-def outside(dtype: str):
+def outside(dtype: str) -> Iterator[tuple[str, np.ndarray, np.ndarray, tuple[int, ...]]]:
     rng = np.random.default_rng(11)
     for shape, axes in [((4, 1000), (-1,)), ((3, 70, 5), (1,)), ((16, 1), (-1,))]:
         for kind in KINDS:
@@ -296,7 +312,7 @@ def outside(dtype: str):
 
 @pytest.mark.parametrize("source", ["generated", "outside"])
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_judge_case_metrics_are_the_formulas(dtype, source):
+def test_judge_case_metrics_are_the_formulas(dtype: str, source: str) -> None:
     rng = np.random.default_rng(3)
     cases = generated(dtype) if source == "generated" else outside(dtype)
     judged = 0
@@ -313,7 +329,7 @@ def test_judge_case_metrics_are_the_formulas(dtype, source):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_slabs_and_a_reused_workspace_change_nothing_but_round_off(dtype):
+def test_slabs_and_a_reused_workspace_change_nothing_but_round_off(dtype: str) -> None:
     """Many slabs of unequal size through one workspace, after a larger case filled it."""
     rng = np.random.default_rng(4)
     big_dy, big_y = make_inputs((8, 4000), dtype, (-1,), "uniform", "normal", seed=5)
@@ -328,7 +344,7 @@ def test_slabs_and_a_reused_workspace_change_nothing_but_round_off(dtype):
             assert hist.result(j.metrics["n"]) == want_hist
 
 
-def test_compute_metrics_is_judge_case_without_the_input_model():
+def test_compute_metrics_is_judge_case_without_the_input_model() -> None:
     """On plain data the classes a correct kernel may produce are the golden rounded."""
     rng = np.random.default_rng(5)
     for dtype in DTYPES:
@@ -342,7 +358,7 @@ def test_compute_metrics_is_judge_case_without_the_input_model():
         assert compute_metrics(a, g, dtype) == compute_metrics(round_to(a, dtype), g, dtype)
 
 
-def test_worst_ties_go_by_position():
+def test_worst_ties_go_by_position() -> None:
     """Equal relative errors are listed by position, whichever slab or block they are in."""
     exact = compute_metrics(np.full(5000, 1.5, np.float32), np.full(5000, 1.5), "float32", k=8)
     assert [w["index"] for w in exact["worst"]] == [[i] for i in range(8)]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import pytest
 import torch  # a dev dependency: the independent float64 implementation
@@ -11,7 +13,7 @@ from golden.inputs import make_inputs
 from golden.reference import check_axes, log_softmax, log_softmax_grad, seed_wrong_no_reduce
 
 
-def _random_case(rng: np.random.Generator, rank: int):
+def _random_case(rng: np.random.Generator, rank: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """A shape of rank 0..8 (at most ~4000 elements, sometimes with a zero extent) and a
     consecutive axis list, written with positive or negative indices."""
     if rank == 0:
@@ -30,7 +32,9 @@ def _random_case(rng: np.random.Generator, rank: int):
     return tuple(shape), tuple(axes)
 
 
-def _torch_autograd(x: np.ndarray, dy: np.ndarray, axes):
+def _torch_autograd(
+    x: np.ndarray, dy: np.ndarray, axes: tuple[int, ...]
+) -> tuple[np.ndarray, np.ndarray]:
     """y = log_softmax(x) over the axes and its exact backward, by torch autograd in float64."""
     dims = tuple(sorted(normalize_axes(axes, x.ndim))) if x.ndim else (0,)
     xt = torch.tensor(x, dtype=torch.float64, requires_grad=True)
@@ -39,7 +43,7 @@ def _torch_autograd(x: np.ndarray, dy: np.ndarray, axes):
     return yt.detach().numpy(), grad.numpy()
 
 
-def _torch_formula(dy: np.ndarray, y: np.ndarray, axes):
+def _torch_formula(dy: np.ndarray, y: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
     dims = tuple(sorted(normalize_axes(axes, dy.ndim))) if dy.ndim else (0,)
     g = torch.tensor(dy, dtype=torch.float64)
     o = torch.tensor(y, dtype=torch.float64)
@@ -47,7 +51,7 @@ def _torch_formula(dy: np.ndarray, y: np.ndarray, axes):
 
 
 @pytest.mark.parametrize("seed", range(6))
-def test_matches_torch_autograd_on_random_cases(seed):
+def test_matches_torch_autograd_on_random_cases(seed: int) -> None:
     rng = np.random.default_rng(1000 + seed)
     for rank in range(9):
         shape, axes = _random_case(rng, rank)
@@ -60,7 +64,7 @@ def test_matches_torch_autograd_on_random_cases(seed):
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
-def test_matches_torch_formula_on_generated_inputs(dtype):
+def test_matches_torch_formula_on_generated_inputs(dtype: str) -> None:
     rng = np.random.default_rng(5)
     for i in range(40):
         shape, axes = _random_case(rng, int(rng.integers(0, 9)))
@@ -71,14 +75,15 @@ def test_matches_torch_formula_on_generated_inputs(dtype):
         np.testing.assert_allclose(log_softmax_grad(dy, y, axes), want, rtol=1e-12, atol=1e-13)
 
 
-def test_rank0_and_rank8_and_empty():
+def test_rank0_and_rank8_and_empty() -> None:
     dy, y = np.array(0.75), np.array(0.0)
+    axes: tuple[int, ...] | int
     for axes in ((0,), (-1,), 0, -1):
         assert log_softmax_grad(dy, y, axes).shape == ()
         assert float(log_softmax_grad(dy, y, axes)) == 0.0  # dy - 1 * dy
     assert float(log_softmax_grad(np.array(2.0), np.array(-1.0), [0])) == 2.0 - np.exp(-1.0) * 2.0
 
-    shape = (2, 1, 3, 1, 2, 2, 1, 3)
+    shape: tuple[int, ...] = (2, 1, 3, 1, 2, 2, 1, 3)
     rng = np.random.default_rng(3)
     x, dy = rng.standard_normal(shape), rng.standard_normal(shape)
     for axes in ((7,), (2, 3, 4), (-8, -7), tuple(range(8))):
@@ -90,7 +95,7 @@ def test_rank0_and_rank8_and_empty():
         assert out.shape == shape and out.dtype == np.float64
 
 
-def test_torch_backward_kernel_agrees_on_merged_shape():
+def test_torch_backward_kernel_agrees_on_merged_shape() -> None:
     rng = np.random.default_rng(11)
     shape, axes = (3, 4, 5, 6, 2), (1, 2, 3)
     y = log_softmax(rng.standard_normal(shape), axes)
@@ -104,7 +109,7 @@ def test_torch_backward_kernel_agrees_on_merged_shape():
 
 
 @pytest.mark.parametrize("budget", [1, 7, 64, 1000])
-def test_slab_size_does_not_change_result(budget):
+def test_slab_size_does_not_change_result(budget: int) -> None:
     rng = np.random.default_rng(2)
     for shape, axes in (
         ((5, 33, 7), (1,)),
@@ -118,7 +123,7 @@ def test_slab_size_does_not_change_result(budget):
         )
 
 
-def test_sums_to_zero_over_reduce_axes_for_valid_y():
+def test_sums_to_zero_over_reduce_axes_for_valid_y() -> None:
     for shape, axes, y_dist in (
         ((4, 300), (-1,), "uniform"),
         ((3, 5, 6, 2), (1, 2), "normal"),
@@ -133,7 +138,7 @@ def test_sums_to_zero_over_reduce_axes_for_valid_y():
         assert np.all(np.abs(out.sum(axis=dims)) <= 1e-12 * scale), y_dist
 
 
-def test_linear_in_dy():
+def test_linear_in_dy() -> None:
     rng = np.random.default_rng(4)
     shape, axes = (6, 7, 5), (1,)
     y = log_softmax(rng.standard_normal(shape), axes)
@@ -143,7 +148,7 @@ def test_linear_in_dy():
     np.testing.assert_allclose(lhs, rhs, rtol=1e-12, atol=1e-12)
 
 
-def test_equivariant_under_moving_and_permuting_axes():
+def test_equivariant_under_moving_and_permuting_axes() -> None:
     rng = np.random.default_rng(8)
     shape = (3, 4, 5, 6)
     dy, y = rng.standard_normal(shape), -rng.uniform(0, 4, shape)
@@ -164,7 +169,7 @@ def test_equivariant_under_moving_and_permuting_axes():
     )
 
 
-def test_nan_and_inf_propagate():
+def test_nan_and_inf_propagate() -> None:
     dy = np.array([[1.0, np.nan, 2.0], [1.0, 2.0, 3.0], [np.inf, 1.0, 1.0]])
     y = np.log(np.full((3, 3), 1 / 3))
     y[1, 0] = -np.inf  # masked: exp(y) = 0
@@ -175,7 +180,7 @@ def test_nan_and_inf_propagate():
     assert np.isnan(out[2, 0]) and np.isneginf(out[2, 1:]).all()
 
 
-def test_seed_wrong_no_reduce_differs_from_golden():
+def test_seed_wrong_no_reduce_differs_from_golden() -> None:
     dy, y = make_inputs((4, 1, 6), "float32", (1,), "uniform", "normal", seed=1)
     assert np.all(y == 0)
     golden = log_softmax_grad(dy, y, (1,))
@@ -193,13 +198,15 @@ def test_seed_wrong_no_reduce_differs_from_golden():
         ((), (1,), "out of range"),
     ],
 )
-def test_rejects_axes_the_contract_rejects(shape, axes, msg):
+def test_rejects_axes_the_contract_rejects(
+    shape: tuple[int, ...], axes: Sequence[int] | int, msg: str
+) -> None:
     with pytest.raises(ValueError, match=msg):
         check_axes(shape, axes)
     with pytest.raises(ValueError, match=msg):
         log_softmax_grad(np.zeros(shape), np.zeros(shape), axes)
 
 
-def test_rejects_shape_mismatch():
+def test_rejects_shape_mismatch() -> None:
     with pytest.raises(ValueError, match="shape"):
         log_softmax_grad(np.zeros((2, 3)), np.zeros((3, 2)), (1,))

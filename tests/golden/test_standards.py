@@ -17,19 +17,25 @@ JUDGED = ("experimental", "mixed-tolerance", "double-thousandth")
 
 
 def _case(
-    dtype, shape=(32, 257), axes=(-1,), y_dist="uniform", dy_dist="uniform", seed=3, special="none"
-):
+    dtype: str,
+    shape: tuple[int, ...] = (32, 257),
+    axes: tuple[int, ...] = (-1,),
+    y_dist: str = "uniform",
+    dy_dist: str = "uniform",
+    seed: int = 3,
+    special: str = "none",
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     dy, y = make_inputs(shape, dtype, axes, y_dist, dy_dist, special, seed=seed)
     return dy, y, log_softmax_grad(dy, y, axes)
 
 
-def test_names():
+def test_names() -> None:
     assert STANDARDS == ("experimental", "mixed-tolerance", "double-thousandth", "benchmark-ratio")
     assert LEVELS == ("L0", "L1", "L2")
 
 
 @pytest.mark.parametrize("dtype", SUPPORTED)
-def test_correctly_rounded_result_passes(dtype):
+def test_correctly_rounded_result_passes(dtype: str) -> None:
     _, _, g = _case(dtype)
     verdicts = judge_all(round_to(g, dtype), g, dtype)
     assert set(verdicts) == set(JUDGED)
@@ -46,7 +52,7 @@ def test_correctly_rounded_result_passes(dtype):
 
 
 @pytest.mark.parametrize("dtype", SUPPORTED)
-def test_one_ulp_noise_passes(dtype):
+def test_one_ulp_noise_passes(dtype: str) -> None:
     _, _, g = _case(dtype)
     rng = np.random.default_rng(1)
     noisy = nudge(g, dtype, rng.integers(-1, 2, size=g.shape))  # -1, 0 or +1 ULP everywhere
@@ -57,7 +63,7 @@ def test_one_ulp_noise_passes(dtype):
         assert v.passed, v.reason
 
 
-def test_seed_wrong_no_reduce_formula_fails_every_standard():
+def test_seed_wrong_no_reduce_formula_fails_every_standard() -> None:
     # no-reduce with a valid forward output: y = 0, golden = 0, the seed's formula gives dy - 1
     for dtype in SUPPORTED:
         dy, y, g = _case(dtype, shape=(16, 1, 8), axes=(1,), dy_dist="normal")
@@ -75,7 +81,7 @@ def test_seed_wrong_no_reduce_formula_fails_every_standard():
 
 
 @pytest.mark.parametrize("dtype", SUPPORTED)
-def test_unwritten_nan_region_fails(dtype):
+def test_unwritten_nan_region_fails(dtype: str) -> None:
     _, _, g = _case(dtype)
     out = round_to(g, dtype)
     out[7:9] = np.nan  # the kernel never wrote two rows of the NaN-filled output
@@ -85,7 +91,7 @@ def test_unwritten_nan_region_fails(dtype):
         assert v.metrics["nan_mismatch"] == 2 * 257
 
 
-def test_single_nan_where_golden_is_finite_fails():
+def test_single_nan_where_golden_is_finite_fails() -> None:
     _, _, g = _case("float16")
     out = round_to(g, "float16")
     out[3, 100] = np.nan
@@ -93,7 +99,7 @@ def test_single_nan_where_golden_is_finite_fails():
     assert not v.passed and "(3, 100)" in v.reason and "1 NaN" in v.reason
 
 
-def test_inf_of_the_wrong_sign_fails_and_matching_nonfinite_passes():
+def test_inf_of_the_wrong_sign_fails_and_matching_nonfinite_passes() -> None:
     dy, y, g = _case("float32", dy_dist="normal", special="inf_dy")
     assert np.isnan(g).any() and np.isinf(g).any()
     out = round_to(g, "float32")
@@ -105,7 +111,7 @@ def test_inf_of_the_wrong_sign_fails_and_matching_nonfinite_passes():
     assert not v.passed and "1 inf" in v.reason
 
 
-def test_bf16_thresholds_follow_the_result_dtype():
+def test_bf16_thresholds_follow_the_result_dtype() -> None:
     _, _, g = _case("bfloat16", dy_dist="normal")
     rng = np.random.default_rng(2)
     # relative error 3e-3: over fp16's T (9.8e-4), well under bf16's T (7.8e-3)
@@ -120,7 +126,7 @@ def test_bf16_thresholds_follow_the_result_dtype():
     assert judge("experimental", bad, g, None).metrics["dtype"] == "bfloat16"
 
 
-def test_experimental_thresholds_exactly():
+def test_experimental_thresholds_exactly() -> None:
     g = np.ones(1000)
     t = T["float32"]
     at = g * (1 + t * (1 + 1e-6))  # MERE just at or over T (the 1e-7 guard shaves a little)
@@ -133,7 +139,7 @@ def test_experimental_thresholds_exactly():
     assert not v.passed and "MARE" in v.reason and ">= 10T" in v.reason and "(0,)" in v.reason
 
 
-def test_mixed_tolerance_counts_and_max_abs():
+def test_mixed_tolerance_counts_and_max_abs() -> None:
     g = np.linspace(-2, 2, 1000)
     t = T["float16"]
     out = g.copy()
@@ -148,7 +154,7 @@ def test_mixed_tolerance_counts_and_max_abs():
     assert not v.passed and "max abs err 2.00e-01 > 0.1" in v.reason
 
 
-def test_double_thousandth_needs_both_counts_over():
+def test_double_thousandth_needs_both_counts_over() -> None:
     n = 10000
     g = np.full(n, 10.0)
     out = g.copy()
@@ -163,14 +169,14 @@ def test_double_thousandth_needs_both_counts_over():
     assert judge("double-thousandth", rel_only, small, "float16").passed
 
 
-def test_empty_passes_every_standard():
+def test_empty_passes_every_standard() -> None:
     e = np.zeros((0, 4))
     for std in STANDARDS:
         v = judge(std, e.astype(np.float16), e, "float16", benchmark=e.astype(np.float16))
         assert v.passed and "empty" in v.reason
 
 
-def test_metrics_are_reused_and_recorded():
+def test_metrics_are_reused_and_recorded() -> None:
     _, _, g = _case("float16")
     out = round_to(g, "float16")
     m = compute_metrics(out, g, "float16")
@@ -180,7 +186,7 @@ def test_metrics_are_reused_and_recorded():
         judge("experimental", out.astype(np.float64), g, "float32", metrics=m)
 
 
-def test_bad_calls():
+def test_bad_calls() -> None:
     g = np.zeros(4)
     with pytest.raises(ValueError, match="unknown standard"):
         judge("strict", g, g, "float32")
@@ -194,7 +200,7 @@ def test_bad_calls():
         judge("benchmark-ratio", g, g, "float32", benchmark=np.zeros(5))
 
 
-def test_benchmark_ratio_with_a_synthetic_benchmark():
+def test_benchmark_ratio_with_a_synthetic_benchmark() -> None:
     _, _, g = _case("float16")
     exact = round_to(g, "float16")
     rng = np.random.default_rng(4)

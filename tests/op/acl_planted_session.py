@@ -11,6 +11,8 @@ import json
 import sys
 from pathlib import Path
 
+from farm.run.requests import case_request
+
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
@@ -46,12 +48,13 @@ def planted(mistake: str):
     if text.count(old) != 1:
         raise SystemExit(f"{mistake}: {old!r} is not in acl_session.py exactly once; update it")
     spec = importlib.util.spec_from_loader("planted_acl_session", loader=None)
+    assert spec is not None  # a name and no loader always make a spec
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # its dataclasses look their module up
     exec(compile(text.replace(old, new), f"planted:{mistake}", "exec"), module.__dict__)
     from farm.agent.backends import acl_session
 
-    module.AclCallError = acl_session.AclCallError  # what the backend's callers catch
+    module.__dict__["AclCallError"] = acl_session.AclCallError  # what the backend's callers catch
     return module
 
 
@@ -68,8 +71,9 @@ def main(mistake: str) -> dict:
         for c in matrix.expand("smoke")
         if c.layout == "strided" and c.accepted and c.family == "ascend910b"
     )
-    d = case.to_dict()
+    d = case_request(case)
     dy, y = make_call_inputs(d)
+    assert dy is not None and y is not None  # an accepted case makes both tensors
     acl.declare_host(representative_soc(case.family).name, 1)
     try:
         result = acl.run(dy, y, case.axes, out_dtype=dy.dtype, out_layout=case_layout(d, "out"))

@@ -12,13 +12,20 @@ is a no-op).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from farm.agent.backends import native
 from farm.pool import build
+from farm.run.requests import case_request
+from tests.identities import host_identity
 from tests.requirements import need
+
+if TYPE_CHECKING:
+    from farm.agent.record import ResultRecord
+    from suites.case import Case
 
 LIBRARIES = ("twin", "ascendc-cpu")
 
@@ -28,22 +35,15 @@ def _planted(bug: str):
     return build.build_twin(build.default_build_dir(bug), plant_bug=bug)
 
 
-@dataclass(frozen=True)
-class Host:
-    """What farm.agent.execute.run_case needs to know of the host: its SoC and a name."""
-
-    soc: str
-    host: str = "test"
-    devices: int = 1
-
-
-def judged(case, library, monkeypatch) -> dict:
+def judged(case: Case, library: Path, monkeypatch: pytest.MonkeyPatch) -> ResultRecord:
     """The agent's record of `case` (a suites.case.Case) on `library`, on its family's SoC."""
     from farm.agent.execute import run_case
     from golden import soc
 
     monkeypatch.setenv(native.ENV_LIB, str(library))
-    return run_case(case.to_dict(), "native", 0, Host(soc.representative_soc(case.family).name))
+    return run_case(
+        case_request(case), "native", 0, host_identity(soc.representative_soc(case.family).name)
+    )
 
 
 def need_emulation() -> None:

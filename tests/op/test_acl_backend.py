@@ -14,6 +14,7 @@ import pytest
 from farm.agent.backends import acl, acl_api, native
 from farm.agent.backends.acl_session import run_op
 from farm.agent.execute import case_layout, descriptor_only, make_call_inputs
+from farm.run.requests import case_request
 from golden.soc import representative_soc
 from suites import matrix
 from tests.op.test_ascendc_cpu import _same
@@ -33,9 +34,13 @@ def monkeypatch_module():
 
 
 def _calls(case):
-    d = case.to_dict()
+    d = case_request(case)
     dy, y = make_call_inputs(d)
-    out_dtype = np.dtype((dy if dy is not None else y).dtype) if case.out_dtype is None else None
+    out_dtype = None
+    if case.out_dtype is None:
+        given = dy if dy is not None else y
+        assert given is not None, case.id  # a case with data has dy or y
+        out_dtype = np.dtype(given.dtype)
     kw = {
         "out_dtype": out_dtype if out_dtype is not None else case.out_dtype,
         "out_shape": case.out_shape,
@@ -46,7 +51,7 @@ def _calls(case):
 
 
 def test_acl_and_native_agree_bit_for_bit_on_the_smoke_tier(both):
-    cases = [c for c in matrix.expand("smoke") if not descriptor_only(c.to_dict())]
+    cases = [c for c in matrix.expand("smoke") if not descriptor_only(case_request(c))]
     assert len(cases) > 250
     differ, accepted = [], 0
     for case in cases:
@@ -59,9 +64,11 @@ def test_acl_and_native_agree_bit_for_bit_on_the_smoke_tier(both):
         # One source decides both (op/ascendc/op_api): a refusal reads the same.
         assert want.message in got.message, (case.id, want.message, got.message)
         assert got.out_guard_ok == want.out_guard_ok, case.id
+        assert got.device_run is not None, case.id  # the acl backend says where it ran
         assert got.device_run["runtime"].startswith("lsg emulated ACL runtime")
         if want.out is not None:
             accepted += 1
+            assert got.out is not None, case.id  # the same status: acl accepted it too
             if not _same(got.out, want.out):
                 differ.append(case.id)
     assert accepted > 200
@@ -96,10 +103,12 @@ def test_a_strided_case_reaches_the_aclnn_layer_as_a_strided_tensor(both):
 
 def test_the_record_says_which_runtime_and_device_ran_it(both):
     from farm.agent.execute import run_case
-    from tests.op.conftest import Host
+    from tests.identities import host_identity
 
     case = next(c for c in matrix.expand("smoke") if c.accepted and c.family == "ascend910b")
-    record = run_case(case.to_dict(), "acl", 0, Host(representative_soc(case.family).name))
+    record = run_case(
+        case_request(case), "acl", 0, host_identity(representative_soc(case.family).name)
+    )
     assert record["outcome"] == "passed", record["message"]
     run = record["device_run"]
     assert (
@@ -171,6 +180,7 @@ def test_a_refusal_on_a_soc_of_a_known_family_is_the_contracts(
     declared(socname, 1)
     got = acl.run(zeros(dtype), zeros(y_dtype), (-1,), out_dtype=zeros(dtype).dtype)
     assert (got.status, got.reason) == (161002, reason), got.message
+    assert got.device_run is not None  # the acl backend says where it ran
     assert f"soc={socname}" in got.device_run["runtime"]
 
 

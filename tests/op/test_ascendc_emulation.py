@@ -33,16 +33,13 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+# the CPU twin's backend (named `native` since the emulated kernel joined it)
+from farm.agent.backends import native as twin_backend
 from farm.pool import build
 from golden.inputs import make_inputs
 from golden.reference import log_softmax_grad
 from golden.standards import judge
 from tests.requirements import need
-
-try:  # the CPU twin's backend (renamed `native` when the emulated kernel joined it)
-    from farm.agent.backends import native as twin_backend
-except ImportError:  # pragma: no cover - before the rename
-    from farm.agent.backends import twin as twin_backend  # type: ignore[no-redef]
 
 ROOT = Path(__file__).resolve().parents[2]
 EMU_DIR = ROOT / "op" / "ascendc_cpu"
@@ -377,7 +374,7 @@ def build_emulation() -> Path:
     return BUILD_DIR
 
 
-class TilingRecord(twin_backend.TilingRecord):  # type: ignore[name-defined,misc]
+class TilingRecord(twin_backend.TilingRecord):
     """lsg_tiling_record (op/tiling/lsg_types.h)."""
 
 
@@ -426,7 +423,9 @@ class Emulation:
         """The address of log_softmax_grad_<dtype>: the real kernel's, or a planted copy's."""
         lib = self.kernels if plant is None else self._planted(plant, dtype)
         fn = getattr(lib, f"log_softmax_grad_{KERNEL_DTYPES[dtype]}")
-        return ctypes.cast(fn, ctypes.c_void_p).value
+        address = ctypes.cast(fn, ctypes.c_void_p).value
+        assert address is not None, f"{fn}: a null address"
+        return address
 
     def _planted(self, plant: str, dtype: str) -> ctypes.CDLL:
         key = (plant, dtype)
@@ -578,13 +577,13 @@ def test_compiles_warning_free():
     for job, proc in zip(jobs, procs, strict=True):
         _, err = proc.communicate()
         assert proc.returncode == 0, f"{job[-1]}:\n{err}"
-    proc = subprocess.run(
+    warned = subprocess.run(
         [cxx, *WARNINGS, *INCLUDES, *_kernel_flags("float"), str(KERNEL_SOURCE)],
         capture_output=True,
         text=True,
         env=env,
     )
-    warnings = [line for line in proc.stderr.splitlines() if "warning:" in line]
+    warnings = [line for line in warned.stderr.splitlines() if "warning:" in line]
     assert len(warnings) == 1 and "unused parameter 'workspace'" in warnings[0], warnings
 
 
@@ -827,6 +826,7 @@ def test_real_kernel(emu, twin_lib, shape, axes, soc, schedule, chunks, dtype):
 
     twin = twin_backend.run(dy, y, axes, soc, library=twin_lib)
     assert (twin.status, twin.reason) == (0, "ok"), twin.message
+    assert twin.tiling is not None and twin.out is not None  # an accepted call has both
     for field in (
         "schedule",
         "key",
@@ -868,7 +868,9 @@ def test_real_kernel_specials_match_twin(emu, twin_lib, special):
     dy, y = make_inputs(shape, "float32", axes, "uniform", "normal", special, seed=9)
     rc, message, out, _ = emu.run(emu.kernel("float32"), dy, y, axes, A2)
     assert rc == OK, message
-    assert same_bits(out, twin_backend.run(dy, y, axes, A2, library=twin_lib).out)
+    twin_out = twin_backend.run(dy, y, axes, A2, library=twin_lib).out
+    assert twin_out is not None  # the twin accepts the call too
+    assert same_bits(out, twin_out)
 
 
 def test_host_rejects_bf16_on_310b_before_any_kernel(emu):

@@ -22,13 +22,14 @@ from farm.agent.backends import native
 from farm.pool import acl_sdk, build, deploy
 from farm.util.errors import BuildError, UsageError
 from golden.soc import PROFILES
+from tests.archives import regular
 from tests.op.conftest import need_emulation
 
 
 def read_archive(path) -> dict[str, bytes]:
     """Every regular file of an archive, by path."""
     with tarfile.open(path, "r:gz") as tar:
-        return {m.name: tar.extractfile(m).read() for m in tar.getmembers() if m.isfile()}
+        return {m.name: regular(tar, m).read() for m in tar.getmembers() if m.isfile()}
 
 
 def sha256(path):
@@ -190,7 +191,9 @@ def test_plant_bug_names_agree():
     # own macro that the twin's sources use, and every one as edits of the real sources
     # (planted_bugs.json, in the same order).
     cmake = (build.OP_DIR / "CMakeLists.txt").read_text()
-    listed = tuple(re.search(r"set\(LSG_PLANT_BUGS\s+([^)]*)\)", cmake)[1].split())
+    plant_bugs = re.search(r"set\(LSG_PLANT_BUGS\s+([^)]*)\)", cmake)
+    assert plant_bugs, "op/CMakeLists.txt sets LSG_PLANT_BUGS"
+    listed = tuple(plant_bugs[1].split())
     assert listed == build.TWIN_PLANT_BUGS[1:]
     assert tuple(build.planted_bugs()) == build.PLANT_BUGS[1:]
     assert build.PLANT_BUGS[0] == ""
@@ -304,7 +307,7 @@ def test_ascend_target_packs_the_real_sources_and_says_what_it_exports(tmp_path,
     monkeypatch.setenv("ASCEND_HOME_PATH", str(home))
     archive = build.build_package("ascend", tmp_path / "dist")
     with tarfile.open(archive) as tar:
-        manifest = json.load(tar.extractfile("manifest.json"))
+        manifest = json.load(regular(tar, "manifest.json"))
         tar.extract(manifest["acl"]["installer"], tmp_path, filter="data")
     assert manifest["target"] == "ascend"
     assert manifest["acl"]["runtime"] == "cann"

@@ -25,6 +25,7 @@ import pytest
 from farm.agent import machine
 from farm.pool import acl_sdk, build, deploy
 from farm.util.errors import BuildError, ConfigError, UsageError
+from tests.archives import regular
 from tests.op.conftest import need_emulation
 from tests.requirements import need
 
@@ -52,7 +53,7 @@ def need_tools(run: bool = False) -> None:
 
 def read_archive(path) -> dict[str, bytes]:
     with tarfile.open(path, "r:gz") as tar:
-        return {m.name: tar.extractfile(m).read() for m in tar.getmembers() if m.isfile()}
+        return {m.name: regular(tar, m).read() for m in tar.getmembers() if m.isfile()}
 
 
 def e_machine(data: bytes) -> int:

@@ -3,20 +3,12 @@ the real kernel's host code must refuse them before anything runs, with the cont
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import pytest
 
 from farm.agent.execute import descriptor_only, run_case
+from farm.run.requests import case_request
 from suites.case import Case
-
-
-@dataclass(frozen=True)
-class Host:
-    soc: str = "Ascend910B1"
-    host: str = "test"
-    devices: int = 1
-
+from tests.identities import host_identity
 
 CASES = [
     Case("ascend910b", "complex64", (2, 8), (1,)),
@@ -32,7 +24,7 @@ def test_the_operator_refuses_a_complex_descriptor(acpu_lib, case):
     data = case.to_dict()
     assert descriptor_only(data)
     record = run_case(
-        data, "native", 0, Host(soc="Ascend910B1" if "910b" in case.id else "Ascend310B1")
+        data, "native", 0, host_identity(soc="Ascend910B1" if "910b" in case.id else "Ascend310B1")
     )
     assert (record["outcome"], record["reason"]) == ("passed", case.expected.reason), record
     assert record["status"] == case.expected.status and record["verdict"] is None
@@ -45,13 +37,15 @@ def test_through_acl_the_package_refuses_a_complex_tensor_alike(acl_lib_dir, mon
     monkeypatch.setenv("LSG_ACL_LIB_DIR", acl_lib_dir)
     data = case.to_dict()
     record = run_case(
-        data, "acl", 0, Host(soc="Ascend910B1" if "910b" in case.id else "Ascend310B1")
+        data, "acl", 0, host_identity(soc="Ascend910B1" if "910b" in case.id else "Ascend310B1")
     )
     assert (record["outcome"], record["reason"]) == ("passed", case.expected.reason), record
     assert record["status"] == case.expected.status and record["device_run"]["device_id"] == 0
 
 
 def test_the_torch_backend_says_it_cannot_pass_a_descriptor(acpu_lib):
-    record = run_case(Case("ascend910b", "complex64", (2, 8), (1,)).to_dict(), "torch", 0, Host())
+    record = run_case(
+        case_request(Case("ascend910b", "complex64", (2, 8), (1,))), "torch", 0, host_identity()
+    )
     assert record["outcome"] == "failed"
     assert "cannot pass a tensor descriptor without data" in record["op_message"]

@@ -25,6 +25,7 @@ import pytest
 
 from farm.agent.backends import native
 from farm.agent.outcome import classify
+from farm.agent.record import HostChecks, ResultRecord
 from farm.pool import build
 from suites import matrix
 from suites.case import Case
@@ -61,10 +62,12 @@ def test_each_rejection_is_decided_by_the_layer_that_owns_it(acpu_lib, reason, s
     shape, axes = kw.pop("shape", (4, 6)), kw.pop("axes", (-1,))
     y = zeros(kw.pop("y_shape", shape), kw.pop("y_dtype", dtype))
     result = native.run(zeros(shape, dtype), y, axes, socname, **kw)
-    assert (result.reason, result.checks["decided_by"]) == (reason, layer), result.message
-    assert result.checks["host"] == reason
+    checks = result.checks
+    assert checks is not None, result.message  # the emulated kernel's host code says
+    assert (result.reason, checks["decided_by"]) == (reason, layer), result.message
+    assert checks["host"] == reason
     # The shared checks are asked once the call could be read (not of a missing tensor).
-    assert result.checks.get("shared") == (None if layer == "front" else reason)
+    assert checks.get("shared") == (None if layer == "front" else reason)
     if layer == "registration":
         assert "OpDef registration" in result.message or "OpDef registers" in result.message
 
@@ -151,6 +154,7 @@ def test_the_cpu_library_refuses_as_the_packages_aclnn_layer_does(edited_library
         "Ascend910B1",
         library=edited_library,
     )
+    assert wrong.checks is not None, wrong.message
     assert (wrong.reason, wrong.checks["decided_by"]) == ("dtype_unsupported", "registration")
     assert wrong.message.startswith("edited: gradOutput (dy) dtype int32"), wrong.message
 
@@ -172,15 +176,16 @@ def test_a_tiling_function_that_departs_from_the_plan_is_a_tiling_mismatch(acpu_
     assert (record["outcome"], record["category"]) == ("failed", "tiling_mismatch")
     assert "blockElems 4912 (planned 9824)" in record["message"], record["message"]
     # What ran is what the host code tiled (the kernel is right with smaller blocks too).
-    assert record["tiling"]["block_elems"] == 4912 and record["status"] == 0
-    assert record["verdict"]["passed"]
+    tiling, verdict = record["tiling"], record["verdict"]
+    assert tiling is not None and tiling["block_elems"] == 4912 and record["status"] == 0
+    assert verdict is not None and verdict["passed"]
     assert judged(case, acpu_lib, monkeypatch)["outcome"] == "passed"
 
 
 def test_classify_says_which_layer_said_what():
     expect = {"kind": "reject", "reason": "bf16_unsupported_on_soc", "status": 161002}
-    base = {"status": 161002, "reason": "bf16_unsupported_on_soc", "op_message": "m"}
-    agreeing = {
+    base: ResultRecord = {"status": 161002, "reason": "bf16_unsupported_on_soc", "op_message": "m"}
+    agreeing: HostChecks = {
         "decided_by": "registration",
         "host": "bf16_unsupported_on_soc",
         "shared": "bf16_unsupported_on_soc",
@@ -190,10 +195,10 @@ def test_classify_says_which_layer_said_what():
         None,
         "rejected as expected: bf16_unsupported_on_soc (161002)",
     )
-    late = {**agreeing, "decided_by": "tiling"}
+    late: HostChecks = {**agreeing, "decided_by": "tiling"}
     assert "registration accepted it" in classify(expect, {**base, "checks": late})[2]
-    accepted = {"decided_by": "", "host": "ok", "shared": "bf16_unsupported_on_soc"}
-    record = {"status": 0, "reason": "ok", "op_message": "", "checks": accepted}
+    accepted: HostChecks = {"decided_by": "", "host": "ok", "shared": "bf16_unsupported_on_soc"}
+    record: ResultRecord = {"status": 0, "reason": "ok", "op_message": "", "checks": accepted}
     outcome, category, message = classify(expect, record)
     assert (outcome, category) == ("failed", "unexpected_acceptance")
     assert "every layer of the host code accepted it; the shared checks say" in message

@@ -10,6 +10,7 @@ import pytest
 
 from farm.agent import execute
 from farm.agent.backends import native
+from farm.run.requests import case_request
 from golden import layouts, soc
 from golden.inputs import make_inputs
 from golden.layouts import View
@@ -50,6 +51,7 @@ def test_out_view_with_storage_and_offset_matches_a_contiguous_run(
     viewed = native.run(dy, y, axes, "Ascend910B1", out_layout=layout)
     assert plain.status == viewed.status == 0
     assert plain.out_guard_ok is True and viewed.out_guard_ok is True
+    assert viewed.out is not None and plain.out is not None  # both accepted
     assert same_bits(viewed.out, plain.out)
     storage = _storage(viewed.out)
     assert storage.size == layout.storage
@@ -89,7 +91,7 @@ def test_out_view_that_overlaps_itself_is_refused(native_lib):
 @pytest.mark.parametrize("shape, axes", [((3, 33), (-1,)), ((2, 9, 5), (1,))])
 def test_case_views_for_all_three_tensors(native_lib, form, shape, axes):
     kw = matrix_shapes._layout_forms(shape, True)[form]
-    case = Case("ascend910b", "float16", shape, axes, origin="layouts", **kw).to_dict()
+    case = case_request(Case("ascend910b", "float16", shape, axes, origin="layouts", **kw))
     dy, y = execute.make_call_inputs(case)
     for name, t in (("dy", dy), ("y", y)):
         layout = execute.case_layout(case, name)
@@ -99,10 +101,11 @@ def test_case_views_for_all_three_tensors(native_lib, form, shape, axes):
             assert layouts.outside_untouched(_storage(t), layout, shape)
     out_layout = execute.case_layout(case, "out")
     viewed = native.run_call(dy, y, axes, "Ascend910B1", out_dtype="float16", out_layout=out_layout)
-    dense = [np.array(t, order="C") for t in (dy, y)]
-    plain = native.run_call(*dense, axes, "Ascend910B1", out_dtype="float16")
+    dense_dy, dense_y = (np.array(t, order="C") for t in (dy, y))
+    plain = native.run_call(dense_dy, dense_y, axes, "Ascend910B1", out_dtype="float16")
     assert viewed.status == 0 and viewed.out_guard_ok is True
     assert same_bits(viewed.out, plain.out)
+    assert viewed.tiling is not None
     assert viewed.tiling["is_contiguous"] == (Case.from_dict(case).layout == "contiguous")
 
 
@@ -141,5 +144,6 @@ def test_torch_backend_writes_into_the_out_view():
         dy, y, axes, "Ascend910B1", out_dtype="float32", out_layout=layout
     )
     assert plain.status == viewed.status == 0, viewed.message
+    assert viewed.out is not None and plain.out is not None
     assert viewed.out.strides == (70 * 4, 2 * 4) and viewed.out_guard_ok is True
     assert same_bits(viewed.out, plain.out)

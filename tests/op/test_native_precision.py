@@ -27,6 +27,7 @@ def assert_same_bits(a, b):
 def check(dy, y, axes, soc="Ascend910B1", **kw):
     result = native.run(dy, y, axes, soc, **kw)
     assert (result.status, result.reason) == (0, "ok"), result.message
+    assert result.out is not None and result.tiling is not None  # an accepted call has both
     golden = log_softmax_grad(dy, y, axes)
     verdict = judge("experimental", result.out, golden, None)
     assert verdict.passed, f"{result.tiling['schedule_name']}: {verdict.reason}"
@@ -92,6 +93,7 @@ def test_reduce_mid_long_columns(native_lib, soc, shape, seed):
 
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_rank0_and_rank8(native_lib, dtype):
+    axes: tuple[int, ...]
     for axes in ((-1,), (0,)):
         dy, y = make_inputs((), dtype, axes, "arbitrary", "normal", seed=1)
         result = check(dy, y, axes)
@@ -141,6 +143,7 @@ def test_empty_tensors(native_lib, shape, axes, dtype):
     dy, y = make_inputs(shape, dtype, axes, "uniform", "normal")
     for strided in (False, True):
         result = native.run(dy, y, axes, "Ascend910B1", strided=strided)
+        assert result.out is not None, result.message
         assert (result.status, result.workspace, result.out.shape) == (0, 0, shape)
 
 

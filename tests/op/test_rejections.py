@@ -5,6 +5,8 @@ the contract's check order (golden.contract.expected_outcome) when a call has se
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterator
+from typing import Any
 
 import ml_dtypes
 import numpy as np
@@ -113,6 +115,7 @@ def test_agent_entry_run_call(native_lib):
     got = native.run_call(dy, dy, (-1,), "Ascend310B1", out_dtype="float16", api="axes", device=3)
     assert (got.status, got.reason) == (161002, "dtype_mismatch")
     got = native.run_call(dy, dy, (-1,), "Ascend310B1", out_dtype="float32", out_shape=(4, 6))
+    assert got.out is not None and got.tiling is not None
     assert (got.status, got.reason, got.out.shape, got.tiling["soc_name"]) == (
         0,
         "ok",
@@ -136,7 +139,7 @@ def test_malformed_descriptor(native_lib):
 
 
 # Every combination of up to three defects: each library's reason is the contract's first one.
-DEFECTS = {
+DEFECTS: dict[str, list[Any]] = {
     "missing": [None, "y", "out"],
     "dtype": ["float32", "int32", "bfloat16"],
     "out_dtype": [None, "float16"],
@@ -146,7 +149,7 @@ DEFECTS = {
 }
 
 
-def _calls():
+def _calls() -> Iterator[dict[str, Any]]:
     for values in itertools.product(*DEFECTS.values()):
         d = dict(zip(DEFECTS, values, strict=True))
         defects = sum(v not in (None, "float32", 2, (-1,)) for v in values)
@@ -158,7 +161,7 @@ def _calls():
 def test_check_order_matches_contract(native_lib, soc):
     checked = 0
     for d in _calls():
-        shape = (2, 3) if d["rank"] == 2 else (1,) * 8 + (3,)
+        shape: tuple[int, ...] = (2, 3) if d["rank"] == 2 else (1,) * 8 + (3,)
         if d["axes"] == (0, 2) and len(shape) == 2:
             shape = (2, 3, 4)
         y_shape = shape if d["y_shape"] is None else shape[::-1] + (1,)
@@ -174,7 +177,7 @@ def test_check_order_matches_contract(native_lib, soc):
             bf16_cast=PROFILES[soc].bf16_cast,
         )
         want = contract.expected_outcome(call)
-        spec = {
+        spec: dict[str, native.Spec | None] = {
             "dy": native.Spec(shape, NP[dtype]),
             "y": native.Spec(y_shape, NP[dtype]),
             "out": native.Spec(shape, NP[out_dtype]),

@@ -31,6 +31,7 @@ def tile(native_lib):
         out = native.Spec(tuple(shape), dtype, out_strides)
         result = native.plan(spec, spec, axes, out, soc, library=native_lib)
         assert result.status == 0, result.message
+        assert result.tiling is not None  # an accepted call has its tiling
         assert result.workspace == result.tiling["workspace_bytes"]
         return result.tiling
 

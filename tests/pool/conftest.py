@@ -8,15 +8,38 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 
+from farm.agent.request import CaseRequest
 from farm.pool.deploy import deploy, make_agent_bundle
 from farm.pool.transport import open_transport
+from farm.pool.transport.base import Channel
+from farm.pool.transport.local import LocalChannel
 
 REPO = Path(__file__).resolve().parents[2]
 ECHO = "farm.agent.stand_ins:echo_executor"
 FAKE = "tests.pool.fake_executor:run"
+
+
+def fake_request(**fields: Any) -> CaseRequest:
+    """A run-case request for a fake executor (FAKE, ECHO): what it reads (fail, sleep, segv,
+    child, print, ...), not a case; the channel passes it on as it would a case."""
+    return cast(CaseRequest, fields)
+
+
+def said_pid(pid: int | None) -> int:
+    """A pid an agent said in its hello (a channel's agent_pid, agent_pgid): there, or the
+    test fails."""
+    assert pid is not None, "the agent has not said hello"
+    return pid
+
+
+def local_channel(channel: Channel) -> LocalChannel:
+    """A channel of the local transport, with its agent's process (``proc``)."""
+    assert isinstance(channel, LocalChannel), channel
+    return channel
 
 
 @pytest.fixture(scope="session")

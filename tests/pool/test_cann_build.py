@@ -10,11 +10,13 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 
 from farm.agent import hostops
 from farm.pool import cann_build, lab_cann_toolchain
+from farm.pool.transport.base import Transport
 from farm.run.packages import NoPackage, Packages
 
 OP = Path(__file__).resolve().parents[2] / "op"
@@ -225,11 +227,14 @@ def test_the_build_host_is_the_inventorys_of_that_cann_else_the_host_that_needs_
         def remote_platform(self):
             return said[self.host.name]
 
-    chosen = []
+    chosen: list[str] = []
     monkeypatch.setattr(cann_build, "open_transport", Asked)
-    monkeypatch.setattr(
-        cann_build, "build_on", lambda host, source, **kw: chosen.append(host.name) or source
-    )
+
+    def build_on(host: inv.HostSpec, source: Path, **kw: Any) -> Path:
+        chosen.append(host.name)
+        return source
+
+    monkeypatch.setattr(cann_build, "build_on", build_on)
     monkeypatch.setattr("farm.pool.build.source_package", lambda out: tmp_path / "source.tar.gz")
     pool = inv.Inventory([run], None, [other, right])
     build_for = cann_build.builder(pool, tmp_path)
@@ -313,7 +318,12 @@ def test_a_cached_cann_package_cut_short_is_said_in_one_line_and_built_again(
 
     def built():
         return cann_build.build_on(
-            host, source, arch="aarch64", cann="8.2.RC1", out_dir=dist, transport=t
+            host,
+            source,
+            arch="aarch64",
+            cann="8.2.RC1",
+            out_dir=dist,
+            transport=cast(Transport, t),  # build_on runs build.sh and fetches what it made
         )
 
     cached = built()

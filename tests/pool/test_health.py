@@ -38,6 +38,7 @@ def test_good_local_host(local_host, agent_bundle):
     bundle, sha = agent_bundle
     health = check_host(local_host, open_transport, sha, bundle=bundle)
     assert (health.state, health.reasons) == (GOOD, [])
+    assert health.identity is not None  # a good host has said who it is
     assert health.identity["soc"] == "Ascend910B1" and health.identity["bundle"] == sha
 
 
@@ -104,6 +105,7 @@ def test_ssh_missing_dependency_is_reported_by_name(deployed_lab, restore_lab_ho
     lab.hide_module(host.name, "ml_dtypes")  # emulated: the package is hidden from that python
     health = check_host(host, open_transport, sha)
     assert health.state == BAD
+    assert health.identity is not None  # it said who it is, and what it lacks
     assert health.identity["missing"] == ["ml_dtypes"]
     assert health.reasons == [
         f"missing python module ml_dtypes on host a200-01: pip install ml_dtypes on host a200-01 "

@@ -14,11 +14,13 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import cast
 
 import pytest
 
 from farm.pool import cann_build, deploy
 from farm.pool.inventory import HostSpec
+from farm.pool.transport.base import Transport
 from farm.pool.transport.commands import SET_ENV_STATUS, host_argv, set_env_problem
 from farm.pool.transport.local import LocalTransport
 from farm.util.errors import HostSetupError
@@ -123,7 +125,7 @@ def test_a_build_host_that_cannot_set_up_is_no_build_failure(tmp_path, monkeypat
         def remote_dir(self, name):
             return str(tmp_path / "remote")
 
-    class Transport:
+    class FakeTransport:
         def run_argv(self, argv, *, cwd=None, timeout=0):
             done = _run(argv)
             return done.returncode, done.stdout, done.stderr
@@ -135,7 +137,12 @@ def test_a_build_host_that_cannot_set_up_is_no_build_failure(tmp_path, monkeypat
     monkeypatch.setattr(deploy, "deploy", lambda t, h, files: Report())
     with pytest.raises(HostSetupError, match=r"^host a2-01: CANN's set-up script is not on"):
         cann_build.build_on(
-            host, source, arch="aarch64", cann="8.2.RC1", out_dir=tmp_path, transport=Transport()
+            host,
+            source,
+            arch="aarch64",
+            cann="8.2.RC1",
+            out_dir=tmp_path,
+            transport=cast(Transport, FakeTransport()),  # build_on only runs commands on it
         )
     assert not list(tmp_path.glob("*.log"))  # no build, no build log
 

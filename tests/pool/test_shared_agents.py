@@ -14,6 +14,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 from types import SimpleNamespace
+from typing import cast
 
 import pytest
 
@@ -25,12 +26,13 @@ from farm.pool.transport.local import LocalTransport
 from farm.pool.transport.shared import AgentShare, share_key, shared_agent_hosts, shared_host
 from farm.run.dispatch import Dispatcher
 from farm.run.leases import RunState
+from farm.run.plan import Plan
 from farm.run.prepare import local_agent_limit, local_share, parallel_hosts
 from farm.run.slots import SlotInfo
 from farm.util.errors import AgentTimeout, ConfigError, ConnectionLost, DeviceBusy, ProtocolError
 from farm.util.proc import members as group_members
 from suites.case import Case
-from tests.pool.conftest import FAKE, REPO
+from tests.pool.conftest import FAKE, REPO, fake_request, said_pid
 
 FAMILY = "ascend910b"
 
@@ -120,7 +122,7 @@ def test_one_agent_serves_each_host_as_its_own_would(two_hosts):
         slots.append(share.open("emu-b", "emu-b:0"))
         assert share.started == 1 and len({s.agent_pid for s in slots}) == 1
         assert not slots[0].warm  # a new agent: its first case needs room for the start
-        pid = slots[0].agent_pid
+        pid = said_pid(slots[0].agent_pid)
         # Each host's own declaration, not the inventory's and not another host's.
         assert slots[0].identify(PATIENT)["soc"] == "Ascend910B1"
         assert (slots[2].identify(PATIENT)["soc"], slots[2].identify(PATIENT)["devices"]) == (
@@ -129,7 +131,7 @@ def test_one_agent_serves_each_host_as_its_own_would(two_hosts):
         )
         lock = {"run": "run-1", "owner": "o-1"}
         for slot, device in zip(slots, (0, 1, 0), strict=True):
-            result = slot.run_case({"id": slot.key}, "native", device, PATIENT, lock=lock)
+            result = slot.run_case(fake_request(id=slot.key), "native", device, PATIENT, lock=lock)
             assert (result["case_id"], result["device"]) == (slot.key, device)
         # Every device it ran a case on is locked, in its own host's work directory.
         for host, device in ((a, 0), (a, 1), (b, 0)):
@@ -199,7 +201,7 @@ def test_a_case_that_does_not_answer_holds_up_only_its_own_slot(tmp_path):
         views = [share.open(h.name, f"{h.name}:{d}") for h in hosts for d in (0, 1)]
         held, others = views[0], views[1:]
         assert share.started == 1 and len({v.agent_pid for v in views}) == 1
-        held_pid = held.agent_pid
+        held_pid = said_pid(held.agent_pid)
         holding = threading.Thread(target=run, args=(held, {"id": "held", "hold": str(release)}))
         holding.start()
         wait_until_busy(held.agent)
@@ -245,7 +247,7 @@ def test_after_a_stall_the_agent_started_for_it_goes_and_the_held_one_stays(tmp_
         held, moving = share.open(host.name, "emu-0:0"), share.open(host.name, "emu-0:1")
         for i in range(3):
             held.run_case({"id": f"warm-{i}"}, "native", 0, PATIENT, lock=lock)
-        old_pid = held.agent_pid
+        old_pid = said_pid(held.agent_pid)
         holding = threading.Thread(
             target=held.run_case,
             args=({"id": "held", "hold": str(release)}, "native", 0, PATIENT),
@@ -254,7 +256,7 @@ def test_after_a_stall_the_agent_started_for_it_goes_and_the_held_one_stays(tmp_
         holding.start()
         wait_until_busy(held.agent)
         assert moving.run_case({"id": "moved"}, "native", 1, PATIENT, lock=lock)["case_id"]
-        new_pid = moving.agent_pid
+        new_pid = said_pid(moving.agent_pid)
         assert new_pid != old_pid and share.started == 2  # it moved while the other was held
         release.touch()
         holding.join(timeout=PATIENT)
@@ -276,12 +278,12 @@ def test_a_timeout_kills_the_agent_and_the_other_slots_case_is_not_lost(two_host
     share = AgentShare({"g": [a, b]}, start_fake(), limit=1)
     try:
         hung, other = share.open("emu-a", "emu-a:0"), share.open("emu-b", "emu-b:0")
-        first_pid = hung.agent_pid
+        first_pid = said_pid(hung.agent_pid)
         errors: list[BaseException] = []
 
         def hang():
             try:
-                hung.run_case({"id": "h", "child": True, "sleep": 60}, "native", 0, timeout=1.0)
+                hung.run_case(fake_request(id="h", child=True, sleep=60), "native", 0, timeout=1.0)
             except BaseException as exc:
                 errors.append(exc)
 
@@ -315,7 +317,7 @@ def test_a_crash_reruns_on_a_fresh_agent_of_its_own(two_hosts):
     try:
         crashed, other = share.open("emu-a", "emu-a:0"), share.open("emu-b", "emu-b:0")
         with pytest.raises(ConnectionLost) as info:
-            crashed.run_case({"id": "c", "segv": True}, "native", 0, timeout=PATIENT)
+            crashed.run_case(fake_request(id="c", segv=True), "native", 0, timeout=PATIENT)
         assert "Fatal Python error: Segmentation fault" in info.value.stderr_tail
         assert info.value.host == "emu-a"
         assert other.run_case({"id": "o"}, "native", 0, PATIENT)["case_id"] == "o"  # on a new agent
@@ -337,7 +339,7 @@ def test_the_share_keeps_at_most_its_limit_of_agents(tmp_path):
     share = AgentShare({"g": hosts}, start_fake(), limit=2)
     try:
         views = [share.open(h.name, f"{h.name}:{d}") for h in hosts for d in (0, 1)]
-        pids = [v.agent_pid for v in views]
+        pids = [said_pid(v.agent_pid) for v in views]
         assert len(set(pids)) == 2 and share.started == 2 and share.peak == 2
         assert sorted(pids.count(p) for p in set(pids)) == [4, 4]  # spread evenly
         for view in views:
@@ -447,7 +449,8 @@ def embedded(tmp_path, agent_bundle):
 
 def test_the_embedded_pool_runs_no_more_agents_than_the_limit(embedded):
     inventory, sha = embedded
-    plan = SimpleNamespace(hosts={h.name: {"bundle_sha": sha} for h in inventory.hosts})
+    # a run's plan, of which local_share reads only the hosts
+    plan = cast(Plan, SimpleNamespace(hosts={h.name: {"bundle_sha": sha} for h in inventory.hosts}))
     share = local_share(plan, inventory, limit=2)
     assert share is not None
     try:
@@ -510,7 +513,8 @@ def test_local_hosts_are_checked_through_one_agent_each_on_its_own(embedded):
     }
     assert "canary failed on host emu-a2-01: AgentTimeout" in results["emu-a2-01"].reasons[0]
     assert results["emu-a2-02"].reasons[0].startswith("SoC mismatch: host emu-a2-02 declares")
-    assert results["emu-310b-01"].identity["soc"] == "Ascend310B1"
+    identity = results["emu-310b-01"].identity
+    assert identity is not None and identity["soc"] == "Ascend310B1"
 
 
 def test_local_hosts_after_the_first_link_its_unpacked_files(tmp_path, agent_bundle):

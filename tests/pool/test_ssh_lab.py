@@ -13,6 +13,7 @@ from farm.pool.deploy import start_agent
 from farm.pool.lab_sshd import _ed25519_pair, _write_private, free_port
 from farm.pool.transport import open_transport
 from farm.pool.transport.ssh import SSHTransport
+from farm.run.requests import case_request
 from farm.util.errors import (
     AuthError,
     ConnectionLost,
@@ -21,7 +22,7 @@ from farm.util.errors import (
     InfraError,
     ProtocolError,
 )
-from tests.pool.conftest import ECHO
+from tests.pool.conftest import ECHO, fake_request
 
 
 def test_lab_writes_an_inventory_with_strict_host_keys(ssh_lab, lab_inventory):
@@ -58,7 +59,9 @@ def test_identify_each_host_and_run_a_fake_case(deployed_lab):
                 )
                 assert ident["bundle"] == sha and ident["missing"] == []
                 for device in range(host.devices):
-                    case = {"id": f"{host.name}-{device}", "dims": [-1], "note": "it's $(x); `y`"}
+                    case = fake_request(
+                        id=f"{host.name}-{device}", dims=[-1], note="it's $(x); `y`"
+                    )
                     result = ch.run_case(case, "native", device)
                     assert result["echo"] == case
                     assert (result["device"], result["soc"]) == (device, host.soc)
@@ -155,11 +158,11 @@ def test_killed_host_gives_connection_lost(deployed_lab, restore_lab_host):
     restore_lab_host.append(host.name)
     with open_transport(host) as t:
         ch = start_agent(t, sha, executor=ECHO)
-        assert ch.run_case({"id": 1}, "native", 0)["device"] == 0
+        assert ch.run_case(fake_request(id=1), "native", 0)["device"] == 0
         lab.kill_host(host.name)
         start = time.monotonic()
         with pytest.raises(ConnectionLost) as info:
-            ch.run_case({"id": 2}, "native", 0, timeout=120)
+            ch.run_case(fake_request(id=2), "native", 0, timeout=120)
         assert time.monotonic() - start < 60  # the loss is seen, not waited out
         assert str(info.value).startswith(f"host a2-02 ({host.address}:{host.port}): ")
         assert info.value.host == "a2-02"
@@ -181,7 +184,7 @@ def test_frozen_host_gives_agent_timeout_within_the_timeout(deployed_lab, restor
         lab.freeze_host(host.name)
         start = time.monotonic()
         with pytest.raises(InfraError) as info:
-            ch.run_case({"id": 1}, "native", 0, timeout=1.5)
+            ch.run_case(fake_request(id=1), "native", 0, timeout=1.5)
         elapsed = time.monotonic() - start
         assert type(info.value).__name__ == "AgentTimeout", info.value
         assert 1.4 <= elapsed < 30, elapsed  # the timeout, not an SSH keep-alive or worse
@@ -214,7 +217,7 @@ def test_declared_agent_fault_over_ssh(deployed_lab, restore_lab_host, fault, er
         ch = start_agent(t, sha, executor=ECHO)
         ch.identify()
         with pytest.raises(error, match=needle):
-            ch.run_case({"id": 1}, "native", 0, timeout=120)  # faults that answer: no hang
+            ch.run_case(fake_request(id=1), "native", 0, timeout=120)  # faults that answer: no hang
 
 
 def test_lab_refuses_to_start_when_a_port_is_taken(ssh_lab, tmp_path, monkeypatch):
@@ -346,7 +349,7 @@ def test_real_case_over_ssh_with_the_deployed_op_package(deployed_lab, agent_bun
             _, native = deploy_all(t, bundle=agent_bundle[0], op_package=package)
             with start_agent(t, sha, native_lib=native) as ch:
                 assert "native" in ch.identify()["backends"]
-                record = ch.run_case(case.to_dict(), "native", 0, timeout=60)
+                record = ch.run_case(case_request(case), "native", 0, timeout=60)
         assert record["case_id"] == case.id and record["soc"] == host.soc
         assert record["outcome"] == "passed", record.get("message")
 
@@ -374,7 +377,7 @@ def test_a_workdir_relative_to_the_home_is_the_agents_too(deployed_lab, agent_bu
             _, native = deploy_all(t, bundle=agent_bundle[0], op_package=package)
             assert native is not None and not native.startswith("/")
             with start_agent(t, sha, native_lib=native) as ch:
-                record = ch.run_case(case.to_dict(), "native", 1, timeout=60)
+                record = ch.run_case(case_request(case), "native", 1, timeout=60)
                 assert list((home / "agents").glob("*.json"))  # its pid file, while it runs
         assert record["outcome"] == "passed", record.get("message")
         assert (home / "locks" / "device-1.json").exists()

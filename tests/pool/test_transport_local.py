@@ -23,7 +23,7 @@ from farm.util.errors import (
     ProtocolError,
 )
 from farm.util.proc import members as group_members
-from tests.pool.conftest import ECHO, FAKE, REPO
+from tests.pool.conftest import ECHO, FAKE, REPO, fake_request, local_channel
 
 
 def agent(executor: str = FAKE) -> list[str]:
@@ -55,7 +55,7 @@ def test_session_with_a_fake_executor(local_host):
         with pytest.raises(ProtocolError, match="device 2 does not exist"):
             ch.run_case({"id": "c"}, "native", 2)
         with pytest.raises(AgentError, match="fake executor told to fail: yes"):
-            ch.run_case({"fail": "yes"}, "native", 0)
+            ch.run_case(fake_request(fail="yes"), "native", 0)
         assert ch.run_case({"id": "again"}, "native", 0)["case_id"] == "again"
 
 
@@ -67,16 +67,16 @@ def test_orchestrator_env_does_not_leak_into_the_emulated_host(local_host, monke
 
 def test_stdout_writes_in_the_executor_do_not_corrupt_the_stream(local_host):
     with open_transport(local_host) as t, t.open_channel(agent(ECHO), cwd=str(REPO)) as ch:
-        result = ch.run_case({"print": '{"seq": 99, "ok": true}'}, "native", 0)
+        result = ch.run_case(fake_request(print='{"seq": 99, "ok": true}'), "native", 0)
         assert result["verdict"] == "pass"
-        assert ch.run_case({"id": 2}, "native", 1)["device"] == 1
+        assert ch.run_case(fake_request(id=2), "native", 1)["device"] == 1
 
 
 def test_native_crash_is_connection_lost_with_the_fatal_signal_on_stderr(local_host):
     with open_transport(local_host) as t:
         ch = t.open_channel(agent(), cwd=str(REPO))
         with pytest.raises(ConnectionLost, match="killed by signal 11") as info:
-            ch.run_case({"segv": True}, "native", 0, timeout=120)
+            ch.run_case(fake_request(segv=True), "native", 0, timeout=120)
         # The dispatcher reads this to call it an operator crash rather than a lost host.
         assert "Fatal Python error: Segmentation fault" in info.value.stderr_tail
 
@@ -94,10 +94,10 @@ def test_request_returns_ok_replies_and_raises_for_error_replies(local_host):
 
 def test_timeout_then_the_channel_is_unusable(local_host):
     with open_transport(local_host) as t:
-        ch = t.open_channel(agent(ECHO), cwd=str(REPO))
+        ch = local_channel(t.open_channel(agent(ECHO), cwd=str(REPO)))
         start = time.monotonic()
         with pytest.raises(AgentTimeout, match="no reply to run-case #2 within 0.5s"):
-            ch.run_case({"sleep": 30}, "native", 0, timeout=0.5)
+            ch.run_case(fake_request(sleep=30), "native", 0, timeout=0.5)
         assert time.monotonic() - start < 15  # the timeout, not the 30 s sleep
         with pytest.raises(ConnectionLost, match="unusable after an earlier error"):
             ch.identify()
@@ -109,10 +109,10 @@ def test_a_timed_out_agent_is_killed_with_its_whole_process_group(local_host, tm
     """The case hangs in a process that has a child (a subprocess of the operator, say): after
     the timeout the channel kills the agent's group, child included, and checks it is gone."""
     with open_transport(local_host) as t:
-        ch = t.open_channel(agent() + ["--workdir", str(tmp_path)], cwd=str(REPO))
+        ch = local_channel(t.open_channel(agent() + ["--workdir", str(tmp_path)], cwd=str(REPO)))
         assert ch.agent_pid == ch.proc.pid and ch.agent_pgid == ch.proc.pid  # from hello
         with pytest.raises(AgentTimeout):
-            ch.run_case({"child": True, "sleep": 60}, "native", 0, timeout=1.0)
+            ch.run_case(fake_request(child=True, sleep=60), "native", 0, timeout=1.0)
         assert ch.wait_reaped() is True, ch.reap_detail
         assert ch.reap_detail == f"the agent (pid {ch.proc.pid}) was killed (TERM)"
         assert group_members(ch.proc.pid) == []  # the sleeping child too
@@ -127,7 +127,7 @@ def test_a_timed_out_agent_is_killed_with_its_whole_process_group(local_host, tm
 
 def test_an_idle_agent_closed_normally_is_not_killed(local_host, tmp_path):
     with open_transport(local_host) as t:
-        ch = t.open_channel(agent() + ["--workdir", str(tmp_path)], cwd=str(REPO))
+        ch = local_channel(t.open_channel(agent() + ["--workdir", str(tmp_path)], cwd=str(REPO)))
         assert list((tmp_path / "agents").glob("*.json"))  # while it runs
         ch.close()
         assert ch.reaped is None and ch.proc.returncode == 0

@@ -17,6 +17,7 @@ import subprocess
 import threading
 import time
 from pathlib import Path
+from types import EllipsisType
 
 FLAGS = (
     "--headless",
@@ -66,11 +67,14 @@ class Browser:
             stdout=subprocess.PIPE,
             bufsize=0,
         )
-        self._w = self.proc.stdin.fileno()
-        self._r = self.proc.stdout.fileno()
+        stdin, stdout = self.proc.stdin, self.proc.stdout
+        assert stdin is not None and stdout is not None  # both are pipes
+        self._pipes = (stdin, stdout)
+        self._w = stdin.fileno()
+        self._r = stdout.fileno()
         self._buf = b""
         self._id = 0
-        self.session = None
+        self.session: str | None = None
 
     # -- wire
     def _send(self, method: str, params: dict | None = None, session: str | None = None) -> int:
@@ -101,9 +105,9 @@ class Browser:
         method: str,
         params: dict | None = None,
         timeout: float = PATIENT_S,
-        session: str | None = ...,
+        session: str | None | EllipsisType = ...,  # ...: this browser's own session
     ) -> dict:
-        sid = self.session if session is ... else session
+        sid = self.session if isinstance(session, EllipsisType) else session
         mid = self._send(method, params, sid)
         deadline = time.monotonic() + timeout
         while True:
@@ -163,8 +167,8 @@ class Browser:
             self.proc.kill()
             self.proc.wait(timeout=10)
         finally:
-            self.proc.stdin.close()
-            self.proc.stdout.close()
+            for pipe in self._pipes:
+                pipe.close()
 
     def __enter__(self) -> Browser:
         return self

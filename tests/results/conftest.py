@@ -13,13 +13,14 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from farm.util.paths import REPO_ROOT
 from tests.requirements import need, need_allure, need_chromium  # noqa: F401  (re-exported)
 
-BASE = {
+BASE: dict[str, Any] = {
     "case_id": "c0",
     "family": "ascend910b",
     "dtype": "float32",

@@ -537,7 +537,9 @@ def test_categories_match_exactly_one_kind(results):
     assert got == want
     # Allure 2 matches the whole message: the regexes must match fully, too.
     for c in cats:
-        prefix = re.search(r"\\\[\(\?:([a-z_]+)", c["messageRegex"]).group(1)
+        prefixed = re.search(r"\\\[\(\?:([a-z_]+)", c["messageRegex"])
+        assert prefixed, c["messageRegex"]
+        prefix = prefixed.group(1)
         assert re.fullmatch(c["messageRegex"], f"Failed: [{prefix}] two\nlines", re.S)
 
 
@@ -576,7 +578,8 @@ def test_kernel_fault_is_a_category_of_its_own():
         failed("k", category="kernel_fault", message="DataCopy: x")
     )
     assert message == "[kernel_fault] DataCopy: x"
-    assert re.search(rule["messageRegex"], message)
+    regex = rule["messageRegex"]
+    assert isinstance(regex, str) and re.search(regex, message)
 
 
 def test_reports_categories_json_is_the_glue_list():

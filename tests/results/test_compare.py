@@ -270,6 +270,7 @@ def test_a_bare_floor_is_every_dtypes_wherever_it_is_given():
     later = commands._parse_floor(["float16=1e-3", "float16:mere=2", "0.5"])
     first = commands._parse_floor(["0.5", "float16=1e-3", "float16:mere=2"])
     assert later == first
+    assert later is not None  # floors were given
     assert later["float16"] == {"mere": 2.0, "mare": 1e-3, "rmse": 1e-3, "max_abs": 1e-3}
     assert later["float32"] == later["*"] == dict.fromkeys(later["float32"], 0.5)
 
@@ -344,7 +345,9 @@ def test_runs_of_different_case_files_say_so_and_do_not_count_the_others_cases(s
         "cases from b.json",
     )
     c = cmp.compare(store, r, b)
-    assert c.suites_differ and c.run_suite.key == "cases:b" and c.baseline_suite.key == "cases:a"
+    run_suite, baseline_suite = c.run_suite, c.baseline_suite
+    assert run_suite is not None and baseline_suite is not None  # both runs name their suite
+    assert c.suites_differ and run_suite.key == "cases:b" and baseline_suite.key == "cases:a"
     assert c.missing_in_run == [] and c.missing_in_baseline == []
     assert c.not_in_both_suites == sorted([f"only-a-{i}" for i in range(198)] + ["only-b"])
     assert c.regressed_cases == ["both-drift"]  # the cases both ran are still compared

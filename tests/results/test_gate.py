@@ -96,7 +96,12 @@ def test_farm_gate_reads_the_final_attempt_and_the_rules_file(tmp_path):
 def test_farm_report_parses_its_arguments_into_one_request(monkeypatch):
     """`farm report`'s argv is only parsed: the report is made by make_report(ReportRequest)."""
     asked: list = []
-    monkeypatch.setattr(report, "make_report", lambda request: asked.append(request) or 7)
+
+    def make_report(request: report.ReportRequest) -> int:
+        asked.append(request)
+        return 7
+
+    monkeypatch.setattr(report, "make_report", make_report)
     assert report.main([]) == 7
     assert asked.pop() == report.ReportRequest()
     argv = ["r1", "--store", "s.db", "--results", "res", "--out", "o", "--baseline", "b0"]

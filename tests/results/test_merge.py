@@ -9,6 +9,7 @@ import json
 import socket
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import cast
 
 import pytest
 from rich.console import Console
@@ -17,6 +18,7 @@ from farm.cli import merge_command
 from farm.results import merge
 from farm.results.store import RunStore, store_location
 from farm.util.errors import UsageError
+from tests.stores import newest_run
 
 from .conftest import RUN_META, failed, record
 
@@ -115,7 +117,7 @@ def test_four_whole_shards_make_one_run_of_all_their_cases(where, store_path, ca
     assert summary["cases"] == 8 and summary["exit_code"] == 0
     assert summary["incomplete"] == [] and sorted(summary["shards"]) == ["1", "2", "3", "4"]
     with RunStore(store_path) as store:  # what farm report and compare take without a run id
-        assert store.latest_run(finished=True)["run_id"] == run["run_id"]
+        assert newest_run(store, finished=True)["run_id"] == run["run_id"]
 
 
 def test_a_failure_in_one_shard_fails_the_merged_run(where, store_path):
@@ -319,14 +321,15 @@ def test_a_merge_waits_for_one_still_making_the_merged_run_then_answers_as_it(
     other.start()
     lines: list[str] = []
 
-    class Console:
+    class NotingConsole:
         def print(self, text, **_):
             lines.append(str(text))
             if "another farm merge is making its merged run" in str(text):
                 waiting.set()
 
     assert claimed.wait(timeout=60)
-    code = merge_command.merge(Console(), store_location(store_spec), GROUP, runs, report=False)
+    console = cast(Console, NotingConsole())  # merge only prints
+    code = merge_command.merge(console, store_location(store_spec), GROUP, runs, report=False)
     other.join(timeout=60)
     assert first == [0] and code == 0, (first, code, lines)
     assert sum("waiting for it" in line for line in lines) == 1

@@ -27,6 +27,7 @@ from farm.util import proc as procfs
 from farm.util.errors import ToolMissing, UsageError
 from farm.util.paths import REPO_ROOT
 from tests.dispositions import disposed
+from tests.stores import stored_run
 
 from .cdp import Browser, serve
 from .conftest import (
@@ -86,12 +87,12 @@ def three_runs(tmp_path_factory):
             }
             run_id = store.begin_run(meta)
             results = run_allure_session(work, recs, name=f"run{n}")  # <run_dir>/allure-results
-            allure_environment.write_results_extras(results, store.get_run(run_id))
+            allure_environment.write_results_extras(results, stored_run(store, run_id))
             store.add_results(run_id, recs)
             store.finish_run(run_id, 0 if all(r["outcome"] == "passed" for r in recs) else 1)
             comp = cmp.compare(store, run_id)
             out = work / f"run{n}" / "report"
-            gate = farm_gate(results, store.get_run(run_id), comp)
+            gate = farm_gate(results, stored_run(store, run_id), comp)
             code, index = report_generate.generate(
                 results,
                 out,
@@ -99,7 +100,7 @@ def three_runs(tmp_path_factory):
                 report_name=f"smoke {run_id}",
                 comparison=comp,
                 trend_series=store.metric_series("smoke", 10),
-                run_meta=store.get_run(run_id),
+                run_meta=stored_run(store, run_id),
                 gate=gate,
                 triage=run_triage(store, run_id),
                 # Run 2's Allure is started before its results exist, as farm run starts it.
@@ -666,9 +667,12 @@ def test_generate_looks_for_pending_plots_unless_told_they_are_drawn(
     the report then skips its own scan of every result file. Otherwise it draws them first,
     even when Allure then turns out to be missing."""
     looked: list[Path] = []
-    monkeypatch.setattr(
-        "farm.run.case_plots.render_quietly", lambda results: looked.append(results) or True
-    )
+
+    def render_quietly(results: Path) -> bool:
+        looked.append(results)
+        return True
+
+    monkeypatch.setattr("farm.run.case_plots.render_quietly", render_quietly)
     results = tmp_path / "allure-results"
     results.mkdir()
     bare = tmp_path / "bare-reports"

@@ -20,8 +20,10 @@ from farm.results.store import (
     RunStore,
     schema_version,
 )
+from farm.results.store.dialects import SqliteDatabase
 from farm.util.errors import StoreError, UsageError
 from farm.util.sizes import size_text
+from tests.stores import newest_run, stored_run
 
 from .conftest import (
     DEEP_INSIDE,
@@ -224,7 +226,7 @@ def test_v1_database_is_migrated_on_open(tmp_path):
 
     with RunStore(path) as store:
         assert store.version == SCHEMA_VERSION == schema_version(store.db)
-        run = store.get_run("r1")
+        run = stored_run(store, "r1")
         assert run["counts"] == {"total": 3, "passed": 2, "failed": 1, "broken": 0}
         assert [h["name"] for h in run["inventory"]] == ["emu-a2-0", "emu-310-0"]
         rows = {r["case_id"]: r for r in store.result_rows("r1")}
@@ -236,7 +238,7 @@ def test_v1_database_is_migrated_on_open(tmp_path):
         assert {"results_case", "results_run_outcome"} <= indexes
         # The migrated store takes new writes.
         store.add_results("r1", [record("d")])
-        assert store.get_run("r1")["counts"]["total"] == 4
+        assert stored_run(store, "r1")["counts"]["total"] == 4
     with RunStore(path) as again:  # opening a current store changes nothing
         assert again.version == SCHEMA_VERSION
 
@@ -741,6 +743,7 @@ def test_a_sound_store_that_refuses_a_write_is_never_sent_to_a_backup(tmp_path):
         holder = sqlite3.connect(path, isolation_level=None)
         holder.execute("BEGIN IMMEDIATE")
         try:
+            assert isinstance(store.db, SqliteDatabase)  # a path: the embedded store
             store.db.conn.execute("PRAGMA busy_timeout=50")  # the store waits 60 s by default
             with pytest.raises(StoreError, match="another process holds its write lock") as held:
                 store.finish_run(run_id, 0)
@@ -1081,7 +1084,7 @@ def test_the_store_is_smaller_after_a_prune_and_vacuum(tmp_path):
         after = store.size_bytes()
     assert after < before / 2, (before, after)
     with RunStore(path) as store:  # still a sound store
-        assert len(store.results(store.latest_run()["run_id"])) == 300
+        assert len(store.results(newest_run(store)["run_id"])) == 300
 
 
 def test_ages_and_sizes_read_as_people_write_them():

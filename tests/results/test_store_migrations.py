@@ -14,6 +14,7 @@ from farm.results import commands, store_command
 from farm.results.store import SCHEMA_VERSION, RunStore, migrate, schema_version, store_location
 from farm.results.store.dialects import connect
 from farm.util.errors import StoreError
+from tests.stores import newest_run
 
 from .conftest import RUN_META, failed, record
 
@@ -108,7 +109,7 @@ def _check_current(store: RunStore, version: int) -> None:
         assert store.shrinks_for(["b"])["b"]["shrunk_id"] == "b-shrunk"
         assert [b["bisect_id"] for b in store.bisects()] == ["bi1"]
     store.begin_run({**RUN_META, "run_id": "r3"})  # the migrated store takes new runs
-    assert store.latest_run()["run_id"] == "r3"
+    assert newest_run(store)["run_id"] == "r3"
 
 
 @pytest.mark.parametrize("version", RELEASED)

@@ -8,6 +8,8 @@ import json
 import random
 import subprocess
 import sys
+from collections.abc import Mapping
+from typing import Any
 
 import pytest
 
@@ -16,10 +18,11 @@ from farm.results import triage, triage_command
 from farm.results.store import RunStore
 from suites import casefile
 from suites.case import Case
+from tests import stores
 
 
 def record(case: Case, outcome: str = "passed", category: str | None = None) -> dict:
-    data = case.to_dict()
+    data: Mapping[str, Any] = case.to_dict()
     rec = {k: data[k] for k in CASE_FIELDS if k in data}
     rec.update(case_id=case.id, outcome=outcome, category=category, soc="Ascend910B1")
     return rec
@@ -126,7 +129,7 @@ def stored_run(tmp_path, records, selection) -> tuple[RunStore, str]:
     store = RunStore(tmp_path / "farm.sqlite")
     run_id = store.begin_run({"tier": "smoke", "selection": selection, "target": "ascendc-cpu"})
     store.add_results(run_id, records)
-    store.finish_run(run_id, 1, {})
+    store.finish_run(run_id, 1)
     return store, run_id
 
 
@@ -135,7 +138,7 @@ def test_counts_are_the_stores(tmp_path):
     store, run_id = stored_run(tmp_path, records_of(cases, failing), {"tier": "smoke"})
     with store:
         lines = triage.triage_lines(store, run_id)
-        run = store.get_run(run_id)
+        run = stores.stored_run(store, run_id)
         rows = store.result_rows(run_id)
     failed = [r for r in rows if r["outcome"] == "failed"]
     assert run["counts"]["failed"] == len(failed) == 4
@@ -341,10 +344,10 @@ def test_the_triage_of_a_stored_run_bisects_from_its_baseline(tmp_path):
     with RunStore(tmp_path / "farm.sqlite") as store:
         good = store.begin_run({"tier": "smoke", "git_commit": GOOD})
         store.add_results(good, records_of(cases, set()))
-        store.finish_run(good, 0, {})
+        store.finish_run(good, 0)
         bad = store.begin_run({"tier": "smoke", "git_commit": BAD})
         store.add_results(bad, records_of(cases, failing))
-        store.finish_run(bad, 1, {})
+        store.finish_run(bad, 1)
         result, steps = triage_next.run_triage(store, bad)
         assert triage_next.run_triage(store, good)[0].why_none.startswith("no failures")
     assert result.groups and steps[0].bisect.startswith(f"farm bisect --good {GOOD} --bad {BAD} ")

@@ -330,6 +330,7 @@ def test_the_first_bad_commit_is_found_and_every_step_stored(tmp_path, capsys, f
     shas = make_repo(tmp_path, states)
     code, out, err = run_bisect(tmp_path, capsys, "--good", shas[0], "--bad", "main")
     assert code == 0, err
+    assert out is not None, err  # --json: the result on stdout
     assert out["status"] == "found" and out["commits"] == 12
     first = out["first_bad"]
     assert first["sha"] == shas[7] and first["subject"] == "commit 7: bug"
@@ -386,6 +387,7 @@ def test_a_commit_that_does_not_build_is_skipped(tmp_path, capsys, fakes):
     shas = make_repo(tmp_path, states)
     code, out, err = run_bisect(tmp_path, capsys, "--good", shas[0], "--bad", shas[-1])
     assert code == 0, err
+    assert out is not None, err  # --json: the result on stdout
     assert out["first_bad"]["sha"] == shas[7]
     skipped = [s for s in out["steps"] if s["verdict"] == "skip"]
     assert [s["sha"] for s in skipped] == [shas[5]]
@@ -401,6 +403,7 @@ def test_skipped_commits_next_to_the_first_bad_one_leave_a_range(tmp_path, capsy
     shas = make_repo(tmp_path, states)
     code, out, err = run_bisect(tmp_path, capsys, "--good", shas[0], "--bad", shas[-1])
     assert code == 1, err
+    assert out is not None, err  # --json: the result on stdout
     assert out["status"] == "inconclusive" and out["first_bad"] is None
     assert [c["sha"] for c in out["candidates"]] == shas[3:6]
     assert [c["verdict"] for c in out["candidates"]] == ["skip", "skip", "bad"]
@@ -421,6 +424,7 @@ def test_endpoints_are_checked_first(tmp_path, capsys, fakes, states, message):
     shas = make_repo(tmp_path, states)
     code, out, err = run_bisect(tmp_path, capsys, "--good", shas[0], "--bad", shas[-1])
     assert code == 2
+    assert out is not None, err  # --json: the result on stdout
     assert re.search(message, " ".join(err.split())), err
     row, steps = stored(tmp_path)
     assert row["status"] == "failed" and re.search(message, row["message"])

@@ -1,9 +1,22 @@
 """The health check's canary: a host must make the known inputs and return a judged result."""
 
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
 from farm.agent.execute import make_call_inputs
 from farm.run.canary import canary_cases, make_canary
 from golden.inputs import sha256_of
 from tests.inventories import local_910b_hosts
+
+
+def inputs_of(case: Any) -> tuple[np.ndarray, np.ndarray]:
+    """The inputs a host makes of the canary's case (which has both tensors)."""
+    dy, y = make_call_inputs(case)
+    assert dy is not None and y is not None
+    return dy, y
 
 
 class FakeChannel:
@@ -17,7 +30,7 @@ class FakeChannel:
             "case_id": case["id"],
             "outcome": "failed",
             "message": "a product failure",
-            "inputs_sha256": sha256_of(*make_call_inputs(case)),
+            "inputs_sha256": sha256_of(*inputs_of(case)),
         }
         if self.tamper:
             self.tamper(record)
@@ -33,6 +46,7 @@ def test_a_host_making_the_known_inputs_is_healthy_even_if_the_operator_fails():
 def test_a_host_making_other_inputs_is_named():
     channel = FakeChannel(lambda r: r.update(inputs_sha256="0" * 64))
     reason = make_canary("native")(channel, {"soc": "Ascend910B1"})
+    assert reason is not None
     assert "made other inputs from the same seed" in reason
     assert "numpy and ml_dtypes" in reason
 
@@ -40,6 +54,7 @@ def test_a_host_making_other_inputs_is_named():
 def test_a_host_that_cannot_judge_is_named():
     channel = FakeChannel(lambda r: r.update(outcome="broken", message="executor raised"))
     reason = make_canary("native")(channel, {"soc": "Ascend910B1"})
+    assert reason is not None
     assert "no judged result came back: executor raised" in reason
 
 
@@ -62,6 +77,7 @@ def test_a_canary_broken_the_same_way_on_every_host_quarantines_none(tmp_path, m
 
     def wrong_inputs(case):
         dy, y = real(case)
+        assert dy is not None  # the canary's case has data
         return dy * 2, y
 
     monkeypatch.setattr(execute, "make_call_inputs", wrong_inputs)

@@ -12,10 +12,11 @@ from pathlib import Path
 from rich.console import Console
 
 from farm.cli import judging
-from farm.results.store import RunStore
+from farm.results.store import RunStore, store_location
 from farm.results.triage import Triage
 from farm.run.finish import ExitCode, RunFacts
 from tests.results.conftest import failed, record
+from tests.stores import stored_run
 
 
 def _allure_results(run_dir: Path, records: list[dict]) -> None:
@@ -47,7 +48,7 @@ def _run(store: RunStore, tmp_path: Path, records: list[dict], *, subset: bool =
 
 def _judge(store_path: Path, run: dict, records: list[dict], facts: RunFacts):
     console = Console(file=io.StringIO(), width=200)
-    return judging.judge(console, store_path, run, records, facts)
+    return judging.judge(console, store_location(store_path), run, records, facts)
 
 
 def test_a_green_run_with_a_regression_exits_1_and_is_stored_so(tmp_path):
@@ -61,7 +62,7 @@ def test_a_green_run_with_a_regression_exits_1_and_is_stored_so(tmp_path):
     assert [r.rule for r in gate if not r.success] == ["noRegressions"]
     assert followup is not None and followup[0].why_none.startswith("no failures")
     with RunStore(store_path) as store:
-        assert store.get_run(gone["run_id"])["exit_code"] == 1
+        assert stored_run(store, gone["run_id"])["exit_code"] == 1
     extra = judging.summary_extra(gate, followup)
     assert [r["rule"] for r in extra["quality_gate"]] == [r.rule for r in gate]
     assert extra["triage"]["groups"] == [] and extra["triage"]["failures"] == 0
@@ -115,6 +116,6 @@ def test_the_judgement_is_printed_as_plain_text(tmp_path):
     assert text[3] == "   rerun: farm run --tier smoke -- -k '[[m0]]'"
     assert text[4] == "   shrink: farm shrink '[m0]'"
     out = io.StringIO()
-    nothing = (Triage("r", failures=0, passes=3, broken=0), [])
+    nothing: tuple[Triage, list] = (Triage("r", failures=0, passes=3, broken=0), [])
     judging.print_judgement(Console(file=out), [], nothing)
     assert out.getvalue() == ""  # nothing failed: nothing to triage

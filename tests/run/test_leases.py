@@ -70,7 +70,7 @@ def test_a_reader_sees_every_change_another_process_writes(tmp_path):
 
 
 def _errors(path: str, host: str, n: int) -> None:
-    state = RunState(path, quarantine_after=10_000)
+    state = RunState(Path(path), quarantine_after=10_000)
     for i in range(n):
         state.record_infra_error(host, f"error {i}")
 

@@ -18,6 +18,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from farm.agent.record import Outcome, ResultRecord
 from farm.cli.run_command import collect_records
 from farm.results.store import read_records, store_location
 from farm.run import fault_injection, plugin, reconcile, run_dir
@@ -27,6 +28,7 @@ from farm.util import proc as procfs
 from farm.util.errors import RunDirUnwritable
 from suites import matrix
 from suites.tiling import TilingMismatch
+from tests.stores import stored_run
 
 
 class Writer:
@@ -145,7 +147,7 @@ def test_records_followed_while_the_run_goes_on(tmp_path, monkeypatch):
 SMOKE = {c.id: c for c in matrix.expand("smoke")}
 
 
-def stored(*outcomes: str) -> list[dict]:
+def stored(*outcomes: Outcome) -> list[ResultRecord]:
     """Records of the first smoke cases with these outcomes."""
     cases = list(SMOKE.values())[: len(outcomes)]
     return [
@@ -161,10 +163,14 @@ def nodeid(case_id: str) -> str:
 def junit_ids(path) -> dict[str, str]:
     import xml.etree.ElementTree as ET
 
-    out = {}
+    out: dict[str, str] = {}
     for case in ET.parse(path).getroot().iter("testcase"):
         kinds = {child.tag for child in case}
-        out[plugin.case_id_of(case.get("name"))] = (
+        name = case.get("name")
+        assert name is not None, "a testcase without a name"
+        case_id = plugin.case_id_of(name)
+        assert case_id is not None, name
+        out[case_id] = (
             "failed" if "failure" in kinds else "broken" if "error" in kinds else "passed"
         )
     return out
@@ -270,7 +276,7 @@ def test_a_made_allure_result_has_the_history_id_allure_pytest_gives_the_case():
     from allure_commons.utils import md5, represent
 
     case = next(iter(SMOKE.values()))
-    record = {"case_id": case.id, "family": case.family, "outcome": "passed"}
+    record: ResultRecord = {"case_id": case.id, "family": case.family, "outcome": "passed"}
     made = reconcile.allure_result(record, nodeid(case.id), case)
     # allure-pytest: md5 of the full name and the non-excluded parameters' original values,
     # by name (the Case object, then the family annotate adds).
@@ -414,6 +420,7 @@ def test_a_stop_to_the_pid_reaches_children_that_ignore_ctrl_c(stops_caught, mon
         [sys.executable, "-c", BACKGROUND_CHILD], stdout=subprocess.PIPE, text=True
     )
     try:
+        assert child.stdout is not None  # a pipe
         assert child.stdout.readline().strip() == "ready"
         assert child.pid in procfs.children(os.getpid())
         with interrupts.interruptible(forward=True) as received:
@@ -454,12 +461,13 @@ def test_a_run_whose_report_is_not_made_is_degraded_in_the_store_and_the_summary
     monkeypatch.setattr(
         report, "make_report", lambda request, judged=None, allure=None: report.EXIT_NO_REPORT
     )
-    store = store_location(tmp_path / "s.db")
-    assert "no report was made for run r1" in judging.make_report("r1", store, None)
+    location = store_location(tmp_path / "s.db")
+    said = judging.make_report("r1", location, None)
+    assert said is not None and "no report was made for run r1" in said
     monkeypatch.setattr(
         report, "make_report", lambda request, judged=None, allure=None: 1
     )  # a failed gate
-    assert judging.make_report("r1", store, None) is None
+    assert judging.make_report("r1", location, None) is None
 
     store_path, run_dir = tmp_path / "farm.sqlite", tmp_path / "r1"
     run_dir.mkdir()
@@ -469,7 +477,7 @@ def test_a_run_whose_report_is_not_made_is_degraded_in_the_store_and_the_summary
     plan = Plan("r1", run_dir, "smoke", "native", inventory={}, slots=[], hosts={})
     assert judging.degraded(plan, store_path, [], {}) == 2
     with RunStore(store_path) as store:
-        assert store.get_run("r1")["exit_code"] == 2
+        assert stored_run(store, "r1")["exit_code"] == 2
     assert json.loads((run_dir / "summary.json").read_text())["exit_code"] == 2
 
 
@@ -497,7 +505,8 @@ def test_a_worker_that_went_down_is_no_failure_for_x_and_is_said():
     selection, lost = Selection(), LostWorkers()
     selection.maxfail = 1
     node = SimpleNamespace(gateway=SimpleNamespace(id="gw1"))
-    crash = pytest.TestReport("n", ("f", None, "f"), {}, "failed", "worker 'gw1' crashed", "???")
+    # "???": the `when` xdist gives the report of a crashed worker
+    crash = pytest.TestReport("n", ("f", None, "f"), {}, "failed", "worker 'gw1' crashed", "???")  # type: ignore[arg-type]
     lost.pytest_testnodedown(node, "Not properly terminated")
     for hooks in (lost, selection):
         hooks.pytest_handlecrashitem(nodeid("c1"), crash, None)

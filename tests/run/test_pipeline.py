@@ -7,9 +7,11 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
+from typing import cast
 
 import pytest
 
+from farm.run.dispatch import Dispatcher
 from farm.run.leases import (
     BENCHMARK_IMPORT_ELEMENTS,
     WORKER_CASE_ELEMENTS,
@@ -51,6 +53,11 @@ class FakeDispatcher:
         if case.id in self.fail:
             raise RuntimeError(f"agent lost running {case.id}")
         return {"case_id": case.id, "outcome": "passed", "slot": preferred}
+
+
+def dispatching(fake: FakeDispatcher) -> Dispatcher:
+    """The fake as the Dispatcher a Pipeline takes (it uses only the slots and run)."""
+    return cast(Dispatcher, fake)
 
 
 def cases(n, family="ascend910b"):
@@ -174,7 +181,7 @@ def test_every_case_runs_once_on_its_family_and_reaches_its_item():
     spread = ["a:0", "a:1", "b:0"]
     work = {"lane0": [(c, spread[i % 3]) for i, c in enumerate(big)]}
     work["lane0"] += [(c, "c:0") for c in small]
-    pipeline = Pipeline(dispatcher, work, slot_lane)
+    pipeline = Pipeline(dispatching(dispatcher), work, slot_lane)
     records = [pipeline.result(c, p) for c, p in work["lane0"]]
     assert [r["case_id"] for r in records] == [c.id for c, _ in work["lane0"]]
     assert sorted(cid for cid, _ in dispatcher.ran) == sorted(c.id for c, _ in work["lane0"])
@@ -213,7 +220,7 @@ def test_a_slot_with_nothing_of_its_family_left_lets_go_of_its_device():
     dispatcher = LettingGo(SLOTS, held_family="ascend910b")
     big, small = cases(12), cases(2, family="ascend310b")
     work = {"lane0": [(c, "c:0") for c in small] + [(c, "a:0") for c in big]}
-    pipeline = Pipeline(dispatcher, work, {s.id: "lane0" for s in SLOTS})
+    pipeline = Pipeline(dispatching(dispatcher), work, {s.id: "lane0" for s in SLOTS})
     for c, p in work["lane0"][:2]:
         assert pipeline.result(c, p)["outcome"] == "passed"
     assert dispatcher.let_go_of["c:0"].wait(60), "the 310B slot was not let go"
@@ -233,7 +240,7 @@ def test_a_closing_pipeline_lets_the_worker_close_its_agents():
     closes every agent at the worker's end)."""
     dispatcher = LettingGo(SLOTS)
     work = {"lane0": [(c, "a:0") for c in cases(6)]}
-    pipeline = Pipeline(dispatcher, work, {s.id: "lane0" for s in SLOTS})
+    pipeline = Pipeline(dispatching(dispatcher), work, {s.id: "lane0" for s in SLOTS})
     with pipeline._cond:
         pipeline._start("lane0")
         pipeline._closing = True
@@ -246,7 +253,7 @@ def test_a_window_caps_the_slots_running_at_once():
     work = {"lane0": [(c, SLOTS[i % 4].id) for i, c in enumerate(cases(9))]}
     # No case counts as stuck however slow the machine (a stuck case leaves the window).
     pipeline = Pipeline(
-        dispatcher, work, {s.id: "lane0" for s in SLOTS}, window=2, stuck_after=3600.0
+        dispatching(dispatcher), work, {s.id: "lane0" for s in SLOTS}, window=2, stuck_after=3600.0
     )
     for c, p in work["lane0"]:
         pipeline.result(c, p)
@@ -275,13 +282,13 @@ def test_a_slot_that_gave_back_its_place_queues_behind_the_slots_waiting_for_one
     work = {"lane0": [(c, three[i % 3].id) for i, c in enumerate(cases(18))]}
     # No case counts as stuck however slow the machine: the window stays at one.
     pipeline = Pipeline(
-        dispatcher, work, {s.id: "lane0" for s in three}, window=1, stuck_after=3600.0
+        dispatching(dispatcher), work, {s.id: "lane0" for s in three}, window=1, stuck_after=3600.0
     )
     for c, p in work["lane0"]:
         assert pipeline.result(c, p)["outcome"] == "passed"
     assert pipeline.close() == []
     assert dispatcher.most_at_once == 1
-    ran: Counter[str] = Counter()
+    ran: Counter[str | None] = Counter()
     for _, slot in dispatcher.ran:
         ran[slot] += 1
         lead = max(ran[s.id] for s in three) - min(ran[s.id] for s in three)
@@ -292,7 +299,7 @@ def test_an_error_reaches_the_item_of_its_case_only():
     mixed = cases(8)
     dispatcher = FakeDispatcher(SLOTS, fail=[mixed[5].id])
     work = {"lane0": [(c, "a:0") for c in mixed]}
-    pipeline = Pipeline(dispatcher, work, {s.id: "lane0" for s in SLOTS})
+    pipeline = Pipeline(dispatching(dispatcher), work, {s.id: "lane0" for s in SLOTS})
     for c, p in work["lane0"]:
         if c.id in dispatcher.fail:
             with pytest.raises(RuntimeError, match="agent lost running"):
@@ -303,7 +310,7 @@ def test_an_error_reaches_the_item_of_its_case_only():
 
 def test_cases_outside_the_lanes_run_in_the_items_thread():
     dispatcher = FakeDispatcher(SLOTS)
-    pipeline = Pipeline(dispatcher, {}, {s.id: "lane0" for s in SLOTS})
+    pipeline = Pipeline(dispatching(dispatcher), {}, {s.id: "lane0" for s in SLOTS})
     (case,) = cases(1)
     assert pipeline.result(case, "no-slot-ascend910b")["slot"] == "no-slot-ascend910b"
     assert pipeline.result(case, None)["slot"] is None
@@ -312,7 +319,7 @@ def test_cases_outside_the_lanes_run_in_the_items_thread():
 def test_what_ran_ahead_of_items_that_never_came_is_dropped():
     dispatcher = FakeDispatcher(SLOTS, delay=0.0)
     work = {"lane0": [(c, "a:0") for c in cases(6)]}
-    pipeline = Pipeline(dispatcher, work, {s.id: "lane0" for s in SLOTS})
+    pipeline = Pipeline(dispatching(dispatcher), work, {s.id: "lane0" for s in SLOTS})
     first = work["lane0"][0]
     pipeline.result(*first)  # then the session stops (-x)
     deadline = time.monotonic() + 5
@@ -367,7 +374,7 @@ def test_a_case_that_does_not_answer_holds_up_only_itself():
     others = [c.id for c, _ in work["lane0"] if c.id != held.id]
     dispatcher = HeldDispatcher(slots, held.id, others)
     pipeline = Pipeline(
-        dispatcher, work, {s.id: "lane0" for s in slots}, window=2, stuck_after=0.05
+        dispatching(dispatcher), work, {s.id: "lane0" for s in slots}, window=2, stuck_after=0.05
     )
     records = [pipeline.result(c, p) for c, p in work["lane0"]]
     assert not dispatcher.released_early, f"only {dispatcher.done} completed"
@@ -389,7 +396,7 @@ def test_a_stuck_case_leaves_its_place_in_the_window():
     work = {"lane0": [(held, "a:0")] + [(c, "a:1") for c in family_a[1:]]}
     dispatcher = HeldDispatcher(slots, held.id, [c.id for c in family_a[1:]])
     pipeline = Pipeline(
-        dispatcher, work, {s.id: "lane0" for s in slots}, window=1, stuck_after=0.05
+        dispatching(dispatcher), work, {s.id: "lane0" for s in slots}, window=1, stuck_after=0.05
     )
     records = [pipeline.result(c, p) for c, p in work["lane0"]]
     assert not dispatcher.released_early, f"only {dispatcher.done} completed"

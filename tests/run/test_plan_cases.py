@@ -11,12 +11,16 @@ import pytest
 from farm.run import plan as plan_mod
 from farm.run.pipeline import plan_lanes
 from farm.run.plugin import _make_slot_scheduling
+from farm.run.slots import SlotInfo
 from suites.caseset import Selection
 
 SLOTS = [
-    {"id": "a:0", "host": "a", "family": "ascend910b", "soc": "Ascend910B1", "device": 0},
-    {"id": "a:1", "host": "a", "family": "ascend910b", "soc": "Ascend910B1", "device": 1},
-    {"id": "b:0", "host": "b", "family": "ascend310b", "soc": "Ascend310B1", "device": 0},
+    SlotInfo.from_json(s)
+    for s in (
+        {"id": "a:0", "host": "a", "family": "ascend910b", "soc": "Ascend910B1", "device": 0},
+        {"id": "a:1", "host": "a", "family": "ascend910b", "soc": "Ascend910B1", "device": 1},
+        {"id": "b:0", "host": "b", "family": "ascend310b", "soc": "Ascend310B1", "device": 0},
+    )
 ]
 
 

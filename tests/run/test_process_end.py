@@ -9,11 +9,13 @@ import gc
 import subprocess
 import sys
 from types import SimpleNamespace
+from typing import cast
 
 import pytest
 
 from farm import cli
 from farm.run import plugin
+from farm.run.plan import Plan
 
 
 @pytest.fixture
@@ -26,7 +28,7 @@ def unfrozen():
 def session(farm: bool, worker: bool):
     stash = pytest.Stash()
     if farm:
-        stash[plugin.PLAN] = SimpleNamespace()
+        stash[plugin.PLAN] = cast(Plan, SimpleNamespace())  # a farm run's: only its presence counts
     config = SimpleNamespace(stash=stash)
     if worker:
         config.workerinput = {"workerid": "gw0"}

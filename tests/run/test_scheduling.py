@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 from types import SimpleNamespace
+from typing import cast
 
 import pytest
 from xdist.scheduler.protocol import Scheduling
@@ -30,6 +31,11 @@ class FakeConfig:
 
     def _collectreport(self, report):
         self.collect_reports.append(report)
+
+
+def config_of(fake: FakeConfig) -> pytest.Config:
+    """The fake as the pytest config the scheduler takes (it reads only the above of it)."""
+    return cast(pytest.Config, fake)
 
 
 class FakeWorker:
@@ -72,7 +78,7 @@ class Session:
 
     def __init__(self, collection: list[str], workers: int = 2):
         self.collection = collection
-        self.sched = SlotScheduling(FakeConfig(tx=[f"{workers}*popen"]), None, by_lane)
+        self.sched = SlotScheduling(config_of(FakeConfig(tx=[f"{workers}*popen"])), None, by_lane)
         self.workers: list[FakeWorker] = []
         self.ran: dict[str, list[str]] = {}  # worker -> node ids it finished, in order
         self.shut_all = False
@@ -163,6 +169,7 @@ def test_the_scheduler_has_each_member_of_xdists_protocol(name):
         assert isinstance(ours, property), f"{name} is a property in xdist's protocol"
         return
     assert callable(ours) and not isinstance(ours, property)
+    assert callable(wanted)  # not a property: a method
     theirs = inspect.signature(wanted).parameters
     mine = inspect.signature(ours).parameters
     assert [(p.name, p.kind, p.default) for p in theirs.values()] == [
@@ -171,11 +178,11 @@ def test_the_scheduler_has_each_member_of_xdists_protocol(name):
 
 
 def test_the_workers_it_waits_for_are_the_tx_specs():
-    assert expected_workers(FakeConfig(tx=["3*popen"])) == 3
-    assert expected_workers(FakeConfig(tx=["popen", "popen"])) == 2  # what -n 2 gives
-    assert expected_workers(FakeConfig(tx=["2*popen", "ssh=host"])) == 3
+    assert expected_workers(config_of(FakeConfig(tx=["3*popen"]))) == 3
+    assert expected_workers(config_of(FakeConfig(tx=["popen", "popen"]))) == 2  # what -n 2 gives
+    assert expected_workers(config_of(FakeConfig(tx=["2*popen", "ssh=host"]))) == 3
     with pytest.raises(pytest.UsageError, match="-n N"):
-        expected_workers(FakeConfig(tx=[]))
+        expected_workers(config_of(FakeConfig(tx=[])))
 
 
 # -- a whole run -----------------------------------------------------------------------------
@@ -232,14 +239,16 @@ def test_workers_beyond_the_lanes_are_shut_down_at_once():
 
 def test_no_work_for_workers_that_collected_differently():
     collection = items(lane0=2, lane1=2)
-    sched = SlotScheduling(FakeConfig(tx=["2*popen"]), None, by_lane)
+    config = FakeConfig(tx=["2*popen"])
+    sched = SlotScheduling(config_of(config), None, by_lane)
     gw0, gw1 = FakeWorker("gw0"), FakeWorker("gw1")
     for worker, collected in ((gw0, collection), (gw1, collection[:-1])):
         sched.add_node(worker)
         sched.add_node_collection(worker, collected)
     sched.schedule()
     assert gw0.sent == [] and gw1.sent == []
-    (report,) = sched.config.collect_reports
+    assert sched.config is config_of(config)
+    (report,) = config.collect_reports
     assert report.failed and report.nodeid == "gw1"
 
 

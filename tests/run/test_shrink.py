@@ -361,18 +361,24 @@ def test_a_report_without_a_store_or_results_goes_on(tmp_path, capsys):
 
 
 def test_a_tiling_that_differs_from_the_design_fails_as_in_a_run():
+    from farm.agent.record import ResultRecord
     from farm.run.session import judged
     from suites.tiling import expected_tiling
 
     case = Case("ascend910b", "float32", (4, 33), (1,))
     tiling = expected_tiling(case, "Ascend910B1", contiguous=True)
-    passed = {"outcome": "passed", "category": None, "soc": "Ascend910B1", "tiling": tiling}
+    passed: ResultRecord = {
+        "outcome": "passed",
+        "category": None,
+        "soc": "Ascend910B1",
+        "tiling": tiling,
+    }
     assert judged(case, passed) is passed
-    wrong = dict(passed, tiling=dict(tiling, cores_used=99))
+    wrong: ResultRecord = {**passed, "tiling": {**tiling, "cores_used": 99}}
     record = judged(case, wrong)
     assert (record["outcome"], record["category"]) == ("failed", "tiling")
     assert "cores_used 99" in record["message"]
-    failed = dict(wrong, outcome="failed", category="precision")
+    failed: ResultRecord = {**wrong, "outcome": "failed", "category": "precision"}
     assert judged(case, failed) is failed
 
 

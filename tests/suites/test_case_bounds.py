@@ -209,7 +209,8 @@ def test_the_largest_case_within_the_bounds_travels_well_under_the_line_cap():
         axes=(-(2**63),) * 29,
         api="axes",
         dy_layout=view,
-        tolerance={"rtol": 1e-300, "atol": 1e-300, "max_fail_fraction": 1e-300},
+        # the JSON form, which Case parses into a Tolerance
+        tolerance={"rtol": 1e-300, "atol": 1e-300, "max_fail_fraction": 1e-300},  # type: ignore[arg-type]
         y_dist="fill",
         y_fill=-1e-300,
         note=astral * limits.MAX_CASE_TEXT_CHARS,

@@ -239,8 +239,10 @@ def test_several_files_are_checked_whole_and_a_case_is_kept_once(tmp_path):
 
 def test_a_scalar_perturbation_is_a_shape_mismatch():
     # () is a shape of its own, not "the same as dy" (an imported UT with a 0-d y, say).
-    for key in ("y_shape", "out_shape"):
-        case = Case("ascend910b", "float32", (2, 3), (-1,), **{key: ()})
+    for case, key in (
+        (Case("ascend910b", "float32", (2, 3), (-1,), y_shape=()), "y_shape"),
+        (Case("ascend910b", "float32", (2, 3), (-1,), out_shape=()), "out_shape"),
+    ):
         assert case.expected.reason == "shape_mismatch", key
 
 

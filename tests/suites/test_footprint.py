@@ -11,6 +11,7 @@ import pytest
 from farm.agent.execute import run_case
 from farm.agent.identity import Identity
 from farm.pool.inventory import HostSpec, default_inventory
+from farm.run.requests import case_request
 from farm.util.sizes import size_text
 from golden import workspace
 from golden.layouts import View
@@ -29,7 +30,7 @@ def measured_peak(case: Case) -> int:
     workspace.workspace().clear()
     tracemalloc.start()
     try:
-        record = run_case(case.to_dict(), "native", 0, IDENTITY)
+        record = run_case(case_request(case), "native", 0, IDENTITY)
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()

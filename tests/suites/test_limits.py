@@ -15,11 +15,13 @@ import resource
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 
 from suites import casefile, limits
+from suites.case import Case
 from suites.limits import LimitExceeded
 
 REPO = Path(__file__).resolve().parents[2]
@@ -188,9 +190,14 @@ def test_the_case_files_of_one_run_together_are_held_to_the_limit(tmp_path, monk
             json.dumps({"format": casefile.FORMAT, "version": 1, "cases": entries})
         )
     assert len(casefile.load_many(paths[:2])) == 16  # 8 entries, one case per family
-    made = []
+    made: list[str] = []
     real = casefile.entries_to_cases
-    monkeypatch.setattr(casefile, "entries_to_cases", lambda *a: made.append(a[1]) or real(*a))
+
+    def noting_the_source(entries: list, source: str, *rest: Any) -> list[Case]:
+        made.append(source)
+        return real(entries, source, *rest)
+
+    monkeypatch.setattr(casefile, "entries_to_cases", noting_the_source)
     with pytest.raises(
         LimitExceeded, match=r"^the 3 case files together: 12 cases, over the limit of 10"
     ):

@@ -231,12 +231,20 @@ def test_new_forms_have_stable_ids_and_travel_as_json():
         c = Case("ascend910b", "float32", (2, 3), (1,), y_dist="fill", y_fill=value)
         assert c.id.endswith(f"y.fill.{text}_dy.normal")
         assert Case.from_dict(json.loads(json.dumps(c.to_dict(), allow_nan=False))) == c
-    strided = {"dy_layout": "strided", "y_layout": "strided"}
-    assert Case("ascend910b", "float32", (2, 3), (1,), **strided).id.endswith("_strided")
+    strided = Case("ascend910b", "float32", (2, 3), (1,), dy_layout="strided", y_layout="strided")
+    assert strided.id.endswith("_strided")
     assert Case("ascend910b", "float32", (2, 3), (1,), out_layout="strided").id.endswith(
         "_out.strided"
     )
-    everything = Case("ascend910b", "float32", (2, 3), (1,), out_layout="strided", **strided)
+    everything = Case(
+        "ascend910b",
+        "float32",
+        (2, 3),
+        (1,),
+        dy_layout="strided",
+        y_layout="strided",
+        out_layout="strided",
+    )
     assert everything.id.endswith("_dy.strided_y.strided_out.strided")
 
 
@@ -286,8 +294,13 @@ def test_per_tensor_layouts_are_validated_with_clear_messages():
     ok = Case(a2, "float32", shape, (1,), dy_layout=View((0, 1), 5))
     assert ok.dy_layout == View((0, 1), 5)
     # a JSON dict is accepted as the view it describes
+    json_view = {"strides": [5, 1], "storage": 16, "offset": 1}
     assert Case(
-        a2, "float32", shape, (1,), out_layout={"strides": [5, 1], "storage": 16, "offset": 1}
+        a2,
+        "float32",
+        shape,
+        (1,),
+        out_layout=json_view,  # type: ignore[arg-type]
     ).out_layout == View((5, 1), 16, 1)
     # several bad fields: one message each
     with pytest.raises(ValueError) as err:
@@ -321,9 +334,9 @@ def test_value_forms_are_validated_with_clear_messages():
         (3, 5),
         (1,),
         dy_dist="fill",
-        dy_fill="-inf",
+        dy_fill="-inf",  # type: ignore[arg-type]
         y_dist="range",
-        y_range=[1, 1000],
+        y_range=[1, 1000],  # type: ignore[arg-type]
     )
     assert c.dy_fill == -math.inf and c.y_range == (1.0, 1000.0)
 
