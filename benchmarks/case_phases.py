@@ -43,7 +43,7 @@ STEPS = {
     "record JSON + append": ("farm.run.records_file", "RecordWriter.write"),
     "record append": ("farm.run.run_dir", "append"),
     "Allure annotations": ("farm.run.plugin", "_annotate"),
-    "Allure result file": ("farm.run.allure_output", "write_item"),
+    "Allure result file": ("farm.run.allure.output", "write_item"),
 }
 OUT_ENV = "CASE_PHASES_OUT"
 

@@ -6,7 +6,7 @@ Run by hand (never from the tests); see benchmarks/README.md.
     .venv/bin/python benchmarks/concurrent_runs.py -k "f32"         # a -k selection of it
     .venv/bin/python benchmarks/concurrent_runs.py --tier nightly   # the target's scale
 
-An SSH lab (``farm.pool.lab.lab_up``, three hosts) comes up in a temporary directory and goes
+An SSH lab (``farm.pool.lab.core.lab_up``, three hosts) comes up in a temporary directory and goes
 down at the end. Each run is ``farm run --tier T --no-report --no-progress --inventory <lab>``
 as a subprocess with its own ``FARM_RUNS`` and ``FARM_STORE`` (so the two share only the lab and
 its hosts' device locks). First one run alone, then two started at the same time. Printed: the
@@ -31,7 +31,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from farm.pool.lab import lab_down, lab_up  # noqa: E402
+from farm.pool.lab.core import lab_down, lab_up  # noqa: E402
 from suites import matrix  # noqa: E402
 
 RUN_TIMEOUT = 1800

@@ -9,7 +9,8 @@ Sections (``--sections``, comma-separated):
 
 ``farm-run``
     ``farm run --tier T --no-report --no-progress [--inventory I] [--jobs J]`` as a subprocess,
-    on the embedded pool and on an SSH lab (``farm.pool.lab.lab_up`` into a temporary directory),
+    on the embedded pool and on an SSH lab (``farm.pool.lab.core.lab_up`` into a temporary
+    directory),
     with
     ``FARM_RUNS`` and ``FARM_STORE`` in that directory so the developer's ``runs/`` is untouched.
     From the run's records (``<run>/records/*.jsonl``) and its ``junit.xml``: cases/s (over the
@@ -537,7 +538,7 @@ def micro_costs(pool: Pool, cases: list, run_dir: Path, reps: int = 300) -> dict
     }  # fmt: skip
     writer.close()
     try:
-        from farm.run import allure_glue  # noqa: F401  (outside pytest annotate has no test to fill)
+        from farm.run.allure import glue as allure_glue  # noqa: F401  (outside pytest annotate has no test to fill)
     except ImportError:
         pass
     return out
@@ -567,7 +568,7 @@ PROFILE_POINTS = (
     ("RunState.read", "farm/run/leases.py", "read"),
     ("Case.to_dict", "suites/case.py", "to_dict"),
     ("RecordWriter.write", "farm/run/records_file.py", "write"),
-    ("allure annotate", "farm/run/allure_glue.py", "annotate"),
+    ("allure annotate", "farm/run/allure/glue.py", "annotate"),
     ("allure plots (PNG)", "farm/run/plots.py", "error_histogram_png"),
     ("allure-pytest logfinish (result file)", "allure_pytest/listener.py",
      "pytest_runtest_logfinish"),
@@ -662,7 +663,7 @@ def table_profile(p: dict) -> str:
 
 @contextlib.contextmanager
 def lab(work: Path, hosts: int):
-    from farm.pool.lab import lab_down, lab_up
+    from farm.pool.lab.core import lab_down, lab_up
 
     root = work / "lab"
     say(f"lab up: {hosts} sshd hosts under {root}")

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from farm.pool.lab import Lab
+from farm.pool.lab.core import Lab
 from tests.requirements import need_chromium, need_sshd
 
 E2E_DIR = Path(__file__).resolve().parent / "e2e"

@@ -27,7 +27,7 @@ def need(condition: bool, what: str, *, required_by: tuple[str, ...] = ("FARM_RE
 
 
 def need_sshd() -> None:
-    from farm.pool.lab import sshd_path
+    from farm.pool.lab.core import sshd_path
 
     where = os.environ.get("FARM_SSHD") or "/usr/sbin/sshd"
     need(
@@ -38,7 +38,7 @@ def need_sshd() -> None:
 
 
 def need_allure() -> None:
-    from farm.run.allure_process import REPORTS_DIR, allure_available
+    from farm.run.allure.process import REPORTS_DIR, allure_available
 
     need(
         allure_available(REPORTS_DIR),

@@ -37,10 +37,10 @@ Hence the rules for this file:
 
 * **Self-contained.** The standard library and farm/util/proc.py only (itself standard library
   only), nothing else of the farm, not even a sibling in farm/agent: ``-c`` text cannot import a
-  module that is not on the host yet. The process-group work (killing a group, whether a process is
-  a farm agent) lives here; farm/pool/transport/local.py, farm/pool/lab.py and the transports use
-  it from here. The failures are :class:`HostOpError` (not a FarmError, which lives in the ground
-  floor's errors); the local transport turns them into DeployError.
+  module that is not on the host yet. The process-group work (killing a group, whether a process
+  is a farm agent) lives here; farm/pool/transport/local.py, farm/pool/lab/core.py and the
+  transports use it from here. The failures are :class:`HostOpError` (not a FarmError, which
+  lives in the ground floor's errors); the local transport turns them into DeployError.
 * **Old interpreters.** The text runs under whatever ``python`` the inventory names, before
   anything has checked its version (the agent itself needs 3.10). It is written for Python 3.7
   and later: ``from __future__ import annotations`` keeps the annotations unevaluated, and there is

@@ -105,7 +105,7 @@ class Identity:
 
     def to_wire(self) -> dict:
         """The identity as ``identify`` answers it (farm/agent/protocol.py), and as the health
-        check keeps it (farm/pool/health.py HostHealth.identity)."""
+        check keeps it (farm/pool/health/checks.py HostHealth.identity)."""
         d = asdict(self)
         d["missing"] = list(self.missing)
         d["backends"] = list(self.backends)

@@ -24,7 +24,7 @@ Everything is read from the host itself, at the agent's ``identify``:
   what one case may take on the host by it (suites/footprint.py).
 
 :func:`chip_problem` says whether a chip may run cases; the orchestrator sets a chip aside alone
-(farm/pool/health_identity.py). Standard library only.
+(farm/pool/health/identity.py). Standard library only.
 """
 
 from __future__ import annotations

@@ -223,7 +223,7 @@ HOSTS_SHOWN = (
 
 
 def cmd_hosts(argv: list[str]) -> int:
-    from farm.pool import health
+    from farm.pool.health import checks as health
     from farm.run import prepare
     from farm.util import paths
 
@@ -387,7 +387,7 @@ COMMANDS = {
     "triage": (_delegate("farm.results.triage_command"), "what a run's failures share, ranked"),
     "build": (_delegate("farm.pool.build"), "build the operator package (dist/op)"),
     "lab": (
-        _delegate("farm.pool.lab_command"),
+        _delegate("farm.pool.lab.command"),
         "start or stop the local SSH lab (up | down | status)",
     ),
     "report": (_delegate("farm.results.report"), "write the HTML report of a run"),

@@ -178,7 +178,7 @@ def _make(
     judgement, summary and report; its exit code."""
     from farm.results.store import RunStore
     from farm.run import run_dir as run_dir_mod
-    from farm.run.allure_environment import write_results_extras
+    from farm.run.allure.environment import write_results_extras
 
     outcome = decide(facts)
     group_id = group.group

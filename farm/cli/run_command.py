@@ -33,7 +33,7 @@ from farm.cli.judging import (
     summary_extra,
     with_trend,
 )
-from farm.pool import health
+from farm.pool.health import checks as health
 from farm.results.store import RunStore, StoreLocation, timestamps
 from farm.run import fault_injection, prepare, run_dir, runner, scratch
 from farm.run import shard as shard_mod

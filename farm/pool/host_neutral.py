@@ -3,7 +3,7 @@
 A fault of the farm (or of the package) fails alike on every host, but the messages still differ:
 each names its host, its address and port, its deploy paths, its SoC. :func:`neutral` replaces
 those host-specific parts with placeholders, so that two hosts' messages compare equal exactly
-when they say the same thing. The health check's canary (farm/pool/health.py
+when they say the same thing. The health check's canary (farm/pool/health/checks.py
 common_canary_failure) and the dispatcher's per-case infrastructure errors (farm/run/dispatch.py)
 use it to tell a fault of the farm, which quarantines no host, from a host's own.
 """

@@ -11,7 +11,7 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-from farm.run.allure_environment import properties_text
+from farm.run.allure.environment import properties_text
 
 # A fixture container that says something: one of its fixtures failed or broke.
 _FIXTURE_FAILED = re.compile(rb'"status"\s*:\s*"(?:failed|broken)"')
@@ -28,7 +28,7 @@ def allure_input(results_dir: Path, view: Path, metadata: Mapping[str, str] | No
     (plan, dispatcher, records) in the set-up and tear-down of every case, ~1.6 KB in each case's
     data file and 13,000 files to read for a nightly run, for nothing a person reads. A fixture
     that failed or broke keeps its container, and so its place in the report. (The farm's runs
-    no longer write the others, farm/run/allure_output.py; results written without it, by
+    no longer write the others, farm/run/allure/output.py; results written without it, by
     an older run or an allure-pytest it does not recognise, are read the same way.)"""
     try:
         view.mkdir(parents=True)

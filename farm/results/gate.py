@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from farm.run.allure_process import REPORTS_DIR
+from farm.run.allure.process import REPORTS_DIR
 from farm.run.result_files import read_file, result_files
 from farm.util.heap import paused
 

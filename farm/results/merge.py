@@ -25,7 +25,7 @@ from farm.util.errors import UsageError
 
 ALLURE_RESULTS = "allure-results"
 # What each run's allure-results holds once for the run, not per case: written anew for the
-# merged run (farm/run/allure_environment.py write_results_extras).
+# merged run (farm/run/allure/environment.py write_results_extras).
 _RUN_EXTRAS = frozenset({"categories.json", "environment.properties", "executor.json"})
 # What the shards of one logical run share; a shard that differs is not of the same run.
 SAME_FIELDS = ("tier", "label", "git_commit", "package_sha256", "backend", "target")

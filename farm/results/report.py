@@ -10,7 +10,7 @@ ReportRequest. The parts, by job:
     farm/results/allure_input.py      what Allure reads of the run's allure-results
     farm/results/report_out_dir.py    which directory a report may replace
     farm/results/run_paths.py         where a stored run's directory, results and report are
-    farm/run/allure_process.py        the Allure 3 process (started early by `farm run`)
+    farm/run/allure/process.py        the Allure 3 process (started early by `farm run`)
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from farm.results.report_out_dir import check_out_dir
 from farm.results.run_paths import default_report_dir, default_results_dir
 from farm.results.store.location import StoreLocation
 from farm.results.store.stored_history import StoredHistory
-from farm.run.allure_process import AllureProcess
+from farm.run.allure.process import AllureProcess
 from farm.util.argparsing import CommandParser, make_output_dir, whole_number
 from farm.util.console import FarmConsole
 from farm.util.errors import ToolMissing

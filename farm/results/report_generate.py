@@ -6,7 +6,7 @@ report the farm's quality gate (farm/results/gate.py):
 
     node reports/generate.mjs RESULTS
 
-or by an `AllureProcess` (farm/run/allure_process.py), the same script started with `--stdin`
+or by an `AllureProcess` (farm/run/allure/process.py), the same script started with `--stdin`
 before the results exist (farm run starts it with its cases, so that Allure's modules are loaded
 by the time the report is made). Per-run settings travel in environment variables that
 reports/allurerc.mjs reads (see there). History: farm/results/report_history.py.
@@ -53,7 +53,7 @@ from farm.results.gate import GateRule
 from farm.results.report_history import HISTORY_RUNS, history_copy, keep_new_history_line
 from farm.results.report_out_dir import REPORT_MARK
 from farm.results.store.stored_history import StoredHistory
-from farm.run.allure_process import REPORTS_DIR, AllureProcess, generate_command, run_generate
+from farm.run.allure.process import REPORTS_DIR, AllureProcess, generate_command, run_generate
 from golden import soc
 
 

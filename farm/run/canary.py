@@ -1,8 +1,8 @@
 """The canary: a host proves it runs the operator end to end, with a known answer.
 
 Two small cases (:func:`canary_cases`) that the health check runs on every host before a run
-(farm/pool/health.py, through farm/run/prepare.py prepare_pool), and that the dispatcher runs on a
-host right after a case timed out there, to ask whose fault the timeout was
+(farm/pool/health/checks.py, through farm/run/prepare.py prepare_pool), and that the dispatcher
+runs on a host right after a case timed out there, to ask whose fault the timeout was
 (farm/run/dispatch.py ``_confirm_hang``).
 """
 

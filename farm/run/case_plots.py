@@ -1,6 +1,6 @@
 """The cases' error-distribution PNGs, drawn when the report is written, not in the test items.
 
-Inside a test item `farm.run.allure_glue.annotate` attaches, for each case `wants_plot`
+Inside a test item `farm.run.allure.glue.annotate` attaches, for each case `wants_plot`
 selects, only the numbers its plot is drawn from: a small JSON attachment named PLOT_DATA_NAME.
 `render_case_plots(results_dir)` (called by `farm.results.report_generate.generate` before
 Allure runs) draws each of them with `farm.run.plots.error_histogram_png`, writes the PNG into the
@@ -39,7 +39,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from farm.run.allure_attachments import (
+from farm.run.allure.attachments import (
     PLOT_DATA_NAME,
     PLOT_ERROR_NAME,
     PLOT_NAME,

@@ -20,7 +20,7 @@ from collections.abc import Collection, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import IO
 
-from farm.pool.health import QUARANTINE_AFTER
+from farm.pool.health.checks import QUARANTINE_AFTER
 from golden.soc import UnknownSocError, representative_soc
 
 # What a case costs an agent, in the time of one element of a float32 precision case, for

@@ -52,7 +52,7 @@ class RunOutputs:
         """junit.xml, summary.json (with `extra`: write_summary) and the Allure extras; the first
         fault's line, if any."""
         from farm.run import reconcile
-        from farm.run.allure_environment import write_results_extras
+        from farm.run.allure.environment import write_results_extras
 
         run = self.plan.run_dir
         steps = [

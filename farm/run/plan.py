@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from farm.pool.health import QUARANTINE_AFTER
+from farm.pool.health.checks import QUARANTINE_AFTER
 from farm.run.slots import SlotInfo
 
 if TYPE_CHECKING:

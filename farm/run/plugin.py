@@ -158,7 +158,7 @@ def pytest_sessionstart(session):
     session.config.stash[_SESSION] = session
     if PLAN in session.config.stash:
         heap.keep_long_lived()
-        from farm.run import allure_output
+        from farm.run.allure import output as allure_output
 
         def refused(exc: OSError) -> None:
             if not run_dir.is_fault(exc):
@@ -516,7 +516,7 @@ def pytest_runtest_makereport(item, call):
 
 def _annotate(record: ResultRecord) -> None:
     try:
-        from farm.run import allure_glue
+        from farm.run.allure import glue as allure_glue
     except ImportError:  # allure-pytest missing: the run still counts, the report is poorer
         return
     allure_glue.annotate(record)
@@ -532,7 +532,7 @@ def check_record(pytestconfig):
 def assert_record(record: dict) -> None:
     """The assertion every suite makes: product failures fail, infrastructure is broken. The
     message starts with the category in brackets, which Allure's categories match."""
-    from farm.run.allure_categories import failure_message
+    from farm.run.allure.categories import failure_message
 
     if record["outcome"] == "broken":
         raise InfrastructureBroken(failure_message(record))

@@ -22,7 +22,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from farm.pool import cann_build, deploy, health
+from farm.pool import cann_build, deploy
+from farm.pool.health import checks as health
 from farm.pool.host_threads import host_threads
 from farm.pool.inventory import HostSpec, Inventory, default_inventory, load_inventory
 from farm.pool.transport import Channel, Transport, open_transport

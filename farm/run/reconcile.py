@@ -123,7 +123,7 @@ def _junit_outcome(case: ET.Element) -> str:
 
 
 def _junit_case(record: ResultRecord, nodeid: str | None, why: str = _STOPPED) -> ET.Element:
-    from farm.run.allure_categories import failure_message
+    from farm.run.allure.categories import failure_message
 
     cid = record["case_id"]
     classname, name = junit_classname(nodeid) if nodeid else ("suites", f"case[{cid}]")
@@ -179,7 +179,7 @@ def allure(
     return present
 
 
-# The farm's results open with their name (farm/run/allure_output.py writes the fields in
+# The farm's results open with their name (farm/run/allure/output.py writes the fields in
 # allure-pytest's order): taken from the first bytes, a run's results are scanned in a fraction
 # of the time a whole parse of each takes. Others are parsed whole.
 _LEADING_NAME = re.compile(rb'\A\{\s*"name"\s*:\s*("(?:[^"\\]|\\.)*")')
@@ -203,9 +203,9 @@ def allure_result(record: ResultRecord, nodeid: str | None, case: object) -> dic
     the case (full name, history id), so the case's history goes on."""
     from allure_commons.utils import md5, represent
 
-    from farm.run import allure_glue
-    from farm.run.allure_categories import failure_message
-    from farm.run.allure_environment import ENVIRONMENT_LABEL, EPIC
+    from farm.run.allure import glue as allure_glue
+    from farm.run.allure.categories import failure_message
+    from farm.run.allure.environment import ENVIRONMENT_LABEL, EPIC
 
     cid, family = record["case_id"], str(record.get("family", ""))
     classname, name = junit_classname(nodeid) if nodeid else ("suites", "case")

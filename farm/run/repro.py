@@ -106,7 +106,7 @@ def show(console: Console, case, described: dict, record: ResultRecord, target: 
         highlight=False,
         markup=False,
     )
-    from farm.run.allure_description import device_line
+    from farm.run.allure.description import device_line
 
     device = device_line(record)
     if device:

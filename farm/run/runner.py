@@ -24,7 +24,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from farm.agent.record import ResultRecord, broken_record
-from farm.pool import cann_build, health
+from farm.pool import cann_build
+from farm.pool.health import checks as health
 from farm.pool.inventory import Inventory
 from farm.run import prepare, run_dir
 from farm.run import shard as shard_mod

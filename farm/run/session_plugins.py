@@ -142,7 +142,7 @@ class PlotsPreload:
 
 
 class AllurePrewarm:
-    """Starts Allure for the run's report (farm/run/allure_process.py AllureProcess) as the cases
+    """Starts Allure for the run's report (farm/run/allure/process.py AllureProcess) as the cases
     begin, once the first worker has collected (or this process, without xdist): its modules
     load while the cases run. `allure` is None when it could not start (the report step then
     says what is missing); the runner discards it when no report is made."""
@@ -155,7 +155,7 @@ class AllurePrewarm:
         if self.started:
             return
         self.started = True
-        from farm.run.allure_process import AllureProcess
+        from farm.run.allure.process import AllureProcess
         from farm.util.errors import ToolMissing
 
         try:

@@ -2,7 +2,7 @@
 # Build the Ascend C LogSoftmaxGrad operator package.  Needs the CANN toolkit (msopgen, the
 # Ascend C compiler): it runs only where ASCEND_HOME_PATH points to one, and otherwise stops
 # with one clear message.  This project's CI has no CANN; there, the SSH lab's stand-in toolchain
-# (farm/pool/lab_cann_toolchain.py) plays msopgen and the project's build.
+# (farm/pool/lab/cann_toolchain.py) plays msopgen and the project's build.
 #
 #   op/ascendc/build.sh [OUT_DIR]     (default: op/ascendc/build_out)
 #

@@ -8,7 +8,7 @@ import platform
 
 from farm.agent import machine
 from farm.agent.machine import Chip, ChipProcess, Machine, chip_problem, parse_npu_smi
-from farm.pool import lab_npu_smi
+from farm.pool.lab import npu_smi as lab_npu_smi
 
 # npu-smi 24.1 on an Atlas A2 server with two chips, the second running someone's job.
 A2_TABLE = """\

@@ -12,7 +12,7 @@ import pytest
 
 from farm.agent import identity, machine
 from farm.agent.machine import Chip, Machine, chip_problem, parse_npu_smi
-from farm.pool import health
+from farm.pool.health import checks as health
 from farm.pool.inventory import HostSpec
 from golden import soc
 

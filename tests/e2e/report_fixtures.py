@@ -49,7 +49,7 @@ POOL_HOSTS = {
     "emu-a2-02": "Ascend910B1 (ascend910b)",
     "emu-310b-01": "Ascend310B1 (ascend310b)",
 }
-# CI variables for executor.json (farm.run.allure_environment.executor_info reads GitHub's first).
+# CI variables for executor.json (farm.run.allure.environment.executor_info reads GitHub's first).
 CI_ENV = {
     "GITHUB_ACTIONS": "true",
     "GITHUB_SERVER_URL": "https://github.example",

@@ -65,7 +65,7 @@ def test_a_host_with_cann_runs_the_cann_package_never_the_emulated_one(farm, tmp
     tests/e2e/test_cann_build.py). A run of a CPU target's package through acl is turned away in
     one line that says so, and the host is not blamed for it."""
     need(acl_sdk.present(), "the genuine ACL headers (python -m farm.pool.acl_sdk downloads them)")
-    from farm.pool.lab import Lab
+    from farm.pool.lab.core import Lab
     from tests.requirements import need_sshd
 
     need_sshd()

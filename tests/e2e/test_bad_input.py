@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from farm.pool.lab_sshd import _ed25519_pair, _write_private
+from farm.pool.lab.sshd import _ed25519_pair, _write_private
 from tests.e2e.conftest import _run_dirs
 
 

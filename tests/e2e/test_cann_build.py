@@ -1,6 +1,6 @@
 """The CANN package built where CANN is (`farm run --target ascend`), over an SSH lab whose hosts
 have a CANN of their own: the emulated ACL runtime and, where CANN keeps msopgen, the lab's
-stand-in toolchain (farm/pool/lab_cann_toolchain.py), which checks what op/ascendc/build.sh gives
+stand-in toolchain (farm/pool/lab/cann_toolchain.py), which checks what op/ascendc/build.sh gives
 it (the operator description, the project's settings, the sources' layout) and packs the lab's
 emulated op-api as the installer. The run builds the package once, on the inventory's build host
 (role = "build": it runs no cases), ships it to the hosts of that architecture and CANN, each
@@ -28,7 +28,7 @@ K = "910b and f32 and strided"
 def test_the_cann_package_is_built_on_a_cann_host_once_and_installed_per_version(farm, tmp_path):
     need(acl_sdk.present(), "the genuine ACL headers (python -m farm.pool.acl_sdk downloads them)")
     need_sshd()
-    from farm.pool.lab import Lab
+    from farm.pool.lab.core import Lab
 
     lab = Lab(tmp_path / "cann lab ü")  # CANN's home and the hosts' workdirs: a space, UTF-8
     built: list = []

@@ -46,7 +46,7 @@ def failed(found: dict[str, dict[str, dict]]) -> set[tuple[str, str]]:
 def test_first_contact_passes_on_the_lab_and_says_each_broken_assumption(farm, tmp_path):
     need(acl_sdk.present(), "the genuine ACL headers (python -m farm.pool.acl_sdk downloads them)")
     need_sshd()
-    from farm.pool.lab import Lab
+    from farm.pool.lab.core import Lab
     from tests.op.conftest import need_acl_emulation
 
     built = Path(need_acl_emulation()).parent

@@ -19,8 +19,8 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from farm.results.store import RunStore
-from farm.run.allure_attachments import PLOT_DATA_NAME, plot_sampled
-from farm.run.allure_categories import CATEGORIES
+from farm.run.allure.attachments import PLOT_DATA_NAME, plot_sampled
+from farm.run.allure.categories import CATEGORIES
 from farm.run.plots import trend_png
 
 from .report_fixtures import (

@@ -20,7 +20,8 @@ import subprocess
 
 import pytest
 
-from farm.run import allure_process, fault_injection
+from farm.run import fault_injection
+from farm.run.allure import process as allure_process
 from tests.e2e.conftest import Farm
 from tests.e2e.outcome_sets import disagreements
 

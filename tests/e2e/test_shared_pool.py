@@ -24,7 +24,7 @@ import pytest
 
 from farm.agent.devicelock import lock_paths, read_holder
 from farm.pool.deploy import BUNDLE_PREFIX, bundle_files, deploy, start_agent
-from farm.pool.lab import Lab
+from farm.pool.lab.core import Lab
 from farm.pool.transport import open_transport
 from farm.run.dispatch import Dispatcher
 from farm.run.leases import RunState
@@ -87,7 +87,7 @@ def no_agents_left(lab, pool):
     yield
     inventory, _ = pool
     for host in inventory.hosts:
-        from farm.pool.lab import kill_agents
+        from farm.pool.lab.core import kill_agents
 
         left = kill_agents(Path(host.workdir))
         assert left == [], f"agents on {host.name} survived SIGKILL: {left}"
@@ -364,7 +364,7 @@ def test_a_case_that_hangs_where_the_host_answers_its_canary_is_a_hang_and_charg
 def test_lab_down_stops_every_agent_even_one_whose_session_is_gone(sshd, tmp_path):
     """An orchestrator that dies mid-case leaves its agent hung, no longer under sshd; `farm
     lab down` still finds it (pid file, command line) and kills its group."""
-    from farm.pool.lab_command import main
+    from farm.pool.lab.command import main
 
     lab = Lab(tmp_path / "lab")
     inventory = lab.up(1)

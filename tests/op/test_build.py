@@ -300,7 +300,7 @@ def test_ascend_target_packs_the_real_sources_and_says_what_it_exports(tmp_path,
     """With a stand-in CANN (the SSH lab's: msopgen and the generated project's build, CMake for
     real), the ascend package carries the installer built from the operator's own sources, and
     what it installs exports the entries its manifest says."""
-    from farm.pool.lab_cann_install import install_cann as _install_cann
+    from farm.pool.lab.cann_install import install_cann as _install_cann
     from tests.op.conftest import need_acl_emulation
 
     home = _install_cann(tmp_path / "Ascend", Path(need_acl_emulation()), sys.executable)

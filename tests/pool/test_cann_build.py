@@ -15,7 +15,8 @@ from typing import Any, cast
 import pytest
 
 from farm.agent import hostops
-from farm.pool import cann_build, lab_cann_toolchain
+from farm.pool import cann_build
+from farm.pool.lab import cann_toolchain as lab_cann_toolchain
 from farm.pool.transport.base import Transport
 from farm.run.packages import NoPackage, Packages
 
@@ -89,7 +90,7 @@ SEED_ENTRIES = (
 def stand_in_cann(tmp_path):
     """A CANN home as the SSH lab makes it (`farm lab up --cann emulated`): the emulated runtime
     and, where CANN keeps msopgen, the stand-in toolchain."""
-    from farm.pool.lab_cann_install import install_cann as _install_cann
+    from farm.pool.lab.cann_install import install_cann as _install_cann
     from tests.op.conftest import need_acl_emulation
 
     libs = Path(need_acl_emulation())

@@ -12,7 +12,7 @@ import shlex
 import sys
 
 from farm.pool import inventory as inv
-from farm.pool.health import (
+from farm.pool.health.checks import (
     BAD,
     GOOD,
     HOST_COLUMNS,
@@ -28,8 +28,8 @@ from farm.pool.health import (
     identity_problems,
 )
 from farm.pool.inventory import default_inventory
-from farm.pool.lab_npu_smi import default_chip
-from farm.pool.lab_sshd import free_port as _free_port
+from farm.pool.lab.npu_smi import default_chip
+from farm.pool.lab.sshd import free_port as _free_port
 from farm.pool.transport import open_transport
 from tests.pool.conftest import ECHO
 
@@ -154,7 +154,7 @@ def _with_chips(host, tmp_path, chips):
     state.write_text(json.dumps({"chips": chips}))
     tool = tmp_path / "npu-smi"
     python, state_file = shlex.quote(sys.executable), shlex.quote(str(state))
-    tool.write_text(f'#!/bin/sh\nexec {python} -m farm.pool.lab_npu_smi {state_file} "$@"\n')
+    tool.write_text(f'#!/bin/sh\nexec {python} -m farm.pool.lab.npu_smi {state_file} "$@"\n')
     tool.chmod(0o755)
     return dataclasses.replace(host, env=host.env + (("LSG_NPU_SMI", str(tool)),))
 
@@ -190,7 +190,7 @@ def test_many_missing_chips_are_said_once(local_host, agent_bundle, tmp_path):
     """devices = 64 for a host whose npu-smi lists 2: one reason for the 62 missing chips, one
     line where it is said (the run's chip line, the first-contact check, the hosts table)."""
     from farm.pool import first_contact
-    from farm.pool import health as health_mod
+    from farm.pool.health import checks as health_mod
 
     bundle, sha = agent_bundle
     wide = dataclasses.replace(

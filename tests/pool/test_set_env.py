@@ -151,7 +151,7 @@ def test_the_labs_emulated_cann_is_set_up_by_its_own_set_env(tmp_path, monkeypat
     """What `farm lab up --cann emulated` gives a host: a toolkit with CANN's set-up script, an
     inventory that names it, and an SSH session without CANN's variables (sshd's SetEnv)."""
     from farm.agent.backends import acl_api
-    from farm.pool import lab as lab_module
+    from farm.pool.lab import core as lab_module
 
     libs = tmp_path / "libs"
     libs.mkdir()

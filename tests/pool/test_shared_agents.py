@@ -20,7 +20,7 @@ import pytest
 
 from farm.agent.devicelock import read_holder
 from farm.pool.deploy import deploy
-from farm.pool.health import BAD, GOOD, check_local_hosts
+from farm.pool.health.checks import BAD, GOOD, check_local_hosts
 from farm.pool.inventory import HostSpec, default_inventory
 from farm.pool.transport.local import LocalTransport
 from farm.pool.transport.shared import AgentShare, share_key, shared_agent_hosts, shared_host

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from farm.pool.deploy import start_agent
-from farm.pool.lab_sshd import _ed25519_pair, _write_private, free_port
+from farm.pool.lab.sshd import _ed25519_pair, _write_private, free_port
 from farm.pool.transport import open_transport
 from farm.pool.transport.ssh import SSHTransport
 from farm.run.requests import case_request
@@ -222,7 +222,7 @@ def test_declared_agent_fault_over_ssh(deployed_lab, restore_lab_host, fault, er
 
 def test_lab_refuses_to_start_when_a_port_is_taken(ssh_lab, tmp_path, monkeypatch):
     """sshd failing to start is reported with its log, not as a hang."""
-    import farm.pool.lab as lab_mod
+    import farm.pool.lab.core as lab_mod
 
     with socket.socket() as blocker:
         blocker.bind(("127.0.0.2", 0))
@@ -235,8 +235,8 @@ def test_lab_refuses_to_start_when_a_port_is_taken(ssh_lab, tmp_path, monkeypatc
 
 
 def test_lab_cli_up_status_down(sshd, tmp_path, capsys):
-    from farm.pool.lab import Lab, lab_down, lab_up
-    from farm.pool.lab_command import main
+    from farm.pool.lab.command import main
+    from farm.pool.lab.core import Lab, lab_down, lab_up
 
     root = tmp_path / "cli-lab"
     assert main(["up", "--hosts", "1", "--root", str(root)]) == 0
@@ -260,8 +260,8 @@ def test_lab_cli_up_status_down(sshd, tmp_path, capsys):
 @pytest.mark.parametrize("hosts", ["0", "65", "100000"])
 def test_the_lab_size_is_bounded_before_any_sshd_starts(sshd, tmp_path, capsys, hosts):
     """Each host is an sshd on this machine: --hosts 100000 would have started them all."""
-    from farm.pool.lab import MAX_HOSTS
-    from farm.pool.lab_command import main
+    from farm.pool.lab.command import main
+    from farm.pool.lab.core import MAX_HOSTS
 
     assert main(["up", "--hosts", hosts, "--root", str(tmp_path / "lab")]) == 2
     err = capsys.readouterr().err
@@ -271,7 +271,7 @@ def test_the_lab_size_is_bounded_before_any_sshd_starts(sshd, tmp_path, capsys, 
 
 
 def test_a_lab_root_that_cannot_be_made_is_one_line(tmp_path):
-    from farm.pool.lab_command import main
+    from farm.pool.lab.command import main
     from farm.util.errors import UsageError
 
     (tmp_path / "a-file").write_text("")
@@ -387,7 +387,7 @@ def test_a_workdir_relative_to_the_home_is_the_agents_too(deployed_lab, agent_bu
 
 
 def test_the_labs_default_hosts_make_every_family_once_there_are_enough():
-    from farm.pool.lab_layout import default_layout, families_line
+    from farm.pool.lab.layout import default_layout, families_line
 
     assert default_layout(2) == [("a2-01", "Ascend910B1", 2), ("a200-01", "Ascend310B1", 1)]
     assert [n for n, _, _ in default_layout(3)] == ["a2-01", "a2-02", "a200-01"]

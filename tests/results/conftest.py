@@ -166,8 +166,8 @@ import sys
 
 import pytest
 
-from farm.run.allure_categories import failure_message
-from farm.run.allure_glue import annotate
+from farm.run.allure.categories import failure_message
+from farm.run.allure.glue import annotate
 
 RECORDS = {r["case_id"] + "@" + r["family"]: r
            for r in json.load(open(os.environ["FARM_TEST_RECORDS"]))}

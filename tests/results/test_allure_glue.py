@@ -8,15 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from farm.run import (
-    allure_attachments,
-    allure_categories,
-    allure_description,
-    allure_environment,
-    case_plots,
-)
-from farm.run import allure_glue as glue
-from farm.run.allure_process import REPORTS_DIR
+from farm.run import case_plots
+from farm.run.allure import attachments as allure_attachments
+from farm.run.allure import categories as allure_categories
+from farm.run.allure import description as allure_description
+from farm.run.allure import environment as allure_environment
+from farm.run.allure import glue as glue
+from farm.run.allure.process import REPORTS_DIR
 from farm.run.case_plots import BackgroundDrawing, render_case_plots
 from farm.run.plots import error_histogram_png
 
@@ -374,7 +372,7 @@ def test_features_stories_severity(results):
 
 def test_test_items_draw_no_plot(session):
     """annotate leaves the plot's data, never a PNG, and never imports matplotlib."""
-    assert session["modules"] and "farm.run.allure_glue" in session["modules"]
+    assert session["modules"] and "farm.run.allure.glue" in session["modules"]
     assert not [m for m in session["modules"] if m.split(".")[0] == "matplotlib"]
     assert "farm.run.plots" not in session["modules"]
     assert not [n for n in session["items_files"] if n.endswith(".png")]

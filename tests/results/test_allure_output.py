@@ -1,4 +1,4 @@
-"""farm/run/allure_output.py: allure-pytest's files, written compactly, without the fixture
+"""farm/run/allure/output.py: allure-pytest's files, written compactly, without the fixture
 containers that say nothing, and with the same content otherwise."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 from allure_commons import model2 as m  # its Test* classes are not tests: not imported bare
 from allure_commons.logger import AllureFileLogger
 
-from farm.run import allure_output
+from farm.run.allure import output as allure_output
 from farm.util.paths import REPO_ROOT
 
 
@@ -73,7 +73,7 @@ def test_a_container_is_written_only_when_a_fixture_failed_or_broke(tmp_path):
 
 _CONFTEST = """
 import pytest
-from farm.run import allure_output
+from farm.run.allure import output as allure_output
 
 def pytest_sessionstart(session):
     session.config._farm_installed = allure_output.install(session.config)
@@ -147,8 +147,8 @@ import os
 
 import pytest
 
-from farm.run.allure_glue import annotate
-from farm.run.allure_output import _running_result
+from farm.run.allure.glue import annotate
+from farm.run.allure.output import _running_result
 
 RECORDS = json.load(open("records.json"))
 DIRECT = []  # whether each test's annotations went straight to allure-pytest's result

@@ -13,7 +13,7 @@ import pytest
 
 from farm.agent import histogram as plots_data
 from farm.run import plots
-from farm.run.allure_attachments import plot_data
+from farm.run.allure.attachments import plot_data
 
 from .conftest import failed, record, rejected_ok
 

@@ -22,7 +22,9 @@ from farm.results import compare as cmp
 from farm.results.gate import farm_gate, gate_exit_code, gate_rules, quality_gate
 from farm.results.store import RunStore, StoredHistory, store_location
 from farm.results.triage_next import run_triage
-from farm.run import allure_attachments, allure_environment, allure_process
+from farm.run.allure import attachments as allure_attachments
+from farm.run.allure import environment as allure_environment
+from farm.run.allure import process as allure_process
 from farm.util import proc as procfs
 from farm.util.errors import ToolMissing, UsageError
 from farm.util.paths import REPO_ROOT

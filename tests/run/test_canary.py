@@ -70,7 +70,7 @@ def test_a_canary_broken_the_same_way_on_every_host_quarantines_none(tmp_path, m
 
     from farm.agent import execute
     from farm.pool import build
-    from farm.pool.health import Quarantine
+    from farm.pool.health.checks import Quarantine
     from farm.run import prepare
 
     real = execute.make_call_inputs

@@ -111,7 +111,8 @@ def _session(farm: bool):
 
 
 def test_a_farm_runs_session_keeps_its_objects_frozen_until_it_ends(monkeypatch):
-    from farm.run import allure_output, plugin
+    from farm.run import plugin
+    from farm.run.allure import output as allure_output
 
     monkeypatch.setattr(allure_output, "install", lambda *args, **kwargs: True)
     gc.enable()

@@ -1,4 +1,4 @@
-"""The processes of a lab host (farm/pool/lab.py): a process's tree (its sshd, the sessions and
+"""The processes of a lab host (farm/pool/lab/core.py): a process's tree (its sshd, the sessions and
 agents under it), signals to all of it, and the farm agents of a host's work directory, found by
 their pid files and command lines, killed with their process groups.
 """

@@ -1,11 +1,11 @@
-"""`farm lab up | down | status`: the command line of the SSH lab (farm/pool/lab.py)."""
+"""`farm lab up | down | status`: the command line of the SSH lab (farm/pool/lab/core.py)."""
 
 from __future__ import annotations
 
 import sys
 
-from farm.pool.lab import DEFAULT_ROOT, Lab
-from farm.pool.lab_layout import families_line
+from farm.pool.lab.core import DEFAULT_ROOT, Lab
+from farm.pool.lab.layout import families_line
 from farm.util.argparsing import CommandParser, make_output_dir
 from farm.util.errors import ConfigError
 

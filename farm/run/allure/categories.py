@@ -3,7 +3,7 @@
 The farm's pytest plugin makes a case's failure message start with `failure_message(record)`'s
 prefix "[<category>] " (CATEGORY_PREFIXES); Allure's categories (CATEGORIES) match on that
 prefix, with or without the exception type pytest/allure-pytest put in front ("AssertionError: ",
-"Failed: "). farm/run/allure_environment.py writes them into the allure-results.
+"Failed: "). farm/run/allure/environment.py writes them into the allure-results.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ and got, its note and origin, its headline metrics (`metrics_line`), what the ho
 device said, where and how long it ran (`run_line`). What the case is goes here rather than into
 parameters: Allure 3 repeats every shown parameter of every case three times in each of its search
 indexes (one per environment and one for all), ~1.7 KB a case in all. A case that passed outside
-the plot sample gets the short form (farm/run/allure_attachments.py detailed).
+the plot sample gets the short form (farm/run/allure/attachments.py detailed).
 """
 
 from __future__ import annotations
@@ -142,7 +142,7 @@ def device_line(record: Mapping) -> str | None:
 
 def description(record: Mapping, detailed: bool = True) -> str:
     """The case's description: what it is, expectation and outcome, note and origin, the headline
-    metrics, where and how long it ran; ``detailed`` (farm/run/allure_attachments.py detailed),
+    metrics, where and how long it ran; ``detailed`` (farm/run/allure/attachments.py detailed),
     also the standards' verdict, the operator's message, the tiling and every timing."""
     exp = record.get("expect") or {}
     if exp.get("kind") == "reject":

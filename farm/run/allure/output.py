@@ -161,7 +161,7 @@ _DYNAMIC_HOOKS = ("add_title", "add_label", "add_parameter", "add_description")
 
 @dataclass(frozen=True)
 class Annotations:
-    """What `annotate` (farm/run/allure_glue.py) says of a case in its running Allure test:
+    """What `annotate` (farm/run/allure/glue.py) says of a case in its running Allure test:
     labels as (type, value) and parameters as (name, value, excluded), in the order
     allure.dynamic is given them."""
 

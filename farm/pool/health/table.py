@@ -8,9 +8,9 @@ import os
 from collections.abc import Mapping
 
 from farm.agent.machine import Chip, Machine
-from farm.pool.host_health import BAD, UNKNOWN, HostHealth
+from farm.pool.health.quarantine import Quarantine, devices_of
+from farm.pool.health.states import BAD, UNKNOWN, HostHealth
 from farm.pool.inventory import Inventory
-from farm.pool.quarantine import Quarantine, devices_of
 
 HOST_COLUMNS = (
     "host",

@@ -1,5 +1,5 @@
 """The run-level files of an allure-results directory (`write_results_extras`): Allure's
-categories (farm/run/allure_categories.py), environment.properties (the report's Metadata: the
+categories (farm/run/allure/categories.py), environment.properties (the report's Metadata: the
 run, its package and target, its hosts) and executor.json (the CI that ran it)."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from farm.run.allure_categories import CATEGORIES
+from farm.run.allure.categories import CATEGORIES
 
-# The operator the allure-results are of: every case's `epic` label (farm/run/allure_glue.py)
+# The operator the allure-results are of: every case's `epic` label (farm/run/allure/glue.py)
 # and the environment's "operator".
 EPIC = "LogSoftmaxGrad"
 # The label whose value (the SoC family) selects a case's Allure 3 environment

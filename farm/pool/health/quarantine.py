@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from farm.pool.host_health import HostHealth
+from farm.pool.health.states import HostHealth
 
 QUARANTINE_FILE = "quarantine.json"
 # Infrastructure errors on one host within a run before it is quarantined (farm/run/leases.py).

@@ -1,7 +1,7 @@
 """The SSH lab's stand-in for ``npu-smi`` (TEST-ONLY): ``npu-smi info`` as the real tool prints it,
-for chips whose state a test sets (farm/pool/lab.py ``Lab.set_chip``).
+for chips whose state a test sets (farm/pool/lab/core.py ``Lab.set_chip``).
 
-Run on a lab host as ``python -m farm.pool.lab_npu_smi STATE_FILE info``; the lab's
+Run on a lab host as ``python -m farm.pool.lab.npu_smi STATE_FILE info``; the lab's
 ``bin/npu-smi`` wrapper does that, and the host's ``LSG_NPU_SMI`` names the wrapper. STATE_FILE
 is JSON::
 

@@ -2,7 +2,7 @@
 plot's data, metrics.json and the worst elements' table; and which cases attach them.
 
 Error-distribution plots: every failure and a deterministic 1 in PLOT_SAMPLE_ONE_IN of the passes
-(`wants_plot`) get one. Inside the test item `annotate` (farm/run/allure_glue.py) only attaches
+(`wants_plot`) get one. Inside the test item `annotate` (farm/run/allure/glue.py) only attaches
 the few numbers the plot is drawn from (`plot_data`, a small JSON attachment named
 PLOT_DATA_NAME); `farm report` turns them into the PNGs (farm/run/case_plots.py, which also caps
 the passes it draws per family and dtype), so no test item imports matplotlib.
@@ -12,7 +12,7 @@ Attachments grow with failures, not with passes (a nightly run is thousands of p
                        description, the parameters, the plot or the worst-elements table already
                        say; for every case that did not pass and for the sampled passes
                        (`wants_metrics`). Every precision case's description carries its headline
-                       metrics (farm/run/allure_description.py metrics_line).
+                       metrics (farm/run/allure/description.py metrics_line).
   worst elements.csv   every case that did not pass and has worst or NaN/inf-mismatch elements.
   the plot's data      `wants_plot`, see above.
 """

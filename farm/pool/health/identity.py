@@ -1,5 +1,5 @@
 """What a host says it is against what the inventory says of it (SoC, devices, the pins), and
-which of its chips may not run cases, grouped for one line each (farm/pool/health.py).
+which of its chips may not run cases, grouped for one line each (farm/pool/health/checks.py).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """A host's health: what one check of it found (HostHealth): good or bad, every reason, its
-identity, the chips set aside, the package deployed (farm/pool/health.py checks hosts).
+identity, the chips set aside, the package deployed (farm/pool/health/checks.py checks hosts).
 """
 
 from __future__ import annotations

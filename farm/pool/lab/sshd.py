@@ -1,4 +1,4 @@
-"""The sshd of a lab host (farm/pool/lab.py): where OpenSSH's server is and its version, a
+"""The sshd of a lab host (farm/pool/lab/core.py): where OpenSSH's server is and its version, a
 loopback address and a free port, the generated ed25519 keys, the quoting of config and TOML
 values, and whether an sshd answers.
 """

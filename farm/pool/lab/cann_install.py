@@ -1,6 +1,7 @@
-"""The emulated CANN toolkit of a lab host (`farm lab up --cann emulated`, farm/pool/lab.py): this
-checkout's emulated ACL runtime installed where CANN's would be, its set_env.sh, and the stand-in
-toolchain (farm/pool/lab_cann_toolchain.py) that builds the CANN package there. TEST-ONLY.
+"""The emulated CANN toolkit of a lab host (`farm lab up --cann emulated`,
+farm/pool/lab/core.py): this checkout's emulated ACL runtime installed where CANN's would be, its
+set_env.sh, and the stand-in toolchain (farm/pool/lab/cann_toolchain.py) that builds the CANN
+package there. TEST-ONLY.
 """
 
 from __future__ import annotations
@@ -8,8 +9,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from farm.pool import lab_cann_toolchain
-from farm.pool.lab_sshd import sh_quote
+from farm.pool.lab import cann_toolchain as lab_cann_toolchain
+from farm.pool.lab.sshd import sh_quote
 from farm.util.errors import ConfigError, FarmError
 
 
@@ -32,7 +33,7 @@ def emulated_cann_libs() -> Path:
 def install_cann(root: Path, libs: Path, python: str) -> Path:
     """An Ascend install of the emulated runtime under `root`, laid out as CANN's: the toolkit
     (``ascend-toolkit/latest``: lib64/, opp/vendors with no package, the version file of each
-    architecture, the stand-in msopgen where CANN keeps its own, farm/pool/lab_cann_toolchain.py)
+    architecture, the stand-in msopgen where CANN keeps its own, farm/pool/lab/cann_toolchain.py)
     beside ``driver/`` and ``firmware/`` with their version files. Returns the toolkit's
     directory (ASCEND_HOME_PATH)."""
     from farm import __version__
@@ -53,7 +54,7 @@ def install_cann(root: Path, libs: Path, python: str) -> Path:
     tools.mkdir(parents=True, exist_ok=True)
     (tools / "msopgen").write_text(
         "#!/bin/sh\n# msopgen of a farm lab host: the lab's stand-in CANN toolchain (TEST-ONLY)\n"
-        f'exec {sh_quote(python)} -m farm.pool.lab_cann_toolchain msopgen "$@"\n'
+        f'exec {sh_quote(python)} -m farm.pool.lab.cann_toolchain msopgen "$@"\n'
     )
     (tools / "msopgen").chmod(0o755)
     write_set_env(set_env_script(home), home, root / "driver")
@@ -66,7 +67,7 @@ def install_cann(root: Path, libs: Path, python: str) -> Path:
 
 
 def install_stand_in_toolchain(home: Path, libs: Path) -> None:
-    """What the stand-in CANN build compiles and links from (farm/pool/lab_cann_toolchain.py):
+    """What the stand-in CANN build compiles and links from (farm/pool/lab/cann_toolchain.py):
     the emulated op-api with and without the operator's aclnn layer, the emulated Ascend C
     headers, and the aclnn entry "opbuild" generates from the OpDef."""
     from farm.pool import build
@@ -107,7 +108,7 @@ def write_set_env(path: Path, home: Path, driver: Path) -> None:
         return f'export {name}={q(value)}"${{{name}:+:${name}}}"'
 
     lines = [
-        "# CANN's set-up script of a farm lab host's emulated toolkit (farm/pool/lab.py),",
+        "# CANN's set-up script of a farm lab host's emulated toolkit (farm/pool/lab/core.py),",
         "# TEST-ONLY: source it, as CANN's own, to have the toolkit's environment.",
         f"export ASCEND_TOOLKIT_HOME={q(str(home))}",
         f"export ASCEND_HOME_PATH={q(str(home))}",

@@ -3,15 +3,15 @@ test of a case (the farm's pytest plugin calls it once per case, before assertin
 It sets labels, parameters, description and attachments through allure.dynamic / allure.attach.
 The parts it is made of, by job:
 
-    farm/run/allure_categories.py    the failure message and Allure's categories it puts a case in
-    farm/run/allure_description.py  the case's description
-    farm/run/allure_attachments.py   the plot's data, metrics.json, worst elements.csv
-    farm/run/allure_output.py        how allure-pytest writes what this module gives it
-    farm/run/allure_environment.py   the run-level files of the allure-results (not per case)
+    farm/run/allure/categories.py    the failure message and Allure's categories it puts a case in
+    farm/run/allure/description.py  the case's description
+    farm/run/allure/attachments.py   the plot's data, metrics.json, worst elements.csv
+    farm/run/allure/output.py        how allure-pytest writes what this module gives it
+    farm/run/allure/environment.py   the run-level files of the allure-results (not per case)
 
 Identity in Allure (ARCHITECTURE "Allure identity"): the SoC family is a *non-excluded* parameter,
 so the same case on the two families never merges into one history entry; the case itself (the
-suites' parametrize argument, hidden, see farm/run/allure_output.py) makes the rest of the
+suites' parametrize argument, hidden, see farm/run/allure/output.py) makes the rest of the
 history id; host and seed are *excluded* parameters (shown, but not part of the history id). What
 the case is (dtype, shape, axes, distributions, layout) is the description's first line
 (allure_description.case_line), not parameters: Allure 3 repeats every shown parameter of every
@@ -31,7 +31,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 
-from farm.run.allure_attachments import (
+from farm.run.allure.attachments import (
     PLOT_DATA_NAME,
     PLOT_ERROR_NAME,
     PLOT_SAMPLE_ONE_IN,
@@ -44,9 +44,9 @@ from farm.run.allure_attachments import (
     wants_plot,
     worst_csv,
 )
-from farm.run.allure_description import description, host_name
-from farm.run.allure_environment import ENVIRONMENT_LABEL, EPIC
-from farm.run.allure_output import Annotations, apply_annotations
+from farm.run.allure.description import description, host_name
+from farm.run.allure.environment import ENVIRONMENT_LABEL, EPIC
+from farm.run.allure.output import Annotations, apply_annotations
 from suites.case import DEPARTS
 
 _NAN_INF_WORDS = ("nan", "inf")
@@ -128,7 +128,7 @@ def case_annotations(record: Mapping, *, plot_one_in: int = PLOT_SAMPLE_ONE_IN) 
     # parameter showing the Case repr, and the history id takes its original value. Show the case
     # id instead: allure-pytest then changes only the displayed value, never the history id nor
     # `excluded`. (A test without that argument gets "case" as a new, excluded parameter.)
-    # It is hidden as it is written (farm/run/allure_output.py): the case id is the title.
+    # It is hidden as it is written (farm/run/allure/output.py): the case id is the title.
     parameters.append(("case", case_id, True))
     # Shown, but not identity.
     parameters.append(("host", host_name(record), True))

@@ -13,10 +13,10 @@ a later check passes. :func:`host_rows` gives ``farm hosts`` its table.
 
 One module a job; this one checks hosts (check_host, check_pool, the canaries) and re-exports
 the others' names:
-    farm/pool/host_health.py       a host's health: the record a check makes (HostHealth)
-    farm/pool/health_identity.py   what a host says it is against the inventory, its chips
-    farm/pool/quarantine.py        the quarantine file (Quarantine)
-    farm/pool/host_table.py        the rows of `farm hosts` (host_rows)
+    farm/pool/health/states.py       a host's health: the record a check makes (HostHealth)
+    farm/pool/health/identity.py   what a host says it is against the inventory, its chips
+    farm/pool/health/quarantine.py        the quarantine file (Quarantine)
+    farm/pool/health/table.py        the rows of `farm hosts` (host_rows)
 
 """
 
@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from farm.pool.deploy import deploy, sha256_file, start_agent
-from farm.pool.health_identity import (
+from farm.pool.health.identity import (
     chip_notes,
     chip_set_aside,
     grouped,
@@ -37,12 +37,12 @@ from farm.pool.health_identity import (
     pin_problems,
     ranges,
 )
-from farm.pool.host_health import BAD, GOOD, UNKNOWN, HostHealth
+from farm.pool.health.quarantine import QUARANTINE_AFTER, QUARANTINE_FILE, Quarantine, devices_of
+from farm.pool.health.states import BAD, GOOD, UNKNOWN, HostHealth
+from farm.pool.health.table import HOST_COLUMNS, SET_ASIDE, host_rows
 from farm.pool.host_neutral import host_parts, neutral
-from farm.pool.host_table import HOST_COLUMNS, SET_ASIDE, host_rows
 from farm.pool.host_threads import host_threads
 from farm.pool.inventory import HostSpec
-from farm.pool.quarantine import QUARANTINE_AFTER, QUARANTINE_FILE, Quarantine, devices_of
 from farm.pool.transport import HANDSHAKE_TIMEOUT, Channel, Transport, open_transport
 from farm.util.errors import DeviceBusy, FarmError
 from farm.util.waits import result_of

@@ -1,4 +1,4 @@
-"""Which hosts a lab of N hosts has (farm/pool/lab.py): the default layout cycles the families,
+"""Which hosts a lab of N hosts has (farm/pool/lab/core.py): the default layout cycles the families,
 so that every family is there once there are hosts enough; a lab host as the lab keeps it (LabHost).
 """
 
