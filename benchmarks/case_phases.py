@@ -41,7 +41,7 @@ PHASES = ("setup", "call", "teardown", "makereport", "logreport", "logfinish")
 # (module, attribute) of the farm's own steps; a checkout without one reports none.
 STEPS = {
     "record JSON + append": ("farm.run.records_file", "RecordWriter.write"),
-    "record append": ("farm.run.run_dir", "append"),
+    "record append": ("farm.util.run_dir", "append"),
     "Allure annotations": ("farm.run.plugin", "_annotate"),
     "Allure result file": ("farm.run.allure.output", "write_item"),
 }

@@ -20,12 +20,13 @@ from rich.table import Table
 from rich.text import Text
 
 from farm import __version__
-from farm.run import options, run_dir
+from farm.run import options
 from farm.util import interrupts
 from farm.util.argparsing import CommandParser
+from farm.util.command_end import run_command
 from farm.util.console import FarmConsole
 from farm.util.errors import FarmError
-from farm.util.visible import cut, visible
+from farm.util.visible import visible
 
 
 def _selection_args(parser: argparse.ArgumentParser) -> None:
@@ -434,43 +435,9 @@ def main(argv: list[str] | None = None) -> int:
     if command not in COMMANDS:
         print(f"farm: unknown command {command!r}\n\n{usage()}", file=sys.stderr)
         return 2
-    received: list[int] = []
-    try:
-        with interrupts.stopping() as received:
-            code = COMMANDS[command][0](rest)
-            sys.stdout.flush()  # a closed pipe is found here, not at exit past this handler
-        return code
-    except BrokenPipeError:
-        # The reader went away (`farm cases --json | head`): nothing more can reach it. Point
-        # stdout at /dev/null so the interpreter's last flush is quiet; exit as a shell's
-        # writer killed by SIGPIPE does (128 + 13).
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 141
-    except KeyboardInterrupt:
-        code = 128 + (received[-1] if received else signal.SIGINT)
-        name = signal.Signals(code - 128).name
-        FarmConsole(stderr=True).print(
-            f"[yellow]interrupted[/] ({name}): farm {command} stopped (exit {code})"
-        )
-        return code
-    except FarmError as exc:
-        from farm.results.store.location import redact
+    from farm.results.store.location import redact  # a store's password, wherever it is quoted
 
-        console = FarmConsole(stderr=True)
-        # A store's password is hidden wherever it is quoted (a URL given in the wrong place).
-        for line in redact(str(exc)).splitlines() or [""]:  # one line per problem, each marked
-            console.print(f"[bold red]error:[/] {escape(visible(cut(line)))}", highlight=False)
-        return exc.exit_code
-    except OSError as exc:
-        if not run_dir.is_fault(exc):
-            raise
-        # A disk or its permissions refused the command (its output, `farm runs > log` on a
-        # full disk, has no file name): infrastructure, never exit 1, the operator's failure.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        where = exc.filename or "its output"
-        with contextlib.suppress(OSError):
-            print(f"error: farm {command}: {exc.strerror} ({where})", file=sys.stderr)
-        return FarmError.exit_code
+    return run_command(command, lambda: COMMANDS[command][0](rest), redact=redact)
 
 
 # The exit codes of a command stopped by a signal (128 + the signal).

@@ -116,7 +116,7 @@ def merge(
 ) -> int:
     """Merge run group ``group_id``; the merged run's exit code."""
     from farm.results.store import RunStore, open_existing
-    from farm.run import run_dir as run_dir_mod
+    from farm.util import run_dir as run_dir_mod
 
     said_waiting: set[str] = set()
     while True:
@@ -177,8 +177,8 @@ def _make(
     """The merged run this merge has claimed, made: its records, Allure results, JUnit,
     judgement, summary and report; its exit code."""
     from farm.results.store import RunStore
-    from farm.run import run_dir as run_dir_mod
     from farm.run.allure.environment import write_results_extras
+    from farm.util import run_dir as run_dir_mod
 
     outcome = decide(facts)
     group_id = group.group

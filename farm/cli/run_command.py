@@ -35,7 +35,7 @@ from farm.cli.judging import (
 )
 from farm.pool.health import checks as health
 from farm.results.store import RunStore, StoreLocation, timestamps
-from farm.run import fault_injection, prepare, run_dir, runner, scratch
+from farm.run import fault_injection, prepare, runner, scratch
 from farm.run import shard as shard_mod
 from farm.run.finish import RunFacts, RunOutcome, decide
 from farm.run.metadata import RunMetadata
@@ -43,7 +43,7 @@ from farm.run.outputs import JUNIT_XML, SUMMARY_JSON, RunOutputs
 from farm.run.plan import Plan
 from farm.run.records_file import RecordFiles
 from farm.run.runner import SessionEnd
-from farm.util import interrupts, paths
+from farm.util import interrupts, paths, run_dir
 from farm.util.console import FarmConsole
 from farm.util.errors import StoreError
 from farm.util.interrupts import interruptible, shielded

@@ -154,7 +154,7 @@ def make_report(
         triage = run_triage(store, run_id, comp.baseline_id) if judged is None else judged.triage
     results = Path(request.results) if request.results else default_results_dir(run, location)
     from farm.results.shrink_links import link_shrinks
-    from farm.run import run_dir
+    from farm.util import run_dir
 
     out = Path(request.out) if request.out else default_report_dir(run, location)
     history = StoredHistory(location, tier, run_id) if request.history else None

@@ -244,7 +244,7 @@ def generate(
 
 # What node says of a write its disk refused (Allure writing the report: "Error: ENOSPC: no space
 # left on device, write", then "code: 'ENOSPC'" in its stack): the directory's fault, which the
-# callers say in one line naming the directory and the fix (farm/run/run_dir.py), never node's
+# callers say in one line naming the directory and the fix (farm/util/run_dir.py), never node's
 # stacks.
 _NODE_DISK_REFUSAL = re.compile(r"\b(ENOSPC|EDQUOT|EROFS)\b")
 

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from farm.results.store.location import StoreLocation
 from farm.results.store.rows import planted_bug
-from farm.run.run_dir import write_whole
+from farm.util.run_dir import write_whole
 
 SHRUNK_NAME = "shrunk form"
 SHRUNK_FILE_NAME = "shrunk form.json"

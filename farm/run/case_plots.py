@@ -47,9 +47,9 @@ from farm.run.allure.attachments import (
     sample_hash,
 )
 from farm.run.result_files import read_file, result_files
-from farm.run.run_dir import write_whole
 from farm.util import waits
 from farm.util.children import die_with_parent
+from farm.util.run_dir import write_whole
 
 # Below this many plots one process draws them all (a worker pool costs more than it saves).
 # The workers are forked after this process has imported matplotlib (_draw_all): a worker's

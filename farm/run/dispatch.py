@@ -54,7 +54,7 @@ from collections.abc import Callable
 from farm.agent.record import ResultRecord, parse_record, with_case
 from farm.agent.request import CaseRequest
 from farm.pool.transport.channel import HANDSHAKE_TIMEOUT
-from farm.run import case_records, run_dir
+from farm.run import case_records
 from farm.run.attempts import (
     Crash,
     CrashedTwice,
@@ -79,6 +79,7 @@ from farm.run.leases import (
 from farm.run.requests import case_request
 from farm.run.slot_table import SlotTable
 from farm.run.slots import SlotInfo
+from farm.util import run_dir
 from farm.util.errors import (
     AgentError,
     AgentTimeout,

@@ -24,8 +24,8 @@ import sqlite3
 import sys
 from pathlib import Path
 
-from farm.run.run_dir import is_inside
 from farm.util import paths
+from farm.util.run_dir import is_inside
 
 ENV = "FARM_FAULT_RUNS_DIR"
 REPORT = "report"

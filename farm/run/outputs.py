@@ -10,8 +10,8 @@ from collections import Counter
 from pathlib import Path
 
 from farm.agent.record import FAILURE_FIELDS, ResultRecord
-from farm.run import run_dir
 from farm.run.plan import Plan
+from farm.util import run_dir
 from suites.caseset import Selection as CaseSelection
 
 # What a run leaves in runs/<run id>/ besides records/ and allure-results/ (the report's

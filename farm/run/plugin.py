@@ -20,14 +20,14 @@ import pytest
 
 from farm.agent.outcome import CATEGORIES
 from farm.agent.record import ResultRecord
-from farm.run import fault_injection, options, run_dir
+from farm.run import fault_injection, options
 from farm.run import plan as plan_mod
 from farm.run.dispatch import Dispatcher
 from farm.run.leases import RunState
 from farm.run.pipeline import Pipeline, plan_lanes
 from farm.run.records_file import RecordWriter, records_path
 from farm.run.scheduling import SlotScheduling
-from farm.util import heap, interrupts
+from farm.util import heap, interrupts, run_dir
 from farm.util.errors import RunDirUnwritable
 from farm.util.paths import REPO_ROOT
 

@@ -28,7 +28,7 @@ from pathlib import Path
 from farm.agent.record import ResultRecord
 from farm.run.plugin import case_id_of
 from farm.run.result_files import RESULT_SUFFIX, read_file, result_files
-from farm.run.run_dir import write_whole
+from farm.util.run_dir import write_whole
 
 # How a record's outcome reads in JUnit (None: a testcase without a failure element).
 _JUNIT_ELEMENT = {"passed": None, "failed": "failure", "broken": "error"}

@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from farm.agent.record import JSON_FORM, ResultRecord
-from farm.run import run_dir as run_dir_mod
+from farm.util import run_dir as run_dir_mod
 
 RECORDS_DIR = "records"
 

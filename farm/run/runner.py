@@ -27,7 +27,7 @@ from farm.agent.record import ResultRecord, broken_record
 from farm.pool import cann_build
 from farm.pool.health import checks as health
 from farm.pool.inventory import Inventory
-from farm.run import prepare, run_dir
+from farm.run import prepare
 from farm.run import shard as shard_mod
 from farm.run.leases import needs_benchmark, without_torch
 from farm.run.outputs import JUNIT_XML
@@ -43,7 +43,7 @@ from farm.run.session_plugins import (
 )
 from farm.run.slot_table import NO_HOST_OF_FAMILY
 from farm.run.timeouts import MAX_CASE_TIMEOUT
-from farm.util import paths
+from farm.util import paths, run_dir
 from farm.util.errors import UsageError
 from farm.util.interrupts import interruptible
 from farm.util.visible import visible

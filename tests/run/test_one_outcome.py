@@ -1,7 +1,7 @@
 """One outcome per case: a suite check that fails after the record was written (the tiling
 check) amends the record, so the store, the summary and the exit code say what JUnit says; after
 any stop JUnit and the Allure results hold exactly the stored cases (farm/run/reconcile.py);
-a runs directory that refuses writes is one line (farm/run/run_dir.py), and the fault injection
+a runs directory that refuses writes is one line (farm/util/run_dir.py), and the fault injection
 the e2e tests use refuses what a full disk would (farm/run/fault_injection.py); a signal to the
 orchestrator's pid reaches its workers."""
 
@@ -21,9 +21,9 @@ import pytest
 from farm.agent.record import Outcome, ResultRecord
 from farm.cli.run_command import collect_records
 from farm.results.store import read_records, store_location
-from farm.run import fault_injection, plugin, reconcile, run_dir
+from farm.run import fault_injection, plugin, reconcile
 from farm.run.records_file import RecordFiles, RecordWriter
-from farm.util import interrupts, paths
+from farm.util import interrupts, paths, run_dir
 from farm.util import proc as procfs
 from farm.util.errors import RunDirUnwritable
 from suites import matrix

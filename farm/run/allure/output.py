@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from farm.run.run_dir import write_whole
+from farm.util.run_dir import write_whole
 
 # A fixture status that makes its container worth a file.
 _SAYS_SOMETHING = frozenset({"failed", "broken"})
