@@ -294,14 +294,18 @@ def _merged_before(
     )
     if not group.complete:
         console.print(merge_mod.incomplete_line(group, earlier["run_id"]), markup=False)
-        return ExitCode.INFRA
-    if report and not (Path(earlier["run_dir"]) / "report").is_dir():
+    problem = None
+    if group.complete and report and not (Path(earlier["run_dir"]) / "report").is_dir():
         # The last shard merged without a report (shards run --no-report): make it now.
         problem = make_report(earlier["run_id"], store_path, history_runs)
         if problem is not None:
             console.print(f"[bold red]error:[/] {escape(problem)}", highlight=False)
-            return ExitCode.INFRA
-    return int(earlier["exit_code"])
+    facts = RunFacts(
+        merged_as=ExitCode(earlier["exit_code"]),
+        incomplete=not group.complete,
+        report_failed=problem is not None,
+    )
+    return int(decide(facts).exit_code)
 
 
 def _prepared(

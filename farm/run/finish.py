@@ -8,6 +8,8 @@ them as a table):
 - 0 every case passed.
 - 1 product failures; or, every case passed, a quality gate that failed (a regression against
   the baseline), stored as 1 too so that such a run is never a baseline.
+- A group merged before answers a merge again with that run's code (2 if the group is missing
+  shards now, or its report cannot be made).
 - 2 the run was degraded or incomplete by infrastructure: a host unhealthy or quarantined, a
   chip set aside, a case broken or lost, pytest unable to run the suites (or refusing the
   arguments after --: nothing ran, the run is stored aborted), a shard missing or degraded (a
@@ -64,6 +66,8 @@ class RunFacts:
     incomplete: bool = False  # a merged run missing shards (farm merge)
     stop: int | None = None  # the signal that stopped the run before its outcome was decided
     subset: bool = False  # fewer cases than its selection (-k, -x), or one shard
+    # farm merge of a group merged before (by an earlier or a concurrent merge): that run's code
+    merged_as: ExitCode | None = None
     # Learnt as the run is stored, judged, written and reported:
     store_refused: bool = False  # the store could not take the results
     gate_failed: bool = False  # the quality gate failed (judged only when judgeable)
@@ -92,6 +96,8 @@ def _run_code(f: RunFacts) -> tuple[ExitCode, str]:
         return ExitCode.of_stop(f.stop), INTERRUPTED
     if f.incomplete or f.cut_short or f.refused:
         return ExitCode.INFRA, ABORTED
+    if f.merged_as is not None:
+        return f.merged_as, FINISHED
     if f.broken or f.infrastructure:
         return ExitCode.INFRA, FINISHED
     if f.failed or f.gate_failed:

@@ -98,6 +98,27 @@ RULES = [
     ),
     ("a merged run missing a shard", RunFacts(incomplete=True), INFRA, INFRA, ABORTED),
     (
+        "a group merged before: that run's code",
+        RunFacts(merged_as=PRODUCT),
+        PRODUCT,
+        PRODUCT,
+        FINISHED,
+    ),
+    (
+        "a group merged before, missing a shard now",
+        RunFacts(merged_as=OK, incomplete=True),
+        INFRA,
+        INFRA,
+        ABORTED,
+    ),
+    (
+        "a group merged before whose report cannot be made",
+        RunFacts(merged_as=OK, report_failed=True),
+        INFRA,
+        INFRA,
+        FINISHED,
+    ),
+    (
         "a merged run of a shard degraded by infrastructure",
         RunFacts(infrastructure=("shard 2 exited 2",)),
         INFRA,
