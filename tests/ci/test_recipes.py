@@ -980,10 +980,10 @@ def test_jenkins_takes_the_store_from_its_credentials():
     assert store and re.fullmatch(r"credentials\('[\w-]+'\)", store[1].strip()), store
 
 
-def test_pre_commit_runs_ruff_ruff_format_and_mypy_from_the_venv():
+def test_pre_commit_runs_ruff_ruff_format_mypy_and_lint_imports_from_the_venv():
     doc = yaml.safe_load((REPO / ".pre-commit-config.yaml").read_text())
     hooks = {h["id"]: h for repo in doc["repos"] for h in repo["hooks"]}
-    assert {"ruff", "ruff-format", "mypy"} <= set(hooks)
+    assert {"ruff", "ruff-format", "mypy", "lint-imports"} <= set(hooks)
     assert all(repo["repo"] == "local" for repo in doc["repos"]), "no hook repository to fetch"
     for hook in hooks.values():
         assert hook["language"] == "system"
@@ -991,5 +991,8 @@ def test_pre_commit_runs_ruff_ruff_format_and_mypy_from_the_venv():
         assert tool.startswith(".venv/bin/"), tool
     assert hooks["ruff"]["entry"].split()[1:3] == ["check", "--fix"]
     assert hooks["ruff-format"]["entry"].split()[1] == "format"
-    assert hooks["mypy"]["entry"].split()[1:] == ["farm", "golden", "suites"]
+    # mypy's own files (pyproject.toml [tool.mypy]: farm, golden, suites, tests), as lint.sh
+    assert hooks["mypy"]["entry"].split()[1:] == []
     assert hooks["mypy"]["pass_filenames"] is False
+    assert hooks["lint-imports"]["entry"].split()[1:] == ["--no-cache"]
+    assert hooks["lint-imports"]["pass_filenames"] is False
