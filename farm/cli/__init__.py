@@ -182,6 +182,12 @@ def cmd_run(argv: list[str]) -> int:
         help="run store: a SQLite file or postgresql://USER:PASSWORD@HOST/DB (default: "
         "$FARM_STORE, else runs/farm.sqlite; prefer $FARM_STORE for a URL with a password)",
     )
+    parser.add_argument(
+        "--json-summary",
+        metavar="FILE",
+        help="also write the run's summary JSON (its run_id, exit_code, outcomes, junit...) to "
+        "FILE, for a CI script; the last line of stdout is run_id=<id> either way",
+    )
     parser.add_argument("pytest_args", nargs="*", help="after --: passed to pytest (e.g. -k)")
     args = parser.parse_args(argv)
     if args.store:  # the run's every process and command finds the store where the farm's do
@@ -203,6 +209,7 @@ def cmd_run(argv: list[str]) -> int:
         history_runs=args.history_runs,
         shard=args.shard,
         run_group=args.run_group,
+        json_summary=args.json_summary,
     )
 
 
