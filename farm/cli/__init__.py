@@ -182,6 +182,12 @@ def cmd_run(argv: list[str]) -> int:
         help="run store: a SQLite file or postgresql://USER:PASSWORD@HOST/DB (default: "
         "$FARM_STORE, else runs/farm.sqlite; prefer $FARM_STORE for a URL with a password)",
     )
+    parser.add_argument(
+        "--json-summary",
+        metavar="FILE",
+        help="also write the run's summary JSON (its run_id, exit_code, outcomes, junit...) to "
+        "FILE, for a CI script; the last line of stdout is run_id=<id> either way",
+    )
     parser.add_argument("pytest_args", nargs="*", help="after --: passed to pytest (e.g. -k)")
     args = parser.parse_args(argv)
     if args.store:  # the run's every process and command finds the store where the farm's do
@@ -203,6 +209,7 @@ def cmd_run(argv: list[str]) -> int:
         history_runs=args.history_runs,
         shard=args.shard,
         run_group=args.run_group,
+        json_summary=args.json_summary,
     )
 
 
@@ -246,7 +253,7 @@ def cmd_hosts(argv: list[str]) -> int:
     parser.add_argument(
         "--json",
         action="store_true",
-        help="the rows as JSON, each host's with what it last said it is (machine)",
+        help="the pool as JSON, typed, each host's chips under it (docs/hosts.schema.json)",
     )
     args = parser.parse_args(argv)
     if args.deep:
@@ -255,31 +262,29 @@ def cmd_hosts(argv: list[str]) -> int:
     healths = None
     if args.check:
         hosts = len(inventory.hosts)
+        started = time.time()  # what the quarantine recorded since is what this check read
         # The package built if need be, deployed, each host checked: seconds to minutes.
         with FarmConsole(stderr=True).status(f"checking {hosts} host{'s' * (hosts != 1)}"):
             plan = prepare.prepare_pool(args.inventory, run_dir=paths.STATE_DIR / "last-check")
         healths = {
-            name: health.HostHealth(host=name, state=health.BAD, reasons=[why])
+            name: health.HostHealth(name, health.BAD, [why], checked_at=started)
             for name, why in plan.unhealthy.items()
         }
         for name in plan.hosts:
             healths[name] = health.HostHealth(
-                host=name,
-                state=health.GOOD,
-                reasons=[],
+                name,
+                health.GOOD,
+                [],
+                checked_at=started,
                 set_aside=health.devices_of(plan.set_aside, name),
             )
-    rows = health.host_rows(inventory, paths.STATE_DIR, healths)
     # A check that finds a host bad is a failed check, as a run's would be: exit 2.
     code = 2 if args.check and any(h.state == health.BAD for h in (healths or {}).values()) else 0
-    if args.json:
-        seen = health.Quarantine(paths.STATE_DIR).seen()
-        for row in rows:
-            if row["host"] in seen:
-                row["machine"] = seen[row["host"]]["machine"]
-        json.dump(rows, sys.stdout, indent=1)
+    if args.json:  # typed, chips under their host: docs/hosts.schema.json
+        json.dump(health.pool_health(inventory, paths.STATE_DIR, healths), sys.stdout, indent=1)
         sys.stdout.write("\n")
         return code
+    rows = health.host_rows(inventory, paths.STATE_DIR, healths)
     if not sys.stdout.isatty():  # pipes and logs get every character, a line a host
         from farm.results.compare_render import plain_table
 

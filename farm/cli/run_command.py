@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import json
 import shutil
 import signal
 import sys
@@ -69,10 +70,12 @@ def run(
     history_runs: int | None = None,
     shard: str | None = None,
     run_group: str | None = None,
+    json_summary: str | None = None,
 ) -> int:
     """Run the selection ``chosen`` on the pool; the exit code. ``shard`` ("K/N") and
     ``run_group``: run one shard of the logical run ``run_group`` (farm/run/shard.py; merged by
-    farm merge, farm/cli/merge_command.py)."""
+    farm merge, farm/cli/merge_command.py). ``json_summary``: a file the run's summary.json is
+    copied to (:func:`say_the_run`)."""
     console = console or FarmConsole(stderr=True)
     extra_pytest = extra_pytest or []
     part, group = runner.check_options(
@@ -129,7 +132,34 @@ def run(
         from farm.cli import merge_command
 
         merge_command.after_shard(console, store_path, plan.run_group, report, history_runs)
+    say_the_run(console, plan, store_path, code, json_summary)
     return code
+
+
+def say_the_run(
+    console: Console, plan: Plan, store: StoreLocation, code: int, json_summary: str | None
+) -> None:
+    """The run's last lines, for a person and a script: where it is stored (the location,
+    its password masked), its summary copied to ``json_summary`` (when the run wrote none: its
+    run id, directory and exit code), and ``run_id=<id>`` alone on the last line of stdout."""
+    console.print(f"store    {store.display}", markup=False, highlight=False)
+    if json_summary:
+        summary = plan.run_dir / SUMMARY_JSON
+        try:
+            text = summary.read_bytes()
+        except FileNotFoundError:
+            stub = {"run_id": plan.run_id, "run_dir": str(plan.run_dir), "exit_code": code}
+            text = (json.dumps(stub, indent=1) + "\n").encode()
+        try:
+            run_dir.write_whole(Path(json_summary), text)
+        except OSError as exc:
+            console.print(
+                f"[red]error:[/] --json-summary {escape(json_summary)}: {escape(str(exc))}; "
+                f"the run's summary is {escape(str(summary))}",
+                highlight=False,
+            )
+    with contextlib.suppress(BrokenPipeError):  # `farm run | head`: gone before the last line
+        print(f"run_id={plan.run_id}", flush=True)
 
 
 def _prepare(

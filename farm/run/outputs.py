@@ -59,7 +59,13 @@ class RunOutputs:
             (
                 "JUnit",
                 run / JUNIT_XML,
-                lambda: reconcile.junit(pytest_junit, run / JUNIT_XML, self.records, self.nodeids),
+                lambda: reconcile.junit(
+                    pytest_junit,
+                    run / JUNIT_XML,
+                    self.records,
+                    self.nodeids,
+                    junit_suite(self.plan),
+                ),
             ),
             (
                 "summary",
@@ -83,6 +89,11 @@ class RunOutputs:
 
     def left_out(self) -> str:
         return f"; not written: {', '.join(self.missing)}" if self.missing else ""
+
+
+def junit_suite(plan: Plan) -> str:
+    """The name of a run's JUnit test suite, as CI lists it: "farm smoke run <run id>"."""
+    return f"farm {plan.tier} run {plan.run_id}"
 
 
 def write_summary(

@@ -53,15 +53,19 @@ def junit(
     out: Path,
     records: Iterable[ResultRecord],
     nodeids: Mapping[str, str],
+    suite_name: str | None = None,
 ) -> set[str]:
     """Write ``out``: pytest's JUnit (``pytest_xml``, may be missing or cut short) less the
     testcases of cases without a record, plus one from the record of each stored case pytest
-    did not report. ``nodeids``: case id -> its node id. Returns the case ids written."""
+    did not report. ``nodeids``: case id -> its node id; ``suite_name``: the name of its test suites
+    (and of the whole), pytest's ("pytest") when None. Returns the case ids written."""
     by_id = {r["case_id"]: r for r in records}
     root = _parse(pytest_xml)
     suites = [root] if root.tag == "testsuite" else list(root.iter("testsuite"))
     if not suites:
         suites = [ET.SubElement(root, "testsuite", name="pytest")]
+    for named in [root, *suites] if suite_name else ():
+        named.set("name", str(suite_name))
     entries: dict[str, list[tuple[ET.Element, ET.Element]]] = {}  # case id -> (suite, testcase)
     for suite in suites:
         for case in list(suite.findall("testcase")):

@@ -425,6 +425,7 @@ STUB = """#!/bin/sh
 printf '%s\\n' "$@" > "$STUB_ARGS"
 mkdir -p "$STUB_RUN_DIR" && : > "$STUB_SUMMARY"
 mkdir -p runs/state runs/hosts
+echo "run_id=${STUB_RUN_ID:-$(basename "$STUB_RUN_DIR")}"
 exit "$STUB_EXIT"
 """
 
@@ -663,8 +664,23 @@ def test_github_exit_codes_and_run_directory(sandbox, written):
             got = gh_outcome(job.doc, sandbox, code)
             assert got["farm_step_status"] == 0, (name, code, "the farm step must not fail")
             assert got["outputs"]["exit_code"] == str(code)
-            assert got["outputs"]["run_dir"] == written.run_dir, "the newest run directory"
+            assert got["outputs"]["run_dir"] == written.run_dir, "the run farm said"
             assert got["outcome"] == wanted, (name, code)
+
+
+def test_github_takes_the_run_directory_farm_names_not_the_newest(sandbox, written):
+    """farm run's last line, run_id=<id>, names the run directory: a recipe that took the newest
+    directory under runs/ (ls -td) would take the one farm did not name."""
+    (older,) = [p for p in (sandbox.root / "runs").iterdir() if "older" in p.name]
+    for name, job in github_jobs(text_of("github")).items():
+        if name == MERGE:
+            continue  # farm merge's run: the one directory it writes besides the shards'
+        got = gh_outcome(job.doc, sandbox, 0, env={"STUB_RUN_ID": older.name})
+        assert got["outputs"]["run_dir"] == f"runs/{older.name}", name
+    for kind in ("github", "gitlab"):
+        for name, job in PARSERS[kind](text_of(kind)).items():
+            if name != MERGE:
+                assert not any("ls -td" in script for script in job.scripts), (kind, name)
 
 
 def test_github_exit_code_checker_fails_a_wrong_mapping(sandbox):
@@ -774,6 +790,13 @@ def test_gitlab_publishes_the_run_directory(written):
         assert fnmatch.fnmatch(written.junit, artifacts["reports"]["junit"]), name
         for path in (written.junit, written.summary, written.report):
             assert any(fnmatch.fnmatch(path, p.rstrip("/")) for p in artifacts["paths"]), path
+    # What the header promises: the pre-merge run's comparison with the nightly, as written.
+    (compare,) = [
+        c for s in jobs["pre-merge"].scripts for c in farm_commands(s) if c[:1] == ["compare"]
+    ]
+    output = compare[compare.index("--output") + 1].replace("$run_id", written.run_id)
+    assert output == f"{written.run_dir}/compare-nightly.md"
+    assert any(fnmatch.fnmatch(output, p) for p in jobs["pre-merge"].doc["artifacts"]["paths"])
     shard = jobs["nightly"].doc["artifacts"]
     assert shard["when"] == "always", "a failing shard's results are merged too"
     for path in (written.junit, written.summary, written.allure_results):

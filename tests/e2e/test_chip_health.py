@@ -27,7 +27,11 @@ def _hosts_json(farm, inventory: str, *options: str, code: int = 0) -> dict[str,
         timeout=300,
     )
     assert proc.returncode == code, proc.stdout + proc.stderr
-    return {row["host"]: row for row in json.loads(proc.stdout)}
+    rows = {}
+    for host in json.loads(proc.stdout):  # chips under their host: a row each, "host:device"
+        rows[host["host"]] = host
+        rows.update({f"{host['host']}:{c['device']}": c for c in host["chips"]})
+    return rows
 
 
 def _inventory(lab, tmp_path) -> str:
@@ -79,10 +83,13 @@ def test_a_chip_that_may_not_run_is_set_aside_alone_and_comes_back(
     }
 
     rows = _hosts_json(farm, inventory)
-    assert rows["a2-01"]["state"] != "bad" and rows["a2-01"]["chip"] == "1 set aside"
-    assert (rows["a2-01:1"]["state"], rows["a2-01:0"]["chip"]) == (
+    assert rows["a2-01"]["state"] != "bad" and rows["a2-01"]["set_aside"] == 1
+    chip = rows["a2-01:0"]
+    assert (rows["a2-01:1"]["state"], chip["name"], chip["health"], chip["memory_used_mb"]) == (
         "set aside",
-        "910B1 OK, 3150/65536 MB, AI Core 0%",
+        "910B1",
+        "OK",
+        3150,
     )
     assert rows["a2-01:1"]["since"] and "Alarm" in rows["a2-01:1"]["reason"]
     assert (rows["a2-01"]["arch"], rows["a2-01"]["cann"]) == (here, "8.2.RC1")
@@ -92,4 +99,4 @@ def test_a_chip_that_may_not_run_is_set_aside_alone_and_comes_back(
     lab.set_chip("a2-02", 0, held_mb=0)
     rows = _hosts_json(farm, inventory, "--check", code=2)  # a200-01 stays bad (its pin)
     assert rows["a2-01:1"]["state"] == "good" and rows["a2-02:0"]["state"] == "good", rows
-    assert rows["a2-01"]["chip"] == "" and rows["a2-01:1"]["reason"] == ""
+    assert rows["a2-01"]["set_aside"] == 0 and rows["a2-01:1"]["reason"] is None

@@ -245,6 +245,30 @@ def test_junit_cut_short_or_missing_is_made_from_the_records(tmp_path):
         assert junit_ids(out) == {r["case_id"]: r["outcome"] for r in records}
 
 
+def test_junit_names_its_suite_after_the_tier_and_the_run(tmp_path):
+    """CI lists a run's JUnit by its suite's name: the run's, not pytest's "pytest"."""
+    import xml.etree.ElementTree as ET
+
+    from farm.run.metadata import new_run_id
+    from farm.run.outputs import junit_suite
+    from farm.run.plan import Plan
+
+    run_id = new_run_id("smoke")
+    plan = Plan(run_id, tmp_path, "smoke", "native", inventory={}, slots=[], hosts={})
+    assert junit_suite(plan) == f"farm smoke run {run_id}"
+    records = stored("passed", "failed")
+    pytest_xml = tmp_path / "pytest.xml"
+    pytest_xml.write_text(
+        '<?xml version="1.0"?><testsuites><testsuite name="pytest"/></testsuites>'
+    )
+    for source in (pytest_xml, tmp_path / "none.xml"):  # pytest's, or made from the records
+        out = tmp_path / "junit.xml"
+        reconcile.junit(source, out, records, {}, junit_suite(plan))
+        root = ET.parse(out).getroot()
+        assert {e.get("name") for e in [root, *root.iter("testsuite")]} == {junit_suite(plan)}
+        assert junit_ids(out) == {r["case_id"]: r["outcome"] for r in records}
+
+
 def test_allure_loses_results_without_a_record_and_gains_the_stored_ones(tmp_path):
     import json
 

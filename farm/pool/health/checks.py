@@ -39,7 +39,7 @@ from farm.pool.health.identity import (
 )
 from farm.pool.health.quarantine import QUARANTINE_AFTER, QUARANTINE_FILE, Quarantine, devices_of
 from farm.pool.health.states import BAD, GOOD, UNKNOWN, HostHealth
-from farm.pool.health.table import HOST_COLUMNS, SET_ASIDE, host_rows
+from farm.pool.health.table import HOST_COLUMNS, SET_ASIDE, host_rows, pool_health
 from farm.pool.host_neutral import host_parts, neutral
 from farm.pool.host_threads import host_threads
 from farm.pool.inventory import HostSpec
@@ -340,5 +340,6 @@ __all__ = [
     "host_rows",
     "identity_problems",
     "pin_problems",
+    "pool_health",
     "ranges",
 ]

@@ -32,10 +32,10 @@ class Quarantine:
     """Persistent host quarantine: ``<state_dir>/quarantine.json``, safe across processes.
 
     Format: ``{"version": 1, "hosts": {name: {"reason", "since", "updated"}}, "chips":
-    {"name:device": {...the same}}, "seen": {name: {"machine", "checked"}}}``: the hosts set aside,
-    the chips of good hosts set aside alone, and what each host last said it is (for ``farm
-    hosts``). Mid-run infrastructure errors are counted per run (farm/run/leases.py RunState) and
-    land here when they reach ``QUARANTINE_AFTER``.
+    {"name:device": {...the same}}, "seen": {name: {"state", "machine", "checked"}}}``: the
+    hosts set aside, the chips of good hosts set aside alone, and what each host last said it is
+    (for ``farm hosts``). Mid-run infrastructure errors are counted per run (farm/run/leases.py
+    RunState) and land here when they reach ``QUARANTINE_AFTER``.
     """
 
     def __init__(self, state_dir: str | os.PathLike[str]) -> None:
@@ -79,8 +79,9 @@ class Quarantine:
         return dict(self._read()["chips"])
 
     def seen(self) -> dict[str, dict[str, Any]]:
-        """What each host last said it is: name -> {"machine": Machine wire form, "judging":
-        which path judges there (golden/fused.py status), "checked"}."""
+        """What each host last said it is: name -> {"state": that check's outcome, "machine":
+        Machine wire form, "judging": which path judges there (golden/fused.py status),
+        "checked"}."""
         return dict(self._read()["seen"])
 
     def reason(self, host: str) -> str | None:
@@ -113,7 +114,8 @@ class Quarantine:
             identity = health.identity or {}
             machine = identity.get("machine")
             if isinstance(machine, dict):
-                data["seen"][name] = {
+                data["seen"][name] = {  # state: a quarantined host's are those it was put by
+                    "state": health.state,
                     "machine": machine,
                     "judging": str(identity.get("judging") or ""),
                     "checked": now_iso(health.checked_at),
