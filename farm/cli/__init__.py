@@ -21,9 +21,8 @@ from rich.text import Text
 
 from farm import __version__
 from farm.run import options
-from farm.util import interrupts
+from farm.util import command_end, interrupts
 from farm.util.argparsing import CommandParser
-from farm.util import command_end
 from farm.util.console import FarmConsole
 from farm.util.errors import FarmError
 from farm.util.visible import visible
