@@ -55,6 +55,8 @@ export default defineConfig({
       options: {
         reportName: env.FARM_ALLURE_NAME || "LogSoftmaxGrad farm",
         reportLanguage: "en",
+        // A directory: farm/results/report_single_file.py then makes its index.html the whole
+        // report when small enough (it opens from disk), the files kept for tools and serving.
         singleFile: false,
         groupBy: ["feature", "story"],
         // The timeline shows the cases whose test item took a second or more: a nightly run's

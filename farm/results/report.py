@@ -9,6 +9,8 @@ ReportRequest. The parts, by job:
     farm/results/report_history.py    the tier's history each report reads and adds its line to
     farm/results/allure_input.py      what Allure reads of the run's allure-results
     farm/results/report_out_dir.py    which directory a report may replace
+    farm/results/report_single_file.py  index.html made the whole report, when small enough
+    farm/results/report_serve.py      `farm report --open`: the report served on 127.0.0.1
     farm/results/run_paths.py         where a stored run's directory, results and report are
     farm/run/allure/process.py        the Allure 3 process (started early by `farm run`)
 """
@@ -16,6 +18,7 @@ ReportRequest. The parts, by job:
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 from collections.abc import Sequence
@@ -194,7 +197,7 @@ def make_report(
     if code != 0:
         print(f"farm report: allure generate failed with exit code {code}", file=sys.stderr)
         return EXIT_NO_REPORT
-    print(f"report: {index}")
+    print(report_line(index, run_id))
     sys.stdout.write(to_text(comp, limit=20))
     for rule in gate:
         if not rule.success:
@@ -203,6 +206,43 @@ def make_report(
     if verdict == 0:
         print("quality gate: passed")
     return verdict
+
+
+def report_line(index: Path, run_id: str) -> str:
+    """The line that says where the report is: its page, when that is the whole report
+    (report_single_file: it opens from disk), else the command that serves it."""
+    from farm.results.report_single_file import is_single_file
+
+    if is_single_file(index):
+        return f"report: {index} (opens from disk)"
+    return f"report: farm report --open {run_id} (serves {index.parent}: too large for one file)"
+
+
+def open_report(request: ReportRequest, port: int = 0) -> int:
+    """`farm report --open`: serve the run's report on 127.0.0.1 until Ctrl-C (report_serve),
+    made first when the run has none; 0, or make_report's exit code 2 when none could be
+    made."""
+    from farm.results.arguments import unknown_run
+    from farm.results.report_serve import serve_report
+    from farm.results.store import open_existing, store_location
+
+    location = store_location(request.store)
+    with open_existing(location) as store:
+        run = store.get_run(request.run) if request.run else store.latest_run(finished=True)
+    if run is None and request.run:
+        raise unknown_run(f"unknown run {request.run!r}", location)
+    if run is None:
+        print(
+            f"farm report: no finished run in the store {location}; `farm run` makes one",
+            file=sys.stderr,
+        )
+        return EXIT_NO_REPORT
+    out = Path(request.out) if request.out else default_report_dir(run, location)
+    if not (out / "index.html").is_file():
+        request = dataclasses.replace(request, run=run["run_id"])
+        if make_report(request) == EXIT_NO_REPORT:
+            return EXIT_NO_REPORT
+    return serve_report(out, port, label=f"the report of run {run['run_id']}")
 
 
 # --------------------------------------------------------------------------- farm report
@@ -229,12 +269,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     Exit code: the farm's quality gate (farm_gate, the report's Quality Gates tab): 0 when every
     rule passes (reports/quality-gate.json's, and no regression against the baseline), 1
     otherwise, 2 when the run did not finish or the report could not be generated (tools missing,
-    no results; a runs directory that refuses the report's files is a RunDirUnwritable)."""
-    return make_report(parse_request(argv))
+    no results; a runs directory that refuses the report's files is a RunDirUnwritable).
+    With --open: the report served on 127.0.0.1 until Ctrl-C, then 0."""
+    args = _parser().parse_args(argv)
+    request = _request(args)
+    if args.open:
+        return open_report(request, args.port)
+    return make_report(request)
 
 
 def parse_request(argv: Sequence[str] | None) -> ReportRequest:
     """`farm report`'s arguments as a ReportRequest (argparse exits 2 on bad ones)."""
+    return _request(_parser().parse_args(argv))
+
+
+def _parser() -> argparse.ArgumentParser:
     from farm.results.arguments import drift_factor
 
     p = CommandParser(prog="farm report", description=main.__doc__)
@@ -261,7 +310,22 @@ def parse_request(argv: Sequence[str] | None) -> ReportRequest:
         help="exit 0 on regressions: the gate leaves out its noRegressions rule (the rules of "
         "reports/quality-gate.json still apply)",
     )
-    args = p.parse_args(argv)
+    p.add_argument(
+        "--open",
+        action="store_true",
+        help="serve the run's report on 127.0.0.1 until Ctrl-C and print its URL (made first "
+        "when the run has none): a report too large to be one file does not open from disk",
+    )
+    p.add_argument(
+        "--port",
+        type=whole_number(0, "a port"),
+        default=0,
+        help="with --open: the port (default: a free one)",
+    )
+    return p
+
+
+def _request(args: argparse.Namespace) -> ReportRequest:
     return ReportRequest(
         run=args.run,
         store=args.store,

@@ -25,6 +25,9 @@ precision trend are added as the report's *global attachments* (Allure 3's "Glob
 tab), so they do not count as test cases; each triage group's line is also among the overview's
 Metadata, first.
 
+A report small enough (farm/results/report_single_file.py) has its index.html made the whole
+report, which opens from disk; a larger one is served (`farm report --open`).
+
 Before Allure runs, the cases' error-distribution PNGs are drawn from the data the test items left
 in allure-results (farm/run/case_plots.py), so a test item never draws one.
 
@@ -52,6 +55,7 @@ from farm.results.allure_input import allure_input
 from farm.results.gate import GateRule
 from farm.results.report_history import HISTORY_RUNS, history_copy, keep_new_history_line
 from farm.results.report_out_dir import REPORT_MARK
+from farm.results.report_single_file import single_file
 from farm.results.store.stored_history import StoredHistory
 from farm.run.allure.process import REPORTS_DIR, AllureProcess, generate_command, run_generate
 from golden import soc
@@ -233,6 +237,7 @@ def generate(
             return (code or 1), out_dir / "index.html"
         if history is not None and hp is not None:
             keep_new_history_line(history, hp, last_before)
+        single_file(staging)  # small enough: index.html is the whole report, it opens from disk
         (staging / REPORT_MARK).write_text("a report the farm wrote; replaced whole\n")
         if out_dir.exists():
             shutil.rmtree(out_dir)
