@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from typing import Any
 
 from farm.run.allure.attachments import (
     PLOT_DATA_NAME,
@@ -50,6 +51,7 @@ from farm.run.allure.description import description, host_name
 from farm.run.allure.environment import ENVIRONMENT_LABEL, EPIC
 from farm.run.allure.identity import allure_test_case_id
 from farm.run.allure.output import Annotations, apply_annotations
+from farm.run.allure.repro_line import repro_command
 from suites.case import DEPARTS
 
 _NAN_INF_WORDS = ("nan", "inf")
@@ -118,8 +120,12 @@ def departs(record: Mapping) -> bool:
     return DEPARTS in str(record.get("note") or "")
 
 
-def case_annotations(record: Mapping, *, plot_one_in: int = PLOT_SAMPLE_ONE_IN) -> Annotations:
-    """The title, labels, parameters and description of one case's Allure result."""
+def case_annotations(
+    record: Mapping, *, plot_one_in: int = PLOT_SAMPLE_ONE_IN, repro: str = ""
+) -> Annotations:
+    """The title, labels, parameters and description of one case's Allure result; ``repro``:
+    the `farm repro` line of the case (farm/run/allure/repro_line.py), shown when it did not
+    pass."""
     case_id = str(record.get("case_id", ""))
     family = str(record.get("family", ""))
     labels = [("epic", EPIC)] + [("feature", f) for f in features(record)]
@@ -150,17 +156,26 @@ def case_annotations(record: Mapping, *, plot_one_in: int = PLOT_SAMPLE_ONE_IN) 
     parameters.append(("seed", str(record.get("seed", "")), True))
     # The slot, the attempts and the timings are in the description's last line (run_line), not
     # parameters: the report repeats every parameter of every case in its search indexes.
-    description_text = description(record, detailed=detailed(record, plot_one_in))
+    description_text = description(record, detailed=detailed(record, plot_one_in), repro=repro)
     return Annotations(
         case_id, labels, parameters, description_text, allure_test_case_id(case_id, family)
     )
 
 
-def annotate(record: Mapping, *, plot_one_in: int = PLOT_SAMPLE_ONE_IN) -> None:
-    """Label, parametrise and attach one case's result in the running Allure test."""
+def annotate(
+    record: Mapping,
+    *,
+    plot_one_in: int = PLOT_SAMPLE_ONE_IN,
+    run_options: Mapping[str, Any] | None = None,
+) -> None:
+    """Label, parametrise and attach one case's result in the running Allure test.
+    ``run_options``: the run's package and pool as `farm repro` takes them
+    (farm/run/allure/repro_line.py run_options); with them, a case that did not pass has its
+    `farm repro` line."""
     import allure
 
-    apply_annotations(case_annotations(record, plot_one_in=plot_one_in))
+    repro = repro_command(record, run_options) if run_options is not None else ""
+    apply_annotations(case_annotations(record, plot_one_in=plot_one_in, repro=repro))
 
     if wants_metrics(record, plot_one_in):
         text = metrics_json(record)
