@@ -92,12 +92,25 @@ def error_histogram_png(record_or_metrics: Mapping, dtype: str | None = None) ->
     metrics, rec_dtype, title = _split(record_or_metrics)
     dtype = dtype or rec_dtype
     t = THRESHOLDS.get(str(dtype)) if dtype else None
+    criterion = record_or_metrics.get("criterion")
+    if not (
+        isinstance(criterion, Mapping) and (criterion.get("elements") or criterion.get("parts"))
+    ):
+        criterion = None
 
-    fig = Figure(figsize=(7.0, 3.6))
-    # Fixed margins (no tight bounding box, see _png): room for the tick labels, axis labels
-    # and title of this one layout.
-    fig.subplots_adjust(left=0.12, right=0.98, bottom=0.14, top=0.91)
-    ax = fig.add_subplot(1, 1, 1)
+    if criterion is None:
+        fig = Figure(figsize=(7.0, 3.6))
+        # Fixed margins (no tight bounding box, see _png): room for the tick labels, axis labels
+        # and title of this one layout.
+        fig.subplots_adjust(left=0.12, right=0.98, bottom=0.14, top=0.91)
+        ax = fig.add_subplot(1, 1, 1)
+    else:
+        # The gate that failed the case above (what failed it, against its limit), the
+        # relative errors below.
+        fig = Figure(figsize=(7.0, 6.4))
+        fig.subplots_adjust(left=0.12, right=0.98, bottom=0.08, top=0.95, hspace=0.42)
+        _criterion_axes(fig.add_subplot(2, 1, 1), criterion)
+        ax = fig.add_subplot(2, 1, 2)
     hist = metrics.get("hist") if isinstance(metrics, Mapping) else None
     drew = False
     if hist and hist.get("edges") and hist.get("counts"):
@@ -207,6 +220,79 @@ def error_histogram_png(record_or_metrics: Mapping, dtype: str | None = None) ->
         ax.legend(fontsize=7, loc="upper left")
     ax.grid(True, alpha=0.3)
     return _png(fig, tight=False)
+
+
+def _criterion_axes(ax, criterion: Mapping) -> None:
+    """The failed gate's scores (farm/run/allure/criterion.py) on a log axis, with its limit, 1,
+    drawn: each worst element by rank (the first is the one the failure message names) and the
+    case's own scores as lines, what lies right of the limit shaded."""
+    standard, measure = str(criterion.get("standard", "")), str(criterion.get("measure", ""))
+    elements = [e for e in criterion.get("elements") or () if isinstance(e, Mapping)]
+    scores = [_finite_positive(e.get("score")) for e in elements]
+    parts = {
+        str(k): v
+        for k, v in (criterion.get("parts") or {}).items()
+        if _finite_positive(v) is not None
+    }
+    logs = [math.log10(v) for v in scores if v is not None]
+    logs += [math.log10(float(v)) for v in parts.values()]
+    lo = min([*logs, -1.0]) - 0.3
+    hi = max([*logs, 0.5]) + 0.3
+    ax.set_xlim(lo, hi)
+    ax.axvspan(0.0, hi, color="#cc3311", alpha=0.08)
+    ax.axvline(0.0, color="#cc3311", linewidth=1.8, label="limit (1)")
+    shown = [(rank, math.log10(v)) for rank, v in enumerate(scores, 1) if v is not None]
+    over = [e.get("score") for e in elements if e.get("score") == math.inf]
+    if shown:
+        ax.scatter(
+            [x for _, x in shown],
+            [r for r, _ in shown],
+            color="#cc3311",
+            s=22,
+            zorder=3,
+            label=f"worst elements ({measure})",
+        )
+        first = elements[0]
+        index = first.get("index")
+        if index is not None:
+            where = "(" + ", ".join(str(i) for i in index) + ")"
+            ax.annotate(
+                f"{where}: {float(first['score']):.3g}x",
+                (shown[0][1], shown[0][0]),
+                fontsize=8,
+                va="center",
+                ha="right",
+                xytext=(-8, 0),
+                textcoords="offset points",
+            )
+        ax.set_ylim(len(scores) + 0.8, 0.2)
+        ax.set_ylabel("rank")
+    else:
+        ax.set_yticks([])
+    if over:
+        ax.text(
+            0.99,
+            0.05,
+            f"{len(over)} with a zero bound (inf)",
+            transform=ax.transAxes,
+            ha="right",
+            fontsize=8,
+        )
+    for (name, value), style in zip(parts.items(), (":", "-.", "--"), strict=False):
+        ax.axvline(
+            math.log10(float(value)),
+            color="#555555",
+            linestyle=style,
+            linewidth=1.2,
+            label=f"{name} {float(value):.3g}",
+        )
+    heading = f"Failed {standard}" + (
+        f": {criterion['summary']}" if criterion.get("summary") else ""
+    )
+    ax.set_title(heading, fontsize=max(6.0, min(10.0, 820 / max(1, len(heading)))), y=1.0)
+    ax.set_xlabel(f"log10({measure or 'score'})  (0: the limit)")
+    ax.legend(fontsize=7, loc="upper left")
+    ax.grid(True, alpha=0.3)
 
 
 def trend_png(series: Sequence[Mapping] | Mapping) -> bytes:

@@ -479,7 +479,7 @@ def farm_run(pytestconfig, farm_pipeline, farm_records):
             ]
         )
         try:
-            _annotate(record)
+            _annotate(record, config.stash[PLAN])
         except OSError as exc:  # an attachment refused: the record stands, no more cases run
             if not run_dir.is_fault(exc):
                 raise
@@ -514,12 +514,13 @@ def pytest_runtest_makereport(item, call):
         stop_for_run_dir(item.session, str(exc))
 
 
-def _annotate(record: ResultRecord) -> None:
+def _annotate(record: ResultRecord, plan: plan_mod.Plan) -> None:
     try:
         from farm.run.allure import glue as allure_glue
+        from farm.run.allure.repro_line import run_options
     except ImportError:  # allure-pytest missing: the run still counts, the report is poorer
         return
-    allure_glue.annotate(record)
+    allure_glue.annotate(record, run_options=run_options(plan))
 
 
 @pytest.fixture(scope="session")

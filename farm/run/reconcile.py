@@ -203,13 +203,14 @@ def _result_case_id(path: str | os.PathLike) -> str:
 
 
 def allure_result(record: ResultRecord, nodeid: str | None, case: object) -> dict:
-    """An Allure result of a stored case that has none, with the identity allure-pytest gives
-    the case (full name, history id), so the case's history goes on."""
+    """An Allure result of a stored case that has none, with the identity an annotated case has
+    (full name, history id, test-case id), so the case's history goes on."""
     from allure_commons.utils import md5, represent
 
     from farm.run.allure import glue as allure_glue
     from farm.run.allure.categories import failure_message
     from farm.run.allure.environment import ENVIRONMENT_LABEL, EPIC
+    from farm.run.allure.identity import allure_test_case_id
 
     cid, family = record["case_id"], str(record.get("family", ""))
     classname, name = junit_classname(nodeid) if nodeid else ("suites", "case")
@@ -222,7 +223,7 @@ def allure_result(record: ResultRecord, nodeid: str | None, case: object) -> dic
         "name": cid,
         "fullName": full_name,
         "historyId": md5(full_name, original_case, represent(family)),
-        "testCaseId": md5(full_name),
+        "testCaseId": allure_test_case_id(cid, family),
         "status": status if status in _JUNIT_ELEMENT else "broken",
         "description": _STOPPED,
         "parameters": [

@@ -299,6 +299,8 @@ def test_allure_loses_results_without_a_record_and_gains_the_stored_ones(tmp_pat
 def test_a_made_allure_result_has_the_history_id_allure_pytest_gives_the_case():
     from allure_commons.utils import md5, represent
 
+    from farm.run.allure.identity import allure_test_case_id
+
     case = next(iter(SMOKE.values()))
     record: ResultRecord = {"case_id": case.id, "family": case.family, "outcome": "passed"}
     made = reconcile.allure_result(record, nodeid(case.id), case)
@@ -306,7 +308,8 @@ def test_a_made_allure_result_has_the_history_id_allure_pytest_gives_the_case():
     # by name (the Case object, then the family annotate adds).
     full = "suites.test_precision#test_precision"
     assert made["historyId"] == md5(full, represent(case), represent(case.family))
-    assert made["testCaseId"] == md5(full)
+    # The case's own test-case id, as annotate gives it (farm/run/allure/identity.py).
+    assert made["testCaseId"] == allure_test_case_id(case.id, case.family) != md5(full)
 
 
 # -- a runs directory that refuses writes -------------------------------------------------

@@ -25,6 +25,8 @@ import io
 import json
 from collections.abc import Mapping
 
+from farm.run.allure.criterion import failing_criterion
+
 PLOT_SAMPLE_ONE_IN = 20
 # The attachment annotate() leaves for the report step, and what the report step makes of it.
 PLOT_DATA_NAME = "error distribution data.json"
@@ -73,7 +75,9 @@ def plot_data(record: Mapping) -> dict:
     """What `farm.run.plots.error_histogram_png` draws a case's plot from, and nothing more:
     the histogram of relative errors (or, without one, the worst elements' relative errors),
     MERE/MARE, the element count, the NaN/inf mismatches, the dtype (its threshold T) and the
-    title (case id, family). The PNG drawn from it equals the one drawn from the whole record."""
+    title (case id, family); of a case a gate failed, also "criterion": that gate, its worst
+    elements' scores against it and the case's (farm/run/allure/criterion.py failing_criterion;
+    1 is the limit). The PNG drawn from it equals the one drawn from the whole record."""
     metrics = record.get("metrics") or {}
     keep = {k: metrics[k] for k in _PLOT_METRICS if metrics.get(k) is not None}
     hist = keep.get("hist")
@@ -86,6 +90,14 @@ def plot_data(record: Mapping) -> dict:
     for k in ("family", "dtype"):
         if record.get(k):
             out[k] = record[k]
+    # The gate that failed the case, each worst element's score against it and the case's
+    # (farm/run/allure/criterion.py): the plot draws them against their limit, 1.
+    criterion = failing_criterion(record) if record.get("outcome") == "failed" else None
+    if criterion is not None:
+        # Of each element, what the plot draws: where it is and its score (the worst-elements
+        # table has the rest).
+        elements = [{"index": e.get("index"), "score": e["score"]} for e in criterion["elements"]]
+        out["criterion"] = {**criterion, "elements": elements}
     return out
 
 
@@ -138,24 +150,33 @@ def worst_csv(record: Mapping) -> str | None:
     golden's (metrics["nonfinite"]; their errors are blank, being undefined), then the finite
     elements with the largest relative errors (metrics["worst"]). None when there is neither.
 
+    Of a case a gate failed (farm/run/allure/criterion.py), the finite elements are that gate's
+    worst, ranked by their score against it (for the error bound: error over bound), in a last
+    column named after it: the first is the element the failure message names.
+
     A kernel that leaves a whole row unwritten has only the first kind: without them the table
     of such a failure would be empty."""
     metrics = record.get("metrics") or {}
     nonfinite = [e for e in (metrics.get("nonfinite") or []) if isinstance(e, Mapping)]
     worst = [e for e in (metrics.get("worst") or []) if isinstance(e, Mapping)]
+    criterion = failing_criterion(record) if record.get("outcome") != "passed" else None
+    columns = ["actual", "golden", "abs_err", "rel_err"]
+    if criterion is not None and criterion["elements"]:
+        worst = criterion["elements"]
+        columns += ["bound"] if criterion["standard"] == "error-bound" else []
+        columns += ["score"]
     if not nonfinite and not worst:
         return None
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(["rank", "index", "actual", "golden", "abs_err", "rel_err"])
+    header = [criterion["measure"] if c == "score" and criterion else c for c in columns]
+    w.writerow(["rank", "index", *header])
     rows: list[tuple[Mapping, tuple[str, ...]]] = [(e, ("actual", "golden")) for e in nonfinite]
-    rows += [(e, ("actual", "golden", "abs_err", "rel_err")) for e in worst]
+    rows += [(e, tuple(columns)) for e in worst]
     for i, (e, keys) in enumerate(rows, 1):
         idx = e.get("index")
         idx_s = "(" + ", ".join(str(int(x)) for x in idx) + ")" if idx is not None else ""
-        values = [
-            _fmt(e.get(k)) if k in keys else "" for k in ("actual", "golden", "abs_err", "rel_err")
-        ]
+        values = [_fmt(e.get(k)) if k in keys else "" for k in columns]
         w.writerow([i, idx_s, *values])
     return buf.getvalue()
 

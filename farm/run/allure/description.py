@@ -140,10 +140,11 @@ def device_line(record: Mapping) -> str | None:
     )
 
 
-def description(record: Mapping, detailed: bool = True) -> str:
+def description(record: Mapping, detailed: bool = True, repro: str = "") -> str:
     """The case's description: what it is, expectation and outcome, note and origin, the headline
     metrics, where and how long it ran; ``detailed`` (farm/run/allure/attachments.py detailed),
-    also the standards' verdict, the operator's message, the tiling and every timing."""
+    also the standards' verdict, the operator's message, the tiling and every timing; ``repro``
+    (farm/run/allure/repro_line.py), of a case that did not pass, the command that reruns it."""
     exp = record.get("expect") or {}
     if exp.get("kind") == "reject":
         want = f"expect rejection: {exp.get('reason')} (status {exp.get('status')})"
@@ -167,5 +168,6 @@ def description(record: Mapping, detailed: bool = True) -> str:
         device_line(record),
         detailed and t and "tiling: " + ", ".join(f"{k}={v}" for k, v in t.items()),
         run_line(record, every_timing=detailed),
+        repro and record.get("outcome") != "passed" and f"rerun it alone: `{repro}`",
     ]
     return "\n\n".join(p for p in paragraphs if p)

@@ -9,7 +9,9 @@ The parts it is made of, by job:
     farm/run/allure/output.py        how allure-pytest writes what this module gives it
     farm/run/allure/environment.py   the run-level files of the allure-results (not per case)
 
-Identity in Allure (ARCHITECTURE "Allure identity"): the SoC family is a *non-excluded* parameter,
+Identity in Allure (ARCHITECTURE "Allure identity"): the test-case id is the case's own, the
+same on both families (farm/run/allure/identity.py), so a case's Environments tab holds that case
+alone; the SoC family is a *non-excluded* parameter,
 so the same case on the two families never merges into one history entry; the case itself (the
 suites' parametrize argument, hidden, see farm/run/allure/output.py) makes the rest of the
 history id; host and seed are *excluded* parameters (shown, but not part of the history id). What
@@ -30,6 +32,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from typing import Any
 
 from farm.run.allure.attachments import (
     PLOT_DATA_NAME,
@@ -46,7 +49,9 @@ from farm.run.allure.attachments import (
 )
 from farm.run.allure.description import description, host_name
 from farm.run.allure.environment import ENVIRONMENT_LABEL, EPIC
+from farm.run.allure.identity import allure_test_case_id
 from farm.run.allure.output import Annotations, apply_annotations
+from farm.run.allure.repro_line import repro_command
 from suites.case import DEPARTS
 
 _NAN_INF_WORDS = ("nan", "inf")
@@ -71,8 +76,16 @@ def handles_nan_inf(record: Mapping) -> bool:
 
 
 def features(record: Mapping) -> list[str]:
-    """Allure features of a case, most specific last. Every case has at least one."""
-    out = ["rejection" if is_rejection(record) else "precision"]
+    """The Allure feature of a case: one, precision or rejection. The report's tree groups by
+    feature, then story: a case with two features would sit in two groups, and each
+    environment's header, their sum, would count it twice."""
+    return ["rejection" if is_rejection(record) else "precision"]
+
+
+def aspects(record: Mapping) -> list[str]:
+    """What else a case exercises (tiling, special values, strided, empty): its tags, by which
+    the report's tree is filtered, never grouped."""
+    out: list[str] = []
     suite = str(record.get("suite") or "")
     case_id = str(record.get("case_id") or "")
     if suite == "tiling" or case_id.startswith("tiling") or record.get("feature") == "tiling":
@@ -107,8 +120,12 @@ def departs(record: Mapping) -> bool:
     return DEPARTS in str(record.get("note") or "")
 
 
-def case_annotations(record: Mapping, *, plot_one_in: int = PLOT_SAMPLE_ONE_IN) -> Annotations:
-    """The title, labels, parameters and description of one case's Allure result."""
+def case_annotations(
+    record: Mapping, *, plot_one_in: int = PLOT_SAMPLE_ONE_IN, repro: str = ""
+) -> Annotations:
+    """The title, labels, parameters and description of one case's Allure result; ``repro``:
+    the `farm repro` line of the case (farm/run/allure/repro_line.py), shown when it did not
+    pass."""
     case_id = str(record.get("case_id", ""))
     family = str(record.get("family", ""))
     labels = [("epic", EPIC)] + [("feature", f) for f in features(record)]
@@ -116,9 +133,10 @@ def case_annotations(record: Mapping, *, plot_one_in: int = PLOT_SAMPLE_ONE_IN) 
     labels.append((ENVIRONMENT_LABEL, family))
     if record.get("soc"):
         labels.append(("soc", str(record["soc"])))
-    # No tag repeats the family (the environment), the dtype (the case id and the description)
-    # or the schedule (the story): the report repeats every tag of every case in its trees and
-    # search indexes.
+    # The tags are what else the case exercises (aspects). No tag repeats the family (the
+    # environment), the dtype (the case id and the description) or the schedule (the story):
+    # the report repeats every tag of every case in its trees and search indexes.
+    labels += [("tag", aspect) for aspect in aspects(record)]
     if departs(record):
         labels.append(("tag", DEPARTS_TAG))
 
@@ -138,15 +156,26 @@ def case_annotations(record: Mapping, *, plot_one_in: int = PLOT_SAMPLE_ONE_IN) 
     parameters.append(("seed", str(record.get("seed", "")), True))
     # The slot, the attempts and the timings are in the description's last line (run_line), not
     # parameters: the report repeats every parameter of every case in its search indexes.
-    description_text = description(record, detailed=detailed(record, plot_one_in))
-    return Annotations(case_id, labels, parameters, description_text)
+    description_text = description(record, detailed=detailed(record, plot_one_in), repro=repro)
+    return Annotations(
+        case_id, labels, parameters, description_text, allure_test_case_id(case_id, family)
+    )
 
 
-def annotate(record: Mapping, *, plot_one_in: int = PLOT_SAMPLE_ONE_IN) -> None:
-    """Label, parametrise and attach one case's result in the running Allure test."""
+def annotate(
+    record: Mapping,
+    *,
+    plot_one_in: int = PLOT_SAMPLE_ONE_IN,
+    run_options: Mapping[str, Any] | None = None,
+) -> None:
+    """Label, parametrise and attach one case's result in the running Allure test.
+    ``run_options``: the run's package and pool as `farm repro` takes them
+    (farm/run/allure/repro_line.py run_options); with them, a case that did not pass has its
+    `farm repro` line."""
     import allure
 
-    apply_annotations(case_annotations(record, plot_one_in=plot_one_in))
+    repro = repro_command(record, run_options) if run_options is not None else ""
+    apply_annotations(case_annotations(record, plot_one_in=plot_one_in, repro=repro))
 
     if wants_metrics(record, plot_one_in):
         text = metrics_json(record)

@@ -169,6 +169,8 @@ class Annotations:
     labels: list[tuple[str, str]]
     parameters: list[tuple[str, str, bool]]
     description: str
+    # The result's testCaseId (farm/run/allure/identity.py); "": allure-pytest's own.
+    test_case_id: str = ""
 
 
 def apply_annotations(annotations: Annotations) -> None:
@@ -189,6 +191,8 @@ def apply_annotations(annotations: Annotations) -> None:
         for name, value, excluded in annotations.parameters:
             allure.dynamic.parameter(name, value, excluded=excluded)
         allure.dynamic.description(annotations.description)
+        # allure.dynamic sets no test-case id: straight on allure-pytest's result, where it is.
+        _set_test_case_id(_listener_result(), annotations.test_case_id)
         return
     from allure_commons.model2 import Label, Parameter
     from allure_commons.utils import represent
@@ -204,6 +208,32 @@ def apply_annotations(annotations: Annotations) -> None:
         else:
             result.parameters.append(Parameter(name=name, value=shown, excluded=excluded or None))
     result.description = annotations.description
+    _set_test_case_id(result, annotations.test_case_id)
+
+
+def _set_test_case_id(result: Any, test_case_id: str) -> None:
+    """The case's own test-case id in place of its pytest function's (allure-pytest sets that
+    one as the test is set up, before the case runs; it keeps what is set here)."""
+    if result is not None and test_case_id:
+        result.testCaseId = test_case_id
+
+
+def _listener_result() -> Any:
+    """allure-pytest's running test result, where there is one listener; else None."""
+    try:
+        import allure_commons
+        from allure_commons.model2 import TestResult
+        from allure_pytest.listener import AllureListener
+    except ImportError:
+        return None
+    listeners = [
+        p for p in allure_commons.plugin_manager.get_plugins() if type(p) is AllureListener
+    ]
+    if len(listeners) != 1:
+        return None
+    get_test = getattr(getattr(listeners[0], "allure_logger", None), "get_test", None)
+    result = get_test(None) if callable(get_test) else None
+    return result if isinstance(result, TestResult) else None
 
 
 def _running_result() -> Any:
