@@ -21,9 +21,8 @@ from rich.text import Text
 
 from farm import __version__
 from farm.run import options
-from farm.util import interrupts
+from farm.util import command_end, interrupts
 from farm.util.argparsing import CommandParser
-from farm.util.command_end import run_command
 from farm.util.console import FarmConsole
 from farm.util.errors import FarmError
 from farm.util.visible import visible
@@ -437,7 +436,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     from farm.results.store.location import redact  # a store's password, wherever it is quoted
 
-    return run_command(command, lambda: COMMANDS[command][0](rest), redact=redact)
+    return command_end.run_command(command, lambda: COMMANDS[command][0](rest), redact=redact)
 
 
 # The exit codes of a command stopped by a signal (128 + the signal).
