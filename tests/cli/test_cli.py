@@ -307,7 +307,12 @@ def test_farm_run_reaches_the_run_command(monkeypatch):
     from farm import cli
     from farm.cli import run_command as module
 
-    called = []
-    monkeypatch.setattr(module, "run", lambda *args, **kwargs: called.append(args) or 0)
+    called: list[tuple] = []
+
+    def run(*args, **kwargs) -> int:
+        called.append(args)
+        return 0
+
+    monkeypatch.setattr(module, "run", run)
     assert cli.main(["run", "--tier", "smoke", "--no-report"]) == 0
     assert len(called) == 1
