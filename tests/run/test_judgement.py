@@ -110,7 +110,9 @@ def test_the_judgement_is_printed_as_plain_text(tmp_path):
         run = _run(store, tmp_path, records)
     _, gate, followup = _judge(store_path, run, records, RunFacts(failed=1))
     out = io.StringIO()
-    judging.print_judgement(Console(file=out, width=400, color_system=None), gate, followup)
+    console = Console(file=out, width=400, color_system=None)
+    judging.print_gate(console, gate)
+    judging.print_triage(console, followup)
     text = out.getvalue().splitlines()
     assert text[0] == "quality gate: maxFailures: 1 failed or broken tests exceed the allowed 0"
     assert text[1] == "triage   what the failures share:"
@@ -119,5 +121,5 @@ def test_the_judgement_is_printed_as_plain_text(tmp_path):
     assert text[4] == "   shrink: farm shrink '[m0]'"
     out = io.StringIO()
     nothing: tuple[Triage, list] = (Triage("r", failures=0, passes=3, broken=0), [])
-    judging.print_judgement(Console(file=out), [], nothing)
+    judging.print_triage(Console(file=out), nothing)
     assert out.getvalue() == ""  # nothing failed: nothing to triage
