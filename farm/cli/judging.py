@@ -81,12 +81,17 @@ def summary_extra(gate, followup) -> dict:
     return extra
 
 
-def print_judgement(console: Console, gate, followup) -> None:
-    """After the summary table: the gate's failed rules and, for a run with failures, its
-    triage (plain text: case ids and commands hold brackets rich would read as markup)."""
+def print_gate(console: Console, gate) -> None:
+    """The gate's failed rules, where no report says them (farm report prints every rule)."""
     for rule in gate:
         if not rule.success:
             console.print(f"quality gate: {rule.message}", markup=False, highlight=False)
+
+
+def print_triage(console: Console, followup) -> None:
+    """For a run with failures, its triage: the last block a red run prints, after its report
+    and gate lines, so that what to do next is what a person reads first from the prompt up
+    (plain text: case ids and commands hold brackets rich would read as markup)."""
     if followup is None or not followup[0].failures:
         return
     from farm.results.triage_next import lines

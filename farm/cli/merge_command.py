@@ -28,7 +28,14 @@ from rich.console import Console
 from rich.markup import escape
 
 from farm.agent.record import ResultRecord
-from farm.cli.judging import degraded, judgement, make_report, print_judgement, summary_extra
+from farm.cli.judging import (
+    degraded,
+    judgement,
+    make_report,
+    print_gate,
+    print_triage,
+    summary_extra,
+)
 from farm.results import merge as merge_mod
 from farm.run import runner
 from farm.run.finish import ExitCode, RunFacts, decide
@@ -217,12 +224,13 @@ def _make(
     if not group.complete:
         console.print(merge_mod.incomplete_line(group, plan.run_id), markup=False, highlight=False)
         return code
-    print_judgement(console, [] if report else gate, followup)
+    print_gate(console, [] if report else gate)
     if report:
         problem = make_report(plan.run_id, store_path, history_runs)
         if problem is not None:
             console.print(f"[bold red]error:[/] {escape(problem)}", highlight=False)
-            return degraded(plan, store_path, records, quarantined, extra, facts)
+            code = degraded(plan, store_path, records, quarantined, extra, facts)
+    print_triage(console, followup)  # the last block: what to do next
     return code
 
 

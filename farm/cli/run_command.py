@@ -30,7 +30,8 @@ from farm.cli.judging import (
     degraded,
     judgement,
     make_report,
-    print_judgement,
+    print_gate,
+    print_triage,
     summary_extra,
     with_trend,
 )
@@ -399,11 +400,11 @@ def _after_session(
         return code
     runner.print_summary(console, records, plan, code, plan.run_dir / SUMMARY_JSON)
     reporting = report and outcome.interruption is None
-    # With a report, farm report prints the gate (all of its rules), after the triage.
-    print_judgement(console, [] if reporting else gate, followup)
+    # With a report, farm report prints the gate (all of its rules); the triage comes last.
+    print_gate(console, [] if reporting else gate)
     stored()
     if reporting:
-        return _report(
+        code = _report(
             console,
             plan,
             store_path,
@@ -417,6 +418,7 @@ def _after_session(
             judged,
             s,
         )
+    print_triage(console, followup)
     return code
 
 

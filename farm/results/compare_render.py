@@ -25,9 +25,45 @@ def verdict(c: Comparison) -> str:
     apart = f", {len(c.not_in_both_suites)} not in both suites" if c.suites_differ else ""
     return (
         f"run {c.run_id} vs baseline {c.baseline_id}: {word} "
-        f"({len(c.new_failures)} new failures, {len(c.drift)} drifts, "
+        f"({len(c.new_failures)} new failures, {len({d.case_id for d in c.drift})} cases "
+        f"drifted ({len(c.drift)} metrics), "
         f"{len(c.missing_in_run)} missing; {len(c.fixed)} fixed, "
         f"{len(c.still_failing)} still failing, {len(c.new_broken)} newly broken{apart})"
+    )
+
+
+def _cases(n: int) -> str:
+    return f"{n:,} case" + ("" if n == 1 else "s")
+
+
+def summary_line(c: Comparison) -> str:
+    """The comparison in one line, counted per case (a case that drifted in four metrics is one
+    drifted case), and where its tables are: what `farm run` and `farm report` print."""
+    if c.baseline_id is None:
+        return f"run {c.run_id}: no baseline to compare with (farm baseline set RUN makes one)"
+    drifted = len({d.case_id for d in c.drift})
+    why = [
+        f"{n:,} {what}"
+        for n, what in (
+            (len(c.new_failures), "newly failing"),
+            (drifted, "drifted"),
+            (len(c.missing_in_run), "missing"),
+            (len(c.new_broken) if c.strict else 0, "newly broken"),
+        )
+        if n
+    ]
+    regressed = _cases(len(c.regressed_cases)) + " regressed"
+    if why:
+        regressed += f" ({', '.join(why)})"
+    rest = [f"{len(c.fixed):,} fixed", f"{len(c.still_failing):,} still failing"]
+    if c.new_broken and not c.strict:
+        rest.append(f"{len(c.new_broken):,} newly broken")
+    if c.suites_differ:
+        rest.append(f"{_cases(len(c.not_in_both_suites))} not in both suites")
+    word = "REGRESSIONS" if c.has_regressions else "no regressions"
+    return (
+        f"vs baseline {c.baseline_id}: {word}: {regressed}, {', '.join(rest)} "
+        f"(the tables: farm compare {c.run_id}, and the report's regression summary)"
     )
 
 
@@ -76,7 +112,8 @@ def _sections(c: Comparison, limit: int | None):
         )
         out.append(
             (
-                f"Precision drift ({len(c.drift)}; factor {c.drift_factor:g})",
+                f"Precision drift ({_cases(len({d.case_id for d in c.drift}))}, "
+                f"{len(c.drift)} metrics; factor {c.drift_factor:g})",
                 ["case", "family", "dtype", "metric", "baseline", "now", "ratio", "floor"],
                 [
                     [

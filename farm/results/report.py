@@ -114,7 +114,7 @@ def make_report(
     started and waiting (AllureProcess)."""
     from farm.results.arguments import unknown_run
     from farm.results.compare import DEFAULT_DRIFT_FACTOR, compare
-    from farm.results.compare_render import to_text
+    from farm.results.compare_render import summary_line
     from farm.results.store import open_existing, store_location
     from farm.results.triage_next import run_triage
 
@@ -198,7 +198,7 @@ def make_report(
         print(f"farm report: allure generate failed with exit code {code}", file=sys.stderr)
         return EXIT_NO_REPORT
     print(report_line(index, run_id))
-    sys.stdout.write(to_text(comp, limit=20))
+    print(summary_line(comp))  # the tables: the report's regression summary, farm compare
     for rule in gate:
         if not rule.success:
             print(f"quality gate: {rule.message}")

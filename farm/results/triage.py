@@ -26,6 +26,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from farm.results.store.rows import planted_bug
+from farm.results.triage_words import predicate_text
 from golden import layouts, soc
 from golden.dtypes import numpy_dtype
 from golden.inputs import SPECIAL_PLACEMENTS
@@ -44,12 +45,6 @@ NUMERIC = (
     "cores_used",
     "big_cores",
 )
-# Yes/no features, and how a predicate on each reads.
-BOOLEAN_TEXT = {
-    "ragged_tail": ("last chunk ends ragged (not whole blocks)", "last chunk of whole blocks"),
-    "full_last_chunk": ("last chunk a whole UB block", "last chunk shorter than a UB block"),
-    "narrow_dtype": ("a 2-byte dtype (float16, bfloat16)", "a dtype of 4 bytes or more"),
-}
 # Every feature, in the order a group names them; among groups that tell failures from passes
 # equally well, the one of the earlier features is named (a schedule before the axes that imply it).
 FEATURES = (
@@ -88,7 +83,10 @@ FEATURES = (
     "axes",
 )
 _RANK = {name: i for i, name in enumerate(FEATURES)}
-TOP = 3  # how many groups a triage names
+TOP = 3  # how many groups a triage names: one per cause
+# A group that holds every failure of a better-ranked one takes its place when it scores (F1)
+# within this of it: the same cause, told whole (the group covering every failure first).
+FOLD_MARGIN = 0.1
 INLINE_IDS = 40  # a group of at most this many cases is rerun with -k; a larger one via a file
 PAIR_CANDIDATES = 400  # the single predicates (most failures first) that pairs are made of
 ALL_FAILED = "every case failed: no shared feature distinguishes them"
@@ -114,14 +112,8 @@ class Predicate:
 
     @property
     def text(self) -> str:
-        if self.feature in BOOLEAN_TEXT:
-            yes, no = BOOLEAN_TEXT[self.feature]
-            return yes if self.value else no
-        if self.feature == "schedule":
-            return str(self.value)
-        if self.op == "=":
-            return f"{self.feature} {self.value}"
-        return f"{self.feature} {self.op} {self.value:,}"
+        """In the contract's words, the feature's name in brackets (triage_words.py)."""
+        return predicate_text(self.feature, self.op, self.value)
 
 
 @dataclass
@@ -145,10 +137,15 @@ class Group:
         return 2 * self.failed / (2 * self.failed + self.passed + (self.failures - self.failed))
 
     def line(self) -> str:
+        """What the group's failures share, with its counts: "108 of 108 failures (108
+        precision): <the predicates>; and 8 of 182 passing cases"."""
         how = ", ".join(f"{n} {c}" for c, n in sorted(self.categories.items(), key=_by_count))
+        passes = (
+            f"{self.passed:,} of {self.passes:,}" if self.passed else f"none of the {self.passes:,}"
+        )
         return (
-            f"{self.failed:,} of {self.failures:,} failures: {self.text} "
-            f"({self.passed:,} of {self.passes:,} passing cases) [{how}]"
+            f"{self.failed:,} of {self.failures:,} failures ({how}): {self.text}; "
+            f"and {passes} passing cases"
         )
 
     def to_json(self) -> dict:
@@ -361,9 +358,10 @@ def _bits(indices: Iterable[int], n: int) -> int:
 
 def triage(records: Iterable[Mapping[str, Any]], run: Mapping[str, Any] | None = None) -> Triage:
     """Rank the conjunctions of at most two predicates by how well they tell the run's failures
-        from its passes (F1); ties go to the simpler group, then to the one with fewer passes, then
-        by name. A group that says nothing new after a better one (the same cases, or a part of its
-    failures with no fewer passes) is left out."""
+    from its passes (F1); ties go to the simpler group, then to the one with fewer passes, then
+    by name. One group per cause (_place): a group whose failures are all a better one's is
+    folded into it, and one that holds all of a better one's failures, scoring nearly as well,
+    takes its place."""
     run = run or {}
     records = list(records)
     judged = [r for r in records if r.get("outcome") in ("passed", "failed")]
@@ -407,24 +405,50 @@ def triage(records: Iterable[Mapping[str, Any]], run: Mapping[str, Any] | None =
                 ranked.append((key(pair, tp, both.bit_count()), pair, both))
     ranked.sort(key=lambda item: item[0])
 
-    kept: list[int] = []
-    for _, preds, bits in ranked:
-        if any(_dominated(bits, other, fail_bits) for other in kept):
-            continue
-        kept.append(bits)
-        result.groups.append(_group(preds, bits, fail_bits, judged, records, every, result, run))
-        if len(result.groups) == TOP:
-            break
+    causes: list[_Cause] = []
+    for k, preds, bits in ranked:
+        score = -k[0]
+        if len(causes) == TOP and score <= min(c.best for c in causes) - FOLD_MARGIN:
+            break  # nothing further down can take a cause's place or be one
+        _place(causes, _Cause(preds, bits, score, score), fail_bits)
+    for cause in causes:
+        group = _group(cause.preds, cause.bits, fail_bits, judged, records, every, result, run)
+        result.groups.append(group)
     return result
 
 
-def _dominated(bits: int, other: int, fail_bits: int) -> bool:
-    """A group is worth naming after `other` only if it covers a failure `other` does not, or
-    leaves out one of its passes: same cases, fewer failures or more passes say nothing new."""
-    pass_bits = ~fail_bits
-    no_new_failure = bits & fail_bits & ~other == 0
-    no_fewer_pass = other & pass_bits & ~bits == 0
-    return no_new_failure and no_fewer_pass
+@dataclass
+class _Cause:
+    """One cause's group as the ranking goes: its predicates, its cases (a bit per judged case),
+    its score, and the best score of the groups folded into it."""
+
+    preds: tuple[Predicate, ...]
+    bits: int
+    score: float
+    best: float
+
+
+def _place(causes: list[_Cause], group: _Cause, fail_bits: int) -> None:
+    """Fold a group (ranked below every one in `causes`) into the causes: a group whose failures
+    are all a cause's says nothing more of it (a part of the same failures, however few passes
+    it has); a group that holds all of a cause's failures and scores within FOLD_MARGIN of the
+    cause's best tells it whole and takes its place (several such causes are one); any other
+    group is a cause of its own while there are fewer than TOP."""
+    failed = group.bits & fail_bits
+    if any(failed & ~c.bits == 0 for c in causes):
+        return
+    whole = [
+        i
+        for i, c in enumerate(causes)
+        if c.bits & fail_bits & ~failed == 0 and group.score > c.best - FOLD_MARGIN
+    ]
+    if whole:
+        group.best = max(causes[i].best for i in whole)
+        causes[whole[0]] = group
+        for i in reversed(whole[1:]):
+            del causes[i]
+    elif len(causes) < TOP:
+        causes.append(group)
 
 
 def _group(preds, bits, fail_bits, judged, records, every, result: Triage, run) -> Group:

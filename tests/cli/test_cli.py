@@ -299,3 +299,20 @@ def test_a_message_naming_a_long_path_is_one_line_in_a_log(tmp_path):
     done = farm("cases", "--tier", "smoke", "-o", str(path), env_extra={"COLUMNS": ""})
     assert done.returncode == 0, done.stderr
     assert f"cases written to {path}\n" in done.stdout, done.stdout
+
+
+def test_farm_run_reaches_the_run_command(monkeypatch):
+    """`farm run` calls farm/cli/run_command.py run: the package's name run_command is the
+    module, not the command end (farm/util/command_end.py) that every command goes through."""
+    from farm import cli
+    from farm.cli import run_command as module
+
+    called: list[tuple] = []
+
+    def run(*args, **kwargs) -> int:
+        called.append(args)
+        return 0
+
+    monkeypatch.setattr(module, "run", run)
+    assert cli.main(["run", "--tier", "smoke", "--no-report"]) == 0
+    assert len(called) == 1

@@ -1,6 +1,7 @@
 """The triage of a planted smoke run (tests/e2e/test_triage*.py): for each bug the farm plants
 (farm/pool/build/bugs.py PLANT_BUGS) in the emulated real kernel, a run of the smoke tier's cases is
-triaged, and the top line names what the bug depends on, with counts that are the store's.
+triaged: one group, which holds every failure and names what the bug depends on, with counts
+that are the store's.
 
 A run's records are made as the agent makes them (farm.agent.execute.run_case on the planted
 library, the record completed with the case as the dispatcher completes it) rather than by a whole
@@ -97,9 +98,16 @@ def assert_the_top_line_names_what_the_bug_depends_on(bug: str, tmp_path, monkey
     assert (result.failures, result.passes) == (run["counts"]["failed"], run["counts"]["passed"])
     in_group = [outcome[cid] for cid in top.case_ids]
     assert (top.failed, top.passed) == (in_group.count("failed"), in_group.count("passed"))
-    assert lines[0].startswith(
-        f"1. {top.failed:,} of {result.failures:,} failures: {top.text} "
-        f"({top.passed:,} of {result.passes:,} passing cases)"
-    )
+    assert lines[0].startswith(f"1. {top.failed:,} of {result.failures:,} failures (") and lines[
+        0
+    ].endswith(f"): {top.text}; and {_passes(top.passed, result.passes)} passing cases")
+    # One bug, one cause: one group, which holds every failure (its narrower restatements, a part
+    # of the same failures, are folded into it).
+    assert len(result.groups) == 1, lines
+    assert top.failed == result.failures, lines[0]
     # The rerun is of the planted operator, on the group's cases.
     assert "--plant-bug " + bug in top.rerun, top.rerun
+
+
+def _passes(passed: int, passes: int) -> str:
+    return f"{passed:,} of {passes:,}" if passed else f"none of the {passes:,}"

@@ -470,10 +470,7 @@ def test_the_report_holds_the_farms_gate_and_the_triage(three_runs):
     env = json.loads((r3["out"] / "widgets" / "allure_environment.json").read_text())
     names = [e["name"] for e in env]
     assert names[:2] == ["triage.1", "triage"], names
-    assert (
-        env[0]["values"][0].startswith("1 of 1 failures: ")
-        and "[1 precision]" in env[0]["values"][0]
-    )
+    assert env[0]["values"][0].startswith("1 of 1 failures (1 precision): ")
     globals_ = json.loads((r3["out"] / "widgets" / "globals.json").read_text())
     page = next(a for a in globals_["attachments"] if a["name"] == "triage.html")
     text = (r3["out"] / "data" / "attachments" / f"{page['id']}{page['ext']}").read_text()
@@ -725,7 +722,10 @@ def test_a_person_sees_the_report(chromium, three_runs, tmp_path):
         assert 'Environment: "Atlas 200I-500 A2 (Ascend310B)"' in main
         assert "Global Attachments 7" in main and "package.sha256" in main
         # The triage of its one failure, on the overview.
-        assert "triage.1 1 of 1 failures: " in main and "Global Attachments, triage.html" in main
+        assert (
+            "triage.1 1 of 1 failures (1 precision): " in main
+            and "Global Attachments, triage.html" in main
+        )
 
         # The farm's gate in the report's own Quality Gates tab: as farm report says, failed.
         assert re.search(r"Quality Gates 4\b", main)

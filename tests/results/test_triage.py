@@ -41,6 +41,10 @@ def mid_run() -> tuple[list[Case], set[str]]:
     return cases, failing
 
 
+# What the top group of mid_run's failures reads.
+MID = "a middle extent reduced (REDUCE_MID) with reduce extent > 64 (d1)"
+
+
 def records_of(cases, failing, category="precision") -> list[dict]:
     return [
         record(c, "failed", category) if c.id in failing else record(c, "passed") for c in cases
@@ -52,13 +56,12 @@ def test_the_top_group_is_what_the_failures_share_with_its_counts():
     result = triage.triage(records_of(cases, failing), {"run_id": "R"})
 
     top = result.groups[0]
-    assert top.text == "REDUCE_MID with d1 > 64"
+    assert top.text == MID
     assert (top.failed, top.failures, top.passed, top.passes) == (4, 4, 0, len(cases) - 4)
     assert top.case_ids == sorted(failing)
     assert top.categories == {"precision": 4}
     assert result.lines()[0] == (
-        f"1. 4 of 4 failures: REDUCE_MID with d1 > 64 (0 of {len(cases) - 4} passing cases) "
-        "[4 precision]"
+        f"1. 4 of 4 failures (4 precision): {MID}; and none of the {len(cases) - 4} passing cases"
     )
     # The threshold is one of the data's own extents (64), not a number made up between them.
     assert triage.Predicate("d1", ">", 64) in top.predicates
@@ -144,7 +147,7 @@ def test_counts_are_the_stores(tmp_path):
     assert run["counts"]["failed"] == len(failed) == 4
     passed = run["counts"]["passed"]
     assert lines[0] == (
-        f"1. 4 of 4 failures: REDUCE_MID with d1 > 64 (0 of {passed} passing cases) [4 precision]"
+        f"1. 4 of 4 failures (4 precision): {MID}; and none of the {passed} passing cases"
     )
     assert lines[1].startswith("   rerun: farm run --tier smoke -- -k ")
 
@@ -232,7 +235,10 @@ def test_farm_triage_json_and_its_mistakes(tmp_path, capsys):
     db = str(tmp_path / "farm.sqlite")
     assert triage_command.main([run_id, "--store", db, "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert data["groups"][0]["group"] == "REDUCE_MID with d1 > 64"
+    assert (
+        data["groups"][0]["group"]
+        == "a middle extent reduced (REDUCE_MID) with reduce extent > 64 (d1)"
+    )
     assert data["groups"][0]["case_ids"] == sorted(failing)
     from farm.util.errors import UsageError
 
@@ -251,7 +257,7 @@ def test_farm_triage_prints_the_groups_through_the_command_table(tmp_path, capsy
     assert cli.main(["triage", run_id, "--store", str(tmp_path / "farm.sqlite")]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0] == f"run {run_id}: 4 failed, {len(cases) - 4} passed"
-    assert out[1].startswith("1. 4 of 4 failures: REDUCE_MID with d1 > 64 (0 of ")
+    assert out[1].startswith(f"1. 4 of 4 failures (4 precision): {MID}; and none of ")
     assert cli.main(["triage", "--group", "1", "--store", str(tmp_path / "farm.sqlite")]) == 2
     assert "--group N and -o FILE go together" in capsys.readouterr().err
 

@@ -96,7 +96,9 @@ def test_a_run_with_failures_keeps_its_code_and_has_its_triage(tmp_path):
     assert followup is not None
     summary = judging.summary_extra(gate, followup)["triage"]
     assert summary["failures"] == 2 and summary["groups"][0]["case_ids"] == ["m0", "m1"]
-    assert summary["groups"][0]["line"].startswith("2 of 2 failures: REDUCE_MID")
+    assert summary["groups"][0]["line"].startswith(
+        "2 of 2 failures (2 precision): a middle extent reduced (REDUCE_MID)"
+    )
 
 
 def test_the_judgement_is_printed_as_plain_text(tmp_path):
@@ -108,14 +110,16 @@ def test_the_judgement_is_printed_as_plain_text(tmp_path):
         run = _run(store, tmp_path, records)
     _, gate, followup = _judge(store_path, run, records, RunFacts(failed=1))
     out = io.StringIO()
-    judging.print_judgement(Console(file=out, width=400, color_system=None), gate, followup)
+    console = Console(file=out, width=400, color_system=None)
+    judging.print_gate(console, gate)
+    judging.print_triage(console, followup)
     text = out.getvalue().splitlines()
     assert text[0] == "quality gate: maxFailures: 1 failed or broken tests exceed the allowed 0"
     assert text[1] == "triage   what the failures share:"
-    assert text[2].startswith("1. 1 of 1 failures: REDUCE_MID")
+    assert text[2].startswith("1. 1 of 1 failures (1 precision): a middle extent reduced")
     assert text[3] == "   rerun: farm run --tier smoke -- -k '[[m0]]'"
     assert text[4] == "   shrink: farm shrink '[m0]'"
     out = io.StringIO()
     nothing: tuple[Triage, list] = (Triage("r", failures=0, passes=3, broken=0), [])
-    judging.print_judgement(Console(file=out), [], nothing)
+    judging.print_triage(Console(file=out), nothing)
     assert out.getvalue() == ""  # nothing failed: nothing to triage
