@@ -21,7 +21,7 @@ from rich.text import Text
 
 from farm import __version__
 from farm.run import options
-from farm.util import interrupts
+from farm.util import announce, interrupts
 from farm.util.argparsing import CommandParser
 from farm.util.command_end import run_command
 from farm.util.console import FarmConsole
@@ -165,7 +165,12 @@ def cmd_run(argv: list[str]) -> int:
     options.add_to_parser(parser, options.LIMITS)
     parser.add_argument("--no-report", action="store_true", help="skip the HTML report")
     add_history_runs_option(parser, default=None)  # None: farm report's default
-    parser.add_argument("--no-progress", action="store_true", help="no live progress display")
+    parser.add_argument(
+        "--no-progress",
+        action="store_true",
+        help="plain progress lines (done/total, failed, broken, ETA; every 25 s at most) instead "
+        "of the live display, as a log or a pipe gets anyway",
+    )
     parser.add_argument(
         "--shard",
         metavar="K/N",
@@ -437,7 +442,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     from farm.results.store.location import redact  # a store's password, wherever it is quoted
 
-    return run_command(command, lambda: COMMANDS[command][0](rest), redact=redact)
+    with announce.saying(announce.to_stderr):  # every build says its start and end
+        return run_command(command, lambda: COMMANDS[command][0](rest), redact=redact)
 
 
 # The exit codes of a command stopped by a signal (128 + the signal).
