@@ -21,9 +21,8 @@ from rich.text import Text
 
 from farm import __version__
 from farm.run import options
-from farm.util import announce, interrupts
+from farm.util import announce, command_end, interrupts
 from farm.util.argparsing import CommandParser
-from farm.util.command_end import run_command
 from farm.util.console import FarmConsole
 from farm.util.errors import FarmError
 from farm.util.visible import visible
@@ -443,7 +442,9 @@ def main(argv: list[str] | None = None) -> int:
     from farm.results.store.location import redact  # a store's password, wherever it is quoted
 
     with announce.saying(announce.to_stderr):  # every build says its start and end
-        return run_command(command, lambda: COMMANDS[command][0](rest), redact=redact)
+        # command_end.run_command, never imported by its name: farm.cli.run_command, a module,
+        # replaced that name here once imported (a later farm command of the process failed).
+        return command_end.run_command(command, lambda: COMMANDS[command][0](rest), redact=redact)
 
 
 # The exit codes of a command stopped by a signal (128 + the signal).
