@@ -21,7 +21,7 @@ from rich.text import Text
 
 from farm import __version__
 from farm.run import options
-from farm.util import command_end, interrupts
+from farm.util import announce, command_end, interrupts
 from farm.util.argparsing import CommandParser
 from farm.util.console import FarmConsole
 from farm.util.errors import FarmError
@@ -164,7 +164,12 @@ def cmd_run(argv: list[str]) -> int:
     options.add_to_parser(parser, options.LIMITS)
     parser.add_argument("--no-report", action="store_true", help="skip the HTML report")
     add_history_runs_option(parser, default=None)  # None: farm report's default
-    parser.add_argument("--no-progress", action="store_true", help="no live progress display")
+    parser.add_argument(
+        "--no-progress",
+        action="store_true",
+        help="plain progress lines (done/total, failed, broken, ETA; every 25 s at most) instead "
+        "of the live display, as a log or a pipe gets anyway",
+    )
     parser.add_argument(
         "--shard",
         metavar="K/N",
@@ -441,7 +446,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     from farm.results.store.location import redact  # a store's password, wherever it is quoted
 
-    return command_end.run_command(command, lambda: COMMANDS[command][0](rest), redact=redact)
+    with announce.saying(announce.to_stderr):  # every build says its start and end
+        # command_end.run_command, never imported by its name: farm.cli.run_command, a module,
+        # replaced that name here once imported (a later farm command of the process failed).
+        return command_end.run_command(command, lambda: COMMANDS[command][0](rest), redact=redact)
 
 
 # The exit codes of a command stopped by a signal (128 + the signal).

@@ -36,6 +36,7 @@ from farm.pool import deploy
 from farm.pool.inventory import HostSpec, Inventory
 from farm.pool.transport import Transport, open_transport
 from farm.pool.transport.commands import host_argv, set_env_problem
+from farm.util import announce
 from farm.util.errors import BuildError, FarmError, HostSetupError
 from farm.util.paths import DIST_DIR
 
@@ -65,7 +66,15 @@ def build_on(
     transport: Transport | None = None,
 ) -> Path:
     """The CANN package of ``source`` for ``arch`` and ``cann``: the one in ``out_dir`` when it
-    was built before, else built on ``host`` (which has that CANN) and kept there."""
+    was built before, else built on ``host`` (which has that CANN) and kept there; the build's
+    lines said (farm/util/announce.py), "(cached)" for the one kept before."""
+    with announce.announced(f"ascend {arch} CANN {cann}, on host {host.name}"):
+        return _build_on(host, source, arch, cann, out_dir, transport)
+
+
+def _build_on(
+    host: HostSpec, source: Path, arch: str, cann: str, out_dir: Path, transport: Transport | None
+) -> Path:
     from farm.pool import build
 
     manifest = deploy.package_manifest(source)
@@ -77,6 +86,7 @@ def build_on(
             return cached
         build.rebuilt(cached, problem)  # cut short or changed since: never deployed as it is
         cached.unlink(missing_ok=True)
+    announce.worked()
     own = transport is None
     t = transport or open_transport(host)
     try:

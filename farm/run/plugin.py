@@ -77,21 +77,24 @@ def pytest_configure(config):
         plan = plan_mod.Plan.load(Path(config.getoption("farm_plan")))
     else:
         from farm.run.prepare import prepare_pool
+        from farm.util import announce
         from farm.util.errors import FarmError
 
         try:
             selection = _selection(config)
             cases = selection.cases()  # a bad case file stops here, before any host
-            # Without a package, prepare_pool builds the real one as `farm run` does.
-            plan = prepare_pool(
-                inventory_path=config.getoption("farm_inventory"),
-                selection=selection,
-                backend=config.getoption("farm_backend"),
-                run_dir=config.getoption("farm_run_dir"),
-                target=config.getoption("farm_target"),
-                case_timeout=config.getoption("farm_case_timeout"),
-                require_healthy=True,
-            )
+            # Without a package, prepare_pool builds the real one as `farm run` does; its build
+            # says when it starts and ends (pytest's own output starts after this).
+            with announce.saying(announce.to_stderr):
+                plan = prepare_pool(
+                    inventory_path=config.getoption("farm_inventory"),
+                    selection=selection,
+                    backend=config.getoption("farm_backend"),
+                    run_dir=config.getoption("farm_run_dir"),
+                    target=config.getoption("farm_target"),
+                    case_timeout=config.getoption("farm_case_timeout"),
+                    require_healthy=True,
+                )
         except FarmError as exc:
             # A bad inventory, SoC, key or tier, or no healthy host: one line, not a traceback.
             raise pytest.UsageError(f"farm: {exc}") from None

@@ -239,7 +239,7 @@ def deploy(
             built = cann_builder(arch, cann, host)
             console.print(f"package  {built.name} ({arch}, CANN {cann})", highlight=False)
             return built
-        console.print(f"building the package for the {arch} hosts", highlight=False)
+        # The build says its lines (farm/util/announce.py).
         built = build.build_package(target, plant_bug=plant_bug, arch=arch)
         console.print(f"package  {built.name} ({arch})", highlight=False)
         return built
@@ -362,7 +362,7 @@ def run_session(
 ) -> SessionEnd:
     """pytest on the pool's slots for the begun run. ``alongside``: what runs while it does
     (the store's heartbeat, the reading of the records files as the workers write them)."""
-    from farm.run.progress import LiveProgress
+    from farm.run.progress import progress_plugin
 
     workers = jobs or default_workers(len(plan.slots))
     if workers > len(plan.slots):  # a worker more than the slots would have none to keep busy
@@ -377,7 +377,8 @@ def run_session(
     faults = RunDirFaults()
     lost = LostWorkers()
     plugins = [errors, selection, faults, lost, KeptCases(plan, cases)]
-    plugins += [LiveProgress(console=console, title=chosen.key)] if progress else []
+    # The live bar on a terminal; plain lines in a log or with --no-progress.
+    plugins.append(progress_plugin(console, chosen.key, live=progress))
     plugins += [PlotsPreload()] if report and workers > 1 else []
     allure = AllurePrewarm()
     plugins += [allure] if report else []

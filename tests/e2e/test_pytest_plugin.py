@@ -7,6 +7,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from farm.pool import build
 from tests.e2e.conftest import Farm, _run_dirs, select
 
 
@@ -41,6 +42,8 @@ def run_plugin(farm: Farm, k: str, *args: str) -> tuple[dict, dict[str, dict]]:
     junit = farm.root / "plugin-junit.xml"
     proc = farm.pytest("suites/", "-n", "2", "-k", k, f"--junitxml={junit}", *args)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+    # The controller's build says its start and end before pytest's own output (issue 58).
+    assert proc.stderr.splitlines()[:1] == ["build: ascendc-cpu " + build.HOST_ARCH], proc.stderr
     (run_dir,) = _run_dirs(farm.runs)
     result = farm.result(0, "", "")
     records = result.raw_records()
@@ -62,6 +65,7 @@ def compare(tmp_path, k: str, inventory: tuple[str, ...], plugin_inventory: tupl
     via_farm = Farm(tmp_path / "farm")
     result = via_farm.run_tier("--jobs", "2", *inventory, k=k)
     assert result.code == 0, result.text
+    assert "build: ascendc-cpu " + build.HOST_ARCH in result.err.splitlines(), result.err
     farm_records = result.assert_one_result_per_case(cases)
     assert junit_verdicts(result.made_dir / "junit.xml") == junit
     for cid in wanted:

@@ -20,6 +20,7 @@ import pytest
 
 from farm.agent.backends import native
 from farm.pool import acl_sdk, build, deploy
+from farm.util import announce
 from farm.util.errors import BuildError, UsageError
 from golden.soc import PROFILES
 from tests.archives import regular
@@ -348,3 +349,82 @@ def test_the_kernel_compiles_for_each_compute_unit_and_an_unguarded_kernel_type_
     assert unguarded.returncode != 0
     assert "KERNEL_TASK_TYPE_DEFAULT is not supported on Atlas 200I/500 A2" in unguarded.stderr
     assert compile_for(2201, kernel.replace(guard, "#if 1\n")).returncode == 0
+
+
+DONE = r"build: done in (\d+\.\d s|\d+ s|\d+ min \d+ s)"
+
+
+def test_a_package_build_says_when_it_starts_and_ends(tmp_path, twin_lib):
+    """Wherever a package is built (farm build, farm run and its builds for other architectures,
+    pytest suites/, farm repro and shrink, bisect): a line as it starts, one as it ends; the twin
+    the fixture built is only packed ("(cached)": CMake had nothing to do)."""
+    said: list[str] = []
+    with announce.saying(said.append):
+        build.build_package("twin", tmp_path)
+    assert said[0] == f"build: twin {build.HOST_ARCH}"
+    assert re.fullmatch(DONE + r" \(cached\)", said[1]), said
+    assert len(said) == 2
+    with announce.saying(said.append), pytest.raises(BuildError):
+        build.build_package("twin", tmp_path, plant_bug="queue_order")  # the kernel's only
+    assert said[2] == f"build: twin {build.HOST_ARCH}, planted bug queue_order"
+    assert re.fullmatch(r"build: failed after \d+\.\d s", said[3]), said
+
+
+@pytest.mark.build
+def test_a_build_that_compiles_says_so_and_names_another_tree_s_commit(tmp_path):
+    """A build that runs CMake ends without "(cached)"; another tree's sources (farm bisect's
+    worktree) are named by their commit."""
+    op = tmp_path / "op"
+    shutil.copytree(build.OP_DIR, op, ignore=shutil.ignore_patterns("__pycache__"))
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    subprocess.run(["git", "-C", str(tmp_path), "add", "op"], check=True)
+    subprocess.run(
+        ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm",
+         "op"],
+        check=True,
+    )  # fmt: skip
+    sha = subprocess.run(
+        ["git", "-C", str(tmp_path), "rev-parse", "HEAD"], capture_output=True, text=True
+    ).stdout.strip()
+    said: list[str] = []
+    with announce.saying(said.append):
+        for _ in range(2):
+            build.build_package("twin", tmp_path / "out", build_dir=tmp_path / "b", source_dir=op)
+    assert said[0] == said[2] == f"build: twin {build.HOST_ARCH}, at {sha[:12]}"
+    assert re.fullmatch(DONE, said[1]), said
+    assert re.fullmatch(DONE + r" \(cached\)", said[3]), said
+
+
+def test_farm_build_says_its_build_on_stderr_unless_quiet(tmp_path, twin_lib, capsys):
+    assert build.main(["--target", "twin", "--out", str(tmp_path)]) == 0
+    out, err = capsys.readouterr()
+    lines = err.splitlines()
+    assert lines[0] == f"build: twin {build.HOST_ARCH}"
+    assert re.fullmatch(DONE + r" \(cached\)", lines[1]), err
+    assert out.startswith("logsoftmaxgrad-") or "sha256" in out  # the archive, on stdout
+    assert build.main(["--target", "twin", "--out", str(tmp_path), "--quiet"]) == 0
+    assert capsys.readouterr() == ("", "")
+    assert not announce.active()  # the announcer was the command's
+
+
+def test_a_cann_package_built_before_says_cached(tmp_path):
+    """farm/pool/cann_build.py build_on: the CANN package of these sources kept in dist/op is
+    used again, and its lines say so (no host is asked)."""
+    from types import SimpleNamespace
+    from typing import cast
+
+    from farm.pool import cann_build
+    from farm.pool.inventory import HostSpec
+
+    source = build.source_package(tmp_path)
+    files = {"custom_opp_ubuntu_aarch64.run": b"installer"}
+    files["manifest.json"] = json.dumps(build.manifest("ascend", files, arch="aarch64")).encode()
+    name = cann_build.package_name(build.op_version(), "aarch64", "8.2.RC1", sha256(source))
+    kept = build.write_archive(tmp_path / name, files)
+    host = cast(HostSpec, SimpleNamespace(name="a2-01"))
+    said: list[str] = []
+    with announce.saying(said.append):
+        got = cann_build.build_on(host, source, arch="aarch64", cann="8.2.RC1", out_dir=tmp_path)
+    assert got == kept
+    assert said[0] == "build: ascend aarch64 CANN 8.2.RC1, on host a2-01"
+    assert re.fullmatch(DONE + r" \(cached\)", said[1]), said

@@ -35,6 +35,7 @@ from farm.pool.build.locations import (
     op_sources,
     planted_dir,
 )
+from farm.util import announce
 from farm.util.errors import BuildError
 from farm.util.paths import REPO_ROOT as ROOT
 from farm.util.targets import DEFAULT_TARGET, NATIVE_TARGETS
@@ -228,6 +229,7 @@ def build_native(
         stamp = BuildStamp(build_dir / f".farm-built-{cmake_target}.json", configure, targets)
         sources = stamp.sources(inputs)
         if not stamp.current(sources, outputs):
+            announce.worked()  # not "(cached)"
             run_step(configure, "cmake configure", env=env)
             run_step(
                 [

@@ -14,6 +14,7 @@ from farm.pool.build.package import build_package
 from farm.pool.build.sanitize import sanitize_check
 from farm.pool.build.sanitize_driver import drive
 from farm.pool.build.selftest import selftest_package
+from farm.util import announce
 from farm.util.argparsing import CommandParser, make_output_dir
 from farm.util.errors import BuildError
 from farm.util.paths import REPO_ROOT as ROOT
@@ -74,6 +75,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.drive:
         return drive(args.matrix, args.overflow_probe)
+    # A build says when it starts and ends, on stderr ("build: twin x86_64" ... "build: done in
+    # 42 s"); --quiet prints only errors.
+    with announce.saying(None if args.quiet else announce.to_stderr):
+        return _build(args)
+
+
+def _build(args: argparse.Namespace) -> int:
     try:
         if args.sanitize_check:
             if args.arch not in (None, HOST_ARCH):

@@ -27,6 +27,7 @@ from farm.pool.build.locations import (
     op_sources,
     op_version,
 )
+from farm.util import announce
 from farm.util.errors import BuildError
 from farm.util.paths import REPO_ROOT as ROOT
 from farm.util.targets import DEFAULT_TARGET, DESCRIPTIONS, NATIVE_TARGETS, TARGETS
@@ -171,6 +172,7 @@ def archive_name(
 
 def ascend_files() -> dict[str, bytes]:
     """Run op/ascendc/build.sh (needs the CANN toolkit) and collect what it produced."""
+    announce.worked()
     out = ROOT / "build" / "ascend"
     if out.exists():
         shutil.rmtree(out)
@@ -220,6 +222,26 @@ def build_package(
             f"machine's architecture ({HOST_ARCH} here), not {arch}: run farm build --target "
             f"{target} on an {arch} machine with the CANN toolkit"
         )
+    with announce.announced(lambda: build_line(target, arch, plant_bug, source_dir)):
+        return _build_package(target, Path(out_dir), plant_bug, build_dir, source_dir, arch)
+
+
+def build_line(target: str, arch: str, plant_bug: str, source_dir: str | Path | None) -> str:
+    """What a build's first line names: "ascendc-cpu x86_64", with its planted bug and, for
+    another tree's sources, their commit ("twin aarch64, planted bug tail, at 1a2b3c4d5e6f")."""
+    bug = f", planted bug {plant_bug}" if plant_bug else ""
+    at = f", at {git_state(source_dir)['git_commit'][:12]}" if source_dir is not None else ""
+    return f"{target} {arch}{bug}{at}"
+
+
+def _build_package(
+    target: str,
+    out_dir: Path,
+    plant_bug: str,
+    build_dir: str | Path | None,
+    source_dir: str | Path | None,
+    arch: str,
+) -> Path:
     if target in NATIVE_TARGETS:
         lib = build_native(target, build_dir, plant_bug=plant_bug, source_dir=source_dir, arch=arch)
         files = {f"lib/{LIB_NAMES[target]}": lib.read_bytes()}
@@ -236,6 +258,5 @@ def build_package(
         json.dumps(manifest(target, files, plant_bug, source_dir, arch), indent=2, sort_keys=True)
         + "\n"
     ).encode()
-    out_dir = Path(out_dir)
     out_dir = out_dir if out_dir.is_absolute() else ROOT / out_dir
     return write_archive(out_dir / archive_name(target, plant_bug, source_dir, arch), files)

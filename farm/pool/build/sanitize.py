@@ -12,7 +12,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from farm.pool.build.arches import HOST_ARCH
 from farm.pool.build.cmake import build_native
+from farm.util import announce
 from farm.util.errors import BuildError
 from farm.util.paths import REPO_ROOT as ROOT
 
@@ -53,7 +55,8 @@ def sanitize_check(
     every case of `matrix` (a tier of suites.matrix) when given.  overflow_probe adds one call that
     lies about a buffer's size, to show that the harness reports what the sanitizers find (the
     report is then not ok)."""
-    lib = build_native(target, build_dir, sanitize=True)
+    with announce.announced(f"{target} {HOST_ARCH} under ASan/UBSan"):
+        lib = build_native(target, build_dir, sanitize=True)
     env = {
         **os.environ,
         "LD_PRELOAD": libasan_path(),
