@@ -256,6 +256,11 @@ def main_baseline(argv: Sequence[str] | None = None) -> int:
     s = sub.add_parser("set", help="make RUN the baseline of its tier (or of --tier)")
     s.add_argument("run")
     s.add_argument("--tier", help="default: the run's own tier")
+    s.add_argument(
+        "--force",
+        action="store_true",
+        help="set a run that is not a finished, green, whole run of the real operator",
+    )
     sh = sub.add_parser("show", help="the baseline each tier would use now")
     sh.add_argument("--tier")
     cl = sub.add_parser("clear", help="drop the explicit baseline (back to last green)")
@@ -267,8 +272,11 @@ def main_baseline(argv: Sequence[str] | None = None) -> int:
             if run is None:
                 raise unknown_run(f"unknown run {args.run!r}", store.location)
             tier = args.tier or run["tier"]
-            store.set_baseline(tier, args.run)
-            print(f"baseline of tier {tier}: {args.run}")
+            forced = store.set_baseline(tier, args.run, force=args.force)
+            print(
+                f"baseline of tier {tier}: {args.run}"
+                + (f" (set with --force: {'; '.join(forced)})" if forced else "")
+            )
             return 0
         if args.cmd == "clear":
             if args.tier not in {r["tier"] for r in store.runs(limit=None)}:
