@@ -78,6 +78,8 @@ def main_runs(argv: Sequence[str] | None = None) -> int:
     hdr = (
         "run",
         "tier",
+        "shard",
+        "group",
         "started",
         "ended",
         "exit",
@@ -96,6 +98,8 @@ def main_runs(argv: Sequence[str] | None = None) -> int:
             [
                 r["run_id"],
                 r["tier"],
+                shard_shown(r),
+                r.get("run_group") or "",
                 r["started_at"] or "",
                 r["ended_at"] if r["status"] == "finished" else f"({r['status']})",
                 "" if r["exit_code"] is None else str(r["exit_code"]),
@@ -126,6 +130,14 @@ def main_runs(argv: Sequence[str] | None = None) -> int:
         print("\n".join(plain_table(hdr, rows, indent="")))
     print(size.line(store.location))
     return 0
+
+
+def shard_shown(run: Mapping) -> str:
+    """The shard column of `farm runs`: K/N for a shard, "merged N" for the run `farm merge`
+    made of N shards, empty for a run of its whole selection."""
+    if run.get("shard"):
+        return str(run["shard"])
+    return f"merged {run['shards']}" if run.get("shards") else ""
 
 
 def package_shown(run: Mapping) -> str:

@@ -89,7 +89,8 @@ class Baselines(Runs):
         one result, none failed or broken) of the real operator, excluding `exclude_run_id`
         and, when that run is known, anything that started after it. A run of the whole tier
         is only ever compared with a run of the whole tier: a subset run (-k, -x) is never its
-        implicit baseline; a subset run may be compared with either.
+        implicit baseline; a subset run may be compared with either, a shard with a whole run
+        or the same shard (K/N) of another group, never with another shard's slice.
         """
         explicit = self.explicit_baseline(tier)
         if explicit and explicit != exclude_run_id:
@@ -101,14 +102,16 @@ class Baselines(Runs):
             sql += " AND run_id<>?"
             args.append(exclude_run_id)
             ref = self.db.execute(
-                "SELECT started_at, seq, subset FROM runs WHERE run_id=?", (exclude_run_id,)
+                "SELECT started_at, seq, subset, meta_json FROM runs WHERE run_id=?",
+                (exclude_run_id,),
             ).fetchone()
             if ref:
                 sql += " AND (started_at < ? OR (started_at = ? AND seq < ?))"
                 args += [ref[0], ref[0], ref[1]]
         if ref is None or not ref[2]:
             sql += " AND subset=0"
-        return self._newest_of_the_real_operator(sql, args)
+        shard = json.loads(ref[3]).get("shard") if ref is not None else None
+        return self._newest_of_the_real_operator(sql, args, shard or "")
 
     def _newest_green(self, tier: str) -> str | None:
         """What baseline_for gives a new subset run (which may be compared with a subset run)."""
@@ -118,18 +121,23 @@ class Baselines(Runs):
         sql = f"SELECT run_id, meta_json FROM runs WHERE tier=? AND {GREEN_SQL}"
         return self._newest_of_the_real_operator(sql, [tier])
 
-    def _newest_of_the_real_operator(self, sql: str, args: list) -> str | None:
+    def _newest_of_the_real_operator(self, sql: str, args: list, shard: str = "") -> str | None:
         """The newest run `sql` (run_id, meta_json) selects that ran the real operator: a run
         of a planted bug the tier did not catch (a bias under what is judged, a case file that
-        misses it) held later runs to the planted bug's numbers. Read a page at a time: such
-        runs are few, and a store's green runs many."""
+        misses it) held later runs to the planted bug's numbers. ``shard``: the run compared is
+        that shard, so another shard is passed over. Read a page at a time: such runs are few,
+        and a store's green runs many."""
         sql += " ORDER BY started_at DESC, seq DESC LIMIT ? OFFSET ?"
         offset = 0
         while True:
             rows = self.db.execute(sql, [*args, _PAGE, offset]).fetchall()
             for run_id, meta_json in rows:
-                if not planted_bug(json.loads(meta_json)):
-                    return run_id
+                meta = json.loads(meta_json)
+                if planted_bug(meta):
+                    continue
+                if shard and meta.get("shard") not in (None, "", shard):
+                    continue  # another shard's slice: nothing of this shard's to compare
+                return run_id
             if len(rows) < _PAGE:
                 return None
             offset += _PAGE
