@@ -151,9 +151,11 @@ def cmd_run(argv: list[str]) -> int:
     parser.add_argument(
         "--plant-bug",
         default="",
-        choices=build.PLANT_BUGS,
-        help="run an operator built with a known bug (to see the farm catch it; the twin "
-        "plants " + ", ".join(build.TWIN_PLANT_BUGS[1:]) + ")",
+        choices=build.BUG_NAMES,
+        metavar="BUG",
+        help=build.plant_bug_help(
+            "run an operator built with a known bug (to see the farm catch it)"
+        ),
     )
     parser.add_argument(
         "--jobs",
@@ -360,9 +362,9 @@ def _first_contact(inventory_path: str | None, *, as_json: bool) -> int:
 
 
 def cmd_repro(argv: list[str]) -> int:
-    from farm.run import repro
+    from farm.cli import repro_command
 
-    return repro.main(argv)
+    return repro_command.main(argv)
 
 
 def _delegate(module: str, function: str = "main"):

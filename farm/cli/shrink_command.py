@@ -64,7 +64,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("case_id")
     add_case_file_args(parser)
-    add_pool_args(parser, plant_bug="shrink on an operator built with a known bug")
+    add_pool_args(parser, plant_bug="shrink on an operator built with a known bug", of_run=True)
+    parser.add_argument(
+        "--run",
+        metavar="RUN",
+        help="take --target and --plant-bug from this run (default: the newest run in the store "
+        "that holds the case)",
+    )
     parser.add_argument(
         "--max-tries",
         type=int,
@@ -96,6 +102,12 @@ def main(argv: list[str] | None = None) -> int:
     out_file = Path(args.output) if args.output else default_case_file(case.id)
     console = FarmConsole(stderr=args.json, highlight=False)
     started = time.perf_counter()
+    from farm.cli.case_package import resolve
+
+    package = resolve(case.id, args.run, args.target, args.plant_bug)
+    if package.note:
+        console.print(package.note, markup=False)
+    args.target, args.plant_bug = package.target, package.plant_bug
 
     from farm.run.session import PoolSession
 

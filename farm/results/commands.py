@@ -78,6 +78,8 @@ def main_runs(argv: Sequence[str] | None = None) -> int:
     hdr = (
         "run",
         "tier",
+        "shard",
+        "group",
         "started",
         "ended",
         "exit",
@@ -96,6 +98,8 @@ def main_runs(argv: Sequence[str] | None = None) -> int:
             [
                 r["run_id"],
                 r["tier"],
+                shard_shown(r),
+                r.get("run_group") or "",
                 r["started_at"] or "",
                 r["ended_at"] if r["status"] == "finished" else f"({r['status']})",
                 "" if r["exit_code"] is None else str(r["exit_code"]),
@@ -126,6 +130,14 @@ def main_runs(argv: Sequence[str] | None = None) -> int:
         print("\n".join(plain_table(hdr, rows, indent="")))
     print(size.line(store.location))
     return 0
+
+
+def shard_shown(run: Mapping) -> str:
+    """The shard column of `farm runs`: K/N for a shard, "merged N" for the run `farm merge`
+    made of N shards, empty for a run of its whole selection."""
+    if run.get("shard"):
+        return str(run["shard"])
+    return f"merged {run['shards']}" if run.get("shards") else ""
 
 
 def package_shown(run: Mapping) -> str:
@@ -256,6 +268,11 @@ def main_baseline(argv: Sequence[str] | None = None) -> int:
     s = sub.add_parser("set", help="make RUN the baseline of its tier (or of --tier)")
     s.add_argument("run")
     s.add_argument("--tier", help="default: the run's own tier")
+    s.add_argument(
+        "--force",
+        action="store_true",
+        help="set a run that is not a finished, green, whole run of the real operator",
+    )
     sh = sub.add_parser("show", help="the baseline each tier would use now")
     sh.add_argument("--tier")
     cl = sub.add_parser("clear", help="drop the explicit baseline (back to last green)")
@@ -267,8 +284,11 @@ def main_baseline(argv: Sequence[str] | None = None) -> int:
             if run is None:
                 raise unknown_run(f"unknown run {args.run!r}", store.location)
             tier = args.tier or run["tier"]
-            store.set_baseline(tier, args.run)
-            print(f"baseline of tier {tier}: {args.run}")
+            forced = store.set_baseline(tier, args.run, force=args.force)
+            print(
+                f"baseline of tier {tier}: {args.run}"
+                + (f" (set with --force: {'; '.join(forced)})" if forced else "")
+            )
             return 0
         if args.cmd == "clear":
             if args.tier not in {r["tier"] for r in store.runs(limit=None)}:

@@ -13,6 +13,11 @@ or other exploration salts) are compared on the cases they share; a case only on
 "not in both suites", never a regression, and every rendering says first that the suites differ.
 A case that is *broken* in the run (an infrastructure error after retries) was not verified; it is
 listed apart and counts as a regression only with strict=True (`--strict`).
+
+A shard (`farm run --shard K/N`) ran only its slice of the selection: it is compared with the
+same slice of the baseline (the baseline's cases that the shard's split gives it), never with
+the other shards' cases (not "missing"); when its slice cannot be listed (its case files are
+gone), it is compared with nothing, and `scope` says why.
 """
 
 from __future__ import annotations
@@ -166,6 +171,7 @@ class Comparison:
     per_dtype: list[GroupSummary] = field(default_factory=list)
     baseline_per_dtype: list[GroupSummary] = field(default_factory=list)
     strict: bool = False
+    scope: str = ""  # what was compared, where it is less than both runs (a shard's slice)
 
     @property
     def suites_differ(self) -> bool:
@@ -321,6 +327,20 @@ def _flat(r: Mapping) -> dict:
     return d
 
 
+def shard_slice(run: Mapping) -> frozenset[str] | None:
+    """The case ids of a shard run's slice: its selection expanded and split as `farm run
+    --shard` split it (farm/run/shard.py); None when the selection cannot be expanded here."""
+    from farm.run import shard
+    from farm.util.errors import FarmError
+    from suites.caseset import Selection
+
+    try:
+        cases = Selection.from_json(run.get("selection"), str(run.get("tier"))).cases()
+        return frozenset(c.id for c in shard.pick(cases, shard.parse(str(run["shard"]))))
+    except (FarmError, OSError, ValueError, KeyError, TypeError):
+        return None
+
+
 def compare(
     store: RunStore,
     run_id: str,
@@ -330,7 +350,8 @@ def compare(
     *,
     strict: bool = False,
 ) -> Comparison:
-    """Compare `run_id` with `baseline_id` (default: store.baseline_for(the run's tier))."""
+    """Compare `run_id` with `baseline_id` (default: store.baseline_for(the run's tier)); a
+    shard on its slice only (see above)."""
     run = store.get_run(run_id)
     if run is None:
         raise KeyError(f"unknown run {run_id!r}")
@@ -338,10 +359,27 @@ def compare(
         baseline_id = store.baseline_for(run["tier"], exclude_run_id=run_id)
     elif store.get_run(baseline_id) is None:
         raise KeyError(f"unknown baseline run {baseline_id!r}")
+    run_rows = store.result_rows(run_id)
     base_rows = store.result_rows(baseline_id) if baseline_id else None
     base = store.get_run(baseline_id) if baseline_id else None
-    return compare_rows(
-        store.result_rows(run_id),
+    scope = ""
+    if run.get("shard"):
+        mine = shard_slice(run)
+        if mine is None:
+            scope = (
+                f"shard {run['shard']}: its slice of {run.get('label') or run['tier']} cannot "
+                "be listed here (its case files are gone?): compared with no baseline"
+            )
+            base_rows = base = None
+        elif base_rows is not None:
+            run_rows = [r for r in run_rows if r["case_id"] in mine]
+            base_rows = [r for r in base_rows if r["case_id"] in mine]
+            scope = (
+                f"shard {run['shard']}: its slice ({len(mine):,} cases) against the same cases "
+                f"of the baseline {baseline_id} ({len(base_rows):,} of them there)"
+            )
+    comp = compare_rows(
+        run_rows,
         base_rows,
         run_id=run_id,
         baseline_id=baseline_id,
@@ -350,3 +388,5 @@ def compare(
         strict=strict,
         suites=(Suite.of_run(run), Suite.of_run(base)) if base is not None else None,
     )
+    comp.scope = scope
+    return comp

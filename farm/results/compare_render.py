@@ -79,8 +79,9 @@ def suites_line(c: Comparison) -> str:
 
 
 def headline(c: Comparison) -> list[str]:
-    """The lines above the tables: that the suites differ (when they do), then the verdict."""
-    return [line for line in (suites_line(c), verdict(c)) if line]
+    """The lines above the tables: what was compared (a shard's slice), that the suites differ
+    (when they do), then the verdict."""
+    return [line for line in (c.scope, suites_line(c), verdict(c)) if line]
 
 
 def _sections(c: Comparison, limit: int | None):

@@ -6,6 +6,7 @@ FILE` runs them)."""
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 from pathlib import Path
 
@@ -64,9 +65,10 @@ def _write_group(run: dict, result: triage.Triage, number: int, path: Path) -> i
         by_id = {}
     cases = [by_id.get(cid) or find_case(cid, selection.files) for cid in group.case_ids]
     casefile.dump(cases, path, source=f"triage group {number} of run {run['run_id']}")
-    FarmConsole().print(
+    rerun = shlex.join(["farm", "run", "--cases", str(path), *triage.operator_arguments(run)])
+    FarmConsole().print(  # on the run's package: a planted bug's failures pass on the real one
         f"{len(cases):,} cases of group {number} ({group.text}) written to {path}; "
-        f"run them with `farm run --cases {path}`",
+        f"run them with `{rerun}`",
         highlight=False,
         markup=False,
     )

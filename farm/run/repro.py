@@ -2,11 +2,14 @@
 
 The inputs are made from the case's seed, so the description, the tiling record and the metrics
 are the same numbers on any host of the case's family. The output says which operator package
-(target) ran: by default the emulated real kernel (ascendc-cpu), or --target twin.
+(target, planted bug) ran: by default the one of the run the case last ran in (farm/cli/
+case_package.py resolves it: a failure of a planted bug's run fails again), else the emulated
+real kernel (ascendc-cpu).
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 
 from rich.console import Console
@@ -25,15 +28,34 @@ from farm.util.errors import ConfigError
 from suites.caseset import find_case
 
 
-def main(argv: list[str] | None = None) -> int:
+def parser() -> argparse.ArgumentParser:
     parser = CommandParser(prog="farm repro", description=__doc__.split("\n\n")[0])
     parser.add_argument("case_id")
     add_case_file_args(parser)
     parser.add_argument("--host", help="run on this host (default: any healthy host of the family)")
-    add_pool_args(parser, plant_bug="")
+    add_pool_args(parser, plant_bug="rerun on an operator built with a known bug", of_run=True)
+    parser.add_argument(
+        "--run",
+        metavar="RUN",
+        help="take --target and --plant-bug from this run (default: the newest run in the store "
+        "that holds the case)",
+    )
+    parser.add_argument("--store", help="the run store (default: $FARM_STORE or runs/)")
     parser.add_argument("--json", action="store_true", help="print the whole record as JSON")
-    args = parser.parse_args(argv)
+    return parser
 
+
+def main(argv: list[str] | None = None) -> int:
+    """`farm repro` with --target and --plant-bug as given (None: the defaults); the farm
+    command's entry (farm/cli/repro_command.py) fills them in from the case's run first."""
+    return reproduce(parser().parse_args(argv))
+
+
+def reproduce(args: argparse.Namespace) -> int:
+    from farm.pool import build
+
+    target = args.target or build.DEFAULT_TARGET
+    plant_bug = "" if args.plant_bug in (None, "none") else args.plant_bug
     case = find_case(args.case_id, tuple(args.cases))
     if args.host:
         spec = prepare.load_pool(args.inventory).host(args.host)
@@ -45,8 +67,8 @@ def main(argv: list[str] | None = None) -> int:
     with PoolSession(
         args.inventory,
         backend=args.backend,
-        target=args.target,
-        plant_bug=args.plant_bug,
+        target=target,
+        plant_bug=plant_bug,
         host=args.host,
         run_dir=paths.RUNS_DIR / "repro",
         case_timeout=args.case_timeout,
@@ -68,6 +90,7 @@ def main(argv: list[str] | None = None) -> int:
                 {
                     "case": case.to_dict(),
                     "target": target,
+                    "plant_bug": plant_bug,
                     "inputs": described,
                     "record": record,
                 },
@@ -76,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
             )
         )
     else:
-        show(FarmConsole(), case, described, record, target)
+        show(FarmConsole(), case, described, record, target, plant_bug)
     from farm.run.finish import ExitCode  # farm run's codes
 
     code = {"passed": ExitCode.OK, "failed": ExitCode.PRODUCT}.get(
@@ -85,7 +108,14 @@ def main(argv: list[str] | None = None) -> int:
     return int(code)
 
 
-def show(console: Console, case, described: dict, record: ResultRecord, target: str = "") -> None:
+def show(
+    console: Console,
+    case,
+    described: dict,
+    record: ResultRecord,
+    target: str = "",
+    plant_bug: str = "",
+) -> None:
     from farm.pool.build import describe
 
     console.print(
@@ -94,7 +124,8 @@ def show(console: Console, case, described: dict, record: ResultRecord, target: 
         highlight=False,
     )
     if target:
-        console.print(f"target   {describe(target)}", highlight=False)
+        bug = f", planted bug {plant_bug}" if plant_bug else ""
+        console.print(f"target   {describe(target)}{bug}", highlight=False, markup=False)
     # What cases, operators and standards say is text: brackets in it are not rich's markup.
     console.print(f"expect   {case.expectation()}", highlight=False, markup=False)
     if case.note:

@@ -44,27 +44,36 @@ def add_pool_args(
     backend: bool = True,
     plant_bug: str | None = None,
     target_help: str = "the operator package to run",
+    of_run: bool = False,
 ) -> None:
     """The options of a command that runs a few cases on the pool (repro, shrink, bisect):
-    --inventory, --backend, --target, --plant-bug (its help, or hidden when plant_bug is ""),
-    --case-timeout."""
+    --inventory, --backend, --target, --plant-bug (with its help), --case-timeout. ``of_run``:
+    --target and --plant-bug default to None, the package of the run the case last ran in
+    (farm/cli/case_package.py), and --plant-bug none is the real operator."""
     from farm.pool import build
 
     parser.add_argument("--inventory", help="TOML inventory (default: the embedded local pool)")
     if backend:
         parser.add_argument("--backend", default=BACKENDS[0], choices=BACKENDS)
+    default = "the target of the run the case last ran in, else " if of_run else ""
     parser.add_argument(
         "--target",
-        default=build.DEFAULT_TARGET,
+        default=None if of_run else build.DEFAULT_TARGET,
         choices=build.NATIVE_TARGETS,
-        help=f"{target_help} (default {build.DEFAULT_TARGET})",
+        help=f"{target_help} (default {default}{build.DEFAULT_TARGET})",
     )
     if plant_bug is not None:
         parser.add_argument(
             "--plant-bug",
-            default="",
-            choices=build.PLANT_BUGS,
-            help=plant_bug or argparse.SUPPRESS,
+            default=None if of_run else "",
+            choices=(*build.BUG_NAMES, "none") if of_run else build.BUG_NAMES,
+            metavar="BUG",
+            help=build.plant_bug_help(plant_bug)
+            + (
+                "; default: the bug of the run the case last ran in (none: the real operator)"
+                if of_run
+                else ""
+            ),
         )
     parser.add_argument(
         "--case-timeout",

@@ -30,6 +30,13 @@ def test_a_vocabulary_case_of_a_planted_bug_shrinks_to_a_few_elements(farm):
     (record,) = ran.raw_records()
     assert (record["case_id"], record["category"]) == (VOCAB.id, "precision")
 
+    # `farm repro ID` of the planted run's failure, told nothing of the bug, fails again: it
+    # reruns on the run's package and says so in one line (it passed without a word).
+    again = farm.run("repro", VOCAB.id, "--cases", str(cases), "--json")
+    assert again.code == 1, again.text
+    assert json.loads(again.out)["plant_bug"] == BUG
+    assert f"on the planted bug {BUG}" in again.err and "--plant-bug none" in again.err
+
     started = time.monotonic()
     shrunk = farm.run("shrink", VOCAB.id, "--cases", str(cases), "--plant-bug", BUG, "--json")
     seconds = time.monotonic() - started

@@ -191,7 +191,9 @@ def test_cli_commands(store, tmp_path, capsys):
     # The baseline run was red, so without an explicit baseline there is none.
     assert commands.main_compare(["--store", path, "--format", "text"]) == 0
     assert "no baseline" in capsys.readouterr().out
-    assert commands.main_baseline(["--store", path, "set", b]) == 0
+    with pytest.raises(UsageError, match="it exited 1 .* --force"):  # red: no baseline
+        commands.main_baseline(["--store", path, "set", b])
+    assert commands.main_baseline(["--store", path, "set", b, "--force"]) == 0
     assert commands.main_baseline(["--store", path, "show"]) == 0
     assert f"smoke: {b} (explicit)" in capsys.readouterr().out
     assert commands.main_compare(["--store", path, "--format", "text"]) == 1  # latest run vs b

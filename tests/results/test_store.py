@@ -283,7 +283,7 @@ def test_explicit_baseline_wins_unless_it_is_the_run_compared(store):
     pinned = _run(store, records=[failed("a")], exit_code=1, started_at=t.format(1))
     green = _run(store, records=[record("a")], started_at=t.format(2))
     current = _run(store, records=[record("a")], started_at=t.format(3))
-    store.set_baseline("smoke", pinned)
+    assert store.set_baseline("smoke", pinned, force=True) == ["it exited 1 (1 failed)"]
     assert store.baseline_for("smoke", exclude_run_id=current) == pinned
     assert store.baseline_for("smoke", exclude_run_id=pinned) is None  # nothing green before
     store.set_baseline("smoke", green)  # replacing, not adding
@@ -396,6 +396,30 @@ def test_interrupted_aborted_and_subset_runs_are_never_baselines(store):
         store.set_baseline("smoke", running)
     assert store.latest_run("smoke", finished=True)["run_id"] == whole
     assert store.get_run(interrupted)["status"] == "interrupted"
+
+
+def test_a_degraded_shard_or_empty_run_is_refused_in_one_line_unless_forced(store, capsys):
+    """`farm baseline set` took a degraded run (exit 2, 137 broken): later, broken->passed
+    counted as "98 fixed". Each way a run is less than a baseline is named, with the fix."""
+    degraded = _run(store, records=[record("a"), record("b", outcome="broken")], exit_code=2)
+    shard = _run(store, records=[record("a")], subset=True, shard="2/2", run_group="p-1")
+    empty = _run(store)
+    location = store.location.spec
+    for run_id, why in (
+        (degraded, "it exited 2 (1 broken)"),
+        (shard, "it is shard 2/2 of run group p-1"),
+        (empty, "it holds no results"),
+    ):
+        with pytest.raises(UsageError) as refused:
+            commands.main_baseline(["--store", location, "set", run_id])
+        text = str(refused.value)
+        assert "\n" not in text and why in text, text
+        assert f"farm baseline set {run_id} --force" in text
+    assert store.explicit_baseline("smoke") is None
+    assert commands.main_baseline(["--store", location, "set", degraded, "--force"]) == 0
+    out = capsys.readouterr().out
+    assert out == f"baseline of tier smoke: {degraded} (set with --force: it exited 2 (1 broken))\n"
+    assert store.explicit_baseline("smoke") == degraded
 
 
 def test_a_run_of_a_planted_bug_is_never_a_baseline(store, monkeypatch, capsys):
@@ -978,7 +1002,7 @@ def test_prune_by_count_keeps_the_newest_n_of_each_suite(store):
 
 def test_prune_keeps_baselines_the_newest_run_and_what_it_is_compared_with(store):
     pinned = _run(store, records=[failed("a")], exit_code=1, started_at=_day(90))
-    store.set_baseline("smoke", pinned)
+    store.set_baseline("smoke", pinned, force=True)
     gone = _run(store, records=[record("a")], started_at=_day(80))
     smoke_newest = _run(store, records=[record("a")], started_at=_day(75))
     nightly_green = _run(store, tier="nightly", records=[record("a")], started_at=_day(70))

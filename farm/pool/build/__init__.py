@@ -73,6 +73,8 @@ from farm.pool.build.archive import (
     write_archive,
 )
 from farm.pool.build.bugs import (
+    BUG_NAMES,
+    BUG_TEXT,
     HOST_BUGS,
     KERNEL_FAULT_BUGS,
     KERNEL_NUMERIC_BUGS,
@@ -80,6 +82,8 @@ from farm.pool.build.bugs import (
     PLANTED_BUGS_FILE,
     TWIN_PLANT_BUGS,
     bug_in_archive,
+    bug_lines,
+    plant_bug_help,
     planted_bugs,
 )
 from farm.pool.build.cmake import (
@@ -144,6 +148,8 @@ __all__ = [
     "ACL_HEADER",
     "ACL_LIBS",
     "ARCHES",
+    "BUG_NAMES",
+    "BUG_TEXT",
     "BuildStamp",
     "CMAKE_TARGETS",
     "CROSS_COMPILERS",
@@ -181,6 +187,7 @@ __all__ = [
     "acl_files",
     "archive_name",
     "bug_in_archive",
+    "bug_lines",
     "build_ascendc_cpu",
     "build_native",
     "build_package",
@@ -202,6 +209,7 @@ __all__ = [
     "manifest",
     "normalise_arch",
     "op_version",
+    "plant_bug_help",
     "planted_bugs",
     "planted_dir",
     "rebuilt",

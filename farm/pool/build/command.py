@@ -9,7 +9,7 @@ from pathlib import Path
 from farm.agent.hostops import normalise_arch
 from farm.pool.build.arches import ARCHES, CROSS_PACKAGES, HOST_ARCH, check_arch
 from farm.pool.build.archive import sha256_bytes
-from farm.pool.build.bugs import PLANT_BUGS, TWIN_PLANT_BUGS
+from farm.pool.build.bugs import BUG_NAMES, bug_lines, plant_bug_help
 from farm.pool.build.package import build_package
 from farm.pool.build.sanitize import sanitize_check
 from farm.pool.build.sanitize_driver import drive
@@ -57,11 +57,18 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--plant-bug",
-        choices=PLANT_BUGS,
+        choices=BUG_NAMES,
         default="",
-        help="build the operator with a known bug (for testing the farm); the twin plants "
-        + ", ".join(TWIN_PLANT_BUGS[1:])
-        + "; ascendc-cpu every one (op/ascendc_cpu/planted_bugs.json)",
+        metavar="BUG",
+        help=plant_bug_help(
+            "build the operator with a known bug (for testing the farm): a run uses it only "
+            "with the same --plant-bug"
+        ),
+    )
+    parser.add_argument(
+        "--list-bugs",
+        action="store_true",
+        help="list the planted bugs, a line each (name, what it breaks, where), and build nothing",
     )
     parser.add_argument(
         "--sanitize-check",
@@ -75,6 +82,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.drive:
         return drive(args.matrix, args.overflow_probe)
+    if args.list_bugs:
+        print("\n".join(bug_lines()))
+        return 0
     # A build says when it starts and ends, on stderr ("build: twin x86_64" ... "build: done in
     # 42 s"); --quiet prints only errors.
     with announce.saying(None if args.quiet else announce.to_stderr):
@@ -110,9 +120,21 @@ def _build(args: argparse.Namespace) -> int:
                 f"{path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}  "
                 f"sha256 {sha256_bytes(path.read_bytes())}"
             )
+        if args.plant_bug and not args.quiet:  # a run without it builds the real operator
+            print(planted_line(args.plant_bug, args.target), file=sys.stderr)
         if args.self_test:
             return selftest_package(path, args.target, check_arch(args.arch), args.quiet)
     except BuildError as exc:
         print(f"farm build: {exc}", file=sys.stderr)
         return exc.exit_code
     return 0
+
+
+def planted_line(bug: str, target: str) -> str:
+    """What a planted build says after its archive: which commands run it (they build and use
+    the real operator unless told the same --plant-bug)."""
+    flags = f"--plant-bug {bug}" + ("" if target == DEFAULT_TARGET else f" --target {target}")
+    return (
+        f"planted bug {bug}: this package runs only where the command says so: "
+        f"farm run {flags}, farm repro CASE {flags} (without it they run the real operator)"
+    )

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 from farm.results.store.rows import GREEN_SQL, planted_bug
 from farm.results.store.runs import Runs
@@ -14,28 +15,55 @@ from farm.util.errors import UsageError
 _PAGE = 16  # runs read at a time when looking for the newest baseline
 
 
+def baseline_objections(run: Mapping[str, Any]) -> list[str]:
+    """Why a stored run is no baseline, each a few words (empty: it is one). A baseline is a
+    finished run that exited 0 with results and none failed or broken, of the whole tier (no
+    -k, -x, case selection or shard) and of the real operator (no planted bug): compared with
+    anything less, a later run's broken->passed counts as fixed, another shard's cases as
+    missing, the planted bug's numbers as the operator's."""
+    why = []
+    if run.get("status") != "finished":
+        why.append(f"it is {run.get('status')}")
+    counts = run.get("counts") or {}
+    bad = [f"{counts[k]:,} {k}" for k in ("failed", "broken") if counts.get(k)]
+    if run.get("exit_code") != 0:
+        code = run.get("exit_code")
+        why.append(
+            ("it has no exit code" if code is None else f"it exited {code}")
+            + (f" ({', '.join(bad)})" if bad else "")
+        )
+    elif bad:
+        why.append(f"it has {', '.join(bad)} cases")
+    if not counts.get("total"):
+        why.append("it holds no results")
+    if run.get("shard"):
+        why.append(f"it is shard {run['shard']} of run group {run.get('run_group')}")
+    elif run.get("subset"):
+        why.append(f"it ran a subset of tier {run.get('tier')} (-k, -x or a case selection)")
+    bug = planted_bug(run)
+    if bug:
+        why.append(
+            f"it ran the operator with the planted bug {bug} (--plant-bug: a test of the farm)"
+        )
+    return why
+
+
 class Baselines(Runs):
-    def set_baseline(self, tier: str, run_id: str) -> None:
+    def set_baseline(self, tier: str, run_id: str, force: bool = False) -> list[str]:
+        """Make ``run_id`` the explicit baseline of ``tier``. A run with objections
+        (baseline_objections) is refused in one line naming them and --force; with ``force``
+        it is set, and the objections are returned for the command to say."""
         run = self.get_run(run_id)
         if run is None:
             raise KeyError(f"unknown run {run_id!r}")
-        if run["status"] != "finished":
-            raise UsageError(
-                f"run {run_id} is {run['status']}: a baseline must be a finished run of the "
-                "whole tier; pick one from farm runs"
-            )
-        if run["subset"]:
-            raise UsageError(
-                f"run {run_id} ran a subset of tier {run['tier']} (-k or a case selection): a "
-                "baseline must cover the whole tier"
-            )
         if run["tier"] != tier:
             raise UsageError(f"run {run_id} is of tier {run['tier']}, not {tier}")
-        bug = planted_bug(run)
-        if bug:
+        why = baseline_objections(run)
+        if why and not force:
             raise UsageError(
-                f"run {run_id} ran the operator with the planted bug {bug} (farm run --plant-bug: "
-                "a test of the farm): a baseline must be a run of the real operator"
+                f"run {run_id} is no baseline: {'; '.join(why)}; a baseline must be a finished, "
+                "green, whole run of the real operator (pick one from farm runs, or set this "
+                f"one anyway with `farm baseline set {run_id} --force`)"
             )
         with self._tx():
             self.db.execute(
@@ -43,6 +71,7 @@ class Baselines(Runs):
                 " ON CONFLICT (tier) DO UPDATE SET run_id=excluded.run_id, set_at=excluded.set_at",
                 (tier, run_id, now()),
             )
+        return why
 
     def clear_baseline(self, tier: str) -> None:
         with self._tx():
@@ -60,7 +89,8 @@ class Baselines(Runs):
         one result, none failed or broken) of the real operator, excluding `exclude_run_id`
         and, when that run is known, anything that started after it. A run of the whole tier
         is only ever compared with a run of the whole tier: a subset run (-k, -x) is never its
-        implicit baseline; a subset run may be compared with either.
+        implicit baseline; a subset run may be compared with either, a shard with a whole run
+        or the same shard (K/N) of another group, never with another shard's slice.
         """
         explicit = self.explicit_baseline(tier)
         if explicit and explicit != exclude_run_id:
@@ -72,14 +102,16 @@ class Baselines(Runs):
             sql += " AND run_id<>?"
             args.append(exclude_run_id)
             ref = self.db.execute(
-                "SELECT started_at, seq, subset FROM runs WHERE run_id=?", (exclude_run_id,)
+                "SELECT started_at, seq, subset, meta_json FROM runs WHERE run_id=?",
+                (exclude_run_id,),
             ).fetchone()
             if ref:
                 sql += " AND (started_at < ? OR (started_at = ? AND seq < ?))"
                 args += [ref[0], ref[0], ref[1]]
         if ref is None or not ref[2]:
             sql += " AND subset=0"
-        return self._newest_of_the_real_operator(sql, args)
+        shard = json.loads(ref[3]).get("shard") if ref is not None else None
+        return self._newest_of_the_real_operator(sql, args, shard or "")
 
     def _newest_green(self, tier: str) -> str | None:
         """What baseline_for gives a new subset run (which may be compared with a subset run)."""
@@ -89,18 +121,23 @@ class Baselines(Runs):
         sql = f"SELECT run_id, meta_json FROM runs WHERE tier=? AND {GREEN_SQL}"
         return self._newest_of_the_real_operator(sql, [tier])
 
-    def _newest_of_the_real_operator(self, sql: str, args: list) -> str | None:
+    def _newest_of_the_real_operator(self, sql: str, args: list, shard: str = "") -> str | None:
         """The newest run `sql` (run_id, meta_json) selects that ran the real operator: a run
         of a planted bug the tier did not catch (a bias under what is judged, a case file that
-        misses it) held later runs to the planted bug's numbers. Read a page at a time: such
-        runs are few, and a store's green runs many."""
+        misses it) held later runs to the planted bug's numbers. ``shard``: the run compared is
+        that shard, so another shard is passed over. Read a page at a time: such runs are few,
+        and a store's green runs many."""
         sql += " ORDER BY started_at DESC, seq DESC LIMIT ? OFFSET ?"
         offset = 0
         while True:
             rows = self.db.execute(sql, [*args, _PAGE, offset]).fetchall()
             for run_id, meta_json in rows:
-                if not planted_bug(json.loads(meta_json)):
-                    return run_id
+                meta = json.loads(meta_json)
+                if planted_bug(meta):
+                    continue
+                if shard and meta.get("shard") not in (None, "", shard):
+                    continue  # another shard's slice: nothing of this shard's to compare
+                return run_id
             if len(rows) < _PAGE:
                 return None
             offset += _PAGE
