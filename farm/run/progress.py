@@ -157,6 +157,7 @@ class PlainProgress:
         self.started = clock()
         self._last_line = self.started
         self._bad_at_last_line = 0
+        self._said_first = False
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
 
@@ -202,13 +203,17 @@ class PlainProgress:
             thread.join(timeout=5)
 
     def tick(self) -> None:
-        """Print the line if it is due."""
+        """Print the line if it is due. The first case's end is said at once: a log shows the
+        cases began to come back (and a reader gone from a pipe is found while the run runs, not
+        after it is stored)."""
         with self._lock:
             now = self.clock()
             since = now - self._last_line
             bad = self.outcomes["failed"] + self.outcomes["broken"]
-            if not (since >= EVERY or (bad > self._bad_at_last_line and since >= SOONEST)):
+            first = sum(self.outcomes.values()) == 1 and not self._said_first
+            if not (first or since >= EVERY or (bad > self._bad_at_last_line and since >= SOONEST)):
                 return
+            self._said_first = True
             self._last_line, self._bad_at_last_line = now, bad
             line = self.line(now)
         self.console.print(line, highlight=False, markup=False)

@@ -149,8 +149,13 @@ def test_explored_cases_reproduce_from_their_ids_and_failures_are_promoted(farm,
     assert f"{len(failed)} case(s) promoted" in promoted.out
     assert sorted(c.id for c in casefile.load(found)) == failed
 
-    again = farm.run("repro", failed[0], "--json")  # found from its id alone: no file needed
-    assert again.code == 0, again.text  # the real operator passes it
+    # Found from its id alone, no file needed; with the planted package of the run that held it
+    # (issue 58): it fails again, and says whose package it took.
+    again = farm.run("repro", failed[0], "--json")
+    assert again.code == 1, again.text
+    assert "trunc_narrow" in again.err, again.text
+    real = farm.run("repro", failed[0], "--json", "--plant-bug", "none")
+    assert real.code == 0, real.text  # the real operator passes it
     fixed = farm.run("run", "--cases", str(found), "--no-progress", "--no-report")
     assert fixed.code == 0, fixed.text
     still = farm.run(

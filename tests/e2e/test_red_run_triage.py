@@ -36,8 +36,10 @@ def test_the_last_block_of_a_red_run_is_its_triage_one_group_per_cause(farm):
     assert failed > 0
 
     lines = result.out.rstrip("\n").splitlines()
+    # Below the triage, only the two lines for a script: where the run is stored, its id last.
+    assert lines[-2].startswith("store    ") and lines[-1].startswith("run_id="), lines[-2:]
     start = lines.index(HEADER)
-    block = lines[start + 1 :]
+    block = lines[start + 1 : -2]
     # The last block: nothing after it but its own lines (a group's line, then its commands).
     assert all(re.match(r"\d+\. |   (rerun|shrink|bisect): ", line) for line in block), block
     groups = [line for line in block if re.match(r"\d+\. ", line)]

@@ -104,10 +104,18 @@ def test_a_long_case_keeps_the_lines_coming():
 
 def test_a_failure_is_said_soon_after_the_last_line():
     """A line every 25 s; a failure 2 s after one is said 10 s after it, not 25."""
-    said = run([(27.0, "failed")], total=5)
+    said = run([(1.0, "passed"), (27.0, "failed")], total=5)
     times = [t for t, _ in said]
-    assert times[:2] == [25.0, 35.0]
-    assert said[1][1].startswith("progress 1/5 cases, 1 failed, 0 broken, 35 s in")
+    assert times[:3] == [1.0, 26.0, 36.0]
+    assert said[2][1].startswith("progress 2/5 cases, 1 failed, 0 broken, 36 s in")
+
+
+def test_the_first_case_back_is_said_at_once():
+    """A log shows the cases began to come back (and `farm run | head` finds its reader gone
+    while the run runs, not after it is stored: tests/e2e/test_interrupts.py)."""
+    said = run([(3.0, "passed"), (4.0, "passed")], total=7)
+    assert said[0] == (3.0, "progress 1/7 cases, 0 failed, 0 broken, 3.0 s in, about 18 s left")
+    assert all(t >= 13.0 for t, _ in said[1:])
 
 
 def test_the_line_says_count_failures_broken_and_time_left():
