@@ -60,7 +60,7 @@ def with_trend(store_path: StoreLocation, tier: str, judged):
     the cases' plots are drawn in the background: off the report's path. A store or a plot that
     fails leaves it to the report, which then says why."""
     from farm.results.report import TREND_RUNS
-    from farm.run.plots import trend_png
+    from farm.run.trend_plot import trend_png
 
     try:
         with RunStore(store_path) as store:

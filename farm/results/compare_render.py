@@ -274,9 +274,13 @@ def to_html(c: Comparison, limit: int | None = 200, trend_png_name: str | None =
     colour = "#b00020" if c.has_regressions else "#1b7f3b"
     parts = [
         "<!doctype html><html><head><meta charset='utf-8'><title>Regression summary</title>",
+        # The report shows the page in a frame as wide as its overview: the table fits that
+        # width, and a cell wraps, anywhere in a case id that has no space, where it would run
+        # past the frame's right edge and be cut there.
         "<style>body{font-family:sans-serif;font-size:14px;margin:16px}"
-        "table{border-collapse:collapse;margin-bottom:16px}"
-        "td,th{border:1px solid #ccc;padding:3px 8px;text-align:left}"
+        "table{border-collapse:collapse;margin-bottom:16px;max-width:100%}"
+        "td,th{border:1px solid #ccc;padding:3px 8px;text-align:left;overflow-wrap:anywhere}"
+        "img{max-width:100%}"
         "th{background:#f3f3f3}h2{margin-top:0}</style></head><body>",
         "<h2>Regression summary</h2>",
     ]

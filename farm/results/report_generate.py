@@ -193,7 +193,7 @@ def generate(
     try:
         staging = work / "report"
         if trend is None and trend_series:
-            from farm.run.plots import trend_png
+            from farm.run.trend_plot import trend_png
 
             trend = trend_png(trend_series)
         attachments = [

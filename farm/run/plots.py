@@ -1,4 +1,4 @@
-"""PNG plots for the report: a case's error distribution and the per-dtype trend over runs.
+"""PNG plots for the report: a case's error distribution (the trend over runs: trend_plot.py).
 
 matplotlib runs headless (Agg) and every function returns PNG bytes, so a caller can attach them
 to Allure or write them to a file. The agent never imports this module
@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import io
 import math
-from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
 import matplotlib
 
@@ -293,77 +292,3 @@ def _criterion_axes(ax, criterion: Mapping) -> None:
     ax.set_xlabel(f"log10({measure or 'score'})  (0: the limit)")
     ax.legend(fontsize=7, loc="upper left")
     ax.grid(True, alpha=0.3)
-
-
-def trend_png(series: Sequence[Mapping] | Mapping) -> bytes:
-    """MERE and MARE per dtype and family over the last runs (log scale).
-
-    `series` is RunStore.metric_series(...): a list of points {"run_id", "started_at", "family",
-    "dtype", "mere_median", "mere_max", "mare_median", "mare_max", ...} (or a dict with "points").
-    Each (family, dtype) is one line of medians; the max is drawn as a thin band above it.
-    """
-    points = series.get("points", []) if isinstance(series, Mapping) else list(series)
-    runs: list[str] = []
-    for p in points:
-        if p["run_id"] not in runs:
-            runs.append(p["run_id"])
-    x_of = {r: i for i, r in enumerate(runs)}
-    lines: dict[tuple[str, str], list[Mapping]] = defaultdict(list)
-    for p in points:
-        lines[(str(p.get("family")), str(p.get("dtype")))].append(p)
-
-    fig = Figure(figsize=(9.0, 5.2))
-    axes = [fig.add_subplot(2, 1, 1), fig.add_subplot(2, 1, 2)]
-    drew = [False, False]
-    for k, metric in enumerate(("mere", "mare")):
-        ax = axes[k]
-        for (fam, dt), pts in sorted(lines.items()):
-            xs, med, mx = [], [], []
-            for p in pts:
-                m = _finite_positive(p.get(f"{metric}_median"))
-                if m is None:
-                    continue
-                xs.append(x_of[p["run_id"]])
-                med.append(m)
-                mx.append(_finite_positive(p.get(f"{metric}_max")) or m)
-            if not xs:
-                continue
-            (line,) = ax.plot(xs, med, marker="o", markersize=3, label=f"{fam} {dt}")
-            ax.fill_between(xs, med, mx, color=line.get_color(), alpha=0.12)
-            drew[k] = True
-        for dt, t in THRESHOLDS.items():
-            if any(d == dt for _, d in lines):
-                ax.axhline(
-                    t if metric == "mere" else 10 * t,
-                    color="#999999",
-                    linewidth=0.8,
-                    linestyle="--",
-                )
-        if drew[k]:
-            ax.set_yscale("log")
-            ax.legend(fontsize=7, loc="upper left", ncol=3)
-        else:
-            ax.text(
-                0.5,
-                0.5,
-                "no precision results yet",
-                transform=ax.transAxes,
-                ha="center",
-                va="center",
-            )
-        ax.set_ylabel(f"{metric.upper()} (median, band to max)")
-        ax.grid(True, alpha=0.3)
-    axes[1].set_xticks(range(len(runs)))
-    axes[1].set_xticklabels([_run_label(r) for r in runs], rotation=30, ha="right", fontsize=7)
-    axes[0].set_xticks(range(len(runs)))
-    axes[0].set_xticklabels([])
-    axes[0].set_title(
-        "Precision trend per family and dtype (dashed: T for MERE, 10·T for MARE)", fontsize=10
-    )
-    return _png(fig)
-
-
-def _run_label(run_id: str, width: int = 32) -> str:
-    """A run id for an axis: whole when it fits (the farm's are 26 characters), else its end."""
-    run_id = str(run_id)
-    return run_id if len(run_id) <= width else "…" + run_id[-(width - 1) :]

@@ -21,7 +21,7 @@ import pytest
 from farm.results.store import RunStore
 from farm.run.allure.attachments import PLOT_DATA_NAME, plot_sampled
 from farm.run.allure.categories import CATEGORIES
-from farm.run.plots import trend_png
+from farm.run.trend_plot import trend_png
 
 from .report_fixtures import (
     CI_ENV,

@@ -158,6 +158,17 @@ def test_per_dtype_summaries(store):
     assert by[("ascend310b", "bfloat16")].pass_rate == 1.0
 
 
+def test_the_reports_comparison_fits_its_frame(store):
+    """The report shows the comparison in a frame as wide as its overview: a case id without
+    a space ran the table past the frame's right edge, cut there. The table fits the width and
+    its cells wrap anywhere."""
+    b, r = _baseline_and_run(store)
+    page = render.to_html(cmp.compare(store, r, b))
+    style = page[page.index("<style>") : page.index("</style>")]
+    assert "table{border-collapse:collapse;margin-bottom:16px;max-width:100%}" in style
+    assert "overflow-wrap:anywhere" in style.split("td,th{")[1].split("}")[0]
+
+
 def test_renderings_name_the_regressions(store):
     b, r = _baseline_and_run(store)
     c = cmp.compare(store, r, b)

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from farm.agent import histogram as plots_data
-from farm.run import plots
+from farm.run import plots, trend_plot
 from farm.run.allure.attachments import plot_data
 
 from .conftest import failed, record, rejected_ok
@@ -136,6 +136,77 @@ def test_trend_png():
             "mare_max": None,
         }
     )
-    img = _image(plots.trend_png(pts))
+    img = _image(trend_plot.trend_png(pts))
     assert img.shape[1] > 400
-    _image(plots.trend_png([]))  # an empty store draws an empty chart
+    _image(trend_plot.trend_png([]))  # an empty store draws an empty chart
+
+
+def _point(run_id: str, started: str, kind: str = "whole", text: str = "", mere: float = 1e-7):
+    return {
+        "run_id": run_id,
+        "started_at": started,
+        "kind": kind,
+        "kind_text": text,
+        "family": "ascend910b",
+        "dtype": "float32",
+        "mere_median": mere,
+        "mere_max": 2 * mere,
+        "mare_median": 10 * mere,
+        "mare_max": 20 * mere,
+    }
+
+
+def test_the_trend_marks_each_runs_kind_off_the_line_of_whole_runs():
+    """A planted bug's run, a shard and a degraded run are marked by their kind and kept off the
+    line; whole runs and merges make it; the axis says each run's time (and kind), not one date
+    over and over."""
+    pts = [
+        _point("r1", "2026-11-29T09:00:00+00:00"),
+        _point("r2", "2026-11-29T10:30:00+00:00", "planted", "planted bug tail", mere=1e-3),
+        _point("r3", "2026-11-29T11:00:00+00:00", "shard", "shard 1/2"),
+        _point("r4", "2026-11-29T11:20:00+00:00", "merged", "merged 2 shards"),
+        _point("r5", "2026-11-29T12:00:00+00:00", "degraded", "degraded (exit 2)"),
+        _point("r6", "2026-11-29T13:45:00+00:00"),
+    ]
+    data = trend_plot.trend_data(pts)
+    assert [r.kind for r in data.runs] == [
+        "whole", "planted", "shard", "merged", "degraded", "whole"
+    ]  # fmt: skip
+    assert [r.label for r in data.runs] == [
+        "09:00",
+        "10:30\nplanted bug tail",
+        "11:00\nshard 1/2",
+        "11:20\nmerged 2 shards",
+        "12:00\ndegraded (exit 2)",
+        "13:45",
+    ]
+    assert data.axis == "run start (UTC), 2026-11-29"
+    line = data.points["mere"][("ascend910b", "float32")]
+    assert [p.x for p in line if p.on_line] == [0, 3, 5]  # whole runs and the merge
+    assert {p.kind for p in line if not p.on_line} == {"planted", "shard", "degraded"}
+    assert data.kinds() == ["whole", "merged", "shard", "planted", "degraded"]
+    _image(trend_plot.trend_png(pts))
+
+
+def test_the_trends_time_labels():
+    """The date once where the runs share it, else on each label; seconds where two runs share
+    a minute; local offsets shown in UTC; a start that is no time is "?"."""
+    labels, axis = trend_plot.time_labels(
+        ["2026-11-29T23:59:00+00:00", "2026-11-30T08:00:00+08:00", "not a time"]
+    )
+    assert (labels, axis) == (["11-29 23:59", "11-30 00:00", "?"], "run start (UTC)")
+    labels, _ = trend_plot.time_labels(["2025-12-31T10:00:00+00:00", "2026-01-01T10:00:00+00:00"])
+    assert labels == ["2025-12-31 10:00", "2026-01-01 10:00"]
+    labels, axis = trend_plot.time_labels(
+        ["2026-11-29T10:00:05+00:00", "2026-11-29T10:00:40+00:00"]
+    )
+    assert (labels, axis) == (["10:00:05", "10:00:40"], "run start (UTC), 2026-11-29")
+
+
+def test_a_trend_of_points_without_kinds_takes_them_for_whole_runs():
+    """Points of an older caller (no kind) are whole runs, on the line."""
+    pts = [{k: v for k, v in _point(f"r{i}", f"2026-11-2{i}T10:00:00+00:00").items()
+            if k not in ("kind", "kind_text")} for i in range(3)]  # fmt: skip
+    data = trend_plot.trend_data({"points": pts})
+    assert [r.kind for r in data.runs] == ["whole"] * 3
+    assert [r.label for r in data.runs] == ["11-20 10:00", "11-21 10:00", "11-22 10:00"]

@@ -724,7 +724,7 @@ def test_a_person_sees_the_report(chromium, three_runs, tmp_path):
         # The triage of its one failure, on the overview.
         assert (
             "triage.1 1 of 1 failures (1 precision): " in main
-            and "Global Attachments, triage.html" in main
+            and "triage.html in Global Attachments" in main
         )
 
         # The farm's gate in the report's own Quality Gates tab: as farm report says, failed.

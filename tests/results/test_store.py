@@ -334,6 +334,32 @@ def test_metric_series_per_family_and_dtype(store):
     assert rej and all(p["mere_median"] is None for p in rej)
 
 
+def test_metric_series_says_each_runs_kind(store):
+    """The trend tells a planted bug's run, a shard, a merge of shards, a degraded run (exit 2)
+    and a subset from the tier's whole runs: each point carries its run's kind."""
+    t = "2026-11-0{}T10:00:00+00:00"
+    recs = [record("a", metrics={"mere": 1e-7, "mare": 1e-6})]
+    planted_pkg = {"file": "logsoftmaxgrad-0.1.0-ascendc-cpu-bug-tail.tar.gz", "sha256": "cd" * 32}
+    runs = [
+        _run(store, started_at=t.format(1), records=recs),
+        _run(store, started_at=t.format(2), records=recs, package=planted_pkg),
+        _run(store, started_at=t.format(3), records=recs, shard="1/2", run_group="g"),
+        _run(store, started_at=t.format(4), records=recs, shards=2, merged_from=["x", "y"]),
+        _run(store, started_at=t.format(5), records=recs, exit_code=2),
+        _run(store, started_at=t.format(6), records=recs, subset=True),
+    ]
+    pts = store.metric_series("smoke", n_runs=10)
+    got = {p["run_id"]: (p["kind"], p["kind_text"]) for p in pts}
+    assert [got[r] for r in runs] == [
+        ("whole", ""),
+        ("planted", "planted bug tail"),
+        ("shard", "shard 1/2"),
+        ("merged", "merged 2 shards"),
+        ("degraded", "degraded (exit 2)"),
+        ("subset", "subset"),
+    ]
+
+
 def test_each_tiers_history_is_kept_in_order_and_pruned_with_its_run(store):
     old = _run(store, records=[failed("a")], exit_code=1, started_at=_day(9))
     mid = _run(store, records=[record("a")], started_at=_day(5))

@@ -357,3 +357,17 @@ def test_the_triage_of_a_stored_run_bisects_from_its_baseline(tmp_path):
         result, steps = triage_next.run_triage(store, bad)
         assert triage_next.run_triage(store, good)[0].why_none.startswith("no failures")
     assert result.groups and steps[0].bisect.startswith(f"farm bisect --good {GOOD} --bad {BAD} ")
+
+
+def test_the_reports_metadata_gives_each_group_whole_and_says_where_it_is_read_whole():
+    """Allure 3 cuts a Metadata value where its column ends (~40 characters; a click shows it
+    whole): each group's line is given whole, and the first entry says how to read it so."""
+    from farm.results import triage_render
+
+    cases, failing = mid_run()
+    result = triage.triage(records_of(cases, failing), {"run_id": "R"})
+    meta = triage_render.overview(result, [])
+    assert list(meta)[0] == "triage"
+    assert meta["triage"].startswith("whole lines: click one, or triage.html")
+    assert "Global Attachments" in meta["triage"]
+    assert meta["triage.1"] == result.groups[0].line() and len(meta["triage.1"]) > 40
