@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import json
 from pathlib import Path
 
 from rich.console import Console
@@ -17,6 +18,7 @@ from farm.results.store import RunStore, StoreLocation
 from farm.run import fault_injection, outputs
 from farm.run.finish import RunFacts, decide
 from farm.run.plan import Plan
+from farm.util import run_dir as run_dir_mod
 from farm.util.errors import RunDirUnwritable, StoreError
 
 
@@ -142,3 +144,29 @@ def degraded(
     with contextlib.suppress(OSError):
         outputs.write_summary(plan, records, int(outcome.stored_code), quarantined, extra)
     return int(outcome.exit_code)
+
+
+def say_the_run(
+    console: Console, plan: Plan, store: StoreLocation, code: int, json_summary: str | None
+) -> None:
+    """The run's last lines, for a person and a script: where it is stored (the location,
+    its password masked), its summary copied to ``json_summary`` (when the run wrote none: its
+    run id, directory and exit code), and ``run_id=<id>`` alone on the last line of stdout."""
+    console.print(f"store    {store.display}", markup=False, highlight=False)
+    if json_summary:
+        summary = plan.run_dir / outputs.SUMMARY_JSON
+        try:
+            text = summary.read_bytes()
+        except FileNotFoundError:
+            stub = {"run_id": plan.run_id, "run_dir": str(plan.run_dir), "exit_code": code}
+            text = (json.dumps(stub, indent=1) + "\n").encode()
+        try:
+            run_dir_mod.write_whole(Path(json_summary), text)
+        except OSError as exc:
+            console.print(
+                f"[red]error:[/] --json-summary {escape(json_summary)}: {escape(str(exc))}; "
+                f"the run's summary is {escape(str(summary))}",
+                highlight=False,
+            )
+    with contextlib.suppress(BrokenPipeError):  # `farm run | head`: gone before the last line
+        print(f"run_id={plan.run_id}", flush=True)

@@ -34,6 +34,7 @@ from farm.cli.judging import (
     make_report,
     print_gate,
     print_triage,
+    say_the_run,
     summary_extra,
 )
 from farm.results import merge as merge_mod
@@ -72,13 +73,29 @@ def main(argv: list[str]) -> int:
         "--store", help="the run store: a SQLite path or a postgresql:// URL (default: $FARM_STORE)"
     )
     parser.add_argument("--no-report", action="store_true", help="skip the HTML report")
+    parser.add_argument(
+        "--json-summary",
+        metavar="FILE",
+        help="also write the merged run's summary JSON to FILE, for a CI script; the last line "
+        "of stdout is run_id=<merged run id> either way",
+    )
     add_history_runs_option(parser, default=None)
     args = parser.parse_args(argv)
     store_path = store_location(args.store)
     console = FarmConsole(stderr=True)
-    return merge(
-        console, store_path, args.group, args.runs_dir, not args.no_report, args.history_runs
+    said: list[Plan] = []
+    code = merge(
+        console,
+        store_path,
+        args.group,
+        args.runs_dir,
+        not args.no_report,
+        args.history_runs,
+        said=said,
     )
+    for plan in said:  # the merged run, made now or before: its last lines, as farm run's
+        say_the_run(console, plan, store_path, code, args.json_summary)
+    return code
 
 
 def after_shard(
@@ -120,8 +137,11 @@ def merge(
     runs_dir: Path | None = None,
     report: bool = True,
     history_runs: int | None = None,
+    said: list[Plan] | None = None,
 ) -> int:
-    """Merge run group ``group_id``; the merged run's exit code."""
+    """Merge run group ``group_id``; the merged run's exit code. ``said``: the merged run
+    (made now or by an earlier merge) is appended to it, as a Plan of its id and directory."""
+    said = [] if said is None else said
     from farm.results.store import RunStore, open_existing
     from farm.util import run_dir as run_dir_mod
 
@@ -149,9 +169,11 @@ def merge(
                 break
         assert earlier is not None
         if _settled(earlier):
+            said.append(_plan_of(earlier))
             return _merged_before(console, store_path, group, earlier, report, history_runs)
         _wait_for(console, store_path, group_id, earlier, said_waiting)
         # then asked again: it is done now (or its process died, and it holds nothing)
+    said.append(plan)
     try:
         return _make(
             console,
@@ -314,6 +336,19 @@ def _merged_before(
         report_failed=problem is not None,
     )
     return int(decide(facts).exit_code)
+
+
+def _plan_of(run: dict) -> Plan:
+    """A stored run as a Plan of its id and directory (what its last lines name)."""
+    return Plan(
+        run["run_id"],
+        Path(run["run_dir"]),
+        run.get("tier") or "",
+        "",
+        inventory={},
+        slots=[],
+        hosts={},
+    )
 
 
 def _prepared(

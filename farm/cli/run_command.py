@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
 import shutil
 import signal
 import sys
@@ -32,6 +31,7 @@ from farm.cli.judging import (
     make_report,
     print_gate,
     print_triage,
+    say_the_run,
     summary_extra,
     with_trend,
 )
@@ -135,32 +135,6 @@ def run(
         merge_command.after_shard(console, store_path, plan.run_group, report, history_runs)
     say_the_run(console, plan, store_path, code, json_summary)
     return code
-
-
-def say_the_run(
-    console: Console, plan: Plan, store: StoreLocation, code: int, json_summary: str | None
-) -> None:
-    """The run's last lines, for a person and a script: where it is stored (the location,
-    its password masked), its summary copied to ``json_summary`` (when the run wrote none: its
-    run id, directory and exit code), and ``run_id=<id>`` alone on the last line of stdout."""
-    console.print(f"store    {store.display}", markup=False, highlight=False)
-    if json_summary:
-        summary = plan.run_dir / SUMMARY_JSON
-        try:
-            text = summary.read_bytes()
-        except FileNotFoundError:
-            stub = {"run_id": plan.run_id, "run_dir": str(plan.run_dir), "exit_code": code}
-            text = (json.dumps(stub, indent=1) + "\n").encode()
-        try:
-            run_dir.write_whole(Path(json_summary), text)
-        except OSError as exc:
-            console.print(
-                f"[red]error:[/] --json-summary {escape(json_summary)}: {escape(str(exc))}; "
-                f"the run's summary is {escape(str(summary))}",
-                highlight=False,
-            )
-    with contextlib.suppress(BrokenPipeError):  # `farm run | head`: gone before the last line
-        print(f"run_id={plan.run_id}", flush=True)
 
 
 def _prepare(

@@ -74,7 +74,9 @@ def main_runs(argv: Sequence[str] | None = None) -> int:
             print(json.dumps(runs, indent=2, sort_keys=True))
             return 0
         baselines = {r["tier"]: store.explicit_baseline(r["tier"]) for r in runs}
-        size = retention.footprint(store.runs(limit=None), store.location, store.size_bytes())
+        every = store.runs(limit=None)
+        size = retention.footprint(every, store.location, store.size_bytes())
+        unstored = retention.unstored(store.location, (r["run_id"] for r in every))
     hdr = (
         "run",
         "tier",
@@ -112,8 +114,10 @@ def main_runs(argv: Sequence[str] | None = None) -> int:
                 "yes" if baselines.get(r["tier"]) == r["run_id"] else "",
             ]
         )
-    if not runs:
+    if not runs and not unstored:
         print("no runs recorded yet")
+    elif not runs:
+        pass
     elif sys.stdout.isatty():
         from rich.table import Table
         from rich.text import Text
@@ -128,6 +132,8 @@ def main_runs(argv: Sequence[str] | None = None) -> int:
         FarmConsole().print(t)
     else:  # pipes and logs get every character of the run ids
         print("\n".join(plain_table(hdr, rows, indent="")))
+    for line in retention.unstored_lines(unstored[: args.limit]):
+        print(line)
     print(size.line(store.location))
     return 0
 
@@ -191,6 +197,11 @@ def main_prune(argv: Sequence[str] | None = None) -> int:
             before_delete=lambda doomed: retention.write_pending(store.location, doomed, vacuum),
         )
         removed = retention.remove_run_directories(doomed, store.location, dry_run=args.dry_run)
+        left = (r["run_id"] for r in store.runs(limit=None))
+        old = retention.unstored_by_age(
+            retention.unstored(store.location, left), now=now, older_than=args.older_than
+        )
+        unstored = retention.remove_unstored(old, dry_run=args.dry_run)
         left_vacuum = stopped is not None and stopped[1]
         if not args.dry_run and vacuum and (doomed or left_vacuum):
             store.reclaim_space()
@@ -198,13 +209,27 @@ def main_prune(argv: Sequence[str] | None = None) -> int:
             retention.clear_pending(store.location)  # done: nothing left for the next prune
         after = store.size_bytes()
     lines = prune_report(removed, spared, store.location, before, after, args.dry_run)
+    lines[-1:-1] = unstored_report(old, unstored, args.dry_run)
     if stopped is not None:
         lines.insert(0, stopped_line(stopped[0], left_vacuum and vacuum, args.dry_run))
     print("\n".join(lines))
-    failed = removed.failed + (stopped[0].failed if stopped is not None else [])
+    failed = removed.failed + unstored.failed
+    failed += stopped[0].failed if stopped is not None else []
     if failed:  # the runs are gone from the store: nothing will find these again
         raise StoreError("\n".join(f"run directory {f}: remove it by hand" for f in failed))
     return 0
+
+
+def unstored_report(old: list[retention.Unstored], done: retention.Removed, dry: bool) -> list[str]:
+    """What a prune removed (or would) of the run directories no store holds (pytest suites/)."""
+    verb = "would remove" if dry else "removed"
+    return [
+        f"{verb} {u.run_id} (not stored: pytest suites/ without farm run, started "
+        f"{u.started.isoformat(timespec='seconds') if u.started else '?'}, directory "
+        f"{size_text(done.dir_bytes.get(u.run_id, u.bytes))})"
+        for u in old
+        if u.run_id in done.dir_bytes
+    ]
 
 
 def stopped_line(done: retention.Removed, vacuumed: bool, dry: bool) -> str:

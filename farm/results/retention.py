@@ -13,6 +13,11 @@ then VACUUM) is written down first, in the same transaction, beside the runs
 note, and the next prune finishes the work before its own (the directories of the runs no longer
 in the store, then the VACUUM). `farm runs` counts every run directory on disk, those of runs no
 longer in the store too.
+
+**Runs no store holds.** `pytest suites/` without `farm run` makes a run directory (named as a
+run, marked with farm/run/plan.py UNSTORED_MARK) that no store records: `farm runs` lists each as
+"not stored" with its size (:func:`unstored`), and `farm runs prune --older-than AGE` removes
+those started longer ago than AGE (:func:`unstored_by_age`; --keep counts stored runs only).
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from pathlib import Path
 
 from farm.results.run_paths import run_dir_of
 from farm.results.store.location import SQLITE, StoreLocation
+from farm.run.plan import UNSTORED_MARK
 from farm.util.errors import StoreError, UsageError
 from farm.util.sizes import size_text
 
@@ -276,3 +282,63 @@ def finish_stopped(db, store: StoreLocation, dry_run: bool) -> tuple[Removed, bo
             continue
         _remove(path, path.name, done, dry_run)
     return done, bool(left.get("vacuum"))
+
+
+# --------------------------------------------------------------------------- runs no store holds
+
+
+@dataclass(frozen=True)
+class Unstored:
+    """The run directory of a `pytest suites/` run, which no store records."""
+
+    run_id: str
+    path: Path
+    bytes: int
+    started: _dt.datetime | None  # from its name (the run id's local start time)
+
+
+def unstored(store: StoreLocation, stored_ids: Iterable[str] = ()) -> list[Unstored]:
+    """The marked run directories (UNSTORED_MARK) in the store's runs home that it does not hold,
+    newest first."""
+    ids = set(stored_ids)
+    found = [
+        Unstored(d.name, d, tree_bytes(d), _started_from_name(d.name))
+        for d in _run_dirs_in(store.runs_home)
+        if d.name not in ids and (d / UNSTORED_MARK).is_file()
+    ]
+    return sorted(found, key=lambda u: u.run_id, reverse=True)
+
+
+def _started_from_name(run_id: str) -> _dt.datetime | None:
+    try:
+        return _dt.datetime.strptime(run_id[:15], "%Y%m%d-%H%M%S").astimezone()
+    except ValueError:
+        return None
+
+
+def unstored_by_age(
+    found: Iterable[Unstored], *, now: _dt.datetime, older_than: _dt.timedelta | None
+) -> list[Unstored]:
+    """Those started before ``now - older_than`` (none without an age, nor one whose start its
+    name does not tell)."""
+    if older_than is None:
+        return []
+    cutoff = now - older_than
+    return [u for u in found if u.started is not None and u.started < cutoff]
+
+
+def remove_unstored(found: Iterable[Unstored], dry_run: bool) -> Removed:
+    """The directories of ``found`` removed (not on a dry run), counted as prune counts."""
+    done = Removed(runs=[])
+    for u in found:
+        if not u.path.is_symlink() and u.path.is_dir():
+            _remove(u.path, u.run_id, done, dry_run)
+    return done
+
+
+def unstored_lines(found: Iterable[Unstored]) -> list[str]:
+    """`farm runs`' lines of the runs no store holds."""
+    return [
+        f"{u.run_id}  not stored (pytest suites/ without farm run), {size_text(u.bytes)}"
+        for u in found
+    ]

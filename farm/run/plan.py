@@ -21,6 +21,13 @@ if TYPE_CHECKING:
 
 # The run's cases as `farm run` expanded them, for its pytest processes (see Plan.cases).
 CASES_FILE = "cases.pickle"
+# In the run directory of a `pytest suites/` run without `farm run` (farm/run/plugin.py), which no
+# store records: `farm runs` lists it as not stored and `farm runs prune --older-than` removes it.
+UNSTORED_MARK = "not-stored.txt"
+UNSTORED_TEXT = (
+    "made by pytest suites/ without farm run: in no run store; farm runs lists this directory "
+    "and farm runs prune --older-than removes it\n"
+)
 
 
 @dataclass

@@ -98,6 +98,7 @@ def pytest_configure(config):
         except FarmError as exc:
             # A bad inventory, SoC, key or tier, or no healthy host: one line, not a traceback.
             raise pytest.UsageError(f"farm: {exc}") from None
+        (plan.run_dir / plan_mod.UNSTORED_MARK).write_text(plan_mod.UNSTORED_TEXT)
         keep_cases(plan, cases)
         config.stash[_CASES] = cases
     config.stash[PLAN] = plan

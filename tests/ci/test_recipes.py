@@ -668,19 +668,42 @@ def test_github_exit_codes_and_run_directory(sandbox, written):
             assert got["outcome"] == wanted, (name, code)
 
 
-def test_github_takes_the_run_directory_farm_names_not_the_newest(sandbox, written):
-    """farm run's last line, run_id=<id>, names the run directory: a recipe that took the newest
-    directory under runs/ (ls -td) would take the one farm did not name."""
+def older_run(sandbox: Sandbox) -> str:
+    """The sandbox's run directory that is not the newest one (the one farm names here)."""
     (older,) = [p for p in (sandbox.root / "runs").iterdir() if "older" in p.name]
+    return older.name
+
+
+def test_github_takes_the_run_directory_farm_names_not_the_newest(sandbox, written):
+    """farm run's and farm merge's last line, run_id=<id>, names the run directory: a recipe that
+    took the newest directory under runs/ (ls -td) would take the one farm did not name."""
+    older = older_run(sandbox)
     for name, job in github_jobs(text_of("github")).items():
-        if name == MERGE:
-            continue  # farm merge's run: the one directory it writes besides the shards'
-        got = gh_outcome(job.doc, sandbox, 0, env={"STUB_RUN_ID": older.name})
-        assert got["outputs"]["run_dir"] == f"runs/{older.name}", name
-    for kind in ("github", "gitlab"):
-        for name, job in PARSERS[kind](text_of(kind)).items():
-            if name != MERGE:
-                assert not any("ls -td" in script for script in job.scripts), (kind, name)
+        got = gh_outcome(job.doc, sandbox, 0, env={"STUB_RUN_ID": older})
+        assert got["outputs"]["run_dir"] == f"runs/{older}", name
+
+
+GUESSES = re.compile(r"\bls\s+(?:-\w+\s+)*-\w*t\w*\b")  # ls -td, ls -t -d, ls -1t ...
+
+
+def guesses_the_run(text: str) -> list[str]:
+    """Where a recipe takes a run directory by its time (ls -t) instead of the run_id= line."""
+    return [
+        f"line {n}: {line.strip()}"
+        for n, line in enumerate(text.splitlines(), 1)
+        if GUESSES.search(line)
+    ]
+
+
+@pytest.mark.parametrize("kind", RECIPES)
+def test_no_recipe_guesses_the_run_by_time(kind):
+    assert guesses_the_run(text_of(kind)) == []
+
+
+def test_the_guess_checker_catches_ls_td():
+    assert guesses_the_run("x\n  s=$(ls -td runs/*/summary.json | head -1)\n") != []
+    assert guesses_the_run("d=$(ls -1 -t runs/)") != []
+    assert guesses_the_run("ls -d runs/*/ && ls runs") == []
 
 
 def test_github_exit_code_checker_fails_a_wrong_mapping(sandbox):
@@ -807,11 +830,17 @@ def test_gitlab_publishes_the_run_directory(written):
 def test_jenkins_publishes_the_run_directory(sandbox, written):
     text = text_of("jenkins")
     publish = groovy_block(text, r"def publishFarmRun\(\)\s*\{")
-    (script,) = sh_scripts(publish)
-    sandbox.run(".venv/bin/farm run", 0, JK_SHELL)  # makes the newest run directory
+    assert "farmRunDir()" in publish
+    (script,) = sh_scripts(groovy_block(text, r"def farmRunDir\(\)\s*\{"))
+    jobs = jenkins_jobs(text)
+    sandbox.run(jobs["pre-merge"].farm_script(), 1, JK_SHELL)  # makes the newest run directory
     out = subprocess.run(["sh", "-e", "-c", script], cwd=sandbox.root, capture_output=True)
     run_dir = out.stdout.decode().strip()
     assert run_dir == written.run_dir
+    for name in ("nightly", MERGE, "pre-merge"):  # the run farm named, not the newest
+        sandbox.run(jobs[name].farm_script(), 0, JK_SHELL, {"STUB_RUN_ID": older_run(sandbox)})
+        out = subprocess.run(["sh", "-e", "-c", script], cwd=sandbox.root, capture_output=True)
+        assert out.stdout.decode().strip() == f"runs/{older_run(sandbox)}", name
     junit_step = re.search(r"junit\(testResults: \"([^\"]+)\"", publish)
     assert junit_step, "publishFarmRun() hands the JUnit XML to junit()"
     junit = junit_step[1]
@@ -823,7 +852,6 @@ def test_jenkins_publishes_the_run_directory(sandbox, written):
     for path in (written.junit, written.summary, written.report + "/index.html"):
         assert any(fnmatch.fnmatch(path, p) for p in patterns), path
     assert "skipMarkingBuildUnstable: true" in publish, "farm's exit code decides alone"
-    jobs = jenkins_jobs(text)
     for name in ("pre-merge", MERGE):
         assert "publishFarmRun()" in groovy_block(jobs[name].groovy, r"\balways\s*\{"), name
 
@@ -831,9 +859,10 @@ def test_jenkins_publishes_the_run_directory(sandbox, written):
 def test_jenkins_shards_stash_their_run_directories_for_the_merge(written):
     jobs = jenkins_jobs(text_of("jenkins"))
     always = groovy_block(jobs["nightly"].groovy, r"\balways\s*\{")
-    stash = re.search(r"stash\(name: \"([^\"]+)\".*?includes: '([^']+)'", always, re.S)
+    assert "String runDir = farmRunDir()" in always, "the run directory farm named"
+    stash = re.search(r"stash\(name: \"([^\"]+)\".*?includes: \"([^\"]+)\"", always, re.S)
     assert stash, "each shard stashes its run directory, whatever its verdict"
-    includes = [p.strip() for p in stash[2].split(",")]
+    includes = [p.strip().replace("${runDir}", written.run_dir) for p in stash[2].split(",")]
     for path in (written.junit, written.summary, written.allure_results + "/x-result.json"):
         assert any(fnmatch.fnmatch(path, p) for p in includes), path
     values = jenkins_shard_values(jobs["nightly"].groovy)
@@ -841,6 +870,21 @@ def test_jenkins_shards_stash_their_run_directories_for_the_merge(written):
     unstashed = re.search(r"for \(shard in \[([^\]]*)\]\)", merge)
     assert unstashed and re.findall(r"'(\d+)'", unstashed[1]) == values, "every shard's stash"
     assert 'unstash "' + stash[1].replace("${env.SHARD}", "${shard}") + '"' in merge
+
+
+def test_gitlab_merge_keeps_the_merged_run_alone_as_its_artifacts(sandbox, written):
+    """The merge job's artifacts and test report (runs/*/junit.xml) are the merged run's alone:
+    after farm merge names its run, after_script drops the shards' run directories."""
+    job = gitlab_jobs(text_of("gitlab"))[MERGE]
+    shard = sandbox.root / "runs" / written.run_id.replace("nightly", "shard1")
+    shard.mkdir()
+    status, _ = sandbox.run(job.farm_script(), 1, GL_SHELL)
+    assert status == 1
+    after = "\n".join(job.doc["after_script"][:-1])  # the prune (last) needs a store
+    sandbox.run(after, 0, GL_SHELL)
+    left = sorted(p.name for p in (sandbox.root / "runs").glob("[0-9]*-*"))
+    assert left == [written.run_id], "the shards' and older runs' directories are gone"
+    assert "farm runs prune" in job.doc["after_script"][-1]
 
 
 def jenkins_shard_values(block: str) -> list[str]:

@@ -8,6 +8,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from farm.pool import build
+from farm.run.plan import UNSTORED_MARK, UNSTORED_TEXT
 from tests.e2e.conftest import Farm, _run_dirs, select
 
 
@@ -45,6 +46,8 @@ def run_plugin(farm: Farm, k: str, *args: str) -> tuple[dict, dict[str, dict]]:
     # The controller's build says its start and end before pytest's own output (issue 58).
     assert proc.stderr.splitlines()[:1] == ["build: ascendc-cpu " + build.HOST_ARCH], proc.stderr
     (run_dir,) = _run_dirs(farm.runs)
+    # In no store: farm runs lists it as not stored, farm runs prune --older-than removes it.
+    assert (run_dir / UNSTORED_MARK).read_text() == UNSTORED_TEXT
     result = farm.result(0, "", "")
     records = result.raw_records()
     assert len(records) == len({r["case_id"] for r in records}), "a case ran twice"

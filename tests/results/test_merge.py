@@ -404,3 +404,23 @@ def test_shards_with_their_own_copies_of_one_case_file_are_one_run(where, store_
         found = merge.gather(store, GROUP, runs)
     assert found.complete, found.problems
     assert merge.whole_selection(found) is None  # no copy of the file here: a subset, to be safe
+
+
+def test_farm_merge_names_its_merged_run_on_the_last_line_made_now_or_before(
+    where, store_path, capsys
+):
+    """A CI merge job reads run_id=<merged run id> from stdout's last line (never ls -td), and
+    --json-summary copies the merged run's summary; merging again names the same run."""
+    runs = where / "runs"
+    with RunStore(store_path) as store:
+        _shard(store, runs, 1, 2, [record("a")])
+        _shard(store, runs, 2, 2, [failed("b")], code=1)
+    wanted = where / "merged.json"
+    argv = [GROUP, "--runs-dir", str(runs), "--store", str(store_path), "--no-report"]
+    assert merge_command.main([*argv, "--json-summary", str(wanted)]) == 1
+    run_id = _merged(store_path)["run_id"]
+    assert capsys.readouterr().out.splitlines()[-1] == f"run_id={run_id}"
+    assert json.loads(wanted.read_text())["run_id"] == run_id
+    assert wanted.read_bytes() == (runs / run_id / "summary.json").read_bytes()
+    assert merge_command.main(argv) == 1  # merged already: the same run, named the same way
+    assert capsys.readouterr().out.splitlines()[-1] == f"run_id={run_id}"
