@@ -27,10 +27,9 @@ def overview(result: Triage, steps: Sequence[NextSteps]) -> dict[str, str]:
     if not result.groups:
         return {"triage": result.why_none}
     # Allure 3 shows a Metadata value on one line, cut where its column ends (~40 characters);
-    # a click on it shows it whole. The note, first, says so.
-    note = f"whole lines: click one, or {HTML_NAME} in Global Attachments (with commands)"
-    out = {"triage": note}
-    out.update({f"triage.{n}": group.line() for n, group in enumerate(result.groups, 1)})
+    # a click on it shows it whole. The note, after the groups' lines, says so.
+    out = {f"triage.{n}": group.line() for n, group in enumerate(result.groups, 1)}
+    out["triage"] = f"whole lines: click one, or {HTML_NAME} in Global Attachments (with commands)"
     return out
 
 
