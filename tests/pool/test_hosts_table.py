@@ -69,6 +69,17 @@ def test_a_host_found_bad_without_being_read_shows_nothing_it_said_before(tmp_pa
     assert host_rows(_pool(tmp_path), state)[0]["cann"] == "-"
 
 
+def test_a_good_check_in_the_same_second_is_not_what_an_unreachable_check_read(tmp_path):
+    """The e2e lab test's case: a good check, then the hosts killed and checked again within the
+    same second (the record's time is in whole seconds): still nothing of the good check shown."""
+    state = tmp_path / "state"
+    at = float(int(time.time()))  # the start of a second: both checks in it
+    _good_check(state, at + 0.2)
+    unreachable = HostHealth(HOST, BAD, ["host a2-01: connection refused"], checked_at=at + 0.1)
+    (host,) = pool_health(_pool(tmp_path), state, {HOST: unreachable})
+    assert (host["state"], host["arch"], host["chips"], host["machine"]) == ("bad", None, [], None)
+
+
 def test_a_host_quarantined_mid_run_shows_nothing_it_said_at_the_check_before(tmp_path):
     state = tmp_path / "state"
     _good_check(state, time.time() - 60)

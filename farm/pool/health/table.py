@@ -76,10 +76,13 @@ def _host(
         state = checked.state
         reason = "; ".join(checked.reasons) or None
         said = checked.identity or {}
-        # What this check read: its identity, or the quarantine's record of it made since.
+        # What this check read: its identity, or the quarantine's record of it made by this
+        # check (the same state, and not older: a record of an earlier good check made in the
+        # same second is not what a check that found the host unreachable read).
         if (
             not said.get("machine")
             and last
+            and last.get("state") == state
             and str(last.get("checked") or "") >= now_iso(checked.checked_at)
         ):
             said = last
