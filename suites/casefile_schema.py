@@ -14,12 +14,11 @@ word.
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
 
+from farm.util import schema_file
 from golden import contract, layouts
 from golden.inputs import ALL_DY_DISTS, ALL_SPECIALS, SPECIAL_PLACEMENTS, VALUE_FORMS, Y_DISTS
 from golden.standards import LEVELS
@@ -229,19 +228,11 @@ def schema() -> dict[str, Any]:
 
 def text() -> str:
     """The schema as the committed file holds it."""
-    return json.dumps(schema(), indent=2, ensure_ascii=False) + "\n"
+    return schema_file.schema_text(schema())
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m suites.casefile_schema", description=__doc__)
-    parser.add_argument("--write", action="store_true", help=f"write {PATH.name} in docs/")
-    args = parser.parse_args(argv)
-    if args.write:
-        PATH.write_text(text(), encoding="utf-8")
-        print(f"wrote {PATH}")
-    else:
-        sys.stdout.write(text())
-    return 0
+    return schema_file.main("python -m suites.casefile_schema", __doc__, PATH, schema, argv)
 
 
 if __name__ == "__main__":

@@ -101,6 +101,23 @@ def takes_judged(request: ReportRequest, judged: Judged, run_id: str) -> bool:
     return defaults and request.regression_gate and judged.comparison.run_id == run_id
 
 
+def requested_run(store, request: ReportRequest, location) -> dict | None:
+    """The run `request` names, else the last one that finished (an interrupted run is no
+    report's default); an unknown run is a UsageError; None, said on stderr, when the store has
+    no finished run."""
+    from farm.results.arguments import unknown_run
+
+    run = store.get_run(request.run) if request.run else store.latest_run(finished=True)
+    if run is None and request.run:
+        raise unknown_run(f"unknown run {request.run!r}", location)
+    if run is None:
+        print(
+            f"farm report: no finished run in the store {location}; `farm run` makes one",
+            file=sys.stderr,
+        )
+    return run
+
+
 def make_report(
     request: ReportRequest, judged: Judged | None = None, allure: AllureProcess | None = None
 ) -> int:
@@ -112,7 +129,6 @@ def make_report(
 
     `judged`: the run's Judged, when the caller has it (farm run); `allure`: Allure already
     started and waiting (AllureProcess)."""
-    from farm.results.arguments import unknown_run
     from farm.results.compare import DEFAULT_DRIFT_FACTOR, compare
     from farm.results.compare_render import summary_line
     from farm.results.store import open_existing, store_location
@@ -126,15 +142,8 @@ def make_report(
     location = store_location(request.store)
     drift = DEFAULT_DRIFT_FACTOR if request.drift_factor is None else request.drift_factor
     with open_existing(location) as store:
-        # Without a run: the last one that finished (an interrupted run is no report's default).
-        run = store.get_run(request.run) if request.run else store.latest_run(finished=True)
-        if run is None and request.run:
-            raise unknown_run(f"unknown run {request.run!r}", location)
+        run = requested_run(store, request, location)
         if run is None:
-            print(
-                f"farm report: no finished run in the store {location}; `farm run` makes one",
-                file=sys.stderr,
-            )
             return EXIT_NO_REPORT
         run_id, tier = run["run_id"], run["tier"]
         if judged is not None and not takes_judged(request, judged, run_id):
@@ -222,20 +231,13 @@ def open_report(request: ReportRequest, port: int = 0) -> int:
     """`farm report --open`: serve the run's report on 127.0.0.1 until Ctrl-C (report_serve),
     made first when the run has none; 0, or make_report's exit code 2 when none could be
     made."""
-    from farm.results.arguments import unknown_run
     from farm.results.report_serve import serve_report
     from farm.results.store import open_existing, store_location
 
     location = store_location(request.store)
     with open_existing(location) as store:
-        run = store.get_run(request.run) if request.run else store.latest_run(finished=True)
-    if run is None and request.run:
-        raise unknown_run(f"unknown run {request.run!r}", location)
+        run = requested_run(store, request, location)
     if run is None:
-        print(
-            f"farm report: no finished run in the store {location}; `farm run` makes one",
-            file=sys.stderr,
-        )
         return EXIT_NO_REPORT
     out = Path(request.out) if request.out else default_report_dir(run, location)
     if not (out / "index.html").is_file():

@@ -10,14 +10,13 @@ what `farm hosts --json` prints does not validate against it.
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
 
 from farm.pool.health.states import BAD, GOOD, UNKNOWN
 from farm.pool.health.table import SET_ASIDE
+from farm.util import schema_file
 
 PATH = Path(__file__).resolve().parents[3] / "docs" / "hosts.schema.json"
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
@@ -113,21 +112,11 @@ def schema() -> dict[str, Any]:
 
 def text() -> str:
     """The schema as the committed file holds it."""
-    return json.dumps(schema(), indent=2, ensure_ascii=False) + "\n"
+    return schema_file.schema_text(schema())
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m farm.pool.health.hosts_schema", description=__doc__
-    )
-    parser.add_argument("--write", action="store_true", help=f"write {PATH.name} in docs/")
-    args = parser.parse_args(argv)
-    if args.write:
-        PATH.write_text(text(), encoding="utf-8")
-        print(f"wrote {PATH}")
-    else:
-        sys.stdout.write(text())
-    return 0
+    return schema_file.main("python -m farm.pool.health.hosts_schema", __doc__, PATH, schema, argv)
 
 
 if __name__ == "__main__":
