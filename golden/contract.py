@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from golden import reasons
+
 SUPPORTED_DTYPES = ("float32", "float16", "bfloat16")
 MAX_RANK = 8
 
@@ -15,19 +17,9 @@ STATUS_OK = 0
 ACLNN_ERR_PARAM_NULLPTR = 161001
 ACLNN_ERR_PARAM_INVALID = 161002
 
-# Reason ids are shared with the operator's C ABI (op/tiling/lsg_types.h, enum lsg_reason).
-REASONS = {
-    "ok": (0, STATUS_OK),
-    "null_tensor": (1, ACLNN_ERR_PARAM_NULLPTR),
-    "dtype_unsupported": (2, ACLNN_ERR_PARAM_INVALID),
-    "dtype_mismatch": (3, ACLNN_ERR_PARAM_INVALID),
-    "shape_mismatch": (4, ACLNN_ERR_PARAM_INVALID),
-    "rank_too_large": (5, ACLNN_ERR_PARAM_INVALID),
-    "dim_out_of_range": (6, ACLNN_ERR_PARAM_INVALID),
-    "axes_not_consecutive": (7, ACLNN_ERR_PARAM_INVALID),
-    "axes_empty": (8, ACLNN_ERR_PARAM_INVALID),
-    "bf16_unsupported_on_soc": (9, ACLNN_ERR_PARAM_INVALID),
-}
+# The contract's reasons, {name: (id, status)}: the table the operator compiles too
+# (op/tiling/reasons.def through golden/reasons.py), ids 0-99.
+REASONS = {r.name: (r.id, r.status) for r in reasons.CONTRACT.values()}
 REASON_BY_ID = {rid: name for name, (rid, _) in REASONS.items()}
 REJECTION_REASONS = tuple(r for r in REASONS if r != "ok")
 

@@ -1,7 +1,10 @@
 """The taxonomy of one case's outcome, from what was expected and what the operator did.
 
-Product failures (precision, a wrong acceptance or rejection, a wrong status, a crash) are final;
-only the orchestrator decides about infrastructure errors, which never reach this function.
+Product failures (precision, a wrong acceptance or rejection, a wrong status, a reason that
+cannot be read, a crash) are final; only the orchestrator decides about infrastructure errors,
+which never reach this function. A rejection passes only with the expected status and the
+expected reason: one without a reason (None: the backend could not read one) fails as
+reason_unreadable, never judged by its status alone.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from farm.agent.record import Outcome, ResultRecord
+from golden import reasons
 
 PASSED: Outcome = "passed"
 FAILED: Outcome = "failed"
@@ -27,6 +31,8 @@ CATEGORIES = (
     "out_of_bounds",
     "kernel_fault",
     "emulation_policy",  # the emulated device refused what CANN accepts (our caution, not CANN's)
+    "reason_unreadable",  # a rejection whose reason could not be read: never judged by its
+    # status alone (golden/reasons.py, the one line and table the operator writes from)
     "infrastructure",
     "not_run",  # every device of its family was held by another run (broken, never charged)
     "out_of_memory",  # the case needs more memory than the host has (broken, the case's fault)
@@ -36,11 +42,17 @@ CATEGORIES = (
 # own stricter rules (op/ascendc_cpu/README.md, "emulation policy").
 KERNEL_FAULT = "kernel_fault"
 EMULATION_POLICY = "emulation_policy"
+# A phase two that failed with an inner status after phase one accepted the call (the acl
+# backend, farm/agent/backends/acl_session.py): the operator's own failure, a crash.
+LAUNCH_FAILED = "launch_failed"
 DEVICE_STOPS = {
     KERNEL_FAULT: "the emulated device stopped the kernel",
     # The fault's own message ends with why: "(emulation policy: CANN accepts this; ...)".
     EMULATION_POLICY: "the emulated device refused the kernel by a rule of its own",
+    LAUNCH_FAILED: "the operator's phase two failed after its phase one accepted the call",
 }
+STOP_CATEGORIES = {LAUNCH_FAILED: "crash"}  # the others are their own category
+REASON_UNREADABLE = "reason_unreadable"
 
 # What a library of the C ABI says when an allocation failed in it (its C++ std::bad_alloc,
 # caught at the ABI and returned as an internal error: op/ascendc_cpu/abi, op/twin).
@@ -85,7 +97,8 @@ def classify(expect: Mapping[str, Any], record: ResultRecord) -> tuple[Outcome, 
             f"{stop} ({status}): {record['op_message']}",
         )
     if stop:
-        return FAILED, reason, f"{stop} ({status}): {record['op_message']}"
+        category = STOP_CATEGORIES.get(str(reason), str(reason))
+        return FAILED, category, f"{stop} ({status}): {record['op_message']}"
     if expect["kind"] == "reject":
         if status == 0:
             return (
@@ -93,7 +106,9 @@ def classify(expect: Mapping[str, Any], record: ResultRecord) -> tuple[Outcome, 
                 "unexpected_acceptance",
                 f"accepted a call the contract rejects: expected {want}{_said(checks)}",
             )
-        if status != expect["status"] or (reason is not None and reason != expect["reason"]):
+        if reason is None:
+            return FAILED, REASON_UNREADABLE, _unreadable(status, want, record["op_message"])
+        if status != expect["status"] or reason != expect["reason"]:
             return (
                 FAILED,
                 "wrong_status",
@@ -120,6 +135,18 @@ def classify(expect: Mapping[str, Any], record: ResultRecord) -> tuple[Outcome, 
     if not verdict["passed"]:
         return FAILED, "precision", verdict["reason"]
     return PASSED, None, verdict["reason"] + _said(checks)
+
+
+def _unreadable(status: Any, want: str, said: str) -> str:
+    """A rejection without a reason to judge it by: what came back, and where the fix is."""
+    shown = " ".join(str(said or "").split())
+    shown = f"{shown[:300]}..." if len(shown) > 300 else shown
+    return (
+        f"rejected with status {status} and no reason that can be read, expected {want}: the "
+        f"operator said {shown!r}; a rejection is judged by its status and its reason, so the "
+        f"operator's last line must be {reasons.LINE_FORMAT!r} with an id, name and status of "
+        "op/tiling/reasons.def (the aclnn layer writes it with lsg::reason_line)"
+    )
 
 
 def _said(checks: Mapping[str, Any]) -> str:

@@ -148,10 +148,14 @@ def instant_executor(case: dict, backend: str, device: int, identity: Identity) 
         "soc": identity.soc,
     }
     if expect.get("kind") == "reject":
+        from golden.reasons import format_line
+
         status, reason = expect.get("status"), expect.get("reason")
         record.update(
             status=status,
             reason=reason,
+            # The operator's line for it, as the aclnn layer writes one (the judge reads none here).
+            op_message=format_line(str(reason), INSTANT_NOTE, "aclnnLogSoftmaxBackward"),
             metrics=None,
             standards={},
             verdict=None,

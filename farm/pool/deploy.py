@@ -63,6 +63,8 @@ BUNDLE_PATHS = (
     "farm/agent",
     "golden",
     "golden/fused.c",
+    # The table of reasons golden/reasons.py reads at import, where the operator compiles it from.
+    "op/tiling/reasons.def",
 )
 BUNDLE_PREFIX = "lsg-agent"
 _ENTRY_MTIME = 946684800  # 2000-01-01: fixed, so identical sources give identical bytes

@@ -1,7 +1,7 @@
 /* LogSoftmaxGrad: the plain-C types shared by the tiling, the CPU twin's C ABI and its callers.
  *
- * Reason ids are the farm's contract (golden/contract.py, REASONS); the order in which the
- * parameter checks run is the contract's too (see op/tiling/tiling.cpp, lsg::validate).
+ * Reason ids, names and statuses are reasons.def's, the table golden/contract.py reads too; the
+ * order in which the parameter checks run is the contract's (op/tiling/tiling.cpp, lsg::validate).
  * Status codes are aclnn's.  No vendor headers: this file is included by the twin, by the
  * Ascend C op_host tiling and by C callers alike.
  */
@@ -22,29 +22,12 @@ extern "C" {
  * internally (out of memory).  The ACLNN_ERR_INNER class. */
 #define LSG_ERR_INNER 561000
 
-/* Why a call was rejected (0 = accepted).  Ids 0-9 are golden/contract.py's REASONS. */
+/* Why a call was rejected (0 = accepted): the ids of reasons.def, the one table of reasons that
+ * golden/contract.py reads too (ids 0-99 the contract's, 100 and above the libraries' own). */
 enum lsg_reason {
-    LSG_REASON_OK = 0,
-    LSG_REASON_NULL_TENSOR = 1,
-    LSG_REASON_DTYPE_UNSUPPORTED = 2,
-    LSG_REASON_DTYPE_MISMATCH = 3,
-    LSG_REASON_SHAPE_MISMATCH = 4,
-    LSG_REASON_RANK_TOO_LARGE = 5,
-    LSG_REASON_DIM_OUT_OF_RANGE = 6,
-    LSG_REASON_AXES_NOT_CONSECUTIVE = 7,
-    LSG_REASON_AXES_EMPTY = 8,
-    LSG_REASON_BF16_UNSUPPORTED_ON_SOC = 9,
-    /* The twin's own, outside the operator contract. */
-    LSG_REASON_UNKNOWN_SOC = 100,      /* status LSG_ERR_INNER */
-    LSG_REASON_INVALID_ARGUMENT = 101, /* malformed descriptor: negative rank or extent, NULL
-                                          shape, NULL axes with n_axes > 0; status 161002 */
-    LSG_REASON_INTERNAL = 102,         /* status LSG_ERR_INNER */
-    LSG_REASON_KERNEL_FAULT = 103,     /* status LSG_ERR_INNER: the emulated device stopped the
-                                          kernel for breaking a rule of the device (lsg_run;
-                                          the message is the fault's, lsg_run_error) */
-    LSG_REASON_EMULATION_POLICY = 104  /* status LSG_ERR_INNER: the emulated device refused the
-                                          kernel by a rule of its own that CANN does not enforce
-                                          (lsg_run; the message says why) */
+#define LSG_REASON(id, NAME, name, status, words) LSG_REASON_##NAME = id,
+#include "reasons.def"
+#undef LSG_REASON
 };
 
 /* ACL dtype codes (aclDataType).  Only FLOAT, FLOAT16 and BF16 are supported by the operator. */

@@ -37,10 +37,28 @@ std::string shape_str(const std::vector<int64_t>& s) {
     return r + "]";
 }
 
+struct ReasonRow {
+    int32_t id;
+    const char* name;
+    int32_t status;
+};
+
+const ReasonRow kReasons[] = {
+#define LSG_REASON(id, NAME, name, status, words) {id, #name, status},
+#include "reasons.def"
+#undef LSG_REASON
+};
+
+const ReasonRow* reason_row(int32_t reason) {
+    for (const ReasonRow& r : kReasons)
+        if (r.id == reason) return &r;
+    return nullptr;
+}
+
 Verdict reject(int32_t reason, std::string message) {
     Verdict v;
     v.reason = reason;
-    v.status = reason == LSG_REASON_NULL_TENSOR ? LSG_ERR_PARAM_NULLPTR : LSG_ERR_PARAM_INVALID;
+    v.status = reason_status(reason);
     v.message = std::move(message);
     return v;
 }
@@ -187,14 +205,29 @@ RejectionCapture::RejectionCapture() : outer_(t_capture) { t_capture = this; }
 
 RejectionCapture::~RejectionCapture() { t_capture = outer_; }
 
+const char* reason_name(int32_t reason) {
+    const ReasonRow* r = reason_row(reason);
+    return r ? r->name : "";
+}
+
+int32_t reason_status(int32_t reason) {
+    const ReasonRow* r = reason_row(reason);
+    return r ? r->status : LSG_ERR_INNER;
+}
+
+std::string reason_line(const Verdict& verdict) {
+    return "LogSoftmaxGrad: status " + std::to_string(verdict.status) + " (reason " +
+           std::to_string(verdict.reason) + " " + reason_name(verdict.reason) +
+           "): " + verdict.message;
+}
+
 void report_rejection(const Verdict& verdict) {
     if (t_capture != nullptr) {
         t_capture->reported = true;
         t_capture->verdict = verdict;
         return;
     }
-    std::fprintf(stderr, "[ERROR] LogSoftmaxGrad: status %d (reason %d): %s\n", verdict.status,
-                 verdict.reason, verdict.message.c_str());
+    std::fprintf(stderr, "[ERROR] %s\n", reason_line(verdict).c_str());
 }
 
 Verdict check_descriptors(const Call& call) {

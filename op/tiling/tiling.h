@@ -55,6 +55,14 @@ struct Verdict {
     bool ok() const { return reason == LSG_REASON_OK; }
 };
 
+// The table of reasons (reasons.def): a reason's name ("null_tensor") and status (161001), and
+// the line that says why a call was rejected, "LogSoftmaxGrad: status S (reason R name): message",
+// the one format the aclnn layer, the generated entry and the tiling function's log write and the
+// farm reads (golden/reasons.py).  An id not in the table: name "" and status LSG_ERR_INNER.
+const char* reason_name(int32_t reason);
+int32_t reason_status(int32_t reason);
+std::string reason_line(const Verdict& verdict);
+
 // The parameter checks, in golden/contract.py's order.  An empty tensor passes (after all checks).
 Verdict validate(const Call& call, const SocProfile& soc);
 

@@ -32,8 +32,8 @@ MISTAKES = {
         'calls += [(libs.ascendcl.aclrtFree, p, "aclrtFree") for p in buffers[:-1]]',
     ),
     "workspace_of_size_zero": (
-        "phase_two(workspace, ws.value, executor, device.stream),",
-        "phase_two(workspace, 0, executor, device.stream),",
+        "phase_two(workspace, ws.value, executor, device.stream)",
+        "phase_two(workspace, 0, executor, device.stream)",
     ),
     "contiguous_strides_for_a_strided_view": (
         "_int64s(t.strides)",

@@ -73,6 +73,7 @@ def test_bundle_is_byte_identical_for_identical_sources(tmp_path):
         "farm/util/errors.py",
         "farm/util/proc.py",
     )
+    alone += ("op/tiling/reasons.def",)
     assert all(n in alone or n.startswith(("farm/agent/", "golden/")) for n in names)
     assert {(m.mtime, m.uid, m.gid, m.uname, m.mode) for m in members} == {
         (946684800, 0, 0, "", 0o644)
@@ -117,9 +118,12 @@ def test_bundle_is_self_contained(tmp_path, agent_bundle):
     assert out["heavy"] == []
 
 
-def test_bundle_files_lists_the_python_sources_and_the_fused_pass_source():
+def test_bundle_files_lists_the_python_sources_the_fused_pass_source_and_the_reasons():
     files = bundle_files()
-    assert [name for name in files if not name.endswith(".py")] == ["golden/fused.c"]
+    assert [name for name in files if not name.endswith(".py")] == [
+        "golden/fused.c",
+        "op/tiling/reasons.def",
+    ]
     assert "farm/agent/server.py" in files and "golden/soc.py" in files
 
 

@@ -10,10 +10,14 @@ for several) run on the device's stream, timed by ACL events (device_s), then ou
 back and whether the storage around its view is untouched is checked.
 
 The operator's phase-one status and the runtime's message (aclGetRecentErrMsg) are the result: the
-reason is the one the message names ("(reason N)", the operator's format); a kernel that failed
+reason is the one the message's last line names, read strictly in the one format the operator
+writes and the table it compiles ("LogSoftmaxGrad: status S (reason R name): ... [api]",
+golden/reasons.py): a refusal without such a line has no reason, and the judge fails it
+(reason_unreadable), never judging it by its status alone. A kernel that failed
 on the device is kernel_fault (or emulation_policy, where the emulated device refused it by a
-rule of its own). Anything else that fails is the backend's or the host's (AclCallError, an
-infrastructure error). On the emulated runtime the backend also checks itself after every call:
+rule of its own); a phase two that fails with an inner status is the operator's failure too
+(launch_failed). Anything else that fails is the backend's or the host's (AclCallError, an
+infrastructure error), a parameter status of phase two included: what the backend passed. On the emulated runtime the backend also checks itself after every call:
 that the runtime received exactly the views meant (its tensor log), and that no device buffer or
 handle was left behind.
 
@@ -25,7 +29,6 @@ from __future__ import annotations
 import ctypes
 import json
 import os
-import re
 from collections.abc import Iterable, Sequence
 from functools import cache
 from pathlib import Path
@@ -42,13 +45,12 @@ from farm.agent.backends.native import (
     KERNEL_FAULT,
     RUN_FAULTS,
     STATUS_INNER,
-    reason_name,
 )
 from farm.agent.backends.result import BackendResult
-from golden import layouts
+from farm.agent.outcome import LAUNCH_FAILED
+from golden import layouts, reasons
 from golden.dtypes import DESCRIPTOR_ONLY, numpy_dtype
 
-_REASON = re.compile(r"\(reason (\d+)\)")
 # How the emulated device says it refused a kernel by a rule of its own (op/acl_emu).
 _POLICY = "the emulated device refused the kernel"
 NAMES = ("dy", "y", "out")
@@ -219,12 +221,13 @@ def _left_behind(libs: api.Libraries, before: tuple[list[dict], int]) -> None:
 
 
 def _reason(status: int, message: str) -> str | None:
-    """The reason the operator's own line names: the last one (aclGetRecentErrMsg returns every
-    message of the thread since it was last read, the call's own last)."""
-    found = _REASON.findall(message)
-    if found:
-        return reason_name(int(found[-1]))
-    return None if status else "ok"
+    """The reason of a refusal: the one the operator's line names (golden/reasons.py read_line:
+    the message's last line, whole, in the table's id, name and status, and the status the call
+    returned); None when there is no such line, which the judge fails as reason_unreadable."""
+    if status == 0:
+        return "ok"
+    said = reasons.read_line(message)
+    return said.reason.name if said is not None and said.status == status else None
 
 
 def run(
@@ -277,6 +280,17 @@ def run(
             done.message,
             None,
             0,
+            None,
+            done.seconds,
+            device_run=device_run,
+        )
+    if done.launch_failed:
+        return BackendResult(
+            done.launch_failed,
+            LAUNCH_FAILED,
+            done.message,
+            None,
+            done.workspace,
             None,
             done.seconds,
             device_run=device_run,

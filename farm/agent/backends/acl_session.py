@@ -42,6 +42,9 @@ class OpRun:
     message: str  # the runtime's message for a failed phase one or kernel
     workspace: int = 0
     kernel_failed: bool = False  # the stream failed: the kernel faulted on the device
+    # Phase two's own failure, an inner status (the operator's, never a parameter status: that
+    # is the caller's mistake, an AclCallError); 0 when phase two queued its work.
+    launch_failed: int = 0
     out_storage: np.ndarray | None = None  # out's storage copied back
     device_ms: float | None = None  # between the events around phase two
     seconds: float = 0.0
@@ -56,6 +59,13 @@ def check(libs: api.Libraries, status: int, call: str) -> None:
     if status != api.ACL_SUCCESS:
         said = message(libs)
         raise AclCallError(f"{call} returned {status}" + (f": {said}" if said else ""))
+
+
+def is_parameter_status(status: int) -> bool:
+    """aclnn's parameter errors (ACLNN_ERR_PARAM_*, 161xxx): in phase two, what the caller passed
+    was wrong (the workspace, the executor), the backend's mistake; any other failure of phase
+    two is the operator's own (op/ascendc/op_api: ACLNN_ERR_INNER)."""
+    return 161000 <= status < 162000
 
 
 @dataclass
@@ -229,11 +239,14 @@ def _call(libs, device, tensors, dims, one, handles, buffers) -> OpRun:
     phase_two = (
         libs.op_api.aclnnLogSoftmaxBackward if one else libs.op_api.aclnnLogSoftmaxBackwardDims
     )
-    check(
-        libs,
-        phase_two(workspace, ws.value, executor, device.stream),
-        f"{phase_two.__name__}(workspace {ws.value} bytes)",
-    )
+    launched = phase_two(workspace, ws.value, executor, device.stream)
+    if launched != api.ACL_SUCCESS and not is_parameter_status(launched):
+        said = message(libs)
+        acl.aclrtSynchronizeStream(device.stream)  # what it queued before it failed ends first
+        message(libs)  # what that said is not the call's
+        seconds = time.perf_counter() - started
+        return OpRun(0, said, ws.value, launch_failed=launched, seconds=seconds)
+    check(libs, launched, f"{phase_two.__name__}(workspace {ws.value} bytes)")
     check(libs, acl.aclrtRecordEvent(device.end, device.stream), "aclrtRecordEvent")
     synced = acl.aclrtSynchronizeStream(device.stream)
     seconds = time.perf_counter() - started

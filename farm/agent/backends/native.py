@@ -38,7 +38,7 @@ import numpy as np
 
 from farm.agent import machine
 from farm.agent.backends.result import BackendResult
-from golden import layouts
+from golden import layouts, reasons
 from golden.contract import REASON_BY_ID
 from golden.dtypes import numpy_dtype
 
@@ -63,16 +63,12 @@ DTYPE_CODES: dict[np.dtype, int] = {
     np.dtype(np.bool_): 12,
     np.dtype(ml_dtypes.bfloat16): 27,
 }
-# The library's own reasons, outside golden/contract.py (enum lsg_reason in lsg_types.h).
-NATIVE_REASONS = {
-    100: "unknown_soc",
-    101: "invalid_argument",
-    102: "internal",
-    103: "kernel_fault",
-    104: "emulation_policy",
-}
-KERNEL_FAULT = 103
-EMULATION_POLICY = 104  # the emulated device refused what CANN accepts (op/ascendc_cpu/README.md)
+# The library's own reasons, outside the contract: ids 100 and above of the table of reasons the
+# library compiles too (op/tiling/reasons.def, golden/reasons.py).
+NATIVE_REASONS = {rid: r.name for rid, r in reasons.OWN.items()}
+KERNEL_FAULT = reasons.BY_NAME["kernel_fault"].id
+# The emulated device refused what CANN accepts (op/ascendc_cpu/README.md).
+EMULATION_POLICY = reasons.BY_NAME["emulation_policy"].id
 RUN_FAULTS = {KERNEL_FAULT: "kernel_fault", EMULATION_POLICY: "emulation_policy"}
 STATUS_INNER = 561000
 

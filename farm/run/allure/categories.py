@@ -40,6 +40,11 @@ CATEGORIES = [
         "matchedStatuses": ["failed"],
     },
     {
+        "name": "Rejection whose reason cannot be read (never judged by its status alone)",
+        "messageRegex": _rx("reason_unreadable"),
+        "matchedStatuses": ["failed"],
+    },
+    {
         "name": "Operator crash",
         "messageRegex": _rx("crash"),
         "matchedStatuses": ["failed", "broken"],

@@ -40,10 +40,10 @@ namespace {
 constexpr const char* kApi = "aclnnLogSoftmaxGradCustom";
 const char* const kNames[] = {"gradOutput", "output", "gradInput"};
 
-// "LogSoftmaxGrad: status S (reason R): message", the line lsg::report_rejection logs.
-int32_t refuse(int32_t status, const lsg::Verdict& v) {
-    return lsg_emu::fail(status, "LogSoftmaxGrad: status " + std::to_string(status) + " (reason " +
-                                     std::to_string(v.reason) + "): " + v.message);
+// "LogSoftmaxGrad: status S (reason R name): message", the line lsg::report_rejection logs.
+int32_t refuse(int32_t status, lsg::Verdict v) {
+    v.status = status;
+    return lsg_emu::fail(status, lsg::reason_line(v));
 }
 
 }  // namespace

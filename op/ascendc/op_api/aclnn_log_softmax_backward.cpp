@@ -19,7 +19,11 @@
 // repeatable, then destroyed: the only release of an unrun executor CANN documents.
 //
 // Errors go where CANN's own operators put theirs: nnopbase's error channel (OP_LOGE's
-// ReportErrorMessageInner, opdev/op_log.h), which the caller reads with aclGetRecentErrMsg.
+// ReportErrorMessageInner, opdev/op_log.h), which the caller reads with aclGetRecentErrMsg.  A
+// refusal of phase one says "LogSoftmaxGrad: status S (reason R name): ..." (lsg::reason_line).
+// Phase two answers its caller's mistakes (a short workspace, a foreign executor) with a
+// parameter status; a failure of its own copies or of the generated entry under it is
+// ACLNN_ERR_INNER: the operator's failure, never its caller's.
 #include "aclnn_log_softmax_backward.h"
 
 #include <cstring>
@@ -63,6 +67,15 @@ std::string recent() {
 }
 
 uint64_t aligned(uint64_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+
+// A call this layer made in phase two over its own copies, in the caller's workspace at offsets
+// it chose, failed: the layer's own error (ACLNN_ERR_INNER), not its caller's, whatever status
+// the inner call gave.  A caller's error is a parameter status (161xxx) of the layer's own checks.
+aclnnStatus inner_failure(const char* api, aclnnStatus status) {
+    return report(ACLNN_ERR_INNER,
+                  std::string(api) + ": the generated entry (status " + std::to_string(status) +
+                      "): " + recent());
+}
 
 struct View {
     const aclTensor* tensor = nullptr;
@@ -256,7 +269,9 @@ aclnnStatus copy(aclTensor* to, const aclTensor* from, void* scratch, uint64_t r
                                            std::to_string(room) + " in phase one");
     }
     if (s == ACLNN_SUCCESS) s = aclnnInplaceCopy(ws ? scratch : nullptr, ws, ex, stream);
-    if (s != ACLNN_SUCCESS) return report(s, std::string(api) + ": aclnnInplaceCopy: " + recent());
+    if (s != ACLNN_SUCCESS)
+        return report(ACLNN_ERR_INNER, std::string(api) + ": aclnnInplaceCopy (status " +
+                                           std::to_string(s) + "): " + recent());
     return ACLNN_SUCCESS;
 }
 
@@ -303,7 +318,7 @@ aclnnStatus launch(const char* api, void* workspace, uint64_t workspaceSize,
     uint64_t inner_ws = 0;
     aclnnStatus s = aclnnLogSoftmaxGradCustomGetWorkspaceSize(kernel_tensors[0], kernel_tensors[1],
                                                         own.axes, kernel_tensors[2], &inner_ws, &inner);
-    if (s != ACLNN_SUCCESS) return report(s, std::string(api) + ": " + recent());
+    if (s != ACLNN_SUCCESS) return inner_failure(api, s);
     if (inner_ws > plan->kernel_workspace) {
         discard(inner);
         return report(ACLNN_ERR_INNER, std::string(api) + ": the generated entry now asks for " +
@@ -311,7 +326,7 @@ aclnnStatus launch(const char* api, void* workspace, uint64_t workspaceSize,
                                            std::to_string(plan->kernel_workspace) + " in phase one");
     }
     s = aclnnLogSoftmaxGradCustom(workspace, plan->kernel_workspace, inner, stream);
-    if (s != ACLNN_SUCCESS) return report(s, std::string(api) + ": " + recent());
+    if (s != ACLNN_SUCCESS) return inner_failure(api, s);
     if (plan->copy[2])
         return copy(const_cast<aclTensor*>(plan->views[2].tensor), kernel_tensors[2], scratch,
                     plan->copy_workspace, stream, api);

@@ -50,8 +50,7 @@ Verdict after_refusal(const Call& call, const SocProfile* soc, int32_t status,
 }
 
 std::string message(const char* api, const Verdict& v) {
-    return kLogLine + std::to_string(v.status) + " (reason " +
-           std::to_string(v.reason) + "): " + v.message + " [" + api + "]";
+    return lsg::reason_line(v) + " [" + api + "]";
 }
 
 }  // namespace lsg::op_api

@@ -27,7 +27,8 @@ Verdict check_call(const Call& call);
 Verdict after_refusal(const Call& call, const SocProfile* soc, int32_t status,
                       const std::string& said);
 
-// "LogSoftmaxGrad: status S (reason R): message [api]", the layer's recent error message.
+// "LogSoftmaxGrad: status S (reason R name): message [api]", the layer's recent error message:
+// lsg::reason_line (the table of reasons.def), which the farm reads strictly (golden/reasons.py).
 std::string message(const char* api, const Verdict& v);
 
 }  // namespace lsg::op_api
