@@ -199,13 +199,17 @@ def tensor_layouts(family: str, dtypes, full: bool) -> Iterator[Case]:
     strides, explicit storage with an offset, an input that overlaps itself."""
     if not full:
         picks: dict[str, list[tuple[str, tuple[tuple[int, ...], tuple[int, ...]], str]]] = {
+            # Every dtype of each family has a non-contiguous out (the aclnn layer copies it back
+            # through the workspace: tests/e2e/test_reason_planted.py) and an input view.
             "ascend910b": [
                 ("float32", ((3, 33), (-1,)), "out strided"),
                 ("float16", ((2, 9, 5), (1,)), "all strided, distinct"),
+                ("bfloat16", ((3, 33), (-1,)), "all strided, distinct"),
             ],
             "ascend310b": [
                 ("float16", ((3, 33), (-1,)), "offsets"),
                 ("float32", ((3, 33), (-1,)), "all strided, distinct"),
+                ("float16", ((2, 9, 5), (1,)), "out strided"),
             ],
         }
         for dtype, (shape, axes), form in picks[family]:

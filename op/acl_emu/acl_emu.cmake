@@ -14,6 +14,8 @@
 #                          build does not compile the layer into its op-api library would hold
 #                          (the SSH lab's stand-in CANN build links one or the other)
 #   test_aclnn_log_softmax_grad   the aclnn example (op/ascendc/examples), linked against them
+# A planted bug's library gets the op-api of the same bug (its edits of the host code, kernel and
+# aclnn layer); with LSG_PLANT_ALL, each bug's in planted-lib/<bug>/acl/lib (lsg_acl_planted_<bug>).
 set(LSG_ACL_EMU_DIR "${CMAKE_CURRENT_SOURCE_DIR}/acl_emu")
 set(LSG_ACL_OUT "${CMAKE_BINARY_DIR}/acl")
 set(LSG_ACL_INCLUDES
@@ -51,34 +53,62 @@ target_link_libraries(lsg_acl_nnopbase PRIVATE lsg_acl_ascendcl)
 lsg_acl_library(lsg_acl_opapi opapi "${LSG_ACL_EMU_DIR}/src/builtin_ops.cpp")
 target_link_libraries(lsg_acl_opapi PRIVATE lsg_acl_nnopbase lsg_acl_ascendcl)
 
-# The host code, kernel and device objects of lsg_ascendc_cpu that the custom op-api runs.
-set(_objects "")
-foreach(_rel ascendc/op_host/log_softmax_grad.cpp ascendc/op_api/log_softmax_backward_checks.cpp
-             ascendc_cpu/host/host_tiling.cpp
-             ascendc_cpu/host/registration.cpp ascendc_cpu/host/op_def_registry.cpp
-             tiling/tiling.cpp)
-  list(FIND LSG_ACPU_SOURCES ${_rel} _at)
-  list(APPEND _objects $<TARGET_OBJECTS:${LSG_ACPU_OBJ_${_at}}>)
-endforeach()
-list(LENGTH LSG_ACPU_SOURCES _kernel_at)
-foreach(_dtype IN LISTS LSG_ACPU_DTYPES)
-  list(APPEND _objects $<TARGET_OBJECTS:${LSG_ACPU_OBJ_${_kernel_at}}_${_dtype}>)
-endforeach()
-lsg_acl_library(lsg_acl_cust_opapi cust_opapi
-  "${LSG_ACL_EMU_DIR}/src/generated_op_api.cpp"
-  "${CMAKE_CURRENT_SOURCE_DIR}/ascendc/op_api/aclnn_log_softmax_backward.cpp"
-  ${_objects} $<TARGET_OBJECTS:lsg_acpu_device>)
-target_include_directories(lsg_acl_cust_opapi PRIVATE ${LSG_ACPU_INCLUDES})
-target_link_libraries(lsg_acl_cust_opapi PRIVATE lsg_acl_opapi lsg_acl_nnopbase lsg_acl_ascendcl
-                      Threads::Threads)
+# The host code, kernel and device objects of `lib` (an lsg_acpu_library target: lsg_ascendc_cpu,
+# or lsg_ascendc_cpu_<bug>) that its custom op-api runs, the planted ones where its bug edits them.
+function(lsg_acl_objects lib out)
+  set(_objects "")
+  foreach(_rel ascendc/op_host/log_softmax_grad.cpp ascendc/op_api/log_softmax_backward_checks.cpp
+               ascendc_cpu/host/host_tiling.cpp
+               ascendc_cpu/host/registration.cpp ascendc_cpu/host/op_def_registry.cpp
+               tiling/tiling.cpp)
+    list(FIND LSG_ACPU_SOURCES ${_rel} _at)
+    list(APPEND _objects $<TARGET_OBJECTS:${LSG_OBJ_${lib}_${_at}}>)
+  endforeach()
+  list(LENGTH LSG_ACPU_SOURCES _kernel_at)
+  foreach(_dtype IN LISTS LSG_ACPU_DTYPES)
+    list(APPEND _objects $<TARGET_OBJECTS:${LSG_OBJ_${lib}_${_kernel_at}}_${_dtype}>)
+  endforeach()
+  list(APPEND _objects $<TARGET_OBJECTS:lsg_acpu_device>)
+  set(${out} "${_objects}" PARENT_SCOPE)
+endfunction()
 
+# The custom op-api of `lib` in `outdir`: the generated entry (emulated) and the aclnn layer of
+# the same bug (LSG_LAYER_<lib>: the planted copy where the bug edits the layer).
+function(lsg_acl_cust_opapi target lib outdir)
+  lsg_acl_objects(${lib} _objects)
+  lsg_acl_library(${target} cust_opapi
+    "${LSG_ACL_EMU_DIR}/src/generated_op_api.cpp" "${LSG_LAYER_${lib}}" ${_objects})
+  target_include_directories(${target} PRIVATE ${LSG_ACPU_INCLUDES})
+  target_link_libraries(${target} PRIVATE lsg_acl_opapi lsg_acl_nnopbase lsg_acl_ascendcl
+                        Threads::Threads)
+  set_target_properties(${target} PROPERTIES LIBRARY_OUTPUT_DIRECTORY "${outdir}")
+endfunction()
+
+lsg_acl_cust_opapi(lsg_acl_cust_opapi lsg_ascendc_cpu "${LSG_ACL_OUT}/lib")
+
+lsg_acl_objects(lsg_ascendc_cpu _objects)
 lsg_acl_library(lsg_acl_cust_opapi_generated cust_opapi
-  "${LSG_ACL_EMU_DIR}/src/generated_op_api.cpp" ${_objects} $<TARGET_OBJECTS:lsg_acpu_device>)
+  "${LSG_ACL_EMU_DIR}/src/generated_op_api.cpp" ${_objects})
 target_include_directories(lsg_acl_cust_opapi_generated PRIVATE ${LSG_ACPU_INCLUDES})
 target_link_libraries(lsg_acl_cust_opapi_generated PRIVATE lsg_acl_nnopbase lsg_acl_ascendcl
                       Threads::Threads)
 set_target_properties(lsg_acl_cust_opapi_generated PROPERTIES
   LIBRARY_OUTPUT_DIRECTORY "${LSG_ACL_OUT}/generated-only" INSTALL_RPATH "$ORIGIN/../lib")
+
+# With LSG_PLANT_ALL, every planted bug's ACL path too: lsg_acl_planted_<bug> puts its op-api and
+# the runtime's libraries (the same for every bug) in planted-lib/<bug>/acl/lib, beside its
+# liblsg_ascendc_cpu.so, where the package takes them from (farm/pool/build/cmake.py acl_files).
+if(LSG_PLANT_ALL)
+  foreach(_bug IN LISTS LSG_ACPU_PLANT_BUGS)
+    set(_dir "${CMAKE_BINARY_DIR}/planted-lib/${_bug}/acl/lib")
+    lsg_acl_cust_opapi(lsg_acl_cust_opapi_${_bug} lsg_ascendc_cpu_${_bug} "${_dir}")
+    add_custom_target(lsg_acl_planted_${_bug}
+      COMMAND ${CMAKE_COMMAND} -E copy_if_different $<TARGET_FILE:lsg_acl_ascendcl>
+              $<TARGET_FILE:lsg_acl_nnopbase> $<TARGET_FILE:lsg_acl_opapi> "${_dir}"
+      DEPENDS lsg_acl_cust_opapi_${_bug} lsg_acl_ascendcl lsg_acl_nnopbase lsg_acl_opapi
+      VERBATIM)
+  endforeach()
+endif()
 
 # Our declarations against the genuine ones (a compile error when they differ).
 add_library(lsg_acl_genuine_check OBJECT "${LSG_ACL_EMU_DIR}/src/genuine_check.cpp")

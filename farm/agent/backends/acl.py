@@ -264,7 +264,14 @@ def run(
     done: OpRun = run_op(rt, d, tensors, tuple(int(a) for a in axes), seed_entry)
     if libs.emulated:
         _received(libs, tensors)
-        _left_behind(libs, before)
+        try:
+            _left_behind(libs, before)
+        except AclCallError as exc:
+            if not done.launch_failed:
+                raise
+            # What a phase two that failed left alive is part of the operator's failure (an
+            # executor it did not run to the end), not the backend's.
+            done.message = f"{done.message}; then {exc}"
     entry = "aclnnLogSoftmaxBackward" if seed_entry else "aclnnLogSoftmaxBackwardDims"
     device_run = {
         "runtime": runtime_description(),

@@ -10,7 +10,7 @@ from pathlib import Path
 from farm.pool.build.locations import OP_DIR
 
 # What each planted bug breaks, one line a bug (`farm build --list-bugs`, the --plant-bug help),
-# in four kinds. Each plants one known defect (op/CMakeLists.txt LSG_PLANT_BUG) for the farm to
+# in five kinds. Each plants one known defect (op/CMakeLists.txt LSG_PLANT_BUG) for the farm to
 # catch. The twin compiles the first kind as LSG_PLANT_BUG_<NAME> into its own copy of the kernel
 # (tests/op/test_planted_bugs.py pins what each changes); the emulated real kernel (ascendc-cpu)
 # applies every one as text edits of copies of the real sources made at build time
@@ -49,14 +49,22 @@ HOST_TEXT = {
     "d2_two_as_tail": "REDUCE_TAIL is chosen for d2 <= 2, so d2 == 2 is reduced as rows",
     "empty_out_unchecked": "the OpDef does not run for an empty out: its checks are skipped",
 }
-BUG_TEXT = TWIN_BUG_TEXT | KERNEL_FAULT_TEXT | KERNEL_NUMERIC_TEXT | HOST_TEXT
+# Errors of the operator's aclnn layer (op/ascendc/op_api): what only the acl backend runs (the
+# package's ACL op-api library carries the bug; the native backend runs no aclnn layer).
+ACLNN_TEXT = {
+    "reason_wording": "the aclnn layer's reason line in other words: '(why N)', no reason's name",
+    "copy_back_skipped": "the aclnn layer never copies a non-contiguous out back from the workspace",
+    "workspace_short": "the aclnn layer asks for a workspace one copy short of what it then uses",
+}
+BUG_TEXT = TWIN_BUG_TEXT | KERNEL_FAULT_TEXT | KERNEL_NUMERIC_TEXT | HOST_TEXT | ACLNN_TEXT
 # "" is the real operator (what a build, a run and a manifest record for no bug); BUG_NAMES are
 # what a command line offers (no empty choice).
 TWIN_PLANT_BUGS = ("", *TWIN_BUG_TEXT)
 KERNEL_FAULT_BUGS = tuple(KERNEL_FAULT_TEXT)
 KERNEL_NUMERIC_BUGS = tuple(KERNEL_NUMERIC_TEXT)
 HOST_BUGS = tuple(HOST_TEXT)
-PLANT_BUGS = TWIN_PLANT_BUGS + KERNEL_FAULT_BUGS + KERNEL_NUMERIC_BUGS + HOST_BUGS
+ACLNN_BUGS = tuple(ACLNN_TEXT)
+PLANT_BUGS = TWIN_PLANT_BUGS + KERNEL_FAULT_BUGS + KERNEL_NUMERIC_BUGS + HOST_BUGS + ACLNN_BUGS
 BUG_NAMES = PLANT_BUGS[1:]
 PLANTED_BUGS_FILE = OP_DIR / "ascendc_cpu" / "planted_bugs.json"
 
@@ -76,12 +84,14 @@ def bug_in_archive(name: str) -> str:
 
 
 def bug_kind(name: str) -> str:
-    """Where a planted bug is: twin (both targets), kernel fault, kernel numbers, host code."""
+    """Where a planted bug is: twin (both targets), kernel fault, kernel numbers, host code, the
+    aclnn layer."""
     for kind, bugs in (
         ("twin and ascendc-cpu", TWIN_BUG_TEXT),
         ("ascendc-cpu, a kernel fault", KERNEL_FAULT_TEXT),
         ("ascendc-cpu, the kernel's numbers", KERNEL_NUMERIC_TEXT),
         ("ascendc-cpu, the host code", HOST_TEXT),
+        ("ascendc-cpu, the aclnn layer (the acl backend)", ACLNN_TEXT),
     ):
         if name in bugs:
             return kind

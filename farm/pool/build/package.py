@@ -246,8 +246,8 @@ def _build_package(
         lib = build_native(target, build_dir, plant_bug=plant_bug, source_dir=source_dir, arch=arch)
         files = {f"lib/{LIB_NAMES[target]}": lib.read_bytes()}
         files.update({f"include/{h.name}": h.read_bytes() for h in headers(target, source_dir)})
-        if target == "ascendc-cpu" and not plant_bug and source_dir is None:
-            files.update(acl_files(lib.parent))
+        if target == "ascendc-cpu" and source_dir is None:
+            files.update(acl_files(lib.parent))  # a planted bug's ACL path has the bug too
     else:
         if plant_bug:
             raise BuildError("plant_bug applies to the ascendc-cpu and twin targets only")
