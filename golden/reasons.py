@@ -42,7 +42,8 @@ def _read(path: Path) -> dict[int, Reason]:
             f"the table of reasons {path} cannot be read ({exc.strerror}): it ships beside "
             "golden/ (farm/pool/deploy.py BUNDLE_PATHS); deploy the whole agent bundle"
         ) from None
-    body = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
+    # The comment out, its lines kept (so that an error names the file's own line number).
+    body = re.sub(r"/\*.*?\*/", lambda m: "\n" * m.group().count("\n"), text, flags=re.S)
     table: dict[int, Reason] = {}
     for number, line in enumerate(body.splitlines(), 1):
         if not line.strip():

@@ -50,7 +50,7 @@ project="$work/$op_type"
 rm -f "$project"/op_host/*.cpp "$project"/op_host/*.h "$project"/op_kernel/*.cpp
 cp "$here"/op_host/*.cpp "$here"/op_host/*.h "$project/op_host/"
 cp "$here"/../tiling/tiling.h "$here"/../tiling/tiling.cpp "$here"/../tiling/lsg_types.h \
-   "$here"/../tiling/soc_profiles.inc "$project/op_host/"
+   "$here"/../tiling/reasons.def "$here"/../tiling/soc_profiles.inc "$project/op_host/"
 cp "$here"/op_kernel/log_softmax_grad.cpp "$project/op_kernel/$op_file.cpp"
 mkdir -p "$project/op_api"
 cp "$here"/op_api/*.cpp "$here"/op_api/*.h "$project/op_api/"

@@ -138,8 +138,14 @@ def test_the_reason_of_a_call_is_its_own_lines_not_an_earlier_one_left_unread():
     from farm.agent.backends import acl
 
     said = (
-        "EZ1001: LogSoftmaxGrad: status 161002 (reason 4): an earlier call's [x]\n"
-        "EZ1001: LogSoftmaxGrad: status 161002 (reason 9): this call's [x]"
+        "EZ1001: LogSoftmaxGrad: status 161002 (reason 4 shape_mismatch): an earlier call's "
+        "[aclnnLogSoftmaxBackward]\n"
+        "EZ1001: LogSoftmaxGrad: status 161002 (reason 9 bf16_unsupported_on_soc): this call's "
+        "[aclnnLogSoftmaxBackward]"
     )
-    assert acl._reason(161002, said) == acl.reason_name(9)
+    assert acl._reason(161002, said) == "bf16_unsupported_on_soc"
     assert acl._reason(161002, "no reason here") is None and acl._reason(0, "") == "ok"
+    # The line's status must be the call's: a line of another status is no reason of this call.
+    assert acl._reason(161001, said) is None
+    # Only the last line counts: an earlier line in the right words does not stand in for it.
+    assert acl._reason(161002, said + "\nEZ9999: something else") is None

@@ -28,8 +28,34 @@ def test_acceptance_of_a_rejected_call_is_unexpected_acceptance():
 def test_other_status_or_reason_is_wrong_status():
     assert classify(REJECT, record(161001, "null_tensor"))[1] == "wrong_status"
     assert classify(REJECT, record(161002, "dtype_mismatch"))[1] == "wrong_status"
-    # A backend that reports no reason (torch_npu) is judged on the status alone.
-    assert classify(REJECT, record(161002, None))[0] == "passed"
+
+
+def test_a_rejection_without_a_reason_fails_whatever_its_status():
+    # No reason could be read (a line in other words, a device that gives none, torch_npu): never
+    # judged by the status alone, even the expected one.
+    said = "EZ1001: LogSoftmaxGrad: status 161002 (why 9): bf16 [aclnnLogSoftmaxBackward]"
+    for status in (161002, 161001):
+        outcome, category, message = classify(REJECT, record(status, None, None, said))
+        assert (outcome, category) == ("failed", "reason_unreadable")
+        assert message.startswith(
+            f"rejected with status {status} and no reason that can be read, expected "
+            "bf16_unsupported_on_soc (161002): the operator said 'EZ1001: LogSoftmaxGrad: "
+            "status 161002 (why 9): bf16 [aclnnLogSoftmaxBackward]'"
+        )
+        assert "LogSoftmaxGrad: status S (reason R name): message [api]" in message
+        assert "op/tiling/reasons.def" in message
+
+
+def test_a_phase_two_that_failed_after_an_acceptance_is_a_crash():
+    said = "aclnnLogSoftmaxBackward: aclnnInplaceCopy (status 161002): workspace past its end"
+    outcome, category, message = classify(PRECISION, record(561000, "launch_failed", None, said))
+    assert (outcome, category) == ("failed", "crash")
+    assert message == (
+        "the operator's phase two failed after its phase one accepted the call (561000): " + said
+    )
+    # Phase one accepted a call the contract rejects: that comes first.
+    outcome, category, _ = classify(REJECT, record(561000, "launch_failed", None, said))
+    assert (outcome, category) == ("failed", "unexpected_acceptance")
 
 
 def test_rejection_of_a_valid_call_is_unexpected_rejection():

@@ -127,7 +127,9 @@ def test_the_layer_s_refusal_arrives_through_nnopbase_s_channel_and_is_read_once
     operators do (OP_LOGE's ReportErrorMessageInner: a parameter error under EZ1001)."""
     seen, done = probe(acl_lib_dir, "recent_error_gets_and_clears")
     assert seen.get("status") == 161002, (seen, done.stderr)
-    assert seen["first"].startswith("EZ1001: LogSoftmaxGrad: status 161002 (reason 4): out ")
+    assert seen["first"].startswith(
+        "EZ1001: LogSoftmaxGrad: status 161002 (reason 4 shape_mismatch): out "
+    )
     assert seen["first"].endswith("[aclnnLogSoftmaxBackward]")
     assert seen["second"] == ""
     assert "LogSoftmaxGrad" not in done.stderr  # nothing of it went to the log instead

@@ -64,7 +64,7 @@ def test_package_is_reproducible_and_its_manifest_true(tmp_path, target, monkeyp
     files = read_archive(a)
     manifest = json.loads(files.pop("manifest.json"))
     lib_name = build.LIB_NAMES[target]
-    headers = {"include/lsg_twin.h", "include/lsg_types.h"}
+    headers = {"include/lsg_twin.h", "include/lsg_types.h", "include/reasons.def"}
     if target == "ascendc-cpu":
         headers.add("include/lsg_ascendc_cpu.h")
     # The real emulated kernel also carries the emulated ACL runtime and its op-api (the acl

@@ -73,6 +73,7 @@ from farm.pool.build.archive import (
     write_archive,
 )
 from farm.pool.build.bugs import (
+    ACLNN_BUGS,
     BUG_NAMES,
     BUG_TEXT,
     HOST_BUGS,
@@ -141,6 +142,7 @@ from farm.util.paths import REPO_ROOT as ROOT
 from farm.util.targets import DEFAULT_TARGET, DESCRIPTIONS, NATIVE_TARGETS, TARGETS, describe
 
 __all__ = [
+    "ACLNN_BUGS",
     "ACL_CMAKE_TARGET",
     "ACL_DIR",
     "ACL_EXAMPLE",

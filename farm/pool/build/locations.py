@@ -33,7 +33,12 @@ ACL_EXPORTS = (
     "aclnnLogSoftmaxGradCustom",
 )
 # What each target's library is, for the manifest, the run's environment and the report.
-_ABI_HEADERS = (OP_DIR / "twin" / "lsg_twin.h", OP_DIR / "tiling" / "lsg_types.h")
+# lsg_types.h includes reasons.def (enum lsg_reason), so the table ships beside it.
+_ABI_HEADERS = (
+    OP_DIR / "twin" / "lsg_twin.h",
+    OP_DIR / "tiling" / "lsg_types.h",
+    OP_DIR / "tiling" / "reasons.def",
+)
 HEADERS = {
     "twin": _ABI_HEADERS,
     "ascendc-cpu": _ABI_HEADERS + (OP_DIR / "ascendc_cpu" / "abi" / "lsg_ascendc_cpu.h",),
@@ -84,4 +89,6 @@ def headers(target: str, source_dir: str | Path | None = None) -> tuple[Path, ..
     """The C ABI headers the package of `target` ships (HEADERS), from `source_dir`'s tree."""
     if source_dir is None:
         return HEADERS[target]
-    return tuple(op_sources(source_dir) / h.relative_to(OP_DIR) for h in HEADERS[target])
+    found = (op_sources(source_dir) / h.relative_to(OP_DIR) for h in HEADERS[target])
+    # A tree from before the table of reasons (a commit bisected) has its enum in lsg_types.h.
+    return tuple(h for h in found if h.name != "reasons.def" or h.is_file())

@@ -173,6 +173,7 @@ def _sources_check(project: Path) -> None:
         "op_host/tiling.h": "validate",
         "op_host/tiling.cpp": "plan",
         "op_host/lsg_types.h": "",
+        "op_host/reasons.def": "LSG_REASON(",
         "op_host/soc_profiles.inc": "",
         f"op_kernel/{name}.cpp": f"__global__ __aicore__ void {name}(",
         "op_api/aclnn_log_softmax_backward.cpp": SEED_ENTRY,
