@@ -72,12 +72,30 @@ function(lsg_acl_objects lib out)
   set(${out} "${_objects}" PARENT_SCOPE)
 endfunction()
 
-# The custom op-api of `lib` in `outdir`: the generated entry (emulated) and the aclnn layer of
-# the same bug (LSG_LAYER_<lib>: the planted copy where the bug edits the layer).
+# The generated entry (emulated) and the real aclnn layer, compiled once for every op-api.
+function(lsg_acl_object target file)
+  add_library(${target} OBJECT "${file}")
+  target_include_directories(${target} PRIVATE ${LSG_ACL_INCLUDES} "${LSG_ACL_EMU_DIR}/src"
+                             ${LSG_ACPU_INCLUDES})
+  target_include_directories(${target} SYSTEM PRIVATE "${LSG_ACL_SDK}/include")
+  target_compile_options(${target} PRIVATE ${LSG_COMMON_FLAGS})
+  target_compile_definitions(${target} PRIVATE FUNC_VISIBILITY)
+endfunction()
+lsg_acl_object(lsg_acl_generated_obj "${LSG_ACL_EMU_DIR}/src/generated_op_api.cpp")
+set(LSG_ACL_REAL_LAYER "${CMAKE_CURRENT_SOURCE_DIR}/${LSG_ACL_LAYER_SOURCE}")
+lsg_acl_object(lsg_acl_layer_obj "${LSG_ACL_REAL_LAYER}")
+
+# The custom op-api of `lib` in `outdir`: the generated entry and the aclnn layer of the same bug
+# (LSG_LAYER_<lib>: the planted copy where the bug edits the layer, compiled for it alone).
 function(lsg_acl_cust_opapi target lib outdir)
   lsg_acl_objects(${lib} _objects)
-  lsg_acl_library(${target} cust_opapi
-    "${LSG_ACL_EMU_DIR}/src/generated_op_api.cpp" "${LSG_LAYER_${lib}}" ${_objects})
+  set(_layer lsg_acl_layer_obj)
+  if(NOT LSG_LAYER_${lib} STREQUAL LSG_ACL_REAL_LAYER)
+    set(_layer ${target}_layer_obj)
+    lsg_acl_object(${_layer} "${LSG_LAYER_${lib}}")
+  endif()
+  lsg_acl_library(${target} cust_opapi $<TARGET_OBJECTS:lsg_acl_generated_obj>
+    $<TARGET_OBJECTS:${_layer}> ${_objects})
   target_include_directories(${target} PRIVATE ${LSG_ACPU_INCLUDES})
   target_link_libraries(${target} PRIVATE lsg_acl_opapi lsg_acl_nnopbase lsg_acl_ascendcl
                         Threads::Threads)
@@ -88,7 +106,7 @@ lsg_acl_cust_opapi(lsg_acl_cust_opapi lsg_ascendc_cpu "${LSG_ACL_OUT}/lib")
 
 lsg_acl_objects(lsg_ascendc_cpu _objects)
 lsg_acl_library(lsg_acl_cust_opapi_generated cust_opapi
-  "${LSG_ACL_EMU_DIR}/src/generated_op_api.cpp" ${_objects})
+  $<TARGET_OBJECTS:lsg_acl_generated_obj> ${_objects})
 target_include_directories(lsg_acl_cust_opapi_generated PRIVATE ${LSG_ACPU_INCLUDES})
 target_link_libraries(lsg_acl_cust_opapi_generated PRIVATE lsg_acl_nnopbase lsg_acl_ascendcl
                       Threads::Threads)

@@ -34,7 +34,8 @@ def copied(case, name: str) -> bool:
     view = layouts.resolve(getattr(case, f"{name}_layout"), shape)
     dense = layouts.dense_strides(shape)
     some = all(d > 0 for d in shape)
-    return some and any(d != 1 and s != e for d, s, e in zip(shape, view.strides, dense))
+    strides = zip(shape, view.strides, dense, strict=True)
+    return some and any(d != 1 and s != e for d, s, e in strides)
 
 
 # bug: (which cases of the file it must fail, the category of each failure)

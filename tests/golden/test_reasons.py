@@ -19,7 +19,7 @@ TILING = REPO / "op" / "tiling"
 
 
 @pytest.fixture(scope="module")
-def c_side(tmp_path_factory) -> str:
+def c_side(tmp_path_factory: pytest.TempPathFactory) -> str:
     """What tests/golden/reasons_driver.cpp prints: the table as the operator compiles it."""
     cxx = shutil.which("c++") or shutil.which("g++")
     need(cxx is not None, "a C++ compiler")
@@ -34,7 +34,7 @@ def c_side(tmp_path_factory) -> str:
     return subprocess.run([str(out)], capture_output=True, text=True, check=True).stdout
 
 
-def test_the_c_side_compiles_the_table_the_judge_reads(c_side):
+def test_the_c_side_compiles_the_table_the_judge_reads(c_side: str) -> None:
     rows = re.findall(r"^row (\d+) (\w+) (\d+)\|(.*)$", c_side, flags=re.M)
     assert {int(i): (name, int(status)) for i, name, status, _ in rows} == {
         r.id: (r.name, r.status) for r in reasons.TABLE.values()
@@ -50,7 +50,7 @@ def test_the_c_side_compiles_the_table_the_judge_reads(c_side):
         assert said is not None and said.reason.id == int(rid) and said.message == "why", line
 
 
-def test_the_contract_s_reasons_are_the_table_s_first_hundred():
+def test_the_contract_s_reasons_are_the_table_s_first_hundred() -> None:
     assert contract.REASONS == {
         r.name: (r.id, r.status) for r in reasons.TABLE.values() if r.id < reasons.OWN_FROM
     }
@@ -79,11 +79,11 @@ LINE = "LogSoftmaxGrad: status 161002 (reason 9 bf16_unsupported_on_soc): bf16 o
         "",
     ],
 )
-def test_a_line_out_of_the_format_or_the_table_has_no_reason(message):
+def test_a_line_out_of_the_format_or_the_table_has_no_reason(message: str) -> None:
     assert reasons.read_line(message) is None
 
 
-def test_the_last_line_names_the_reason():
+def test_the_last_line_names_the_reason() -> None:
     said = reasons.read_line(
         "EZ1001: " + LINE.replace("9 bf16_unsupported_on_soc", "4 x") + "\n" + LINE
     )
@@ -99,7 +99,7 @@ def test_the_last_line_names_the_reason():
     )
 
 
-def test_a_table_row_out_of_form_is_refused_naming_the_line(tmp_path):
+def test_a_table_row_out_of_form_is_refused_naming_the_line(tmp_path: Path) -> None:
     table = tmp_path / "reasons.def"
     table.write_text('/* c */\nLSG_REASON(0, OK, ok, 0, "accepted")\nLSG_REASON(1, X)\n')
     with pytest.raises(RuntimeError, match=r"reasons.def line 3: 'LSG_REASON\(1, X\)' is not"):

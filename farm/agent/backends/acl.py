@@ -13,13 +13,14 @@ The operator's phase-one status and the runtime's message (aclGetRecentErrMsg) a
 reason is the one the message's last line names, read strictly in the one format the operator
 writes and the table it compiles ("LogSoftmaxGrad: status S (reason R name): ... [api]",
 golden/reasons.py): a refusal without such a line has no reason, and the judge fails it
-(reason_unreadable), never judging it by its status alone. A kernel that failed
-on the device is kernel_fault (or emulation_policy, where the emulated device refused it by a
-rule of its own); a phase two that fails with an inner status is the operator's failure too
-(launch_failed). Anything else that fails is the backend's or the host's (AclCallError, an
-infrastructure error), a parameter status of phase two included: what the backend passed. On the emulated runtime the backend also checks itself after every call:
-that the runtime received exactly the views meant (its tensor log), and that no device buffer or
-handle was left behind.
+(reason_unreadable), never judging it by its status alone. A kernel that failed on the device
+is kernel_fault (or emulation_policy, where the emulated device refused it by a rule of its
+own); a phase two that fails with an inner status is the operator's failure too (launch_failed).
+Anything else that fails is the backend's or the host's (AclCallError, an infrastructure error),
+a parameter status of phase two included: what the backend passed. On the emulated runtime the
+backend also checks itself after every call: that the runtime received exactly the views meant
+(its tensor log), and that no device buffer or handle was left behind (but what a phase two that
+failed left alive is said with the operator's failure).
 
 Standard library and numpy only: this module ships to hosts with the agent.
 """

@@ -53,7 +53,7 @@ HOST_TEXT = {
 # package's ACL op-api library carries the bug; the native backend runs no aclnn layer).
 ACLNN_TEXT = {
     "reason_wording": "the aclnn layer's reason line in other words: '(why N)', no reason's name",
-    "copy_back_skipped": "the aclnn layer never copies a non-contiguous out back from the workspace",
+    "copy_back_skipped": "the aclnn layer never copies a non-contiguous out back from workspace",
     "workspace_short": "the aclnn layer asks for a workspace one copy short of what it then uses",
 }
 BUG_TEXT = TWIN_BUG_TEXT | KERNEL_FAULT_TEXT | KERNEL_NUMERIC_TEXT | HOST_TEXT | ACLNN_TEXT
