@@ -140,10 +140,10 @@ def classify(expect: Mapping[str, Any], record: ResultRecord) -> tuple[Outcome, 
 def _unreadable(status: Any, want: str, said: str) -> str:
     """A rejection without a reason to judge it by: what came back, and where the fix is."""
     shown = " ".join(str(said or "").split())
-    shown = f"{shown[:300]}..." if len(shown) > 300 else shown
+    shown = repr(f"{shown[:300]}..." if len(shown) > 300 else shown) if shown else "nothing"
     return (
         f"rejected with status {status} and no reason that can be read, expected {want}: the "
-        f"operator said {shown!r}; a rejection is judged by its status and its reason, so the "
+        f"operator said {shown}; a rejection is judged by its status and its reason, so the "
         f"operator's last line must be {reasons.LINE_FORMAT!r} with an id, name and status of "
         "op/tiling/reasons.def (the aclnn layer writes it with lsg::reason_line)"
     )
