@@ -20,10 +20,13 @@ from __future__ import annotations
 
 import pytest
 
+from farm.pool import acl_sdk
 from golden import layouts
 from suites import casefile, matrix
 from suites.casefile_write import dump
+from tests.requirements import need
 
+pytestmark = pytest.mark.build  # builds the planted packages, each with its ACL op-api
 NAMES = ("dy", "y", "out")
 
 
@@ -59,6 +62,7 @@ def real_package_newest_afterwards():
 @pytest.fixture(scope="module")
 def case_file(tmp_path_factory):
     """The smoke tier's rejections and its cases with a view of their own."""
+    need(acl_sdk.present(), "the genuine ACL headers (python -m farm.pool.acl_sdk downloads them)")
     smoke = matrix.expand("smoke")
     chosen = [
         c
