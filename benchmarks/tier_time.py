@@ -52,6 +52,7 @@ def run_tier(
     interval: float,
     jobs: int | None = None,
     store: Path | None = None,
+    backend: str | None = None,
 ) -> dict:
     """``store``: the run starts from a copy of this store (untimed), not an empty one."""
     env = dict(os.environ, FARM_RUNS=str(work / "runs"), FARM_STORE=str(work / "farm.sqlite"))
@@ -60,6 +61,7 @@ def run_tier(
     argv = [sys.executable, "-m", "farm.cli", "run", "--tier", tier, "--no-progress"]
     argv += [] if report else ["--no-report"]
     argv += [] if jobs is None else ["--jobs", str(jobs)]
+    argv += [] if backend is None else ["--backend", backend]
     tail: list[str] = []
     children_before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.monotonic()
@@ -147,6 +149,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tier", default="nightly")
     parser.add_argument("--no-report", action="store_true", help="time the run without its report")
     parser.add_argument("--jobs", type=int, default=None, help="farm run --jobs (default: its own)")
+    parser.add_argument(
+        "--backend", default=None, help="farm run --backend (default: the target's)"
+    )
     parser.add_argument("--interval", type=float, default=0.2, help="seconds between samples")
     parser.add_argument("--json", type=Path, default=None, help="write the result here")
     parser.add_argument(
@@ -162,7 +167,15 @@ def main(argv: list[str] | None = None) -> int:
     print("building the operator package (untimed) ...", flush=True)
     build.build_package()
     with tempfile.TemporaryDirectory(prefix="lsg-tier-") as tmp:
-        r = run_tier(Path(tmp), args.tier, not args.no_report, args.interval, args.jobs, args.store)
+        r = run_tier(
+            Path(tmp),
+            args.tier,
+            not args.no_report,
+            args.interval,
+            args.jobs,
+            args.store,
+            args.backend,
+        )
     if r["exit"] != 0:
         print("\n".join(r["tail"]))
     cases_wall = "—" if r["cases_wall_s"] is None else f"{r['cases_wall_s']:.1f} s"

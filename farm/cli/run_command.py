@@ -45,7 +45,7 @@ from farm.run.outputs import JUNIT_XML, SUMMARY_JSON, RunOutputs
 from farm.run.plan import Plan
 from farm.run.records_file import RecordFiles
 from farm.run.runner import SessionEnd
-from farm.util import interrupts, paths, run_dir
+from farm.util import interrupts, paths, run_dir, targets
 from farm.util.console import FarmConsole
 from farm.util.errors import StoreError
 from farm.util.interrupts import interruptible, shielded
@@ -58,7 +58,7 @@ from suites.caseset import Selection as CaseSelection
 def run(
     chosen: CaseSelection,
     inventory: str | None = None,
-    backend: str = "native",
+    backend: str | None = None,
     *,
     target: str | None = None,
     plant_bug: str = "",
@@ -79,6 +79,7 @@ def run(
     copied to (:func:`say_the_run`)."""
     console = console or FarmConsole(stderr=True)
     extra_pytest = extra_pytest or []
+    backend = targets.backend_for(target, backend)
     part, group = runner.check_options(
         case_timeout=case_timeout,
         jobs=jobs,

@@ -504,14 +504,14 @@ def selection_arguments(run: Mapping[str, Any]) -> list[str]:
 
 def operator_arguments(run: Mapping[str, Any]) -> list[str]:
     """`farm run`'s arguments for the run's operator, where they differ from the defaults."""
-    from farm.agent.backends import BACKENDS
     from farm.pool import build
+    from farm.util import targets
 
     args: list[str] = []
     target = run.get("target") or build.DEFAULT_TARGET
     if target != build.DEFAULT_TARGET:
         args += ["--target", str(target)]
-    if run.get("backend") and run["backend"] != BACKENDS[0]:
+    if run.get("backend") and run["backend"] != targets.default_backend(str(target)):
         args += ["--backend", str(run["backend"])]
     bug = planted_bug(run)
     if bug:

@@ -97,12 +97,16 @@ POOL = (
     ),
     # Checked here: an unknown value would reach every agent and fail its canary, which
     # quarantines hosts for the command line's mistake.
+    # No fixed default: each target's (targets.DEFAULT_BACKENDS), so a run goes through every
+    # layer its package ships unless told otherwise.
     RunOption(
         "backend",
-        default=BACKENDS[0],
+        default=None,
         choices=BACKENDS,
+        help=f"how an agent calls the operator: acl through the package's aclnn layer, native "
+        f"its C ABI, torch PyTorch's operator ({targets.backend_help()})",
         pytest_help=f"how an agent calls the operator: {' | '.join(BACKENDS)} "
-        f"(default {BACKENDS[0]})",
+        f"({targets.backend_help()})",
     ),
     RunOption(
         "target",

@@ -29,11 +29,6 @@ class NoPackage(FarmError):
     """A host has no package for the run; the message names the fix."""
 
 
-class WrongTarget(NoPackage):
-    """The run's target cannot run on a host of this kind, whatever the host: the invocation's
-    fault, not the host's."""
-
-
 class Packages:
     def __init__(
         self,
@@ -41,11 +36,9 @@ class Packages:
         build_for: Builder | None = None,
         *,
         target: str = "",
-        backend: str = "",
     ) -> None:
         self.first = package
         self.target = deploy.package_target(package) if package else target
-        self.backend = backend
         self._by_key: dict[Key, Path] = {}
         if package is not None:
             self._by_key[self._key_of(package)] = package
@@ -77,13 +70,6 @@ class Packages:
         from farm.pool import build
 
         arch = platform["arch"]
-        if self.backend == "acl" and not self.cann and platform.get("cann"):
-            raise WrongTarget(
-                f"host {host} has CANN {platform['cann']}: there the acl backend runs CANN's "
-                f"runtime and the CANN package it installs, never the emulated runtime of the "
-                f"{self.target} package; run with --target ascend",
-                host=host,
-            )
         cann = platform.get("cann") if self.cann else None
         if self.cann and not cann:
             raise NoPackage(
@@ -127,4 +113,4 @@ class Packages:
         return ""
 
 
-__all__ = ["Builder", "NoPackage", "Packages", "WrongTarget"]
+__all__ = ["Builder", "NoPackage", "Packages"]

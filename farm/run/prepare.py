@@ -30,9 +30,10 @@ from farm.pool.transport import Channel, Transport, open_transport
 from farm.pool.transport.shared import AgentShare, share_key
 from farm.run.canary import CANARY_TIMEOUT, make_canary
 from farm.run.metadata import new_run_id
-from farm.run.packages import Builder, NoPackage, Packages, WrongTarget
+from farm.run.packages import Builder, NoPackage, Packages
 from farm.run.plan import Plan
 from farm.run.slots import SlotInfo
+from farm.util import targets
 from farm.util.errors import ConfigError, FarmError
 from farm.util.paths import REPO_ROOT, RUNS_DIR, STATE_DIR
 from farm.util.waits import result_of
@@ -161,8 +162,7 @@ def _deploy_host(host: HostSpec, bundle: Path, packages: Packages, backend: str)
             state=health.BAD,
             reasons=[str(exc)],
             seconds=time.monotonic() - started,
-            blame_host=not isinstance(exc, NoPackage)
-            or not (packages.cann or isinstance(exc, WrongTarget)),
+            blame_host=not isinstance(exc, NoPackage) or not packages.cann,
         )
         return bad, None
     return None, Deployed(
@@ -258,7 +258,7 @@ def reported_memory(identity: dict | None) -> int | None:
 def prepare_pool(
     inventory_path: str | os.PathLike | None = None,
     tier: str = "smoke",
-    backend: str = "native",
+    backend: str | None = None,
     run_dir: str | os.PathLike | None = None,
     case_timeout: float = 60.0,
     *,
@@ -318,7 +318,22 @@ def prepare_pool(
         raise ConfigError(
             f"operator package {package}: {problem}; delete it and build it again (farm build)"
         )
-    packages = Packages(package, build_for, target=target or "", backend=backend)
+    manifest = deploy.package_manifest(package) if package is not None else {}
+    package_target = target or manifest.get("target")
+    backend = targets.backend_for(package_target, backend)
+    if (
+        backend == "acl"
+        and package is not None
+        and package_target in targets.NATIVE_TARGETS
+        and not manifest.get("acl")
+    ):
+        # Every host's canary would fail for the package's want, not the hosts'.
+        raise ConfigError(
+            f"operator package {package.name} has no aclnn layer (built without the genuine ACL "
+            "headers): fetch them (python -m farm.pool.acl_sdk) and build again (farm build), or "
+            "run its C ABI alone with --backend native"
+        )
+    packages = Packages(package, build_for, target=target or "")
     bundle, bundle_sha = deploy.make_agent_bundle(state_dir / "bundle")
     canary = make_canary(backend) if with_canary else None
     quarantine = health.Quarantine(state_dir)

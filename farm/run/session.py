@@ -22,7 +22,7 @@ from farm.run.dispatch import Dispatcher
 from farm.run.leases import RunState
 from farm.run.plan import Plan
 from farm.run.timeouts import case_timeout_seconds
-from farm.util import paths
+from farm.util import paths, targets
 from farm.util.errors import ConfigError
 from suites.case import Case
 
@@ -54,7 +54,11 @@ def add_pool_args(
 
     parser.add_argument("--inventory", help="TOML inventory (default: the embedded local pool)")
     if backend:
-        parser.add_argument("--backend", default=BACKENDS[0], choices=BACKENDS)
+        parser.add_argument(
+            "--backend",
+            choices=BACKENDS,
+            help=f"how the operator is called ({targets.backend_help()})",
+        )
     default = "the target of the run the case last ran in, else " if of_run else ""
     parser.add_argument(
         "--target",
@@ -105,7 +109,7 @@ class PoolSession:
         self,
         inventory: str | None = None,
         *,
-        backend: str = BACKENDS[0],
+        backend: str | None = None,
         target: str | None = None,
         plant_bug: str = "",
         package: Path | None = None,
@@ -143,7 +147,7 @@ class PoolSession:
             prepare.open_channel_factory(plan),
             RunState(plan.state_path),
             plan.run_dir / "locks",
-            self.backend,
+            plan.backend,  # the target's default where none was named
             base_timeout=self.case_timeout,
         )
         return self

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from farm.agent.backends import BACKENDS
+from farm.util import targets
 from farm.util.errors import FarmError
 from suites import shrink as shrinking
 from suites.case import Case
@@ -160,7 +160,7 @@ def repro_command(
     target: str = "",
     plant_bug: str = "",
     inventory: str | None = None,
-    backend: str = BACKENDS[0],
+    backend: str | None = None,
 ) -> str:
     """The one line that reruns a shrunk case (`farm repro`), on the package it failed on."""
     from farm.pool import build
@@ -172,6 +172,6 @@ def repro_command(
         argv += ["--plant-bug", plant_bug]
     if inventory:
         argv += ["--inventory", inventory]
-    if backend != BACKENDS[0]:
+    if backend and backend != targets.default_backend(target or None):
         argv += ["--backend", backend]
     return shlex.join(argv)

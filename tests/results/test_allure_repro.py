@@ -3,6 +3,7 @@ the case alone, on the package and pool its run used, which `farm repro` takes a
 
 from __future__ import annotations
 
+import dataclasses
 import shlex
 from pathlib import Path
 from types import SimpleNamespace
@@ -23,7 +24,7 @@ def _plan(**over) -> SimpleNamespace:
             "target": "ascendc-cpu",
             "file": "/w/dist/op/logsoftmaxgrad-0.1.0-ascendc-cpu-bug-fp16_sum.tar.gz",
         },
-        "backend": "native",
+        "backend": "acl",  # the target's default
         "inventory": {"source": "embedded", "workroot": "/w/runs/hosts"},
         "selection": {"tier": "smoke", "files": []},
     }
@@ -67,13 +68,20 @@ def test_the_options_come_from_a_real_plan(tmp_path: Path):
         run_id="r",
         run_dir=tmp_path,
         tier="smoke",
-        backend="native",
+        backend="acl",
         inventory={"source": "embedded"},
         slots=[],
         hosts={},
         package={"target": "ascendc-cpu", "file": "logsoftmaxgrad-0.1.0-ascendc-cpu.tar.gz"},
     )
     assert repro_command(failed(CASE), run_options(plan)) == f"farm repro {CASE}"
+    # A backend other than the target's default is named; the twin's default is native.
+    native = dataclasses.replace(plan, backend="native")
+    assert repro_command(failed(CASE), run_options(native)) == f"farm repro {CASE} --backend native"
+    twin = dataclasses.replace(
+        native, package={"target": "twin", "file": "logsoftmaxgrad-0.1.0-twin.tar.gz"}
+    )
+    assert repro_command(failed(CASE), run_options(twin)) == f"farm repro {CASE} --target twin"
 
 
 def test_a_failed_case_page_has_its_repro_line_and_a_pass_none():

@@ -46,6 +46,9 @@ from farm.agent.backends.native import (
     KERNEL_FAULT,
     RUN_FAULTS,
     STATUS_INNER,
+    PlanResult,
+    Spec,
+    plan,
 )
 from farm.agent.backends.result import BackendResult
 from farm.agent.outcome import LAUNCH_FAILED
@@ -55,6 +58,7 @@ from golden.dtypes import DESCRIPTOR_ONLY, numpy_dtype
 # How the emulated device says it refused a kernel by a rule of its own (op/acl_emu).
 _POLICY = "the emulated device refused the kernel"
 NAMES = ("dy", "y", "out")
+NATIVE_LIB = "liblsg_ascendc_cpu.so"  # the emulated real kernel's C ABI, beside its runtime
 
 
 @cache
@@ -338,17 +342,76 @@ def run_call(
     device: int = 0,
     out_layout: layouts.Layout | None = None,
 ) -> BackendResult:
-    """The agent's backend entry (farm.agent.execute): the case's SoC is the device's own."""
-    del soc
+    """The agent's backend entry (farm.agent.execute): the case's SoC is the device's own. On the
+    emulated runtime the record also gets what the package's host code planned for the call (its
+    tiling and which layer decided: :func:`host_plan`), as the native backend's does."""
     dtype = numpy_dtype(out_dtype) if isinstance(out_dtype, str) else out_dtype
-    return run(
+    layout = out_layout if out_layout is not None else "contiguous"
+    result = run(
         dy,
         y,
         axes,
         out_dtype=dtype,
         out_shape=out_shape,
         missing=missing,
-        out_layout=out_layout if out_layout is not None else "contiguous",
+        out_layout=layout,
         device=device,
         api=api,
     )
+    planned = host_plan(
+        dy, y, axes, soc, out_dtype=dtype, out_shape=out_shape, missing=missing, out_layout=layout
+    )
+    # Where the two disagree (the aclnn layer refused what the host code accepts, or the
+    # reverse) the plan says nothing of this call, and the judge goes by ACL's result alone.
+    if planned is not None and (planned.status == 0) == (result.status == 0):
+        result.checks = planned.checks
+        result.tiling = planned.tiling
+    return result
+
+
+def host_plan(
+    dy: np.ndarray | None,
+    y: np.ndarray | None,
+    axes: Sequence[int],
+    soc: str | None,
+    *,
+    out_dtype: Any,
+    out_shape: Sequence[int] | None,
+    missing: str | Iterable[str] | None,
+    out_layout: Any,
+) -> PlanResult | None:
+    """What the package's host code plans for the call (its C ABI's phase one: the registration,
+    the tiling function, the shared checks), from the C library the emulated runtime came with;
+    None on CANN's runtime (its host code ran inside CANN) or where the package has none.
+
+    The generated entry runs the same sources on the same descriptors: the plan gives the record
+    the tiling the suite checks against the design and which layer refused, which ACL's status
+    and message cannot carry."""
+    libs = api.load()
+    library = _package_library(Path(libs.directory))
+    if not libs.emulated or library is None or not soc:
+        return None
+    skip = {missing} if isinstance(missing, str) else set(missing or ())
+    like = dy if dy is not None else y
+    shape = tuple(out_shape) if out_shape is not None else (() if like is None else like.shape)
+    view = layouts.resolve(layouts.parse(out_layout), shape)
+    out = Spec(tuple(int(d) for d in shape), np.dtype(out_dtype), tuple(view.strides))
+    return plan(
+        None if "dy" in skip else dy,
+        None if "y" in skip else y,
+        axes,
+        None if "out" in skip else out,
+        soc,
+        library=library,
+    )
+
+
+def _package_library(acl_lib: Path) -> Path | None:
+    """The C ABI library beside an emulated runtime's acl/lib: a package's lib/, a build's own."""
+    for candidate in (
+        acl_lib.parent.parent / "lib" / NATIVE_LIB,
+        acl_lib.parent.parent / NATIVE_LIB,
+    ):
+        if candidate.is_file():
+            return candidate
+    return None

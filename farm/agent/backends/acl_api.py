@@ -5,14 +5,15 @@ line of PROTOTYPES, in the C spelling of its declaration; tests/agent/test_acl_p
 reads every declaration from the headers and requires the same types here, so an argument in the
 wrong place fails in CI rather than on the first real host.
 
-Which libraries: $LSG_ACL_LIB_DIR (every library in one directory); else CANN's, from its set-up
-script's variables ($ASCEND_HOME_PATH/lib64 and the custom operator's op-api: where the farm
-installed the package under test ($LSG_PACKAGE_OPP), and only there; without it, the first package
-under $ASCEND_CUSTOM_OPP_PATH or $ASCEND_OPP_PATH/vendors/* whose library is this operator's: its
-ELF dynamic symbol table, read without loading it, defines every aclnn entry of PROTOTYPES'
-cust_opapi, so another product's package is passed over); else the emulated ACL runtime
-(op/acl_emu) of the package, acl/lib beside the native library ($LSG_NATIVE_LIB), or of this
-checkout (build/ascendc-cpu/acl/lib).
+Which libraries: $LSG_ACL_LIB_DIR (every library in one directory); else, for a CPU target's
+package under test (no CANN package installed by the farm), the emulated ACL runtime (op/acl_emu)
+it carries, acl/lib beside its native library ($LSG_NATIVE_LIB), CANN on the host or not; else
+CANN's, from its set-up script's variables ($ASCEND_HOME_PATH/lib64 and the custom operator's
+op-api: where the farm installed the package under test ($LSG_PACKAGE_OPP), and only there;
+without it, the first package under $ASCEND_CUSTOM_OPP_PATH or $ASCEND_OPP_PATH/vendors/* whose
+library is this operator's: its ELF dynamic symbol table, read without loading it, defines every
+aclnn entry of PROTOTYPES' cust_opapi, so another product's package is passed over); else the
+emulated runtime of this checkout (build/ascendc-cpu/acl/lib).
 
 Standard library only: this module ships to hosts with the agent.
 """
@@ -237,6 +238,12 @@ def _search() -> tuple[Path, Path]:
         return Path(env), Path(env) / OP_API_FILE
     home = os.environ.get("ASCEND_HOME_PATH")
     under_test = os.environ.get(PACKAGE_OPP_ENV)
+    carried = _package_runtime()
+    if carried is not None and not under_test:
+        # A CPU target's package under test (the farm set its LSG_NATIVE_LIB and installed no
+        # CANN package): it runs on the emulated runtime it carries, CANN on the host or not,
+        # as the target says (farm/util/targets.py); --target ascend runs CANN's.
+        return carried, carried / OP_API_FILE
     if home and under_test:
         lib = Path(under_test) / "op_api" / "lib" / OP_API_FILE
         if not lib.is_file():
@@ -247,10 +254,7 @@ def _search() -> tuple[Path, Path]:
         return Path(home) / "lib64", lib
     if home:
         return Path(home) / "lib64", _installed_op_api(home)
-    native = os.environ.get("LSG_NATIVE_LIB")
-    candidates = [Path(native).parent.parent / "acl" / "lib"] if native else []
-    candidates += [ROOT / "build" / "ascendc-cpu" / "acl" / "lib", ROOT / "package" / "acl" / "lib"]
-    for c in candidates:
+    for c in (ROOT / "build" / "ascendc-cpu" / "acl" / "lib", ROOT / "package" / "acl" / "lib"):
         if (c / OP_API_FILE).is_file():
             return c, c / OP_API_FILE
     raise AclLibraryError(
@@ -258,6 +262,14 @@ def _search() -> tuple[Path, Path]:
         f"({OP_API_FILE} under build/ascendc-cpu/acl/lib: `farm build` makes it where the "
         f"genuine headers are, python -m farm.pool.acl_sdk fetches them); or set {ENV_LIB_DIR}"
     )
+
+
+def _package_runtime() -> Path | None:
+    """The emulated ACL runtime of the CPU package whose library is $LSG_NATIVE_LIB (acl/lib
+    beside its lib/), where it carries one."""
+    native = os.environ.get("LSG_NATIVE_LIB")
+    lib_dir = Path(native).parent.parent / "acl" / "lib" if native else None
+    return lib_dir if lib_dir is not None and (lib_dir / OP_API_FILE).is_file() else None
 
 
 def _installed_op_api(home: str) -> Path:

@@ -34,8 +34,8 @@ def run_options(plan: Any) -> dict[str, Any]:
 
 def repro_command(record: Mapping, options: Mapping[str, Any]) -> str:
     """The command line that reruns the case of `record` as its run ran it."""
-    from farm.agent.backends import BACKENDS
     from farm.pool import build
+    from farm.util import targets
 
     argv = ["farm", "repro", str(record.get("case_id", ""))]
     for path in _case_files(record, options.get("case_files") or ()):
@@ -47,8 +47,8 @@ def repro_command(record: Mapping, options: Mapping[str, Any]) -> str:
         argv += ["--plant-bug", str(options["plant_bug"])]
     if options.get("inventory"):
         argv += ["--inventory", str(options["inventory"])]
-    backend = options.get("backend") or BACKENDS[0]
-    if backend != BACKENDS[0]:
+    backend = options.get("backend")
+    if backend and backend != targets.default_backend(str(target)):
         argv += ["--backend", str(backend)]
     return shlex.join(argv)
 
