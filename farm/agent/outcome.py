@@ -107,7 +107,9 @@ def classify(expect: Mapping[str, Any], record: ResultRecord) -> tuple[Outcome, 
                 f"accepted a call the contract rejects: expected {want}{_said(checks)}",
             )
         if reason is None:
-            return FAILED, REASON_UNREADABLE, _unreadable(status, want, record["op_message"])
+            meant = reasons.BY_NAME.get(str(expect["reason"]))
+            said = _unreadable(status, want, meant, record["op_message"])
+            return FAILED, REASON_UNREADABLE, said
         if status != expect["status"] or reason != expect["reason"]:
             return (
                 FAILED,
@@ -137,13 +139,14 @@ def classify(expect: Mapping[str, Any], record: ResultRecord) -> tuple[Outcome, 
     return PASSED, None, verdict["reason"] + _said(checks)
 
 
-def _unreadable(status: Any, want: str, said: str) -> str:
+def _unreadable(status: Any, want: str, meant: reasons.Reason | None, said: str) -> str:
     """A rejection without a reason to judge it by: what came back, and where the fix is."""
     shown = " ".join(str(said or "").split())
     shown = repr(f"{shown[:300]}..." if len(shown) > 300 else shown) if shown else "nothing"
+    words = f", {meant.words}" if meant else ""
     return (
-        f"rejected with status {status} and no reason that can be read, expected {want}: the "
-        f"operator said {shown}; a rejection is judged by its status and its reason, so the "
+        f"rejected with status {status} and no reason that can be read, expected {want}{words}: "
+        f"the operator said {shown}; a rejection is judged by its status and its reason, so the "
         f"operator's last line must be {reasons.LINE_FORMAT!r} with an id, name and status of "
         "op/tiling/reasons.def (the aclnn layer writes it with lsg::reason_line)"
     )

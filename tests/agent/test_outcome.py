@@ -39,14 +39,15 @@ def test_a_rejection_without_a_reason_fails_whatever_its_status():
         assert (outcome, category) == ("failed", "reason_unreadable")
         assert message.startswith(
             f"rejected with status {status} and no reason that can be read, expected "
-            "bf16_unsupported_on_soc (161002): the operator said 'EZ1001: LogSoftmaxGrad: "
+            "bf16_unsupported_on_soc (161002), bf16 on a SoC that cannot cast it: the operator "
+            "said 'EZ1001: LogSoftmaxGrad: "
             "status 161002 (why 9): bf16 [aclnnLogSoftmaxBackward]'"
         )
         assert "LogSoftmaxGrad: status S (reason R name): message [api]" in message
         assert "op/tiling/reasons.def" in message
     # A device that said nothing at all: the same failure, saying so.
     message = classify(REJECT, record(161002, None, None, ""))[2]
-    assert "expected bf16_unsupported_on_soc (161002): the operator said nothing; " in message
+    assert "cannot cast it: the operator said nothing; " in message
 
 
 def test_a_phase_two_that_failed_after_an_acceptance_is_a_crash():
