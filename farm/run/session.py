@@ -48,13 +48,20 @@ def add_pool_args(
 ) -> None:
     """The options of a command that runs a few cases on the pool (repro, shrink, bisect):
     --inventory, --backend, --target, --plant-bug (with its help), --case-timeout. ``of_run``:
-    --target and --plant-bug default to None, the package of the run the case last ran in
-    (farm/cli/case_package.py), and --plant-bug none is the real operator."""
+    --backend, --target and --plant-bug default to None, the backend and package of the run the
+    case last ran in (farm/cli/case_package.py), and --plant-bug none is the real operator."""
     from farm.pool import build
 
     parser.add_argument("--inventory", help="TOML inventory (default: the embedded local pool)")
     if backend:
-        parser.add_argument("--backend", default=BACKENDS[0], choices=BACKENDS)
+        parser.add_argument(
+            "--backend",
+            default=None if of_run else BACKENDS[0],
+            choices=BACKENDS,
+            help=f"the backend to call the operator through (default "
+            f"{'the backend of the run the case last ran in, else ' if of_run else ''}"
+            f"{BACKENDS[0]})",
+        )
     default = "the target of the run the case last ran in, else " if of_run else ""
     parser.add_argument(
         "--target",
