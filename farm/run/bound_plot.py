@@ -17,9 +17,11 @@ from matplotlib.ticker import FuncFormatter, NullLocator
 from golden import ratio_hist
 
 
-def bound_axes(ax, hist: Mapping, criterion: Mapping | None) -> None:
+def bound_axes(ax, hist: Mapping, criterion: Mapping | None, nonfinite: int = 0) -> None:
     """Draw ``hist`` (golden/ratio_hist.py result's form) on ``ax``; ``criterion``: the failed
-    error-bound gate (farm/run/allure/criterion.py failing_criterion), or None for a pass."""
+    error-bound gate (farm/run/allure/criterion.py failing_criterion), or None for a pass;
+    ``nonfinite``: the elements whose NaN/inf class differs from the golden's (not in ``hist``:
+    not compared; the error bound fails them too)."""
     edges = ratio_hist.log10_edges(hist)
     counts = [int(c) for c in hist["counts"]]
     over = ratio_hist.above_one(hist)
@@ -58,6 +60,9 @@ def bound_axes(ax, hist: Mapping, criterion: Mapping | None) -> None:
     ax.set_ylabel("elements")
     if criterion is None:
         heading = f"error-bound: {n - over:,} of {n:,} elements at or below their bound"
+    elif not over and nonfinite:
+        heading = f"Failed error-bound: NaN/inf at {nonfinite:,} elements where the golden has none"
+        heading += f"; the {n:,} compared within bound" if n else ""
     elif not over:  # failed on its rounding bias alone (the line drawn with its own limit)
         heading = f"Failed error-bound on its rounding bias; all {n:,} elements within bound"
     else:

@@ -123,7 +123,7 @@ def error_histogram_png(record_or_metrics: Mapping, dtype: str | None = None) ->
         fig = Figure(figsize=(7.0, 6.4))
         fig.subplots_adjust(left=0.12, right=0.98, bottom=0.08, top=0.95, hspace=0.42)
         if ratios is not None:
-            bound_axes(fig.add_subplot(2, 1, 1), ratios, criterion)
+            bound_axes(fig.add_subplot(2, 1, 1), ratios, criterion, _nonfinite_mismatch(metrics))
         elif criterion is not None:
             _criterion_axes(fig.add_subplot(2, 1, 1), criterion)
         ax = fig.add_subplot(2, 1, 2)
