@@ -13,8 +13,9 @@ from __future__ import annotations
 import os
 import re
 import signal
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -525,7 +526,7 @@ def pytest_runtest_makereport(item, call):
     _verdict_trace(item, call, report, amended)
 
 
-def _verdict_trace(item, call, report, record: ResultRecord) -> None:
+def _verdict_trace(item, call, report, record: Mapping[str, Any]) -> None:
     """The report's trace made the case's verdict, criterion and repro line, where what was
     raised is the case's verdict (status_trace.replaces), not a farm bug."""
     from farm.run.allure.repro_line import run_options

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -12,14 +14,14 @@ from golden.metrics import MetricsAccumulator
 from tests.golden.test_fused import the_library
 
 
-def _binned(ratios: list[float]) -> dict:
+def _binned(ratios: list[float]) -> dict[str, Any]:
     r = np.array(ratios, np.float64)
     counts = ratio_hist.new_counts()
     ratio_hist.add(counts, r, np.empty(r.size, np.int64), np.empty(r.size, bool))
     return ratio_hist.result(counts)
 
 
-def test_each_bin_is_closed_above_so_exactly_one_is_below_the_line():
+def test_each_bin_is_closed_above_so_exactly_one_is_below_the_line() -> None:
     lo = ratio_hist.LOG2_LO
     h = _binned([1.0, float(np.nextafter(1.0, 2.0)), 2.0, 0.75, 0.0, 0.0])
     at = {i: c for i, c in enumerate(h["counts"]) if c}
@@ -30,14 +32,14 @@ def test_each_bin_is_closed_above_so_exactly_one_is_below_the_line():
     assert edges[0 - lo + 1] == 0.0  # the bin of 1 ends at the line
 
 
-def test_the_end_bins_take_everything_beyond_them():
+def test_the_end_bins_take_everything_beyond_them() -> None:
     h = _binned([1e-300, 5e-324, 2.0**ratio_hist.LOG2_LO, 1e30, np.inf])
     assert h["counts"][0] == 3 and h["counts"][-1] == 2 and sum(h["counts"]) == 5
     assert ratio_hist.above_one(h) == 2
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
-def test_the_histogram_counts_every_compared_element_and_its_violations(dtype):
+def test_the_histogram_counts_every_compared_element_and_its_violations(dtype: str) -> None:
     rng = np.random.default_rng(3)
     m = 20_000
     g = rng.standard_normal(m)
@@ -57,7 +59,7 @@ def test_the_histogram_counts_every_compared_element_and_its_violations(dtype):
     assert results[1]["bound_hist"] == results[0]["bound_hist"]
 
 
-def test_without_a_bound_there_is_no_histogram():
+def test_without_a_bound_there_is_no_histogram() -> None:
     acc = MetricsAccumulator("float32", (4,))
     acc.add(np.ones(4, np.float32), np.ones(4))
     assert "bound_hist" not in acc.result()
