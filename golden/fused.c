@@ -48,7 +48,26 @@ typedef struct {
     uint32_t max_bits;
     double t, tol, small_threshold, small_err_bound, rel_eps, clean_fraction;
     double *rel;
+    /* golden/ratio_hist.py's bins of error / bound: each element's bin number into bins[] (a
+     * byte, at its index modulo 128: a leaf of the summation holds at most 128 elements), counted
+     * by the leaf into HISTS sets of counts (no increment waits on the one before of the same
+     * bin): set j's bin k at hist[j * (nbins + 1) + k], the zeros last */
+    uint8_t *bins;
+    int64_t *hist, hist_lo, nbins;
 } pass;
+
+enum { HISTS = 4 };
+
+/* Count a leaf's n <= 128 bins (pass.bins), from element lo, into pass.hist. */
+static inline void count_bins(const pass *p, int64_t lo, int64_t n) {
+    int64_t *restrict h = p->hist;
+    const uint8_t *restrict b = p->bins;
+    const int64_t stride = p->nbins + 1;
+    int64_t j = 0;
+    for (; j + HISTS <= n; j += HISTS)
+        for (int k = 0; k < HISTS; k++) h[k * stride + b[(lo + j + k) & 127]] += 1;
+    for (; j < n; j++) h[b[(lo + j) & 127]] += 1;
+}
 
 /* The order-free results: maxima (NaN wins, as in numpy's) and counts. */
 typedef struct {
@@ -113,7 +132,7 @@ static void tally_merge(tally *into, const tally *t) {
 
 typedef int compared_fn(int64_t, const double *, const double *, const void *, const void *,
                         const double *, int, const double *, uint32_t, const double *, double *,
-                        double *, int64_t *);
+                        double *, int64_t *, int64_t *);
 static compared_fn *compared_by_cpu = compared_2;
 static int lanes_by_cpu = 2;
 
@@ -139,14 +158,16 @@ int lsg_lanes(void) { return lanes_by_cpu; }
  * error bound (NULL: not judged). Each element's relative error into rel[]; the sums, maxima and
  * counts into dout[] (S_ then M_) and iout[] (I_), in golden/fused_library.py's SUMS, MAXIMA and COUNTS
  * order. limits[]: T, the double-thousandth tolerance, the small-value threshold and error bound,
- * the relative error's guard and the rounding bias's clean fraction. Returns 0; 1 for an unknown
- * dtype code. */
+ * the relative error's guard, the rounding bias's clean fraction, and golden/ratio_hist.py's
+ * LOG2_LO and BINS (at most 64). With a bound, each element's error over it binned as
+ * golden/ratio_hist.py add bins it, added to ratio_counts[] (BINS bins, then the zeros). Returns
+ * 0; 1 for an unknown dtype code or too many bins. */
 int lsg_compared(int64_t m, const double *a, const double *g, const void *abits,
                 const void *rbits, const double *bound, int dtype, const double *spacing,
                 uint32_t max_bits, const double *limits, double *rel, double *dout,
-                int64_t *iout) {
+                int64_t *iout, int64_t *ratio_counts) {
     return compared_by_cpu(m, a, g, abits, rbits, bound, dtype, spacing, max_bits, limits, rel,
-                           dout, iout);
+                           dout, iout, ratio_counts);
 }
 
 /* golden/rounding.py spacing_at of x >= 0 (no NaN), for float16 and bfloat16: the spacing of the
@@ -279,6 +300,7 @@ void lsg_histogram(int64_t n, const double *logs, const double *edges, int64_t l
 #define vl LSG_JOIN(vl, LSG_W)
 #define vu LSG_JOIN(vu, LSG_W)
 #define vf LSG_JOIN(vf, LSG_W)
+#define vb LSG_JOIN(vb, LSG_W)
 #define lanes LSG_JOIN(lanes, LSG_W)
 #define splat LSG_JOIN(splat, LSG_W)
 #define select_d LSG_JOIN(select_d, LSG_W)
@@ -304,6 +326,7 @@ typedef double vd __attribute__((vector_size(W * 8)));
 typedef int64_t vl __attribute__((vector_size(W * 8)));
 typedef uint32_t vu __attribute__((vector_size(W * 4)));
 typedef float vf __attribute__((vector_size(W * 4)));
+typedef uint8_t vb __attribute__((vector_size(W)));
 
 /* A leaf's maxima and counts lane by lane (a comparison gives all ones, so a count subtracts). */
 typedef struct {
@@ -466,6 +489,17 @@ static inline __attribute__((always_inline)) void part(const pass *p, lanes *t, 
     vd ratio = select_d(b > 0, err / b, select_d(err > 0, splat(INFINITY), splat(0.0)));
     take_max(t, M_BOUND_RATIO, ratio);
     count(t, I_BOUND_VIOLATIONS, ratio > 1, valid);
+    /* The ratio's bin from its bits: the exponent, one up above a power of two, clamped; 0 apart */
+    vl rbits_ = (vl)ratio;
+    vl bin = (rbits_ >> 52) - (1023 + p->hist_lo) - (vl)((rbits_ & (((int64_t)1 << 52) - 1)) != 0);
+    bin &= ~(vl)(bin < 0);
+    vl high = (vl)(bin > p->nbins - 1);
+    bin = (bin & ~high) | ((p->nbins - 1) & high);
+    vl zero = (vl)(rbits_ == 0);
+    bin = (bin & ~zero) | (p->nbins & zero);
+    vb bytes = __builtin_convertvector(bin, vb);
+    /* lo is a multiple of W; an empty part (a leaf of a multiple of 8) is past its leaf's end */
+    if (cnt) memcpy(p->bins + (lo & 127), &bytes, W);
     if (dtype == FLOAT32) return;
     vl clean = (b - spacing * 0.5 <= spacing * p->clean_fraction) & valid;
     t->i[I_BIAS_N] -= clean;
@@ -521,6 +555,7 @@ static inline __attribute__((always_inline)) void block(const pass *p, lanes *t,
         block(p, &t, lo + i, rest, v, DTYPE, JUDGED);                                           \
         for (int k = 0; k < nsums; k++)                                                         \
             for (int j = 0; j < rest; j++) res[k] += LANE(v[k], j);                             \
+        if (JUDGED) count_bins(p, lo, n);                                                       \
         tally leaf;                                                                             \
         tally_init(&leaf);                                                                      \
         lanes_into(&t, &leaf);                                                                  \
@@ -537,7 +572,7 @@ PAIRWISE(pairwise_bf16_bound, BFLOAT16, 1)
 static int COMPARED(int64_t m, const double *a, const double *g, const void *abits,
                     const void *rbits, const double *bound, int dtype, const double *spacing,
                     uint32_t max_bits, const double *limits, double *rel, double *dout,
-                    int64_t *iout) {
+                    int64_t *iout, int64_t *ratio_counts) {
     static void (*const by_dtype[3][2])(const pass *, tally *, int64_t, int64_t, double *) = {
         {pairwise_f32, pairwise_f32_bound},
         {pairwise_f16, pairwise_f16_bound},
@@ -565,6 +600,16 @@ static int COMPARED(int64_t m, const double *a, const double *g, const void *abi
     p.rel_eps = limits[4];
     p.clean_fraction = limits[5];
     p.rel = rel;
+    int64_t hist[HISTS * 65];
+    uint8_t bins[128];
+    p.hist_lo = (int64_t)limits[6];
+    p.nbins = (int64_t)limits[7];
+    if (p.nbins < 1 || p.nbins > 64) return 1;
+    if (bound != NULL) {
+        memset(hist, 0, sizeof hist);
+        p.hist = hist;
+        p.bins = bins;
+    }
     tally t;
     tally_init(&t);
     double sums[NSUMS];
@@ -572,6 +617,9 @@ static int COMPARED(int64_t m, const double *a, const double *g, const void *abi
     for (int k = 0; k < NSUMS; k++) dout[k] = 0.0 + sums[k]; /* numpy's sum of -0.0s is 0.0 */
     for (int k = 0; k < NMAX; k++) dout[NSUMS + k] = t.max_nan[k] ? NAN : t.max[k];
     memcpy(iout, t.i, sizeof t.i);
+    if (bound != NULL)
+        for (int j = 0; j < HISTS; j++)
+            for (int64_t k = 0; k <= p.nbins; k++) ratio_counts[k] += hist[j * (p.nbins + 1) + k];
     return 0;
 }
 
@@ -579,6 +627,7 @@ static int COMPARED(int64_t m, const double *a, const double *g, const void *abi
 #undef vl
 #undef vu
 #undef vf
+#undef vb
 #undef lanes
 #undef splat
 #undef select_d

@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from farm.util import proc
-from golden import fp32_model, rounding
+from golden import fp32_model, ratio_hist, rounding
 from golden.dtypes import (
     BIAS_CLEAN_FRACTION,
     DOUBLE_THOUSANDTH_TOL,
@@ -90,6 +90,8 @@ def _limits(dtype: str) -> np.ndarray:
             SMALL_ERR_BOUND[dtype],
             REL_EPS,
             BIAS_CLEAN_FRACTION,
+            ratio_hist.LOG2_LO,
+            ratio_hist.BINS,
         ]
     )
 
@@ -126,7 +128,8 @@ class Kernel:
         lib.lsg_lanes.restype = ctypes.c_int
         self.lanes = int(lib.lsg_lanes())  # the vector code this CPU runs: 2, 4 or 8 lanes
         self._compared = lib.lsg_compared
-        self._compared.argtypes = [i64, p, p, p, p, p, ctypes.c_int, p, ctypes.c_uint32, p, p, p, p]
+        self._compared.argtypes = [i64, p, p, p, p, p, ctypes.c_int, p, ctypes.c_uint32]
+        self._compared.argtypes += [p, p, p, p, p]
         self._compared.restype = ctypes.c_int
         self._golden_bound = lib.lsg_golden_bound
         self._golden_bound.argtypes = [i64, i64, i64, p, p, p, p, p, p, ctypes.c_int, p, p, p, p]
@@ -150,12 +153,18 @@ class Kernel:
         bound: np.ndarray | None,
         dtype: str,
         rel: np.ndarray,
+        ratio_counts: np.ndarray | None = None,
     ) -> dict[str, float | int]:
         """The sums, maxima and counts of m compared elements (1-D contiguous: the actual and
         the golden in float64, the bits of the actual and of the golden rounded to the dtype,
-        the bound or None); each element's relative error into ``rel``."""
+        the bound or None); each element's relative error into ``rel``; with a bound, each
+        element's error over it binned into ``ratio_counts`` (golden/ratio_hist.py's)."""
         m = int(a.size)
         _check([a, g, rel] + ([] if bound is None else [bound]), m, np.dtype(np.float64))
+        if bound is not None:
+            if ratio_counts is None:
+                raise ValueError("golden/fused: a bound needs its ratio counts")
+            _check([ratio_counts], ratio_hist.BINS + 1, np.dtype(np.int64))
         _check([abits, rbits], m, np.dtype(np.uint32 if dtype == "float32" else np.uint16))
         dout = np.empty(len(SUMS) + len(MAXIMA))
         iout = np.empty(len(COUNTS), np.int64)
@@ -173,6 +182,7 @@ class Kernel:
             rel.ctypes.data,
             dout.ctypes.data,
             iout.ctypes.data,
+            None if bound is None else _address(ratio_counts),
         )
         out: dict[str, float | int] = dict(zip(SUMS + MAXIMA, dout.tolist(), strict=True))
         out.update(zip(COUNTS, iout.tolist(), strict=True))

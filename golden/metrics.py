@@ -23,7 +23,7 @@ from collections.abc import Callable
 import numpy as np
 import numpy.typing as npt
 
-from golden import rounding
+from golden import ratio_hist, rounding
 from golden.bound import FINITE, NAN, NEGINF, POSINF, class_names, class_of
 from golden.dtypes import (
     BIAS_CLEAN_FRACTION,
@@ -138,6 +138,7 @@ class MetricsAccumulator:
         self.nonfinite: list[dict] = []
         self.cand: list[tuple[np.ndarray, ...]] = []
         self.bound_cand: list[tuple[np.ndarray, ...]] = []
+        self.ratio_counts = ratio_hist.new_counts()  # every element's error / bound, binned
         self.judged_bound = False
         # What the public standards would see from the worst correct kernel (every error at the
         # bound) and from the best possible one (the golden rounded once): standards.applicable.
@@ -351,6 +352,7 @@ class MetricsAccumulator:
         bc["small_err_count"] += int(np.count_nonzero(np.logical_and(mask, small, out=mask)))
         c["bound_n"] += m
         ratio = _bound_ratio(err, bound, wrel, mask)
+        ratio_hist.add(self.ratio_counts, ratio, ws.s(4, m, np.int64), mask)  # den: done with
         worst = float(ratio.max())
         self.bound_max_ratio = max(self.bound_max_ratio, worst)
         if worst > 1:
@@ -398,6 +400,7 @@ class MetricsAccumulator:
             None if bound is None else np.ascontiguousarray(bound),
             self.dtype,
             rel,
+            None if bound is None else self.ratio_counts,
         )
         c["n_compared"] += m
         self.sq_sum += s["sq_sum"]
@@ -484,6 +487,7 @@ class MetricsAccumulator:
                 bound_n=c["bound_n"],
                 bound_violations=c["bound_violations"],
                 bound_max_ratio=self.bound_max_ratio,
+                bound_hist=ratio_hist.result(self.ratio_counts),
                 bound_worst=top_rows(
                     self.bound_cand,
                     self.k,

@@ -120,6 +120,31 @@ class Hang(TypedDict, total=False):
     canary: str  # the canary's cases, answered right after the timeout
 
 
+class ErrorHistogram(TypedDict, total=False):
+    """metrics["hist"]: log10(relative error) of every element (farm/agent/histogram.py)."""
+
+    edges: list[float]
+    counts: list[int]
+    zeros: int
+    nonfinite: int
+    n: int
+
+
+class BoundHistogram(TypedDict, total=False):
+    """metrics["bound_hist"]: every compared element's error over its bound, by powers of two
+    (golden/ratio_hist.py): bin i holds 2^(log2_lo + i - 1) < error / bound <= 2^(log2_lo + i),
+    the end bins all beyond; an error of 0 counted in zeros."""
+
+    log2_lo: int
+    counts: list[int]
+    zeros: int
+
+
+# The parts of a record's metrics (otherwise a free dict: golden/metrics.py) that the report
+# draws, checked by parse_record as the record's own fields are.
+METRIC_PARTS: dict[str, type] = {"hist": ErrorHistogram, "bound_hist": BoundHistogram}
+
+
 class ResultRecord(CaseFields, total=False):
     case_id: str
     # What the operator did (agent).
@@ -133,7 +158,8 @@ class ResultRecord(CaseFields, total=False):
     device_run: DeviceRun  # the acl backend's runtime and device
     inputs_sha256: str
     # How it was judged (agent): every standard's verdict, the gate's, all metrics (JSON-safe:
-    # NaN and inf as strings) and the error histogram under metrics["hist"].
+    # NaN and inf as strings), the error histogram under metrics["hist"] and every element's
+    # error over its bound under metrics["bound_hist"] (METRIC_PARTS).
     metrics: dict[str, Any] | None
     standards: dict[str, StandardVerdict]
     verdict: Verdict | None
@@ -214,6 +240,11 @@ def parse_record(data: object, where: str) -> ResultRecord:
             "the record's form: redeploy the agent (farm deploy)"
         )
     _check_fields(data, ResultRecord, where, "")
+    metrics = data.get("metrics")
+    if isinstance(metrics, dict):
+        for name, kind in METRIC_PARTS.items():
+            if name in metrics and not _conforms(metrics[name], kind, where, f"metrics.{name}"):
+                raise _malformed(where, f"field metrics.{name}", metrics[name], "an object")
     return cast(ResultRecord, data)  # checked against ResultRecord just above
 
 

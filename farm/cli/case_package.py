@@ -1,20 +1,25 @@
-"""The package a case is rerun on by `farm repro` and `farm shrink`: the one of the run the case
-last ran in, unless the command line names one.
+"""The package a case is rerun on by `farm repro` and `farm shrink`, and how: the run the case
+last ran in, unless the command line says otherwise.
 
 A failure of a run of a planted bug (`farm run --plant-bug`) is the bug's: rerun on the real
-operator it passes, which reads as "fixed" or "flaky". So --target and --plant-bug default to
-the run's (the newest of the store's last LOOKBACK runs that holds the case, or --run RUN), and
-the command says so in one line; `--plant-bug none` is the real operator.
+operator it passes, which reads as "fixed" or "flaky"; a failure on the acl backend may be the
+device path's. So --target, --plant-bug and --backend default to the run's (the newest of the
+store's last LOOKBACK runs that holds the case, or --run RUN), and a case of a case file is found
+through the run's own copy of that file (its run directory's cases/, the run's selection) when
+no --cases is given; the command says what it took in one line; `--plant-bug none` is the real
+operator.
 
-    resolve(case_id, run_id, target, plant_bug, store) -> Package
+    resolve(case_id, run_id, target, plant_bug, store, backend, case_files) -> Package
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
+from farm.util import targets
 from farm.util.errors import FarmError, UsageError
 
 LOOKBACK = 50  # runs searched, newest first, for the one the case last ran in
@@ -26,6 +31,8 @@ class Package:
     plant_bug: str  # "" for the real operator
     run_id: str = ""  # the run it was taken from ("" when none)
     note: str = ""  # the one line that says so ("" when nothing was taken from a run)
+    backend: str | None = None  # None: the target's (farm/util/targets.py)
+    case_files: tuple[str, ...] = ()  # where the case is found (--cases, or the run's)
 
 
 def _holds(store: Any, run_id: str, case_id: str) -> bool:
@@ -33,6 +40,16 @@ def _holds(store: Any, run_id: str, case_id: str) -> bool:
         "SELECT 1 FROM results WHERE run_id=? AND case_id=?", (run_id, case_id)
     ).fetchone()
     return row is not None
+
+
+def _holds_case(path: str, case_id: str) -> bool:
+    """Whether the case file at `path` makes the case (a file that no longer loads: no)."""
+    from suites import casefile
+
+    try:
+        return any(case.id == case_id for case in casefile.load_many([path]))
+    except FarmError:
+        return False
 
 
 def last_run_of(store: Any, case_id: str) -> Mapping[str, Any] | None:
@@ -75,32 +92,73 @@ def resolve(
     target: str | None,
     plant_bug: str | None,
     store: str | None = None,
+    backend: str | None = None,
+    case_files: Sequence[str] = (),
+    take_case_files: bool = True,
 ) -> Package:
-    """The package to rerun ``case_id`` on: what the command line says (--target, --plant-bug;
-    "none" is no bug), the rest from the case's run (see above)."""
+    """The package and backend to rerun ``case_id`` on and where the case is found: what the
+    command line says (--target, --plant-bug, "none" being no bug; --backend; --cases), the rest
+    from the case's run (see above); ``take_case_files`` False: not its case files (`farm shrink`
+    has found the case already)."""
     from farm.pool import build
     from farm.run.metadata import planted_bug
 
     bug = "" if plant_bug == "none" else plant_bug
-    if target is not None and bug is not None:
-        return Package(target, bug)
+    files = tuple(case_files)
+    given = Package(target or build.DEFAULT_TARGET, bug or "", backend=backend)
+    given = replace(given, case_files=files)
+    want_files = take_case_files and not files
+    if target is not None and bug is not None and backend is not None and not want_files:
+        return given
     run = _find_run(case_id, run_id, store)
     if run is None:
-        return Package(target or build.DEFAULT_TARGET, bug or "")
+        return given
     run_bug = planted_bug(run)
     run_target = str(run.get("target") or build.DEFAULT_TARGET)
-    chosen = Package(target or run_target, run_bug if bug is None else bug, str(run["run_id"]))
+    run_backend = str(run.get("backend") or targets.default_backend(run_target))
+    # The run's backend is taken where it is not the default of the target rerun.
+    other_backend = run_backend != targets.default_backend(target or run_target)
+    run_files = [str(f) for f in (run.get("selection") or {}).get("files") or ()]
+    run_files = run_files if want_files else []
+    # The run's copies of its case files (its run directory's cases/) that hold the case: none
+    # for a case of a tier; a copy gone with its run directory is said.
+    kept = tuple(f for f in run_files if Path(f).is_file() and _holds_case(f, case_id))
+    chosen = Package(
+        target or run_target,
+        run_bug if bug is None else bug,
+        str(run["run_id"]),
+        backend=backend or run_backend,
+        case_files=files or kept,
+    )
     taken = []
     if target is None and run_target != build.DEFAULT_TARGET:
         taken.append(f"--target {run_target}")
     if bug is None and run_bug:
         taken.append(f"--plant-bug {run_bug}")
-    if not taken:
+    if backend is None and other_backend:
+        taken.append(f"--backend {run_backend}")
+    taken += [f"--cases {f}" for f in kept]
+    gone = [f for f in run_files if not Path(f).is_file()]
+    if not taken and not gone:
         return chosen
-    what = f"the planted bug {run_bug}" if bug is None and run_bug else f"target {run_target}"
-    opt_out = " (--plant-bug none: the real operator)" if bug is None and run_bug else ""
-    note = (
-        f"{case_id} last ran in run {run['run_id']}, on {what}: rerun on that package "
-        f"({' '.join(taken)}){opt_out}"
-    )
-    return Package(chosen.target, chosen.plant_bug, chosen.run_id, note)
+    what = []
+    if bug is None and run_bug:
+        what.append(f"the planted bug {run_bug}")
+    elif target is None and run_target != build.DEFAULT_TARGET:
+        what.append(f"target {run_target}")
+    if backend is None and other_backend:
+        what.append(f"the {run_backend} backend")
+    if kept:
+        what.append(f"its case file{'s' if len(kept) > 1 else ''}")
+    note = f"{case_id} last ran in run {run['run_id']}"
+    if what:
+        note += f", on {' and '.join(what)}: rerun so ({' '.join(taken)})"
+        if bug is None and run_bug:
+            note += " (--plant-bug none: the real operator)"
+    if gone:
+        note += (
+            f"{';' if what else ','} its case file{'s' if len(gone) > 1 else ''} "
+            f"{', '.join(gone)} {'are' if len(gone) > 1 else 'is'} gone (its run directory "
+            "removed): if the case came from one, pass that case file with --cases"
+        )
+    return replace(chosen, note=note)

@@ -104,10 +104,12 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     from farm.cli.case_package import resolve
 
-    package = resolve(case.id, args.run, args.target, args.plant_bug)
+    package = resolve(
+        case.id, args.run, args.target, args.plant_bug, backend=args.backend, take_case_files=False
+    )
     if package.note:
         console.print(package.note, markup=False)
-    args.target, args.plant_bug = package.target, package.plant_bug
+    args.target, args.plant_bug, args.backend = package.target, package.plant_bug, package.backend
 
     from farm.run.session import PoolSession
 

@@ -70,13 +70,17 @@ def main_runs(argv: Sequence[str] | None = None) -> int:
         if args.recover:
             return 0
         runs = store.runs(limit=args.limit, tier=args.tier)
+        every = store.runs(limit=None)
+        # pytest suites/ runs' directories, which no store holds: listed after the stored runs,
+        # in the table and in the JSON alike
+        unstored = retention.unstored(store.location, (r["run_id"] for r in every))
         if args.json:
-            print(json.dumps(runs, indent=2, sort_keys=True))
+            listed = [{**r, "stored": True} for r in runs]
+            listed += [retention.unstored_json(u) for u in unstored[: args.limit]]
+            print(json.dumps(listed, indent=2, sort_keys=True))
             return 0
         baselines = {r["tier"]: store.explicit_baseline(r["tier"]) for r in runs}
-        every = store.runs(limit=None)
         size = retention.footprint(every, store.location, store.size_bytes())
-        unstored = retention.unstored(store.location, (r["run_id"] for r in every))
     hdr = (
         "run",
         "tier",

@@ -9,11 +9,13 @@ it. Here the same page is made of the report Allure wrote as a directory, so tha
 keeps its files (`farm report --open` serves them; tools and tests read data/ and widgets/) and its
 index.html alone is the whole report: it opens from disk, and it can be mailed or kept alone.
 
-The page is Allure's own, with three changes, each exactly as Allure's single-file mode makes it
+The page is Allure's own, with three changes, each as Allure's single-file mode makes it
 (@allurereport/plugin-awesome generateStaticFiles, @allurereport/core-api createReportDataScript):
 the app's script (and stylesheet, font preloads aside) as data: URLs, and the script that says
 "no inline data" replaced by one that declares every file under data/ and widgets/ by its path,
-base64-encoded, which the app (web-commons loadReportData) reads instead of fetching. A page whose
+base64-encoded, which the app (web-commons loadReportData) reads instead of fetching. One
+departure: where the data go (window.allureReportData) is declared in the head, before the app's
+script, not after it as Allure's page does (see single_file: the race it closes). A page whose
 parts are not found as expected (another Allure version) is left as it is: the report is then
 served, never broken.
 """
@@ -43,6 +45,22 @@ _NO_DATA = re.compile(r"<script async>\s*window\.allureReportDataReady = true;\s
 _SCRIPT = re.compile(r'<script\s+(?:async\s+)?(?:defer\s+)?src="(app-[0-9a-f]+\.js)"></script>')
 _STYLE = re.compile(r'<link rel="stylesheet" type="text/css" href="([^":]+\.css)">')
 _FONT = re.compile(r'<link rel="preload" href="[^":]+" as="font" type="font/woff" crossorigin />')
+
+
+# Where the data goes and the function each data file is declared with, as Allure's single-file
+# page has them (core-api createReportDataScript), and "not ready" until every file is declared.
+DECLARE = (
+    "<script>\n"
+    "      window.allureReportDataReady = false;\n"
+    "      window.allureReportData = window.allureReportData || {};\n"
+    "      function d(name, value){\n"
+    "        return new Promise(function (resolve) {\n"
+    "          window.allureReportData[name] = value;\n"
+    "          return resolve(true);\n"
+    "        });\n"
+    "      }\n"
+    "    </script>"
+)
 
 
 def data_files(report_dir: Path) -> list[tuple[str, Path]]:
@@ -94,7 +112,14 @@ def single_file(report_dir: Path, max_bytes: int | None = None) -> bool:
     scripts = _SCRIPT.findall(page)
     if len(scripts) != 1 or len(_NO_DATA.findall(page)) != 1 or page.count(_CHARSET) != 1:
         return False
-    page = page.replace(_CHARSET, f"{_CHARSET}\n    {WHOLE_MARK}", 1)
+    # The data's store declared in the head, before the app's script runs: Allure's own
+    # single-file page declares it after the app (core-api createReportDataScript at the end of
+    # the body), and the app, run as soon as its script is parsed, fetches instead where
+    # window.allureReportData is not there yet (web-commons reportDataUrl): from disk, a
+    # fetch that fails, and the page stays on its header. The parser runs tasks between the
+    # app's script and the next bytes of the page when they have not arrived (a large page read
+    # in chunks, a busy machine): the race seen under parallel headless browsers.
+    page = page.replace(_CHARSET, f"{_CHARSET}\n    {WHOLE_MARK}\n    {DECLARE}", 1)
     app = report_dir / scripts[0]
     page = _SCRIPT.sub(
         lambda m: f'<script src="{_data_url(app, "text/javascript")}"></script>', page, count=1
@@ -114,17 +139,7 @@ def single_file(report_dir: Path, max_bytes: int | None = None) -> bool:
         for name, path in data_files(report_dir)
     )
     script = (
-        "<script async>\n"
-        "      window.allureReportDataReady = false;\n"
-        "      window.allureReportData = window.allureReportData || {};\n"
-        "      function d(name, value){\n"
-        "        return new Promise(function (resolve) {\n"
-        "          window.allureReportData[name] = value;\n"
-        "          return resolve(true);\n"
-        "        });\n"
-        "      }\n"
-        "    </script>\n"
-        "    <script defer>\n"
+        "<script defer>\n"
         f"      Promise.allSettled([{declared}])\n"
         "        .then(function(){\n"
         "          window.allureReportDataReady = true;\n"

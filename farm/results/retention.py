@@ -336,6 +336,27 @@ def remove_unstored(found: Iterable[Unstored], dry_run: bool) -> Removed:
     return done
 
 
+def unstored_json(u: Unstored) -> dict:
+    """`farm runs --json`'s entry of a run no store holds: a stored run's keys that say what a
+    run is and how it ended, null where nothing recorded it (docs/store.md), "stored" false and
+    "status" "not-stored", its directory and its size."""
+    return {
+        "run_id": u.run_id,
+        "stored": False,
+        "status": "not-stored",
+        "tier": None,
+        "started_at": None if u.started is None else u.started.isoformat(timespec="seconds"),
+        "ended_at": None,
+        "exit_code": None,
+        "finished": False,
+        "green": False,
+        "counts": None,
+        "run_dir": str(u.path),
+        "bytes": u.bytes,
+        "note": "pytest suites/ without farm run",
+    }
+
+
 def unstored_lines(found: Iterable[Unstored]) -> list[str]:
     """`farm runs`' lines of the runs no store holds."""
     return [

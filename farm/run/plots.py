@@ -18,6 +18,7 @@ matplotlib.use("Agg")
 from matplotlib.figure import Figure  # noqa: E402  (after selecting the backend)
 from matplotlib.ticker import FuncFormatter, NullLocator  # noqa: E402
 
+from farm.run.bound_plot import bound_axes  # noqa: E402
 from golden.dtypes import T as THRESHOLDS  # noqa: E402
 
 _DPI = 80
@@ -81,6 +82,14 @@ def _nonfinite_mismatch(metrics) -> int:
         return 0
 
 
+def _bound_hist(metrics) -> Mapping | None:
+    """metrics["bound_hist"] when it is one (golden/ratio_hist.py result's form)."""
+    h = metrics.get("bound_hist") if isinstance(metrics, Mapping) else None
+    if not isinstance(h, Mapping) or not isinstance(h.get("counts"), list):
+        return None
+    return h if isinstance(h.get("log2_lo"), int) and h["counts"] else None
+
+
 def error_histogram_png(record_or_metrics: Mapping, dtype: str | None = None) -> bytes:
     """Distribution of log10(relative error) for one case, with the dtype threshold T marked.
 
@@ -97,7 +106,12 @@ def error_histogram_png(record_or_metrics: Mapping, dtype: str | None = None) ->
     ):
         criterion = None
 
-    if criterion is None:
+    # Every element's error over its bound (golden/ratio_hist.py), where the record has it: the
+    # criterion of a case error-bound failed, and how far below it a passed case is.
+    ratios = _bound_hist(metrics)
+    if criterion is not None and criterion.get("standard") != "error-bound":
+        ratios = None  # another gate failed it: that gate is drawn
+    if criterion is None and ratios is None:
         fig = Figure(figsize=(7.0, 3.6))
         # Fixed margins (no tight bounding box, see _png): room for the tick labels, axis labels
         # and title of this one layout.
@@ -108,7 +122,10 @@ def error_histogram_png(record_or_metrics: Mapping, dtype: str | None = None) ->
         # relative errors below.
         fig = Figure(figsize=(7.0, 6.4))
         fig.subplots_adjust(left=0.12, right=0.98, bottom=0.08, top=0.95, hspace=0.42)
-        _criterion_axes(fig.add_subplot(2, 1, 1), criterion)
+        if ratios is not None:
+            bound_axes(fig.add_subplot(2, 1, 1), ratios, criterion, _nonfinite_mismatch(metrics))
+        elif criterion is not None:
+            _criterion_axes(fig.add_subplot(2, 1, 1), criterion)
         ax = fig.add_subplot(2, 1, 2)
     hist = metrics.get("hist") if isinstance(metrics, Mapping) else None
     drew = False

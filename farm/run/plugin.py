@@ -13,8 +13,9 @@ from __future__ import annotations
 import os
 import re
 import signal
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -493,11 +494,16 @@ def farm_run(pytestconfig, farm_pipeline, farm_records):
     return _keep(config, "farm_run", run)
 
 
-@pytest.hookimpl(hookwrapper=True)
+@pytest.hookimpl(hookwrapper=True, trylast=True)
 def pytest_runtest_makereport(item, call):
     """One outcome per case: a check that fails after the record was written (the tiling check
     of suites/test_precision.py) amends the record, so that the summary, the store and the exit
-    code say what JUnit and Allure say. The amended record is appended; the last one counts."""
+    code say what JUnit and Allure say. The amended record is appended; the last one counts.
+
+    Then the failure's trace, which the case's page shows under its message (Allure's
+    statusTrace, pytest's summary), becomes what a person needs: the verdict, the criterion that
+    failed it and the repro line (farm/run/allure/status_trace.py); a farm bug keeps its
+    traceback. trylast: inside allure-pytest's wrapper, which reads the report after this one."""
     outcome = yield
     report = outcome.get_result()
     written = item.stash.get(_RECORD, None)
@@ -505,6 +511,7 @@ def pytest_runtest_makereport(item, call):
         return
     record, writer = written
     if record["outcome"] != "passed":
+        _verdict_trace(item, call, report, record)
         return
     crash = getattr(report.longrepr, "reprcrash", None)
     why = crash.message if crash is not None else str(report.longrepr).splitlines()[-1]
@@ -516,6 +523,19 @@ def pytest_runtest_makereport(item, call):
         writer.write(amended)
     except RunDirUnwritable as exc:  # the case stays as first recorded; no more cases run
         stop_for_run_dir(item.session, str(exc))
+    _verdict_trace(item, call, report, amended)
+
+
+def _verdict_trace(item, call, report, record: Mapping[str, Any]) -> None:
+    """The report's trace made the case's verdict, criterion and repro line, where what was
+    raised is the case's verdict (status_trace.replaces), not a farm bug."""
+    from farm.run.allure.repro_line import run_options
+    from farm.run.allure.status_trace import replaces, status_trace
+
+    excinfo = getattr(call, "excinfo", None)
+    if excinfo is None or not replaces(excinfo.value, InfrastructureBroken):
+        return
+    report.longrepr = status_trace(record, run_options(item.config.stash[PLAN]))
 
 
 def _annotate(record: ResultRecord, plan: plan_mod.Plan) -> None:
@@ -541,4 +561,5 @@ def assert_record(record: dict) -> None:
 
     if record["outcome"] == "broken":
         raise InfrastructureBroken(failure_message(record))
-    assert record["outcome"] == "passed", failure_message(record)
+    if record["outcome"] != "passed":  # raised, not asserted: no "assert 'failed' == ..." added
+        raise AssertionError(failure_message(record))

@@ -2,9 +2,10 @@
 
 The inputs are made from the case's seed, so the description, the tiling record and the metrics
 are the same numbers on any host of the case's family. The output says which operator package
-(target, planted bug) ran: by default the one of the run the case last ran in (farm/cli/
-case_package.py resolves it: a failure of a planted bug's run fails again), else the emulated
-real kernel (ascendc-cpu).
+(target, planted bug) ran: by default the one of the run the case last ran in, through that run's
+backend, the case found in the run's copy of its case file (farm/cli/case_package.py resolves
+them: a failure of a planted bug's run fails again), else the emulated real kernel (ascendc-cpu)
+through the first backend.
 """
 
 from __future__ import annotations
@@ -151,7 +152,7 @@ def show(
     metrics = {
         k: v
         for k, v in (record.get("metrics") or {}).items()
-        if k not in ("worst", "hist", "nonfinite")
+        if k not in ("worst", "hist", "bound_hist", "nonfinite")
     }
     if metrics:
         table = Table(title="metrics", show_header=False)

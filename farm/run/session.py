@@ -48,8 +48,8 @@ def add_pool_args(
 ) -> None:
     """The options of a command that runs a few cases on the pool (repro, shrink, bisect):
     --inventory, --backend, --target, --plant-bug (with its help), --case-timeout. ``of_run``:
-    --target and --plant-bug default to None, the package of the run the case last ran in
-    (farm/cli/case_package.py), and --plant-bug none is the real operator."""
+    --backend, --target and --plant-bug default to None, the backend and package of the run the
+    case last ran in (farm/cli/case_package.py), and --plant-bug none is the real operator."""
     from farm.pool import build
 
     parser.add_argument("--inventory", help="TOML inventory (default: the embedded local pool)")
@@ -57,7 +57,9 @@ def add_pool_args(
         parser.add_argument(
             "--backend",
             choices=BACKENDS,
-            help=f"how the operator is called ({targets.backend_help()})",
+            help=f"how the operator is called ("
+            f"{'default: the backend of the run the case last ran in, else ' if of_run else ''}"
+            f"{targets.backend_help()})",
         )
     default = "the target of the run the case last ran in, else " if of_run else ""
     parser.add_argument(

@@ -139,3 +139,67 @@ def test_a_planted_build_says_which_commands_use_it():
     line = planted_line("tail", "twin")
     assert "farm run --plant-bug tail --target twin" in line
     assert "farm repro CASE --plant-bug tail --target twin" in line and "\n" not in line
+
+
+def _run_of(tmp_path, backend: str, files: list[str], records: list[dict]) -> str:
+    path = tmp_path / "farm.sqlite"
+    with RunStore(path) as store:
+        run_id = store.begin_run(
+            {
+                **RUN_META,
+                "target": "ascendc-cpu",
+                "backend": backend,
+                "selection": {"tier": None, "files": files, "names": files},
+                "package": {"file": "real.tar.gz", "sha256": "cd" * 32},
+            }
+        )
+        store.add_results(run_id, records)
+        store.finish_run(run_id, 1)
+    return str(path)
+
+
+def test_repro_reruns_a_case_as_its_run_did_its_backend_and_its_case_file(
+    tmp_path, monkeypatch, capsys
+):
+    """A case of a case file that an acl run held: repro finds it in the run's copy of the file
+    and calls the operator through acl, and says so in one line (issue 58)."""
+    run_dir = tmp_path / "runs" / "r" / "cases"
+    run_dir.mkdir(parents=True)
+    other = casefile.dump([Case("ascend910b", "float32", (3, 5), (1,))], run_dir / "0-other.json")
+    mine = casefile.dump([CASE], run_dir / "1-mine.json")
+    store = _run_of(tmp_path, "acl", [str(other), str(mine)], [failed(CASE.id)])
+    seen: list[argparse.Namespace] = []
+
+    def reproduce(args: argparse.Namespace) -> int:
+        seen.append(args)
+        return 1
+
+    monkeypatch.setattr(repro, "reproduce", reproduce)
+    assert repro_command.main([CASE.id, "--store", store]) == 1
+    (args,) = seen
+    assert (args.backend, args.cases, args.target) == ("acl", [str(mine)], "ascendc-cpu")
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) == 1, out
+    assert "the acl backend and its case file" in out[0]
+    assert f"--backend acl --cases {mine}" in out[0]
+    # Told otherwise: the command line's backend and case file, nothing taken.
+    assert repro_command.main([CASE.id, "--store", store, "--backend", "native", "--cases",
+                               str(mine)]) == 1  # fmt: skip
+    assert (seen[-1].backend, seen[-1].cases) == ("native", [str(mine)])
+    assert capsys.readouterr().out == ""
+
+
+def test_repro_says_in_one_line_when_the_runs_case_file_is_gone(tmp_path):
+    gone = str(tmp_path / "runs" / "old" / "cases" / "0-mine.json")
+    store = _run_of(tmp_path, "native", [gone], [failed(CASE.id)])
+    package = case_package.resolve(CASE.id, None, None, None, store)
+    assert package.case_files == () and package.backend == "native"
+    assert package.note.count("\n") == 0 and f"{gone} is gone" in package.note
+    assert "pass that case file with --cases" in package.note
+
+
+def test_a_tier_case_of_a_run_with_case_files_takes_none_of_them(tmp_path):
+    other = casefile.dump([Case("ascend910b", "float32", (3, 5), (1,))], tmp_path / "other.json")
+    store = _run_of(tmp_path, "native", [str(other)], [failed(CASE.id)])
+    package = case_package.resolve(CASE.id, None, None, None, store)
+    assert (package.case_files, package.note) == ((), "")

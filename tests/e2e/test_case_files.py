@@ -7,6 +7,7 @@ one command."""
 from __future__ import annotations
 
 import json
+import shutil
 import sqlite3
 from typing import Any
 
@@ -91,8 +92,16 @@ def test_a_case_file_run_is_stored_reported_compared_and_reproducible(farm, tmp_
     repro = farm.run("repro", strided.id, "--cases", str(path), "--json")
     assert repro.code == 0, repro.text
     assert json.loads(repro.out)["record"]["outcome"] == "passed"
+    # Without --cases: found in the run's own copy of its case file (issue 58), said in a line.
+    found = farm.run("repro", strided.id, "--json")
+    assert found.code == 0, found.text
+    assert json.loads(found.out)["record"]["outcome"] == "passed"
+    assert "on its case file: rerun so (--cases " in found.err, found.text
+    for run_dir in (first.run_dir, second.run_dir):  # the runs' directories removed
+        shutil.rmtree(run_dir / "cases")
     missing = farm.run("repro", strided.id)
     assert missing.code == 2 and "pass the case file it came from with --cases" in missing.err
+    assert "is gone (its run directory removed)" in missing.text
 
 
 def test_a_bad_case_file_runs_nothing(farm, tmp_path):

@@ -241,6 +241,24 @@ def test_labels_and_parameters_of_real_results(runs):
     assert labels(results["910b_f32_3x17_d-1_y.uniform_dy.normal"], "story") == ["REDUCE_TAIL"]
 
 
+def test_a_failed_cases_trace_is_its_verdict_criterion_and_repro_line_not_pytest(runs):
+    """The case page's trace (statusTrace) of each failure of the planted run (issue 58)."""
+    r2 = runs.runs[1]
+    results = allure_results(r2.results)
+    for cid in runs.expected:
+        details = results[cid]["statusDetails"]
+        trace = details["trace"]
+        lines = trace.splitlines()
+        assert lines[0].startswith("[precision] FAIL "), (cid, trace)
+        assert details["message"] == "AssertionError: " + lines[0], (cid, details["message"])
+        assert lines[1].startswith("failing criterion: "), (cid, trace)
+        assert lines[-1].startswith(f"rerun it alone: farm repro {cid} "), (cid, trace)
+        assert "--plant-bug tail" in lines[-1], (cid, trace)
+        for plumbing in ("Traceback", "assert_record", "check_record", "plugin.py", ".py:"):
+            assert plumbing not in trace, (cid, plumbing, trace)
+    assert not any("statusDetails" in r for cid, r in results.items() if cid not in runs.expected)
+
+
 def test_history_ids_ignore_host_seed_and_timings_and_split_families(runs):
     """The same case has the same history id in every run (hosts and timings differ), and the
     two families of one shape never share one."""

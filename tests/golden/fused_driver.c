@@ -4,8 +4,9 @@
  * each sample's results as hex (the same bits on every CPU, or the library is wrong).
  *
  * A sample: int64 m, int32 dtype, int32 judged, uint32 max_bits, int32 spacing_n, then float64
- * a[m], g[m], bound[m] (when judged), spacing[spacing_n], limits[6], and the bits of the actual
- * and of the golden (uint32 for float32, else uint16), m each. */
+ * a[m], g[m], bound[m] (when judged), spacing[spacing_n], limits[8], and the bits of the actual
+ * and of the golden (uint32 for float32, else uint16), m each. The counts and, when judged, the
+ * bins of error / bound (golden/ratio_hist.py's, limits[7] + 1 of them) are printed together. */
 #include <dlfcn.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -13,7 +14,7 @@
 
 typedef int compared_fn(int64_t, const double *, const double *, const void *, const void *,
                         const double *, int, const double *, uint32_t, const double *, double *,
-                        double *, int64_t *);
+                        double *, int64_t *, int64_t *);
 
 static void *take(FILE *f, size_t bytes) {
     void *p = malloc(bytes ? bytes : 1);
@@ -51,12 +52,12 @@ int main(int argc, char **argv) {
         size_t n = (size_t)m, w = dtype == 0 ? 4 : 2;
         double *a = take(f, n * 8), *g = take(f, n * 8);
         double *bound = judged ? take(f, n * 8) : NULL;
-        double *spacing = take(f, (size_t)head[3] * 8), *limits = take(f, 6 * 8);
+        double *spacing = take(f, (size_t)head[3] * 8), *limits = take(f, 8 * 8);
         void *abits = take(f, n * w), *rbits = take(f, n * w);
         double *rel = malloc(n * 8), dout[13];
-        int64_t iout[15];
+        int64_t iout[15 + 65] = {0}; /* the counts, then the bins */
         int code = compared(m, a, g, abits, rbits, bound, dtype, spacing, max_bits, limits, rel,
-                            dout, iout);
+                            dout, iout, judged ? iout + 15 : NULL);
         printf("%d ", code);
         hex(rel, n * 8);
         hex(dout, sizeof dout);

@@ -120,6 +120,10 @@ MUTANTS = {
         "small & (err >= p->small_err_bound)",
     ),
     "the lanes past a short block's end counted": ("t->i[k] -= yes & valid;", "t->i[k] -= yes;"),
+    "an error exactly at its bound binned above it": (
+        "(vl)((rbits_ & (((int64_t)1 << 52) - 1)) != 0)",
+        "(vl)((rbits_ & (((int64_t)1 << 52) - 1)) >= 0)",
+    ),
 }
 
 

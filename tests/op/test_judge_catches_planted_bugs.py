@@ -104,3 +104,30 @@ def test_every_planted_bug_has_a_case_that_catches_it():
     stopped = {bug for bug, (_, category) in CATCHES.items() if category in DEVICE_STOPS}
     assert set(build.KERNEL_FAULT_BUGS) <= stopped
     assert set(REAL_KERNEL_CATEGORY) <= set(build.TWIN_PLANT_BUGS)
+
+
+@pytest.mark.parametrize("bug", ["trunc_narrow", "drop_element"])
+def test_a_planted_precision_failures_plot_data_hold_every_element_over_its_bound(
+    bug, twin_lib, monkeypatch
+):
+    """issue 58: the plot of a case the error bound failed shows that criterion for every
+    element, the failures above 1 (golden/ratio_hist.py); the correct twin's, none above 1."""
+    from farm.run.allure.attachments import plot_data
+    from golden import ratio_hist
+
+    case, _ = CATCHES[bug]
+    for library, fails in (
+        (twin_lib, False),
+        (build.build_twin(build.default_build_dir(bug), plant_bug=bug), True),
+    ):
+        rec = judged(case, library, monkeypatch)
+        data = plot_data(rec)
+        hist = data["metrics"]["bound_hist"]
+        m = rec["metrics"]
+        assert m is not None and sum(hist["counts"]) + hist["zeros"] == m["bound_n"]
+        over = ratio_hist.above_one(hist)
+        if fails:
+            assert data["criterion"]["standard"] == "error-bound", rec["message"]
+            assert over == m["bound_violations"] > len(m["bound_worst"]), rec["message"]
+        else:
+            assert over == 0 and "criterion" not in data

@@ -15,7 +15,7 @@ from PIL import Image
 from farm.run.allure import criterion as criterion_mod
 from farm.run.allure.attachments import json_default, plot_data, worst_csv
 from farm.run.plots import error_histogram_png
-from golden import judge, standards
+from golden import judge, ratio_hist, standards
 
 from .conftest import failed, record
 
@@ -85,9 +85,31 @@ def test_the_plot_draws_the_criterion_above_the_errors():
     with_criterion = Image.open(io.BytesIO(error_histogram_png(plot_data(rec))))
     passed = _judged()
     assert passed["outcome"] == "passed" and "criterion" not in plot_data(passed)
+    # A record without the histogram of every element's error over its bound (an older agent's)
+    del passed["metrics"]["bound_hist"]
     without = Image.open(io.BytesIO(error_histogram_png(plot_data(passed))))
     # Two panels: the gate against its limit, then the relative errors.
     assert with_criterion.size[1] > 1.5 * without.size[1]
+
+
+def test_the_plot_data_hold_every_elements_error_over_its_bound_with_the_failures_above_1():
+    # issue 58: "its plot's data show the failing criterion above 1", for every element
+    rec = _judged(1 + 1e-4 * (1 + 0.01 * np.arange(51).reshape(3, 17)))
+    passed = _judged()
+    for case in (rec, passed):
+        data = json.loads(json.dumps(plot_data(case), default=json_default))
+        hist = data["metrics"]["bound_hist"]
+        # every element is in it, not only the worst the record keeps
+        assert sum(hist["counts"]) + hist["zeros"] == 51 > len(case["metrics"]["bound_worst"])
+        over = ratio_hist.above_one(hist)
+        if case is rec:
+            assert over == rec["metrics"]["bound_violations"] == data["criterion"]["over"] > 8
+        else:
+            assert over == 0 and max(i for i, c in enumerate(hist["counts"]) if c) > 0
+    # Both plots draw it above the relative errors: the pass shows how far below 1 it is.
+    pngs = [error_histogram_png(plot_data(c)) for c in (rec, passed)]
+    tall = [Image.open(io.BytesIO(png)).size[1] for png in pngs]
+    assert tall[0] == tall[1]
 
 
 def test_a_public_standard_is_measured_against_its_own_limit():

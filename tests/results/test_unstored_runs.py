@@ -92,3 +92,32 @@ def test_unstored_by_age_needs_an_age_and_a_readable_start(tmp_path):
     assert retention.unstored_by_age(found, now=now, older_than=_dt.timedelta(days=30)) == found
     bad = [retention.Unstored("x", tmp_path, 0, None)]
     assert retention.unstored_by_age(bad, now=now, older_than=_dt.timedelta(days=1)) == []
+
+
+def test_farm_runs_json_lists_pytest_runs_as_not_stored_after_the_stored_ones(tmp_path, capsys):
+    import json
+
+    path = tmp_path / "farm.sqlite"
+    with RunStore(path) as store:
+        stored = _stored(store, 1)
+    young, old = _pytest_run(tmp_path, 0.5), _pytest_run(tmp_path, 40, size=6000)
+    assert commands.main_runs(["--store", str(path), "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert [r["run_id"] for r in listed] == [stored, young, old]
+    assert listed[0]["stored"] is True and listed[0]["status"] == "finished"
+    for entry, run_id in zip(listed[1:], (young, old), strict=True):
+        assert entry["stored"] is False and entry["status"] == "not-stored"
+        assert entry["bytes"] == retention.tree_bytes(tmp_path / run_id) > 0
+        assert entry["run_dir"] == str(tmp_path / run_id)
+        # the keys of a stored run that say what it is and how it ended, null here
+        assert {k: entry[k] for k in ("tier", "ended_at", "exit_code", "counts")} == dict.fromkeys(
+            ("tier", "ended_at", "exit_code", "counts")
+        )
+        assert set(entry) - {"bytes", "note", "run_dir"} <= set(
+            listed[0]
+        )  # run_dir: a real run's meta
+        started = _dt.datetime.fromisoformat(entry["started_at"])
+        assert started.strftime("%Y%m%d-%H%M%S") == run_id[:15]
+    # --limit holds for each list
+    assert commands.main_runs(["--store", str(path), "--json", "--limit", "1"]) == 0
+    assert [r["run_id"] for r in json.loads(capsys.readouterr().out)] == [stored, young]

@@ -67,17 +67,19 @@ def wants_metrics(record: Mapping, one_in: int = PLOT_SAMPLE_ONE_IN) -> bool:
     return detailed(record, one_in)
 
 
-# The metrics farm.run.plots.error_histogram_png reads ("worst" only without a histogram).
-_PLOT_METRICS = ("hist", "mere", "mare", "n", "nonfinite_mismatch")
+# The metrics farm.run.plots.error_histogram_png reads ("worst" only without a histogram;
+# "bound_hist": every element's error over its bound, golden/ratio_hist.py).
+_PLOT_METRICS = ("hist", "bound_hist", "mere", "mare", "n", "nonfinite_mismatch")
 
 
 def plot_data(record: Mapping) -> dict:
     """What `farm.run.plots.error_histogram_png` draws a case's plot from, and nothing more:
-    the histogram of relative errors (or, without one, the worst elements' relative errors),
-    MERE/MARE, the element count, the NaN/inf mismatches, the dtype (its threshold T) and the
-    title (case id, family); of a case a gate failed, also "criterion": that gate, its worst
-    elements' scores against it and the case's (farm/run/allure/criterion.py failing_criterion;
-    1 is the limit). The PNG drawn from it equals the one drawn from the whole record."""
+    the histogram of relative errors (or, without one, the worst elements' relative errors), the
+    histogram of every element's error over its bound, MERE/MARE, the element count, the NaN/inf
+    mismatches, the dtype (its threshold T) and the title (case id, family); of a case a gate
+    failed, also "criterion": that gate, its worst elements' scores against it and the case's
+    (farm/run/allure/criterion.py failing_criterion; 1 is the limit). The PNG drawn from it
+    equals the one drawn from the whole record."""
     metrics = record.get("metrics") or {}
     keep = {k: metrics[k] for k in _PLOT_METRICS if metrics.get(k) is not None}
     hist = keep.get("hist")
@@ -114,7 +116,7 @@ def json_default(o):
 
 # In metrics.json, the metrics a person does not read there: the histogram is the plot's, and
 # the worst and NaN/inf-mismatch elements of a case that did not pass are its worst-elements table.
-_NOT_IN_METRICS_JSON: tuple[str, ...] = ("hist",)
+_NOT_IN_METRICS_JSON: tuple[str, ...] = ("hist", "bound_hist")
 _IN_WORST_TABLE = ("worst", "nonfinite")
 
 

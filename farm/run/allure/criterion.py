@@ -17,8 +17,10 @@ which gate it was and measures each element and the case against that gate's own
 
 The elements are the worst the record keeps (golden/metrics.py: "bound_worst" ranked by error
 over bound, "worst" by relative error), ranked by the criterion: the first is the one the failure
-message names. A gate this module cannot measure (benchmark-ratio, a case's own tolerance) is
-named, with no numbers.
+message names. Of the error bound the record also has every element's score, binned
+(metrics["bound_hist"], golden/ratio_hist.py): the plot draws that (farm/run/bound_plot.py),
+and ``"over"`` here says how many elements it puts above 1. A gate this module cannot measure
+(benchmark-ratio, a case's own tolerance) is named, with no numbers.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from golden import ratio_hist
 from golden.dtypes import (
     BIAS_LIMIT,
     BIAS_MIN_N,
@@ -77,7 +80,8 @@ def failing_criterion(record: Mapping) -> dict[str, Any] | None:
     """The failed gate and its numbers: {"standard", "measure", "summary" (a line, or ""),
     "elements" (the worst elements with their "score", ranked by it), "parts" ({what: score} of
     the case as a whole), "max" (the largest score of all: above 1 for a failure this module
-    measures; None where it cannot say)}. None when no gate failed."""
+    measures; None where it cannot say), "over" (of the error bound: how many elements its
+    histogram of every element puts above 1; None without one)}. None when no gate failed."""
     gate = failed_gate(record)
     if gate is None:
         return None
@@ -87,11 +91,15 @@ def failing_criterion(record: Mapping) -> dict[str, Any] | None:
     elements: list[dict[str, Any]] = []
     parts: dict[str, float] = {}
     summary = ""
+    over_hist: int | None = None
     if gate == ERROR_BOUND:
         elements = [_scored(w, _num(w.get("ratio"))) for w in _rows(m.get("bound_worst"))]
         over, of = _num(m.get("bound_violations")), _num(m.get("bound_n"))
         if over is not None and of is not None:
             summary = f"{int(over):,} of {int(of):,} elements over their bound"
+        hist = m.get("bound_hist")
+        if isinstance(hist, Mapping) and isinstance(hist.get("counts"), list):
+            over_hist = ratio_hist.above_one(hist)
         ratio = _num(m.get("bound_max_ratio"))
         if ratio is not None:
             parts["max error / bound"] = ratio
@@ -132,6 +140,7 @@ def failing_criterion(record: Mapping) -> dict[str, Any] | None:
         "elements": elements,
         "parts": parts,
         "max": max(finite) if finite else None,
+        "over": over_hist,
     }
 
 
