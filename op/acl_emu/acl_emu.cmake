@@ -99,3 +99,53 @@ set_target_properties(lsg_acl_example PROPERTIES
 
 add_custom_target(lsg_acl_emu DEPENDS lsg_acl_cust_opapi lsg_acl_cust_opapi_generated
                   lsg_acl_ascendcl_before_8_1 lsg_acl_example)
+
+# A planted bug's op-api (LSG_PLANT_ALL): the custom op-api library over that bug's edited objects
+# (lsg_acpu_library's lsg_ascendc_cpu_<bug>_obj<i>), in planted-lib/<bug>/acl/lib beside copies
+# of the runtime libraries, so that the acl backend runs the planted operator as the native one
+# does (target lsg_acl_emu_<bug>).
+function(lsg_acl_planted bug)
+  lsg_acpu_plant(${bug} _edited)
+  set(_lib lsg_ascendc_cpu_${bug})
+  set(_planted "")
+  foreach(_rel ascendc/op_host/log_softmax_grad.cpp ascendc/op_api/log_softmax_backward_checks.cpp
+               ascendc_cpu/host/host_tiling.cpp
+               ascendc_cpu/host/registration.cpp ascendc_cpu/host/op_def_registry.cpp
+               tiling/tiling.cpp)
+    list(FIND LSG_ACPU_SOURCES ${_rel} _at)
+    if(_rel IN_LIST _edited)
+      list(APPEND _planted $<TARGET_OBJECTS:${_lib}_obj${_at}>)
+    else()
+      list(APPEND _planted $<TARGET_OBJECTS:${LSG_ACPU_OBJ_${_at}}>)
+    endif()
+  endforeach()
+  list(LENGTH LSG_ACPU_SOURCES _at)
+  set(_kernel ${LSG_ACPU_OBJ_${_at}})
+  if(LSG_ACPU_KERNEL IN_LIST _edited)
+    set(_kernel ${_lib}_obj${_at})
+  endif()
+  foreach(_dtype IN LISTS LSG_ACPU_DTYPES)
+    list(APPEND _planted $<TARGET_OBJECTS:${_kernel}_${_dtype}>)
+  endforeach()
+  set(_out "${CMAKE_BINARY_DIR}/planted-lib/${bug}/${LSG_ACL_DIR_NAME}/lib")
+  lsg_acl_library(lsg_acl_cust_opapi_${bug} cust_opapi
+    "${LSG_ACL_EMU_DIR}/src/generated_op_api.cpp"
+    "${CMAKE_CURRENT_SOURCE_DIR}/ascendc/op_api/aclnn_log_softmax_backward.cpp"
+    ${_planted} $<TARGET_OBJECTS:lsg_acpu_device>)
+  target_include_directories(lsg_acl_cust_opapi_${bug} PRIVATE ${LSG_ACPU_INCLUDES})
+  target_link_libraries(lsg_acl_cust_opapi_${bug} PRIVATE lsg_acl_opapi lsg_acl_nnopbase
+                        lsg_acl_ascendcl Threads::Threads)
+  set_target_properties(lsg_acl_cust_opapi_${bug} PROPERTIES LIBRARY_OUTPUT_DIRECTORY "${_out}")
+  add_custom_command(TARGET lsg_acl_cust_opapi_${bug} POST_BUILD
+    COMMAND ${CMAKE_COMMAND} -E copy_if_different $<TARGET_FILE:lsg_acl_ascendcl>
+            $<TARGET_FILE:lsg_acl_nnopbase> $<TARGET_FILE:lsg_acl_opapi> "${_out}"
+    VERBATIM)
+  add_custom_target(lsg_acl_emu_${bug} DEPENDS lsg_acl_cust_opapi_${bug})
+endfunction()
+
+set(LSG_ACL_DIR_NAME acl)
+if(LSG_PLANT_ALL)
+  foreach(_bug IN LISTS LSG_ACPU_PLANT_BUGS)
+    lsg_acl_planted(${_bug})
+  endforeach()
+endif()

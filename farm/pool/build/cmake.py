@@ -203,11 +203,17 @@ def build_native(
     cmake_target = f"{CMAKE_TARGETS[target]}_{plant_bug}" if shared else CMAKE_TARGETS[target]
     lib = (build_dir / "planted-lib" / plant_bug if shared else build_dir) / LIB_NAMES[target]
     # The real emulated kernel of this checkout also gets its ACL path, where the genuine headers
-    # are (not planted, sanitized or bisected builds: they run on the native backend).
+    # are, and so does a planted bug in the shared planted directory (its own op-api library in
+    # planted-lib/<bug>/acl/lib); sanitized, bisected and other planted builds run on the native
+    # backend only.
     acl = (
-        target == "ascendc-cpu" and not (plant_bug or sanitize or source_dir) and acl_sdk.present()
+        target == "ascendc-cpu"
+        and not (sanitize or source_dir)
+        and (shared or not plant_bug)
+        and acl_sdk.present()
     )
-    targets = [cmake_target] + ([ACL_CMAKE_TARGET] if acl else [])
+    acl_target = f"{ACL_CMAKE_TARGET}_{plant_bug}" if shared else ACL_CMAKE_TARGET
+    targets = [cmake_target] + ([acl_target] if acl else [])
     cmake = cmake_executable()
     env = {**os.environ, "LC_ALL": "C"}
     configure = [
@@ -223,7 +229,7 @@ def build_native(
         f"-DLSG_ACL_SDK={acl_sdk.sdk_dir() if acl else ''}",
         *cross_args,
     ]
-    outputs = [lib] + ([build_dir / ACL_DIR / "lib" / name for name in ACL_LIBS] if acl else [])
+    outputs = [lib] + ([lib.parent / ACL_DIR / "lib" / name for name in ACL_LIBS] if acl else [])
     inputs = [op_sources(source_dir)] + ([acl_sdk.sdk_dir()] if acl else [])
     with locked(build_dir):
         stamp = BuildStamp(build_dir / f".farm-built-{cmake_target}.json", configure, targets)

@@ -246,7 +246,7 @@ def _build_package(
         lib = build_native(target, build_dir, plant_bug=plant_bug, source_dir=source_dir, arch=arch)
         files = {f"lib/{LIB_NAMES[target]}": lib.read_bytes()}
         files.update({f"include/{h.name}": h.read_bytes() for h in headers(target, source_dir)})
-        if target == "ascendc-cpu" and not plant_bug and source_dir is None:
+        if target == "ascendc-cpu" and source_dir is None:  # planted too: its own op-api
             files.update(acl_files(lib.parent))
     else:
         if plant_bug:
