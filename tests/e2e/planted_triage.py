@@ -45,6 +45,8 @@ DEPENDS_ON = {
     "mid_running_sum": ("schedule", "REDUCE_MID"),
     "mid_partial_group": ("schedule", "REDUCE_MID"),
     "bf16_cast_310b": ("expected_reason", "bf16_unsupported_on_soc"),
+    "opdef_bf16_310b": ("schedule", "REGISTRATION"),  # the registration case of ascend310b
+    "tiling_bf16_310b": ("layer", "tiling"),  # bf16 on Ascend310B through the tiling alone
     "host_half_blocks": ("kind", "precision"),  # every tiling the host hands the kernel
     "axes_dedup": ("expected_reason", None),  # a rejection (duplicate axes) accepted
     "axes_span": ("expected_reason", None),  # a rejection (axes not consecutive) accepted
