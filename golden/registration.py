@@ -38,7 +38,8 @@ def supported(family: str) -> tuple[str, ...]:
 def problems(registration: Mapping[str, Any], family: str) -> list[str]:
     """Every way the registration's configuration for `family` (and what the whole registration
     declares beyond the contract's families and attribute) departs from the contract's table; []
-    when it declares exactly that. Each names the SoC family, the parameter and the dtype or format."""
+    when it declares exactly that. Each names the SoC family, the parameter, the dtype or
+    format."""
     socs = registration.get("socs") or {}
     found: list[str] = []
     extra = sorted(set(socs) - set(soc.FAMILIES))
@@ -78,9 +79,7 @@ def _param_problems(param: Mapping[str, Any], label: str, family: str) -> list[s
     unknown = list(param.get("unknown_shape_formats") or [])
     found = []
     if param.get("param_type") != "required":
-        found.append(
-            f"{name} is {param.get('param_type')} on {family}; the contract requires it"
-        )
+        found.append(f"{name} is {param.get('param_type')} on {family}; the contract requires it")
     if len(formats) != len(dtypes) or (unknown and len(unknown) != len(dtypes)):
         found.append(
             f"{name} on {family} declares {len(dtypes)} dtypes, {len(formats)} formats and "
@@ -97,7 +96,9 @@ def _param_problems(param: Mapping[str, Any], label: str, family: str) -> list[s
             found.append(f"{name} declares {dtype} on {family}, which the contract refuses: {why}")
     for dtype in allowed:
         if dtype not in dtypes:
-            found.append(f"{name} does not declare {dtype} on {family}, which the contract supports")
+            found.append(
+                f"{name} does not declare {dtype} on {family}, which the contract supports"
+            )
     for what, listed in (("format", formats), ("unknown-shape format", unknown)):
         for i, fmt in enumerate(listed):
             if fmt != FORMAT:
@@ -121,7 +122,8 @@ def _combination_problems(params: Sequence[Mapping[str, Any]], family: str) -> l
         if len(set(dtypes)) > 1:
             shown = ", ".join(f"{p.get('name')} {d}" for p, d in zip(params, dtypes, strict=True))
             found.append(
-                f"combination {k} on {family} takes {shown}; the contract requires one dtype for all three"
+                f"combination {k} on {family} takes {shown}; the contract requires one dtype "
+                "for all three"
             )
     return found
 

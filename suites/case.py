@@ -52,7 +52,6 @@ from suites.case_values import (
 
 from . import limits
 
-
 # A registration case's fields other than its family (suites/case.py _layer_problems).
 REGISTRATION_FIELDS = {"dtype": "float32", "shape": (), "axes": (-1,)}
 

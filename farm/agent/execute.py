@@ -158,10 +158,11 @@ def _run_case(
     if case.get("layer"):  # one layer of the operator on its own (suites/matrix_layers.py)
         from farm.agent.layer_checks import run_layer_case
 
-        record = run_layer_case(case, backend, identity.soc, started)
-        record.update({"host": identity.host, "soc": identity.soc})
-        record["timings"] = dict(record.get("timings") or {}, total_s=time.perf_counter() - started)
-        return record
+        layered = run_layer_case(case, backend, identity.soc, started)
+        layered.update({"host": identity.host, "soc": identity.soc})
+        timings = layered.setdefault("timings", {})
+        timings["total_s"] = time.perf_counter() - started
+        return layered
     if descriptor_only(case):
         dy = y = None
         result = _describe_only(case, backend, identity, device)

@@ -21,7 +21,9 @@ NOT_AVAILABLE = "not_available"
 TILING_ALONE = "the tiling function alone (the registration out of the way)"
 
 
-def run_layer_case(case: CaseRequest, backend: str, soc: str | None, started: float) -> ResultRecord:
+def run_layer_case(
+    case: CaseRequest, backend: str, soc: str | None, started: float
+) -> ResultRecord:
     """The record of a layer case, without host and timings (execute.py adds them)."""
     record: ResultRecord = {
         "case_id": case["id"],

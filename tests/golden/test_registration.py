@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -16,7 +19,7 @@ from golden import registration
 NAMES = (("grad_output", "input"), ("output", "input"), ("grad_input", "output"))
 
 
-def config(dtypes, formats=None):
+def config(dtypes: Sequence[str], formats: Sequence[str] | None = None) -> dict[str, Any]:
     formats = formats or ["ND"] * len(dtypes)
     return {
         "params": [
@@ -33,7 +36,7 @@ def config(dtypes, formats=None):
     }
 
 
-def contracts_table():
+def contracts_table() -> dict[str, Any]:
     return {
         "socs": {
             "ascend910b": config(["float32", "float16", "bfloat16"]),
@@ -43,14 +46,14 @@ def contracts_table():
     }
 
 
-def test_the_contracts_own_table_passes_on_both_families():
+def test_the_contracts_own_table_passes_on_both_families() -> None:
     assert registration.supported("ascend910b") == ("float32", "float16", "bfloat16")
     assert registration.supported("ascend310b") == ("float32", "float16")
     for family in ("ascend910b", "ascend310b"):
         assert registration.problems(contracts_table(), family) == []
 
 
-def test_bf16_declared_for_310b_fails_that_family_alone_naming_it():
+def test_bf16_declared_for_310b_fails_that_family_alone_naming_it() -> None:
     reg = contracts_table()
     reg["socs"]["ascend310b"] = config(["float32", "float16", "bfloat16"])
     found = registration.problems(reg, "ascend310b")
@@ -86,22 +89,22 @@ def test_bf16_declared_for_310b_fails_that_family_alone_naming_it():
         (lambda r: r["attrs"].update(axes={"kind": "int"}), "the attributes are axes (int)"),
     ],
 )  # fmt: skip
-def test_each_departure_is_named(edit, words):
+def test_each_departure_is_named(edit: Callable[[dict[str, Any]], Any], words: str) -> None:
     reg = copy.deepcopy(contracts_table())
     edit(reg)
     found = registration.problems(reg, "ascend910b")
     assert any(words in f for f in found), found
 
 
-def test_a_source_without_attributes_is_not_judged_on_them():
+def test_a_source_without_attributes_is_not_judged_on_them() -> None:
     reg = contracts_table()
     del reg["attrs"]
     assert registration.problems(reg, "ascend310b") == []
 
 
-def ops_info(dtypes: str, formats: str) -> dict:
+def ops_info(dtypes: str, formats: str) -> dict[str, Any]:
     """An entry of aic-<soc>-ops-info.json as CANN's build writes it from an OpDef."""
-    entry: dict = {
+    entry: dict[str, Any] = {
         "attr": {"list": "axes"},
         "attr_axes": {"type": "listInt", "paramType": "optional", "defaultValue": "-1"},
     }
@@ -117,9 +120,12 @@ def ops_info(dtypes: str, formats: str) -> dict:
     return entry
 
 
-def test_cann_ops_info_files_read_into_the_same_form_and_judged(tmp_path):
+def test_cann_ops_info_files_read_into_the_same_form_and_judged(tmp_path: Path) -> None:
     vendor = tmp_path / "vendors" / "customize"
-    for family, dtypes in (("ascend910b", "float,float16,bfloat16"), ("ascend310b", "float,float16,bfloat16")):
+    for family, dtypes in (
+        ("ascend910b", "float,float16,bfloat16"),
+        ("ascend310b", "float,float16,bfloat16"),
+    ):
         d = vendor / "op_impl" / "ai_core" / "tbe" / "config" / family
         d.mkdir(parents=True)
         formats = ",".join(["ND"] * len(dtypes.split(",")))
@@ -134,6 +140,6 @@ def test_cann_ops_info_files_read_into_the_same_form_and_judged(tmp_path):
     assert found and all("bfloat16 on ascend310b" in f for f in found)
 
 
-def test_no_ops_info_is_not_available_never_a_pass(tmp_path):
+def test_no_ops_info_is_not_available_never_a_pass(tmp_path: Path) -> None:
     with pytest.raises(layers.NotAvailable, match="no aic-<soc>-ops-info.json under"):
         layers.ops_info_registration(tmp_path)

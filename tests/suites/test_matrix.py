@@ -471,7 +471,9 @@ def test_a_layer_case_is_what_its_layer_can_be_asked():
     with pytest.raises(MalformedCase, match="takes its family only, not dtype, shape"):
         Case("ascend310b", "float16", (3, 5), (-1,), layer="registration")
     tiling = Case("ascend310b", "bfloat16", (3, 5), (-1,), layer="tiling")
-    assert tiling.id.endswith("_layer.tiling") and tiling.expected.reason == "bf16_unsupported_on_soc"
+    assert (
+        tiling.id.endswith("_layer.tiling") and tiling.expected.reason == "bf16_unsupported_on_soc"
+    )
     assert Case.from_dict(tiling.to_dict()) == tiling
     with pytest.raises(MalformedCase, match="not one it accepts"):
         Case("ascend910b", "bfloat16", (3, 5), (-1,), layer="tiling")

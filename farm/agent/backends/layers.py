@@ -127,7 +127,8 @@ def ops_info_entry(entry: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, 
     attrs = {}
     for name in words((entry.get("attr") or {}).get("list")):
         a = entry.get(f"attr_{name}") or {}
-        kind = OPS_INFO_ATTR_KINDS.get(a.get("type"), a.get("type"))
+        kind = str(a.get("type"))
+        kind = OPS_INFO_ATTR_KINDS.get(kind, kind)
         attrs[name] = {"kind": kind, "optional": a.get("paramType") == "optional"}
     return {"params": params}, attrs
 
