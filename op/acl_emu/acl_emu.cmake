@@ -128,9 +128,7 @@ function(lsg_acl_planted bug)
     list(APPEND _planted $<TARGET_OBJECTS:${_kernel}_${_dtype}>)
   endforeach()
   set(_out "${CMAKE_BINARY_DIR}/planted-lib/${bug}/${LSG_ACL_DIR_NAME}/lib")
-  lsg_acl_library(lsg_acl_cust_opapi_${bug} cust_opapi
-    "${LSG_ACL_EMU_DIR}/src/generated_op_api.cpp"
-    "${CMAKE_CURRENT_SOURCE_DIR}/ascendc/op_api/aclnn_log_softmax_backward.cpp"
+  lsg_acl_library(lsg_acl_cust_opapi_${bug} cust_opapi $<TARGET_OBJECTS:lsg_acl_entry_objects>
     ${_planted} $<TARGET_OBJECTS:lsg_acpu_device>)
   target_include_directories(lsg_acl_cust_opapi_${bug} PRIVATE ${LSG_ACPU_INCLUDES})
   target_link_libraries(lsg_acl_cust_opapi_${bug} PRIVATE lsg_acl_opapi lsg_acl_nnopbase
@@ -145,6 +143,15 @@ endfunction()
 
 set(LSG_ACL_DIR_NAME acl)
 if(LSG_PLANT_ALL)
+  # The generated entry and the aclnn layer, which no planted edit touches: compiled once for
+  # every planted bug's op-api, as lsg_acl_library compiles them.
+  add_library(lsg_acl_entry_objects OBJECT "${LSG_ACL_EMU_DIR}/src/generated_op_api.cpp"
+              "${CMAKE_CURRENT_SOURCE_DIR}/ascendc/op_api/aclnn_log_softmax_backward.cpp")
+  target_include_directories(lsg_acl_entry_objects PRIVATE ${LSG_ACL_INCLUDES}
+                             "${LSG_ACL_EMU_DIR}/src" ${LSG_ACPU_INCLUDES})
+  target_include_directories(lsg_acl_entry_objects SYSTEM PRIVATE "${LSG_ACL_SDK}/include")
+  target_compile_options(lsg_acl_entry_objects PRIVATE ${LSG_COMMON_FLAGS})
+  target_compile_definitions(lsg_acl_entry_objects PRIVATE FUNC_VISIBILITY)
   foreach(_bug IN LISTS LSG_ACPU_PLANT_BUGS)
     lsg_acl_planted(${_bug})
   endforeach()
