@@ -33,6 +33,7 @@ from suites.case_values import (
     DEPARTS,
     DTYPE_SHORT,
     EXPLORE_TAG,
+    LAYERS,
     LAYOUTS,
     NAN,
     TENSORS,
@@ -50,6 +51,9 @@ from suites.case_values import (
 )
 
 from . import limits
+
+# A registration case's fields other than its family (suites/case.py _layer_problems).
+REGISTRATION_FIELDS = {"dtype": "float32", "shape": (), "axes": (-1,)}
 
 
 def tolerance_text(tolerance: Tolerance) -> str:
@@ -110,6 +114,8 @@ class Case:
     tolerance: Tolerance | None = None
     # "<salt>.<n>": the n-th case drawn by exploration with that salt (suites/explore.py).
     explore: str = ""
+    # The layer checked on its own (suites/case_values.py LAYERS): "" the whole call.
+    layer: str = ""
     # Which section of a matrix or which case file produced the case; not part of the identity.
     origin: str = field(default="", compare=False, repr=False)
     # What an outside source said that departs from the contract (shown in the report).
@@ -155,6 +161,8 @@ class Case:
                 problems.append(f"{key} {value!r} (use one of {', '.join(DTYPE_SHORT)})")
         if not any(d < 0 for d in self.shape):
             problems += self._layout_problems()
+        if not problems:
+            problems += self._layer_problems()
         if not problems and len(self.id) > limits.MAX_ID_CHARS:
             problems.append(
                 f"the case's id is {len(self.id):,} characters ({cut(self.id)}), over the bound "
@@ -296,6 +304,32 @@ class Case:
                 problems.append(f"{name}_layout {layouts.text(layout)}: {'; '.join(wrong)}")
         return problems
 
+    def _layer_problems(self) -> list[str]:
+        """A registration case is its family alone (the registration is the family's, not a
+        call's); a tiling case is a call the contract refuses for a reason the tiling function
+        decides (a missing tensor never reaches it: the aclnn layer refuses it first)."""
+        if self.layer not in LAYERS:
+            return [f"layer {self.layer!r} (use one of {', '.join(map(repr, LAYERS))})"]
+        if self.layer == "registration":
+            given = [
+                f.name
+                for f in fields(self)
+                if f.name not in ("family", "layer", "origin", "note")
+                and getattr(self, f.name) != REGISTRATION_FIELDS.get(f.name, f.default)
+            ]
+            if given:
+                return [
+                    f"a registration case takes its family only, not {', '.join(given)} "
+                    "(the registration is judged whole, every dtype of the family)"
+                ]
+        if self.layer == "tiling" and self.expected.reason in ("ok", "null_tensor"):
+            return [
+                f"a tiling case is a call the contract refuses, not one it "
+                f"{'accepts' if self.accepted else 'refuses for a missing tensor'} (the tiling "
+                "function alone is asked only for its refusals)"
+            ]
+        return []
+
     def tensor_shape(self, name: str) -> tuple[int, ...]:
         """The shape of tensor `name` in the call (its perturbation, else dy's)."""
         other = {"dy": None, "y": self.y_shape, "out": self.out_shape}[name]
@@ -316,6 +350,8 @@ class Case:
 
     @cached_property
     def id(self) -> str:
+        if self.layer == "registration":
+            return f"{soc.FAMILY_SHORT[self.family]}_registration"
         axes = ".".join(str(a) for a in self.axes)
         parts = [
             soc.FAMILY_SHORT[self.family],
@@ -345,6 +381,8 @@ class Case:
             parts.append(tolerance_text(self.tolerance))
         if self.explore:
             parts.append(f"x.{self.explore}")
+        if self.layer:
+            parts.append(f"layer.{self.layer}")
         return "_".join(parts)
 
     def _dist_text(self, name: str) -> str:
@@ -391,7 +429,8 @@ class Case:
 
     @cached_property
     def accepted(self) -> bool:
-        return self.expected.accepted
+        """Whether the contract accepts the call (a registration case makes no call: False)."""
+        return self.layer != "registration" and self.expected.accepted
 
     @cached_property
     def numel(self) -> int:
@@ -403,6 +442,8 @@ class Case:
     @cached_property
     def schedule(self) -> str:
         """The schedule the contract implies, or why there is none (EMPTY, REJECTED)."""
+        if self.layer == "registration":
+            return "REGISTRATION"
         if not self.accepted:
             return "REJECTED"
         if self.numel == 0:
@@ -412,6 +453,8 @@ class Case:
     def expectation(self) -> dict[str, Any]:
         """What the contract says of the call, in its JSON form (the request's `expect`: its
         type is farm/agent/request.py Expectation; farm/run/requests.py gives it that type)."""
+        if self.layer == "registration":
+            return {"kind": "registration"}  # the table is golden/registration.py's
         if self.accepted:
             expect: dict[str, Any] = {
                 "kind": "precision",
@@ -485,6 +528,7 @@ __all__ = [
     "DEPARTS",
     "DTYPE_SHORT",
     "EXPLORE_TAG",
+    "LAYERS",
     "LAYOUTS",
     "MalformedCase",
     "NAN",

@@ -28,6 +28,11 @@ DTYPE_SHORT = {
 APIS = ("dim", "axes")  # the aclnn call (one dim) or the operator package's axis list
 LAYOUTS = layouts.NAMES  # the short names; an explicit golden.layouts.View is also a layout
 TENSORS = ("dy", "y", "out")
+# The layer of the operator a case checks on its own (docs/judging.md "Each deciding layer"):
+# "" the whole call through the backend; "registration" the OpDef registration of the case's
+# family against the contract's table (golden/registration.py); "tiling" the host tiling function
+# alone on the call, the registration out of the way.
+LAYERS = ("", "registration", "tiling")
 # The one canonical NaN: a fill of NaN is this object, so that equal cases compare and hash equal
 # (float("nan") != float("nan"), and its hash is per object).
 NAN = float("nan")

@@ -25,7 +25,7 @@ from golden.standards import LEVELS
 from golden.tolerance import TOLERANCE_KEYS
 
 from . import casefile, limits
-from .case import APIS, CASE_STANDARDS, DTYPE_SHORT, EXPLORE_TAG, TENSORS
+from .case import APIS, CASE_STANDARDS, DTYPE_SHORT, EXPLORE_TAG, LAYERS, TENSORS
 
 PATH = Path(__file__).resolve().parents[1] / "docs" / "case-file.schema.json"
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
@@ -111,7 +111,7 @@ def _expectation() -> dict[str, Any]:
     }
     derived = {  # what `farm cases -o` writes: the contract's verdict, read as the source's
         "type": "object",
-        "properties": {"kind": {"enum": ["precision", "reject"]}},
+        "properties": {"kind": {"enum": ["precision", "reject", "registration"]}},
         "required": ["kind"],
     }
     per_family = {
@@ -154,6 +154,7 @@ def _choices() -> dict[str, list[str]]:
         "standard": list(CASE_STANDARDS),
         "level": list(LEVELS),
         "missing": list(TENSORS),
+        "layer": list(LAYERS),
     }
 
 

@@ -28,6 +28,7 @@ from farm.util.errors import UsageError
 from golden import soc
 from suites import gates
 from suites.case import Case
+from suites.matrix_layers import layers
 from suites.matrix_shapes import (
     axis_lists,
     block_multiples,
@@ -122,6 +123,7 @@ SECTIONS: tuple[Callable[[str, tuple, bool], Iterable[Case]], ...] = (
     mid_groups,
     schedule_boundaries,
     block_multiples,
+    layers,
 )
 
 
@@ -288,6 +290,7 @@ __all__ = [
     "empty_tensors",
     "expand",
     "grouping_extents",
+    "layers",
     "long_sums",
     "make_case",
     "mid_groups",

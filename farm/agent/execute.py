@@ -155,6 +155,14 @@ def _run_case(
         from farm.agent.backends.acl import declare_host
 
         declare_host(identity.soc, identity.devices)  # one agent may serve several hosts
+    if case.get("layer"):  # one layer of the operator on its own (suites/matrix_layers.py)
+        from farm.agent.layer_checks import run_layer_case
+
+        layered = run_layer_case(case, backend, identity.soc, started)
+        layered.update({"host": identity.host, "soc": identity.soc})
+        timings = layered.setdefault("timings", {})
+        timings["total_s"] = time.perf_counter() - started
+        return layered
     if descriptor_only(case):
         dy = y = None
         result = _describe_only(case, backend, identity, device)

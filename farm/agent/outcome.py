@@ -36,6 +36,8 @@ CATEGORIES = (
     "infrastructure",
     "not_run",  # every device of its family was held by another run (broken, never charged)
     "out_of_memory",  # the case needs more memory than the host has (broken, the case's fault)
+    "registration",  # the OpDef registration departs from the contract's table (a layer case)
+    "not_available",  # the backend cannot read or run that layer on this host (broken)
 )
 # The reasons a backend gives when the emulated device stopped the kernel (status 561000;
 # farm/agent/backends/native.py): for breaking a rule of the hardware, or one of the emulation's
@@ -153,13 +155,16 @@ def _unreadable(status: Any, want: str, meant: reasons.Reason | None, said: str)
 
 
 def _said(checks: Mapping[str, Any]) -> str:
-    """Which layer of the operator's host code said what (farm/agent/record.py HostChecks), where
-    it says more than the verdict: the shared checks (lsg::validate, the twin's) disagree, or the
-    OpDef registration let through a dtype that the tiling function then refused. "" otherwise."""
-    if not checks or "shared" not in checks:
+    """Which layer of the operator's host code said what (farm/agent/record.py HostChecks): the
+    layer that refused the call, and where they say more than the verdict, the shared checks
+    (lsg::validate, the twin's) disagreeing, or the OpDef registration letting through a dtype
+    that the tiling function then refused. "" from a backend that cannot say."""
+    if not checks:
         return ""
-    host, layer = checks["host"], checks.get("decided_by") or ""
-    notes = []
+    host, layer = checks.get("host"), checks.get("decided_by") or ""
+    notes = [f"refused by {LAYER_WORDS[layer]}"] if layer in LAYER_WORDS else []
+    if "shared" not in checks:
+        return f" ({'; '.join(notes)})" if notes else ""
     if layer == "tiling" and host in REGISTRATION_REASONS:
         notes.append(f"the OpDef registration accepted it, the tiling function said {host}")
     if checks["shared"] != host:
@@ -171,5 +176,11 @@ def _said(checks: Mapping[str, Any]) -> str:
     return f" ({'; '.join(notes)})" if notes else ""
 
 
+# The layers a record names (HostChecks.decided_by), as a message says them.
+LAYER_WORDS = {
+    "front": "the aclnn layer",
+    "registration": "the OpDef registration",
+    "tiling": "the tiling function",
+}
 # The contract's reasons that the OpDef registration decides (the dtypes per SoC).
 REGISTRATION_REASONS = ("dtype_unsupported", "dtype_mismatch", "bf16_unsupported_on_soc")

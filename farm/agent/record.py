@@ -54,6 +54,7 @@ class CaseFields(TypedDict, total=False):
     expect: dict[str, Any]  # suites/case.py: kind (precision | reject), standard, level, status
     origin: str  # the matrix section or case file (and entry) it came from
     note: str  # where an outside source's expectation departs from the contract
+    layer: str  # the layer checked on its own: "" the whole call, "registration", "tiling"
 
 
 class HeadlineMetrics(TypedDict, total=False):
@@ -91,13 +92,24 @@ class HostChecks(TypedDict, total=False):
     """What each layer of phase one said of the call, where the library can say (the emulated
     real operator, op/ascendc_cpu/abi: lsg_acpu_last_checks)."""
 
-    decided_by: str  # the layer that refused the call: front, registration, tiling; "" accepted
+    decided_by: str  # the layer that refused the call: front (the aclnn layer), registration,
+    # tiling; "" accepted (a tiling case: "tiling", or "" where the tiling function accepted it)
     host: str  # the operator's verdict (a golden.contract reason name, "ok" when accepted)
     host_status: int
     shared: str  # the shared checks' verdict (lsg::validate, the twin's), when the call was read
     shared_status: int
     shared_message: str  # only where the shared checks disagree with the operator
     tiling_mismatch: str  # what the host tiling gave the kernel that the shared plan did not plan
+
+
+class Registration(TypedDict, total=False):
+    """What a registration case read of the operator's registration (farm/agent/backends/layers.py)
+    and how it differs from the contract's table (golden/registration.py)."""
+
+    source: str  # where it was read: the emulated OpDef of a library, or an ops-info JSON file
+    family: str
+    declared: dict[str, Any]  # the family's configuration, golden/registration.py's form
+    problems: list[str]  # every departure from the contract's table; [] when it matches
 
 
 class DeviceRun(TypedDict, total=False):
@@ -155,6 +167,7 @@ class ResultRecord(CaseFields, total=False):
     tiling: dict[str, Any] | None
     out_guard_ok: bool | None  # the storage around a strided out untouched (None: not checked)
     checks: HostChecks  # what each layer of the operator's checks said (emulated real operator)
+    registration: Registration  # a registration case's reading of the registration
     device_run: DeviceRun  # the acl backend's runtime and device
     inputs_sha256: str
     # How it was judged (agent): every standard's verdict, the gate's, all metrics (JSON-safe:

@@ -20,7 +20,7 @@ LayoutJson = str | dict[str, Any]
 class Expectation(TypedDict, total=False):
     """What the contract says of the call (suites/case.py Case.expectation)."""
 
-    kind: Literal["precision", "reject"]
+    kind: Literal["precision", "reject", "registration"]  # registration: golden/registration.py
     standard: str | None  # precision: the standard that gates it
     level: str | None  # benchmark-ratio's L0/L1/L2
     tolerance: dict[str, float] | None  # the case's own bound, judged too
@@ -59,6 +59,7 @@ class CaseRequest(TypedDict, total=False):
     special_at: str
     tolerance: dict[str, float] | None
     explore: str
+    layer: str  # suites/case_values.py LAYERS: "" the whole call, "registration", "tiling"
     # Derived.
     id: str
     seed: int

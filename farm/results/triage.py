@@ -54,6 +54,7 @@ FEATURES = (
     "dtype",
     "narrow_dtype",
     "kind",
+    "layer",
     "expected_reason",
     "standard",
     "tiling_key",
@@ -224,6 +225,8 @@ def features(record: Mapping[str, Any]) -> dict[str, Any]:
         "y_dist": record.get("y_dist"),
         "dy_dist": record.get("dy_dist"),
         "kind": expect.get("kind"),
+        # The layer a case checks on its own; a whole call is "call" (None: a record from before).
+        "layer": (record.get("layer") or "call") if "layer" in record else None,
         "standard": expect.get("standard"),
         "expected_reason": expect.get("reason"),
         "rank": len(shape),

@@ -41,6 +41,7 @@ WORDS = {
     "numel": "elements",
     "tiling_key": "tiling key",
     "expected_reason": "expected rejection",
+    "layer": "layer checked",
     "dy_layout": "dy layout",
     "y_layout": "y layout",
     "out_layout": "out layout",

@@ -58,7 +58,9 @@ def _active(config) -> bool:
 
 
 # A suite module's cases: `pytestmark = pytest.mark.farm_cases(accepted=True)` takes the calls
-# the contract accepts, accepted=False those it rejects; a module without it takes every case.
+# the contract accepts, accepted=False those it rejects (whole calls both); layers=True the cases
+# that check one layer of the operator on its own (suites/matrix_layers.py); a module without it
+# takes every case.
 CASES_MARKER = "farm_cases"
 
 
@@ -66,8 +68,9 @@ CASES_MARKER = "farm_cases"
 def pytest_configure(config):
     config.addinivalue_line(
         "markers",
-        f"{CASES_MARKER}(accepted): the run's cases this suite module takes (accepted=True: the "
-        "calls the contract accepts; False: those it rejects)",
+        f"{CASES_MARKER}(accepted, layers): the run's cases this suite module takes (accepted="
+        "True: the calls the contract accepts; False: those it rejects; layers=True: the cases of "
+        "one layer of the operator on its own)",
     )
     if not _active(config):
         return
@@ -239,10 +242,18 @@ def pytest_generate_tests(metafunc):
     if SUITES_DIR not in Path(metafunc.module.__file__).resolve().parents:
         return
     marker = metafunc.definition.get_closest_marker(CASES_MARKER)
-    accepted = None if marker is None else marker.kwargs.get("accepted")
     plan = metafunc.config.stash[PLAN]
-    cases = [c for c in plan_cases(metafunc.config, plan) if accepted in (None, c.accepted)]
+    cases = [c for c in plan_cases(metafunc.config, plan) if _takes(marker, c)]
     metafunc.parametrize("case", cases, ids=[c.id for c in cases])
+
+
+def _takes(marker, case: Case) -> bool:
+    """Whether a suite module with `marker` (CASES_MARKER, or None) takes `case`."""
+    if marker is None:
+        return True
+    if marker.kwargs.get("layers"):
+        return bool(case.layer)
+    return not case.layer and marker.kwargs.get("accepted") in (None, case.accepted)
 
 
 def pytest_collection_modifyitems(config, items):

@@ -54,7 +54,7 @@ from suites.caseset import Selection as CaseSelection
 if TYPE_CHECKING:
     from contextlib import AbstractContextManager
 
-SUITE_FILES = ("suites/test_precision.py", "suites/test_rejection.py")
+SUITE_FILES = ("suites/test_precision.py", "suites/test_rejection.py", "suites/test_layers.py")
 
 
 def check_options(

@@ -147,3 +147,4 @@ set_target_properties(lsg_acl_example PROPERTIES
 
 add_custom_target(lsg_acl_emu DEPENDS lsg_acl_cust_opapi lsg_acl_cust_opapi_generated
                   lsg_acl_ascendcl_before_8_1 lsg_acl_example)
+

@@ -18,6 +18,7 @@ from farm.run.requests import case_request
 from golden.soc import representative_soc
 from suites import matrix
 from tests.op.test_ascendc_cpu import _same
+from tests.op.test_host_checks import LAYERS
 
 
 @pytest.fixture(scope="module")
@@ -198,3 +199,19 @@ def test_a_soc_of_no_known_family_or_not_emulated_is_an_inner_error(declared):
     declared("Ascend910B", 1)
     got = acl.run(dy, dy.astype(np.float16), (-1,), out_dtype=np.float32)
     assert (got.status, got.reason) == (561000, "unknown_soc"), got.message
+
+
+@pytest.mark.parametrize("reason, socname, kw, layer", LAYERS)
+def test_the_acl_record_says_which_layer_refused(declared, reason, socname, kw, layer):
+    import ml_dtypes
+
+    kw = dict(kw)
+    dtype = kw.pop("dtype", np.float32)
+    dtype = ml_dtypes.bfloat16 if dtype == "bfloat16" else dtype
+    shape, axes = kw.pop("shape", (4, 6)), kw.pop("axes", (-1,))
+    y = np.zeros(kw.pop("y_shape", shape), kw.pop("y_dtype", dtype))
+    out_dtype = kw.pop("out_dtype", dtype)
+    declared(socname, 1)
+    got = acl.run(np.zeros(shape, dtype), y, axes, out_dtype=out_dtype, api="axes", **kw)
+    assert got.reason == reason, got.message
+    assert got.checks == {"decided_by": layer, "host": reason, "host_status": got.status}

@@ -105,6 +105,18 @@ def test_opdef_registers_bf16_on_ascend910b_only(acpu_lib):
         for name, dtypes in b[params].items():
             assert dtypes == ["float32", "float16"], (name, dtypes)
     assert set(a2["inputs"]) == {"grad_output", "output"} and set(a2["outputs"]) == {"grad_input"}
+    # Every parameter with all it declares, in order (what aic-<soc>-ops-info.json lists).
+    for family, config in reg["socs"].items():
+        params = config["params"]
+        assert [(p["name"], p["io"], p["param_type"]) for p in params] == [
+            ("grad_output", "input", "required"),
+            ("output", "input", "required"),
+            ("grad_input", "output", "required"),
+        ]
+        for p in params:
+            assert p["dtypes"] == config["inputs" if p["io"] == "input" else "outputs"][p["name"]]
+            n = len(p["dtypes"])
+            assert p["formats"] == p["unknown_shape_formats"] == ["ND"] * n, (family, p)
     # Each family's registered dtypes are what the SoC table says it can cast.
     for profile in PROFILES.values():
         has_bf16 = "bfloat16" in reg["socs"][profile.family]["inputs"]["grad_output"]
@@ -193,6 +205,18 @@ def test_tiling_func_writes_what_lsg_plan_plans(acpu_lib, twin_build, soc, dtype
         assert block_dim <= profile.vector_cores  # the platform's cores: the SoC table's
         assert key == t["schedule"]
         assert ws == (16 * MIB if profile.family == "ascend910b" else 2 * MIB)
+
+
+def test_the_tiling_function_alone_says_its_status_and_reason(acpu_lib, monkeypatch):
+    from farm.agent.backends import layers
+
+    monkeypatch.setenv(native.ENV_LIB, str(acpu_lib))
+    bf16, f32 = ("bfloat16", (3, 5)), ("float32", (3, 5))
+    # bf16 on Ascend310B: the contract's status and reason (bf16_unsupported_on_soc, 9).
+    assert layers.tiling_alone("native", [bf16] * 3, (-1,), "Ascend310B1")[:2] == (161002, 9)
+    assert layers.tiling_alone("native", [bf16] * 3, (-1,), "Ascend910B1") == (0, 0, "")
+    status, reason, message = layers.tiling_alone("native", [f32] * 3, (0, 2), "Ascend910B1")
+    assert (status, reason) == (161002, 6), message  # dim_out_of_range
 
 
 def test_tiling_func_refuses_what_the_checks_refuse(acpu_lib):

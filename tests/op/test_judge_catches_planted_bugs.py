@@ -51,6 +51,15 @@ CATCHES = {
     ),
     "mid_partial_group": (Case("ascend910b", "float32", (2, 130, 7), (1,)), "precision"),
     "bf16_cast_310b": (Case("ascend310b", "bfloat16", (4, 37), (-1,)), "unexpected_acceptance"),
+    # Each of its halves alone: only the layer's own case sees it (suites/matrix_layers.py).
+    "opdef_bf16_310b": (
+        Case("ascend310b", "float32", (), (-1,), layer="registration"),
+        "registration",
+    ),
+    "tiling_bf16_310b": (
+        Case("ascend310b", "bfloat16", (3, 5), (-1,), layer="tiling"),
+        "unexpected_acceptance",
+    ),
     "host_half_blocks": (Case("ascend910b", "float16", (4, 37), (-1,)), "tiling_mismatch"),
     "axes_dedup": (
         Case("ascend910b", "float32", (3, 4, 5), (2, 2), api="axes"),

@@ -20,7 +20,10 @@ def tiers():
 
 
 def test_tier_volumes(tiers):
-    assert len(tiers["smoke"]) <= 300
+    # The whole calls of the pre-merge tier; its layer cases make no call with data (one reading
+    # of the registration a family, the tiling function alone on a rejection), a few dozen.
+    assert len([c for c in tiers["smoke"] if not c.layer]) <= 300
+    assert len([c for c in tiers["smoke"] if c.layer]) <= 40
     assert len(tiers["nightly"]) >= 5000
     assert len(tiers["full"]) >= 30000
     for tier in ("nightly", "full"):
@@ -35,7 +38,7 @@ def test_tier_volumes(tiers):
 def test_smoke_touches_everything(tiers):
     smoke = tiers["smoke"]
     for family in matrix.FAMILIES:
-        mine = [c for c in smoke if c.family == family]
+        mine = [c for c in smoke if c.family == family and not c.layer]  # the whole calls
         accepted = [c for c in mine if c.accepted]
         assert {c.schedule for c in accepted} >= {"NO_REDUCE", "REDUCE_TAIL", "REDUCE_MID", "EMPTY"}
         assert {c.dtype for c in mine} >= set(matrix.DTYPES)
@@ -369,6 +372,7 @@ NEW_SECTIONS = {
     "mid-groups",
     "schedule-boundaries",
     "block-multiples",
+    "layers",
 }
 
 
@@ -437,3 +441,43 @@ def test_smoke_catches_each_class_of_bug_with_several_cases(tiers):
     normal = {c.id: contract.normalize_axes(c.axes, len(c.shape)) for c in refused}
     several([c for c in refused if len(set(normal[c.id])) < len(c.axes)])
     several([c for c in refused if len(set(normal[c.id])) == len(c.axes)])
+
+
+def test_smoke_checks_each_deciding_layer_alone(tiers):
+    """One registration case a family, and the tiling function alone on every rejection reason it
+    decides (all but a missing tensor), on both families (suites/matrix_layers.py)."""
+    smoke = tiers["smoke"]
+    for family in matrix.FAMILIES:
+        mine = [c for c in smoke if c.family == family and c.layer]
+        assert [c.id for c in mine if c.layer == "registration"] == [
+            f"{family.removeprefix('ascend')}_registration"
+        ]
+        reasons = {c.expected.reason for c in mine if c.layer == "tiling"}
+        expected = set(contract.REJECTION_REASONS) - {"null_tensor"}
+        if family == "ascend910b":
+            expected.discard("bf16_unsupported_on_soc")
+        assert reasons == expected, family
+    bf16 = [c for c in smoke if c.layer == "tiling" and c.dtype == "bfloat16"]
+    assert {c.family for c in bf16} == {"ascend310b"} and any(c.numel for c in bf16)
+
+
+def test_a_layer_case_is_what_its_layer_can_be_asked():
+    from suites.case import MalformedCase
+
+    reg = Case("ascend310b", "float32", (), (-1,), layer="registration")
+    assert reg.id == "310b_registration" and not reg.accepted and reg.schedule == "REGISTRATION"
+    assert reg.expectation() == {"kind": "registration"}
+    assert Case.from_dict(reg.to_dict()) == reg
+    with pytest.raises(MalformedCase, match="takes its family only, not dtype, shape"):
+        Case("ascend310b", "float16", (3, 5), (-1,), layer="registration")
+    tiling = Case("ascend310b", "bfloat16", (3, 5), (-1,), layer="tiling")
+    assert (
+        tiling.id.endswith("_layer.tiling") and tiling.expected.reason == "bf16_unsupported_on_soc"
+    )
+    assert Case.from_dict(tiling.to_dict()) == tiling
+    with pytest.raises(MalformedCase, match="not one it accepts"):
+        Case("ascend910b", "bfloat16", (3, 5), (-1,), layer="tiling")
+    with pytest.raises(MalformedCase, match="refuses for a missing tensor"):
+        Case("ascend910b", "float32", (3, 5), (-1,), missing="y", layer="tiling")
+    with pytest.raises(MalformedCase, match="layer 'kernel'"):
+        Case("ascend910b", "float32", (3, 5), (-1,), layer="kernel")

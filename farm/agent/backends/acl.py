@@ -235,6 +235,25 @@ def _reason(status: int, message: str) -> str | None:
     return said.reason.name if said is not None and said.status == status else None
 
 
+# The layer the package's aclnn layer says refused a call (lsg::op_api::after_refusal).
+_REFUSED_BY = re.compile(r"refused by the (OpDef registration|tiling function)")
+_LAYERS = {"OpDef registration": "registration", "tiling function": "tiling"}
+
+
+def _refused_by(status: int, reason: str | None, message: str) -> dict[str, Any] | None:
+    """Which layer refused the call (farm/agent/record.py HostChecks), where the message says:
+    the generated entry's (its registration check or the tiling function, as the aclnn layer
+    names it), else the aclnn layer's own (its line, with no entry layer named)."""
+    found = _REFUSED_BY.findall(message)
+    if found:
+        layer = _LAYERS[found[-1]]
+    elif _REASON.search(message):
+        layer = "front"
+    else:
+        return None
+    return {"decided_by": layer, "host": reason or "", "host_status": status}
+
+
 def run(
     dy: np.ndarray | None,
     y: np.ndarray | None,
@@ -286,14 +305,16 @@ def run(
         "device_s": None if done.device_ms is None else done.device_ms / 1000.0,
     }
     if done.phase_one != 0:
+        reason = _reason(done.phase_one, done.message)
         return BackendResult(
             done.phase_one,
-            _reason(done.phase_one, done.message),
+            reason,
             done.message,
             None,
             0,
             None,
             done.seconds,
+            checks=_refused_by(done.phase_one, reason, done.message),
             device_run=device_run,
         )
     if done.launch_failed:

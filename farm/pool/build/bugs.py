@@ -42,6 +42,8 @@ KERNEL_NUMERIC_TEXT = {
 # Errors of the host code (op_host and the shared tiling it compiles).
 HOST_TEXT = {
     "bf16_cast_310b": "bf16 registered for ascend310b and let through by the tiling's SoC check",
+    "opdef_bf16_310b": "bf16 declared for ascend310b in the OpDef alone (the tiling still refuses)",
+    "tiling_bf16_310b": "the tiling function's SoC check lets bf16 through (the OpDef refuses)",
     "host_half_blocks": "the tiling function gives the kernel half the planned UB block",
     "axes_dedup": "duplicate axes are accepted (reduced once) instead of rejected",
     "axes_span": "non-consecutive axes are accepted, reducing over their whole span",

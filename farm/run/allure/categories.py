@@ -90,6 +90,16 @@ CATEGORIES = [
         "matchedStatuses": ["failed"],
     },
     {
+        "name": "OpDef registration departs from the contract's table",
+        "messageRegex": _rx("registration"),
+        "matchedStatuses": ["failed"],
+    },
+    {
+        "name": "Layer not available on the host (not checked)",
+        "messageRegex": _rx("not_available"),
+        "matchedStatuses": ["broken"],
+    },
+    {
         "name": "Infrastructure",
         "messageRegex": _rx("infrastructure"),
         "matchedStatuses": ["broken", "failed"],

@@ -172,3 +172,54 @@ aclnnStatus aclnnLogSoftmaxGradCustom(void* workspace, uint64_t workspaceSize, a
 }
 
 }  // extern "C"
+
+// -- emulation only: the layers of the generated entry, each on its own (the farm's registration
+// and tiling cases, farm/agent/backends/layers.py).  CANN's own op-api library has neither: on a
+// device the registration is read from the package's aic-<soc>-ops-info.json instead, and the
+// tiling function cannot be run alone.
+extern "C" {
+
+// What the OpDef compiled into this library registered (host_tiling.h describe_opdef).
+LSG_EMU_API const char* lsg_emu_opdef(void) {
+    static const std::string text = lsg::acpu::describe_opdef();
+    return text.c_str();
+}
+
+// The registered tiling function alone on a call, on the emulated runtime's SoC: dtypes[3] and
+// ranks[3] of gradOutput, output and gradInput, their extents one after the other in dims.
+// Returns its status (0 when it tiled the call), *reason and message what it reported.
+LSG_EMU_API int32_t lsg_emu_tiling_alone(const int32_t* dtypes, const int32_t* ranks,
+                                         const int64_t* dims, const int64_t* axes,
+                                         int32_t n_axes, int32_t* reason, char* message,
+                                         size_t message_cap) {
+    lsg::Verdict v;
+    const lsg::SocProfile* soc = lsg::find_soc(lsg_emu::soc_name());
+    if (!soc) {
+        v.status = ACLNN_ERR_INNER;
+        v.reason = LSG_REASON_UNKNOWN_SOC;
+        v.message = std::string("the emulated SoC ") + lsg_emu::soc_name() +
+                    " is not in the operator's SoC table";
+    } else {
+        lsg::Call call;
+        lsg::TensorDesc* descs[] = {&call.dy, &call.y, &call.out};
+        const int64_t* at = dims;
+        for (int i = 0; i < 3; ++i) {
+            descs[i]->present = true;
+            descs[i]->dtype = dtypes[i];
+            descs[i]->shape.assign(at, at + ranks[i]);
+            at += ranks[i];
+        }
+        call.axes.assign(axes, axes + n_axes);
+        v = lsg::check_descriptors(call);
+        if (v.ok()) v = lsg::acpu::tiling_decision(call, *soc);
+    }
+    if (reason) *reason = v.reason;
+    if (message && message_cap) {
+        const size_t n = std::min(message_cap - 1, v.message.size());
+        std::copy(v.message.begin(), v.message.begin() + static_cast<std::ptrdiff_t>(n), message);
+        message[n] = '\0';
+    }
+    return v.ok() ? 0 : v.status;
+}
+
+}  // extern "C"

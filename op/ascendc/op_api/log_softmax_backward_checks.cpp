@@ -42,6 +42,10 @@ Verdict after_refusal(const Call& call, const SocProfile* soc, int32_t status,
             contract.message = own;
         else if (!own.empty())
             contract.message += "; the generated entry said: " + own;
+        if (status == LSG_ERR_PARAM_INVALID)
+            contract.message += "; refused by the OpDef registration";
+        else if (status == kTilingRefused)
+            contract.message += "; refused by the tiling function";
         return contract;
     }
     v.message = "internal error: the generated entry refused a call the contract accepts (status " +

@@ -20,8 +20,15 @@ namespace lsg::op_api {
 // Before the generated entry: malformed descriptors, then every tensor present.
 Verdict check_call(const Call& call);
 
+// The status CANN's generated entry returns when the operator's tiling function refused a call
+// (ACLNN_ERR_INNER_TILING_ERROR); a refusal of its dtype and format check against the OpDef
+// registration is ACLNN_ERR_PARAM_INVALID.
+constexpr int32_t kTilingRefused = 561002;
+
 // The verdict of a call the generated entry refused with `status`, having said `said`: the
-// contract's (reason and message from lsg::validate) when it refuses the call too; an inner error
+// contract's (reason and message from lsg::validate, ending with which layer refused it, as the
+// status says: "; refused by the OpDef registration" or "; refused by the tiling function")
+// when it refuses the call too; an inner error
 // (LSG_ERR_INNER, reason internal) naming the entry's status and words when the contract accepts
 // it (reason unknown_soc when the SoC is not the operator's).
 Verdict after_refusal(const Call& call, const SocProfile* soc, int32_t status,

@@ -265,11 +265,13 @@ int32_t lsg_get_workspace_size(const lsg_tensor* dy, const lsg_tensor* y, const 
         return finish(v.status, v.reason, v.message, reason, message, message_cap);
     };
     // A refusal of the generated entry (the registration's, the tiling function's), as the
-    // package's aclnn layer reports it.
+    // package's aclnn layer reports it, given the status CANN's generated entry returns for it.
     const auto entry_refused = [&](const char* refusing, const lsg::Verdict& said,
                                    const lsg::Call& call, const lsg::SocProfile& soc) {
+        const bool tiling = std::string(refusing) == "tiling" && said.status != LSG_ERR_INNER;
+        const int32_t status = tiling ? lsg::op_api::kTilingRefused : said.status;
         return refused(refusing, said,
-                       lsg::op_api::after_refusal(call, &soc, said.status, said.message));
+                       lsg::op_api::after_refusal(call, &soc, status, said.message));
     };
     try {
         auto ex = std::make_unique<lsg_executor>();
@@ -435,6 +437,23 @@ int32_t lsg_acpu_host_tiling(const lsg_tensor* dy, const lsg_tensor* y, const in
     } catch (const std::exception& e) {
         return finish(LSG_ERR_INNER, LSG_REASON_INTERNAL, std::string("internal error: ") + e.what(),
                       nullptr, message, message_cap);
+    }
+}
+
+int32_t lsg_acpu_tiling_alone(const lsg_tensor* dy, const lsg_tensor* y, const int64_t* axes,
+                              int32_t n_axes, const lsg_tensor* out, const char* soc_name,
+                              int32_t* reason, char* message, size_t message_cap) {
+    try {
+        lsg::Call call;
+        const lsg::SocProfile* soc = nullptr;
+        lsg::Verdict v =
+            lsg::abi::read_call(dy, y, axes, n_axes, out, soc_name, kLibrary, &call, &soc);
+        if (v.ok()) v = lsg::check_descriptors(call);
+        if (v.ok()) v = lsg::acpu::tiling_decision(call, *soc);
+        return finish(v.status, v.reason, v.message, reason, message, message_cap);
+    } catch (const std::exception& e) {
+        return finish(LSG_ERR_INNER, LSG_REASON_INTERNAL, std::string("internal error: ") + e.what(),
+                      reason, message, message_cap);
     }
 }
 

@@ -35,8 +35,19 @@ LSG_API int32_t lsg_acpu_host_tiling(const lsg_tensor* dy, const lsg_tensor* y,
                                      uint64_t* tiling_key, uint64_t* workspace0, char* message,
                                      size_t message_cap);
 
+/* The host tiling function's own decision on a call, with the registration out of the way: only
+ * the descriptors' own checks (a malformed one: 161002, reason 101), then the registered
+ * TilingFunc alone.  Returns 0 when it tiled the call; when it refused, the status it reported
+ * (lsg::report_rejection), *reason its reason and message its words; 561000 (reason 102) when it
+ * failed without saying why, (reason 100) for an unknown SoC.  The farm's tiling cases. */
+LSG_API int32_t lsg_acpu_tiling_alone(const lsg_tensor* dy, const lsg_tensor* y,
+                                      const int64_t* axes, int32_t n_axes, const lsg_tensor* out,
+                                      const char* soc_name, int32_t* reason, char* message,
+                                      size_t message_cap);
+
 /* What the operator registered (OP_ADD): a JSON text, see op/ascendc_cpu/host/host_tiling.h
- * describe_opdef.  The string is the library's and stays valid. */
+ * describe_opdef (per SoC configuration, "params": every input and output with its param type,
+ * dtypes, formats and unknown-shape formats, as CANN's aic-<soc>-ops-info.json lists them).  The string is the library's and stays valid. */
 LSG_API const char* lsg_acpu_opdef(void);
 
 #ifdef __cplusplus

@@ -61,6 +61,63 @@ void json_params(std::ostringstream& o, const std::deque<ops::OpParamDef>& param
     o << '}';
 }
 
+// CANN's names of the formats (as aic-<soc>-ops-info.json writes them); any other by its code.
+std::string format_name(ge::Format f) {
+    switch (f) {
+        case ge::FORMAT_ND: return "ND";
+        case ge::FORMAT_NCHW: return "NCHW";
+        case ge::FORMAT_NHWC: return "NHWC";
+        default: return "format " + std::to_string(static_cast<int>(f));
+    }
+}
+
+const char* param_type_name(ops::Option o) {
+    switch (o) {
+        case ops::REQUIRED: return "required";
+        case ops::OPTIONAL: return "optional";
+        case ops::DYNAMIC: return "dynamic";
+        default: return "ignore";
+    }
+}
+
+void json_names(std::ostringstream& o, const std::vector<ge::Format>& formats) {
+    o << '[';
+    for (size_t i = 0; i < formats.size(); ++i) {
+        if (i) o << ", ";
+        json_string(o, format_name(formats[i]));
+    }
+    o << ']';
+}
+
+// Every parameter of a configuration in order (inputs, then outputs), with all it declares:
+// what CANN's opbuild writes of it into aic-<soc>-ops-info.json (inputN / outputN: name,
+// paramType, dtype, format, unknownshape_format).
+void json_declared(std::ostringstream& o, const std::deque<ops::OpParamDef>& inputs,
+                   const std::deque<ops::OpParamDef>& outputs) {
+    o << '[';
+    bool first = true;
+    for (int io = 0; io < 2; ++io) {
+        for (const ops::OpParamDef& p : io == 0 ? inputs : outputs) {
+            if (!first) o << ", ";
+            first = false;
+            o << "{\"name\": ";
+            json_string(o, p.GetName());
+            o << ", \"io\": \"" << (io == 0 ? "input" : "output") << "\", \"param_type\": \""
+              << param_type_name(p.GetParamType()) << "\", \"dtypes\": [";
+            for (size_t i = 0; i < p.GetDataTypes().size(); ++i) {
+                if (i) o << ", ";
+                json_string(o, dtype_name(static_cast<int32_t>(p.GetDataTypes()[i])));
+            }
+            o << "], \"formats\": ";
+            json_names(o, p.GetFormats());
+            o << ", \"unknown_shape_formats\": ";
+            json_names(o, p.GetUnknownShapeFormats());
+            o << '}';
+        }
+    }
+    o << ']';
+}
+
 }  // namespace
 
 HostTiling run_tiling(const Call& call, const SocProfile& soc) {
@@ -106,6 +163,17 @@ HostTiling run_tiling(const Call& call, const SocProfile& soc) {
     return r;
 }
 
+Verdict tiling_decision(const Call& call, const SocProfile& soc) {
+    const HostTiling h = run_tiling(call, soc);
+    if (h.ok) return Verdict{};
+    if (h.reported) return h.rejection;
+    Verdict v;
+    v.status = LSG_ERR_INNER;
+    v.reason = LSG_REASON_INTERNAL;
+    v.message = "internal error: " + h.error;
+    return v;
+}
+
 bool launches_with_empty_outputs() {
     const ops::OpDef* def = ops::OpDefFactory::EmuFind(kOpType);
     return def != nullptr && def->GetAICore().GetZeroEleOutputLaunchFlag();
@@ -147,6 +215,8 @@ std::string describe_opdef() {
         json_params(o, *inputs);
         o << ", \"outputs\": ";
         json_params(o, *outputs);
+        o << ", \"params\": ";
+        json_declared(o, *inputs, *outputs);
         o << ", \"own_config\": " << (c.explicit_config ? "true" : "false") << '}';
     }
     o << "}, \"has_tiling\": " << (def->GetAICore().GetTiling() ? "true" : "false")

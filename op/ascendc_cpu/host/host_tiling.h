@@ -33,6 +33,12 @@ struct HostTiling {
 // strides: the kernel sees contiguous data), dtypes, axes attribute and the SoC as platform.
 HostTiling run_tiling(const Call& call, const SocProfile& soc);
 
+// The tiling function's own decision on a call, with nothing before it (no registration check,
+// no lsg::validate): ok when it tiled the call; the verdict it reported through
+// lsg::report_rejection when it refused; an internal error (561000) naming what went wrong when
+// it failed without saying why or could not run.  What the farm's tiling cases judge.
+Verdict tiling_decision(const Call& call, const SocProfile& soc);
+
 // Whether the OpDef asked to run when every output is empty (AICore().LaunchWithZeroEleOutputTensors).
 bool launches_with_empty_outputs();
 
