@@ -31,6 +31,7 @@ def _store(tmp_path, *runs: tuple[str, list[dict]]) -> str:
                 {
                     **RUN_META,
                     "target": "ascendc-cpu",
+                    "backend": "acl",  # the target's default
                     "started_at": f"2026-12-0{n + 1}T10:00:00+00:00",
                     "package": {"file": file, "sha256": "cd" * 32},
                 }
@@ -161,13 +162,14 @@ def _run_of(tmp_path, backend: str, files: list[str], records: list[dict]) -> st
 def test_repro_reruns_a_case_as_its_run_did_its_backend_and_its_case_file(
     tmp_path, monkeypatch, capsys
 ):
-    """A case of a case file that an acl run held: repro finds it in the run's copy of the file
-    and calls the operator through acl, and says so in one line (issue 58)."""
+    """A case of a case file that a native run held (not the target's default, acl): repro finds
+    it in the run's copy of the file and calls the operator's C ABI, and says so in one line
+    (issue 58)."""
     run_dir = tmp_path / "runs" / "r" / "cases"
     run_dir.mkdir(parents=True)
     other = casefile.dump([Case("ascend910b", "float32", (3, 5), (1,))], run_dir / "0-other.json")
     mine = casefile.dump([CASE], run_dir / "1-mine.json")
-    store = _run_of(tmp_path, "acl", [str(other), str(mine)], [failed(CASE.id)])
+    store = _run_of(tmp_path, "native", [str(other), str(mine)], [failed(CASE.id)])
     seen: list[argparse.Namespace] = []
 
     def reproduce(args: argparse.Namespace) -> int:
@@ -177,15 +179,15 @@ def test_repro_reruns_a_case_as_its_run_did_its_backend_and_its_case_file(
     monkeypatch.setattr(repro, "reproduce", reproduce)
     assert repro_command.main([CASE.id, "--store", store]) == 1
     (args,) = seen
-    assert (args.backend, args.cases, args.target) == ("acl", [str(mine)], "ascendc-cpu")
+    assert (args.backend, args.cases, args.target) == ("native", [str(mine)], "ascendc-cpu")
     out = capsys.readouterr().out.splitlines()
     assert len(out) == 1, out
-    assert "the acl backend and its case file" in out[0]
-    assert f"--backend acl --cases {mine}" in out[0]
+    assert "the native backend and its case file" in out[0]
+    assert f"--backend native --cases {mine}" in out[0]
     # Told otherwise: the command line's backend and case file, nothing taken.
-    assert repro_command.main([CASE.id, "--store", store, "--backend", "native", "--cases",
+    assert repro_command.main([CASE.id, "--store", store, "--backend", "acl", "--cases",
                                str(mine)]) == 1  # fmt: skip
-    assert (seen[-1].backend, seen[-1].cases) == ("native", [str(mine)])
+    assert (seen[-1].backend, seen[-1].cases) == ("acl", [str(mine)])
     assert capsys.readouterr().out == ""
 
 
@@ -200,6 +202,6 @@ def test_repro_says_in_one_line_when_the_runs_case_file_is_gone(tmp_path):
 
 def test_a_tier_case_of_a_run_with_case_files_takes_none_of_them(tmp_path):
     other = casefile.dump([Case("ascend910b", "float32", (3, 5), (1,))], tmp_path / "other.json")
-    store = _run_of(tmp_path, "native", [str(other)], [failed(CASE.id)])
+    store = _run_of(tmp_path, "acl", [str(other)], [failed(CASE.id)])
     package = case_package.resolve(CASE.id, None, None, None, store)
     assert (package.case_files, package.note) == ((), "")

@@ -30,6 +30,7 @@ from __future__ import annotations
 import ctypes
 import json
 import os
+import re
 from collections.abc import Iterable, Sequence
 from functools import cache
 from pathlib import Path
@@ -247,7 +248,7 @@ def _refused_by(status: int, reason: str | None, message: str) -> dict[str, Any]
     found = _REFUSED_BY.findall(message)
     if found:
         layer = _LAYERS[found[-1]]
-    elif _REASON.search(message):
+    elif reasons.read_line(message) is not None:
         layer = "front"
     else:
         return None
