@@ -13,6 +13,10 @@ import os
 from pathlib import Path
 
 ENV_DIR = "LSG_COVERAGE_DIR"
+# "merged": every case's counters added into one directory, MERGED_DIR (libgcov merges into the
+# .gcda files it finds, under a lock), for a tier too large to keep each case's apart.
+ENV_MODE = "LSG_COVERAGE_MODE"
+MERGED_DIR = "merged"
 DUMP = "lsg_coverage_dump"
 CASE_ID_FILE = "case_id"
 
@@ -42,19 +46,20 @@ def _loaded(path: Path) -> ctypes.CDLL | None:
 
 
 def after_case(case_id: str) -> int:
-    """Dump the counters of every loaded coverage library into the case's directory; how many
-    libraries did. Nothing without $LSG_COVERAGE_DIR."""
+    """Dump the counters of every loaded coverage library into the case's directory (or the one
+    merged directory); how many libraries did. Nothing without $LSG_COVERAGE_DIR."""
     root = os.environ.get(ENV_DIR)
     if not root:
         return 0
-    directory = Path(root) / case_dir_name(case_id)
+    merged = os.environ.get(ENV_MODE) == MERGED_DIR
+    directory = Path(root) / (MERGED_DIR if merged else case_dir_name(case_id))
     dumped = 0
     for path in _package_libraries():
         lib = _loaded(path)
         dump = getattr(lib, DUMP, None) if lib is not None else None
         if dump is None:
             continue
-        if not dumped:
+        if not dumped and not merged:
             directory.mkdir(parents=True, exist_ok=True)
             (directory / CASE_ID_FILE).write_text(case_id, encoding="utf-8")
         dump.argtypes = [ctypes.c_char_p]

@@ -134,7 +134,7 @@ def _gcov_json(tree: Path, build_dir: Path) -> Iterable[dict]:
     if not gcdas:
         return []
     proc = subprocess.run(
-        ["gcov", "--json-format", "--stdout", *map(str, gcdas)],
+        ["gcov", "--branch-probabilities", "--json-format", "--stdout", *map(str, gcdas)],
         capture_output=True,
         text=True,
         cwd=tree,
@@ -174,3 +174,14 @@ def cases_per_branch(
             for b in branches:
                 counts[b] += 1
     return dict(counts)
+
+
+def single_page(tracefile: Path, page: Path) -> None:
+    """gcovr's detailed HTML as one self-contained page (what the run's report attaches), from
+    the JSON it already wrote: no gcov again."""
+    cmd = [sys.executable, "-m", "gcovr", "--root", str(OP_DIR), "--add-tracefile", str(tracefile)]
+    cmd += ["--html-details", str(page), "--html-single-page", "--html-self-contained"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO_ROOT)
+    if proc.returncode != 0:
+        tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
+        raise UsageError(f"gcovr's single page failed (exit {proc.returncode}): {tail[0]}")
