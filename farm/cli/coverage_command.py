@@ -16,8 +16,10 @@ Exit 0: every uncovered line and branch is explained and no explanation is stale
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import sys
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -103,7 +105,8 @@ def main(argv: list[str] | None = None) -> int:
     else:
         show(FarmConsole(highlight=False), result, out)
     if not args.no_report:
-        _report(runs[0][1])
+        with contextlib.redirect_stdout(sys.stderr):
+            _report(runs[0][1])
     failed = not result["accounted"]
     return 1 if failed else code
 
@@ -122,30 +125,30 @@ def _local_only(inventory: str | None) -> None:
         )
 
 
-def _run_backends(
-    args, backends: list[str], counters: Path
-) -> tuple[list[tuple[str, str]], int]:
+def _run_backends(args, backends: list[str], counters: Path) -> tuple[list[tuple[str, str]], int]:
     """The tier on each backend with the coverage build; [(backend, run_id)], the worst exit."""
     from farm.cli import run_command
     from suites.caseset import Selection
 
-    runs, worst = [], 0
+    runs: list[tuple[str, str]] = []
+    worst = 0
     for backend in backends:
         os.environ[ENV_DIR] = str(counters / backend)
         if args.merged:
             os.environ[ENV_MODE] = MERGED_DIR
         summary = counters / f"{backend}-summary.json"
-        try:
-            code = run_command.run(
-                Selection(tier=args.tier),
-                args.inventory,
-                backend,
-                jobs=args.jobs,
-                report=False,
-                extra_pytest=args.pytest_args,
-                coverage=True,
-                json_summary=str(summary),
-            )
+        try:  # the run's lines on stderr: stdout is the coverage's (--json: JSON alone)
+            with contextlib.redirect_stdout(sys.stderr):
+                code = run_command.run(
+                    Selection(tier=args.tier),
+                    args.inventory,
+                    backend,
+                    jobs=args.jobs,
+                    report=False,
+                    extra_pytest=args.pytest_args,
+                    coverage=True,
+                    json_summary=str(summary),
+                )
         finally:
             os.environ.pop(ENV_DIR, None)
             os.environ.pop(ENV_MODE, None)
@@ -267,6 +270,8 @@ def _write(result: dict, runs: list[tuple[str, str]]) -> Path:
     location = store_location(None)
     with RunStore(location) as store:
         run = store.get_run(runs[0][1])
+    if run is None:
+        raise UsageError(f"run {runs[0][1]} is not in the store {location.display}")
     out = coverage_files.coverage_dir(run_dir_of(run, location))
     work = Path(result.pop("html_work"))
     shutil.rmtree(out, ignore_errors=True)

@@ -12,11 +12,12 @@ stale, to be removed.
 
 from __future__ import annotations
 
-import tomllib
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import tomllib
 
 from farm.util.errors import UsageError
 
@@ -66,7 +67,7 @@ def load(path: Path) -> list[Entry]:
         return []
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise UsageError(f"{path}: not TOML ({exc}): fix the file") from None
-    entries = []
+    entries: list[Entry] = []
     for n, raw in enumerate(doc.get("unreachable", []), 1):
         missing = [k for k in ("file", "text", "why") if not str(raw.get(k, "")).strip()]
         if missing:
@@ -102,9 +103,7 @@ def uncovered(gcovr: Mapping, source: Mapping[str, list[str]]) -> list[Uncovered
             if counts[number] and not missed:
                 continue
             text = lines[number - 1].strip() if 0 < number <= len(lines) else ""
-            found.append(
-                Uncovered(name, number, text, counts[number] == 0, missed, len(taken))
-            )
+            found.append(Uncovered(name, number, text, counts[number] == 0, missed, len(taken)))
     return found
 
 

@@ -190,9 +190,10 @@ def deploy(
     run_group: str = "",
     coverage: bool = False,
 ) -> Plan:
-    """The package built (`coverage`: its gcov build), the pool's hosts health-checked and deployed to, the plan made and
-    saved with its cases; what it leaves out said. A failure after the plan was made removes
-    its run directory (it would hold a plan alone, which no command would ever find)."""
+    """The package built (`coverage`: its gcov build), the pool's hosts health-checked and
+    deployed to, the plan made and saved with its cases; what it leaves out said. A failure
+    after the plan was made removes its run directory (it would hold a plan alone, which no
+    command would ever find)."""
     from farm.pool import build
 
     target = target or build.DEFAULT_TARGET

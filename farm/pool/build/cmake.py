@@ -205,11 +205,9 @@ def build_native(
         else []
     )
     build_dir = (
-        (
-            Path(build_dir)
-            if build_dir
-            else default_build_dir(plant_bug, sanitize, target, arch, coverage=coverage)
-        )
+        Path(build_dir)
+        if build_dir
+        else default_build_dir(plant_bug, sanitize, target, arch, coverage=coverage)
     )
     build_dir = build_dir if build_dir.is_absolute() else ROOT / build_dir
     # The shared planted directory builds the bug as its own target (LSG_PLANT_ALL); any other
