@@ -32,9 +32,9 @@ def _toml(entries) -> str:
     )
 
 
-def _coverage(farm, explanations: Path):
+def _coverage(farm, explanations: Path, *options: str):
     return farm.run(
-        "coverage", "--no-report", "--json", "--explanations", str(explanations), "--", "-k", SLICE
+        "coverage", *options, "--json", "--explanations", str(explanations), "--", "-k", SLICE
     )
 
 
@@ -43,7 +43,7 @@ def test_coverage_of_a_slice(farm, tmp_path):
     explanations.write_text(
         _toml([(*INFER, "graph mode only: no aclnn call infers shapes"), (*STALE, "nothing")])
     )
-    first = _coverage(farm, explanations)
+    first = _coverage(farm, explanations, "--no-report")
     assert first.code == 1, first.text[-3000:]
     got = json.loads(first.out)
     assert set(got["runs"]) == {"acl", "native"}
@@ -72,7 +72,8 @@ def test_coverage_of_a_slice(farm, tmp_path):
     assert (run_dir / "html" / "index.html").is_file()
     assert (run_dir / "coverage.html").stat().st_size > 0
 
-    # Every uncovered line explained, nothing stale: exit 0.
+    # Every uncovered line explained, nothing stale: exit 0; with the report, which carries the
+    # coverage page as a global attachment.
     explanations.write_text(
         _toml(sorted({(u["file"], u["text"], "the slice") for u in got["uncovered"]}))
     )
@@ -81,6 +82,8 @@ def test_coverage_of_a_slice(farm, tmp_path):
     again = json.loads(second.out)
     assert again["unexplained"] == 0 and again["stale"] == [] and again["accounted"]
     assert again["lines"] == got["lines"]
+    report = farm.runs / again["runs"]["acl"] / "report"
+    assert "coverage.html" in (report / "widgets" / "globals.json").read_text()
 
 
 def test_an_ssh_inventory_is_refused_in_one_line(farm, tmp_path):
