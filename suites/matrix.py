@@ -84,6 +84,7 @@ from suites.matrix_space import (
     casts,
     make_case,
 )
+from suites.matrix_coverage import coverage_cases
 from suites.matrix_values import (
     bad_axis_lists,
     constant_fills,
@@ -122,6 +123,7 @@ SECTIONS: tuple[Callable[[str, tuple, bool], Iterable[Case]], ...] = (
     mid_groups,
     schedule_boundaries,
     block_multiples,
+    coverage_cases,  # smoke only, last: farm coverage's (suites/matrix_coverage.py)
 )
 
 
@@ -280,6 +282,7 @@ __all__ = [
     "bad_axis_lists",
     "block_elems",
     "block_multiples",
+    "coverage_cases",
     "casts",
     "chunk_rows",
     "constant_fills",
