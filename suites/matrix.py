@@ -28,6 +28,7 @@ from farm.util.errors import UsageError
 from golden import soc
 from suites import gates
 from suites.case import Case
+from suites.matrix_coverage import coverage_cases
 from suites.matrix_shapes import (
     axis_lists,
     block_multiples,
@@ -84,7 +85,6 @@ from suites.matrix_space import (
     casts,
     make_case,
 )
-from suites.matrix_coverage import coverage_cases
 from suites.matrix_values import (
     bad_axis_lists,
     constant_fills,
