@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from suites.case import Case
 from suites.matrix_space import STRIDED_INPUTS, make_case
 
-# Per family: (dtype, shape, axes, keyword arguments).
+# Per family: the unsupported dtype of its third refusal, the dtype of its strided view.
 _PICKS = {
     "ascend910b": ("float64", "float32"),
     "ascend310b": ("int32", "float16"),
