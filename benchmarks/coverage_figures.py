@@ -32,6 +32,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tier", default="smoke")
     parser.add_argument("--merged", action="store_true", help="farm coverage --merged")
+    parser.add_argument("--out", type=Path, help="also write farm coverage's JSON here")
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
     from farm.pool import build
@@ -48,6 +49,8 @@ def main() -> int:
         print(proc.stderr[-3000:], file=sys.stderr)
         return proc.returncode
     got = json.loads(proc.stdout)
+    if args.out:
+        args.out.write_text(proc.stdout)
     print(f"farm coverage --tier {args.tier}{' --merged' * args.merged}: exit {proc.returncode}")
     print(f"  wall          {wall:.1f} s (the command's own count: {got['seconds']} s)")
     for kind in ("lines", "branches", "functions"):
