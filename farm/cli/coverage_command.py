@@ -56,6 +56,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--inventory",
+        metavar="FILE",
         help="refused unless all its hosts are local: the counters are written under this "
         "machine's build directory",
     )
@@ -68,6 +69,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--explanations",
         type=Path,
+        metavar="FILE",
         default=EXPLANATIONS,
         help="the reviewed explanations of what no case reaches (default "
         "op/coverage_unreachable.toml)",
