@@ -10,27 +10,32 @@ from collections.abc import Iterator
 from suites.case import Case
 from suites.matrix_space import STRIDED_INPUTS, make_case
 
-# Per family: the unsupported dtype of its third refusal, the dtype of its strided view.
-_PICKS = {
-    "ascend910b": ("float64", "float32"),
-    "ascend310b": ("int32", "float16"),
-}
+BASE = (3, 5)
+# A strided view whose last dimension has extent 1: the contiguity test skips its stride
+# (op/tiling/tiling.cpp is_contiguous), which no other smoke case does.
+EXTENT_ONE_LAST = ((3, 5, 1), (1,))
 
 
 def coverage_cases(family: str, dtypes, full: bool) -> Iterator[Case]:
     if full:
         return
-    refused, strided = _PICKS[family]
-    base = (3, 5)
-    yield from (
-        # float16 beside float32's: a rank over the maximum, a dim out of range, no axis at all
-        # (op/tiling/tiling.cpp validate; the aclnn layer's dims check)
-        make_case(family, "float16", (2,) * 9, (0,), "coverage"),
-        make_case(family, "float16", base, (2,), "coverage"),
-        make_case(family, "float16", (2, 3, 4), (), "coverage", api="axes"),
-        # an unsupported dtype named in the refusal (tiling.cpp dtype_name), a third case
-        make_case(family, refused, (2, 3, 4), (1,), "coverage"),
-        # a strided view whose last dimension has extent 1: the contiguity test skips its
-        # stride (tiling.cpp is_contiguous), which no other smoke case reached
-        make_case(family, strided, (3, 5, 1), (1,), "coverage", **STRIDED_INPUTS),
-    )
+    shape, axes = EXTENT_ONE_LAST
+    if family == "ascend910b":
+        yield from (
+            # float16 beside float32's two: a rank over the maximum, a dim past the last
+            make_case(family, "float16", (2,) * 9, (0,), "coverage"),
+            make_case(family, "float16", BASE, (2,), "coverage"),
+            # float64 refused and named (tiling.cpp dtype_name): a third case
+            make_case(family, "float64", (2, 3, 4), (1,), "coverage"),
+            make_case(family, "float32", shape, axes, "coverage", **STRIDED_INPUTS),
+            make_case(family, "float16", shape, axes, "coverage", **STRIDED_INPUTS),
+        )
+    else:
+        yield from (
+            # float16 beside float32's two: no axis at all (the aclnn dims check), a dim before
+            # the first
+            make_case(family, "float16", (2, 3, 4), (), "coverage", api="axes"),
+            make_case(family, "float16", BASE, (-3,), "coverage"),
+            make_case(family, "int32", (2, 3, 4), (1,), "coverage"),
+            make_case(family, "float16", shape, axes, "coverage", **STRIDED_INPUTS),
+        )
