@@ -19,7 +19,9 @@ import argparse
 import contextlib
 import json
 import os
+import shutil
 import sys
+import tempfile
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -92,16 +94,23 @@ def main(argv: list[str] | None = None) -> int:
     explanations = coverage_unreachable.load(args.explanations)  # a bad file stops here
     console = FarmConsole(stderr=True, highlight=False)
     started = time.perf_counter()
-    counters = paths.RUNS_DIR / "coverage" / time.strftime("%Y%m%d-%H%M%S")
-    runs, code = _run_backends(args, backends, counters)
-    if code not in (0, 1):
-        console.print(f"farm coverage: a run ended with exit {code}: no coverage measured")
-        return code
-    result = measure(
-        counters, args.tier, runs, explanations, _run_cases(runs), per_case=not args.merged
+    # The cases' counters, kept until the coverage is written (removed however it ends).
+    (paths.RUNS_DIR / "coverage").mkdir(parents=True, exist_ok=True)
+    counters = Path(
+        tempfile.mkdtemp(prefix=time.strftime("%Y%m%d-%H%M%S-"), dir=paths.RUNS_DIR / "coverage")
     )
-    result["seconds"] = round(time.perf_counter() - started, 1)
-    out = _write(result, runs)
+    try:
+        runs, code = _run_backends(args, backends, counters)
+        if code not in (0, 1):
+            console.print(f"farm coverage: a run ended with exit {code}: no coverage measured")
+            return code
+        result = measure(
+            counters, args.tier, runs, explanations, _run_cases(runs), per_case=not args.merged
+        )
+        result["seconds"] = round(time.perf_counter() - started, 1)
+        out = _write(result, runs)
+    finally:
+        shutil.rmtree(counters, ignore_errors=True)
     if args.json:
         print(json.dumps(result, indent=1))
     else:
@@ -263,9 +272,7 @@ def _per_case(per_branch: Mapping, source: Mapping[str, list[str]]) -> dict:
 
 def _write(result: dict, runs: list[tuple[str, str]]) -> Path:
     """The coverage into the first run's directory (coverage/: coverage.json, the HTML, the
-    single page the report attaches); the work directory's counters removed."""
-    import shutil
-
+    single page the report attaches)."""
     from farm.results.run_paths import run_dir_of
     from farm.results.store import RunStore, store_location
 
@@ -281,7 +288,6 @@ def _write(result: dict, runs: list[tuple[str, str]]) -> Path:
     shutil.copytree(work / "html", out / "html")
     coverage_data.single_page(work / "gcovr.json", out / coverage_files.PAGE)
     (out / coverage_files.JSON).write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
-    shutil.rmtree(work.parent, ignore_errors=True)
     return out
 
 
