@@ -130,3 +130,28 @@ def test_the_checked_in_explanations_parse_and_name_real_sources():
     for e in entries:
         assert real_source(e.file), e
         assert e.text in [ln.strip() for ln in sources[e.file]], e
+
+
+def test_gcovr_missing_is_one_line(monkeypatch):
+    from farm.results import coverage_data
+
+    monkeypatch.setattr(coverage_data.sys, "executable", "/bin/false")
+    with pytest.raises(UsageError, match=r"gcovr is not installed for /bin/false: pip install"):
+        coverage_data.gcovr_available()
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [{"target": "twin"}, {"plant_bug": "tail"}, {"sanitize": True}, {"arch": "aarch64"}],
+)
+def test_the_coverage_build_is_the_real_operator_here_only(kwargs):
+    """A coverage build of anything but this checkout's ascendc-cpu for this machine is refused
+    before CMake runs (its counters are written under this machine's build paths)."""
+    from farm.pool.build import HOST_ARCH, build_native
+    from farm.util.errors import BuildError
+
+    if kwargs.get("arch") == HOST_ARCH:
+        kwargs = {"arch": "x86_64"}
+    args = {"target": "ascendc-cpu", **kwargs}
+    with pytest.raises(BuildError, match="coverage build is of this checkout's ascendc-cpu"):
+        build_native(args.pop("target"), coverage=True, **args)
