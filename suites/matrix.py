@@ -29,6 +29,7 @@ from golden import soc
 from suites import gates
 from suites.case import Case
 from suites.matrix_layers import layers
+from suites.matrix_coverage import coverage_cases
 from suites.matrix_shapes import (
     axis_lists,
     block_multiples,
@@ -124,6 +125,7 @@ SECTIONS: tuple[Callable[[str, tuple, bool], Iterable[Case]], ...] = (
     schedule_boundaries,
     block_multiples,
     layers,
+    coverage_cases,  # smoke only, last: farm coverage's (suites/matrix_coverage.py)
 )
 
 
@@ -282,6 +284,7 @@ __all__ = [
     "bad_axis_lists",
     "block_elems",
     "block_multiples",
+    "coverage_cases",
     "casts",
     "chunk_rows",
     "constant_fills",

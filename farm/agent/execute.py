@@ -12,6 +12,7 @@ from typing import Any, cast
 
 import numpy as np
 
+from farm.agent import coverage_dump
 from farm.agent.backends import BACKENDS
 from farm.agent.backends.base import Backend
 from farm.agent.histogram import HistogramAccumulator
@@ -115,6 +116,17 @@ def descriptor_only(case: CaseRequest) -> bool:
 
 
 def run_case(case: CaseRequest, backend: str, device: int, identity: Identity) -> ResultRecord:
+    """The case's one record; under `farm coverage`, the coverage build's counters of the case
+    written into its own directory (farm/agent/coverage_dump.py)."""
+    try:
+        return _run_case_record(case, backend, device, identity)
+    finally:
+        coverage_dump.after_case(case["id"])
+
+
+def _run_case_record(
+    case: CaseRequest, backend: str, device: int, identity: Identity
+) -> ResultRecord:
     """The case's one record. An allocation that fails (numpy's MemoryError, the library's
     std::bad_alloc) is the case's outcome, never an exception: an exception is the host's
     infrastructure error, and would quarantine every host the case is tried on."""

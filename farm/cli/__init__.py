@@ -396,6 +396,10 @@ COMMANDS = {
         _delegate("farm.cli.bisect_command"),
         "find the first commit where selected cases fail",
     ),
+    "coverage": (
+        _delegate("farm.cli.coverage_command"),
+        "line and branch coverage of the operator's real sources over a tier (gcov, gcovr)",
+    ),
     "triage": (_delegate("farm.results.triage_command"), "what a run's failures share, ranked"),
     "build": (_delegate("farm.pool.build"), "build the operator package (dist/op)"),
     "lab": (

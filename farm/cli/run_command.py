@@ -72,8 +72,10 @@ def run(
     shard: str | None = None,
     run_group: str | None = None,
     json_summary: str | None = None,
+    coverage: bool = False,
 ) -> int:
-    """Run the selection ``chosen`` on the pool; the exit code. ``shard`` ("K/N") and
+    """Run the selection ``chosen`` on the pool; the exit code. ``coverage``: the operator's gcov
+    build (`farm coverage`, farm/cli/coverage_command.py). ``shard`` ("K/N") and
     ``run_group``: run one shard of the logical run ``run_group`` (farm/run/shard.py; merged by
     farm merge, farm/cli/merge_command.py). ``json_summary``: a file the run's summary.json is
     copied to (:func:`say_the_run`)."""
@@ -113,6 +115,7 @@ def run(
                 case_timeout,
                 shard=str(part or ""),
                 run_group=group,
+                coverage=coverage,
             )
         code = _run_session(
             console,
@@ -150,6 +153,7 @@ def _prepare(
     case_timeout,
     shard="",
     run_group="",
+    coverage=False,
 ) -> tuple[Plan, list[Case], StoreLocation, RunMetadata]:
     """Store, package, health checks and deploy, the plan; the run begun in the store."""
     from farm.results.store import check_store_while, default_location
@@ -172,6 +176,7 @@ def _prepare(
         case_timeout,
         shard=shard,
         run_group=run_group,
+        coverage=coverage,
     )
     with runner.removed_unless_begun(plan):
         store_scan.result()

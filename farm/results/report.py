@@ -26,11 +26,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from farm.results import coverage_files
 from farm.results.gate import GateRule, farm_gate, gate_exit_code
 from farm.results.report_generate import generate
 from farm.results.report_history import HISTORY_RUNS
 from farm.results.report_out_dir import check_out_dir
-from farm.results.run_paths import default_report_dir, default_results_dir
+from farm.results.run_paths import default_report_dir, default_results_dir, run_dir_of
 from farm.results.store.location import StoreLocation
 from farm.results.store.stored_history import StoredHistory
 from farm.run.allure.process import AllureProcess
@@ -194,6 +195,8 @@ def make_report(
                 history_limit=request.history_runs,
                 allure=allure,
                 plots_drawn=judged is not None and judged.plots_drawn,
+                # `farm coverage`'s page of the run, when it measured one
+                extra_attachments=coverage_files.attachments(run_dir_of(run, location)),
             )
     except (ToolMissing, FileNotFoundError) as exc:
         print(f"farm report: {exc}", file=sys.stderr)

@@ -188,10 +188,12 @@ def deploy(
     case_timeout: float,
     shard: str = "",
     run_group: str = "",
+    coverage: bool = False,
 ) -> Plan:
-    """The package built, the pool's hosts health-checked and deployed to, the plan made and
-    saved with its cases; what it leaves out said. A failure after the plan was made removes
-    its run directory (it would hold a plan alone, which no command would ever find)."""
+    """The package built (`coverage`: its gcov build), the pool's hosts health-checked and
+    deployed to, the plan made and saved with its cases; what it leaves out said. A failure
+    after the plan was made removes its run directory (it would hold a plan alone, which no
+    command would ever find)."""
     from farm.pool import build
 
     target = target or build.DEFAULT_TARGET
@@ -209,7 +211,7 @@ def deploy(
         )
     else:
         with console.status("building the operator package"):
-            package = build.build_package(target, plant_bug=plant_bug)
+            package = build.build_package(target, plant_bug=plant_bug, coverage=coverage)
         console.print(f"package  {package.name}", highlight=False)
     console.print(f"target   {build.describe(target)}", highlight=False)
 
@@ -240,7 +242,7 @@ def deploy(
             console.print(f"package  {built.name} ({arch}, CANN {cann})", highlight=False)
             return built
         # The build says its lines (farm/util/announce.py).
-        built = build.build_package(target, plant_bug=plant_bug, arch=arch)
+        built = build.build_package(target, plant_bug=plant_bug, arch=arch, coverage=coverage)
         console.print(f"package  {built.name} ({arch})", highlight=False)
         return built
 

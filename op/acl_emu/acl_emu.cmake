@@ -148,3 +148,13 @@ set_target_properties(lsg_acl_example PROPERTIES
 add_custom_target(lsg_acl_emu DEPENDS lsg_acl_cust_opapi lsg_acl_cust_opapi_generated
                   lsg_acl_ascendcl_before_8_1 lsg_acl_example)
 
+# The coverage build: the aclnn layer instrumented too, and the dump farm coverage calls per case.
+if(LSG_COVERAGE)
+  set_source_files_properties("${CMAKE_CURRENT_SOURCE_DIR}/ascendc/op_api/aclnn_log_softmax_backward.cpp"
+    PROPERTIES COMPILE_OPTIONS "${LSG_COVERAGE_FLAGS}")
+  target_sources(lsg_acl_cust_opapi PRIVATE "${LSG_ACPU_DIR}/abi/coverage_dump.cpp")
+  target_include_directories(lsg_acl_cust_opapi PRIVATE "${LSG_ACPU_DIR}/abi")
+  target_link_options(lsg_acl_cust_opapi PRIVATE --coverage)
+  target_link_options(lsg_acl_cust_opapi_generated PRIVATE --coverage)
+  target_link_options(lsg_acl_example PRIVATE --coverage)
+endif()

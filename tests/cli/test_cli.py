@@ -62,7 +62,7 @@ def test_unknown_tier_and_command_are_one_clear_line():
 
 COMMANDS = ["run", "cases", "cases import", "cases promote", "hosts", "merge", "repro", "shrink",
             "bisect", "triage", "build", "lab", "report", "runs", "runs prune", "store",
-            "store info", "store migrate", "baseline", "compare"]  # fmt: skip
+            "store info", "store migrate", "baseline", "compare", "coverage"]  # fmt: skip
 DOCSTRING_HELP = {"cases promote": "farm.results.promote", "triage": "farm.results.triage_command",
                   "repro": "farm.run.repro", "store": "farm.results.store_command"}  # fmt: skip
 
@@ -102,6 +102,7 @@ def test_version_is_the_package_version():
         (("build", "--target", "ascend"), "needs the CANN toolkit"),
         (("run", "--store", "postgresql://farm:hunter2@127.0.0.1:1/farm"), "farm:***@127.0.0.1:1"),
         (("store", "info", "--store", "mysql://db/farm"), "not a store the farm knows"),
+        (("coverage", "--backend", "torch"), "--backend torch: give acl, native or acl,native"),
     ],
 )
 def test_known_failures_are_one_line_without_a_traceback(tmp_path, args, needle):

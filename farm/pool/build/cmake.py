@@ -143,6 +143,7 @@ def build_native(
     sanitize: bool = False,
     source_dir: str | Path | None = None,
     arch: str | None = None,
+    coverage: bool = False,
 ) -> Path:
     """Configure op/ with CMake and build the library of `target` (ascendc-cpu or twin); returns
     its path. Incremental: a second call on the same directory only rebuilds what changed. A
@@ -158,7 +159,12 @@ def build_native(
     `arch`: the CPU architecture to build for (ARCHES; None: this machine's, HOST_ARCH). Another
     is cross compiled with Debian's toolchain (TRIPLES, the toolchain file op/cmake/<triple>.cmake)
     into a build directory of its own (default_build_dir(..., arch=arch)), under the same rules:
-    the same sources give the same bytes. No sanitizer build for another architecture."""
+    the same sources give the same bytes. No sanitizer build for another architecture.
+
+    `coverage`: the real sources instrumented for gcov (LSG_COVERAGE; ascendc-cpu, this machine,
+    no planted bug), with its emulated ACL runtime, into build/ascendc-cpu-coverage (`farm
+    coverage`). Its counters are written under that directory's paths, so its package runs on
+    this machine's hosts only."""
     arch = check_arch(arch)
     cross = arch != HOST_ARCH
     if target not in NATIVE_TARGETS:
@@ -175,6 +181,11 @@ def build_native(
             "the ascendc-cpu target needs the CPU emulation of Ascend C (op/ascendc_cpu/include "
             "kernel_operator.h and the emulated device op/ascendc_cpu/src), which this checkout "
             "lacks; build --target twin meanwhile"
+        )
+    if coverage and (target != "ascendc-cpu" or plant_bug or sanitize or cross or source_dir):
+        raise BuildError(
+            "the coverage build is of this checkout's ascendc-cpu target, for this machine, with "
+            "no planted bug or sanitizer"
         )
     if source_dir is not None and build_dir is None:
         raise BuildError("building another source tree needs its own build_dir")
@@ -194,7 +205,9 @@ def build_native(
         else []
     )
     build_dir = (
-        Path(build_dir) if build_dir else default_build_dir(plant_bug, sanitize, target, arch)
+        Path(build_dir)
+        if build_dir
+        else default_build_dir(plant_bug, sanitize, target, arch, coverage=coverage)
     )
     build_dir = build_dir if build_dir.is_absolute() else ROOT / build_dir
     # The shared planted directory builds the bug as its own target (LSG_PLANT_ALL); any other
@@ -220,6 +233,7 @@ def build_native(
         f"-DLSG_PLANT_BUG={'' if shared else plant_bug}",
         f"-DLSG_PLANT_ALL={'ON' if shared else 'OFF'}",
         f"-DLSG_SANITIZE={'ON' if sanitize else 'OFF'}",
+        f"-DLSG_COVERAGE={'ON' if coverage else 'OFF'}",
         f"-DLSG_ACL_SDK={acl_sdk.sdk_dir() if acl else ''}",
         *cross_args,
     ]

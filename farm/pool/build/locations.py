@@ -62,11 +62,18 @@ def arch_suffix(arch: str | None) -> str:
 
 
 def default_build_dir(
-    plant_bug: str = "", sanitize: bool = False, target: str = "twin", arch: str | None = None
+    plant_bug: str = "",
+    sanitize: bool = False,
+    target: str = "twin",
+    arch: str | None = None,
+    coverage: bool = False,
 ) -> Path:
     """build/<target> for the real library (where the native backend looks), else a variant;
     every planted bug of the emulated real kernel shares one, PLANTED_DIR. A build for another
-    architecture than this machine's has its own, with "-<arch>" appended (build/twin-aarch64)."""
+    architecture than this machine's has its own, with "-<arch>" appended (build/twin-aarch64).
+    The coverage build (gcov) is build/<target>-coverage."""
+    if coverage:
+        return ROOT / "build" / f"{target}-coverage"
     if target == "ascendc-cpu" and plant_bug and not sanitize:
         return planted_dir(arch)
     name = target + (f"-{plant_bug}" if plant_bug else "") + ("-sanitize" if sanitize else "")

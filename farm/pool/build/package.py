@@ -74,7 +74,9 @@ def manifest(
     plant_bug: str = "",
     source_dir: str | Path | None = None,
     arch: str | None = None,
+    coverage: bool = False,
 ) -> dict:
+    extra = {"coverage": True} if coverage else {}  # a gcov build: farm coverage's own
     return {
         "name": PACKAGE_NAME,
         "version": op_version(source_dir),
@@ -87,6 +89,7 @@ def manifest(
         "plant_bug": plant_bug,
         "soc_profiles": soc_profiles(source_dir),
         "files": file_entries(files),
+        **extra,
     }
 
 
@@ -163,10 +166,13 @@ def archive_name(
     plant_bug: str = "",
     source_dir: str | Path | None = None,
     arch: str | None = None,
+    coverage: bool = False,
 ) -> str:
     """logsoftmaxgrad-<version>-<target>[-bug-<bug>].tar.gz for this machine's architecture,
-    with -<arch> before .tar.gz for another (logsoftmaxgrad-0.1.0-twin-aarch64.tar.gz)."""
+    with -<arch> before .tar.gz for another (logsoftmaxgrad-0.1.0-twin-aarch64.tar.gz); the
+    coverage build's is ...-<target>-coverage.tar.gz."""
     bug = f"-bug-{plant_bug}" if plant_bug else ""
+    bug += "-coverage" if coverage else ""
     return f"{PACKAGE_NAME}-{op_version(source_dir)}-{target}{bug}{arch_suffix(arch)}.tar.gz"
 
 
@@ -198,6 +204,7 @@ def build_package(
     build_dir: str | Path | None = None,
     source_dir: str | Path | None = None,
     arch: str | None = None,
+    coverage: bool = False,
 ) -> Path:
     """Build the operator for `target` and write its archive; returns the archive's path.
 
@@ -212,6 +219,8 @@ def build_package(
     arch: the CPU architecture (ARCHES; None: this machine's). ascendc-cpu and twin cross compile
     for another (build_native), into an archive named with -<arch> (archive_name); ascend builds
     where CANN is, for that machine only. The manifest says the arch of every package.
+
+    coverage: the gcov build of ascendc-cpu (build_native's coverage), ...-coverage.tar.gz.
     """
     if target not in TARGETS:
         raise BuildError(f"target {target!r}: use one of {TARGETS}")
@@ -222,8 +231,14 @@ def build_package(
             f"machine's architecture ({HOST_ARCH} here), not {arch}: run farm build --target "
             f"{target} on an {arch} machine with the CANN toolkit"
         )
-    with announce.announced(lambda: build_line(target, arch, plant_bug, source_dir)):
-        return _build_package(target, Path(out_dir), plant_bug, build_dir, source_dir, arch)
+
+    def line() -> str:
+        return build_line(target, arch, plant_bug, source_dir) + ", gcov" * coverage
+
+    with announce.announced(line):
+        return _build_package(
+            target, Path(out_dir), plant_bug, build_dir, source_dir, arch, coverage
+        )
 
 
 def build_line(target: str, arch: str, plant_bug: str, source_dir: str | Path | None) -> str:
@@ -241,9 +256,17 @@ def _build_package(
     build_dir: str | Path | None,
     source_dir: str | Path | None,
     arch: str,
+    coverage: bool = False,
 ) -> Path:
     if target in NATIVE_TARGETS:
-        lib = build_native(target, build_dir, plant_bug=plant_bug, source_dir=source_dir, arch=arch)
+        lib = build_native(
+            target,
+            build_dir,
+            plant_bug=plant_bug,
+            source_dir=source_dir,
+            arch=arch,
+            coverage=coverage,
+        )
         files = {f"lib/{LIB_NAMES[target]}": lib.read_bytes()}
         files.update({f"include/{h.name}": h.read_bytes() for h in headers(target, source_dir)})
         if target == "ascendc-cpu" and source_dir is None:
@@ -255,8 +278,13 @@ def _build_package(
             raise BuildError("source_dir applies to the ascendc-cpu and twin targets only")
         files = ascend_files()
     files["manifest.json"] = (
-        json.dumps(manifest(target, files, plant_bug, source_dir, arch), indent=2, sort_keys=True)
+        json.dumps(
+            manifest(target, files, plant_bug, source_dir, arch, coverage),
+            indent=2,
+            sort_keys=True,
+        )
         + "\n"
     ).encode()
     out_dir = out_dir if out_dir.is_absolute() else ROOT / out_dir
-    return write_archive(out_dir / archive_name(target, plant_bug, source_dir, arch), files)
+    name = archive_name(target, plant_bug, source_dir, arch, coverage)
+    return write_archive(out_dir / name, files)
