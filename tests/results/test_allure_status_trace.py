@@ -16,7 +16,7 @@ from suites.tiling import TilingMismatch
 from .conftest import record
 from .test_allure_criterion import _judged
 
-OPTIONS = {"target": "ascendc-cpu", "plant_bug": "trunc_narrow", "backend": "acl"}
+OPTIONS = {"target": "ascendc-cpu", "plant_bug": "trunc_narrow", "backend": "native"}
 
 
 def test_a_precision_failures_trace_is_its_verdict_criterion_and_repro_line():
@@ -27,7 +27,7 @@ def test_a_precision_failures_trace_is_its_verdict_criterion_and_repro_line():
     assert "51 of 51 elements over their bound" in lines[1] and "the largest 1.01e+03x" in lines[1]
     assert lines[2].startswith("worst element (") and "(actual " in lines[2]
     assert lines[3] == (
-        f"rerun it alone: farm repro {rec['case_id']} --plant-bug trunc_narrow --backend acl"
+        f"rerun it alone: farm repro {rec['case_id']} --plant-bug trunc_narrow --backend native"
     )
     assert "Traceback" not in "\n".join(lines) and "assert" not in "\n".join(lines)
 
