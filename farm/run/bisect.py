@@ -290,6 +290,9 @@ class Stepper:
         failing = []
         with PoolSession(
             self.inventory,
+            # A commit's operator is built from its own sources without the ACL path (it needs
+            # the genuine headers in each worktree): its C ABI, as the native backend calls it.
+            backend="native",
             target=self.target,
             package=package,
             run_dir=step_dir / "session",
