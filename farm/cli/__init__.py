@@ -396,6 +396,10 @@ COMMANDS = {
         _delegate("farm.cli.bisect_command"),
         "find the first commit where selected cases fail",
     ),
+    "mutate": (
+        _delegate("farm.cli.mutate_command"),
+        "the mutation score of a tier: edits of the real sources, built and run",
+    ),
     "triage": (_delegate("farm.results.triage_command"), "what a run's failures share, ranked"),
     "build": (_delegate("farm.pool.build"), "build the operator package (dist/op)"),
     "lab": (
