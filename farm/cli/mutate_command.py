@@ -12,9 +12,10 @@ Survived: every case passes (the cases that came closest to failing are kept). E
 built library is the original's once stripped (not run). Stillborn: it does not compile. The
 score is killed / (killed + survived).
 
-Everything goes to the run directory (default runs/mutate/<id>/): mutation.json (every mutant's
-outcome) and report/index.html (the score, the survivors with their lines and closest cases,
-the weak kills); the last lines say the score and where the page is.
+Everything goes to the run directory (default runs/mutate/<id>/): mutants.jsonl (each outcome
+as it comes), mutation.json (every mutant's outcome, at the end) and report/index.html (the
+score, the survivors with their lines and closest cases, the weak kills); the last lines say the
+score and where the page is.
 
 Exit 0: done (and the score is at least --min-score, when given); 1: below --min-score;
 2: usage or build errors; 130/143/129: interrupted (the scratch copies are removed).
@@ -48,7 +49,9 @@ def _parser() -> argparse.ArgumentParser:
         "(Ascend C kernel, host tiling, op-api checks), each built and run through the tier's "
         "cases. Exit 0: done; 1: score below --min-score; 2: usage or build errors.",
     )
-    parser.add_argument("--tier", default="smoke", help="the tier whose cases judge (default smoke)")
+    parser.add_argument(
+        "--tier", default="smoke", help="the tier whose cases judge (default smoke)"
+    )
     parser.add_argument("-k", metavar="EXPR", help="pytest-style -k over the tier's case ids")
     parser.add_argument(
         "--only",
@@ -189,21 +192,25 @@ def _mutate(args, mutants, cases, console: FarmConsole) -> int:
             f"out: {escape(', '.join(base.failing[:5]))}"
         )
     outcomes: list[dict[str, Any]] = []
-    for outcome in run_mutants(
-        mutants,
-        base,
-        build.OP_DIR,
-        jobs=args.jobs,
-        timeout=args.case_timeout,
-        stop_after=args.stop_after,
-    ):
-        outcomes.append(outcome)
-        console.print(_progress_line(len(outcomes), len(mutants), outcome))
+    out.mkdir(parents=True, exist_ok=True)
+    # Each outcome as it comes, a line each: what a long run had done when it was stopped.
+    with open(out / "mutants.jsonl", "w") as stream:
+        for outcome in run_mutants(
+            mutants,
+            base,
+            build.OP_DIR,
+            jobs=args.jobs,
+            timeout=args.case_timeout,
+            stop_after=args.stop_after,
+        ):
+            outcomes.append(outcome)
+            stream.write(json.dumps(outcome) + "\n")
+            stream.flush()
+            console.print(_progress_line(len(outcomes), len(mutants), outcome))
     seconds = time.perf_counter() - started
     summary = summarize([o for o in outcomes if "status" in o])
     errors = [o["error"] for o in outcomes if "error" in o]
     document = _document(mutate_id, args, base, cases, outcomes, summary, seconds, errors)
-    out.mkdir(parents=True, exist_ok=True)
     (out / "mutation.json").write_text(json.dumps(document, indent=1, allow_nan=False))
     page = write_report(document, out / "report")
     if args.json:
@@ -270,4 +277,3 @@ def _summary_lines(summary: dict[str, Any], seconds: float, out: Path, page: Pat
         + ("" if strong is None else f" ({strong * 100:.1f}% killed by {WEAK_KILL}+ cases)"),
         f"report: {escape(str(page))}  (every mutant: {escape(str(out / 'mutation.json'))})",
     ]
-

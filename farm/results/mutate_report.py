@@ -80,7 +80,9 @@ def _plain(mutants: list[dict[str, Any]], extra: str | None = None) -> str:
         + "</tr>"
         for m in mutants
     ]
-    return _table(["where", "rule", "line and edit"] + ([extra.replace("_", " ")] if extra else []), rows)
+    return _table(
+        ["where", "rule", "line and edit"] + ([extra.replace("_", " ")] if extra else []), rows
+    )
 
 
 def _table(head: list[str], rows: list[str]) -> str:
@@ -115,21 +117,21 @@ def render(doc: dict[str, Any]) -> str:
     )
     errors = "".join(f"<p class=survived>error: {_e(e)}</p>" for e in doc.get("errors") or [])
     return f"""<!doctype html>
-<html><head><meta charset="utf-8"><title>farm mutate {_e(doc['mutate_id'])}</title>
+<html><head><meta charset="utf-8"><title>farm mutate {_e(doc["mutate_id"])}</title>
 <style>{_STYLE}</style></head><body>
 <h1>Mutation score: {_e(selection)}</h1>
-<p class=score>{_pct(s['score'])} of {s['judged']} non-equivalent mutants killed</p>
-<p>{_pct(s['strong_score'])} killed by {doc['weak_kill']} failing cases or more;
-{doc['cases_judged']} of {doc['cases']} cases judged each mutant; run {_e(doc['mutate_id'])}.</p>
+<p class=score>{_pct(s["score"])} of {s["judged"]} non-equivalent mutants killed</p>
+<p>{_pct(s["strong_score"])} killed by {doc["weak_kill"]} failing cases or more;
+{doc["cases_judged"]} of {doc["cases"]} cases judged each mutant; run {_e(doc["mutate_id"])}.</p>
 {errors}{counts}{left_out}
 <h2 class=survived>Survivors ({len(survivors)})</h2>
 <p>Every case passed: what the tier does not check. The closest cases are those whose metrics
 moved most toward their limits (1 = at the limit).</p>
 {_survivors(survivors)}
-<h2 class=weak>Weak kills ({len(weak)}): fewer than {doc['weak_kill']} failing cases</h2>
+<h2 class=weak>Weak kills ({len(weak)}): fewer than {doc["weak_kill"]} failing cases</h2>
 {_weak(weak)}
 <details><summary><h2 style="display:inline">Stillborn ({len(stillborn)}): do not compile</h2>
-</summary>{_plain(stillborn, 'build_error')}</details>
+</summary>{_plain(stillborn, "build_error")}</details>
 <details><summary><h2 style="display:inline">Equivalent ({len(equivalent)}): the same library
 </h2></summary>{_plain(equivalent)}</details>
 </body></html>

@@ -37,7 +37,7 @@ def margin(record: Mapping[str, Any]) -> float:
     m = record.get("metrics") or {}
     if not m.get("nonfinite_ok", True):
         return math.inf
-    dtype = record.get("dtype") or m.get("dtype")
+    dtype = str(record.get("dtype") or m.get("dtype"))
     worst = 0.0
     for name, verdict in (record.get("standards") or {}).items():
         if verdict.get("passed") or not verdict.get("gated"):
@@ -52,7 +52,7 @@ def closeness(record: Mapping[str, Any]) -> float | None:
     m = record.get("metrics")
     if not m:
         return None
-    dtype = record.get("dtype") or m.get("dtype")
+    dtype = str(record.get("dtype") or m.get("dtype"))
     found = [
         standard_margin(name, m, dtype, verdict.get("reason", ""), passed=True)
         for name, verdict in (record.get("standards") or {}).items()

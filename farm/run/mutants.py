@@ -21,8 +21,9 @@ The rules (RULES, in this order; the first rule to make an edit keeps it):
     statement      a one-line call or assignment statement removed
 
 Never mutated: comments, preprocessor lines (#include, #define, ...), string and character
-literals, and every line of a statement that holds a string literal or a logging call (its
-words only reach people, never the numbers or the verdicts a case is judged by). An edit keeps
+literals, every line of a statement that holds a string literal or a logging call, and the
+bodies of functions that return a std::string (a message's words only reach people, never the
+numbers or the verdicts a case is judged by). An edit keeps
 the line count, so that every other line keeps its number (and its id).
 """
 
@@ -88,7 +89,11 @@ class Mutant:
 
 # -- reading C++: what is code ---------------------------------------------------------------
 
-_LOGGING = re.compile(r"\b(\w*printf|puts|OP_LOG\w*|LOG[A-Z_]*|std::(cerr|cout|clog))\b")
+_MESSAGE_FUNCTION = re.compile(r"^\s*(?:static\s+|inline\s+)*std::string\s+\w+\s*\(")
+# Logging calls, and a verdict's message (the words that go with a status, never judged).
+_LOGGING = re.compile(
+    r"\b(\w*printf|puts|OP_LOG\w*|LOG[A-Z_]*|std::(cerr|cout|clog)|\w*\.message)\b"
+)
 
 
 @dataclass(frozen=True)
@@ -127,6 +132,19 @@ def code_lines(text: str) -> list[CodeLine]:
                 for j in group:
                     skip[j] = True
             start = i + 1
+    # A function that returns a std::string builds a message: its whole body is words.
+    i = 0
+    while i < len(codes):
+        if _MESSAGE_FUNCTION.match(codes[i]):
+            depth, opened, j = 0, False, i
+            while j < len(codes) and not (opened and depth == 0):
+                depth += codes[j].count("{") - codes[j].count("}")
+                opened = opened or "{" in codes[j]
+                skip[j] = True
+                j += 1
+            i = j
+        else:
+            i += 1
     return [
         CodeLine(i + 1, lines[i], codes[i], not skip[i] and bool(codes[i].strip()))
         for i in range(len(lines))
@@ -383,7 +401,15 @@ def mutants_of(file: str, text: str, rules: Sequence[str] | None = None) -> list
                 if line.text[col : col + len(old)] != old:
                     continue  # a comment inside the span: not an edit of code alone
                 out.append(
-                    Mutant(f"{file}:{line.number}:{name}.{ordinal}", file, line.number, col, name, old, new)
+                    Mutant(
+                        f"{file}:{line.number}:{name}.{ordinal}",
+                        file,
+                        line.number,
+                        col,
+                        name,
+                        old,
+                        new,
+                    )
                 )
                 ordinal += 1
     return out

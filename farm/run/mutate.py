@@ -34,7 +34,7 @@ from farm.run import scratch
 from farm.run.bisect import build_error_line
 from farm.run.mutants import Mutant
 from farm.run.mutate_cases import CaseResult, run_cases
-from farm.util.errors import BuildError
+from farm.util.errors import BuildError, FarmError
 from suites.case import Case
 
 KILLED, SURVIVED, EQUIVALENT, STILLBORN = "killed", "survived", "equivalent", "stillborn"
@@ -194,7 +194,10 @@ def evaluate(
     built = time.perf_counter() - started
     if fingerprint(library) == space.original:
         return Outcome(
-            mutant, EQUIVALENT, seconds=time.perf_counter() - started, build_seconds=built,
+            mutant,
+            EQUIVALENT,
+            seconds=time.perf_counter() - started,
+            build_seconds=built,
             source_line=line,
         )
     results, complete = run_cases(str(library), base.cases, timeout=timeout, stop_after=stop_after)
@@ -260,13 +263,14 @@ def _job(op_dir: Path, base: Baseline, tasks, results, timeout: float, stop_afte
     except BaseException as exc:
         results.put(("error", f"{type(exc).__name__}: {exc}"))
     finally:
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # the removal runs to its end
+        for stop in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(stop, signal.SIG_IGN)  # the removal runs to its end
         if space is not None:
             space.close()
 
 
-class JobError(Exception):
-    """A job could not go on (its workspace did not build, ...)."""
+class JobError(FarmError):
+    """A job could not go on (its workspace did not build, ...): the command's one error line."""
 
 
 def run_mutants(
@@ -303,7 +307,10 @@ def run_mutants(
             except queue.Empty:
                 if not any(w.is_alive() for w in workers):
                     codes = ", ".join(str(w.exitcode) for w in workers)
-                    raise JobError(f"every job ended before its mutants did (exit {codes})")
+                    raise JobError(
+                        f"every job of farm mutate ended before its mutants did (exit {codes}); "
+                        "run it again (see the lines above)"
+                    ) from None
                 continue
             if item is None:
                 done += 1
@@ -314,7 +321,8 @@ def run_mutants(
         stopped = False
     finally:
         for w in workers:
-            w.join(0 if stopped else 30)  # a job that said it is done is removing its copy
+            # A job that is done, or stopped by the same Ctrl-C, is removing its copy.
+            w.join(5 if stopped else 30)
             if w.is_alive():
                 w.terminate()  # SIGTERM: its workspace is removed on the way out
         for w in workers:
@@ -322,8 +330,10 @@ def run_mutants(
             if w.is_alive():
                 w.kill()
                 w.join()
-        tasks.close()
-        results.close()
+        # The mutants no job took stay in the queue's pipe: exit without waiting to send them.
+        for q in (tasks, results):
+            q.cancel_join_thread()
+            q.close()
 
 
 def summarize(outcomes: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -340,4 +350,3 @@ def summarize(outcomes: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "score": counts[KILLED] / judged if judged else None,
         "strong_score": (counts[KILLED] - weak) / judged if judged else None,
     }
-

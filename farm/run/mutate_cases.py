@@ -13,6 +13,7 @@ failing, and a new child goes on from the next case.
 
 from __future__ import annotations
 
+import faulthandler
 import multiprocessing
 import os
 import resource
@@ -73,7 +74,7 @@ def _one(case: Case) -> CaseResult:
     started = time.perf_counter()
     try:
         identity = _Identity(representative_soc(case.family).name)
-        record = judged(case, run_case(case_request(case), "native", 0, identity))
+        record = judged(case, run_case(case_request(case), "native", 0, identity))  # type: ignore[arg-type]
     except Exception as exc:  # the library broke the agent's path: the case is broken
         return CaseResult(case.id, "broken", "error", repr(exc)[:MESSAGE_CHARS], None, 0.0)
     return CaseResult(
@@ -90,12 +91,14 @@ def _child(conn, library: str, cases: Sequence[Case], start: int) -> None:
     os.environ["LSG_NATIVE_LIB"] = library
     # No core file of a crash: writing one takes longer than the cases.
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    faulthandler.disable()  # a crash is a case's outcome here, not a traceback to print
     # What the library or the emulated device prints would interleave with the progress lines.
     null = os.open(os.devnull, os.O_WRONLY)
     os.dup2(null, 1)
     os.dup2(null, 2)
     try:
         for i in range(start, len(cases)):
+            conn.send((i, None))  # the case starts: its timeout counts from here
             conn.send((i, _one(cases[i])))
     finally:
         conn.close()
@@ -123,10 +126,11 @@ def run_cases(
         send.close()
         try:
             while start < len(cases):
-                if not receive.poll(timeout):
-                    results.append(_broken(cases[start], HANG, f"no answer in {timeout:g} s"))
-                    break
                 try:
+                    receive.recv()  # the case started (the child's start-up is not timed)
+                    if not receive.poll(timeout):
+                        results.append(_broken(cases[start], HANG, f"no answer in {timeout:g} s"))
+                        break
                     index, result = receive.recv()
                 except EOFError:
                     child.join(5)
