@@ -179,3 +179,37 @@ def test_every_status_has_a_colour_in_the_progress_lines(status):
     from farm.cli.mutate_command import _COLOURS
 
     assert status in _COLOURS
+
+
+def test_closeness_is_the_nearest_gated_standard_to_its_limit_and_margin_only_the_failed():
+    from farm.run.margins import closeness, margin
+    from golden.dtypes import MIXED_MAX_ABS, T
+
+    t = T["float32"]
+    metrics = {
+        "dtype": "float32",
+        "mere": 0.5 * t,  # experimental: 0.5 of its limit
+        "mare": 0.1 * t,
+        "mixed_ok_fraction": 1.0,
+        "max_abs": 0.25 * MIXED_MAX_ABS["float32"],  # mixed-tolerance: 0.25
+        "nonfinite_ok": True,
+    }
+    standards = {
+        "experimental": {"passed": True, "gated": True, "reason": ""},
+        "mixed-tolerance": {"passed": True, "gated": True, "reason": ""},
+    }
+    passed = {"category": None, "dtype": "float32", "metrics": metrics, "standards": standards}
+    assert closeness(passed) == pytest.approx(0.5)
+    ungated = dict(standards, experimental={"passed": True, "gated": False, "reason": ""})
+    assert closeness(dict(passed, standards=ungated)) == pytest.approx(0.25)
+    assert closeness({"metrics": None, "standards": {}}) is None  # a rejection: no numbers
+
+    failed_metrics = dict(metrics, mere=3 * t)
+    failed = dict(
+        passed,
+        category="precision",
+        metrics=failed_metrics,
+        standards=dict(standards, experimental={"passed": False, "gated": True, "reason": ""}),
+    )
+    assert margin(failed) == pytest.approx(3.0)  # the failed standard alone
+    assert margin(dict(failed, category="kernel_fault")) == float("inf")
