@@ -2,11 +2,13 @@
 59: mutation score"): a handful of mutants of the real sources, each built in a scratch copy of
 op/ and run through a slice of the smoke tier on the emulated real kernel.
 
-    KILLED      views.cpp's first extent of a layout's strides counted from 1 too late: the
-                slice's three strided float32 cases fail (a kill, not a weak one)
-    EQUIVALENT  an edit of tiling.cpp's align_up, which nothing calls: the compiler drops it, so
-                the library is the original's byte for byte and nothing runs
-    SURVIVOR    an edit the slice's cases all pass
+    KILLED      views.cpp's contiguous strides made from a product that starts at 0, not 1:
+                the slice's three strided float32 cases fail (a kill, not a weak one)
+    EQUIVALENT  checked_numel's overflow answer -1 made -2: its callers only ask whether it is
+                negative, so the compiler makes the same library of it, byte for byte, and
+                nothing runs
+    SURVIVOR    checked_numel's product started at 2: only compared with the limits, twice the
+                element count of the slice's cases is still far inside them
 
 and Ctrl-C in the middle leaves no scratch copy behind.
 """
@@ -34,8 +36,8 @@ KILLED_BY = {
     "910b_f32_2x9x5_d1_y.uniform_dy.normal_strided",
     "910b_f32_3x33_d-1_y.uniform_dy.normal_out.strided",
 }
-EQUIVALENT = "tiling/tiling.cpp:70:arithmetic.0"
-SURVIVOR = "tiling/tiling.cpp:35:statement.0"  # a rejection message's extents: words, not judged
+EQUIVALENT = "tiling/tiling.cpp:54:constant.1"
+SURVIVOR = "tiling/tiling.cpp:52:constant.1"
 
 
 def test_the_mutants_as_named():
@@ -45,8 +47,9 @@ def test_the_mutants_as_named():
     }
     assert (found[KILLED].old, found[KILLED].new) == ("1", "0")
     tiling = (build.OP_DIR / "tiling" / "tiling.cpp").read_text()
-    assert "align_up" in found[EQUIVALENT].source_line(tiling)
-    assert tiling.count("align_up(") == 1  # defined, never called
+    assert "return -1;" in found[EQUIVALENT].source_line(tiling)
+    assert (found[EQUIVALENT].old, found[EQUIVALENT].new) == ("1", "2")
+    assert found[SURVIVOR].source_line(tiling).strip() == "int64_t n = 1;"
 
 
 def test_a_kill_with_its_cases_an_equivalent_and_a_survivor_on_a_slice_of_smoke(farm, tmp_path):
@@ -75,7 +78,7 @@ def test_a_kill_with_its_cases_an_equivalent_and_a_survivor_on_a_slice_of_smoke(
     assert killed["status"] == "killed" and killed["complete"]
     assert killed["failing"] == 3 and not killed["weak"]
     assert {c["case_id"] for c in killed["failing_cases"]} == KILLED_BY
-    assert killed["source_line"].strip().startswith("for (size_t i = shape.size(); i-- > 1;)")
+    assert killed["source_line"].strip() == "int64_t acc = 1;"
 
     assert by_id[EQUIVALENT]["status"] == "equivalent" and by_id[EQUIVALENT]["failing"] == 0
     survivor = by_id[SURVIVOR]
@@ -95,7 +98,7 @@ def test_a_kill_with_its_cases_an_equivalent_and_a_survivor_on_a_slice_of_smoke(
 
     page = (out / "report" / "index.html").read_text()
     assert "50.0% of 2 non-equivalent mutants killed" in page
-    assert "Survivors (1)" in page and "op/tiling/tiling.cpp:35" in page
+    assert "Survivors (1)" in page and "op/tiling/tiling.cpp:52" in page
     assert survivor["closest"][0]["case_id"] in page
     lines = ran.out.strip().splitlines()
     assert "mutation score 50.0% of 2 non-equivalent mutants" in lines[-2]
