@@ -177,7 +177,7 @@ def _mutate(args, mutants, cases, console: FarmConsole) -> int:
     console.print(
         f"[bold]{mutate_id}[/]: {len(mutants)} mutants, tier {args.tier}"
         + (f" -k {escape(args.k)}" if args.k else "")
-        + f" ({len(cases)} cases), {args.jobs} jobs"
+        + f" ({len(cases)} cases), {args.jobs} job{'s' if args.jobs != 1 else ''}"
     )
     library = build.build_native("ascendc-cpu")
     base = baseline(str(library), cases, args.case_timeout)
