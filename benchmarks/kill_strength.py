@@ -29,7 +29,6 @@ import collections
 import json
 import math
 import os
-import re
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -39,58 +38,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from farm.pool import build  # noqa: E402
-from golden.dtypes import (  # noqa: E402  # noqa: E402
-    BIAS_LIMIT,
-    BIAS_MIN_N,
-    DOUBLE_THOUSANDTH_TOL,
-    MIXED_MAX_ABS,
-    MIXED_MIN_OK_FRACTION,
-    T,
-)
+from farm.run.margins import margin  # noqa: E402
 from golden.soc import representative_soc  # noqa: E402
 from suites import matrix  # noqa: E402
 
 WEAK = 1.2  # a kill below this many times its limit is weak
 MIN_KILLS = 3
-_RATIO = re.compile(r"(MARE|MERE|RMSE) ratio ([0-9.e+-]+) \(limit ([0-9.e+-]+)\)")
-_SMALL = re.compile(r"small-value errors (\d+) \(limit (\d+)\)")
-
-
-def margin(record: dict) -> float:
-    """How far past its limit a failed case is (inf: not a number to be near a limit)."""
-    if record.get("category") != "precision":
-        return math.inf
-    m = record.get("metrics") or {}
-    if not m.get("nonfinite_ok", True):
-        return math.inf
-    dtype = record.get("dtype") or m.get("dtype")
-    worst = 0.0
-    for name, verdict in (record.get("standards") or {}).items():
-        if verdict.get("passed") or not verdict.get("gated"):
-            continue
-        worst = max(worst, _standard_margin(name, m, dtype, verdict.get("reason", "")))
-    return worst if worst > 0 else math.inf
-
-
-def _standard_margin(name: str, m: dict, dtype: str, reason: str) -> float:
-    if name == "error-bound":
-        ratio = m.get("bound_max_ratio", 0.0) if m.get("bound_violations") else 0.0
-        if m.get("rounding_bias_n", 0) >= BIAS_MIN_N:
-            ratio = max(ratio, abs(m.get("rounding_bias_ulp", 0.0)) / BIAS_LIMIT)
-        return float(ratio)
-    if name == "experimental":
-        return max(m["mere"] / T[dtype], m["mare"] / (10 * T[dtype]))
-    if name == "mixed-tolerance":
-        out = (1 - m["mixed_ok_fraction"]) / (1 - MIXED_MIN_OK_FRACTION)
-        return max(out, m["max_abs"] / MIXED_MAX_ABS[dtype])
-    if name == "double-thousandth":
-        allowed = m["n"] * DOUBLE_THOUSANDTH_TOL[dtype]
-        return min(m["dt_rel_over"], m["dt_abs_over"]) / max(allowed, 1e-300)
-    if name == "benchmark-ratio":
-        found = [float(v) / float(lim) for _, v, lim in _RATIO.findall(reason)]
-        found += [int(v) / max(int(lim), 1) for v, lim in _SMALL.findall(reason)]
-        return max(found, default=math.inf)
-    return math.inf  # a case's own tolerance: no public limit to measure against
 
 
 def _init(library: str) -> None:

@@ -400,6 +400,10 @@ COMMANDS = {
         _delegate("farm.cli.coverage_command"),
         "line and branch coverage of the operator's real sources over a tier (gcov, gcovr)",
     ),
+    "mutate": (
+        _delegate("farm.cli.mutate_command"),
+        "the mutation score of a tier: edits of the real sources, built and run",
+    ),
     "triage": (_delegate("farm.results.triage_command"), "what a run's failures share, ranked"),
     "build": (_delegate("farm.pool.build"), "build the operator package (dist/op)"),
     "lab": (

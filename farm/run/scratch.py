@@ -1,9 +1,10 @@
 """Scratch directories of a command in the machine's temporary directory (pytest's JUnit
 before the run's own junit.xml is made from it, farm/cli/run_command.py; a bisect's worktree
-and build, bisect.py), named after the process that made them. A process that dies without
-removing its own (SIGKILL, the OOM killer, a CI job killed after its grace period) leaves it
-behind, a worktree and its build or the JUnit of every case it ran; the next command of the kind
-on the machine removes each one whose process is gone (sweep)."""
+and build, bisect.py; a mutate job's sources and build, mutate.py), named after the process
+that made them. A process that dies without removing its own (SIGKILL, the OOM killer, a CI
+job killed after its grace period) leaves it behind, a worktree and its build or the JUnit of
+every case it ran; the next command of the kind on the machine removes each one whose process is
+gone (sweep)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from farm.run.owners import owner_alive, process_owner
 
 JUNIT = "farm-junit-"
 BISECT = "farm-bisect-"
+MUTATE = "farm-mutate-"  # a `farm mutate` job's copy of op/ and its build (farm/run/mutate.py)
 
 
 def make(prefix: str) -> Path:

@@ -554,6 +554,37 @@ def test_nightly_runs_the_nightly_tier_on_a_schedule(kind):
     assert jobs[MERGE].farm_runs() == [] and len(jobs[MERGE].farm_merges()) == 1
 
 
+def farm_mutates(job: Job) -> list[list[str]]:
+    return [c for s in job.scripts for c in farm_commands(s) if c[:1] == ["mutate"]]
+
+
+WEEKLY = {
+    # How each recipe tells the weekly schedule from the nightly one (the nightly jobs skip it).
+    "github": ("github.event.schedule == '0 4 * * 0'", "github.event.schedule != '0 4 * * 0'"),
+    "gitlab": ('$FARM_MUTATE == "1"', '$FARM_MUTATE != "1"'),
+    "jenkins": ("format('u') == '7'", None),  # Sundays: the nightly runs then too
+}
+
+
+@pytest.mark.parametrize("kind", RECIPES)
+def test_farm_mutate_runs_weekly_on_the_nightly_tier_and_nothing_else_does(kind):
+    jobs = PARSERS[kind](text_of(kind))
+    mutate = jobs["mutate"]
+    assert mutate.scheduled and not mutate.on_op_change
+    ((command),) = farm_mutates(mutate)
+    assert command[command.index("--tier") + 1] == "nightly"
+    assert "--min-score" in command
+    assert [name for name, job in jobs.items() if farm_mutates(job)] == ["mutate"]
+    weekly, not_weekly = WEEKLY[kind]
+    assert weekly in str(mutate.raw)
+    if not_weekly:
+        assert not_weekly in str(jobs["nightly"].raw) and not_weekly in str(jobs[MERGE].raw)
+        assert weekly not in str(jobs["nightly"].raw)
+    if kind == "github":
+        crons = [c["cron"] for c in github_on(yaml.safe_load(text_of(kind)))["schedule"]]
+        assert "0 4 * * 0" in crons and crons.count("0 4 * * 0") == 1
+
+
 @pytest.mark.parametrize("kind", RECIPES)
 def test_pre_merge_runs_the_smoke_tier_on_a_change_to_op(kind):
     jobs = PARSERS[kind](text_of(kind))
@@ -658,8 +689,13 @@ def test_the_option_checker_knows_choices_and_flags():
     assert farm_command_problems(["baseline", "show", "--tier", "smoke"]) == []
 
 
+def verdict_jobs(jobs: dict[str, Job]) -> dict[str, Job]:
+    """The jobs whose verdict is farm run's or farm merge's (not the weekly farm mutate)."""
+    return {name: job for name, job in jobs.items() if any(map(runs_farm, job.scripts))}
+
+
 def test_github_exit_codes_and_run_directory(sandbox, written):
-    for name, job in github_jobs(text_of("github")).items():
+    for name, job in verdict_jobs(github_jobs(text_of("github"))).items():
         for code, wanted in WANTED.items():
             got = gh_outcome(job.doc, sandbox, code)
             assert got["farm_step_status"] == 0, (name, code, "the farm step must not fail")
@@ -678,7 +714,7 @@ def test_github_takes_the_run_directory_farm_names_not_the_newest(sandbox, writt
     """farm run's and farm merge's last line, run_id=<id>, names the run directory: a recipe that
     took the newest directory under runs/ (ls -td) would take the one farm did not name."""
     older = older_run(sandbox)
-    for name, job in github_jobs(text_of("github")).items():
+    for name, job in verdict_jobs(github_jobs(text_of("github"))).items():
         got = gh_outcome(job.doc, sandbox, 0, env={"STUB_RUN_ID": older})
         assert got["outputs"]["run_dir"] == f"runs/{older}", name
 
@@ -715,7 +751,7 @@ def test_github_exit_code_checker_fails_a_wrong_mapping(sandbox):
 
 
 def test_gitlab_exit_codes(sandbox):
-    for name, job in gitlab_jobs(text_of("gitlab")).items():
+    for name, job in verdict_jobs(gitlab_jobs(text_of("gitlab"))).items():
         for code, wanted in WANTED.items():
             status, farm_args = sandbox.run(job.farm_script(), code, GL_SHELL)
             assert farm_args is not None, (name, "farm did not run")
@@ -727,7 +763,7 @@ def test_gitlab_exit_codes(sandbox):
 
 def test_jenkins_exit_codes(sandbox):
     text = text_of("jenkins")
-    for name, job in jenkins_jobs(text).items():
+    for name, job in verdict_jobs(jenkins_jobs(text)).items():
         script = job.farm_script()
         assert re.search(r"sh\(returnStatus: true, script: ", job.groovy)
         assert "farmVerdict(code)" in job.groovy

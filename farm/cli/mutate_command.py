@@ -1,0 +1,279 @@
+"""`farm mutate [--tier T]`: how many small edits of the operator's real sources a tier's cases
+catch (the mutation score).
+
+The mutants (farm/run/mutants.py: regex rules that fit Ascend C, each one edit of one line with
+an id, file:line:rule.n) are made from the sources of this checkout's op/. Each is built in a
+scratch copy of the sources and run through the tier's cases on the emulated real kernel, as
+the agent runs them and judged as `farm run` judges them (farm/run/mutate.py). The original
+operator runs the cases first: one it fails already is left out (a kill there says nothing).
+
+Killed: at least one case fails or breaks; a kill by fewer than 3 failing cases is weak.
+Survived: every case passes (the cases that came closest to failing are kept). Equivalent: the
+built library is the original's once stripped (not run). Stillborn: it does not compile. The
+score is killed / (killed + survived).
+
+Everything goes to the run directory (default runs/mutate/<id>/): mutants.jsonl (each outcome
+as it comes), mutation.json (every mutant's outcome, at the end) and report/index.html (the
+score, the survivors with their lines and closest cases, the weak kills); the last lines say the
+score and where the page is.
+
+Exit 0: done (and the score is at least --min-score, when given); 1: below --min-score;
+2: usage or build errors; 130/143/129: interrupted (the scratch copies are removed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from rich.markup import escape
+
+from farm.run import mutants as mutant_rules
+from farm.run.mutate import STATUSES, WEAK_KILL, Baseline, baseline, run_mutants, summarize
+from farm.util import paths
+from farm.util.argparsing import CommandParser
+from farm.util.console import FarmConsole
+from farm.util.errors import ConfigError, UsageError
+
+_COLOURS = {"killed": "green", "survived": "red", "equivalent": "blue", "stillborn": "yellow"}
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = CommandParser(
+        prog="farm mutate",
+        description="the mutation score of a tier: small edits of the operator's real sources "
+        "(Ascend C kernel, host tiling, op-api checks), each built and run through the tier's "
+        "cases. Exit 0: done; 1: score below --min-score; 2: usage or build errors.",
+    )
+    parser.add_argument(
+        "--tier", default="smoke", help="the tier whose cases judge (default smoke)"
+    )
+    parser.add_argument("-k", metavar="EXPR", help="pytest-style -k over the tier's case ids")
+    parser.add_argument(
+        "--only",
+        action="append",
+        default=[],
+        metavar="ID",
+        help="run this mutant (file:line:rule.n, as listed); repeatable",
+    )
+    parser.add_argument(
+        "--files",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="mutate this source (a path under op/, or op/...); repeatable (default: "
+        + ", ".join(mutant_rules.SOURCES)
+        + ")",
+    )
+    parser.add_argument(
+        "--rules",
+        help="comma-separated rules to apply (default all: " + ", ".join(mutant_rules.RULES) + ")",
+    )
+    parser.add_argument("--limit", type=int, metavar="N", help="the first N mutants only")
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=os.cpu_count() or 1,
+        help="mutants built and run at once, each in its own scratch copy (default: the cores)",
+    )
+    parser.add_argument(
+        "--case-timeout",
+        type=float,
+        default=10.0,
+        metavar="S",
+        help="a case that runs longer under a mutant is broken: the mutant is killed (default 10)",
+    )
+    parser.add_argument(
+        "--stop-after",
+        type=int,
+        metavar="N",
+        help="stop running a mutant's cases after N failing ones (default: run them all, so "
+        "that each kill's count is whole)",
+    )
+    parser.add_argument(
+        "--min-score", type=float, metavar="PCT", help="exit 1 when the score is below PCT %%"
+    )
+    parser.add_argument("--out", help="the run directory (default runs/mutate/<id>)")
+    parser.add_argument("--list", action="store_true", help="list the mutants, run nothing")
+    parser.add_argument("--json", action="store_true", help="print the summary as JSON")
+    return parser
+
+
+def select_mutants(args: argparse.Namespace) -> list[mutant_rules.Mutant]:
+    """The mutants the options name, from this checkout's op/."""
+    from farm.pool.build import OP_DIR
+
+    files = [f.removeprefix("op/") for f in args.files] or list(mutant_rules.SOURCES)
+    unknown = [f for f in files if f not in mutant_rules.SOURCES]
+    if unknown:
+        raise UsageError(
+            f"--files {', '.join(unknown)}: not a source farm mutate edits; use some of "
+            + ", ".join(mutant_rules.SOURCES)
+        )
+    rules = [r for r in (args.rules or "").split(",") if r] or None
+    bad = [r for r in rules or () if r not in mutant_rules.RULES]
+    if bad:
+        raise UsageError(f"--rules {', '.join(bad)}: use some of {', '.join(mutant_rules.RULES)}")
+    if args.only:
+        files = list(dict.fromkeys(i.split(":", 1)[0] for i in args.only if ":" in i)) or files
+    found = mutant_rules.generate(OP_DIR, [f for f in files if f in mutant_rules.SOURCES], rules)
+    if args.only:
+        by_id = {m.id: m for m in found}
+        missing = [i for i in args.only if i not in by_id]
+        if missing:
+            raise UsageError(
+                f"--only {', '.join(missing)}: no such mutant of these sources (ids change when "
+                "the sources do); list them with farm mutate --list"
+            )
+        found = [by_id[i] for i in dict.fromkeys(args.only)]
+    if args.limit is not None:
+        if args.limit < 1:
+            raise UsageError("--limit N: N must be at least 1")
+        found = found[: args.limit]
+    if not found:
+        raise UsageError("no mutant selected: widen --files, --rules or --only")
+    return found
+
+
+def _cases(args: argparse.Namespace):
+    from farm.run.bisect import matches
+    from suites import matrix
+
+    if args.tier not in matrix.TIERS:
+        raise UsageError(f"unknown tier {args.tier!r}; use one of: {', '.join(matrix.TIERS)}")
+    cases = matrix.expand(args.tier)
+    if args.k:
+        cases = [c for c in cases if matches(args.k, c.id)]
+        if not cases:
+            raise UsageError(f"-k {args.k!r} selects no case of tier {args.tier}")
+    return cases
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.jobs < 1:
+        raise UsageError("--jobs N: N must be at least 1")
+    mutants = select_mutants(args)
+    console = FarmConsole(stderr=args.json, highlight=False)
+    if args.list:
+        for m in mutants:
+            console.print(f"{escape(m.id)}  {escape(repr(m.old))} -> {escape(repr(m.new))}")
+        console.print(f"{len(mutants)} mutants")
+        return 0
+    return _mutate(args, mutants, _cases(args), console)
+
+
+def _mutate(args, mutants, cases, console: FarmConsole) -> int:
+    from farm.pool import build
+    from farm.results.mutate_report import write_report
+
+    started = time.perf_counter()
+    mutate_id = time.strftime("mutate-%Y%m%d-%H%M%S", time.gmtime()) + f"-{os.getpid()}"
+    out = Path(args.out) if args.out else paths.RUNS_DIR / "mutate" / mutate_id
+    console.print(
+        f"[bold]{mutate_id}[/]: {len(mutants)} mutants, tier {args.tier}"
+        + (f" -k {escape(args.k)}" if args.k else "")
+        + f" ({len(cases)} cases), {args.jobs} job{'s' if args.jobs != 1 else ''}"
+    )
+    library = build.build_native("ascendc-cpu")
+    base = baseline(str(library), cases, args.case_timeout)
+    if not base.cases:
+        raise ConfigError(
+            f"the original operator fails every selected case ({', '.join(base.failing[:3])}, "
+            "...): nothing can judge a mutant; check the operator with farm run first"
+        )
+    if base.failing:
+        console.print(
+            f"[yellow]{len(base.failing)} cases fail on the original operator[/] and are left "
+            f"out: {escape(', '.join(base.failing[:5]))}"
+        )
+    outcomes: list[dict[str, Any]] = []
+    out.mkdir(parents=True, exist_ok=True)
+    # Each outcome as it comes, a line each: what a long run had done when it was stopped.
+    with open(out / "mutants.jsonl", "w") as stream:
+        for outcome in run_mutants(
+            mutants,
+            base,
+            build.OP_DIR,
+            jobs=args.jobs,
+            timeout=args.case_timeout,
+            stop_after=args.stop_after,
+        ):
+            outcomes.append(outcome)
+            stream.write(json.dumps(outcome) + "\n")
+            stream.flush()
+            console.print(_progress_line(len(outcomes), len(mutants), outcome))
+    seconds = time.perf_counter() - started
+    summary = summarize([o for o in outcomes if "status" in o])
+    errors = [o["error"] for o in outcomes if "error" in o]
+    document = _document(mutate_id, args, base, cases, outcomes, summary, seconds, errors)
+    (out / "mutation.json").write_text(json.dumps(document, indent=1, allow_nan=False))
+    page = write_report(document, out / "report")
+    if args.json:
+        print(json.dumps({"mutate_id": mutate_id, **summary, "report": str(page)}, indent=1))
+    for line in _summary_lines(summary, seconds, out, page):
+        console.print(line)
+    below = (
+        args.min_score is not None
+        and summary["score"] is not None
+        and summary["score"] * 100 < args.min_score
+    )
+    return 1 if below or errors else 0
+
+
+def _document(mutate_id, args, base: Baseline, cases, outcomes, summary, seconds, errors):
+    order = {s: i for i, s in enumerate(STATUSES)}
+    ranked = sorted(
+        (o for o in outcomes if "status" in o), key=lambda o: (order[o["status"]], o["id"])
+    )
+    return {
+        "mutate_id": mutate_id,
+        "tier": args.tier,
+        "k": args.k,
+        "cases": len(cases),
+        "cases_judged": len(base.cases),
+        "baseline_failing": base.failing,
+        "weak_kill": WEAK_KILL,
+        "stop_after": args.stop_after,
+        "jobs": args.jobs,
+        "seconds": round(seconds, 1),
+        "summary": summary,
+        "errors": errors,
+        "mutants": ranked,
+    }
+
+
+def _progress_line(n: int, total: int, o: dict[str, Any]) -> str:
+    if "error" in o:
+        return f"[{n:>{len(str(total))}}/{total}] [red]error[/] {escape(o['error'])}"
+    status = o["status"]
+    detail = ""
+    if status == "killed":
+        more = "" if o["complete"] else "+"
+        detail = f"{o['failing']}{more} failing" + (" (weak)" if o["weak"] else "")
+    elif status == "stillborn":
+        detail = o["build_error"][:80]
+    return (
+        f"[{n:>{len(str(total))}}/{total}] [{_COLOURS[status]}]{status:<10}[/] "
+        f"{escape(o['id'])}  {escape(repr(o['old']))} -> {escape(repr(o['new']))}"
+        + (f"  {escape(detail)}" if detail else "")
+        + f"  ({o['seconds']:.1f} s)"
+    )
+
+
+def _summary_lines(summary: dict[str, Any], seconds: float, out: Path, page: Path) -> list[str]:
+    score = summary["score"]
+    text = "no mutant judged" if score is None else f"{score * 100:.1f}%"
+    strong = summary["strong_score"]
+    return [
+        f"{summary['mutants']} mutants in {seconds:.0f} s: {summary['killed']} killed "
+        f"({summary['weak']} weak: fewer than {WEAK_KILL} failing cases), {summary['survived']} "
+        f"survived, {summary['equivalent']} equivalent, {summary['stillborn']} stillborn",
+        f"[bold]mutation score {text}[/] of {summary['judged']} non-equivalent mutants"
+        + ("" if strong is None else f" ({strong * 100:.1f}% killed by {WEAK_KILL}+ cases)"),
+        f"report: {escape(str(page))}  (every mutant: {escape(str(out / 'mutation.json'))})",
+    ]

@@ -1,0 +1,146 @@
+"""The page of a `farm mutate` run (farm/cli/mutate_command.py): one self-contained HTML file,
+report/index.html in the run directory, from its mutation.json. The score and the counts first,
+then what needs a person: the survivors (file:line, the line and its edit, the cases that came
+closest to failing: what the tier lacks), the weak kills (and the cases that made them), then the
+stillborn and equivalent mutants, folded."""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+from typing import Any
+
+_STYLE = """
+body { font-family: system-ui, sans-serif; margin: 2em; color: #222; }
+table { border-collapse: collapse; margin: 0.5em 0 1.5em; }
+th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: left; vertical-align: top; }
+th { background: #f3f3f3; }
+code { font-family: ui-monospace, monospace; font-size: 0.9em; }
+.score { font-size: 1.6em; font-weight: bold; }
+.survived { color: #b00; } .killed { color: #070; } .weak { color: #a60; }
+"""
+
+
+def _e(value: Any) -> str:
+    return html.escape(str(value))
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{x * 100:.1f}%"
+
+
+def _num(x: float | None) -> str:
+    return "-" if x is None else f"{x:.3g}"
+
+
+def _edit(m: dict[str, Any]) -> str:
+    return (
+        f"<code>{_e(m['source_line'].strip())}</code><br><code>{_e(m['old'])}</code> &rarr; "
+        f"<code>{_e(m['new']) or '(removed)'}</code>"
+    )
+
+
+def _where(m: dict[str, Any]) -> str:
+    return f"<code>op/{_e(m['file'])}:{m['line']}</code><br><small>{_e(m['id'])}</small>"
+
+
+def _survivors(mutants: list[dict[str, Any]]) -> str:
+    rows = []
+    for m in mutants:
+        closest = "<br>".join(
+            f"<code>{_e(c['case_id'])}</code> {_num(c['closeness'])} of its limit "
+            f"(original {_num(c['baseline'])})"
+            for c in m["closest"]
+        )
+        rows.append(
+            f"<tr><td>{_where(m)}</td><td>{_e(m['rule'])}</td><td>{_edit(m)}</td>"
+            f"<td>{closest or 'no precision case'}</td></tr>"
+        )
+    return _table(["where", "rule", "line and edit", "closest cases"], rows)
+
+
+def _weak(mutants: list[dict[str, Any]]) -> str:
+    rows = []
+    for m in mutants:
+        cases = "<br>".join(
+            f"<code>{_e(c['case_id'])}</code> {_e(c['outcome'])} ({_e(c['category'])})"
+            for c in m["failing_cases"]
+        )
+        rows.append(
+            f"<tr><td>{_where(m)}</td><td>{_e(m['rule'])}</td><td>{_edit(m)}</td>"
+            f"<td>{m['failing']}</td><td>{cases}</td></tr>"
+        )
+    return _table(["where", "rule", "line and edit", "failing", "the cases"], rows)
+
+
+def _plain(mutants: list[dict[str, Any]], extra: str | None = None) -> str:
+    rows = [
+        f"<tr><td>{_where(m)}</td><td>{_e(m['rule'])}</td><td>{_edit(m)}</td>"
+        + (f"<td><code>{_e(m[extra])}</code></td>" if extra else "")
+        + "</tr>"
+        for m in mutants
+    ]
+    return _table(
+        ["where", "rule", "line and edit"] + ([extra.replace("_", " ")] if extra else []), rows
+    )
+
+
+def _table(head: list[str], rows: list[str]) -> str:
+    if not rows:
+        return "<p>none</p>"
+    cells = "".join(f"<th>{_e(h)}</th>" for h in head)
+    return f"<table><tr>{cells}</tr>{''.join(rows)}</table>"
+
+
+def render(doc: dict[str, Any]) -> str:
+    """The page's HTML for a mutation.json document."""
+    s = doc["summary"]
+    mutants = doc["mutants"]
+    survivors = [m for m in mutants if m["status"] == "survived"]
+    weak = [m for m in mutants if m.get("weak")]
+    stillborn = [m for m in mutants if m["status"] == "stillborn"]
+    equivalent = [m for m in mutants if m["status"] == "equivalent"]
+    selection = f"tier {doc['tier']}" + (f" -k {doc['k']}" if doc.get("k") else "")
+    counts = _table(
+        ["mutants", "killed", "weak kills", "survived", "equivalent", "stillborn", "seconds"],
+        [
+            f"<tr><td>{s['mutants']}</td><td class=killed>{s['killed']}</td>"
+            f"<td class=weak>{s['weak']}</td><td class=survived>{s['survived']}</td>"
+            f"<td>{s['equivalent']}</td><td>{s['stillborn']}</td><td>{doc['seconds']}</td></tr>"
+        ],
+    )
+    left_out = (
+        f"<p>{len(doc['baseline_failing'])} cases fail on the original operator and judge no "
+        f"mutant: {_e(', '.join(doc['baseline_failing']))}</p>"
+        if doc["baseline_failing"]
+        else ""
+    )
+    errors = "".join(f"<p class=survived>error: {_e(e)}</p>" for e in doc.get("errors") or [])
+    return f"""<!doctype html>
+<html><head><meta charset="utf-8"><title>farm mutate {_e(doc["mutate_id"])}</title>
+<style>{_STYLE}</style></head><body>
+<h1>Mutation score: {_e(selection)}</h1>
+<p class=score>{_pct(s["score"])} of {s["judged"]} non-equivalent mutants killed</p>
+<p>{_pct(s["strong_score"])} killed by {doc["weak_kill"]} failing cases or more;
+{doc["cases_judged"]} of {doc["cases"]} cases judged each mutant; run {_e(doc["mutate_id"])}.</p>
+{errors}{counts}{left_out}
+<h2 class=survived>Survivors ({len(survivors)})</h2>
+<p>Every case passed: what the tier does not check. The closest cases are those whose metrics
+moved most toward their limits (1 = at the limit).</p>
+{_survivors(survivors)}
+<h2 class=weak>Weak kills ({len(weak)}): fewer than {doc["weak_kill"]} failing cases</h2>
+{_weak(weak)}
+<details><summary><h2 style="display:inline">Stillborn ({len(stillborn)}): do not compile</h2>
+</summary>{_plain(stillborn, "build_error")}</details>
+<details><summary><h2 style="display:inline">Equivalent ({len(equivalent)}): the same library
+</h2></summary>{_plain(equivalent)}</details>
+</body></html>
+"""
+
+
+def write_report(doc: dict[str, Any], out_dir: Path) -> Path:
+    """Write the page into `out_dir` (report/ of the run directory); its path."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    page = out_dir / "index.html"
+    page.write_text(render(doc))
+    return page

@@ -1,0 +1,215 @@
+"""`farm mutate`'s parts below the command: a mutant's cases in forked children (a crash and a
+hang are broken cases, the rest still run), what a survivor keeps, the score, the equivalence
+fingerprint, the page. The command on the real operator: tests/e2e/test_mutate.py."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from farm.results.mutate_report import render, write_report
+from farm.run import mutate, mutate_cases
+from farm.run.mutants import Mutant
+from farm.run.mutate_cases import CRASH, HANG, CaseResult, run_cases
+from suites import matrix
+
+CASES = matrix.expand("smoke")[:6]
+
+
+def fake_one(plan: dict[int, str]):
+    """A stand-in for one case's run: by the case's position, crash, hang, fail or pass."""
+    index = {c.id: i for i, c in enumerate(CASES)}
+
+    def one(case) -> CaseResult:
+        what = plan.get(index[case.id], "pass")
+        if what == "crash":
+            os.kill(os.getpid(), signal.SIGSEGV)
+        if what == "hang":
+            time.sleep(3600)
+        failed = what == "fail"
+        return CaseResult(
+            case.id,
+            "failed" if failed else "passed",
+            "precision" if failed else None,
+            what,
+            0.5 + index[case.id] / 10,
+            0.0,
+        )
+
+    return one
+
+
+def test_a_crash_and_a_hang_are_broken_cases_and_the_other_cases_still_run(monkeypatch):
+    monkeypatch.setattr(mutate_cases, "_one", fake_one({1: "crash", 3: "hang", 4: "fail"}))
+    results, complete = run_cases("unused.so", CASES, timeout=2.0)
+    assert complete
+    assert [r.case_id for r in results] == [c.id for c in CASES]
+    assert [(r.outcome, r.category) for r in results] == [
+        ("passed", None),
+        ("broken", CRASH),
+        ("passed", None),
+        ("broken", HANG),
+        ("failed", "precision"),
+        ("passed", None),
+    ]
+    assert "exit -11" in results[1].message and "no answer in 2 s" in results[3].message
+
+
+def test_stop_after_ends_a_mutants_run_at_that_many_failing_cases(monkeypatch):
+    monkeypatch.setattr(mutate_cases, "_one", fake_one({0: "fail", 2: "crash", 5: "fail"}))
+    results, complete = run_cases("unused.so", CASES, timeout=30.0, stop_after=2)
+    assert not complete
+    assert [r.outcome for r in results] == ["failed", "passed", "broken"]
+
+
+def test_a_run_stops_after_max_breaks_broken_cases(monkeypatch):
+    monkeypatch.setattr(mutate_cases, "MAX_BREAKS", 2)
+    monkeypatch.setattr(mutate_cases, "_one", fake_one({0: "crash", 1: "crash"}))
+    results, complete = run_cases("unused.so", CASES, timeout=30.0)
+    assert not complete and [r.category for r in results] == [CRASH, CRASH]
+
+
+def result(case_id: str, closeness: float | None) -> CaseResult:
+    return CaseResult(case_id, "passed", None, "", closeness, 0.0)
+
+
+def test_a_survivor_keeps_the_cases_moved_most_toward_their_limits():
+    base = mutate.Baseline([], [], {"a": 0.9, "b": 0.1, "c": 0.2, "d": None, "e": 0.5})
+    results = [
+        result("a", 0.9),
+        result("b", 0.6),
+        result("c", 0.25),
+        result("d", None),
+        result("e", 0.5),
+    ]
+    kept = mutate.closest(results, base)
+    assert [c["case_id"] for c in kept] == ["b", "c", "a"]  # moved 0.5, 0.05, then the nearest
+    assert kept[0] == {"case_id": "b", "closeness": 0.6, "baseline": 0.1}
+
+
+def outcome(status: str, failing: int = 0, complete: bool = True) -> dict:
+    m = Mutant(f"f.cpp:{failing}:constant.0", "f.cpp", 1, 0, "constant", "1", "2")
+    return mutate.Outcome(
+        m, status, failing=failing, complete=complete, source_line="x = 1;"
+    ).to_dict()
+
+
+def test_the_score_counts_killed_over_the_mutants_that_are_neither_equivalent_nor_stillborn():
+    outcomes = [
+        outcome("killed", 40),
+        outcome("killed", 2),  # weak
+        outcome("killed", 2, complete=False),  # stopped early (--stop-after 2): not known weak
+        outcome("survived"),
+        outcome("equivalent"),
+        outcome("stillborn"),
+    ]
+    s = mutate.summarize(outcomes)
+    assert (s["killed"], s["survived"], s["equivalent"], s["stillborn"], s["weak"]) == (
+        3,
+        1,
+        1,
+        1,
+        1,
+    )
+    assert s["score"] == 3 / 4 and s["strong_score"] == 2 / 4
+    assert mutate.summarize([outcome("equivalent")])["score"] is None
+
+
+def test_equivalent_code_has_one_fingerprint_and_other_code_another(tmp_path: Path):
+    def library(name: str, body: str) -> Path:
+        src = tmp_path / f"{name}.cpp"
+        src.write_text(body)
+        out = tmp_path / name / "lib.so"
+        out.parent.mkdir()
+        subprocess.run(
+            ["c++", "-O2", "-shared", "-fPIC", "-Wl,--build-id=sha1", "-o", str(out), str(src)],
+            check=True,
+        )
+        return out
+
+    a = library("a", 'extern "C" int f(int x) { return x + 1; }\n')
+    spaced = library("b", '// a comment\nextern "C" int f(int x) {\n  return x + 1;\n}\n')
+    other = library("c", 'extern "C" int f(int x) { return x + 2; }\n')
+    assert mutate.fingerprint(a) == mutate.fingerprint(spaced)
+    assert mutate.fingerprint(a) != mutate.fingerprint(other)
+    assert not list(tmp_path.glob("*/*.stripped"))
+
+
+def test_the_page_shows_the_score_the_survivors_with_their_closest_cases_and_the_weak_kills(
+    tmp_path: Path,
+):
+    survivor = outcome("survived")
+    survivor["closest"] = [{"case_id": "910b_f32_case", "closeness": 0.42, "baseline": 0.4}]
+    weak = outcome("killed", 1)
+    weak["failing_cases"] = [
+        {"case_id": "310b_f16_case", "outcome": "failed", "category": "precision"}
+    ]
+    doc = {
+        "mutate_id": "mutate-x",
+        "tier": "smoke",
+        "k": None,
+        "cases": 290,
+        "cases_judged": 290,
+        "baseline_failing": [],
+        "weak_kill": 3,
+        "seconds": 12.0,
+        "summary": mutate.summarize([survivor, weak, outcome("killed", 9)]),
+        "errors": [],
+        "mutants": [survivor, weak],
+    }
+    page = write_report(doc, tmp_path / "report")
+    text = page.read_text()
+    assert text == render(doc)
+    assert "66.7% of 2 non-equivalent mutants killed" not in text  # 2 of 3 judged
+    assert "66.7% of 3 non-equivalent mutants killed" in text
+    assert (
+        "Survivors (1)" in text and "910b_f32_case</code> 0.42 of its limit (original 0.4)" in text
+    )
+    assert "Weak kills (1)" in text and "310b_f16_case" in text
+    assert "op/f.cpp:1" in text and "x = 1;" in text
+
+
+@pytest.mark.parametrize("status", mutate.STATUSES)
+def test_every_status_has_a_colour_in_the_progress_lines(status):
+    from farm.cli.mutate_command import _COLOURS
+
+    assert status in _COLOURS
+
+
+def test_closeness_is_the_nearest_gated_standard_to_its_limit_and_margin_only_the_failed():
+    from farm.run.margins import closeness, margin
+    from golden.dtypes import MIXED_MAX_ABS, T
+
+    t = T["float32"]
+    metrics = {
+        "dtype": "float32",
+        "mere": 0.5 * t,  # experimental: 0.5 of its limit
+        "mare": 0.1 * t,
+        "mixed_ok_fraction": 1.0,
+        "max_abs": 0.25 * MIXED_MAX_ABS["float32"],  # mixed-tolerance: 0.25
+        "nonfinite_ok": True,
+    }
+    standards = {
+        "experimental": {"passed": True, "gated": True, "reason": ""},
+        "mixed-tolerance": {"passed": True, "gated": True, "reason": ""},
+    }
+    passed = {"category": None, "dtype": "float32", "metrics": metrics, "standards": standards}
+    assert closeness(passed) == pytest.approx(0.5)
+    ungated = dict(standards, experimental={"passed": True, "gated": False, "reason": ""})
+    assert closeness(dict(passed, standards=ungated)) == pytest.approx(0.25)
+    assert closeness({"metrics": None, "standards": {}}) is None  # a rejection: no numbers
+
+    failed_metrics = dict(metrics, mere=3 * t)
+    failed = dict(
+        passed,
+        category="precision",
+        metrics=failed_metrics,
+        standards=dict(standards, experimental={"passed": False, "gated": True, "reason": ""}),
+    )
+    assert margin(failed) == pytest.approx(3.0)  # the failed standard alone
+    assert margin(dict(failed, category="kernel_fault")) == float("inf")
