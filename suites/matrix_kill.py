@@ -13,7 +13,7 @@ from golden.layouts import View
 from suites.case import Case
 from suites.matrix_space import make_case
 
-# NO_REDUCE with a row of three chunks (8192 fp32 or fp16 elements a chunk on both families):
+# NO_REDUCE with a row of several chunks (3 of 8192 elements on Ascend910B, 2 on Ascend310B):
 # the chunk offset (op_kernel base + c * blockElems) and a vector count one long at a chunk that
 # fills its UB block (Exp/Muls/Adds/Mul with n + 1) only show past the first chunk.
 NO_REDUCE_CHUNKS = ((2, 1, 20000), (1,))

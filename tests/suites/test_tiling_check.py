@@ -18,7 +18,13 @@ def _record(case, workspace: int) -> dict:
 def test_each_copied_view_costs_its_bytes_rounded_up_to_the_ub_block():
     # 3 x 5 float32: 60 bytes, 64 with the 32-byte UB block; dy and y are copied, out is not
     case = make_case(
-        "ascend910b", "float32", (3, 5), (-1,), "t", dy_layout=View((0, 0), 1, 0), y_layout="strided"
+        "ascend910b",
+        "float32",
+        (3, 5),
+        (-1,),
+        "t",
+        dy_layout=View((0, 0), 1, 0),
+        y_layout="strided",
     )
     assert expected_workspace(case, "Ascend910B1") == 2 * 64
     check_tiling(case, _record(case, 128))
@@ -26,7 +32,9 @@ def test_each_copied_view_costs_its_bytes_rounded_up_to_the_ub_block():
 
 @pytest.mark.parametrize("wrong", [0, 64, 120, 192])
 def test_a_workspace_of_other_size_is_a_tiling_mismatch(wrong):
-    case = make_case("ascend910b", "float32", (3, 5), (-1,), "t", y_layout="strided", out_layout="strided")
+    case = make_case(
+        "ascend910b", "float32", (3, 5), (-1,), "t", y_layout="strided", out_layout="strided"
+    )
     with pytest.raises(TilingMismatch, match=f"workspace_bytes {wrong} \\(expected 128\\)"):
         check_tiling(case, _record(case, wrong))
 
