@@ -27,6 +27,10 @@ Y_OVERLAP = View((1, 1), 7, 0)
 # A 1-d row of 2, every tensor strided: the only stride off is of an extent of 2 (the
 # contiguity test skipping extents of 2 instead of 1 takes it for contiguous).
 PAIR = ((2,), (0,))
+# Reduce axes given out of order (consecutive once sorted): the axis normalisation must sort
+# them (op/tiling/tiling.cpp normalized_sorted) before checking that they are consecutive and
+# taking the first and the last.
+UNSORTED = (((4, 3, 5), (2, 1)), ((4, 3, 5), (-1, -2)), ((3, 4, 5, 2), (2, 0, 1)))
 ALL_STRIDED = {"dy_layout": "strided", "y_layout": "strided", "out_layout": "strided"}
 
 
@@ -44,10 +48,13 @@ def kill_cases(family: str, dtypes, full: bool) -> Iterator[Case]:
             make_case(family, "float16", *OVERLAP, "kill", **views),
             make_case(family, "float32", pair, pair_axes, "kill", **ALL_STRIDED),
             make_case(family, "float16", pair, pair_axes, "kill", **ALL_STRIDED),
+            make_case(family, "float32", *UNSORTED[0], "kill"),
+            make_case(family, "float16", *UNSORTED[1], "kill"),
         )
     else:
         yield from (
             make_case(family, "float32", shape, axes, "kill"),
             make_case(family, "float32", *OVERLAP, "kill", **views),
             make_case(family, "float32", pair, pair_axes, "kill", **ALL_STRIDED),
+            make_case(family, "float32", *UNSORTED[2], "kill"),
         )

@@ -503,5 +503,6 @@ def test_the_cases_to_kill_mutants_are_smoke_only_three_a_situation(tiers):
         c for c in kill if c.layout == "strided" and 0 in getattr(c.dy_layout, "strides", ())
     ]
     pair = [c for c in kill if c.shape == (2,) and c.out_layout == "strided"]
-    assert (len(multi_chunk), len(broadcast), len(pair)) == (3, 3, 3)
+    unsorted = [c for c in kill if len(c.axes) > 1 and list(c.axes) != sorted(c.axes)]
+    assert (len(multi_chunk), len(broadcast), len(pair), len(unsorted)) == (3, 3, 3, 3)
     assert all(c.accepted for c in kill)
