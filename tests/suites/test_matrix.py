@@ -504,5 +504,8 @@ def test_the_cases_to_kill_mutants_are_smoke_only_three_a_situation(tiers):
     ]
     pair = [c for c in kill if c.shape == (2,) and c.out_layout == "strided"]
     unsorted = [c for c in kill if len(c.axes) > 1 and list(c.axes) != sorted(c.axes)]
+    bytes_ = {"float32": 4, "float16": 2}
+    whole = [c for c in kill if c.layout == "strided" and c.numel * bytes_[c.dtype] % 32 == 0]
     assert (len(multi_chunk), len(broadcast), len(pair), len(unsorted)) == (3, 3, 3, 3)
+    assert len(whole) == 3
     assert all(c.accepted for c in kill)
