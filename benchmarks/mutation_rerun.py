@@ -4,7 +4,8 @@ each mutant of the rerun is matched with the whole run's by its file, its line's
 rule id (lines may have moved), the kills of the whole run are kept, and the rerun's outcome
 replaces the old one. The survivors op/mutants_explained.toml explains are counted apart.
 
-    .venv/bin/python benchmarks/mutation_rerun.py --full /tmp/mut-full --rerun /tmp/mut-rerun
+    .venv/bin/python benchmarks/mutation_rerun.py --full /tmp/mut-full --rerun /tmp/mut-rerun \
+        --rerun /tmp/mut-rerun2
     .venv/bin/python benchmarks/mutation_rerun.py --full /tmp/mut-full --print-ids  # ids to rerun
 """
 
@@ -68,15 +69,22 @@ def _line(o: dict) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--full", type=Path, required=True, help="the whole run's directory")
-    parser.add_argument("--rerun", type=Path, help="the rerun's directory")
+    parser.add_argument(
+        "--rerun",
+        type=Path,
+        action="append",
+        default=[],
+        help="a rerun's directory; repeatable (a later rerun's outcome of an id wins)",
+    )
     parser.add_argument("--print-ids", action="store_true", help="the ids to rerun, one a line")
     args = parser.parse_args()
     old = _mutants(args.full)
     if args.print_ids or not args.rerun:
         print("\n".join(current_ids(old)))
         return 0
+    latest = {o["id"]: o for run in args.rerun for o in _mutants(run)}
     new: dict[tuple, list[dict]] = {}
-    for o in _mutants(args.rerun):
+    for o in latest.values():
         new.setdefault(_key(o["file"], o["source_line"], o["id"]), []).append(o)
     shift = _shifts(old, new)
     merged, rerun = [], []
