@@ -29,6 +29,7 @@ from golden import soc
 from suites import gates
 from suites.case import Case
 from suites.matrix_coverage import coverage_cases
+from suites.matrix_kill import kill_cases
 from suites.matrix_layers import layers
 from suites.matrix_shapes import (
     axis_lists,
@@ -125,7 +126,8 @@ SECTIONS: tuple[Callable[[str, tuple, bool], Iterable[Case]], ...] = (
     schedule_boundaries,
     block_multiples,
     layers,
-    coverage_cases,  # smoke only, last: farm coverage's (suites/matrix_coverage.py)
+    coverage_cases,  # smoke only: farm coverage's (suites/matrix_coverage.py)
+    kill_cases,  # smoke only, last: farm mutate's (suites/matrix_kill.py)
 )
 
 
@@ -285,6 +287,7 @@ __all__ = [
     "block_elems",
     "block_multiples",
     "coverage_cases",
+    "kill_cases",
     "casts",
     "chunk_rows",
     "constant_fills",

@@ -3,8 +3,9 @@ computed here independently from the case and the SoC profile."""
 
 from __future__ import annotations
 
-from golden import contract, soc
+from golden import contract, layouts, soc
 
+ITEM_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
 SCHEDULE_IDS = {"NO_REDUCE": 0, "REDUCE_TAIL": 1, "REDUCE_MID": 2}
 UB_BLOCKS = {"NO_REDUCE": 6, "REDUCE_TAIL": 5, "REDUCE_MID": 6}
 
@@ -46,6 +47,19 @@ def expected_tiling(case, soc_name: str, contiguous: bool) -> dict:
     }
 
 
+def expected_workspace(case, soc_name: str) -> int:
+    """The workspace the operator asks for: a contiguous copy of each view it cannot address
+    as it is (golden/layouts.is_dense), each rounded up to the SoC's UB block (op/tiling
+    workspace_layout): one copy too few or too small corrupts a neighbour's data."""
+    block = soc.profile(soc_name).block_bytes
+    size = case.numel * ITEM_BYTES[case.dtype]
+    copies = sum(
+        not layouts.is_dense(getattr(case, f"{name}_layout"), case.tensor_shape(name))
+        for name in ("dy", "y", "out")
+    )
+    return copies * (-(-size // block) * block)
+
+
 def check_tiling(case, record: dict) -> None:
     """Raise TilingMismatch naming every field the operator planned differently."""
     tiling = record.get("tiling")
@@ -54,7 +68,8 @@ def check_tiling(case, record: dict) -> None:
     contiguous = case.layout == "contiguous"
     want = expected_tiling(case, record["soc"], contiguous)
     wrong = [f"{k} {tiling.get(k)} (expected {v})" for k, v in want.items() if tiling.get(k) != v]
-    if contiguous and tiling.get("workspace_bytes"):
-        wrong.append(f"workspace_bytes {tiling['workspace_bytes']} (expected 0: contiguous)")
+    workspace = expected_workspace(case, record["soc"])
+    if tiling.get("workspace_bytes", workspace) != workspace:
+        wrong.append(f"workspace_bytes {tiling['workspace_bytes']} (expected {workspace})")
     if wrong:
         raise TilingMismatch(f"[tiling] planned differently from the design: {'; '.join(wrong)}")

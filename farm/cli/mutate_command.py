@@ -8,7 +8,8 @@ the agent runs them and judged as `farm run` judges them (farm/run/mutate.py). T
 operator runs the cases first: one it fails already is left out (a kill there says nothing).
 
 Killed: at least one case fails or breaks; a kill by fewer than 3 failing cases is weak.
-Survived: every case passes (the cases that came closest to failing are kept). Equivalent: the
+Survived: every case passes (the cases that came closest to failing are kept); a survivor that
+op/mutants_explained.toml explains (no case can kill it, and why) is counted apart. Equivalent: the
 built library is the original's once stripped (not run). Stillborn: it does not compile. The
 score is killed / (killed + survived).
 
@@ -39,6 +40,7 @@ from farm.util.argparsing import CommandParser
 from farm.util.console import FarmConsole
 from farm.util.errors import ConfigError, UsageError
 
+EXPLAINED = "mutants_explained.toml"  # under op/: the survivors no case can kill, and why
 _COLOURS = {"killed": "green", "survived": "red", "equivalent": "blue", "stillborn": "yellow"}
 
 
@@ -169,6 +171,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def _mutate(args, mutants, cases, console: FarmConsole) -> int:
     from farm.pool import build
+    from farm.results.mutants_explained import explain
+    from farm.results.mutants_explained import load as load_explained
     from farm.results.mutate_report import write_report
 
     started = time.perf_counter()
@@ -208,6 +212,7 @@ def _mutate(args, mutants, cases, console: FarmConsole) -> int:
             stream.flush()
             console.print(_progress_line(len(outcomes), len(mutants), outcome))
     seconds = time.perf_counter() - started
+    explain(outcomes, load_explained(build.OP_DIR / EXPLAINED))
     summary = summarize([o for o in outcomes if "status" in o])
     errors = [o["error"] for o in outcomes if "error" in o]
     document = _document(mutate_id, args, base, cases, outcomes, summary, seconds, errors)
@@ -269,11 +274,15 @@ def _summary_lines(summary: dict[str, Any], seconds: float, out: Path, page: Pat
     score = summary["score"]
     text = "no mutant judged" if score is None else f"{score * 100:.1f}%"
     strong = summary["strong_score"]
+    k = summary["killable_score"]
+    killable = "no killable mutant" if k is None else f"{k * 100:.1f}%"
     return [
         f"{summary['mutants']} mutants in {seconds:.0f} s: {summary['killed']} killed "
         f"({summary['weak']} weak: fewer than {WEAK_KILL} failing cases), {summary['survived']} "
-        f"survived, {summary['equivalent']} equivalent, {summary['stillborn']} stillborn",
+        f"survived ({summary['explained']} explained in op/{EXPLAINED}), "
+        f"{summary['equivalent']} equivalent, {summary['stillborn']} stillborn",
         f"[bold]mutation score {text}[/] of {summary['judged']} non-equivalent mutants"
         + ("" if strong is None else f" ({strong * 100:.1f}% killed by {WEAK_KILL}+ cases)"),
+        f"{killable}: the score without the {summary['explained']} explained survivors",
         f"report: {escape(str(page))}  (every mutant: {escape(str(out / 'mutation.json'))})",
     ]

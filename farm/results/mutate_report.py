@@ -54,9 +54,10 @@ def _survivors(mutants: list[dict[str, Any]]) -> str:
         )
         rows.append(
             f"<tr><td>{_where(m)}</td><td>{_e(m['rule'])}</td><td>{_edit(m)}</td>"
-            f"<td>{closest or 'no precision case'}</td></tr>"
+            f"<td>{closest or 'no precision case'}</td>"
+            f"<td>{_e(m.get('explained') or '')}</td></tr>"
         )
-    return _table(["where", "rule", "line and edit", "closest cases"], rows)
+    return _table(["where", "rule", "line and edit", "closest cases", "why no case kills it"], rows)
 
 
 def _weak(mutants: list[dict[str, Any]]) -> str:
@@ -121,6 +122,8 @@ def render(doc: dict[str, Any]) -> str:
 <style>{_STYLE}</style></head><body>
 <h1>Mutation score: {_e(selection)}</h1>
 <p class=score>{_pct(s["score"])} of {s["judged"]} non-equivalent mutants killed</p>
+<p>{_pct(s.get("killable_score"))} without the {s.get("explained", 0)} survivors that
+op/mutants_explained.toml explains (no case can kill them).</p>
 <p>{_pct(s["strong_score"])} killed by {doc["weak_kill"]} failing cases or more;
 {doc["cases_judged"]} of {doc["cases"]} cases judged each mutant; run {_e(doc["mutate_id"])}.</p>
 {errors}{counts}{left_out}

@@ -338,10 +338,14 @@ def run_mutants(
 
 def summarize(outcomes: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """The counts and the score: killed / (every mutant that is neither equivalent nor
-    stillborn); strong_score counts only the kills by WEAK_KILL cases or more."""
+    stillborn); strong_score counts only the kills by WEAK_KILL cases or more; killable_score
+    leaves out the survivors explained (an `explained` key: why no case can kill them)."""
     counts = {s: sum(o.get("status") == s for o in outcomes) for s in STATUSES}
     weak = sum(bool(o.get("weak")) for o in outcomes)
     judged = counts[KILLED] + counts[SURVIVED]
+    # Survivors with a reviewed reason no case can kill them (op/mutants_explained.toml)
+    explained = sum(o.get("status") == SURVIVED and bool(o.get("explained")) for o in outcomes)
+    killable = judged - explained
     return {
         "mutants": len(outcomes),
         **counts,
@@ -349,4 +353,6 @@ def summarize(outcomes: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "judged": judged,
         "score": counts[KILLED] / judged if judged else None,
         "strong_score": (counts[KILLED] - weak) / judged if judged else None,
+        "explained": explained,
+        "killable_score": counts[KILLED] / killable if killable else None,
     }

@@ -213,3 +213,12 @@ def test_closeness_is_the_nearest_gated_standard_to_its_limit_and_margin_only_th
     )
     assert margin(failed) == pytest.approx(3.0)  # the failed standard alone
     assert margin(dict(failed, category="kernel_fault")) == float("inf")
+
+
+def test_an_explained_survivor_is_counted_apart_from_the_score_over_the_killable():
+    explained = {**outcome("survived"), "explained": "the emulated device does not enforce it"}
+    outcomes = [outcome("killed", 5), outcome("killed", 4), outcome("survived"), explained]
+    s = mutate.summarize(outcomes)
+    assert (s["survived"], s["explained"]) == (2, 1)
+    assert s["score"] == 2 / 4 and s["killable_score"] == 2 / 3
+    assert mutate.summarize([explained])["killable_score"] is None

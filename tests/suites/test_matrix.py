@@ -483,3 +483,29 @@ def test_a_layer_case_is_what_its_layer_can_be_asked():
         Case("ascend910b", "float32", (3, 5), (-1,), missing="y", layer="tiling")
     with pytest.raises(MalformedCase, match="layer 'kernel'"):
         Case("ascend910b", "float32", (3, 5), (-1,), layer="kernel")
+
+
+def test_the_cases_to_kill_mutants_are_smoke_only_three_a_situation(tiers):
+    """suites/matrix_kill.py: NO_REDUCE rows of several chunks, views a contiguity test must not
+    take for contiguous, a strided row of 2; each in 3 smoke cases (a kill by 3 is not weak),
+    none in the other tiers (whose volume covers them)."""
+    kill = [c for c in tiers["smoke"] if c.origin == "kill"]
+    for tier in ("nightly", "full"):
+        assert not [c for c in tiers[tier] if c.origin == "kill"]
+    multi_chunk = [
+        c
+        for c in kill
+        if _schedule(c) == "NO_REDUCE"
+        and contract.merge_shape(c.shape, c.axes)[2]
+        > max(matrix.block_elems(c.family, c.dtype, "NO_REDUCE"))
+    ]
+    broadcast = [
+        c for c in kill if c.layout == "strided" and 0 in getattr(c.dy_layout, "strides", ())
+    ]
+    pair = [c for c in kill if c.shape == (2,) and c.out_layout == "strided"]
+    unsorted = [c for c in kill if len(c.axes) > 1 and list(c.axes) != sorted(c.axes)]
+    bytes_ = {"float32": 4, "float16": 2}
+    whole = [c for c in kill if c.layout == "strided" and c.numel * bytes_[c.dtype] % 32 == 0]
+    assert (len(multi_chunk), len(broadcast), len(pair), len(unsorted)) == (3, 3, 3, 3)
+    assert len(whole) == 3
+    assert all(c.accepted for c in kill)
