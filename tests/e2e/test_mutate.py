@@ -167,7 +167,7 @@ def test_a_kill_with_its_cases_an_equivalent_and_a_survivor_on_a_slice_of_smoke(
 
     page = (out / "report" / "index.html").read_text()
     assert "50.0% of 2 non-equivalent mutants killed" in page
-    assert "Survivors (1)" in page and "op/tiling/tiling.cpp:52" in page
+    assert "Survivors (1)" in page and "op/tiling/tiling.cpp:70" in page
     assert survivor["closest"][0]["case_id"] in page
     lines = ran.out.strip().splitlines()
     assert "mutation score 50.0% of 2 non-equivalent mutants" in lines[-2]
