@@ -28,8 +28,8 @@ from farm.util.errors import UsageError
 from golden import soc
 from suites import gates
 from suites.case import Case
-from suites.matrix_layers import layers
 from suites.matrix_coverage import coverage_cases
+from suites.matrix_layers import layers
 from suites.matrix_shapes import (
     axis_lists,
     block_multiples,
