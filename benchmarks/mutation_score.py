@@ -31,7 +31,8 @@ def load(run_dir: Path) -> tuple[list[dict], dict]:
     whole = run_dir / "mutation.json"
     if whole.exists():
         doc = json.loads(whole.read_text())
-        return doc["mutants"], {"seconds": doc["seconds"], "complete": True, "tier": doc["tier"]}
+        facts = {"seconds": doc["seconds"], "complete": True, "tier": doc["tier"]}
+        return doc["mutants"], {**facts, "backend": doc.get("backend", "native")}
     lines = (run_dir / "mutants.jsonl").read_text().splitlines()
     return [json.loads(line) for line in lines if line.strip()], {"complete": False}
 
@@ -48,13 +49,16 @@ def report(outcomes: list[dict], facts: dict, total: int | None) -> str:
     when = f"{facts['seconds']:.0f} s" if "seconds" in facts else "stopped before its end"
     out.append(
         f"{held} mutants ({when}): {s['killed']} killed ({s['weak']} weak: fewer than "
-        f"{WEAK_KILL} failing cases), {s['survived']} survived, {s['equivalent']} equivalent, "
+        f"{WEAK_KILL} failing cases; {s.get('policy_only', 0)} policy-only), {s['survived']} "
+        f"survived, {s['equivalent']} equivalent, "
         f"{s['stillborn']} stillborn"
     )
     if s["score"] is not None:
         out.append(
             f"mutation score **{s['score'] * 100:.1f}%** of {s['judged']} non-equivalent mutants; "
-            f"{s['strong_score'] * 100:.1f}% killed by {WEAK_KILL}+ cases"
+            f"{s['strong_score'] * 100:.1f}% killed by {WEAK_KILL}+ cases; "
+            f"{s['results_score'] * 100:.1f}% through the results (not by an emulation policy "
+            "alone)"
         )
     out += [
         "",
@@ -92,6 +96,20 @@ def report(outcomes: list[dict], facts: dict, total: int | None) -> str:
             f"- `{o['id']}` `{o['source_line'].strip()}`: {_edit(o)}; "
             f"{o['failing']} failing: {cases}"
         )
+    out += ["", "Policy-only kills (id, the edit, the cases an emulation policy refused):", ""]
+    for o in sorted((o for o in outcomes if o.get("policy_only")), key=lambda o: o["id"]):
+        out.append(
+            f"- `{o['id']}` `{o['source_line'].strip()}`: {_edit(o)}; {o['policy_failing']} "
+            f"cases: {', '.join(o['policy_cases'])}"
+        )
+    out += ["", "Kills refused by a policy too (id, the case that catches it through the results):"]
+    out.append("")
+    for o in sorted((o for o in outcomes if o.get("caught_by")), key=lambda o: o["id"]):
+        c = o["caught_by"]
+        out.append(
+            f"- `{o['id']}`: {o['policy_failing']} of {o['failing']} failing cases by a policy; "
+            f"{c['case_id']} ({c['category']})"
+        )
     return "\n".join(out)
 
 
@@ -99,6 +117,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tier", default="smoke")
     parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--backend", help="farm mutate --backend (default the target's)")
     parser.add_argument("--out", default="/tmp/farm-mutation-score")
     parser.add_argument("--from", dest="source", help="a run directory farm mutate made")
     parser.add_argument("--total", type=int, help="the mutants of the run (for a partial one)")
@@ -108,6 +127,7 @@ def main() -> int:
         started = time.perf_counter()
         cmd = [sys.executable, "-m", "farm.cli", "mutate", "--tier", args.tier]
         cmd += ["--jobs", str(args.jobs), "--out", str(run_dir)]
+        cmd += ["--backend", args.backend] if args.backend else []
         code = subprocess.run(cmd, cwd=ROOT).returncode
         print(f"farm mutate exit {code} after {time.perf_counter() - started:.0f} s\n")
     outcomes, facts = load(run_dir)

@@ -4,14 +4,18 @@ catch (the mutation score).
 The mutants (farm/run/mutants.py: regex rules that fit Ascend C, each one edit of one line with
 an id, file:line:rule.n) are made from the sources of this checkout's op/. Each is built in a
 scratch copy of the sources and run through the tier's cases on the emulated real kernel, as
-the agent runs them and judged as `farm run` judges them (farm/run/mutate.py). The original
+the agent runs them on the backend `farm run` takes (--backend; default the target's: acl, the
+scratch copy's own emulated ACL runtime and aclnn layer, whose source is mutated too) and judged
+as `farm run` judges them (farm/run/mutate.py). The original
 operator runs the cases first: one it fails already is left out (a kill there says nothing).
 
 Killed: at least one case fails or breaks; a kill by fewer than 3 failing cases is weak.
 Survived: every case passes (the cases that came closest to failing are kept); a survivor that
-op/mutants_explained.toml explains (no case can kill it, and why) is counted apart. Equivalent: the
-built library is the original's once stripped (not run). Stillborn: it does not compile. The
-score is killed / (killed + survived).
+op/mutants_explained.toml explains (no case can kill it, and why) is counted apart. A kill whose
+failing cases were all refused by an emulation policy (a rule of the emulated device that CANN
+does not enforce) is policy-only, counted apart; a kill with both kinds names a case that
+catches it through the results. Equivalent: the built libraries are the original's once
+stripped (not run). Stillborn: it does not compile. The score is killed / (killed + survived).
 
 Everything goes to the run directory (default runs/mutate/<id>/): mutants.jsonl (each outcome
 as it comes), mutation.json (every mutant's outcome, at the end) and report/index.html (the
@@ -35,7 +39,7 @@ from rich.markup import escape
 
 from farm.run import mutants as mutant_rules
 from farm.run.mutate import STATUSES, WEAK_KILL, Baseline, baseline, run_mutants, summarize
-from farm.util import paths
+from farm.util import paths, targets
 from farm.util.argparsing import CommandParser
 from farm.util.console import FarmConsole
 from farm.util.errors import ConfigError, UsageError
@@ -69,7 +73,15 @@ def _parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="mutate this source (a path under op/, or op/...); repeatable (default: "
         + ", ".join(mutant_rules.SOURCES)
-        + ")",
+        + f", and on the acl backend {mutant_rules.ACL_LAYER})",
+    )
+    parser.add_argument(
+        "--backend",
+        choices=("acl", "native"),
+        default=targets.default_backend("ascendc-cpu"),
+        help="how the cases call the operator, as farm run --backend ("
+        + targets.backend_help()
+        + "): acl runs each mutant's emulated ACL runtime and aclnn layer",
     )
     parser.add_argument(
         "--rules",
@@ -109,12 +121,18 @@ def select_mutants(args: argparse.Namespace) -> list[mutant_rules.Mutant]:
     """The mutants the options name, from this checkout's op/."""
     from farm.pool.build import OP_DIR
 
-    files = [f.removeprefix("op/") for f in args.files] or list(mutant_rules.SOURCES)
-    unknown = [f for f in files if f not in mutant_rules.SOURCES]
+    sources = mutant_rules.sources_for(args.backend)
+    files = [f.removeprefix("op/") for f in args.files] or list(sources)
+    if args.backend != "acl" and mutant_rules.ACL_LAYER in files:
+        raise UsageError(
+            f"--files {mutant_rules.ACL_LAYER}: the aclnn layer runs only through the acl "
+            f"backend; drop --backend {args.backend}"
+        )
+    unknown = [f for f in files if f not in sources]
     if unknown:
         raise UsageError(
             f"--files {', '.join(unknown)}: not a source farm mutate edits; use some of "
-            + ", ".join(mutant_rules.SOURCES)
+            + ", ".join(sources)
         )
     rules = [r for r in (args.rules or "").split(",") if r] or None
     bad = [r for r in rules or () if r not in mutant_rules.RULES]
@@ -122,7 +140,7 @@ def select_mutants(args: argparse.Namespace) -> list[mutant_rules.Mutant]:
         raise UsageError(f"--rules {', '.join(bad)}: use some of {', '.join(mutant_rules.RULES)}")
     if args.only:
         files = list(dict.fromkeys(i.split(":", 1)[0] for i in args.only if ":" in i)) or files
-    found = mutant_rules.generate(OP_DIR, [f for f in files if f in mutant_rules.SOURCES], rules)
+    found = mutant_rules.generate(OP_DIR, [f for f in files if f in sources], rules)
     if args.only:
         by_id = {m.id: m for m in found}
         missing = [i for i in args.only if i not in by_id]
@@ -174,6 +192,7 @@ def _mutate(args, mutants, cases, console: FarmConsole) -> int:
     from farm.results.mutants_explained import explain
     from farm.results.mutants_explained import load as load_explained
     from farm.results.mutate_report import write_report
+    from farm.run.mutate_cases import Built
 
     started = time.perf_counter()
     mutate_id = time.strftime("mutate-%Y%m%d-%H%M%S", time.gmtime()) + f"-{os.getpid()}"
@@ -181,10 +200,18 @@ def _mutate(args, mutants, cases, console: FarmConsole) -> int:
     console.print(
         f"[bold]{mutate_id}[/]: {len(mutants)} mutants, tier {args.tier}"
         + (f" -k {escape(args.k)}" if args.k else "")
-        + f" ({len(cases)} cases), {args.jobs} job{'s' if args.jobs != 1 else ''}"
+        + f" ({len(cases)} cases), backend {args.backend}, {args.jobs} job"
+        + ("s" if args.jobs != 1 else "")
     )
-    library = build.build_native("ascendc-cpu")
-    base = baseline(str(library), cases, args.case_timeout)
+    built = Built(str(build.build_native("ascendc-cpu")), args.backend)
+    missing = [str(p) for p in built.libraries() if not p.is_file()]
+    if missing:
+        raise ConfigError(
+            f"the acl backend needs the emulated ACL runtime ({missing[0]} is missing): fetch "
+            "the genuine headers with python -m farm.pool.acl_sdk and build again, or use "
+            "--backend native"
+        )
+    base = baseline(built, cases, args.case_timeout)
     if not base.cases:
         raise ConfigError(
             f"the original operator fails every selected case ({', '.join(base.failing[:3])}, "
@@ -206,6 +233,7 @@ def _mutate(args, mutants, cases, console: FarmConsole) -> int:
             jobs=args.jobs,
             timeout=args.case_timeout,
             stop_after=args.stop_after,
+            backend=args.backend,
         ):
             outcomes.append(outcome)
             stream.write(json.dumps(outcome) + "\n")
@@ -220,7 +248,7 @@ def _mutate(args, mutants, cases, console: FarmConsole) -> int:
     page = write_report(document, out / "report")
     if args.json:
         print(json.dumps({"mutate_id": mutate_id, **summary, "report": str(page)}, indent=1))
-    for line in _summary_lines(summary, seconds, out, page):
+    for line in _summary_lines(summary, seconds, out, page, outcomes):
         console.print(line)
     below = (
         args.min_score is not None
@@ -239,6 +267,7 @@ def _document(mutate_id, args, base: Baseline, cases, outcomes, summary, seconds
         "mutate_id": mutate_id,
         "tier": args.tier,
         "k": args.k,
+        "backend": args.backend,
         "cases": len(cases),
         "cases_judged": len(base.cases),
         "baseline_failing": base.failing,
@@ -260,6 +289,8 @@ def _progress_line(n: int, total: int, o: dict[str, Any]) -> str:
     if status == "killed":
         more = "" if o["complete"] else "+"
         detail = f"{o['failing']}{more} failing" + (" (weak)" if o["weak"] else "")
+        if o.get("policy_only"):
+            detail += " (policy-only)"
     elif status == "stillborn":
         detail = o["build_error"][:80]
     return (
@@ -270,19 +301,49 @@ def _progress_line(n: int, total: int, o: dict[str, Any]) -> str:
     )
 
 
-def _summary_lines(summary: dict[str, Any], seconds: float, out: Path, page: Path) -> list[str]:
+def _summary_lines(
+    summary: dict[str, Any], seconds: float, out: Path, page: Path, outcomes: list[dict[str, Any]]
+) -> list[str]:
     score = summary["score"]
     text = "no mutant judged" if score is None else f"{score * 100:.1f}%"
     strong = summary["strong_score"]
     k = summary["killable_score"]
     killable = "no killable mutant" if k is None else f"{k * 100:.1f}%"
-    return [
+    through = summary["results_score"]
+    also = [] if strong is None else [f"{strong * 100:.1f}% killed by {WEAK_KILL}+ cases"]
+    also += [] if through is None else [f"{through * 100:.1f}% through the results"]
+    lines = [
         f"{summary['mutants']} mutants in {seconds:.0f} s: {summary['killed']} killed "
-        f"({summary['weak']} weak: fewer than {WEAK_KILL} failing cases), {summary['survived']} "
+        f"({summary['weak']} weak: fewer than {WEAK_KILL} failing cases; "
+        f"{summary['policy_only']} policy-only), {summary['survived']} "
         f"survived ({summary['explained']} explained in op/{EXPLAINED}), "
         f"{summary['equivalent']} equivalent, {summary['stillborn']} stillborn",
         f"[bold]mutation score {text}[/] of {summary['judged']} non-equivalent mutants"
-        + ("" if strong is None else f" ({strong * 100:.1f}% killed by {WEAK_KILL}+ cases)"),
+        + (f" ({'; '.join(also)})" if also else ""),
         f"{killable}: the score without the {summary['explained']} explained survivors",
-        f"report: {escape(str(page))}  (every mutant: {escape(str(out / 'mutation.json'))})",
     ]
+    lines += _policy_lines(outcomes)
+    lines.append(
+        f"report: {escape(str(page))}  (every mutant: {escape(str(out / 'mutation.json'))})"
+    )
+    return lines
+
+
+def _policy_lines(outcomes: list[dict[str, Any]]) -> list[str]:
+    """The kills that rest on an emulation policy alone (CANN would run the mutant), each with
+    its cases; and for a kill with both kinds, the case that catches it through the results."""
+    lines = []
+    for o in outcomes:
+        if o.get("policy_only"):
+            cases = ", ".join(o["policy_cases"][:3]) + (" ..." if o["policy_failing"] > 3 else "")
+            lines.append(
+                f"  [yellow]policy-only[/] {escape(o['id'])}: only an emulation policy refused "
+                f"it ({o['policy_failing']} cases: {escape(cases)})"
+            )
+        elif o.get("caught_by"):
+            lines.append(
+                f"  policy and results {escape(o['id'])}: {o['policy_failing']} policy cases; "
+                f"through the results: {escape(o['caught_by']['case_id'])} "
+                f"({escape(str(o['caught_by']['category']))})"
+            )
+    return lines

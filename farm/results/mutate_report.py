@@ -1,8 +1,10 @@
 """The page of a `farm mutate` run (farm/cli/mutate_command.py): one self-contained HTML file,
 report/index.html in the run directory, from its mutation.json. The score and the counts first,
 then what needs a person: the survivors (file:line, the line and its edit, the cases that came
-closest to failing: what the tier lacks), the weak kills (and the cases that made them), then the
-stillborn and equivalent mutants, folded."""
+closest to failing: what the tier lacks), the weak kills (and the cases that made them), the
+policy-only kills (refused by a rule of the emulated device that CANN does not enforce, and by no
+case's results: what CANN would run) and, beside the kills with both kinds, a case that catches
+them through the results; then the stillborn and equivalent mutants, folded."""
 
 from __future__ import annotations
 
@@ -74,6 +76,32 @@ def _weak(mutants: list[dict[str, Any]]) -> str:
     return _table(["where", "rule", "line and edit", "failing", "the cases"], rows)
 
 
+def _policy_only(mutants: list[dict[str, Any]]) -> str:
+    rows = [
+        f"<tr><td>{_where(m)}</td><td>{_e(m['rule'])}</td><td>{_edit(m)}</td>"
+        f"<td>{m['policy_failing']}</td><td>"
+        + "<br>".join(f"<code>{_e(c)}</code>" for c in m["policy_cases"])
+        + "</td></tr>"
+        for m in mutants
+    ]
+    return _table(["where", "rule", "line and edit", "policy cases", "the cases"], rows)
+
+
+def _both(mutants: list[dict[str, Any]]) -> str:
+    rows = []
+    for m in mutants:
+        c = m["caught_by"]
+        rows.append(
+            f"<tr><td>{_where(m)}</td><td>{_e(m['rule'])}</td><td>{_edit(m)}</td>"
+            f"<td>{m['policy_failing']} of {m['failing']}</td>"
+            f"<td><code>{_e(c['case_id'])}</code> {_e(c['outcome'])} ({_e(c['category'])})"
+            "</td></tr>"
+        )
+    return _table(
+        ["where", "rule", "line and edit", "policy cases", "caught through the results by"], rows
+    )
+
+
 def _plain(mutants: list[dict[str, Any]], extra: str | None = None) -> str:
     rows = [
         f"<tr><td>{_where(m)}</td><td>{_e(m['rule'])}</td><td>{_edit(m)}</td>"
@@ -99,14 +127,30 @@ def render(doc: dict[str, Any]) -> str:
     mutants = doc["mutants"]
     survivors = [m for m in mutants if m["status"] == "survived"]
     weak = [m for m in mutants if m.get("weak")]
+    policy_only = [m for m in mutants if m.get("policy_only")]
+    both = [m for m in mutants if m.get("caught_by") and m.get("policy_failing")]
     stillborn = [m for m in mutants if m["status"] == "stillborn"]
     equivalent = [m for m in mutants if m["status"] == "equivalent"]
-    selection = f"tier {doc['tier']}" + (f" -k {doc['k']}" if doc.get("k") else "")
+    selection = (
+        f"tier {doc['tier']}"
+        + (f" -k {doc['k']}" if doc.get("k") else "")
+        + f", backend {doc.get('backend', 'native')}"
+    )
     counts = _table(
-        ["mutants", "killed", "weak kills", "survived", "equivalent", "stillborn", "seconds"],
+        [
+            "mutants",
+            "killed",
+            "weak kills",
+            "policy-only kills",
+            "survived",
+            "equivalent",
+            "stillborn",
+            "seconds",
+        ],
         [
             f"<tr><td>{s['mutants']}</td><td class=killed>{s['killed']}</td>"
-            f"<td class=weak>{s['weak']}</td><td class=survived>{s['survived']}</td>"
+            f"<td class=weak>{s['weak']}</td><td class=weak>{s.get('policy_only', 0)}</td>"
+            f"<td class=survived>{s['survived']}</td>"
             f"<td>{s['equivalent']}</td><td>{s['stillborn']}</td><td>{doc['seconds']}</td></tr>"
         ],
     )
@@ -125,6 +169,7 @@ def render(doc: dict[str, Any]) -> str:
 <p>{_pct(s.get("killable_score"))} without the {s.get("explained", 0)} survivors that
 op/mutants_explained.toml explains (no case can kill them).</p>
 <p>{_pct(s["strong_score"])} killed by {doc["weak_kill"]} failing cases or more;
+{_pct(s.get("results_score"))} killed through the results (not by an emulation policy alone);
 {doc["cases_judged"]} of {doc["cases"]} cases judged each mutant; run {_e(doc["mutate_id"])}.</p>
 {errors}{counts}{left_out}
 <h2 class=survived>Survivors ({len(survivors)})</h2>
@@ -133,6 +178,12 @@ moved most toward their limits (1 = at the limit).</p>
 {_survivors(survivors)}
 <h2 class=weak>Weak kills ({len(weak)}): fewer than {doc["weak_kill"]} failing cases</h2>
 {_weak(weak)}
+<h2 class=weak>Policy-only kills ({len(policy_only)})</h2>
+<p>Every failing case was refused by an emulation policy: a rule of the emulated device that
+CANN does not enforce. No case's results caught these; CANN would run them.</p>
+{_policy_only(policy_only)}
+<h2>Kills refused by a policy and caught through the results ({len(both)})</h2>
+{_both(both)}
 <details><summary><h2 style="display:inline">Stillborn ({len(stillborn)}): do not compile</h2>
 </summary>{_plain(stillborn, "build_error")}</details>
 <details><summary><h2 style="display:inline">Equivalent ({len(equivalent)}): the same library

@@ -36,10 +36,10 @@ from pathlib import Path
 
 # The sources a mutant may edit (paths under op/): the kernel, the host's OpDef and tiling
 # function, the shared tiling and views, and the op-api checks, as compiled into
-# liblsg_ascendc_cpu.so (op/CMakeLists.txt LSG_ACPU_SOURCES). The aclnn entry points
-# (op_api/aclnn_log_softmax_backward.cpp) are built only into the emulated ACL runtime's
-# libcust_opapi.so, which the native path of a tier does not load: a mutant there could
-# only survive, so they are left out (docs/mutate.md).
+# liblsg_ascendc_cpu.so (op/CMakeLists.txt LSG_ACPU_SOURCES) and, with the aclnn layer, into the
+# emulated ACL runtime's libcust_opapi.so. The aclnn layer (ACL_LAYER) runs only through the acl
+# backend: on the native backend a mutant there could only survive, so it is left out there
+# (docs/mutate.md).
 SOURCES = (
     "ascendc/op_kernel/log_softmax_grad.cpp",
     "ascendc/op_host/log_softmax_grad.cpp",
@@ -47,6 +47,13 @@ SOURCES = (
     "tiling/tiling.cpp",
     "tiling/views.cpp",
 )
+ACL_LAYER = "ascendc/op_api/aclnn_log_softmax_backward.cpp"
+ALL_SOURCES = (*SOURCES, ACL_LAYER)
+
+
+def sources_for(backend: str) -> tuple[str, ...]:
+    """The sources whose mutants the cases on `backend` can kill: the aclnn layer too on acl."""
+    return ALL_SOURCES if backend == "acl" else SOURCES
 
 
 @dataclass(frozen=True)

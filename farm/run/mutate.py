@@ -4,7 +4,9 @@ run the tier's cases against it (farm/run/mutate_cases.py), and say what became 
 
     stillborn   it does not compile
     equivalent  its library is the original's, byte for byte once stripped: nothing to run
-    killed      at least one case fails or breaks (weak: fewer than WEAK_KILL cases)
+    killed      at least one case fails or breaks (weak: fewer than WEAK_KILL cases; policy-only:
+                every failing case was refused by an emulation policy, a rule of the emulated
+                device that CANN does not enforce, and none caught it through the results)
     survived    every case passes; it keeps the cases that came closest to failing
 
 Each job (--jobs) is a process with its own Workspace: a scratch directory (farm/run/scratch.py:
@@ -33,7 +35,7 @@ from typing import Any
 from farm.run import scratch
 from farm.run.bisect import build_error_line
 from farm.run.mutants import Mutant
-from farm.run.mutate_cases import CaseResult, run_cases
+from farm.run.mutate_cases import Built, CaseResult, run_cases
 from farm.util.errors import BuildError, FarmError
 from suites.case import Case
 
@@ -53,6 +55,9 @@ class Outcome:
     failing: int = 0  # cases that failed or broke
     complete: bool = True  # every case ran (False: stopped after --stop-after failing cases)
     failing_cases: list[dict[str, Any]] = field(default_factory=list)
+    policy_failing: int = 0  # of `failing`: refused by an emulation policy alone
+    policy_cases: list[str] = field(default_factory=list)
+    caught_by: dict[str, Any] | None = None  # a case that fails through its results, with policy
     closest: list[dict[str, Any]] = field(default_factory=list)
     build_error: str = ""
     seconds: float = 0.0
@@ -63,6 +68,11 @@ class Outcome:
     def weak(self) -> bool:
         return self.status == KILLED and self.complete and self.failing < WEAK_KILL
 
+    @property
+    def policy_only(self) -> bool:
+        """Killed only by emulation policies: CANN would run it, and no result caught it."""
+        return self.status == KILLED and self.policy_failing == self.failing
+
     def to_dict(self) -> dict[str, Any]:
         return {
             **self.mutant.to_dict(),
@@ -71,6 +81,10 @@ class Outcome:
             "failing": self.failing,
             "complete": self.complete,
             "failing_cases": self.failing_cases,
+            "policy_only": self.policy_only,
+            "policy_failing": self.policy_failing,
+            "policy_cases": self.policy_cases,
+            "caught_by": self.caught_by,
             "closest": self.closest,
             "build_error": self.build_error,
             "seconds": round(self.seconds, 3),
@@ -88,8 +102,8 @@ class Baseline:
     closeness: dict[str, float | None]
 
 
-def baseline(library: str, cases: Sequence[Case], timeout: float) -> Baseline:
-    results, _ = run_cases(library, cases, timeout=timeout)
+def baseline(built: Built, cases: Sequence[Case], timeout: float) -> Baseline:
+    results, _ = run_cases(built, cases, timeout=timeout)
     passed = {r.case_id for r in results if not r.failed}
     return Baseline(
         [c for c in cases if c.id in passed],
@@ -99,6 +113,11 @@ def baseline(library: str, cases: Sequence[Case], timeout: float) -> Baseline:
 
 
 # -- the scratch copy of the sources -----------------------------------------------------------
+
+
+def fingerprint_all(built: Built) -> str:
+    """The fingerprints of every library the cases load: equal only where each is the same."""
+    return " ".join(fingerprint(library) for library in built.libraries())
 
 
 def fingerprint(library: Path) -> str:
@@ -123,9 +142,11 @@ def fingerprint(library: Path) -> str:
 
 
 class Workspace:
-    """A scratch copy of op/ and its build directory; one mutant's edit at a time."""
+    """A scratch copy of op/ and its build directory; one mutant's edit at a time. On the acl
+    backend the build has the copy's emulated ACL runtime and op-api too (its aclnn layer)."""
 
-    def __init__(self, op_dir: Path):
+    def __init__(self, op_dir: Path, backend: str = "native"):
+        self.backend = backend
         scratch.sweep(scratch.MUTATE)
         self.root = scratch.make(scratch.MUTATE)
         try:
@@ -134,15 +155,21 @@ class Workspace:
             self.build_dir = self.root / "build"
             self.original_texts: dict[str, str] = {}
             self.edited: str | None = None
-            self.original = fingerprint(self.build())
+            self.original = fingerprint_all(self.build())
         except BaseException:
             self.close()
             raise
 
-    def build(self) -> Path:
+    def build(self) -> Built:
         from farm.pool import build
 
-        return build.build_native("ascendc-cpu", build_dir=self.build_dir, source_dir=self.op)
+        library = build.build_native(
+            "ascendc-cpu",
+            build_dir=self.build_dir,
+            source_dir=self.op,
+            acl=self.backend == "acl",
+        )
+        return Built(str(library), self.backend)
 
     def text(self, file: str) -> str:
         if file not in self.original_texts:
@@ -181,7 +208,7 @@ def evaluate(
     started = time.perf_counter()
     line = space.put(mutant)
     try:
-        library = space.build()
+        built = space.build()
     except BuildError as exc:
         return Outcome(
             mutant,
@@ -191,30 +218,43 @@ def evaluate(
             build_seconds=time.perf_counter() - started,
             source_line=line,
         )
-    built = time.perf_counter() - started
-    if fingerprint(library) == space.original:
+    build_seconds = time.perf_counter() - started
+    if fingerprint_all(built) == space.original:
         return Outcome(
             mutant,
             EQUIVALENT,
             seconds=time.perf_counter() - started,
-            build_seconds=built,
+            build_seconds=build_seconds,
             source_line=line,
         )
-    results, complete = run_cases(str(library), base.cases, timeout=timeout, stop_after=stop_after)
+    results, complete = run_cases(built, base.cases, timeout=timeout, stop_after=stop_after)
     failed = [r for r in results if r.failed]
+    policy = [r for r in failed if r.policy]
     outcome = Outcome(
         mutant,
         KILLED if failed else SURVIVED,
         failing=len(failed),
         complete=complete,
         failing_cases=[r.to_dict() for r in failed[:FAILING_KEPT]],
+        policy_failing=len(policy),
+        policy_cases=[r.case_id for r in policy[:FAILING_KEPT]],
+        caught_by=caught_by(failed) if policy else None,
         seconds=time.perf_counter() - started,
-        build_seconds=built,
+        build_seconds=build_seconds,
         source_line=line,
     )
     if not failed:
         outcome.closest = closest(results, base)
     return outcome
+
+
+def caught_by(failed: Sequence[CaseResult]) -> dict[str, Any] | None:
+    """A case that catches the mutant through its results, not by an emulation policy: a
+    precision or rejection failure (outcome failed) first, else a break (a crash, a hang); None
+    where every failing case rests on a policy."""
+    through = [r for r in failed if not r.policy]
+    ranked = sorted(through, key=lambda r: r.outcome != "failed")  # stable: the first one of each
+    return ranked[0].to_dict() if ranked else None
 
 
 def closest(results: Sequence[CaseResult], base: Baseline, n: int = CLOSEST) -> list[dict]:
@@ -244,11 +284,13 @@ def _raise_stop(signum, frame) -> None:
     raise _Stop(signum)
 
 
-def _job(op_dir: Path, base: Baseline, tasks, results, timeout: float, stop_after) -> None:
+def _job(
+    op_dir: Path, backend: str, base: Baseline, tasks, results, timeout: float, stop_after
+) -> None:
     signal.signal(signal.SIGTERM, _raise_stop)
     space = None
     try:
-        space = Workspace(op_dir)
+        space = Workspace(op_dir, backend)
         while (task := tasks.get()) is not None:
             index, data = task
             mutant = Mutant.from_dict(data)
@@ -281,6 +323,7 @@ def run_mutants(
     jobs: int,
     timeout: float,
     stop_after: int | None = None,
+    backend: str = "native",
 ) -> Iterator[dict[str, Any]]:
     """Each mutant's outcome (as to_dict), as the jobs finish them. Closing the iterator (or an
     exception in the caller) stops the jobs; their workspaces go with them."""
@@ -293,7 +336,9 @@ def run_mutants(
     for _ in range(jobs):
         tasks.put(None)
     workers = [
-        context.Process(target=_job, args=(op_dir, base, tasks, results, timeout, stop_after))
+        context.Process(
+            target=_job, args=(op_dir, backend, base, tasks, results, timeout, stop_after)
+        )
         for _ in range(jobs)
     ]
     for w in workers:
@@ -342,6 +387,7 @@ def summarize(outcomes: Sequence[dict[str, Any]]) -> dict[str, Any]:
     leaves out the survivors explained (an `explained` key: why no case can kill them)."""
     counts = {s: sum(o.get("status") == s for o in outcomes) for s in STATUSES}
     weak = sum(bool(o.get("weak")) for o in outcomes)
+    policy_only = sum(bool(o.get("policy_only")) for o in outcomes)
     judged = counts[KILLED] + counts[SURVIVED]
     # Survivors with a reviewed reason no case can kill them (op/mutants_explained.toml)
     explained = sum(o.get("status") == SURVIVED and bool(o.get("explained")) for o in outcomes)
@@ -350,9 +396,12 @@ def summarize(outcomes: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "mutants": len(outcomes),
         **counts,
         "weak": weak,
+        "policy_only": policy_only,
         "judged": judged,
         "score": counts[KILLED] / judged if judged else None,
         "strong_score": (counts[KILLED] - weak) / judged if judged else None,
         "explained": explained,
         "killable_score": counts[KILLED] / killable if killable else None,
+        # The kills a case's results make, not an emulation policy alone (what CANN would see).
+        "results_score": (counts[KILLED] - policy_only) / judged if judged else None,
     }

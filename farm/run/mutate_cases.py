@@ -1,11 +1,13 @@
-"""A tier's cases against one built library, for `farm mutate`: each case through the agent's
-own path (farm.agent.execute.run_case on the native backend, the library named by
-$LSG_NATIVE_LIB) and judged as `farm run` judges it (farm/run/session.py judged: the suite's
-tiling check too), in a child process forked for the library.
+"""A tier's cases against one build of the operator, for `farm mutate`: each case through the
+agent's own path (farm.agent.execute.run_case on the build's backend: native, the library named
+by $LSG_NATIVE_LIB; acl, the build's emulated ACL runtime and op-api named by $LSG_ACL_LIB_DIR,
+with its C library beside them) and judged as `farm run` judges it (farm/run/session.py judged:
+the suite's tiling check too), in a child process forked for the build.
 
 A fork, not a new interpreter: the child has numpy, the golden and the cases already (a smoke
 tier runs in well under a second; a fresh interpreter would take longer to start than that).
-The library is loaded only in the child, so each mutant's is its own. A case that kills the
+The libraries are loaded only in the child, so each mutant's are its own (ACL's runtime is
+initialised once per process: a child a mutant suits it). A case that kills the
 child (a kernel fault the emulation did not stop, a crash) or runs past the case timeout (a
 loop that never ends) is a broken case: the child is gone or killed, the case counts as
 failing, and a new child goes on from the next case.
@@ -20,8 +22,10 @@ import resource
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from farm.agent.outcome import EMULATION_POLICY
 from suites.case import Case
 
 HANG = "hang"
@@ -30,6 +34,27 @@ CRASH = "crash"
 # the timeout), and a mutant that breaks this many cases is killed beyond doubt.
 MAX_BREAKS = 10
 MESSAGE_CHARS = 200
+
+
+@dataclass(frozen=True)
+class Built:
+    """One build of the operator as the cases run it: its C library (build_dir/<lib>.so) and
+    the backend; on acl, the emulated ACL runtime and op-api of the same build (acl/lib beside)."""
+
+    library: str
+    backend: str = "native"
+
+    @property
+    def acl_lib_dir(self) -> Path | None:
+        return Path(self.library).parent / "acl" / "lib" if self.backend == "acl" else None
+
+    def libraries(self) -> list[Path]:
+        """What the cases load: the C library, and on acl the ACL libraries (farm/pool/build
+        ACL_LIBS: the runtime and the op-api with the aclnn layer, host code and kernel)."""
+        from farm.pool.build import ACL_LIBS
+
+        acl = self.acl_lib_dir
+        return [Path(self.library)] + ([acl / name for name in ACL_LIBS] if acl else [])
 
 
 @dataclass(frozen=True)
@@ -47,6 +72,11 @@ class CaseResult:
     def failed(self) -> bool:
         return self.outcome != "passed"
 
+    @property
+    def policy(self) -> bool:
+        """Failed only by a rule of the emulated device that CANN does not enforce."""
+        return self.failed and self.category == EMULATION_POLICY
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "case_id": self.case_id,
@@ -61,10 +91,10 @@ class _Identity:
     """The host a case reports (run_case asks its soc and host)."""
 
     def __init__(self, soc: str):
-        self.soc, self.host = soc, "mutate"
+        self.soc, self.host, self.devices = soc, "mutate", 1
 
 
-def _one(case: Case) -> CaseResult:
+def _one(case: Case, backend: str) -> CaseResult:
     from farm.agent.execute import run_case
     from farm.run.margins import closeness
     from farm.run.requests import case_request
@@ -74,7 +104,7 @@ def _one(case: Case) -> CaseResult:
     started = time.perf_counter()
     try:
         identity = _Identity(representative_soc(case.family).name)
-        record = judged(case, run_case(case_request(case), "native", 0, identity))  # type: ignore[arg-type]
+        record = judged(case, run_case(case_request(case), backend, 0, identity))  # type: ignore[arg-type]
     except Exception as exc:  # the library broke the agent's path: the case is broken
         return CaseResult(case.id, "broken", "error", repr(exc)[:MESSAGE_CHARS], None, 0.0)
     return CaseResult(
@@ -87,8 +117,11 @@ def _one(case: Case) -> CaseResult:
     )
 
 
-def _child(conn, library: str, cases: Sequence[Case], start: int) -> None:
-    os.environ["LSG_NATIVE_LIB"] = library
+def _child(conn, built: Built, cases: Sequence[Case], start: int) -> None:
+    # Before anything loads a library: the acl backend finds the build's runtime by these.
+    os.environ["LSG_NATIVE_LIB"] = built.library
+    if built.acl_lib_dir is not None:
+        os.environ["LSG_ACL_LIB_DIR"] = str(built.acl_lib_dir)
     # No core file of a crash: writing one takes longer than the cases.
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     faulthandler.disable()  # a crash is a case's outcome here, not a traceback to print
@@ -99,29 +132,31 @@ def _child(conn, library: str, cases: Sequence[Case], start: int) -> None:
     try:
         for i in range(start, len(cases)):
             conn.send((i, None))  # the case starts: its timeout counts from here
-            conn.send((i, _one(cases[i])))
+            conn.send((i, _one(cases[i], built.backend)))
     finally:
         conn.close()
 
 
 def run_cases(
-    library: str,
+    built: Built,
     cases: Sequence[Case],
     *,
     timeout: float,
     stop_after: int | None = None,
 ) -> tuple[list[CaseResult], bool]:
-    """Every case against `library`, in order: the results, and whether every case ran (False
+    """Every case against `built`, in order: the results, and whether every case ran (False
     when `stop_after` failing cases, or MAX_BREAKS broken ones, stopped it first). A case the
     child does not answer within `timeout` seconds is broken (HANG), one the child died on
-    broken too (CRASH)."""
+    broken too (CRASH). `stop_after` counts the cases that fail through their results, not by an
+    emulation policy alone: a kill that rests on a policy runs every case, so that whether a
+    case catches it through the results is known."""
     context = multiprocessing.get_context("fork")
     results: list[CaseResult] = []
     failing = breaks = 0
     start = 0
     while start < len(cases):
         receive, send = context.Pipe(duplex=False)
-        child = context.Process(target=_child, args=(send, library, cases, start), daemon=True)
+        child = context.Process(target=_child, args=(send, built, cases, start), daemon=True)
         child.start()
         send.close()
         try:
@@ -138,7 +173,7 @@ def run_cases(
                     break
                 results.append(result)
                 start = index + 1
-                if result.failed:
+                if result.failed and not result.policy:
                     failing += 1
                     if stop_after is not None and failing >= stop_after:
                         return results, start >= len(cases)

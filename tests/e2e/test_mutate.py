@@ -2,13 +2,25 @@
 59: mutation score"): a handful of mutants of the real sources, each built in a scratch copy of
 op/ and run through a slice of the smoke tier on the emulated real kernel.
 
+On the native backend (the C library alone):
+
     KILLED      views.cpp's contiguous strides made from a product that starts at 0, not 1:
-                the slice's three strided float32 cases fail (a kill, not a weak one)
+                the slice's four strided float32 cases fail (a kill, not a weak one; through
+                acl it survives: the aclnn path makes its contiguous copies without views.cpp's
+                strides)
     EQUIVALENT  checked_numel's overflow answer -1 made -2: its callers only ask whether it is
                 negative, so the compiler makes the same library of it, byte for byte, and
                 nothing runs
     SURVIVOR    checked_numel's product started at 2: only compared with the limits, twice the
                 element count of the slice's cases is still far inside them
+
+On the acl backend (the default: each mutant's own emulated ACL runtime and aclnn layer):
+
+    COPY_BACK   the aclnn layer's copy of a strided out back from the workspace made to hang on
+                whether y is strided (copy[1]), not out (copy[2]): the slice's one case with a
+                strided out gets NaN where its results should be (a precision failure)
+    WORKSPACE   the workspace the aclnn layer asks for made the kernel's minus the copies' (not
+                plus): phase two refuses the short workspace in the three cases that copy
 
 and Ctrl-C in the middle leaves no scratch copy behind.
 """
@@ -32,10 +44,10 @@ pytestmark = pytest.mark.build
 SLICE = "910b and f32"
 KILLED = "tiling/views.cpp:11:constant.0"
 KILLED_BY = {
+    "910b_f32_3x5x1_d1_y.uniform_dy.normal_y.strided",
     "910b_f32_3x33_d-1_y.uniform_dy.normal_strided",
     "910b_f32_2x9x5_d1_y.uniform_dy.normal_strided",
     "910b_f32_3x33_d-1_y.uniform_dy.normal_out.strided",
-    "910b_f32_3x5x1_d1_y.uniform_dy.normal_y.strided",
     "910b_f32_3x5_d-1_y.uniform_dy.normal_dy.st0.0.sz1_y.st1.1.sz7",
     "910b_f32_2_d0_y.uniform_dy.normal_dy.strided_y.strided_out.strided",
     "910b_f32_4x8_d-1_y.uniform_dy.normal_dy.strided",
@@ -43,6 +55,10 @@ KILLED_BY = {
 EQUIVALENT = "tiling/tiling.cpp:72:constant.1"
 # explained in op/mutants_explained.toml: a reservation only
 SURVIVOR = "tiling/tiling.cpp:94:statement.0"
+LAYER = mutants.ACL_LAYER
+COPY_BACK = f"{LAYER}:330:constant.0"
+COPY_BACK_BY = "910b_f32_3x33_d-1_y.uniform_dy.normal_out.strided"
+WORKSPACE = f"{LAYER}:249:arithmetic.0"
 
 
 def test_the_mutants_as_named():
@@ -55,6 +71,56 @@ def test_the_mutants_as_named():
     assert "return -1;" in found[EQUIVALENT].source_line(tiling)
     assert (found[EQUIVALENT].old, found[EQUIVALENT].new) == ("1", "2")
     assert found[SURVIVOR].source_line(tiling).strip() == "out.reserve(axes.size());"
+    layer_text = (build.OP_DIR / LAYER).read_text()
+    layer = {m.id: m for m in mutants.generate(build.OP_DIR, [LAYER])}
+    assert layer[COPY_BACK].source_line(layer_text).strip() == "if (plan->copy[2])"
+    assert (layer[COPY_BACK].old, layer[COPY_BACK].new) == ("2", "1")
+    assert "plan->total = end + plan->copy_workspace;" in layer[WORKSPACE].source_line(layer_text)
+    assert (layer[WORKSPACE].old, layer[WORKSPACE].new) == ("+", "-")
+
+
+def test_the_aclnn_layer_is_mutated_on_acl_only(farm):
+    """acl, the default backend, runs the aclnn layer: its mutants are listed; on native they
+    could only survive, and naming the layer there is a usage error."""
+    listed = farm.run("mutate", "--list", "--files", f"op/{LAYER}")
+    assert listed.code == 0, listed.text
+    assert f"{COPY_BACK}  '2' -> '1'" in listed.out
+    assert LAYER not in farm.run("mutate", "--list", "--backend", "native").out
+    refused = farm.run("mutate", "--list", "--backend", "native", "--files", LAYER)
+    assert refused.code == 2 and "runs only through the acl backend" in refused.text
+
+
+def test_aclnn_layer_mutants_are_killed_through_acl_with_their_own_runtime(farm, tmp_path):
+    out = tmp_path / "mutate"
+    ran = farm.run(
+        "mutate",
+        "-k",
+        SLICE,
+        "--only",
+        COPY_BACK,
+        "--only",
+        WORKSPACE,
+        "--jobs",
+        "2",
+        "--out",
+        str(out),
+    )
+    assert ran.code == 0, ran.text
+    doc = json.loads((out / "mutation.json").read_text())
+    assert doc["backend"] == "acl"
+    by_id = {m["id"]: m for m in doc["mutants"]}
+    copy_back = by_id[COPY_BACK]
+    assert copy_back["status"] == "killed" and copy_back["failing"] == 1 and copy_back["weak"]
+    assert [(c["case_id"], c["category"]) for c in copy_back["failing_cases"]] == [
+        (COPY_BACK_BY, "precision")
+    ]
+    workspace = by_id[WORKSPACE]
+    assert workspace["status"] == "killed" and workspace["failing"] == 3
+    assert not workspace["policy_only"] and workspace["policy_failing"] == 0
+    s = doc["summary"]
+    assert (s["killed"], s["survived"], s["policy_only"], s["results_score"]) == (2, 0, 0, 1.0)
+    assert "tier smoke -k 910b and f32, backend acl" in (out / "report" / "index.html").read_text()
+    assert "backend acl" in ran.out.splitlines()[0]
 
 
 def test_a_kill_with_its_cases_an_equivalent_and_a_survivor_on_a_slice_of_smoke(farm, tmp_path):
@@ -71,6 +137,8 @@ def test_a_kill_with_its_cases_an_equivalent_and_a_survivor_on_a_slice_of_smoke(
         SURVIVOR,
         "--jobs",
         "2",
+        "--backend",
+        "native",
         "--out",
         str(out),
     )
@@ -82,6 +150,7 @@ def test_a_kill_with_its_cases_an_equivalent_and_a_survivor_on_a_slice_of_smoke(
     killed = by_id[KILLED]
     assert killed["status"] == "killed" and killed["complete"]
     assert killed["failing"] == len(KILLED_BY) and not killed["weak"]
+    assert killed["failing"] == 4 and not killed["weak"]
     assert {c["case_id"] for c in killed["failing_cases"]} == KILLED_BY
     assert killed["source_line"].strip() == "int64_t acc = 1;"
 
@@ -112,13 +181,21 @@ def test_a_kill_with_its_cases_an_equivalent_and_a_survivor_on_a_slice_of_smoke(
     assert lines[-2] == "100.0%: the score without the 1 explained survivors"
     assert lines[-1].startswith(f"report: {out / 'report' / 'index.html'}")
     assert f"{KILLED}  '1' -> '0'  {len(KILLED_BY)} failing" in ran.out
+    assert "Survivors (1)" in page and "op/tiling/tiling.cpp:70" in page
+    assert survivor["closest"][0]["case_id"] in page
+    lines = ran.out.strip().splitlines()
+    assert "mutation score 50.0% of 2 non-equivalent mutants" in lines[-2]
+    assert "50.0% through the results" in lines[-2]
+    assert lines[-1].startswith(f"report: {out / 'report' / 'index.html'}")
+    assert f"{KILLED}  '1' -> '0'  4 failing" in ran.out
 
 
 def test_ctrl_c_leaves_no_scratch_copy(farm, tmp_path):
     scratch_dir = tmp_path / "tmp"
     scratch_dir.mkdir()
     ids = [m.id for m in mutants.generate(build.OP_DIR, ["tiling/views.cpp"])][:6]
-    args = ["mutate", "-k", SLICE, "--jobs", "2", "--out", str(tmp_path / "out")]
+    args = ["mutate", "-k", SLICE, "--jobs", "2", "--backend", "native"]
+    args += ["--out", str(tmp_path / "out")]
     for i in ids:
         args += ["--only", i]
     proc = subprocess.Popen(

@@ -428,3 +428,15 @@ def test_a_cann_package_built_before_says_cached(tmp_path):
     assert got == kept
     assert said[0] == "build: ascend aarch64 CANN 8.2.RC1, on host a2-01"
     assert re.fullmatch(DONE + r" \(cached\)", said[1]), said
+
+
+def test_another_trees_acl_runtime_is_of_the_ascendc_cpu_target_and_needs_the_headers(
+    tmp_path, monkeypatch
+):
+    """build_native(..., acl=True) (farm mutate --backend acl): refused, before CMake runs, for
+    the twin, and without the genuine ACL headers, each with the fix."""
+    with pytest.raises(BuildError, match="built with the ascendc-cpu target"):
+        build.build_native("twin", tmp_path / "b", source_dir=build.OP_DIR, acl=True)
+    monkeypatch.setenv(acl_sdk.ENV_DIR, str(tmp_path / "no-sdk"))
+    with pytest.raises(BuildError, match="python -m farm.pool.acl_sdk"):
+        build.build_native("ascendc-cpu", tmp_path / "b", source_dir=build.OP_DIR, acl=True)

@@ -15,27 +15,30 @@ import pytest
 from farm.results.mutate_report import render, write_report
 from farm.run import mutate, mutate_cases
 from farm.run.mutants import Mutant
-from farm.run.mutate_cases import CRASH, HANG, CaseResult, run_cases
+from farm.run.mutate_cases import CRASH, HANG, Built, CaseResult, run_cases
 from suites import matrix
 
 CASES = matrix.expand("smoke")[:6]
+UNUSED = Built("unused.so")
 
 
 def fake_one(plan: dict[int, str]):
-    """A stand-in for one case's run: by the case's position, crash, hang, fail or pass."""
+    """A stand-in for one case's run: by the case's position, crash, hang, fail (precision),
+    policy (refused by an emulation policy) or pass."""
     index = {c.id: i for i, c in enumerate(CASES)}
+    categories = {"fail": "precision", "policy": "emulation_policy"}
 
-    def one(case) -> CaseResult:
+    def one(case, backend) -> CaseResult:
         what = plan.get(index[case.id], "pass")
         if what == "crash":
             os.kill(os.getpid(), signal.SIGSEGV)
         if what == "hang":
             time.sleep(3600)
-        failed = what == "fail"
+        failed = what in categories
         return CaseResult(
             case.id,
             "failed" if failed else "passed",
-            "precision" if failed else None,
+            categories.get(what),
             what,
             0.5 + index[case.id] / 10,
             0.0,
@@ -46,7 +49,7 @@ def fake_one(plan: dict[int, str]):
 
 def test_a_crash_and_a_hang_are_broken_cases_and_the_other_cases_still_run(monkeypatch):
     monkeypatch.setattr(mutate_cases, "_one", fake_one({1: "crash", 3: "hang", 4: "fail"}))
-    results, complete = run_cases("unused.so", CASES, timeout=2.0)
+    results, complete = run_cases(UNUSED, CASES, timeout=2.0)
     assert complete
     assert [r.case_id for r in results] == [c.id for c in CASES]
     assert [(r.outcome, r.category) for r in results] == [
@@ -62,7 +65,7 @@ def test_a_crash_and_a_hang_are_broken_cases_and_the_other_cases_still_run(monke
 
 def test_stop_after_ends_a_mutants_run_at_that_many_failing_cases(monkeypatch):
     monkeypatch.setattr(mutate_cases, "_one", fake_one({0: "fail", 2: "crash", 5: "fail"}))
-    results, complete = run_cases("unused.so", CASES, timeout=30.0, stop_after=2)
+    results, complete = run_cases(UNUSED, CASES, timeout=30.0, stop_after=2)
     assert not complete
     assert [r.outcome for r in results] == ["failed", "passed", "broken"]
 
@@ -70,8 +73,97 @@ def test_stop_after_ends_a_mutants_run_at_that_many_failing_cases(monkeypatch):
 def test_a_run_stops_after_max_breaks_broken_cases(monkeypatch):
     monkeypatch.setattr(mutate_cases, "MAX_BREAKS", 2)
     monkeypatch.setattr(mutate_cases, "_one", fake_one({0: "crash", 1: "crash"}))
-    results, complete = run_cases("unused.so", CASES, timeout=30.0)
+    results, complete = run_cases(UNUSED, CASES, timeout=30.0)
     assert not complete and [r.category for r in results] == [CRASH, CRASH]
+
+
+def test_stop_after_counts_only_the_cases_that_fail_through_their_results(monkeypatch):
+    plan = {0: "policy", 1: "policy", 2: "fail", 3: "fail", 5: "fail"}
+    monkeypatch.setattr(mutate_cases, "_one", fake_one(plan))
+    results, complete = run_cases(UNUSED, CASES, timeout=30.0, stop_after=2)
+    assert not complete  # the two policy refusals did not stop it; the second precision did
+    assert [r.category for r in results] == [
+        "emulation_policy",
+        "emulation_policy",
+        "precision",
+        "precision",
+    ]
+
+
+def test_the_child_finds_the_builds_own_acl_runtime_beside_its_library(monkeypatch, tmp_path):
+    """On acl the child names the build's acl/lib before anything loads ACL; on native, none."""
+    monkeypatch.delenv("LSG_ACL_LIB_DIR", raising=False)
+
+    def one(case, backend) -> CaseResult:
+        said = f"{backend} {os.environ['LSG_NATIVE_LIB']} {os.environ.get('LSG_ACL_LIB_DIR')}"
+        return CaseResult(case.id, "passed", None, said, None, 0.0)
+
+    monkeypatch.setattr(mutate_cases, "_one", one)
+    library = tmp_path / "build" / "liblsg_ascendc_cpu.so"
+    acl, _ = run_cases(Built(str(library), "acl"), CASES[:1], timeout=30.0)
+    assert acl[0].message == f"acl {library} {tmp_path / 'build' / 'acl' / 'lib'}"
+    native, _ = run_cases(Built(str(library)), CASES[:1], timeout=30.0)
+    assert native[0].message == f"native {library} None"
+    names = [p.name for p in Built(str(library), "acl").libraries()]
+    assert names[0] == "liblsg_ascendc_cpu.so" and "libcust_opapi.so" in names
+    assert Built(str(library)).libraries() == [library]
+
+
+class _FakeSpace:
+    """A workspace whose build is a mutant's (another fingerprint): evaluate runs its cases."""
+
+    original = "the original"
+
+    def put(self, mutant) -> str:
+        return "x = 1;"
+
+    def build(self) -> Built:
+        return Built("mutant.so", "acl")
+
+
+def failing(case_id: str, outcome: str, category: str) -> CaseResult:
+    return CaseResult(case_id, outcome, category, "", None, 0.0)
+
+
+@pytest.mark.parametrize(
+    ("results", "policy_only", "caught"),
+    [
+        # every failing case refused by an emulation policy: a kill CANN would not see
+        (
+            [
+                failing("a", "failed", "emulation_policy"),
+                failing("b", "failed", "emulation_policy"),
+            ],
+            True,
+            None,
+        ),
+        # both kinds: the precision failure is named (before a crash that came first)
+        (
+            [
+                failing("a", "failed", "emulation_policy"),
+                failing("b", "broken", "crash"),
+                failing("c", "failed", "precision"),
+            ],
+            False,
+            "c",
+        ),
+        # no policy at all: nothing to name
+        ([failing("a", "failed", "precision")], False, None),
+    ],
+)
+def test_a_kill_that_rests_on_an_emulation_policy_alone_is_policy_only(
+    monkeypatch, results, policy_only, caught
+):
+    monkeypatch.setattr(mutate, "fingerprint_all", lambda built: "a mutant's")
+    monkeypatch.setattr(mutate, "run_cases", lambda built, cases, **kw: (results, True))
+    m = Mutant("f.cpp:1:constant.0", "f.cpp", 1, 0, "constant", "1", "2")
+    base = mutate.Baseline([], [], {})
+    got = mutate.evaluate(_FakeSpace(), m, base, timeout=1.0, stop_after=None).to_dict()  # type: ignore[arg-type]
+    assert got["status"] == "killed" and got["failing"] == len(results)
+    assert got["policy_only"] is policy_only
+    policy = [r.case_id for r in results if r.category == "emulation_policy"]
+    assert got["policy_failing"] == len(policy) and got["policy_cases"] == policy
+    assert (got["caught_by"] or {}).get("case_id") == caught
 
 
 def result(case_id: str, closeness: float | None) -> CaseResult:
@@ -92,10 +184,21 @@ def test_a_survivor_keeps_the_cases_moved_most_toward_their_limits():
     assert kept[0] == {"case_id": "b", "closeness": 0.6, "baseline": 0.1}
 
 
-def outcome(status: str, failing: int = 0, complete: bool = True) -> dict:
-    m = Mutant(f"f.cpp:{failing}:constant.0", "f.cpp", 1, 0, "constant", "1", "2")
+def outcome(
+    status: str, failing: int = 0, complete: bool = True, policy: int = 0, caught: str = ""
+) -> dict:
+    m = Mutant(f"f.cpp:{failing}{policy}{caught}:constant.0", "f.cpp", 1, 0, "constant", "1", "2")
     return mutate.Outcome(
-        m, status, failing=failing, complete=complete, source_line="x = 1;"
+        m,
+        status,
+        failing=failing,
+        complete=complete,
+        source_line="x = 1;",
+        policy_failing=policy,
+        policy_cases=[f"910b_policy_{i}" for i in range(policy)],
+        caught_by={"case_id": caught, "outcome": "failed", "category": "precision"}
+        if caught
+        else None,
     ).to_dict()
 
 
@@ -117,7 +220,28 @@ def test_the_score_counts_killed_over_the_mutants_that_are_neither_equivalent_no
         1,
     )
     assert s["score"] == 3 / 4 and s["strong_score"] == 2 / 4
+    assert s["policy_only"] == 0 and s["results_score"] == 3 / 4
     assert mutate.summarize([outcome("equivalent")])["score"] is None
+
+
+def test_policy_only_kills_are_counted_apart_and_named_in_the_last_lines(tmp_path: Path):
+    from farm.cli.mutate_command import _summary_lines
+
+    outcomes = [
+        outcome("killed", 4, policy=4),  # policy-only
+        outcome("killed", 5, policy=2, caught="910b_f32_caught"),
+        outcome("killed", 9),
+        outcome("survived"),
+    ]
+    s = mutate.summarize(outcomes)
+    assert (s["killed"], s["policy_only"]) == (3, 1)
+    assert s["score"] == 3 / 4 and s["results_score"] == 2 / 4
+    lines = _summary_lines(s, 1.0, tmp_path, tmp_path / "index.html", outcomes)
+    assert "3 killed (0 weak: fewer than 3 failing cases; 1 policy-only)" in lines[0]
+    assert "50.0% through the results" in lines[1]
+    assert "policy-only[/] f.cpp:44:constant.0" in lines[2] and "910b_policy_0" in lines[2]
+    assert "910b_f32_caught (precision)" in lines[3]
+    assert lines[-1].startswith("report: ")
 
 
 def test_equivalent_code_has_one_fingerprint_and_other_code_another(tmp_path: Path):
@@ -145,6 +269,8 @@ def test_the_page_shows_the_score_the_survivors_with_their_closest_cases_and_the
 ):
     survivor = outcome("survived")
     survivor["closest"] = [{"case_id": "910b_f32_case", "closeness": 0.42, "baseline": 0.4}]
+    policy_only = outcome("killed", 3, policy=3)
+    both = outcome("killed", 7, policy=3, caught="910b_f32_caught")
     weak = outcome("killed", 1)
     weak["failing_cases"] = [
         {"case_id": "310b_f16_case", "outcome": "failed", "category": "precision"}
@@ -160,7 +286,7 @@ def test_the_page_shows_the_score_the_survivors_with_their_closest_cases_and_the
         "seconds": 12.0,
         "summary": mutate.summarize([survivor, weak, outcome("killed", 9)]),
         "errors": [],
-        "mutants": [survivor, weak],
+        "mutants": [survivor, weak, policy_only, both],
     }
     page = write_report(doc, tmp_path / "report")
     text = page.read_text()
@@ -172,6 +298,9 @@ def test_the_page_shows_the_score_the_survivors_with_their_closest_cases_and_the
     )
     assert "Weak kills (1)" in text and "310b_f16_case" in text
     assert "op/f.cpp:1" in text and "x = 1;" in text
+    assert "Policy-only kills (1)" in text and "910b_policy_2" in text
+    assert "caught through the results (1)" in text
+    assert "910b_f32_caught</code> failed (precision)" in text
 
 
 @pytest.mark.parametrize("status", mutate.STATUSES)

@@ -29,6 +29,7 @@ from farm.pool.build.locations import (
     ACL_DIR,
     ACL_HEADER,
     ACL_LIBS,
+    ACL_OP_API_TARGET,
     CMAKE_TARGETS,
     LIB_NAMES,
     default_build_dir,
@@ -144,6 +145,7 @@ def build_native(
     source_dir: str | Path | None = None,
     arch: str | None = None,
     coverage: bool = False,
+    acl: bool = False,
 ) -> Path:
     """Configure op/ with CMake and build the library of `target` (ascendc-cpu or twin); returns
     its path. Incremental: a second call on the same directory only rebuilds what changed. A
@@ -164,7 +166,11 @@ def build_native(
     `coverage`: the real sources instrumented for gcov (LSG_COVERAGE; ascendc-cpu, this machine,
     no planted bug), with its emulated ACL runtime, into build/ascendc-cpu-coverage (`farm
     coverage`). Its counters are written under that directory's paths, so its package runs on
-    this machine's hosts only."""
+    this machine's hosts only.
+
+    `acl`: with `source_dir`, that tree's emulated ACL runtime and op-api too (its aclnn layer,
+    host code and kernel), in build_dir/acl/lib (`farm mutate --backend acl`); this checkout's
+    own build gets them anyway where the genuine headers are."""
     arch = check_arch(arch)
     cross = arch != HOST_ARCH
     if target not in NATIVE_TARGETS:
@@ -186,6 +192,16 @@ def build_native(
         raise BuildError(
             "the coverage build is of this checkout's ascendc-cpu target, for this machine, with "
             "no planted bug or sanitizer"
+        )
+    if acl and (target != "ascendc-cpu" or sanitize or cross):
+        raise BuildError(
+            "the emulated ACL runtime is built with the ascendc-cpu target, for this machine, "
+            "without the sanitizer"
+        )
+    if acl and not acl_sdk.present():
+        raise BuildError(
+            f"the emulated ACL runtime needs the genuine ACL headers in {acl_sdk.sdk_dir()}: "
+            "fetch them with python -m farm.pool.acl_sdk"
         )
     if source_dir is not None and build_dir is None:
         raise BuildError("building another source tree needs its own build_dir")
@@ -217,9 +233,11 @@ def build_native(
     lib = (build_dir / "planted-lib" / plant_bug if shared else build_dir) / LIB_NAMES[target]
     # The emulated kernel of this checkout also gets its ACL path, where the genuine headers are,
     # a planted bug's with the same bug (in the shared directory: beside its library); not
-    # sanitized or bisected builds: they run on the native backend.
-    acl = target == "ascendc-cpu" and not (sanitize or source_dir) and acl_sdk.present()
+    # sanitized or bisected builds: they run on the native backend. Another tree's with `acl`.
     acl_target = f"lsg_acl_planted_{plant_bug}" if shared else ACL_CMAKE_TARGET
+    if acl and source_dir is not None:
+        acl_target = ACL_OP_API_TARGET
+    acl = acl or (target == "ascendc-cpu" and not (sanitize or source_dir) and acl_sdk.present())
     targets = [cmake_target] + ([acl_target] if acl else [])
     cmake = cmake_executable()
     env = {**os.environ, "LC_ALL": "C"}

@@ -20,6 +20,9 @@ CMAKE_TARGETS = {"twin": "lsg_twin", "ascendc-cpu": "lsg_ascendc_cpu"}
 # with the real ascendc-cpu library where the genuine ACL headers are (farm/pool/acl_sdk.py); the
 # package carries them under ACL_DIR for the agent's acl backend.
 ACL_CMAKE_TARGET = "lsg_acl_emu"
+# Only the libraries the acl backend loads (the op-api and the runtime it links): another source
+# tree's build (farm mutate) relinks these, not the example and the variants, for each edit.
+ACL_OP_API_TARGET = "lsg_acl_cust_opapi"
 ACL_DIR = "acl"
 ACL_LIBS = (*acl_api.LIB_FILES.values(), acl_api.OP_API_FILE)  # the names the backend loads
 ACL_HEADER = OP_DIR / "ascendc" / "op_api" / "aclnn_log_softmax_backward.h"
