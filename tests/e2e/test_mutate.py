@@ -115,7 +115,8 @@ def test_aclnn_layer_mutants_are_killed_through_acl_with_their_own_runtime(farm,
         (COPY_BACK_BY, "precision")
     ]
     workspace = by_id[WORKSPACE]
-    assert workspace["status"] == "killed" and workspace["failing"] == 3
+    # Every case of the slice with a view the layer copies (a strong kill, >= 3 cases).
+    assert workspace["status"] == "killed" and workspace["failing"] >= 3 and not workspace["weak"]
     assert not workspace["policy_only"] and workspace["policy_failing"] == 0
     s = doc["summary"]
     assert (s["killed"], s["survived"], s["policy_only"], s["results_score"]) == (2, 0, 0, 1.0)
@@ -150,7 +151,6 @@ def test_a_kill_with_its_cases_an_equivalent_and_a_survivor_on_a_slice_of_smoke(
     killed = by_id[KILLED]
     assert killed["status"] == "killed" and killed["complete"]
     assert killed["failing"] == len(KILLED_BY) and not killed["weak"]
-    assert killed["failing"] == 4 and not killed["weak"]
     assert {c["case_id"] for c in killed["failing_cases"]} == KILLED_BY
     assert killed["source_line"].strip() == "int64_t acc = 1;"
 
@@ -180,14 +180,8 @@ def test_a_kill_with_its_cases_an_equivalent_and_a_survivor_on_a_slice_of_smoke(
     assert "mutation score 50.0% of 2 non-equivalent mutants" in lines[-3]
     assert lines[-2] == "100.0%: the score without the 1 explained survivors"
     assert lines[-1].startswith(f"report: {out / 'report' / 'index.html'}")
+    assert "50.0% through the results" in lines[-3]
     assert f"{KILLED}  '1' -> '0'  {len(KILLED_BY)} failing" in ran.out
-    assert "Survivors (1)" in page and "op/tiling/tiling.cpp:70" in page
-    assert survivor["closest"][0]["case_id"] in page
-    lines = ran.out.strip().splitlines()
-    assert "mutation score 50.0% of 2 non-equivalent mutants" in lines[-2]
-    assert "50.0% through the results" in lines[-2]
-    assert lines[-1].startswith(f"report: {out / 'report' / 'index.html'}")
-    assert f"{KILLED}  '1' -> '0'  4 failing" in ran.out
 
 
 def test_ctrl_c_leaves_no_scratch_copy(farm, tmp_path):
