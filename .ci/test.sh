@@ -21,5 +21,9 @@ fi
 # timeout, a frozen host, a lock another run holds), and the extra worker's tests use those
 # cores meanwhile (benchmarks/RESULTS.md, "CI time" of 2026-12-03). The 25 slowest tests are
 # listed at the end: what to look at when CI nears its 15 minutes.
+# Each emulated-device library keeps its core pointer in initial-exec TLS (64 bytes of glibc's
+# static TLS surplus, op/ascendc_cpu/src/device.cpp); a test process loads dozens (every planted
+# bug, mutants, the ACL op-api, torch's libgomp), more than the default 512 bytes hold.
+export GLIBC_TUNABLES="${GLIBC_TUNABLES:+$GLIBC_TUNABLES:}glibc.rtld.optional_static_tls=16384"
 workers=$(( $(nproc) + 1 ))
 .venv/bin/python -m pytest -n "$workers" --dist loadfile --no-loadscope-reorder -q --durations=25 "$@" tests

@@ -14,12 +14,23 @@ everything. The markers are registered in pyproject.toml and
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 from farm.pool.lab.core import Lab
 from tests.requirements import need_chromium, need_sshd
+
+# A test process loads dozens of emulated-device libraries, each with 64 bytes of initial-exec TLS
+# (op/ascendc_cpu/src/device.cpp), beyond glibc's default static TLS surplus (512 bytes): the
+# processes this session starts (xdist's workers, farm's agents) get a larger one. .ci/test.sh
+# sets it for the session's own process too (a process reads it when it starts).
+if "optional_static_tls" not in os.environ.get("GLIBC_TUNABLES", ""):
+    _tunables = os.environ.get("GLIBC_TUNABLES")
+    os.environ["GLIBC_TUNABLES"] = (
+        f"{_tunables}:" if _tunables else ""
+    ) + "glibc.rtld.optional_static_tls=16384"
 
 E2E_DIR = Path(__file__).resolve().parent / "e2e"
 MARKER_BY_FIXTURE = {"sshd": "ssh", "chromium": "browser"}
