@@ -59,19 +59,28 @@ class Accounting:
         return not self.unexplained and not self.stale
 
 
-def load(path: Path) -> list[Entry]:
-    """The entries of an explanations file; a bad one is a UsageError naming the entry."""
+def raw_entries(path: Path, table: str) -> list[dict]:
+    """The ``table`` entries of a reviewed explanations file (op/coverage_unreachable.toml,
+    op/mutants_explained.toml), each with its file, text and why; none when the file is missing.
+    A bad file or entry is a UsageError naming it."""
     try:
         doc = tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         return []
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise UsageError(f"{path}: not TOML ({exc}): fix the file") from None
-    entries: list[Entry] = []
-    for n, raw in enumerate(doc.get("unreachable", []), 1):
+    entries = doc.get(table, [])
+    for n, raw in enumerate(entries, 1):
         missing = [k for k in ("file", "text", "why") if not str(raw.get(k, "")).strip()]
         if missing:
             raise UsageError(f"{path}: entry {n} lacks {', '.join(missing)}: give each entry all")
+    return entries
+
+
+def load(path: Path) -> list[Entry]:
+    """The entries of an explanations file; a bad one is a UsageError naming the entry."""
+    entries: list[Entry] = []
+    for n, raw in enumerate(raw_entries(path, "unreachable"), 1):
         entry = Entry(raw["file"], raw["text"].strip(), raw["why"].strip())
         if any((e.file, e.text) == (entry.file, entry.text) for e in entries):
             raise UsageError(f"{path}: entry {n} repeats {entry.file}: {entry.text!r}: merge them")

@@ -19,8 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import tomllib
-
+from farm.results.coverage_unreachable import raw_entries
 from farm.util.errors import UsageError
 
 
@@ -40,17 +39,8 @@ class Entry:
 def load(path: Path) -> list[Entry]:
     """The entries of an explanations file (none when it is missing); a bad one is a UsageError
     naming the entry."""
-    try:
-        doc = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return []
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise UsageError(f"{path}: not TOML ({exc}): fix the file") from None
     entries: list[Entry] = []
-    for n, raw in enumerate(doc.get("survivor", []), 1):
-        missing = [k for k in ("file", "text", "why") if not str(raw.get(k, "")).strip()]
-        if missing:
-            raise UsageError(f"{path}: entry {n} lacks {', '.join(missing)}: give each entry all")
+    for n, raw in enumerate(raw_entries(path, "survivor"), 1):
         rules = raw.get("rules", [])
         if not isinstance(rules, list) or not all(isinstance(r, str) for r in rules):
             raise UsageError(f"{path}: entry {n}'s rules must be a list of ids like 'constant.0'")
