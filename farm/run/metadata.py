@@ -38,12 +38,22 @@ class PlanFacts(Protocol):
     run_group: str
 
 
+# Every id this process made: one process may begin several runs of one tier within a
+# second (a store's tests, `farm merge` after a run), and 4 random hex digits alone then
+# collide once in a while (the store refused the second run: "two runs given one id").
+_ISSUED: set[str] = set()
+
+
 def new_run_id(tier: str, when: _dt.datetime | None = None) -> str:
     """A run's id: its local start time, its tier (made safe for a directory name), 4 random
-    hex digits: "20261129-151200-smoke-ab12"."""
+    hex digits: "20261129-151200-smoke-ab12". Never one this process made before."""
     stamp = (when or _dt.datetime.now()).strftime("%Y%m%d-%H%M%S")
     slug = "".join(c if c.isalnum() or c == "-" else "-" for c in tier)[:40]
-    return f"{stamp}-{slug}-{secrets.token_hex(2)}"
+    while True:
+        run_id = f"{stamp}-{slug}-{secrets.token_hex(2)}"
+        if run_id not in _ISSUED:
+            _ISSUED.add(run_id)
+            return run_id
 
 
 @dataclass(frozen=True)
