@@ -112,21 +112,25 @@ def main() -> int:
     print(f"weak kills now by 3+ cases: {len(strong)}")
     print(
         f"{s['mutants']} mutants: {s['killed']} killed ({s['weak']} weak), "
-        f"{s['survived']} survived ({s['explained']} explained), {s['equivalent']} equivalent, "
+        f"{s['survived']} survived ({s['explained']} unreached), {s['equivalent']} equivalent "
+        f"({s['reviewed_equivalent']} by review), "
         f"{s['stillborn']} stillborn"
     )
     print(
         f"mutation score {s['score'] * 100:.1f}% of {s['judged']} (was {was['score'] * 100:.1f}%); "
         f"{s['strong_score'] * 100:.1f}% by 3+ cases; {s['killable_score'] * 100:.1f}% without "
-        f"the {s['explained']} explained survivors"
+        f"the {s['explained']} unreached survivors"
     )
     print("\nSurvivors killed now:\n")
     print("\n".join(f"{_line(n)} ({n['failing']} failing)" for n in killed))
     left = [o for o in merged if o["status"] == "survived"]
     print("\nUnexplained survivors:\n")
     print("\n".join(_line(o) for o in left if not o.get("explained")) or "(none)")
-    print("\nExplained survivors:\n")
+    print("\nUnreached survivors (explained):\n")
     print("\n".join(f"{_line(o)}: {o['explained']}" for o in left if o.get("explained")))
+    print("\nEquivalent by review:\n")
+    reviewed = [o for o in merged if o.get("equivalent_by") == "review"]
+    print("\n".join(f"{_line(o)}: {o['explained']}" for o in reviewed) or "(none)")
     return 0
 
 

@@ -316,11 +316,12 @@ def _summary_lines(
         f"{summary['mutants']} mutants in {seconds:.0f} s: {summary['killed']} killed "
         f"({summary['weak']} weak: fewer than {WEAK_KILL} failing cases; "
         f"{summary['policy_only']} policy-only), {summary['survived']} "
-        f"survived ({summary['explained']} explained in op/{EXPLAINED}), "
-        f"{summary['equivalent']} equivalent, {summary['stillborn']} stillborn",
+        f"survived ({summary['explained']} explained as unreached in op/{EXPLAINED}), "
+        f"{summary['equivalent']} equivalent ({summary['reviewed_equivalent']} by review), "
+        f"{summary['stillborn']} stillborn",
         f"[bold]mutation score {text}[/] of {summary['judged']} non-equivalent mutants"
         + (f" ({'; '.join(also)})" if also else ""),
-        f"{killable}: the score without the {summary['explained']} explained survivors",
+        f"{killable}: the score without the {summary['explained']} unreached survivors",
     ]
     lines += _policy_lines(outcomes)
     lines.append(

@@ -131,6 +131,8 @@ def render(doc: dict[str, Any]) -> str:
     both = [m for m in mutants if m.get("caught_by") and m.get("policy_failing")]
     stillborn = [m for m in mutants if m["status"] == "stillborn"]
     equivalent = [m for m in mutants if m["status"] == "equivalent"]
+    same_library = [m for m in equivalent if m.get("equivalent_by") != "review"]
+    reviewed = [m for m in equivalent if m.get("equivalent_by") == "review"]
     selection = (
         f"tier {doc['tier']}"
         + (f" -k {doc['k']}" if doc.get("k") else "")
@@ -167,7 +169,8 @@ def render(doc: dict[str, Any]) -> str:
 <h1>Mutation score: {_e(selection)}</h1>
 <p class=score>{_pct(s["score"])} of {s["judged"]} non-equivalent mutants killed</p>
 <p>{_pct(s.get("killable_score"))} without the {s.get("explained", 0)} survivors that
-op/mutants_explained.toml explains (no case can kill them).</p>
+op/mutants_explained.toml explains as unreached (they differ, but no case of the farm reaches
+the difference); {len(reviewed)} survivors it shows equivalent are counted with the equivalents.</p>
 <p>{_pct(s["strong_score"])} killed by {doc["weak_kill"]} failing cases or more;
 {_pct(s.get("results_score"))} killed through the results (not by an emulation policy alone);
 {doc["cases_judged"]} of {doc["cases"]} cases judged each mutant; run {_e(doc["mutate_id"])}.</p>
@@ -186,8 +189,11 @@ CANN does not enforce. No case's results caught these; CANN would run them.</p>
 {_both(both)}
 <details><summary><h2 style="display:inline">Stillborn ({len(stillborn)}): do not compile</h2>
 </summary>{_plain(stillborn, "build_error")}</details>
-<details><summary><h2 style="display:inline">Equivalent ({len(equivalent)}): the same library
-</h2></summary>{_plain(equivalent)}</details>
+<details><summary><h2 style="display:inline">Equivalent ({len(same_library)}): the same library
+</h2></summary>{_plain(same_library)}</details>
+<details><summary><h2 style="display:inline">Equivalent by review ({len(reviewed)}): no call
+can tell them from the operator (op/mutants_explained.toml)</h2></summary>
+{_plain(reviewed, "explained")}</details>
 </body></html>
 """
 

@@ -4,6 +4,8 @@ run the tier's cases against it (farm/run/mutate_cases.py), and say what became 
 
     stillborn   it does not compile
     equivalent  its library is the original's, byte for byte once stripped: nothing to run
+                (and after the run, a survivor reviewed as equivalent in op/mutants_explained.toml:
+                farm/results/mutants_explained.py, `equivalent_by` "review")
     killed      at least one case fails or breaks (weak: fewer than WEAK_KILL cases; policy-only:
                 every failing case was refused by an emulation policy, a rule of the emulated
                 device that CANN does not enforce, and none caught it through the results)
@@ -383,8 +385,9 @@ def run_mutants(
 
 def summarize(outcomes: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """The counts and the score: killed / (every mutant that is neither equivalent nor
-    stillborn); strong_score counts only the kills by WEAK_KILL cases or more; killable_score
-    leaves out the survivors explained (an `explained` key: why no case can kill them)."""
+    stillborn; reviewed equivalents are equivalent); strong_score counts only the kills by
+    WEAK_KILL cases or more; killable_score leaves out the survivors explained as unreached (an
+    `explained` key: why no case of the farm reaches them)."""
     counts = {s: sum(o.get("status") == s for o in outcomes) for s in STATUSES}
     weak = sum(bool(o.get("weak")) for o in outcomes)
     policy_only = sum(bool(o.get("policy_only")) for o in outcomes)
@@ -401,6 +404,7 @@ def summarize(outcomes: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "score": counts[KILLED] / judged if judged else None,
         "strong_score": (counts[KILLED] - weak) / judged if judged else None,
         "explained": explained,
+        "reviewed_equivalent": sum(o.get("equivalent_by") == "review" for o in outcomes),
         "killable_score": counts[KILLED] / killable if killable else None,
         # The kills a case's results make, not an emulation policy alone (what CANN would see).
         "results_score": (counts[KILLED] - policy_only) / judged if judged else None,

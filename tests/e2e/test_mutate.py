@@ -53,8 +53,10 @@ KILLED_BY = {
     "910b_f32_4x8_d-1_y.uniform_dy.normal_dy.strided",
 }
 EQUIVALENT = "tiling/tiling.cpp:72:constant.1"
-# explained in op/mutants_explained.toml: a reservation only
-SURVIVOR = "tiling/tiling.cpp:94:statement.0"
+# op/mutants_explained.toml: an equivalent by review (a reservation only), and an unreached
+# survivor (the ABI's SoC listing, which only tests call)
+REVIEWED = "tiling/tiling.cpp:94:statement.0"
+SURVIVOR = "tiling/tiling.cpp:102:arithmetic.0"
 LAYER = mutants.ACL_LAYER
 COPY_BACK = f"{LAYER}:330:constant.0"
 COPY_BACK_BY = "910b_f32_3x33_d-1_y.uniform_dy.normal_out.strided"
@@ -70,7 +72,9 @@ def test_the_mutants_as_named():
     tiling = (build.OP_DIR / "tiling" / "tiling.cpp").read_text()
     assert "return -1;" in found[EQUIVALENT].source_line(tiling)
     assert (found[EQUIVALENT].old, found[EQUIVALENT].new) == ("1", "2")
-    assert found[SURVIVOR].source_line(tiling).strip() == "out.reserve(axes.size());"
+    assert found[REVIEWED].source_line(tiling).strip() == "out.reserve(axes.size());"
+    assert found[SURVIVOR].source_line(tiling).strip().startswith("int soc_count()")
+    assert (found[SURVIVOR].old, found[SURVIVOR].new) == ("/", "*")
     layer_text = (build.OP_DIR / LAYER).read_text()
     layer = {m.id: m for m in mutants.generate(build.OP_DIR, [LAYER])}
     assert layer[COPY_BACK].source_line(layer_text).strip() == "if (plan->copy[2])"
@@ -136,6 +140,8 @@ def test_a_kill_with_its_cases_an_equivalent_and_a_survivor_on_a_slice_of_smoke(
         EQUIVALENT,
         "--only",
         SURVIVOR,
+        "--only",
+        REVIEWED,
         "--jobs",
         "2",
         "--backend",
@@ -146,7 +152,7 @@ def test_a_kill_with_its_cases_an_equivalent_and_a_survivor_on_a_slice_of_smoke(
     assert ran.code == 0, ran.text
     doc = json.loads((out / "mutation.json").read_text())
     by_id = {m["id"]: m for m in doc["mutants"]}
-    assert set(by_id) == {KILLED, EQUIVALENT, SURVIVOR}
+    assert set(by_id) == {KILLED, EQUIVALENT, SURVIVOR, REVIEWED}
 
     killed = by_id[KILLED]
     assert killed["status"] == "killed" and killed["complete"]
@@ -155,30 +161,36 @@ def test_a_kill_with_its_cases_an_equivalent_and_a_survivor_on_a_slice_of_smoke(
     assert killed["source_line"].strip() == "int64_t acc = 1;"
 
     assert by_id[EQUIVALENT]["status"] == "equivalent" and by_id[EQUIVALENT]["failing"] == 0
+    assert "equivalent_by" not in by_id[EQUIVALENT]  # the same library
+    reviewed = by_id[REVIEWED]  # every case ran and passed; the review says why
+    assert (reviewed["status"], reviewed["equivalent_by"]) == ("equivalent", "review")
+    assert "reservation" in reviewed["explained"] and reviewed["failing"] == 0
     survivor = by_id[SURVIVOR]
     assert survivor["status"] == "survived" and survivor["failing"] == 0
     assert 0 < len(survivor["closest"]) <= 3
-    assert "reservation" in survivor["explained"]
+    assert survivor["explained_kind"] == "unreached" and "SoC table" in survivor["explained"]
 
     s = doc["summary"]
     assert (s["killed"], s["survived"], s["equivalent"], s["stillborn"], s["weak"]) == (
         1,
         1,
-        1,
+        2,
         0,
         0,
     )
+    assert s["reviewed_equivalent"] == 1
     assert s["score"] == 0.5 and doc["cases_judged"] == doc["cases"] > 0
     assert s["explained"] == 1 and s["killable_score"] == 1.0
-    assert len((out / "mutants.jsonl").read_text().splitlines()) == 3
+    assert len((out / "mutants.jsonl").read_text().splitlines()) == 4
 
     page = (out / "report" / "index.html").read_text()
     assert "50.0% of 2 non-equivalent mutants killed" in page
-    assert "Survivors (1)" in page and "op/tiling/tiling.cpp:94" in page
+    assert "Survivors (1)" in page and "op/tiling/tiling.cpp:102" in page
+    assert "Equivalent by review (1)" in page and "op/tiling/tiling.cpp:94" in page
     assert survivor["closest"][0]["case_id"] in page
     lines = ran.out.strip().splitlines()
     assert "mutation score 50.0% of 2 non-equivalent mutants" in lines[-3]
-    assert lines[-2] == "100.0%: the score without the 1 explained survivors"
+    assert lines[-2] == "100.0%: the score without the 1 unreached survivors"
     assert lines[-1].startswith(f"report: {out / 'report' / 'index.html'}")
     assert "50.0% through the results" in lines[-3]
     assert f"{KILLED}  '1' -> '0'  {len(KILLED_BY)} failing" in ran.out

@@ -239,7 +239,7 @@ def test_policy_only_kills_are_counted_apart_and_named_in_the_last_lines(tmp_pat
     lines = _summary_lines(s, 1.0, tmp_path, tmp_path / "index.html", outcomes)
     assert "3 killed (0 weak: fewer than 3 failing cases; 1 policy-only)" in lines[0]
     assert "50.0% through the results" in lines[1]
-    assert "the score without the 0 explained survivors" in lines[2]
+    assert "the score without the 0 unreached survivors" in lines[2]
     assert "policy-only[/] f.cpp:44:constant.0" in lines[3] and "910b_policy_0" in lines[3]
     assert "910b_f32_caught (precision)" in lines[4]
     assert lines[-1].startswith("report: ")
