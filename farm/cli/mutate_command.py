@@ -71,9 +71,10 @@ def _parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="FILE",
-        help="mutate this source (a path under op/, or op/...); repeatable (default: "
-        + ", ".join(mutant_rules.SOURCES)
-        + f", and on the acl backend {mutant_rules.ACL_LAYER})",
+        help="mutate this source (a path under op/, or op/...); repeatable (default: what "
+        "the backend's path runs: "
+        + ", ".join(mutant_rules.SHARED_SOURCES)
+        + f"; on acl also {mutant_rules.ACL_LAYER}; on native also {mutant_rules.NATIVE_VIEWS})",
     )
     parser.add_argument(
         "--backend",
@@ -123,11 +124,13 @@ def select_mutants(args: argparse.Namespace) -> list[mutant_rules.Mutant]:
 
     sources = mutant_rules.sources_for(args.backend)
     files = [f.removeprefix("op/") for f in args.files] or list(sources)
-    if args.backend != "acl" and mutant_rules.ACL_LAYER in files:
-        raise UsageError(
-            f"--files {mutant_rules.ACL_LAYER}: the aclnn layer runs only through the acl "
-            f"backend; drop --backend {args.backend}"
-        )
+    for f in files:
+        only = mutant_rules.ONLY_THROUGH.get(f, args.backend)
+        if only != args.backend:
+            what = "the aclnn layer" if f == mutant_rules.ACL_LAYER else "the native ABI's views"
+            raise UsageError(
+                f"--files {f}: {what} runs only through the {only} backend; use --backend {only}"
+            )
     unknown = [f for f in files if f not in sources]
     if unknown:
         raise UsageError(

@@ -35,25 +35,29 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 # The sources a mutant may edit (paths under op/): the kernel, the host's OpDef and tiling
-# function, the shared tiling and views, and the op-api checks, as compiled into
-# liblsg_ascendc_cpu.so (op/CMakeLists.txt LSG_ACPU_SOURCES) and, with the aclnn layer, into the
-# emulated ACL runtime's libcust_opapi.so. The aclnn layer (ACL_LAYER) runs only through the acl
-# backend: on the native backend a mutant there could only survive, so it is left out there
-# (docs/mutate.md).
-SOURCES = (
+# function, the op-api checks and the shared tiling, as compiled into liblsg_ascendc_cpu.so
+# (op/CMakeLists.txt LSG_ACPU_SOURCES) and, with the aclnn layer, into the emulated ACL runtime's
+# libcust_opapi.so. Each backend's cases can kill only what its path runs (docs/mutate.md):
+# the aclnn layer (ACL_LAYER) runs only through acl; the native ABI's strided views
+# (NATIVE_VIEWS: copies of a strided tensor through the kernel's workspace) only through native,
+# since on acl the aclnn layer copies every strided view with aclnnInplaceCopy before the
+# generated entry, which takes contiguous tensors only (op/acl_emu/README.md).
+SHARED_SOURCES = (
     "ascendc/op_kernel/log_softmax_grad.cpp",
     "ascendc/op_host/log_softmax_grad.cpp",
     "ascendc/op_api/log_softmax_backward_checks.cpp",
     "tiling/tiling.cpp",
-    "tiling/views.cpp",
 )
+NATIVE_VIEWS = "tiling/views.cpp"
 ACL_LAYER = "ascendc/op_api/aclnn_log_softmax_backward.cpp"
-ALL_SOURCES = (*SOURCES, ACL_LAYER)
+SOURCES = (*SHARED_SOURCES, NATIVE_VIEWS)  # the native backend's
+ALL_SOURCES = (*SHARED_SOURCES, NATIVE_VIEWS, ACL_LAYER)
+ONLY_THROUGH = {ACL_LAYER: "acl", NATIVE_VIEWS: "native"}
 
 
 def sources_for(backend: str) -> tuple[str, ...]:
-    """The sources whose mutants the cases on `backend` can kill: the aclnn layer too on acl."""
-    return ALL_SOURCES if backend == "acl" else SOURCES
+    """The sources whose mutants the cases on `backend` can kill."""
+    return tuple(f for f in ALL_SOURCES if ONLY_THROUGH.get(f, backend) == backend)
 
 
 @dataclass(frozen=True)
