@@ -119,6 +119,23 @@ def classify(expect: Mapping[str, Any], record: ResultRecord) -> tuple[Outcome, 
                 f"rejected with {reason} ({status}), expected {want}{_said(checks)}: "
                 f"{record['op_message']}",
             )
+        if (
+            checks.get("decided_by") == "tiling"
+            and reason in REGISTRATION_REASONS
+            and not record.get("layer")
+        ):
+            # The OpDef registration let through a dtype the contract refuses on this SoC and
+            # the tiling function caught it: the call's words are right, the registration is not
+            # (on CANN it decides which kernels are compiled). A tiling layer case asks the
+            # tiling function alone, the registration out of the way, and is not this.
+            return (
+                FAILED,
+                "registration",
+                f"rejected with {reason} ({status}) as expected, but by the tiling function: the "
+                "OpDef registration declares what the contract refuses here, so CANN would compile "
+                f"kernels for it (op/ascendc/op_host's OpDef must not declare it): "
+                f"{record['op_message']}",
+            )
         return PASSED, None, f"rejected as expected: {reason} ({status}){_said(checks)}"
     if status != 0:
         return (

@@ -25,6 +25,26 @@ def test_acceptance_of_a_rejected_call_is_unexpected_acceptance():
     )
 
 
+def test_a_registration_refusal_the_tiling_function_made_fails_the_registration():
+    """bf16 on Ascend310B is refused by the OpDef registration and by the tiling function: with
+    bf16 declared for 310B (the planted opdef_bf16_310b) the tiling function still refused every
+    whole call with the right words, and only the one registration case a family failed. The
+    layer that refused is part of the verdict; a tiling layer case asks that layer alone."""
+    by_tiling = {
+        **record(161002, "bf16_unsupported_on_soc"),
+        "checks": {"decided_by": "tiling", "host": "bf16_unsupported_on_soc", "host_status": 0},
+    }
+    outcome, category, message = classify(REJECT, by_tiling)
+    assert (outcome, category) == ("failed", "registration")
+    assert message.startswith("rejected with bf16_unsupported_on_soc (161002) as expected, but by")
+    assert classify(REJECT, {**by_tiling, "layer": "tiling"})[:2] == ("passed", None)
+    by_registration = {**by_tiling, "checks": {**by_tiling["checks"], "decided_by": "registration"}}
+    assert classify(REJECT, by_registration)[:2] == ("passed", None)
+    # A reason the registration does not decide may come from the tiling function.
+    rank = {"kind": "reject", "reason": "rank_too_large", "status": 161002}
+    assert classify(rank, {**by_tiling, "reason": "rank_too_large"})[:2] == ("passed", None)
+
+
 def test_other_status_or_reason_is_wrong_status():
     assert classify(REJECT, record(161001, "null_tensor"))[1] == "wrong_status"
     assert classify(REJECT, record(161002, "dtype_mismatch"))[1] == "wrong_status"
