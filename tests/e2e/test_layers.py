@@ -3,7 +3,8 @@ ascend310b in the OpDef alone (opdef_bf16_310b), or let through by the tiling fu
 alone (tiling_bf16_310b), still gets every whole call refused with the right words (the other
 layer refuses it) and fails the smoke tier through its layer's own case, on the native and the acl
 backend; the correct operator passes them. (The whole calls of opdef_bf16_310b fail too, as
-refused by the wrong layer: tests/agent/test_outcome.py.) Only the layer cases of the smoke tier are run (-k), to keep the test's cost small;
+refused by the wrong layer: tests/agent/test_outcome.py.) Only the layer cases of the smoke
+tier are run (-k), to keep the test's cost small;
 the whole tier's counts are in benchmarks/RESULTS.md ("Issue 59: each deciding layer alone")."""
 
 from __future__ import annotations
