@@ -65,6 +65,15 @@ COPY_BACK_BY = "910b_f32_3x33_d-1_y.uniform_dy.normal_out.strided"
 WORKSPACE = f"{LAYER}:249:arithmetic.0"
 
 
+def mutate_args(*ids: str, out, backend: str | None = None) -> list[str]:
+    """`farm mutate` over the slice of smoke, two jobs, these mutants, into `out`."""
+    args = ["mutate", "-k", SLICE, "--jobs", "2", "--out", str(out)]
+    args += ["--backend", backend] if backend else []
+    for i in ids:
+        args += ["--only", i]
+    return args
+
+
 def test_the_mutants_as_named():
     """The ids above are the mutants these tests mean (they move when the sources do)."""
     found = {
@@ -103,19 +112,7 @@ def test_each_backend_mutates_what_its_path_runs(farm):
 
 def test_aclnn_layer_mutants_are_killed_through_acl_with_their_own_runtime(farm, tmp_path):
     out = tmp_path / "mutate"
-    ran = farm.run(
-        "mutate",
-        "-k",
-        SLICE,
-        "--only",
-        COPY_BACK,
-        "--only",
-        WORKSPACE,
-        "--jobs",
-        "2",
-        "--out",
-        str(out),
-    )
+    ran = farm.run(*mutate_args(COPY_BACK, WORKSPACE, out=out))
     assert ran.code == 0, ran.text
     doc = json.loads((out / "mutation.json").read_text())
     assert doc["backend"] == "acl"
@@ -137,25 +134,7 @@ def test_aclnn_layer_mutants_are_killed_through_acl_with_their_own_runtime(farm,
 
 def test_a_kill_with_its_cases_an_equivalent_and_a_survivor_on_a_slice_of_smoke(farm, tmp_path):
     out = tmp_path / "mutate"
-    ran = farm.run(
-        "mutate",
-        "-k",
-        SLICE,
-        "--only",
-        KILLED,
-        "--only",
-        EQUIVALENT,
-        "--only",
-        SURVIVOR,
-        "--only",
-        REVIEWED,
-        "--jobs",
-        "2",
-        "--backend",
-        "native",
-        "--out",
-        str(out),
-    )
+    ran = farm.run(*mutate_args(KILLED, EQUIVALENT, SURVIVOR, REVIEWED, out=out, backend="native"))
     assert ran.code == 0, ran.text
     doc = json.loads((out / "mutation.json").read_text())
     by_id = {m["id"]: m for m in doc["mutants"]}
@@ -207,10 +186,7 @@ def test_ctrl_c_leaves_no_scratch_copy(farm, tmp_path):
     scratch_dir = tmp_path / "tmp"
     scratch_dir.mkdir()
     ids = [m.id for m in mutants.generate(build.OP_DIR, ["tiling/views.cpp"])][:6]
-    args = ["mutate", "-k", SLICE, "--jobs", "2", "--backend", "native"]
-    args += ["--out", str(tmp_path / "out")]
-    for i in ids:
-        args += ["--only", i]
+    args = mutate_args(*ids, out=tmp_path / "out", backend="native")
     proc = subprocess.Popen(
         farm.argv(*args),
         cwd=farm.root,
