@@ -17,7 +17,7 @@ STRONG = "ascendc/op_api/aclnn_log_softmax_backward.cpp:249:arithmetic.0"
 EQUIVALENT = "tiling/tiling.cpp:72:constant.1"
 
 
-def _outcome(mutant_id: str, status: str, **over: Any) -> dict[str, Any]:
+def outcome(mutant_id: str, status: str, **over: Any) -> dict[str, Any]:
     file, line, rule = mutant_id.rsplit(":", 2)
     o = {
         "id": mutant_id,
@@ -66,9 +66,9 @@ def mutation_doc(mutate_id: str = "mutate-20261207-101500-4242", **over: Any) ->
     """A mutation.json as farm mutate writes it: one mutant of each kind a person looks at or
     not."""
     mutants = [
-        _outcome(STRONG, "killed", failing=5, failing_cases=[_failing(f"c{i}") for i in range(5)]),
-        _outcome(WEAK, "killed", weak=True, failing=1, failing_cases=[_failing("c_out_strided")]),
-        _outcome(
+        outcome(STRONG, "killed", failing=5, failing_cases=[_failing(f"c{i}") for i in range(5)]),
+        outcome(WEAK, "killed", weak=True, failing=1, failing_cases=[_failing("c_out_strided")]),
+        outcome(
             POLICY,
             "killed",
             policy_only=True,
@@ -76,14 +76,14 @@ def mutation_doc(mutate_id: str = "mutate-20261207-101500-4242", **over: Any) ->
             policy_failing=4,
             failing_cases=[_failing(f"p{i}", "emulation_policy") for i in range(4)],
         ),
-        _outcome(SURVIVOR, "survived", closest=CLOSEST),
-        _outcome(
+        outcome(SURVIVOR, "survived", closest=CLOSEST),
+        outcome(
             UNREACHED,
             "survived",
             explained="only tests list the SoC table",
             explained_kind="unreached",
         ),
-        _outcome(EQUIVALENT, "equivalent"),
+        outcome(EQUIVALENT, "equivalent"),
     ]
     doc: dict[str, Any] = {
         "mutate_id": mutate_id,
