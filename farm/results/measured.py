@@ -104,7 +104,7 @@ def mutate_measure(
         subset=mutate_subset(doc),
         backend=doc.get("backend"),
         git_commit=doc.get("git_commit") or None,
-        run_dir=str(run_dir),
+        run_dir=str(Path(run_dir).absolute()),
         meta={
             "k": doc.get("k"),
             "selection": doc.get("selection") or {},
@@ -171,7 +171,7 @@ def coverage_measure(
         backend=",".join(result["runs"]),
         git_commit=first.get("git_commit") or None,
         package_sha256=first.get("package_sha256") or None,
-        run_dir=str(out),
+        run_dir=str(Path(out).absolute()),
         meta={"merged": result.get("per_case") is None},
     )
 

@@ -328,3 +328,9 @@ def test_store_info_counts_the_measurements(tmp_path, capsys):
 def test_a_measurement_of_an_unknown_kind_is_refused():
     with pytest.raises(ValueError, match="measurement kind 'bench'"):
         Measure("x", "bench", "smoke", "2026-12-07T10:00:00+00:00", mutation_doc()["summary"])
+
+
+def test_a_relative_run_directory_is_kept_whole(monkeypatch, tmp_path):
+    """`farm runs` may be run from anywhere: --out runs/x is kept as the path it meant."""
+    monkeypatch.chdir(tmp_path)
+    assert measured.mutate_measure(mutation_doc(), "out/m").run_dir == str(tmp_path / "out/m")
