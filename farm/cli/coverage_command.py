@@ -29,7 +29,7 @@ from pathlib import Path
 from rich.markup import escape
 
 from farm.agent.coverage_dump import ENV_DIR, ENV_MODE, MERGED_DIR
-from farm.results import coverage_data, coverage_files, coverage_unreachable
+from farm.results import coverage_data, coverage_files, coverage_unreachable, measured
 from farm.util import paths
 from farm.util.argparsing import CommandParser
 from farm.util.console import FarmConsole
@@ -79,6 +79,11 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--jobs", type=int, help="pytest-xdist workers (farm run's --jobs)")
     parser.add_argument("--no-report", action="store_true", help="skip the Allure report")
     parser.add_argument("--json", action="store_true", help="print the coverage JSON instead")
+    parser.add_argument(
+        "--store",
+        help="the run store of the runs and of the coverage, as farm run's (default: "
+        "$FARM_STORE, else runs/farm.sqlite); farm runs lists it",
+    )
     parser.add_argument("pytest_args", nargs="*", help="after --: passed to pytest (e.g. -k)")
     return parser
 
@@ -90,6 +95,8 @@ def main(argv: list[str] | None = None) -> int:
     if unknown or not backends:
         raise UsageError(f"--backend {args.backend}: give acl, native or acl,native")
     _local_only(args.inventory)
+    if args.store:  # the runs and every command after them find the store where farm run's do
+        os.environ["FARM_STORE"] = args.store
     coverage_data.gcovr_available()
     explanations = coverage_unreachable.load(args.explanations)  # a bad file stops here
     console = FarmConsole(stderr=True, highlight=False)
@@ -119,7 +126,13 @@ def main(argv: list[str] | None = None) -> int:
         with contextlib.redirect_stdout(sys.stderr):
             _report(runs[0][1])
     failed = not result["accounted"]
-    return 1 if failed else code
+    code = 1 if failed else code
+    # Last, once its files are written: a store that cannot take it leaves them and the exit code.
+    stored, line = measured.record(
+        lambda store: measured.coverage_measure(result, out, store, code), out
+    )
+    console.print(escape(line), style=None if stored else "yellow")
+    return code
 
 
 def _local_only(inventory: str | None) -> None:

@@ -113,6 +113,11 @@ def _parser() -> argparse.ArgumentParser:
         "--min-score", type=float, metavar="PCT", help="exit 1 when the score is below PCT %%"
     )
     parser.add_argument("--out", help="the run directory (default runs/mutate/<id>)")
+    parser.add_argument(
+        "--store",
+        help="the run store the score is kept in, as farm run's (default: $FARM_STORE, else "
+        "runs/farm.sqlite); farm runs lists it",
+    )
     parser.add_argument("--list", action="store_true", help="list the mutants, run nothing")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
     return parser
@@ -192,6 +197,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _mutate(args, mutants, cases, console: FarmConsole) -> int:
     from farm.pool import build
+    from farm.results import measured
     from farm.results.mutants_explained import explain
     from farm.results.mutants_explained import load as load_explained
     from farm.results.mutate_report import write_report
@@ -258,10 +264,18 @@ def _mutate(args, mutants, cases, console: FarmConsole) -> int:
         and summary["score"] is not None
         and summary["score"] * 100 < args.min_score
     )
-    return 1 if below or errors else 0
+    code = 1 if below or errors else 0
+    # Last, once its files are written: a store that cannot take it leaves them and the exit code.
+    stored, line = measured.record(
+        lambda _: measured.mutate_measure(document, out, code), out, args.store
+    )
+    console.print(escape(line), style=None if stored else "yellow")
+    return code
 
 
 def _document(mutate_id, args, base: Baseline, cases, outcomes, summary, seconds, errors):
+    from farm.run import prepare
+
     order = {s: i for i, s in enumerate(STATUSES)}
     ranked = sorted(
         (o for o in outcomes if "status" in o), key=lambda o: (order[o["status"]], o["id"])
@@ -278,6 +292,15 @@ def _document(mutate_id, args, base: Baseline, cases, outcomes, summary, seconds
         "stop_after": args.stop_after,
         "jobs": args.jobs,
         "seconds": round(seconds, 1),
+        # what the run store keeps of it besides (farm/results/measured.py)
+        "git_commit": prepare.git_commit(),
+        "selection": {
+            "only": args.only,
+            "files": args.files,
+            "rules": args.rules,
+            "limit": args.limit,
+        },
+        "min_score": args.min_score,
         "summary": summary,
         "errors": errors,
         "mutants": ranked,

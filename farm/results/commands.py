@@ -1,4 +1,5 @@
-"""`farm runs` (and `farm runs prune`), `farm baseline` and `farm compare`: the run store and the
+"""`farm runs` (and `farm runs prune`; show, trend and import of the measurements:
+farm/results/measure_commands.py), `farm baseline` and `farm compare`: the run store and the
 regression comparison on the command line (the comparison is farm/results/compare.py, its
 renderings farm/results/compare_render.py; what a prune keeps, farm/results/retention.py and
 RunStore.protected_runs).
@@ -16,7 +17,7 @@ import math
 import sys
 from collections.abc import Mapping, Sequence
 
-from farm.results import retention
+from farm.results import measure_commands, measure_render, retention
 from farm.results.arguments import drift_factor, unknown_run
 from farm.results.compare import DEFAULT_DRIFT_FACTOR, DEFAULT_NOISE_FLOOR, compare
 from farm.results.compare_render import (
@@ -47,14 +48,21 @@ def _open(args) -> RunStore:
 
 def main_runs(argv: Sequence[str] | None = None) -> int:
     """`farm runs [--tier T] [--limit N] [--json] [--recover]`: list the recorded runs, newest
-    first, and what the store and the run directories take (--recover: only close the runs
-    whose process died, importing their records). `farm runs prune`: remove old runs."""
+    first, then the measurements of farm mutate and farm coverage, and what the store and the
+    run directories take (--recover: only close the runs whose process died, importing their
+    records). `farm runs prune`: remove old runs; `farm runs show ID`: a measurement whole;
+    `farm runs trend`: each tier's last measurements; `farm runs import DIR`: store one."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["prune"]:
         return main_prune(argv[1:])
+    if argv[:1] and argv[0] in measure_commands.SUBCOMMANDS:
+        return getattr(measure_commands, f"main_{argv[0]}")(argv[1:])
     p = CommandParser(prog="farm runs", description=main_runs.__doc__)
     p.add_argument(
-        "action", nargs="?", choices=("prune",), help="prune: see farm runs prune --help"
+        "action",
+        nargs="?",
+        choices=("prune", *measure_commands.SUBCOMMANDS),
+        help="prune, show ID, trend, import DIR: see farm runs ACTION --help",
     )
     _store_arg(p)
     p.add_argument("--tier")
@@ -65,7 +73,10 @@ def main_runs(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     args = p.parse_args(argv)
     if args.action:  # `farm runs --store S prune`: prune's options are its own
-        raise UsageError("prune goes first: farm runs prune [--store S] --keep N | --older-than T")
+        raise UsageError(
+            f"{args.action} goes first: farm runs {args.action} [--store S] ... (see farm runs "
+            f"{args.action} --help)"
+        )
     with _open(args) as store:
         if args.recover:
             return 0
@@ -74,9 +85,12 @@ def main_runs(argv: Sequence[str] | None = None) -> int:
         # pytest suites/ runs' directories, which no store holds: listed after the stored runs,
         # in the table and in the JSON alike
         unstored = retention.unstored(store.location, (r["run_id"] for r in every))
+        # farm mutate's and farm coverage's measurements: listed after the runs
+        measures = store.measures(limit=args.limit, tier=args.tier)
         if args.json:
-            listed = [{**r, "stored": True} for r in runs]
+            listed: list[Mapping] = [{**r, "kind": "run", "stored": True} for r in runs]
             listed += [retention.unstored_json(u) for u in unstored[: args.limit]]
+            listed += [m.entry() for m in measures]
             print(json.dumps(listed, indent=2, sort_keys=True))
             return 0
         baselines = {r["tier"]: store.explicit_baseline(r["tier"]) for r in runs}
@@ -118,28 +132,38 @@ def main_runs(argv: Sequence[str] | None = None) -> int:
                 "yes" if baselines.get(r["tier"]) == r["run_id"] else "",
             ]
         )
-    if not runs and not unstored:
+    if not runs and not unstored and not measures:
         print("no runs recorded yet")
-    elif not runs:
-        pass
-    elif sys.stdout.isatty():
-        from rich.table import Table
-        from rich.text import Text
-
-        from farm.util.console import FarmConsole
-
-        t = Table(title="Runs (newest first)", title_justify="left")
-        for h in hdr:
-            t.add_column(h, no_wrap=h == "run")
-        for row in rows:
-            t.add_row(*map(Text, row))  # a tier of case files may hold brackets
-        FarmConsole().print(t)
-    else:  # pipes and logs get every character of the run ids
-        print("\n".join(plain_table(hdr, rows, indent="")))
+    if runs:
+        _print_table("Runs (newest first)", hdr, rows)
     for line in retention.unstored_lines(unstored[: args.limit]):
         print(line)
+    if measures:
+        _print_table(
+            "Measurements of farm mutate and farm coverage (newest first; farm runs show ID)",
+            measure_render.LISTING_HEADER,
+            [measure_render.listing_row(m) for m in measures],
+        )
     print(size.line(store.location))
     return 0
+
+
+def _print_table(title: str, hdr: Sequence[str], rows: list[list[str]]) -> None:
+    """A table on a terminal; pipes and logs get every character of the ids."""
+    if not sys.stdout.isatty():
+        print("\n".join(plain_table(hdr, rows, indent="")))
+        return
+    from rich.table import Table
+    from rich.text import Text
+
+    from farm.util.console import FarmConsole
+
+    t = Table(title=title, title_justify="left")
+    for h in hdr:
+        t.add_column(h, no_wrap=h in ("run", "measurement"))
+    for row in rows:
+        t.add_row(*map(Text, row))  # a tier of case files may hold brackets
+    FarmConsole().print(t)
 
 
 def shard_shown(run: Mapping) -> str:

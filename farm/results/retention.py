@@ -342,6 +342,7 @@ def unstored_json(u: Unstored) -> dict:
     "status" "not-stored", its directory and its size."""
     return {
         "run_id": u.run_id,
+        "kind": "run",
         "stored": False,
         "status": "not-stored",
         "tier": None,

@@ -2,7 +2,7 @@
 the embedded pool through both backends, gcovr's figures are real (the kernel's entry is reached,
 the host code's InferShape, which no aclnn or C ABI call runs, is listed), the explanations file
 decides the exit code (an unexplained line or a stale entry: 1; all explained: 0), and the run's
-directory holds the coverage and its pages.
+directory holds the coverage and its pages; the run store holds its figures.
 
 It builds the coverage library (~1 min on 2 cores the first time) and runs the slice twice.
 """
@@ -13,6 +13,8 @@ import json
 from pathlib import Path
 
 import pytest
+
+from farm.results.store import Measure, RunStore
 
 pytestmark = pytest.mark.build
 
@@ -71,6 +73,22 @@ def test_coverage_of_a_slice(farm, tmp_path):
     assert json.loads((run_dir / "coverage.json").read_text())["lines"] == got["lines"]
     assert (run_dir / "html" / "index.html").is_file()
     assert (run_dir / "coverage.html").stat().st_size > 0
+    # In the store of its runs: the figures, what is unexplained, the exit code
+    measure = _stored(farm, got["runs"]["acl"])
+    c = measure.coverage
+    assert (c["lines"], c["branches"], c["functions"]) == (
+        got["lines"],
+        got["branches"],
+        got["functions"],
+    )
+    assert (c["unexplained"], c["stale"], c["uncovered"]) == (
+        got["unexplained"],
+        1,
+        len(got["uncovered"]),
+    )
+    assert c["runs"] == got["runs"] and measure.exit_code == 1 and measure.subset  # -k
+    assert measure.run_dir == str(run_dir) and measure.package_sha256
+    assert f"farm runs show coverage-{got['runs']['acl']}" in first.err
 
     # Every uncovered line explained, nothing stale: exit 0; with the report, which carries the
     # coverage page as a global attachment.
@@ -84,6 +102,15 @@ def test_coverage_of_a_slice(farm, tmp_path):
     assert again["lines"] == got["lines"]
     report = farm.runs / again["runs"]["acl"] / "report"
     assert "coverage.html" in (report / "widgets" / "globals.json").read_text()
+    second_measure = _stored(farm, again["runs"]["acl"])
+    assert second_measure.exit_code == 0 and second_measure.coverage["unexplained"] == 0
+
+
+def _stored(farm, first_run: str) -> Measure:
+    with RunStore(farm.store, create=False) as store:
+        measure = store.get_measure(f"coverage-{first_run}")
+    assert measure is not None, f"the coverage of {first_run} is not in the store"
+    return measure
 
 
 def test_an_ssh_inventory_is_refused_in_one_line(farm, tmp_path):

@@ -37,6 +37,7 @@ import subprocess
 import pytest
 
 from farm.pool import build
+from farm.results.store import Measure, RunStore
 from farm.run import mutants
 
 # Builds two scratch copies of the operator (about 15 s each, quiet) and a mutant each a few
@@ -130,6 +131,18 @@ def test_aclnn_layer_mutants_are_killed_through_acl_with_their_own_runtime(farm,
     assert (s["killed"], s["survived"], s["policy_only"], s["results_score"]) == (2, 0, 0, 1.0)
     assert "tier smoke -k 910b and f32, backend acl" in (out / "report" / "index.html").read_text()
     assert "backend acl" in ran.out.splitlines()[0]
+    # In the store farm run uses ($FARM_STORE): the score, and the weak kill with its case
+    measure = _stored(farm, doc["mutate_id"])
+    assert (measure.kind, measure.backend, measure.subset, measure.exit_code) == (
+        "mutate",
+        "acl",
+        True,
+        0,
+    )
+    assert measure.mutate == s and measure.run_dir == str(out)
+    [note] = measure.mutants
+    assert (note.mutant_id, note.what, note.failing) == (COPY_BACK, "weak kill", 1)
+    assert [c["case_id"] for c in note.cases] == [COPY_BACK_BY]
 
 
 def test_a_kill_with_its_cases_an_equivalent_and_a_survivor_on_a_slice_of_smoke(farm, tmp_path):
@@ -175,11 +188,25 @@ def test_a_kill_with_its_cases_an_equivalent_and_a_survivor_on_a_slice_of_smoke(
     assert "Equivalent by review (1)" in page and "op/tiling/tiling.cpp:94" in page
     assert survivor["closest"][0]["case_id"] in page
     lines = ran.out.strip().splitlines()
-    assert "mutation score 50.0% of 2 non-equivalent mutants" in lines[-3]
-    assert lines[-2] == "100.0%: the score without the 1 unreached survivors"
-    assert lines[-1].startswith(f"report: {out / 'report' / 'index.html'}")
-    assert "50.0% through the results" in lines[-3]
+    assert "mutation score 50.0% of 2 non-equivalent mutants" in lines[-4]
+    assert lines[-3] == "100.0%: the score without the 1 unreached survivors"
+    assert lines[-2].startswith(f"report: {out / 'report' / 'index.html'}")
+    assert "50.0% through the results" in lines[-4]
     assert f"{KILLED}  '1' -> '0'  {len(KILLED_BY)} failing" in ran.out
+    # Last, the store farm run uses: the score and the survivor with its closest cases
+    assert lines[-1] == f"stored in run store {farm.store}: farm runs show {doc['mutate_id']}"
+    measure = _stored(farm, doc["mutate_id"])
+    assert measure.mutate == s and (measure.backend, measure.subset) == ("native", True)
+    [note] = measure.mutants
+    assert (note.mutant_id, note.explained_kind) == (SURVIVOR, "unreached")
+    assert note.cases == survivor["closest"]
+
+
+def _stored(farm, measure_id: str) -> Measure:
+    with RunStore(farm.store, create=False) as store:
+        measure = store.get_measure(measure_id)
+    assert measure is not None, f"{measure_id} is not in the store"
+    return measure
 
 
 def test_ctrl_c_leaves_no_scratch_copy(farm, tmp_path):

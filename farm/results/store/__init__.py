@@ -3,7 +3,8 @@ in a PostgreSQL database a team's runners share (`--store postgresql://…` or $
 
 One row per run (its metadata, exit code and summary counts), one row per (run, case) with the
 columns the comparisons query plus the full result record as JSON, one baseline per tier, the
-shrinks and bisects, and each tier's Allure history. The parts, by job:
+shrinks and bisects, each tier's Allure history, and the measurements of `farm mutate` and
+`farm coverage`. The parts, by job:
 
     location.py        where the store is (a path or a URL), and its name with the password hidden
     dialects.py        the two databases behind one interface
@@ -14,6 +15,7 @@ shrinks and bisects, and each tier's Allure history. The parts, by job:
     baselines.py       baselines and retention
     investigations.py  shrinks and bisects
     trends.py          the precision trend
+    measures.py        what farm mutate and farm coverage measured (measure_rows.py: the records)
     history.py         Allure history (stored_history.py: one report's view of it)
     transfer.py        a store's whole history copied to another (farm store migrate)
     runstore.py        RunStore, all of the above on one connection
@@ -29,6 +31,7 @@ from farm.results.store.location import (
     redact,
     store_location,
 )
+from farm.results.store.measure_rows import MEASURE_KINDS, Measure, MutantNote
 from farm.results.store.rows import RUN_STATUSES, dumps
 from farm.results.store.runstore import RunStore, open_existing
 from farm.results.store.schema import MIGRATIONS, RUN_ROWS, SCHEMA_VERSION, migrate, schema_version
@@ -39,11 +42,14 @@ from farm.run.records_file import read_records
 __all__ = [
     "BISECT_STATUSES",
     "BISECT_VERDICTS",
+    "MEASURE_KINDS",
     "METRIC_COLUMNS",
     "MIGRATIONS",
     "RUN_ROWS",
     "RUN_STATUSES",
     "SCHEMA_VERSION",
+    "Measure",
+    "MutantNote",
     "RunStore",
     "StoreLocation",
     "StoredHistory",

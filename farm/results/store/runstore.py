@@ -11,12 +11,13 @@ from farm.results.store.dialects import PostgresDatabase, connect
 from farm.results.store.history import AllureHistory
 from farm.results.store.investigations import Investigations
 from farm.results.store.location import SQLITE, StoreLocation, store_location
+from farm.results.store.measures import Measures
 from farm.results.store.schema import migrate
 from farm.results.store.trends import Trends
 from farm.util.errors import StoreError
 
 
-class RunStore(Baselines, Investigations, Trends, AllureHistory):
+class RunStore(Baselines, Investigations, Trends, AllureHistory, Measures):
     """A run store. One instance per process (or thread); cheap to open (a SQLite file is read
     whole only when another program has written it since the farm last did, checks.py).
 

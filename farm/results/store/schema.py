@@ -237,6 +237,50 @@ def _m7_team_store(db: Database) -> None:
         db.executemany("UPDATE runs SET run_group=? WHERE run_id=?", groups)
 
 
+def _m8_measures(db: Database) -> None:
+    """v8: what `farm mutate` and `farm coverage` measured of the operator's sources over a
+    tier (farm/results/store/measure_rows.py): one row a measurement, its summary as JSON (the
+    mutation score and its counts; the coverage's figures and what is left unexplained), and of
+    a mutation run each mutant a person has to look at (a survivor, a weak or policy-only kill)
+    with the cases that came closest or failed, so that `farm runs show` needs no run
+    directory. A measurement is no run (no run_id): a prune leaves it, like shrinks."""
+    db.script(
+        """
+        CREATE TABLE measures (
+            measure_id      TEXT PRIMARY KEY,
+            kind            TEXT NOT NULL,
+            tier            TEXT NOT NULL,
+            backend         TEXT,
+            git_commit      TEXT,
+            package_sha256  TEXT,
+            started_at      TEXT NOT NULL,
+            ended_at        TEXT,
+            seconds         REAL,
+            exit_code       INTEGER,
+            subset          INTEGER NOT NULL DEFAULT 0,
+            run_dir         TEXT,
+            summary_json    TEXT NOT NULL,
+            meta_json       TEXT NOT NULL
+        );
+        CREATE INDEX measures_started ON measures(started_at, measure_id);
+        CREATE INDEX measures_kind_tier ON measures(kind, tier, started_at);
+        CREATE TABLE measure_mutants (
+            measure_id      TEXT NOT NULL REFERENCES measures(measure_id) ON DELETE CASCADE,
+            mutant_id       TEXT NOT NULL,
+            status          TEXT NOT NULL,
+            weak            INTEGER NOT NULL DEFAULT 0,
+            policy_only     INTEGER NOT NULL DEFAULT 0,
+            failing         INTEGER NOT NULL DEFAULT 0,
+            explained_kind  TEXT,
+            explained_why   TEXT,
+            cases_json      TEXT NOT NULL,
+            mutant_json     TEXT NOT NULL,
+            PRIMARY KEY (measure_id, mutant_id)
+        )
+        """,
+    )
+
+
 MIGRATIONS: list[Callable[[Database], None]] = [
     _m1_initial,
     _m2_counts_timings_inventory,
@@ -245,6 +289,7 @@ MIGRATIONS: list[Callable[[Database], None]] = [
     _m5_run_status,
     _m6_shrinks_and_bisects,
     _m7_team_store,
+    _m8_measures,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 # The tables whose rows belong to a run (a run_id column): a prune deletes them with the run.

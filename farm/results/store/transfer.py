@@ -30,6 +30,8 @@ TABLES = (
     ("bisects", "started_at, bisect_id"),
     ("bisect_steps", "bisect_id, step"),
     ("allure_history", "tier, position"),
+    ("measures", "started_at, measure_id"),
+    ("measure_mutants", "measure_id, mutant_id"),
 )
 BATCH = 2000
 
