@@ -53,6 +53,7 @@ DEPENDS_ON = {
     "tail_mod": ("full_last_chunk", True),  # a row of whole blocks gets a last chunk of 0
     "d2_two_as_tail": ("d2", None),  # d2 == 2 reduced as REDUCE_TAIL's rows
     "empty_out_unchecked": ("expected_reason", None),  # an empty out's rejection accepted
+    "infer_reads_output": ("schedule", "INFER"),  # the infer cases: no whole call runs it
 }
 # The bugs that break two deciding layers at once: the OpDef registration (its own case fails)
 # and the tiling function's check (the whole calls fail): opdef_bf16_310b and tiling_bf16_310b
