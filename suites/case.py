@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, fields
 from functools import cached_property
 from typing import Any
 
-from golden import contract, layouts, soc
+from golden import contract, inference, layouts, soc
 from golden.inputs import (
     ALL_DY_DISTS,
     ALL_SPECIALS,
@@ -54,6 +54,9 @@ from . import limits
 
 # A registration case's fields other than its family (suites/case.py _layer_problems).
 REGISTRATION_FIELDS = {"dtype": "float32", "shape": (), "axes": (-1,)}
+# What an infer case gives of its node beyond its family: gradOutput's dtype and shape, output's
+# (y's) where they differ; the axes are the operator's default, the rest of a call has no say.
+INFER_FIELDS = ("dtype", "shape", "y_dtype", "y_shape")
 
 
 def tolerance_text(tolerance: Tolerance) -> str:
@@ -322,6 +325,8 @@ class Case:
                     f"a registration case takes its family only, not {', '.join(given)} "
                     "(the registration is judged whole, every dtype of the family)"
                 ]
+        if self.layer == "infer":
+            return self._infer_problems()
         if self.layer == "tiling" and self.expected.reason in ("ok", "null_tensor"):
             return [
                 f"a tiling case is a call the contract refuses, not one it "
@@ -329,6 +334,31 @@ class Case:
                 "function alone is asked only for its refusals)"
             ]
         return []
+
+    def _infer_problems(self) -> list[str]:
+        """An infer case is a node of gradOutput and output (the graph engine infers out): the
+        contract's dtypes and ranks for both (what a graph can hold of this operator), nothing
+        of a call beyond them."""
+        given = [
+            f.name
+            for f in fields(self)
+            if f.name not in ("family", "layer", "origin", "note", *INFER_FIELDS)
+            and getattr(self, f.name) != REGISTRATION_FIELDS.get(f.name, f.default)
+        ]
+        problems = []
+        if given:
+            problems.append(
+                f"an infer case takes its family, dtype, shape, y_dtype and y_shape only, not "
+                f"{', '.join(given)} (the graph engine infers out from the node's inputs)"
+            )
+        for name in ("dy", "y"):
+            shape = self.tensor_shape(name)
+            if len(shape) > contract.MAX_RANK:
+                problems.append(
+                    f"an infer case's {name} has rank {len(shape)}: use 0 to {contract.MAX_RANK} "
+                    "(the contract's ranks)"
+                )
+        return problems
 
     def tensor_shape(self, name: str) -> tuple[int, ...]:
         """The shape of tensor `name` in the call (its perturbation, else dy's)."""
@@ -352,6 +382,13 @@ class Case:
     def id(self) -> str:
         if self.layer == "registration":
             return f"{soc.FAMILY_SHORT[self.family]}_registration"
+        if self.layer == "infer":  # a node, not a call: no axes, values or layouts
+            parts = [soc.FAMILY_SHORT[self.family], DTYPE_SHORT[self.dtype], shape_text(self.shape)]
+            if self.y_dtype:
+                parts.append(f"ydt.{DTYPE_SHORT[self.y_dtype]}")
+            if self.y_shape is not None:
+                parts.append(f"ysh.{shape_text(self.y_shape)}")
+            return "_".join([*parts, "layer.infer"])
         axes = ".".join(str(a) for a in self.axes)
         parts = [
             soc.FAMILY_SHORT[self.family],
@@ -429,8 +466,9 @@ class Case:
 
     @cached_property
     def accepted(self) -> bool:
-        """Whether the contract accepts the call (a registration case makes no call: False)."""
-        return self.layer != "registration" and self.expected.accepted
+        """Whether the contract accepts the call (a registration or infer case makes no call:
+        False)."""
+        return self.layer not in ("registration", "infer") and self.expected.accepted
 
     @cached_property
     def numel(self) -> int:
@@ -444,6 +482,8 @@ class Case:
         """The schedule the contract implies, or why there is none (EMPTY, REJECTED)."""
         if self.layer == "registration":
             return "REGISTRATION"
+        if self.layer == "infer":
+            return "INFER"
         if not self.accepted:
             return "REJECTED"
         if self.numel == 0:
@@ -455,6 +495,8 @@ class Case:
         type is farm/agent/request.py Expectation; farm/run/requests.py gives it that type)."""
         if self.layer == "registration":
             return {"kind": "registration"}  # the table is golden/registration.py's
+        if self.layer == "infer":  # the contract's inference of the node
+            return {"kind": "infer", **inference.expected(self.shape, self.dtype)}
         if self.accepted:
             expect: dict[str, Any] = {
                 "kind": "precision",

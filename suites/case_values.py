@@ -31,8 +31,9 @@ TENSORS = ("dy", "y", "out")
 # The layer of the operator a case checks on its own (docs/judging.md "Each deciding layer"):
 # "" the whole call through the backend; "registration" the OpDef registration of the case's
 # family against the contract's table (golden/registration.py); "tiling" the host tiling function
-# alone on the call, the registration out of the way.
-LAYERS = ("", "registration", "tiling")
+# alone on the call, the registration out of the way; "infer" the graph inference (InferShape,
+# InferDataType) on a node of the call's gradOutput and output (golden/inference.py).
+LAYERS = ("", "registration", "tiling", "infer")
 # The one canonical NaN: a fill of NaN is this object, so that equal cases compare and hash equal
 # (float("nan") != float("nan"), and its hash is per object).
 NAN = float("nan")

@@ -292,7 +292,7 @@ def _stated_expectation(value: Any, family: str) -> str | None:
     if isinstance(value, dict) and "kind" in value:  # the derived form `farm cases` writes
         if value["kind"] == "precision":
             return "accept"
-        if value["kind"] == "registration":  # a registration case makes no call to expect of
+        if value["kind"] in ("registration", "infer"):  # a layer case that makes no call
             return None
         return f"reject:{value.get('reason')}" if value.get("reason") else "reject"
     if isinstance(value, dict):

@@ -50,7 +50,7 @@ FIELD_TYPES: dict[str, str] = {
     "dy_fill": "a number, or 'inf', '-inf', 'nan'",
     "tolerance": "{'rtol': .., 'atol': .., 'max_fail_fraction': ..}",
     "explore": "'<salt>.<n>'",
-    "layer": "'', 'registration' or 'tiling'",
+    "layer": "'', 'registration', 'tiling' or 'infer'",
     "origin": "text",
     "note": "text",
     "name": "text",

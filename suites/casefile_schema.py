@@ -111,7 +111,7 @@ def _expectation() -> dict[str, Any]:
     }
     derived = {  # what `farm cases -o` writes: the contract's verdict, read as the source's
         "type": "object",
-        "properties": {"kind": {"enum": ["precision", "reject", "registration"]}},
+        "properties": {"kind": {"enum": ["precision", "reject", "registration", "infer"]}},
         "required": ["kind"],
     }
     per_family = {

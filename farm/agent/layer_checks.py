@@ -1,7 +1,9 @@
 """One layer case on this host (suites/matrix_layers.py): the operator's OpDef registration judged
-whole against the contract's table, or its host tiling function alone judged by status and reason
-against the contract. Its record says which layer it checked (layer) and, for a tiling case, which
-layer refused (checks.decided_by: "tiling").
+whole against the contract's table, its host tiling function alone judged by status and reason
+against the contract, or its graph inference (InferShape, InferDataType) run on a node as GE runs
+it and judged against the contract's inference (golden/inference.py). Its record says which layer
+it checked (layer), for a tiling case which layer refused (checks.decided_by: "tiling"), for an
+infer case what was inferred and what was due (inference).
 
 Runs inside the agent, like farm/agent/execute.py, which hands it every case with a layer.
 """
@@ -13,12 +15,14 @@ from typing import Any, cast
 
 from farm.agent.backends import layers
 from farm.agent.outcome import FAILED, PASSED, classify
-from farm.agent.record import HostChecks, Outcome, Registration, ResultRecord
+from farm.agent.record import HostChecks, Inference, Outcome, Registration, ResultRecord
 from farm.agent.request import CaseRequest
-from golden import registration
+from golden import inference, registration
 
 NOT_AVAILABLE = "not_available"
 TILING_ALONE = "the tiling function alone (the registration out of the way)"
+INFERENCE = "the graph inference (InferShape, InferDataType)"
+WHAT = {"registration": "the OpDef registration", "tiling": TILING_ALONE, "infer": INFERENCE}
 
 
 def run_layer_case(
@@ -41,13 +45,16 @@ def run_layer_case(
     try:
         if case["layer"] == "registration":
             outcome, category, message = _registration(case, backend, record)
+        elif case["layer"] == "infer":
+            outcome, category, message = _infer(case, backend, record)
         else:
             outcome, category, message = _tiling(case, backend, soc or "", record)
     except layers.NotAvailable as exc:
         # Never a pass: the layer was not checked. Broken, so that the run says it is incomplete.
-        what = "the OpDef registration" if case["layer"] == "registration" else TILING_ALONE
         outcome, category = "broken", NOT_AVAILABLE
-        message = f"{what} is not available on this host with the {backend} backend: {exc}"
+        message = (
+            f"{WHAT[case['layer']]} is not available on this host with the {backend} backend: {exc}"
+        )
     record.update({"outcome": outcome, "category": category, "message": message})
     record["timings"] = {"backend_s": time.perf_counter() - started}
     return record
@@ -112,3 +119,46 @@ def _tiling(
     )
     outcome, category, said = classify(case["expect"], record)
     return outcome, category, f"{TILING_ALONE}: {said}"
+
+
+def _infer(
+    case: CaseRequest, backend: str, record: ResultRecord
+) -> tuple[Outcome, str | None, str]:
+    """The node of the case's gradOutput (dtype, shape) and output (y_dtype, y_shape), inputs 0
+    and 1, and one output, inferred by the registered functions; judged against the contract's
+    inference, which the case carries (expect: golden/inference.py expected)."""
+    fields: dict[str, Any] = dict(case)
+    dy = (case["dtype"], tuple(case["shape"]))
+    y_shape = fields.get("y_shape")
+    y = (fields.get("y_dtype") or dy[0], dy[1] if y_shape is None else tuple(y_shape))
+    inferred, source = layers.infer(backend, [dy, y])
+    want: dict[str, Any] = {k: v for k, v in case["expect"].items() if k != "kind"}
+    missing = inferred.pop("missing")
+    found = [missing] if missing else inference.problems(inferred, want)
+    record["inference"] = cast(
+        Inference,
+        {
+            "source": source,
+            "node": [{"dtype": d, "shape": list(s)} for d, s in (dy, y)],
+            "inferred": inferred,
+            "expected": want,
+            "problems": found,
+        },
+    )
+    node = (
+        f"gradOutput {dy[0]} {inference.shape_text(dy[1])}, output {y[0]} "
+        f"{inference.shape_text(y[1])}"
+    )
+    if found:
+        return (
+            FAILED,
+            "inference",
+            f"{INFERENCE} departs from the contract on a node of {node} (run through {source}): "
+            + "; ".join(found),
+        )
+    return (
+        PASSED,
+        None,
+        f"{INFERENCE} gives out gradOutput's shape {inference.shape_text(want['shape'])} and "
+        f"dtype {want['dtype']} on a node of {node} (run through {source})",
+    )

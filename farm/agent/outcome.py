@@ -37,6 +37,7 @@ CATEGORIES = (
     "not_run",  # every device of its family was held by another run (broken, never charged)
     "out_of_memory",  # the case needs more memory than the host has (broken, the case's fault)
     "registration",  # the OpDef registration departs from the contract's table (a layer case)
+    "inference",  # the graph inference departs from the contract's (an infer layer case)
     "not_available",  # the backend cannot read or run that layer on this host (broken)
 )
 # The reasons a backend gives when the emulated device stopped the kernel (status 561000;

@@ -54,7 +54,7 @@ class CaseFields(TypedDict, total=False):
     expect: dict[str, Any]  # suites/case.py: kind (precision | reject), standard, level, status
     origin: str  # the matrix section or case file (and entry) it came from
     note: str  # where an outside source's expectation departs from the contract
-    layer: str  # the layer checked on its own: "" the whole call, "registration", "tiling"
+    layer: str  # the layer checked on its own: "" the whole call, "registration", "tiling", "infer"
 
 
 class HeadlineMetrics(TypedDict, total=False):
@@ -110,6 +110,18 @@ class Registration(TypedDict, total=False):
     family: str
     declared: dict[str, Any]  # the family's configuration, golden/registration.py's form
     problems: list[str]  # every departure from the contract's table; [] when it matches
+
+
+class Inference(TypedDict, total=False):
+    """What an infer case's node was, what the registered inference functions said of it
+    (farm/agent/backends/layers.py infer) and what the contract's inference is
+    (golden/inference.py: {"shape_status", "shape", "dtype_status", "dtype"} both)."""
+
+    source: str  # the entry that ran them, and its library
+    node: list[dict[str, Any]]  # the node's inputs by index: {"dtype", "shape"}
+    inferred: dict[str, Any]
+    expected: dict[str, Any]
+    problems: list[str]  # every departure, or the registration missing; [] when it matches
 
 
 class DeviceRun(TypedDict, total=False):
@@ -168,6 +180,7 @@ class ResultRecord(CaseFields, total=False):
     out_guard_ok: bool | None  # the storage around a strided out untouched (None: not checked)
     checks: HostChecks  # what each layer of the operator's checks said (emulated real operator)
     registration: Registration  # a registration case's reading of the registration
+    inference: Inference  # an infer case's node, what was inferred and what was due
     device_run: DeviceRun  # the acl backend's runtime and device
     inputs_sha256: str
     # How it was judged (agent): every standard's verdict, the gate's, all metrics (JSON-safe:

@@ -20,12 +20,17 @@ LayoutJson = str | dict[str, Any]
 class Expectation(TypedDict, total=False):
     """What the contract says of the call (suites/case.py Case.expectation)."""
 
-    kind: Literal["precision", "reject", "registration"]  # registration: golden/registration.py
+    # registration: golden/registration.py; infer: golden/inference.py (its expected form too)
+    kind: Literal["precision", "reject", "registration", "infer"]
     standard: str | None  # precision: the standard that gates it
     level: str | None  # benchmark-ratio's L0/L1/L2
     tolerance: dict[str, float] | None  # the case's own bound, judged too
     status: int  # reject: the aclnn status
     reason: str  # reject: the golden.contract reason
+    shape_status: int  # infer: InferShape's ge::graphStatus due (GRAPH_SUCCESS)
+    shape: list[int]  # infer: out's shape due (gradOutput's)
+    dtype_status: int  # infer: InferDataType's ge::graphStatus due
+    dtype: str  # infer: out's dtype due (gradOutput's)
 
 
 class CaseRequest(TypedDict, total=False):
@@ -59,7 +64,7 @@ class CaseRequest(TypedDict, total=False):
     special_at: str
     tolerance: dict[str, float] | None
     explore: str
-    layer: str  # suites/case_values.py LAYERS: "" the whole call, "registration", "tiling"
+    layer: str  # suites/case_values.py LAYERS: "" the whole call, "registration", "tiling", "infer"
     # Derived.
     id: str
     seed: int

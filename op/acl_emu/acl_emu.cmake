@@ -58,7 +58,7 @@ target_link_libraries(lsg_acl_opapi PRIVATE lsg_acl_nnopbase lsg_acl_ascendcl)
 function(lsg_acl_objects lib out)
   set(_objects "")
   foreach(_rel ascendc/op_host/log_softmax_grad.cpp ascendc/op_api/log_softmax_backward_checks.cpp
-               ascendc_cpu/host/host_tiling.cpp
+               ascendc_cpu/host/host_tiling.cpp ascendc_cpu/host/inference.cpp
                ascendc_cpu/host/registration.cpp ascendc_cpu/host/op_def_registry.cpp
                tiling/tiling.cpp)
     list(FIND LSG_ACPU_SOURCES ${_rel} _at)

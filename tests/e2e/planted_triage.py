@@ -54,6 +54,7 @@ DEPENDS_ON = {
     "tail_mod": ("full_last_chunk", True),  # a row of whole blocks gets a last chunk of 0
     "d2_two_as_tail": ("d2", None),  # d2 == 2 reduced as REDUCE_TAIL's rows
     "empty_out_unchecked": ("expected_reason", None),  # an empty out's rejection accepted
+    "infer_reads_output": ("schedule", "INFER"),  # the infer cases: no whole call runs it
 }
 # The bugs whose failures have two causes: the OpDef registration's own case fails, and the whole
 # calls fail, accepted (bf16_cast_310b: the tiling function's check broken too) or refused by

@@ -2,10 +2,11 @@
 ascend310b in the OpDef alone (opdef_bf16_310b), or let through by the tiling function's SoC check
 alone (tiling_bf16_310b), still gets every whole call refused with the right words (the other
 layer refuses it) and fails the smoke tier through its layer's own case, on the native and the acl
-backend; the correct operator passes them. (The whole calls of opdef_bf16_310b fail too, as
-refused by the wrong layer: tests/agent/test_outcome.py.) Only the layer cases of the smoke
-tier are run (-k), to keep the test's cost small;
-the whole tier's counts are in benchmarks/RESULTS.md ("Issue 59: each deciding layer alone")."""
+backend; so does a graph inference that reads the node's output (y) for gradOutput
+(infer_reads_output), which no aclnn call runs; the correct operator passes them. (The whole calls
+of opdef_bf16_310b fail too, as refused by the wrong layer: tests/agent/test_outcome.py.) Only the
+layer cases of the smoke tier are run (-k), to keep the test's cost small; the whole tier's counts
+are in benchmarks/RESULTS.md ("Issue 59: each deciding layer alone")."""
 
 from __future__ import annotations
 
@@ -16,7 +17,17 @@ from tests.op.conftest import need_acl_emulation
 
 pytestmark = pytest.mark.build  # builds (or finds built) the planted variants and their op-api
 
-K = "layer or registration"  # the smoke tier's layer cases (suites/matrix_layers.py): 34
+K = "layer or registration"  # the smoke tier's layer cases (suites/matrix_layers.py): 42
+INFER_NODES = (
+    "910b_f32_scalar_ydt.f16_ysh.5x6",
+    "910b_f16_7_ydt.bf16_ysh.2x3",
+    "910b_bf16_2x3x4_ydt.f32_ysh.5x6",
+    "910b_f32_2x1x3x1x2x1x2x2_ydt.f16_ysh.4",
+    "310b_f16_scalar_ydt.bf16_ysh.5x6",
+    "310b_bf16_7_ydt.f32_ysh.2x3",
+    "310b_f32_2x3x4_ydt.f16_ysh.5x6",
+    "310b_f16_2x1x3x1x2x1x2x2_ydt.bf16_ysh.4",
+)
 CAUGHT = {
     "opdef_bf16_310b": ({"310b_registration"}, "registration"),
     "tiling_bf16_310b": (
@@ -26,6 +37,7 @@ CAUGHT = {
         },
         "unexpected_acceptance",
     ),
+    "infer_reads_output": ({f"{node}_layer.infer" for node in INFER_NODES}, "inference"),
 }
 
 
@@ -40,7 +52,7 @@ def test_the_correct_operator_passes_every_layer_case(farm, backend):
         need_acl_emulation()
     result = farm.run_tier("--backend", backend, "--jobs", "1", k=K)
     assert result.code == 0, result.text[-3000:]
-    assert result.summary["outcomes"] == {"passed": 34}, result.summary["outcomes"]
+    assert result.summary["outcomes"] == {"passed": 42}, result.summary["outcomes"]
 
 
 @pytest.mark.parametrize("backend", ["native", "acl"])
@@ -58,6 +70,13 @@ def test_one_layer_broken_alone_fails_the_smoke_tier(farm, bug, backend):
         if category == "registration":  # names the SoC family, the dtype and each parameter
             assert "declares bfloat16 on ascend310b" in failure["message"], failure["message"]
             assert all(p in failure["message"] for p in ("grad_output", "output", "grad_input"))
+        elif category == "inference":  # what was inferred and what gradOutput's is
+            assert failure["message"].startswith(
+                "the graph inference (InferShape, InferDataType) departs from the contract on a "
+                "node of gradOutput "
+            ), failure["message"]
+            assert "InferShape gave out the shape" in failure["message"]
+            assert "InferDataType gave out the dtype" in failure["message"]
         else:  # names the layer that decided, alone
             assert failure["message"].startswith(
                 "the tiling function alone (the registration out of the way): accepted a call "

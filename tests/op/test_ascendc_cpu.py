@@ -219,6 +219,38 @@ def test_the_tiling_function_alone_says_its_status_and_reason(acpu_lib, monkeypa
     assert (status, reason) == (161002, 6), message  # dim_out_of_range
 
 
+def test_the_registered_inference_runs_on_a_node_as_ge_runs_it(acpu_lib, monkeypatch):
+    """lsg_acpu_infer: InferShape and InferDataType of the OpDef on emulated contexts holding the
+    node's inputs and outputs by index; out is gradOutput's (input 0), whatever output (input 1)
+    is. A node without output 0 gets the operator's own refusal, not a crash."""
+    from farm.agent.backends import layers
+
+    monkeypatch.setenv(native.ENV_LIB, str(acpu_lib))
+    inferred, source = layers.infer("native", [("float16", (2, 3, 4)), ("float32", (5, 6))])
+    assert inferred == {
+        "shape_status": 0,
+        "shape": [2, 3, 4],
+        "dtype_status": 0,
+        "dtype": "float16",
+        "missing": "",
+    }
+    assert source.startswith("lsg_acpu_infer of ") and source.endswith(acpu_lib.name)
+    scalar, _ = layers.infer("native", [("bfloat16", ()), ("float32", (2,) * 8)])
+    assert (scalar["shape"], scalar["dtype"]) == ([], "bfloat16")
+    lib = ctypes.CDLL(str(acpu_lib))
+    u32, i32 = ctypes.c_uint32, ctypes.c_int32
+    shape_status, dtype_status, rank, dtype = u32(), u32(), i32(-1), i32(-1)
+    status = lib.lsg_acpu_infer(
+        2, (i32 * 2)(0, 1), (i32 * 2)(1, 1), (ctypes.c_int64 * 2)(3, 4), 0,
+        ctypes.byref(shape_status), ctypes.byref(rank), None, 0, ctypes.byref(dtype_status),
+        ctypes.byref(dtype), None, 0,
+    )  # fmt: skip
+    assert (status, shape_status.value, rank.value) == (0, 0xFFFFFFFF, 0)  # GRAPH_FAILED
+    assert dtype.value == layers.GE_DT_UNDEFINED  # no output 0 to set
+    with pytest.raises(layers.NotAvailable, match="rank 26: a gert::Shape holds 0 to 25"):
+        layers.infer("native", [("float32", (1,) * 26), ("float32", (3,))])
+
+
 def test_tiling_func_refuses_what_the_checks_refuse(acpu_lib):
     status, _, _, _, _, msg = host_tiling(acpu_lib, (2, 3), "float32", (0, 2), "Ascend910B1")
     assert status == 561000 and "tiling function failed" in msg

@@ -71,6 +71,19 @@ CATCHES = {
     ),
     "tail_mod": (Case("ascend310b", "float32", (2, 12696), (-1,)), "kernel_fault"),
     "d2_two_as_tail": (Case("ascend910b", "float32", (3, 50, 2), (1,)), "emulation_policy"),
+    # The graph inference alone: no aclnn call runs it (suites/matrix_layers.py infer_nodes).
+    "infer_reads_output": (
+        Case(
+            "ascend910b",
+            "float16",
+            (2, 3, 4),
+            (-1,),
+            y_dtype="float32",
+            y_shape=(5, 6),
+            layer="infer",
+        ),
+        "inference",
+    ),  # fmt: skip
     "empty_out_unchecked": (
         Case("ascend310b", "float16", (0, 3), (-1,), y_shape=(0, 4)),
         "unexpected_acceptance",

@@ -21,11 +21,12 @@ def tiers():
 
 def test_tier_volumes(tiers):
     # The whole calls of the pre-merge tier; its layer cases make no call with data (one reading
-    # of the registration a family, the tiling function alone on a rejection), a few dozen.
+    # of the registration a family, the tiling function alone on a rejection, the graph inference
+    # on a node), a few dozen.
     # (300 before issue 59 added cases for what the aclnn layer copies and what coverage found
     # reached by fewer than 3 cases.)
     assert len([c for c in tiers["smoke"] if not c.layer]) <= 320
-    assert len([c for c in tiers["smoke"] if c.layer]) <= 40
+    assert len([c for c in tiers["smoke"] if c.layer]) <= 48
     assert len(tiers["nightly"]) >= 5000
     assert len(tiers["full"]) >= 30000
     for tier in ("nightly", "full"):
@@ -461,6 +462,57 @@ def test_smoke_checks_each_deciding_layer_alone(tiers):
         assert reasons == expected, family
     bf16 = [c for c in smoke if c.layer == "tiling" and c.dtype == "bfloat16"]
     assert {c.family for c in bf16} == {"ascend310b"} and any(c.numel for c in bf16)
+
+
+def test_smoke_infers_nodes_whose_output_differs_from_gradoutput(tiers):
+    """The graph inference on its own (suites/matrix_layers.py infer_nodes): ranks 0, 1, 3 and 8
+    on both families, every dtype, each node's y of another shape and dtype than gradOutput (so
+    that reading input 1 for input 0 gives a wrong out), and anything of the inference seen by
+    at least 3 cases (a kill by 3 is not weak)."""
+    infer = [c for c in tiers["smoke"] if c.layer == "infer"]
+    assert len(infer) >= 3
+    for case in infer:
+        y_shape, y_dtype = case.tensor_shape("y"), case.y_dtype or case.dtype
+        assert y_shape != case.shape and y_dtype != case.dtype, case.id
+        assert case.expectation() == {
+            "kind": "infer",
+            "shape_status": 0,
+            "shape": list(case.shape),
+            "dtype_status": 0,
+            "dtype": case.dtype,
+        }
+    for family in matrix.FAMILIES:
+        mine = [c for c in infer if c.family == family]
+        assert {len(c.shape) for c in mine} == {0, 1, 3, 8}, family
+    assert {c.dtype for c in infer} == set(matrix.DTYPES)
+    assert len({c.id for c in infer}) == len(infer)
+    for tier in ("nightly", "full"):  # every node every dtype, and nodes whose y matches
+        nodes = [c for c in tiers[tier] if c.layer == "infer"]
+        assert {(c.family, c.dtype) for c in nodes} == {
+            (f, d) for f in matrix.FAMILIES for d in matrix.DTYPES
+        }
+        assert any(c.y_dtype is None and c.y_shape is None for c in nodes)
+        assert any(0 in c.shape for c in nodes)
+
+
+def test_an_infer_case_is_a_node():
+    from suites.case import MalformedCase
+
+    node = Case(
+        "ascend910b", "float16", (2, 3, 4), (-1,), y_dtype="float32", y_shape=(5, 6),
+        layer="infer",
+    )  # fmt: skip
+    assert node.id == "910b_f16_2x3x4_ydt.f32_ysh.5x6_layer.infer"
+    assert not node.accepted and node.schedule == "INFER"
+    assert node.expectation()["shape"] == [2, 3, 4] and node.expectation()["dtype"] == "float16"
+    assert Case.from_dict(node.to_dict()) == node
+    assert Case("ascend310b", "bfloat16", (), (-1,), layer="infer").id == (
+        "310b_bf16_scalar_layer.infer"
+    )
+    with pytest.raises(MalformedCase, match="takes its family, dtype, shape, y_dtype and y_shape"):
+        Case("ascend910b", "float32", (3, 5), (0,), out_shape=(5, 3), layer="infer")
+    with pytest.raises(MalformedCase, match="y has rank 9: use 0 to 8"):
+        Case("ascend910b", "float32", (3, 5), (-1,), y_shape=(1,) * 9, layer="infer")
 
 
 def test_a_layer_case_is_what_its_layer_can_be_asked():

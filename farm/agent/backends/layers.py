@@ -1,16 +1,21 @@
 """The operator's deciding layers read or run one at a time, through a backend: its OpDef
-registration (what it declares per SoC family) and its host tiling function alone (the
-registration out of the way). The registration and tiling cases of suites/matrix_layers.py.
+registration (what it declares per SoC family), its host tiling function alone (the registration
+out of the way), and its graph inference (the InferShape and InferDataType the OpDef registers,
+which GE runs on a graph's node and no aclnn call ever does). The registration, tiling and infer
+cases of suites/matrix_layers.py.
 
 Where each comes from:
 - native, the emulated real operator (liblsg_ascendc_cpu.so): the OpDef compiled into it
-  (lsg_acpu_opdef) and its registered tiling function (lsg_acpu_tiling_alone);
+  (lsg_acpu_opdef), its registered tiling function (lsg_acpu_tiling_alone) and inference
+  functions (lsg_acpu_infer, on emulated gert inference contexts);
 - acl on the emulated runtime: the same, from the op-api library the backend loaded
-  (lsg_emu_opdef, lsg_emu_tiling_alone);
+  (lsg_emu_opdef, lsg_emu_tiling_alone, lsg_emu_infer);
 - acl on CANN: the registration as CANN's build wrote it from the OpDef, the custom operator
   package's op_impl/ai_core/tbe/config/<soc>/aic-<soc>-ops-info.json (the vendor directory holds
-  op_api/lib/libcust_opapi.so too); CANN has no entry that runs a tiling function alone;
-- the twin and the torch backend have neither layer.
+  op_api/lib/libcust_opapi.so too); CANN has no entry that runs a tiling function alone, and the
+  inference functions live in the package's op_host library (libcust_opmaster*.so), called only
+  by GE on contexts it builds from a graph: the farm does not fake those, so neither is run;
+- the twin and the torch backend have none of these layers.
 What a backend cannot read is NotAvailable, never a pass (the case is broken, "not_available").
 
 Standard library and numpy only: this module ships to hosts with the agent.
@@ -195,3 +200,79 @@ def tiling_alone(
                     ctypes.byref(reason), msg, len(msg))  # fmt: skip
         return int(status), reason.value, msg.value.decode(errors="replace")
     raise NotAvailable(f"the {backend} backend cannot run the tiling function alone")
+
+
+# -- the graph inference ------------------------------------------------------------------------
+
+# The dtypes a case may name (suites/case_values.py DTYPE_SHORT), whose codes are ge::DataType's.
+CASE_DTYPES = ("float32", "float16", "bfloat16", "float64", "int32", "int64")
+GE_DT_UNDEFINED = 28  # ge::DT_UNDEFINED: an output dtype no inference set
+MAX_DIMS = 25  # gert::Shape::kMaxDimNum
+MISSING_REGISTRATION = 561000  # lsg_acpu_infer: an inference function the OpDef did not register
+
+
+def ge_dtype_name(code: int) -> str:
+    """A ge::DataType code as the contract names dtypes ("undefined", else "code N")."""
+    if code == GE_DT_UNDEFINED:
+        return "undefined"
+    names = {dtype_code(n): n for n in (*CASE_DTYPES, *DESCRIPTOR_ONLY)}
+    return names.get(code, f"code {code}")
+
+
+def infer(backend: str, inputs: Sequence[tuple[str, Sequence[int]]]) -> tuple[dict[str, Any], str]:
+    """The registered inference functions run as GE runs them on a node of (dtype, shape) inputs,
+    by index, and one output: ({"shape_status", "shape", "dtype_status", "dtype"} as
+    golden/inference.py reads them, plus "missing": what the OpDef did not register, "" when
+    both ran), where they were run."""
+    if backend == "native":
+        from farm.agent.backends import native
+
+        path = native.find_library()
+        lib, entry = native.load(path), "lsg_acpu_infer"
+        if not hasattr(lib, entry):
+            raise NotAvailable(
+                f"{path.name} has no inference functions (the CPU twin is a second "
+                "implementation without an OpDef): build the real operator (farm build --target "
+                "ascendc-cpu)"
+            )
+    elif backend == "acl":
+        from farm.agent.backends import acl_api
+
+        libs = acl_api.load()
+        path, lib, entry = Path(libs.op_api_path), libs.op_api, "lsg_emu_infer"
+        if not libs.emulated or not hasattr(lib, entry):
+            raise NotAvailable(
+                "the operator's InferShape and InferDataType live in the CANN package's op_host "
+                "library (libcust_opmaster*.so), which only GE calls, on contexts it builds from "
+                "a graph: not available on this host (the farm does not fake GE's contexts)"
+            )
+    else:
+        raise NotAvailable(f"the {backend} backend has no inference functions to run")
+    codes = [dtype_code(d) for d, _ in inputs]
+    shapes = [tuple(int(e) for e in s) for _, s in inputs]
+    dims = [e for s in shapes for e in s]
+    u32, i32 = ctypes.c_uint32, ctypes.c_int32
+    shape_status, dtype_status, rank, dtype = u32(), u32(), i32(), i32()
+    out = (ctypes.c_int64 * MAX_DIMS)()
+    msg = ctypes.create_string_buffer(1024)
+    fn = getattr(lib, entry)
+    i32p, i64p, u32p = ctypes.POINTER(i32), ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(u32)
+    fn.argtypes = [i32, i32p, i32p, i64p, i32, u32p, i32p, i64p, i32, u32p, i32p,
+                   ctypes.c_char_p, ctypes.c_size_t]  # fmt: skip
+    fn.restype = i32
+    n = len(inputs)
+    status = fn(n, (i32 * max(n, 1))(*codes), (i32 * max(n, 1))(*map(len, shapes)),
+                (ctypes.c_int64 * max(len(dims), 1))(*dims), 1, ctypes.byref(shape_status),
+                ctypes.byref(rank), out, MAX_DIMS, ctypes.byref(dtype_status),
+                ctypes.byref(dtype), msg, len(msg))  # fmt: skip
+    text = msg.value.decode(errors="replace")
+    if status and status != MISSING_REGISTRATION:  # the node was not read: not the operator's
+        raise NotAvailable(f"{path.name} {entry} could not read the node: {text}")
+    inferred = {
+        "shape_status": shape_status.value,
+        "shape": [int(out[i]) for i in range(min(rank.value, MAX_DIMS))],
+        "dtype_status": dtype_status.value,
+        "dtype": ge_dtype_name(dtype.value),
+        "missing": text if status else "",
+    }
+    return inferred, f"{entry} of {path}"

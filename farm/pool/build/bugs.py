@@ -50,6 +50,7 @@ HOST_TEXT = {
     "tail_mod": "the last chunk's length is row % block: 0 for a row of whole blocks",
     "d2_two_as_tail": "REDUCE_TAIL is chosen for d2 <= 2, so d2 == 2 is reduced as rows",
     "empty_out_unchecked": "the OpDef does not run for an empty out: its checks are skipped",
+    "infer_reads_output": "the graph inference gives out output's (y's) shape and dtype, not dy's",
 }
 # Errors of the operator's aclnn layer (op/ascendc/op_api): what only the acl backend runs (the
 # package's ACL op-api library carries the bug; the native backend runs no aclnn layer).

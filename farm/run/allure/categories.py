@@ -95,6 +95,11 @@ CATEGORIES = [
         "matchedStatuses": ["failed"],
     },
     {
+        "name": "Graph inference departs from the contract's",
+        "messageRegex": _rx("inference"),
+        "matchedStatuses": ["failed"],
+    },
+    {
         "name": "Layer not available on the host (not checked)",
         "messageRegex": _rx("not_available"),
         "matchedStatuses": ["broken"],

@@ -29,6 +29,7 @@
 #include "aclnn_log_softmax_grad_custom.h"
 #include "emu/device.h"
 #include "host_tiling.h"
+#include "inference.h"
 #include "kernels.h"
 #include "lsg_emu_acl.h"
 #include "registration.h"
@@ -173,10 +174,11 @@ aclnnStatus aclnnLogSoftmaxGradCustom(void* workspace, uint64_t workspaceSize, a
 
 }  // extern "C"
 
-// -- emulation only: the layers of the generated entry, each on its own (the farm's registration
-// and tiling cases, farm/agent/backends/layers.py).  CANN's own op-api library has neither: on a
-// device the registration is read from the package's aic-<soc>-ops-info.json instead, and the
-// tiling function cannot be run alone.
+// -- emulation only: the layers of the generated entry, each on its own, and the graph engine's
+// inference (the farm's registration, tiling and infer cases, farm/agent/backends/layers.py).
+// CANN's own op-api library has none of them: on a device the registration is read from the
+// package's aic-<soc>-ops-info.json instead, the tiling function cannot be run alone, and the
+// inference functions live in the package's op_host library, run by GE on its own contexts.
 extern "C" {
 
 // What the OpDef compiled into this library registered (host_tiling.h describe_opdef).
@@ -220,6 +222,28 @@ LSG_EMU_API int32_t lsg_emu_tiling_alone(const int32_t* dtypes, const int32_t* r
         message[n] = '\0';
     }
     return v.ok() ? 0 : v.status;
+}
+
+// The registered shape and dtype inference on a node, as GE runs them (inference.h; the
+// arguments and result are lsg_acpu_infer's, op/ascendc_cpu/abi/lsg_ascendc_cpu.h).
+LSG_EMU_API int32_t lsg_emu_infer(int32_t n_inputs, const int32_t* dtypes, const int32_t* ranks,
+                                  const int64_t* dims, int32_t n_outputs, uint32_t* shape_status,
+                                  int32_t* out_rank, int64_t* out_dims, int32_t out_dims_cap,
+                                  uint32_t* dtype_status, int32_t* out_dtype, char* message,
+                                  size_t message_cap) {
+    try {
+        return lsg::acpu::infer_abi(n_inputs, dtypes, ranks, dims, n_outputs, shape_status,
+                                    out_rank, out_dims, out_dims_cap, dtype_status, out_dtype,
+                                    message, message_cap);
+    } catch (const std::exception& e) {
+        if (message && message_cap) {
+            const std::string text = std::string("internal error: ") + e.what();
+            const size_t n = std::min(message_cap - 1, text.size());
+            std::copy(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(n), message);
+            message[n] = '\0';
+        }
+        return ACLNN_ERR_INNER;
+    }
 }
 
 }  // extern "C"

@@ -41,6 +41,7 @@
 #include "abi_common.h"
 #include "emu/device.h"
 #include "host_tiling.h"
+#include "inference.h"
 #include "kernels.h"
 #include "log_softmax_backward_checks.h"
 #include "log_softmax_grad_tiling.h"
@@ -460,6 +461,21 @@ int32_t lsg_acpu_tiling_alone(const lsg_tensor* dy, const lsg_tensor* y, const i
 const char* lsg_acpu_opdef(void) {
     static const std::string text = lsg::acpu::describe_opdef();
     return text.c_str();
+}
+
+int32_t lsg_acpu_infer(int32_t n_inputs, const int32_t* dtypes, const int32_t* ranks,
+                       const int64_t* dims, int32_t n_outputs, uint32_t* shape_status,
+                       int32_t* out_rank, int64_t* out_dims, int32_t out_dims_cap,
+                       uint32_t* dtype_status, int32_t* out_dtype, char* message,
+                       size_t message_cap) {
+    try {
+        return lsg::acpu::infer_abi(n_inputs, dtypes, ranks, dims, n_outputs, shape_status,
+                                    out_rank, out_dims, out_dims_cap, dtype_status, out_dtype,
+                                    message, message_cap);
+    } catch (const std::exception& e) {
+        return finish(LSG_ERR_INNER, LSG_REASON_INTERNAL, std::string("internal error: ") + e.what(),
+                      nullptr, message, message_cap);
+    }
 }
 
 }  // extern "C"

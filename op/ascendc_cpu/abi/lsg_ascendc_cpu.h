@@ -50,6 +50,22 @@ LSG_API int32_t lsg_acpu_tiling_alone(const lsg_tensor* dy, const lsg_tensor* y,
  * dtypes, formats and unknown-shape formats, as CANN's aic-<soc>-ops-info.json lists them).  The string is the library's and stays valid. */
 LSG_API const char* lsg_acpu_opdef(void);
 
+/* The shape and dtype inference the operator registered (OpDef SetInferShape, SetInferDataType),
+ * run as GE's graph engine runs them on a node: InferShape, then InferDataType, on emulated
+ * gert::InferShapeContext and InferDataTypeContext holding the node's n_inputs inputs by index
+ * (input i: dtypes[i], a ge::DataType code, and ranks[i] extents, the inputs' extents one after
+ * the other in dims) and n_outputs outputs (shape empty, dtype DT_UNDEFINED before).
+ * *shape_status and *dtype_status get each function's ge::graphStatus (0 success); *out_rank and
+ * out_dims (at most out_dims_cap extents) output 0's shape after InferShape, *out_dtype its dtype
+ * after InferDataType.  Returns 0 when both are registered; 561000 when one is not (that one is
+ * not run, its status stays GRAPH_FAILED; message: what is missing); 161002 for a node it cannot
+ * read (message: why).  Any output pointer may be NULL.  The farm's infer cases. */
+LSG_API int32_t lsg_acpu_infer(int32_t n_inputs, const int32_t* dtypes, const int32_t* ranks,
+                               const int64_t* dims, int32_t n_outputs, uint32_t* shape_status,
+                               int32_t* out_rank, int64_t* out_dims, int32_t out_dims_cap,
+                               uint32_t* dtype_status, int32_t* out_dtype, char* message,
+                               size_t message_cap);
+
 #ifdef __cplusplus
 }
 #endif
