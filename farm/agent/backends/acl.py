@@ -313,7 +313,7 @@ def run(
         found: acl_probes.Findings | None = done.after
         leaked = _left_behind(libs, before, None if found is None else found.start)
         if found is not None:
-            leaked = "; ".join([leaked] * bool(leaked) + found.leaked)
+            leaked = "; ".join(text for text in (leaked, *found.leaked) if text)
             wrong = "; ".join(found.wrong)
     entry = "aclnnLogSoftmaxBackward" if seed_entry else "aclnnLogSoftmaxBackwardDims"
     device_run = {
