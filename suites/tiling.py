@@ -1,9 +1,11 @@
 """The tiling the operator planned, checked against the design (SPEC section 3, op/README.md),
-computed here independently from the case and the SoC profile."""
+computed here independently from the case and the SoC profile; then, on the acl backend's
+records, the workspace the aclnn layer asked for (suites/workspace.py)."""
 
 from __future__ import annotations
 
 from golden import contract, layouts, soc
+from suites.workspace import WorkspaceMismatch, check_workspace
 
 ITEM_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
 SCHEDULE_IDS = {"NO_REDUCE": 0, "REDUCE_TAIL": 1, "REDUCE_MID": 2}
@@ -11,7 +13,11 @@ UB_BLOCKS = {"NO_REDUCE": 6, "REDUCE_TAIL": 5, "REDUCE_MID": 6}
 
 
 class TilingMismatch(AssertionError):
-    pass
+    category = "tiling"  # the failed case's category (farm/agent/outcome.py CATEGORIES)
+
+
+# What check_tiling raises: a case that fails it fails with the exception's category.
+DesignMismatch = (TilingMismatch, WorkspaceMismatch)
 
 
 def expected_tiling(case, soc_name: str, contiguous: bool) -> dict:
@@ -61,7 +67,14 @@ def expected_workspace(case, soc_name: str) -> int:
 
 
 def check_tiling(case, record: dict) -> None:
-    """Raise TilingMismatch naming every field the operator planned differently."""
+    """Raise TilingMismatch naming every field the operator planned differently, then (the
+    tiling right) WorkspaceMismatch where the aclnn layer asked for another workspace than its
+    design (suites/workspace.py: the acl backend's records only)."""
+    _check_planned(case, record)
+    check_workspace(case, record)
+
+
+def _check_planned(case, record: dict) -> None:
     tiling = record.get("tiling")
     if not tiling or not case.accepted or case.numel == 0:
         return  # rejected, empty, or a backend without a tiling record (torch)

@@ -201,6 +201,10 @@ def _run_case(
         record["checks"] = cast(HostChecks, result.checks)
     if result.device_run is not None:
         record["device_run"] = cast(DeviceRun, result.device_run)
+    if result.leaked:
+        record["leaked"] = result.leaked
+    if result.error_paths:
+        record["error_paths"] = result.error_paths
     golden_s = 0.0
     expect = case["expect"]
     judgeable = expect["kind"] == "precision" and dy is not None and y is not None

@@ -25,6 +25,9 @@ CATEGORIES = (
     "crash",
     "tiling",  # the tiling the operator planned differs from the design (suites/tiling.py)
     "tiling_mismatch",  # the host tiling function gave the kernel what the shared plan did not
+    "workspace",  # the aclnn layer asked for another workspace than its design
+    # (suites/workspace.py)
+    "resource_leak",  # the operator's code left an aclTensor, aclIntArray or executor alive
     "check",  # passed its standards, then failed another check of the suite
     "hang",  # timed out, its host then answered its canary (or timed out on two hosts too):
     # the case's own fault (farm/run/dispatch.py)
@@ -80,7 +83,25 @@ def out_of_memory(exc: BaseException) -> tuple[Outcome, str, str]:
     )
 
 
+RESOURCE_LEAK = "resource_leak"
+
+
 def classify(expect: Mapping[str, Any], record: ResultRecord) -> tuple[Outcome, str | None, str]:
+    """The case's outcome, category and message. What the acl backend found after the call (a
+    wrong answer of the aclnn layer on an error path it tried, handles the operator left alive)
+    fails a case that would pass, and is said after the first failure of one that fails."""
+    outcome, category, said = _verdict(expect, record)
+    wrong, leaked = record.get("error_paths") or "", record.get("leaked") or ""
+    after = "; ".join(text for text in (wrong, leaked) if text)
+    if not after:
+        return outcome, category, said
+    if outcome == PASSED:
+        category = "wrong_status" if wrong else RESOURCE_LEAK
+        return FAILED, category, f"{after} (the call itself: {said})"
+    return outcome, category, f"{said}; then {after}"
+
+
+def _verdict(expect: Mapping[str, Any], record: ResultRecord) -> tuple[Outcome, str | None, str]:
     status, reason = record["status"], record["reason"]
     checks = record.get("checks") or {}
     want = f"{expect['reason']} ({expect['status']})" if expect["kind"] == "reject" else ""

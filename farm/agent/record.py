@@ -129,10 +129,14 @@ class DeviceRun(TypedDict, total=False):
 
     runtime: str  # "lsg emulated ACL runtime ...; soc=...; devices=N", or
     # "CANN <version>; driver <version>; soc=..." on a device
+    emulated: bool  # the emulated ACL runtime (op/acl_emu), where the suite's checks are exact
     op_api: str  # the custom operator's op-api library the entry came from
     device_id: int
     entry: str  # the op-api entry called: aclnnLogSoftmaxBackward, or ...Dims for several dims
     device_s: float | None  # between ACL events around phase two on the device's stream
+    # How far into the workspace the call's device tasks reached (emulated runtime only): what
+    # the aclnn layer used of what it asked for (suites/workspace.py checks the two agree).
+    workspace_reached: int
 
 
 class Hang(TypedDict, total=False):
@@ -182,6 +186,12 @@ class ResultRecord(CaseFields, total=False):
     registration: Registration  # a registration case's reading of the registration
     inference: Inference  # an infer case's node, what was inferred and what was due
     device_run: DeviceRun  # the acl backend's runtime and device
+    # What the operator's code left alive after the call (the acl backend on the emulated
+    # runtime: farm/agent/backends/acl_handles.py), in words: a product failure, resource_leak.
+    leaked: str
+    # What its aclnn layer answered wrongly on the error paths tried after a good call
+    # (farm/agent/backends/acl_probes.py), in words: a product failure, wrong_status.
+    error_paths: str
     inputs_sha256: str
     # How it was judged (agent): every standard's verdict, the gate's, all metrics (JSON-safe:
     # NaN and inf as strings), the error histogram under metrics["hist"] and every element's

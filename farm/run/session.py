@@ -91,16 +91,17 @@ def add_pool_args(
 
 def judged(case: Case, record: ResultRecord) -> ResultRecord:
     """The record as `farm run` judges it: a passed record of an accepted case whose tiling
-    differs from the design (the check suites/test_precision.py makes after the record) fails
-    with category "tiling", as the run's plugin amends it (farm/run/plugin.py)."""
-    from suites.tiling import TilingMismatch, check_tiling
+    differs from the design, or (acl) whose aclnn layer asked for another workspace than its
+    design (the check suites/test_precision.py makes after the record), fails with category
+    "tiling" or "workspace", as the run's plugin amends it (farm/run/plugin.py)."""
+    from suites.tiling import DesignMismatch, check_tiling
 
     if record.get("outcome") != "passed" or not case.accepted:
         return record
     try:
         check_tiling(case, dict(record))
-    except TilingMismatch as exc:
-        amended = cast(ResultRecord, dict(record, outcome="failed", category="tiling"))
+    except DesignMismatch as exc:
+        amended = cast(ResultRecord, dict(record, outcome="failed", category=exc.category))
         amended["message"] = f"passed its standards, then failed a check of the suite: {exc}"
         return amended
     return record

@@ -49,7 +49,8 @@ target_compile_definitions(lsg_acl_ascendcl_before_8_1 PRIVATE LSG_EMU_CANN_BEFO
 set_target_properties(lsg_acl_ascendcl_before_8_1 PROPERTIES
   LIBRARY_OUTPUT_DIRECTORY "${LSG_ACL_OUT}/cann-before-8.1")
 lsg_acl_library(lsg_acl_nnopbase nnopbase "${LSG_ACL_EMU_DIR}/src/nnopbase.cpp")
-target_link_libraries(lsg_acl_nnopbase PRIVATE lsg_acl_ascendcl)
+# dladdr: which library made a live handle (older glibc keeps it in libdl).
+target_link_libraries(lsg_acl_nnopbase PRIVATE lsg_acl_ascendcl ${CMAKE_DL_LIBS})
 lsg_acl_library(lsg_acl_opapi opapi "${LSG_ACL_EMU_DIR}/src/builtin_ops.cpp")
 target_link_libraries(lsg_acl_opapi PRIVATE lsg_acl_nnopbase lsg_acl_ascendcl)
 

@@ -144,3 +144,36 @@ def test_a_tiling_mismatch_comes_first_whatever_the_numbers():
     agreeing = record(0, "ok", good)
     agreeing["checks"] = {"tiling_mismatch": ""}
     assert classify(PRECISION, agreeing)[0] == "passed"
+
+
+def _passing() -> ResultRecord:
+    return record(0, "ok", {"passed": True, "reason": "PASS error-bound"})
+
+
+def test_handles_the_operator_left_alive_fail_a_passing_case_as_a_resource_leak():
+    leaked = "the operator left 1 executor of aclnnInplaceCopy (made by code of x.so) alive"
+    outcome, category, message = classify(PRECISION, {**_passing(), "leaked": leaked})
+    assert (outcome, category) == ("failed", "resource_leak")
+    assert message == f"{leaked} (the call itself: PASS error-bound)"
+
+
+def test_a_wrong_answer_on_an_error_path_fails_a_passing_case_as_a_wrong_status():
+    wrong = "a phase two given a workspace one byte short: phase two accepted 511 bytes"
+    outcome, category, message = classify(
+        PRECISION, {**_passing(), "error_paths": wrong, "leaked": "left 1 aclTensor alive"}
+    )
+    assert (outcome, category) == ("failed", "wrong_status")
+    assert message.startswith(f"{wrong}; left 1 aclTensor alive (the call itself: ")
+
+
+def test_a_failing_case_keeps_its_category_and_says_the_leak_after():
+    said = "aclnnLogSoftmaxBackward: aclnnInplaceCopy (status 161002): workspace past its end"
+    failed = record(561000, "launch_failed", None, said)
+    failed["leaked"] = "left 1 executor alive"
+    outcome, category, message = classify(PRECISION, failed)
+    assert (outcome, category) == ("failed", "crash")
+    assert message.endswith(f"{said}; then left 1 executor alive")
+    # A rejection that leaks: judged as a rejection first (it passes), then the leak fails it.
+    rejected = record(161002, "bf16_unsupported_on_soc")
+    rejected["leaked"] = "left 1 aclTensor alive"
+    assert classify(REJECT, rejected)[:2] == ("failed", "resource_leak")

@@ -10,6 +10,9 @@ its status and its reason, and the layer's copies go through the workspace it as
   or the kernel that reaches past the workspace it was given (op/acl_emu: a buffer's range is
   checked on every use), so exactly the cases with a view the layer copies fail, as a phase two
   that failed (crash, status 561000, launch_failed).
+* ``executor_leak`` never releases phase one's executor of the generated entry when it copies a
+  view: exactly those cases fail as resource_leak (the handle named, made by the op-api's code),
+  their results right; none is the host's fault.
 
 The runs hold the smoke tier's rejections and its cases with a view of their own (a case file),
 not the whole tier: the rest have nothing of what these bugs break, and the correct operator
@@ -46,6 +49,10 @@ BREAKS = {
     "reason_wording": (lambda c: not c.accepted, "reason_unreadable"),
     "copy_back_skipped": (lambda c: c.accepted and copied(c, "out"), "precision"),
     "workspace_short": (lambda c: c.accepted and any(copied(c, n) for n in NAMES), "crash"),
+    "executor_leak": (
+        lambda c: c.accepted and any(copied(c, n) for n in NAMES),
+        "resource_leak",
+    ),
 }
 
 
@@ -122,3 +129,9 @@ def test_a_planted_aclnn_layer_bug_fails_exactly_its_cases(farm, case_file, bug)
         elif bug == "workspace_short":
             assert (r["status"], r["reason"]) == (561000, "launch_failed"), r
             assert "phase two failed" in r["message"], r["message"]
+        elif bug == "executor_leak":  # the operator's leak: a product failure, never the host's
+            assert r["status"] == 0 and "(the call itself: PASS" in r["message"], r
+            assert r["leaked"].startswith(
+                "the operator left 1 executor of aclnnLogSoftmaxGradCustom (made by code of "
+                "libcust_opapi.so) alive after the call"
+            ), r["leaked"]

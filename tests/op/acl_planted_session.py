@@ -31,6 +31,11 @@ MISTAKES = {
         'calls += [(libs.ascendcl.aclrtFree, p, "aclrtFree") for p in buffers]',
         'calls += [(libs.ascendcl.aclrtFree, p, "aclrtFree") for p in buffers[:-1]]',
     ),
+    "tensor_not_destroyed": (
+        'calls = [(libs.nnopbase.aclDestroyTensor, h, "aclDestroyTensor") for h in handles if h]',
+        'calls = [(libs.nnopbase.aclDestroyTensor, h, "aclDestroyTensor") '
+        "for h in handles[:-1] if h]",
+    ),
     "workspace_of_size_zero": (
         "phase_two(workspace, ws.value, executor, device.stream)",
         "phase_two(workspace, 0, executor, device.stream)",

@@ -302,5 +302,50 @@ def empty_out_of_the_wrong_shape():
     return seen
 
 
+def handles_name_their_maker():
+    """Each live handle names the library whose code made it: the caller of aclCreateTensor, or
+    of the phase one that made an executor (the layer, asking the generated entry for it)."""
+    start()
+    s = stream()
+    tensors, buffers, ws, ex = operator_call()
+    held = json.loads(NN.lsg_emu_acl_live_handle_list())
+    workspace = malloc(ws)
+    assert OP.aclnnLogSoftmaxBackward(workspace, ws, ex, s) == 0, said()
+    assert ACL.aclrtSynchronizeStream(s) == 0, said()
+    listing = json.loads(ACL.lsg_emu_acl_buffers())
+    reached = [b["reached"] for b in listing if b["base"] == workspace.value]
+    ran = json.loads(NN.lsg_emu_acl_live_handle_list())
+    for t in tensors:
+        assert NN.aclDestroyTensor(t) == 0
+    return {
+        "op_api": LIBS.op_api_path,
+        "held": held,
+        "ran": ran,
+        "left": json.loads(NN.lsg_emu_acl_live_handle_list()),
+        "serial": NN.lsg_emu_acl_handle_serial(),
+        "ws": ws,
+        "reached": reached,
+    }
+
+
+def faults_armed_for_a_phase_one():
+    """lsg_emu_acl_inject: the next phase one of an api fails, or asks for 512 bytes more."""
+    start()
+    src = to_device(array.array("f", range(12)))
+    dst = malloc(48)
+    strided = tensor((4, 3), (1, 4), (12,), src)
+    dense = tensor((4, 3), (3, 1), (12,), dst)
+    seen = {"unknown": NN.lsg_emu_acl_inject(b"aclnnInplaceCopy", b"explode")}
+    for fault in ("refuse", "grow", ""):
+        seen[f"armed_{fault}"] = NN.lsg_emu_acl_inject(b"aclnnInplaceCopy", fault.encode())
+        ws, ex = ctypes.c_uint64(), ctypes.c_void_p()
+        seen[fault] = [COPY_WS(dense, strided, ctypes.byref(ws), ctypes.byref(ex)), ws.value]
+        seen[f"{fault}_message"] = said()
+        seen[f"{fault}_left"] = NN.lsg_emu_acl_inject(b"aclnnInplaceCopy", b"")
+        if ex.value:
+            assert REPEATABLE(ex) == 0 and DESTROY_EXECUTOR(ex) == 0, said()
+    return seen
+
+
 if __name__ == "__main__":
     print(json.dumps(globals()[sys.argv[1]]()))

@@ -157,6 +157,33 @@ def test_an_empty_out_of_the_wrong_shape_is_refused_and_a_right_one_runs(acl_lib
     assert (seen["right"], seen["ran"], seen["synced"]) == (0, 0, 0)
 
 
+def test_each_live_handle_names_the_library_whose_code_made_it(acl_lib_dir):
+    """The backend tells the operator's leaks from its own by the maker of each handle: its
+    tensors come from ctypes (libffi), the executor the layer holds from phase one to phase two
+    from the op-api library (the layer asked the generated entry for it); phase two releases it.
+    The workspace's reach is all of it: the kernel is handed the system workspace whole."""
+    seen, done = probe(acl_lib_dir, "handles_name_their_maker")
+    assert seen.get("ws"), (seen, done.stderr)
+    op_api = os.path.realpath(seen["op_api"])
+    made = {(h["kind"], h["api"], os.path.realpath(h["by"]) == op_api) for h in seen["held"]}
+    assert made == {("tensor", "", False), ("executor", "aclnnLogSoftmaxGradCustom", True)}
+    assert len({h["serial"] for h in seen["held"]}) == len(seen["held"]) == 4
+    assert all("libffi" in h["by"] for h in seen["held"] if h["kind"] == "tensor")
+    assert {h["kind"] for h in seen["ran"]} == {"tensor"} and seen["left"] == []
+    assert seen["serial"] >= 4 and seen["reached"] == [seen["ws"]]
+
+
+def test_a_fault_armed_for_a_phase_one_is_taken_once(acl_lib_dir):
+    """What the backend's probes of the operator's error paths arm (lsg_emu_acl_inject): the
+    next phase one of the api fails with ACLNN_ERR_INNER, or asks for 512 bytes more."""
+    seen, done = probe(acl_lib_dir, "faults_armed_for_a_phase_one")
+    assert seen.get("unknown") == -1, (seen, done.stderr)
+    assert seen["armed_refuse"] == 0 and seen["refuse"][0] == 561000
+    assert seen["refuse_message"].endswith("failed (a fault armed by lsg_emu_acl_inject)")
+    assert seen["grow"] == [0, 512 + 512] and seen[""] == [0, 512]  # a strided (4, 3) float32
+    assert seen["refuse_left"] == seen["grow_left"] == seen["_left"] == 0  # each taken once
+
+
 @pytest.mark.parametrize("soc", ["Ascend910B1", "Ascend310B1"])
 def test_the_aclnn_example_builds_against_the_genuine_headers_and_passes(acl_lib_dir, soc):
     """op/ascendc/examples/test_aclnn_log_softmax_grad.cpp, the seed's interface as the seed calls

@@ -12,6 +12,7 @@ from golden import contract
 from golden.layouts import View
 from suites import matrix
 from suites.case import Case
+from suites.workspace import copied
 
 
 @pytest.fixture(scope="module")
@@ -539,8 +540,8 @@ def test_a_layer_case_is_what_its_layer_can_be_asked():
 
 def test_the_cases_to_kill_mutants_are_smoke_only_three_a_situation(tiers):
     """suites/matrix_kill.py: NO_REDUCE rows of several chunks, views a contiguity test must not
-    take for contiguous, a strided row of 2; each in 3 smoke cases (a kill by 3 is not weak),
-    none in the other tiers (whose volume covers them)."""
+    take for contiguous, a strided row of 2, a strided out past one 512-byte block; each in 3
+    smoke cases (a kill by 3 is not weak), none in the other tiers (whose volume covers them)."""
     kill = [c for c in tiers["smoke"] if c.origin == "kill"]
     for tier in ("nightly", "full"):
         assert not [c for c in tiers[tier] if c.origin == "kill"]
@@ -556,8 +557,11 @@ def test_the_cases_to_kill_mutants_are_smoke_only_three_a_situation(tiers):
     ]
     pair = [c for c in kill if c.shape == (2,) and c.out_layout == "strided"]
     unsorted = [c for c in kill if len(c.axes) > 1 and list(c.axes) != sorted(c.axes)]
-    bytes_ = {"float32": 4, "float16": 2}
+    bytes_ = {"float32": 4, "float16": 2, "bfloat16": 2}
     whole = [c for c in kill if c.layout == "strided" and c.numel * bytes_[c.dtype] % 32 == 0]
     assert (len(multi_chunk), len(broadcast), len(pair), len(unsorted)) == (3, 3, 3, 3)
     assert len(whole) == 3
+    # A strided out of 2-byte elements past one 512-byte block (the aclnn layer's buffer of it).
+    wide_out = [c for c in kill if copied(c, "out") and c.numel * bytes_[c.dtype] > 512]
+    assert len(wide_out) == 3 and all(bytes_[c.dtype] == 2 for c in wide_out)
     assert all(c.accepted for c in kill)

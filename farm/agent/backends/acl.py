@@ -19,8 +19,11 @@ own); a phase two that fails with an inner status is the operator's failure too 
 Anything else that fails is the backend's or the host's (AclCallError, an infrastructure error),
 a parameter status of phase two included: what the backend passed. On the emulated runtime the
 backend also checks itself after every call: that the runtime received exactly the views meant
-(its tensor log), and that no device buffer or handle was left behind (but what a phase two that
-failed left alive is said with the operator's failure).
+(its tensor log), and that no device buffer or handle of its own was left behind. An aclTensor,
+aclIntArray or executor the operator's code made and left alive is the operator's failure
+(resource_leak: acl_handles.py tells whose code made each), and after a good call the backend
+tries the layer's error paths with the same tensors (acl_probes.py): a wrong answer there, or a
+handle left alive on one, is the operator's too.
 
 Standard library and numpy only: this module ships to hosts with the agent.
 """
@@ -40,6 +43,7 @@ import numpy as np
 
 from farm.agent import hostops, machine
 from farm.agent.backends import acl_api as api
+from farm.agent.backends import acl_handles, acl_probes
 from farm.agent.backends.acl_session import AclCallError, HostTensor, OpRun, Runtime, run_op
 from farm.agent.backends.native import (
     DTYPE_CODES,
@@ -203,15 +207,20 @@ def _received(libs: api.Libraries, meant: Sequence[HostTensor | None]) -> None:
 
 
 def _live(libs: api.Libraries) -> tuple[list[dict], int]:
-    """The emulated runtime's live device buffers and handles."""
+    """The emulated runtime's live device buffers, and the serial of its last handle."""
     buffers = json.loads(libs.ascendcl.lsg_emu_acl_buffers().decode())
-    return buffers, libs.nnopbase.lsg_emu_acl_live_handles()
+    return buffers, acl_handles.serial(libs)
 
 
-def _left_behind(libs: api.Libraries, before: tuple[list[dict], int]) -> None:
-    """Nothing the call allocated is still alive (what an earlier call left is its own error)."""
+def _left_behind(
+    libs: api.Libraries, before: tuple[list[dict], int], upto: int | None = None
+) -> str:
+    """Nothing the call allocated is still alive (what an earlier call left is its own error):
+    a device buffer or a handle of the backend's own code is the backend's mistake
+    (AclCallError); the handles the operator's code made up to serial `upto` (the probes say
+    what theirs left) and left alive are returned, said in words ("" none)."""
     old = {b["serial"] for b in before[0]}
-    now, handles = _live(libs)
+    now, _ = _live(libs)
     buffers = [b for b in now if b["serial"] not in old]
     if buffers:
         sizes = ", ".join(f"{b['bytes']} bytes (aclrtMalloc #{b['serial']})" for b in buffers)
@@ -219,11 +228,20 @@ def _left_behind(libs: api.Libraries, before: tuple[list[dict], int]) -> None:
             f"the call left {len(buffers)} device buffer(s) allocated: {sizes}; every aclrtMalloc "
             "needs its aclrtFree"
         )
-    if handles > before[1]:
+    operator, backend = acl_handles.made_since(libs, before[1])
+    if backend:
         raise AclCallError(
-            f"the call left {handles - before[1]} aclTensor, aclIntArray or executor "
-            "handle(s) alive: destroy each (aclDestroyTensor, aclDestroyIntArray)"
+            f"the call left {acl_handles.describe(backend)} alive: the backend destroys each "
+            "handle it makes (aclDestroyTensor, aclDestroyIntArray)"
         )
+    operator = [h for h in operator if upto is None or h["serial"] <= upto]
+    if not operator:
+        return ""
+    return (
+        f"the operator left {acl_handles.describe(operator)} alive after the call: every "
+        "aclTensor and aclIntArray it makes needs its destroy, every executor it asks for and "
+        "does not run aclSetAclOpExecutorRepeatable and aclDestroyAclOpExecutor"
+    )
 
 
 def _reason(status: int, message: str) -> str | None:
@@ -286,25 +304,37 @@ def run(
         before = _live(libs)
     d = rt.device(device)
     seed_entry = api == "dim" and len(axes) == 1
-    done: OpRun = run_op(rt, d, tensors, tuple(int(a) for a in axes), seed_entry)
+    # On the emulated runtime a good call is followed by probes of the layer's error paths.
+    probes = acl_probes.run if libs.emulated else None
+    done: OpRun = run_op(rt, d, tensors, tuple(int(a) for a in axes), seed_entry, probes)
+    leaked, wrong = "", ""
     if libs.emulated:
         _received(libs, tensors)
-        try:
-            _left_behind(libs, before)
-        except AclCallError as exc:
-            if not done.launch_failed:
-                raise
-            # What a phase two that failed left alive is part of the operator's failure (an
-            # executor it did not run to the end), not the backend's.
-            done.message = f"{done.message}; then {exc}"
+        found: acl_probes.Findings | None = done.after
+        leaked = _left_behind(libs, before, None if found is None else found.start)
+        if found is not None:
+            leaked = "; ".join(text for text in (leaked, *found.leaked) if text)
+            wrong = "; ".join(found.wrong)
     entry = "aclnnLogSoftmaxBackward" if seed_entry else "aclnnLogSoftmaxBackwardDims"
     device_run = {
         "runtime": runtime_description(),
+        "emulated": libs.emulated,
         "op_api": libs.op_api_path,
         "device_id": device,
         "entry": entry,
         "device_s": None if done.device_ms is None else done.device_ms / 1000.0,
     }
+    if done.workspace_reached is not None:
+        device_run["workspace_reached"] = done.workspace_reached
+    result = _result(done, device_run, layout, shape)
+    result.leaked, result.error_paths = leaked, wrong
+    return result
+
+
+def _result(
+    done: OpRun, device_run: dict[str, Any], layout: layouts.Layout, shape: tuple[int, ...]
+) -> BackendResult:
+    """What the call gave, as every backend says it."""
     if done.phase_one != 0:
         reason = _reason(done.phase_one, done.message)
         return BackendResult(

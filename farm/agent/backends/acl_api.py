@@ -131,7 +131,13 @@ EMULATION = {
         "const char *lsg_emu_acl_buffers()",
         "void lsg_emu_acl_declare(const char *soc, int32_t devices)",
     ),
-    "nnopbase": ("const char *lsg_emu_acl_take_tensor_log()", "size_t lsg_emu_acl_live_handles()"),
+    "nnopbase": (
+        "const char *lsg_emu_acl_take_tensor_log()",
+        "size_t lsg_emu_acl_live_handles()",
+        "uint64_t lsg_emu_acl_handle_serial()",
+        "const char *lsg_emu_acl_live_handle_list()",
+        "int32_t lsg_emu_acl_inject(const char *api, const char *fault)",
+    ),
 }
 LIB_FILES = {"ascendcl": "libascendcl.so", "nnopbase": "libnnopbase.so", "opapi": "libopapi.so"}
 OP_API_FILE = "libcust_opapi.so"

@@ -10,8 +10,11 @@ Standard library and numpy only: this module ships to hosts with the agent.
 from __future__ import annotations
 
 import ctypes
+import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -48,6 +51,32 @@ class OpRun:
     out_storage: np.ndarray | None = None  # out's storage copied back
     device_ms: float | None = None  # between the events around phase two
     seconds: float = 0.0
+    # How far into the workspace the call's device tasks reached (the emulated runtime says;
+    # None on CANN or without a workspace): what the operator used of what it asked for.
+    workspace_reached: int | None = None
+    after: Any = None  # what `after` of run_op returned (a good call only)
+
+
+@dataclass
+class LiveCall:
+    """A good call as it stands before anything is released: what `after` of run_op gets (the
+    acl backend's probes of the operator's error paths, acl_probes.py)."""
+
+    libs: api.Libraries
+    device: Device
+    tensors: tuple[HostTensor | None, HostTensor | None, HostTensor | None]
+    handles: list  # their aclTensors (None for a missing one)
+    dims: tuple[int, ...]
+    one: bool  # the seed's one-dim entry, else the dim list's
+    workspace: ctypes.c_void_p  # device memory of `ws` bytes (NULL when 0)
+    ws: int  # what phase one asked for
+
+    def phase_one(self) -> tuple[int, int, ctypes.c_void_p]:
+        """Phase one of the same call again: (status, workspace size, executor)."""
+        return phase_one(self.libs, self.handles, self.dims, self.one)
+
+    def phase_two(self, workspace, size: int, executor) -> int:
+        return phase_two_entry(self.libs, self.one)(workspace, size, executor, self.device.stream)
 
 
 def message(libs: api.Libraries) -> str:
@@ -145,17 +174,19 @@ def run_op(
     tensors: tuple[HostTensor | None, HostTensor | None, HostTensor | None],
     dims: tuple[int, ...],
     seed_entry: bool = True,
+    after: Callable[[LiveCall], Any] | None = None,
 ) -> OpRun:
     """Call the operator on (dy, y, out) over `dims` on `device`: copy the storages to device
     memory, make their tensors, run the two phases on the device's stream, synchronise, copy out's
     storage back, release everything. `seed_entry`: the seed's one-dim entry
-    (aclnnLogSoftmaxBackward), else the dim list's (aclnnLogSoftmaxBackwardDims)."""
+    (aclnnLogSoftmaxBackward), else the dim list's (aclnnLogSoftmaxBackwardDims). `after`: run
+    after a good call, before anything is released; what it returns is OpRun.after."""
     libs = runtime.libs
     handles: list[int | None] = []
     buffers: list[ctypes.c_void_p] = []
     try:
         one = seed_entry and len(dims) == 1
-        done = _call(libs, device, tensors, dims, one, handles, buffers)
+        done = _call(libs, device, tensors, dims, one, handles, buffers, after)
     except BaseException:
         # What failed is the error to report; first let the stream finish what it was given (a
         # buffer a pending task uses cannot be freed), then release what can be, quietly.
@@ -167,7 +198,39 @@ def run_op(
     return done
 
 
-def _call(libs, device, tensors, dims, one, handles, buffers) -> OpRun:
+def phase_one(libs, handles, dims, one) -> tuple[int, int, ctypes.c_void_p]:
+    """The operator's phase one on the aclTensors `handles` (dy, y, out; None missing) over
+    `dims`: (status, workspace size, executor)."""
+    ws, executor = ctypes.c_uint64(0), ctypes.c_void_p()
+    if one:
+        status = libs.op_api.aclnnLogSoftmaxBackwardGetWorkspaceSize(
+            handles[0],
+            handles[1],
+            int(dims[0]),
+            handles[2],
+            ctypes.byref(ws),
+            ctypes.byref(executor),
+        )
+    else:
+        c_dims = _int64s(dims)
+        status = libs.op_api.aclnnLogSoftmaxBackwardDimsGetWorkspaceSize(
+            handles[0],
+            handles[1],
+            c_dims,
+            len(dims),
+            handles[2],
+            ctypes.byref(ws),
+            ctypes.byref(executor),
+        )
+    return status, ws.value, executor
+
+
+def phase_two_entry(libs, one):
+    """The operator's phase two of the entry phase_one called."""
+    return libs.op_api.aclnnLogSoftmaxBackward if one else libs.op_api.aclnnLogSoftmaxBackwardDims
+
+
+def _call(libs, device, tensors, dims, one, handles, buffers, after=None) -> OpRun:
     acl = libs.ascendcl
     keep: list[object] = []  # the ctypes arrays the tensors were made from
     started = time.perf_counter()
@@ -204,29 +267,10 @@ def _call(libs, device, tensors, dims, one, handles, buffers) -> OpRun:
         if not handle:
             raise AclCallError(f"aclCreateTensor returned NULL: {message(libs)}")
         handles.append(handle)
-    ws, executor = ctypes.c_uint64(0), ctypes.c_void_p()
-    if one:
-        status = libs.op_api.aclnnLogSoftmaxBackwardGetWorkspaceSize(
-            handles[0],
-            handles[1],
-            int(dims[0]),
-            handles[2],
-            ctypes.byref(ws),
-            ctypes.byref(executor),
-        )
-    else:
-        c_dims = _int64s(dims)
-        status = libs.op_api.aclnnLogSoftmaxBackwardDimsGetWorkspaceSize(
-            handles[0],
-            handles[1],
-            c_dims,
-            len(dims),
-            handles[2],
-            ctypes.byref(ws),
-            ctypes.byref(executor),
-        )
+    status, asked, executor = phase_one(libs, handles, dims, one)
     if status != api.ACL_SUCCESS:
         return OpRun(status, message(libs), seconds=time.perf_counter() - started)
+    ws = ctypes.c_uint64(asked)
     workspace = ctypes.c_void_p()
     if ws.value:
         check(
@@ -236,9 +280,7 @@ def _call(libs, device, tensors, dims, one, handles, buffers) -> OpRun:
         )
         buffers.append(workspace)
     check(libs, acl.aclrtRecordEvent(device.start, device.stream), "aclrtRecordEvent")
-    phase_two = (
-        libs.op_api.aclnnLogSoftmaxBackward if one else libs.op_api.aclnnLogSoftmaxBackwardDims
-    )
+    phase_two = phase_two_entry(libs, one)
     launched = phase_two(workspace, ws.value, executor, device.stream)
     if launched != api.ACL_SUCCESS and not is_parameter_status(launched):
         said = message(libs)
@@ -274,7 +316,18 @@ def _call(libs, device, tensors, dims, one, handles, buffers) -> OpRun:
         acl.aclrtEventElapsedTime(ctypes.byref(ms), device.start, device.end),
         "aclrtEventElapsedTime",
     )
-    return OpRun(0, "", ws.value, out_storage=back, device_ms=float(ms.value), seconds=seconds)
+    done = OpRun(0, "", ws.value, out_storage=back, device_ms=float(ms.value), seconds=seconds)
+    if libs.emulated and ws.value:
+        done.workspace_reached = _reached(libs, workspace)
+    if after is not None:
+        done.after = after(LiveCall(libs, device, tensors, handles, dims, one, workspace, ws.value))
+    return done
+
+
+def _reached(libs, buffer: ctypes.c_void_p) -> int | None:
+    """How far into `buffer` the tasks queued so far reach (the emulated runtime's count)."""
+    listing = json.loads(libs.ascendcl.lsg_emu_acl_buffers().decode())
+    return next((b["reached"] for b in listing if b.get("base") == buffer.value), None)
 
 
 def _release(libs, handles, buffers, *, quiet: bool) -> None:

@@ -25,3 +25,9 @@ class BackendResult:
     checks: dict | None = None
     # Where the operator ran on the device path (farm/agent/record.py DeviceRun); None elsewhere.
     device_run: dict | None = None
+    # What the operator's code left alive (aclTensors, aclIntArrays, executors), in words; ""
+    # none or not checked (the acl backend checks it on the emulated runtime).
+    leaked: str = ""
+    # What the operator's aclnn layer answered wrongly on the error paths the acl backend tried
+    # after a good call (farm/agent/backends/acl_probes.py), in words; "" none or not tried.
+    error_paths: str = ""

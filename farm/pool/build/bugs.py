@@ -58,6 +58,7 @@ ACLNN_TEXT = {
     "reason_wording": "the aclnn layer's reason line in other words: '(why N)', no reason's name",
     "copy_back_skipped": "the aclnn layer never copies a non-contiguous out back from workspace",
     "workspace_short": "the aclnn layer asks for a workspace one copy short of what it then uses",
+    "executor_leak": "the aclnn layer never releases phase one's executor when it copies a view",
 }
 BUG_TEXT = TWIN_BUG_TEXT | KERNEL_FAULT_TEXT | KERNEL_NUMERIC_TEXT | HOST_TEXT | ACLNN_TEXT
 # "" is the real operator (what a build, a run and a manifest record for no bug); BUG_NAMES are

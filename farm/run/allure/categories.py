@@ -75,6 +75,16 @@ CATEGORIES = [
         "matchedStatuses": ["failed"],
     },
     {
+        "name": "Workspace differs from the aclnn layer's design",
+        "messageRegex": _rx("workspace"),
+        "matchedStatuses": ["failed"],
+    },
+    {
+        "name": "Resource leak (handles the operator left alive)",
+        "messageRegex": _rx("resource_leak"),
+        "matchedStatuses": ["failed"],
+    },
+    {
         "name": "Tiling mismatch (host tiling function against the shared plan)",
         "messageRegex": _rx("tiling_mismatch"),
         "matchedStatuses": ["failed"],

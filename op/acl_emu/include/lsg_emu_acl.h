@@ -49,10 +49,15 @@ using Task = std::function<std::string()>;
 LSG_EMU_API int32_t enqueue(aclrtStream stream, const std::string& what, Task task,
                             std::vector<Range> reads, std::vector<Range> writes);
 
-// An executor of phase one, run once by phase two.
+// An executor of phase one, run once by phase two.  `caller`: the return address of the phase one
+// that makes it (__builtin_return_address(0) there), so that a live executor names the library
+// whose code asked for it (lsg_emu_acl_live_handle_list).
 using Launch = std::function<int32_t(void* workspace, uint64_t workspace_size, aclrtStream stream)>;
 LSG_EMU_API aclOpExecutor* make_executor(const std::string& api, uint64_t workspace_size,
-                                         Launch launch);
+                                         Launch launch, const void* caller);
+// The fault a probe of the backend armed for this phase one of `api` (lsg_emu_acl_inject), taken:
+// "refuse" (fail it, ACLNN_ERR_INNER), "grow" (ask for 512 bytes more), "" none.
+LSG_EMU_API std::string take_fault(const std::string& api);
 // Phase two of an executor of `api`: checks the executor (live, of this api, not run before) and
 // the workspace (at least what phase one asked for, device memory), runs it, then releases it.
 LSG_EMU_API int32_t run_executor(const std::string& api, aclOpExecutor* executor, void* workspace,
@@ -88,14 +93,27 @@ extern "C" {
 LSG_EMU_API void lsg_emu_acl_declare(const char* soc, int32_t devices);
 // What the runtime is: "lsg emulated ACL runtime <version>; soc=<name>; devices=<n>".
 LSG_EMU_API const char* lsg_emu_acl_runtime(void);
-// The live device buffers, as a JSON list of {"bytes", "device", "serial"} (serial: the
-// how-manieth aclrtMalloc of the process).
+// The live device buffers, as a JSON list of {"bytes", "device", "serial", "base", "reached"}
+// (serial: the how-manieth aclrtMalloc of the process; base: its address; reached: how far into
+// it the tasks queued so far reach, the end of the furthest range one said it reads or writes).
 LSG_EMU_API const char* lsg_emu_acl_buffers(void);
 // The tensors created since the last call, as a JSON list of {"dims", "strides", "offset",
 // "storage", "dtype", "format", "device"}: what the runtime received (tests read it).
 LSG_EMU_API const char* lsg_emu_acl_take_tensor_log(void);
 // Live tensors, int arrays and executors (a caller that destroys every handle leaves it as it was).
 LSG_EMU_API size_t lsg_emu_acl_live_handles(void);
+// The serial of the last handle created (0: none yet): handles made after it have greater ones.
+LSG_EMU_API uint64_t lsg_emu_acl_handle_serial(void);
+// The live handles as a JSON list of {"serial", "kind" (tensor, int array, executor), "api" (an
+// executor's operator), "by" (the file of the library whose code created it: the caller of
+// aclCreateTensor / aclCreateIntArray, or of the phase one that made the executor)}.
+LSG_EMU_API const char* lsg_emu_acl_live_handle_list(void);
+// Arms a fault for the next phase one of `api` ("aclnnInplaceCopy", "aclnnLogSoftmaxGradCustom"):
+// "refuse" fails it with ACLNN_ERR_INNER, "grow" makes it ask for 512 bytes more, "" disarms.
+// Returns 1 when a fault was still armed for `api` (not taken), 0 when none, -1 for an unknown
+// fault.  The backend's probes of the operator's error paths use it (farm/agent/backends/
+// acl_probes.py); CANN has no such hook.
+LSG_EMU_API int32_t lsg_emu_acl_inject(const char* api, const char* fault);
 }
 
 #endif  // LSG_EMU_ACL_H

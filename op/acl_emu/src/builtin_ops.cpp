@@ -32,9 +32,13 @@ extern "C" {
 
 aclnnStatus aclnnInplaceCopyGetWorkspaceSize(aclTensor* selfRef, const aclTensor* src,
                                              uint64_t* workspaceSize, aclOpExecutor** executor) {
+    const void* caller = __builtin_return_address(0);  // who owns the executor
     const std::string api = std::string(kApi) + "GetWorkspaceSize";
     if (!selfRef || !src || !workspaceSize || !executor)
         return lsg_emu::fail(ACLNN_ERR_PARAM_NULLPTR, api + ": a NULL argument");
+    const std::string fault = lsg_emu::take_fault(kApi);
+    if (fault == "refuse")
+        return lsg_emu::fail(ACLNN_ERR_INNER, api + ": failed (a fault armed by lsg_emu_acl_inject)");
     std::string why;
     const lsg_emu::TensorInfo* d = lsg_emu::tensor_info(selfRef, api.c_str(), "selfRef", &why);
     const lsg_emu::TensorInfo* s = d ? lsg_emu::tensor_info(src, api.c_str(), "src", &why) : nullptr;
@@ -54,9 +58,10 @@ aclnnStatus aclnnInplaceCopyGetWorkspaceSize(aclTensor* selfRef, const aclTensor
     const size_t n = static_cast<size_t>(lsg_emu::numel(d->dims));
     // The contiguous copy of a strided source, in the workspace (CANN's Contiguous).
     const uint64_t gathered = lsg_emu::contiguous(src_view) || n == 0 ? 0 : (n * es + 511) / 512 * 512;
-    *workspaceSize = gathered;
+    // "grow": 512 bytes more than it needs, as a runtime that changed its mind between phases.
+    *workspaceSize = gathered + (fault == "grow" ? 512 : 0);
     *executor = lsg_emu::make_executor(
-        kApi, gathered,
+        kApi, *workspaceSize,
         [dst_view, src_view, n, es, gathered](void* ws, uint64_t, aclrtStream stream) -> int32_t {
             if (n == 0) return ACLNN_SUCCESS;
             const lsg_emu::Range in = lsg_emu::reach(src_view), out = lsg_emu::reach(dst_view);
@@ -97,7 +102,8 @@ aclnnStatus aclnnInplaceCopyGetWorkspaceSize(aclTensor* selfRef, const aclTensor
                     return "";
                 },
                 {in}, writes);
-        });
+        },
+        caller);
     return ACLNN_SUCCESS;
 }
 

@@ -57,11 +57,15 @@ aclnnStatus aclnnLogSoftmaxGradCustomGetWorkspaceSize(const aclTensor* gradOutpu
                                                       const aclTensor* gradInput,
                                                       uint64_t* workspaceSize,
                                                       aclOpExecutor** executor) {
+    const void* caller = __builtin_return_address(0);  // who owns the executor
     const std::string api = std::string(kApi) + "GetWorkspaceSize";
     if (!workspaceSize || !executor)
         return lsg_emu::fail(ACLNN_ERR_PARAM_NULLPTR, api + ": workspaceSize or executor is NULL");
     *workspaceSize = 0;
     *executor = nullptr;
+    const std::string fault = lsg_emu::take_fault(kApi);
+    if (fault == "refuse")
+        return lsg_emu::fail(ACLNN_ERR_INNER, api + ": failed (a fault armed by lsg_emu_acl_inject)");
     const aclTensor* tensors[] = {gradOutput, output, gradInput};
     lsg::Call call;
     lsg::TensorDesc* descs[] = {&call.dy, &call.y, &call.out};
@@ -102,9 +106,12 @@ aclnnStatus aclnnLogSoftmaxGradCustomGetWorkspaceSize(const aclTensor* gradOutpu
     v = lsg::acpu::check_registration(call, *soc);
     if (!v.ok()) return refuse(ACLNN_ERR_PARAM_INVALID, v);
     if (lsg_emu::numel(call.out.shape) == 0 && !lsg::acpu::launches_with_empty_outputs()) {
-        *executor = lsg_emu::make_executor(kApi, 0, [](void*, uint64_t, aclrtStream) -> int32_t {
-            return ACLNN_SUCCESS;  // nothing is tiled or launched
-        });
+        *executor = lsg_emu::make_executor(
+            kApi, 0,
+            [](void*, uint64_t, aclrtStream) -> int32_t {
+                return ACLNN_SUCCESS;  // nothing is tiled or launched
+            },
+            caller);
         return ACLNN_SUCCESS;
     }
     auto host = std::make_shared<lsg::acpu::HostTiling>(lsg::acpu::run_tiling(call, *soc));
@@ -114,6 +121,7 @@ aclnnStatus aclnnLogSoftmaxGradCustomGetWorkspaceSize(const aclTensor* gradOutpu
     }
     uint64_t workspace = 0;
     for (uint64_t w : host->workspaces) workspace += w;
+    if (fault == "grow") workspace += 512;  // as a runtime that changed its mind between phases
     const emu::Soc device{soc->name, soc->vector_cores, soc->ub_bytes, soc->block_bytes,
                           soc->bf16_cast};
     const emu::KernelFn kernel = lsg::acpu::kernel_for(call.dy.dtype);
@@ -163,7 +171,8 @@ aclnnStatus aclnnLogSoftmaxGradCustomGetWorkspaceSize(const aclTensor* gradOutpu
                     return "";
                 },
                 {r_dy, r_y, r_ws}, {r_out});
-        });
+        },
+        caller);
     return ACLNN_SUCCESS;
 }
 

@@ -14,15 +14,21 @@
 // repeatable executors only: destroying one that is not is refused here (stricter than current
 // opbase, which deletes it: an older CANN is not known to).
 //
+// Each live handle remembers the library whose code created it (the caller of aclCreateTensor or
+// aclCreateIntArray; for an executor, the caller of the phase one that made it): the backend tells
+// the handles its own code left alive from those the operator's left (lsg_emu_acl_live_handle_list).
+//
 // ReportErrorMessageInner is nnopbase's error channel (opdev/op_log.h: what OP_LOGE reports
 // through, src/nnopbase/composite_op/log/op_error_manager.cpp): the message, cut to 1023 bytes as
 // CANN's buffer cuts it, under its error code, is what aclGetRecentErrMsg returns next.
+#include <dlfcn.h>
+
 #include <cstdarg>
 #include <cstdio>
 #include <deque>
+#include <map>
 #include <mutex>
 #include <new>
-#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -54,18 +60,50 @@ constexpr uint64_t kDead = 0x4445414444454144ULL;  // destroyed
 constexpr size_t kKeepDead = 65536;                // destroyed objects remembered
 constexpr size_t kKeepLog = 1024;                  // tensor log entries kept
 
+// Who made a live handle, and when.
+struct Made {
+    uint64_t serial;    // the how-manieth handle of the process
+    const char* kind;   // "tensor", "int array", "executor"
+    std::string api;    // an executor's operator
+    std::string by;     // the file of the library whose code created it
+};
+
 struct Registry {
     std::mutex mu;
-    std::set<const void*> live;
+    std::map<const void*, Made> live;
+    uint64_t serial = 0;
+    // What a probe of the backend armed: the next phase one of an api fails or asks for more.
+    std::map<std::string, std::string> faults;
     // Kept (with how to delete each), so that a stale pointer still reads kDead.
     std::deque<std::pair<void*, void (*)(void*)>> dead;
     std::vector<std::string> log;
-    std::string taken;
+    std::string taken, listed;
 };
 
 Registry& reg() {
     static Registry* r = new Registry;
     return *r;
+}
+
+// The library `address` lies in (the return address of a call: its caller's code).
+std::string library_of(const void* address) {
+    Dl_info info;
+    if (address && dladdr(address, &info) && info.dli_fname) return info.dli_fname;
+    return "?";
+}
+
+// Under r.mu; `by` is library_of the creating code's address (read before taking the lock).
+void remember(Registry& r, const void* object, const char* kind, std::string api, std::string by) {
+    r.live[object] = Made{++r.serial, kind, std::move(api), std::move(by)};
+}
+
+std::string json_text(const std::string& s) {
+    std::string o = "\"";
+    for (char c : s) {
+        if (c == '"' || c == '\\') o += '\\';
+        o += c;
+    }
+    return o + '"';
 }
 
 template <typename T>
@@ -193,12 +231,24 @@ const std::vector<int64_t>* int_array_values(const aclIntArray* array, const cha
     return a ? &a->values : nullptr;
 }
 
-aclOpExecutor* make_executor(const std::string& api, uint64_t workspace_size, Launch launch) {
+aclOpExecutor* make_executor(const std::string& api, uint64_t workspace_size, Launch launch,
+                             const void* caller) {
     auto* e = new aclOpExecutor{kLive, api, workspace_size, std::move(launch), false};
+    std::string by = library_of(caller);
     Registry& r = reg();
     std::lock_guard<std::mutex> g(r.mu);
-    r.live.insert(e);
+    remember(r, e, "executor", api, std::move(by));
     return e;
+}
+
+std::string take_fault(const std::string& api) {
+    Registry& r = reg();
+    std::lock_guard<std::mutex> g(r.mu);
+    const auto it = r.faults.find(api);
+    if (it == r.faults.end()) return "";
+    const std::string fault = it->second;
+    r.faults.erase(it);
+    return fault;
 }
 
 int32_t run_executor(const std::string& api, aclOpExecutor* executor, void* workspace,
@@ -262,9 +312,10 @@ aclTensor* aclCreateTensor(const int64_t* viewDims, uint64_t viewDimsNum, aclDat
     }
     auto* tensor = new (std::nothrow) aclTensor{kLive, std::move(t)};
     if (!tensor) return nullptr;
+    std::string by = library_of(__builtin_return_address(0));
     Registry& r = reg();
     std::lock_guard<std::mutex> g(r.mu);
-    r.live.insert(tensor);
+    remember(r, tensor, "tensor", "", std::move(by));
     r.log.push_back(log_entry(tensor->info));
     if (r.log.size() > kKeepLog) r.log.erase(r.log.begin());
     return tensor;
@@ -288,9 +339,10 @@ aclIntArray* aclCreateIntArray(const int64_t* value, uint64_t size) {
     }
     auto* a = new (std::nothrow) aclIntArray{kLive, std::vector<int64_t>(value, value + size)};
     if (!a) return nullptr;
+    std::string by = library_of(__builtin_return_address(0));
     Registry& r = reg();
     std::lock_guard<std::mutex> g(r.mu);
-    r.live.insert(a);
+    remember(r, a, "int array", "", std::move(by));
     return a;
 }
 
@@ -427,6 +479,38 @@ size_t lsg_emu_acl_live_handles(void) {
     Registry& r = reg();
     std::lock_guard<std::mutex> g(r.mu);
     return r.live.size();
+}
+
+uint64_t lsg_emu_acl_handle_serial(void) {
+    Registry& r = reg();
+    std::lock_guard<std::mutex> g(r.mu);
+    return r.serial;
+}
+
+const char* lsg_emu_acl_live_handle_list(void) {
+    Registry& r = reg();
+    std::lock_guard<std::mutex> g(r.mu);
+    r.listed = "[";
+    bool first = true;
+    for (const auto& [object, made] : r.live) {
+        r.listed += std::string(first ? "" : ", ") + "{\"serial\": " + std::to_string(made.serial) +
+                   ", \"kind\": " + json_text(made.kind) + ", \"api\": " + json_text(made.api) +
+                   ", \"by\": " + json_text(made.by) + "}";
+        first = false;
+    }
+    r.listed += "]";
+    return r.listed.c_str();
+}
+
+int32_t lsg_emu_acl_inject(const char* api, const char* fault) {
+    if (!api || !fault) return -1;
+    const std::string f = fault;
+    if (!f.empty() && f != "refuse" && f != "grow") return -1;
+    Registry& r = reg();
+    std::lock_guard<std::mutex> g(r.mu);
+    const bool armed = r.faults.erase(api) > 0;
+    if (!f.empty()) r.faults[api] = f;
+    return armed ? 1 : 0;
 }
 
 }  // extern "C"

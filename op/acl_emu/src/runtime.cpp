@@ -58,6 +58,10 @@ struct Buffer {
     size_t mapped;  // whole pages
     int32_t device;
     uint64_t serial;  // the how-manieth aclrtMalloc of the process
+    // How far into it the tasks queued so far reach: the end of the furthest range a task said
+    // it reads or writes (lsg_emu_acl_buffers "reached"; the backend compares a workspace's with
+    // what phase one asked for).
+    size_t reached = 0;
 };
 
 struct Event;
@@ -360,6 +364,16 @@ int32_t current_device() { return t_device; }
 
 const char* soc_name() { return rt().soc.c_str(); }
 
+// Under r.mu: a task will use `x`; the buffer it lies in remembers how far tasks reach.
+void note_reach(Runtime& r, const Range& x) {
+    const auto at = reinterpret_cast<uintptr_t>(x.data);
+    auto it = r.buffers.upper_bound(at);
+    if (x.bytes == 0 || it == r.buffers.begin()) return;
+    Buffer& b = (--it)->second;
+    if (at - b.base <= b.bytes && x.bytes <= b.bytes - (at - b.base))
+        b.reached = std::max(b.reached, static_cast<size_t>(at - b.base) + x.bytes);
+}
+
 int32_t enqueue(aclrtStream stream, const std::string& what, Task task, std::vector<Range> reads,
                 std::vector<Range> writes) {
     Runtime& r = rt();
@@ -374,6 +388,8 @@ int32_t enqueue(aclrtStream stream, const std::string& what, Task task, std::vec
                     what + ": stream " + hex(stream) + " belongs to device " +
                         std::to_string(s->device) + ", the current device is " +
                         std::to_string(t_device));
+    for (const auto* ranges : {&reads, &writes})
+        for (const Range& x : *ranges) note_reach(r, x);
     s->tasks.push_back(Pending{what, std::move(task), std::move(reads), std::move(writes), nullptr});
     return ACL_SUCCESS;
 }
@@ -389,7 +405,8 @@ const char* lsg_emu_acl_buffers(void) {
     for (const auto& [base, b] : r.buffers)
         r.listing += (r.listing.size() > 1 ? ", " : "") + std::string("{\"bytes\": ") +
                      std::to_string(b.bytes) + ", \"device\": " + std::to_string(b.device) +
-                     ", \"serial\": " + std::to_string(b.serial) + "}";
+                     ", \"serial\": " + std::to_string(b.serial) + ", \"base\": " +
+                     std::to_string(b.base) + ", \"reached\": " + std::to_string(b.reached) + "}";
     r.listing += "]";
     return r.listing.c_str();
 }
