@@ -201,7 +201,7 @@ def _mutate(args, mutants, cases, console: FarmConsole) -> int:
     from farm.results.mutants_explained import explain
     from farm.results.mutants_explained import load as load_explained
     from farm.results.mutate_report import write_report
-    from farm.run.mutate_cases import Built
+    from farm.run.mutate_cases import Built, preload
 
     started = time.perf_counter()
     mutate_id = time.strftime("mutate-%Y%m%d-%H%M%S", time.gmtime()) + f"-{os.getpid()}"
@@ -220,6 +220,7 @@ def _mutate(args, mutants, cases, console: FarmConsole) -> int:
             "the genuine headers with python -m farm.pool.acl_sdk and build again, or use "
             "--backend native"
         )
+    preload()  # the code that judges is the start's, whatever the checkout becomes meanwhile
     base = baseline(built, cases, args.case_timeout)
     if not base.cases:
         raise ConfigError(

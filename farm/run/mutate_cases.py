@@ -16,8 +16,10 @@ failing, and a new child goes on from the next case.
 from __future__ import annotations
 
 import faulthandler
+import importlib
 import multiprocessing
 import os
+import pkgutil
 import resource
 import time
 from collections.abc import Sequence
@@ -135,6 +137,23 @@ def _child(conn, built: Built, cases: Sequence[Case], start: int) -> None:
             conn.send((i, _one(cases[i], built.backend)))
     finally:
         conn.close()
+
+
+# The packages whose code judges a case: preload() imports every module of them.
+_JUDGING = ("farm.agent", "farm.run", "farm.util", "golden", "suites")
+
+
+def preload() -> None:
+    """Import, in the process that forks the jobs and each mutant's child, every module a case
+    may run, so that the children run the code of the command's start whatever the checkout
+    becomes during a long run: a merge in the middle of one made the children import a newer
+    farm that the scratch builds of the start did not fit, and every case broke ("killed").
+    Only Python modules: the libraries load in each child, from its own build."""
+    for name in _JUDGING:
+        package = importlib.import_module(name)
+        for module in pkgutil.walk_packages(package.__path__, f"{name}."):
+            if not module.name.rsplit(".", 1)[-1].startswith(("test_", "conftest")):
+                importlib.import_module(module.name)
 
 
 def run_cases(

@@ -352,3 +352,29 @@ def test_an_explained_survivor_is_counted_apart_from_the_score_over_the_killable
     assert (s["survived"], s["explained"]) == (2, 1)
     assert s["score"] == 2 / 4 and s["killable_score"] == 2 / 3
     assert mutate.summarize([explained])["killable_score"] is None
+
+
+def test_the_judging_code_is_imported_before_any_child_is_forked():
+    """A merge in the middle of a long `farm mutate` made its children import a newer farm
+    (lazily, after the fork), which the scratch builds of the start did not fit: every case
+    broke and every mutant counted killed. preload() imports every module a case may run in the
+    parent, and no library: each child loads its own build's."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys\n"
+        "from farm.run.mutate_cases import preload\n"
+        "preload()\n"
+        "needed = ('farm.agent.execute', 'farm.agent.backends.acl', 'farm.agent.backends.native',"
+        " 'farm.agent.layer_checks', 'farm.run.session', 'farm.run.margins', 'suites.tiling',"
+        " 'suites.workspace', 'golden.inference')\n"
+        "print(sorted(set(needed) - set(sys.modules)))\n"
+        "maps = open('/proc/self/maps').read()\n"
+        "libs = {ln.split()[-1] for ln in maps.splitlines() if 'lsg' in ln or 'ascendcl' in ln}\n"
+        "print(sorted(libs))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.splitlines() == ["[]", "[]"], out
