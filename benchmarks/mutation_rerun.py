@@ -68,7 +68,14 @@ def _line(o: dict) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--full", type=Path, required=True, help="the whole run's directory")
+    parser.add_argument(
+        "--full",
+        type=Path,
+        action="append",
+        required=True,
+        help="a whole run's directory; repeatable: runs of other files are joined (a later "
+        "run's outcome of an id wins)",
+    )
     parser.add_argument(
         "--rerun",
         type=Path,
@@ -78,7 +85,7 @@ def main() -> int:
     )
     parser.add_argument("--print-ids", action="store_true", help="the ids to rerun, one a line")
     args = parser.parse_args()
-    old = _mutants(args.full)
+    old = list({o["id"]: o for run in args.full for o in _mutants(run)}.values())
     if args.print_ids or not args.rerun:
         print("\n".join(current_ids(old)))
         return 0
