@@ -170,12 +170,17 @@ def test_the_cpu_library_refuses_as_the_packages_aclnn_layer_does(edited_library
 
 
 @pytest.mark.build
-def test_a_bf16_registration_alone_is_refused_by_the_tiling_and_said(edited_library, monkeypatch):
+def test_a_bf16_registration_refused_by_the_tiling_alone_fails_the_registration(
+    edited_library, monkeypatch
+):
+    """The right status and reason from the wrong layer: the registration let bf16 through on
+    Ascend310B, and on CANN that compiles kernels for it (farm/agent/outcome.py classify)."""
     library = edited_library
     record = judged(Case("ascend310b", "bfloat16", (4, 37), (-1,)), library, monkeypatch)
-    assert (record["outcome"], record["reason"]) == ("passed", "bf16_unsupported_on_soc")
+    assert (record["outcome"], record["category"]) == ("failed", "registration")
+    assert record["reason"] == "bf16_unsupported_on_soc"
     assert record["checks"]["decided_by"] == "tiling"
-    assert "the OpDef registration accepted it, the tiling function said" in record["message"]
+    assert "as expected, but by the tiling function" in record["message"]
 
 
 @pytest.mark.build
@@ -208,11 +213,12 @@ def test_classify_says_which_layer_said_what():
     )
     # The layer alone, where the shared checks are not known (a tiling case, the acl backend).
     alone: HostChecks = {"decided_by": "tiling", "host": "bf16_unsupported_on_soc"}
-    assert classify(expect, {**base, "checks": alone})[2] == (
+    assert classify(expect, {**base, "checks": alone, "layer": "tiling"})[2] == (
         "rejected as expected: bf16_unsupported_on_soc (161002) (refused by the tiling function)"
     )
     late: HostChecks = {**agreeing, "decided_by": "tiling"}
-    assert "registration accepted it" in classify(expect, {**base, "checks": late})[2]
+    said = classify(expect, {**base, "checks": late, "layer": "tiling"})[2]
+    assert "registration accepted it" in said
     accepted: HostChecks = {"decided_by": "", "host": "ok", "shared": "bf16_unsupported_on_soc"}
     record: ResultRecord = {"status": 0, "reason": "ok", "op_message": "", "checks": accepted}
     outcome, category, message = classify(expect, record)
