@@ -24,9 +24,9 @@ def test_tier_volumes(tiers):
     # The whole calls of the pre-merge tier; its layer cases make no call with data (one reading
     # of the registration a family, the tiling function alone on a rejection, the graph inference
     # on a node), a few dozen.
-    # (300 before issue 59 added cases for what the aclnn layer copies and what coverage found
-    # reached by fewer than 3 cases.)
-    assert len([c for c in tiers["smoke"] if not c.layer]) <= 320
+    # (300 before issue 59 added cases for what the aclnn layer copies, what coverage found
+    # reached by fewer than 3 cases, and what mutants showed unchecked: 322.)
+    assert len([c for c in tiers["smoke"] if not c.layer]) <= 330
     assert len([c for c in tiers["smoke"] if c.layer]) <= 48
     assert len(tiers["nightly"]) >= 5000
     assert len(tiers["full"]) >= 30000
