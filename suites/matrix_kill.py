@@ -8,6 +8,7 @@ The survivors no case can kill are explained in op/mutants_explained.toml."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 
 from golden.layouts import View
 from suites.case import Case
@@ -46,6 +47,17 @@ WIDE_OUT = ((4, 101), (-1,))
 # dy or y so strided instead, both edits passed every check (not looked into further).
 EXTENT_ONE = ((3, 1, 5), (-1,))
 ODD_STRIDE = View((5, 11, 1), 15, 0)
+# An empty call of no rows (d0 = 0): a plan that forgets the call is empty splits 0 rows over 0
+# cores (op/tiling/tiling.cpp plan's is_empty, checked_numel's 0 for a zero extent); an empty
+# call with rows runs nothing either way.
+NO_ROWS = (((0, 7), (-1,)), ((0, 4), (-1,)))
+# dy strided alone: the plan's key says "not contiguous" only through dy's copy (another view
+# strided hides a forgotten dy copy, op/tiling/tiling.cpp workspace_layout).
+DY_ALONE = (((2, 9, 5), (1,)), ((3, 33), (-1,)))
+# The tiling function alone with y of another dtype than dy (as the rejections section's f32 one
+# on each family): the host's description of y read from dy's (op_host's TilingFunc) lets it
+# through.
+Y_OTHER_DTYPE = ((3, 5), (-1,))
 
 
 def kill_cases(family: str, dtypes, full: bool) -> Iterator[Case]:
@@ -70,6 +82,12 @@ def kill_cases(family: str, dtypes, full: bool) -> Iterator[Case]:
             make_case(family, "bfloat16", *WIDE_OUT, "kill", out_layout="strided"),
             make_case(family, "float32", *EXTENT_ONE, "kill", out_layout=ODD_STRIDE),
             make_case(family, "float16", *EXTENT_ONE, "kill", out_layout=ODD_STRIDE),
+            make_case(family, "float16", *NO_ROWS[0], "kill"),
+            make_case(family, "float16", *DY_ALONE[0], "kill", dy_layout="strided"),
+            replace(
+                make_case(family, "float16", *Y_OTHER_DTYPE, "kill", y_dtype="float32"),
+                layer="tiling",
+            ),
         )
     else:
         yield from (
@@ -80,4 +98,6 @@ def kill_cases(family: str, dtypes, full: bool) -> Iterator[Case]:
             make_case(family, "float32", *WHOLE_BLOCKS[2], "kill", y_layout="strided"),
             make_case(family, "float16", *WIDE_OUT, "kill", out_layout="strided"),
             make_case(family, "float32", *EXTENT_ONE, "kill", out_layout=ODD_STRIDE),
+            make_case(family, "float32", *NO_ROWS[1], "kill"),
+            make_case(family, "float32", *DY_ALONE[1], "kill", dy_layout="strided"),
         )

@@ -564,4 +564,20 @@ def test_the_cases_to_kill_mutants_are_smoke_only_three_a_situation(tiers):
     # A strided out of 2-byte elements past one 512-byte block (the aclnn layer's buffer of it).
     wide_out = [c for c in kill if copied(c, "out") and c.numel * bytes_[c.dtype] > 512]
     assert len(wide_out) == 3 and all(bytes_[c.dtype] == 2 for c in wide_out)
-    assert all(c.accepted for c in kill)
+    # Three of each in the whole tier, the older sections' cases counted: a contiguous out with
+    # an odd stride on an extent of 1; an empty call of no rows; dy strided alone; the tiling
+    # function alone with y of another dtype.
+    smoke = tiers["smoke"]
+    odd = [
+        c for c in kill if 1 in c.shape and c.out_layout != "contiguous" and not copied(c, "out")
+    ]
+    no_rows = [
+        c
+        for c in smoke
+        if not c.layer and c.accepted and c.shape and contract.merge_shape(c.shape, c.axes)[0] == 0
+    ]
+    dy_alone = [c for c in smoke if copied(c, "dy") and not copied(c, "y") and not copied(c, "out")]
+    y_dtype = [c for c in smoke if c.layer == "tiling" and c.y_dtype and c.y_dtype != c.dtype]
+    assert len(odd) == 3
+    assert len(no_rows) >= 3 and len(dy_alone) >= 3 and len(y_dtype) >= 3
+    assert all(c.accepted for c in kill if not c.layer)
