@@ -216,6 +216,7 @@ def measure(
     )
     html_dir = counters / "out"
     with locked(build_dir):  # one coverage at a time reads and writes the build's .gcda files
+        coverage_data.drop_stale_notes(build_dir)
         coverage_data.merge_into_build(trees, build_dir, counters / "merging")
         gcovr = coverage_data.run_gcovr(build_dir, html_dir, f"LogSoftmaxGrad {tier} coverage")
         per_branch = coverage_data.cases_per_branch(by_case, build_dir) if per_case else {}
