@@ -1,7 +1,7 @@
 """The outcome taxonomy: every combination of expectation and operator behaviour."""
 
 from farm.agent.outcome import classify
-from farm.agent.record import ResultRecord, Verdict
+from farm.agent.record import HostChecks, ResultRecord, Verdict
 
 REJECT = {"kind": "reject", "reason": "bf16_unsupported_on_soc", "status": 161002}
 PRECISION = {"kind": "precision", "standard": "experimental", "level": None}
@@ -30,15 +30,18 @@ def test_a_registration_refusal_the_tiling_function_made_fails_the_registration(
     bf16 declared for 310B (the planted opdef_bf16_310b) the tiling function still refused every
     whole call with the right words, and only the one registration case a family failed. The
     layer that refused is part of the verdict; a tiling layer case asks that layer alone."""
-    by_tiling = {
-        **record(161002, "bf16_unsupported_on_soc"),
-        "checks": {"decided_by": "tiling", "host": "bf16_unsupported_on_soc", "host_status": 0},
+    checks: HostChecks = {
+        "decided_by": "tiling",
+        "host": "bf16_unsupported_on_soc",
+        "host_status": 0,
     }
+    by_tiling: ResultRecord = {**record(161002, "bf16_unsupported_on_soc"), "checks": checks}
     outcome, category, message = classify(REJECT, by_tiling)
     assert (outcome, category) == ("failed", "registration")
     assert message.startswith("rejected with bf16_unsupported_on_soc (161002) as expected, but by")
     assert classify(REJECT, {**by_tiling, "layer": "tiling"})[:2] == ("passed", None)
-    by_registration = {**by_tiling, "checks": {**by_tiling["checks"], "decided_by": "registration"}}
+    registration: HostChecks = {**checks, "decided_by": "registration"}
+    by_registration: ResultRecord = {**by_tiling, "checks": registration}
     assert classify(REJECT, by_registration)[:2] == ("passed", None)
     # A reason the registration does not decide may come from the tiling function.
     rank = {"kind": "reject", "reason": "rank_too_large", "status": 161002}
