@@ -369,9 +369,11 @@ def _policy_lines(outcomes: list[dict[str, Any]]) -> list[str]:
                 f"it ({o['policy_failing']} cases: {escape(cases)})"
             )
         elif o.get("caught_by"):
+            caught = o["caught_by"]
+            how = " without the output policies" if caught.get("without_policy") else ""
             lines.append(
                 f"  policy and results {escape(o['id'])}: {o['policy_failing']} policy cases; "
-                f"through the results: {escape(o['caught_by']['case_id'])} "
-                f"({escape(str(o['caught_by']['category']))})"
+                f"through the results{how}: {escape(caught['case_id'])} "
+                f"({escape(str(caught['category']))})"
             )
     return lines

@@ -95,7 +95,8 @@ def _both(mutants: list[dict[str, Any]]) -> str:
             f"<tr><td>{_where(m)}</td><td>{_e(m['rule'])}</td><td>{_edit(m)}</td>"
             f"<td>{m['policy_failing']} of {m['failing']}</td>"
             f"<td><code>{_e(c['case_id'])}</code> {_e(c['outcome'])} ({_e(c['category'])})"
-            "</td></tr>"
+            + (" without the output policies" if c.get("without_policy") else "")
+            + "</td></tr>"
         )
     return _table(
         ["where", "rule", "line and edit", "policy cases", "caught through the results by"], rows
@@ -186,6 +187,9 @@ moved most toward their limits (1 = at the limit).</p>
 CANN does not enforce. No case's results caught these; CANN would run them.</p>
 {_policy_only(policy_only)}
 <h2>Kills refused by a policy and caught through the results ({len(both)})</h2>
+<p>A kill whose every failing case a policy refused runs those cases again on the device
+without its output policies (as CANN's runs); a case that then fails is named "without the
+output policies".</p>
 {_both(both)}
 <details><summary><h2 style="display:inline">Stillborn ({len(stillborn)}): do not compile</h2>
 </summary>{_plain(stillborn, "build_error")}</details>

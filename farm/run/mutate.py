@@ -37,7 +37,7 @@ from typing import Any
 from farm.run import scratch
 from farm.run.bisect import build_error_line
 from farm.run.mutants import Mutant
-from farm.run.mutate_cases import Built, CaseResult, run_cases
+from farm.run.mutate_cases import OUTPUT_POLICY_OFF, Built, CaseResult, run_cases
 from farm.util.errors import BuildError, FarmError
 from suites.case import Case
 
@@ -46,6 +46,7 @@ STATUSES = (KILLED, SURVIVED, EQUIVALENT, STILLBORN)
 WEAK_KILL = 3  # a kill by fewer failing cases than this is weak
 CLOSEST = 3  # the cases a survivor keeps
 FAILING_KEPT = 20  # the failing case ids a kill keeps (the count is kept whole)
+POLICY_RERUN = 10  # a policy-only kill's cases run again without the output policies
 
 
 @dataclass
@@ -59,7 +60,9 @@ class Outcome:
     failing_cases: list[dict[str, Any]] = field(default_factory=list)
     policy_failing: int = 0  # of `failing`: refused by an emulation policy alone
     policy_cases: list[str] = field(default_factory=list)
-    caught_by: dict[str, Any] | None = None  # a case that fails through its results, with policy
+    # A case that fails through its results (with the policies, or without the output ones:
+    # `without_policy`, caught_without_policy) where some case failed by a policy.
+    caught_by: dict[str, Any] | None = None
     closest: list[dict[str, Any]] = field(default_factory=list)
     build_error: str = ""
     seconds: float = 0.0
@@ -72,8 +75,9 @@ class Outcome:
 
     @property
     def policy_only(self) -> bool:
-        """Killed only by emulation policies: CANN would run it, and no result caught it."""
-        return self.status == KILLED and self.policy_failing == self.failing
+        """Killed only by emulation policies: CANN would run it, and no result caught it, with
+        the policies or without the output ones (caught_without_policy)."""
+        return self.status == KILLED and self.policy_failing == self.failing and not self.caught_by
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -232,6 +236,9 @@ def evaluate(
     results, complete = run_cases(built, base.cases, timeout=timeout, stop_after=stop_after)
     failed = [r for r in results if r.failed]
     policy = [r for r in failed if r.policy]
+    caught = caught_by(failed) if policy else None
+    if policy and caught is None:
+        caught = caught_without_policy(built, base, policy, timeout)
     outcome = Outcome(
         mutant,
         KILLED if failed else SURVIVED,
@@ -240,7 +247,7 @@ def evaluate(
         failing_cases=[r.to_dict() for r in failed[:FAILING_KEPT]],
         policy_failing=len(policy),
         policy_cases=[r.case_id for r in policy[:FAILING_KEPT]],
-        caught_by=caught_by(failed) if policy else None,
+        caught_by=caught,
         seconds=time.perf_counter() - started,
         build_seconds=build_seconds,
         source_line=line,
@@ -257,6 +264,22 @@ def caught_by(failed: Sequence[CaseResult]) -> dict[str, Any] | None:
     through = [r for r in failed if not r.policy]
     ranked = sorted(through, key=lambda r: r.outcome != "failed")  # stable: the first one of each
     return ranked[0].to_dict() if ranked else None
+
+
+def caught_without_policy(
+    built: Built, base: Baseline, policy: Sequence[CaseResult], timeout: float
+) -> dict[str, Any] | None:
+    """A kill every failing case of which an emulation policy refused: its policy cases again
+    on the device without its output policies (OUTPUT_POLICY_OFF: as CANN's runs, an element
+    nothing writes keeping the storage's NaN, the last of two writes winning). The first that
+    then fails through its results, marked `without_policy`; None when none does (a kill that
+    rests on the policy alone)."""
+    ids = {r.case_id for r in policy[:POLICY_RERUN]}
+    again, _ = run_cases(
+        built, [c for c in base.cases if c.id in ids], timeout=timeout, env=OUTPUT_POLICY_OFF
+    )
+    found = caught_by([r for r in again if r.failed])
+    return {**found, "without_policy": True} if found else None
 
 
 def closest(results: Sequence[CaseResult], base: Baseline, n: int = CLOSEST) -> list[dict]:

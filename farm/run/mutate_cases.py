@@ -119,8 +119,9 @@ def _one(case: Case, backend: str) -> CaseResult:
     )
 
 
-def _child(conn, built: Built, cases: Sequence[Case], start: int) -> None:
+def _child(conn, built: Built, cases: Sequence[Case], start: int, env: dict[str, str]) -> None:
     # Before anything loads a library: the acl backend finds the build's runtime by these.
+    os.environ.update(env)
     os.environ["LSG_NATIVE_LIB"] = built.library
     if built.acl_lib_dir is not None:
         os.environ["LSG_ACL_LIB_DIR"] = str(built.acl_lib_dir)
@@ -138,6 +139,11 @@ def _child(conn, built: Built, cases: Sequence[Case], start: int) -> None:
     finally:
         conn.close()
 
+
+# The emulated device without its output policies (every output element written exactly once,
+# by one core: op/ascendc_cpu/src/device.cpp), as CANN's device runs: what a kill those policies
+# made would show in the results.
+OUTPUT_POLICY_OFF = {"LSG_EMU_OUTPUT_POLICY": "off"}
 
 # The packages whose code judges a case: preload() imports every module of them.
 _JUDGING = ("farm.agent", "farm.run", "farm.util", "golden", "suites")
@@ -162,20 +168,24 @@ def run_cases(
     *,
     timeout: float,
     stop_after: int | None = None,
+    env: dict[str, str] | None = None,
 ) -> tuple[list[CaseResult], bool]:
     """Every case against `built`, in order: the results, and whether every case ran (False
     when `stop_after` failing cases, or MAX_BREAKS broken ones, stopped it first). A case the
     child does not answer within `timeout` seconds is broken (HANG), one the child died on
     broken too (CRASH). `stop_after` counts the cases that fail through their results, not by an
     emulation policy alone: a kill that rests on a policy runs every case, so that whether a
-    case catches it through the results is known."""
+    case catches it through the results is known. `env`: set in the child before anything
+    loads (OUTPUT_POLICY_OFF: the emulated device without its output policies)."""
     context = multiprocessing.get_context("fork")
     results: list[CaseResult] = []
     failing = breaks = 0
     start = 0
     while start < len(cases):
         receive, send = context.Pipe(duplex=False)
-        child = context.Process(target=_child, args=(send, built, cases, start), daemon=True)
+        child = context.Process(
+            target=_child, args=(send, built, cases, start, env or {}), daemon=True
+        )
         child.start()
         send.close()
         try:

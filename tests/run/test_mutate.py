@@ -378,3 +378,33 @@ def test_the_judging_code_is_imported_before_any_child_is_forked():
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True
     ).stdout
     assert out.splitlines() == ["[]", "[]"], out
+
+
+def test_a_kill_by_the_output_policies_alone_is_run_again_without_them(monkeypatch):
+    """52 kills of the smoke tier rested on the emulated device's output policies alone (the
+    kernel stopped before its results existed): their policy cases run again without those
+    policies (as CANN's device runs), and a case that then fails through its results is named;
+    a kill none of them catches so stays policy-only."""
+    cases = matrix.expand("smoke")[:3]
+    base = mutate.Baseline(cases, [], {})
+    policy = [CaseResult(c.id, "failed", "emulation_policy", "refused", None, 0.0) for c in cases]
+    seen: list[tuple[list[str], dict | None]] = []
+
+    def rerun(built, selected, *, timeout, env=None):
+        seen.append(([c.id for c in selected], env))
+        return [CaseResult(selected[1].id, "failed", "precision", "NaN", None, 0.0)], True
+
+    monkeypatch.setattr(mutate, "run_cases", rerun)
+    built = Built("lib.so", "acl")
+    caught = mutate.caught_without_policy(built, base, policy, 10.0)
+    assert caught is not None and caught["case_id"] == cases[1].id
+    assert caught["without_policy"] and caught["category"] == "precision"
+    assert seen == [([c.id for c in cases], mutate_cases.OUTPUT_POLICY_OFF)]
+
+    monkeypatch.setattr(mutate, "run_cases", lambda *a, **k: ([], True))
+    assert mutate.caught_without_policy(built, base, policy, 10.0) is None
+    m = Mutant("f.cpp:1:statement.0", "f.cpp", 1, 0, "statement", "x;", "")
+    kill = mutate.Outcome(m, mutate.KILLED, failing=3, policy_failing=3)
+    assert kill.policy_only
+    kill.caught_by = caught
+    assert not kill.policy_only

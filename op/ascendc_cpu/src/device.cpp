@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <map>
@@ -99,6 +100,11 @@ struct Device {
     uint32_t block_dim = 0;
     std::unique_ptr<Arena> arena;
     std::vector<Region> regions;  // in address order
+    // The output policies (every output element written exactly once, by one core) enforced;
+    // LSG_EMU_OUTPUT_POLICY=off lifts them and the device does what CANN's does (an element
+    // nothing writes keeps the storage's bytes, the last write wins), so that `farm mutate` can
+    // ask whether a kill these policies made shows in the results too.
+    bool output_policy = true;
 };
 
 // ---- a core ----------------------------------------------------------------------------------
@@ -610,7 +616,8 @@ uint8_t* gm(const char* api, uint64_t addr, uint64_t bytes, bool write) {
         const int32_t me = static_cast<int32_t>(c.idx) + 1;
         for (int64_t i = lo / e; i < hi / e; ++i) {
             int32_t expected = 0;
-            if (!r.writer[static_cast<size_t>(i)].compare_exchange_strong(expected, me)) {
+            if (!r.writer[static_cast<size_t>(i)].compare_exchange_strong(expected, me) &&
+                c.dev->output_policy) {
                 if (expected == me)
                     policy_fault(std::string(api) + ": output element written twice: core " +
                                      std::to_string(c.idx) + " writes " + r.name + "[" +
@@ -929,6 +936,8 @@ void launch(KernelFn kernel, uint32_t block_dim, const Soc& soc, uint64_t tiling
     dev.order = resolve_order(soc);
     dev.tiling_key = tiling_key;
     dev.block_dim = block_dim;
+    const char* output_policy = std::getenv("LSG_EMU_OUTPUT_POLICY");
+    dev.output_policy = !(output_policy && std::string(output_policy) == "off");
 
     // The GM arena: per region [guard][data, padded to 512 B][guard]; the tiling data last.
     struct Source {
@@ -1045,7 +1054,7 @@ void launch(KernelFn kernel, uint32_t block_dim, const Soc& soc, uint64_t tiling
             throw Fault("launch: GM guard overwritten: bytes after " + r.name + " changed (first at " +
                         std::to_string(p - r.data) + " relative to its start)");
     }
-    if (block_dim > 0) {
+    if (block_dim > 0 && dev.output_policy) {
         for (const Region& r : dev.regions) {
             if (!r.output || r.elems == 0) continue;
             uint64_t missing = 0, first = 0;
