@@ -1,5 +1,5 @@
 """The mutation score after new cases (issue 59), from a whole run of `farm mutate` and a rerun
-of its survivors and weak kills (`farm mutate --only ID ...`) on today's sources and cases:
+of its survivors, weak and policy-only kills (`farm mutate --only ID ...`) on today's sources and cases:
 each mutant of the rerun is matched with the whole run's by its file, its line's text and its
 rule id (lines may have moved), the kills of the whole run are kept, and the rerun's outcome
 replaces the old one. The survivors op/mutants_explained.toml explains are counted apart.
@@ -45,7 +45,7 @@ def current_ids(old: list[dict]) -> list[str]:
     by_key: dict[tuple, list[str]] = {}
     for m in rules.generate(op, list(rules.SOURCES), None):
         by_key.setdefault(_key(m.file, source[m.file][m.line - 1], m.id), []).append(m.id)
-    wanted = [m for m in old if m["status"] == "survived" or m.get("weak")]
+    wanted = [m for m in old if m["status"] == "survived" or m.get("weak") or m.get("policy_only")]
     return list(
         dict.fromkeys(i for m in wanted for i in by_key[_key(m["file"], m["source_line"], m["id"])])
     )
@@ -101,7 +101,7 @@ def main() -> int:
         now = min(
             same, key=lambda n: abs(n["line"] - o["line"] - shift.get(o["file"], 0)), default=None
         )
-        if now is not None and (o["status"] == "survived" or o.get("weak")):
+        if now is not None and (o["status"] == "survived" or o.get("weak") or o.get("policy_only")):
             rerun.append((o, now))
             merged.append(now)
         else:
