@@ -2,7 +2,8 @@
 of its survivors, weak and policy-only kills (`farm mutate --only ID ...`) on today's sources
 and cases: each mutant of the rerun is matched with the whole run's by its file, its line's
 text and its rule id (lines may have moved), the kills of the whole run are kept, and the
-rerun's outcome replaces the old one. The survivors op/mutants_explained.toml explains are counted apart.
+rerun's outcome replaces the old one. The survivors op/mutants_explained.toml explains are
+counted apart.
 
     .venv/bin/python benchmarks/mutation_rerun.py --full /tmp/mut-full --rerun /tmp/mut-rerun \
         --rerun /tmp/mut-rerun2
