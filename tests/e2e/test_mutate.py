@@ -222,6 +222,9 @@ def test_ctrl_c_leaves_no_scratch_copy(farm, tmp_path):
         stderr=subprocess.DEVNULL,
         text=True,
         start_new_session=True,  # its own process group, as a terminal's foreground job
+        # with SIGINT as a terminal's job has it: a suite started in the background (nohup, &)
+        # hands its children SIGINT ignored, which the farm keeps (farm/util/interrupts.py)
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     try:
         assert proc.stdout is not None
