@@ -143,6 +143,18 @@ def elf_arch(path: str) -> str | None:
         return None
 
 
+def foreign_library(path: str) -> str | None:
+    """Why a library failed to load where it is one of another architecture (the fix in the
+    same line), else None: the one wording of the native and acl backends' loaders."""
+    built_for, here = elf_arch(path), kernel_arch()
+    if built_for and built_for != here:
+        return (
+            f"{path} is a library for {built_for}, and this machine runs {here}: the host "
+            f"needs the package of its architecture (farm build --arch {here})"
+        )
+    return None
+
+
 def chip_problem(chip: Chip, accept_health: tuple[str, ...] = ()) -> str | None:
     """Why a chip may not run cases, or None: not visible to the agent, a health other than OK or
     Warning (or one the inventory accepts for the host: ``accept_health``), or memory held by a

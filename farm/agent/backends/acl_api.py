@@ -389,13 +389,9 @@ def load() -> Libraries:
             ctypes.CDLL(str(opapi_path), mode=mode)
         lib = ctypes.CDLL(str(op_api), mode=mode)
     except OSError as exc:
-        library = str(directory / LIB_FILES["ascendcl"])
-        built_for, here = machine.elf_arch(library), machine.kernel_arch()
-        if built_for and built_for != here:
-            raise AclLibraryError(
-                f"{library} is a library for {built_for}, and this machine runs {here}: the host "
-                f"needs the package of its architecture (farm build --arch {here})"
-            ) from None
+        foreign = machine.foreign_library(str(directory / LIB_FILES["ascendcl"]))
+        if foreign:
+            raise AclLibraryError(foreign) from None
         raise AclLibraryError(f"loading the ACL libraries of {directory}: {exc}") from None
     by_name = {"ascendcl": ascendcl, "nnopbase": nnopbase, "cust_opapi": lib}
     absent = set()

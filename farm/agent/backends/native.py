@@ -173,12 +173,9 @@ def _load(path: str) -> ctypes.CDLL:
     try:
         lib = ctypes.CDLL(path)
     except OSError as exc:
-        built_for, here = machine.elf_arch(path), machine.kernel_arch()
-        if built_for and built_for != here:
-            raise NativeError(
-                f"{path} is a library for {built_for}, and this machine runs {here}: the host "
-                f"needs the package of its architecture (farm build --arch {here})"
-            ) from exc
+        foreign = machine.foreign_library(path)
+        if foreign:
+            raise NativeError(foreign) from exc
         raise
     p, i32, i64, u64 = ctypes.POINTER, ctypes.c_int32, ctypes.c_int64, ctypes.c_uint64
     lib.lsg_version.restype = ctypes.c_char_p

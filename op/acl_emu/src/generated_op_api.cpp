@@ -240,19 +240,9 @@ LSG_EMU_API int32_t lsg_emu_infer(int32_t n_inputs, const int32_t* dtypes, const
                                   int32_t* out_rank, int64_t* out_dims, int32_t out_dims_cap,
                                   uint32_t* dtype_status, int32_t* out_dtype, char* message,
                                   size_t message_cap) {
-    try {
-        return lsg::acpu::infer_abi(n_inputs, dtypes, ranks, dims, n_outputs, shape_status,
-                                    out_rank, out_dims, out_dims_cap, dtype_status, out_dtype,
-                                    message, message_cap);
-    } catch (const std::exception& e) {
-        if (message && message_cap) {
-            const std::string text = std::string("internal error: ") + e.what();
-            const size_t n = std::min(message_cap - 1, text.size());
-            std::copy(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(n), message);
-            message[n] = '\0';
-        }
-        return ACLNN_ERR_INNER;
-    }
+    return lsg::acpu::infer_abi(n_inputs, dtypes, ranks, dims, n_outputs, shape_status,
+                                out_rank, out_dims, out_dims_cap, dtype_status, out_dtype,
+                                message, message_cap);
 }
 
 }  // extern "C"

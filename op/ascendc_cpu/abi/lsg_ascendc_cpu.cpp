@@ -468,14 +468,9 @@ int32_t lsg_acpu_infer(int32_t n_inputs, const int32_t* dtypes, const int32_t* r
                        int32_t* out_rank, int64_t* out_dims, int32_t out_dims_cap,
                        uint32_t* dtype_status, int32_t* out_dtype, char* message,
                        size_t message_cap) {
-    try {
-        return lsg::acpu::infer_abi(n_inputs, dtypes, ranks, dims, n_outputs, shape_status,
-                                    out_rank, out_dims, out_dims_cap, dtype_status, out_dtype,
-                                    message, message_cap);
-    } catch (const std::exception& e) {
-        return finish(LSG_ERR_INNER, LSG_REASON_INTERNAL, std::string("internal error: ") + e.what(),
-                      nullptr, message, message_cap);
-    }
+    return lsg::acpu::infer_abi(n_inputs, dtypes, ranks, dims, n_outputs, shape_status,
+                                out_rank, out_dims, out_dims_cap, dtype_status, out_dtype,
+                                message, message_cap);
 }
 
 }  // extern "C"

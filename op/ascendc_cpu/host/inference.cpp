@@ -65,10 +65,11 @@ Inference run_inference(const std::vector<InferInput>& inputs, size_t outputs) {
     return r;
 }
 
-int32_t infer_abi(int32_t n_inputs, const int32_t* dtypes, const int32_t* ranks,
-                  const int64_t* dims, int32_t n_outputs, uint32_t* shape_status,
-                  int32_t* out_rank, int64_t* out_dims, int32_t out_dims_cap,
-                  uint32_t* dtype_status, int32_t* out_dtype, char* message, size_t message_cap) {
+static int32_t infer_node(int32_t n_inputs, const int32_t* dtypes, const int32_t* ranks,
+                   const int64_t* dims, int32_t n_outputs, uint32_t* shape_status,
+                   int32_t* out_rank, int64_t* out_dims, int32_t out_dims_cap,
+                   uint32_t* dtype_status, int32_t* out_dtype, char* message,
+                   size_t message_cap) {
     if (n_inputs < 0 || n_inputs > kMaxTensors || n_outputs < 0 || n_outputs > kMaxTensors ||
         (n_inputs > 0 && (dtypes == nullptr || ranks == nullptr))) {
         put(message, message_cap,
@@ -102,6 +103,20 @@ int32_t infer_abi(int32_t n_inputs, const int32_t* dtypes, const int32_t* ranks,
             out_dims[i] = r.out_shape[i];
     put(message, message_cap, r.missing);
     return r.missing.empty() ? 0 : LSG_ERR_INNER;
+}
+
+int32_t infer_abi(int32_t n_inputs, const int32_t* dtypes, const int32_t* ranks,
+                  const int64_t* dims, int32_t n_outputs, uint32_t* shape_status,
+                  int32_t* out_rank, int64_t* out_dims, int32_t out_dims_cap,
+                  uint32_t* dtype_status, int32_t* out_dtype, char* message, size_t message_cap) {
+    // Both C entries (lsg_acpu_infer, lsg_emu_infer) are this function: no exception leaves it.
+    try {
+        return infer_node(n_inputs, dtypes, ranks, dims, n_outputs, shape_status, out_rank,
+                          out_dims, out_dims_cap, dtype_status, out_dtype, message, message_cap);
+    } catch (const std::exception& e) {
+        put(message, message_cap, std::string("internal error: ") + e.what());
+        return LSG_ERR_INNER;
+    }
 }
 
 }  // namespace lsg::acpu
